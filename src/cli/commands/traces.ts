@@ -1,0 +1,82 @@
+import { Option } from 'commander';
+import { UserError } from '../../errors.js';
+import type { RolloutFilter } from '../../store/types.js';
+import type { Register } from '../program.js';
+import { renderTraceTree } from '../ui/trace-tree.js';
+import { formatDuration, formatTime, truncate } from '../ui/format.js';
+
+const STATUSES = ['running', 'completed', 'failed', 'cancelled'];
+
+interface FilterFlags {
+  run?: string;
+  status?: RolloutFilter['status'];
+  task?: string;
+  minReward?: string;
+  maxReward?: string;
+  limit?: string;
+}
+
+export const registerTraces: Register = (program, ctx) => {
+  const traces = program.command('traces').description('list, show and export recorded rollouts');
+  const withFilters = (cmd: ReturnType<typeof traces.command>, limitDefault?: string) =>
+    cmd
+      .option('--run <id>', 'only this collect run')
+      .addOption(new Option('--status <status>', 'only this status').choices(STATUSES))
+      .option('--task <id>', 'only this task')
+      .option('--min-reward <x>', 'total reward at least x')
+      .option('--max-reward <x>', 'total reward at most x')
+      .option('--limit <n>', 'at most n rollouts', limitDefault);
+
+  withFilters(traces.command('list').description('list rollouts, newest first'), '50').action(async (flags: FilterFlags) => {
+    const { ui, loadConfig } = ctx();
+    const { listTraces } = await import('../../pipeline/traces.js');
+    const { total, rollouts } = await listTraces(await loadConfig(), toFilter(flags));
+    if (ui.opts.json) return ui.json({ total, rollouts });
+    if (!rollouts.length) return ui.print('no rollouts match');
+    ui.table(['rollout', 'task', 'status', 'reward', 'tokens', 'wall', 'started', 'answer'], rollouts.map((r) => [
+      r.id, r.taskId ?? '—', r.status, r.totalReward?.toFixed(3) ?? '—', r.tokens, formatDuration(r.wallMs), formatTime(r.startedAt), truncate(r.finalAnswer ?? r.error ?? '', 40),
+    ]));
+    ui.print(`${rollouts.length} of ${total} rollout(s)`);
+  });
+
+  traces.command('show <rollout>').description('show a rollout as a tree of spans (id or unique prefix)').action(async (id: string) => {
+    const { ui, loadConfig } = ctx();
+    const { showTrace } = await import('../../pipeline/traces.js');
+    const detail = await showTrace(await loadConfig(), id);
+    if (ui.opts.json) return ui.json(detail);
+    ui.print(renderTraceTree(detail, ui.c));
+  });
+
+  withFilters(traces.command('export').description('export rollouts (with spans and rewards) as JSONL'))
+    .option('-o, --out <file>', 'output file; "-" for stdout', '-')
+    .addOption(new Option('--format <format>', 'output format').choices(['jsonl']).default('jsonl'))
+    .action(async (flags: FilterFlags & { out: string }) => {
+      const { ui, loadConfig } = ctx();
+      const { exportTraces } = await import('../../pipeline/traces.js');
+      const result = await exportTraces(await loadConfig(), toFilter(flags), flags.out === '-' ? process.stdout : flags.out);
+      if (flags.out === '-') return;
+      if (ui.opts.json) return ui.json(result);
+      ui.print(`${ui.c.green('✓')} exported ${result.rollouts} rollout(s), ${result.spans} span(s) to ${result.file}`);
+    });
+};
+
+function toFilter(f: FilterFlags): RolloutFilter {
+  return {
+    runId: f.run, status: f.status, taskId: f.task,
+    minReward: num('--min-reward', f.minReward), maxReward: num('--max-reward', f.maxReward),
+    limit: f.limit === undefined ? undefined : positiveInt('--limit', f.limit),
+  };
+}
+
+function num(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n)) throw new UserError(`${flag} ${v}: expected a number`);
+  return n;
+}
+
+function positiveInt(flag: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UserError(`${flag} ${v}: expected a positive whole number`);
+  return n;
+}

@@ -1,0 +1,32 @@
+import { Command, Option } from 'commander';
+import { createContext, type Context, type GlobalOptions } from './context.js';
+import { registerDoctor } from './commands/doctor.js';
+import { registerInit } from './commands/init.js';
+import { registerNotYet } from './commands/not-yet.js';
+import { registerStatus } from './commands/status.js';
+import { registerTraces } from './commands/traces.js';
+
+export type Register = (program: Command, ctx: () => Context) => void;
+
+const VERSION = '0.1.0';
+
+export function buildProgram(): Command {
+  const program = new Command('massgen-rl')
+    .description('Make a team of LLM agents better every night: collect traces, train, evaluate, deploy.')
+    .version(VERSION, '-V, --version')
+    .addOption(new Option('-c, --config <file>', 'config file (default: ./massgen-rl.yaml, or $MASSGEN_RL_CONFIG)'))
+    .option('--json', 'print results as JSON', false)
+    .option('-v, --verbose', 'more output', false)
+    .option('-y, --yes', 'accept defaults, never prompt', false)
+    .option('--no-color', 'disable colours (NO_COLOR is honoured too)')
+    .option('--set <key=value>', 'override a config value (repeatable), e.g. --set collect.concurrency=4', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+
+  let context: Context | undefined;
+  const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
+  for (const register of [registerInit, registerDoctor, registerStatus, registerTraces, registerNotYet] satisfies Register[]) {
+    register(program, ctx);
+  }
+  return program;
+}

@@ -1,0 +1,3 @@
+import { input, number, select } from '@inquirer/prompts';
+
+export { input, number, select };

@@ -1,0 +1,121 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { z } from 'zod';
+import { UserError } from '../errors.js';
+import { stableHash } from '../util/hash.js';
+import { DEFAULT_CONFIG_FILE } from './defaults.js';
+import { interpolateEnv, type InterpolationIssue } from './interpolate.js';
+import { applyOverrides } from './overrides.js';
+import { resolvePaths, type ResolvedPaths } from './paths.js';
+import { checkRules } from './rules.js';
+import { configSchema, type RLConfig } from './schema.js';
+import { YamlSource, type ConfigPath } from './yaml-source.js';
+
+export interface LoadOptions {
+  /** Explicit config file (the --config flag); falls back to MASSGEN_RL_CONFIG, then ./massgen-rl.yaml. */
+  configPath?: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  overrides?: readonly string[];
+}
+
+export interface LoadedConfig {
+  config: RLConfig;
+  /** The file read, or null when the embedded defaults were used. */
+  file: string | null;
+  paths: ResolvedPaths;
+  hash: string;
+}
+
+export class ConfigError extends UserError {
+  constructor(readonly issues: string[]) {
+    super(`invalid configuration (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n  ${issues.join('\n  ')}`);
+  }
+}
+
+export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
+  const cwd = opts.cwd ?? process.cwd();
+  const env = opts.env ?? process.env;
+  const explicit = opts.configPath ?? env.MASSGEN_RL_CONFIG;
+  const file = path.resolve(cwd, explicit ?? DEFAULT_CONFIG_FILE);
+  const text = readConfigText(file, explicit !== undefined);
+
+  let source: YamlSource;
+  let raw: unknown;
+  if (text === null) {
+    source = YamlSource.embedded('<embedded defaults>');
+    raw = {};
+  } else {
+    const parsed = YamlSource.parse(path.relative(cwd, file) || file, text);
+    if (parsed.errors.length) throw new ConfigError(parsed.errors);
+    source = parsed.source;
+    raw = parsed.value;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      throw new ConfigError([`${source.file}:1:1: the config must be a mapping of sections (project, models, agents, …)`]);
+    }
+  }
+  return fromRaw(raw as Record<string, unknown>, source, text === null ? null : file, { ...opts, cwd, env });
+}
+
+/** Validates an already-parsed raw config (used by loadConfig and by tests building configs in code). */
+export function fromRaw(
+  raw: Record<string, unknown>,
+  source: YamlSource,
+  file: string | null,
+  opts: LoadOptions & { cwd: string; env: NodeJS.ProcessEnv },
+): LoadedConfig {
+  const envIssues: InterpolationIssue[] = [];
+  const interpolated = interpolateEnv(raw, opts.env, envIssues) as Record<string, unknown>;
+  if (envIssues.length) throw new ConfigError(envIssues.map((i) => format(source, i.path, i.message)));
+
+  const withOverrides = applyOverrides(structuredClone(interpolated), opts.overrides ?? []);
+  const result = configSchema.safeParse(withOverrides);
+  if (!result.success) throw new ConfigError(flattenIssues(result.error.issues).map((i) => formatZod(source, i)));
+
+  const baseDir = file ? path.dirname(file) : opts.cwd;
+  const ruleIssues = checkRules(result.data, baseDir);
+  if (ruleIssues.length) throw new ConfigError(ruleIssues.map((i) => format(source, i.path, i.message)));
+
+  return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data) };
+}
+
+function readConfigText(file: string, explicit: boolean): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && !explicit) return null;
+    if (code === 'ENOENT') throw new UserError(`config file not found: ${file}`, 'create one with `massgen-rl init`');
+    if (code === 'EISDIR') throw new UserError(`config path is a directory, not a file: ${file}`);
+    throw new UserError(`cannot read config file ${file}: ${code ?? (err as Error).message}`);
+  }
+}
+
+type Issue = z.core.$ZodIssue;
+
+/** A union failure is reported through the branch that came closest to matching. */
+function flattenIssues(issues: readonly Issue[], prefix: PropertyKey[] = []): Issue[] {
+  return issues.flatMap((issue) => {
+    const full = { ...issue, path: [...prefix, ...issue.path] } as Issue;
+    if (issue.code !== 'invalid_union' || !issue.errors.length) return [full];
+    const best = [...issue.errors].sort((a, b) => a.length - b.length)[0]!;
+    return flattenIssues(best, full.path);
+  });
+}
+
+function formatZod(source: YamlSource, issue: Issue): string {
+  const p = issue.path.map((k) => (typeof k === 'symbol' ? String(k) : k));
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((k) => format(source, [...p, k], 'unknown key', k, p)).join('\n  ');
+  }
+  return format(source, p, issue.message);
+}
+
+function format(source: YamlSource, p: ConfigPath, message: string, unknownKey?: string, parent?: ConfigPath): string {
+  const where = unknownKey === undefined ? source.locate(p) : source.locate(parent ?? [], unknownKey);
+  return `${formatPath(p) || '(root)'}: ${message} (${where})`;
+}
+
+export function formatPath(p: ConfigPath): string {
+  return p.map((k, i) => (typeof k === 'number' ? `[${k}]` : i === 0 ? k : `.${k}`)).join('');
+}

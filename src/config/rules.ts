@@ -1,0 +1,83 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { RLConfig } from './schema.js';
+import type { ConfigPath } from './yaml-source.js';
+
+export interface RuleIssue {
+  path: ConfigPath;
+  message: string;
+}
+
+/** Cross-field rules that a schema cannot express: references between sections and files on disk. */
+export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
+  const issues: RuleIssue[] = [];
+  const add = (p: ConfigPath, message: string) => issues.push({ path: p, message });
+  const known = (kind: string, names: string[]) => (names.length ? `${kind}: ${names.join(', ')}` : `no ${kind} are defined`);
+  const models = Object.keys(config.models);
+  const prompts = Object.keys(config.prompts);
+  const tools = Object.keys(config.tools);
+
+  for (const [key, m] of Object.entries(config.models)) {
+    if (!m.base_url && !m.local) add(['models', key], 'set either base_url (a running server) or local (weights served by massgen-rl)');
+    if (m.base_url && m.local) add(['models', key, 'local'], 'base_url and local are exclusive: local weights are served on their own address');
+  }
+  for (const [key, p] of Object.entries(config.prompts)) {
+    if (Boolean(p.file) === Boolean(p.text)) add(['prompts', key], 'set exactly one of file or text');
+    if (p.file) requireFile(baseDir, p.file, ['prompts', key, 'file'], add);
+  }
+  const seen = new Set<string>();
+  config.agents.forEach((a, i) => {
+    if (seen.has(a.id)) add(['agents', i, 'id'], `duplicate agent id "${a.id}"`);
+    seen.add(a.id);
+    if (!config.models[a.model]) add(['agents', i, 'model'], `unknown model "${a.model}"; ${known('models', models)}`);
+    if (!config.prompts[a.system_prompt]) add(['agents', i, 'system_prompt'], `unknown prompt "${a.system_prompt}"; ${known('prompts', prompts)}`);
+    a.tools.forEach((t, j) => {
+      if (!config.tools[t]) add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
+    });
+  });
+  config.tasks.sources.forEach((s, i) => {
+    if ('file' in s) requireFile(baseDir, s.file, ['tasks', 'sources', i, 'file'], add);
+  });
+  const judge = config.rewards.judge;
+  if (judge.model && !config.models[judge.model]) add(['rewards', 'judge', 'model'], `unknown model "${judge.model}"; ${known('models', models)}`);
+  if ((config.rewards.weights.judge ?? 0) !== 0) {
+    if (!judge.model) add(['rewards', 'judge', 'model'], 'the judge reward has a weight, so name the model that judges');
+    if (!judge.rubric.length) add(['rewards', 'judge', 'rubric'], 'the judge reward has a weight, so give at least one rubric criterion');
+  }
+  if ((config.rewards.weights.custom ?? 0) !== 0 && !config.rewards.custom) add(['rewards', 'custom'], 'the custom reward has a weight, so set custom.command');
+  for (const key of ['script', 'deepspeed'] as const) {
+    const file = config.train[key];
+    if (file) requireFile(baseDir, file, ['train', key], add);
+  }
+  config.privacy.redact_patterns.forEach((p, i) => {
+    try {
+      new RegExp(p);
+    } catch (err) {
+      add(['privacy', 'redact_patterns', i], `not a valid regular expression: ${(err as Error).message}`);
+    }
+  });
+  const cronError = checkCron(config.loop.schedule);
+  if (cronError) add(['loop', 'schedule'], cronError);
+  return issues;
+}
+
+function requireFile(baseDir: string, file: string, p: ConfigPath, add: (p: ConfigPath, m: string) => void): void {
+  const abs = path.resolve(baseDir, file);
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.statSync(abs);
+  } catch {
+    add(p, `file not found: ${abs}`);
+    return;
+  }
+  if (!stat.isFile()) add(p, `not a file: ${abs}`);
+}
+
+const CRON_FIELD = /^(\*|\d+(-\d+)?)(\/\d+)?(,(\*|\d+(-\d+)?)(\/\d+)?)*$|^[A-Za-z]{3}(-[A-Za-z]{3})?(,[A-Za-z]{3})*$/;
+
+function checkCron(expr: string): string | undefined {
+  const fields = expr.trim().split(/\s+/);
+  if (fields.length !== 5 && fields.length !== 6) return `cron expression needs 5 or 6 fields, got ${fields.length}`;
+  const bad = fields.find((f) => !CRON_FIELD.test(f));
+  return bad ? `"${bad}" is not a valid cron field` : undefined;
+}

@@ -1,0 +1,199 @@
+import { z } from 'zod';
+import { defaultAgents, defaultModels, defaultPrompts, DEFAULT_MODEL_REF } from './defaults.js';
+
+export const BUILTIN_SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'] as const;
+export const REWARD_FAMILIES = [
+  'exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains',
+  'judge', 'coordination', 'voting', 'tool', 'peer_vote', 'custom', 'human',
+] as const;
+export const ALGOS = ['grpo', 'sft', 'dpo', 'ppo'] as const;
+export const LOOP_STEPS = ['collect', 'train', 'eval', 'deploy'] as const;
+
+const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'use letters, digits, "_", "." or "-" (starting with a letter or digit)');
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
+const posInt = z.int().positive();
+const nonNegInt = z.int().nonnegative();
+
+const localServer = z.strictObject({
+  weights: z.string().min(1).describe('builtin:<name>, a weight resource "resource:<name>[@version]", or a path to an HF folder'),
+  host: z.string().default('127.0.0.1'),
+  port: nonNegInt.max(65535).default(0).describe('0 picks a free port'),
+  device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
+  max_batch_size: posInt.default(8),
+  startup_timeout_s: posInt.default(180),
+});
+
+const model = z.strictObject({
+  base_url: z.url().optional().describe('OpenAI-compatible endpoint, e.g. http://localhost:8000/v1'),
+  model: z.string().min(1),
+  api_key_env: envName.optional().describe('name of the env var holding the API key; the key itself never goes in the file'),
+  local: localServer.optional().describe('serve these weights with the built-in server instead of base_url'),
+  timeout_ms: posInt.default(120_000),
+  max_retries: nonNegInt.default(3),
+  logprobs: z.boolean().default(true).describe('request per-token logprobs and token ids when the server supports them'),
+});
+
+const prompt = z.strictObject({
+  file: z.string().min(1).optional().describe('path to the prompt text, relative to the config file'),
+  text: z.string().min(1).optional(),
+});
+
+const tool = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('builtin'), name: z.enum(['calculator']) }),
+  z.strictObject({
+    type: z.literal('command'),
+    command: z.array(z.string().min(1)).min(1).describe('argument array; {arg} placeholders are filled from the call, no shell'),
+    description: z.string().default(''),
+    parameters: z.record(z.string(), z.string()).default({}).describe('argument name → description'),
+    timeout_ms: posInt.default(30_000),
+  }),
+]);
+
+const agent = z.strictObject({
+  id: name,
+  model: name.describe('key under models'),
+  system_prompt: name.default('solver').describe('key under prompts'),
+  temperature: z.number().min(0).max(2).default(0.7),
+  max_tokens: posInt.default(512),
+  tools: z.array(name).default([]),
+  tool_mode: z.enum(['native', 'text']).default('native'),
+});
+
+const orchestrator = z.strictObject({
+  voting_sensitivity: z.enum(['lenient', 'balanced', 'strict']).default('lenient'),
+  answer_novelty_requirement: z.enum(['lenient', 'balanced', 'strict']).default('lenient'),
+  max_new_answers_per_agent: posInt.optional(),
+  max_orchestration_restarts: nonNegInt.default(0),
+  max_rounds: posInt.default(8),
+  max_action_retries: nonNegInt.default(3),
+  agent_timeout_s: z.number().positive().default(300),
+  total_timeout_s: z.number().positive().default(1800),
+});
+
+const taskSource = z.union([
+  z.strictObject({ suite: z.enum(BUILTIN_SUITES), n: posInt.default(50), seed: z.int().default(1) }),
+  z.strictObject({ file: z.string().min(1) }),
+]);
+
+const tasks = z.strictObject({
+  sources: z.array(taskSource).min(1).prefault([{ suite: 'arithmetic' }]),
+  split: z.strictObject({
+    eval_fraction: z.number().min(0).max(1).default(0.2),
+    salt: z.string().default('massgen-rl'),
+  }).prefault({}),
+});
+
+const rewards = z.strictObject({
+  weights: z.partialRecord(z.enum(REWARD_FAMILIES), z.number()).default({ exact: 1, numeric: 1, coordination: 0.2 }),
+  numeric_tolerance: z.number().nonnegative().default(1e-6),
+  judge: z.strictObject({
+    model: name.optional(),
+    rubric: z.array(z.strictObject({ criterion: z.string().min(1), weight: z.number().positive() })).default([]),
+    max_retries: nonNegInt.default(2),
+    failure_score: z.number().default(0),
+  }).prefault({}),
+  coordination: z.strictObject({
+    free_rounds: nonNegInt.default(3),
+    round_penalty: z.number().default(-0.1),
+    quality_coef: z.number().default(2.0),
+    token_coef: z.number().default(-0.001),
+    consensus_bonus: z.number().default(1.0),
+    no_consensus_penalty: z.number().default(-0.5),
+  }).prefault({}),
+  voting: z.strictObject({ correct: z.number().default(1.0), incorrect: z.number().default(-0.5) }).prefault({}),
+  tool: z.strictObject({ success: z.number().default(1), failure: z.number().default(-1) }).prefault({}),
+  custom: z.strictObject({ command: z.array(z.string().min(1)).min(1), timeout_ms: posInt.default(10_000) }).optional(),
+});
+
+const collect = z.strictObject({
+  concurrency: posInt.default(2),
+  samples_per_turn: posInt.default(1),
+  n: posInt.optional().describe('tasks per collect run (default: all train-split tasks)'),
+  split: z.enum(['train', 'eval', 'all']).default('train'),
+});
+
+const train = z.strictObject({
+  algo: z.enum(ALGOS).default('grpo'),
+  base_model: z.string().default(DEFAULT_MODEL_REF),
+  lora: z.strictObject({
+    enabled: z.boolean().default(true),
+    r: posInt.default(16),
+    alpha: posInt.default(32),
+    dropout: z.number().min(0).max(1).default(0.05),
+    target_modules: z.union([z.literal('all-linear'), z.array(z.string())]).default('all-linear'),
+  }).prefault({}),
+  epochs: z.number().positive().default(1),
+  max_steps: posInt.optional(),
+  learning_rate: z.number().positive().default(1e-5),
+  batch_size: posInt.default(4),
+  gradient_accumulation_steps: posInt.default(1),
+  gpus: z.union([z.literal('auto'), z.literal('none'), z.string().regex(/^\d+(,\d+)*$/)]).default('auto'),
+  num_processes: posInt.default(1),
+  script: z.string().optional().describe('your own trainer script speaking the JSON-lines protocol'),
+  python: z.string().default('python3').describe('interpreter used to create the trainer virtualenv'),
+  venv: z.string().optional().describe('trainer virtualenv (default: the shared cache dir)'),
+  deepspeed: z.string().optional(),
+  fsdp: z.string().optional(),
+  gates: z.strictObject({
+    min_examples: posInt.default(8),
+    min_clean_share: z.number().min(0).max(1).default(0.5),
+    min_categories: posInt.default(1),
+  }).prefault({}),
+});
+
+const evaluation = z.strictObject({
+  split: z.enum(['train', 'eval', 'all']).default('eval'),
+  n: posInt.optional(),
+  metric: z.string().default('mean_reward'),
+  min_improvement: z.number().default(0),
+});
+
+const deploy = z.strictObject({
+  auto: z.boolean().default(false),
+  keep_history: posInt.default(20),
+  rollback_on_regression: z.boolean().default(true),
+});
+
+const loop = z.strictObject({
+  schedule: z.string().default('0 2 * * *').describe('cron expression (5 or 6 fields)'),
+  steps: z.array(z.enum(LOOP_STEPS)).min(1).default([...LOOP_STEPS]),
+  max_runtime_min: posInt.default(360),
+});
+
+const privacy = z.strictObject({
+  redact_patterns: z.array(z.string().min(1)).default([]).describe('regular expressions scrubbed from everything stored or logged'),
+  redact_env: z.array(envName).default([]).describe('env vars whose values are scrubbed (model api_key_env vars always are)'),
+  builtin_patterns: z.boolean().default(true).describe('also scrub common key formats (sk-…, Bearer …, hf_…, AKIA…)'),
+});
+
+export const configSchema = z.strictObject({
+  $schema: z.string().optional(),
+  project: z.strictObject({
+    name: name.default('massgen-rl'),
+    data_dir: z.string().min(1).default('.massgen-rl').describe('relative to the config file'),
+  }).prefault({}),
+  store: z.strictObject({
+    path: z.string().min(1).optional().describe('SQLite file (default: <data_dir>/store.sqlite)'),
+    busy_timeout_ms: posInt.default(15_000),
+  }).prefault({}),
+  models: z.record(name, model).prefault(defaultModels),
+  prompts: z.record(name, prompt).prefault(defaultPrompts),
+  tools: z.record(name, tool).default({}),
+  agents: z.array(agent).min(1).prefault(defaultAgents),
+  orchestrator: orchestrator.prefault({}),
+  tasks: tasks.prefault({}),
+  rewards: rewards.prefault({}),
+  collect: collect.prefault({}),
+  train: train.prefault({}),
+  eval: evaluation.prefault({}),
+  deploy: deploy.prefault({}),
+  loop: loop.prefault({}),
+  privacy: privacy.prefault({}),
+});
+
+export type RLConfig = z.output<typeof configSchema>;
+export type RLConfigInput = z.input<typeof configSchema>;
+export type ModelConfig = z.output<typeof model>;
+export type AgentConfig = z.output<typeof agent>;
+export type PrivacyConfig = RLConfig['privacy'];
+export type TrainConfig = RLConfig['train'];

@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { ALGOS, BUILTIN_SUITES } from './schema.js';
+import { DEFAULT_MODEL_NAME, DEFAULT_MODEL_REF } from './defaults.js';
+
+export const TEMPLATES_DIR = fileURLToPath(new URL('../../templates', import.meta.url));
+export const SCHEMA_FILE = fileURLToPath(new URL('../../schema/massgen-rl.schema.json', import.meta.url));
+
+export type Endpoint =
+  | { kind: 'local' }
+  | { kind: 'remote'; baseUrl: string; model: string; apiKeyEnv?: string };
+
+export interface InitAnswers {
+  projectName: string;
+  teamSize: number;
+  endpoint: Endpoint;
+  suite: (typeof BUILTIN_SUITES)[number];
+  algo: (typeof ALGOS)[number];
+}
+
+export const DEFAULT_ANSWERS: InitAnswers = {
+  projectName: 'my-agent-team',
+  teamSize: 3,
+  endpoint: { kind: 'local' },
+  suite: 'arithmetic',
+  algo: 'grpo',
+};
+
+/** Renders the commented config file for `massgen-rl init`. */
+export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): string {
+  const model =
+    answers.endpoint.kind === 'local'
+      ? { local: { model: DEFAULT_MODEL_NAME, local: { weights: DEFAULT_MODEL_REF } } }
+      : { main: { base_url: answers.endpoint.baseUrl, model: answers.endpoint.model, ...(answers.endpoint.apiKeyEnv ? { api_key_env: answers.endpoint.apiKeyEnv } : {}) } };
+  const modelName = Object.keys(model)[0]!;
+  const agents = Array.from({ length: answers.teamSize }, (_, i) => ({
+    id: `agent_${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`,
+    model: modelName,
+    system_prompt: 'solver',
+    temperature: 0.7,
+    max_tokens: answers.endpoint.kind === 'local' ? 256 : 1024,
+    tool_mode: answers.endpoint.kind === 'local' ? 'text' : 'native',
+  }));
+  const vars: Record<string, string> = {
+    schema_path: schemaPath,
+    project_name: JSON.stringify(answers.projectName),
+    models: indent(stringify(model)),
+    agents: indent(stringify(agents)),
+    suite: answers.suite,
+    algo: answers.algo,
+  };
+  const template = fs.readFileSync(`${TEMPLATES_DIR}/massgen-rl.yaml.tmpl`, 'utf8');
+  return template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => vars[key] ?? '');
+}
+
+function indent(block: string): string {
+  return block.trimEnd().split('\n').map((l) => `  ${l}`).join('\n');
+}

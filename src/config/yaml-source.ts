@@ -1,0 +1,66 @@
+import { isMap, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+
+export type ConfigPath = readonly (string | number)[];
+
+/** A parsed YAML file that can say where any config path came from. */
+export class YamlSource {
+  private constructor(
+    readonly file: string,
+    private readonly doc: Document.Parsed | null,
+    private readonly lines: LineCounter,
+  ) {}
+
+  static parse(file: string, text: string): { source: YamlSource; value: unknown; errors: string[] } {
+    const lines = new LineCounter();
+    const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+    const source = new YamlSource(file, doc, lines);
+    const errors = doc.errors.map((e) => {
+      const pos = lines.linePos(e.pos[0]);
+      return `${file}:${pos.line}:${pos.col}: invalid YAML: ${firstLine(e.message)}`;
+    });
+    return { source, value: errors.length ? undefined : (doc.toJS() ?? {}), errors };
+  }
+
+  static embedded(label: string): YamlSource {
+    return new YamlSource(label, null, new LineCounter());
+  }
+
+  /** `file:line:col` of the deepest node along `path` (the key itself when it names an unknown key). */
+  locate(path: ConfigPath, key?: string): string {
+    if (!this.doc) return this.file;
+    let node: unknown = this.doc.contents;
+    let offset = rangeStart(node) ?? 0;
+    for (const part of key === undefined ? path : [...path, key]) {
+      const next = child(node, part);
+      if (!next) break;
+      offset = next.offset;
+      node = next.node;
+    }
+    const pos = this.lines.linePos(offset);
+    return `${this.file}:${pos.line}:${pos.col}`;
+  }
+}
+
+function child(node: unknown, part: string | number): { node: unknown; offset: number } | undefined {
+  if (isMap(node)) {
+    const pair = node.items.find((p) => String((p.key as { value?: unknown } | null)?.value ?? p.key) === String(part));
+    if (!pair) return undefined;
+    const keyOffset = rangeStart(pair.key);
+    const valOffset = rangeStart(pair.value);
+    return { node: pair.value, offset: valOffset ?? keyOffset ?? 0 };
+  }
+  if (isSeq(node) && typeof part === 'number') {
+    const item = node.items[part];
+    const offset = rangeStart(item);
+    return offset === undefined ? undefined : { node: item, offset };
+  }
+  return undefined;
+}
+
+function rangeStart(node: unknown): number | undefined {
+  return (node as Node | null)?.range?.[0];
+}
+
+function firstLine(message: string): string {
+  return message.split('\n')[0] ?? message;
+}

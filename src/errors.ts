@@ -1,0 +1,25 @@
+/** An error caused by the user's input or environment: printed without a stack, exit code 2. */
+export class UserError extends Error {
+  readonly exitCode: number = 2;
+  constructor(message: string, readonly hint?: string) {
+    super(message);
+    this.name = 'UserError';
+  }
+}
+
+/** The command ran, but a gate or threshold failed: exit code 1. */
+export class GateError extends UserError {
+  override readonly exitCode = 1;
+  constructor(message: string, hint?: string) {
+    super(message, hint);
+    this.name = 'GateError';
+  }
+}
+
+export function isUserError(err: unknown): err is UserError {
+  return err instanceof UserError;
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

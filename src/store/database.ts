@@ -1,0 +1,105 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import { UserError, errorMessage } from '../errors.js';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations.js';
+
+export type Db = Database.Database;
+
+export interface OpenOptions {
+  busyTimeoutMs?: number;
+  /** Fail instead of creating a new store. */
+  mustExist?: boolean;
+}
+
+const SQLITE_HEADER = 'SQLite format 3\0';
+
+/** Opens (creating if needed) a store file: checks it is ours, sets pragmas, applies migrations. */
+export function openDatabase(file: string, opts: OpenOptions = {}): Db {
+  const exists = checkExistingFile(file);
+  if (!exists && opts.mustExist) {
+    throw new UserError(`no store at ${file} yet`, 'run `massgen-rl doctor --fix` or `massgen-rl collect` first');
+  }
+  if (!exists) ensureDir(path.dirname(file));
+  let db: Db;
+  try {
+    db = new Database(file);
+  } catch (err) {
+    throw new UserError(`cannot open store ${file}: ${errorMessage(err)}`);
+  }
+  try {
+    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 15_000))}`);
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > LATEST_SCHEMA_VERSION) {
+      throw new UserError(
+        `store ${file} has schema version ${version}, newer than this massgen-rl supports (${LATEST_SCHEMA_VERSION})`,
+        'upgrade massgen-rl, or point store.path at another file; the store was not changed',
+      );
+    }
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+    return db;
+  } catch (err) {
+    db.close();
+    if (err instanceof UserError) throw err;
+    const code = (err as { code?: string }).code;
+    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+      throw new UserError(`store ${file} is not a valid SQLite database (${errorMessage(err)}); it was not changed`);
+    }
+    throw err;
+  }
+}
+
+function migrate(db: Db): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  const pending = () => {
+    const applied = new Set((db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]));
+    return MIGRATIONS.filter((m) => !applied.has(m.version));
+  };
+  if (!pending().length) return;
+  // IMMEDIATE takes the write lock first, so two processes opening a new store never both migrate.
+  db.transaction(() => {
+    for (const m of pending()) {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+      db.pragma(`user_version = ${m.version}`);
+    }
+  }).immediate();
+}
+
+function checkExistingFile(file: string): boolean {
+  let fd: number;
+  try {
+    const stat = fs.statSync(file);
+    if (stat.isDirectory()) throw new UserError(`store path ${file} is a directory; store.path must name a file`);
+    if (stat.size === 0) return true;
+    fd = fs.openSync(file, 'r');
+  } catch (err) {
+    if (err instanceof UserError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return false;
+    throw new UserError(`cannot read store ${file}: ${code ?? errorMessage(err)}`);
+  }
+  try {
+    const header = Buffer.alloc(16);
+    fs.readSync(fd, header, 0, 16, 0);
+    if (header.toString('latin1') !== SQLITE_HEADER) {
+      throw new UserError(`store ${file} is not a SQLite database; it was not changed`, 'point store.path at another file or move this one away');
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return true;
+}
+
+export function ensureDir(dir: string): void {
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UserError(`data directory ${dir} is not writable (${code ?? errorMessage(err)})`, 'set project.data_dir or store.path to a writable place');
+  }
+}

@@ -1,0 +1,165 @@
+/** Versioned schema migrations. Append only: never edit a migration that has shipped. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE tasks (
+  id TEXT PRIMARY KEY,
+  source TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  reference TEXT,
+  category TEXT,
+  split TEXT NOT NULL CHECK (split IN ('train', 'eval')),
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE collect_runs (
+  id TEXT PRIMARY KEY,
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+  config_hash TEXT,
+  params TEXT NOT NULL DEFAULT '{}',
+  summary TEXT,
+  error TEXT,
+  pid INTEGER, host TEXT,
+  started_at INTEGER NOT NULL, finished_at INTEGER
+);
+CREATE TABLE rollouts (
+  num INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  run_id TEXT REFERENCES collect_runs(id) ON DELETE SET NULL,
+  task_id TEXT REFERENCES tasks(id) ON DELETE SET NULL,
+  source TEXT NOT NULL DEFAULT 'collect',
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+  error TEXT,
+  final_answer TEXT,
+  winner TEXT,
+  total_reward REAL,
+  tokens INTEGER NOT NULL DEFAULT 0 CHECK (tokens >= 0),
+  tool_calls INTEGER NOT NULL DEFAULT 0 CHECK (tool_calls >= 0),
+  messages INTEGER NOT NULL DEFAULT 0 CHECK (messages >= 0),
+  wall_ms REAL NOT NULL DEFAULT 0 CHECK (wall_ms >= 0),
+  metadata TEXT NOT NULL DEFAULT '{}',
+  pid INTEGER, host TEXT,
+  started_at INTEGER NOT NULL, finished_at INTEGER
+);
+CREATE INDEX rollouts_run ON rollouts(run_id);
+CREATE INDEX rollouts_task ON rollouts(task_id);
+CREATE INDEX rollouts_status ON rollouts(status);
+CREATE TABLE spans (
+  rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  parent_seq INTEGER,
+  type TEXT NOT NULL CHECK (type IN ('prompt', 'tool', 'reward', 'coordination', 'message')),
+  name TEXT NOT NULL,
+  agent TEXT,
+  started_at REAL NOT NULL,
+  duration_ms REAL NOT NULL DEFAULT 0,
+  payload TEXT NOT NULL DEFAULT '{}',
+  PRIMARY KEY (rollout_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE rewards (
+  id INTEGER PRIMARY KEY,
+  rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,
+  channel TEXT NOT NULL,
+  family TEXT NOT NULL,
+  value REAL NOT NULL,
+  reason TEXT,
+  agent TEXT,
+  target_seq INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX rewards_rollout ON rewards(rollout_id);
+CREATE TABLE resources (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL CHECK (kind IN ('prompt', 'weight')),
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  parent_id TEXT REFERENCES resources(id),
+  content TEXT,
+  path TEXT,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL,
+  UNIQUE (kind, name, version)
+);
+CREATE TABLE production (
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  resource_id TEXT NOT NULL REFERENCES resources(id),
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (kind, name)
+);
+CREATE TABLE training_runs (
+  id TEXT PRIMARY KEY,
+  algo TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+  config TEXT NOT NULL DEFAULT '{}',
+  dataset_hash TEXT,
+  metrics TEXT,
+  log_path TEXT,
+  error TEXT,
+  pid INTEGER, host TEXT,
+  started_at INTEGER NOT NULL, finished_at INTEGER
+);
+CREATE TABLE training_metrics (
+  run_id TEXT NOT NULL REFERENCES training_runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  metrics TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (run_id, step)
+);
+CREATE TABLE checkpoints (
+  id TEXT PRIMARY KEY,
+  resource_id TEXT REFERENCES resources(id),
+  parent_id TEXT REFERENCES checkpoints(id),
+  training_run_id TEXT REFERENCES training_runs(id),
+  algo TEXT,
+  base_model TEXT,
+  path TEXT NOT NULL,
+  dataset_hash TEXT,
+  trace_ids TEXT,
+  watermark INTEGER,
+  config_hash TEXT,
+  metrics TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE evaluations (
+  id TEXT PRIMARY KEY,
+  candidate_id TEXT REFERENCES resources(id),
+  baseline_id TEXT REFERENCES resources(id),
+  run_id TEXT REFERENCES collect_runs(id),
+  metrics TEXT NOT NULL DEFAULT '{}',
+  passed INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE deployments (
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  resource_id TEXT NOT NULL REFERENCES resources(id),
+  previous_id TEXT REFERENCES resources(id),
+  action TEXT NOT NULL CHECK (action IN ('deploy', 'rollback')),
+  evaluation_id TEXT REFERENCES evaluations(id),
+  reason TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE loop_runs (
+  id TEXT PRIMARY KEY,
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+  step TEXT,
+  state TEXT NOT NULL DEFAULT '{}',
+  error TEXT,
+  pid INTEGER, host TEXT,
+  started_at INTEGER NOT NULL, finished_at INTEGER
+);
+`,
+  },
+];
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

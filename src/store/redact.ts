@@ -1,0 +1,82 @@
+export const REDACTED = '[REDACTED]';
+
+const BUILTIN_PATTERNS = [
+  String.raw`\bsk-[A-Za-z0-9_-]{16,}`,
+  String.raw`\bBearer\s+[A-Za-z0-9._~+/=-]{16,}`,
+  String.raw`\bhf_[A-Za-z0-9]{30,}`,
+  String.raw`\bAKIA[0-9A-Z]{16}\b`,
+  String.raw`\bgh[pousr]_[A-Za-z0-9]{30,}`,
+];
+
+export interface RedactionSettings {
+  /** Environment variable names whose values are secrets (model api_key_env + privacy.redact_env). */
+  envNames: readonly string[];
+  patterns: readonly string[];
+  builtinPatterns: boolean;
+}
+
+/** Scrubs secrets from text: one combined regex, applied at write time by the store and by loggers. */
+export class Redactor {
+  private readonly regex: RegExp | null;
+
+  constructor(secrets: readonly string[], patterns: readonly string[]) {
+    // A secret inside JSON text appears escaped, so look for both spellings.
+    const spellings = secrets.filter((s) => s.length >= 4).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]);
+    const literals = [...new Set(spellings)]
+      .sort((a, b) => b.length - a.length)
+      .map(escapeRegex);
+    const all = [...literals, ...patterns.map((p) => `(?:${p})`)];
+    this.regex = all.length ? new RegExp(all.join('|'), 'g') : null;
+  }
+
+  static fromSettings(settings: RedactionSettings, env: NodeJS.ProcessEnv = process.env): Redactor {
+    const secrets = settings.envNames.map((n) => env[n]).filter((v): v is string => typeof v === 'string');
+    return new Redactor(secrets, [...settings.patterns, ...(settings.builtinPatterns ? BUILTIN_PATTERNS : [])]);
+  }
+
+  static none(): Redactor {
+    return new Redactor([], []);
+  }
+
+  get active(): boolean {
+    return this.regex !== null;
+  }
+
+  scrub(text: string): string {
+    if (!this.regex) return text;
+    this.regex.lastIndex = 0;
+    return this.regex.test(text) ? text.replace(this.regex, REDACTED) : text;
+  }
+
+  scrubOptional(text: string | null | undefined): string | null {
+    return text == null ? null : this.scrub(text);
+  }
+
+  /** JSON-encodes a value and scrubs the result (secrets inside keys or nested strings included). */
+  json(value: unknown): string {
+    const text = JSON.stringify(value ?? {});
+    if (!this.regex) return text;
+    const scrubbed = this.scrub(text);
+    if (scrubbed === text) return text;
+    try {
+      JSON.parse(scrubbed);
+      return scrubbed;
+    } catch {
+      // A user pattern matched across JSON syntax: scrub string by string instead.
+      return JSON.stringify(this.deep(value ?? {}));
+    }
+  }
+
+  private deep(value: unknown): unknown {
+    if (typeof value === 'string') return this.scrub(value);
+    if (Array.isArray(value)) return value.map((v) => this.deep(v));
+    if (value && typeof value === 'object') {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [this.scrub(k), this.deep(v)]));
+    }
+    return value;
+  }
+}
+
+function escapeRegex(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,91 @@
+import { newId } from '../util/ids.js';
+import type { Db } from './database.js';
+import { HOST } from './process-owner.js';
+import type { Redactor } from './redact.js';
+import type { Rollout, RolloutFilter, RolloutFinish, RolloutStart, RunStatus } from './types.js';
+
+interface RolloutRaw {
+  num: number; id: string; run_id: string | null; task_id: string | null; source: string; status: RunStatus;
+  error: string | null; final_answer: string | null; winner: string | null; total_reward: number | null;
+  tokens: number; tool_calls: number; messages: number; wall_ms: number; metadata: string;
+  started_at: number; finished_at: number | null;
+}
+
+export class RolloutRepository {
+  constructor(private readonly db: Db, private readonly redactor: Redactor) {}
+
+  start(input: RolloutStart = {}): string {
+    const id = input.id ?? newId('ro');
+    this.db
+      .prepare(`INSERT INTO rollouts (id, run_id, task_id, source, status, metadata, pid, host, started_at)
+        VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)`)
+      .run(id, input.runId ?? null, input.taskId ?? null, input.source ?? 'collect',
+        this.redactor.json(input.metadata ?? {}), process.pid, HOST, Date.now());
+    return id;
+  }
+
+  finish(id: string, f: RolloutFinish): void {
+    const changed = this.db
+      .prepare(`UPDATE rollouts SET status = ?, error = ?, final_answer = ?, winner = ?, total_reward = ?,
+        tokens = ?, tool_calls = ?, messages = ?, wall_ms = ?, finished_at = ? WHERE id = ?`)
+      .run(f.status, this.redactor.scrubOptional(f.error), this.redactor.scrubOptional(f.finalAnswer), f.winner ?? null,
+        f.totalReward ?? null, f.tokens ?? 0, f.toolCalls ?? 0, f.messages ?? 0, f.wallMs ?? 0, Date.now(), id).changes;
+    if (!changed) throw new Error(`rollout ${id} does not exist`);
+  }
+
+  setTotalReward(id: string, value: number | null): void {
+    this.db.prepare('UPDATE rollouts SET total_reward = ? WHERE id = ?').run(value, id);
+  }
+
+  get(id: string): Rollout | undefined {
+    const row = this.db.prepare('SELECT * FROM rollouts WHERE id = ?').get(id) as RolloutRaw | undefined;
+    return row && toRollout(row);
+  }
+
+  /** Finds a rollout by id or unique id prefix. */
+  resolve(idOrPrefix: string): Rollout | undefined {
+    const exact = this.get(idOrPrefix);
+    if (exact) return exact;
+    const rows = this.db.prepare('SELECT * FROM rollouts WHERE id LIKE ? ESCAPE \'\\\' LIMIT 2')
+      .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`) as RolloutRaw[];
+    return rows.length === 1 ? toRollout(rows[0]!) : undefined;
+  }
+
+  list(filter: RolloutFilter = {}): Rollout[] {
+    const { where, params } = whereClause(filter);
+    const limit = filter.limit ?? -1;
+    const rows = this.db
+      .prepare(`SELECT * FROM rollouts ${where} ORDER BY num DESC LIMIT ? OFFSET ?`)
+      .all(...params, limit, filter.offset ?? 0) as RolloutRaw[];
+    return rows.map(toRollout);
+  }
+
+  count(filter: RolloutFilter = {}): number {
+    const { where, params } = whereClause(filter);
+    return this.db.prepare(`SELECT COUNT(*) FROM rollouts ${where}`).pluck().get(...params) as number;
+  }
+}
+
+export function whereClause(f: RolloutFilter): { where: string; params: unknown[] } {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const add = (sql: string, v: unknown) => {
+    parts.push(sql);
+    params.push(v);
+  };
+  if (f.runId !== undefined) add('run_id = ?', f.runId);
+  if (f.status !== undefined) add('status = ?', f.status);
+  if (f.taskId !== undefined) add('task_id = ?', f.taskId);
+  if (f.minReward !== undefined) add('total_reward >= ?', f.minReward);
+  if (f.maxReward !== undefined) add('total_reward <= ?', f.maxReward);
+  return { where: parts.length ? `WHERE ${parts.join(' AND ')}` : '', params };
+}
+
+export function toRollout(r: RolloutRaw): Rollout {
+  return {
+    num: r.num, id: r.id, runId: r.run_id, taskId: r.task_id, source: r.source, status: r.status,
+    error: r.error, finalAnswer: r.final_answer, winner: r.winner, totalReward: r.total_reward,
+    tokens: r.tokens, toolCalls: r.tool_calls, messages: r.messages, wallMs: r.wall_ms,
+    metadata: JSON.parse(r.metadata) as Record<string, unknown>, startedAt: r.started_at, finishedAt: r.finished_at,
+  };
+}

@@ -1,0 +1,115 @@
+import type { Db } from './database.js';
+import type { Redactor } from './redact.js';
+import type { Span, SpanInput, SpanType } from './types.js';
+
+interface SpanRowRaw {
+  rollout_id: string;
+  seq: number;
+  parent_seq: number | null;
+  type: SpanType;
+  name: string;
+  agent: string | null;
+  started_at: number;
+  duration_ms: number;
+  payload: string;
+}
+
+const INSERT = `INSERT INTO spans (rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+export class SpanRepository {
+  private readonly insert;
+  private readonly maxSeq;
+  private readonly listStmt;
+
+  constructor(private readonly db: Db, private readonly redactor: Redactor) {
+    this.insert = db.prepare(INSERT);
+    this.maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) FROM spans WHERE rollout_id = ?').pluck();
+    this.listStmt = db.prepare('SELECT * FROM spans WHERE rollout_id = ? ORDER BY seq');
+  }
+
+  /** A buffered writer for one rollout: sequence numbers are assigned at add(), rows land on flush(). */
+  writer(rolloutId: string, batchSize = 256): SpanWriter {
+    return new SpanWriter(this, rolloutId, this.maxSeq.get(rolloutId) as number, batchSize);
+  }
+
+  /** Appends spans in one transaction and returns their sequence numbers. */
+  append(rolloutId: string, spans: readonly SpanInput[]): number[] {
+    const w = this.writer(rolloutId, Number.POSITIVE_INFINITY);
+    const seqs = spans.map((s) => w.add(s));
+    w.flush();
+    return seqs;
+  }
+
+  /** @internal used by SpanWriter: one IMMEDIATE transaction per batch, so a crash never half-writes. */
+  writeBatch(rows: readonly unknown[][]): void {
+    this.db.transaction(() => {
+      for (const row of rows) this.insert.run(row);
+    }).immediate();
+  }
+
+  encodePayload(payload: unknown): string {
+    return this.redactor.json(payload);
+  }
+
+  scrub(text: string | null | undefined): string | null {
+    return this.redactor.scrubOptional(text);
+  }
+
+  list(rolloutId: string): Span[] {
+    return (this.listStmt.all(rolloutId) as SpanRowRaw[]).map(toSpan);
+  }
+}
+
+export class SpanWriter {
+  private buffer: unknown[][] = [];
+
+  constructor(
+    private readonly repo: SpanRepository,
+    readonly rolloutId: string,
+    private lastSeq: number,
+    private readonly batchSize: number,
+  ) {}
+
+  add(span: SpanInput): number {
+    const seq = ++this.lastSeq;
+    this.buffer.push([
+      this.rolloutId,
+      seq,
+      span.parentSeq ?? null,
+      span.type,
+      span.name,
+      this.repo.scrub(span.agent),
+      span.startedAt ?? Date.now(),
+      span.durationMs ?? 0,
+      this.repo.encodePayload(span.payload),
+    ]);
+    if (this.buffer.length >= this.batchSize) this.flush();
+    return seq;
+  }
+
+  get pending(): number {
+    return this.buffer.length;
+  }
+
+  flush(): void {
+    if (!this.buffer.length) return;
+    const rows = this.buffer;
+    this.buffer = [];
+    this.repo.writeBatch(rows);
+  }
+}
+
+export function toSpan(r: SpanRowRaw): Span {
+  return {
+    rolloutId: r.rollout_id,
+    seq: r.seq,
+    parentSeq: r.parent_seq,
+    type: r.type,
+    name: r.name,
+    agent: r.agent,
+    startedAt: r.started_at,
+    durationMs: r.duration_ms,
+    payload: JSON.parse(r.payload) as unknown,
+  };
+}

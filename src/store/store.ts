@@ -1,0 +1,84 @@
+import fs from 'node:fs';
+import { openDatabase, type Db, type OpenOptions } from './database.js';
+import { recoverOrphans } from './process-owner.js';
+import { Redactor } from './redact.js';
+import { ResourceRepository } from './resources.js';
+import { RewardRepository } from './rewards.js';
+import { RolloutRepository } from './rollouts.js';
+import { RunRepository } from './runs.js';
+import { SpanRepository } from './spans.js';
+
+export interface StoreOptions extends OpenOptions {
+  path: string;
+  redactor?: Redactor;
+}
+
+export interface StoreStats {
+  path: string;
+  bytes: number;
+  schemaVersion: number;
+  counts: Record<string, number>;
+  rolloutsByStatus: Record<string, number>;
+}
+
+const COUNTED = ['tasks', 'collect_runs', 'rollouts', 'spans', 'rewards', 'resources', 'checkpoints',
+  'training_runs', 'evaluations', 'deployments', 'loop_runs'] as const;
+
+/** The trace store. Opening it applies migrations and marks rows orphaned by dead processes as failed. */
+export class Store {
+  readonly rollouts: RolloutRepository;
+  readonly spans: SpanRepository;
+  readonly rewards: RewardRepository;
+  readonly resources: ResourceRepository;
+  readonly collectRuns: RunRepository;
+  readonly trainingRuns: RunRepository;
+  readonly loopRuns: RunRepository;
+  /** Rows found 'running' for processes that had died, now marked failed. */
+  readonly recovered: number;
+
+  private constructor(readonly path: string, readonly db: Db, readonly redactor: Redactor) {
+    this.rollouts = new RolloutRepository(db, redactor);
+    this.spans = new SpanRepository(db, redactor);
+    this.rewards = new RewardRepository(db, redactor);
+    this.resources = new ResourceRepository(db, redactor);
+    this.collectRuns = new RunRepository(db, redactor, 'collect');
+    this.trainingRuns = new RunRepository(db, redactor, 'training');
+    this.loopRuns = new RunRepository(db, redactor, 'loop');
+    this.recovered = recoverOrphans(db);
+  }
+
+  static open(opts: StoreOptions): Store {
+    return new Store(opts.path, openDatabase(opts.path, opts), opts.redactor ?? Redactor.none());
+  }
+
+  /** Runs fn in one write transaction (taken up front, so concurrent writers queue instead of failing). */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  stats(): StoreStats {
+    const counts = Object.fromEntries(
+      COUNTED.map((t) => [t, this.db.prepare(`SELECT COUNT(*) FROM ${t}`).pluck().get() as number]),
+    );
+    const byStatus = this.db.prepare('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as { status: string; n: number }[];
+    return {
+      path: this.path,
+      bytes: fileSize(this.path) + fileSize(`${this.path}-wal`),
+      schemaVersion: this.db.pragma('user_version', { simple: true }) as number,
+      counts,
+      rolloutsByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),
+    };
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}

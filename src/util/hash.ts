@@ -1,0 +1,18 @@
+import { createHash } from 'node:crypto';
+
+/** JSON with object keys sorted, so equal values always serialize (and hash) the same. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+export function sha256(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+export function stableHash(value: unknown): string {
+  return sha256(canonicalJson(value)).slice(0, 16);
+}

@@ -1,5 +1,5 @@
 import { CommanderError } from 'commander';
-import { isUserError } from '../errors.js';
+import { GateError, isUserError } from '../errors.js';
 import { buildProgram } from './program.js';
 
 export const INTERNAL_ERROR_EXIT = 70;
@@ -17,7 +17,8 @@ export async function main(argv: string[]): Promise<number> {
     const json = Boolean(program.opts().json);
     if (isUserError(err)) {
       process.stderr.write(`error: ${err.message}\n${err.hint ? `  hint: ${err.hint}\n` : ''}`);
-      if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: { message: err.message, hint: err.hint, exitCode: err.exitCode } })}\n`);
+      // A failed gate has already printed its result (with ok: false); anything else gets a JSON error.
+      if (json && !(err instanceof GateError)) process.stdout.write(`${JSON.stringify({ ok: false, error: { message: err.message, hint: err.hint, exitCode: err.exitCode } })}\n`);
       return err.exitCode;
     }
     const stack = err instanceof Error ? (err.stack ?? err.message) : String(err);

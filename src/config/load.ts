@@ -66,15 +66,19 @@ export function fromRaw(
 ): LoadedConfig {
   const envIssues: InterpolationIssue[] = [];
   const interpolated = interpolateEnv(raw, opts.env, envIssues) as Record<string, unknown>;
-  if (envIssues.length) throw new ConfigError(envIssues.map((i) => format(source, i.path, i.message)));
+  if (envIssues.length) throw new ConfigError(envIssues.map((i) => format((p) => source.locate(p), i.path, i.message)));
 
-  const withOverrides = applyOverrides(structuredClone(interpolated), opts.overrides ?? []);
+  const overrides = opts.overrides ?? [];
+  // Overrides apply on top of the defaults, so `--set agents.0.temperature=0` edits the default team.
+  const defaulted = overrides.length ? configSchema.safeParse(interpolated) : undefined;
+  const withOverrides = applyOverrides(structuredClone(defaulted?.success ? defaulted.data : interpolated), overrides);
+  const located = locator(source, overrides);
   const result = configSchema.safeParse(withOverrides);
-  if (!result.success) throw new ConfigError(flattenIssues(result.error.issues).map((i) => formatZod(source, i)));
+  if (!result.success) throw new ConfigError(byLine(flattenIssues(result.error.issues).map((i) => formatZod(located, i))));
 
   const baseDir = file ? path.dirname(file) : opts.cwd;
   const ruleIssues = checkRules(result.data, baseDir);
-  if (ruleIssues.length) throw new ConfigError(ruleIssues.map((i) => format(source, i.path, i.message)));
+  if (ruleIssues.length) throw new ConfigError(ruleIssues.map((i) => format(located, i.path, i.message)));
 
   return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data) };
 }
@@ -103,7 +107,19 @@ function flattenIssues(issues: readonly Issue[], prefix: PropertyKey[] = []): Is
   });
 }
 
-function formatZod(source: YamlSource, issue: Issue): string {
+type Locate = (p: ConfigPath, key?: string) => string;
+
+/** Values set with --set are reported as coming from the flag, not from the file. */
+function locator(source: YamlSource, overrides: readonly string[]): Locate {
+  const keys = overrides.map((o) => o.slice(0, o.indexOf('=')));
+  return (p, key) => {
+    const full = (key === undefined ? p : [...p, key]).join('.');
+    const flag = keys.find((k) => full === k || full.startsWith(`${k}.`));
+    return flag ? `--set ${flag}` : source.locate(p, key);
+  };
+}
+
+function formatZod(source: Locate, issue: Issue): string {
   const p = issue.path.map((k) => (typeof k === 'symbol' ? String(k) : k));
   if (issue.code === 'unrecognized_keys') {
     return issue.keys.map((k) => format(source, [...p, k], 'unknown key', k, p)).join('\n  ');
@@ -111,9 +127,18 @@ function formatZod(source: YamlSource, issue: Issue): string {
   return format(source, p, issue.message);
 }
 
-function format(source: YamlSource, p: ConfigPath, message: string, unknownKey?: string, parent?: ConfigPath): string {
-  const where = unknownKey === undefined ? source.locate(p) : source.locate(parent ?? [], unknownKey);
+function format(locate: Locate, p: ConfigPath, message: string, unknownKey?: string, parent?: ConfigPath): string {
+  const where = unknownKey === undefined ? locate(p) : locate(parent ?? [], unknownKey);
   return `${formatPath(p) || '(root)'}: ${message} (${where})`;
+}
+
+/** Orders messages as they appear in the file; messages without a line keep their place at the end. */
+function byLine(messages: string[]): string[] {
+  const pos = (m: string) => {
+    const match = /:(\d+):(\d+)\)$/.exec(m);
+    return match ? Number(match[1]) * 1e6 + Number(match[2]) : Number.MAX_SAFE_INTEGER;
+  };
+  return messages.flatMap((m) => m.split('\n  ')).sort((a, b) => pos(a) - pos(b));
 }
 
 export function formatPath(p: ConfigPath): string {

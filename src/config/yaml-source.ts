@@ -30,8 +30,9 @@ export class YamlSource {
     if (!this.doc) return this.file;
     let node: unknown = this.doc.contents;
     let offset = rangeStart(node) ?? 0;
-    for (const part of key === undefined ? path : [...path, key]) {
-      const next = child(node, part);
+    const parts = key === undefined ? path : [...path, key];
+    for (const [i, part] of parts.entries()) {
+      const next = child(node, part, key !== undefined && i === parts.length - 1);
       if (!next) break;
       offset = next.offset;
       node = next.node;
@@ -41,13 +42,13 @@ export class YamlSource {
   }
 }
 
-function child(node: unknown, part: string | number): { node: unknown; offset: number } | undefined {
+function child(node: unknown, part: string | number, atKey = false): { node: unknown; offset: number } | undefined {
   if (isMap(node)) {
     const pair = node.items.find((p) => String((p.key as { value?: unknown } | null)?.value ?? p.key) === String(part));
     if (!pair) return undefined;
     const keyOffset = rangeStart(pair.key);
     const valOffset = rangeStart(pair.value);
-    return { node: pair.value, offset: valOffset ?? keyOffset ?? 0 };
+    return { node: pair.value, offset: (atKey ? keyOffset : valOffset ?? keyOffset) ?? 0 };
   }
   if (isSeq(node) && typeof part === 'number') {
     const item = node.items[part];

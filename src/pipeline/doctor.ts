@@ -1,13 +1,14 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
-import { errorMessage, UserError } from '../errors.js';
+import { UserError } from '../errors.js';
 import { provisionDefaultModel, readModelManifest, recordBaseWeights, smokeGenerate } from '../resources/default-model.js';
-import { Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
 import { freeBytes, listGpus } from '../trainers/hardware.js';
 import { failureReason, runPythonModule } from '../trainers/python.js';
 import { pinnedVersions, readRequirements } from '../trainers/requirements.js';
 import { ensureVenv, inspectVenv, probePython, pythonTooOld, type VenvInfo } from '../trainers/venv.js';
-import { redactorFor } from './store.js';
+import { openStore, withStore } from './store.js';
 
 export type CheckStatus = 'ok' | 'fail' | 'warn' | 'info';
 
@@ -38,6 +39,9 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
   const progress = opts.onProgress ?? (() => {});
   const checks: DoctorCheck[] = [];
   const add = (c: DoctorCheck) => checks.push(c);
+
+  // Store problems are input errors: find them before minutes of venv or model work.
+  const storeCheck = checkStore(loaded, opts.fix === true);
 
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
   const nodeOk = major > 20 || (major === 20 && minor >= 10);
@@ -104,7 +108,11 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     fix: manifest ? undefined : FIX,
   });
 
-  add(checkStore(loaded, opts.fix === true, manifest));
+  if (opts.fix && manifest) {
+    const found = manifest;
+    await withStore(loaded, (store) => recordBaseWeights(store, paths.defaultModelDir, found));
+  }
+  add(storeCheck);
 
   const free = freeBytes(paths.cacheDir);
   const need = venvOk ? 1 * GB : 8 * GB;
@@ -113,23 +121,32 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
   return { ok: !checks.some((c) => c.status === 'fail'), checks };
 }
 
-function checkStore(loaded: LoadedConfig, fix: boolean, manifest: ReturnType<typeof readModelManifest>): DoctorCheck {
+/** Store problems (not SQLite, newer schema, unwritable data dir) are input errors: they throw, exit 2. */
+function checkStore(loaded: LoadedConfig, fix: boolean): DoctorCheck {
   const file = loaded.paths.storePath;
   if (!fix && !fs.existsSync(file)) {
+    assertCreatable(path.dirname(file));
     return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file} (not created yet; the first command that writes creates it)` };
   }
+  const store = openStore(loaded);
   try {
-    const store = Store.open({ path: file, busyTimeoutMs: loaded.config.store.busy_timeout_ms, redactor: redactorFor(loaded.config) });
-    try {
-      roundTrip(store);
-      if (fix && manifest) recordBaseWeights(store, loaded.paths.defaultModelDir, manifest);
-      const s = store.stats();
-      return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file}: schema v${s.schemaVersion}, ${s.counts.rollouts} rollouts, ${s.counts.spans} spans, write/read round trip ok` };
-    } finally {
-      store.close();
-    }
+    roundTrip(store);
+    const s = store.stats();
+    return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file}: schema v${s.schemaVersion}, ${s.counts.rollouts} rollouts, ${s.counts.spans} spans, write/read round trip ok` };
+  } finally {
+    store.close();
+  }
+}
+
+/** The nearest existing ancestor must be a writable directory, or the store can never be created. */
+function assertCreatable(dir: string): void {
+  let probe = dir;
+  while (!fs.existsSync(probe)) probe = path.dirname(probe);
+  try {
+    if (!fs.statSync(probe).isDirectory()) throw Object.assign(new Error(), { code: 'ENOTDIR' });
+    fs.accessSync(probe, fs.constants.W_OK);
   } catch (err) {
-    return { id: 'store', title: 'Trace store', status: 'fail', detail: errorMessage(err), fix: 'point store.path at a massgen-rl store (or a new file)' };
+    throw new UserError(`data directory ${dir} is not writable (${(err as NodeJS.ErrnoException).code ?? 'error'} at ${probe})`, 'set project.data_dir or store.path to a writable place');
   }
 }
 

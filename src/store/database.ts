@@ -79,7 +79,7 @@ function checkExistingFile(file: string): boolean {
   } catch (err) {
     if (err instanceof UserError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return false;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
     throw new UserError(`cannot read store ${file}: ${code ?? errorMessage(err)}`);
   }
   try {

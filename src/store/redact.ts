@@ -56,15 +56,14 @@ export class Redactor {
   json(value: unknown): string {
     const text = JSON.stringify(value ?? {});
     if (!this.regex) return text;
-    const scrubbed = this.scrub(text);
-    if (scrubbed === text) return text;
-    try {
-      JSON.parse(scrubbed);
-      return scrubbed;
-    } catch {
-      // A user pattern matched across JSON syntax: scrub string by string instead.
-      return JSON.stringify(this.deep(value ?? {}));
-    }
+    let crossed = false;
+    this.regex.lastIndex = 0;
+    const scrubbed = text.replace(this.regex, (match) => {
+      // A match containing an unescaped quote spans JSON syntax: scrubbing it would lose or corrupt data.
+      if (/(^|[^\\])"/.test(match)) crossed = true;
+      return REDACTED;
+    });
+    return crossed ? JSON.stringify(this.deep(value ?? {})) : scrubbed;
   }
 
   private deep(value: unknown): unknown {

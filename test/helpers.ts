@@ -1,0 +1,56 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+import { loadConfig, type LoadedConfig } from '../src/config/load.js';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const BIN = path.join(ROOT, 'bin', 'massgen-rl.js');
+export const FIXTURES = path.join(ROOT, 'test', 'fixtures');
+
+const made: string[] = [];
+afterEach(() => {
+  while (made.length) fs.rmSync(made.pop()!, { recursive: true, force: true });
+});
+
+/** A fresh temp dir, removed after the test; optional files (relative path → content) are written into it. */
+export function tempDir(files: Record<string, string> = {}): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-test-'));
+  made.push(dir);
+  for (const [rel, content] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    fs.writeFileSync(path.join(dir, rel), content);
+  }
+  return dir;
+}
+
+/** Writes a config into a temp dir and loads it. */
+export function configIn(yaml: string, files: Record<string, string> = {}, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const dir = tempDir({ 'massgen-rl.yaml': yaml, ...files });
+  return loadConfig({ cwd: dir, env });
+}
+
+export interface CliResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI as a user would (no TTY). */
+export async function runCli(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult> {
+  const r = await execa(process.execPath, [BIN, ...args], {
+    cwd: opts.cwd, env: { NO_COLOR: '1', ...opts.env }, reject: false, stdin: 'ignore', timeout: opts.timeoutMs ?? 60_000,
+  });
+  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+
+export function sha(file: string): string {
+  return fs.existsSync(file) ? fs.readFileSync(file).toString('base64') : '<missing>';
+}
+
+/** No stack trace in user-facing output. */
+export function hasStack(text: string): boolean {
+  return /\n\s+at .+:\d+:\d+\)?/.test(text) || text.includes('internal error');
+}

@@ -1,0 +1,131 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { DEFAULT_ANSWERS, renderConfig } from '../../src/config/template.js';
+import { UserError } from '../../src/errors.js';
+import { configIn, tempDir } from '../helpers.js';
+
+function issuesOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('fills every section from the embedded defaults for an empty file', () => {
+    const { config, paths, file } = configIn('');
+    expect(file).toMatch(/massgen-rl\.yaml$/);
+    expect(config.agents.map((a) => a.id)).toEqual(['agent_a', 'agent_b', 'agent_c']);
+    expect(config.agents.every((a) => a.tool_mode === 'text' && a.model === 'local')).toBe(true);
+    expect(config.models.local!.local!.weights).toBe('builtin:smollm2-135m-instruct');
+    expect(config.orchestrator.max_action_retries).toBe(3);
+    expect(paths.storePath).toBe(path.join(path.dirname(file!), '.massgen-rl', 'store.sqlite'));
+  });
+
+  it('uses the embedded defaults when there is no config file and none was asked for', () => {
+    const dir = tempDir();
+    const loaded = loadConfig({ cwd: dir, env: {} });
+    expect(loaded.file).toBeNull();
+    expect(loaded.paths.dataDir).toBe(path.join(dir, '.massgen-rl'));
+  });
+
+  it('fails clearly when an explicit config file is missing (flag or MASSGEN_RL_CONFIG)', () => {
+    const dir = tempDir();
+    expect(() => loadConfig({ cwd: dir, configPath: 'nope.yaml', env: {} })).toThrow(/config file not found: .*nope\.yaml/);
+    expect(() => loadConfig({ cwd: dir, env: { MASSGEN_RL_CONFIG: 'other.yaml' } })).toThrow(UserError);
+  });
+
+  it('reports malformed YAML with file:line:col', () => {
+    const issues = issuesOf(() => configIn('project:\n  name: [oops\n'));
+    expect(issues[0]).toMatch(/^massgen-rl\.yaml:\d+:\d+: invalid YAML/);
+  });
+
+  it('reports every schema problem at once with path and location of the key', () => {
+    const issues = issuesOf(() => configIn([
+      'project:', '  name: demo', '  colour: blue',
+      'collect:', '  concurrency: many',
+      'orchestrator:', '  voting_sensitivity: harsh',
+    ].join('\n')));
+    expect(issues).toEqual([
+      'project.colour: unknown key (massgen-rl.yaml:3:3)',
+      expect.stringMatching(/^collect\.concurrency: .*expected number.* \(massgen-rl\.yaml:5:16\)$/),
+      expect.stringMatching(/^orchestrator\.voting_sensitivity: .*"lenient"\|"balanced"\|"strict" \(massgen-rl\.yaml:7:23\)$/),
+    ]);
+  });
+
+  it('rejects unknown top-level keys and non-mapping documents', () => {
+    expect(issuesOf(() => configIn('trainer:\n  algo: sft\n'))).toEqual(['trainer: unknown key (massgen-rl.yaml:1:1)']);
+    expect(issuesOf(() => configIn('- a\n- b\n'))[0]).toMatch(/must be a mapping/);
+  });
+
+  it('checks cross-references and referenced files', () => {
+    const issues = issuesOf(() => configIn([
+      'prompts:', '  solver: { file: prompts/solver.md }',
+      'agents:', '  - { id: a, model: missing }', '  - { id: a, model: local, tools: [grep] }',
+      'tasks:', '  sources: [{ file: tasks.jsonl }]',
+    ].join('\n')));
+    expect(issues).toEqual([
+      expect.stringMatching(/^prompts\.solver\.file: file not found: .*prompts\/solver\.md \(massgen-rl\.yaml:2:19\)$/),
+      'agents[0].model: unknown model "missing"; models: local (massgen-rl.yaml:4:21)',
+      'agents[1].id: duplicate agent id "a" (massgen-rl.yaml:5:11)',
+      'agents[1].tools[0]: unknown tool "grep"; no tools are defined (massgen-rl.yaml:5:36)',
+      expect.stringMatching(/^tasks\.sources\[0\]\.file: file not found: .*tasks\.jsonl/),
+    ]);
+  });
+
+  it('accepts referenced files that exist', () => {
+    const { config } = configIn('prompts:\n  solver: { file: p.md }\n', { 'p.md': 'Be brief.' });
+    expect(config.prompts.solver!.file).toBe('p.md');
+  });
+
+  it('interpolates ${ENV} with defaults and reports unset variables', () => {
+    const yaml = 'models:\n  m:\n    base_url: ${URL}\n    model: ${MODEL:-tiny}\nagents: [{ id: a, model: m }]\nprivacy:\n  redact_patterns: ["$${literal}"]\n';
+    const { config } = configIn(yaml, {}, { URL: 'http://localhost:9000/v1' });
+    expect(config.models.m).toMatchObject({ base_url: 'http://localhost:9000/v1', model: 'tiny' });
+    expect(config.privacy.redact_patterns).toEqual(['${literal}']);
+    expect(issuesOf(() => configIn(yaml, {}, {}))).toEqual([
+      'models.m.base_url: environment variable URL is not set (use ${URL:-default} for a fallback) (massgen-rl.yaml:3:15)',
+    ]);
+  });
+
+  it('applies --set overrides before validation and blames the flag', () => {
+    const dir = tempDir({ 'massgen-rl.yaml': 'collect:\n  concurrency: 2\n' });
+    const ok = loadConfig({ cwd: dir, overrides: ['collect.concurrency=5', 'agents.0.temperature=0.1'] });
+    expect(ok.config.collect.concurrency).toBe(5);
+    expect(ok.config.agents[0]!.temperature).toBe(0.1);
+    expect(() => loadConfig({ cwd: dir, overrides: ['collect.concurrency=lots'] })).toThrow(/collect\.concurrency: .* \(--set collect\.concurrency\)/);
+    expect(() => loadConfig({ cwd: dir, overrides: ['nonsense'] })).toThrow(/expected key\.path=value/);
+  });
+
+  it('hashes equal configs equally regardless of key order', () => {
+    const a = configIn('collect: { concurrency: 3, split: eval }\n');
+    const b = configIn('collect: { split: eval, concurrency: 3 }\n');
+    const c = configIn('collect: { split: eval, concurrency: 4 }\n');
+    expect(a.hash).toBe(b.hash);
+    expect(a.hash).not.toBe(c.hash);
+  });
+});
+
+describe('init template', () => {
+  it('renders configs that load cleanly, local and remote', () => {
+    const local = configIn(renderConfig(DEFAULT_ANSWERS));
+    expect(local.config.agents).toHaveLength(3);
+    const remote = configIn(renderConfig({ ...DEFAULT_ANSWERS, teamSize: 2, algo: 'dpo', suite: 'multi_step', endpoint: { kind: 'remote', baseUrl: 'http://localhost:8000/v1', model: 'qwen', apiKeyEnv: 'MY_KEY' } }));
+    expect(remote.config.models.main).toMatchObject({ base_url: 'http://localhost:8000/v1', model: 'qwen', api_key_env: 'MY_KEY' });
+    expect(remote.config.agents.map((a) => a.tool_mode)).toEqual(['native', 'native']);
+    expect(remote.config.train.algo).toBe('dpo');
+  });
+
+  it('ships a JSON Schema that is up to date with the zod schema', async () => {
+    const { z } = await import('zod');
+    const { configSchema } = await import('../../src/config/schema.js');
+    const shipped = JSON.parse(fs.readFileSync(new URL('../../schema/massgen-rl.schema.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+    const fresh = { ...z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }), title: 'massgen-rl configuration' };
+    expect(shipped).toEqual(JSON.parse(JSON.stringify(fresh)));
+  });
+});

@@ -1,0 +1,133 @@
+"""The event stream and the dataclass/config argument parser."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+from conftest import run_module
+from massgen_rl_trainers import protocol
+from massgen_rl_trainers.config_args import UsageError, parse_args
+
+
+@dataclass
+class DemoArgs:
+    out: str = field(metadata={"help": "required path"})
+    max_new_tokens: int = field(default=8, metadata={"help": "an int"})
+    rate: float = field(default=0.5, metadata={"help": "a float"})
+    label: str | None = field(default=None, metadata={"help": "optional text"})
+    force: bool = field(default=False, metadata={"help": "a switch"})
+
+
+def test_cli_flags_accept_dashes_and_underscores():
+    args = parse_args(DemoArgs, ["--out", "o", "--max-new-tokens", "3", "--rate=2", "--force"])
+    assert args == DemoArgs(out="o", max_new_tokens=3, rate=2.0, force=True)
+    assert parse_args(DemoArgs, ["--out", "o", "--max_new_tokens", "4"]).max_new_tokens == 4
+
+
+def test_yaml_config_merges_under_cli_flags(tmp_path):
+    config = tmp_path / "args.yaml"
+    config.write_text("out: from-config\nmax-new-tokens: 5\nlabel: x\nforce: true\n")
+    args = parse_args(DemoArgs, ["--config", str(config), "--max-new-tokens", "7", "--no-force"])
+    assert args == DemoArgs(out="from-config", max_new_tokens=7, label="x", force=False)
+
+
+def test_json_config(tmp_path):
+    config = tmp_path / "args.json"
+    config.write_text(json.dumps({"out": "j", "rate": 1, "label": None}))
+    assert parse_args(DemoArgs, ["--config", str(config)]) == DemoArgs(out="j", rate=1.0)
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("out: o\nmax_new_token: 3\n", "'max_new_token'"),
+        ("out: o\nmax_new_tokens: lots\n", "max_new_tokens"),
+        ("out: o\nforce: yes please\n", "force"),
+        ("- just\n- a list\n", "mapping"),
+        ("out: [unclosed\n", "cannot parse"),
+    ],
+)
+def test_bad_config_is_a_usage_error(tmp_path, text, needle):
+    config = tmp_path / "bad.yaml"
+    config.write_text(text)
+    with pytest.raises(UsageError, match=needle):
+        parse_args(DemoArgs, ["--config", str(config)])
+
+
+def test_missing_required_and_unknown_flag():
+    with pytest.raises(UsageError, match="--out"):
+        parse_args(DemoArgs, [])
+    with pytest.raises(UsageError, match="--bogus"):
+        parse_args(DemoArgs, ["--out", "o", "--bogus"])
+
+
+def test_parse_or_exit_exits_2_with_message_and_event(tmp_path, capsys):
+    config = tmp_path / "bad.yaml"
+    config.write_text("out: o\nlearning_rate: 1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        protocol.parse_or_exit(DemoArgs, ["--config", str(config)], prog="demo")
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert "learning_rate" in captured.err and "Traceback" not in captured.err
+    event = json.loads(captured.out)
+    assert event["event"] == "error" and "learning_rate" in event["message"] and event["kind"] == "usage"
+
+
+def test_emit_writes_one_flushed_json_line(capsys):
+    protocol.progress("stage-x", "hello", n=1)
+    protocol.done(value="ü")
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {"event": "progress", "stage": "stage-x", "message": "hello", "n": 1},
+        {"event": "done", "value": "ü"},
+    ]
+
+
+def test_script_rejects_unknown_config_key_without_traceback(tmp_path):
+    config = tmp_path / "provision.yaml"
+    config.write_text(f"out: {tmp_path / 'model'}\nquantize: q8\n")
+    run = run_module("provision_model", "--config", str(config))
+    assert run.returncode == 2
+    assert "unknown key(s)" in run.stderr and "'quantize'" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.events == [{"event": "error", "message": run.events[0]["message"], "kind": "usage"}]
+    assert not (tmp_path / "model").exists()
+
+
+def test_run_script_keeps_stdout_for_events_only(capfd):
+    import os
+
+    def noisy_main(args: DemoArgs) -> dict:
+        print("a library printing to stdout")
+        os.write(1, b"a native library writing to fd 1\n")
+        protocol.progress("work", "halfway")
+        return {"out": args.out}
+
+    assert protocol.run_script(noisy_main, DemoArgs, ["--out", "o"], prog="demo") == 0
+    captured = capfd.readouterr()
+    assert [json.loads(line) for line in captured.out.splitlines()] == [
+        {"event": "progress", "stage": "work", "message": "halfway"},
+        {"event": "done", "out": "o"},
+    ]
+    assert "a library printing to stdout" in captured.err and "fd 1" in captured.err
+
+
+def test_run_script_maps_failures_to_exit_1(capfd):
+    def expected_failure(args: DemoArgs) -> dict:
+        raise protocol.ScriptError("no such model", path=args.out)
+
+    def crash(args: DemoArgs) -> dict:
+        raise KeyError("boom")
+
+    assert protocol.run_script(expected_failure, DemoArgs, ["--out", "o"]) == 1
+    captured = capfd.readouterr()
+    assert json.loads(captured.out) == {"event": "error", "message": "no such model", "path": "o"}
+    assert "Traceback" not in captured.err
+
+    assert protocol.run_script(crash, DemoArgs, ["--out", "o"]) == 1
+    captured = capfd.readouterr()
+    assert json.loads(captured.out) == {"event": "error", "message": "KeyError: 'boom'", "exception": "KeyError"}
+    assert "Traceback" in captured.err

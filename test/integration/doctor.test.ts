@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { runDoctor } from '../../src/pipeline/doctor.js';
+import { readModelManifest, smokeGenerate } from '../../src/resources/default-model.js';
+import { venvPython } from '../../src/trainers/venv.js';
+import { runCli, tempDir } from '../helpers.js';
+
+// These run on the real trainer venv and the converted default model, which `npm test`
+// prepares first with `massgen-rl doctor --fix`.
+describe('doctor on the real environment', () => {
+  it('finds the pinned venv and the converted model, which generates text', async () => {
+    const loaded = loadConfig({ cwd: tempDir() });
+    const report = await runDoctor(loaded);
+    const failed = report.checks.filter((c) => c.status === 'fail');
+    expect(failed, 'run `massgen-rl doctor --fix` (npm test does) to prepare the environment').toEqual([]);
+    const manifest = readModelManifest(loaded.paths.defaultModelDir)!;
+    expect(manifest).toMatchObject({ name: 'smollm2-135m-instruct', eos_token: '<|im_end|>' });
+    expect(manifest.pad_token).toBeTruthy();
+    expect(manifest.pad_token).not.toBe(manifest.eos_token);
+    const text = await smokeGenerate(venvPython(loaded.paths.venvDir), loaded.paths.defaultModelDir);
+    expect(text.trim().length).toBeGreaterThan(0);
+  }, 180_000);
+
+  it('doctor --fix records the converted model once as the production base weight resource', async () => {
+    const dir = tempDir();
+    for (let i = 0; i < 2; i++) {
+      const fix = await runCli(['doctor', '--fix'], { cwd: dir, env: process.env, timeoutMs: 300_000 });
+      expect(fix.exitCode, fix.stderr).toBe(0);
+      expect(fix.stdout).toMatch(/✓ Default model: smollm2-135m-instruct .*answered "/);
+    }
+    const status = JSON.parse((await runCli(['--json', 'status'], { cwd: dir, env: process.env })).stdout) as {
+      store: { counts: Record<string, number> };
+      production: { kind: string; name: string; version: number; path: string }[];
+    };
+    expect(status.store.counts.resources).toBe(1);
+    expect(status.production).toEqual([expect.objectContaining({ kind: 'weight', name: 'smollm2-135m-instruct', version: 1 })]);
+    expect(status.store.counts.rollouts).toBe(0);
+  }, 600_000);
+});

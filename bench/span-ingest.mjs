@@ -27,7 +27,10 @@ function realisticRedactor() {
   return Redactor.fromSettings({ envNames: ['BENCH_KEY'], patterns: [], builtinPatterns: true }, SECRET_ENV);
 }
 
-/** Prompt spans with chat payloads of 600 B to 2 KB of JSON. */
+/**
+ * Prompt spans with chat payloads of 600 B to 2 KB of JSON. Payloads go through a JSON round trip so they
+ * are built like parsed API responses (flat strings), not like strings grown by concatenation.
+ */
 function promptSpanPool(size) {
   const rng = createRng(42);
   const start = Date.UTC(2025, 0, 1);
@@ -37,8 +40,12 @@ function promptSpanPool(size) {
     agent: agentName(rng),
     startedAt: start + i * 37.5,
     durationMs: rng.int(80, 9000),
-    payload: chatPayload(rng, { targetBytes: rng.int(600, 2000), secretRate: SECRET_RATE, envSecret: SECRET_ENV.BENCH_KEY }),
+    payload: asParsed(chatPayload(rng, { targetBytes: rng.int(600, 2000), secretRate: SECRET_RATE, envSecret: SECRET_ENV.BENCH_KEY })),
   }));
+}
+
+function asParsed(value) {
+  return JSON.parse(JSON.stringify(value));
 }
 
 function writeThroughApi(store, rolloutIds, pool, batchSize) {

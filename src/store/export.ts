@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type { Db } from './database.js';
@@ -16,19 +17,22 @@ export interface ExportResult {
   bytes: number;
 }
 
-interface SpanLine {
-  rollout_id: string; seq: number; parent_seq: number | null; type: string; name: string;
-  agent: string | null; started_at: number; duration_ms: number; payload: string;
-}
+/** Span columns in a fixed order, read as arrays (`raw`): no per-row object, fewer allocations. */
+type SpanTuple = [rolloutId: string, seq: number, parentSeq: number | null, type: string, name: string,
+  agent: string | null, startedAt: number, durationMs: number, payload: string];
+const SPAN_COLUMNS = 'rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload';
 
 /**
  * Streams rollouts as JSONL, one rollout per line with its spans and rewards, oldest first.
  * Span payloads are stored as JSON text and spliced in without a parse/serialize round trip.
+ * Pages are small so each chunk stays a few MB: large pages cost more in GC than they save in queries.
  */
 export async function exportRollouts(db: Db, out: Writable, opts: ExportOptions = {}): Promise<ExportResult> {
-  const pageSize = opts.pageSize ?? 500;
+  const pageSize = opts.pageSize ?? 25;
   const { where, params } = whereClause(opts);
   const page = db.prepare(`SELECT * FROM rollouts ${where ? `${where} AND` : 'WHERE'} num > ? ORDER BY num LIMIT ?`);
+  const spansOf = inListQuery(db, `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq`, true);
+  const rewardsOf = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
   const result: ExportResult = { rollouts: 0, spans: 0, bytes: 0 };
   let last = 0;
   let remaining = opts.limit ?? Number.POSITIVE_INFINITY;
@@ -38,16 +42,16 @@ export async function exportRollouts(db: Db, out: Writable, opts: ExportOptions 
     last = rows[rows.length - 1]!.num;
     remaining -= rows.length;
     const ids = rows.map((r) => r.id);
-    const marks = ids.map(() => '?').join(',');
-    const spans = groupBy(db.prepare(`SELECT * FROM spans WHERE rollout_id IN (${marks}) ORDER BY rollout_id, seq`).all(...ids) as SpanLine[]);
-    const rewards = groupBy(db.prepare(`SELECT * FROM rewards WHERE rollout_id IN (${marks}) ORDER BY id`).all(...ids) as Parameters<typeof toReward>[0][]);
-    let chunk = '';
+    const spans = groupBy(spansOf(ids) as SpanTuple[], (s) => s[0]);
+    const rewards = groupBy(rewardsOf(ids) as Parameters<typeof toReward>[0][], (r) => r.rollout_id);
+    const lines: string[] = [];
     for (const row of rows) {
       const rollout = toRollout(row);
       const own = spans.get(rollout.id) ?? [];
-      chunk += rolloutLine(rollout, own, (rewards.get(rollout.id) ?? []).map(toReward));
+      lines.push(rolloutLine(rollout, own, (rewards.get(rollout.id) ?? []).map(toReward)));
       result.spans += own.length;
     }
+    const chunk = lines.join('');
     result.rollouts += rows.length;
     result.bytes += Buffer.byteLength(chunk);
     if (!out.write(chunk)) await once(out, 'drain');
@@ -55,26 +59,40 @@ export async function exportRollouts(db: Db, out: Writable, opts: ExportOptions 
   return result;
 }
 
-function rolloutLine(r: Rollout, spans: SpanLine[], rewards: unknown[]): string {
+/** A query with one `IN (?)` list, prepared once per list length (a full page and a last, shorter one). */
+function inListQuery(db: Db, sql: string, raw: boolean): (ids: string[]) => unknown[] {
+  const prepared = new Map<number, Database.Statement<string[]>>();
+  return (ids) => {
+    let stmt = prepared.get(ids.length);
+    if (!stmt) {
+      stmt = db.prepare<string[]>(sql.replace('IN (?)', `IN (${ids.map(() => '?').join(',')})`)).raw(raw);
+      prepared.set(ids.length, stmt);
+    }
+    return stmt.all(...ids);
+  };
+}
+
+function rolloutLine(r: Rollout, spans: SpanTuple[], rewards: unknown[]): string {
   const head = JSON.stringify({
     id: r.id, num: r.num, run_id: r.runId, task_id: r.taskId, source: r.source, status: r.status, error: r.error,
     final_answer: r.finalAnswer, winner: r.winner, total_reward: r.totalReward,
     costs: { tokens: r.tokens, tool_calls: r.toolCalls, messages: r.messages, wall_ms: r.wallMs },
     metadata: r.metadata, started_at: r.startedAt, finished_at: r.finishedAt, rewards,
   });
-  let body = '';
-  for (const s of spans) {
-    body += `${body ? ',' : ''}{"seq":${s.seq},"parent_seq":${s.parent_seq ?? 'null'},"type":"${s.type}","name":${JSON.stringify(s.name)},"agent":${s.agent === null ? 'null' : JSON.stringify(s.agent)},"started_at":${s.started_at},"duration_ms":${s.duration_ms},"payload":${s.payload}}`;
-  }
-  return `${head.slice(0, -1)},"spans":[${body}]}\n`;
+  return `${head.slice(0, -1)},"spans":[${spans.map(spanJson).join(',')}]}\n`;
 }
 
-function groupBy<T extends { rollout_id: string }>(rows: T[]): Map<string, T[]> {
+function spanJson([, seq, parentSeq, type, name, agent, startedAt, durationMs, payload]: SpanTuple): string {
+  return `{"seq":${seq},"parent_seq":${parentSeq ?? 'null'},"type":"${type}","name":${JSON.stringify(name)},"agent":${agent === null ? 'null' : JSON.stringify(agent)},"started_at":${startedAt},"duration_ms":${durationMs},"payload":${payload}}`;
+}
+
+function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
   const map = new Map<string, T[]>();
   for (const row of rows) {
-    const list = map.get(row.rollout_id);
+    const k = key(row);
+    const list = map.get(k);
     if (list) list.push(row);
-    else map.set(row.rollout_id, [row]);
+    else map.set(k, [row]);
   }
   return map;
 }

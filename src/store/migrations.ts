@@ -52,6 +52,7 @@ CREATE TABLE rollouts (
 CREATE INDEX rollouts_run ON rollouts(run_id);
 CREATE INDEX rollouts_task ON rollouts(task_id);
 CREATE INDEX rollouts_status ON rollouts(status);
+-- An ordinary rowid table: WITHOUT ROWID stores payloads over ~1 KB on overflow pages (2x the file, half the ingest rate).
 CREATE TABLE spans (
   rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,
   seq INTEGER NOT NULL,
@@ -63,7 +64,7 @@ CREATE TABLE spans (
   duration_ms REAL NOT NULL DEFAULT 0,
   payload TEXT NOT NULL DEFAULT '{}',
   PRIMARY KEY (rollout_id, seq)
-) WITHOUT ROWID;
+);
 CREATE TABLE rewards (
   id INTEGER PRIMARY KEY,
   rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,

@@ -21,9 +21,13 @@ export class SpanRepository {
   private readonly insert;
   private readonly maxSeq;
   private readonly listStmt;
+  private readonly insertAll: { immediate(rows: readonly unknown[][]): void };
 
-  constructor(private readonly db: Db, private readonly redactor: Redactor) {
+  constructor(db: Db, private readonly redactor: Redactor) {
     this.insert = db.prepare(INSERT);
+    this.insertAll = db.transaction((rows: readonly unknown[][]) => {
+      for (const row of rows) this.insert.run(row);
+    });
     this.maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) FROM spans WHERE rollout_id = ?').pluck();
     this.listStmt = db.prepare('SELECT * FROM spans WHERE rollout_id = ? ORDER BY seq');
   }
@@ -43,9 +47,7 @@ export class SpanRepository {
 
   /** @internal used by SpanWriter: one IMMEDIATE transaction per batch, so a crash never half-writes. */
   writeBatch(rows: readonly unknown[][]): void {
-    this.db.transaction(() => {
-      for (const row of rows) this.insert.run(row);
-    }).immediate();
+    this.insertAll.immediate(rows);
   }
 
   encodePayload(payload: unknown): string {

@@ -1,0 +1,46 @@
+import type { ChatResult, TokenLogprob, ToolCall } from './types.js';
+
+interface RawChoice {
+  message?: { content?: string | null; tool_calls?: ToolCall[] };
+  finish_reason?: string | null;
+  logprobs?: { content?: { token: string; logprob: number }[] | null } | null;
+  token_ids?: number[] | null;
+  prompt_token_ids?: number[] | null;
+}
+
+interface RawCompletion {
+  model?: string;
+  choices?: RawChoice[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number };
+  prompt_token_ids?: number[] | null;
+}
+
+/** Reads an OpenAI chat.completion body, including vLLM's token-id extensions. */
+export function parseCompletion(body: string, meta: { latencyMs: number; attempts: number; model: string }): ChatResult {
+  let raw: RawCompletion;
+  try {
+    raw = JSON.parse(body) as RawCompletion;
+  } catch {
+    throw new Error(`the server's response is not JSON: ${body.slice(0, 200)}`);
+  }
+  const choice = raw.choices?.[0];
+  if (!choice?.message) throw new Error(`the server's response has no choices[0].message: ${body.slice(0, 200)}`);
+  const usage = raw.usage ?? {};
+  const logprobs: TokenLogprob[] | null = choice.logprobs?.content?.map((t) => ({ token: t.token, logprob: t.logprob })) ?? null;
+  return {
+    content: choice.message.content ?? null,
+    toolCalls: choice.message.tool_calls ?? [],
+    finishReason: choice.finish_reason ?? 'stop',
+    usage: {
+      promptTokens: usage.prompt_tokens ?? 0,
+      completionTokens: usage.completion_tokens ?? 0,
+      totalTokens: usage.total_tokens ?? (usage.prompt_tokens ?? 0) + (usage.completion_tokens ?? 0),
+    },
+    model: raw.model ?? meta.model,
+    latencyMs: meta.latencyMs,
+    attempts: meta.attempts,
+    logprobs,
+    tokenIds: choice.token_ids ?? null,
+    promptTokenIds: raw.prompt_token_ids ?? choice.prompt_token_ids ?? null,
+  };
+}

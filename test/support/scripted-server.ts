@@ -1,0 +1,98 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ChatMessage, ToolCall } from '../../src/llm/types.js';
+
+export interface ScriptedRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: { function: { name: string } }[];
+  logprobs?: boolean;
+  return_token_ids?: boolean;
+  [key: string]: unknown;
+}
+
+export type ScriptedReply =
+  | { content: string; delayMs?: number; usage?: { prompt_tokens: number; completion_tokens: number } }
+  | { toolCalls: { name: string; arguments: Record<string, unknown> }[]; content?: string; delayMs?: number }
+  | { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number }
+  | { hang: true }
+  | { destroy: true };
+
+export type Script = (req: ScriptedRequest, index: number) => ScriptedReply | Promise<ScriptedReply>;
+
+export interface ScriptedServer {
+  baseUrl: string;
+  requests: ScriptedRequest[];
+  /** Requests whose client went away before the reply (cancelled calls). */
+  aborted: ScriptedRequest[];
+  /** Request headers, in the order of `requests`. */
+  headers: http.IncomingHttpHeaders[];
+  close(): Promise<void>;
+}
+
+/** A real local OpenAI-compatible server whose replies come from a script: the edge test double. */
+export async function startScriptedServer(script: Script): Promise<ScriptedServer> {
+  const requests: ScriptedRequest[] = [];
+  const aborted: ScriptedRequest[] = [];
+  const headers: http.IncomingHttpHeaders[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as ScriptedRequest;
+      const index = requests.push(body) - 1;
+      headers.push(req.headers);
+      let gone = false;
+      res.on('close', () => {
+        if (!res.writableEnded) {
+          gone = true;
+          aborted.push(body);
+        }
+      });
+      const reply = await script(body, index);
+      if ('hang' in reply) return;
+      if ('destroy' in reply) return req.socket.destroy();
+      if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+      if (gone) return;
+      if ('status' in reply) {
+        res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+        return res.end(JSON.stringify(reply.body ?? { error: { message: `scripted ${reply.status}` } }));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(completion(body, reply)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    aborted,
+    headers,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+function completion(req: ScriptedRequest, reply: Exclude<ScriptedReply, { status: number } | { hang: true } | { destroy: true }>) {
+  const content = 'content' in reply ? reply.content ?? null : null;
+  const toolCalls: ToolCall[] | undefined = 'toolCalls' in reply
+    ? reply.toolCalls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }))
+    : undefined;
+  const words = (content ?? '').split(/(\s+)/).filter(Boolean);
+  const usage = 'usage' in reply && reply.usage ? reply.usage : { prompt_tokens: 10, completion_tokens: Math.max(1, words.length) };
+  return {
+    id: 'chatcmpl-scripted', object: 'chat.completion', model: req.model,
+    choices: [{
+      index: 0,
+      message: { role: 'assistant', content, ...(toolCalls ? { tool_calls: toolCalls } : {}) },
+      finish_reason: toolCalls ? 'tool_calls' : 'stop',
+      ...(req.logprobs ? { logprobs: { content: words.map((w) => ({ token: w, logprob: -0.5, top_logprobs: [] })) } } : {}),
+      ...(req.return_token_ids ? { token_ids: words.map((_, i) => 100 + i) } : {}),
+    }],
+    ...(req.return_token_ids ? { prompt_token_ids: [1, 2, 3] } : {}),
+    usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+  };
+}

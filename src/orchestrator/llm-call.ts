@@ -1,0 +1,57 @@
+import type { ChatMessage, ChatResult, ToolSpec } from '../llm/types.js';
+import type { PromptPayload } from './trace-types.js';
+import type { OrchestrationResult, TeamAgent, TraceSink } from './types.js';
+
+export type Usage = OrchestrationResult['usage'];
+
+export function emptyUsage(): Usage {
+  return { promptTokens: 0, completionTokens: 0, totalTokens: 0, llmCalls: 0, toolCalls: 0 };
+}
+
+export interface CallSite {
+  agent: TeamAgent;
+  sink: TraceSink;
+  usage: Usage;
+  turnId: string;
+  round: number;
+  parentSeq: number | null;
+  signal: AbortSignal;
+  name?: string;
+}
+
+/** One LLM call, always recorded as a prompt span: completed, failed or cancelled. */
+export async function recordedCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: ToolSpec[]): Promise<{ result: ChatResult; seq: number }> {
+  const { agent } = site;
+  const request: PromptPayload['request'] = { model: agent.model, messages: structuredClone(messages), temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}) };
+  const startedAt = Date.now();
+  const t0 = performance.now();
+  const base = { turn_id: site.turnId, round: site.round, attempt, request };
+  site.usage.llmCalls++;
+  try {
+    const result = await agent.client.chat(
+      { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'auto' } : {}) },
+      { signal: site.signal },
+    );
+    site.usage.promptTokens += result.usage.promptTokens;
+    site.usage.completionTokens += result.usage.completionTokens;
+    site.usage.totalTokens += result.usage.totalTokens;
+    const payload: PromptPayload = {
+      ...base,
+      response: { content: result.content, tool_calls: result.toolCalls, finish_reason: result.finishReason },
+      usage: { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens, total_tokens: result.usage.totalTokens },
+      latency_ms: result.latencyMs,
+      logprobs: result.logprobs,
+      token_ids: result.tokenIds,
+      prompt_token_ids: result.promptTokenIds,
+    };
+    const seq = site.sink.span({ type: 'prompt', name: site.name ?? 'chat', agent: agent.id, parentSeq: site.parentSeq, startedAt, durationMs: performance.now() - t0, payload });
+    return { result, seq };
+  } catch (err) {
+    const payload: PromptPayload = {
+      ...base, response: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, latency_ms: performance.now() - t0,
+      ...(site.signal.aborted ? { cancelled: true } : { error: (err as Error).message }),
+    };
+    site.sink.span({ type: 'prompt', name: site.name ?? 'chat', agent: agent.id, parentSeq: site.parentSeq, startedAt, durationMs: performance.now() - t0, payload });
+    throw err;
+  }
+}

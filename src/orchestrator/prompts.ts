@@ -1,0 +1,48 @@
+import type { ChatMessage } from '../llm/types.js';
+import { textProtocolInstructions } from './text-protocol.js';
+import type { OrchestratorConfig, TeamAgent } from './types.js';
+
+const SENSITIVITY: Record<OrchestratorConfig['voting_sensitivity'], string> = {
+  lenient: 'If an existing answer is correct and complete, vote for it. Give a new answer only if you can clearly improve on every existing one.',
+  balanced: 'Vote for an existing answer only if it is correct, complete and clearly explained; otherwise give a better answer.',
+  strict: 'Vote only for an answer that is fully correct, complete, well justified and could not be improved; otherwise give a better answer.',
+};
+
+export function answersBlock(answers: Map<string, string>): string {
+  if (!answers.size) return '<CURRENT ANSWERS>\n(no answers yet)\n</CURRENT ANSWERS>';
+  const parts = [...answers].map(([label, content]) => `<${label}>\n${content}\n</${label}>`);
+  return `<CURRENT ANSWERS>\n${parts.join('\n')}\n</CURRENT ANSWERS>`;
+}
+
+/** The messages of one coordination turn: the task, every current answer under its label, the rules. */
+export function coordinationMessages(agent: TeamAgent, task: string, answers: Map<string, string>, canAnswer: boolean, sensitivity: OrchestratorConfig['voting_sensitivity'], teamSize: number): ChatMessage[] {
+  const rules = [
+    `You are one of ${teamSize} agents answering the same message together. Your answers are shown to the others anonymously, as agent1, agent2, and so on.`,
+    answers.size ? SENSITIVITY[sensitivity] : 'There are no answers yet: give your answer.',
+    agent.toolMode === 'text' ? textProtocolInstructions(canAnswer) : `Finish by calling exactly one of the tools ${canAnswer ? 'new_answer or vote' : 'vote'}.`,
+  ].join('\n\n');
+  return [
+    { role: 'system', content: `${agent.systemPrompt}\n\n${rules}` },
+    { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n${answersBlock(answers)}` },
+  ];
+}
+
+export function presentationMessages(agent: TeamAgent, task: string, answers: Map<string, string>, votes: { voterLabel: string; target: string; reason: string }[]): ChatMessage[] {
+  const voteLines = votes.length ? votes.map((v) => `${v.voterLabel} voted for ${v.target}: ${v.reason || '(no reason)'}`).join('\n') : '(no votes)';
+  return [
+    { role: 'system', content: `${agent.systemPrompt}\n\nYour answer (${agent.label}) was selected. Present the final answer to the original message, using anything the other answers got right. End with a line "Final answer: ...".` },
+    { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n${answersBlock(answers)}\n\n<VOTES>\n${voteLines}\n</VOTES>` },
+  ];
+}
+
+export function reviewMessages(agent: TeamAgent, task: string, finalAnswer: string): ChatMessage[] {
+  return [
+    { role: 'system', content: `${agent.systemPrompt}\n\nCheck the final answer against the original message. Reply with one line: CONFIRM if it is correct and complete, or RESTART: <what is wrong> if the team should try again.` },
+    { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n<FINAL ANSWER>\n${finalAnswer}\n</FINAL ANSWER>` },
+  ];
+}
+
+export function correction(agent: TeamAgent, detail: string, canAnswer: boolean): string {
+  const how = agent.toolMode === 'text' ? textProtocolInstructions(canAnswer) : `Call exactly one of: ${canAnswer ? 'new_answer, vote' : 'vote'}.`;
+  return `That was not a valid action: ${detail}.\n${how}`;
+}

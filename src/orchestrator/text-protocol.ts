@@ -1,0 +1,45 @@
+import type { Action } from './types.js';
+
+export type ParsedText = { ok: true; action: Action } | { ok: false; kind: 'no_action' | 'multiple_actions' | 'vote_and_answer' | 'malformed'; detail: string };
+
+// An action line: optional list/emphasis decoration, the keyword, a separator.
+const ACTION_LINE = /^[\s>*_`#-]*\**\s*(ANSWER|VOTE)\s*\**\s*[:\-–]?\s*\**\s*(.*)$/i;
+const LABEL = /\bagent\s*[_#-]?\s*(\d+)\b/i;
+
+/**
+ * Parses the text protocol used by models that cannot call tools:
+ *   ANSWER: <answer, may continue on the following lines>
+ *   VOTE: agent2 | <reason>
+ * Exactly one action per reply.
+ */
+export function parseTextAction(text: string): ParsedText {
+  const lines = text.replace(/\r\n/g, '\n').split('\n');
+  const hits = lines.flatMap((line, i) => {
+    const m = ACTION_LINE.exec(line);
+    return m ? [{ kind: m[1]!.toUpperCase() as 'ANSWER' | 'VOTE', rest: m[2]!.trim(), index: i }] : [];
+  });
+  if (!hits.length) return { ok: false, kind: 'no_action', detail: 'the reply has no ANSWER: or VOTE: line' };
+  const kinds = new Set(hits.map((h) => h.kind));
+  if (kinds.size > 1) return { ok: false, kind: 'vote_and_answer', detail: 'the reply both votes and answers' };
+  if (hits.length > 1) {
+    return { ok: false, kind: 'multiple_actions', detail: `the reply has ${hits.length} ${hits[0]!.kind} lines; give exactly one` };
+  }
+  const hit = hits[0]!;
+  if (hit.kind === 'ANSWER') {
+    const content = [hit.rest, ...lines.slice(hit.index + 1)].join('\n').replace(/\**\s*$/, '').trim();
+    return content ? { ok: true, action: { kind: 'answer', content } } : { ok: false, kind: 'malformed', detail: 'ANSWER: is empty' };
+  }
+  const label = LABEL.exec(hit.rest);
+  if (!label) return { ok: false, kind: 'malformed', detail: `VOTE: needs an answer label such as agent1, got "${hit.rest.slice(0, 60)}"` };
+  const after = hit.rest.slice(label.index + label[0].length).replace(/^\s*[|:,\-–]\s*/, '').replace(/\**$/, '').trim();
+  return { ok: true, action: { kind: 'vote', target: `agent${Number(label[1])}`, reason: after } };
+}
+
+export function textProtocolInstructions(canAnswer: boolean): string {
+  return [
+    'End your reply with exactly one action line:',
+    ...(canAnswer ? ['ANSWER: <your complete answer>   (to give a new or better answer)'] : []),
+    'VOTE: agentN | <short reason>   (to vote for the best existing answer, by its label)',
+    canAnswer ? 'Write only one of them.' : 'You can no longer give new answers: vote.',
+  ].join('\n');
+}

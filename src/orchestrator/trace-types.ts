@@ -1,0 +1,105 @@
+/**
+ * The trace vocabulary: span names and payload shapes the orchestrator writes. Rewards, datasets,
+ * exports and importers read traces through these types only.
+ */
+export const COORDINATION_SPANS = [
+  'round', 'new_answer', 'vote', 'invalid_action', 'cancel', 'drop', 'restart', 'final_selection', 'presentation',
+] as const;
+export type CoordinationSpan = (typeof COORDINATION_SPANS)[number];
+
+/** `agent1`…`agentN`: anonymous answer labels by registration order, used in prompts, votes, traces and results. */
+export type Label = string;
+
+export interface PromptPayload {
+  turn_id: string;
+  round: number;
+  attempt: number;
+  request: { model: string; messages: unknown[]; temperature?: number; max_tokens?: number; tools?: unknown[] };
+  response: { content: string | null; tool_calls: unknown[]; finish_reason: string } | null;
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  latency_ms: number;
+  logprobs?: { token: string; logprob: number }[] | null;
+  token_ids?: number[] | null;
+  prompt_token_ids?: number[] | null;
+  cancelled?: boolean;
+  error?: string;
+}
+
+export interface ToolPayload {
+  turn_id: string;
+  name: string;
+  args: unknown;
+  result: string | null;
+  success: boolean;
+  error?: string;
+}
+
+export interface RoundPayload {
+  round: number;
+  /** Labels of the answers every agent sees in this round. */
+  answer_labels: Label[];
+  trigger: 'start' | 'new_answer' | 'restart';
+}
+
+export interface NewAnswerPayload {
+  turn_id: string;
+  label: Label;
+  content: string;
+  round: number;
+  answer_labels_seen: Label[];
+  prompt_seq: number;
+}
+
+export interface VotePayload {
+  turn_id: string;
+  voter_label: Label;
+  target_label: Label;
+  target_agent: string;
+  reason: string;
+  round: number;
+  answer_labels_seen: Label[];
+  prompt_seq: number;
+}
+
+export type InvalidKind =
+  | 'no_action' | 'multiple_actions' | 'vote_and_answer' | 'vote_before_answer' | 'unknown_target'
+  | 'duplicate_answer' | 'not_novel' | 'answer_limit' | 'malformed';
+
+export interface InvalidActionPayload {
+  turn_id: string;
+  kind: InvalidKind;
+  detail: string;
+  correction: string;
+  attempt: number;
+}
+
+export interface CancelPayload {
+  turn_id: string;
+  round: number;
+  reason: 'superseded' | 'total_timeout' | 'interrupted';
+}
+
+export interface DropPayload {
+  kind: 'timeout' | 'invalid_actions' | 'error';
+  reason: string;
+  round: number;
+}
+
+export interface SelectionPayload {
+  winner_agent: string | null;
+  winner_label: Label | null;
+  votes: Record<Label, number>;
+  consensus: boolean;
+  reason: 'votes' | 'no_votes' | 'no_answers';
+  rounds: number;
+}
+
+export interface PresentationPayload {
+  content: string;
+  prompt_seq: number;
+}
+
+export interface RestartPayload {
+  restart: number;
+  feedback: string;
+}

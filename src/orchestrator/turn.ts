@@ -1,0 +1,76 @@
+import type { ChatMessage } from '../llm/types.js';
+import { recordedCall, type Usage } from './llm-call.js';
+import { NEW_ANSWER, parseWorkflowCalls, toolSpecs, VOTE, workflowTools } from './native-protocol.js';
+import { coordinationMessages, correction } from './prompts.js';
+import { parseTextAction } from './text-protocol.js';
+import { runTools, textToolCall } from './turn-tools.js';
+import type { InvalidActionPayload } from './trace-types.js';
+import type { Action, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
+import { validateAction, type Snapshot } from './validate.js';
+
+export interface TurnContext {
+  agent: TeamAgent;
+  task: string;
+  snapshot: Snapshot;
+  teamSize: number;
+  config: OrchestratorConfig;
+  sink: TraceSink;
+  tools: ToolRunner;
+  usage: Usage;
+  toolLog: { agent: string; name: string; success: boolean; seq: number }[];
+  round: number;
+  roundSeq: number;
+  turnId: string;
+  /** Aborted by the coordinator (superseded, total timeout, interrupt). */
+  cancel: AbortSignal;
+}
+
+export type TurnOutcome =
+  | { kind: 'action'; action: Action; promptSeq: number }
+  | { kind: 'drop'; dropKind: 'invalid_actions' | 'error' | 'timeout'; reason: string }
+  | { kind: 'cancelled' };
+
+const MAX_TOOL_STEPS = 8;
+
+/** One agent turn: ask, run ordinary tools, parse and validate the action, correct and retry if needed. */
+export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
+  const { agent, snapshot } = ctx;
+  const timeout = AbortSignal.timeout(ctx.config.agent_timeout_s * 1000);
+  const signal = AbortSignal.any([ctx.cancel, timeout]);
+  const site = { agent, sink: ctx.sink, usage: ctx.usage, turnId: ctx.turnId, round: ctx.round, parentSeq: ctx.roundSeq, signal };
+  const messages: ChatMessage[] = coordinationMessages(agent, ctx.task, snapshot.answers, snapshot.canAnswer, ctx.config.voting_sensitivity, ctx.teamSize);
+  const labels = [...snapshot.answers.keys()];
+  const specs = agent.toolMode === 'native' ? [...workflowTools(labels, snapshot.canAnswer), ...toolSpecs(agent.tools)] : undefined;
+  let attempt = 1;
+  let toolSteps = 0;
+  try {
+    while (attempt <= ctx.config.max_action_retries + 1) {
+      const { result, seq } = await recordedCall(site, messages, attempt, specs);
+      const ordinary = result.toolCalls.filter((c) => c.function.name !== NEW_ANSWER && c.function.name !== VOTE);
+      const textTool = agent.toolMode === 'text' ? textToolCall(result.content ?? '', agent.tools) : undefined;
+      if ((ordinary.length || textTool) && toolSteps++ < MAX_TOOL_STEPS) {
+        messages.push({ role: 'assistant', content: result.content, ...(ordinary.length ? { tool_calls: result.toolCalls } : {}) });
+        messages.push(...(await runTools(ctx, seq, signal, ordinary, textTool)));
+        if (!result.toolCalls.some((c) => c.function.name === NEW_ANSWER || c.function.name === VOTE)) continue;
+      }
+      const parsed = agent.toolMode === 'native' ? parseWorkflowCalls(result.toolCalls) : parseTextAction(result.content ?? '');
+      const invalid = parsed.ok ? validateAction(parsed.action, snapshot, ctx.config.answer_novelty_requirement) : { kind: parsed.kind, detail: parsed.detail };
+      if (!invalid && parsed.ok) return { kind: 'action', action: parsed.action, promptSeq: seq };
+      const fix = correction(agent, invalid!.detail, snapshot.canAnswer);
+      const payload: InvalidActionPayload = { turn_id: ctx.turnId, kind: invalid!.kind, detail: invalid!.detail, correction: fix, attempt };
+      ctx.sink.span({ type: 'coordination', name: 'invalid_action', agent: agent.id, parentSeq: ctx.roundSeq, payload });
+      if (agent.toolMode === 'native' && result.toolCalls.length) {
+        if (!ordinary.length) messages.push({ role: 'assistant', content: result.content, tool_calls: result.toolCalls });
+        for (const call of result.toolCalls.filter((c) => !ordinary.includes(c))) messages.push({ role: 'tool', tool_call_id: call.id, content: fix });
+      } else {
+        messages.push({ role: 'assistant', content: result.content ?? '' }, { role: 'user', content: fix });
+      }
+      attempt++;
+    }
+    return { kind: 'drop', dropKind: 'invalid_actions', reason: `no valid action after ${ctx.config.max_action_retries + 1} attempts` };
+  } catch (err) {
+    if (ctx.cancel.aborted) return { kind: 'cancelled' };
+    if (timeout.aborted) return { kind: 'drop', dropKind: 'timeout', reason: `no action within agent_timeout_s (${ctx.config.agent_timeout_s} s)` };
+    return { kind: 'drop', dropKind: 'error', reason: (err as Error).message };
+  }
+}

@@ -1,0 +1,64 @@
+import type { LlmClient } from '../llm/types.js';
+import type { SpanInput } from '../store/types.js';
+import type { RLConfig } from '../config/schema.js';
+
+export type OrchestratorConfig = RLConfig['orchestrator'];
+
+export interface TeamAgent {
+  id: string;
+  /** `agent1`…`agentN` by registration order. */
+  label: string;
+  model: string;
+  systemPrompt: string;
+  temperature: number;
+  maxTokens: number;
+  toolMode: 'native' | 'text';
+  tools: ToolDefinition[];
+  client: LlmClient;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ToolOutcome {
+  result: string;
+  success: boolean;
+  error?: string;
+}
+
+/** Runs an agent's ordinary (non-workflow) tools; injected so the orchestrator stays pure. */
+export interface ToolRunner {
+  run(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolOutcome>;
+}
+
+/** Receives spans as they happen and returns their sequence number (for parent links). */
+export interface TraceSink {
+  span(span: SpanInput): number;
+}
+
+export type Action =
+  | { kind: 'answer'; content: string }
+  | { kind: 'vote'; target: string; reason: string };
+
+export interface OrchestrationResult {
+  status: 'completed' | 'cancelled' | 'failed';
+  error?: string;
+  winner: string | null;
+  winnerLabel: string | null;
+  finalAnswer: string | null;
+  consensus: boolean;
+  rounds: number;
+  restarts: number;
+  timedOut: boolean;
+  labels: Record<string, string>;
+  answers: { agent: string; label: string; content: string; round: number; seq: number }[];
+  votes: { voter: string; target: string; reason: string; round: number; seq: number }[];
+  dropped: { agent: string; kind: string; reason: string }[];
+  toolCalls: { agent: string; name: string; success: boolean; seq: number }[];
+  usage: { promptTokens: number; completionTokens: number; totalTokens: number; llmCalls: number; toolCalls: number };
+  wallMs: number;
+}

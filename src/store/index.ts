@@ -5,4 +5,5 @@ export { exportRollouts, type ExportOptions, type ExportResult } from './export.
 export { LATEST_SCHEMA_VERSION } from './migrations.js';
 export type { Resource, ResourceKind, ResourceInput } from './resources.js';
 export type { RunRecord, RunKind } from './runs.js';
+export type { StoredTask, TaskFilter, UpsertResult } from './tasks.js';
 export * from './types.js';

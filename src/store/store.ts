@@ -7,6 +7,7 @@ import { RewardRepository } from './rewards.js';
 import { RolloutRepository } from './rollouts.js';
 import { RunRepository } from './runs.js';
 import { SpanRepository } from './spans.js';
+import { TaskRepository } from './tasks.js';
 
 export interface StoreOptions extends OpenOptions {
   path: string;
@@ -26,6 +27,7 @@ const COUNTED = ['tasks', 'collect_runs', 'rollouts', 'spans', 'rewards', 'resou
 
 /** The trace store. Opening it applies migrations and marks rows orphaned by dead processes as failed. */
 export class Store {
+  readonly tasks: TaskRepository;
   readonly rollouts: RolloutRepository;
   readonly spans: SpanRepository;
   readonly rewards: RewardRepository;
@@ -37,6 +39,7 @@ export class Store {
   readonly recovered: number;
 
   private constructor(readonly path: string, readonly db: Db, readonly redactor: Redactor) {
+    this.tasks = new TaskRepository(db, redactor);
     this.rollouts = new RolloutRepository(db, redactor);
     this.spans = new SpanRepository(db, redactor);
     this.rewards = new RewardRepository(db, redactor);

@@ -1,0 +1,82 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Redactor, Store } from '../../src/store/index.js';
+import { loadTasks, type SplitTask } from '../../src/tasks/index.js';
+import { FIXTURES, tempDir } from '../helpers.js';
+
+const storeIn = (dir: string, redactor?: Redactor) => Store.open({ path: path.join(dir, 'store.sqlite'), redactor });
+
+const tasks = (): SplitTask[] => loadTasks(
+  { sources: [{ suite: 'unit_conversion', n: 20, seed: 4 }, { file: 'good.jsonl' }], split: { eval_fraction: 0.3, salt: 'massgen-rl' } },
+  path.join(FIXTURES, 'tasks'),
+);
+
+describe('TaskRepository', () => {
+  it('round-trips tasks through upsert, get, list and count', () => {
+    const store = storeIn(tempDir());
+    const all = tasks();
+    expect(store.tasks.upsertMany(all)).toEqual({ inserted: 23, updated: 0, unchanged: 0 });
+
+    const listed = store.tasks.list();
+    expect(listed.map(({ createdAt, ...t }) => t)).toEqual(all);
+    expect(listed.every((t) => typeof t.createdAt === 'number')).toBe(true);
+
+    const open = store.tasks.get('open-1')!;
+    expect(open).toMatchObject({ id: 'open-1', source: 'good.jsonl', metadata: {} });
+    expect('reference' in open || 'category' in open).toBe(false);
+    expect(store.tasks.get('nope')).toBeUndefined();
+
+    const evalCount = all.filter((t) => t.split === 'eval').length;
+    expect(store.tasks.count()).toBe(23);
+    expect(store.tasks.count({ split: 'eval' })).toBe(evalCount);
+    expect(store.tasks.list({ split: 'train' }).map((t) => t.id)).toEqual(all.filter((t) => t.split === 'train').map((t) => t.id));
+    expect(store.tasks.list({ source: 'good.jsonl' }).map((t) => t.id)).toEqual(['geo-1', 'math-1', 'open-1']);
+    expect(store.tasks.list({ source: 'suite:unit_conversion', split: 'eval', limit: 2 })).toHaveLength(Math.min(2, all.slice(0, 20).filter((t) => t.split === 'eval').length));
+    expect(store.stats().counts.tasks).toBe(23);
+    store.close();
+  });
+
+  it('updates only rows whose content changed, keeping created_at', () => {
+    const store = storeIn(tempDir());
+    const all = tasks();
+    store.tasks.upsertMany(all);
+    const created = store.tasks.get('geo-1')!.createdAt;
+    store.db.prepare('UPDATE tasks SET created_at = 1').run();
+
+    // Same content, metadata keys in another order: nothing to do.
+    const reordered = all.map((t) => ({ ...t, metadata: Object.fromEntries(Object.entries(t.metadata).reverse()) }));
+    expect(store.tasks.upsertMany(reordered)).toEqual({ inserted: 0, updated: 0, unchanged: 23 });
+
+    const changed = all.map((t) => (t.id === 'geo-1' ? { ...t, reference: 'Paris, France' } : t.id === 'math-1' ? { ...t, split: 'eval' as const, category: 'math' } : t));
+    const extra: SplitTask = { id: 'new-1', prompt: 'p', metadata: { k: [1, { b: 2, a: 1 }] }, source: 'x.yaml', split: 'train' };
+    expect(store.tasks.upsertMany([...changed, extra])).toEqual({ inserted: 1, updated: 2, unchanged: 21 });
+    expect(store.tasks.get('geo-1')).toMatchObject({ reference: 'Paris, France', createdAt: 1 });
+    expect(store.tasks.get('math-1')).toMatchObject({ split: 'eval', category: 'math', reference: '42' });
+    expect(store.tasks.get('new-1')!.metadata).toEqual({ k: [1, { a: 1, b: 2 }] });
+    expect(store.tasks.get('new-1')!.createdAt).toBeGreaterThanOrEqual(created);
+
+    // Clearing an optional field is a change too.
+    const { reference: _dropped, ...withoutRef } = changed.find((t) => t.id === 'geo-1')!;
+    expect(store.tasks.upsertMany([withoutRef])).toEqual({ inserted: 0, updated: 1, unchanged: 0 });
+    expect('reference' in store.tasks.get('geo-1')!).toBe(false);
+    store.close();
+  });
+
+  it('writes all or nothing', () => {
+    const store = storeIn(tempDir());
+    const bad = { id: 'b', prompt: 'p', metadata: {}, source: 's', split: 'test' } as unknown as SplitTask;
+    const good: SplitTask = { id: 'a', prompt: 'p', metadata: {}, source: 's', split: 'train' };
+    expect(() => store.tasks.upsertMany([good, bad])).toThrow(/CHECK constraint failed/);
+    expect(store.tasks.count()).toBe(0);
+    store.close();
+  });
+
+  it('scrubs secrets from prompts, references and metadata, and lets rollouts refer to tasks', () => {
+    const store = storeIn(tempDir(), new Redactor(['hunter2-secret'], []));
+    store.tasks.upsertMany([{ id: 's1', prompt: 'the password is hunter2-secret', reference: 'hunter2-secret', metadata: { note: 'hunter2-secret' }, source: 's', split: 'train' }]);
+    expect(store.tasks.get('s1')).toMatchObject({ prompt: 'the password is [REDACTED]', reference: '[REDACTED]', metadata: { note: '[REDACTED]' } });
+    const rollout = store.rollouts.start({ taskId: 's1' });
+    expect(store.rollouts.get(rollout)!.taskId).toBe('s1');
+    store.close();
+  });
+});

@@ -1,0 +1,71 @@
+import { errorMessage } from '../errors.js';
+import type { ChatMessage } from '../llm/types.js';
+import { clip } from './exact.js';
+import { JUDGE_FORMAT, judgeMessages, parseJudgeReply, type Criterion, type Verdict } from './judge-reply.js';
+import type { RewardContext, RewardFamily } from './types.js';
+
+/** Used when rewards.judge.rubric is empty (the config rules require one when the judge has a weight). */
+export const DEFAULT_RUBRIC: Criterion[] = [{ criterion: 'correctness', weight: 1 }];
+
+/** Weighted mean of 0..10 scores, normalized to 0..1. */
+export function rubricValue(scores: Record<string, number>, rubric: Criterion[]): number {
+  const total = rubric.reduce((s, c) => s + c.weight, 0);
+  return rubric.reduce((s, c) => s + c.weight * (scores[c.criterion] ?? 0), 0) / (10 * total);
+}
+
+/**
+ * Asks the judge model for {"scores": {criterion: 0..10}, "reason"} on the final answer (rollout
+ * channel). A malformed reply is answered with what was wrong and asked again; failed calls (after
+ * the client's own HTTP retries) are sent again; 1 + max_retries attempts in all, after which the
+ * value is failure_score with the last problem as the reason. Every reply's total tokens are added
+ * to ctx.usage.judgeTokens. Cancellation (ctx.signal) is rethrown, never scored.
+ */
+export const judgeReward: RewardFamily = {
+  name: 'judge',
+  describe: 'an LLM judge scores the final answer on the weighted rubric (rewards.judge), normalized to 0..1',
+  async score(ctx) {
+    const { outcome, config } = ctx;
+    if (outcome.finalAnswer === null) return [{ channel: 'rollout', family: 'judge', value: 0, reason: `no final answer (rollout ${outcome.status})` }];
+    const rubric = config.judge.rubric.length ? config.judge.rubric : DEFAULT_RUBRIC;
+    const attempts = 1 + config.judge.max_retries;
+    const result = await askJudge(ctx, judgeMessages(outcome, outcome.finalAnswer, rubric), rubric, attempts);
+    if ('failure' in result) {
+      return [{ channel: 'rollout', family: 'judge', value: config.judge.failure_score, reason: `judge failed after ${attempts} attempt(s): ${result.failure}` }];
+    }
+    const value = rubricValue(result.scores, rubric);
+    const breakdown = rubric.map((c) => `${c.criterion} ${result.scores[c.criterion]}/10 ×${c.weight}`).join(', ');
+    return [{ channel: 'rollout', family: 'judge', value, reason: `${breakdown} → ${value.toFixed(3)}${result.reason ? `: ${result.reason}` : ''}` }];
+  },
+};
+
+async function askJudge(ctx: RewardContext, first: ChatMessage[], rubric: Criterion[], attempts: number): Promise<Verdict | { failure: string }> {
+  if (!ctx.judge) throw new Error('the judge reward needs a judge model: set rewards.judge.model');
+  const { client, model } = ctx.judge;
+  let messages = first;
+  let failure = 'no attempt made';
+  for (let i = 0; i < attempts; i++) {
+    ctx.signal?.throwIfAborted();
+    let content: string | null;
+    try {
+      const res = await client.chat({ model, messages, temperature: 0, max_tokens: 512 }, ctx.signal ? { signal: ctx.signal } : {});
+      if (ctx.usage) {
+        ctx.usage.judgeTokens += res.usage.totalTokens;
+        ctx.usage.judgeCalls += 1;
+      }
+      content = res.content;
+    } catch (err) {
+      ctx.signal?.throwIfAborted();
+      failure = `the judge call failed: ${errorMessage(err)}`;
+      continue;
+    }
+    try {
+      return parseJudgeReply(content, rubric);
+    } catch (err) {
+      failure = `malformed judge reply (${errorMessage(err)}): "${clip(content ?? '', 80)}"`;
+      messages = [...first, { role: 'assistant', content: content ?? '' }, {
+        role: 'user', content: `That reply could not be used: ${errorMessage(err)}. Reply with only this JSON object:\n${JUDGE_FORMAT(rubric)}`,
+      }];
+    }
+  }
+  return { failure };
+}

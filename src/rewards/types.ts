@@ -1,0 +1,68 @@
+import type { LlmClient } from '../llm/types.js';
+import type { RLConfig } from '../config/schema.js';
+import type { RewardInput } from '../store/types.js';
+import type { Task } from '../tasks/types.js';
+
+/** What a reward family sees of one orchestration: derivable both from a live run and from stored spans. */
+export interface RolloutOutcome {
+  rolloutId: string;
+  task: Task | null;
+  status: 'completed' | 'failed' | 'cancelled';
+  /** Agent ids in registration order. */
+  agents: string[];
+  labels: Record<string, string>;
+  finalAnswer: string | null;
+  winner: string | null;
+  consensus: boolean;
+  rounds: number;
+  tokens: number;
+  /** Every answer given, superseded ones included, in order; seq is the new_answer span. */
+  answers: { agent: string; label: string; content: string; round: number; seq: number }[];
+  /** The votes that ended coordination (the quiescent round). */
+  votes: { voter: string; target: string; reason: string; round: number; seq: number }[];
+  toolCalls: { agent: string; name: string; success: boolean; seq: number }[];
+}
+
+export type RewardsConfig = RLConfig['rewards'];
+
+/**
+ * Tokens spent computing rewards. Families that call a model (the judge) add to it; computeRewards
+ * creates one when the context has none and returns `judgeTokens`, which the caller adds to the
+ * rollout's token cost.
+ */
+export interface RewardUsage {
+  judgeTokens: number;
+  judgeCalls: number;
+}
+
+export interface RewardContext {
+  outcome: RolloutOutcome;
+  config: RewardsConfig;
+  /** The judge model's client, when rewards.judge.model is set. */
+  judge?: { client: LlmClient; model: string };
+  signal?: AbortSignal;
+  /** Usage accumulator for reward-time model calls (see RewardUsage). */
+  usage?: RewardUsage;
+}
+
+/**
+ * One reward family. Channels: `rollout` (the team), `agent` (one agent: set `agent`),
+ * `turn` (one decision: set `agent` and `targetSeq` to the new_answer or vote span).
+ * A family that does not apply (e.g. no reference) returns [] — no score, which is not a 0.
+ * A family that cannot compute (a custom command that crashed) throws; computeRewards rethrows it
+ * as a RewardError naming the family.
+ */
+export interface RewardFamily {
+  name: string;
+  describe: string;
+  score(ctx: RewardContext): RewardInput[] | Promise<RewardInput[]>;
+}
+
+/** One answer scored against the task reference. */
+export interface AnswerScore {
+  value: number;
+  reason: string;
+}
+
+/** Scores an answer against a reference; null when the family does not apply to this task. */
+export type AnswerScorer = (answer: string, reference: string, task: Task, config: RewardsConfig) => AnswerScore | null;

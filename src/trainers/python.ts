@@ -75,7 +75,8 @@ export async function runPythonModule(opts: RunModuleOptions): Promise<RunModule
   return result;
 }
 
-function parseEvent(line: string): PyEvent | undefined {
+/** One stdout line as a protocol event, or undefined when it is not one. */
+export function parseEvent(line: string): PyEvent | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
     const value = JSON.parse(line) as unknown;

@@ -1,0 +1,164 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { UserError } from '../../src/errors.js';
+import { startLocalServer } from '../../src/llm/local-server.js';
+import { resolveWeights, startLocalModels } from '../../src/pipeline/serve.js';
+import { openStore } from '../../src/pipeline/store.js';
+import { venvPython } from '../../src/trainers/venv.js';
+import { configIn, tempDir } from '../helpers.js';
+
+// These run on the real trainer venv and the converted default model (`massgen-rl doctor --fix`).
+const paths = () => loadConfig({ cwd: tempDir() }).paths;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Serve processes whose command line contains `marker`. */
+async function serversMatching(marker: string): Promise<string[]> {
+  const ps = await execa('ps', ['-eo', 'pid,args'], { reject: false });
+  return String(ps.stdout).split('\n').filter((l) => l.includes('massgen_rl_trainers.serve') && l.includes(marker));
+}
+
+interface ChatResponse {
+  model: string;
+  choices: { message: { content: string }; finish_reason: string; token_ids: number[]; logprobs: { content: { token: string; logprob: number; top_logprobs: unknown[] }[] } }[];
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  prompt_token_ids: number[];
+}
+
+describe('the local model server', () => {
+  it('starts, answers chat completions with logprobs and token ids, and stops', async () => {
+    const { venvDir, defaultModelDir } = paths();
+    const logFile = path.join(tempDir(), 'logs', 'serve.log');
+    const events: string[] = [];
+    const started = Date.now();
+    const server = await startLocalServer({
+      python: venvPython(venvDir), modelDir: defaultModelDir, servedName: 'smol', maxBatchSize: 4, logFile,
+      onEvent: (e) => events.push(e.event),
+    });
+    const startupMs = Date.now() - started;
+    try {
+      expect(server.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      expect(server.model).toBe('smol');
+      expect(server.ready).toMatchObject({ backend: 'transformers', device: 'cpu', model: 'smol' });
+      expect(events).toEqual(['progress', 'progress', 'ready']);
+      expect(alive(server.pid)).toBe(true);
+
+      const res = await fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'smol', messages: [{ role: 'user', content: 'What is 2 + 3?' }], temperature: 0, max_tokens: 16, logprobs: true, return_token_ids: true }),
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as ChatResponse;
+      const [choice] = body.choices;
+      expect(choice!.message.content).toContain('5');
+      expect(choice!.token_ids.length).toBe(body.usage.completion_tokens);
+      expect(choice!.logprobs.content.length).toBe(choice!.token_ids.length);
+      for (const t of choice!.logprobs.content) {
+        expect(Number.isFinite(t.logprob)).toBe(true);
+        expect(t.logprob).toBeLessThanOrEqual(0);
+        expect(t.top_logprobs).toEqual([]);
+      }
+      expect(body.prompt_token_ids.length).toBe(body.usage.prompt_tokens);
+      expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + body.usage.completion_tokens);
+
+      const wrong = await fetch(`${server.baseUrl}/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'other', messages: [{ role: 'user', content: 'hi' }] }) });
+      expect(wrong.status).toBe(404);
+    } finally {
+      await server.stop();
+    }
+    expect(await server.exited).toBe(0);
+    expect(alive(server.pid)).toBe(false);
+    await server.stop(); // idempotent
+    const log = fs.readFileSync(logFile, 'utf8');
+    expect(log).toContain('"event": "ready"');
+    expect(log).toContain('POST /v1/chat/completions 200');
+    console.log(`local server ready in ${startupMs} ms`);
+  }, 180_000);
+
+  it('fails to start on a folder without a model: a UserError with the reason, no process left', async () => {
+    const { venvDir } = paths();
+    const empty = tempDir();
+    const err = await startLocalServer({ python: venvPython(venvDir), modelDir: empty, servedName: 'x' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as Error).message).toMatch(/local model server for "x" .* exited with code 1 before it was ready: .*neither a model folder/);
+    expect(await serversMatching(empty)).toEqual([]);
+  }, 60_000);
+
+  it('gives up after the startup timeout and kills the server', async () => {
+    const { venvDir, defaultModelDir } = paths();
+    const marker = `timeout-${process.pid}-${Date.now()}`;
+    const err = await startLocalServer({ python: venvPython(venvDir), modelDir: defaultModelDir, servedName: marker, startupTimeoutMs: 300 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as Error).message).toContain('was not ready within 300 ms');
+    expect(await serversMatching(marker)).toEqual([]);
+  }, 60_000);
+
+  it('reports a missing interpreter clearly', async () => {
+    const err = await startLocalServer({ python: '/nonexistent/python', modelDir: tempDir(), servedName: 'x' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as Error).message).toContain('python interpreter not found: /nonexistent/python');
+  });
+
+  it('startLocalModels shares one server between models with the same weights and stops it', async () => {
+    const loaded = configIn([
+      'models:',
+      '  a: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", max_batch_size: 2 } }',
+      '  b: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", max_batch_size: 2 } }',
+      '  remote: { model: gpt, base_url: "http://127.0.0.1:9/v1" }',
+      'agents: [{ id: a1, model: a }, { id: b1, model: b }]',
+    ].join('\n'));
+    const local = await startLocalModels(loaded, ['a', 'b', 'remote']);
+    try {
+      expect(Object.keys(local.baseUrls)).toEqual(['a', 'b']);
+      expect(local.baseUrls.a).toBe(local.baseUrls.b);
+      expect(local.servers).toHaveLength(1);
+      expect(local.servers[0]!.logFile).toBe(path.join(loaded.paths.dataDir, 'logs', 'serve-a.log'));
+      const health = await fetch(local.baseUrls.a!.replace(/\/v1$/, '/health'));
+      expect(await health.json()).toEqual({ status: 'ok', model: 'smollm2-135m-instruct' });
+    } finally {
+      await local.stopAll();
+    }
+    expect(alive(local.servers[0]!.pid)).toBe(false);
+  }, 180_000);
+});
+
+describe('resolveWeights', () => {
+  it('resolves builtin weights, folders relative to the config, and weight resources', () => {
+    const loaded = configIn('project: { name: w }\n', { 'models/full/config.json': '{}', 'models/lora/adapter_config.json': '{}', 'models/empty/x.txt': '' });
+    expect(resolveWeights(loaded, 'builtin:smollm2-135m-instruct')).toMatchObject({ kind: 'builtin', dir: loaded.paths.defaultModelDir, adapter: false });
+    expect(() => resolveWeights(loaded, 'builtin:gpt-9')).toThrow(/unknown built-in weights "builtin:gpt-9"; available: builtin:smollm2-135m-instruct/);
+    expect(resolveWeights(loaded, 'models/full')).toEqual({ ref: 'models/full', kind: 'path', dir: path.join(loaded.paths.baseDir, 'models/full'), adapter: false });
+    expect(resolveWeights(loaded, './models/lora').adapter).toBe(true);
+    expect(() => resolveWeights(loaded, 'models/empty', undefined, 'models.x.local.weights')).toThrow(/^models\.x\.local\.weights: .*models\/empty holds neither config\.json .*\(weights "models\/empty"\)$/);
+    expect(() => resolveWeights(loaded, 'models/missing')).toThrow(/no folder at/);
+    expect(() => resolveWeights(loaded, 'resource:tuned')).toThrow(/refer to the store, which does not exist yet/);
+
+    const store = openStore(loaded);
+    try {
+      expect(() => resolveWeights(loaded, 'resource:tuned', store)).toThrow(/unknown weight resource "tuned"; the store has no weight resources yet/);
+      const v1 = store.resources.add({ kind: 'weight', name: 'tuned', path: path.join(loaded.paths.baseDir, 'models/full') });
+      store.resources.add({ kind: 'weight', name: 'tuned', path: path.join(loaded.paths.baseDir, 'models/lora'), metadata: { base_path: '/base' } });
+      expect(resolveWeights(loaded, 'resource:tuned', store)).toMatchObject({ kind: 'resource', adapter: true, baseDir: '/base', resource: { name: 'tuned', version: 2 } });
+      expect(resolveWeights(loaded, 'resource:tuned@1', store)).toMatchObject({ adapter: false, resource: { id: v1.id, version: 1 } });
+      expect(() => resolveWeights(loaded, 'resource:tuned@3', store)).toThrow(/weight resource "tuned" has no version 3; available: tuned \(v1, v2\)/);
+      expect(() => resolveWeights(loaded, 'resource:other', store)).toThrow(/unknown weight resource "other"; available: tuned \(v1, v2\)/);
+      expect(() => resolveWeights(loaded, 'resource:tuned@production', store)).toThrow(/has no version production/);
+      store.resources.setProduction(v1, 'deploy', 'test');
+      expect(resolveWeights(loaded, 'resource:tuned@production', store).resource?.version).toBe(1);
+    } finally {
+      store.close();
+    }
+    // without a store argument it is opened (and closed) on demand
+    expect(resolveWeights(loaded, 'resource:tuned@2').resource?.version).toBe(2);
+  });
+});

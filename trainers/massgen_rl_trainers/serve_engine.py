@@ -1,0 +1,276 @@
+"""The transformers backend of `serve`: model loading and a batched decoding loop.
+
+The loop is ours rather than `model.generate` so that each sequence of a batch can have its own
+max_tokens, stop strings, stop token ids and random generator (a seeded request samples the same
+tokens whatever it is batched with), finished sequences leave the batch (their KV cache rows are
+dropped), and the logprob of every chosen token is read from the very distribution it was drawn from.
+
+Batches are left-padded: positions come from the attention mask, so padding changes nothing.
+
+Imported lazily by serve.py (it imports torch).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .protocol import ScriptError
+from .serve_batching import ShuttingDown
+from .serve_folders import ModelFolder
+from .serve_openai import ApiError, Completion, SamplingKey
+
+_seed_source = random.SystemRandom()
+
+
+@dataclass
+class Row:
+    """One sequence to generate (a request with n=k contributes k rows)."""
+
+    prompt_ids: list[int]
+    max_tokens: int
+    stop: Sequence[str] = ()
+    stop_token_ids: frozenset[int] = frozenset()
+    seed: int | None = None
+    want_logprobs: bool = False
+    top_logprobs: int = 0
+    ignore_eos: bool = False
+
+
+def sample_seed(seed: int | None, index: int) -> int | None:
+    """The seed of sample `index` of a request: sample 0 uses the request's seed itself."""
+    if seed is None:
+        return None
+    return (seed + index * 1_000_003) % (2**63)
+
+
+def pick_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ScriptError("--device cuda was asked for but torch sees no CUDA device")
+    return device
+
+
+def sampling_logprobs(logits: torch.Tensor, key: SamplingKey) -> torch.Tensor:
+    """Log-probabilities of the distribution each next token is drawn from.
+
+    Sampling: softmax(logits / temperature), restricted to the top-p nucleus and renormalized, so
+    a reported logprob is exactly log P(token) under the distribution actually sampled (what
+    vLLM calls processed_logprobs, and what importance ratios in RL need). Greedy decoding
+    (temperature 0) has no proper distribution (argmax is a point mass), so it reports the
+    model's unscaled distribution, log_softmax(logits) at temperature 1.
+    """
+    if key.greedy:
+        return torch.log_softmax(logits, dim=-1)
+    scores = logits / key.temperature
+    if key.top_p < 1.0:
+        sorted_scores, order = scores.sort(dim=-1, descending=True)
+        probs = sorted_scores.softmax(dim=-1)
+        mass_before = probs.cumsum(dim=-1) - probs
+        # keep the smallest prefix whose mass reaches top_p (the first token is always kept)
+        sorted_scores = sorted_scores.masked_fill(mass_before >= key.top_p, float("-inf"))
+        scores = torch.empty_like(scores).scatter_(-1, order, sorted_scores)
+    return torch.log_softmax(scores, dim=-1)
+
+
+class Engine:
+    def __init__(self, model: Any, tokenizer: Any, device: str, folder: ModelFolder) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = device
+        self.folder = folder
+        # The fast tokenizer is not safe to call from several threads at once (its padding/truncation
+        # state is mutated per call): HTTP threads tokenize, the generation thread decodes.
+        self.tok_lock = threading.Lock()
+        self.cancel = threading.Event()  # set at shutdown: a running batch stops at its next token
+        eos = getattr(model.generation_config, "eos_token_id", None)
+        eos_ids = set(eos if isinstance(eos, list) else [eos])
+        eos_ids.add(tokenizer.eos_token_id)
+        self.eos_ids = frozenset(i for i in eos_ids if isinstance(i, int))
+        if not self.eos_ids:
+            raise ScriptError("the model defines no end-of-sequence token (eos_token_id)")
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if isinstance(pad, int) else min(self.eos_ids)
+        text_config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        context = getattr(text_config, "max_position_embeddings", None)
+        tok_max = getattr(tokenizer, "model_max_length", None)
+        if not isinstance(context, int) or context <= 0:
+            context = tok_max if isinstance(tok_max, int) and 0 < tok_max < 1_000_000 else 4096
+        self.context_len = int(context)
+
+    # -- tokenization (HTTP threads) -------------------------------------------------------------
+
+    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
+        """The chat template applied to the messages, with the assistant generation prompt, as token ids."""
+        try:
+            with self.tok_lock:
+                encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                             return_dict=True)
+        except Exception as exc:  # jinja errors: roles the template refuses, and the like
+            raise ApiError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
+        ids = encoded["input_ids"]
+        if ids and isinstance(ids[0], list):
+            ids = ids[0]
+        return [int(i) for i in ids]
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        with self.tok_lock:
+            return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        with self.tok_lock:
+            return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]
+
+    # -- generation (the generation thread only) -------------------------------------------------
+
+    def run_batch(self, key: SamplingKey, jobs: Sequence[list[Row]]) -> list[list[Completion]]:
+        """Batcher entry point: every job is the list of rows of one request."""
+        flat = [row for rows in jobs for row in rows]
+        done = self.generate(key, flat)
+        out, i = [], 0
+        for rows in jobs:
+            out.append(done[i:i + len(rows)])
+            i += len(rows)
+        return out
+
+    def _generator(self, seed: int | None) -> torch.Generator:
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(seed if seed is not None else _seed_source.getrandbits(63))
+        return gen
+
+    def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
+        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                         use_cache=True, logits_to_keep=1)
+        return out.logits[:, -1, :].to(torch.float32)
+
+    @torch.inference_mode()
+    def generate(self, key: SamplingKey, rows: Sequence[Row]) -> list[Completion]:
+        from transformers import DynamicCache
+
+        batch = len(rows)
+        width = max(len(r.prompt_ids) for r in rows)
+        input_ids = torch.full((batch, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((batch, width), dtype=torch.long)
+        for b, row in enumerate(rows):  # left padding
+            input_ids[b, width - len(row.prompt_ids):] = torch.tensor(row.prompt_ids, dtype=torch.long)
+            mask[b, width - len(row.prompt_ids):] = 1
+        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+        positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
+        generators = None if key.greedy else [self._generator(r.seed) for r in rows]
+        want_top = max(r.top_logprobs for r in rows)
+
+        ids: list[list[int]] = [[] for _ in rows]
+        lps: list[list[float]] = [[] for _ in rows]
+        tops: list[list[list[tuple[int, float]]]] = [[] for _ in rows]
+        finish: list[str] = ["length"] * batch
+        cut: list[int | None] = [None] * batch
+        active = list(range(batch))  # row index of each position in the live batch
+
+        cache = DynamicCache(config=self.model.config)
+        logits = self._forward(input_ids, mask, positions, cache)
+        last_pos = positions[:, -1:]
+        while True:
+            if self.cancel.is_set():
+                raise ShuttingDown("the server is shutting down")
+            logprobs = sampling_logprobs(logits, key)
+            if generators is None:
+                chosen = logprobs.argmax(dim=-1)
+            else:
+                probs = logprobs.exp()
+                chosen = torch.cat([torch.multinomial(probs[b], 1, generator=generators[r])
+                                    for b, r in enumerate(active)])
+            chosen_lp = logprobs.gather(-1, chosen[:, None]).squeeze(-1).tolist()
+            top_values = top_ids = None
+            if want_top:
+                top_values, top_ids = logprobs.topk(want_top, dim=-1)
+                top_values, top_ids = top_values.tolist(), top_ids.tolist()
+            tokens = chosen.tolist()
+
+            keep: list[int] = []
+            for b, r in enumerate(active):
+                row, token = rows[r], tokens[b]
+                ids[r].append(token)
+                lps[r].append(chosen_lp[b])
+                if row.top_logprobs and top_ids is not None and top_values is not None:
+                    tops[r].append([(t, v) for t, v in zip(top_ids[b][:row.top_logprobs], top_values[b][:row.top_logprobs])
+                                    if v != float("-inf")])
+                if (token in self.eos_ids and not row.ignore_eos) or token in row.stop_token_ids:
+                    finish[r] = "stop"
+                    continue
+                if row.stop:
+                    text = self.decode(ids[r])
+                    hits = [i for i in (text.find(s) for s in row.stop) if i >= 0]
+                    if hits:
+                        finish[r], cut[r] = "stop", min(hits)
+                        continue
+                if len(ids[r]) >= row.max_tokens:
+                    finish[r] = "length"
+                    continue
+                keep.append(b)
+            if not keep:
+                break
+            step = chosen
+            if len(keep) < len(active):  # drop finished sequences from the batch and the KV cache
+                index = torch.tensor(keep, device=self.device)
+                cache.batch_select_indices(index)
+                mask, last_pos, step = mask[index], last_pos[index], step[index]
+                active = [active[b] for b in keep]
+            mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)
+            last_pos = last_pos + 1
+            logits = self._forward(step[:, None], mask, last_pos, cache)
+
+        results = []
+        for r, row in enumerate(rows):
+            text = self.decode(ids[r])
+            if cut[r] is not None:
+                text = text[:cut[r]]
+            completion = Completion(token_ids=ids[r], text=text, finish_reason=finish[r])
+            if row.want_logprobs:
+                completion.logprobs = lps[r]
+                completion.tokens = self.token_texts(ids[r])
+                if row.top_logprobs:
+                    completion.top_logprobs = [list(zip(self.token_texts([t for t, _ in step_top]),
+                                                        [v for _, v in step_top])) for step_top in tops[r]]
+            results.append(completion)
+        return results
+
+    def warmup(self) -> None:
+        self.generate(SamplingKey(True, 0.0, 1.0), [Row(self.prompt_ids([{"role": "user", "content": "Hi"}]), 1)])
+
+
+def load_engine(folder: ModelFolder, device: str, on_progress: Callable[[str, str], None]) -> Engine:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = pick_device(device)
+    if device == "cuda":
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    else:
+        dtype = torch.float32
+    source = folder.base if folder.adapter else str(folder.path)
+    assert source is not None
+    on_progress("load", f"loading {'base model ' if folder.adapter else ''}{source} ({device}, {str(dtype).removeprefix('torch.')})")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+    except OSError as exc:
+        hint = "; pass --base DIR (everything runs offline)" if folder.adapter else ""
+        raise ScriptError(f"cannot load the model from {source}: {exc}{hint}") from exc
+    tokenizer_source = str(folder.path) if (folder.path / "tokenizer_config.json").is_file() else source
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    if folder.adapter:
+        from peft import PeftModel
+
+        on_progress("adapter", f"applying the LoRA adapter {folder.path}")
+        if len(tokenizer) > model.get_input_embeddings().num_embeddings:
+            model.resize_token_embeddings(len(tokenizer))
+        # merged once: inference then costs what the base model costs, with the same outputs
+        model = PeftModel.from_pretrained(model, str(folder.path)).merge_and_unload()
+    if not tokenizer.chat_template:
+        raise ScriptError(f"the tokenizer in {tokenizer_source} has no chat template")
+    model.to(device)
+    model.eval()
+    return Engine(model, tokenizer, device, folder)

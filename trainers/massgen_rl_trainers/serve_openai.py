@@ -1,0 +1,256 @@
+"""The OpenAI chat-completions wire format of `serve`: request validation and response building.
+
+No torch here: everything is plain data, so it is unit-testable without a model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+# vLLM treats temperatures below this as greedy decoding; so do we.
+GREEDY_BELOW = 1e-5
+MAX_N = 64
+MAX_TOP_LOGPROBS = 20
+MAX_STOP = 16
+
+
+class ApiError(Exception):
+    """A request the server refuses: becomes an OpenAI-style error body with `status`."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None,
+                 kind: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.param = param
+        self.code = code
+        self.kind = kind or ("service_unavailable" if status == 503 else
+                             "invalid_request_error" if 400 <= status < 500 else "server_error")
+
+    def body(self) -> dict[str, Any]:
+        return error_body(str(self), self.kind, self.param, self.code)
+
+
+def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+@dataclass(frozen=True)
+class SamplingKey:
+    """What a batch must share: requests with equal keys may be generated together."""
+
+    greedy: bool
+    temperature: float
+    top_p: float
+
+
+@dataclass
+class ChatRequest:
+    """A validated chat-completions request (only the fields this server acts on)."""
+
+    messages: list[dict[str, Any]]
+    model: str
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int | None = None
+    n: int = 1
+    stop: list[str] = field(default_factory=list)
+    stop_token_ids: list[int] = field(default_factory=list)
+    seed: int | None = None
+    logprobs: bool = False
+    top_logprobs: int = 0
+    return_token_ids: bool = False
+    ignore_eos: bool = False
+    tools_ignored: bool = False
+
+    @property
+    def sampling_key(self) -> SamplingKey:
+        if self.temperature < GREEDY_BELOW:
+            return SamplingKey(True, 0.0, 1.0)  # top_p means nothing to argmax
+        return SamplingKey(False, self.temperature, self.top_p)
+
+
+def _number(body: dict[str, Any], name: str, default: float, lo: float, hi: float, *, lo_open: bool = False) -> float:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ApiError(400, f"'{name}' must be a number", param=name)
+    if value > hi or value < lo or (lo_open and value == lo):
+        raise ApiError(400, f"'{name}' must be {'>' if lo_open else '>='} {lo} and <= {hi}, got {value}", param=name)
+    return float(value)
+
+
+def _integer(body: dict[str, Any], name: str, lo: int, hi: int | None = None) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, f"'{name}' must be an integer", param=name)
+    if value < lo or (hi is not None and value > hi):
+        bound = f"between {lo} and {hi}" if hi is not None else f">= {lo}"
+        raise ApiError(400, f"'{name}' must be {bound}, got {value}", param=name)
+    return value
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ApiError(400, f"'{name}' must be true or false", param=name)
+    return value
+
+
+def _content(value: Any, where: str) -> str:
+    """OpenAI content: a string, null, or a list of parts of which only text parts are accepted."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = []
+        for part in value:
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise ApiError(400, f"{where}: only text content parts are supported", param="messages")
+            texts.append(part["text"])
+        return "".join(texts)
+    raise ApiError(400, f"{where}: content must be a string, null or a list of text parts", param="messages")
+
+
+def normalize_messages(value: Any) -> list[dict[str, Any]]:
+    """Messages as chat templates expect them: {role, content: str}, plus name/tool_call_id when given."""
+    if not isinstance(value, list) or not value:
+        raise ApiError(400, "'messages' is required: a non-empty list of {role, content} objects", param="messages")
+    out = []
+    for i, message in enumerate(value):
+        where = f"messages[{i}]"
+        if not isinstance(message, dict):
+            raise ApiError(400, f"{where} must be an object", param="messages")
+        role = message.get("role")
+        if not isinstance(role, str) or not role:
+            raise ApiError(400, f"{where}.role must be a non-empty string", param="messages")
+        clean: dict[str, Any] = {"role": role, "content": _content(message.get("content"), where)}
+        for key in ("name", "tool_call_id"):
+            if isinstance(message.get(key), str):
+                clean[key] = message[key]
+        out.append(clean)
+    return out
+
+
+def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
+    """Validate a decoded JSON body; raises ApiError (400, or 404 for another model's name)."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    model = body.get("model")
+    if model is None:
+        model = served_name  # like vLLM: a missing model means the (only) served one
+    if not isinstance(model, str):
+        raise ApiError(400, "'model' must be a string", param="model")
+    if model != served_name:
+        raise ApiError(404, f"The model `{model}` does not exist. This server serves `{served_name}`.",
+                       param="model", code="model_not_found")
+    messages = normalize_messages(body.get("messages"))
+    if body.get("stream"):
+        raise ApiError(400, "streaming is not supported by this server; send stream: false", param="stream")
+
+    max_tokens = _integer(body, "max_completion_tokens", 1)
+    if max_tokens is None:
+        max_tokens = _integer(body, "max_tokens", 1)
+    stop = body.get("stop")
+    if stop is None:
+        stops: list[str] = []
+    elif isinstance(stop, str):
+        stops = [stop]
+    elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+        stops = list(stop)
+    else:
+        raise ApiError(400, "'stop' must be a string or a list of strings", param="stop")
+    stops = [s for s in stops if s]
+    if len(stops) > MAX_STOP:
+        raise ApiError(400, f"at most {MAX_STOP} stop strings are supported", param="stop")
+    stop_ids = body.get("stop_token_ids")  # vLLM extension
+    if stop_ids is None:
+        stop_ids = []
+    elif not (isinstance(stop_ids, list) and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in stop_ids)):
+        raise ApiError(400, "'stop_token_ids' must be a list of token ids", param="stop_token_ids")
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ApiError(400, "'seed' must be an integer", param="seed")
+    top_logprobs = _integer(body, "top_logprobs", 0, MAX_TOP_LOGPROBS) or 0
+    logprobs = _flag(body, "logprobs")
+    if top_logprobs and not logprobs:
+        raise ApiError(400, "'top_logprobs' needs 'logprobs': true", param="top_logprobs")
+    tools = body.get("tools")
+    return ChatRequest(
+        messages=messages,
+        model=model,
+        temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
+        top_p=_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True),
+        max_tokens=max_tokens,
+        n=_integer(body, "n", 1, MAX_N) or 1,
+        stop=stops,
+        stop_token_ids=list(stop_ids),
+        seed=seed,
+        logprobs=logprobs,
+        top_logprobs=top_logprobs,
+        return_token_ids=_flag(body, "return_token_ids"),
+        ignore_eos=_flag(body, "ignore_eos"),
+        tools_ignored=bool(tools) or body.get("tool_choice") not in (None, "none", "auto"),
+    )
+
+
+@dataclass
+class Completion:
+    """One generated sample, as the engine reports it."""
+
+    token_ids: list[int]
+    text: str
+    finish_reason: str  # "stop" | "length"
+    logprobs: list[float] | None = None
+    tokens: list[str] | None = None  # the text of each token (for logprobs)
+    top_logprobs: list[list[tuple[str, float]]] | None = None
+
+
+def logprobs_content(c: Completion, top: int) -> dict[str, Any]:
+    assert c.logprobs is not None and c.tokens is not None
+    entries = []
+    for i, (token, logprob) in enumerate(zip(c.tokens, c.logprobs)):
+        alternatives = []
+        if top and c.top_logprobs is not None:
+            alternatives = [{"token": t, "logprob": lp, "bytes": None} for t, lp in c.top_logprobs[i][:top]]
+        entries.append({"token": token, "logprob": logprob, "bytes": None, "top_logprobs": alternatives})
+    return {"content": entries}
+
+
+def build_response(req: ChatRequest, prompt_ids: list[int], completions: list[Completion],
+                   debug: dict[str, Any] | None = None) -> dict[str, Any]:
+    choices = []
+    for i, c in enumerate(completions):
+        choice: dict[str, Any] = {
+            "index": i,
+            "message": {"role": "assistant", "content": c.text},
+            "logprobs": logprobs_content(c, req.top_logprobs) if req.logprobs else None,
+            "finish_reason": c.finish_reason,
+        }
+        if req.return_token_ids:
+            choice["token_ids"] = list(c.token_ids)
+        choices.append(choice)
+    completion_tokens = sum(len(c.token_ids) for c in completions)
+    response: dict[str, Any] = {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.model,
+        "choices": choices,
+        "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens,
+                  "total_tokens": len(prompt_ids) + completion_tokens},
+    }
+    if req.return_token_ids:
+        response["prompt_token_ids"] = list(prompt_ids)
+    if debug is not None:
+        response["massgen_rl"] = debug
+    return response

@@ -1,0 +1,478 @@
+"""`serve`: the OpenAI-compatible server on the real default model, plus its pure parts (request parsing,
+batching, the vLLM command line)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import TRAINERS_DIR
+from massgen_rl_trainers.serve_batching import Batcher
+from massgen_rl_trainers.serve_folders import ModelFolder, inspect_model_folder
+from massgen_rl_trainers.serve_openai import ApiError, parse_chat_request
+from massgen_rl_trainers.serve_vllm import (build_vllm_command, choose_backend, lora_rank_bound,
+                                            run_server_process)
+from massgen_rl_trainers.protocol import ScriptError
+
+MODEL_DIR = Path(os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
+                 or Path.home() / ".cache" / "massgen-rl" / "models" / "smollm2-135m-instruct")
+NAME = "test-model"
+QUESTION = [{"role": "user", "content": "What is 2 + 3?"}]
+_direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+needs_model = pytest.mark.skipif(not (MODEL_DIR / "config.json").is_file(),
+                                 reason=f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)")
+
+
+# -- a real server ------------------------------------------------------------------------------------
+
+
+class Server:
+    def __init__(self, *args: str, timeout: float = 180) -> None:
+        env = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen([sys.executable, "-m", "massgen_rl_trainers.serve", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+        self.events: list[dict[str, Any]] = []
+        self.stderr: list[str] = []
+        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+        self.ready = self._read_until_ready(timeout)
+        self.base = f"http://{self.ready['host']}:{self.ready['port']}"
+        self.startup_seconds = time.monotonic() - self.started
+
+    def _read_until_ready(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            event = json.loads(line)  # nothing but events on stdout
+            self.events.append(event)
+            if event["event"] == "ready":
+                return event
+            assert event["event"] == "progress", (event, "".join(self.stderr)[-3000:])
+            assert time.monotonic() < deadline, "the server did not become ready in time"
+        raise AssertionError(f"the server exited ({self.proc.wait()}) before ready: {''.join(self.stderr)[-3000:]}")
+
+    def stop(self) -> tuple[int, list[dict[str, Any]]]:
+        self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=30)
+        self.events += [json.loads(line) for line in out.splitlines()]
+        return self.proc.returncode, self.events
+
+    def get(self, path: str) -> tuple[int, Any]:
+        return self.request("GET", path)
+
+    def chat(self, **body: Any) -> dict[str, Any]:
+        status, payload = self.post({"model": NAME, "messages": QUESTION, "temperature": 0, "max_tokens": 16, **body})
+        assert status == 200, payload
+        return payload
+
+    def post(self, body: Any, path: str = "/v1/chat/completions") -> tuple[int, Any]:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return self.request("POST", path, data)
+
+    def request(self, method: str, path: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, Any]:
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+        try:
+            with _direct.open(req, timeout=120) as response:
+                self.last_headers = dict(response.headers)
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            self.last_headers = dict(exc.headers)
+            return exc.code, json.loads(exc.read())
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (MODEL_DIR / "config.json").is_file():
+        pytest.skip(f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)")
+    srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--max-batch-size", "4", "--batch-window-ms", "50")
+    print(f"\nserve: ready in {srv.startup_seconds:.1f}s", file=sys.stderr)
+    yield srv
+    code, events = srv.stop()
+    assert code == 0, "".join(srv.stderr)[-3000:]
+    assert events[-1]["event"] == "done" and events[-1]["signal"] == "SIGTERM", events[-1]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The tokenizer and model in-process, to check token ids and logprobs independently of the server."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+    model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()
+    return tokenizer, model
+
+
+def prompt_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+    return list(ids)
+
+
+def teacher_forced_logprobs(model: Any, prompt: list[int], completion: list[int], temperature: float) -> list[float]:
+    import torch
+
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([prompt + completion])).logits[0].float()
+    scores = torch.log_softmax(logits[len(prompt) - 1:-1] / temperature, dim=-1)
+    return scores.gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
+
+
+@needs_model
+def test_health_and_models(server: Server):
+    assert server.ready["model"] == NAME and server.ready["backend"] == "transformers" and server.ready["device"] == "cpu"
+    assert server.ready["base_url"] == f"{server.base}/v1"
+    assert [e["stage"] for e in server.events if e["event"] == "progress"] == ["load", "warmup"]
+    assert server.get("/health") == (200, {"status": "ok", "model": NAME})
+    status, models = server.get("/v1/models")
+    assert status == 200 and models["object"] == "list"
+    assert [m["id"] for m in models["data"]] == [NAME]
+    assert models["data"][0]["root"] == str(MODEL_DIR.resolve()) and models["data"][0]["max_model_len"] == 8192
+
+
+@needs_model
+def test_chat_completion_has_openai_shape_and_usage(server: Server):
+    r = server.chat()
+    assert r["object"] == "chat.completion" and r["id"].startswith("chatcmpl-") and r["model"] == NAME
+    [choice] = r["choices"]
+    assert choice["index"] == 0 and choice["message"]["role"] == "assistant"
+    assert "5" in choice["message"]["content"]
+    assert choice["finish_reason"] == "stop" and choice["logprobs"] is None and "token_ids" not in choice
+    usage = r["usage"]
+    assert usage["prompt_tokens"] > 10 and 0 < usage["completion_tokens"] <= 16
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    assert "prompt_token_ids" not in r
+    assert r["massgen_rl"]["batch_requests"] >= 1
+
+
+@needs_model
+def test_greedy_decoding_is_deterministic(server: Server):
+    a = server.chat(return_token_ids=True)
+    b = server.chat(return_token_ids=True)
+    assert a["choices"][0]["message"]["content"] == b["choices"][0]["message"]["content"]
+    assert a["choices"][0]["token_ids"] == b["choices"][0]["token_ids"]
+
+
+@needs_model
+def test_token_ids_match_the_tokenizer(server: Server, reference):
+    tokenizer, _ = reference
+    messages = [{"role": "system", "content": "You answer briefly."}, {"role": "user", "content": "Name a colour."}]
+    r = server.chat(messages=messages, return_token_ids=True, max_tokens=12)
+    choice = r["choices"][0]
+    assert r["prompt_token_ids"] == prompt_ids(tokenizer, messages)
+    assert len(r["prompt_token_ids"]) == r["usage"]["prompt_tokens"]
+    assert len(choice["token_ids"]) == r["usage"]["completion_tokens"]
+    assert tokenizer.decode(choice["token_ids"], skip_special_tokens=True) == choice["message"]["content"]
+    if choice["finish_reason"] == "stop":  # the end-of-sequence token is part of the completion, as with vLLM
+        assert choice["token_ids"][-1] == tokenizer.eos_token_id
+
+
+@needs_model
+def test_greedy_logprobs_are_the_models_own(server: Server, reference):
+    tokenizer, model = reference
+    r = server.chat(logprobs=True, top_logprobs=3, return_token_ids=True)
+    choice = r["choices"][0]
+    content = choice["logprobs"]["content"]
+    assert len(content) == len(choice["token_ids"]) == r["usage"]["completion_tokens"]
+    for entry, token_id in zip(content, choice["token_ids"]):
+        assert set(entry) == {"token", "logprob", "bytes", "top_logprobs"} and entry["bytes"] is None
+        assert math.isfinite(entry["logprob"]) and entry["logprob"] <= 0
+        assert entry["token"] == tokenizer.decode([token_id])
+        # greedy: the chosen token is the most likely one
+        assert len(entry["top_logprobs"]) == 3
+        assert entry["top_logprobs"][0]["token"] == entry["token"]
+        assert entry["top_logprobs"][0]["logprob"] == pytest.approx(entry["logprob"])
+    expected = teacher_forced_logprobs(model, r["prompt_token_ids"], choice["token_ids"], 1.0)
+    assert [e["logprob"] for e in content] == pytest.approx(expected, abs=2e-3)
+
+
+@needs_model
+def test_sampled_logprobs_are_under_the_temperature_scaled_distribution(server: Server, reference):
+    _, model = reference
+    r = server.chat(temperature=0.7, seed=11, logprobs=True, return_token_ids=True, max_tokens=10)
+    choice = r["choices"][0]
+    got = [e["logprob"] for e in choice["logprobs"]["content"]]
+    assert len(got) == len(choice["token_ids"]) and all(e["top_logprobs"] == [] for e in choice["logprobs"]["content"])
+    assert got == pytest.approx(teacher_forced_logprobs(model, r["prompt_token_ids"], choice["token_ids"], 0.7), abs=2e-3)
+    assert got != pytest.approx(teacher_forced_logprobs(model, r["prompt_token_ids"], choice["token_ids"], 1.0), abs=2e-3)
+
+
+@needs_model
+def test_n_samples_and_seeds(server: Server):
+    body = {"messages": [{"role": "user", "content": "Write a word."}], "temperature": 1.0, "n": 2, "seed": 5,
+            "max_tokens": 8, "return_token_ids": True, "logprobs": True}
+    a, b = server.chat(**body), server.chat(**body)
+    assert [c["index"] for c in a["choices"]] == [0, 1]
+    assert a["usage"]["completion_tokens"] == sum(len(c["token_ids"]) for c in a["choices"])
+    assert all(len(c["logprobs"]["content"]) == len(c["token_ids"]) for c in a["choices"])
+    assert [c["token_ids"] for c in a["choices"]] == [c["token_ids"] for c in b["choices"]]  # seeded: reproducible
+    assert a["massgen_rl"]["batch_sequences"] >= 2
+
+
+@needs_model
+def test_stop_strings_and_max_tokens(server: Server):
+    full = server.chat()["choices"][0]["message"]["content"]
+    assert "=" in full, full
+    stopped = server.chat(stop=["="], return_token_ids=True)["choices"][0]
+    assert stopped["finish_reason"] == "stop" and stopped["message"]["content"] == full[:full.index("=")]
+    short = server.chat(max_tokens=2, return_token_ids=True)
+    assert short["choices"][0]["finish_reason"] == "length" and len(short["choices"][0]["token_ids"]) == 2
+    assert short["usage"]["completion_tokens"] == 2
+
+
+@needs_model
+def test_concurrent_requests_are_batched_by_sampling_settings(server: Server):
+    questions = ["What is 1 + 1?", "What is 7 + 2?", "Name a fruit."]
+    bodies = [{"messages": [{"role": "user", "content": q}], "max_tokens": 10} for q in questions]
+    bodies.append({"messages": [{"role": "user", "content": "Name a fruit."}], "max_tokens": 10, "temperature": 0.9})
+    alone = [server.chat(**b)["choices"][0]["message"]["content"] for b in bodies[:3]]
+    started = time.monotonic()
+    with ThreadPoolExecutor(len(bodies) + 1) as pool:
+        # keep the generation thread busy so that the four requests below surely queue up together
+        blocker = pool.submit(server.chat, max_tokens=24)
+        time.sleep(0.3)
+        results = list(pool.map(lambda b: server.chat(**b), bodies))
+        assert blocker.result()["massgen_rl"]["batch_requests"] == 1
+    seconds = time.monotonic() - started
+    batches = [r["massgen_rl"] for r in results]
+    assert {b["batch_id"] for b in batches[:3]} == {batches[0]["batch_id"]}, batches  # the greedy ones together
+    assert batches[0]["batch_requests"] == 3 and batches[0]["batch_sequences"] == 3
+    assert batches[3]["batch_id"] != batches[0]["batch_id"] and batches[3]["batch_requests"] == 1, batches
+    # left padding changes nothing: batched greedy output equals unbatched
+    assert [r["choices"][0]["message"]["content"] for r in results[:3]] == alone
+    status, stats = server.get("/stats")
+    assert status == 200 and stats["batch_sizes"].get("3", 0) >= 1, stats
+    print(f"\nblocker + 4 concurrent requests in {seconds:.2f}s, batches {batches}", file=sys.stderr)
+
+
+@needs_model
+def test_tools_are_accepted_and_ignored(server: Server):
+    tool = {"type": "function", "function": {"name": "calc", "description": "", "parameters": {"type": "object"}}}
+    r = server.chat(tools=[tool], tool_choice="auto", max_tokens=4)
+    assert r["choices"][0]["message"]["content"] and "tool_calls" not in r["choices"][0]["message"]
+    assert server.last_headers.get("X-Massgen-Rl-Tools") == "ignored"
+
+
+@needs_model
+def test_request_errors(server: Server):
+    status, body = server.post(b"{not json")
+    assert status == 400 and body["error"]["type"] == "invalid_request_error" and "JSON" in body["error"]["message"]
+    status, body = server.post({"model": NAME})
+    assert status == 400 and body["error"]["param"] == "messages"
+    status, body = server.post({"model": NAME, "messages": []})
+    assert status == 400 and "messages" in body["error"]["message"]
+    status, body = server.post({"model": "gpt-4o", "messages": QUESTION})
+    assert status == 404 and body["error"]["code"] == "model_not_found" and "gpt-4o" in body["error"]["message"]
+    status, body = server.post({"model": NAME, "messages": QUESTION, "temperature": 5})
+    assert status == 400 and body["error"]["param"] == "temperature"
+    status, body = server.post({"model": NAME, "messages": QUESTION, "stream": True})
+    assert status == 400 and body["error"]["param"] == "stream"
+    status, body = server.post({"model": NAME, "messages": QUESTION}, path="/v1/completions")
+    assert status == 404 and "error" in body
+    assert server.get("/nope")[0] == 404
+    assert server.get("/health")[0] == 200  # still serving
+
+
+@needs_model
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # peft calls a deprecated transformers helper
+def test_lora_adapter_is_served_on_its_base(server: Server, reference, tmp_path: Path):
+    from peft import LoraConfig, get_peft_model
+
+    _, model = reference
+    adapter = tmp_path / "adapter"
+    # fresh LoRA weights are zero on one side: the adapted model answers exactly like the base
+    peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    peft_model.save_pretrained(adapter)
+    peft_model.unload()  # give the module-scoped reference model back unchanged
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = str(MODEL_DIR)
+    (adapter / "adapter_config.json").write_text(json.dumps(config))
+
+    srv = Server("--model", str(adapter), "--served-name", NAME)
+    try:
+        assert srv.ready["adapter"] is True
+        assert [e["stage"] for e in srv.events if e["event"] == "progress"] == ["load", "adapter", "warmup"]
+        assert srv.get("/v1/models")[1]["data"][0]["parent"] == str(MODEL_DIR.resolve())
+        assert srv.chat(return_token_ids=True)["choices"][0]["token_ids"] == server.chat(return_token_ids=True)["choices"][0]["token_ids"]
+        with ThreadPoolExecutor(1) as pool:  # a request still generating at shutdown gets a 503
+            cut_short = pool.submit(srv.post, {"model": NAME, "messages": QUESTION, "max_tokens": 2000, "ignore_eos": True})
+            time.sleep(1.0)
+            code, events = srv.stop()
+            status, body = cut_short.result(timeout=30)
+        assert status == 503 and body["error"]["message"] == "the server is shutting down"
+    finally:
+        if srv.proc.poll() is None:
+            code, events = srv.stop()
+    assert code == 0 and events[-1]["event"] == "done"
+
+
+def test_a_folder_without_a_model_fails_fast(tmp_path: Path):
+    env = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "massgen_rl_trainers.serve", "--model", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events[-1]["event"] == "error" and "neither a model folder" in events[-1]["message"]
+    assert not any(e["event"] == "ready" for e in events)
+
+
+# -- pure parts ---------------------------------------------------------------------------------------
+
+
+def test_parse_chat_request_defaults_and_validation():
+    req = parse_chat_request({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}, NAME)
+    assert req.model == NAME and req.messages == [{"role": "user", "content": "hi"}]
+    assert (req.temperature, req.top_p, req.n, req.max_tokens, req.stop) == (1.0, 1.0, 1, None, [])
+    assert req.sampling_key.greedy is False
+    assert parse_chat_request({"messages": QUESTION, "temperature": 0, "top_p": 0.5}, NAME).sampling_key.greedy is True
+    req = parse_chat_request({"messages": QUESTION, "max_completion_tokens": 7, "stop": "x", "tools": [{}]}, NAME)
+    assert (req.max_tokens, req.stop, req.tools_ignored) == (7, ["x"], True)
+    for bad, param in [({"messages": QUESTION, "n": 0}, "n"), ({"messages": QUESTION, "top_p": 0}, "top_p"),
+                       ({"messages": QUESTION, "max_tokens": 1.5}, "max_tokens"), ({"messages": QUESTION, "seed": "x"}, "seed"),
+                       ({"messages": QUESTION, "top_logprobs": 2}, "top_logprobs"),
+                       ({"messages": [{"role": "user", "content": 3}]}, "messages")]:
+        with pytest.raises(ApiError) as info:
+            parse_chat_request(bad, NAME)
+        assert info.value.status == 400 and info.value.param == param, bad
+
+
+def test_sampling_distribution_temperature_and_top_p():
+    import torch
+
+    from massgen_rl_trainers.serve_engine import sampling_logprobs
+    from massgen_rl_trainers.serve_openai import SamplingKey
+
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    assert torch.allclose(sampling_logprobs(logits, SamplingKey(True, 0.0, 1.0)), torch.log_softmax(logits, -1))
+    assert torch.allclose(sampling_logprobs(logits, SamplingKey(False, 0.5, 1.0)), torch.log_softmax(logits / 0.5, -1))
+    probs = torch.softmax(logits, -1)[0]  # about 0.64, 0.24, 0.09, 0.03
+    nucleus = sampling_logprobs(logits, SamplingKey(False, 1.0, 0.8)).exp()[0]
+    kept = probs[:2] / probs[:2].sum()  # 0.64 < 0.8 <= 0.88: the two most likely tokens, renormalized
+    assert torch.allclose(nucleus, torch.cat([kept, torch.zeros(2)]))
+    assert sampling_logprobs(logits, SamplingKey(False, 1.0, 0.1)).exp()[0].tolist() == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_batcher_groups_by_key_and_respects_the_batch_size():
+    seen: list[tuple[str, list[str]]] = []
+    gate = threading.Event()
+
+    def run(key, payloads):
+        gate.wait(5)
+        seen.append((key, list(payloads)))
+        return [p.upper() for p in payloads]
+
+    batcher = Batcher(run, max_rows=3, window_s=0.2)
+    batcher.start()
+    jobs = [("a", 1, "x1"), ("b", 1, "y1"), ("a", 2, "x2"), ("a", 1, "x3"), ("a", 1, "x4")]
+    results: dict[str, Any] = {}
+
+    def submit(job):
+        results[job[2]] = batcher.submit(*job)
+
+    threads = [threading.Thread(target=submit, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+        time.sleep(0.01)  # arrival order
+    gate.set()
+    for t in threads:
+        t.join(5)
+    batcher.stop()
+    assert {k: v[0] for k, v in results.items()} == {"x1": "X1", "y1": "Y1", "x2": "X2", "x3": "X3", "x4": "X4"}
+    # rows: x1 (1) + x2 (2) fill the first batch of 3; y1 waits for its own; x3 and x4 go together
+    assert seen == [("a", ["x1", "x2"]), ("b", ["y1"]), ("a", ["x3", "x4"])]
+    assert results["x2"][1].requests == 2 and results["x2"][1].sequences == 3
+    assert batcher.stats()["batch_sizes"] == {"1": 1, "2": 2}
+
+
+def test_vllm_backend_choice():
+    assert choose_backend("auto", "auto", "0.11.0", 1) == "vllm"
+    assert choose_backend("auto", "cuda", "0.11.0", 2) == "vllm"
+    assert choose_backend("auto", "cpu", "0.11.0", 1) == "transformers"
+    assert choose_backend("auto", "auto", None, 1) == "transformers"
+    assert choose_backend("auto", "auto", "0.11.0", 0) == "transformers"
+    assert choose_backend("transformers", "auto", "0.11.0", 1) == "transformers"
+    with pytest.raises(ScriptError, match="not installed"):
+        choose_backend("vllm", "auto", None, 1)
+    with pytest.raises(ScriptError, match="CUDA"):
+        choose_backend("vllm", "auto", "0.11.0", 0)
+
+
+def test_vllm_command_for_a_model_folder(tmp_path: Path):
+    (tmp_path / "config.json").write_text("{}")
+    folder = inspect_model_folder(str(tmp_path))
+    cmd = build_vllm_command(python="/venv/bin/python", folder=folder, served_name="m", host="127.0.0.1", port=8123,
+                             max_batch_size=16, version="0.11.0", extra_args="--gpu-memory-utilization 0.5")
+    assert cmd[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
+    flags = dict(zip(cmd, cmd[1:]))
+    assert flags["--model"] == str(tmp_path) and flags["--served-model-name"] == "m"
+    assert flags["--host"] == "127.0.0.1" and flags["--port"] == "8123" and flags["--max-num-seqs"] == "16"
+    assert flags["--logprobs-mode"] == "processed_logprobs" and flags["--gpu-memory-utilization"] == "0.5"
+    assert "--enable-lora" not in cmd
+    old = build_vllm_command(python="p", folder=folder, served_name="m", host="h", port=1, max_batch_size=1, version="0.9.2")
+    assert "--logprobs-mode" not in old  # flag unknown before 0.10.2
+    with pytest.raises(ValueError):
+        build_vllm_command(python="p", folder=folder, served_name="m", host="h", port=0, max_batch_size=1, version="0.11")
+
+
+def test_vllm_command_for_an_adapter(tmp_path: Path):
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "../base", "r": 24}))
+    folder = inspect_model_folder(str(adapter))
+    assert folder == ModelFolder(adapter.resolve(), True, str(base.resolve()), 24)
+    cmd = build_vllm_command(python="p", folder=folder, served_name="agent", host="0.0.0.0", port=9000,
+                             max_batch_size=8, version="0.10.2")
+    flags = dict(zip(cmd, cmd[1:]))
+    assert flags["--model"] == str(base.resolve()) and flags["--served-model-name"] == "agent-base"
+    assert "--enable-lora" in cmd and flags["--lora-modules"] == f"agent={adapter.resolve()}"
+    assert flags["--max-lora-rank"] == "32" and lora_rank_bound(None) == 16 and lora_rank_bound(600) == 512
+    with pytest.raises(ScriptError, match="--base"):
+        (adapter / "adapter_config.json").write_text(json.dumps({"r": 8}))
+        inspect_model_folder(str(adapter))
+    assert inspect_model_folder(str(adapter), str(base)).base == str(base.resolve())
+
+
+FAKE_SERVER = """
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == '/health' else 404); self.send_header('Content-Length', '0'); self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_server_process_supervision_with_a_stand_in_for_vllm():
+    from massgen_rl_trainers.serve_vllm import free_port
+
+    port = free_port("127.0.0.1")
+    stop = threading.Event()
+    ready: list[float] = []
+
+    def on_ready():
+        ready.append(time.monotonic())
+        threading.Timer(0.3, stop.set).start()
+
+    result = run_server_process([sys.executable, "-c", FAKE_SERVER, str(port)], host="127.0.0.1", port=port, stop=stop,
+                                startup_timeout_s=30, on_ready=on_ready, poll_s=0.1, what="fake")
+    assert ready and result["backend"] == "fake" and result["exit_code"] == -signal.SIGTERM
+    with pytest.raises(ScriptError, match="exited with code 3 before it was ready"):
+        run_server_process([sys.executable, "-c", "raise SystemExit(3)"], host="127.0.0.1", port=port, stop=threading.Event(),
+                           startup_timeout_s=30, on_ready=lambda: None, poll_s=0.1, what="fake")

@@ -1,14 +1,24 @@
 import type Database from 'better-sqlite3';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
+import { toOrchestrationTrace } from '../datasets/orchestration-trace.js';
 import type { Db } from './database.js';
 import { toReward } from './rewards.js';
 import { toRollout, whereClause } from './rollouts.js';
+import { toSpan } from './spans.js';
 import type { Rollout, RolloutFilter } from './types.js';
+
+export const EXPORT_FORMATS = ['jsonl', 'orchestration-trace'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 export interface ExportOptions extends Omit<RolloutFilter, 'offset'> {
   /** Rollouts read per query page; bounds memory. */
   pageSize?: number;
+  /**
+   * jsonl (default): one rollout per line with its spans and rewards. orchestration-trace: one
+   * orchestration-trace object per line (src/datasets/orchestration-trace.ts).
+   */
+  format?: ExportFormat;
 }
 
 export interface ExportResult {
@@ -28,6 +38,7 @@ const SPAN_COLUMNS = 'rollout_id, seq, parent_seq, type, name, agent, started_at
  * Pages are small so each chunk stays a few MB: large pages cost more in GC than they save in queries.
  */
 export async function exportRollouts(db: Db, out: Writable, opts: ExportOptions = {}): Promise<ExportResult> {
+  if (opts.format !== undefined && opts.format !== 'jsonl') return exportOrchestrationTraces(db, out, opts);
   const pageSize = opts.pageSize ?? 25;
   const { where, params } = whereClause(opts);
   const page = db.prepare(`SELECT * FROM rollouts ${where ? `${where} AND` : 'WHERE'} num > ? ORDER BY num LIMIT ?`);
@@ -49,6 +60,43 @@ export async function exportRollouts(db: Db, out: Writable, opts: ExportOptions 
       const rollout = toRollout(row);
       const own = spans.get(rollout.id) ?? [];
       lines.push(rolloutLine(rollout, own, (rewards.get(rollout.id) ?? []).map(toReward)));
+      result.spans += own.length;
+    }
+    const chunk = lines.join('');
+    result.rollouts += rows.length;
+    result.bytes += Buffer.byteLength(chunk);
+    if (!out.write(chunk)) await once(out, 'drain');
+  }
+  return result;
+}
+
+/**
+ * Streams rollouts as orchestration traces, one JSON object per line, oldest first. Payloads are
+ * parsed here (the mapping reads them), so this path is slower than jsonl; it shares no code with it.
+ */
+async function exportOrchestrationTraces(db: Db, out: Writable, opts: ExportOptions): Promise<ExportResult> {
+  if (!(EXPORT_FORMATS as readonly string[]).includes(opts.format ?? 'jsonl')) throw new Error(`unknown export format ${String(opts.format)}`);
+  const pageSize = opts.pageSize ?? 25;
+  const { where, params } = whereClause(opts);
+  const page = db.prepare(`SELECT * FROM rollouts ${where ? `${where} AND` : 'WHERE'} num > ? ORDER BY num LIMIT ?`);
+  const spansOf = inListQuery(db, 'SELECT * FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq', false);
+  const rewardsOf = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
+  const result: ExportResult = { rollouts: 0, spans: 0, bytes: 0 };
+  let last = 0;
+  let remaining = opts.limit ?? Number.POSITIVE_INFINITY;
+  while (remaining > 0) {
+    const rows = page.all(...params, last, Math.min(pageSize, remaining)) as Parameters<typeof toRollout>[0][];
+    if (!rows.length) break;
+    last = rows[rows.length - 1]!.num;
+    remaining -= rows.length;
+    const ids = rows.map((r) => r.id);
+    const spans = groupBy((spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId);
+    const rewards = groupBy((rewardsOf(ids) as Parameters<typeof toReward>[0][]).map(toReward), (r) => r.rolloutId);
+    const lines: string[] = [];
+    for (const row of rows) {
+      const rollout = toRollout(row);
+      const own = spans.get(rollout.id) ?? [];
+      lines.push(`${JSON.stringify(toOrchestrationTrace(rollout, own, rewards.get(rollout.id) ?? []))}\n`);
       result.spans += own.length;
     }
     const chunk = lines.join('');

@@ -1,9 +1,11 @@
 import { Option } from 'commander';
 import { UserError } from '../../errors.js';
+import type { ExportFormat, ExportOptions } from '../../store/export.js';
 import type { RolloutFilter } from '../../store/types.js';
 import type { Register } from '../program.js';
 import { renderTraceTree } from '../ui/trace-tree.js';
 import { formatDuration, formatTime, truncate } from '../ui/format.js';
+import { registerTracesImport } from './traces-import.js';
 
 const STATUSES = ['running', 'completed', 'failed', 'cancelled'];
 
@@ -49,15 +51,17 @@ export const registerTraces: Register = (program, ctx) => {
 
   withFilters(traces.command('export').description('export rollouts (with spans and rewards) as JSONL'))
     .option('-o, --out <file>', 'output file; "-" for stdout', '-')
-    .addOption(new Option('--format <format>', 'output format').choices(['jsonl']).default('jsonl'))
-    .action(async (flags: FilterFlags & { out: string }) => {
+    .addOption(new Option('--format <format>', 'jsonl: our rollouts; orchestration-trace: one orchestration-trace JSON per line').choices(['jsonl', 'orchestration-trace'] satisfies ExportFormat[]).default('jsonl'))
+    .action(async (flags: FilterFlags & { out: string; format: ExportFormat }) => {
       const { ui, loadConfig } = ctx();
       const { exportTraces } = await import('../../pipeline/traces.js');
-      const result = await exportTraces(await loadConfig(), toFilter(flags), flags.out === '-' ? process.stdout : flags.out);
+      const opts: ExportOptions = { ...toFilter(flags), format: flags.format };
+      const result = await exportTraces(await loadConfig(), opts, flags.out === '-' ? process.stdout : flags.out);
       if (flags.out === '-') return;
       if (ui.opts.json) return ui.json(result);
       ui.print(`${ui.c.green('✓')} exported ${result.rollouts} rollout(s), ${result.spans} span(s) to ${result.file}`);
     });
+  registerTracesImport(traces, ctx);
 };
 
 function toFilter(f: FilterFlags): RolloutFilter {

@@ -23,3 +23,12 @@ export function isUserError(err: unknown): err is UserError {
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/** The user interrupted (Ctrl-C): work stopped cleanly, exit code 130. */
+export class InterruptedError extends UserError {
+  override readonly exitCode = 130;
+  constructor(message = 'interrupted') {
+    super(message);
+    this.name = 'InterruptedError';
+  }
+}

@@ -31,7 +31,7 @@ export function createContext(opts: GlobalOptions): Context {
       if (loaded) return loaded;
       const [{ loadConfig }, { redactorFor }] = await Promise.all([import('../config/load.js'), import('../pipeline/store.js')]);
       loaded = loadConfig({ configPath: opts.config, overrides: opts.set });
-      ui.setRedactor(redactorFor(loaded.config));
+      ui.setRedactor(redactorFor(loaded.config, loaded.env));
       ui.debug(`config: ${loaded.file ?? '<embedded defaults>'} (hash ${loaded.hash})`);
       return loaded;
     },

@@ -1,8 +1,12 @@
 import { Command, Option } from 'commander';
 import { createContext, type Context, type GlobalOptions } from './context.js';
+import { registerCollect } from './commands/collect.js';
 import { registerDoctor } from './commands/doctor.js';
+import { registerFeedback } from './commands/feedback.js';
 import { registerInit } from './commands/init.js';
 import { registerNotYet } from './commands/not-yet.js';
+import { registerRewards } from './commands/rewards.js';
+import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
 import { registerTraces } from './commands/traces.js';
 
@@ -25,7 +29,7 @@ export function buildProgram(): Command {
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerStatus, registerTraces, registerNotYet] satisfies Register[]) {
+  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerNotYet] satisfies Register[]) {
     register(program, ctx);
   }
   return program;

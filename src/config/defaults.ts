@@ -22,5 +22,6 @@ export const defaultAgents = ['agent_a', 'agent_b', 'agent_c'].map((id) => ({
   model: 'local',
   system_prompt: 'solver',
   tool_mode: 'text' as const,
-  max_tokens: 256,
+  implicit_answer: true,
+  max_tokens: 128,
 }));

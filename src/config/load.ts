@@ -25,6 +25,8 @@ export interface LoadedConfig {
   file: string | null;
   paths: ResolvedPaths;
   hash: string;
+  /** The environment the config was read with: API keys and secrets to scrub come from it. */
+  env: NodeJS.ProcessEnv;
 }
 
 export class ConfigError extends UserError {
@@ -80,7 +82,7 @@ export function fromRaw(
   const ruleIssues = checkRules(result.data, baseDir);
   if (ruleIssues.length) throw new ConfigError(ruleIssues.map((i) => format(located, i.path, i.message)));
 
-  return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data) };
+  return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data), env: opts.env };
 }
 
 function readConfigText(file: string, explicit: boolean): string | null {

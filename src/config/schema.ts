@@ -57,6 +57,7 @@ const agent = z.strictObject({
   max_tokens: posInt.default(512),
   tools: z.array(name).default([]),
   tool_mode: z.enum(['native', 'text']).default('native'),
+  implicit_answer: z.boolean().default(false).describe('text mode, for tiny models: a reply without ANSWER:/VOTE: counts as an answer, and repeating an existing answer as a vote for it (marked implicit in traces)'),
 });
 
 const orchestrator = z.strictObject({

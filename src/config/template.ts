@@ -39,8 +39,9 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
     model: modelName,
     system_prompt: 'solver',
     temperature: 0.7,
-    max_tokens: answers.endpoint.kind === 'local' ? 256 : 1024,
+    max_tokens: answers.endpoint.kind === 'local' ? 128 : 1024,
     tool_mode: answers.endpoint.kind === 'local' ? 'text' : 'native',
+    ...(answers.endpoint.kind === 'local' ? { implicit_answer: true } : {}),
   }));
   const vars: Record<string, string> = {
     schema_path: schemaPath,

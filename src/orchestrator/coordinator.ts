@@ -92,13 +92,13 @@ export async function orchestrate(input: OrchestrateInput): Promise<Orchestratio
       const action = outcome.action;
       if (action.kind === 'vote') {
         const target = team.find((a) => a.label === action.target)!;
-        const payload: VotePayload = { turn_id: settled.turnId, voter_label: agent.label, target_label: target.label, target_agent: target.id, reason: action.reason, round: result.rounds, answer_labels_seen: seen, prompt_seq: outcome.promptSeq };
+        const payload: VotePayload = { turn_id: settled.turnId, voter_label: agent.label, target_label: target.label, target_agent: target.id, reason: action.reason, round: result.rounds, answer_labels_seen: seen, prompt_seq: outcome.promptSeq, ...(action.implicit ? { implicit: true } : {}) };
         const seq = sink.span({ type: 'coordination', name: 'vote', agent: agent.id, parentSeq: roundSeq, payload });
         votes.set(agent.id, { target: target.id, reason: payload.reason, round: result.rounds, seq });
         continue;
       }
       const content = action.content;
-      const payload: NewAnswerPayload = { turn_id: settled.turnId, label: agent.label, content, round: result.rounds, answer_labels_seen: seen, prompt_seq: outcome.promptSeq };
+      const payload: NewAnswerPayload = { turn_id: settled.turnId, label: agent.label, content, round: result.rounds, answer_labels_seen: seen, prompt_seq: outcome.promptSeq, ...(action.implicit ? { implicit: true } : {}) };
       const seq = sink.span({ type: 'coordination', name: 'new_answer', agent: agent.id, parentSeq: roundSeq, payload });
       answers.set(agent.id, { content, round: result.rounds, seq });
       answerCounts.set(agent.id, (answerCounts.get(agent.id) ?? 0) + 1);

@@ -23,8 +23,15 @@ export function coordinationMessages(agent: TeamAgent, task: string, answers: Ma
   ].join('\n\n');
   return [
     { role: 'system', content: `${agent.systemPrompt}\n\n${rules}` },
-    { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n${answersBlock(answers)}` },
+    // Small models follow the last thing they read: the format comes again at the end in text mode.
+    { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n${answersBlock(answers)}${agent.toolMode === 'text' ? `\n\n${replyFormat(answers.size > 0, canAnswer)}` : ''}` },
   ];
+}
+
+function replyFormat(hasAnswers: boolean, canAnswer: boolean): string {
+  if (!hasAnswers) return 'Reply with your solution, ending with one line:\nANSWER: <your final answer>';
+  if (!canAnswer) return 'Reply with one line:\nVOTE: agentN | <reason>';
+  return 'Reply with one line, either:\nVOTE: agentN | <reason>   (if that answer is correct)\nor:\nANSWER: <a better answer>';
 }
 
 export function presentationMessages(agent: TeamAgent, task: string, answers: Map<string, string>, votes: { voterLabel: string; target: string; reason: string }[]): ChatMessage[] {

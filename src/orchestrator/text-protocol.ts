@@ -43,3 +43,17 @@ export function textProtocolInstructions(canAnswer: boolean): string {
     canAnswer ? 'Write only one of them.' : 'You can no longer give new answers: vote.',
   ].join('\n');
 }
+
+/**
+ * For agents with implicit_answer: a reply without an action line is an answer, unless it repeats an
+ * existing answer, which reads as a vote for it.
+ */
+export function implicitAction(text: string, answers: Map<string, string>): Action | undefined {
+  const content = text.trim();
+  if (!content) return undefined;
+  const norm = content.replace(/\s+/g, ' ').toLowerCase();
+  for (const [label, existing] of answers) {
+    if (existing.trim().replace(/\s+/g, ' ').toLowerCase() === norm) return { kind: 'vote', target: label, reason: 'repeated this answer', implicit: true };
+  }
+  return { kind: 'answer', content, implicit: true };
+}

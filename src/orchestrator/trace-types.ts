@@ -48,6 +48,8 @@ export interface NewAnswerPayload {
   round: number;
   answer_labels_seen: Label[];
   prompt_seq: number;
+  /** Read from a reply without an action line (agents with implicit_answer). */
+  implicit?: boolean;
 }
 
 export interface VotePayload {
@@ -59,6 +61,7 @@ export interface VotePayload {
   round: number;
   answer_labels_seen: Label[];
   prompt_seq: number;
+  implicit?: boolean;
 }
 
 export type InvalidKind =

@@ -2,7 +2,7 @@ import type { ChatMessage } from '../llm/types.js';
 import { recordedCall, type Usage } from './llm-call.js';
 import { NEW_ANSWER, parseWorkflowCalls, toolSpecs, VOTE, workflowTools } from './native-protocol.js';
 import { coordinationMessages, correction } from './prompts.js';
-import { parseTextAction } from './text-protocol.js';
+import { implicitAction, parseTextAction } from './text-protocol.js';
 import { runTools, textToolCall } from './turn-tools.js';
 import type { InvalidActionPayload } from './trace-types.js';
 import type { Action, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
@@ -53,7 +53,11 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
         messages.push(...(await runTools(ctx, seq, signal, ordinary, textTool)));
         if (!result.toolCalls.some((c) => c.function.name === NEW_ANSWER || c.function.name === VOTE)) continue;
       }
-      const parsed = agent.toolMode === 'native' ? parseWorkflowCalls(result.toolCalls) : parseTextAction(result.content ?? '');
+      let parsed = agent.toolMode === 'native' ? parseWorkflowCalls(result.toolCalls) : parseTextAction(result.content ?? '');
+      if (!parsed.ok && parsed.kind === 'no_action' && agent.toolMode === 'text' && agent.implicitAnswer) {
+        const action = implicitAction(result.content ?? '', snapshot.answers);
+        if (action) parsed = { ok: true, action };
+      }
       const invalid = parsed.ok ? validateAction(parsed.action, snapshot, ctx.config.answer_novelty_requirement) : { kind: parsed.kind, detail: parsed.detail };
       if (!invalid && parsed.ok) return { kind: 'action', action: parsed.action, promptSeq: seq };
       const fix = correction(agent, invalid!.detail, snapshot.canAnswer);

@@ -13,6 +13,8 @@ export interface TeamAgent {
   temperature: number;
   maxTokens: number;
   toolMode: 'native' | 'text';
+  /** Text mode: a reply without an action line is an answer (or, if it repeats one, a vote for it). */
+  implicitAnswer?: boolean;
   tools: ToolDefinition[];
   client: LlmClient;
 }
@@ -41,8 +43,8 @@ export interface TraceSink {
 }
 
 export type Action =
-  | { kind: 'answer'; content: string }
-  | { kind: 'vote'; target: string; reason: string };
+  | { kind: 'answer'; content: string; implicit?: boolean }
+  | { kind: 'vote'; target: string; reason: string; implicit?: boolean };
 
 export interface OrchestrationResult {
   status: 'completed' | 'cancelled' | 'failed';

@@ -15,7 +15,7 @@ export function openStore(loaded: LoadedConfig, opts: { mustExist?: boolean } = 
   return Store.open({
     path: loaded.paths.storePath,
     busyTimeoutMs: loaded.config.store.busy_timeout_ms,
-    redactor: redactorFor(loaded.config),
+    redactor: redactorFor(loaded.config, loaded.env),
     mustExist: opts.mustExist,
   });
 }

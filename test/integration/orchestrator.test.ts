@@ -9,10 +9,10 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function run(script: Script, opts: { ids?: string[]; config?: Partial<OrchestratorConfig>; tools?: ToolRunner; native?: boolean; signal?: AbortSignal } = {}) {
+async function run(script: Script, opts: { ids?: string[]; config?: Partial<OrchestratorConfig>; tools?: ToolRunner; native?: boolean; implicit?: boolean; signal?: AbortSignal } = {}) {
   server = await startScriptedServer(script);
   const sink = new MemorySink();
-  const agents = team(server.baseUrl, opts.ids ?? ['a', 'b', 'c'], opts.native ? { toolMode: 'native', tools: opts.tools ? [{ name: 'calculator', description: 'math', parameters: { type: 'object' } }] : [] } : {});
+  const agents = team(server.baseUrl, opts.ids ?? ['a', 'b', 'c'], opts.native ? { toolMode: 'native', tools: opts.tools ? [{ name: 'calculator', description: 'math', parameters: { type: 'object' } }] : [] } : { implicitAnswer: opts.implicit ?? false });
   const result = await orchestrate({ task: 'What is 6 x 7?', team: agents, config: { ...baseConfig, ...opts.config }, sink, tools: opts.tools ?? noTools, signal: opts.signal });
   return { result, sink, server: server! };
 }
@@ -183,6 +183,23 @@ describe('orchestrator (scripted OpenAI-compatible server)', () => {
     expect(r2.usage.toolCalls).toBe(1);
     expect(r2.toolCalls).toEqual([expect.objectContaining({ agent: 'a', name: 'calculator', success: true })]);
     expect(sink.named('vote').length).toBe(3);
+  });
+
+  it('reads implicit answers and votes from tiny models that ignore the action format', async () => {
+    const { result, sink } = await run((req) => {
+      if (isPresentation(req)) return { content: 'It is 42.' };
+      const labels = shownLabels(req);
+      if (!labels.length) return req.model === 'a' ? { content: '42' } : { content: '41', delayMs: 300 };
+      return req.model === 'c' ? { content: 'VOTE: agent1 | explicit still works' } : { content: ' 42 ' };
+    }, { implicit: true });
+    expect(result).toMatchObject({ winner: 'a', consensus: true, finalAnswer: 'It is 42.' });
+    expect(sink.named('new_answer')[0]!.payload).toMatchObject({ content: '42', implicit: true });
+    const votes = Object.fromEntries(sink.named('vote').map((v) => [v.agent, v.payload as { implicit?: boolean; reason: string }]));
+    expect(votes.b).toMatchObject({ implicit: true, reason: 'repeated this answer' });
+    expect(votes.c!.implicit).toBeUndefined();
+    expect(sink.named('invalid_action')).toHaveLength(0);
+    const user = sink.named('chat')[0]!.payload as { request: { messages: { content: string }[] } };
+    expect(user.request.messages[1]!.content).toMatch(/ANSWER: <your final answer>$/);
   });
 
   it('stops when interrupted, cancelling everything', async () => {

@@ -2,12 +2,10 @@ import { UserError } from '../../errors.js';
 import type { Register } from '../program.js';
 
 const PLANNED: Record<string, string> = {
-  collect: 'run tasks through the agent team and record scored traces',
   train: 'turn traces into datasets and train with GRPO, SFT, DPO or PPO',
   eval: 'evaluate a candidate against production',
   deploy: 'promote an evaluated candidate, with rollback',
   loop: 'run collect → train → eval → deploy on a schedule',
-  serve: 'serve local weights over an OpenAI-compatible API',
 };
 
 /** Commands whose capability has not landed yet: registered so they are discoverable, and honest about it. */

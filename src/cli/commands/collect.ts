@@ -1,0 +1,68 @@
+import { Option } from 'commander';
+import { InterruptedError, UserError } from '../../errors.js';
+import type { Register } from '../program.js';
+import { formatDuration } from '../ui/format.js';
+
+interface CollectFlags {
+  tasks?: string;
+  n?: string;
+  concurrency?: string;
+  split?: 'train' | 'eval' | 'all';
+}
+
+export const registerCollect: Register = (program, ctx) => {
+  program
+    .command('collect')
+    .description('run tasks through the agent team and record scored traces')
+    .option('--tasks <file|suite>', 'a task file (JSONL/YAML) or a built-in suite, instead of tasks.sources')
+    .option('--n <n>', 'number of tasks')
+    .option('--concurrency <c>', 'orchestrations at a time (default collect.concurrency)')
+    .addOption(new Option('--split <split>', 'which split of the tasks').choices(['train', 'eval', 'all']))
+    .action(async (flags: CollectFlags) => {
+      const { ui, loadConfig } = ctx();
+      const { collect } = await import('../../pipeline/collect.js');
+      const loaded = await loadConfig();
+      const controller = new AbortController();
+      const onSigint = () => {
+        if (controller.signal.aborted) return;
+        ui.warn('stopping: running orchestrations are cancelled and recorded as such (Ctrl-C again does nothing; wait a moment)');
+        controller.abort(new Error('interrupted'));
+      };
+      process.on('SIGINT', onSigint);
+      process.on('SIGTERM', onSigint);
+      const bar = ui.progress('preparing the team');
+      try {
+        const summary = await collect(loaded, {
+          tasks: flags.tasks, n: count('--n', flags.n), concurrency: count('--concurrency', flags.concurrency), split: flags.split,
+          signal: controller.signal,
+          onStage: (m) => bar.update(m),
+          onProgress: (p) => bar.update(`${p.done}/${p.total} done, ${p.failed} failed${p.etaMs !== null ? `, ETA ${formatDuration(p.etaMs)}` : ''}  last: ${p.last?.taskId ?? ''} ${p.last?.status ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
+        });
+        bar.stop();
+        if (ui.opts.json) ui.json(summary);
+        else {
+          const pct = (x: number | null) => (x === null ? '—' : `${(x * 100).toFixed(0)}%`);
+          ui.table(['run', 'tasks', 'success', 'correct', 'mean reward', 'consensus', 'mean rounds', 'tokens', 'wall time'], [[
+            summary.runId, summary.tasks, `${summary.completed}/${summary.tasks} (${pct(summary.successRate)})`, pct(summary.correctRate),
+            summary.meanReward?.toFixed(3) ?? '—', pct(summary.consensusRate), summary.meanRounds?.toFixed(1) ?? '—', summary.tokens, formatDuration(summary.wallMs),
+          ]]);
+          const failures = summary.rollouts.filter((r) => r.status === 'failed').slice(0, 5);
+          for (const f of failures) ui.print(`  failed ${f.id} (${f.taskId}): ${f.error ?? 'unknown error'}`);
+        }
+        if (summary.status === 'cancelled') throw new InterruptedError(`collect interrupted: ${summary.completed} completed, ${summary.cancelled} cancelled`);
+      } catch (err) {
+        bar.stop();
+        throw err;
+      } finally {
+        process.off('SIGINT', onSigint);
+        process.off('SIGTERM', onSigint);
+      }
+    });
+};
+
+function count(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UserError(`${flag} ${v}: expected a positive whole number`);
+  return n;
+}

@@ -1,0 +1,73 @@
+import type { RLConfig } from '../config/schema.js';
+import { orchestrate } from '../orchestrator/coordinator.js';
+import { outcomeFromResult } from '../orchestrator/outcome.js';
+import type { ToolRunner } from '../orchestrator/types.js';
+import { computeRewards } from '../rewards/compute.js';
+import type { Store } from '../store/index.js';
+import type { RewardInput } from '../store/types.js';
+import type { Task } from '../tasks/types.js';
+import type { TeamSetup } from './collect-team.js';
+import { rewardSpan } from './rewards.js';
+
+export interface RolloutSummary {
+  id: string;
+  taskId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  reward: number | null;
+  quality: number | null;
+  winner: string | null;
+  consensus: boolean;
+  rounds: number;
+  tokens: number;
+  wallMs: number;
+  error?: string;
+}
+
+export interface RolloutDeps {
+  store: Store;
+  runId: string;
+  setup: TeamSetup;
+  config: RLConfig;
+  tools: ToolRunner;
+  signal: AbortSignal;
+}
+
+/** One task through the team: spans written as they happen, then rewards, then the rollout closed. */
+export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSummary> {
+  const { store, setup } = d;
+  const agents = setup.team.map((a) => a.id);
+  const labels = Object.fromEntries(setup.team.map((a) => [a.id, a.label]));
+  const id = store.rollouts.start({ runId: d.runId, taskId: task.id, metadata: { agents, labels, prompts: setup.promptVersions, category: task.category ?? null } });
+  const writer = store.spans.writer(id, 64);
+  const base = { id, taskId: task.id, reward: null, quality: null, winner: null, consensus: false, rounds: 0, tokens: 0, wallMs: 0 };
+  try {
+    const result = await orchestrate({ task: task.prompt, team: setup.team, config: d.config.orchestrator, sink: { span: (s) => writer.add(s) }, tools: d.tools, signal: d.signal });
+    const costs = { tokens: result.usage.totalTokens, toolCalls: result.usage.toolCalls, messages: result.usage.llmCalls, wallMs: result.wallMs };
+    if (result.status === 'cancelled') {
+      writer.flush();
+      store.rollouts.finish(id, { status: 'cancelled', error: 'interrupted', ...costs });
+      return { ...base, status: 'cancelled', rounds: result.rounds, tokens: costs.tokens, wallMs: result.wallMs };
+    }
+    const outcome = outcomeFromResult(id, task, agents, result);
+    const scored = await computeRewards({ outcome, config: d.config.rewards, judge: setup.judge, signal: d.signal }, d.config.rewards.weights);
+    writeRewardSpans(writer, scored.rewards);
+    writer.flush();
+    store.rewards.add(id, scored.rewards);
+    const tokens = costs.tokens + scored.judgeTokens;
+    store.rollouts.finish(id, { status: result.status, error: result.error ?? null, finalAnswer: result.finalAnswer, winner: result.winner, totalReward: scored.total, ...costs, tokens });
+    // Correct when any verifying family (exact or numeric match) says so.
+    const verdicts = [scored.byFamily.exact, scored.byFamily.numeric].filter((v): v is number => v !== undefined);
+    const quality = verdicts.length ? Math.max(...verdicts) : null;
+    return { ...base, status: result.status, error: result.error, reward: scored.total, quality, winner: result.winner, consensus: result.consensus, rounds: result.rounds, tokens, wallMs: result.wallMs };
+  } catch (err) {
+    writer.flush();
+    const status = d.signal.aborted ? 'cancelled' : 'failed';
+    const error = d.signal.aborted ? 'interrupted' : (err as Error).message;
+    store.rollouts.finish(id, { status, error });
+    return { ...base, status, error };
+  }
+}
+
+function writeRewardSpans(writer: { add: (s: Parameters<Store['spans']['append']>[1][number]) => number }, rewards: RewardInput[]): void {
+  for (const r of rewards) writer.add(rewardSpan(r));
+}

@@ -1,4 +1,5 @@
 import type { Action } from './types.js';
+import { jaccard, wordSet } from './validate.js';
 
 export type ParsedText = { ok: true; action: Action } | { ok: false; kind: 'no_action' | 'multiple_actions' | 'vote_and_answer' | 'malformed'; detail: string };
 
@@ -45,15 +46,25 @@ export function textProtocolInstructions(canAnswer: boolean): string {
 }
 
 /**
- * For agents with implicit_answer: a reply without an action line is an answer, unless it repeats an
- * existing answer, which reads as a vote for it.
+ * For agents with implicit_answer (tiny models that ignore the format), a reply without an action line
+ * is read as: a vote for the answer it names (agentN) or closely repeats, a new answer otherwise, or,
+ * once new answers are closed, a vote for the answer it resembles most.
  */
-export function implicitAction(text: string, answers: Map<string, string>): Action | undefined {
+export function implicitAction(text: string, answers: Map<string, string>, canAnswer: boolean): Action | undefined {
   const content = text.trim();
   if (!content) return undefined;
-  const norm = content.replace(/\s+/g, ' ').toLowerCase();
+  const named = LABEL.exec(content);
+  if (named && answers.has(`agent${Number(named[1])}`)) return { kind: 'vote', target: `agent${Number(named[1])}`, reason: content, implicit: true };
+  const words = wordSet(content);
+  let best: { label: string; overlap: number } | undefined;
   for (const [label, existing] of answers) {
-    if (existing.trim().replace(/\s+/g, ' ').toLowerCase() === norm) return { kind: 'vote', target: label, reason: 'repeated this answer', implicit: true };
+    const overlap = jaccard(words, wordSet(existing));
+    if (!best || overlap > best.overlap) best = { label, overlap };
+  }
+  if (best && (best.overlap >= REPEAT_OVERLAP || !canAnswer)) {
+    return { kind: 'vote', target: best.label, reason: `repeated this answer (${Math.round(best.overlap * 100)}% word overlap)`, implicit: true };
   }
   return { kind: 'answer', content, implicit: true };
 }
+
+const REPEAT_OVERLAP = 0.6;

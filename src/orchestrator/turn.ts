@@ -55,7 +55,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
       }
       let parsed = agent.toolMode === 'native' ? parseWorkflowCalls(result.toolCalls) : parseTextAction(result.content ?? '');
       if (!parsed.ok && parsed.kind === 'no_action' && agent.toolMode === 'text' && agent.implicitAnswer) {
-        const action = implicitAction(result.content ?? '', snapshot.answers);
+        const action = implicitAction(result.content ?? '', snapshot.answers, snapshot.canAnswer);
         if (action) parsed = { ok: true, action };
       }
       const invalid = parsed.ok ? validateAction(parsed.action, snapshot, ctx.config.answer_novelty_requirement) : { kind: parsed.kind, detail: parsed.detail };

@@ -195,7 +195,7 @@ describe('orchestrator (scripted OpenAI-compatible server)', () => {
     expect(result).toMatchObject({ winner: 'a', consensus: true, finalAnswer: 'It is 42.' });
     expect(sink.named('new_answer')[0]!.payload).toMatchObject({ content: '42', implicit: true });
     const votes = Object.fromEntries(sink.named('vote').map((v) => [v.agent, v.payload as { implicit?: boolean; reason: string }]));
-    expect(votes.b).toMatchObject({ implicit: true, reason: 'repeated this answer' });
+    expect(votes.b).toMatchObject({ implicit: true, reason: 'repeated this answer (100% word overlap)' });
     expect(votes.c!.implicit).toBeUndefined();
     expect(sink.named('invalid_action')).toHaveLength(0);
     const user = sink.named('chat')[0]!.payload as { request: { messages: { content: string }[] } };

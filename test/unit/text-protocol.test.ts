@@ -52,3 +52,16 @@ describe('action validation', () => {
     expect(validateAction(different, snap({ agent1: 'x' }, false), 'lenient')?.kind).toBe('answer_limit');
   });
 });
+
+describe('implicit actions (tiny models)', () => {
+  const answers = new Map([['agent1', 'Each friend gets 4 cards'], ['agent2', 'The answer is 6']]);
+  it('reads a named label or a close repeat as a vote, anything else as an answer', async () => {
+    const { implicitAction } = await import('../../src/orchestrator/text-protocol.js');
+    expect(implicitAction('I agree with agent2.', answers, true)).toMatchObject({ kind: 'vote', target: 'agent2', implicit: true });
+    expect(implicitAction('each friend gets 4 cards!', answers, true)).toMatchObject({ kind: 'vote', target: 'agent1' });
+    expect(implicitAction('Carla has 24 cards, 24 / 6 = 4', answers, true)).toEqual({ kind: 'answer', content: 'Carla has 24 cards, 24 / 6 = 4', implicit: true });
+    expect(implicitAction('Carla has 24 cards, 24 / 6 = 4', answers, false)).toMatchObject({ kind: 'vote', implicit: true });
+    expect(implicitAction('   ', answers, true)).toBeUndefined();
+    expect(implicitAction('agent9 is right', new Map(), true)).toMatchObject({ kind: 'answer' });
+  });
+});

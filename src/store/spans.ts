@@ -32,9 +32,12 @@ export class SpanRepository {
     this.listStmt = db.prepare('SELECT * FROM spans WHERE rollout_id = ? ORDER BY seq');
   }
 
-  /** A buffered writer for one rollout: sequence numbers are assigned at add(), rows land on flush(). */
-  writer(rolloutId: string, batchSize = 256): SpanWriter {
-    return new SpanWriter(this, rolloutId, this.maxSeq.get(rolloutId) as number, batchSize);
+  /**
+   * A buffered writer for one rollout: sequence numbers are assigned at add(), rows land on flush(),
+   * which also happens once batchSize spans wait or the oldest has waited maxDelayMs.
+   */
+  writer(rolloutId: string, batchSize = 256, maxDelayMs?: number): SpanWriter {
+    return new SpanWriter(this, rolloutId, this.maxSeq.get(rolloutId) as number, batchSize, maxDelayMs);
   }
 
   /** Appends spans in one transaction and returns their sequence numbers. */
@@ -65,12 +68,14 @@ export class SpanRepository {
 
 export class SpanWriter {
   private buffer: unknown[][] = [];
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly repo: SpanRepository,
     readonly rolloutId: string,
     private lastSeq: number,
     private readonly batchSize: number,
+    private readonly maxDelayMs?: number,
   ) {}
 
   add(span: SpanInput): number {
@@ -87,6 +92,10 @@ export class SpanWriter {
       this.repo.encodePayload(span.payload),
     ]);
     if (this.buffer.length >= this.batchSize) this.flush();
+    else if (this.maxDelayMs !== undefined && !this.timer) {
+      this.timer = setTimeout(() => this.flush(), this.maxDelayMs);
+      this.timer.unref();
+    }
     return seq;
   }
 
@@ -95,6 +104,8 @@ export class SpanWriter {
   }
 
   flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
     if (!this.buffer.length) return;
     const rows = this.buffer;
     this.buffer = [];

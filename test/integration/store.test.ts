@@ -152,3 +152,17 @@ describe('store', () => {
     store.close();
   });
 });
+
+describe('span writer timing', () => {
+  it('flushes a partial batch once the oldest span has waited maxDelayMs', async () => {
+    const store = Store.open({ path: path.join(tempDir(), 'store.sqlite') });
+    const id = store.rollouts.start();
+    const w = store.spans.writer(id, 64, 50);
+    w.add({ type: 'message', name: 'one' });
+    expect(store.spans.list(id)).toHaveLength(0);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(store.spans.list(id).map((s) => s.name)).toEqual(['one']);
+    expect(w.pending).toBe(0);
+    store.close();
+  });
+});

@@ -1,5 +1,5 @@
 // The main job on the embedded defaults: a config (init --yes, unless one exists), the environment
-// (doctor --fix: trainer venv, default model, store), then the project status.
+// (doctor --fix: trainer venv, default model, store), a small collect with the local team, the status.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,4 +15,5 @@ const step = (...args) => {
 
 if (!fs.existsSync(path.resolve(process.env.MASSGEN_RL_CONFIG ?? 'massgen-rl.yaml'))) step('init', '--yes');
 step('doctor', '--fix');
+step('collect', '--n', '2');
 step('status');

@@ -6,7 +6,7 @@ import type { Db } from './database.js';
 import { toReward } from './rewards.js';
 import { toRollout, whereClause } from './rollouts.js';
 import { toSpan } from './spans.js';
-import type { Rollout, RolloutFilter } from './types.js';
+import type { Reward, Rollout, RolloutFilter } from './types.js';
 
 export const EXPORT_FORMATS = ['jsonl', 'orchestration-trace'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -38,48 +38,27 @@ const SPAN_COLUMNS = 'rollout_id, seq, parent_seq, type, name, agent, started_at
  * Pages are small so each chunk stays a few MB: large pages cost more in GC than they save in queries.
  */
 export async function exportRollouts(db: Db, out: Writable, opts: ExportOptions = {}): Promise<ExportResult> {
-  if (opts.format !== undefined && opts.format !== 'jsonl') return exportOrchestrationTraces(db, out, opts);
-  const pageSize = opts.pageSize ?? 25;
-  const { where, params } = whereClause(opts);
-  const page = db.prepare(`SELECT * FROM rollouts ${where ? `${where} AND` : 'WHERE'} num > ? ORDER BY num LIMIT ?`);
-  const spansOf = inListQuery(db, `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq`, true);
-  const rewardsOf = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
-  const result: ExportResult = { rollouts: 0, spans: 0, bytes: 0 };
-  let last = 0;
-  let remaining = opts.limit ?? Number.POSITIVE_INFINITY;
-  while (remaining > 0) {
-    const rows = page.all(...params, last, Math.min(pageSize, remaining)) as Parameters<typeof toRollout>[0][];
-    if (!rows.length) break;
-    last = rows[rows.length - 1]!.num;
-    remaining -= rows.length;
-    const ids = rows.map((r) => r.id);
-    const spans = groupBy(spansOf(ids) as SpanTuple[], (s) => s[0]);
-    const rewards = groupBy(rewardsOf(ids) as Parameters<typeof toReward>[0][], (r) => r.rollout_id);
-    const lines: string[] = [];
-    for (const row of rows) {
-      const rollout = toRollout(row);
-      const own = spans.get(rollout.id) ?? [];
-      lines.push(rolloutLine(rollout, own, (rewards.get(rollout.id) ?? []).map(toReward)));
-      result.spans += own.length;
-    }
-    const chunk = lines.join('');
-    result.rollouts += rows.length;
-    result.bytes += Buffer.byteLength(chunk);
-    if (!out.write(chunk)) await once(out, 'drain');
+  const format = opts.format ?? 'jsonl';
+  if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new Error(`unknown export format ${String(format)}`);
+  if (format === 'jsonl') {
+    const spansOf = inListQuery(db, `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq`, true);
+    return streamPages(db, out, opts, (ids) => groupBy(spansOf(ids) as SpanTuple[], (s) => s[0]), (r, spans, rewards) => rolloutLine(r, spans, rewards));
   }
-  return result;
+  // The orchestration-trace mapping reads payloads, so spans are parsed on this path.
+  const spansOf = inListQuery(db, 'SELECT * FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq', false);
+  return streamPages(db, out, opts, (ids) => groupBy((spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId),
+    (r, spans, rewards) => `${JSON.stringify(toOrchestrationTrace(r, spans, rewards))}\n`);
 }
 
-/**
- * Streams rollouts as orchestration traces, one JSON object per line, oldest first. Payloads are
- * parsed here (the mapping reads them), so this path is slower than jsonl; it shares no code with it.
- */
-async function exportOrchestrationTraces(db: Db, out: Writable, opts: ExportOptions): Promise<ExportResult> {
-  if (!(EXPORT_FORMATS as readonly string[]).includes(opts.format ?? 'jsonl')) throw new Error(`unknown export format ${String(opts.format)}`);
+/** Pages through matching rollouts (by num), fetching each page's spans and rewards in one query each. */
+async function streamPages<S>(
+  db: Db, out: Writable, opts: ExportOptions,
+  spansFor: (ids: string[]) => Map<string, S[]>,
+  line: (rollout: Rollout, spans: S[], rewards: Reward[]) => string,
+): Promise<ExportResult> {
   const pageSize = opts.pageSize ?? 25;
   const { where, params } = whereClause(opts);
   const page = db.prepare(`SELECT * FROM rollouts ${where ? `${where} AND` : 'WHERE'} num > ? ORDER BY num LIMIT ?`);
-  const spansOf = inListQuery(db, 'SELECT * FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq', false);
   const rewardsOf = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
   const result: ExportResult = { rollouts: 0, spans: 0, bytes: 0 };
   let last = 0;
@@ -90,13 +69,13 @@ async function exportOrchestrationTraces(db: Db, out: Writable, opts: ExportOpti
     last = rows[rows.length - 1]!.num;
     remaining -= rows.length;
     const ids = rows.map((r) => r.id);
-    const spans = groupBy((spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId);
+    const spans = spansFor(ids);
     const rewards = groupBy((rewardsOf(ids) as Parameters<typeof toReward>[0][]).map(toReward), (r) => r.rolloutId);
     const lines: string[] = [];
     for (const row of rows) {
       const rollout = toRollout(row);
       const own = spans.get(rollout.id) ?? [];
-      lines.push(`${JSON.stringify(toOrchestrationTrace(rollout, own, rewards.get(rollout.id) ?? []))}\n`);
+      lines.push(line(rollout, own, rewards.get(rollout.id) ?? []));
       result.spans += own.length;
     }
     const chunk = lines.join('');
@@ -120,7 +99,7 @@ function inListQuery(db: Db, sql: string, raw: boolean): (ids: string[]) => unkn
   };
 }
 
-function rolloutLine(r: Rollout, spans: SpanTuple[], rewards: unknown[]): string {
+function rolloutLine(r: Rollout, spans: SpanTuple[], rewards: Reward[]): string {
   const head = JSON.stringify({
     id: r.id, num: r.num, run_id: r.runId, task_id: r.taskId, source: r.source, status: r.status, error: r.error,
     final_answer: r.finalAnswer, winner: r.winner, total_reward: r.totalReward,

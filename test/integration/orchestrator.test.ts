@@ -159,25 +159,21 @@ describe('orchestrator (scripted OpenAI-compatible server)', () => {
   it('uses native tool calls for actions and traces ordinary tool calls', async () => {
     const calls: string[] = [];
     const calculator: ToolRunner = { run: async (name, args) => (calls.push(`${name}:${JSON.stringify(args)}`), { result: '42', success: true }) };
-    const { result, sink, server: s } = await run((req) => {
+    // Agent a checks with the calculator (when it has it) before answering; the others vote for it.
+    const script: Script = (req) => {
       if (isPresentation(req)) return { content: 'Final answer: 42' };
       const labels = shownLabels(req);
       const hasToolResult = req.messages.some((m) => m.role === 'tool');
-      if (!labels.length && req.model === 'a') return hasToolResult ? { toolCalls: [{ name: 'new_answer', arguments: { content: '42' } }] } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
+      const hasCalculator = (req.tools ?? []).some((t) => t.function.name === 'calculator');
+      if (!labels.length && req.model === 'a') return hasToolResult || !hasCalculator ? { toolCalls: [{ name: 'new_answer', arguments: { content: '42' } }] } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
       if (!labels.length) return { toolCalls: [{ name: 'new_answer', arguments: { content: 'x' } }], delayMs: 300 };
       return { toolCalls: [{ name: 'vote', arguments: { agent_id: 'agent1', reason: 'verified' } }] };
-    }, { native: true, tools: undefined as unknown as ToolRunner });
+    };
+    const { result, sink, server: s } = await run(script, { native: true });
     expect(result.winner).toBe('a');
     expect(s.requests[0]!.tools!.map((t) => t.function.name)).toEqual(['new_answer', 'vote']);
     expect(calls).toEqual([]);
-    const { result: r2, sink: sink2 } = await run((req) => {
-      if (isPresentation(req)) return { content: 'Final answer: 42' };
-      const labels = shownLabels(req);
-      const hasToolResult = req.messages.some((m) => m.role === 'tool');
-      if (!labels.length && req.model === 'a') return hasToolResult ? { toolCalls: [{ name: 'new_answer', arguments: { content: '42' } }] } : { toolCalls: [{ name: 'calculator', arguments: { expression: '6*7' } }] };
-      if (!labels.length) return { toolCalls: [{ name: 'new_answer', arguments: { content: 'x' } }], delayMs: 300 };
-      return { toolCalls: [{ name: 'vote', arguments: { agent_id: 'agent1', reason: 'verified' } }] };
-    }, { native: true, tools: calculator });
+    const { result: r2, sink: sink2 } = await run(script, { native: true, tools: calculator });
     expect(calls).toEqual(['calculator:{"expression":"6*7"}']);
     expect(sink2.named('calculator')[0]).toMatchObject({ type: 'tool', agent: 'a', payload: { name: 'calculator', result: '42', success: true } });
     expect(r2.usage.toolCalls).toBe(1);

@@ -113,6 +113,8 @@ const collect = z.strictObject({
   split: z.enum(['train', 'eval', 'all']).default('train'),
 });
 
+const agentMatch = z.union([z.array(name).min(1), z.string().min(1)]).describe('agent ids, or a regular expression matched against the id');
+
 const train = z.strictObject({
   algo: z.enum(ALGOS).default('grpo'),
   base_model: z.string().default(DEFAULT_MODEL_REF),
@@ -135,6 +137,22 @@ const train = z.strictObject({
   venv: z.string().optional().describe('trainer virtualenv (default: the shared cache dir)'),
   deepspeed: z.string().optional(),
   fsdp: z.string().optional(),
+  sft: z.strictObject({
+    reward_threshold: z.number().nullable().default(0.5).describe('minimum reward of a turn (or its rollout) to learn from; null keeps all'),
+    agents: agentMatch.optional(),
+    include_presentation: z.boolean().default(true),
+  }).prefault({}),
+  grpo: z.strictObject({ agents: agentMatch.optional(), min_group_size: z.int().min(2).default(2) }).prefault({}),
+  dpo: z.strictObject({
+    min_margin: z.number().nonnegative().default(0),
+    system_prompt: z.string().min(1).optional(),
+    max_pairs_per_task: posInt.default(16),
+  }).prefault({}),
+  ppo: z.strictObject({
+    credit: z.enum(['final', 'discounted']).default('final'),
+    gamma: z.number().gt(0).max(1).default(0.9),
+    agents: agentMatch.optional(),
+  }).prefault({}),
   gates: z.strictObject({
     min_examples: posInt.default(8),
     min_clean_share: z.number().min(0).max(1).default(0.5),

@@ -1,0 +1,93 @@
+import path from 'node:path';
+import { ALGOS } from '../config/schema.js';
+import { InterruptedError, UserError } from '../errors.js';
+import type { Store } from '../store/index.js';
+import { dpoBuilder } from './dpo.js';
+import { checkGates, type GateResult, type GateThresholds } from './gates.js';
+import { grpoBuilder } from './grpo.js';
+import { resolveDatasetOptions, type DatasetOptionsInput } from './options.js';
+import { ppoBuilder } from './ppo.js';
+import { TraceReader } from './read-traces.js';
+import { RolloutView } from './rollout-view.js';
+import { sftBuilder } from './sft.js';
+import { StatsCollector, type DatasetStats } from './stats.js';
+import type { Algo, BuilderContext, DatasetBuilder, RowSink } from './types.js';
+import { DatasetWriter, type DatasetManifest } from './writer.js';
+
+export const BUILDERS: Record<Algo, (ctx: BuilderContext) => DatasetBuilder> = {
+  sft: sftBuilder, grpo: grpoBuilder, dpo: dpoBuilder, ppo: ppoBuilder,
+};
+
+/** DPO needs no prompt spans (at most one, for a task without a row): it reads coordination spans only. */
+const COORDINATION_ONLY: Record<Algo, boolean> = { sft: false, grpo: false, dpo: true, ppo: false };
+
+export interface BuildDatasetInput {
+  algo: Algo;
+  /** The project data dir: datasets go to <dataDir>/datasets/<algo>-<hash12>/. */
+  dataDir: string;
+  /** Use rollouts with num > this (the watermark of the previous build); ignored with `all`. */
+  sinceWatermark?: number | null;
+  all?: boolean;
+  options?: DatasetOptionsInput;
+  configHash?: string | null;
+  /** When given, the gates are checked and recorded in the manifest (nothing is thrown: see assertGates). */
+  gates?: GateThresholds;
+  /** Rollouts per read page. */
+  pageSize?: number;
+  signal?: AbortSignal;
+  onProgress?: (p: { rollouts: number; rows: number; watermark: number }) => void;
+}
+
+export interface BuildDatasetResult {
+  dir: string;
+  /** The manifest on disk (that of the earlier build when the directory was reused). */
+  manifest: DatasetManifest;
+  /** This build's figures. */
+  stats: DatasetStats;
+  /** The new watermark: the largest rollout num read (the start one when nothing new was read). */
+  watermark: number;
+  /** The same content had been written before: its directory was kept as it was. */
+  reused: boolean;
+  gates: GateResult | null;
+}
+
+/**
+ * Builds one dataset from the store: streams rollouts (num > watermark, oldest first, stopping before
+ * the first one still running), feeds the completed ones to the algorithm's builder, writes the rows
+ * as JSONL with a manifest per docs/trainer-protocol.md (content-hashed directory, written atomically).
+ */
+export async function buildDataset(store: Store, input: BuildDatasetInput): Promise<BuildDatasetResult> {
+  if (!(ALGOS as readonly string[]).includes(input.algo)) throw new UserError(`unknown dataset algorithm "${input.algo}" (one of ${ALGOS.join(', ')})`);
+  const options = resolveDatasetOptions(input.options);
+  const from = input.all ? 0 : Math.max(0, input.sinceWatermark ?? 0);
+  const reader = new TraceReader(store, from, input.pageSize, COORDINATION_ONLY[input.algo]);
+  const load = COORDINATION_ONLY[input.algo] ? (rolloutId: string, seq: number) => reader.span(rolloutId, seq)?.payload : undefined;
+  const stats = new StatsCollector();
+  const builder = BUILDERS[input.algo]({ options, stats, reader });
+  const writer = new DatasetWriter(path.join(input.dataDir, 'datasets'), input.algo);
+  try {
+    const emit: RowSink = (row, info) => {
+      writer.write(row);
+      stats.row(info);
+    };
+    for (const page of reader.pages()) {
+      for (const record of page) {
+        stats.status(record.rollout.status);
+        if (record.rollout.status === 'completed') builder.add(new RolloutView(record, options.weights, load), emit);
+      }
+      input.onProgress?.({ rollouts: reader.rolloutsScanned, rows: stats.rows, watermark: reader.watermark });
+      // Let timers and signals run between pages (a large build takes seconds).
+      await new Promise((resolve) => setImmediate(resolve));
+      if (input.signal?.aborted) throw new InterruptedError('dataset build interrupted');
+    }
+    builder.finish(emit);
+    const watermark = { from, to: reader.watermark };
+    const snapshot = stats.snapshot(input.algo, watermark, reader.spansRead);
+    const gates = input.gates ? checkGates({ ...snapshot }, input.gates) : null;
+    const { dir, manifest, reused } = writer.commit({ watermark, rollouts: snapshot.rollouts_used, config_hash: input.configHash ?? null, stats: snapshot, gates });
+    return { dir, manifest, stats: snapshot, watermark: reader.watermark, reused, gates };
+  } catch (err) {
+    writer.discard();
+    throw err;
+  }
+}

@@ -1,0 +1,12 @@
+export { buildDataset, BUILDERS, type BuildDatasetInput, type BuildDatasetResult } from './build.js';
+export { assertGates, checkGates, type GateCheck, type GateResult, type GateStats, type GateThresholds } from './gates.js';
+export { chatMessages, completionText, promptKey, type ChatMessage } from './messages.js';
+export {
+  agentMatcher, DEFAULT_DATASET_OPTIONS, DEFAULT_SYSTEM_PROMPT, resolveDatasetOptions,
+  type AgentMatch, type DatasetOptions, type DatasetOptionsInput, type DpoOptions, type GrpoOptions, type PpoOptions, type SftOptions,
+} from './options.js';
+export { TraceReader, type TraceRecord, type TraceSpan } from './read-traces.js';
+export { RolloutView, UNCATEGORIZED } from './rollout-view.js';
+export type { DatasetStats, RowInfo } from './stats.js';
+export type { Algo, DatasetRow, DpoRow, GrpoCompletion, GrpoRow, PpoRow, SftRow } from './types.js';
+export { readManifest, type DatasetManifest } from './writer.js';

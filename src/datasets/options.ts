@@ -1,0 +1,111 @@
+import { UserError } from '../errors.js';
+
+/**
+ * Dataset builder options, named like the config keys they will come from (train.sft.*, train.grpo.*,
+ * train.dpo.*, train.ppo.*; weights from rewards.weights). Until those keys exist in the config schema
+ * the caller passes them here; every field has a default.
+ */
+
+/** Agent ids, or a regular expression source matched (unanchored, like Agent Lightning's agent_match) against the id. */
+export type AgentMatch = string[] | string;
+
+export interface SftOptions {
+  /** Keep an example when its reward (turn reward of the answer, else the rollout total) is ≥ this; null keeps all. */
+  reward_threshold: number | null;
+  agents: AgentMatch | null;
+  /** Also emit the winner's presentation (reward: the rollout total). */
+  include_presentation: boolean;
+}
+
+export interface GrpoOptions {
+  agents: AgentMatch | null;
+  /** Completions a group needs (at least 2). */
+  min_group_size: number;
+}
+
+export interface DpoOptions {
+  /** A pair needs reward(chosen) − reward(rejected) ≥ this (cross-rollout pairs also need it > 0). */
+  min_margin: number;
+  /** The prompt's system message; null: the chosen agent's system prompt resource, else DEFAULT_SYSTEM_PROMPT. */
+  system_prompt: string | null;
+  /** Cross-rollout pairs per task, widest margins first. */
+  max_pairs_per_task: number;
+}
+
+export interface PpoOptions {
+  credit: 'final' | 'discounted';
+  gamma: number;
+  agents: AgentMatch | null;
+}
+
+export interface DatasetOptions {
+  sft: SftOptions;
+  grpo: GrpoOptions;
+  dpo: DpoOptions;
+  ppo: PpoOptions;
+  /** Reward family weights (rewards.weights): a turn reward is Σ weight × value; null weighs every family 1. */
+  weights: Partial<Record<string, number>> | null;
+}
+
+export interface DatasetOptionsInput {
+  sft?: Partial<SftOptions>;
+  grpo?: Partial<GrpoOptions>;
+  dpo?: Partial<DpoOptions>;
+  ppo?: Partial<PpoOptions>;
+  weights?: Partial<Record<string, number>> | null;
+}
+
+export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant.';
+
+export const DEFAULT_DATASET_OPTIONS: DatasetOptions = {
+  sft: { reward_threshold: 0.5, agents: null, include_presentation: true },
+  grpo: { agents: null, min_group_size: 2 },
+  dpo: { min_margin: 0, system_prompt: null, max_pairs_per_task: 16 },
+  ppo: { credit: 'final', gamma: 0.9, agents: null },
+  weights: null,
+};
+
+/** Defaults filled in and values checked (bad values are UserErrors naming the option). */
+export function resolveDatasetOptions(input: DatasetOptionsInput = {}): DatasetOptions {
+  const d = DEFAULT_DATASET_OPTIONS;
+  const o: DatasetOptions = {
+    sft: { ...d.sft, ...defined(input.sft) },
+    grpo: { ...d.grpo, ...defined(input.grpo) },
+    dpo: { ...d.dpo, ...defined(input.dpo) },
+    ppo: { ...d.ppo, ...defined(input.ppo) },
+    weights: input.weights ?? null,
+  };
+  if (!Number.isInteger(o.grpo.min_group_size) || o.grpo.min_group_size < 2) bad('grpo.min_group_size', 'must be an integer ≥ 2');
+  if (!(o.dpo.min_margin >= 0)) bad('dpo.min_margin', 'must be ≥ 0');
+  if (!Number.isInteger(o.dpo.max_pairs_per_task) || o.dpo.max_pairs_per_task < 1) bad('dpo.max_pairs_per_task', 'must be a positive integer');
+  if (o.ppo.credit !== 'final' && o.ppo.credit !== 'discounted') bad('ppo.credit', 'must be final or discounted');
+  if (!(o.ppo.gamma > 0 && o.ppo.gamma <= 1)) bad('ppo.gamma', 'must be in (0, 1]');
+  if (o.sft.reward_threshold !== null && !Number.isFinite(o.sft.reward_threshold)) bad('sft.reward_threshold', 'must be a number or null');
+  for (const algo of ['sft', 'grpo', 'ppo'] as const) agentMatcher(o[algo].agents, `${algo}.agents`);
+  return o;
+}
+
+/** A predicate for an agent filter: a list of ids, or a regular expression source; null accepts everyone. */
+export function agentMatcher(match: AgentMatch | null, option = 'agents'): (agent: string | null) => boolean {
+  if (match === null || match === undefined) return () => true;
+  if (Array.isArray(match)) {
+    const ids = new Set(match);
+    return (agent) => agent !== null && ids.has(agent);
+  }
+  let re: RegExp;
+  try {
+    re = new RegExp(match);
+  } catch (err) {
+    bad(option, `is not a valid regular expression: ${(err as Error).message}`);
+  }
+  return (agent) => agent !== null && re.test(agent);
+}
+
+/** Without its undefined keys, so an absent config key (zod `.optional()`) keeps the default. */
+function defined<T extends object>(o: T | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function bad(option: string, message: string): never {
+  throw new UserError(`train.${option}: ${message}`);
+}

@@ -1,0 +1,47 @@
+import { chatMessages, completionText } from './messages.js';
+import { agentMatcher } from './options.js';
+import type { RolloutView } from './rollout-view.js';
+import type { BuilderContext, DatasetBuilder, RowSink, SftRow } from './types.js';
+
+/**
+ * SFT: chat examples from the turns that worked. Each accepted answer becomes its prompt span's request
+ * messages plus the completion the model gave (as recorded, action line included), and the winner's
+ * presentation its presentation prompt plus the final answer. An answer's reward is its turn reward,
+ * else the rollout total; the presentation's is the rollout total. Kept when reward ≥
+ * sft.reward_threshold (null: all) and the agent passes sft.agents.
+ */
+export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
+  const { stats } = ctx;
+  const opts = ctx.options.sft;
+  const matches = agentMatcher(opts.agents, 'sft.agents');
+
+  function example(view: RolloutView, emit: RowSink, agent: string, promptSeq: number, reward: number | null, kind: string, extra: Record<string, unknown>): void {
+    if (!matches(agent)) return stats.drop('agent_filter');
+    const p = view.prompt(promptSeq);
+    const completion = p && completionText(p);
+    if (!p || completion === null) return stats.drop('no_completion');
+    if (reward === null) return stats.drop('no_reward');
+    if (opts.reward_threshold !== null && reward < opts.reward_threshold) return stats.drop('below_threshold');
+    const row: SftRow = {
+      messages: [...chatMessages(p.request.messages), { role: 'assistant', content: completion }],
+      reward,
+      meta: view.meta(agent, promptSeq, { kind, model: p.request.model, turn_id: p.turn_id, round: p.round, ...extra }),
+    };
+    stats.count(kind === 'presentation' ? 'presentations' : 'answers');
+    emit(row, { clean: view.clean(agent), categories: [view.category], rollouts: [view.rollout.id] });
+  }
+
+  return {
+    add(view, emit) {
+      for (const a of view.actions) {
+        if (a.kind !== 'answer') continue;
+        example(view, emit, a.agent, a.promptSeq, view.rewardFor(a.seq), 'answer', { action_seq: a.seq, ...(a.implicit ? { implicit: true } : {}) });
+      }
+      const pres = view.presentation;
+      if (opts.include_presentation && pres && pres.promptSeq > 0) {
+        example(view, emit, pres.agent, pres.promptSeq, view.total, 'presentation', { action_seq: pres.seq });
+      }
+    },
+    finish() {},
+  };
+}

@@ -1,0 +1,70 @@
+import type { ALGOS } from '../config/schema.js';
+import type { ChatMessage } from './messages.js';
+import type { DatasetOptions } from './options.js';
+import type { TraceReader } from './read-traces.js';
+import type { RolloutView } from './rollout-view.js';
+import type { RowInfo, StatsCollector } from './stats.js';
+
+export type Algo = (typeof ALGOS)[number];
+
+export type Meta = Record<string, unknown>;
+
+/** Row shapes of docs/trainer-protocol.md. */
+export interface SftRow {
+  messages: ChatMessage[];
+  reward: number;
+  meta: Meta;
+}
+
+export interface GrpoCompletion {
+  content: string;
+  reward: number;
+  advantage: number;
+  token_ids: number[] | null;
+  logprobs: number[] | null;
+  meta: Meta;
+}
+
+export interface GrpoRow {
+  group_id: string;
+  prompt: ChatMessage[];
+  completions: GrpoCompletion[];
+}
+
+export interface DpoRow {
+  prompt: ChatMessage[];
+  chosen: [{ role: 'assistant'; content: string }];
+  rejected: [{ role: 'assistant'; content: string }];
+  margin: number;
+  meta: Meta;
+}
+
+export interface PpoRow {
+  prompt: ChatMessage[];
+  completion: string;
+  reward: number;
+  return: number;
+  token_ids: number[] | null;
+  logprobs: number[] | null;
+  meta: Meta;
+}
+
+export type DatasetRow = SftRow | GrpoRow | DpoRow | PpoRow;
+
+/** Receives rows in output order. */
+export type RowSink = (row: DatasetRow, info: RowInfo) => void;
+
+export interface BuilderContext {
+  options: DatasetOptions;
+  stats: StatsCollector;
+  reader: TraceReader;
+}
+
+/**
+ * One algorithm's builder: sees every completed rollout once, oldest first, and emits rows as soon as
+ * it can (sft, ppo) or at the end (grpo groups and cross-rollout dpo pairs span rollouts).
+ */
+export interface DatasetBuilder {
+  add(view: RolloutView, emit: RowSink): void;
+  finish(emit: RowSink): void;
+}

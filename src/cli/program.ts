@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { createContext, type Context, type GlobalOptions } from './context.js';
+import { registerCheckpoints } from './commands/checkpoints.js';
 import { registerCollect } from './commands/collect.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerFeedback } from './commands/feedback.js';
@@ -29,7 +30,7 @@ export function buildProgram(): Command {
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerNotYet] satisfies Register[]) {
+  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerCheckpoints, registerNotYet] satisfies Register[]) {
     register(program, ctx);
   }
   return program;

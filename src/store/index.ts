@@ -5,5 +5,7 @@ export { exportRollouts, type ExportOptions, type ExportResult } from './export.
 export { LATEST_SCHEMA_VERSION } from './migrations.js';
 export type { Resource, ResourceKind, ResourceInput } from './resources.js';
 export type { RunRecord, RunKind } from './runs.js';
+export type { Checkpoint, CheckpointFilter, CheckpointInput } from './checkpoints.js';
+export type { MetricsWriter, StepMetrics, StoredStepMetrics } from './training-metrics.js';
 export type { StoredTask, TaskFilter, UpsertResult } from './tasks.js';
 export * from './types.js';

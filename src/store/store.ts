@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { CheckpointRepository } from './checkpoints.js';
 import { openDatabase, type Db, type OpenOptions } from './database.js';
 import { recoverOrphans } from './process-owner.js';
 import { Redactor } from './redact.js';
@@ -8,6 +9,7 @@ import { RolloutRepository } from './rollouts.js';
 import { RunRepository } from './runs.js';
 import { SpanRepository } from './spans.js';
 import { TaskRepository } from './tasks.js';
+import { TrainingMetricsRepository } from './training-metrics.js';
 
 export interface StoreOptions extends OpenOptions {
   path: string;
@@ -35,6 +37,8 @@ export class Store {
   readonly collectRuns: RunRepository;
   readonly trainingRuns: RunRepository;
   readonly loopRuns: RunRepository;
+  readonly checkpoints: CheckpointRepository;
+  readonly trainingMetrics: TrainingMetricsRepository;
   /** Rows found 'running' for processes that had died, now marked failed. */
   readonly recovered: number;
 
@@ -47,6 +51,8 @@ export class Store {
     this.collectRuns = new RunRepository(db, redactor, 'collect');
     this.trainingRuns = new RunRepository(db, redactor, 'training');
     this.loopRuns = new RunRepository(db, redactor, 'loop');
+    this.checkpoints = new CheckpointRepository(db, redactor);
+    this.trainingMetrics = new TrainingMetricsRepository(db, redactor);
     this.recovered = recoverOrphans(db);
   }
 

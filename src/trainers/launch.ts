@@ -1,0 +1,61 @@
+import { UserError } from '../errors.js';
+
+export const TRAINER_PACKAGE = 'massgen_rl_trainers';
+
+export interface TrainerCommandOptions {
+  /** The trainer venv's interpreter. */
+  python: string;
+  /** A bundled trainer (`grpo` → `massgen_rl_trainers.grpo`), or a full module name (contains a dot). */
+  module?: string;
+  /** A user trainer script speaking the protocol (train.script); used instead of module. */
+  script?: string;
+  /** The trainer config YAML, passed as `--config`. */
+  configFile: string;
+  /** > 1, or an accelerate config file, launches through accelerate. */
+  numProcesses?: number;
+  accelerateConfig?: string | null;
+  /** Force accelerate's CPU mode (`--cpu`); only used when launching through accelerate. */
+  cpu?: boolean;
+}
+
+export interface TrainerCommand {
+  command: string;
+  args: string[];
+}
+
+/**
+ * The argument array for a trainer run:
+ *   python -m massgen_rl_trainers.<algo> --config F
+ *   python script.py --config F
+ *   python -m accelerate.commands.launch --num_processes N [--config_file A] [--cpu] (-m module | script.py) --config F
+ * (`accelerate launch` without relying on the console script: `-m` is accelerate's flag to run the
+ * training script as a module; everything after the script belongs to the trainer.)
+ */
+export function trainerCommand(opts: TrainerCommandOptions): TrainerCommand {
+  if (Boolean(opts.module) === Boolean(opts.script)) throw new Error('trainerCommand: give exactly one of module or script');
+  const n = opts.numProcesses ?? 1;
+  if (!Number.isInteger(n) || n < 1) throw new UserError(`train.num_processes ${n}: expected a whole number ≥ 1`);
+  const module = opts.module && (opts.module.includes('.') ? opts.module : `${TRAINER_PACKAGE}.${opts.module}`);
+  const target = module ? ['-m', module] : [opts.script!];
+  const trainerArgs = ['--config', opts.configFile];
+  if (n === 1 && !opts.accelerateConfig) return { command: opts.python, args: [...target, ...trainerArgs] };
+  const launch = ['-m', 'accelerate.commands.launch', '--num_processes', String(n)];
+  if (opts.accelerateConfig) launch.push('--config_file', opts.accelerateConfig);
+  if (opts.cpu) launch.push('--cpu');
+  return { command: opts.python, args: [...launch, ...target, ...trainerArgs] };
+}
+
+/**
+ * CUDA_VISIBLE_DEVICES for train.gpus: 'auto' leaves the environment alone (every GPU the trainer can
+ * see), 'none' hides all GPUs (CPU training), '0,1' selects those devices.
+ */
+export function gpuEnv(gpus: string): NodeJS.ProcessEnv {
+  if (gpus === 'auto') return {};
+  if (gpus === 'none') return { CUDA_VISIBLE_DEVICES: '' };
+  const ids = gpus.split(',').map((s) => s.trim());
+  if (!ids.length || ids.some((id) => !/^\d+$/.test(id))) {
+    throw new UserError(`train.gpus "${gpus}": expected auto, none, or a comma-separated list of GPU indices such as 0,1`);
+  }
+  if (new Set(ids).size !== ids.length) throw new UserError(`train.gpus "${gpus}": a GPU index is listed twice`);
+  return { CUDA_VISIBLE_DEVICES: ids.join(',') };
+}

@@ -22,7 +22,8 @@ export interface CallSite {
 /** One LLM call, always recorded as a prompt span: completed, failed or cancelled. */
 export async function recordedCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: ToolSpec[]): Promise<{ result: ChatResult; seq: number }> {
   const { agent } = site;
-  const request: PromptPayload['request'] = { model: agent.model, messages: structuredClone(messages), temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}) };
+  // A shallow copy: turns only append messages, never edit them.
+  const request: PromptPayload['request'] = { model: agent.model, messages: [...messages], temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}) };
   const startedAt = Date.now();
   const t0 = performance.now();
   const base = { turn_id: site.turnId, round: site.round, attempt, request };

@@ -51,11 +51,14 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     }
     const outcome = outcomeFromResult(id, task, agents, result);
     const scored = await computeRewards({ outcome, config: d.config.rewards, judge: setup.judge, signal: d.signal }, d.config.rewards.weights);
-    writeRewardSpans(writer, scored.rewards);
-    writer.flush();
-    store.rewards.add(id, scored.rewards);
     const tokens = costs.tokens + scored.judgeTokens;
-    store.rollouts.finish(id, { status: result.status, error: result.error ?? null, finalAnswer: result.finalAnswer, winner: result.winner, totalReward: scored.total, ...costs, tokens });
+    // The closing writes (last spans, rewards, the rollout row) land together.
+    store.transaction(() => {
+      writeRewardSpans(writer, scored.rewards);
+      writer.flush();
+      store.rewards.add(id, scored.rewards);
+      store.rollouts.finish(id, { status: result.status, error: result.error ?? null, finalAnswer: result.finalAnswer, winner: result.winner, totalReward: scored.total, ...costs, tokens });
+    });
     // Correct when any verifying family (exact or numeric match) says so.
     const verdicts = [scored.byFamily.exact, scored.byFamily.numeric].filter((v): v is number => v !== undefined);
     const quality = verdicts.length ? Math.max(...verdicts) : null;

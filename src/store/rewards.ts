@@ -8,11 +8,15 @@ interface RewardRaw {
 }
 
 export class RewardRepository {
-  constructor(private readonly db: Db, private readonly redactor: Redactor) {}
+  private readonly insert;
+
+  constructor(private readonly db: Db, private readonly redactor: Redactor) {
+    this.insert = db.prepare(`INSERT INTO rewards (rollout_id, channel, family, value, reason, agent, target_seq, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+  }
 
   add(rolloutId: string, rewards: readonly RewardInput[]): void {
-    const insert = this.db.prepare(`INSERT INTO rewards (rollout_id, channel, family, value, reason, agent, target_seq, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+    const insert = this.insert;
     const now = Date.now();
     this.db.transaction(() => {
       for (const r of rewards) {

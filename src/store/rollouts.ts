@@ -12,22 +12,26 @@ interface RolloutRaw {
 }
 
 export class RolloutRepository {
-  constructor(private readonly db: Db, private readonly redactor: Redactor) {}
+  private readonly insert;
+  private readonly update;
+
+  constructor(private readonly db: Db, private readonly redactor: Redactor) {
+    this.insert = db.prepare(`INSERT INTO rollouts (id, run_id, task_id, source, status, metadata, pid, host, started_at)
+      VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)`);
+    this.update = db.prepare(`UPDATE rollouts SET status = ?, error = ?, final_answer = ?, winner = ?, total_reward = ?,
+      tokens = ?, tool_calls = ?, messages = ?, wall_ms = ?, finished_at = ? WHERE id = ?`);
+  }
 
   start(input: RolloutStart = {}): string {
     const id = input.id ?? newId('ro');
-    this.db
-      .prepare(`INSERT INTO rollouts (id, run_id, task_id, source, status, metadata, pid, host, started_at)
-        VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)`)
+    this.insert
       .run(id, input.runId ?? null, input.taskId ?? null, input.source ?? 'collect',
         this.redactor.json(input.metadata ?? {}), process.pid, HOST, Date.now());
     return id;
   }
 
   finish(id: string, f: RolloutFinish): void {
-    const changed = this.db
-      .prepare(`UPDATE rollouts SET status = ?, error = ?, final_answer = ?, winner = ?, total_reward = ?,
-        tokens = ?, tool_calls = ?, messages = ?, wall_ms = ?, finished_at = ? WHERE id = ?`)
+    const changed = this.update
       .run(f.status, this.redactor.scrubOptional(f.error), this.redactor.scrubOptional(f.finalAnswer), f.winner ?? null,
         f.totalReward ?? null, f.tokens ?? 0, f.toolCalls ?? 0, f.messages ?? 0, f.wallMs ?? 0, Date.now(), id).changes;
     if (!changed) throw new Error(`rollout ${id} does not exist`);

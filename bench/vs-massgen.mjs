@@ -11,7 +11,7 @@
 // CPU: process CPU time while the framework runs (Node: process.cpuUsage; Python: time.process_time plus
 // children) divided by the LLM calls the stub answered in that window. The stub's own CPU is not included.
 // Needs the MassGen venv: bench/lib/setup-massgen-venv.sh (or MASSGEN_BENCH_VENV=/path/to/venv).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -122,7 +122,9 @@ function massgenEnv(stub, home, egressLog) {
 async function startMassgenRunner(env, cwd, logFile) {
   const python = path.join(VENV, 'bin', 'python');
   if (!fs.existsSync(python)) {
-    throw new Error(`no MassGen venv at ${VENV}: run bench/lib/setup-massgen-venv.sh (or set MASSGEN_BENCH_VENV)`);
+    progress(`no MassGen venv at ${VENV}: creating it once (bench/lib/setup-massgen-venv.sh)`);
+    const setup = spawnSync('sh', [path.join(HERE, 'lib', 'setup-massgen-venv.sh')], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, MASSGEN_BENCH_VENV: VENV } });
+    if (setup.status !== 0) throw new Error(`could not create the MassGen venv at ${VENV} (exit ${setup.status})`);
   }
   const log = fs.openSync(logFile, 'a');
   const child = spawn(python, [path.join(HERE, 'lib', 'massgen_runner.py')], { cwd, env, stdio: ['pipe', 'pipe', log] });

@@ -1,8 +1,8 @@
-import type Database from 'better-sqlite3';
 import type { Store, StoredTask } from '../store/index.js';
 import { toReward } from '../store/rewards.js';
 import { toRollout } from '../store/rollouts.js';
 import type { Reward, Rollout } from '../store/types.js';
+import { groupBy, inListQuery } from '../store/query.js';
 
 /**
  * The only place the dataset builders read the store with SQL (read-only). Rollouts stream oldest
@@ -115,28 +115,4 @@ export class TraceReader {
 
 function toTraceSpan([, seq, type, name, agent, payload]: SpanTuple): TraceSpan {
   return { seq, type, name, agent, payload };
-}
-
-/** A query with one `IN (?)` list, prepared once per list length. */
-function inListQuery(db: Database.Database, sql: string, raw: boolean): (ids: string[]) => unknown[] {
-  const prepared = new Map<number, Database.Statement<string[]>>();
-  return (ids) => {
-    let stmt = prepared.get(ids.length);
-    if (!stmt) {
-      stmt = db.prepare<string[]>(sql.replace('IN (?)', `IN (${ids.map(() => '?').join(',')})`)).raw(raw);
-      prepared.set(ids.length, stmt);
-    }
-    return stmt.all(...ids);
-  };
-}
-
-function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
-  const map = new Map<string, T[]>();
-  for (const row of rows) {
-    const k = key(row);
-    const list = map.get(k);
-    if (list) list.push(row);
-    else map.set(k, [row]);
-  }
-  return map;
 }

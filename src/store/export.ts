@@ -1,4 +1,3 @@
-import type Database from 'better-sqlite3';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { toOrchestrationTrace } from '../datasets/orchestration-trace.js';
@@ -7,6 +6,7 @@ import { toReward } from './rewards.js';
 import { toRollout, whereClause } from './rollouts.js';
 import { toSpan } from './spans.js';
 import type { Reward, Rollout, RolloutFilter } from './types.js';
+import { groupBy, inListQuery } from './query.js';
 
 export const EXPORT_FORMATS = ['jsonl', 'orchestration-trace'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -86,18 +86,6 @@ async function streamPages<S>(
   return result;
 }
 
-/** A query with one `IN (?)` list, prepared once per list length (a full page and a last, shorter one). */
-function inListQuery(db: Db, sql: string, raw: boolean): (ids: string[]) => unknown[] {
-  const prepared = new Map<number, Database.Statement<string[]>>();
-  return (ids) => {
-    let stmt = prepared.get(ids.length);
-    if (!stmt) {
-      stmt = db.prepare<string[]>(sql.replace('IN (?)', `IN (${ids.map(() => '?').join(',')})`)).raw(raw);
-      prepared.set(ids.length, stmt);
-    }
-    return stmt.all(...ids);
-  };
-}
 
 function rolloutLine(r: Rollout, spans: SpanTuple[], rewards: Reward[]): string {
   const head = JSON.stringify({
@@ -111,15 +99,4 @@ function rolloutLine(r: Rollout, spans: SpanTuple[], rewards: Reward[]): string 
 
 function spanJson([, seq, parentSeq, type, name, agent, startedAt, durationMs, payload]: SpanTuple): string {
   return `{"seq":${seq},"parent_seq":${parentSeq ?? 'null'},"type":"${type}","name":${JSON.stringify(name)},"agent":${agent === null ? 'null' : JSON.stringify(agent)},"started_at":${startedAt},"duration_ms":${durationMs},"payload":${payload}}`;
-}
-
-function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
-  const map = new Map<string, T[]>();
-  for (const row of rows) {
-    const k = key(row);
-    const list = map.get(k);
-    if (list) list.push(row);
-    else map.set(k, [row]);
-  }
-  return map;
 }

@@ -35,8 +35,17 @@ const MAX_TOOL_STEPS = 8;
 /** One agent turn: ask, run ordinary tools, parse and validate the action, correct and retry if needed. */
 export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
   const { agent, snapshot } = ctx;
-  const timeout = AbortSignal.timeout(ctx.config.agent_timeout_s * 1000);
-  const signal = AbortSignal.any([ctx.cancel, timeout]);
+  // One controller per turn, aborted by the coordinator's cancel or the agent timeout (cheaper than AbortSignal.any + timeout).
+  const turn = new AbortController();
+  const timeout = { aborted: false };
+  const timer = setTimeout(() => {
+    timeout.aborted = true;
+    turn.abort(new Error(`agent timeout (${ctx.config.agent_timeout_s} s)`));
+  }, ctx.config.agent_timeout_s * 1000);
+  const onCancel = () => turn.abort(ctx.cancel.reason);
+  if (ctx.cancel.aborted) onCancel();
+  else ctx.cancel.addEventListener('abort', onCancel, { once: true });
+  const signal = turn.signal;
   const site = { agent, sink: ctx.sink, usage: ctx.usage, turnId: ctx.turnId, round: ctx.round, parentSeq: ctx.roundSeq, signal };
   const messages: ChatMessage[] = coordinationMessages(agent, ctx.task, snapshot.answers, snapshot.canAnswer, ctx.config.voting_sensitivity, ctx.teamSize);
   const labels = [...snapshot.answers.keys()];
@@ -76,5 +85,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     if (ctx.cancel.aborted) return { kind: 'cancelled' };
     if (timeout.aborted) return { kind: 'drop', dropKind: 'timeout', reason: `no action within agent_timeout_s (${ctx.config.agent_timeout_s} s)` };
     return { kind: 'drop', dropKind: 'error', reason: (err as Error).message };
+  } finally {
+    clearTimeout(timer);
+    ctx.cancel.removeEventListener('abort', onCancel);
   }
 }

@@ -102,9 +102,22 @@ def _coerce(name: str, kind: Any, value: Any, optional: bool, path: str) -> Any:
     raise UsageError(f"{where} must be {getattr(kind, '__name__', kind)}, got {value!r}")
 
 
-def parse_args(cls: type[T], argv: list[str] | None = None, prog: str | None = None) -> T:
-    """Parse `argv` (default: sys.argv[1:]) into an instance of the dataclass `cls`."""
+def _json_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+
+
+def parse_args(cls: type[T], argv: list[str] | None = None, prog: str | None = None, json_fields: tuple[str, ...] = ()) -> T:
+    """Parse `argv` (default: sys.argv[1:]) into an instance of the dataclass `cls`.
+
+    `json_fields` take a mapping: a JSON object on the command line, passed through as-is from the config file.
+    """
     parser = build_parser(cls, prog=prog)
+    for action in parser._actions:
+        if action.dest in json_fields:
+            action.type, action.metavar = _json_value, "JSON"
     cli = vars(parser.parse_args(argv))
     config_path = cli.pop("config", None)
     hints = typing.get_type_hints(cls)
@@ -119,6 +132,9 @@ def parse_args(cls: type[T], argv: list[str] | None = None, prog: str | None = N
                 f"(allowed: {', '.join(fields)})"
             )
         for name, value in config.items():
+            if name in json_fields:
+                values[name] = value
+                continue
             optional = _scalar_type(hints[name]) is not hints[name]
             values[name] = _coerce(name, _scalar_type(hints[name]), value, optional, config_path)
     values.update(cli)

@@ -13,7 +13,6 @@ merged for full fine-tuning. Heavy imports (torch, transformers, trl, peft) happ
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -22,14 +21,13 @@ import signal
 import sys
 import time
 import traceback
-import typing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from . import protocol
-from .config_args import UsageError, _coerce, _scalar_type, build_parser, load_config
+from .config_args import UsageError, parse_args
 from .protocol import ScriptError, exception_name, log
 
 T = TypeVar("T")
@@ -77,43 +75,10 @@ class TrainArgs:
         validate_common(self)
 
 
-def _json_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not JSON: {exc}") from None
-
-
 def parse_train_args(cls: type[T], argv: list[str] | None = None, prog: str | None = None) -> T:
-    """`config_args.parse_args` plus mapping-valued keys (`lora`): precedence defaults < config file < flags;
-    an unknown key, a bad value or a missing required key raises UsageError (exit 2)."""
-    parser = build_parser(cls, prog=prog)
-    for action in parser._actions:  # mapping fields take JSON on the command line
-        if action.dest in MAPPING_FIELDS:
-            action.type, action.metavar = _json_value, "JSON"
-    cli = vars(parser.parse_args(argv))
-    config_path = cli.pop("config", None)
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    values: dict[str, Any] = {}
-    if config_path is not None:
-        config = load_config(config_path)
-        unknown = sorted(set(config) - set(fields))
-        if unknown:
-            raise UsageError(f"unknown key(s) in config file {config_path}: {', '.join(map(repr, unknown))} "
-                             f"(allowed: {', '.join(fields)})")
-        for name, value in config.items():
-            if name in MAPPING_FIELDS:
-                values[name] = value
-                continue
-            optional = _scalar_type(hints[name]) is not hints[name]
-            values[name] = _coerce(name, _scalar_type(hints[name]), value, optional, config_path)
-    values.update(cli)
-    missing = [name for name, f in fields.items()
-               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and name not in values]
-    if missing:
-        raise UsageError(f"the following arguments are required: {', '.join('--' + m.replace('_', '-') for m in missing)}")
-    args = cls(**values)
+    """`config_args.parse_args` with mapping-valued keys (`lora`), then the trainer's own validation;
+    precedence defaults < config file < flags; problems raise UsageError (exit 2)."""
+    args = parse_args(cls, argv, prog=prog, json_fields=MAPPING_FIELDS)
     args.validate()
     return args
 

@@ -10,6 +10,7 @@ import { registerRewards } from './commands/rewards.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
 import { registerTraces } from './commands/traces.js';
+import { registerTrain } from './commands/train.js';
 
 export type Register = (program: Command, ctx: () => Context) => void;
 
@@ -30,7 +31,7 @@ export function buildProgram(): Command {
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerCheckpoints, registerNotYet] satisfies Register[]) {
+  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerNotYet] satisfies Register[]) {
     register(program, ctx);
   }
   return program;

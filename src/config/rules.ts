@@ -45,9 +45,14 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (!judge.rubric.length) add(['rewards', 'judge', 'rubric'], 'the judge reward has a weight, so give at least one rubric criterion');
   }
   if ((config.rewards.weights.custom ?? 0) !== 0 && !config.rewards.custom) add(['rewards', 'custom'], 'the custom reward has a weight, so set custom.command');
-  for (const key of ['script', 'deepspeed'] as const) {
+  for (const key of ['script', 'deepspeed', 'accelerate_config'] as const) {
     const file = config.train[key];
     if (file) requireFile(baseDir, file, ['train', key], add);
+  }
+  const t = config.train;
+  const completions = t.batch_size * t.num_processes * t.gradient_accumulation_steps;
+  if (t.algo === 'grpo' && completions % t.grpo.num_generations) {
+    add(['train', 'grpo', 'num_generations'], `batch_size × num_processes × gradient_accumulation_steps (${completions}) counts completions and must be a multiple of num_generations (${t.grpo.num_generations})`);
   }
   config.privacy.redact_patterns.forEach((p, i) => {
     try {

@@ -61,7 +61,7 @@ export function registerCheckpoint(store: Store, input: RegisterCheckpointInput)
 }
 
 /** A resource name for a base model reference: `builtin:x` and `resource:x@3` → x, a folder → its name. */
-function refName(ref: string): string {
+export function refName(ref: string): string {
   const bare = ref.replace(/^(builtin|resource):/, '').replace(/@[^@/]*$/, '');
   return path.basename(bare) || 'model';
 }

@@ -19,9 +19,9 @@ describe('massgen-rl CLI', () => {
   });
 
   it('says plainly that commands of later capabilities are not available yet', async () => {
-    const r = await runCli(['train', '--algo', 'grpo'], { cwd: tempDir() });
+    const r = await runCli(['eval', '--candidate', 'x'], { cwd: tempDir() });
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain('`massgen-rl train` is not available in this version yet');
+    expect(r.stderr).toContain('`massgen-rl eval` is not available in this version yet');
     expect(r.stdout).toBe('');
   });
 

@@ -1,14 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
 import { assertGates, buildDataset, checkGates, type DpoRow, type GrpoRow, type PpoRow, type SftRow } from '../../src/datasets/index.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { openStore } from '../../src/pipeline/store.js';
 import { stableHash } from '../../src/util/hash.js';
-import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
-import { shownLabels } from '../support/team.js';
-import { tempDir } from '../helpers.js';
+import type { ScriptedServer } from '../support/scripted-server.js';
+import { teamCollect } from '../support/team-collect.js';
 import { readRows } from '../fixtures/datasets/team-rollouts.js';
 
 let server: ScriptedServer | undefined;
@@ -17,38 +15,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-const TASKS = [
-  { id: 'mul', prompt: 'What is 6 x 7?', reference: '42', category: 'arithmetic' },
-  { id: 'sub', prompt: 'What is 50 - 8?', reference: '42', category: 'arithmetic' },
-  { id: 'cap', prompt: 'What is the answer to everything?', reference: '42', category: 'trivia' },
-].map((t) => JSON.stringify(t)).join('\n');
-
-/**
- * a answers 42 at once; b answers 41 once it has seen agent1 (a and c wait, so they are cancelled);
- * in the last round a and c vote for agent1 and b for its own answer; the winner presents 42.
- */
-const script: Script = (req) => {
-  if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42' };
-  const shown = shownLabels(req);
-  const who = req.model.slice(-1);
-  if (!shown.length) return who === 'a' ? { content: 'ANSWER: 42' } : { content: `ANSWER: ${who === 'b' ? 41 : 40}`, delayMs: 300 };
-  if (shown.length === 1) return who === 'b' ? { content: 'ANSWER: 41' } : { content: 'VOTE: agent1 | fine', delayMs: 300 };
-  return who === 'b' ? { content: 'VOTE: agent2 | mine is right' } : { content: 'VOTE: agent1 | correct' };
-};
-
 describe('datasets from a real collect', () => {
   it('builds every algorithm from a store written by collect against a scripted endpoint', async () => {
-    server = await startScriptedServer(script);
-    const models = ['a', 'b', 'c'].map((x) => `  stub_${x}: { base_url: "${server!.baseUrl}", model: model-${x} }`).join('\n');
-    const yaml = `models:\n${models}\nagents:\n${['a', 'b', 'c'].map((x) => `  - { id: ${x}, model: stub_${x}, tool_mode: text }`).join('\n')}
-tasks:\n  sources: [{ file: tasks.jsonl }]
-rewards:\n  weights: { exact: 1, numeric: 1, coordination: 0.2, voting: 0.5, peer_vote: 0.2 }
-collect: { concurrency: 1, split: all }
-orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
-`;
-    const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': TASKS });
-    const loaded = loadConfig({ cwd: dir });
-    expect(await collect(loaded)).toMatchObject({ completed: 3 });
+    const team = await teamCollect();
+    server = team.server;
+    const { loaded } = team;
+    expect(team.summary).toMatchObject({ completed: 3 });
     const store = openStore(loaded);
     try {
       const options = { weights: loaded.config.rewards.weights };

@@ -1,5 +1,7 @@
 import { Option } from 'commander';
-import { InterruptedError, UserError } from '../../errors.js';
+import { InterruptedError } from '../../errors.js';
+import { positiveInt } from '../flags.js';
+import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../program.js';
 import { formatDuration } from '../ui/format.js';
 
@@ -22,22 +24,15 @@ export const registerCollect: Register = (program, ctx) => {
       const { ui, loadConfig } = ctx();
       const { collect } = await import('../../pipeline/collect.js');
       const loaded = await loadConfig();
-      const controller = new AbortController();
-      const onSigint = () => {
-        if (controller.signal.aborted) return;
-        ui.warn('stopping: running orchestrations are cancelled and recorded as such (Ctrl-C again does nothing; wait a moment)');
-        controller.abort(new Error('interrupted'));
-      };
-      process.on('SIGINT', onSigint);
-      process.on('SIGTERM', onSigint);
       const bar = ui.progress('preparing the team');
+      const stopping = 'stopping: running orchestrations are cancelled and recorded as such (Ctrl-C again does nothing; wait a moment)';
       try {
-        const summary = await collect(loaded, {
-          tasks: flags.tasks, n: count('--n', flags.n), concurrency: count('--concurrency', flags.concurrency), split: flags.split,
-          signal: controller.signal,
+        const summary = await withInterrupt(ui, stopping, (signal) => collect(loaded, {
+          tasks: flags.tasks, n: positiveInt('--n', flags.n), concurrency: positiveInt('--concurrency', flags.concurrency), split: flags.split,
+          signal,
           onStage: (m) => bar.update(m),
           onProgress: (p) => bar.update(`${p.done}/${p.total} done, ${p.failed} failed${p.etaMs !== null ? `, ETA ${formatDuration(p.etaMs)}` : ''}  last: ${p.last?.taskId ?? ''} ${p.last?.status ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
-        });
+        }));
         bar.stop();
         if (ui.opts.json) ui.json(summary);
         else {
@@ -53,16 +48,6 @@ export const registerCollect: Register = (program, ctx) => {
       } catch (err) {
         bar.stop();
         throw err;
-      } finally {
-        process.off('SIGINT', onSigint);
-        process.off('SIGTERM', onSigint);
       }
     });
 };
-
-function count(flag: string, v: string | undefined): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new UserError(`${flag} ${v}: expected a positive whole number`);
-  return n;
-}

@@ -2,7 +2,6 @@ import { UserError } from '../../errors.js';
 import type { Register } from '../program.js';
 
 const PLANNED: Record<string, string> = {
-  train: 'turn traces into datasets and train with GRPO, SFT, DPO or PPO',
   eval: 'evaluate a candidate against production',
   deploy: 'promote an evaluated candidate, with rollback',
   loop: 'run collect → train → eval → deploy on a schedule',
@@ -19,7 +18,7 @@ export const registerNotYet: Register = (program) => {
       .action(() => {
         throw new UserError(
           `\`massgen-rl ${name}\` is not available in this version yet (it will ${what}); nothing was done`,
-          'available now: init, doctor, status, traces',
+          'available now: init, doctor, collect, train, serve, checkpoints, traces, rewards, feedback, status',
         );
       });
   }

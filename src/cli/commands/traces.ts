@@ -2,6 +2,7 @@ import { Option } from 'commander';
 import { UserError } from '../../errors.js';
 import type { ExportFormat, ExportOptions } from '../../store/export.js';
 import type { RolloutFilter } from '../../store/types.js';
+import { positiveInt } from '../flags.js';
 import type { Register } from '../program.js';
 import { renderTraceTree } from '../ui/trace-tree.js';
 import { formatDuration, formatTime, truncate } from '../ui/format.js';
@@ -76,11 +77,5 @@ function num(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (v.trim() === '' || !Number.isFinite(n)) throw new UserError(`${flag} ${v}: expected a number`);
-  return n;
-}
-
-function positiveInt(flag: string, v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new UserError(`${flag} ${v}: expected a positive whole number`);
   return n;
 }

@@ -1,0 +1,114 @@
+import { InterruptedError, UserError } from '../../errors.js';
+import { registerCheckpoint, type RegisteredCheckpoint } from '../../resources/checkpoints.js';
+import type { Store } from '../../store/index.js';
+import { pythonEnv } from '../../trainers/python.js';
+import { gpuEnv, runTrainer, type StepEvent, type TrainerCommand, type TrainerOutcome } from '../../trainers/runner.js';
+import type { TrainRunDetail } from './resume.js';
+
+export interface TrainProgress {
+  step: number;
+  totalSteps: number | null;
+  loss: number | null;
+  reward: number | null;
+  etaMs: number | null;
+}
+
+export interface ExecuteInput {
+  store: Store;
+  runId: string;
+  detail: TrainRunDetail;
+  command: TrainerCommand;
+  gpus: string;
+  baseModel: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  onProgress?: (p: TrainProgress) => void;
+  onStage?: (message: string) => void;
+  /** Extra environment for the trainer (tests, the reward bridge). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface ExecuteResult {
+  outcome: TrainerOutcome;
+  registered: RegisteredCheckpoint;
+  metrics: Record<string, unknown>;
+}
+
+/**
+ * Runs the trainer for a started training run, streams its step metrics to the store, and on success
+ * registers the checkpoint with its lineage (one transaction: nothing is half-registered). A stopped
+ * run is recorded as cancelled (resumable); a failed one as failed, and both throw.
+ */
+export async function executeTraining(input: ExecuteInput): Promise<ExecuteResult> {
+  const { store, runId, detail } = input;
+  const metrics = store.trainingMetrics.writer(runId);
+  let firstStepAt: number | undefined;
+  let firstStep = 0;
+  let outcome: TrainerOutcome;
+  try {
+    outcome = await runTrainer({
+      ...input.command, env: pythonEnv({ ...gpuEnv(input.gpus), ...input.env }), logFile: detail.log_file,
+      signal: input.signal, timeoutMs: input.timeoutMs,
+      onEvent: (ev) => {
+        if (ev.event === 'progress') input.onStage?.(ev.message);
+        if (ev.event !== 'step') return;
+        metrics.add(ev.step, stepMetrics(ev));
+        if (firstStepAt === undefined) [firstStepAt, firstStep] = [Date.now(), ev.step - 1];
+        const done = ev.step - firstStep;
+        const rate = done > 0 ? (Date.now() - firstStepAt) / done : null;
+        const etaMs = ev.total_steps && rate !== null && done > 1 ? rate * Math.max(0, ev.total_steps - ev.step) : null;
+        input.onProgress?.({ step: ev.step, totalSteps: ev.total_steps, loss: ev.loss, reward: ev.reward, etaMs });
+      },
+    });
+  } catch (err) {
+    safeFlush(metrics);
+    store.trainingRuns.finish(runId, 'failed', undefined, (err as Error).message);
+    throw err;
+  }
+  safeFlush(metrics);
+  const last = outcome.steps.at(-1);
+  const summary = { steps: outcome.stepCount, last_step: last?.step ?? null, duration_ms: outcome.durationMs, exit_code: outcome.exitCode };
+  if (outcome.status === 'interrupted') {
+    const at = outcome.lastCheckpoint ? ` at step ${outcome.lastCheckpoint.step ?? '?'} (${outcome.lastCheckpoint.path})` : '';
+    store.trainingRuns.finish(runId, 'cancelled', { ...summary, checkpoint: outcome.lastCheckpoint?.path ?? null }, outcome.error);
+    throw new InterruptedError(`training stopped${at}; continue it with \`massgen-rl train --resume ${runId}\``);
+  }
+  if (outcome.status !== 'completed' || !outcome.done) {
+    store.trainingRuns.finish(runId, 'failed', summary, outcome.error);
+    throw new UserError(`the ${detail.algo} trainer failed: ${outcome.error ?? 'unknown error'}`, `full log: ${detail.log_file}`);
+  }
+  const final = { ...outcome.done.metrics, ...lastStepMetrics(last), steps: outcome.stepCount, dataset_rows: detail.dataset.rows };
+  let registered: RegisteredCheckpoint;
+  try {
+    registered = registerCheckpoint(store, {
+      path: outcome.done.path, algo: detail.algo, adapter: outcome.done.adapter, baseModel: input.baseModel,
+      baseResourceId: detail.start.checkpoint_id ? null : detail.start.resource_id, basePath: detail.start.adapter ? detail.start.base_dir : detail.start.dir,
+      parentId: detail.start.checkpoint_id, trainingRunId: runId, datasetHash: detail.dataset.hash, watermark: detail.dataset.watermark.to,
+      configHash: detail.config_hash, metrics: final, name: detail.start.line, metadata: { training_run_id: runId, dataset_dir: detail.dataset.dir },
+    });
+  } catch (err) {
+    store.trainingRuns.finish(runId, 'failed', summary, `registering the checkpoint failed: ${(err as Error).message}`);
+    throw err;
+  }
+  store.trainingRuns.finish(runId, 'completed', { ...final, checkpoint_id: registered.checkpoint.id });
+  return { outcome, registered, metrics: final };
+}
+
+function stepMetrics(ev: StepEvent): Record<string, unknown> {
+  const { event: _e, step: _s, ...rest } = ev;
+  return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== null && v !== undefined));
+}
+
+function lastStepMetrics(last: StepEvent | undefined): Record<string, unknown> {
+  if (!last) return {};
+  const pick = (k: string, v: unknown) => (typeof v === 'number' ? { [k]: v } : {});
+  return { ...pick('final_loss', last.loss), ...pick('final_reward', last.reward), ...pick('final_kl', last.kl) };
+}
+
+function safeFlush(w: { flush(): void }): void {
+  try {
+    w.flush();
+  } catch {
+    // the run's outcome matters more than its last few metric rows
+  }
+}

@@ -168,6 +168,7 @@ const train = z.strictObject({
   ppo: z.strictObject({
     beta: z.number().nonnegative().default(0),
     clip_epsilon: z.number().positive().default(0.2),
+    old_logprobs: z.enum(['recompute', 'recorded']).default('recompute').describe('recompute: treat the data as sampled from the start weights; recorded: use the logprobs stored with the traces'),
     max_completion_length: posInt.default(256),
     credit: z.enum(['final', 'discounted']).default('final'),
     gamma: z.number().gt(0).max(1).default(0.9),

@@ -59,7 +59,7 @@ function algoKeys({ train: t, algo, rewardUrl }: TrainerConfigInput): Record<str
     case 'dpo':
       return { beta: t.dpo.beta };
     case 'ppo':
-      return { beta: t.ppo.beta, clip_epsilon: t.ppo.clip_epsilon, max_completion_length: t.ppo.max_completion_length };
+      return { beta: t.ppo.beta, clip_epsilon: t.ppo.clip_epsilon, max_completion_length: t.ppo.max_completion_length, old_logprobs: t.ppo.old_logprobs };
     case 'sft':
       return {};
   }

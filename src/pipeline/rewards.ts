@@ -20,7 +20,7 @@ export interface RecomputeSummary {
 export async function recomputeRewards(loaded: LoadedConfig, filter: RolloutFilter = {}): Promise<RecomputeSummary> {
   const { config } = loaded;
   return withStore(loaded, async (store) => {
-    const judge = await judgeFor(loaded, store);
+    const judge = await startJudge(loaded, store);
     try {
       const rollouts = store.rollouts.list({ ...filter }).filter((r) => r.status === 'completed' || r.status === 'failed');
       const before: number[] = [];
@@ -84,7 +84,8 @@ export function rewardSpan(r: RewardInput) {
   return { type: 'reward' as const, name: r.family, agent: r.agent ?? null, parentSeq: r.targetSeq ?? null, payload: { channel: r.channel, value: r.value, reason: r.reason ?? null, target_seq: r.targetSeq ?? null } };
 }
 
-async function judgeFor(loaded: LoadedConfig, store: Store) {
+/** The judge model's client when the judge reward has a weight (a local judge is served until stop). */
+export async function startJudge(loaded: LoadedConfig, store: Store) {
   const { config } = loaded;
   const name = config.rewards.judge.model;
   if (!name || (config.rewards.weights.judge ?? 0) === 0) return undefined;

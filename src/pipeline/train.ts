@@ -15,7 +15,9 @@ import { checkDisk, checkMemory, requireVenv, selectDevices } from './train/pref
 import { findResumable, type TrainRunDetail } from './train/resume.js';
 import { resolveStart, type TrainStart } from './train/start.js';
 import { datasetOptions, trainerConfig, trainerConfigHash, writeTrainerConfig } from './train/trainer-config.js';
+import { startJudge } from './rewards.js';
 import { withStore } from './store.js';
+import { startRewardBridge } from './train/reward-bridge.js';
 
 export type { TrainProgress } from './train/execute.js';
 
@@ -66,12 +68,13 @@ export async function train(loaded: LoadedConfig, opts: TrainOptions = {}): Prom
     }
     checkDisk(loaded.paths.dataDir, startOf(detail), t.lora.enabled);
     const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo, cpu: devices.cpu, baseDir: loaded.paths.baseDir, numProcesses: detail.num_processes });
+    const bridge = await onlineRewards(loaded, store, detail, opts.signal);
     const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, { algo, dataset_hash: detail.dataset.hash, log_path: detail.log_file });
     opts.onStage?.(`training ${algo} on ${detail.dataset.rows} examples (run ${runId}; log ${detail.log_file})`);
     const { outcome, registered, metrics } = await executeTraining({
       store, runId, detail, command, gpus: t.gpus, baseModel: detail.start.ref, signal: opts.signal, env: opts.env,
       timeoutMs: t.timeout_min ? t.timeout_min * 60_000 : undefined, onProgress: opts.onProgress, onStage: opts.onStage,
-    });
+    }).finally(() => bridge?.close());
     const r = registered.resource;
     return {
       runId, algo, checkpoint: registered.checkpoint, weight: { name: r.name, version: r.version, path: r.path!, adapter: Boolean(r.metadata.adapter) },
@@ -90,7 +93,6 @@ async function newRun(loaded: LoadedConfig, store: Store, cpu: boolean, opts: Tr
   if (algo === 'grpo' && batch % t.grpo.num_generations) {
     throw new UserError(`train.batch_size × train.num_processes × train.gradient_accumulation_steps (${batch}) must be a multiple of train.grpo.num_generations (${t.grpo.num_generations}) for grpo`);
   }
-  if (algo === 'grpo' && t.grpo.mode === 'online') throw new UserError('train.grpo.mode online is not available in this version; use offline (replay of recorded groups)');
   const start = resolveStart(loaded, store, algo, opts.from);
   opts.onStage?.(`building the ${algo} dataset from traces${opts.all ? '' : ` after rollout #${start.watermark}`}`);
   const ds = await buildDataset(store, {
@@ -122,6 +124,27 @@ function resumeRun(store: Store, resume: true | string): { detail: TrainRunDetai
   const configFile = detail.config_file.replace(/(-resume-\d+)?\.yaml$/, `-resume-${Date.now()}.yaml`);
   writeTrainerConfig(configFile, cfg);
   return { detail: { ...detail, config_file: configFile, resumed_from: run.id, resume_checkpoint: checkpoint }, resumed: true };
+}
+
+/**
+ * Online GRPO scores its samples through the reward bridge: started for the run, its address written
+ * into the trainer config (a resumed run gets a fresh one).
+ */
+async function onlineRewards(loaded: LoadedConfig, store: Store, detail: TrainRunDetail, signal?: AbortSignal): Promise<{ close(): Promise<void> } | undefined> {
+  const cfg = readYaml(detail.config_file);
+  if (detail.algo !== 'grpo' || cfg.mode !== 'online') return undefined;
+  const judge = await startJudge(loaded, store);
+  try {
+    const bridge = await startRewardBridge({ store, rewards: loaded.config.rewards, judge: judge?.judge, signal });
+    writeTrainerConfig(detail.config_file, { ...cfg, reward_url: bridge.url });
+    return { close: async () => {
+      await bridge.close();
+      await judge?.stop();
+    } };
+  } catch (err) {
+    await judge?.stop();
+    throw err;
+  }
 }
 
 function readYaml(file: string): Record<string, unknown> {

@@ -88,6 +88,21 @@ describe('train with a protocol trainer script', () => {
     expect(configs().at(-1)).toMatchObject({ model_path: next.weight.path, beta: 0.1 });
   }, 120_000);
 
+  it('online grpo: the trainer scores its samples through the reward bridge, which is gone after the run', async () => {
+    const loaded = await project('  grpo: { mode: online, num_generations: 2 }\n');
+    const r = await train(loaded, { algo: 'grpo', maxSteps: 2 });
+    const url = configs()[0]!.reward_url as string;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/rewards$/);
+    const store = openStore(loaded);
+    try {
+      // ANSWER: 42 scores exact 1 + numeric 1, ANSWER: 7 scores 0: the mean is 1.
+      expect(store.trainingMetrics.list(r.runId).map((m) => m.metrics.reward)).toEqual([1, 1]);
+    } finally {
+      store.close();
+    }
+    await expect(fetch(url, { method: 'POST', body: '{}' })).rejects.toThrow();
+  }, 120_000);
+
   it('stops cleanly on abort, records the run as cancelled, and --resume continues from its checkpoint', async () => {
     const loaded = await project();
     process.env.FAKE_TRAINER_MODE = 'sigint';

@@ -1,6 +1,7 @@
 import { emptyUsage } from './llm-call.js';
 import { present } from './presentation.js';
 import type { CancelPayload, DropPayload, NewAnswerPayload, RoundPayload, SelectionPayload, VotePayload } from './trace-types.js';
+import { stopSignal, type Stop } from './stop.js';
 import { runTurn, type TurnOutcome } from './turn.js';
 import type { OrchestrationResult, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
 import { selectWinner } from './winner.js';
@@ -14,6 +15,14 @@ export interface OrchestrateInput {
   /** Interrupts the whole orchestration (Ctrl-C): running calls are cancelled. */
   signal?: AbortSignal;
 }
+
+// Abort reasons, made once: an Error per cancel captures an (async) stack trace nobody reads, since a
+// cancelled call is recorded as cancelled, not by its error.
+const CANCELLED: Record<CancelPayload['reason'], Error> = {
+  superseded: new Error('superseded by a new answer'),
+  total_timeout: new Error('total timeout'),
+  interrupted: new Error('interrupted'),
+};
 
 interface Running {
   promise: Promise<{ agent: TeamAgent; outcome: TurnOutcome; version: number; round: number; turnId: string }>;
@@ -29,6 +38,15 @@ interface Running {
  * answer set. Coordination ends when every live agent holds a vote for the current answer set.
  */
 export async function orchestrate(input: OrchestrateInput): Promise<OrchestrationResult> {
+  const stop = stopSignal(input.config.total_timeout_s * 1000, input.signal);
+  try {
+    return await coordinate(input, stop);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function coordinate(input: OrchestrateInput, stopper: Stop): Promise<OrchestrationResult> {
   const started = performance.now();
   const { team, config, sink } = input;
   const labels = Object.fromEntries(team.map((a) => [a.id, a.label]));
@@ -36,8 +54,12 @@ export async function orchestrate(input: OrchestrateInput): Promise<Orchestratio
     status: 'completed', winner: null, winnerLabel: null, finalAnswer: null, consensus: false, rounds: 0, restarts: 0, timedOut: false,
     labels, answers: [], votes: [], dropped: [], toolCalls: [], usage: emptyUsage(), wallMs: 0,
   };
-  const total = AbortSignal.timeout(config.total_timeout_s * 1000);
-  const stop = AbortSignal.any([total, ...(input.signal ? [input.signal] : [])]);
+  const stop = stopper.signal;
+  let running = new Map<string, Running>();
+  // Running turns stop with the orchestration (each turn has its own controller, see stop.ts).
+  stop.addEventListener('abort', () => {
+    for (const r of running.values()) r.controller.abort(stop.reason);
+  }, { once: true });
   let task = input.task;
   let turnCounter = 0;
   const abandoned: Promise<unknown>[] = [];
@@ -47,7 +69,7 @@ export async function orchestrate(input: OrchestrateInput): Promise<Orchestratio
     const votes = new Map<string, { target: string; reason: string; round: number; seq: number }>();
     const dropped = new Set<string>();
     const answerCounts = new Map<string, number>();
-    const running = new Map<string, Running>();
+    running = new Map<string, Running>();
     let version = 0;
     let roundSeq = openRound(sink, ++result.rounds, [], restart ? 'restart' : 'start');
 
@@ -57,7 +79,7 @@ export async function orchestrate(input: OrchestrateInput): Promise<Orchestratio
     const cancel = (agentId: string, reason: CancelPayload['reason']) => {
       const r = running.get(agentId);
       if (!r) return;
-      r.controller.abort(new Error(reason));
+      r.controller.abort(CANCELLED[reason]);
       running.delete(agentId);
       abandoned.push(r.promise);
       sink.span({ type: 'coordination', name: 'cancel', agent: agentId, parentSeq: roundSeq, payload: { turn_id: r.turnId, round: r.round, reason } satisfies CancelPayload });
@@ -70,7 +92,7 @@ export async function orchestrate(input: OrchestrateInput): Promise<Orchestratio
         if (votes.has(agent.id) || running.has(agent.id)) continue;
         const controller = new AbortController();
         const turnId = `t${++turnCounter}`;
-        const ctx = { agent, task, snapshot: { answers: answerView(), canAnswer: canAnswer(agent) }, teamSize: team.length, config, sink, tools: input.tools, usage: result.usage, toolLog: result.toolCalls, round: result.rounds, roundSeq, turnId, cancel: AbortSignal.any([controller.signal, stop]) };
+        const ctx = { agent, task, snapshot: { answers: answerView(), canAnswer: canAnswer(agent) }, teamSize: team.length, config, sink, tools: input.tools, usage: result.usage, toolLog: result.toolCalls, round: result.rounds, roundSeq, turnId, controller };
         const v = version;
         const round = result.rounds;
         running.set(agent.id, { controller, version: v, round, turnId, promise: runTurn(ctx).then((outcome) => ({ agent, outcome, version: v, round, turnId })) });
@@ -109,7 +131,7 @@ export async function orchestrate(input: OrchestrateInput): Promise<Orchestratio
       roundSeq = openRound(sink, ++result.rounds, [...answerView().keys()], 'new_answer');
     }
     for (const agentId of [...running.keys()]) cancel(agentId, input.signal?.aborted ? 'interrupted' : 'total_timeout');
-    result.timedOut = total.aborted;
+    result.timedOut = stopper.expired;
     if (input.signal?.aborted) {
       result.status = 'cancelled';
       break;

@@ -21,8 +21,8 @@ export interface TurnContext {
   round: number;
   roundSeq: number;
   turnId: string;
-  /** Aborted by the coordinator (superseded, total timeout, interrupt). */
-  cancel: AbortSignal;
+  /** Aborted by the coordinator (superseded, total timeout, interrupt), or by the turn itself on agent timeout. */
+  controller: AbortController;
 }
 
 export type TurnOutcome =
@@ -35,17 +35,14 @@ const MAX_TOOL_STEPS = 8;
 /** One agent turn: ask, run ordinary tools, parse and validate the action, correct and retry if needed. */
 export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
   const { agent, snapshot } = ctx;
-  // One controller per turn, aborted by the coordinator's cancel or the agent timeout (cheaper than AbortSignal.any + timeout).
-  const turn = new AbortController();
-  const timeout = { aborted: false };
+  const signal = ctx.controller.signal;
+  // Set only when the agent timeout, not the coordinator, aborted the turn.
+  let timedOut = false;
   const timer = setTimeout(() => {
-    timeout.aborted = true;
-    turn.abort(new Error(`agent timeout (${ctx.config.agent_timeout_s} s)`));
+    if (signal.aborted) return;
+    timedOut = true;
+    ctx.controller.abort(new Error(`agent timeout (${ctx.config.agent_timeout_s} s)`));
   }, ctx.config.agent_timeout_s * 1000);
-  const onCancel = () => turn.abort(ctx.cancel.reason);
-  if (ctx.cancel.aborted) onCancel();
-  else ctx.cancel.addEventListener('abort', onCancel, { once: true });
-  const signal = turn.signal;
   const site = { agent, sink: ctx.sink, usage: ctx.usage, turnId: ctx.turnId, round: ctx.round, parentSeq: ctx.roundSeq, signal };
   const messages: ChatMessage[] = coordinationMessages(agent, ctx.task, snapshot.answers, snapshot.canAnswer, ctx.config.voting_sensitivity, ctx.teamSize);
   const labels = [...snapshot.answers.keys()];
@@ -82,11 +79,10 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     }
     return { kind: 'drop', dropKind: 'invalid_actions', reason: `no valid action after ${ctx.config.max_action_retries + 1} attempts` };
   } catch (err) {
-    if (ctx.cancel.aborted) return { kind: 'cancelled' };
-    if (timeout.aborted) return { kind: 'drop', dropKind: 'timeout', reason: `no action within agent_timeout_s (${ctx.config.agent_timeout_s} s)` };
+    if (timedOut) return { kind: 'drop', dropKind: 'timeout', reason: `no action within agent_timeout_s (${ctx.config.agent_timeout_s} s)` };
+    if (signal.aborted) return { kind: 'cancelled' };
     return { kind: 'drop', dropKind: 'error', reason: (err as Error).message };
   } finally {
     clearTimeout(timer);
-    ctx.cancel.removeEventListener('abort', onCancel);
   }
 }

@@ -1,4 +1,4 @@
-import { HttpTimeoutError, postJson, type HttpResponse } from './http.js';
+import { HttpTimeoutError, jsonEndpoint, postJson, type HttpResponse } from './http.js';
 import { parseCompletion } from './parse.js';
 import type { CallOptions, ChatRequest, ChatResult, LlmClient } from './types.js';
 
@@ -25,7 +25,7 @@ const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDO
 
 export function createLlmClient(opts: ClientOptions): LlmClient {
   const url = new URL(`${opts.baseUrl.replace(/\/+$/, '')}/chat/completions`);
-  const headers: Record<string, string> = opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {};
+  const endpoint = jsonEndpoint(url, opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {});
   // Learned per client: a server that rejected an extension once is not asked again.
   const caps = { logprobs: opts.logprobs, tokenIds: opts.logprobs };
   const base = opts.retryBaseMs ?? 250;
@@ -34,13 +34,14 @@ export function createLlmClient(opts: ClientOptions): LlmClient {
     async chat(request: ChatRequest, call: CallOptions = {}): Promise<ChatResult> {
       const started = performance.now();
       const timeoutMs = call.timeoutMs ?? opts.timeoutMs;
+      const encoded = JSON.stringify(request);
       let attempts = 0;
       for (;;) {
         attempts++;
-        const body = JSON.stringify({ ...request, ...(caps.logprobs ? { logprobs: true } : {}), ...(caps.tokenIds ? { return_token_ids: true } : {}) });
+        const body = withExtensions(encoded, caps);
         let res: HttpResponse;
         try {
-          res = await postJson(url, body, headers, timeoutMs, call.signal);
+          res = await postJson(endpoint, body, timeoutMs, call.signal);
         } catch (err) {
           if (call.signal?.aborted) throw err;
           const code = (err as NodeJS.ErrnoException).code ?? '';
@@ -64,6 +65,12 @@ export function createLlmClient(opts: ClientOptions): LlmClient {
       }
     },
   };
+}
+
+/** The request's JSON with the extensions still asked for appended (ChatRequest has no such keys). */
+function withExtensions(encoded: string, caps: { logprobs: boolean; tokenIds: boolean }): string {
+  if (!caps.logprobs && !caps.tokenIds) return encoded;
+  return `${encoded.slice(0, -1)}${caps.logprobs ? ',"logprobs":true' : ''}${caps.tokenIds ? ',"return_token_ids":true' : ''}}`;
 }
 
 function dropRejectedExtension(body: string, caps: { logprobs: boolean; tokenIds: boolean }): boolean {

@@ -37,9 +37,10 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
   const { store, setup } = d;
   const agents = setup.team.map((a) => a.id);
   const labels = Object.fromEntries(setup.team.map((a) => [a.id, a.label]));
-  const id = store.rollouts.start({ runId: d.runId, taskId: task.id, metadata: { agents, labels, prompts: setup.promptVersions, category: task.category ?? null } });
+  const { id, insert } = store.rollouts.prepare({ runId: d.runId, taskId: task.id, metadata: { agents, labels, prompts: setup.promptVersions, category: task.category ?? null } });
   // Batched, but never more than 200 ms behind: a killed collect loses almost nothing of the running rollout.
-  const writer = store.spans.writer(id, 64, 200);
+  // The rollout's row goes with the first batch (no commit of its own).
+  const writer = store.spans.writer(id, 64, 200, insert);
   const base = { id, taskId: task.id, reward: null, quality: null, winner: null, consensus: false, rounds: 0, tokens: 0, wallMs: 0 };
   try {
     const result = await orchestrate({ task: task.prompt, team: setup.team, config: d.config.orchestrator, sink: { span: (s) => writer.add(s) }, tools: d.tools, signal: d.signal });
@@ -64,10 +65,14 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     const quality = verdicts.length ? Math.max(...verdicts) : null;
     return { ...base, status: result.status, error: result.error, reward: scored.total, quality, winner: result.winner, consensus: result.consensus, rounds: result.rounds, tokens, wallMs: result.wallMs };
   } catch (err) {
-    writer.flush();
     const status = d.signal.aborted ? 'cancelled' : 'failed';
     const error = d.signal.aborted ? 'interrupted' : (err as Error).message;
-    store.rollouts.finish(id, { status, error });
+    store.transaction(() => {
+      writer.flush();
+      // A failed closing transaction may have rolled back the rollout's row with its first spans.
+      if (!store.rollouts.get(id)) insert();
+      store.rollouts.finish(id, { status, error });
+    });
     return { ...base, status, error };
   }
 }

@@ -8,22 +8,23 @@ interface RewardRaw {
 }
 
 export class RewardRepository {
-  private readonly insert;
+  private readonly insertAll: { immediate(rolloutId: string, rewards: readonly RewardInput[]): void };
 
   constructor(private readonly db: Db, private readonly redactor: Redactor) {
-    this.insert = db.prepare(`INSERT INTO rewards (rollout_id, channel, family, value, reason, agent, target_seq, created_at)
+    const insert = db.prepare(`INSERT INTO rewards (rollout_id, channel, family, value, reason, agent, target_seq, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
-  }
-
-  add(rolloutId: string, rewards: readonly RewardInput[]): void {
-    const insert = this.insert;
-    const now = Date.now();
-    this.db.transaction(() => {
+    // Wrapped once: better-sqlite3 builds four functions per db.transaction() call.
+    this.insertAll = db.transaction((rolloutId: string, rewards: readonly RewardInput[]) => {
+      const now = Date.now();
       for (const r of rewards) {
         if (!Number.isFinite(r.value)) throw new Error(`reward ${r.family}/${r.channel} is not a finite number: ${r.value}`);
         insert.run(rolloutId, r.channel, r.family, r.value, this.redactor.scrubOptional(r.reason), r.agent ?? null, r.targetSeq ?? null, now);
       }
-    }).immediate();
+    });
+  }
+
+  add(rolloutId: string, rewards: readonly RewardInput[]): void {
+    this.insertAll.immediate(rolloutId, rewards);
   }
 
   list(rolloutId: string): Reward[] {

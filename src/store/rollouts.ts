@@ -23,11 +23,20 @@ export class RolloutRepository {
   }
 
   start(input: RolloutStart = {}): string {
-    const id = input.id ?? newId('ro');
-    this.insert
-      .run(id, input.runId ?? null, input.taskId ?? null, input.source ?? 'collect',
-        this.redactor.json(input.metadata ?? {}), process.pid, HOST, Date.now());
+    const { id, insert } = this.prepare(input);
+    insert();
     return id;
+  }
+
+  /**
+   * A rollout's id now and its row later: `insert` is meant to run inside the caller's first write
+   * transaction (see SpanRepository.writer), which saves a commit of its own. started_at is now.
+   */
+  prepare(input: RolloutStart = {}): { id: string; insert: () => void } {
+    const id = input.id ?? newId('ro');
+    const row = [id, input.runId ?? null, input.taskId ?? null, input.source ?? 'collect',
+      this.redactor.json(input.metadata ?? {}), process.pid, HOST, Date.now()];
+    return { id, insert: () => void this.insert.run(row) };
   }
 
   finish(id: string, f: RolloutFinish): void {

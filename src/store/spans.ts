@@ -21,11 +21,12 @@ export class SpanRepository {
   private readonly insert;
   private readonly maxSeq;
   private readonly listStmt;
-  private readonly insertAll: { immediate(rows: readonly unknown[][]): void };
+  private readonly insertAll: { immediate(rows: readonly unknown[][], open?: () => void): void };
 
   constructor(db: Db, private readonly redactor: Redactor) {
     this.insert = db.prepare(INSERT);
-    this.insertAll = db.transaction((rows: readonly unknown[][]) => {
+    this.insertAll = db.transaction((rows: readonly unknown[][], open?: () => void) => {
+      open?.();
       for (const row of rows) this.insert.run(row);
     });
     this.maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) FROM spans WHERE rollout_id = ?').pluck();
@@ -34,10 +35,13 @@ export class SpanRepository {
 
   /**
    * A buffered writer for one rollout: sequence numbers are assigned at add(), rows land on flush(),
-   * which also happens once batchSize spans wait or the oldest has waited maxDelayMs.
+   * which also happens once batchSize spans wait or the oldest has waited maxDelayMs. With `open`
+   * (RolloutRepository.prepare), the rollout is new: its row is inserted by the first flush, in the
+   * same transaction as the first spans.
    */
-  writer(rolloutId: string, batchSize = 256, maxDelayMs?: number): SpanWriter {
-    return new SpanWriter(this, rolloutId, this.maxSeq.get(rolloutId) as number, batchSize, maxDelayMs);
+  writer(rolloutId: string, batchSize = 256, maxDelayMs?: number, open?: () => void): SpanWriter {
+    const lastSeq = open ? 0 : (this.maxSeq.get(rolloutId) as number);
+    return new SpanWriter(this, rolloutId, lastSeq, batchSize, maxDelayMs, open);
   }
 
   /** Appends spans in one transaction and returns their sequence numbers. */
@@ -49,8 +53,8 @@ export class SpanRepository {
   }
 
   /** @internal used by SpanWriter: one IMMEDIATE transaction per batch, so a crash never half-writes. */
-  writeBatch(rows: readonly unknown[][]): void {
-    this.insertAll.immediate(rows);
+  writeBatch(rows: readonly unknown[][], open?: () => void): void {
+    this.insertAll.immediate(rows, open);
   }
 
   encodePayload(payload: unknown): string {
@@ -76,6 +80,7 @@ export class SpanWriter {
     private lastSeq: number,
     private readonly batchSize: number,
     private readonly maxDelayMs?: number,
+    private open?: () => void,
   ) {}
 
   add(span: SpanInput): number {
@@ -103,13 +108,15 @@ export class SpanWriter {
     return this.buffer.length;
   }
 
+  /** Writes the waiting spans (and the rollout's row, if not written yet). */
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (!this.buffer.length) return;
+    if (!this.buffer.length && !this.open) return;
     const rows = this.buffer;
     this.buffer = [];
-    this.repo.writeBatch(rows);
+    this.repo.writeBatch(rows, this.open);
+    this.open = undefined;
   }
 }
 

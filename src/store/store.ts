@@ -41,6 +41,7 @@ export class Store {
   readonly trainingMetrics: TrainingMetricsRepository;
   /** Rows found 'running' for processes that had died, now marked failed. */
   readonly recovered: number;
+  private readonly runInTransaction: { immediate(fn: () => unknown): unknown };
 
   private constructor(readonly path: string, readonly db: Db, readonly redactor: Redactor) {
     this.tasks = new TaskRepository(db, redactor);
@@ -54,6 +55,7 @@ export class Store {
     this.checkpoints = new CheckpointRepository(db, redactor);
     this.trainingMetrics = new TrainingMetricsRepository(db, redactor);
     this.recovered = recoverOrphans(db);
+    this.runInTransaction = db.transaction((fn: () => unknown) => fn());
   }
 
   static open(opts: StoreOptions): Store {
@@ -62,7 +64,7 @@ export class Store {
 
   /** Runs fn in one write transaction (taken up front, so concurrent writers queue instead of failing). */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    return this.runInTransaction.immediate(fn) as T;
   }
 
   stats(): StoreStats {

@@ -19,14 +19,28 @@ export interface CallSite {
   name?: string;
 }
 
-/** One LLM call, always recorded as a prompt span: completed, failed or cancelled. */
+/**
+ * One LLM call, always recorded as a prompt span: completed, failed or cancelled. A decision call of an
+ * agent with `samples` k > 1 also asks the same request k − 1 more times, concurrently: `sample` spans
+ * that feed training groups (GRPO) and never act; the call returns once they have settled.
+ */
 export async function recordedCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: ToolSpec[]): Promise<{ result: ChatResult; seq: number }> {
+  const k = site.name === undefined ? site.agent.samples ?? 1 : 1;
+  const samples = Array.from({ length: k - 1 }, (_, i) => singleCall({ ...site, name: 'sample' }, messages, attempt, tools, { sample_index: i + 1 }).catch(() => undefined));
+  try {
+    return await singleCall(site, messages, attempt, tools);
+  } finally {
+    if (samples.length) await Promise.all(samples);
+  }
+}
+
+async function singleCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: ToolSpec[], extra?: { sample_index: number }): Promise<{ result: ChatResult; seq: number }> {
   const { agent } = site;
   // A shallow copy: turns only append messages, never edit them.
   const request: PromptPayload['request'] = { model: agent.model, messages: [...messages], temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}) };
   const startedAt = Date.now();
   const t0 = performance.now();
-  const base = { turn_id: site.turnId, round: site.round, attempt, request };
+  const base = { turn_id: site.turnId, round: site.round, attempt, request, ...extra };
   site.usage.llmCalls++;
   try {
     const result = await agent.client.chat(

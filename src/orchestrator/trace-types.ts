@@ -23,6 +23,8 @@ export interface PromptPayload {
   prompt_token_ids?: number[] | null;
   cancelled?: boolean;
   error?: string;
+  /** On `sample` spans (collect.samples_per_turn): which extra sample of the decision this is, from 1. */
+  sample_index?: number;
 }
 
 export interface ToolPayload {

@@ -17,6 +17,8 @@ export interface TeamAgent {
   implicitAnswer?: boolean;
   tools: ToolDefinition[];
   client: LlmClient;
+  /** Completions asked per decision (collect.samples_per_turn): the extra ones are recorded as `sample` prompt spans and do not act. */
+  samples?: number;
 }
 
 export interface ToolDefinition {

@@ -50,6 +50,7 @@ export async function setupTeam(loaded: LoadedConfig, store: Store): Promise<Tea
     const team: TeamAgent[] = config.agents.map((a, i) => ({
       id: a.id, label: `agent${i + 1}`, model: config.models[a.model]!.model, systemPrompt: prompts.get(a.system_prompt)!.content ?? '',
       temperature: a.temperature, maxTokens: a.max_tokens, toolMode: a.tool_mode, implicitAnswer: a.implicit_answer, tools: a.tools.map((t) => toolDefinition(t, config.tools)), client: clientFor(a.model),
+      samples: config.collect.samples_per_turn,
     }));
     const judgeName = config.rewards.judge.model;
     const judge = judgeName && (config.rewards.weights.judge ?? 0) !== 0 ? { client: clientFor(judgeName), model: config.models[judgeName]!.model } : undefined;

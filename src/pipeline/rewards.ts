@@ -7,6 +7,7 @@ import { computeRewards } from '../rewards/compute.js';
 import { totalFromRewards } from '../rewards/total.js';
 import type { Store } from '../store/index.js';
 import type { Reward, RewardInput, RolloutFilter } from '../store/types.js';
+import { samplesOf, sampleRewards } from './sample-rewards.js';
 import { withStore } from './store.js';
 
 export interface RecomputeSummary {
@@ -28,10 +29,13 @@ export async function recomputeRewards(loaded: LoadedConfig, filter: RolloutFilt
       let changed = 0;
       for (const r of rollouts) {
         const task = r.taskId ? (store.tasks.get(r.taskId) ?? null) : null;
-        const outcome = outcomeFromSpans(r, store.spans.list(r.id), task);
+        const spans = store.spans.list(r.id);
+        const outcome = outcomeFromSpans(r, spans, task);
         const scored = await computeRewards({ outcome, config: config.rewards, judge: judge?.judge }, config.rewards.weights);
         const kept = store.rewards.list(r.id).filter((w) => w.family === 'human');
         const total = totalFromRewards([...scored.rewards, ...kept], config.rewards.weights);
+        // Samples are credited on their own spans, after the total.
+        scored.rewards.push(...await sampleRewards(r.id, samplesOf(spans), task, { config: config.rewards, judge: judge?.judge }));
         store.transaction(() => {
           store.db.prepare("DELETE FROM rewards WHERE rollout_id = ? AND family <> 'human'").run(r.id);
           store.db.prepare("DELETE FROM spans WHERE rollout_id = ? AND type = 'reward' AND name <> 'human'").run(r.id);

@@ -32,15 +32,16 @@ export interface TeamCollect {
 
 /**
  * A project whose team of three (a, b, c) runs teamScript against a scripted endpoint on TEAM_TASKS, and
- * one collect of all three tasks. `extraYaml` is appended to the config. The caller closes the server.
+ * one collect of all three tasks. `extraYaml` is appended to the config, `collectKeys` (", key: value")
+ * to its collect section. The caller closes the server.
  */
-export async function teamCollect(extraYaml = '', files: Record<string, string> = {}): Promise<TeamCollect> {
+export async function teamCollect(extraYaml = '', files: Record<string, string> = {}, collectKeys = ''): Promise<TeamCollect> {
   const server = await startScriptedServer(teamScript);
   const models = ['a', 'b', 'c'].map((x) => `  stub_${x}: { base_url: "${server.baseUrl}", model: model-${x} }`).join('\n');
   const yaml = `models:\n${models}\nagents:\n${['a', 'b', 'c'].map((x) => `  - { id: ${x}, model: stub_${x}, tool_mode: text }`).join('\n')}
 tasks:\n  sources: [{ file: tasks.jsonl }]
 rewards:\n  weights: { exact: 1, numeric: 1, coordination: 0.2, voting: 0.5, peer_vote: 0.2 }
-collect: { concurrency: 1, split: all }
+collect: { concurrency: 1, split: all${collectKeys} }
 orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
 ${extraYaml}`;
   const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': TEAM_TASKS, ...files });

@@ -5,7 +5,8 @@ import type { LlmClient } from '../../llm/types.js';
 import type { RewardsConfig, RewardUsage } from '../../rewards/types.js';
 import type { Store } from '../../store/index.js';
 import type { Task } from '../../tasks/types.js';
-import { MalformedRequest, parseRewardRequest, scoreCompletion, SINGLE_ANSWER_FAMILIES, singleAnswerWeights, type RewardRequest } from './reward-request.js';
+import { scoreCompletion, SINGLE_ANSWER_FAMILIES, singleAnswerWeights } from '../completion-rewards.js';
+import { MalformedRequest, parseRewardRequest, type RewardRequest } from './reward-request.js';
 
 export const REWARD_BRIDGE_PATH = '/rewards';
 

@@ -1,0 +1,70 @@
+import { implicitAction, parseTextAction } from '../orchestrator/text-protocol.js';
+import { computeRewards, type RewardResult } from '../rewards/compute.js';
+import type { RewardContext, RewardsConfig, RolloutOutcome } from '../rewards/types.js';
+import type { Task } from '../tasks/types.js';
+
+/** One completion scored on its own (online GRPO samples, collect.samples_per_turn samples). */
+
+/**
+ * The reward families that can score one answer on its own. The team-level ones (coordination, voting,
+ * tool, peer_vote) need a whole orchestration, and human feedback cannot exist for a fresh sample.
+ */
+export const SINGLE_ANSWER_FAMILIES = ['exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains', 'judge', 'custom'] as const;
+
+/** rewards.weights restricted to SINGLE_ANSWER_FAMILIES with a non-zero weight. */
+export function singleAnswerWeights(weights: RewardsConfig['weights']): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const name of SINGLE_ANSWER_FAMILIES) if ((weights[name] ?? 0) !== 0) out[name] = weights[name]!;
+  return out;
+}
+
+export type CompletionAction = { kind: 'answer'; content: string } | { kind: 'vote' } | { kind: 'invalid'; detail: string };
+
+/**
+ * A sampled completion read with the orchestrator's text protocol: `ANSWER: …`, `VOTE: agentN | …`, or
+ * free text, which counts as the answer (as for agents with implicit_answer). Several actions, an empty
+ * ANSWER:, a VOTE: without a label or an empty reply break the protocol.
+ */
+export function completionAction(text: string): CompletionAction {
+  const parsed = parseTextAction(text);
+  if (parsed.ok) return parsed.action.kind === 'vote' ? { kind: 'vote' } : { kind: 'answer', content: parsed.action.content };
+  if (parsed.kind !== 'no_action') return { kind: 'invalid', detail: parsed.detail };
+  // No answers are in play here, so this never turns free text into a vote.
+  const action = implicitAction(text, new Map(), true);
+  return action?.kind === 'answer' ? { kind: 'answer', content: action.content } : { kind: 'invalid', detail: 'empty completion' };
+}
+
+export interface CompletionInput {
+  /** Names the synthesized rollout (what a custom reward command sees as rolloutId). */
+  id: string;
+  text: string;
+  task: Task;
+  agent: string;
+}
+
+/**
+ * The weighted total of the single-answer families for one completion, scored as a one-agent rollout
+ * whose final answer is the completion's answer; a completion that breaks the protocol is a rollout
+ * that failed without an answer (0 for the reference families). Null for a vote, or when no family
+ * scored (e.g. no reference and no judge or custom family). A family that cannot compute throws a
+ * RewardError (see computeRewards).
+ */
+export async function scoreCompletion(input: CompletionInput, ctx: Omit<RewardContext, 'outcome'>, weights: Record<string, number>): Promise<number | null> {
+  const result = await completionRewards(input, ctx, weights);
+  return result && Object.keys(result.byFamily).length ? result.total : null;
+}
+
+/** scoreCompletion's rewards, family by family (null for a vote). */
+export async function completionRewards(input: CompletionInput, ctx: Omit<RewardContext, 'outcome'>, weights: Record<string, number>): Promise<RewardResult | null> {
+  const action = completionAction(input.text);
+  if (action.kind === 'vote') return null;
+  const answer = action.kind === 'answer' ? action.content : null;
+  const { agent } = input;
+  const outcome: RolloutOutcome = {
+    rolloutId: input.id, task: input.task, status: answer === null ? 'failed' : 'completed', agents: [agent],
+    labels: { [agent]: 'agent1' }, finalAnswer: answer, winner: answer === null ? null : agent, consensus: false,
+    rounds: 1, tokens: 0, answers: answer === null ? [] : [{ agent, label: 'agent1', content: answer, round: 1, seq: 1 }],
+    votes: [], toolCalls: [],
+  };
+  return computeRewards({ ...ctx, outcome }, weights);
+}

@@ -8,6 +8,7 @@ import type { RewardInput } from '../store/types.js';
 import type { Task } from '../tasks/types.js';
 import type { TeamSetup } from './collect-team.js';
 import { rewardSpan } from './rewards.js';
+import { sampleRecorder, sampleRewards } from './sample-rewards.js';
 
 export interface RolloutSummary {
   id: string;
@@ -43,7 +44,8 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
   const writer = store.spans.writer(id, 64, 200, insert);
   const base = { id, taskId: task.id, reward: null, quality: null, winner: null, consensus: false, rounds: 0, tokens: 0, wallMs: 0 };
   try {
-    const result = await orchestrate({ task: task.prompt, team: setup.team, config: d.config.orchestrator, sink: { span: (s) => writer.add(s) }, tools: d.tools, signal: d.signal });
+    const recorder = sampleRecorder((s) => writer.add(s));
+    const result = await orchestrate({ task: task.prompt, team: setup.team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal });
     const costs = { tokens: result.usage.totalTokens, toolCalls: result.usage.toolCalls, messages: result.usage.llmCalls, wallMs: result.wallMs };
     if (result.status === 'cancelled') {
       writer.flush();
@@ -52,7 +54,10 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     }
     const outcome = outcomeFromResult(id, task, agents, result);
     const scored = await computeRewards({ outcome, config: d.config.rewards, judge: setup.judge, signal: d.signal }, d.config.rewards.weights);
-    const tokens = costs.tokens + scored.judgeTokens;
+    // Samples are credited on their own spans and stay out of the total.
+    const sampleUsage = { judgeTokens: 0, judgeCalls: 0 };
+    scored.rewards.push(...await sampleRewards(id, recorder.samples, task, { config: d.config.rewards, judge: setup.judge, signal: d.signal, usage: sampleUsage }));
+    const tokens = costs.tokens + scored.judgeTokens + sampleUsage.judgeTokens;
     // The closing writes (last spans, rewards, the rollout row) land together.
     store.transaction(() => {
       writeRewardSpans(writer, scored.rewards);

@@ -1,0 +1,61 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { ALGOS } from '../../src/config/schema.js';
+import { checkMemory, selectDevices } from '../../src/pipeline/train/preflight.js';
+import type { TrainStart } from '../../src/pipeline/train/start.js';
+import { trainerConfig, trainerConfigHash, writeTrainerConfig } from '../../src/pipeline/train/trainer-config.js';
+import { pythonEnv } from '../../src/trainers/python.js';
+import { venvPython } from '../../src/trainers/venv.js';
+import { tempDir } from '../helpers.js';
+
+const ARGS = { sft: 'SFTArgs', dpo: 'DPOArgs', grpo: 'GRPOArgs', ppo: 'PPOArgs' } as const;
+
+describe('the trainer config train writes', () => {
+  it('is accepted by every bundled trainer, key for key (the TypeScript and Python sides agree)', async () => {
+    const dir = tempDir({ 'massgen-rl.yaml': 'train:\n  lora: { r: 4 }\n  max_steps: 3\n', 'model/config.json': '{}', 'data.jsonl': '{}\n' });
+    const loaded = loadConfig({ cwd: dir });
+    for (const algo of ALGOS) {
+      const cfg = trainerConfig({ train: loaded.config.train, algo, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir, rewardUrl: 'http://127.0.0.1:1/rewards' });
+      const file = path.join(dir, `${algo}.yaml`);
+      writeTrainerConfig(file, cfg);
+      const code = `from massgen_rl_trainers.${algo} import ${ARGS[algo]}\nfrom massgen_rl_trainers.train_common import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu}))`;
+      const r = await execa(venvPython(loaded.paths.venvDir), ['-c', code], { env: pythonEnv(), reject: false });
+      expect(r.exitCode, `${algo}: ${r.stderr}`).toBe(0);
+      expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ max_steps: 3, lora: { r: 4 }, use_cpu: true });
+    }
+  }, 120_000);
+
+  it('hashes what the run learns with, not where it runs', () => {
+    const { config } = loadConfig({ cwd: tempDir() });
+    const at = (dir: string, lr = config.train.learning_rate) => trainerConfig({ train: { ...config.train, learning_rate: lr }, algo: 'sft', modelPath: `${dir}/m`, outputDir: `${dir}/o`, datasetPath: `${dir}/d`, cpu: true, baseDir: dir });
+    expect(trainerConfigHash(at('/a'))).toBe(trainerConfigHash(at('/b')));
+    expect(trainerConfigHash(at('/a', 1e-3))).not.toBe(trainerConfigHash(at('/a')));
+  });
+});
+
+describe('train preflight', () => {
+  it('refuses a model that cannot fit in free RAM, naming the figures and the way out', () => {
+    const dir = tempDir({ 'big/config.json': '{}' });
+    const weights = path.join(dir, 'big', 'model.safetensors');
+    fs.writeFileSync(weights, '');
+    fs.truncateSync(weights, 2 ** 40); // sparse: 1 TiB on paper
+    const start: TrainStart = { ref: './big', line: 'big', dir: path.join(dir, 'big'), adapter: false, baseDir: null, resource: null, checkpoint: null, watermark: 0 };
+    expect(() => checkMemory(start, 'sft', false, false, 1, { cpu: true, gpus: [] })).toThrow(/not enough memory to train sft \(full fine-tuning\) on 1024\.0 GiB of weights: about \d+\.\d GiB needed, .* free RAM/);
+    const small = { ...start, dir: path.join(dir, 'small') };
+    fs.mkdirSync(small.dir);
+    fs.writeFileSync(path.join(small.dir, 'model.safetensors'), Buffer.alloc(1024));
+    expect(checkMemory(small, 'sft', true, false, 2, { cpu: true, gpus: [] }).weightBytes).toBe(1024);
+  });
+
+  it('train.gpus must name GPUs this machine has', async () => {
+    expect(await selectDevices('none')).toEqual({ cpu: true, gpus: [] });
+    const auto = await selectDevices('auto');
+    if (!auto.gpus.length) {
+      expect(auto.cpu).toBe(true);
+      await expect(selectDevices('0,7')).rejects.toThrow(/train\.gpus "0,7": no GPU 0, 7 on this machine \(nvidia-smi finds none\)/);
+    }
+  });
+});

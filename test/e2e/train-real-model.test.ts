@@ -1,0 +1,95 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { createLlmClient } from '../../src/llm/client.js';
+import { collect } from '../../src/pipeline/collect.js';
+import { serveModel } from '../../src/pipeline/serve.js';
+import { openStore } from '../../src/pipeline/store.js';
+import { train, type TrainResult } from '../../src/pipeline/train.js';
+
+// The real parts: traces from a collect with the default model (served by our server), real TRL
+// trainers on CPU in the trainer venv, checkpoints registered in the store and served again.
+const CONFIG = `agents:
+${['a', 'b', 'c'].map((x) => `  - { id: agent_${x}, model: local, tool_mode: text, implicit_answer: true, max_tokens: 48, temperature: 1.0 }`).join('\n')}
+orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }
+tasks:
+  sources: [{ suite: arithmetic, n: 12 }]
+rewards:
+  weights: { exact: 1, numeric: 1, f1: 0.5, coordination: 0.2, peer_vote: 0.2 }
+collect: { concurrency: 2, n: 4, split: all, samples_per_turn: 3 }
+train:
+  max_steps: 2
+  batch_size: 2
+  max_length: 384
+  save_steps: 0
+  learning_rate: 0.0001
+  sft: { reward_threshold: null }
+  grpo: { num_generations: 2, max_completion_length: 48 }
+  gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
+`;
+
+let loaded: LoadedConfig;
+
+/** The checkpoint answers through `serve`: the weights load (adapter on its base) and generate. */
+async function servesAnswer(r: TrainResult): Promise<void> {
+  const served = await serveModel(loaded, undefined, { weights: `resource:${r.weight.name}@${r.weight.version}`, logFile: false });
+  try {
+    const client = createLlmClient({ baseUrl: served.baseUrl, timeoutMs: 120_000, maxRetries: 0, logprobs: false });
+    const reply = await client.chat({ model: served.model, messages: [{ role: 'user', content: 'What is 2 + 3?' }], max_tokens: 16, temperature: 0 });
+    expect(reply.content?.length ?? 0).toBeGreaterThan(0);
+  } finally {
+    await served.stop();
+  }
+}
+
+function expectLineage(r: TrainResult, algo: string): void {
+  const store = openStore(loaded);
+  try {
+    const ck = store.checkpoints.get(r.checkpoint.id)!;
+    expect(ck).toMatchObject({ algo, trainingRunId: r.runId, datasetHash: r.dataset.hash, watermark: r.dataset.watermark.to, baseModel: 'builtin:smollm2-135m-instruct' });
+    expect(ck.configHash).toMatch(/^[0-9a-f]{16}$/);
+    expect(typeof ck.metrics.final_loss).toBe('number');
+    expect(store.trainingMetrics.count(r.runId)).toBe(2);
+    const resource = store.resources.get(ck.resourceId!)!;
+    expect(resource).toMatchObject({ name: 'smollm2-135m-instruct', kind: 'weight' });
+    expect(resource.metadata).toMatchObject({ adapter: true, base_path: loaded.paths.defaultModelDir, algo });
+    expect(fs.existsSync(path.join(ck.path, 'adapter_config.json'))).toBe(true);
+  } finally {
+    store.close();
+  }
+}
+
+describe('train on CPU with the default model, from real traces', () => {
+  // One project for the whole file (the helpers' tempDir is per test).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-train-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+  beforeAll(async () => {
+    fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), CONFIG);
+    loaded = loadConfig({ cwd: dir, env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+    const summary = await collect(loaded);
+    expect(summary.completed).toBeGreaterThanOrEqual(3);
+  }, 1_200_000);
+
+  for (const algo of ['sft', 'dpo', 'grpo', 'ppo'] as const) {
+    it(`${algo}: trains a few steps, registers a LoRA checkpoint with lineage, and serve answers with it`, async () => {
+      const r = await train(loaded, { algo });
+      expect(r).toMatchObject({ algo, steps: 2 });
+      expect(r.dataset.rows).toBeGreaterThan(0);
+      expectLineage(r, algo);
+      await servesAnswer(r);
+    }, 900_000);
+  }
+
+  it('sft in 2 accelerate processes (gloo on CPU) trains from a checkpoint as its parent', async () => {
+    const store = openStore(loaded);
+    const parent = store.checkpoints.latest({ algo: 'sft' })!;
+    store.close();
+    const two = loadConfig({ cwd: loaded.paths.baseDir, overrides: ['train.num_processes=2', 'train.batch_size=1'], env: loaded.env });
+    const r = await train(two, { algo: 'sft', from: parent.id, all: true });
+    expect(r.steps).toBe(2);
+    expect(r.checkpoint.parentId).toBe(parent.id);
+    expect(fs.readFileSync(r.logFile, 'utf8')).toMatch(/accelerate\.commands\.launch --main_process_port \d+ --num_processes 2 --config_file \S+cpu-2proc\.yaml/);
+  }, 900_000);
+});

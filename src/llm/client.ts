@@ -1,4 +1,5 @@
 import { HttpTimeoutError, jsonEndpoint, postJson, type HttpResponse } from './http.js';
+import { encodeObject } from './json-text.js';
 import { parseCompletion } from './parse.js';
 import type { CallOptions, ChatRequest, ChatResult, LlmClient } from './types.js';
 
@@ -34,7 +35,7 @@ export function createLlmClient(opts: ClientOptions): LlmClient {
     async chat(request: ChatRequest, call: CallOptions = {}): Promise<ChatResult> {
       const started = performance.now();
       const timeoutMs = call.timeoutMs ?? opts.timeoutMs;
-      const encoded = JSON.stringify(request);
+      const encoded = encodeObject(request as unknown as Record<string, unknown>);
       let attempts = 0;
       for (;;) {
         attempts++;

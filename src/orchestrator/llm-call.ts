@@ -1,3 +1,4 @@
+import { encodeObject } from '../llm/json-text.js';
 import type { ChatMessage, ChatResult, ToolSpec } from '../llm/types.js';
 import type { PromptPayload } from './trace-types.js';
 import type { OrchestrationResult, TeamAgent, TraceSink } from './types.js';
@@ -40,6 +41,12 @@ async function singleCall(site: CallSite, messages: ChatMessage[], attempt: numb
   const request: PromptPayload['request'] = { model: agent.model, messages: [...messages], temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}) };
   const startedAt = Date.now();
   const t0 = performance.now();
+  // The span's JSON is assembled around the request's, which reuses the constant system prompt and tool specs.
+  const requestJson = encodeObject(request);
+  const record = (payload: PromptPayload) => site.sink.span({
+    type: 'prompt', name: site.name ?? 'chat', agent: agent.id, parentSeq: site.parentSeq, startedAt, durationMs: performance.now() - t0,
+    payload, payloadJson: encodeObject(payload as unknown as Record<string, unknown>, { request: requestJson }),
+  });
   const base = { turn_id: site.turnId, round: site.round, attempt, request, ...extra };
   site.usage.llmCalls++;
   try {
@@ -59,14 +66,13 @@ async function singleCall(site: CallSite, messages: ChatMessage[], attempt: numb
       token_ids: result.tokenIds,
       prompt_token_ids: result.promptTokenIds,
     };
-    const seq = site.sink.span({ type: 'prompt', name: site.name ?? 'chat', agent: agent.id, parentSeq: site.parentSeq, startedAt, durationMs: performance.now() - t0, payload });
-    return { result, seq };
+    return { result, seq: record(payload) };
   } catch (err) {
     const payload: PromptPayload = {
       ...base, response: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, latency_ms: performance.now() - t0,
       ...(site.signal.aborted ? { cancelled: true } : { error: (err as Error).message }),
     };
-    site.sink.span({ type: 'prompt', name: site.name ?? 'chat', agent: agent.id, parentSeq: site.parentSeq, startedAt, durationMs: performance.now() - t0, payload });
+    record(payload);
     throw err;
   }
 }

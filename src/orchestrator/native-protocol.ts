@@ -1,10 +1,25 @@
+import { constantJson } from '../llm/json-text.js';
 import type { ToolCall, ToolSpec } from '../llm/types.js';
 import type { Action, ToolDefinition } from './types.js';
 
 export const NEW_ANSWER = 'new_answer';
 export const VOTE = 'vote';
 
-export function workflowTools(labels: string[], canAnswer: boolean): ToolSpec[] {
+// Tool specs are constants (json-text.ts): the same objects for the same labels, their JSON encoded once.
+const workflowCache = new Map<string, readonly ToolSpec[]>();
+const specCache = new WeakMap<ToolDefinition, ToolSpec>();
+
+export function workflowTools(labels: string[], canAnswer: boolean): readonly ToolSpec[] {
+  const key = `${canAnswer}|${labels.join(',')}`;
+  let specs = workflowCache.get(key);
+  if (!specs) {
+    if (workflowCache.size >= 256) workflowCache.clear();
+    workflowCache.set(key, (specs = constantJson(buildWorkflowTools(labels, canAnswer))));
+  }
+  return specs;
+}
+
+function buildWorkflowTools(labels: string[], canAnswer: boolean): ToolSpec[] {
   const vote: ToolSpec = {
     type: 'function',
     function: {
@@ -13,7 +28,7 @@ export function workflowTools(labels: string[], canAnswer: boolean): ToolSpec[] 
       parameters: {
         type: 'object',
         properties: {
-          agent_id: { type: 'string', enum: labels.length ? labels : undefined, description: 'label of the answer, e.g. agent1' },
+          agent_id: { type: 'string', enum: labels.length ? [...labels] : undefined, description: 'label of the answer, e.g. agent1' },
           reason: { type: 'string', description: 'why this answer is the best' },
         },
         required: ['agent_id', 'reason'],
@@ -32,7 +47,15 @@ export function workflowTools(labels: string[], canAnswer: boolean): ToolSpec[] 
 }
 
 export function toolSpecs(tools: ToolDefinition[]): ToolSpec[] {
-  return tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  return tools.map((t) => {
+    let spec = specCache.get(t);
+    if (!spec) {
+      // A copy of the parameters: the constant is frozen, the tool definition stays the caller's.
+      spec = constantJson<ToolSpec>({ type: 'function', function: { name: t.name, description: t.description, parameters: structuredClone(t.parameters) } });
+      specCache.set(t, spec);
+    }
+    return spec;
+  });
 }
 
 export type ParsedCalls =

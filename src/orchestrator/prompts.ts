@@ -1,3 +1,4 @@
+import { constantJson } from '../llm/json-text.js';
 import type { ChatMessage } from '../llm/types.js';
 import { textProtocolInstructions } from './text-protocol.js';
 import type { OrchestratorConfig, TeamAgent } from './types.js';
@@ -7,6 +8,18 @@ const SENSITIVITY: Record<OrchestratorConfig['voting_sensitivity'], string> = {
   balanced: 'Vote for an existing answer only if it is correct, complete and clearly explained; otherwise give a better answer.',
   strict: 'Vote only for an answer that is fully correct, complete, well justified and could not be improved; otherwise give a better answer.',
 };
+
+// The same system message object for the same text: a constant whose JSON is encoded once (json-text.ts).
+const systemMessages = new Map<string, ChatMessage>();
+
+function systemMessage(content: string): ChatMessage {
+  let message = systemMessages.get(content);
+  if (!message) {
+    if (systemMessages.size >= 256) systemMessages.clear();
+    systemMessages.set(content, (message = constantJson<ChatMessage>({ role: 'system', content })));
+  }
+  return message;
+}
 
 export function answersBlock(answers: Map<string, string>): string {
   if (!answers.size) return '<CURRENT ANSWERS>\n(no answers yet)\n</CURRENT ANSWERS>';
@@ -22,7 +35,7 @@ export function coordinationMessages(agent: TeamAgent, task: string, answers: Ma
     agent.toolMode === 'text' ? textProtocolInstructions(canAnswer) : `Finish by calling exactly one of the tools ${canAnswer ? 'new_answer or vote' : 'vote'}.`,
   ].join('\n\n');
   return [
-    { role: 'system', content: `${agent.systemPrompt}\n\n${rules}` },
+    systemMessage(`${agent.systemPrompt}\n\n${rules}`),
     // Small models follow the last thing they read: the format comes again at the end in text mode.
     { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n${answersBlock(answers)}${agent.toolMode === 'text' ? `\n\n${replyFormat(answers.size > 0, canAnswer)}` : ''}` },
   ];
@@ -37,14 +50,14 @@ function replyFormat(hasAnswers: boolean, canAnswer: boolean): string {
 export function presentationMessages(agent: TeamAgent, task: string, answers: Map<string, string>, votes: { voterLabel: string; target: string; reason: string }[]): ChatMessage[] {
   const voteLines = votes.length ? votes.map((v) => `${v.voterLabel} voted for ${v.target}: ${v.reason || '(no reason)'}`).join('\n') : '(no votes)';
   return [
-    { role: 'system', content: `${agent.systemPrompt}\n\nYour answer (${agent.label}) was selected. Present the final answer to the original message, using anything the other answers got right. End with a line "Final answer: ...".` },
+    systemMessage(`${agent.systemPrompt}\n\nYour answer (${agent.label}) was selected. Present the final answer to the original message, using anything the other answers got right. End with a line "Final answer: ...".`),
     { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n${answersBlock(answers)}\n\n<VOTES>\n${voteLines}\n</VOTES>` },
   ];
 }
 
 export function reviewMessages(agent: TeamAgent, task: string, finalAnswer: string): ChatMessage[] {
   return [
-    { role: 'system', content: `${agent.systemPrompt}\n\nCheck the final answer against the original message. Reply with one line: CONFIRM if it is correct and complete, or RESTART: <what is wrong> if the team should try again.` },
+    systemMessage(`${agent.systemPrompt}\n\nCheck the final answer against the original message. Reply with one line: CONFIRM if it is correct and complete, or RESTART: <what is wrong> if the team should try again.`),
     { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n<FINAL ANSWER>\n${finalAnswer}\n</FINAL ANSWER>` },
   ];
 }

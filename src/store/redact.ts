@@ -54,7 +54,11 @@ export class Redactor {
 
   /** JSON-encodes a value and scrubs the result (secrets inside keys or nested strings included). */
   json(value: unknown): string {
-    const text = JSON.stringify(value ?? {});
+    return this.jsonText(JSON.stringify(value ?? {}), value);
+  }
+
+  /** json(value) for a value whose JSON text (JSON.stringify(value)) the caller already has. */
+  jsonText(text: string, value: unknown): string {
     if (!this.regex) return text;
     let crossed = false;
     this.regex.lastIndex = 0;

@@ -61,6 +61,10 @@ export class SpanRepository {
     return this.redactor.json(payload);
   }
 
+  encodePayloadJson(text: string, payload: unknown): string {
+    return this.redactor.jsonText(text, payload);
+  }
+
   scrub(text: string | null | undefined): string | null {
     return this.redactor.scrubOptional(text);
   }
@@ -94,7 +98,7 @@ export class SpanWriter {
       this.repo.scrub(span.agent),
       span.startedAt ?? Date.now(),
       span.durationMs ?? 0,
-      this.repo.encodePayload(span.payload),
+      span.payloadJson === undefined ? this.repo.encodePayload(span.payload) : this.repo.encodePayloadJson(span.payloadJson, span.payload),
     ]);
     if (this.buffer.length >= this.batchSize) this.flush();
     else if (this.maxDelayMs !== undefined && !this.timer) {

@@ -12,6 +12,8 @@ export interface SpanInput {
   startedAt?: number;
   durationMs?: number;
   payload?: unknown;
+  /** JSON.stringify(payload), when the producer has it already; the store redacts it as it would the payload. */
+  payloadJson?: string;
 }
 
 export interface Span {

@@ -179,6 +179,10 @@ describe('orchestrator (scripted OpenAI-compatible server)', () => {
     expect(r2.usage.toolCalls).toBe(1);
     expect(r2.toolCalls).toEqual([expect.objectContaining({ agent: 'a', name: 'calculator', success: true })]);
     expect(sink.named('vote').length).toBe(3);
+    // Prompt spans carry their JSON, assembled from reused parts: exactly the payload's own encoding.
+    const prompts = [...sink.spans, ...sink2.spans].filter((sp) => sp.type === 'prompt');
+    expect(prompts.length).toBeGreaterThan(8);
+    for (const p of prompts) expect(p.payloadJson).toBe(JSON.stringify(p.payload));
   });
 
   it('reads implicit answers and votes from tiny models that ignore the action format', async () => {

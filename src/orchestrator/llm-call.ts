@@ -39,40 +39,57 @@ async function singleCall(site: CallSite, messages: ChatMessage[], attempt: numb
   const { agent } = site;
   // A shallow copy: turns only append messages, never edit them.
   const request: PromptPayload['request'] = { model: agent.model, messages: [...messages], temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}) };
-  const startedAt = Date.now();
-  const t0 = performance.now();
-  // The span's JSON is assembled around the request's, which reuses the constant system prompt and tool specs.
-  const requestJson = encodeObject(request);
-  const record = (payload: PromptPayload) => site.sink.span({
-    type: 'prompt', name: site.name ?? 'chat', agent: agent.id, parentSeq: site.parentSeq, startedAt, durationMs: performance.now() - t0,
-    payload, payloadJson: encodeObject(payload as unknown as Record<string, unknown>, { request: requestJson }),
-  });
-  const base = { turn_id: site.turnId, round: site.round, attempt, request, ...extra };
+  const call: PromptCall = { site, startedAt: Date.now(), t0: performance.now(), base: { turn_id: site.turnId, round: site.round, attempt, request, ...extra }, requestJson: encodeObject(request) };
   site.usage.llmCalls++;
+  let result: ChatResult;
   try {
-    const result = await agent.client.chat(
+    result = await agent.client.chat(
       { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'auto' } : {}) },
       { signal: site.signal },
     );
-    site.usage.promptTokens += result.usage.promptTokens;
-    site.usage.completionTokens += result.usage.completionTokens;
-    site.usage.totalTokens += result.usage.totalTokens;
-    const payload: PromptPayload = {
-      ...base,
-      response: { content: result.content, tool_calls: result.toolCalls, finish_reason: result.finishReason },
-      usage: { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens, total_tokens: result.usage.totalTokens },
-      latency_ms: result.latencyMs,
-      logprobs: result.logprobs,
-      token_ids: result.tokenIds,
-      prompt_token_ids: result.promptTokenIds,
-    };
-    return { result, seq: record(payload) };
   } catch (err) {
-    const payload: PromptPayload = {
-      ...base, response: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, latency_ms: performance.now() - t0,
-      ...(site.signal.aborted ? { cancelled: true } : { error: (err as Error).message }),
-    };
-    record(payload);
+    recordFailure(call, err);
     throw err;
   }
+  return { result, seq: recordSuccess(call, result) };
+}
+
+interface PromptCall {
+  site: CallSite;
+  startedAt: number;
+  t0: number;
+  base: Pick<PromptPayload, 'turn_id' | 'round' | 'attempt' | 'request'> & { sample_index?: number };
+  /** The request's JSON: the span's is assembled around it, reusing the constant system prompt and tool specs. */
+  requestJson: string;
+}
+
+function recordSuccess(call: PromptCall, result: ChatResult): number {
+  const { usage } = call.site;
+  usage.promptTokens += result.usage.promptTokens;
+  usage.completionTokens += result.usage.completionTokens;
+  usage.totalTokens += result.usage.totalTokens;
+  return record(call, {
+    ...call.base,
+    response: { content: result.content, tool_calls: result.toolCalls, finish_reason: result.finishReason },
+    usage: { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens, total_tokens: result.usage.totalTokens },
+    latency_ms: result.latencyMs,
+    logprobs: result.logprobs,
+    token_ids: result.tokenIds,
+    prompt_token_ids: result.promptTokenIds,
+  });
+}
+
+function recordFailure(call: PromptCall, err: unknown): void {
+  record(call, {
+    ...call.base, response: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, latency_ms: performance.now() - call.t0,
+    ...(call.site.signal.aborted ? { cancelled: true } : { error: (err as Error).message }),
+  });
+}
+
+function record(call: PromptCall, payload: PromptPayload): number {
+  const { site } = call;
+  return site.sink.span({
+    type: 'prompt', name: site.name ?? 'chat', agent: site.agent.id, parentSeq: site.parentSeq, startedAt: call.startedAt, durationMs: performance.now() - call.t0,
+    payload, payloadJson: encodeObject(payload as unknown as Record<string, unknown>, { request: call.requestJson }),
+  });
 }

@@ -1,12 +1,11 @@
 import type { ChatMessage } from '../llm/types.js';
 import { recordedCall, type Usage } from './llm-call.js';
-import { NEW_ANSWER, parseWorkflowCalls, toolSpecs, VOTE, workflowTools } from './native-protocol.js';
-import { coordinationMessages, correction } from './prompts.js';
-import { implicitAction, parseTextAction } from './text-protocol.js';
+import { toolSpecs, workflowTools } from './native-protocol.js';
+import { coordinationMessages } from './prompts.js';
+import { correct, isWorkflowCall, readAction } from './turn-action.js';
 import { runTools, textToolCall } from './turn-tools.js';
-import type { InvalidActionPayload } from './trace-types.js';
 import type { Action, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
-import { validateAction, type Snapshot } from './validate.js';
+import type { Snapshot } from './validate.js';
 
 export interface TurnContext {
   agent: TeamAgent;
@@ -45,36 +44,22 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
   }, ctx.config.agent_timeout_s * 1000);
   const site = { agent, sink: ctx.sink, usage: ctx.usage, turnId: ctx.turnId, round: ctx.round, parentSeq: ctx.roundSeq, signal };
   const messages: ChatMessage[] = coordinationMessages(agent, ctx.task, snapshot.answers, snapshot.canAnswer, ctx.config.voting_sensitivity, ctx.teamSize);
-  const labels = [...snapshot.answers.keys()];
-  const specs = agent.toolMode === 'native' ? [...workflowTools(labels, snapshot.canAnswer), ...toolSpecs(agent.tools)] : undefined;
+  const specs = agent.toolMode === 'native' ? [...workflowTools([...snapshot.answers.keys()], snapshot.canAnswer), ...toolSpecs(agent.tools)] : undefined;
   let attempt = 1;
   let toolSteps = 0;
   try {
     while (attempt <= ctx.config.max_action_retries + 1) {
       const { result, seq } = await recordedCall(site, messages, attempt, specs);
-      const ordinary = result.toolCalls.filter((c) => c.function.name !== NEW_ANSWER && c.function.name !== VOTE);
-      const textTool = agent.toolMode === 'text' ? textToolCall(result.content ?? '', agent.tools) : undefined;
+      const ordinary = result.toolCalls.length ? result.toolCalls.filter((c) => !isWorkflowCall(c)) : result.toolCalls;
+      const textTool = agent.toolMode === 'text' && agent.tools.length ? textToolCall(result.content ?? '', agent.tools) : undefined;
       if ((ordinary.length || textTool) && toolSteps++ < MAX_TOOL_STEPS) {
         messages.push({ role: 'assistant', content: result.content, ...(ordinary.length ? { tool_calls: result.toolCalls } : {}) });
         messages.push(...(await runTools(ctx, seq, signal, ordinary, textTool)));
-        if (!result.toolCalls.some((c) => c.function.name === NEW_ANSWER || c.function.name === VOTE)) continue;
+        if (!result.toolCalls.some(isWorkflowCall)) continue;
       }
-      let parsed = agent.toolMode === 'native' ? parseWorkflowCalls(result.toolCalls) : parseTextAction(result.content ?? '');
-      if (!parsed.ok && parsed.kind === 'no_action' && agent.toolMode === 'text' && agent.implicitAnswer) {
-        const action = implicitAction(result.content ?? '', snapshot.answers, snapshot.canAnswer);
-        if (action) parsed = { ok: true, action };
-      }
-      const invalid = parsed.ok ? validateAction(parsed.action, snapshot, ctx.config.answer_novelty_requirement) : { kind: parsed.kind, detail: parsed.detail };
-      if (!invalid && parsed.ok) return { kind: 'action', action: parsed.action, promptSeq: seq };
-      const fix = correction(agent, invalid!.detail, snapshot.canAnswer);
-      const payload: InvalidActionPayload = { turn_id: ctx.turnId, kind: invalid!.kind, detail: invalid!.detail, correction: fix, attempt };
-      ctx.sink.span({ type: 'coordination', name: 'invalid_action', agent: agent.id, parentSeq: ctx.roundSeq, payload });
-      if (agent.toolMode === 'native' && result.toolCalls.length) {
-        if (!ordinary.length) messages.push({ role: 'assistant', content: result.content, tool_calls: result.toolCalls });
-        for (const call of result.toolCalls.filter((c) => !ordinary.includes(c))) messages.push({ role: 'tool', tool_call_id: call.id, content: fix });
-      } else {
-        messages.push({ role: 'assistant', content: result.content ?? '' }, { role: 'user', content: fix });
-      }
+      const read = readAction(ctx, result);
+      if ('action' in read) return { kind: 'action', action: read.action, promptSeq: seq };
+      correct(ctx, messages, result, ordinary, read.invalid, attempt);
       attempt++;
     }
     return { kind: 'drop', dropKind: 'invalid_actions', reason: `no valid action after ${ctx.config.max_action_retries + 1} attempts` };

@@ -56,52 +56,97 @@ function hangUp(): Error {
 export function postJson(endpoint: JsonEndpoint, body: string, timeoutMs: number, signal?: AbortSignal): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
-    const request = `${endpoint.head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-    const parser = new ResponseParser();
-    let socket: net.Socket | undefined;
-    let settled = false;
-    let withdraw = () => {};
-    const finish = () => {
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      withdraw();
-      socket?.off('data', onData).off('end', onEnd).off('close', onClose).off('error', fail);
-    };
-    const fail = (err: unknown) => {
-      if (settled) return;
-      finish();
-      socket?.destroy();
-      reject(err);
-    };
-    const succeed = (res: ParsedResponse) => {
-      finish();
-      if (res.keepAlive) endpoint.pool.release(socket!);
-      else socket!.destroy();
-      resolve({ status: res.status, headers: res.headers, body: res.body });
-    };
-    const onData = (chunk: Buffer) => {
-      let res: ParsedResponse | null;
-      try {
-        res = parser.push(chunk);
-      } catch (err) {
-        return fail(err);
-      }
-      if (res) succeed(res);
-    };
-    const onEnd = () => {
-      const res = parser.end();
-      if (res) succeed(res);
-      else fail(hangUp());
-    };
-    const onClose = () => fail(hangUp());
-    const onAbort = () => fail(signal!.reason ?? new Error('aborted'));
-    const timer = setTimeout(() => fail(new HttpTimeoutError(timeoutMs)), timeoutMs);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    withdraw = endpoint.pool.acquire((s) => {
-      socket = s;
-      s.on('data', onData).on('end', onEnd).on('close', onClose).on('error', fail);
-      s.write(request);
-    });
+    new Exchange(endpoint, `${endpoint.head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, timeoutMs, signal, resolve, reject);
   });
+}
+
+const EXCHANGE = Symbol('exchange');
+type ExchangeSocket = net.Socket & { [EXCHANGE]?: Exchange };
+
+// Socket listeners shared by every request (no closures per request): the socket knows its exchange.
+function onData(this: ExchangeSocket, chunk: Buffer): void {
+  this[EXCHANGE]?.data(chunk);
+}
+function onEnd(this: ExchangeSocket): void {
+  this[EXCHANGE]?.end();
+}
+function onClose(this: ExchangeSocket): void {
+  this[EXCHANGE]?.fail(hangUp());
+}
+function onError(this: ExchangeSocket, err: Error): void {
+  this[EXCHANGE]?.fail(err);
+}
+function onTimeout(exchange: Exchange, ms: number): void {
+  exchange.fail(new HttpTimeoutError(ms));
+}
+
+/** One request and its response on a pooled connection. */
+class Exchange {
+  private socket: ExchangeSocket | undefined;
+  private settled = false;
+  private readonly parser = new ResponseParser();
+  private readonly timer: NodeJS.Timeout;
+  private readonly withdraw: () => void;
+  private readonly onAbort = () => this.fail(this.signal!.reason ?? new Error('aborted'));
+
+  constructor(
+    private readonly endpoint: JsonEndpoint,
+    private readonly request: string,
+    timeoutMs: number,
+    private readonly signal: AbortSignal | undefined,
+    private readonly resolve: (res: HttpResponse) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    this.timer = setTimeout(onTimeout, timeoutMs, this, timeoutMs);
+    signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.withdraw = endpoint.pool.acquire((socket) => this.send(socket));
+  }
+
+  private send(socket: ExchangeSocket): void {
+    this.socket = socket;
+    socket[EXCHANGE] = this;
+    socket.on('data', onData).on('end', onEnd).on('close', onClose).on('error', onError);
+    socket.write(this.request);
+  }
+
+  data(chunk: Buffer): void {
+    let res: ParsedResponse | null;
+    try {
+      res = this.parser.push(chunk);
+    } catch (err) {
+      return this.fail(err);
+    }
+    if (res) this.succeed(res);
+  }
+
+  end(): void {
+    const res = this.parser.end();
+    if (res) this.succeed(res);
+    else this.fail(hangUp());
+  }
+
+  fail(err: unknown): void {
+    if (this.settled) return;
+    this.finish();
+    this.socket?.destroy();
+    this.reject(err);
+  }
+
+  private succeed(res: ParsedResponse): void {
+    this.finish();
+    if (res.keepAlive) this.endpoint.pool.release(this.socket!);
+    else this.socket!.destroy();
+    this.resolve({ status: res.status, headers: res.headers, body: res.body });
+  }
+
+  private finish(): void {
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.signal?.removeEventListener('abort', this.onAbort);
+    this.withdraw();
+    const socket = this.socket;
+    if (!socket) return;
+    socket[EXCHANGE] = undefined;
+    socket.off('data', onData).off('end', onEnd).off('close', onClose).off('error', onError);
+  }
 }

@@ -7,9 +7,36 @@ export interface Origin {
   port: number;
 }
 
+/** The request using a connection: the pool lends it the connection and passes the connection's events on. */
+export interface ConnectionUser {
+  send(socket: net.Socket): void;
+  data(chunk: Buffer): void;
+  end(): void;
+  fail(err: unknown): void;
+}
+
 /** Open connections per origin, as http.Agent's maxSockets was; further requests wait for one. */
 const MAX_SOCKETS = 256;
-const noop = () => {};
+const USER = Symbol('connection user');
+type PooledSocket = net.Socket & { [USER]: ConnectionUser | undefined };
+
+export function hangUp(): Error {
+  return Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+}
+
+// Listeners attached once per connection (none per request): events go to the connection's user; an idle
+// connection that hears from its server (data, end) is closed.
+function onData(this: PooledSocket, chunk: Buffer): void {
+  if (this[USER]) this[USER].data(chunk);
+  else this.destroy();
+}
+function onEnd(this: PooledSocket): void {
+  if (this[USER]) this[USER].end();
+  else this.destroy();
+}
+function onError(this: PooledSocket, err: Error): void {
+  this[USER]?.fail(err);
+}
 
 /**
  * Kept-alive connections to one origin. A connection is lent to one request at a time (acquire), comes
@@ -17,68 +44,72 @@ const noop = () => {};
  * server closes it.
  */
 export class ConnectionPool {
-  private readonly idle: net.Socket[] = [];
+  private readonly idle: PooledSocket[] = [];
   private open = 0;
-  private readonly waiting = new Set<(socket: net.Socket) => void>();
+  private readonly waiting = new Set<ConnectionUser>();
 
   constructor(private readonly origin: Origin, private readonly maxSockets = MAX_SOCKETS) {}
 
-  /** Calls use(socket) now, or once a connection is free; the returned function withdraws a waiting request. */
-  acquire(use: (socket: net.Socket) => void): () => void {
+  /** Lends user a connection now, or once one is free (unless withdrawn first). */
+  acquire(user: ConnectionUser): void {
     const socket = this.idle.pop() ?? (this.open < this.maxSockets ? this.connect() : undefined);
-    if (!socket) {
-      this.waiting.add(use);
-      return () => this.waiting.delete(use);
-    }
-    this.lend(socket, use);
-    return noop;
+    if (socket) this.lend(socket, user);
+    else this.waiting.add(user);
+  }
+
+  withdraw(user: ConnectionUser): void {
+    this.waiting.delete(user);
   }
 
   /** A connection whose response was read completely, ready for the next request. */
   release(socket: net.Socket): void {
+    const pooled = socket as PooledSocket;
+    pooled[USER] = undefined;
     const next = this.waiting.values().next();
     if (!next.done) {
       this.waiting.delete(next.value);
-      return this.lend(socket, next.value);
+      return this.lend(pooled, next.value);
     }
     socket.unref();
-    // Anything the server sends to an idle connection (its close included) ends it.
-    socket.once('data', onIdleEvent).once('end', onIdleEvent);
-    this.idle.push(socket);
+    this.idle.push(pooled);
   }
 
-  private lend(socket: net.Socket, use: (socket: net.Socket) => void): void {
-    socket.off('data', onIdleEvent).off('end', onIdleEvent);
+  /** The user is done with the connection without returning it (it is being closed). */
+  detach(socket: net.Socket): void {
+    (socket as PooledSocket)[USER] = undefined;
+  }
+
+  private lend(socket: PooledSocket, user: ConnectionUser): void {
+    socket[USER] = user;
     socket.ref();
-    use(socket);
+    user.send(socket);
   }
 
-  private connect(): net.Socket {
+  private connect(): PooledSocket {
     const { host, port, secure } = this.origin;
-    const socket = secure
+    const socket = (secure
       ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host })
-      : net.connect({ host, port });
+      : net.connect({ host, port })) as PooledSocket;
+    socket[USER] = undefined;
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 1000);
     this.open++;
-    // Errors reach the request using the connection through its own listener; 'close' always follows.
-    socket.on('error', noop);
-    socket.once('close', () => {
-      this.open--;
-      const i = this.idle.indexOf(socket);
-      if (i >= 0) this.idle.splice(i, 1);
-      const next = this.waiting.values().next();
-      if (!next.done && this.open < this.maxSockets) {
-        this.waiting.delete(next.value);
-        this.lend(this.connect(), next.value);
-      }
-    });
+    socket.on('data', onData).on('end', onEnd).on('error', onError);
+    socket.once('close', () => this.closed(socket));
     return socket;
   }
-}
 
-function onIdleEvent(this: net.Socket): void {
-  this.destroy();
+  private closed(socket: PooledSocket): void {
+    this.open--;
+    const i = this.idle.indexOf(socket);
+    if (i >= 0) this.idle.splice(i, 1);
+    socket[USER]?.fail(hangUp());
+    const next = this.waiting.values().next();
+    if (!next.done && this.open < this.maxSockets) {
+      this.waiting.delete(next.value);
+      this.lend(this.connect(), next.value);
+    }
+  }
 }
 
 const pools = new Map<string, ConnectionPool>();

@@ -1,8 +1,8 @@
 /** An HTTP/1.1 response read off a socket. */
 export interface ParsedResponse {
   status: number;
-  /** Lower-case names; repeated headers joined with ", ". */
-  headers: Record<string, string>;
+  /** Lower-case names; repeated headers joined with ", ". A Map: header names vary, object shapes would too. */
+  headers: Map<string, string>;
   body: string;
   /** The connection may carry another request. */
   keepAlive: boolean;
@@ -19,7 +19,7 @@ const MAX_HEAD_BYTES = 64 * 1024;
  */
 export class ResponseParser {
   private buf: Buffer = Buffer.alloc(0);
-  private head: { status: number; headers: Record<string, string>; keepAlive: boolean } | null = null;
+  private head: { status: number; headers: Map<string, string>; keepAlive: boolean } | null = null;
   /** Content-Length framing: bytes still expected. Chunked: -1. Until close: -2. */
   private remaining = 0;
   private readonly body: Buffer[] = [];
@@ -63,25 +63,27 @@ export class ResponseParser {
       if (!m) throw new Error(`malformed HTTP status line: ${JSON.stringify(lines[0]!.slice(0, 80))}`);
       const status = Number(m[2]);
       if (status >= 100 && status < 200) continue;
-      const headers: Record<string, string> = {};
+      const headers = new Map<string, string>();
       for (let i = 1; i < lines.length; i++) {
         const line = lines[i]!;
         const colon = line.indexOf(':');
         if (colon <= 0) throw new Error('malformed HTTP header line');
         const name = line.slice(0, colon).trim().toLowerCase();
         const value = line.slice(colon + 1).trim();
-        headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+        const seen = headers.get(name);
+        headers.set(name, seen === undefined ? value : `${seen}, ${value}`);
       }
-      const connection = (headers.connection ?? '').toLowerCase();
+      const connection = (headers.get('connection') ?? '').toLowerCase();
       let keepAlive = m[1] === '1' ? !connection.includes('close') : connection.includes('keep-alive');
       // As http.Agent: a server that keeps idle connections a second or less would race our next request.
-      const hint = /^timeout=(\d+)/.exec(headers['keep-alive'] ?? '');
+      const hint = /^timeout=(\d+)/.exec(headers.get('keep-alive') ?? '');
       if (hint && Number(hint[1]) <= 1) keepAlive = false;
       if (status === 204 || status === 304) this.remaining = 0;
-      else if ((headers['transfer-encoding'] ?? '').toLowerCase().includes('chunked')) this.remaining = -1;
-      else if (headers['content-length'] !== undefined) {
-        if (!/^\d+$/.test(headers['content-length'])) throw new Error('malformed Content-Length');
-        this.remaining = Number(headers['content-length']);
+      else if ((headers.get('transfer-encoding') ?? '').toLowerCase().includes('chunked')) this.remaining = -1;
+      else if (headers.has('content-length')) {
+        const length = headers.get('content-length')!;
+        if (!/^\d+$/.test(length)) throw new Error('malformed Content-Length');
+        this.remaining = Number(length);
       } else {
         this.remaining = -2;
         keepAlive = false;

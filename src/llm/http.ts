@@ -1,11 +1,11 @@
 import type net from 'node:net';
-import { poolFor, type ConnectionPool } from './http-pool.js';
+import { hangUp, poolFor, type ConnectionPool, type ConnectionUser } from './http-pool.js';
 import { ResponseParser, type ParsedResponse } from './http-response.js';
 
 export interface HttpResponse {
   status: number;
   /** Lower-case names. */
-  headers: Record<string, string>;
+  headers: ReadonlyMap<string, string>;
   body: string;
 }
 
@@ -44,10 +44,6 @@ export function jsonEndpoint(url: URL, headers: Record<string, string> = {}): Js
   };
 }
 
-function hangUp(): Error {
-  return Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-}
-
 /**
  * POSTs JSON over a kept-alive connection (a small HTTP/1.1 client: node:http's streams and agent cost
  * more CPU than a fast local server's whole reply). Rejects on network errors, timeout or abort. A request
@@ -60,34 +56,16 @@ export function postJson(endpoint: JsonEndpoint, body: string, timeoutMs: number
   });
 }
 
-const EXCHANGE = Symbol('exchange');
-type ExchangeSocket = net.Socket & { [EXCHANGE]?: Exchange };
-
-// Socket listeners shared by every request (no closures per request): the socket knows its exchange.
-function onData(this: ExchangeSocket, chunk: Buffer): void {
-  this[EXCHANGE]?.data(chunk);
-}
-function onEnd(this: ExchangeSocket): void {
-  this[EXCHANGE]?.end();
-}
-function onClose(this: ExchangeSocket): void {
-  this[EXCHANGE]?.fail(hangUp());
-}
-function onError(this: ExchangeSocket, err: Error): void {
-  this[EXCHANGE]?.fail(err);
-}
 function onTimeout(exchange: Exchange, ms: number): void {
   exchange.fail(new HttpTimeoutError(ms));
 }
 
-/** One request and its response on a pooled connection. */
-class Exchange {
-  private socket: ExchangeSocket | undefined;
+/** One request and its response on a pooled connection; also the abort listener of its signal. */
+class Exchange implements ConnectionUser {
+  private socket: net.Socket | undefined = undefined;
   private settled = false;
   private readonly parser = new ResponseParser();
   private readonly timer: NodeJS.Timeout;
-  private readonly withdraw: () => void;
-  private readonly onAbort = () => this.fail(this.signal!.reason ?? new Error('aborted'));
 
   constructor(
     private readonly endpoint: JsonEndpoint,
@@ -98,14 +76,16 @@ class Exchange {
     private readonly reject: (err: unknown) => void,
   ) {
     this.timer = setTimeout(onTimeout, timeoutMs, this, timeoutMs);
-    signal?.addEventListener('abort', this.onAbort, { once: true });
-    this.withdraw = endpoint.pool.acquire((socket) => this.send(socket));
+    signal?.addEventListener('abort', this, { once: true });
+    endpoint.pool.acquire(this);
   }
 
-  private send(socket: ExchangeSocket): void {
+  handleEvent(): void {
+    this.fail(this.signal!.reason ?? new Error('aborted'));
+  }
+
+  send(socket: net.Socket): void {
     this.socket = socket;
-    socket[EXCHANGE] = this;
-    socket.on('data', onData).on('end', onEnd).on('close', onClose).on('error', onError);
     socket.write(this.request);
   }
 
@@ -128,25 +108,27 @@ class Exchange {
   fail(err: unknown): void {
     if (this.settled) return;
     this.finish();
-    this.socket?.destroy();
+    if (this.socket) {
+      this.endpoint.pool.detach(this.socket);
+      this.socket.destroy();
+    }
     this.reject(err);
   }
 
   private succeed(res: ParsedResponse): void {
     this.finish();
     if (res.keepAlive) this.endpoint.pool.release(this.socket!);
-    else this.socket!.destroy();
+    else {
+      this.endpoint.pool.detach(this.socket!);
+      this.socket!.destroy();
+    }
     this.resolve({ status: res.status, headers: res.headers, body: res.body });
   }
 
   private finish(): void {
     this.settled = true;
     clearTimeout(this.timer);
-    this.signal?.removeEventListener('abort', this.onAbort);
-    this.withdraw();
-    const socket = this.socket;
-    if (!socket) return;
-    socket[EXCHANGE] = undefined;
-    socket.off('data', onData).off('end', onEnd).off('close', onClose).off('error', onError);
+    this.signal?.removeEventListener('abort', this);
+    if (!this.socket) this.endpoint.pool.withdraw(this);
   }
 }

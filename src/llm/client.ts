@@ -24,8 +24,20 @@ export class LlmError extends Error {
 const RETRIABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504]);
 const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET']);
 
+const clients = new Map<string, HttpLlmClient>();
+
+/**
+ * The client for these options: one per distinct options in a process (runs one after another in a
+ * process share it, with what it learned about the server; V8's optimized code for it survives them).
+ */
 export function createLlmClient(opts: ClientOptions): LlmClient {
-  return new HttpLlmClient(opts);
+  const key = JSON.stringify([opts.baseUrl, opts.apiKey, opts.timeoutMs, opts.maxRetries, opts.logprobs, opts.retryBaseMs]);
+  let client = clients.get(key);
+  if (!client) {
+    if (clients.size >= 64) clients.clear();
+    clients.set(key, (client = new HttpLlmClient(opts)));
+  }
+  return client;
 }
 
 // A class, not a closure per client: hot call sites then see one `chat` function for every client, and
@@ -112,7 +124,7 @@ function backoff(base: number, attempt: number): number {
 }
 
 function retryAfter(res: HttpResponse): number | undefined {
-  const value = Number(res.headers['retry-after']);
+  const value = Number(res.headers.get('retry-after'));
   return Number.isFinite(value) && value >= 0 ? Math.min(30_000, value * 1000) : undefined;
 }
 

@@ -15,6 +15,8 @@ export interface RedactionSettings {
   builtinPatterns: boolean;
 }
 
+const shared = new Map<string, Redactor>();
+
 /** Scrubs secrets from text: one combined regex, applied at write time by the store and by loggers. */
 export class Redactor {
   private readonly regex: RegExp | null;
@@ -31,7 +33,16 @@ export class Redactor {
 
   static fromSettings(settings: RedactionSettings, env: NodeJS.ProcessEnv = process.env): Redactor {
     const secrets = settings.envNames.map((n) => env[n]).filter((v): v is string => typeof v === 'string');
-    return new Redactor(secrets, [...settings.patterns, ...(settings.builtinPatterns ? BUILTIN_PATTERNS : [])]);
+    const patterns = [...settings.patterns, ...(settings.builtinPatterns ? BUILTIN_PATTERNS : [])];
+    // One redactor (one compiled regex) per distinct settings in a process: stores opened one after
+    // another share it, and V8's optimized code for it outlives each store.
+    const key = JSON.stringify([secrets, patterns]);
+    let redactor = shared.get(key);
+    if (!redactor) {
+      if (shared.size >= 16) shared.clear();
+      shared.set(key, (redactor = new Redactor(secrets, patterns)));
+    }
+    return redactor;
   }
 
   static none(): Redactor {

@@ -23,7 +23,7 @@ export interface ChatRequest {
   messages: ChatMessage[];
   temperature?: number;
   max_tokens?: number;
-  tools?: ToolSpec[];
+  tools?: readonly ToolSpec[];
   tool_choice?: 'auto' | 'required' | 'none';
   seed?: number;
   stop?: string[];

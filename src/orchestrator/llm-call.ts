@@ -25,7 +25,7 @@ export interface CallSite {
  * agent with `samples` k > 1 also asks the same request k − 1 more times, concurrently: `sample` spans
  * that feed training groups (GRPO) and never act; the call returns once they have settled.
  */
-export async function recordedCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: ToolSpec[]): Promise<{ result: ChatResult; seq: number }> {
+export async function recordedCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: readonly ToolSpec[]): Promise<{ result: ChatResult; seq: number }> {
   const k = site.name === undefined ? site.agent.samples ?? 1 : 1;
   const samples = Array.from({ length: k - 1 }, (_, i) => singleCall({ ...site, name: 'sample' }, messages, attempt, tools, { sample_index: i + 1 }).catch(() => undefined));
   try {
@@ -35,7 +35,7 @@ export async function recordedCall(site: CallSite, messages: ChatMessage[], atte
   }
 }
 
-async function singleCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: ToolSpec[], extra?: { sample_index: number }): Promise<{ result: ChatResult; seq: number }> {
+async function singleCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: readonly ToolSpec[], extra?: { sample_index: number }): Promise<{ result: ChatResult; seq: number }> {
   const { agent } = site;
   // A shallow copy: turns only append messages, never edit them.
   const request: PromptPayload['request'] = { model: agent.model, messages: [...messages], temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}) };

@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../llm/types.js';
+import type { ChatMessage, ToolSpec } from '../llm/types.js';
 import { recordedCall, type Usage } from './llm-call.js';
 import { toolSpecs, workflowTools } from './native-protocol.js';
 import { coordinationMessages } from './prompts.js';
@@ -31,6 +31,12 @@ export type TurnOutcome =
 
 const MAX_TOOL_STEPS = 8;
 
+/** The workflow tools (a constant array when the agent has no tools of its own), then the agent's. */
+function nativeTools(agent: TeamAgent, snapshot: Snapshot): readonly ToolSpec[] {
+  const workflow = workflowTools([...snapshot.answers.keys()], snapshot.canAnswer);
+  return agent.tools.length ? [...workflow, ...toolSpecs(agent.tools)] : workflow;
+}
+
 /** One agent turn: ask, run ordinary tools, parse and validate the action, correct and retry if needed. */
 export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
   const { agent, snapshot } = ctx;
@@ -44,7 +50,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
   }, ctx.config.agent_timeout_s * 1000);
   const site = { agent, sink: ctx.sink, usage: ctx.usage, turnId: ctx.turnId, round: ctx.round, parentSeq: ctx.roundSeq, signal };
   const messages: ChatMessage[] = coordinationMessages(agent, ctx.task, snapshot.answers, snapshot.canAnswer, ctx.config.voting_sensitivity, ctx.teamSize);
-  const specs = agent.toolMode === 'native' ? [...workflowTools([...snapshot.answers.keys()], snapshot.canAnswer), ...toolSpecs(agent.tools)] : undefined;
+  const specs = agent.toolMode === 'native' ? nativeTools(agent, snapshot) : undefined;
   let attempt = 1;
   let toolSteps = 0;
   try {

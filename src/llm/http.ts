@@ -21,11 +21,16 @@ export interface JsonEndpoint {
   url: URL;
   pool: ConnectionPool;
   head: string;
+  /** How long an aborted request's connection may wait for the rest of its response (ABORT_GRACE_MS). */
+  abortGraceMs: number;
 }
+
+/** How long an aborted request's connection may wait for the rest of a response before it is closed. */
+export const ABORT_GRACE_MS = 5;
 
 const INVALID_HEADER_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 
-export function jsonEndpoint(url: URL, headers: Record<string, string> = {}): JsonEndpoint {
+export function jsonEndpoint(url: URL, headers: Record<string, string> = {}, abortGraceMs = ABORT_GRACE_MS): JsonEndpoint {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`unsupported protocol ${url.protocol} in ${url.origin}`);
   const secure = url.protocol === 'https:';
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -41,13 +46,16 @@ export function jsonEndpoint(url: URL, headers: Record<string, string> = {}): Js
     url,
     pool: poolFor({ secure, host, port: Number(url.port) || (secure ? 443 : 80) }),
     head: `POST ${url.pathname}${url.search} HTTP/1.1\r\n${lines.join('')}connection: keep-alive\r\n`,
+    abortGraceMs,
   };
 }
 
 /**
  * POSTs JSON over a kept-alive connection (a small HTTP/1.1 client: node:http's streams and agent cost
  * more CPU than a fast local server's whole reply). Rejects on network errors, timeout or abort. A request
- * that does not complete closes its connection: over HTTP/1.1 that is how the server learns to stop.
+ * that does not complete closes its connection: over HTTP/1.1 that is how the server learns to stop. An
+ * aborted request rejects at once, but its connection is closed only if the response has not finished
+ * arriving within ABORT_GRACE_MS: a reply already on the wire (a fast server) keeps the connection.
  */
 export function postJson(endpoint: JsonEndpoint, body: string, timeoutMs: number, signal?: AbortSignal): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
@@ -60,12 +68,18 @@ function onTimeout(exchange: Exchange, ms: number): void {
   exchange.fail(new HttpTimeoutError(ms));
 }
 
+function onGraceOver(exchange: Exchange): void {
+  exchange.close();
+}
+
 /** One request and its response on a pooled connection; also the abort listener of its signal. */
 class Exchange implements ConnectionUser {
   private socket: net.Socket | undefined = undefined;
   private settled = false;
+  /** Aborted after sending: the response is read to the end (to keep the connection) or the grace runs out. */
+  private draining = false;
   private readonly parser = new ResponseParser();
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
 
   constructor(
     private readonly endpoint: JsonEndpoint,
@@ -81,7 +95,12 @@ class Exchange implements ConnectionUser {
   }
 
   handleEvent(): void {
-    this.fail(this.signal!.reason ?? new Error('aborted'));
+    const reason = this.signal!.reason ?? new Error('aborted');
+    if (!this.socket) return this.fail(reason);
+    this.finish();
+    this.draining = true;
+    this.timer = setTimeout(onGraceOver, this.endpoint.abortGraceMs, this);
+    this.reject(reason);
   }
 
   send(socket: net.Socket): void {
@@ -106,23 +125,30 @@ class Exchange implements ConnectionUser {
   }
 
   fail(err: unknown): void {
+    if (this.draining) return this.close();
     if (this.settled) return;
     this.finish();
+    this.close();
+    this.reject(err);
+  }
+
+  /** Gives the connection up for good (the server sees it close). */
+  close(): void {
+    this.draining = false;
+    clearTimeout(this.timer);
     if (this.socket) {
       this.endpoint.pool.detach(this.socket);
       this.socket.destroy();
     }
-    this.reject(err);
   }
 
   private succeed(res: ParsedResponse): void {
+    const aborted = this.draining;
+    this.draining = false;
     this.finish();
-    if (res.keepAlive) this.endpoint.pool.release(this.socket!);
-    else {
-      this.endpoint.pool.detach(this.socket!);
-      this.socket!.destroy();
-    }
-    this.resolve({ status: res.status, headers: res.headers, body: res.body });
+    if (!res.keepAlive) this.close();
+    else this.endpoint.pool.release(this.socket!);
+    if (!aborted) this.resolve({ status: res.status, headers: res.headers, body: res.body });
   }
 
   private finish(): void {

@@ -97,6 +97,49 @@ describe('postJson', () => {
     expect(seen.headers).toHaveLength(2);
   });
 
+  it('rejects an aborted request at once and keeps its connection when the reply arrives within the grace', async () => {
+    let connections = 0;
+    let cut = 0;
+    server = http.createServer((req, res) => {
+      req.resume().on('end', () => setTimeout(() => res.end('{"late":true}'), 200));
+      res.on('close', () => { if (!res.writableEnded) cut++; });
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`);
+    const endpoint = jsonEndpoint(url, {}, 2000);
+    const ac = new AbortController();
+    const started = performance.now();
+    const pending = postJson(endpoint, '{}', 5000, ac.signal);
+    setTimeout(() => ac.abort(new Error('superseded')), 5);
+    await expect(pending).rejects.toThrow('superseded');
+    expect(performance.now() - started).toBeLessThan(200);
+    // The late reply is read off the connection, which then carries the next request.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(JSON.parse((await postJson(endpoint, '{}', 5000)).body)).toEqual({ late: true });
+    expect({ connections, cut }).toEqual({ connections: 1, cut: 0 });
+  });
+
+  it('closes an aborted request\'s connection when the grace runs out, so the server sees the disconnect', async () => {
+    const closed: number[] = [];
+    const started = performance.now();
+    server = http.createServer((req, res) => {
+      req.resume();
+      res.on('close', () => closed.push(performance.now() - started));
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const endpoint = jsonEndpoint(new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`), {}, 30);
+    const ac = new AbortController();
+    const pending = postJson(endpoint, '{}', 5000, ac.signal);
+    await new Promise((r) => setTimeout(r, 10));
+    ac.abort(new Error('stop'));
+    await expect(pending).rejects.toThrow('stop');
+    expect(closed).toEqual([]);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(closed).toHaveLength(1);
+    expect(closed[0]).toBeGreaterThanOrEqual(35);
+  });
+
   it('rejects header values that would break the request head', () => {
     expect(() => jsonEndpoint(new URL('http://127.0.0.1:1/x'), { authorization: 'Bearer a\r\nx: y' })).toThrow(/invalid character/);
   });

@@ -1,4 +1,5 @@
 import { HttpTimeoutError, jsonEndpoint, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
+import { BoundedCache } from '../util/bounded-cache.js';
 import { encodeObject } from './json-text.js';
 import { parseCompletion } from './parse.js';
 import type { CallOptions, ChatRequest, ChatResult, LlmClient } from './types.js';
@@ -24,7 +25,7 @@ export class LlmError extends Error {
 const RETRIABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504]);
 const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET']);
 
-const clients = new Map<string, HttpLlmClient>();
+const clients = new BoundedCache<string, HttpLlmClient>(64);
 
 /**
  * The client for these options: one per distinct options in a process (runs one after another in a
@@ -32,12 +33,7 @@ const clients = new Map<string, HttpLlmClient>();
  */
 export function createLlmClient(opts: ClientOptions): LlmClient {
   const key = JSON.stringify([opts.baseUrl, opts.apiKey, opts.timeoutMs, opts.maxRetries, opts.logprobs, opts.retryBaseMs]);
-  let client = clients.get(key);
-  if (!client) {
-    if (clients.size >= 64) clients.clear();
-    clients.set(key, (client = new HttpLlmClient(opts)));
-  }
-  return client;
+  return clients.get(key, () => new HttpLlmClient(opts));
 }
 
 // A class, not a closure per client: hot call sites then see one `chat` function for every client, and

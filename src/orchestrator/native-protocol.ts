@@ -1,4 +1,5 @@
 import { constantJson } from '../llm/json-text.js';
+import { BoundedCache } from '../util/bounded-cache.js';
 import type { ToolCall, ToolSpec } from '../llm/types.js';
 import type { Action, ToolDefinition } from './types.js';
 
@@ -6,17 +7,11 @@ export const NEW_ANSWER = 'new_answer';
 export const VOTE = 'vote';
 
 // Tool specs are constants (json-text.ts): the same objects for the same labels, their JSON encoded once.
-const workflowCache = new Map<string, readonly ToolSpec[]>();
+const workflowCache = new BoundedCache<string, readonly ToolSpec[]>(256);
 const specCache = new WeakMap<ToolDefinition, ToolSpec>();
 
 export function workflowTools(labels: string[], canAnswer: boolean): readonly ToolSpec[] {
-  const key = `${canAnswer}|${labels.join(',')}`;
-  let specs = workflowCache.get(key);
-  if (!specs) {
-    if (workflowCache.size >= 256) workflowCache.clear();
-    workflowCache.set(key, (specs = constantJson(buildWorkflowTools(labels, canAnswer))));
-  }
-  return specs;
+  return workflowCache.get(`${canAnswer}|${labels.join(',')}`, () => constantJson(buildWorkflowTools(labels, canAnswer)));
 }
 
 function buildWorkflowTools(labels: string[], canAnswer: boolean): ToolSpec[] {

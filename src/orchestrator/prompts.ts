@@ -1,4 +1,5 @@
 import { constantJson } from '../llm/json-text.js';
+import { BoundedCache } from '../util/bounded-cache.js';
 import type { ChatMessage } from '../llm/types.js';
 import { textProtocolInstructions } from './text-protocol.js';
 import type { OrchestratorConfig, TeamAgent } from './types.js';
@@ -10,15 +11,11 @@ const SENSITIVITY: Record<OrchestratorConfig['voting_sensitivity'], string> = {
 };
 
 // The same system message object for the same text: a constant whose JSON is encoded once (json-text.ts).
-const systemMessages = new Map<string, ChatMessage>();
+const systemMessages = new BoundedCache<string, ChatMessage>(256);
+const newSystemMessage = (content: string): ChatMessage => constantJson<ChatMessage>({ role: 'system', content });
 
 function systemMessage(content: string): ChatMessage {
-  let message = systemMessages.get(content);
-  if (!message) {
-    if (systemMessages.size >= 256) systemMessages.clear();
-    systemMessages.set(content, (message = constantJson<ChatMessage>({ role: 'system', content })));
-  }
-  return message;
+  return systemMessages.get(content, newSystemMessage);
 }
 
 export function answersBlock(answers: Map<string, string>): string {

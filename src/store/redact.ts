@@ -1,3 +1,5 @@
+import { BoundedCache } from '../util/bounded-cache.js';
+
 export const REDACTED = '[REDACTED]';
 
 const BUILTIN_PATTERNS = [
@@ -15,7 +17,9 @@ export interface RedactionSettings {
   builtinPatterns: boolean;
 }
 
-const shared = new Map<string, Redactor>();
+// One redactor (one compiled regex) per distinct settings in a process: stores opened one after another
+// share it, and V8's optimized code for it outlives each store.
+const shared = new BoundedCache<string, Redactor>(16);
 
 /** Scrubs secrets from text: one combined regex, applied at write time by the store and by loggers. */
 export class Redactor {
@@ -34,15 +38,7 @@ export class Redactor {
   static fromSettings(settings: RedactionSettings, env: NodeJS.ProcessEnv = process.env): Redactor {
     const secrets = settings.envNames.map((n) => env[n]).filter((v): v is string => typeof v === 'string');
     const patterns = [...settings.patterns, ...(settings.builtinPatterns ? BUILTIN_PATTERNS : [])];
-    // One redactor (one compiled regex) per distinct settings in a process: stores opened one after
-    // another share it, and V8's optimized code for it outlives each store.
-    const key = JSON.stringify([secrets, patterns]);
-    let redactor = shared.get(key);
-    if (!redactor) {
-      if (shared.size >= 16) shared.clear();
-      shared.set(key, (redactor = new Redactor(secrets, patterns)));
-    }
-    return redactor;
+    return shared.get(JSON.stringify([secrets, patterns]), () => new Redactor(secrets, patterns));
   }
 
   static none(): Redactor {

@@ -118,7 +118,7 @@ export class Attempt {
     result.answers.push({ agent: agent.id, label: agent.label, content, round, seq });
     this.version++;
     this.votes.clear();
-    for (const other of [...this.running.keys()]) this.cancel(other, 'superseded');
+    this.cancelAll('superseded');
     this.seq = this.openRound(this.labels(), 'new_answer');
   }
 

@@ -9,11 +9,13 @@
    on every cost calculation. Here the fetch returns LiteLLM's bundled copy of the same table
    (LITELLM_LOCAL_MODEL_COST_MAP=True), which is what an online process holds after its first fetch.
 """
-import importlib.abc
-import importlib.machinery
 import os
 import socket
 import sys
+
+# The import hook shared with the other benchmark start-up folder (bench/lib/site-common).
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site-common"))
+from bench_import_hook import patch_after_import  # noqa: E402
 
 _LOCAL_HOSTS = {None, "", "localhost", "127.0.0.1", "::1", "ip6-localhost"}
 _EGRESS_LOG = os.environ.get("MASSGEN_BENCH_EGRESS_LOG")
@@ -83,21 +85,4 @@ def _patch(module):
     calc._bench_offline = True
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != _TARGET:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def patched_exec(module):
-            exec_module(module)
-            _patch(module)
-
-        spec.loader.exec_module = patched_exec
-        return spec
-
-
-sys.meta_path.insert(0, _Finder())
+patch_after_import(_TARGET, _patch)

@@ -10,10 +10,12 @@ one JSON file with the timestamps, the wall-clock (epoch) times of train begin/e
 callback classes, the training rows and the trainable parameter count, which the benchmark uses to check that
 both sides train the same way.
 """
-import importlib.abc
-import importlib.machinery
 import os
 import sys
+
+# The import hook shared with the other benchmark start-up folder (bench/lib/site-common).
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "site-common"))
+from bench_import_hook import patch_after_import  # noqa: E402
 
 _OUT = os.environ.get("MASSGEN_BENCH_STEP_CLOCK")
 _TARGET = "transformers.trainer"
@@ -80,22 +82,5 @@ def _patch(module):
     cls._bench_step_clock = True
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != _TARGET:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def patched_exec(module):
-            exec_module(module)
-            _patch(module)
-
-        spec.loader.exec_module = patched_exec
-        return spec
-
-
 if _OUT:
-    sys.meta_path.insert(0, _Finder())
+    patch_after_import(_TARGET, _patch)

@@ -17,6 +17,7 @@ import { parseBenchArgs } from './lib/cli-args.mjs';
 import { createRng } from './lib/random.mjs';
 import { headline, MB, progress, writeResult } from './lib/report.mjs';
 import { describe, roundTo } from './lib/stats.mjs';
+import { AGENTS, LABEL, promptPayload, rolloutInserter } from './lib/synthetic-rollouts.mjs';
 import { makeTempDir, removeTempDir, storeBytes } from './lib/temp-dir.mjs';
 import { runInterleaved, timeSeconds } from './lib/timing.mjs';
 
@@ -36,8 +37,6 @@ const run = promisify(execFile);
 // ------------------------------------------------------------------ synthetic orchestrations
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'tra', 'ven', 'so', 'rix', 'pel', 'dun', 'ga', 'the', 'or', 'an', 'qui', 'zel', 'mor'];
-const AGENTS = ['a', 'b', 'c'];
-const LABEL = { a: 'agent1', b: 'agent2', c: 'agent3' };
 const SYSTEM = 'You are a careful problem solver working in a team of agents.\nSolve the task step by step and state the final answer clearly on its own line.';
 const RULES = (hasAnswers) => `You are one of 3 agents answering the same message together. Your answers are shown to the others anonymously, as agent1, agent2, and so on.\n\n${hasAnswers ? 'If an existing answer is correct and complete, vote for it. Give a new answer only if you can clearly improve on every existing one.' : 'There are no answers yet: give your answer.'}\n\nEnd your reply with exactly one action line:\nANSWER: <your complete answer>\nVOTE: agentN | <short reason>\nWrite only one of them.`;
 
@@ -56,15 +55,7 @@ function messages(task, answers) {
 }
 
 function prompt(rng, turnId, round, msgs, reply) {
-  const tokens = reply === null ? 0 : Math.max(4, Math.round(reply.length / 4));
-  return {
-    turn_id: turnId, round, attempt: 1, request: { model: 'qwen2.5-7b-instruct', messages: msgs, temperature: 0.7, max_tokens: 512 },
-    response: reply === null ? null : { content: reply, tool_calls: [], finish_reason: 'stop' },
-    usage: { prompt_tokens: 300, completion_tokens: tokens, total_tokens: 300 + tokens }, latency_ms: rng.int(200, 4000),
-    logprobs: reply === null ? null : Array.from({ length: tokens }, () => ({ token: rng.pick(SYLLABLES), logprob: -Math.round(rng.next() * 3000) / 1000 })),
-    token_ids: reply === null ? null : Array.from({ length: tokens }, () => rng.int(3, 151_000)),
-    ...(reply === null ? { cancelled: true } : {}),
-  };
+  return promptPayload(rng, { turnId, round, messages: msgs, reply, model: 'qwen2.5-7b-instruct', vocabulary: SYLLABLES });
 }
 
 /** One rollout: spans as [type, name, agent, payload] and reward rows as [channel, family, value, agent, targetSeq]. */
@@ -146,23 +137,14 @@ async function buildOrchestrationStore(file, targetSpans, seed) {
     }));
     store.tasks.upsertMany(tasks);
     const db = store.db;
-    const insRollout = db.prepare(`INSERT INTO rollouts (id, task_id, source, status, final_answer, winner, total_reward, tokens, messages, wall_ms, metadata, started_at, finished_at)
-      VALUES (?, ?, 'bench', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    const insSpan = db.prepare('INSERT INTO spans (rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload) VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?)');
-    const insReward = db.prepare('INSERT INTO rewards (rollout_id, channel, family, value, reason, agent, target_seq, created_at) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)');
+    const insert = rolloutInserter(db, solver.id);
     let spans = 0;
     let rollouts = 0;
     const batch = db.transaction((n) => {
       for (let i = 0; i < n && spans < targetSpans; i++) {
         const task = tasks[rng.int(0, tasks.length - 1)];
-        const o = orchestration(rng, task);
-        const id = `ro_bench${String(++rollouts).padStart(9, '0')}`;
-        const t0 = Date.UTC(2025, 0, 1) + rollouts * 60_000;
-        const metadata = { agents: AGENTS, labels: LABEL, prompts: { a: solver.id, b: solver.id, c: solver.id }, category: task.category };
-        insRollout.run(id, task.id, o.status, o.final, o.winner, o.total, 4000, o.spans.length, 30_000, JSON.stringify(metadata), t0, t0 + 30_000);
-        o.spans.forEach(([type, name, agent, payload], k) => insSpan.run(id, k + 1, type, name, agent, t0 + k * 100, 50, JSON.stringify(payload)));
-        for (const [channel, family, value, agent, target] of o.rewards) insReward.run(id, channel, family, value, agent, target, t0 + 30_000);
-        spans += o.spans.length;
+        spans += insert(task, orchestration(rng, task));
+        rollouts++;
       }
     });
     while (spans < targetSpans) batch.immediate(200);

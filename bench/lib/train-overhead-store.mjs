@@ -13,9 +13,8 @@
 // mixed rewards.
 import { Store } from '../../dist/store/index.js';
 import { createRng } from './random.mjs';
+import { AGENTS, LABEL, promptPayload, rolloutInserter } from './synthetic-rollouts.mjs';
 
-const AGENTS = ['a', 'b', 'c'];
-const LABEL = { a: 'agent1', b: 'agent2', c: 'agent3' };
 const SYSTEM = 'Solve the task.';
 const RULES = (hasAnswers) => (hasAnswers ? 'Vote (VOTE: agentN | reason) or answer (ANSWER: x).' : 'End with ANSWER: x.');
 
@@ -67,14 +66,7 @@ function messages(task, answers) {
 }
 
 function prompt(rng, turnId, round, msgs, reply) {
-  const tokens = reply === null ? 0 : Math.max(4, Math.round(reply.length / 4));
-  return {
-    turn_id: turnId, round, attempt: 1, request: { model: 'smollm2-135m-instruct', messages: msgs, temperature: 0.7, max_tokens: 512 },
-    response: reply === null ? null : { content: reply, tool_calls: [], finish_reason: 'stop' },
-    usage: { prompt_tokens: 300, completion_tokens: tokens, total_tokens: 300 + tokens }, latency_ms: rng.int(200, 4000),
-    logprobs: null, token_ids: null,
-    ...(reply === null ? { cancelled: true } : {}),
-  };
+  return promptPayload(rng, { turnId, round, messages: msgs, reply, model: 'smollm2-135m-instruct' });
 }
 
 /** A step-by-step answer: some of the task's reasoning steps, then the action line (right or off by a little). */
@@ -138,7 +130,7 @@ function orchestration(rng, task) {
   rewards.push(['rollout', 'exact', exact, null, null], ['rollout', 'coordination', rng.int(-5, 30) / 10, null, null]);
   for (const [channel, family, value, agent, target] of rewards) add('reward', family, agent, { channel, value, reason: null, target_seq: target });
   const total = Math.round((2 * exact + 0.2 * rewards[rewards.length - 1][2]) * 1000) / 1000;
-  return { spans, rewards, final, total, winner };
+  return { status: 'completed', spans, rewards, final, total, winner };
 }
 
 /** Writes `tasks` tasks × `rolloutsPerTask` completed rollouts into a new store at `file`. */
@@ -153,23 +145,14 @@ export function buildTrainStore(file, { tasks: taskCount, rolloutsPerTask, seed 
     });
     store.tasks.upsertMany(tasks.map((t) => ({ id: t.id, prompt: t.prompt, reference: String(t.reference), category: t.category, metadata: {}, source: 'bench', split: 'train' })));
     const db = store.db;
-    const insRollout = db.prepare(`INSERT INTO rollouts (id, task_id, source, status, final_answer, winner, total_reward, tokens, messages, wall_ms, metadata, started_at, finished_at)
-      VALUES (?, ?, 'bench', 'completed', ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    const insSpan = db.prepare('INSERT INTO spans (rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload) VALUES (?, ?, NULL, ?, ?, ?, ?, ?, ?)');
-    const insReward = db.prepare('INSERT INTO rewards (rollout_id, channel, family, value, reason, agent, target_seq, created_at) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)');
+    const insert = rolloutInserter(db, solver.id);
     let spans = 0;
     let rollouts = 0;
     db.transaction(() => {
       for (let r = 0; r < rolloutsPerTask; r++) {
         for (const task of tasks) {
-          const o = orchestration(rng, task);
-          const id = `ro_bench${String(++rollouts).padStart(9, '0')}`;
-          const t0 = Date.UTC(2025, 0, 1) + rollouts * 60_000;
-          const metadata = { agents: AGENTS, labels: LABEL, prompts: { a: solver.id, b: solver.id, c: solver.id }, category: task.category };
-          insRollout.run(id, task.id, o.final, o.winner, o.total, 4000, o.spans.length, 30_000, JSON.stringify(metadata), t0, t0 + 30_000);
-          o.spans.forEach(([type, name, agent, payload], k) => insSpan.run(id, k + 1, type, name, agent, t0 + k * 100, 50, JSON.stringify(payload)));
-          for (const [channel, family, value, agent, target] of o.rewards) insReward.run(id, channel, family, value, agent, target, t0 + 30_000);
-          spans += o.spans.length;
+          spans += insert(task, orchestration(rng, task));
+          rollouts++;
         }
       }
     }).immediate();

@@ -1,4 +1,4 @@
-import type { PromptPayload } from '../orchestrator/trace-types.js';
+import type { PromptPayload } from '../trace/payloads.js';
 import { chatMessages, completionText, logprobValues, promptKey, tokenIds } from './messages.js';
 import { agentMatcher } from './options.js';
 import type { RolloutView } from './rollout-view.js';

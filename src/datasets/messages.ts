@@ -1,4 +1,4 @@
-import type { PromptPayload } from '../orchestrator/trace-types.js';
+import type { PromptPayload } from '../trace/payloads.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 
 /** An OpenAI chat message as it goes into a dataset row (tool-call fields kept when the request had them). */

@@ -1,4 +1,4 @@
-import type { PromptPayload } from '../orchestrator/trace-types.js';
+import type { PromptPayload } from '../trace/payloads.js';
 import { chatMessages, completionText, logprobValues, tokenIds } from './messages.js';
 import { agentMatcher } from './options.js';
 import type { BuilderContext, DatasetBuilder, PpoRow } from './types.js';

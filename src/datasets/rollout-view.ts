@@ -1,4 +1,4 @@
-import type { NewAnswerPayload, PresentationPayload, PromptPayload, VotePayload } from '../orchestrator/trace-types.js';
+import type { NewAnswerPayload, PresentationPayload, PromptPayload, VotePayload } from '../trace/payloads.js';
 import type { Reward } from '../store/types.js';
 import type { TraceRecord, TraceSpan } from './read-traces.js';
 

@@ -1,4 +1,4 @@
-import type { PromptPayload } from '../orchestrator/trace-types.js';
+import type { PromptPayload } from '../trace/payloads.js';
 import type { ChatMessage } from './messages.js';
 import { DEFAULT_SYSTEM_PROMPT } from './options.js';
 import type { TraceReader } from './read-traces.js';

@@ -1,4 +1,4 @@
-import type { CancelPayload, DropPayload, NewAnswerPayload, RoundPayload, VotePayload } from './trace-types.js';
+import type { CancelPayload, DropPayload, NewAnswerPayload, RoundPayload, VotePayload } from '../trace/payloads.js';
 import { runTurn, type TurnOutcome } from './turn.js';
 import type { Action, OrchestrationResult, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
 

@@ -1,7 +1,7 @@
 import { emptyUsage } from './llm-call.js';
 import { present } from './presentation.js';
 import { Attempt, type Settled } from './attempt.js';
-import type { SelectionPayload } from './trace-types.js';
+import type { SelectionPayload } from '../trace/payloads.js';
 import { stopSignal, type Stop } from './stop.js';
 import type { OrchestrationResult, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
 import { selectWinner } from './winner.js';

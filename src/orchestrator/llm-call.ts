@@ -1,6 +1,6 @@
 import { encodeObject } from '../llm/json-text.js';
 import type { ChatMessage, ChatResult, ToolSpec } from '../llm/types.js';
-import type { PromptPayload } from './trace-types.js';
+import type { PromptPayload } from '../trace/payloads.js';
 import type { OrchestrationResult, TeamAgent, TraceSink } from './types.js';
 
 export type Usage = OrchestrationResult['usage'];

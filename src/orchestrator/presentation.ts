@@ -1,6 +1,6 @@
 import { recordedCall, type Usage } from './llm-call.js';
 import { presentationMessages, reviewMessages } from './prompts.js';
-import type { PresentationPayload, RestartPayload } from './trace-types.js';
+import type { PresentationPayload, RestartPayload } from '../trace/payloads.js';
 import type { OrchestratorConfig, TeamAgent, TraceSink } from './types.js';
 
 export interface PresentInput {

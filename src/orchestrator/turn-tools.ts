@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolCall } from '../llm/types.js';
-import type { ToolPayload } from './trace-types.js';
+import type { ToolPayload } from '../trace/payloads.js';
 import type { ToolDefinition } from './types.js';
 import type { TurnContext } from './turn.js';
 

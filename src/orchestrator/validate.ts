@@ -1,4 +1,4 @@
-import type { InvalidKind } from './trace-types.js';
+import type { InvalidKind } from '../trace/payloads.js';
 import type { Action, OrchestratorConfig } from './types.js';
 
 export interface Snapshot {

@@ -4,10 +4,10 @@ import type { LoadedConfig } from '../config/load.js';
 import { BUILTIN_SUITES } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { loadTasks, selectTasks } from '../tasks/index.js';
-import { runRollout, type RolloutSummary } from './collect-rollout.js';
-import { setupTeam } from './collect-team.js';
+import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
+import { setupTeam } from '../rollouts/team.js';
 import { withStore } from './store.js';
-import { createToolRunner } from './tools.js';
+import { createToolRunner } from '../tools/runner.js';
 
 export interface CollectOptions {
   /** A built-in suite name or a task file; replaces tasks.sources. */

@@ -5,9 +5,9 @@ import { UserError } from '../errors.js';
 import { provisionDefaultModel, readModelManifest, recordBaseWeights, smokeGenerate } from '../resources/default-model.js';
 import type { Store } from '../store/index.js';
 import { freeBytes, listGpus } from '../trainers/hardware.js';
-import { failureReason, runPythonModule } from '../trainers/python.js';
-import { pinnedVersions, readRequirements } from '../trainers/requirements.js';
-import { ensureVenv, inspectVenv, probePython, pythonTooOld, type VenvInfo } from '../trainers/venv.js';
+import { failureReason, runPythonModule } from '../python/module.js';
+import { pinnedVersions, readRequirements } from '../python/requirements.js';
+import { ensureVenv, inspectVenv, probePython, pythonTooOld, type VenvInfo } from '../python/venv.js';
 import { openStore, withStore } from './store.js';
 
 export type CheckStatus = 'ok' | 'fail' | 'warn' | 'info';

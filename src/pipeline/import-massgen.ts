@@ -68,12 +68,12 @@ import path from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
 import type { Store } from '../store/store.js';
-import { convertUnit, MASSGEN_IMPORT_SOURCE, unitName, type ConvertedRollout } from './massgen-import/convert.js';
-import { discoverMassgenLogs, type MassgenUnit } from './massgen-import/discover.js';
-import { FileReader, MassgenInputError } from './massgen-import/files.js';
+import { convertUnit, MASSGEN_IMPORT_SOURCE, unitName, type ConvertedRollout } from '../interop/massgen/convert.js';
+import { discoverMassgenLogs, type MassgenUnit } from '../interop/massgen/discover.js';
+import { FileReader, MassgenInputError } from '../interop/massgen/files.js';
 import { withStore } from './store.js';
 
-export { MASSGEN_IMPORT_SOURCE, massgenRolloutId } from './massgen-import/convert.js';
+export { MASSGEN_IMPORT_SOURCE, massgenRolloutId } from '../interop/massgen/convert.js';
 
 export interface ImportUnitRef {
   log: string;

@@ -2,12 +2,12 @@ import os from 'node:os';
 import type { LoadedConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
 import { createLlmClient } from '../llm/client.js';
-import { outcomeFromSpans } from '../orchestrator/outcome.js';
+import { outcomeFromSpans } from '../rollouts/outcome.js';
 import { computeRewards } from '../rewards/compute.js';
 import { totalFromRewards } from '../rewards/total.js';
 import type { Store } from '../store/index.js';
 import type { Reward, RewardInput, RolloutFilter } from '../store/types.js';
-import { samplesOf, sampleRewards } from './sample-rewards.js';
+import { samplesOf, sampleRewards } from '../rewards/samples.js';
 import { withStore } from './store.js';
 
 export interface RecomputeSummary {

@@ -3,11 +3,11 @@ import path from 'node:path';
 import { DEFAULT_MODEL_NAME } from '../config/defaults.js';
 import type { LoadedConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
-import { startLocalServer, type LocalServer, type ServeDevice } from '../llm/local-server.js';
+import { startLocalServer, type LocalServer, type ServeDevice } from '../serving/local-server.js';
 import { readModelManifest } from '../resources/default-model.js';
 import type { Resource, Store } from '../store/index.js';
-import type { PyEvent } from '../trainers/python.js';
-import { venvPython } from '../trainers/venv.js';
+import type { PyEvent } from '../python/module.js';
+import { venvPython } from '../python/venv.js';
 import { openStore } from './store.js';
 
 export const BUILTIN_WEIGHTS = [DEFAULT_MODEL_NAME] as const;

@@ -9,17 +9,17 @@ import { buildDataset, type BuildDatasetResult } from '../datasets/build.js';
 import { UserError } from '../errors.js';
 import type { Checkpoint } from '../store/checkpoints.js';
 import type { Store } from '../store/index.js';
-import { executeTraining, type TrainProgress } from './train/execute.js';
+import { executeTraining, type TrainProgress } from '../trainers/execute.js';
 import { launchCommand } from './train/launch.js';
-import { checkDisk, checkMemory, requireVenv, selectDevices } from './train/preflight.js';
-import { findResumable, type TrainRunDetail } from './train/resume.js';
-import { resolveStart, type TrainStart } from './train/start.js';
-import { datasetOptions, trainerConfig, trainerConfigHash, writeTrainerConfig } from './train/trainer-config.js';
+import { checkDisk, checkMemory, requireVenv, selectDevices } from '../trainers/preflight.js';
+import { findResumable, type TrainRunDetail } from '../trainers/resume.js';
+import { resolveStart, type TrainStart } from '../resources/training-start.js';
+import { datasetOptions, trainerConfig, trainerConfigHash, writeTrainerConfig } from '../trainers/trainer-config.js';
 import { startJudge } from './rewards.js';
 import { withStore } from './store.js';
-import { startRewardBridge } from './train/reward-bridge.js';
+import { startRewardBridge } from '../rewards/bridge.js';
 
-export type { TrainProgress } from './train/execute.js';
+export type { TrainProgress } from '../trainers/execute.js';
 
 export interface TrainOptions {
   algo?: string;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DEFAULT_MODEL_NAME } from '../config/defaults.js';
 import { UserError } from '../errors.js';
 import type { Resource, Store } from '../store/index.js';
-import { failureReason, runPythonModule, type PyEvent } from '../trainers/python.js';
+import { failureReason, runPythonModule, type PyEvent } from '../python/module.js';
 
 export const MODEL_MANIFEST = 'massgen-rl-model.json';
 

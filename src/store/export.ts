@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { toOrchestrationTrace } from '../datasets/orchestration-trace.js';
+import { toOrchestrationTrace } from '../trace/orchestration-trace.js';
 import type { Db } from './database.js';
 import { toReward } from './rewards.js';
 import { toRollout, whereClause } from './rollouts.js';

@@ -1,4 +1,4 @@
-import { parseEvent } from './python.js';
+import { parseEvent } from '../python/module.js';
 
 /** The trainer protocol's events (docs/trainer-protocol.md), in their wire shape (snake_case); extra fields are kept. */
 export interface StepEvent {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { openStore } from '../../src/pipeline/store.js';
-import type { PromptPayload } from '../../src/orchestrator/trace-types.js';
+import type { PromptPayload } from '../../src/trace/payloads.js';
 import { tempDir } from '../helpers.js';
 
 // The real parts end to end: the converted default model (prepared by `npm test` via doctor --fix),

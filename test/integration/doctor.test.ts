@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { runDoctor } from '../../src/pipeline/doctor.js';
 import { readModelManifest, smokeGenerate } from '../../src/resources/default-model.js';
-import { venvPython } from '../../src/trainers/venv.js';
+import { venvPython } from '../../src/python/venv.js';
 import { runCli, tempDir } from '../helpers.js';
 
 // These run on the real trainer venv and the converted default model, which `npm test`

@@ -4,10 +4,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { UserError } from '../../src/errors.js';
-import { startLocalServer } from '../../src/llm/local-server.js';
+import { startLocalServer } from '../../src/serving/local-server.js';
 import { resolveWeights, startLocalModels } from '../../src/pipeline/serve.js';
 import { openStore } from '../../src/pipeline/store.js';
-import { venvPython } from '../../src/trainers/venv.js';
+import { venvPython } from '../../src/python/venv.js';
 import { configIn, tempDir } from '../helpers.js';
 
 // These run on the real trainer venv and the converted default model (`massgen-rl doctor --fix`).

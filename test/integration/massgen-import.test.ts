@@ -2,10 +2,10 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { NewAnswerPayload, RoundPayload, SelectionPayload, VotePayload } from '../../src/orchestrator/trace-types.js';
-import { outcomeFromSpans } from '../../src/orchestrator/outcome.js';
+import type { NewAnswerPayload, RoundPayload, SelectionPayload, VotePayload } from '../../src/trace/payloads.js';
+import { outcomeFromSpans } from '../../src/rollouts/outcome.js';
 import { importMassgenLogs, massgenRolloutId, parseMassgenLogs, writeImportedRollout } from '../../src/pipeline/import-massgen.js';
-import { findJsonSyntaxError } from '../../src/pipeline/massgen-import/json-locate.js';
+import { findJsonSyntaxError } from '../../src/interop/massgen/json-locate.js';
 import { Store, type Span } from '../../src/store/index.js';
 import { FIXTURES, configIn, hasStack, runCli, tempDir } from '../helpers.js';
 

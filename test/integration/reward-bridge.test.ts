@@ -5,10 +5,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { LoadedConfig } from '../../src/config/load.js';
 import { UserError } from '../../src/errors.js';
 import { openStore } from '../../src/pipeline/store.js';
-import { startRewardBridge, type RewardBridge } from '../../src/pipeline/train/reward-bridge.js';
+import { startRewardBridge, type RewardBridge } from '../../src/rewards/bridge.js';
 import type { Store } from '../../src/store/index.js';
-import { TRAINERS_DIR } from '../../src/trainers/python.js';
-import { venvPython } from '../../src/trainers/venv.js';
+import { TRAINERS_DIR } from '../../src/python/module.js';
+import { venvPython } from '../../src/python/venv.js';
 import { configIn, FIXTURES, tempDir } from '../helpers.js';
 
 const TASKS = [

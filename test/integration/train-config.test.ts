@@ -4,11 +4,11 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { ALGOS } from '../../src/config/schema.js';
-import { checkMemory, selectDevices } from '../../src/pipeline/train/preflight.js';
-import type { TrainStart } from '../../src/pipeline/train/start.js';
-import { trainerConfig, trainerConfigHash, writeTrainerConfig } from '../../src/pipeline/train/trainer-config.js';
-import { pythonEnv } from '../../src/trainers/python.js';
-import { venvPython } from '../../src/trainers/venv.js';
+import { checkMemory, selectDevices } from '../../src/trainers/preflight.js';
+import type { TrainStart } from '../../src/resources/training-start.js';
+import { trainerConfig, trainerConfigHash, writeTrainerConfig } from '../../src/trainers/trainer-config.js';
+import { pythonEnv } from '../../src/python/module.js';
+import { venvPython } from '../../src/python/venv.js';
 import { tempDir } from '../helpers.js';
 
 const ARGS = { sft: 'SFTArgs', dpo: 'DPOArgs', grpo: 'GRPOArgs', ppo: 'PPOArgs' } as const;

@@ -4,10 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { toOrchestrationTrace, type OrchestrationTrace } from '../../src/datasets/orchestration-trace.js';
+import { toOrchestrationTrace, type OrchestrationTrace } from '../../src/trace/orchestration-trace.js';
 import type {
   CancelPayload, InvalidActionPayload, NewAnswerPayload, PresentationPayload, PromptPayload, RoundPayload, SelectionPayload, ToolPayload, VotePayload,
-} from '../../src/orchestrator/trace-types.js';
+} from '../../src/trace/payloads.js';
 import { exportRollouts, Store, type SpanInput } from '../../src/store/index.js';
 import { FIXTURES, tempDir } from '../helpers.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { calculate } from '../../src/pipeline/calculator.js';
-import { createToolRunner } from '../../src/pipeline/tools.js';
+import { calculate } from '../../src/tools/calculator.js';
+import { createToolRunner } from '../../src/tools/runner.js';
 
 describe('calculator', () => {
   it.each([['6*7', 42], ['2 + 3 * 4', 14], ['(2 + 3) * 4', 20], ['2^3^2', 512], ['-3 + 10 / 4', -0.5], ['17 % 5', 2], ['1.5e2 - 50', 100], ['12 × 3 ÷ 4', 9]])('%s = %d', (e, v) => {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
-import { pythonEnv } from '../../src/trainers/python.js';
+import { pythonEnv } from '../../src/python/module.js';
 import { gpuEnv, parseTrainerEvent, runTrainer, stepMetrics, trainerCommand, type TrainerEvent } from '../../src/trainers/runner.js';
 import { FIXTURES, tempDir } from '../helpers.js';
 

@@ -2,7 +2,7 @@ import net from 'node:net';
 import path from 'node:path';
 import type { TrainConfig } from '../../config/schema.js';
 import type { Algo } from '../../datasets/types.js';
-import { TRAINERS_DIR } from '../../trainers/python.js';
+import { TRAINERS_DIR } from '../../python/module.js';
 import { trainerCommand, type TrainerCommand } from '../../trainers/runner.js';
 
 export interface LaunchInput {

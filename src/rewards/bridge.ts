@@ -1,12 +1,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { UserError, errorMessage } from '../../errors.js';
-import type { LlmClient } from '../../llm/types.js';
-import type { RewardsConfig, RewardUsage } from '../../rewards/types.js';
-import type { Store } from '../../store/index.js';
-import type { Task } from '../../tasks/types.js';
-import { scoreCompletion, SINGLE_ANSWER_FAMILIES, singleAnswerWeights } from '../completion-rewards.js';
-import { MalformedRequest, parseRewardRequest, type RewardRequest } from './reward-request.js';
+import { UserError, errorMessage } from '../errors.js';
+import type { LlmClient } from '../llm/types.js';
+import type { RewardsConfig, RewardUsage } from './types.js';
+import type { Store } from '../store/index.js';
+import type { Task } from '../tasks/types.js';
+import { scoreCompletion, SINGLE_ANSWER_FAMILIES, singleAnswerWeights } from './completion.js';
+import { MalformedRequest, parseRewardRequest, type RewardRequest } from './bridge-request.js';
 
 export const REWARD_BRIDGE_PATH = '/rewards';
 

@@ -1,13 +1,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { LoadedConfig } from '../../config/load.js';
-import type { Algo } from '../../datasets/types.js';
-import { UserError } from '../../errors.js';
-import { freeBytes, listGpus, type Gpu } from '../../trainers/hardware.js';
-import { readRequirements } from '../../trainers/requirements.js';
-import { inspectVenv } from '../../trainers/venv.js';
-import type { TrainStart } from './start.js';
+import type { LoadedConfig } from '../config/load.js';
+import type { Algo } from '../datasets/types.js';
+import { UserError } from '../errors.js';
+import { freeBytes, listGpus, type Gpu } from './hardware.js';
+import { readRequirements } from '../python/requirements.js';
+import { inspectVenv } from '../python/venv.js';
+import type { TrainStart } from '../resources/training-start.js';
 
 const GiB = 1024 ** 3;
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { sha256 } from '../util/hash.js';
-import { TRAINERS_DIR } from './python.js';
+import { TRAINERS_DIR } from './module.js';
 
 export interface Requirements {
   /** Pinned runtime dependencies, then test dependencies, as pip specifiers. */

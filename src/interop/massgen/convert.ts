@@ -3,7 +3,7 @@ import path from 'node:path';
 import type {
   CancelPayload, DropPayload, InvalidActionPayload, Label, NewAnswerPayload, PresentationPayload, RestartPayload, RoundPayload,
   SelectionPayload, VotePayload,
-} from '../../orchestrator/trace-types.js';
+} from '../../trace/payloads.js';
 import type { RolloutFinish, SpanInput } from '../../store/types.js';
 import { sha256 } from '../../util/hash.js';
 import type { MassgenUnit } from './discover.js';

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import type { LoadedConfig } from '../../config/load.js';
-import type { Algo } from '../../datasets/types.js';
-import { UserError } from '../../errors.js';
-import { refName } from '../../resources/checkpoints.js';
-import type { Checkpoint } from '../../store/checkpoints.js';
-import type { Resource, Store } from '../../store/index.js';
-import { resolveWeights } from '../serve.js';
+import type { LoadedConfig } from '../config/load.js';
+import type { Algo } from '../datasets/types.js';
+import { UserError } from '../errors.js';
+import { refName } from './checkpoints.js';
+import type { Checkpoint } from '../store/checkpoints.js';
+import type { Resource, Store } from '../store/index.js';
+import { resolveWeights } from '../pipeline/serve.js';
 
 /** What a training run starts from. */
 export interface TrainStart {

@@ -1,14 +1,14 @@
 import type { RLConfig } from '../config/schema.js';
 import { orchestrate } from '../orchestrator/coordinator.js';
-import { outcomeFromResult } from '../orchestrator/outcome.js';
+import { outcomeFromResult } from './outcome.js';
 import type { ToolRunner } from '../orchestrator/types.js';
 import { computeRewards } from '../rewards/compute.js';
 import type { Store } from '../store/index.js';
 import type { RewardInput } from '../store/types.js';
 import type { Task } from '../tasks/types.js';
-import type { TeamSetup } from './collect-team.js';
-import { rewardSpan } from './rewards.js';
-import { sampleRecorder, sampleRewards } from './sample-rewards.js';
+import type { TeamSetup } from './team.js';
+import { rewardSpan } from '../pipeline/rewards.js';
+import { sampleRecorder, sampleRewards } from '../rewards/samples.js';
 
 export interface RolloutSummary {
   id: string;

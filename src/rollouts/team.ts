@@ -5,7 +5,7 @@ import type { LlmClient } from '../llm/types.js';
 import type { TeamAgent } from '../orchestrator/types.js';
 import { resolvePrompts } from '../resources/prompts.js';
 import type { Store } from '../store/index.js';
-import { toolDefinition } from './tools.js';
+import { toolDefinition } from '../tools/runner.js';
 
 export interface TeamSetup {
   team: TeamAgent[];
@@ -30,7 +30,7 @@ export async function setupTeam(loaded: LoadedConfig, store: Store): Promise<Tea
   let baseUrls: Record<string, string> = {};
   let stopServers = async () => {};
   if (local.length) {
-    const { startLocalModels } = await import('./serve.js');
+    const { startLocalModels } = await import('../pipeline/serve.js');
     const started = await startLocalModels(loaded, local, store);
     baseUrls = started.baseUrls;
     stopServers = started.stopAll;

@@ -1,4 +1,4 @@
-import { errorMessage } from '../../errors.js';
+import { errorMessage } from '../errors.js';
 
 /** The body of a reward call, as the GRPO trainer sends it (prompts are checked but not needed). */
 export interface RewardRequest {

@@ -1,8 +1,8 @@
-import type { PromptPayload } from '../orchestrator/trace-types.js';
-import type { RewardContext, RewardsConfig } from '../rewards/types.js';
+import type { PromptPayload } from '../trace/payloads.js';
+import type { RewardContext, RewardsConfig } from './types.js';
 import type { RewardInput, SpanInput } from '../store/types.js';
 import type { Task } from '../tasks/types.js';
-import { completionRewards, singleAnswerWeights } from './completion-rewards.js';
+import { completionRewards, singleAnswerWeights } from './completion.js';
 
 export interface SampleRef {
   seq: number;

@@ -1,8 +1,8 @@
-import { InterruptedError, UserError } from '../../errors.js';
-import { registerCheckpoint, type RegisteredCheckpoint } from '../../resources/checkpoints.js';
-import type { Store } from '../../store/index.js';
-import { pythonEnv } from '../../trainers/python.js';
-import { gpuEnv, runTrainer, type StepEvent, type TrainerCommand, type TrainerOutcome } from '../../trainers/runner.js';
+import { InterruptedError, UserError } from '../errors.js';
+import { registerCheckpoint, type RegisteredCheckpoint } from '../resources/checkpoints.js';
+import type { Store } from '../store/index.js';
+import { pythonEnv } from '../python/module.js';
+import { gpuEnv, runTrainer, type StepEvent, type TrainerCommand, type TrainerOutcome } from './runner.js';
 import type { TrainRunDetail } from './resume.js';
 
 export interface TrainProgress {

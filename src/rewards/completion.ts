@@ -1,6 +1,6 @@
 import { implicitAction, parseTextAction } from '../orchestrator/text-protocol.js';
-import { computeRewards, type RewardResult } from '../rewards/compute.js';
-import type { RewardContext, RewardsConfig, RolloutOutcome } from '../rewards/types.js';
+import { computeRewards, type RewardResult } from './compute.js';
+import type { RewardContext, RewardsConfig, RolloutOutcome } from './types.js';
 import type { Task } from '../tasks/types.js';
 
 /** One completion scored on its own (online GRPO samples, collect.samples_per_turn samples). */

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { UserError } from '../errors.js';
-import { parseEvent, pythonEnv, type PyEvent } from '../trainers/python.js';
+import { parseEvent, pythonEnv, type PyEvent } from '../python/module.js';
 
 export type ServeDevice = 'auto' | 'cpu' | 'cuda';
 

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { UserError } from '../../errors.js';
-import type { Store } from '../../store/index.js';
-import type { RunRecord } from '../../store/runs.js';
+import { UserError } from '../errors.js';
+import type { Store } from '../store/index.js';
+import type { RunRecord } from '../store/runs.js';
 
 /** What a training run records in its detail column: enough to resume it and to register its checkpoint. */
 export interface TrainRunDetail {

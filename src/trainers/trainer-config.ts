@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import type { TrainConfig } from '../../config/schema.js';
-import type { DatasetOptionsInput } from '../../datasets/options.js';
-import type { Algo } from '../../datasets/types.js';
-import { stableHash } from '../../util/hash.js';
+import type { TrainConfig } from '../config/schema.js';
+import type { DatasetOptionsInput } from '../datasets/options.js';
+import type { Algo } from '../datasets/types.js';
+import { stableHash } from '../util/hash.js';
 
 export interface TrainerConfigInput {
   train: TrainConfig;

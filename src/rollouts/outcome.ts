@@ -1,8 +1,8 @@
 import type { RolloutOutcome } from '../rewards/types.js';
 import type { Rollout, Span } from '../store/types.js';
 import type { Task } from '../tasks/types.js';
-import type { NewAnswerPayload, SelectionPayload, ToolPayload, VotePayload } from './trace-types.js';
-import type { OrchestrationResult } from './types.js';
+import type { NewAnswerPayload, SelectionPayload, ToolPayload, VotePayload } from '../trace/payloads.js';
+import type { OrchestrationResult } from '../orchestrator/types.js';
 
 /** The reward view of a live orchestration. */
 export function outcomeFromResult(rolloutId: string, task: Task | null, agents: string[], r: OrchestrationResult): RolloutOutcome {

@@ -4,7 +4,7 @@
 //   wrapper: `node bin/massgen-rl.js --json train --algo ALGO --all --max-steps N` in a temp project whose store
 //     holds MassGen-style team rollouts (bench/lib/train-overhead-store.mjs): config load, dataset build from the
 //     store (reused after the first run, as in production), preflight, trainer.yaml, the bundled trainer
-//     (`python -m massgen_rl_trainers.ALGO`) with its ProtocolCallback and JSON-lines step events read by Node
+//     (`python -m massgen_rl_trainers.train.ALGO`) with its ProtocolCallback and JSON-lines step events read by Node
 //     (metrics into the store, stderr into trainer.log), then checkpoint registration.
 //   direct: bench/lib/trl_direct.py, plain TRL (SFTTrainer / GRPOTrainer) with the values of the trainer.yaml the
 //     wrapper wrote (same model folder, LoRA, data.jsonl, TrainingArguments), no Node and no protocol; GRPO
@@ -380,7 +380,7 @@ async function main() {
       },
       definitions: {
         wrapper: '`massgen-rl --json train --algo ALGO --all --max-steps N` (CLI process: config, dataset build from the store, preflight, trainer.yaml, bundled trainer with ProtocolCallback and JSON-lines events read by Node, checkpoint registration)',
-        direct: 'bench/lib/trl_direct.py: plain TRL SFTTrainer / GRPOTrainer with the values of the wrapper\'s trainer.yaml (same model folder, LoRA config, data.jsonl, TrainingArguments; checked equal), trainer.train() then save_model(); no Node, no protocol callback, no events; GRPO offline replay uses massgen_rl_trainers.grpo\'s load_groups/replay_chunks/Replay/recorded_reward and the same GRPOTrainer subclass',
+        direct: 'bench/lib/trl_direct.py: plain TRL SFTTrainer / GRPOTrainer with the values of the wrapper\'s trainer.yaml (same model folder, LoRA config, data.jsonl, TrainingArguments; checked equal), trainer.train() then save_model(); no Node, no protocol callback, no events; GRPO offline replay uses massgen_rl_trainers.train.grpo\'s load_groups and train.grpo_replay\'s replay_chunks/Replay/recorded_reward and the same GRPOTrainer subclass',
         stepsPerS: '(steps - 1) / (last - first optimizer step end), timed by the same TrainerCallback on both sides (bench/lib/train-overhead-site/sitecustomize.py); excludes loading and the first step',
         ratio: 'median over rounds of wrapper steps/s / direct steps/s (runs of a round adjacent, order alternating); slowdownPct = (1 - ratio) x 100',
         hfStepsPerS: 'HF Trainer train_steps_per_second (max_steps / train_runtime over all of trainer.train())',

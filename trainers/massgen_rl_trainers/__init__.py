@@ -1,6 +1,12 @@
 """Python half of massgen-rl: scripts the TypeScript CLI runs with `python -m massgen_rl_trainers.<module>`.
 
-Every script speaks the JSON-lines protocol in `protocol.py` on stdout and logs to stderr.
+    train.sft, train.dpo, train.grpo, train.ppo     the trainers (docs/trainer-protocol.md)
+    serve                                           an OpenAI-compatible server for a model folder or adapter
+    models.provision, models.generate               the default model: provisioning and a smoke test
+    env_report                                      the Python, package and CUDA facts of the environment
+
+Every script speaks the JSON-lines protocol in `protocol.py` on stdout (through `protocol.run_script`) and logs
+to stderr.
 """
 
 import os

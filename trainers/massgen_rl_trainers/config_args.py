@@ -2,7 +2,7 @@
 
 Precedence: the dataclass defaults, then the config file, then flags given on the command line.
 Every problem (unknown flag or config key, bad value, missing required argument) raises `UsageError`;
-`protocol.parse_or_exit` turns that into exit code 2.
+`protocol.run_script` turns that into exit code 2.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The JSON-lines protocol spoken to the TypeScript CLI.
+"""The JSON-lines protocol spoken to the TypeScript CLI, and the runner every script goes through.
 
 stdout carries only events, one JSON object per line, each with an "event" key:
   {"event": "progress", "stage": ..., "message": ...}
@@ -6,7 +6,9 @@ stdout carries only events, one JSON object per line, each with an "event" key:
   {"event": "error", "message": ...}
 Free-form logs go to stderr. `run_script` parses the arguments, points file descriptor 1 at stderr
 while the script runs (so prints from libraries and subprocesses cannot corrupt the stream), emits
-`done` with whatever `main` returns, and maps failures to exit codes: 2 bad arguments, 1 anything else.
+`done` with whatever `main` returns, and maps failures to exit codes: 2 bad arguments, 1 anything else,
+130 interrupted. Trainers use it too (`train.runner.run_trainer`), with their own argument parser,
+signal handling, stop outcome and process rank.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import sys
 import traceback
+from contextlib import AbstractContextManager, nullcontext
 from typing import IO, Any, Callable, TypeVar
 
 from .config_args import UsageError, parse_args
@@ -23,8 +26,10 @@ T = TypeVar("T")
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 _events: IO[str] | None = None  # where events go while run_script isolates stdout; None: sys.stdout
+_rank = 0  # set by run_script: a process of a multi-process job other than rank 0 emits only errors
 
 
 class ScriptError(Exception):
@@ -36,7 +41,11 @@ class ScriptError(Exception):
 
 
 def emit(event: str, **fields: Any) -> None:
-    """Write one event as a single JSON line and flush it."""
+    """Write one event as a single JSON line and flush it (on a rank other than 0: errors only, tagged with it)."""
+    if _rank:
+        if event != "error":
+            return
+        fields = {"rank": _rank, **fields}
     stream = _events or sys.stdout
     stream.write(json.dumps({"event": event, **fields}, default=str, ensure_ascii=False) + "\n")
     stream.flush()
@@ -59,15 +68,10 @@ def log(*parts: Any) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def parse_or_exit(cls: type[T], argv: list[str] | None = None, prog: str | None = None) -> T:
-    """`config_args.parse_args`, exiting with code 2 (message on stderr, error event on stdout) on bad args."""
-    try:
-        return parse_args(cls, argv, prog=prog)
-    except UsageError as exc:
-        name = prog or os.path.basename(sys.argv[0])
-        sys.stderr.write(f"{name}: error: {exc}\n")
-        error(str(exc), kind="usage")
-        raise SystemExit(EXIT_USAGE) from None
+def report_usage(exc: UsageError, prog: str | None = None) -> None:
+    """Bad arguments: one line on stderr (argparse style) and an error event of kind "usage"."""
+    sys.stderr.write(f"{prog or os.path.basename(sys.argv[0])}: error: {exc}\n")
+    error(str(exc), kind="usage")
 
 
 def _isolate_stdout() -> tuple[int, Any] | None:
@@ -101,28 +105,60 @@ def exception_name(exc: BaseException) -> str:
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
-def run_script(main: Callable[[T], dict[str, Any]], cls: type[T], argv: list[str] | None = None,
-               prog: str | None = None) -> int:
-    """Run `main(args)` under the protocol; returns the process exit code."""
-    args = parse_or_exit(cls, argv, prog=prog)
-    state = _isolate_stdout()
+def run_script(main: Callable[[T], dict[str, Any] | None], cls: type[T], argv: list[str] | None = None,
+               prog: str | None = None, *, parse: Callable[..., T] = parse_args, rank: int = 0,
+               during: AbstractContextManager[Any] | None = None,
+               on_exception: Callable[[BaseException], int | None] | None = None) -> int:
+    """Run `main(args)` under the protocol; returns the process exit code.
+
+    `parse(cls, argv, prog=prog)` builds the arguments (UsageError: exit 2). `rank` is the process's rank in a
+    multi-process job. `during` is entered around `main` (signal handlers, say). `on_exception(exc)` sees a failure
+    first: it returns an exit code once it has reported the failure, or None for the default handling.
+    """
+    global _rank
+    _rank = rank
     try:
-        result = main(args)
-        done(**(result or {}))
+        try:
+            args = parse(cls, argv, prog=prog)
+        except UsageError as exc:
+            report_usage(exc, prog)
+            return EXIT_USAGE
+        state = _isolate_stdout()
+        try:
+            with during or nullcontext():
+                return _outcome(main, args, on_exception)
+        finally:
+            _restore_stdout(state)
+    finally:
+        _rank = 0
+
+
+def _outcome(main: Callable[[T], dict[str, Any] | None], args: T,
+             on_exception: Callable[[BaseException], int | None] | None) -> int:
+    try:
+        done(**(main(args) or {}))
         return 0
-    except ScriptError as exc:
+    except (Exception, KeyboardInterrupt) as exc:
+        code = on_exception(exc) if on_exception else None
+        return report_failure(exc) if code is None else code
+
+
+def report_failure(exc: BaseException) -> int:
+    """One error event (a traceback on stderr where it helps a human); returns the exit code."""
+    if isinstance(exc, UsageError):  # a config problem only visible once main looked at the model or data
+        log(f"error: {exc}")
+        error(str(exc), kind="usage")
+        return EXIT_USAGE
+    if isinstance(exc, ScriptError):
         if exc.__cause__ is not None:  # a wrapped library failure: keep its traceback for humans
             traceback.print_exception(exc.__cause__, file=sys.stderr)
         log(f"error: {exc}")
         error(str(exc), **exc.fields)
         return EXIT_FAILURE
-    except KeyboardInterrupt:
+    if isinstance(exc, KeyboardInterrupt):
         error("interrupted")
-        return 130
-    except Exception as exc:  # anything unexpected: traceback for humans, one line for the CLI
-        traceback.print_exc(file=sys.stderr)
-        name = exception_name(exc)
-        error(f"{name}: {exc}", exception=name)
-        return EXIT_FAILURE
-    finally:
-        _restore_stdout(state)
+        return EXIT_INTERRUPTED
+    traceback.print_exception(exc, file=sys.stderr)  # anything unexpected: traceback for humans, one line for the CLI
+    name = exception_name(exc)
+    error(f"{name}: {exc}", exception=name)
+    return EXIT_FAILURE

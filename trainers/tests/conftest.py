@@ -33,7 +33,8 @@ class ScriptRun:
 
 
 def run_module(module: str, *args: str, timeout: float = 600, path_before: Path | None = None) -> ScriptRun:
-    """`python -m massgen_rl_trainers.<module> ARGS` with PYTHONPATH=trainers; checks every stdout line is an event."""
+    """`python -m massgen_rl_trainers.<module> ARGS` (module: `train.sft`, `models.provision`, ...) with
+    PYTHONPATH=trainers; checks every stdout line is an event."""
     python_path = os.pathsep.join(str(p) for p in (path_before, TRAINERS_DIR) if p is not None)
     env = {**os.environ, "PYTHONPATH": python_path, "HF_HUB_OFFLINE": "1"}
     started = time.monotonic()
@@ -65,8 +66,8 @@ def provisioned_model(tmp_path_factory: pytest.TempPathFactory) -> Provisioned:
     """The default model, in $MASSGEN_RL_DEFAULT_MODEL_DIR (reused if already there) or a temp dir."""
     configured = os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
     out = Path(configured) if configured else tmp_path_factory.mktemp("models") / "smollm2-135m-instruct"
-    run = run_module("provision_model", "--out", str(out))
+    run = run_module("models.provision", "--out", str(out))
     assert run.returncode == 0, run.stderr[-4000:]
     assert run.last["event"] == "done", run.events
-    print(f"\nprovision_model: {run.seconds:.1f}s (reused={run.last.get('reused')}) -> {out}", file=sys.stderr)
+    print(f"\nmodels.provision: {run.seconds:.1f}s (reused={run.last.get('reused')}) -> {out}", file=sys.stderr)
     return Provisioned(out, run)

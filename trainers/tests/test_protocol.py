@@ -64,13 +64,14 @@ def test_missing_required_and_unknown_flag():
         parse_args(DemoArgs, ["--out", "o", "--bogus"])
 
 
-def test_parse_or_exit_exits_2_with_message_and_event(tmp_path, capsys):
+def test_bad_arguments_exit_2_with_message_and_event(tmp_path, capsys):
     config = tmp_path / "bad.yaml"
     config.write_text("out: o\nlearning_rate: 1\n")
-    with pytest.raises(SystemExit) as exit_info:
-        protocol.parse_or_exit(DemoArgs, ["--config", str(config)], prog="demo")
-    assert exit_info.value.code == 2
+    called = []
+    assert protocol.run_script(called.append, DemoArgs, ["--config", str(config)], prog="demo") == 2
+    assert called == []
     captured = capsys.readouterr()
+    assert captured.err.startswith("demo: error: ")
     assert "learning_rate" in captured.err and "Traceback" not in captured.err
     event = json.loads(captured.out)
     assert event["event"] == "error" and "learning_rate" in event["message"] and event["kind"] == "usage"
@@ -89,7 +90,7 @@ def test_emit_writes_one_flushed_json_line(capsys):
 def test_script_rejects_unknown_config_key_without_traceback(tmp_path):
     config = tmp_path / "provision.yaml"
     config.write_text(f"out: {tmp_path / 'model'}\nquantize: q8\n")
-    run = run_module("provision_model", "--config", str(config))
+    run = run_module("models.provision", "--config", str(config))
     assert run.returncode == 2
     assert "unknown key(s)" in run.stderr and "'quantize'" in run.stderr
     assert "Traceback" not in run.stderr
@@ -131,3 +132,53 @@ def test_run_script_maps_failures_to_exit_1(capfd):
     captured = capfd.readouterr()
     assert json.loads(captured.out) == {"event": "error", "message": "KeyError: 'boom'", "exception": "KeyError"}
     assert "Traceback" in captured.err
+
+
+def test_run_script_on_another_rank_emits_only_errors_tagged_with_it(capfd):
+    def failing(args: DemoArgs) -> dict:
+        protocol.progress("work", "halfway")
+        raise protocol.ScriptError("disk full", path=args.out)
+
+    assert protocol.run_script(failing, DemoArgs, ["--out", "o"], rank=1) == 1
+    captured = capfd.readouterr()
+    assert [json.loads(line) for line in captured.out.splitlines()] == [
+        {"event": "error", "rank": 1, "message": "disk full", "path": "o"},
+    ]
+    protocol.progress("after", "the rank is the run's only")
+    assert json.loads(capfd.readouterr().out)["stage"] == "after"
+
+
+def test_run_script_hooks_wrap_main_and_see_its_failures_first(capfd):
+    class Guard:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def __enter__(self) -> None:
+            self.calls.append("enter")
+
+        def __exit__(self, *exc_info: object) -> None:
+            self.calls.append("exit")
+
+    class Halted(Exception):
+        pass
+
+    def on_exception(exc: BaseException) -> int | None:
+        if isinstance(exc, Halted):
+            protocol.progress("halted", "stopped early")
+            return 130
+        return None
+
+    def halt(args: DemoArgs) -> dict:
+        raise Halted()
+
+    def crash(args: DemoArgs) -> dict:
+        raise KeyError("boom")
+
+    guard = Guard()
+    assert protocol.run_script(halt, DemoArgs, ["--out", "o"], during=guard, on_exception=on_exception) == 130
+    assert guard.calls == ["enter", "exit"]
+    assert [json.loads(line) for line in capfd.readouterr().out.splitlines()] == [
+        {"event": "progress", "stage": "halted", "message": "stopped early"},
+    ]
+    assert protocol.run_script(crash, DemoArgs, ["--out", "o"], on_exception=on_exception) == 1
+    assert json.loads(capfd.readouterr().out)["exception"] == "KeyError"

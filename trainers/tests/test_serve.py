@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from conftest import TRAINERS_DIR
-from massgen_rl_trainers.serve_batching import Batcher
-from massgen_rl_trainers.serve_folders import ModelFolder, inspect_model_folder
-from massgen_rl_trainers.serve_openai import ApiError, parse_chat_request
-from massgen_rl_trainers.serve_vllm import (build_vllm_command, choose_backend, lora_rank_bound,
-                                            run_server_process)
+from massgen_rl_trainers.models.folder import ModelFolder, inspect_model_folder
 from massgen_rl_trainers.protocol import ScriptError
+from massgen_rl_trainers.serve.batching import Batcher
+from massgen_rl_trainers.serve.openai_api import ApiError, parse_chat_request
+from massgen_rl_trainers.serve.vllm_backend import (build_vllm_command, choose_backend, lora_rank_bound,
+                                                    run_server_process)
 
 MODEL_DIR = Path(os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
                  or Path.home() / ".cache" / "massgen-rl" / "models" / "smollm2-135m-instruct")
@@ -353,8 +353,8 @@ def test_parse_chat_request_defaults_and_validation():
 def test_sampling_distribution_temperature_and_top_p():
     import torch
 
-    from massgen_rl_trainers.serve_engine import sampling_logprobs
-    from massgen_rl_trainers.serve_openai import SamplingKey
+    from massgen_rl_trainers.serve.engine import sampling_logprobs
+    from massgen_rl_trainers.serve.openai_api import SamplingKey
 
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
     assert torch.allclose(sampling_logprobs(logits, SamplingKey(True, 0.0, 1.0)), torch.log_softmax(logits, -1))
@@ -460,7 +460,7 @@ http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
 
 
 def test_server_process_supervision_with_a_stand_in_for_vllm():
-    from massgen_rl_trainers.serve_vllm import free_port
+    from massgen_rl_trainers.serve.vllm_backend import free_port
 
     port = free_port("127.0.0.1")
     stop = threading.Event()

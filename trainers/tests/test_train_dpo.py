@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_train_common import (assert_trained, generate_with, needs_model, run_trainer_module, sft_adapter,  # noqa: F401
+from train_helpers import (assert_trained, generate_with, needs_model, run_trainer_module, sft_adapter,  # noqa: F401
                                train_config, write_jsonl)
 
 PAIRS = [("What is 2 + 3?", "5", "7"), ("Name a primary color.", "Red", "Purple"),

@@ -1,10 +1,17 @@
 """GRPO with LoRA on the tiny model (CPU): offline replay of recorded groups, and online sampling scored by a
-local reward bridge."""
+local reward bridge; plus the replay's bookkeeping and the reward bridge client without training."""
 
 from __future__ import annotations
 
-from test_train_common import (RewardServer, assert_trained, generate_with, needs_model, run_trainer_module,
-                               train_config, write_jsonl)
+from typing import Any
+
+import pytest
+
+from massgen_rl_trainers.protocol import ScriptError
+from massgen_rl_trainers.train.grpo_replay import Replay, replay_chunks
+from massgen_rl_trainers.train.reward_bridge import post_rewards
+from train_helpers import (RewardServer, assert_trained, free_port, generate_with, needs_model, run_trainer_module,
+                           train_config, write_jsonl)
 
 GROUPS = [
     {"group_id": "g0", "prompt": [{"role": "user", "content": "What is 2 + 3?"}],
@@ -54,3 +61,77 @@ def test_grpo_online_scores_samples_through_the_reward_bridge(tmp_path):
         assert all(isinstance(c, str) for c in request["completions"])
         assert request["meta"][0]["group_id"] in {"g0", "g1"} and request["meta"][0]["task_id"] in {"add", "color"}
     generate_with(done["path"])
+
+
+# -- offline GRPO replay ------------------------------------------------------------------------------------------
+
+
+def _group(rewards: list[float]) -> dict[str, Any]:
+    return {"prompt": [{"role": "user", "content": "q"}],
+            "completions": [{"content": f"c{i}", "token_ids": [10 + i], "reward": r} for i, r in enumerate(rewards)]}
+
+
+def test_replay_chunks_have_full_size_and_spread_rewards():
+    groups = [_group([0, 1]), _group([0, 0, 1]), _group([0, 1, 0, 1]), _group([1, 0, 0, 0, 1])]
+    chunks = replay_chunks(groups, 2, seed=3)
+    assert [g for g, _ in chunks] == [0, 1, 1, 2, 2, 3, 3, 3]
+    for _, chunk in chunks:
+        assert len(chunk) == 2 and len({c["reward"] for c in chunk}) == 2  # every row can teach something
+    for index, group in enumerate(groups):  # no completion is dropped
+        used = {c["content"] for g, chunk in chunks if g == index for c in chunk}
+        assert used == {c["content"] for c in group["completions"]}
+    assert all(len(chunk) == 4 for _, chunk in replay_chunks([_group([0, 1])], 4, seed=0))
+
+
+class _FakeTokenizer:
+    eos_token_id = 2
+
+    def apply_chat_template(self, messages, **kwargs):
+        return {"input_ids": [1, 5, 6]}
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [ord(ch) for ch in text]}
+
+
+def test_replay_rollout_serves_each_copy_a_different_completion():
+    groups = [_group([0, 1]), _group([1, 0])]
+    groups[1]["completions"][1]["token_ids"] = None  # tokenized from content + eos
+    chunks = replay_chunks(groups, 2, seed=0)
+    replay = Replay(_FakeTokenizer(), groups, chunks, 2, max_completion_length=8, max_length=None)
+    rows = replay.dataset_rows(chunks, groups)
+    # one process: the batch holds each row num_generations times in a row
+    inputs = [dict(rows[0]), dict(rows[0]), dict(rows[1]), dict(rows[1])]
+    trainer = type("T", (), {"_massgen_inputs": inputs, "accelerator": type("A", (), {"process_index": 0})()})()
+    out = replay([r["prompt"] for r in inputs], trainer)
+    assert out["prompt_ids"] == [[1, 5, 6]] * 4 and out["logprobs"] is None
+    assert sorted(out["recorded_reward"][:2]) == [0, 1] and sorted(out["recorded_reward"][2:]) == [0, 1]
+    assert [ord("c"), ord("1"), 2] in out["completion_ids"]
+    # two processes: the copies of one row are split across them and must still differ
+    halves = []
+    for rank in (0, 1):
+        trainer._massgen_inputs = [dict(rows[0])]
+        trainer.accelerator.process_index = rank
+        halves.append(replay([rows[0]["prompt"]], trainer)["completion_ids"][0])
+    assert halves[0] != halves[1]
+
+
+# -- the reward bridge client -------------------------------------------------------------------------------------
+
+
+def test_post_rewards_round_trip_and_errors():
+    server = RewardServer(lambda text: None if text == "skip" else float(len(text)))
+    try:
+        body = {"prompts": [[{"role": "user", "content": "q"}]] * 2, "completions": ["abc", "skip"],
+                "meta": [{"task_id": "t"}, {"task_id": "t"}]}
+        assert post_rewards(server.url, body, timeout=10) == [3.0, None]
+        assert server.requests == [body]
+    finally:
+        server.close()
+    bad = RewardServer(lambda text: 1.0, status=400)
+    try:
+        with pytest.raises(ScriptError, match="HTTP 400"):
+            post_rewards(bad.url, {"prompts": [], "completions": ["x"], "meta": [{}]}, timeout=10)
+    finally:
+        bad.close()
+    with pytest.raises(ScriptError, match="unreachable"):
+        post_rewards(f"http://127.0.0.1:{free_port()}/", {"completions": ["x"]}, timeout=2, attempts=1)

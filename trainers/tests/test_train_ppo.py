@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_train_common import (MODEL_DIR, assert_trained, generate_with, needs_model, run_trainer_module,
+from train_helpers import (MODEL_DIR, assert_trained, generate_with, needs_model, run_trainer_module,
                                train_config, write_jsonl)
 
 PPO_ROWS = [{"prompt": [{"role": "user", "content": q}], "completion": a, "reward": r, "return": g,
@@ -17,7 +17,7 @@ def test_padded_completion_logps_match_single_sequences():
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from massgen_rl_trainers.ppo import collate, completion_logps
+    from massgen_rl_trainers.train.ppo import collate, completion_logps
 
     tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
     model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()

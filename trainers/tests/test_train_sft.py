@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from conftest import TRAINERS_DIR, ScriptRun
-from test_train_common import (SFT_ROWS, assert_trained, free_port, generate_with, needs_model, sft_adapter,  # noqa: F401
+from train_helpers import (SFT_ROWS, assert_trained, free_port, generate_with, needs_model, sft_adapter,  # noqa: F401
                                train_config, write_jsonl)
 
 ENV = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -28,10 +28,10 @@ def test_sft_lora_adapter_loads_and_generates(sft_adapter):
     assert not list(Path(done["path"]).parent.glob("checkpoint-*"))  # save_steps 0: no periodic checkpoints
 
 
-def _start(module: str, config: Path, *extra: str) -> subprocess.Popen:
+def _start(algo: str, config: Path, *extra: str) -> subprocess.Popen:
     """stderr goes to a file next to the config (a pipe nobody reads could fill up and block the trainer)."""
     with open(config.with_suffix(".stderr"), "w") as stderr:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen([sys.executable, "-m", f"massgen_rl_trainers.{module}", "--config", str(config),
+        return subprocess.Popen([sys.executable, "-m", f"massgen_rl_trainers.train.{algo}", "--config", str(config),
                                  *extra], stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, text=True,
                                 env=ENV)
 
@@ -83,7 +83,7 @@ def test_accelerate_launch_two_cpu_processes(tmp_path):
     config = train_config(tmp_path, "ddp", dataset, per_device_train_batch_size=1, max_length=48, save_steps=1)
     command = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch",
                "--config_file", str(TRAINERS_DIR / "accelerate" / "cpu-2proc.yaml"), "--num_processes", "2",
-               "--main_process_port", str(free_port()), "-m", "massgen_rl_trainers.sft", "--config", str(config)]
+               "--main_process_port", str(free_port()), "-m", "massgen_rl_trainers.train.sft", "--config", str(config)]
     started = time.monotonic()
     proc = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=900, stdin=subprocess.DEVNULL)
     run = ScriptRun(proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr,

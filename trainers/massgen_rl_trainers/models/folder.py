@@ -1,4 +1,5 @@
-"""What `serve --model DIR` points at: a full model folder, or a LoRA adapter and its base (no torch here)."""
+"""What a model path points at (`serve --model DIR`, a trainer's `model_path`): a full model folder, or a LoRA
+adapter and its base (no torch here)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .protocol import ScriptError
+from ..protocol import ScriptError
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Direct preference optimization on the `dpo` dataset (TRL DPOTrainer, sigmoid loss).
 
-    python -m massgen_rl_trainers.dpo --config FILE
+    python -m massgen_rl_trainers.train.dpo --config FILE
 
 Rows: `{"prompt": [messages], "chosen": [{"role": "assistant", ...}], "rejected": [{"role": "assistant", ...}],
 "margin", "meta"}` (conversational preference rows, as TRL expects them). `beta` is the DPO temperature. The
@@ -15,10 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config_args import UsageError
-from .protocol import ScriptError
-from .train_common import (TrainArgs, load_policy, make_callback, messages, progress, read_jsonl, run_trainer,
-                           train_and_finish, training_kwargs)
+from ..config_args import UsageError
+from ..protocol import ScriptError, progress
+from .args import TrainArgs
+from .callbacks import make_callback
+from .data import messages, read_jsonl
+from .finish import train_and_finish
+from .policy import load_policy
+from .runner import run_trainer
+from .settings import training_kwargs
 
 
 @dataclass
@@ -63,4 +68,4 @@ def main(args: DPOArgs) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_trainer(main, DPOArgs, prog="massgen_rl_trainers.dpo"))
+    raise SystemExit(run_trainer(main, DPOArgs, prog="massgen_rl_trainers.train.dpo"))

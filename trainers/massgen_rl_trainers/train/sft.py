@@ -1,6 +1,6 @@
 """Supervised fine-tuning on the `sft` dataset (TRL SFTTrainer).
 
-    python -m massgen_rl_trainers.sft --config FILE
+    python -m massgen_rl_trainers.train.sft --config FILE
 
 Rows: `{"messages": [...request messages, {"role": "assistant", "content": completion}], "reward", "meta"}`.
 With `completion_only_loss` (the default) each row becomes a conversational prompt/completion pair (the request
@@ -15,9 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .protocol import ScriptError
-from .train_common import (TrainArgs, load_policy, make_callback, messages, progress, read_jsonl, run_trainer,
-                           train_and_finish, training_kwargs)
+from ..protocol import ScriptError, progress
+from .args import TrainArgs
+from .callbacks import make_callback
+from .data import messages, read_jsonl
+from .finish import train_and_finish
+from .policy import load_policy
+from .runner import run_trainer
+from .settings import training_kwargs
 
 
 @dataclass
@@ -61,4 +66,4 @@ def main(args: SFTArgs) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_trainer(main, SFTArgs, prog="massgen_rl_trainers.sft"))
+    raise SystemExit(run_trainer(main, SFTArgs, prog="massgen_rl_trainers.train.sft"))

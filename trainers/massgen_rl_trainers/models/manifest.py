@@ -1,4 +1,4 @@
-"""What makes a provisioned model folder valid, and cleanup of staging folders left by killed runs.
+"""What makes a provisioned default model folder valid: its manifest `massgen-rl-model.json` and files.
 
 No heavy imports: the reuse check must answer in milliseconds.
 """
@@ -6,8 +6,6 @@ No heavy imports: the reuse check must answer in milliseconds.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,24 +31,3 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     if not any(folder.glob("*.safetensors")):
         return None
     return manifest
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
-def remove_stale_staging(out: Path) -> list[Path]:
-    """Delete `.<name>.staging-<pid>-*` folders beside `out` whose process is gone; returns them."""
-    removed = []
-    for path in out.parent.glob(f".{out.name}.staging-*"):
-        pid_text = path.name.removeprefix(f".{out.name}.staging-").split("-", 1)[0]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    return removed

@@ -1,6 +1,6 @@
 """Group relative policy optimization on the `grpo` dataset (TRL GRPOTrainer).
 
-    python -m massgen_rl_trainers.grpo --config FILE
+    python -m massgen_rl_trainers.train.grpo --config FILE
 
 Rows: `{"group_id", "prompt": [messages], "completions": [{"content", "reward", "advantage", "token_ids"|null,
 "logprobs"|null, "meta"}, ...]}` (>= 2 completions per group).
@@ -24,18 +24,22 @@ baseline). Step events report `reward` = the mean reward and `kl` (only when `be
 from __future__ import annotations
 
 import json
-import random
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config_args import UsageError
-from .protocol import ScriptError, log
-from .train_common import (TrainArgs, load_policy, make_callback, messages, number, progress, read_jsonl,
-                           run_trainer, train_and_finish, training_kwargs, world_size)
+from ..config_args import UsageError
+from ..protocol import ScriptError, progress
+from .args import TrainArgs
+from .callbacks import make_callback
+from .data import messages, number, read_jsonl
+from .finish import train_and_finish
+from .grpo_replay import Replay, recorded_reward, replay_chunks
+from .policy import load_policy
+from .ranks import world_size
+from .reward_bridge import make_bridge_reward
+from .runner import run_trainer
+from .settings import training_kwargs
 
 
 @dataclass
@@ -71,9 +75,6 @@ class GRPOArgs(TrainArgs):
                 f"and must be a multiple of num_generations ({self.num_generations})")
 
 
-# -- dataset ------------------------------------------------------------------------------------------------------
-
-
 def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:
     groups = []
     for line, row in enumerate(read_jsonl(args.dataset_path), 1):
@@ -98,137 +99,6 @@ def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:
         groups.append({"group_id": str(row.get("group_id", line)), "prompt": prompt, "completions": parsed,
                        "meta": {**meta, "group_id": str(row.get("group_id", line))}})
     return groups
-
-
-def replay_chunks(groups: list[dict[str, Any]], size: int, seed: int) -> list[tuple[int, list[dict[str, Any]]]]:
-    """Each group cut into rows of exactly `size` completions: (group index, completions). Completions are dealt
-    round-robin in reward order, so every row spans the group's reward range as far as possible (a row whose
-    rewards are all equal teaches nothing); a short row is filled up with the group's other completions."""
-    rng = random.Random(seed)
-    chunks = []
-    for index, group in enumerate(groups):
-        order = list(group["completions"])
-        rng.shuffle(order)
-        order.sort(key=lambda c: c["reward"] if c["reward"] is not None else 0.0)
-        count = -(-len(order) // size)
-        rows: list[list[dict[str, Any]]] = [[] for _ in range(count)]
-        for position, completion in enumerate(order):
-            rows[position % count].append(completion)
-        for row in rows:
-            seen = {c["reward"] for c in row}
-            others = [c for c in order if all(c is not r for r in row)] or order
-            others.sort(key=lambda c: c["reward"] in seen)  # other rewards first (stable: keeps the order)
-            row += [others[i % len(others)] for i in range(size - len(row))]
-            chunks.append((index, row))
-    return chunks
-
-
-class Replay:
-    """The offline `rollout_func`: recorded token ids in place of generation, recorded rewards as extra field."""
-
-    def __init__(self, tokenizer: Any, groups: list[dict[str, Any]], chunks: list[tuple[int, list[dict[str, Any]]]],
-                 size: int, max_completion_length: int, max_length: int | None) -> None:
-        self.size = size
-        self.rows: list[tuple[list[int], list[list[int]], list[float]]] = []
-        eos = tokenizer.eos_token_id
-        prompt_ids = [tokenizer.apply_chat_template(group["prompt"], add_generation_prompt=True, tokenize=True,
-                                                    return_dict=True)["input_ids"] for group in groups]
-        for group_index, chunk in chunks:
-            completion_ids = []
-            for completion in chunk:
-                ids = completion["token_ids"]
-                if ids is None:
-                    ids = tokenizer(completion["content"], add_special_tokens=False)["input_ids"] + [eos]
-                completion_ids.append(list(ids[:max_completion_length]))
-            prompt = list(prompt_ids[group_index])
-            if max_length is not None:  # keep the end of an over-long prompt
-                budget = max(1, max_length - max(len(ids) for ids in completion_ids))
-                prompt = prompt[-budget:]
-            self.rows.append((prompt, completion_ids, [c["reward"] for c in chunk]))
-
-    def dataset_rows(self, chunks: list[tuple[int, list[dict[str, Any]]]], groups: list[dict[str, Any]]) -> list[dict]:
-        return [{"prompt": groups[g]["prompt"], "replay_row": i} for i, (g, _) in enumerate(chunks)]
-
-    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        inputs = trainer._massgen_inputs  # the rows behind `prompts`, stashed by ReplayGRPOTrainer
-        if len(inputs) != len(prompts):
-            raise ScriptError("offline replay: the generation batch does not match the stashed rows")
-        # Each row is repeated num_generations times in a row across the global generation batch, which processes
-        # slice in order: the global position modulo the group size picks which recorded completion to return.
-        offset = trainer.accelerator.process_index * len(prompts)
-        prompt_ids, completion_ids, rewards = [], [], []
-        for i, row in enumerate(inputs):
-            prompt, completions, recorded = self.rows[row["replay_row"]]
-            k = (offset + i) % self.size
-            prompt_ids.append(prompt)
-            completion_ids.append(completions[k])
-            rewards.append(recorded[k])
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None,
-                "recorded_reward": rewards}
-
-
-def recorded_reward(prompts: list[Any], completions: list[Any], recorded_reward: list[float], **kwargs: Any) -> list:
-    return list(recorded_reward)
-
-
-# -- the reward bridge --------------------------------------------------------------------------------------------
-
-
-def _opener(url: str) -> Any:
-    host = urllib.parse.urlparse(url).hostname or ""
-    if host in ("localhost", "127.0.0.1", "::1"):
-        return urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
-    return urllib.request.build_opener()
-
-
-def post_rewards(url: str, body: dict[str, Any], timeout: float, attempts: int = 3) -> list[float | None]:
-    """POST the contract's reward request; returns one reward (or None) per completion."""
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    opener = _opener(url)
-    for attempt in range(1, attempts + 1):
-        request = urllib.request.Request(url, data=data, method="POST",
-                                         headers={"Content-Type": "application/json", "Accept": "application/json"})
-        try:
-            with opener.open(request, timeout=timeout) as response:
-                payload = json.loads(response.read().decode("utf-8"))
-            break
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:500]
-            if exc.code < 500 or attempt == attempts:
-                raise ScriptError(f"reward bridge {url} answered HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            if attempt == attempts:
-                raise ScriptError(f"reward bridge {url} unreachable: {getattr(exc, 'reason', exc)}") from None
-        except ValueError as exc:
-            raise ScriptError(f"reward bridge {url} answered with invalid JSON: {exc}") from None
-        log(f"reward bridge attempt {attempt} failed; retrying")
-        time.sleep(attempt)
-    rewards = payload.get("rewards") if isinstance(payload, dict) else None
-    if not isinstance(rewards, list) or len(rewards) != len(body["completions"]):
-        raise ScriptError(f"reward bridge {url} must answer {{\"rewards\": [...]}} with {len(body['completions'])} "
-                          f"values, got {str(payload)[:300]}")
-    out = []
-    for value in rewards:
-        if value is None:
-            out.append(None)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out.append(float(value))
-        else:
-            raise ScriptError(f"reward bridge {url} returned a non-numeric reward {value!r}")
-    return out
-
-
-def make_bridge_reward(url: str, timeout: float) -> Any:
-    def reward_bridge(prompts: list[Any], completions: list[Any], meta_json: list[str] | None = None,
-                      **kwargs: Any) -> list[float | None]:
-        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
-        metas = [json.loads(m) for m in meta_json] if meta_json else [{} for _ in texts]
-        return post_rewards(url, {"prompts": prompts, "completions": texts, "meta": metas}, timeout)
-
-    return reward_bridge
-
-
-# -- main ---------------------------------------------------------------------------------------------------------
 
 
 def main(args: GRPOArgs) -> dict[str, Any]:
@@ -271,4 +141,4 @@ def main(args: GRPOArgs) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_trainer(main, GRPOArgs, prog="massgen_rl_trainers.grpo"))
+    raise SystemExit(run_trainer(main, GRPOArgs, prog="massgen_rl_trainers.train.grpo"))

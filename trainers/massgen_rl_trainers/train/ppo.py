@@ -1,6 +1,6 @@
 """PPO-style clipped policy gradient on the `ppo` dataset's recorded transitions (no value model, no reward model).
 
-    python -m massgen_rl_trainers.ppo --config FILE
+    python -m massgen_rl_trainers.train.ppo --config FILE
 
 TRL 1.16 has no PPO trainer (it left `trl` for `trl.experimental` in 0.2x and is gone from 1.x; its old design
 needed a value model and a reward model anyway), so this is a small `transformers.Trainer` of our own:
@@ -29,10 +29,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config_args import UsageError
-from .protocol import ScriptError, log
-from .train_common import (TrainArgs, device_flags, load_policy, make_callback, messages, number, progress,
-                           read_jsonl, run_trainer, train_and_finish, training_kwargs)
+from ..config_args import UsageError
+from ..protocol import ScriptError, log, progress
+from .args import TrainArgs
+from .callbacks import make_callback
+from .data import messages, number, read_jsonl
+from .finish import train_and_finish
+from .policy import load_policy
+from .runner import run_trainer
+from .settings import device_flags, training_kwargs
 
 
 @dataclass
@@ -239,4 +244,4 @@ def main(args: PPOArgs) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(run_trainer(main, PPOArgs, prog="massgen_rl_trainers.ppo"))
+    raise SystemExit(run_trainer(main, PPOArgs, prog="massgen_rl_trainers.train.ppo"))

@@ -1,0 +1,189 @@
+"""The HTTP side of `serve` (transformers backend): routes, request handling and the threaded server."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..protocol import ScriptError, log
+from .batching import ShuttingDown
+from .openai_api import ApiError, build_response, error_body, parse_chat_request
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+class App:
+    """Request handling, independent of the HTTP plumbing."""
+
+    def __init__(self, engine: Any, batcher: Any, name: str, default_max_tokens: int, log_requests: bool) -> None:
+        self.engine = engine
+        self.batcher = batcher
+        self.name = name
+        self.default_max_tokens = default_max_tokens
+        self.log_requests = log_requests
+        self.created = int(time.time())
+        self.stopping = False
+        self.requests = 0
+        self.failures = 0
+        self.in_flight = 0  # POSTs being handled, responses not yet written
+        self._lock = threading.Lock()
+
+    def track(self, delta: int) -> None:
+        with self._lock:
+            self.in_flight += delta
+
+    def drain(self, timeout_s: float) -> None:
+        """Wait (briefly) until every handled request has written its response."""
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        if self.stopping:
+            return 503, {"status": "stopping", "model": self.name}
+        return 200, {"status": "ok", "model": self.name}
+
+    def models(self) -> dict[str, Any]:
+        folder = self.engine.folder
+        return {"object": "list", "data": [{
+            "id": self.name, "object": "model", "created": self.created, "owned_by": "massgen-rl",
+            "root": str(folder.path), "parent": folder.base if folder.adapter else None,
+            "max_model_len": self.engine.context_len,
+        }]}
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            counts = {"requests": self.requests, "failed_requests": self.failures}
+        return {**counts, **self.batcher.stats()}
+
+    def chat(self, body: Any) -> tuple[dict[str, Any], dict[str, str]]:
+        from .engine import Row, sample_seed  # torch: only once a model is being served
+
+        with self._lock:
+            self.requests += 1
+        try:
+            if self.stopping:
+                raise ApiError(503, "the server is shutting down")
+            req = parse_chat_request(body, self.name)
+            prompt_ids = self.engine.prompt_ids(req.messages)
+            room = self.engine.context_len - len(prompt_ids)
+            if room < 1:
+                raise ApiError(400, f"the prompt is {len(prompt_ids)} tokens; the model's context is "
+                                    f"{self.engine.context_len} tokens", param="messages",
+                               code="context_length_exceeded")
+            max_tokens = min(req.max_tokens or self.default_max_tokens, room)
+            rows = [Row(prompt_ids=prompt_ids, max_tokens=max_tokens, stop=tuple(req.stop),
+                        stop_token_ids=frozenset(req.stop_token_ids), seed=sample_seed(req.seed, k),
+                        want_logprobs=req.logprobs, top_logprobs=req.top_logprobs, ignore_eos=req.ignore_eos)
+                    for k in range(req.n)]
+            try:
+                completions, info = self.batcher.submit(req.sampling_key, len(rows), rows)
+            except ShuttingDown as exc:
+                raise ApiError(503, str(exc)) from None
+        except Exception:
+            with self._lock:
+                self.failures += 1
+            raise
+        headers = {"X-Massgen-Rl-Tools": "ignored"} if req.tools_ignored else {}
+        return build_response(req, prompt_ids, completions, debug=info.as_dict()), headers
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "massgen-rl-serve"
+    server: "_HttpServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass  # requests are logged by do_POST; health polls would only be noise
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, close: bool = False) -> None:
+        data = json.dumps(payload, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            if close:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _error(self, exc: ApiError, close: bool = False) -> None:
+        self._send(exc.status, exc.body(), close=close)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        app = self.server.app
+        path = urlsplit(self.path).path.rstrip("/")
+        if path == "/health":
+            self._send(*app.health())
+        elif path == "/v1/models":
+            self._send(200, app.models())
+        elif path == "/stats":
+            self._send(200, app.stats())
+        else:
+            self._error(ApiError(404, f"no route GET {path or '/'}", code="not_found"))
+
+    def do_POST(self) -> None:  # noqa: N802
+        started = time.monotonic()
+        app = self.server.app
+        path = urlsplit(self.path).path.rstrip("/")
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            self._error(ApiError(411, "a Content-Length header is required"), close=True)
+            return
+        if int(length) > MAX_BODY_BYTES:
+            self._error(ApiError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes"), close=True)
+            return
+        raw = self.rfile.read(int(length))
+        if path != "/v1/chat/completions":
+            self._error(ApiError(404, f"no route POST {path or '/'}", code="not_found"))
+            return
+        status = 200
+        app.track(+1)
+        try:
+            try:
+                body = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+            response, headers = app.chat(body)
+            self._send(200, response, headers)
+        except ApiError as exc:
+            status = exc.status
+            self._error(exc)
+        except Exception as exc:  # a bug or a generation failure: 500, traceback on stderr
+            status = 500
+            traceback.print_exc()
+            self._send(500, error_body(f"generation failed: {type(exc).__name__}: {exc}", "server_error"))
+        finally:
+            app.track(-1)
+        if app.log_requests:
+            log(f"POST {path} {status} {time.monotonic() - started:.2f}s")
+
+
+class _HttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    app: App
+
+
+class _HttpServer6(_HttpServer):
+    address_family = socket.AF_INET6
+
+
+def make_http_server(host: str, port: int, app: App) -> _HttpServer:
+    cls = _HttpServer6 if ":" in host else _HttpServer
+    try:
+        server = cls((host, port), _Handler)
+    except OSError as exc:
+        raise ScriptError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    server.app = app
+    return server

@@ -1,0 +1,126 @@
+"""`serve`: its flags, the backend choice, and the lifecycle of each backend from loading to the `done` event."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models.folder import inspect_model_folder
+from ..protocol import ScriptError, emit, log, progress
+from .app import App, make_http_server
+from .batching import Batcher
+from .lifecycle import Lifecycle, StopRequested
+from .vllm_backend import (build_vllm_command, choose_backend, cuda_device_count, free_port, run_server_process,
+                           url_host, vllm_version)
+
+DEVICES = ("auto", "cpu", "cuda")
+BACKENDS = ("auto", "transformers", "vllm")
+
+
+@dataclass
+class ServeArgs:
+    """Serve a model folder or LoRA adapter over an OpenAI-compatible API until SIGTERM/SIGINT."""
+
+    model: str = field(metadata={"help": "An HF model folder, or a LoRA adapter folder (adapter_config.json)."})
+    served_name: str | None = field(default=None, metadata={"help": "The model name clients send (default: the folder name)."})
+    base: str | None = field(default=None, metadata={"help": "Base model folder of an adapter (default: its base_model_name_or_path)."})
+    host: str = field(default="127.0.0.1", metadata={"help": "Address to listen on."})
+    port: int = field(default=0, metadata={"help": "Port to listen on; 0 picks a free one (reported in the ready event)."})
+    device: str = field(default="auto", metadata={"help": "auto, cpu or cuda."})
+    max_batch_size: int = field(default=8, metadata={"help": "Most sequences generated together (a request with n=k counts k)."})
+    batch_window_ms: float = field(default=25.0, metadata={"help": "How long the first queued request waits for others to batch with."})
+    default_max_tokens: int = field(default=1024, metadata={"help": "max_tokens when a request sets none (capped by the context)."})
+    backend: str = field(default="auto", metadata={"help": "auto (vLLM when installed and a GPU is present), transformers or vllm."})
+    vllm_args: str | None = field(default=None, metadata={"help": "Extra arguments for vLLM's server (one shell-quoted string)."})
+    startup_timeout_s: float = field(default=900.0, metadata={"help": "vLLM only: how long to wait for its /health."})
+    log_requests: bool = field(default=True, metadata={"help": "Log one line per chat request on stderr."})
+
+
+def _check(args: ServeArgs) -> None:
+    if args.device not in DEVICES:
+        raise ScriptError(f"--device must be one of {', '.join(DEVICES)}, got {args.device!r}", kind="usage")
+    if args.backend not in BACKENDS:
+        raise ScriptError(f"--backend must be one of {', '.join(BACKENDS)}, got {args.backend!r}", kind="usage")
+    if not 0 <= args.port <= 65535:
+        raise ScriptError(f"--port must be between 0 and 65535, got {args.port}", kind="usage")
+    if args.max_batch_size < 1 or args.default_max_tokens < 1:
+        raise ScriptError("--max-batch-size and --default-max-tokens must be at least 1", kind="usage")
+    if args.batch_window_ms < 0:
+        raise ScriptError("--batch-window-ms must not be negative", kind="usage")
+    if args.served_name is not None and not args.served_name.strip():
+        raise ScriptError("--served-name must not be empty", kind="usage")
+
+
+def main(args: ServeArgs) -> dict[str, Any]:
+    _check(args)
+    life = Lifecycle()
+    life.install()
+    life.watch_parent()
+    folder = inspect_model_folder(args.model, args.base)
+    name = args.served_name or folder.path.name
+    version = vllm_version()
+    # CUDA is only probed (importing torch) when vLLM could use it
+    backend = choose_backend(args.backend, args.device, version,
+                             cuda_device_count() if version is not None and args.device != "cpu" else 0)
+    try:
+        if backend == "vllm":
+            return _serve_vllm(args, folder, name, version or "0", life)
+        return _serve_transformers(args, folder, name, life)
+    except StopRequested:
+        log(f"serve: {life.signal_name} before the server was ready; stopped")
+        return {"model": name, "stopped_before_ready": True}
+
+
+def _serve_vllm(args: ServeArgs, folder: Any, name: str, version: str, life: Lifecycle) -> dict[str, Any]:
+    port = args.port or free_port(args.host)
+    cmd = build_vllm_command(python=sys.executable, folder=folder, served_name=name, host=args.host, port=port,
+                             max_batch_size=args.max_batch_size, version=version, extra_args=args.vllm_args)
+    progress("vllm", f"starting vLLM {version} for {folder.path} on port {port}")
+
+    def ready() -> None:
+        life.serving = True
+        emit("ready", host=args.host, port=port, base_url=f"http://{url_host(args.host)}:{port}/v1", model=name,
+             backend="vllm", device="cuda", pid=os.getpid(), adapter=folder.adapter, max_batch_size=args.max_batch_size)
+
+    life.serving = True  # from here on signals only set the stop event; run_server_process polls it
+    return {"model": name, **run_server_process(cmd, host=args.host, port=port, stop=life.stop,
+                                                startup_timeout_s=args.startup_timeout_s, on_ready=ready)}
+
+
+def _serve_transformers(args: ServeArgs, folder: Any, name: str, life: Lifecycle) -> dict[str, Any]:
+    from .engine import load_engine  # torch
+
+    started = time.monotonic()
+    engine = load_engine(folder, args.device, progress)
+    progress("warmup", "one short generation")
+    engine.warmup()
+    batcher = Batcher(engine.run_batch, args.max_batch_size, args.batch_window_ms / 1000)
+    app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)
+    server = make_http_server(args.host, args.port, app)
+    batcher.start()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="http", daemon=True)
+    thread.start()
+    host, port = server.server_address[:2]
+    life.serving = True
+    if life.stop.is_set():  # a signal arrived between loading and now
+        raise StopRequested()
+    emit("ready", host=host, port=port, base_url=f"http://{url_host(host)}:{port}/v1", model=name,
+         backend="transformers", device=engine.device, pid=os.getpid(), adapter=folder.adapter,
+         max_batch_size=args.max_batch_size, load_seconds=round(time.monotonic() - started, 2))
+    log(f"serve: {name} on http://{url_host(host)}:{port}/v1 ({engine.device}, batches of up to {args.max_batch_size})")
+    while not life.stop.wait(3600):
+        pass
+    log(f"serve: {life.signal_name}; shutting down")
+    app.stopping = True
+    engine.cancel.set()
+    server.shutdown()
+    server.server_close()
+    batcher.stop()
+    app.drain(2.0)  # the requests cut short get their 503 before we exit
+    stats = app.stats()
+    return {"model": name, "requests": stats["requests"], "batches": stats["batches"],
+            "batch_sizes": stats["batch_sizes"], "signal": life.signal_name}

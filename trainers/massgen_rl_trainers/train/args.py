@@ -1,0 +1,108 @@
+"""The config keys every trainer shares (docs/trainer-protocol.md, "Trainer config") and their validation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..config_args import UsageError, parse_args
+
+T = TypeVar("T")
+
+LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
+MAPPING_FIELDS = ("lora",)  # config keys whose value is a mapping (a JSON object on the command line)
+
+
+@dataclass
+class TrainArgs:
+    """Keys shared by every trainer (docs/trainer-protocol.md, "Trainer config")."""
+
+    model_path: str = field(metadata={"help": "HF model folder of the base, or a parent LoRA adapter folder."})
+    output_dir: str = field(metadata={"help": "Where checkpoint-<step>/ and final/ are written."})
+    dataset_path: str = field(metadata={"help": "The dataset's data.jsonl."})
+    lora: dict | None = field(default=None, metadata={
+        "help": "LoRA settings {r, alpha, dropout, target_modules} (JSON on the command line); null: full fine-tuning."})
+    learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate (AdamW, linear decay)."})
+    num_train_epochs: float = field(default=1.0, metadata={"help": "Epochs over the dataset when max_steps is -1."})
+    max_steps: int = field(default=-1, metadata={"help": "Optimizer steps; -1: run num_train_epochs."})
+    per_device_train_batch_size: int = field(default=1, metadata={"help": "Examples per device per micro-batch."})
+    gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer step."})
+    seed: int = field(default=42, metadata={"help": "Random seed (data order, LoRA init, sampling)."})
+    use_cpu: bool | None = field(default=None, metadata={"help": "Train on CPU; null: CPU only when CUDA is absent."})
+    bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; null: on CUDA with bf16 support."})
+    save_steps: int = field(default=500, metadata={"help": "Save checkpoint-<step>/ every N steps; 0: only on stop."})
+    logging_steps: int = field(default=1, metadata={"help": "Emit a step event every N optimizer steps."})
+    resume_from_checkpoint: str | None = field(default=None, metadata={
+        "help": "A checkpoint-<step> folder to resume from, or 'latest' for the newest one in output_dir."})
+    max_length: int | None = field(default=1024, metadata={"help": "Maximum tokens per training sequence."})
+    deepspeed: str | None = field(default=None, metadata={"help": "DeepSpeed JSON config path (TrainingArguments)."})
+    fsdp: str | None = field(default=None, metadata={"help": "FSDP options, e.g. 'full_shard auto_wrap'."})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": "Trade compute for memory."})
+    save_total_limit: int | None = field(default=None, metadata={"help": "Keep at most N checkpoint folders."})
+
+    def validate(self) -> None:
+        """Raise UsageError on bad values; subclasses extend it."""
+        validate_common(self)
+
+
+def parse_train_args(cls: type[T], argv: list[str] | None = None, prog: str | None = None) -> T:
+    """`config_args.parse_args` with mapping-valued keys (`lora`), then the trainer's own validation;
+    precedence defaults < config file < flags; problems raise UsageError (exit 2)."""
+    args = parse_args(cls, argv, prog=prog, json_fields=MAPPING_FIELDS)
+    args.validate()
+    return args
+
+
+def normalize_lora(value: Any) -> dict[str, Any] | None:
+    """`{r, alpha, dropout, target_modules}` with defaults filled in; None stays None (full fine-tuning)."""
+    if value is None or value is False:
+        return None
+    if not isinstance(value, dict):
+        raise UsageError(f"lora must be a mapping {{r, alpha, dropout, target_modules}} or null, got {value!r}")
+    unknown = sorted(set(value) - set(LORA_KEYS))
+    if unknown:
+        raise UsageError(f"unknown lora key(s): {', '.join(map(repr, unknown))} (allowed: {', '.join(LORA_KEYS)})")
+    r = value.get("r", 8)
+    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
+        raise UsageError(f"lora.r must be a positive integer, got {r!r}")
+    alpha = value.get("alpha", 2 * r)
+    dropout = value.get("dropout", 0.0)
+    for name, number in (("alpha", alpha), ("dropout", dropout)):
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise UsageError(f"lora.{name} must be a number, got {number!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise UsageError(f"lora.dropout must be in [0, 1), got {dropout!r}")
+    targets = value.get("target_modules")
+    if targets is not None and not (isinstance(targets, str) or
+                                    (isinstance(targets, list) and targets and all(isinstance(t, str) for t in targets))):
+        raise UsageError(f"lora.target_modules must be a module name list, 'all-linear' or null, got {targets!r}")
+    return {"r": r, "alpha": alpha, "dropout": float(dropout), "target_modules": targets}
+
+
+def validate_common(args: TrainArgs) -> None:
+    args.lora = normalize_lora(args.lora)
+    model = Path(args.model_path).expanduser()
+    if not ((model / "config.json").is_file() or (model / "adapter_config.json").is_file()):
+        raise UsageError(f"model_path {model} is neither a model folder (config.json) nor a LoRA adapter folder")
+    if not Path(args.dataset_path).expanduser().is_file():
+        raise UsageError(f"dataset_path {args.dataset_path} does not exist")
+    positive = {"learning_rate": args.learning_rate, "per_device_train_batch_size": args.per_device_train_batch_size,
+                "gradient_accumulation_steps": args.gradient_accumulation_steps, "logging_steps": args.logging_steps}
+    for name, value in positive.items():
+        if not value > 0:
+            raise UsageError(f"{name} must be positive, got {value!r}")
+    if args.max_steps == 0 or args.max_steps < -1:
+        raise UsageError(f"max_steps must be -1 (use num_train_epochs) or positive, got {args.max_steps}")
+    if args.max_steps == -1 and not args.num_train_epochs > 0:
+        raise UsageError("num_train_epochs must be positive when max_steps is -1")
+    if args.save_steps < 0:
+        raise UsageError(f"save_steps must be 0 (only on stop) or positive, got {args.save_steps}")
+    if args.max_length is not None and args.max_length < 8:
+        raise UsageError(f"max_length must be at least 8, got {args.max_length}")
+    if args.deepspeed is not None and not Path(args.deepspeed).expanduser().is_file():
+        raise UsageError(f"deepspeed config {args.deepspeed} does not exist")
+    if args.resume_from_checkpoint not in (None, "latest"):
+        checkpoint = Path(args.resume_from_checkpoint).expanduser()
+        if not (checkpoint / "trainer_state.json").is_file():
+            raise UsageError(f"resume_from_checkpoint {checkpoint} is not a checkpoint folder (no trainer_state.json)")

@@ -1,0 +1,47 @@
+"""Where this process stands in a multi-process run (`accelerate launch` / torchrun set RANK and WORLD_SIZE)."""
+
+from __future__ import annotations
+
+import os
+
+
+def process_rank() -> int:
+    """Global rank under `accelerate launch`/torchrun (RANK), else 0."""
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def world_size() -> int:
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def is_main_process() -> bool:
+    return process_rank() == 0
+
+
+def barrier() -> None:
+    """Wait for every process (nothing to wait for in a single-process run)."""
+    if world_size() > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
+
+
+def any_process(flag: bool) -> bool:
+    """True on every process when `flag` is true on any of them; a collective call that every rank must make."""
+    if world_size() > 1:
+        import torch
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            tensor = torch.tensor([1 if flag else 0], dtype=torch.int32)
+            if dist.get_backend() == "nccl":
+                tensor = tensor.cuda()
+            dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+            flag = bool(tensor.item())
+    return flag

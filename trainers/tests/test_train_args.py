@@ -1,0 +1,74 @@
+"""Trainer config parsing without training: the shared keys, per-algorithm checks, and exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import run_module
+from massgen_rl_trainers.config_args import UsageError
+from massgen_rl_trainers.train.args import parse_train_args
+from massgen_rl_trainers.train.grpo import GRPOArgs
+from massgen_rl_trainers.train.sft import SFTArgs
+from train_helpers import SFT_ROWS, write_jsonl
+
+
+def _base_config(tmp_path: Path, **values: Any) -> Path:
+    dataset = write_jsonl(tmp_path / "data.jsonl", SFT_ROWS)
+    model = tmp_path / "model"
+    model.mkdir(exist_ok=True)
+    (model / "config.json").write_text("{}")
+    config = {"model_path": str(model), "output_dir": str(tmp_path / "out"), "dataset_path": str(dataset), **values}
+    path = tmp_path / "train.yaml"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_lora_mapping_from_config_and_cli(tmp_path):
+    config = _base_config(tmp_path, lora={"r": 4, "alpha": 16, "target_modules": ["q_proj", "v_proj"]})
+    args = parse_train_args(SFTArgs, ["--config", str(config)])
+    assert args.lora == {"r": 4, "alpha": 16, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+    args = parse_train_args(SFTArgs, ["--config", str(config), "--lora", '{"r": 2}'])
+    assert args.lora == {"r": 2, "alpha": 4, "dropout": 0.0, "target_modules": None}
+    assert parse_train_args(SFTArgs, ["--config", str(config), "--lora", "null"]).lora is None
+
+
+@pytest.mark.parametrize("values, needle", [
+    ({"lora_rank": 4}, "'lora_rank'"),
+    ({"lora": {"rank": 4}}, "unknown lora key"),
+    ({"lora": {"r": 0}}, "lora.r"),
+    ({"max_steps": 0}, "max_steps"),
+    ({"learning_rate": "fast"}, "learning_rate"),
+    ({"resume_from_checkpoint": "/nonexistent/checkpoint-3"}, "not a checkpoint"),
+])
+def test_bad_config_is_a_usage_error(tmp_path, values, needle):
+    with pytest.raises(UsageError, match=needle):
+        parse_train_args(SFTArgs, ["--config", str(_base_config(tmp_path, **values))])
+
+
+def test_grpo_config_checks(tmp_path):
+    with pytest.raises(UsageError, match="reward_url"):
+        parse_train_args(GRPOArgs, ["--config", str(_base_config(tmp_path, mode="online"))])
+    with pytest.raises(UsageError, match="multiple of num_generations"):
+        parse_train_args(GRPOArgs, ["--config", str(_base_config(tmp_path, num_generations=4,
+                                                                  per_device_train_batch_size=2))])
+
+
+@pytest.mark.parametrize("algo", ["sft", "dpo", "grpo", "ppo"])
+def test_unknown_config_key_exits_2(tmp_path, algo):
+    run = run_module(f"train.{algo}", "--config", str(_base_config(tmp_path, not_a_key=1)))
+    assert run.returncode == 2, run.stderr
+    assert [e["event"] for e in run.events] == ["error"] and run.last["kind"] == "usage"
+    assert "'not_a_key'" in run.last["message"]
+
+
+def test_missing_model_folder_exits_2(tmp_path):
+    config = _base_config(tmp_path)
+    values = json.loads(config.read_text())
+    values["model_path"] = str(tmp_path / "nowhere")
+    config.write_text(json.dumps(values))
+    run = run_module("train.sft", "--config", str(config))
+    assert run.returncode == 2 and run.last["kind"] == "usage" and "model_path" in run.last["message"]

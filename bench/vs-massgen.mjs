@@ -2,7 +2,7 @@
 // orchestrations per second, LLM calls per orchestration and framework CPU ms per LLM call, 3 agents on the same
 // tasks, the variants interleaved round by round in one run.
 //
-//   massgen-rl: collect(loaded, { concurrency }) from dist/, a fresh SQLite store per sample (spans, rewards, runs
+//   massgen-rl: collect(rt, { concurrency }) from dist/ (one runtime per sample), a fresh SQLite store per sample (spans, rewards, runs
 //     recorded as in production), native tool mode at concurrency 1 and 4, text mode at 4.
 //   MassGen: massgen.run(query, config_dict) from its Python API in one long-lived process (interpreter start-up
 //     and `import massgen` are paid once and reported apart), sequentially and 4 at a time (asyncio); plus the
@@ -19,6 +19,7 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../dist/config/load.js';
 import { collect } from '../dist/pipeline/collect.js';
+import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { createRng } from './lib/random.mjs';
 import { headline, progress, writeResult } from './lib/report.mjs';
@@ -77,7 +78,7 @@ async function rlSample(stub, tasks, { toolMode, concurrency }) {
     collectGarbage();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    const summary = await collect(loaded, { concurrency, split: 'all' });
+    const summary = await withRuntime(loaded, (rt) => collect(rt, { concurrency, split: 'all' }));
     const wallS = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const stats = await stub.stats();

@@ -1,6 +1,7 @@
 import type { LoadedConfig } from '../config/load.js';
-import { Ui } from './ui/output.js';
+import type { Runtime } from '../runtime/runtime.js';
 import { colorEnabled } from './ui/colors.js';
+import { Ui } from './ui/output.js';
 
 export interface GlobalOptions {
   config?: string;
@@ -11,29 +12,42 @@ export interface GlobalOptions {
   set: string[];
 }
 
-/** What every command handler receives: the global flags, the UI, and lazy config loading. */
+/** What every command handler receives: the global flags, the UI, and the run's runtime, built on first use. */
 export interface Context {
   opts: GlobalOptions;
   ui: Ui;
   interactive: boolean;
   loadConfig(): Promise<LoadedConfig>;
+  /** The runtime of this command: built once, closed (servers stopped, store closed) when the command ends. */
+  runtime(): Promise<Runtime>;
+  close(): Promise<void>;
 }
 
 export function createContext(opts: GlobalOptions): Context {
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY) && process.env.CI !== 'true';
   const ui = new Ui({ json: opts.json, verbose: opts.verbose, color: colorEnabled(opts.color), interactive });
-  let loaded: LoadedConfig | undefined;
+  let loaded: Promise<LoadedConfig> | undefined;
+  let runtime: Promise<Runtime> | undefined;
+  const loadConfig = () => (loaded ??= (async () => {
+    const { loadConfig: load } = await import('../config/load.js');
+    const result = load({ configPath: opts.config, overrides: opts.set });
+    ui.debug(`config: ${result.file ?? '<embedded defaults>'} (hash ${result.hash})`);
+    return result;
+  })());
   return {
     opts,
     ui,
     interactive,
-    async loadConfig() {
-      if (loaded) return loaded;
-      const [{ loadConfig }, { redactorFor }] = await Promise.all([import('../config/load.js'), import('../pipeline/store.js')]);
-      loaded = loadConfig({ configPath: opts.config, overrides: opts.set });
-      ui.setRedactor(redactorFor(loaded.config, loaded.env));
-      ui.debug(`config: ${loaded.file ?? '<embedded defaults>'} (hash ${loaded.hash})`);
-      return loaded;
+    loadConfig,
+    runtime: () => (runtime ??= (async () => {
+      const [config, { Runtime }] = await Promise.all([loadConfig(), import('../runtime/runtime.js')]);
+      const rt = new Runtime(config, { onServerEvent: (e) => ui.debug(`[serve] ${JSON.stringify(e)}`) });
+      ui.setRedactor(rt.redactor);
+      return rt;
+    })()),
+    async close() {
+      const rt = runtime && (await runtime.catch(() => undefined));
+      await rt?.close();
     },
   };
 }

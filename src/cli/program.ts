@@ -1,5 +1,4 @@
 import { Command, Option } from 'commander';
-import { createContext, type Context, type GlobalOptions } from './context.js';
 import { registerCheckpoints } from './commands/checkpoints.js';
 import { registerCollect } from './commands/collect.js';
 import { registerDoctor } from './commands/doctor.js';
@@ -11,12 +10,13 @@ import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
 import { registerTraces } from './commands/traces.js';
 import { registerTrain } from './commands/train.js';
-
-export type Register = (program: Command, ctx: () => Context) => void;
+import { createContext, type Context, type GlobalOptions } from './context.js';
+import type { Register } from './register.js';
 
 const VERSION = '0.1.0';
 
-export function buildProgram(): Command {
+/** The program, and close(): what a command started (servers, the store) is stopped once it ends. */
+export function buildProgram(): { program: Command; close(): Promise<void> } {
   const program = new Command('massgen-rl')
     .description('Make a team of LLM agents better every night: collect traces, train, evaluate, deploy.')
     .version(VERSION, '-V, --version')
@@ -34,5 +34,5 @@ export function buildProgram(): Command {
   for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerNotYet] satisfies Register[]) {
     register(program, ctx);
   }
-  return program;
+  return { program, close: async () => context?.close() };
 }

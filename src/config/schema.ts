@@ -237,3 +237,4 @@ export type ModelConfig = z.output<typeof model>;
 export type AgentConfig = z.output<typeof agent>;
 export type PrivacyConfig = RLConfig['privacy'];
 export type TrainConfig = RLConfig['train'];
+export type Algo = (typeof ALGOS)[number];

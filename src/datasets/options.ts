@@ -1,3 +1,4 @@
+import type { TrainConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 
 /**
@@ -108,4 +109,15 @@ function defined<T extends object>(o: T | undefined): Partial<T> {
 
 function bad(option: string, message: string): never {
   throw new UserError(`train.${option}: ${message}`);
+}
+
+/** The builder options from train.* and rewards.weights. */
+export function datasetOptionsFromConfig(train: TrainConfig, weights: Partial<Record<string, number>>): DatasetOptionsInput {
+  return {
+    sft: { reward_threshold: train.sft.reward_threshold, agents: train.sft.agents ?? null, include_presentation: train.sft.include_presentation },
+    grpo: { agents: train.grpo.agents ?? null, min_group_size: train.grpo.min_group_size },
+    dpo: { min_margin: train.dpo.min_margin, system_prompt: train.dpo.system_prompt ?? null, max_pairs_per_task: train.dpo.max_pairs_per_task },
+    ppo: { credit: train.ppo.credit, gamma: train.ppo.gamma, agents: train.ppo.agents ?? null },
+    weights,
+  };
 }

@@ -1,7 +1,7 @@
 import type { Store, StoredTask } from '../store/index.js';
 import { toReward } from '../store/rewards.js';
 import { toRollout } from '../store/rollouts.js';
-import type { Reward, Rollout } from '../store/types.js';
+import type { Reward, Rollout } from '../trace/records.js';
 import { groupBy, inListQuery } from '../store/query.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { NewAnswerPayload, PresentationPayload, PromptPayload, VotePayload } from '../trace/payloads.js';
-import type { Reward } from '../store/types.js';
+import type { Reward } from '../trace/records.js';
 import type { TraceRecord, TraceSpan } from './read-traces.js';
 
 /** An accepted action (new_answer or vote span) and the prompt span that produced it. */

@@ -1,4 +1,4 @@
-import type { Algo } from './types.js';
+import type { Algo } from '../config/schema.js';
 
 /** What one dataset row drew on, for the quality gates and the manifest. */
 export interface RowInfo {

@@ -1,11 +1,10 @@
-import type { ALGOS } from '../config/schema.js';
 import type { ChatMessage } from './messages.js';
 import type { DatasetOptions } from './options.js';
 import type { TraceReader } from './read-traces.js';
 import type { RolloutView } from './rollout-view.js';
 import type { RowInfo, StatsCollector } from './stats.js';
 
-export type Algo = (typeof ALGOS)[number];
+export type { Algo } from '../config/schema.js';
 
 export type Meta = Record<string, unknown>;
 

@@ -3,7 +3,7 @@ import { NEW_ANSWER, parseWorkflowCalls, VOTE } from './native-protocol.js';
 import { correction } from './prompts.js';
 import { implicitAction, parseTextAction } from './text-protocol.js';
 import type { InvalidActionPayload, InvalidKind } from '../trace/payloads.js';
-import type { TurnContext } from './turn.js';
+import type { TurnContext } from './turn-context.js';
 import type { Action } from './types.js';
 import { validateAction } from './validate.js';
 

@@ -1,7 +1,7 @@
 import type { ChatMessage, ToolCall } from '../llm/types.js';
 import type { ToolPayload } from '../trace/payloads.js';
 import type { ToolDefinition } from './types.js';
-import type { TurnContext } from './turn.js';
+import type { TurnContext } from './turn-context.js';
 
 const TEXT_TOOL = /^\s*TOOL\s*:\s*([A-Za-z0-9_.-]+)\s*(?:\|\s*)?(\{.*\})?\s*$/im;
 

@@ -1,28 +1,14 @@
 import type { ChatMessage, ToolSpec } from '../llm/types.js';
-import { recordedCall, type Usage } from './llm-call.js';
+import { recordedCall } from './llm-call.js';
 import { toolSpecs, workflowTools } from './native-protocol.js';
 import { coordinationMessages } from './prompts.js';
 import { correct, isWorkflowCall, readAction } from './turn-action.js';
 import { runTools, textToolCall } from './turn-tools.js';
-import type { Action, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
+import type { Action, TeamAgent } from './types.js';
+import type { TurnContext } from './turn-context.js';
 import type { Snapshot } from './validate.js';
 
-export interface TurnContext {
-  agent: TeamAgent;
-  task: string;
-  snapshot: Snapshot;
-  teamSize: number;
-  config: OrchestratorConfig;
-  sink: TraceSink;
-  tools: ToolRunner;
-  usage: Usage;
-  toolLog: { agent: string; name: string; success: boolean; seq: number }[];
-  round: number;
-  roundSeq: number;
-  turnId: string;
-  /** Aborted by the coordinator (superseded, total timeout, interrupt), or by the turn itself on agent timeout. */
-  controller: AbortController;
-}
+export type { TurnContext } from './turn-context.js';
 
 export type TurnOutcome =
   | { kind: 'action'; action: Action; promptSeq: number }

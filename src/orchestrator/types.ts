@@ -1,5 +1,5 @@
 import type { LlmClient } from '../llm/types.js';
-import type { SpanInput } from '../store/types.js';
+import type { SpanInput } from '../trace/records.js';
 import type { RLConfig } from '../config/schema.js';
 
 export type OrchestratorConfig = RLConfig['orchestrator'];

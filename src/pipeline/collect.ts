@@ -1,12 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { LoadedConfig } from '../config/load.js';
-import { BUILTIN_SUITES } from '../config/schema.js';
+import { BUILTIN_SUITES, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
-import { loadTasks, selectTasks } from '../tasks/index.js';
 import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { setupTeam } from '../rollouts/team.js';
-import { withStore } from './store.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { loadTasks, selectTasks } from '../tasks/index.js';
 import { createToolRunner } from '../tools/runner.js';
 
 export interface CollectOptions {
@@ -51,38 +50,33 @@ export interface CollectSummary {
 }
 
 /** Runs tasks through the agent team, concurrently, recording and scoring every orchestration. */
-export async function collect(loaded: LoadedConfig, opts: CollectOptions = {}): Promise<CollectSummary> {
-  const { config } = loaded;
+export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<CollectSummary> {
+  const { config } = rt;
   const split = opts.split ?? config.collect.split;
   const n = opts.n ?? config.collect.n;
-  const tasks = selectTasks(loadTasks(tasksConfig(loaded, opts.tasks, n, split), loaded.paths.baseDir), split, n);
+  const tasks = selectTasks(loadTasks(tasksConfig(config.tasks, opts.tasks, n, split), rt.paths.baseDir), split, n);
   if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
-  return withStore(loaded, async (store) => {
-    store.tasks.upsertMany(tasks);
-    opts.onStage?.(`starting ${tasks.length} orchestration(s), ${concurrency} at a time`);
-    const setup = await setupTeam(loaded, store);
-    const runId = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: loaded.hash });
-    const started = performance.now();
-    const done: RolloutSummary[] = [];
-    try {
-      await pool(tasks, concurrency, signal, async (task) => {
-        const summary = await runRollout(task, { store, runId, setup, config, tools: createToolRunner(config.tools, loaded.paths.baseDir), signal });
-        done.push(summary);
-        opts.onProgress?.(progress(done, tasks.length, started, summary));
-      });
-    } finally {
-      await setup.stop();
-    }
-    const summary = summarize(runId, tasks.length, done, performance.now() - started, signal.aborted);
-    store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined });
-    return summary;
+  const setup = await setupTeam(rt);
+  const store = rt.store();
+  store.tasks.upsertMany(tasks);
+  opts.onStage?.(`starting ${tasks.length} orchestration(s), ${concurrency} at a time`);
+  const runId = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash });
+  const started = performance.now();
+  const done: RolloutSummary[] = [];
+  const tools = createToolRunner(config.tools, rt.paths.baseDir);
+  await pool(tasks, concurrency, signal, async (task) => {
+    const summary = await runRollout(task, { store, runId, setup, config, tools, signal });
+    done.push(summary);
+    opts.onProgress?.(progress(done, tasks.length, started, summary));
   });
+  const summary = summarize(runId, tasks.length, done, performance.now() - started, signal.aborted);
+  store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined });
+  return summary;
 }
 
-function tasksConfig(loaded: LoadedConfig, spec: string | undefined, n: number | undefined, split: 'train' | 'eval' | 'all'): LoadedConfig['config']['tasks'] {
-  const base = loaded.config.tasks;
+function tasksConfig(base: RLConfig['tasks'], spec: string | undefined, n: number | undefined, split: 'train' | 'eval' | 'all'): RLConfig['tasks'] {
   if (!spec) return base;
   if ((BUILTIN_SUITES as readonly string[]).includes(spec)) {
     // Generate enough that the requested split still holds n tasks after the hash split.

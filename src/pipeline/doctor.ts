@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { LoadedConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
 import { provisionDefaultModel, readModelManifest, recordBaseWeights, smokeGenerate } from '../resources/default-model.js';
 import type { Store } from '../store/index.js';
@@ -8,7 +7,7 @@ import { freeBytes, listGpus } from '../trainers/hardware.js';
 import { failureReason, runPythonModule } from '../python/module.js';
 import { pinnedVersions, readRequirements } from '../python/requirements.js';
 import { ensureVenv, inspectVenv, probePython, pythonTooOld, type VenvInfo } from '../python/venv.js';
-import { openStore, withStore } from './store.js';
+import type { Runtime } from '../runtime/runtime.js';
 
 export type CheckStatus = 'ok' | 'fail' | 'warn' | 'info';
 
@@ -34,14 +33,14 @@ const FIX = 'massgen-rl doctor --fix';
 const GB = 1024 ** 3;
 
 /** Checks (and with fix, repairs) everything massgen-rl needs: Node, Python, the trainer venv, the default model, the store. */
-export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}): Promise<DoctorReport> {
-  const { config, paths } = loaded;
+export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<DoctorReport> {
+  const { config, paths } = rt;
   const progress = opts.onProgress ?? (() => {});
   const checks: DoctorCheck[] = [];
   const add = (c: DoctorCheck) => checks.push(c);
 
   // Store problems are input errors: find them before minutes of venv or model work.
-  const storeCheck = checkStore(loaded, opts.fix === true);
+  const storeCheck = checkStore(rt, opts.fix === true);
 
   const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
   const nodeOk = major > 20 || (major === 20 && minor >= 10);
@@ -55,7 +54,7 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
     fix: pythonOk ? undefined : 'install Python 3.10+ with venv (apt-get install python3 python3-venv) or set train.python',
   });
   if (opts.fix && !pythonOk && (await inspectVenv(paths.venvDir, readRequirements())).state !== 'ok') {
-    throw new UserError(`cannot set up the trainer environment: train.python "${config.train.python}" ${base.found ? `is Python ${base.version}${base.hasVenv ? '' : ' without the venv module'}` : base.error ?? 'not found'} (${loaded.file ?? 'embedded defaults'})`, checks[1]!.fix);
+    throw new UserError(`cannot set up the trainer environment: train.python "${config.train.python}" ${base.found ? `is Python ${base.version}${base.hasVenv ? '' : ' without the venv module'}` : base.error ?? 'not found'} (${rt.loaded.file ?? 'embedded defaults'})`, checks[1]!.fix);
   }
 
   const req = readRequirements();
@@ -109,8 +108,7 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
   });
 
   if (opts.fix && manifest) {
-    const found = manifest;
-    await withStore(loaded, (store) => recordBaseWeights(store, paths.defaultModelDir, found));
+    recordBaseWeights(rt.store(), paths.defaultModelDir, manifest);
   }
   add(storeCheck);
 
@@ -122,20 +120,16 @@ export async function runDoctor(loaded: LoadedConfig, opts: DoctorOptions = {}):
 }
 
 /** Store problems (not SQLite, newer schema, unwritable data dir) are input errors: they throw, exit 2. */
-function checkStore(loaded: LoadedConfig, fix: boolean): DoctorCheck {
-  const file = loaded.paths.storePath;
+function checkStore(rt: Runtime, fix: boolean): DoctorCheck {
+  const file = rt.paths.storePath;
   if (!fix && !fs.existsSync(file)) {
     assertCreatable(path.dirname(file));
     return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file} (not created yet; the first command that writes creates it)` };
   }
-  const store = openStore(loaded);
-  try {
-    roundTrip(store);
-    const s = store.stats();
-    return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file}: schema v${s.schemaVersion}, ${s.counts.rollouts} rollouts, ${s.counts.spans} spans, write/read round trip ok` };
-  } finally {
-    store.close();
-  }
+  const store = rt.store();
+  roundTrip(store);
+  const s = store.stats();
+  return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file}: schema v${s.schemaVersion}, ${s.counts.rollouts} rollouts, ${s.counts.spans} spans, write/read round trip ok` };
 }
 
 /** The nearest existing ancestor must be a writable directory, or the store can never be created. */

@@ -1,14 +1,12 @@
 import os from 'node:os';
-import type { LoadedConfig } from '../config/load.js';
 import { UserError } from '../errors.js';
-import { createLlmClient } from '../llm/client.js';
-import { outcomeFromSpans } from '../rollouts/outcome.js';
 import { computeRewards } from '../rewards/compute.js';
-import { totalFromRewards } from '../rewards/total.js';
-import type { Store } from '../store/index.js';
-import type { Reward, RewardInput, RolloutFilter } from '../store/types.js';
 import { samplesOf, sampleRewards } from '../rewards/samples.js';
-import { withStore } from './store.js';
+import { rewardSpan } from '../rewards/spans.js';
+import { totalFromRewards } from '../rewards/total.js';
+import { outcomeFromSpans } from '../rollouts/outcome.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { Reward, RewardInput, RolloutFilter } from '../store/types.js';
 
 export interface RecomputeSummary {
   rollouts: number;
@@ -18,42 +16,37 @@ export interface RecomputeSummary {
 }
 
 /** Re-scores stored rollouts with the current reward config; human feedback is kept. */
-export async function recomputeRewards(loaded: LoadedConfig, filter: RolloutFilter = {}): Promise<RecomputeSummary> {
-  const { config } = loaded;
-  return withStore(loaded, async (store) => {
-    const judge = await startJudge(loaded, store);
-    try {
-      const rollouts = store.rollouts.list({ ...filter }).filter((r) => r.status === 'completed' || r.status === 'failed');
-      const before: number[] = [];
-      const after: number[] = [];
-      let changed = 0;
-      for (const r of rollouts) {
-        const task = r.taskId ? (store.tasks.get(r.taskId) ?? null) : null;
-        const spans = store.spans.list(r.id);
-        const outcome = outcomeFromSpans(r, spans, task);
-        const scored = await computeRewards({ outcome, config: config.rewards, judge: judge?.judge }, config.rewards.weights);
-        const kept = store.rewards.list(r.id).filter((w) => w.family === 'human');
-        const total = totalFromRewards([...scored.rewards, ...kept], config.rewards.weights);
-        // Samples are credited on their own spans, after the total.
-        scored.rewards.push(...await sampleRewards(r.id, samplesOf(spans), task, { config: config.rewards, judge: judge?.judge }));
-        store.transaction(() => {
-          store.db.prepare("DELETE FROM rewards WHERE rollout_id = ? AND family <> 'human'").run(r.id);
-          store.db.prepare("DELETE FROM spans WHERE rollout_id = ? AND type = 'reward' AND name <> 'human'").run(r.id);
-          const writer = store.spans.writer(r.id);
-          for (const w of scored.rewards) writer.add(rewardSpan(w));
-          writer.flush();
-          store.rewards.add(r.id, scored.rewards);
-          store.rollouts.setTotalReward(r.id, total);
-        });
-        if (r.totalReward !== null) before.push(r.totalReward);
-        after.push(total);
-        if (r.totalReward === null || Math.abs(r.totalReward - total) > 1e-12) changed++;
-      }
-      return { rollouts: rollouts.length, changed, meanBefore: mean(before), meanAfter: mean(after) };
-    } finally {
-      await judge?.stop();
-    }
-  });
+export async function recomputeRewards(rt: Runtime, filter: RolloutFilter = {}): Promise<RecomputeSummary> {
+  const { config } = rt;
+  const store = rt.store();
+  const judge = await rt.judge();
+  const rollouts = store.rollouts.list({ ...filter }).filter((r) => r.status === 'completed' || r.status === 'failed');
+  const before: number[] = [];
+  const after: number[] = [];
+  let changed = 0;
+  for (const r of rollouts) {
+    const task = r.taskId ? (store.tasks.get(r.taskId) ?? null) : null;
+    const spans = store.spans.list(r.id);
+    const outcome = outcomeFromSpans(r, spans, task);
+    const scored = await computeRewards({ outcome, config: config.rewards, judge }, config.rewards.weights);
+    const kept = store.rewards.list(r.id).filter((w) => w.family === 'human');
+    const total = totalFromRewards([...scored.rewards, ...kept], config.rewards.weights);
+    // Samples are credited on their own spans, after the total.
+    scored.rewards.push(...await sampleRewards(r.id, samplesOf(spans), task, { config: config.rewards, judge }));
+    store.transaction(() => {
+      store.db.prepare("DELETE FROM rewards WHERE rollout_id = ? AND family <> 'human'").run(r.id);
+      store.db.prepare("DELETE FROM spans WHERE rollout_id = ? AND type = 'reward' AND name <> 'human'").run(r.id);
+      const writer = store.spans.writer(r.id);
+      for (const w of scored.rewards) writer.add(rewardSpan(w));
+      writer.flush();
+      store.rewards.add(r.id, scored.rewards);
+      store.rollouts.setTotalReward(r.id, total);
+    });
+    if (r.totalReward !== null) before.push(r.totalReward);
+    after.push(total);
+    if (r.totalReward === null || Math.abs(r.totalReward - total) > 1e-12) changed++;
+  }
+  return { rollouts: rollouts.length, changed, meanBefore: mean(before), meanAfter: mean(after) };
 }
 
 export interface Feedback {
@@ -63,48 +56,24 @@ export interface Feedback {
 }
 
 /** Adds a human reward to a rollout (or one of its agents) and updates the rollout's total. */
-export async function addFeedback(loaded: LoadedConfig, rolloutRef: string, fb: Feedback): Promise<{ rolloutId: string; reward: Reward; total: number }> {
+export async function addFeedback(rt: Runtime, rolloutRef: string, fb: Feedback): Promise<{ rolloutId: string; reward: Reward; total: number }> {
   if (!Number.isFinite(fb.score)) throw new UserError(`--score must be a number, got ${fb.score}`);
-  return withStore(loaded, (store) => {
-    const rollout = store.rollouts.resolve(rolloutRef);
-    if (!rollout) throw new UserError(`no rollout "${rolloutRef}" in ${loaded.paths.storePath}`, 'list them with `massgen-rl traces list`');
-    const agents = Array.isArray(rollout.metadata.agents) ? (rollout.metadata.agents as string[]) : [];
-    if (fb.agent && !agents.includes(fb.agent)) throw new UserError(`rollout ${rollout.id} has no agent "${fb.agent}"; agents: ${agents.join(', ') || 'none recorded'}`);
-    const input: RewardInput = { channel: fb.agent ? 'agent' : 'rollout', family: 'human', value: fb.score, reason: fb.note ?? `feedback from ${os.userInfo().username}`, agent: fb.agent ?? null };
-    return store.transaction(() => {
-      const writer = store.spans.writer(rollout.id);
-      writer.add(rewardSpan(input));
-      writer.flush();
-      store.rewards.add(rollout.id, [input]);
-      const all = store.rewards.list(rollout.id);
-      const total = totalFromRewards(all, loaded.config.rewards.weights);
-      store.rollouts.setTotalReward(rollout.id, total);
-      return { rolloutId: rollout.id, reward: all[all.length - 1]!, total };
-    });
+  const store = rt.store();
+  const rollout = store.rollouts.resolve(rolloutRef);
+  if (!rollout) throw new UserError(`no rollout "${rolloutRef}" in ${rt.paths.storePath}`, 'list them with `massgen-rl traces list`');
+  const agents = Array.isArray(rollout.metadata.agents) ? (rollout.metadata.agents as string[]) : [];
+  if (fb.agent && !agents.includes(fb.agent)) throw new UserError(`rollout ${rollout.id} has no agent "${fb.agent}"; agents: ${agents.join(', ') || 'none recorded'}`);
+  const input: RewardInput = { channel: fb.agent ? 'agent' : 'rollout', family: 'human', value: fb.score, reason: fb.note ?? `feedback from ${os.userInfo().username}`, agent: fb.agent ?? null };
+  return store.transaction(() => {
+    const writer = store.spans.writer(rollout.id);
+    writer.add(rewardSpan(input));
+    writer.flush();
+    store.rewards.add(rollout.id, [input]);
+    const all = store.rewards.list(rollout.id);
+    const total = totalFromRewards(all, rt.config.rewards.weights);
+    store.rollouts.setTotalReward(rollout.id, total);
+    return { rolloutId: rollout.id, reward: all[all.length - 1]!, total };
   });
-}
-
-export function rewardSpan(r: RewardInput) {
-  return { type: 'reward' as const, name: r.family, agent: r.agent ?? null, parentSeq: r.targetSeq ?? null, payload: { channel: r.channel, value: r.value, reason: r.reason ?? null, target_seq: r.targetSeq ?? null } };
-}
-
-/** The judge model's client when the judge reward has a weight (a local judge is served until stop). */
-export async function startJudge(loaded: LoadedConfig, store: Store) {
-  const { config } = loaded;
-  const name = config.rewards.judge.model;
-  if (!name || (config.rewards.weights.judge ?? 0) === 0) return undefined;
-  const m = config.models[name]!;
-  let baseUrl = m.base_url;
-  let stop = async () => {};
-  if (m.local) {
-    const { startLocalModels } = await import('./serve.js');
-    const started = await startLocalModels(loaded, [name], store);
-    baseUrl = started.baseUrls[name];
-    stop = started.stopAll;
-  }
-  const apiKey = m.api_key_env ? loaded.env[m.api_key_env] : undefined;
-  const client = createLlmClient({ baseUrl: baseUrl!, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries, logprobs: false });
-  return { judge: { client, model: m.model }, stop };
 }
 
 function mean(xs: number[]): number | null {

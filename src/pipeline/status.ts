@@ -1,7 +1,5 @@
-import fs from 'node:fs';
-import type { LoadedConfig } from '../config/load.js';
 import type { Resource, RunRecord, StoreStats } from '../store/index.js';
-import { withStore } from './store.js';
+import type { Runtime } from '../runtime/runtime.js';
 
 export interface StatusReport {
   config: string;
@@ -11,15 +9,16 @@ export interface StatusReport {
   production: Resource[];
 }
 
-export async function getStatus(loaded: LoadedConfig): Promise<StatusReport> {
-  const base = { config: loaded.file ?? '<embedded defaults>', project: loaded.config.project.name };
-  if (!fs.existsSync(loaded.paths.storePath)) {
+export function getStatus(rt: Runtime): StatusReport {
+  const base = { config: rt.loaded.file ?? '<embedded defaults>', project: rt.config.project.name };
+  if (!rt.storeExists()) {
     return { ...base, store: null, latest: { collect: [], training: [], loop: [] }, production: [] };
   }
-  return withStore(loaded, (store) => ({
+  const store = rt.existingStore();
+  return {
     ...base,
     store: store.stats(),
     latest: { collect: store.collectRuns.latest(5), training: store.trainingRuns.latest(5), loop: store.loopRuns.latest(5) },
     production: store.resources.listProduction(),
-  }));
+  };
 }

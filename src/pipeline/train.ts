@@ -1,23 +1,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import type { LoadedConfig } from '../config/load.js';
-import { ALGOS } from '../config/schema.js';
-import { assertGates } from '../datasets/gates.js';
-import type { Algo } from '../datasets/types.js';
+import { ALGOS, type Algo } from '../config/schema.js';
 import { buildDataset, type BuildDatasetResult } from '../datasets/build.js';
+import { assertGates } from '../datasets/gates.js';
+import { datasetOptionsFromConfig } from '../datasets/options.js';
 import { UserError } from '../errors.js';
+import { resolveStart, type TrainStart } from '../resources/training-start.js';
+import { startRewardBridge } from '../rewards/bridge.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { Checkpoint } from '../store/checkpoints.js';
 import type { Store } from '../store/index.js';
 import { executeTraining, type TrainProgress } from '../trainers/execute.js';
-import { launchCommand } from './train/launch.js';
+import { launchCommand } from '../trainers/launch.js';
 import { checkDisk, checkMemory, requireVenv, selectDevices } from '../trainers/preflight.js';
 import { findResumable, type TrainRunDetail } from '../trainers/resume.js';
-import { resolveStart, type TrainStart } from '../resources/training-start.js';
-import { datasetOptions, trainerConfig, trainerConfigHash, writeTrainerConfig } from '../trainers/trainer-config.js';
-import { startJudge } from './rewards.js';
-import { withStore } from './store.js';
-import { startRewardBridge } from '../rewards/bridge.js';
+import { needsRewardBridge, readTrainerConfig, trainerConfig, trainerConfigHash, writeTrainerConfig, type TrainerConfig } from '../trainers/trainer-config.js';
 
 export type { TrainProgress } from '../trainers/execute.js';
 
@@ -51,41 +48,55 @@ export interface TrainResult {
   resumedFrom: string | null;
 }
 
+/** A run about to start: its record and its trainer config, not yet written. */
+interface PreparedRun {
+  detail: TrainRunDetail;
+  config: TrainerConfig;
+  resumed: boolean;
+}
+
 /** Builds the dataset, runs the trainer and registers the checkpoint with its lineage. */
-export async function train(loaded: LoadedConfig, opts: TrainOptions = {}): Promise<TrainResult> {
-  const t = loaded.config.train;
+export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<TrainResult> {
+  const t = rt.config.train;
   if (opts.resume && (opts.algo || opts.from || opts.all)) throw new UserError('--resume continues a run as it was started: it takes no --algo, --from or --all');
-  const python = await requireVenv(loaded);
-  if (!fs.existsSync(loaded.paths.storePath)) throw new UserError(`there are no traces to train on yet (no store at ${loaded.paths.storePath})`, 'run `massgen-rl collect` first');
-  return withStore(loaded, async (store) => {
-    const devices = await selectDevices(t.gpus);
-    const prepared = opts.resume ? resumeRun(store, opts.resume) : await newRun(loaded, store, devices.cpu, opts);
-    const { detail } = prepared;
-    const algo = detail.algo as Algo;
-    if (t.check_memory && !prepared.resumed) {
-      const needsRef = (algo === 'dpo') || (algo === 'grpo' && t.grpo.beta > 0) || (algo === 'ppo' && t.ppo.beta > 0);
-      checkMemory(startOf(detail), algo, t.lora.enabled, needsRef, detail.num_processes, devices);
-    }
-    checkDisk(loaded.paths.dataDir, startOf(detail), t.lora.enabled);
-    const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo, cpu: devices.cpu, baseDir: loaded.paths.baseDir, numProcesses: detail.num_processes });
-    const bridge = await onlineRewards(loaded, store, detail, opts.signal);
+  const python = await requireVenv(rt.paths.venvDir);
+  if (!rt.storeExists()) throw new UserError(`there are no traces to train on yet (no store at ${rt.paths.storePath})`, 'run `massgen-rl collect` first');
+  const store = rt.existingStore();
+  const devices = await selectDevices(t.gpus);
+  const prepared = opts.resume ? resumeRun(store, opts.resume) : await newRun(rt, store, devices.cpu, opts);
+  const { detail, config } = prepared;
+  const algo = detail.algo as Algo;
+  if (t.check_memory && !prepared.resumed) {
+    const needsRef = (algo === 'dpo') || (algo === 'grpo' && t.grpo.beta > 0) || (algo === 'ppo' && t.ppo.beta > 0);
+    checkMemory(startOf(detail), algo, t.lora.enabled, needsRef, detail.num_processes, devices);
+  }
+  checkDisk(rt.paths.dataDir, startOf(detail), t.lora.enabled);
+  const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: detail.num_processes });
+  // Online GRPO scores its samples through the reward bridge, started for this run (a resumed run gets a fresh one).
+  const bridge = needsRewardBridge(config) ? await startRewardBridge({ store, rewards: rt.config.rewards, judge: await rt.judge(), signal: opts.signal }) : undefined;
+  try {
+    if (bridge && needsRewardBridge(config)) config.reward_url = bridge.url;
+    writeTrainerConfig(detail.config_file, config);
     const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, { algo, dataset_hash: detail.dataset.hash, log_path: detail.log_file });
     opts.onStage?.(`training ${algo} on ${detail.dataset.rows} examples (run ${runId}; log ${detail.log_file})`);
     const { outcome, registered, metrics } = await executeTraining({
       store, runId, detail, command, gpus: t.gpus, baseModel: detail.start.ref, signal: opts.signal, env: opts.env,
       timeoutMs: t.timeout_min ? t.timeout_min * 60_000 : undefined, onProgress: opts.onProgress, onStage: opts.onStage,
-    }).finally(() => bridge?.close());
+    });
+    rt.forgetWeights();
     const r = registered.resource;
     return {
       runId, algo, checkpoint: registered.checkpoint, weight: { name: r.name, version: r.version, path: r.path!, adapter: Boolean(r.metadata.adapter) },
       dataset: detail.dataset, start: detail.start, metrics, steps: outcome.stepCount, durationMs: outcome.durationMs, logFile: detail.log_file,
       resumedFrom: detail.resumed_from ?? null,
     };
-  }, { mustExist: true });
+  } finally {
+    await bridge?.close();
+  }
 }
 
-async function newRun(loaded: LoadedConfig, store: Store, cpu: boolean, opts: TrainOptions): Promise<{ detail: TrainRunDetail; resumed: false }> {
-  const t = loaded.config.train;
+async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOptions): Promise<PreparedRun> {
+  const t = rt.config.train;
   const algo = (opts.algo ?? t.algo) as Algo;
   if (!(ALGOS as readonly string[]).includes(algo)) throw new UserError(`unknown algorithm "${opts.algo}"; choose one of ${ALGOS.join(', ')}`);
   if (opts.maxSteps !== undefined && (!Number.isInteger(opts.maxSteps) || opts.maxSteps < 1)) throw new UserError(`--max-steps ${opts.maxSteps}: expected a positive whole number`);
@@ -93,62 +104,34 @@ async function newRun(loaded: LoadedConfig, store: Store, cpu: boolean, opts: Tr
   if (algo === 'grpo' && batch % t.grpo.num_generations) {
     throw new UserError(`train.batch_size × train.num_processes × train.gradient_accumulation_steps (${batch}) must be a multiple of train.grpo.num_generations (${t.grpo.num_generations}) for grpo`);
   }
-  const start = resolveStart(loaded, store, algo, opts.from);
+  const start = resolveStart(store, { baseModel: t.base_model, weights: (ref, where) => rt.weights(ref, where) }, algo, opts.from);
   opts.onStage?.(`building the ${algo} dataset from traces${opts.all ? '' : ` after rollout #${start.watermark}`}`);
   const ds = await buildDataset(store, {
-    algo, dataDir: loaded.paths.dataDir, sinceWatermark: start.watermark, all: opts.all, signal: opts.signal,
-    options: datasetOptions(t, loaded.config.rewards.weights), configHash: loaded.hash, gates: t.gates,
+    algo, dataDir: rt.paths.dataDir, sinceWatermark: start.watermark, all: opts.all, signal: opts.signal,
+    options: datasetOptionsFromConfig(t, rt.config.rewards.weights), configHash: rt.loaded.hash, gates: t.gates,
   });
   if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));
   assertGates({ ...ds.stats, algo }, t.gates);
-  const runDir = path.join(loaded.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}`);
+  const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}`);
   const outputDir = path.join(runDir, 'output');
-  const cfg = trainerConfig({ train: t, algo, modelPath: start.dir, outputDir, datasetPath: path.join(ds.dir, 'data.jsonl'), cpu, maxSteps: opts.maxSteps, baseDir: loaded.paths.baseDir });
-  const configFile = path.join(runDir, 'trainer.yaml');
-  writeTrainerConfig(configFile, cfg);
+  const config = trainerConfig(algo, { train: t, modelPath: start.dir, outputDir, datasetPath: path.join(ds.dir, 'data.jsonl'), cpu, maxSteps: opts.maxSteps, baseDir: rt.paths.baseDir });
   const detail: TrainRunDetail = {
     algo,
     start: { ref: start.ref, line: start.line, dir: start.dir, adapter: start.adapter, base_dir: start.baseDir, resource_id: start.resource?.id ?? null, checkpoint_id: start.checkpoint?.id ?? null, watermark: start.watermark },
     dataset: { dir: ds.dir, hash: ds.manifest.hash, rows: ds.stats.rows, watermark: { from: start.watermark, to: ds.watermark }, reused: ds.reused },
-    config_file: configFile, config_hash: trainerConfigHash(cfg), output_dir: outputDir, log_file: path.join(runDir, 'trainer.log'), num_processes: t.num_processes,
+    config_file: path.join(runDir, 'trainer.yaml'), config_hash: trainerConfigHash(config), output_dir: outputDir, log_file: path.join(runDir, 'trainer.log'), num_processes: t.num_processes,
   };
-  return { detail, resumed: false };
+  return { detail, config, resumed: false };
 }
 
-function resumeRun(store: Store, resume: true | string): { detail: TrainRunDetail; resumed: true } {
+function resumeRun(store: Store, resume: true | string): PreparedRun {
   const { run, detail, checkpoint } = findResumable(store, resume === true ? undefined : resume);
   for (const [what, p] of [['dataset', detail.dataset.dir], ['start weights', detail.start.dir], ['trainer config', detail.config_file]] as const) {
     if (!fs.existsSync(p)) throw new UserError(`cannot resume ${run.id}: its ${what} is gone (${p})`);
   }
-  const cfg = { ...(readYaml(detail.config_file)), resume_from_checkpoint: checkpoint };
+  const config = { ...readTrainerConfig(detail.config_file), resume_from_checkpoint: checkpoint };
   const configFile = detail.config_file.replace(/(-resume-\d+)?\.yaml$/, `-resume-${Date.now()}.yaml`);
-  writeTrainerConfig(configFile, cfg);
-  return { detail: { ...detail, config_file: configFile, resumed_from: run.id, resume_checkpoint: checkpoint }, resumed: true };
-}
-
-/**
- * Online GRPO scores its samples through the reward bridge: started for the run, its address written
- * into the trainer config (a resumed run gets a fresh one).
- */
-async function onlineRewards(loaded: LoadedConfig, store: Store, detail: TrainRunDetail, signal?: AbortSignal): Promise<{ close(): Promise<void> } | undefined> {
-  const cfg = readYaml(detail.config_file);
-  if (detail.algo !== 'grpo' || cfg.mode !== 'online') return undefined;
-  const judge = await startJudge(loaded, store);
-  try {
-    const bridge = await startRewardBridge({ store, rewards: loaded.config.rewards, judge: judge?.judge, signal });
-    writeTrainerConfig(detail.config_file, { ...cfg, reward_url: bridge.url });
-    return { close: async () => {
-      await bridge.close();
-      await judge?.stop();
-    } };
-  } catch (err) {
-    await judge?.stop();
-    throw err;
-  }
-}
-
-function readYaml(file: string): Record<string, unknown> {
-  return parseYaml(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+  return { detail: { ...detail, config_file: configFile, resumed_from: run.id, resume_checkpoint: checkpoint }, config, resumed: true };
 }
 
 function startOf(detail: TrainRunDetail): TrainStart {

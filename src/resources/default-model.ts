@@ -30,7 +30,7 @@ export function readModelManifest(dir: string): ModelManifest | undefined {
 export async function provisionDefaultModel(python: string, dir: string, onEvent?: (e: PyEvent) => void): Promise<ModelManifest> {
   const existing = readModelManifest(dir);
   if (existing) return existing;
-  const r = await runPythonModule({ python, module: 'massgen_rl_trainers.provision_model', args: ['--out', dir], onEvent, timeoutMs: 30 * 60_000 });
+  const r = await runPythonModule({ python, module: 'massgen_rl_trainers.models.provision', args: ['--out', dir], onEvent, timeoutMs: 30 * 60_000 });
   if (r.exitCode !== 0 || !r.done) throw new UserError(`could not provision the default model into ${dir}: ${failureReason(r)}`);
   const manifest = readModelManifest(dir);
   if (!manifest) throw new UserError(`the default model provisioner finished but ${dir} has no ${MODEL_MANIFEST}`);
@@ -40,7 +40,7 @@ export async function provisionDefaultModel(python: string, dir: string, onEvent
 /** Asks the converted model one question: proof that the weights load and generate. */
 export async function smokeGenerate(python: string, dir: string): Promise<string> {
   const r = await runPythonModule({
-    python, module: 'massgen_rl_trainers.generate',
+    python, module: 'massgen_rl_trainers.models.generate',
     args: ['--model', dir, '--prompt', 'What is 2 + 3? Answer with a number.', '--max-new-tokens', '16'], timeoutMs: 5 * 60_000,
   });
   if (r.exitCode !== 0 || !r.done) throw new UserError(`the default model did not generate: ${failureReason(r)}`);

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
-import type { LoadedConfig } from '../config/load.js';
-import type { Algo } from '../datasets/types.js';
+import type { Algo } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { refName } from './checkpoints.js';
 import type { Checkpoint } from '../store/checkpoints.js';
 import type { Resource, Store } from '../store/index.js';
-import { resolveWeights } from '../pipeline/serve.js';
+import type { ResolvedWeights } from './weights.js';
 
 /** What a training run starts from. */
 export interface TrainStart {
@@ -26,6 +25,12 @@ export interface TrainStart {
   watermark: number;
 }
 
+export interface StartInput {
+  /** train.base_model */
+  baseModel: string;
+  weights(ref: string, where: string): ResolvedWeights;
+}
+
 /**
  * Resolves where training starts. `from` (a checkpoint id or prefix, or a weights reference) wins;
  * otherwise train.base_model names the line, and a `builtin:NAME` line starts from its production
@@ -33,8 +38,8 @@ export interface TrainStart {
  * whose traces they replay. The watermark is that of the line's last run of the algorithm, so each run
  * learns from the traces collected since.
  */
-export function resolveStart(loaded: LoadedConfig, store: Store, algo: Algo, from?: string): TrainStart {
-  const ref = (from ?? loaded.config.train.base_model).trim();
+export function resolveStart(store: Store, start: StartInput, algo: Algo, from?: string): TrainStart {
+  const ref = (from ?? start.baseModel).trim();
   const where = from === undefined ? 'train.base_model' : '--from';
   if (/^ck_[a-z0-9]*$/.test(ref)) {
     const checkpoint = store.checkpoints.resolve(ref);
@@ -46,7 +51,7 @@ export function resolveStart(loaded: LoadedConfig, store: Store, algo: Algo, fro
     const name = ref.slice('builtin:'.length);
     if (store.resources.production('weight', name)) weightsRef = `resource:${name}@production`;
   }
-  const w = resolveWeights(loaded, weightsRef, store, where);
+  const w = start.weights(weightsRef, where);
   const resource = w.resource ? store.resources.get(w.resource.id) ?? null : findByPath(store, w.dir);
   const ckId = typeof resource?.metadata.checkpoint_id === 'string' ? resource.metadata.checkpoint_id : undefined;
   const parent = ckId ? store.checkpoints.get(ckId) ?? null : null;

@@ -1,4 +1,4 @@
-import type { RewardInput } from '../store/types.js';
+import type { RewardInput } from '../trace/records.js';
 import { latestAnswers, referenceOf } from './outcome.js';
 import type { AnswerScorer, RewardFamily } from './types.js';
 
@@ -12,6 +12,7 @@ export function answerQualityFamily(name: string, describe: string, scorer: Answ
   return {
     name,
     describe,
+    scope: 'answer',
     score({ outcome, config }) {
       const reference = referenceOf(outcome);
       const task = outcome.task;

@@ -1,20 +1,20 @@
+/** One completion scored on its own (online GRPO samples, collect.samples_per_turn samples). */
 import { implicitAction, parseTextAction } from '../orchestrator/text-protocol.js';
 import { computeRewards, type RewardResult } from './compute.js';
+import { REWARD_REGISTRY } from './registry.js';
 import type { RewardContext, RewardsConfig, RolloutOutcome } from './types.js';
 import type { Task } from '../tasks/types.js';
 
-/** One completion scored on its own (online GRPO samples, collect.samples_per_turn samples). */
-
-/**
- * The reward families that can score one answer on its own. The team-level ones (coordination, voting,
- * tool, peer_vote) need a whole orchestration, and human feedback cannot exist for a fresh sample.
- */
-export const SINGLE_ANSWER_FAMILIES = ['exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains', 'judge', 'custom'] as const;
+/** The families that score one answer on its own (scope `answer`), in registry order. */
+export const SINGLE_ANSWER_FAMILIES: readonly string[] = REWARD_REGISTRY.filter((f) => f.scope === 'answer').map((f) => f.name);
 
 /** rewards.weights restricted to SINGLE_ANSWER_FAMILIES with a non-zero weight. */
 export function singleAnswerWeights(weights: RewardsConfig['weights']): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const name of SINGLE_ANSWER_FAMILIES) if ((weights[name] ?? 0) !== 0) out[name] = weights[name]!;
+  for (const name of SINGLE_ANSWER_FAMILIES) {
+    const w = weights[name as keyof typeof weights] ?? 0;
+    if (w !== 0) out[name] = w;
+  }
   return out;
 }
 

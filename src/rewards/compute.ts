@@ -1,4 +1,4 @@
-import type { RewardInput } from '../store/types.js';
+import type { RewardInput } from '../trace/records.js';
 import { mean } from './outcome.js';
 import { getRewardFamily, REWARD_REGISTRY } from './registry.js';
 import type { RewardContext, RewardUsage } from './types.js';

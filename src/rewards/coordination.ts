@@ -26,6 +26,7 @@ export function coordinationScore(ctx: Parameters<RewardFamily['score']>[0]): { 
  */
 export const coordinationReward: RewardFamily = {
   name: 'coordination',
+  scope: 'team',
   describe: 'team reward: rounds beyond the free ones, final answer quality, tokens spent and consensus (rewards.coordination)',
   score(ctx) {
     const { value, reason } = coordinationScore(ctx);

@@ -35,6 +35,7 @@ export function parseCustomOutput(stdout: string): { value: number; reason: stri
  */
 export const customReward: RewardFamily = {
   name: 'custom',
+  scope: 'answer',
   describe: 'your command (rewards.custom.command) reads the rollout outcome as JSON on stdin and prints a number',
   async score({ outcome, config, signal }) {
     const custom = config.custom;

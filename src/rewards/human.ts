@@ -6,6 +6,7 @@ import type { RewardFamily } from './types.js';
  */
 export const humanReward: RewardFamily = {
   name: 'human',
+  scope: 'feedback',
   describe: 'human feedback added with `massgen-rl feedback` (stored, never computed; recompute keeps it)',
   score: () => [],
 };

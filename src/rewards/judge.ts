@@ -2,7 +2,12 @@ import { errorMessage } from '../errors.js';
 import type { ChatMessage } from '../llm/types.js';
 import { clip } from './exact.js';
 import { JUDGE_FORMAT, judgeMessages, parseJudgeReply, type Criterion, type Verdict } from './judge-reply.js';
-import type { RewardContext, RewardFamily } from './types.js';
+import type { RewardContext, RewardFamily, RewardsConfig } from './types.js';
+
+/** The judge model's config name when the judge reward is on (it has a non-zero weight): the one place that decides. */
+export function activeJudgeModel(rewards: RewardsConfig): string | undefined {
+  return rewards.judge.model && (rewards.weights.judge ?? 0) !== 0 ? rewards.judge.model : undefined;
+}
 
 /** Used when rewards.judge.rubric is empty (the config rules require one when the judge has a weight). */
 export const DEFAULT_RUBRIC: Criterion[] = [{ criterion: 'correctness', weight: 1 }];
@@ -22,6 +27,7 @@ export function rubricValue(scores: Record<string, number>, rubric: Criterion[])
  */
 export const judgeReward: RewardFamily = {
   name: 'judge',
+  scope: 'answer',
   describe: 'an LLM judge scores the final answer on the weighted rubric (rewards.judge), normalized to 0..1',
   async score(ctx) {
     const { outcome, config } = ctx;

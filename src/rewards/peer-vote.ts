@@ -1,4 +1,4 @@
-import type { RewardInput } from '../store/types.js';
+import type { RewardInput } from '../trace/records.js';
 import { agentOf, latestAnswers } from './outcome.js';
 import type { RewardFamily } from './types.js';
 
@@ -9,6 +9,7 @@ import type { RewardFamily } from './types.js';
  */
 export const peerVoteReward: RewardFamily = {
   name: 'peer_vote',
+  scope: 'team',
   describe: "share of the final votes each agent's final-round answer received",
   score({ outcome }) {
     const total = outcome.votes.length;

@@ -1,6 +1,6 @@
 import type { PromptPayload } from '../trace/payloads.js';
 import type { RewardContext, RewardsConfig } from './types.js';
-import type { RewardInput, SpanInput } from '../store/types.js';
+import type { RewardInput, SpanInput } from '../trace/records.js';
 import type { Task } from '../tasks/types.js';
 import { completionRewards, singleAnswerWeights } from './completion.js';
 

@@ -1,4 +1,4 @@
-import type { RewardInput } from '../store/types.js';
+import type { RewardInput } from '../trace/records.js';
 import { mean } from './outcome.js';
 import type { RewardFamily } from './types.js';
 
@@ -8,6 +8,7 @@ import type { RewardFamily } from './types.js';
  */
 export const toolReward: RewardFamily = {
   name: 'tool',
+  scope: 'team',
   describe: 'per tool call: rewards.tool.success when it succeeded, rewards.tool.failure when it failed',
   score({ outcome, config }) {
     const out: RewardInput[] = [];

@@ -1,4 +1,4 @@
-import type { RewardInput } from '../store/types.js';
+import type { RewardInput } from '../trace/records.js';
 import { familyValue } from './compute.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { LlmClient } from '../llm/types.js';
 import type { RLConfig } from '../config/schema.js';
-import type { RewardInput } from '../store/types.js';
+import type { RewardInput } from '../trace/records.js';
 import type { Task } from '../tasks/types.js';
 
 /** What a reward family sees of one orchestration: derivable both from a live run and from stored spans. */
@@ -55,8 +55,15 @@ export interface RewardContext {
 export interface RewardFamily {
   name: string;
   describe: string;
+  /**
+   * What it needs: `answer` families score one answer on its own (so they also score online GRPO and
+   * collect samples), `team` families need a whole orchestration, `feedback` is added by people.
+   */
+  scope: RewardScope;
   score(ctx: RewardContext): RewardInput[] | Promise<RewardInput[]>;
 }
+
+export type RewardScope = 'answer' | 'team' | 'feedback';
 
 /** One answer scored against the task reference. */
 export interface AnswerScore {

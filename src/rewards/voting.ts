@@ -1,4 +1,4 @@
-import type { RewardInput } from '../store/types.js';
+import type { RewardInput } from '../trace/records.js';
 import { agentOf, latestAnswers, mean } from './outcome.js';
 import { answerQuality } from './quality.js';
 import type { RewardFamily, RolloutOutcome, RewardsConfig } from './types.js';
@@ -20,6 +20,7 @@ export function referenceBest(outcome: RolloutOutcome, config: RewardsConfig, be
  */
 export const votingReward: RewardFamily = {
   name: 'voting',
+  scope: 'team',
   describe: 'per vote: rewards.voting.correct for voting for the winner or the best answer by the reference, else incorrect',
   score({ outcome, config }) {
     const out: RewardInput[] = [];

@@ -1,5 +1,5 @@
 import type { RolloutOutcome } from '../rewards/types.js';
-import type { Rollout, Span } from '../store/types.js';
+import type { Rollout, Span } from '../trace/records.js';
 import type { Task } from '../tasks/types.js';
 import type { NewAnswerPayload, SelectionPayload, ToolPayload, VotePayload } from '../trace/payloads.js';
 import type { OrchestrationResult } from '../orchestrator/types.js';

@@ -1,14 +1,14 @@
 import type { RLConfig } from '../config/schema.js';
 import { orchestrate } from '../orchestrator/coordinator.js';
-import { outcomeFromResult } from './outcome.js';
 import type { ToolRunner } from '../orchestrator/types.js';
 import { computeRewards } from '../rewards/compute.js';
-import type { Store } from '../store/index.js';
-import type { RewardInput } from '../store/types.js';
-import type { Task } from '../tasks/types.js';
-import type { TeamSetup } from './team.js';
-import { rewardSpan } from '../pipeline/rewards.js';
 import { sampleRecorder, sampleRewards } from '../rewards/samples.js';
+import { rewardSpan } from '../rewards/spans.js';
+import type { Store } from '../store/index.js';
+import type { Task } from '../tasks/types.js';
+import type { RewardInput } from '../trace/records.js';
+import { outcomeFromResult } from './outcome.js';
+import type { TeamSetup } from './team.js';
 
 export interface RolloutSummary {
   id: string;

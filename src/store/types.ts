@@ -1,32 +1,7 @@
-export const RUN_STATUSES = ['running', 'completed', 'failed', 'cancelled'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
-export const SPAN_TYPES = ['prompt', 'tool', 'reward', 'coordination', 'message'] as const;
-export type SpanType = (typeof SPAN_TYPES)[number];
+import type { RunStatus } from '../trace/records.js';
 
-export interface SpanInput {
-  type: SpanType;
-  name: string;
-  agent?: string | null;
-  parentSeq?: number | null;
-  /** Epoch milliseconds (fractional allowed); defaults to now. */
-  startedAt?: number;
-  durationMs?: number;
-  payload?: unknown;
-  /** JSON.stringify(payload), when the producer has it already; the store redacts it as it would the payload. */
-  payloadJson?: string;
-}
-
-export interface Span {
-  rolloutId: string;
-  seq: number;
-  parentSeq: number | null;
-  type: SpanType;
-  name: string;
-  agent: string | null;
-  startedAt: number;
-  durationMs: number;
-  payload: unknown;
-}
+export type { Reward, RewardInput, Rollout, RunStatus, Span, SpanInput, SpanType } from '../trace/records.js';
+export { RUN_STATUSES, SPAN_TYPES } from '../trace/records.js';
 
 export interface RolloutStart {
   id?: string;
@@ -46,41 +21,6 @@ export interface RolloutFinish {
   toolCalls?: number;
   messages?: number;
   wallMs?: number;
-}
-
-export interface Rollout {
-  num: number;
-  id: string;
-  runId: string | null;
-  taskId: string | null;
-  source: string;
-  status: RunStatus;
-  error: string | null;
-  finalAnswer: string | null;
-  winner: string | null;
-  totalReward: number | null;
-  tokens: number;
-  toolCalls: number;
-  messages: number;
-  wallMs: number;
-  metadata: Record<string, unknown>;
-  startedAt: number;
-  finishedAt: number | null;
-}
-
-export interface RewardInput {
-  channel: string;
-  family: string;
-  value: number;
-  reason?: string | null;
-  agent?: string | null;
-  targetSeq?: number | null;
-}
-
-export interface Reward extends Required<RewardInput> {
-  id: number;
-  rolloutId: string;
-  createdAt: number;
 }
 
 export interface RolloutFilter {

@@ -31,7 +31,7 @@
  * t is seconds since the rollout started (clamped at 0). Topology: debate when two or more agents
  * answer or vote and no tool was called; mixed otherwise.
  */
-import type { Reward, Rollout, Span } from '../store/types.js';
+import type { Reward, Rollout, Span } from './records.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 
 export type OrchestrationEventType =

@@ -1,11 +1,16 @@
+import net from 'node:net';
+import path from 'node:path';
+import type { Algo, TrainConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
+import { TRAINERS_DIR } from '../python/module.js';
 
-export const TRAINER_PACKAGE = 'massgen_rl_trainers';
+/** Where the bundled trainers live: `python -m massgen_rl_trainers.train.<algo>`. */
+export const TRAINER_PACKAGE = 'massgen_rl_trainers.train';
 
 export interface TrainerCommandOptions {
   /** The trainer venv's interpreter. */
   python: string;
-  /** A bundled trainer (`grpo` → `massgen_rl_trainers.grpo`), or a full module name (contains a dot). */
+  /** A bundled trainer (`grpo` → `massgen_rl_trainers.train.grpo`), or a full module name (contains a dot). */
   module?: string;
   /** A user trainer script speaking the protocol (train.script); used instead of module. */
   script?: string;
@@ -25,7 +30,7 @@ export interface TrainerCommand {
 
 /**
  * The argument array for a trainer run:
- *   python -m massgen_rl_trainers.<algo> --config F
+ *   python -m massgen_rl_trainers.train.<algo> --config F
  *   python script.py --config F
  *   python -m accelerate.commands.launch --num_processes N [--config_file A] [--cpu] (-m module | script.py) --config F
  * (`accelerate launch` without relying on the console script: `-m` is accelerate's flag to run the
@@ -58,4 +63,46 @@ export function gpuEnv(gpus: string): NodeJS.ProcessEnv {
   }
   if (new Set(ids).size !== ids.length) throw new UserError(`train.gpus "${gpus}": a GPU index is listed twice`);
   return { CUDA_VISIBLE_DEVICES: ids.join(',') };
+}
+
+export interface LaunchInput {
+  python: string;
+  train: TrainConfig;
+  algo: Algo;
+  configFile: string;
+  cpu: boolean;
+  baseDir: string;
+  numProcesses: number;
+}
+
+/** Several CPU processes on one machine: torchrun + gloo through the bundled accelerate config. */
+export const CPU_ACCELERATE_CONFIG = path.join(TRAINERS_DIR, 'accelerate', 'cpu-2proc.yaml');
+
+/**
+ * The trainer's argument array: the bundled module for the algorithm or train.script, run directly or,
+ * for several processes (or an accelerate config), through accelerate on a free rendezvous port.
+ */
+export async function launchCommand(input: LaunchInput): Promise<TrainerCommand> {
+  const t = input.train;
+  const script = t.script ? path.resolve(input.baseDir, t.script) : undefined;
+  const configured = t.accelerate_config ? path.resolve(input.baseDir, t.accelerate_config) : null;
+  const accelerateConfig = configured ?? (input.numProcesses > 1 && input.cpu ? CPU_ACCELERATE_CONFIG : null);
+  const cmd = trainerCommand({
+    python: input.python, module: script ? undefined : input.algo, script, configFile: input.configFile,
+    numProcesses: input.numProcesses, accelerateConfig,
+  });
+  if (cmd.args[1] !== 'accelerate.commands.launch') return cmd;
+  const port = await freePort();
+  return { command: cmd.command, args: [...cmd.args.slice(0, 2), '--main_process_port', String(port), ...cmd.args.slice(2)] };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }

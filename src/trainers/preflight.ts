@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { LoadedConfig } from '../config/load.js';
-import type { Algo } from '../datasets/types.js';
+import type { Algo } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { freeBytes, listGpus, type Gpu } from './hardware.js';
 import { readRequirements } from '../python/requirements.js';
@@ -12,8 +11,8 @@ import type { TrainStart } from '../resources/training-start.js';
 const GiB = 1024 ** 3;
 
 /** The trainer venv's interpreter, or a UserError pointing at doctor. */
-export async function requireVenv(loaded: LoadedConfig): Promise<string> {
-  const venv = await inspectVenv(loaded.paths.venvDir, readRequirements());
+export async function requireVenv(venvDir: string): Promise<string> {
+  const venv = await inspectVenv(venvDir, readRequirements());
   if (venv.state !== 'ok') {
     throw new UserError(`the trainer virtualenv is ${venv.state}: ${venv.detail}`, venv.state === 'foreign' ? 'remove it, or set train.venv to another directory' : 'run `massgen-rl doctor --fix` to set it up');
   }

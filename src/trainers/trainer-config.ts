@@ -1,31 +1,69 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { stringify } from 'yaml';
-import type { TrainConfig } from '../config/schema.js';
-import type { DatasetOptionsInput } from '../datasets/options.js';
-import type { Algo } from '../datasets/types.js';
+import { parse as parseYaml, stringify } from 'yaml';
+import type { Algo, TrainConfig } from '../config/schema.js';
 import { stableHash } from '../util/hash.js';
+
+/** The keys every bundled trainer reads (docs/trainer-protocol.md, "Trainer config"). */
+export interface CommonTrainerConfig {
+  model_path: string;
+  output_dir: string;
+  dataset_path: string;
+  lora: { r: number; alpha: number; dropout: number; target_modules: string | string[] } | null;
+  learning_rate: number;
+  num_train_epochs: number;
+  max_steps: number;
+  per_device_train_batch_size: number;
+  gradient_accumulation_steps: number;
+  seed: number;
+  use_cpu: boolean;
+  bf16: false | null;
+  save_steps: number;
+  logging_steps: number;
+  resume_from_checkpoint: string | null;
+  max_length: number;
+  deepspeed: string | null;
+  fsdp: string | null;
+  gradient_checkpointing: boolean;
+}
+
+export type SftTrainerConfig = CommonTrainerConfig;
+export interface DpoTrainerConfig extends CommonTrainerConfig { beta: number }
+export interface GrpoTrainerConfig extends CommonTrainerConfig {
+  beta: number;
+  num_generations: number;
+  mode: 'offline' | 'online';
+  /** The reward bridge's address (online mode), filled in when the run starts. */
+  reward_url: string | null;
+  max_completion_length: number;
+  temperature: number;
+}
+export interface PpoTrainerConfig extends CommonTrainerConfig {
+  beta: number;
+  clip_epsilon: number;
+  max_completion_length: number;
+  old_logprobs: 'recompute' | 'recorded';
+}
+
+export interface TrainerConfigs { sft: SftTrainerConfig; dpo: DpoTrainerConfig; grpo: GrpoTrainerConfig; ppo: PpoTrainerConfig }
+export type TrainerConfig = TrainerConfigs[Algo];
 
 export interface TrainerConfigInput {
   train: TrainConfig;
-  algo: Algo;
   modelPath: string;
   outputDir: string;
   datasetPath: string;
   /** Train on CPU (no GPU selected or present). */
   cpu: boolean;
   maxSteps?: number;
-  resumeFrom?: string | null;
-  /** The reward bridge (grpo online). */
-  rewardUrl?: string | null;
   baseDir: string;
 }
 
-/** The trainer config (docs/trainer-protocol.md, "Trainer config") for one run. */
-export function trainerConfig(input: TrainerConfigInput): Record<string, unknown> {
+/** The trainer config for one run of `algo`, as a typed object (written once, by writeTrainerConfig). */
+export function trainerConfig<A extends Algo>(algo: A, input: TrainerConfigInput): TrainerConfigs[A] {
   const t = input.train;
   const file = (f: string | undefined) => (f ? path.resolve(input.baseDir, f) : null);
-  const common: Record<string, unknown> = {
+  const common: CommonTrainerConfig = {
     model_path: input.modelPath,
     output_dir: input.outputDir,
     dataset_path: input.datasetPath,
@@ -40,51 +78,44 @@ export function trainerConfig(input: TrainerConfigInput): Record<string, unknown
     bf16: input.cpu ? false : null,
     save_steps: t.save_steps,
     logging_steps: t.logging_steps,
-    resume_from_checkpoint: input.resumeFrom ?? null,
+    resume_from_checkpoint: null,
     max_length: t.max_length,
     deepspeed: file(t.deepspeed),
     fsdp: t.fsdp ?? null,
     gradient_checkpointing: t.gradient_checkpointing,
   };
-  return { ...common, ...algoKeys(input) };
+  const perAlgo: { [K in Algo]: () => TrainerConfigs[K] } = {
+    sft: () => common,
+    dpo: () => ({ ...common, beta: t.dpo.beta }),
+    grpo: () => ({
+      ...common, beta: t.grpo.beta, num_generations: t.grpo.num_generations, mode: t.grpo.mode, reward_url: null,
+      max_completion_length: t.grpo.max_completion_length, temperature: t.grpo.temperature,
+    }),
+    ppo: () => ({ ...common, beta: t.ppo.beta, clip_epsilon: t.ppo.clip_epsilon, max_completion_length: t.ppo.max_completion_length, old_logprobs: t.ppo.old_logprobs }),
+  };
+  return perAlgo[algo]();
 }
 
-function algoKeys({ train: t, algo, rewardUrl }: TrainerConfigInput): Record<string, unknown> {
-  switch (algo) {
-    case 'grpo':
-      return {
-        beta: t.grpo.beta, num_generations: t.grpo.num_generations, mode: t.grpo.mode, reward_url: t.grpo.mode === 'online' ? rewardUrl ?? null : null,
-        max_completion_length: t.grpo.max_completion_length, temperature: t.grpo.temperature,
-      };
-    case 'dpo':
-      return { beta: t.dpo.beta };
-    case 'ppo':
-      return { beta: t.ppo.beta, clip_epsilon: t.ppo.clip_epsilon, max_completion_length: t.ppo.max_completion_length, old_logprobs: t.ppo.old_logprobs };
-    case 'sft':
-      return {};
-  }
+/** Online GRPO scores its samples through the reward bridge. */
+export function needsRewardBridge(cfg: TrainerConfig): cfg is GrpoTrainerConfig {
+  return 'mode' in cfg && cfg.mode === 'online';
 }
 
 /** What the run learns with, without where it runs: equal for two runs with the same settings. */
-export function trainerConfigHash(cfg: Record<string, unknown>): string {
-  const { model_path: _m, output_dir: _o, dataset_path: _d, resume_from_checkpoint: _r, reward_url: _u, ...rest } = cfg;
-  return stableHash(rest);
+export function trainerConfigHash(cfg: TrainerConfig): string {
+  const { model_path: _m, output_dir: _o, dataset_path: _d, resume_from_checkpoint: _r, ...rest } = cfg;
+  const { reward_url: _u, ...learned } = rest as typeof rest & { reward_url?: unknown };
+  return stableHash(learned);
 }
 
-export function writeTrainerConfig(file: string, cfg: Record<string, unknown>): void {
+export function writeTrainerConfig(file: string, cfg: TrainerConfig): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}`;
   fs.writeFileSync(tmp, `# massgen-rl trainer config (docs/trainer-protocol.md)\n${stringify(cfg)}`);
   fs.renameSync(tmp, file);
 }
 
-/** The dataset builder options from train.* and rewards.weights. */
-export function datasetOptions(train: TrainConfig, weights: Partial<Record<string, number>>): DatasetOptionsInput {
-  return {
-    sft: { reward_threshold: train.sft.reward_threshold, agents: train.sft.agents ?? null, include_presentation: train.sft.include_presentation },
-    grpo: { agents: train.grpo.agents ?? null, min_group_size: train.grpo.min_group_size },
-    dpo: { min_margin: train.dpo.min_margin, system_prompt: train.dpo.system_prompt ?? null, max_pairs_per_task: train.dpo.max_pairs_per_task },
-    ppo: { credit: train.ppo.credit, gamma: train.ppo.gamma, agents: train.ppo.agents ?? null },
-    weights,
-  };
+/** A run's trainer config as written (to resume it). */
+export function readTrainerConfig(file: string): TrainerConfig {
+  return parseYaml(fs.readFileSync(file, 'utf8')) as TrainerConfig;
 }

@@ -1,7 +1,7 @@
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { openStore } from '../../src/runtime/store.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
 import { BIN, tempDir } from '../helpers.js';

@@ -1,7 +1,8 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';
 import { tempDir } from '../helpers.js';
 
@@ -21,7 +22,7 @@ describe('collect with the default local model', () => {
       ].join('\n'),
     });
     const loaded = loadConfig({ cwd: dir });
-    const summary = await collect(loaded);
+    const summary = await withRuntime(loaded, (rt) => collect(rt));
     expect(summary.tasks).toBe(2);
     expect(summary.completed + summary.failed).toBe(2);
     expect(summary.tokens).toBeGreaterThan(0);

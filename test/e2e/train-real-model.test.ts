@@ -1,3 +1,4 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
@@ -5,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { createLlmClient } from '../../src/llm/client.js';
 import { collect } from '../../src/pipeline/collect.js';
-import { serveModel } from '../../src/pipeline/serve.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { serve } from '../../src/pipeline/serve.js';
+import { openStore } from '../../src/runtime/store.js';
 import { train, type TrainResult } from '../../src/pipeline/train.js';
 
 // The real parts: traces from a collect with the default model (served by our server), real TRL
@@ -34,7 +35,7 @@ let loaded: LoadedConfig;
 
 /** The checkpoint answers through `serve`: the weights load (adapter on its base) and generate. */
 async function servesAnswer(r: TrainResult): Promise<void> {
-  const served = await serveModel(loaded, undefined, { weights: `resource:${r.weight.name}@${r.weight.version}`, logFile: false });
+  const served = await withRuntime(loaded, (rt) => serve(rt, { weights: `resource:${r.weight.name}@${r.weight.version}`, logFile: false }));
   try {
     const client = createLlmClient({ baseUrl: served.baseUrl, timeoutMs: 120_000, maxRetries: 0, logprobs: false });
     const reply = await client.chat({ model: served.model, messages: [{ role: 'user', content: 'What is 2 + 3?' }], max_tokens: 16, temperature: 0 });
@@ -68,13 +69,13 @@ describe('train on CPU with the default model, from real traces', () => {
   beforeAll(async () => {
     fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), CONFIG);
     loaded = loadConfig({ cwd: dir, env: { ...process.env, HF_HUB_OFFLINE: '1' } });
-    const summary = await collect(loaded);
+    const summary = await withRuntime(loaded, (rt) => collect(rt));
     expect(summary.completed).toBeGreaterThanOrEqual(3);
   }, 1_200_000);
 
   for (const algo of ['sft', 'dpo', 'grpo', 'ppo'] as const) {
     it(`${algo}: trains a few steps, registers a LoRA checkpoint with lineage, and serve answers with it`, async () => {
-      const r = await train(loaded, { algo });
+      const r = await withRuntime(loaded, (rt) => train(rt, { algo }));
       expect(r).toMatchObject({ algo, steps: 2 });
       expect(r.dataset.rows).toBeGreaterThan(0);
       expectLineage(r, algo);
@@ -87,7 +88,7 @@ describe('train on CPU with the default model, from real traces', () => {
     const parent = store.checkpoints.latest({ algo: 'sft' })!;
     store.close();
     const two = loadConfig({ cwd: loaded.paths.baseDir, overrides: ['train.num_processes=2', 'train.batch_size=1'], env: loaded.env });
-    const r = await train(two, { algo: 'sft', from: parent.id, all: true });
+    const r = await withRuntime(two, (rt) => train(rt, { algo: 'sft', from: parent.id, all: true }));
     expect(r.steps).toBe(2);
     expect(r.checkpoint.parentId).toBe(parent.id);
     expect(fs.readFileSync(r.logFile, 'utf8')).toMatch(/accelerate\.commands\.launch --main_process_port \d+ --num_processes 2 --config_file \S+cpu-2proc\.yaml/);

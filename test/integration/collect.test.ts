@@ -1,7 +1,8 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { openStore } from '../../src/runtime/store.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
 import { runCli, tempDir } from '../helpers.js';
@@ -47,7 +48,7 @@ describe('collect (scripted endpoint, real store and rewards)', () => {
   it('records every orchestration with spans, rewards, costs and a run summary', async () => {
     const { loaded } = await project(answer42);
     const progress: number[] = [];
-    const summary = await collect(loaded, { onProgress: (p) => progress.push(p.done) });
+    const summary = await withRuntime(loaded, (rt) => collect(rt, { onProgress: (p) => progress.push(p.done) }));
     expect(summary).toMatchObject({ status: 'completed', tasks: 3, completed: 3, failed: 0, successRate: 1, consensusRate: 1 });
     expect(summary.correctRate).toBeCloseTo(2 / 3);
     expect(progress).toEqual([1, 2, 3]);
@@ -93,7 +94,7 @@ describe('collect (scripted endpoint, real store and rewards)', () => {
     const { loaded } = await project(() => ({ hang: true }));
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 300);
-    const summary = await collect(loaded, { signal: ac.signal });
+    const summary = await withRuntime(loaded, (rt) => collect(rt, { signal: ac.signal }));
     expect(summary).toMatchObject({ status: 'cancelled', completed: 0, cancelled: 3 });
     const store = openStore(loaded);
     try {

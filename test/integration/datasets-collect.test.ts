@@ -1,9 +1,10 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { assertGates, buildDataset, checkGates, type DpoRow, type GrpoRow, type PpoRow, type SftRow } from '../../src/datasets/index.js';
 import { collect } from '../../src/pipeline/collect.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { openStore } from '../../src/runtime/store.js';
 import { stableHash } from '../../src/util/hash.js';
 import type { ScriptedServer } from '../support/scripted-server.js';
 import { teamCollect } from '../support/team-collect.js';
@@ -64,7 +65,7 @@ describe('datasets from a real collect', () => {
       expect(() => assertGates(built.dpo!.stats, { min_examples: 100, min_clean_share: 0, min_categories: 1 })).toThrow(/3 examples \(need ≥ 100\)/);
 
       // Incremental: a second collect, then a build from the watermark sees only the new rollouts.
-      await collect(loaded, { n: 1 });
+      await withRuntime(loaded, (rt) => collect(rt, { n: 1 }));
       const next = await buildDataset(store, { algo: 'sft', dataDir: loaded.paths.dataDir, options, sinceWatermark: built.sft!.watermark });
       expect(next.manifest.watermark.from).toBe(3);
       expect(next.watermark).toBeGreaterThan(3);

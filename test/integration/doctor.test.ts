@@ -1,3 +1,4 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { runDoctor } from '../../src/pipeline/doctor.js';
@@ -10,7 +11,7 @@ import { runCli, tempDir } from '../helpers.js';
 describe('doctor on the real environment', () => {
   it('finds the pinned venv and the converted model, which generates text', async () => {
     const loaded = loadConfig({ cwd: tempDir() });
-    const report = await runDoctor(loaded);
+    const report = await withRuntime(loaded, (rt) => runDoctor(rt));
     const failed = report.checks.filter((c) => c.status === 'fail');
     expect(failed, 'run `massgen-rl doctor --fix` (npm test does) to prepare the environment').toEqual([]);
     const manifest = readModelManifest(loaded.paths.defaultModelDir)!;

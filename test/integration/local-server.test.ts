@@ -5,8 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { UserError } from '../../src/errors.js';
 import { startLocalServer } from '../../src/serving/local-server.js';
-import { resolveWeights, startLocalModels } from '../../src/pipeline/serve.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { resolveWeights as resolveIn } from '../../src/resources/weights.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
 import { venvPython } from '../../src/python/venv.js';
 import { configIn, tempDir } from '../helpers.js';
 
@@ -109,7 +110,7 @@ describe('the local model server', () => {
     expect((err as Error).message).toContain('python interpreter not found: /nonexistent/python');
   });
 
-  it('startLocalModels shares one server between models with the same weights and stops it', async () => {
+  it('a runtime starts one server for the models with the same weights, on first use, and stops it once', async () => {
     const loaded = configIn([
       'models:',
       '  a: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", max_batch_size: 2 } }',
@@ -117,24 +118,30 @@ describe('the local model server', () => {
       '  remote: { model: gpt, base_url: "http://127.0.0.1:9/v1" }',
       'agents: [{ id: a1, model: a }, { id: b1, model: b }]',
     ].join('\n'));
-    const local = await startLocalModels(loaded, ['a', 'b', 'remote']);
+    const rt = new Runtime(loaded);
+    let servers;
     try {
-      expect(Object.keys(local.baseUrls)).toEqual(['a', 'b']);
-      expect(local.baseUrls.a).toBe(local.baseUrls.b);
-      expect(local.servers).toHaveLength(1);
-      expect(local.servers[0]!.logFile).toBe(path.join(loaded.paths.dataDir, 'logs', 'serve-a.log'));
-      const health = await fetch(local.baseUrls.a!.replace(/\/v1$/, '/health'));
+      expect(await rt.servers.running()).toEqual([]);
+      const [a, b] = await Promise.all([rt.servers.server('a'), rt.servers.server('b')]);
+      await rt.client('remote');
+      expect(a).toBe(b);
+      servers = await rt.servers.running();
+      expect(servers).toHaveLength(1);
+      expect(a.logFile).toBe(path.join(loaded.paths.dataDir, 'logs', 'serve-a.log'));
+      const health = await fetch(a.baseUrl.replace(/\/v1$/, '/health'));
       expect(await health.json()).toEqual({ status: 'ok', model: 'smollm2-135m-instruct' });
     } finally {
-      await local.stopAll();
+      await rt.close();
     }
-    expect(alive(local.servers[0]!.pid)).toBe(false);
+    expect(alive(servers![0]!.pid)).toBe(false);
   }, 180_000);
 });
 
 describe('resolveWeights', () => {
-  it('resolves builtin weights, folders relative to the config, and weight resources', () => {
+  it('resolves builtin weights, folders relative to the config, and weight resources', async () => {
     const loaded = configIn('project: { name: w }\n', { 'models/full/config.json': '{}', 'models/lora/adapter_config.json': '{}', 'models/empty/x.txt': '' });
+    let store: ReturnType<typeof openStore> | undefined;
+    const resolveWeights = (_: unknown, ref: string, s?: typeof store, where?: string) => resolveIn({ paths: loaded.paths, store: () => s }, ref, where);
     expect(resolveWeights(loaded, 'builtin:smollm2-135m-instruct')).toMatchObject({ kind: 'builtin', dir: loaded.paths.defaultModelDir, adapter: false });
     expect(() => resolveWeights(loaded, 'builtin:gpt-9')).toThrow(/unknown built-in weights "builtin:gpt-9"; available: builtin:smollm2-135m-instruct/);
     expect(resolveWeights(loaded, 'models/full')).toEqual({ ref: 'models/full', kind: 'path', dir: path.join(loaded.paths.baseDir, 'models/full'), adapter: false });
@@ -143,7 +150,7 @@ describe('resolveWeights', () => {
     expect(() => resolveWeights(loaded, 'models/missing')).toThrow(/no folder at/);
     expect(() => resolveWeights(loaded, 'resource:tuned')).toThrow(/refer to the store, which does not exist yet/);
 
-    const store = openStore(loaded);
+    store = openStore(loaded);
     try {
       expect(() => resolveWeights(loaded, 'resource:tuned', store)).toThrow(/unknown weight resource "tuned"; the store has no weight resources yet/);
       const v1 = store.resources.add({ kind: 'weight', name: 'tuned', path: path.join(loaded.paths.baseDir, 'models/full') });
@@ -158,7 +165,14 @@ describe('resolveWeights', () => {
     } finally {
       store.close();
     }
-    // without a store argument it is opened (and closed) on demand
-    expect(resolveWeights(loaded, 'resource:tuned@2').resource?.version).toBe(2);
+    // a runtime opens the existing store on demand, and resolves each reference once
+    const rt = new Runtime(loaded);
+    try {
+      const first = rt.weights('resource:tuned@2');
+      expect(first.resource?.version).toBe(2);
+      expect(rt.weights(' resource:tuned@2 ')).toBe(first);
+    } finally {
+      await rt.close();
+    }
   });
 });

@@ -1,10 +1,12 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import Ajv2020 from 'ajv/dist/2020.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { NewAnswerPayload, RoundPayload, SelectionPayload, VotePayload } from '../../src/trace/payloads.js';
 import { outcomeFromSpans } from '../../src/rollouts/outcome.js';
-import { importMassgenLogs, massgenRolloutId, parseMassgenLogs, writeImportedRollout } from '../../src/pipeline/import-massgen.js';
+import { massgenRolloutId, parseMassgenLogs, writeImportedRollout } from '../../src/interop/massgen/import.js';
+import { importMassgenLogs } from '../../src/pipeline/import-massgen.js';
 import { findJsonSyntaxError } from '../../src/interop/massgen/json-locate.js';
 import { Store, type Span } from '../../src/store/index.js';
 import { FIXTURES, configIn, hasStack, runCli, tempDir } from '../helpers.js';
@@ -29,7 +31,7 @@ function copyLogs(): string {
 
 async function importFixtures(dir = LOGS) {
   const loaded = configIn('project:\n  name: import-test\n');
-  const summary = await importMassgenLogs(loaded, { dir });
+  const summary = await withRuntime(loaded, (rt) => importMassgenLogs(rt, { dir }));
   return { loaded, summary, open: () => Store.open({ path: loaded.paths.storePath }) };
 }
 
@@ -206,14 +208,14 @@ describe('traces import --massgen-logs (MassGen log directories)', () => {
     const before = open();
     const counts = before.stats().counts;
     before.close();
-    const again = await importMassgenLogs(loaded, { dir: LOGS });
+    const again = await withRuntime(loaded, (rt) => importMassgenLogs(rt, { dir: LOGS }));
     expect(again.imported).toEqual([]);
     expect(again.skipped.map((s) => [s.rollout_id, s.reason])).toEqual(Object.values(ID).map((id) => [id, 'already imported']));
     // The same log directory named directly, or through the project's .massgen/massgen_logs, has the same keys.
     const project = tempDir();
     fs.cpSync(path.join(LOGS, L2), path.join(project, '.massgen', 'massgen_logs', L2), { recursive: true });
-    expect((await importMassgenLogs(loaded, { dir: path.join(LOGS, L1) })).skipped.length).toBe(2);
-    expect((await importMassgenLogs(loaded, { dir: project })).skipped.map((s) => s.rollout_id)).toEqual([ID.l2a1, ID.l2a2]);
+    expect((await withRuntime(loaded, (rt) => importMassgenLogs(rt, { dir: path.join(LOGS, L1) }))).skipped.length).toBe(2);
+    expect((await withRuntime(loaded, (rt) => importMassgenLogs(rt, { dir: project }))).skipped.map((s) => s.rollout_id)).toEqual([ID.l2a1, ID.l2a2]);
     const after = open();
     expect(after.stats().counts).toEqual(counts);
     after.close();

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LoadedConfig } from '../../src/config/load.js';
 import { UserError } from '../../src/errors.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { openStore } from '../../src/runtime/store.js';
 import { startRewardBridge, type RewardBridge } from '../../src/rewards/bridge.js';
 import type { Store } from '../../src/store/index.js';
 import { TRAINERS_DIR } from '../../src/python/module.js';
@@ -154,7 +154,7 @@ const timer = setInterval(() => {
     // the dataset's extra column (meta_json) and trainer extras swallowed by **kwargs.
     const code = `
 import json, sys
-from massgen_rl_trainers.grpo import make_bridge_reward
+from massgen_rl_trainers.train.reward_bridge import make_bridge_reward
 fn = make_bridge_reward(sys.argv[1], 30.0)
 prompt = [{"role": "user", "content": "What is 6 x 7?"}]
 texts = ["ANSWER: 42", "ANSWER: 41", "VOTE: agent2 | better"]

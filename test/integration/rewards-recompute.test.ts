@@ -1,8 +1,9 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { addFeedback, recomputeRewards } from '../../src/pipeline/rewards.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { openStore } from '../../src/runtime/store.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
 import { runCli, tempDir } from '../helpers.js';
@@ -21,7 +22,7 @@ async function collected() {
   const yaml = `models:\n  stub: { base_url: "${server.baseUrl}", model: m }\nagents:\n  - { id: a, model: stub, tool_mode: text }\n  - { id: b, model: stub, tool_mode: text }\ntasks:\n  sources: [{ file: tasks.jsonl }]\nrewards:\n  weights: { exact: 1, human: 0.5 }\ncollect: { split: all }\n`;
   const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': '{"id":"t1","prompt":"6 x 7?","reference":"42"}\n{"id":"t2","prompt":"6 x 8?","reference":"48"}\n' });
   const loaded = loadConfig({ cwd: dir });
-  await collect(loaded);
+  await withRuntime(loaded, (rt) => collect(rt));
   return { dir, loaded };
 }
 
@@ -33,9 +34,9 @@ describe('human feedback and reward recompute', () => {
     store.close();
     expect(t1.totalReward).toBe(1);
     // Agent feedback credits that agent (datasets use it); the team total moves only with rollout feedback.
-    const fb = await addFeedback(loaded, t1.id.slice(0, 14), { score: -1, agent: 'b', note: 'rude' });
+    const fb = await withRuntime(loaded, (rt) => addFeedback(rt, t1.id.slice(0, 14), { score: -1, agent: 'b', note: 'rude' }));
     expect(fb.total).toBeCloseTo(1);
-    expect((await addFeedback(loaded, t1.id, { score: -1 })).total).toBeCloseTo(1 - 0.5);
+    expect((await withRuntime(loaded, (rt) => addFeedback(rt, t1.id, { score: -1 }))).total).toBeCloseTo(1 - 0.5);
     const check = openStore(loaded);
     try {
       expect(check.rewards.list(t1.id).filter((r) => r.family === 'human')).toEqual([
@@ -59,9 +60,9 @@ describe('human feedback and reward recompute', () => {
     const [t1, t2] = [store.rollouts.list({ taskId: 't1' })[0]!, store.rollouts.list({ taskId: 't2' })[0]!];
     const otherSpans = store.spans.list(t1.id).filter((s) => s.type !== 'reward').length;
     store.close();
-    await addFeedback(loaded, t1.id, { score: 2 });
+    await withRuntime(loaded, (rt) => addFeedback(rt, t1.id, { score: 2 }));
     const reloaded = loadConfig({ cwd: dir, overrides: ['rewards.weights={exact: 3, f1: 1, human: 0.5}'] });
-    const summary = await recomputeRewards(reloaded);
+    const summary = await withRuntime(reloaded, (rt) => recomputeRewards(rt));
     expect(summary).toMatchObject({ rollouts: 2, changed: 1 });
     const after = openStore(reloaded);
     try {

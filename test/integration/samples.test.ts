@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildDataset, type GrpoRow } from '../../src/datasets/index.js';
 import { orchestrate } from '../../src/orchestrator/index.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { openStore } from '../../src/runtime/store.js';
 import { readRows } from '../fixtures/datasets/team-rollouts.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { teamCollect } from '../support/team-collect.js';

@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { ALGOS } from '../../src/config/schema.js';
 import { checkMemory, selectDevices } from '../../src/trainers/preflight.js';
 import type { TrainStart } from '../../src/resources/training-start.js';
-import { trainerConfig, trainerConfigHash, writeTrainerConfig } from '../../src/trainers/trainer-config.js';
+import { needsRewardBridge, trainerConfig, trainerConfigHash, writeTrainerConfig } from '../../src/trainers/trainer-config.js';
 import { pythonEnv } from '../../src/python/module.js';
 import { venvPython } from '../../src/python/venv.js';
 import { tempDir } from '../helpers.js';
@@ -18,10 +18,11 @@ describe('the trainer config train writes', () => {
     const dir = tempDir({ 'massgen-rl.yaml': 'train:\n  lora: { r: 4 }\n  max_steps: 3\n', 'model/config.json': '{}', 'data.jsonl': '{}\n' });
     const loaded = loadConfig({ cwd: dir });
     for (const algo of ALGOS) {
-      const cfg = trainerConfig({ train: loaded.config.train, algo, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir, rewardUrl: 'http://127.0.0.1:1/rewards' });
+      const cfg = trainerConfig(algo, { train: loaded.config.train, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir });
+      if (needsRewardBridge(cfg) || 'mode' in cfg) Object.assign(cfg, { reward_url: 'http://127.0.0.1:1/rewards' });
       const file = path.join(dir, `${algo}.yaml`);
       writeTrainerConfig(file, cfg);
-      const code = `from massgen_rl_trainers.${algo} import ${ARGS[algo]}\nfrom massgen_rl_trainers.train_common import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu}))`;
+      const code = `from massgen_rl_trainers.train.${algo} import ${ARGS[algo]}\nfrom massgen_rl_trainers.train.args import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu}))`;
       const r = await execa(venvPython(loaded.paths.venvDir), ['-c', code], { env: pythonEnv(), reject: false });
       expect(r.exitCode, `${algo}: ${r.stderr}`).toBe(0);
       expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ max_steps: 3, lora: { r: 4 }, use_cpu: true });
@@ -30,9 +31,20 @@ describe('the trainer config train writes', () => {
 
   it('hashes what the run learns with, not where it runs', () => {
     const { config } = loadConfig({ cwd: tempDir() });
-    const at = (dir: string, lr = config.train.learning_rate) => trainerConfig({ train: { ...config.train, learning_rate: lr }, algo: 'sft', modelPath: `${dir}/m`, outputDir: `${dir}/o`, datasetPath: `${dir}/d`, cpu: true, baseDir: dir });
+    const at = (dir: string, lr = config.train.learning_rate) => trainerConfig('sft', { train: { ...config.train, learning_rate: lr }, modelPath: `${dir}/m`, outputDir: `${dir}/o`, datasetPath: `${dir}/d`, cpu: true, baseDir: dir });
     expect(trainerConfigHash(at('/a'))).toBe(trainerConfigHash(at('/b')));
     expect(trainerConfigHash(at('/a', 1e-3))).not.toBe(trainerConfigHash(at('/a')));
+  });
+
+  it('is one typed object per algorithm with exactly its keys', () => {
+    const { config } = loadConfig({ cwd: tempDir() });
+    const input = { train: config.train, modelPath: '/m', outputDir: '/o', datasetPath: '/d', cpu: true, baseDir: '/' };
+    const sft = Object.keys(trainerConfig('sft', input));
+    expect(Object.keys(trainerConfig('dpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta']);
+    expect(Object.keys(trainerConfig('grpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'num_generations', 'mode', 'reward_url', 'max_completion_length', 'temperature']);
+    expect(Object.keys(trainerConfig('ppo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'clip_epsilon', 'max_completion_length', 'old_logprobs']);
+    expect(needsRewardBridge(trainerConfig('grpo', { ...input, train: { ...config.train, grpo: { ...config.train.grpo, mode: 'online' } } }))).toBe(true);
+    expect(needsRewardBridge(trainerConfig('grpo', input))).toBe(false);
   });
 });
 

@@ -1,10 +1,11 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { GateError, InterruptedError, UserError } from '../../src/errors.js';
 import { collect } from '../../src/pipeline/collect.js';
-import { openStore } from '../../src/pipeline/store.js';
+import { openStore } from '../../src/runtime/store.js';
 import { train } from '../../src/pipeline/train.js';
 import type { ScriptedServer } from '../support/scripted-server.js';
 import { teamCollect } from '../support/team-collect.js';
@@ -48,7 +49,7 @@ describe('train with a protocol trainer script', () => {
     const loaded = await project();
     const stages: string[] = [];
     const steps: number[] = [];
-    const r = await train(loaded, { algo: 'sft', maxSteps: 4, onStage: (m) => stages.push(m), onProgress: (p) => steps.push(p.step) });
+    const r = await withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 4, onStage: (m) => stages.push(m), onProgress: (p) => steps.push(p.step) }));
     expect(steps).toEqual([1, 2, 3, 4]);
     expect(stages.some((s) => s.includes('training on'))).toBe(true);
     expect(r).toMatchObject({ algo: 'sft', steps: 4, weight: { name: 'base', version: 1, adapter: true }, dataset: { watermark: { from: 0, to: 3 } } });
@@ -74,15 +75,15 @@ describe('train with a protocol trainer script', () => {
     expect(fs.readFileSync(r.logFile, 'utf8')).toContain('# completed: exit code 0');
 
     // Incremental: nothing new since the last sft run on this line; --all trains again, a new collect too.
-    await expect(train(loaded, { algo: 'sft', maxSteps: 1 })).rejects.toThrow(/no sft examples: 0 completed rollout\(s\) after rollout #3 \(where the last sft run on base stopped\)/);
-    const again = await train(loaded, { algo: 'sft', maxSteps: 1, all: true });
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 1 }))).rejects.toThrow(/no sft examples: 0 completed rollout\(s\) after rollout #3 \(where the last sft run on base stopped\)/);
+    const again = await withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 1, all: true }));
     expect(again.weight).toMatchObject({ name: 'base', version: 2 });
-    await collect(loaded, { n: 2 });
-    const next = await train(loaded, { algo: 'sft', maxSteps: 1 });
+    await withRuntime(loaded, (rt) => collect(rt, { n: 2 }));
+    const next = await withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 1 }));
     expect(next.dataset.watermark).toEqual({ from: 3, to: 5 });
 
     // Continuing from a checkpoint makes it the parent; the adapter keeps the base model folder.
-    const child = await train(loaded, { algo: 'dpo', maxSteps: 1, from: next.checkpoint.id });
+    const child = await withRuntime(loaded, (rt) => train(rt, { algo: 'dpo', maxSteps: 1, from: next.checkpoint.id }));
     expect(child.start).toMatchObject({ checkpoint_id: next.checkpoint.id, dir: next.weight.path, adapter: true });
     expect(child.checkpoint.parentId).toBe(next.checkpoint.id);
     expect(configs().at(-1)).toMatchObject({ model_path: next.weight.path, beta: 0.1 });
@@ -90,7 +91,7 @@ describe('train with a protocol trainer script', () => {
 
   it('online grpo: the trainer scores its samples through the reward bridge, which is gone after the run', async () => {
     const loaded = await project('  grpo: { mode: online, num_generations: 2 }\n');
-    const r = await train(loaded, { algo: 'grpo', maxSteps: 2 });
+    const r = await withRuntime(loaded, (rt) => train(rt, { algo: 'grpo', maxSteps: 2 }));
     const url = configs()[0]!.reward_url as string;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/rewards$/);
     const store = openStore(loaded);
@@ -107,7 +108,7 @@ describe('train with a protocol trainer script', () => {
     const loaded = await project();
     process.env.FAKE_TRAINER_MODE = 'sigint';
     const controller = new AbortController();
-    const run = train(loaded, { algo: 'ppo', maxSteps: 50, signal: controller.signal, onProgress: (p) => p.step === 3 && controller.abort() });
+    const run = withRuntime(loaded, (rt) => train(rt, { algo: 'ppo', maxSteps: 50, signal: controller.signal, onProgress: (p) => p.step === 3 && controller.abort() }));
     await expect(run).rejects.toThrow(InterruptedError);
     await expect(run).rejects.toThrow(/training stopped at step 3 .*massgen-rl train --resume tr_/);
     const store = openStore(loaded);
@@ -117,7 +118,7 @@ describe('train with a protocol trainer script', () => {
     store.close();
 
     delete process.env.FAKE_TRAINER_MODE;
-    const resumed = await train(loaded, { resume: true });
+    const resumed = await withRuntime(loaded, (rt) => train(rt, { resume: true }));
     expect(resumed).toMatchObject({ resumedFrom: stopped.id, algo: 'ppo', steps: 47 });
     expect(configs().at(-1)).toMatchObject({ resume_from_checkpoint: expect.stringMatching(/output\/checkpoint-3$/), max_steps: 50 });
     const s2 = openStore(loaded);
@@ -127,25 +128,25 @@ describe('train with a protocol trainer script', () => {
     } finally {
       s2.close();
     }
-    await expect(train(loaded, { resume: true })).rejects.toThrow(/no stopped training run with a checkpoint to resume/);
-    await expect(train(loaded, { resume: stopped.id })).rejects.toThrow(/already resumed and completed/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { resume: true }))).rejects.toThrow(/no stopped training run with a checkpoint to resume/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { resume: stopped.id }))).rejects.toThrow(/already resumed and completed/);
   }, 120_000);
 
   it('refuses bad input with clear messages and registers nothing half-way', async () => {
     const loaded = await project();
-    await expect(train(loaded, { algo: 'reinforce' })).rejects.toThrow(/unknown algorithm "reinforce"; choose one of grpo, sft, dpo, ppo/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'reinforce' }))).rejects.toThrow(/unknown algorithm "reinforce"; choose one of grpo, sft, dpo, ppo/);
     const strict = loadConfig({ cwd: loaded.paths.baseDir, overrides: ['train.gates.min_examples=500'] });
-    const gate = train(strict, { algo: 'dpo' });
+    const gate = withRuntime(strict, (rt) => train(rt, { algo: 'dpo' }));
     await expect(gate).rejects.toThrow(GateError);
     await expect(gate).rejects.toThrow(/dpo dataset failed 1 quality gate: 3 examples \(need ≥ 500\)/);
     process.env.FAKE_TRAINER_MODE = 'crash';
-    const crash = train(loaded, { algo: 'sft' });
+    const crash = withRuntime(loaded, (rt) => train(rt, { algo: 'sft' }));
     await expect(crash).rejects.toThrow(UserError);
     await expect(crash).rejects.toThrow(/the sft trainer failed: Traceback[\s\S]*RuntimeError: pretend the trainer crashed/);
     process.env.FAKE_TRAINER_MODE = 'error';
-    await expect(train(loaded, { algo: 'sft' })).rejects.toThrow(/the sft trainer failed: out of memory \(pretend\)/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(/the sft trainer failed: out of memory \(pretend\)/);
     const noVenv = loadConfig({ cwd: loaded.paths.baseDir, overrides: ['train.venv=./no-venv'] });
-    await expect(train(noVenv, { algo: 'sft' })).rejects.toThrow(/trainer virtualenv is missing: no virtualenv at .*no-venv/);
+    await expect(withRuntime(noVenv, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(/trainer virtualenv is missing: no virtualenv at .*no-venv/);
     const store = openStore(loaded);
     try {
       expect(store.checkpoints.list()).toEqual([]);

@@ -1,3 +1,4 @@
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { collect, type CollectSummary } from '../../src/pipeline/collect.js';
 import { tempDir } from '../helpers.js';
@@ -46,6 +47,6 @@ orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
 ${extraYaml}`;
   const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': TEAM_TASKS, ...files });
   const loaded = loadConfig({ cwd: dir });
-  const summary = await collect(loaded);
+  const summary = await withRuntime(loaded, (rt) => collect(rt));
   return { loaded, dir, server, summary };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { REWARD_FAMILIES } from '../../src/config/schema.js';
 import { UserError } from '../../src/errors.js';
+import { SINGLE_ANSWER_FAMILIES } from '../../src/rewards/completion.js';
 import { computeRewards, familyValue, RewardError } from '../../src/rewards/compute.js';
 import { getRewardFamily, hasRewardFamily, REWARD_REGISTRY, rewardFamilyNames } from '../../src/rewards/registry.js';
 import type { RewardUsage } from '../../src/rewards/types.js';
@@ -10,10 +11,13 @@ describe('reward registry', () => {
   it('holds every configurable family, in the schema order, each with one shape', () => {
     expect(rewardFamilyNames()).toEqual([...REWARD_FAMILIES]);
     for (const family of REWARD_REGISTRY) {
-      expect(Object.keys(family).sort()).toEqual(['describe', 'name', 'score']);
+      expect(Object.keys(family).sort()).toEqual(['describe', 'name', 'scope', 'score']);
       expect(family.describe.length).toBeGreaterThan(10);
+      expect(['answer', 'team', 'feedback']).toContain(family.scope);
       expect(getRewardFamily(family.name)).toBe(family);
     }
+    // The single-answer families (online GRPO samples, collect samples) follow from each family's scope.
+    expect(SINGLE_ANSWER_FAMILIES).toEqual(['exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains', 'judge', 'custom']);
     expect(hasRewardFamily('exact')).toBe(true);
     expect(hasRewardFamily('bleu')).toBe(false);
   });

@@ -14,11 +14,11 @@ const hasPython3 = (await execa('python3', ['--version'], { reject: false })).ex
 
 describe('trainerCommand', () => {
   it('runs a bundled trainer as a module, a user script directly, and several processes through accelerate', () => {
-    expect(trainerCommand({ python: 'py', module: 'grpo', configFile: 'c.yaml' })).toEqual({ command: 'py', args: ['-m', 'massgen_rl_trainers.grpo', '--config', 'c.yaml'] });
+    expect(trainerCommand({ python: 'py', module: 'grpo', configFile: 'c.yaml' })).toEqual({ command: 'py', args: ['-m', 'massgen_rl_trainers.train.grpo', '--config', 'c.yaml'] });
     expect(trainerCommand({ python: 'py', module: 'pkg.train', configFile: 'c.yaml' }).args).toEqual(['-m', 'pkg.train', '--config', 'c.yaml']);
     expect(trainerCommand({ python: 'py', script: '/s/train.py', configFile: 'c.yaml', numProcesses: 1 }).args).toEqual(['/s/train.py', '--config', 'c.yaml']);
     expect(trainerCommand({ python: 'py', module: 'sft', configFile: 'c.yaml', numProcesses: 2 }).args).toEqual([
-      '-m', 'accelerate.commands.launch', '--num_processes', '2', '-m', 'massgen_rl_trainers.sft', '--config', 'c.yaml',
+      '-m', 'accelerate.commands.launch', '--num_processes', '2', '-m', 'massgen_rl_trainers.train.sft', '--config', 'c.yaml',
     ]);
     expect(trainerCommand({ python: 'py', script: 't.py', configFile: 'c.yaml', numProcesses: 4, accelerateConfig: 'ds.yaml', cpu: true }).args).toEqual([
       '-m', 'accelerate.commands.launch', '--num_processes', '4', '--config_file', 'ds.yaml', '--cpu', 't.py', '--config', 'c.yaml',

@@ -1,7 +1,8 @@
 import { UserError } from '../../errors.js';
-import type { MetricMode, PruneResult } from '../../resources/checkpoints.js';
+import type { PruneResult } from '../../pipeline/checkpoints.js';
 import type { Checkpoint } from '../../store/checkpoints.js';
-import type { Register } from '../program.js';
+import type { Context } from '../context.js';
+import type { Register } from '../register.js';
 import { formatTime, truncate } from '../ui/format.js';
 
 export const registerCheckpoints: Register = (program, ctx) => {
@@ -9,14 +10,11 @@ export const registerCheckpoints: Register = (program, ctx) => {
 
   cmd.command('list').description('checkpoints, newest first').option('--algo <algo>', 'only this algorithm').option('--limit <n>', 'at most n', '50')
     .action(async (flags: { algo?: string; limit: string }) => {
-      const { ui, loadConfig } = ctx();
-      const { withStore } = await import('../../pipeline/store.js');
+      const { ui, runtime } = ctx();
+      const { listCheckpoints } = await import('../../pipeline/checkpoints.js');
       const limit = Number(flags.limit);
       if (!Number.isInteger(limit) || limit < 1) throw new UserError(`--limit ${flags.limit}: expected a positive whole number`);
-      const rows = await withStore(await loadConfig(), (store) => {
-        const prod = new Set(store.resources.listProduction().map((r) => r.id));
-        return store.checkpoints.list({ algo: flags.algo, limit }).map((ck) => ({ ...ck, production: Boolean(ck.resourceId && prod.has(ck.resourceId)) }));
-      }, { mustExist: true });
+      const rows = listCheckpoints(await runtime(), { algo: flags.algo, limit });
       if (ui.opts.json) return ui.json({ checkpoints: rows });
       if (!rows.length) return ui.print('no checkpoints yet (`massgen-rl train` records them)');
       ui.table(['checkpoint', 'weight', 'parent', 'algo', 'dataset', 'metrics', 'created'], rows.map((ck) => [
@@ -26,9 +24,9 @@ export const registerCheckpoints: Register = (program, ctx) => {
     });
 
   cmd.command('show <checkpoint>').description('one checkpoint with its full lineage (id or unique prefix)').action(async (ref: string) => {
-    const { ui, loadConfig } = ctx();
-    const [{ withStore }, { describeCheckpoint }] = await Promise.all([import('../../pipeline/store.js'), import('../../resources/checkpoints.js')]);
-    const d = await withStore(await loadConfig(), (store) => describeCheckpoint(store, ref), { mustExist: true });
+    const { ui, runtime } = ctx();
+    const { showCheckpoint } = await import('../../pipeline/checkpoints.js');
+    const d = showCheckpoint(await runtime(), ref);
     if (ui.opts.json) return ui.json(d);
     const ck = d.checkpoint;
     ui.print(`${ui.c.bold(ck.id)}  ${weight(ck)}${d.production ? ui.c.green(' (production)') : ''}`);
@@ -52,22 +50,12 @@ export const registerCheckpoints: Register = (program, ctx) => {
       const c = ctx();
       const keepLast = Number(flags.keepLast);
       if (!Number.isInteger(keepLast) || keepLast < 1) throw new UserError(`--keep-last ${flags.keepLast}: expected a whole number ≥ 1`);
-      const opts = { keepLast, keepBest: flags.keepBest === undefined ? undefined : parseKeepBest(flags.keepBest) };
-      const loaded = await c.loadConfig();
-      const [{ withStore }, { pruneCheckpoints }] = await Promise.all([import('../../pipeline/store.js'), import('../../resources/checkpoints.js')]);
-      const result = await withStore(loaded, async (store) => {
-        const plan = pruneCheckpoints(store, { ...opts, dryRun: true });
-        if (!plan.deleted.length || flags.dryRun) return plan;
-        if (!c.opts.yes) {
-          const what = `${plan.deleted.length} checkpoint(s) and their folders`;
-          if (!c.interactive) throw new UserError(`checkpoints prune would delete ${what}; pass --yes to confirm (there is no prompt in a non-interactive session)`, 'add --dry-run to see the plan first');
-          showPrune(c.ui, plan);
-          const { select } = await import('../ui/prompts.js');
-          const ok = await select({ message: `Delete ${what}?`, choices: [{ name: 'no', value: false }, { name: 'yes, delete them', value: true }] });
-          if (!ok) return { ...plan, deleted: [], cancelled: true };
-        }
-        return pruneCheckpoints(store, { ...opts, root: loaded.paths.dataDir, onlyIds: plan.deleted.map((d) => d.id) });
-      }, { mustExist: true });
+      const { prune, parseKeepBest } = await import('../../pipeline/checkpoints.js');
+      const keepBest = flags.keepBest === undefined ? undefined : parseKeepBest(flags.keepBest);
+      const result = await prune(await c.runtime(), {
+        keepLast, keepBest, dryRun: flags.dryRun,
+        confirm: c.opts.yes ? undefined : (plan) => confirmPrune(c, plan),
+      });
       if (c.ui.opts.json) return c.ui.json(result);
       if ('cancelled' in result) return c.ui.print('nothing deleted');
       showPrune(c.ui, result);
@@ -76,21 +64,23 @@ export const registerCheckpoints: Register = (program, ctx) => {
   cmd.command('fork <checkpoint>').description('start a new line: weight resource NAME v1 on the same files, parent = the checkpoint')
     .requiredOption('--name <name>', 'the new weight resource name')
     .action(async (ref: string, flags: { name: string }) => {
-      const { ui, loadConfig } = ctx();
-      const [{ withStore }, { forkCheckpoint }] = await Promise.all([import('../../pipeline/store.js'), import('../../resources/checkpoints.js')]);
-      const forked = await withStore(await loadConfig(), (store) => forkCheckpoint(store, ref, flags.name), { mustExist: true });
+      const { ui, runtime } = ctx();
+      const { fork } = await import('../../pipeline/checkpoints.js');
+      const forked = fork(await runtime(), ref, flags.name);
       if (ui.opts.json) return ui.json(forked);
       ui.print(`${ui.c.green('✓')} forked ${forked.checkpoint.parentId} as ${forked.resource.name} v${forked.resource.version} (checkpoint ${forked.checkpoint.id}); train on it with train.base_model: resource:${forked.resource.name}`);
     });
 };
 
-function parseKeepBest(spec: string): { metric: string; mode: MetricMode } {
-  const m = /^([A-Za-z0-9_./-]+)(?::(max|min))?$/.exec(spec.trim());
-  if (!m) throw new UserError(`--keep-best ${spec}: expected METRIC or METRIC:max or METRIC:min`);
-  return { metric: m[1]!, mode: (m[2] as MetricMode | undefined) ?? (/loss|perplexity|error|kl/i.test(m[1]!) ? 'min' : 'max') };
+async function confirmPrune(c: Context, plan: PruneResult): Promise<boolean> {
+  const what = `${plan.deleted.length} checkpoint(s) and their folders`;
+  if (!c.interactive) throw new UserError(`checkpoints prune would delete ${what}; pass --yes to confirm (there is no prompt in a non-interactive session)`, 'add --dry-run to see the plan first');
+  showPrune(c.ui, plan);
+  const { select } = await import('../ui/prompts.js');
+  return select({ message: `Delete ${what}?`, choices: [{ name: 'no', value: false }, { name: 'yes, delete them', value: true }] });
 }
 
-function showPrune(ui: ReturnType<Parameters<Register>[1]>['ui'], r: PruneResult): void {
+function showPrune(ui: Context['ui'], r: PruneResult): void {
   if (!r.deleted.length) return ui.print(`nothing to prune (${r.kept.length} checkpoint(s) kept)`);
   ui.table(['checkpoint', 'weight', r.dryRun ? 'would delete' : 'files'], r.deleted.map((d) => [
     d.id, d.weight ?? '—', r.dryRun ? d.path : d.filesRemoved ? `removed ${d.path}` : `left ${d.path} (${d.filesKept})`,

@@ -2,7 +2,7 @@ import { Option } from 'commander';
 import { InterruptedError } from '../../errors.js';
 import { positiveInt } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
 
 interface CollectFlags {
@@ -21,13 +21,13 @@ export const registerCollect: Register = (program, ctx) => {
     .option('--concurrency <c>', 'orchestrations at a time (default collect.concurrency)')
     .addOption(new Option('--split <split>', 'which split of the tasks').choices(['train', 'eval', 'all']))
     .action(async (flags: CollectFlags) => {
-      const { ui, loadConfig } = ctx();
+      const { ui, runtime } = ctx();
       const { collect } = await import('../../pipeline/collect.js');
-      const loaded = await loadConfig();
+      const rt = await runtime();
       const bar = ui.progress('preparing the team');
       const stopping = 'stopping: running orchestrations are cancelled and recorded as such (Ctrl-C again does nothing; wait a moment)';
       try {
-        const summary = await withInterrupt(ui, stopping, (signal) => collect(loaded, {
+        const summary = await withInterrupt(ui, stopping, (signal) => collect(rt, {
           tasks: flags.tasks, n: positiveInt('--n', flags.n), concurrency: positiveInt('--concurrency', flags.concurrency), split: flags.split,
           signal,
           onStage: (m) => bar.update(m),

@@ -1,5 +1,5 @@
 import { GateError } from '../../errors.js';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 
 export const registerDoctor: Register = (program, ctx) => {
   program
@@ -7,13 +7,13 @@ export const registerDoctor: Register = (program, ctx) => {
     .description('check Node, Python, the trainer virtualenv, GPUs, the default model, the store and disk space')
     .option('--fix', 'create or repair the trainer virtualenv and provision the default model', false)
     .action(async (flags: { fix: boolean }) => {
-      const { ui, loadConfig } = ctx();
+      const { ui, runtime } = ctx();
       const { runDoctor } = await import('../../pipeline/doctor.js');
-      const loaded = await loadConfig();
+      const rt = await runtime();
       const progress = flags.fix ? ui.progress('checking and repairing the environment') : undefined;
       let report;
       try {
-        report = await runDoctor(loaded, {
+        report = await runDoctor(rt, {
           fix: flags.fix,
           onProgress: (stage, message) => {
             progress?.update(`${stage}: ${message}`);

@@ -1,5 +1,5 @@
 import { UserError } from '../../errors.js';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 
 export const registerFeedback: Register = (program, ctx) => {
   program
@@ -9,11 +9,11 @@ export const registerFeedback: Register = (program, ctx) => {
     .option('--agent <id>', 'credit one agent instead of the whole rollout')
     .option('--note <text>', 'why')
     .action(async (rollout: string, flags: { score: string; agent?: string; note?: string }) => {
-      const { ui, loadConfig } = ctx();
+      const { ui, runtime } = ctx();
       const score = Number(flags.score);
       if (flags.score.trim() === '' || !Number.isFinite(score)) throw new UserError(`--score ${flags.score}: expected a number`);
       const { addFeedback } = await import('../../pipeline/rewards.js');
-      const result = await addFeedback(await loadConfig(), rollout, { score, agent: flags.agent, note: flags.note });
+      const result = await addFeedback(await runtime(), rollout, { score, agent: flags.agent, note: flags.note });
       if (ui.opts.json) return ui.json(result);
       ui.print(`${ui.c.green('✓')} human reward ${score} on ${result.rolloutId}${flags.agent ? ` (${flags.agent})` : ''}; total reward now ${result.total.toFixed(3)}`);
     });

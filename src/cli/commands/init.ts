@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../../errors.js';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 
 type InitFlags = { force: boolean } & import('./init-answers.js').InitAnswerFlags;
 

@@ -1,5 +1,5 @@
 import { UserError } from '../../errors.js';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 
 const PLANNED: Record<string, string> = {
   eval: 'evaluate a candidate against production',

@@ -1,5 +1,5 @@
 import { Option } from 'commander';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 
 export const registerRewards: Register = (program, ctx) => {
   const rewards = program.command('rewards').description('reward tools');
@@ -10,10 +10,10 @@ export const registerRewards: Register = (program, ctx) => {
     .option('--task <id>', 'only this task')
     .addOption(new Option('--status <status>', 'only this status').choices(['completed', 'failed']))
     .action(async (flags: { run?: string; task?: string; status?: 'completed' | 'failed' }) => {
-      const { ui, loadConfig } = ctx();
+      const { ui, runtime } = ctx();
       const { recomputeRewards } = await import('../../pipeline/rewards.js');
       const bar = ui.progress('re-scoring rollouts');
-      const summary = await recomputeRewards(await loadConfig(), { runId: flags.run, taskId: flags.task, status: flags.status });
+      const summary = await recomputeRewards(await runtime(), { runId: flags.run, taskId: flags.task, status: flags.status });
       bar.stop();
       if (ui.opts.json) return ui.json(summary);
       const f = (x: number | null) => (x === null ? '—' : x.toFixed(3));

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { UserError } from '../../errors.js';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 
 interface ServeFlags {
   model?: string;
@@ -24,9 +24,9 @@ export const registerServe: Register = (program, ctx) => {
     .option('--port <n>', 'port to listen on; 0 picks a free one (default: local.port)', parsePort)
     .option('--host <h>', 'address to listen on (default: local.host)')
     .action(async (flags: ServeFlags) => {
-      const { ui, loadConfig } = ctx();
-      const { serveModel } = await import('../../pipeline/serve.js');
-      const loaded = await loadConfig();
+      const { ui, runtime } = ctx();
+      const { serve } = await import('../../pipeline/serve.js');
+      const rt = await runtime();
 
       const stopRequested = new AbortController();
       const onSignal = () => stopRequested.abort();
@@ -36,8 +36,8 @@ export const registerServe: Register = (program, ctx) => {
         const progress = ui.progress('starting the local model server');
         let served;
         try {
-          served = await serveModel(loaded, flags.model, {
-            weights: flags.weights, port: flags.port, host: flags.host, signal: stopRequested.signal,
+          served = await serve(rt, {
+            model: flags.model, weights: flags.weights, port: flags.port, host: flags.host, signal: stopRequested.signal,
             onEvent: (e) => {
               if (e.event === 'progress') progress.update(String(e.message ?? e.stage));
               ui.debug(`[serve] ${JSON.stringify(e)}`);

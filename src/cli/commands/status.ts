@@ -1,4 +1,4 @@
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 import { formatBytes, formatTime } from '../ui/format.js';
 
 export const registerStatus: Register = (program, ctx) => {
@@ -6,9 +6,9 @@ export const registerStatus: Register = (program, ctx) => {
     .command('status')
     .description('store size and counts, latest runs, production resources')
     .action(async () => {
-      const { ui, loadConfig } = ctx();
+      const { ui, runtime } = ctx();
       const { getStatus } = await import('../../pipeline/status.js');
-      const report = await getStatus(await loadConfig());
+      const report = await getStatus(await runtime());
       if (ui.opts.json) return ui.json(report);
       ui.print(`${ui.c.bold(report.project)} — config ${report.config}`);
       if (!report.store) return ui.print('store: not created yet (run `massgen-rl doctor --fix` or `massgen-rl collect`)');

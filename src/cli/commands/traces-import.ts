@@ -14,9 +14,9 @@ export function registerTracesImport(traces: Command, ctx: () => Context): void 
     .requiredOption('--massgen-logs <dir>', 'a massgen_logs directory, one log_<timestamp> directory, or a project holding .massgen/')
     .option('--skip-invalid', 'import the valid turns and list the malformed ones, instead of importing nothing', false)
     .action(async (flags: ImportFlags) => {
-      const { ui, loadConfig } = ctx();
+      const { ui, runtime } = ctx();
       const { importMassgenLogs } = await import('../../pipeline/import-massgen.js');
-      const summary = await importMassgenLogs(await loadConfig(), { dir: flags.massgenLogs, skipInvalid: flags.skipInvalid });
+      const summary = importMassgenLogs(await runtime(), { dir: flags.massgenLogs, skipInvalid: flags.skipInvalid });
       if (ui.opts.json) return ui.json({ ok: true, ...summary });
       const where = (u: { log: string; turn: number; attempt: number | null }) => `${u.log} turn ${u.turn}${u.attempt === null ? '' : ` attempt ${u.attempt}`}`;
       const rows: (string | number)[][] = [

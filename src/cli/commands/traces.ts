@@ -3,7 +3,7 @@ import { UserError } from '../../errors.js';
 import type { ExportFormat, ExportOptions } from '../../store/export.js';
 import type { RolloutFilter } from '../../store/types.js';
 import { positiveInt } from '../flags.js';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 import { renderTraceTree } from '../ui/trace-tree.js';
 import { formatDuration, formatTime, truncate } from '../ui/format.js';
 import { registerTracesImport } from './traces-import.js';
@@ -31,9 +31,9 @@ export const registerTraces: Register = (program, ctx) => {
       .option('--limit <n>', 'at most n rollouts', limitDefault);
 
   withFilters(traces.command('list').description('list rollouts, newest first'), '50').action(async (flags: FilterFlags) => {
-    const { ui, loadConfig } = ctx();
+    const { ui, runtime } = ctx();
     const { listTraces } = await import('../../pipeline/traces.js');
-    const { total, rollouts } = await listTraces(await loadConfig(), toFilter(flags));
+    const { total, rollouts } = listTraces(await runtime(), toFilter(flags));
     if (ui.opts.json) return ui.json({ total, rollouts });
     if (!rollouts.length) return ui.print('no rollouts match');
     ui.table(['rollout', 'task', 'status', 'reward', 'tokens', 'wall', 'started', 'answer'], rollouts.map((r) => [
@@ -43,9 +43,9 @@ export const registerTraces: Register = (program, ctx) => {
   });
 
   traces.command('show <rollout>').description('show a rollout as a tree of spans (id or unique prefix)').action(async (id: string) => {
-    const { ui, loadConfig } = ctx();
+    const { ui, runtime } = ctx();
     const { showTrace } = await import('../../pipeline/traces.js');
-    const detail = await showTrace(await loadConfig(), id);
+    const detail = showTrace(await runtime(), id);
     if (ui.opts.json) return ui.json(detail);
     ui.print(renderTraceTree(detail, ui.c));
   });
@@ -54,10 +54,10 @@ export const registerTraces: Register = (program, ctx) => {
     .option('-o, --out <file>', 'output file; "-" for stdout', '-')
     .addOption(new Option('--format <format>', 'jsonl: our rollouts; orchestration-trace: one orchestration-trace JSON per line').choices(['jsonl', 'orchestration-trace'] satisfies ExportFormat[]).default('jsonl'))
     .action(async (flags: FilterFlags & { out: string; format: ExportFormat }) => {
-      const { ui, loadConfig } = ctx();
+      const { ui, runtime } = ctx();
       const { exportTraces } = await import('../../pipeline/traces.js');
       const opts: ExportOptions = { ...toFilter(flags), format: flags.format };
-      const result = await exportTraces(await loadConfig(), opts, flags.out === '-' ? process.stdout : flags.out);
+      const result = await exportTraces(await runtime(), opts, flags.out === '-' ? process.stdout : flags.out);
       if (flags.out === '-') return;
       if (ui.opts.json) return ui.json(result);
       ui.print(`${ui.c.green('✓')} exported ${result.rollouts} rollout(s), ${result.spans} span(s) to ${result.file}`);

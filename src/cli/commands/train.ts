@@ -2,7 +2,7 @@ import { Option } from 'commander';
 import { ALGOS } from '../../config/schema.js';
 import { positiveInt } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
-import type { Register } from '../program.js';
+import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
 
 interface TrainFlags {
@@ -23,13 +23,13 @@ export const registerTrain: Register = (program, ctx) => {
     .option('--max-steps <n>', 'stop after n optimizer steps (default train.max_steps, else train.epochs)')
     .option('--resume [run]', 'continue a stopped training run from its last checkpoint (default: the newest one)')
     .action(async (flags: TrainFlags) => {
-      const { ui, loadConfig } = ctx();
+      const { ui, runtime } = ctx();
       const { train } = await import('../../pipeline/train.js');
-      const loaded = await loadConfig();
+      const rt = await runtime();
       const bar = ui.progress('preparing');
       const stopping = 'stopping: the trainer saves a resumable checkpoint first (this can take a minute)';
       try {
-        const r = await withInterrupt(ui, stopping, (signal) => train(loaded, {
+        const r = await withInterrupt(ui, stopping, (signal) => train(rt, {
           algo: flags.algo, all: flags.all, from: flags.from, maxSteps: positiveInt('--max-steps', flags.maxSteps), resume: flags.resume, signal,
           onStage: (m) => bar.update(m),
           onProgress: (p) => bar.update(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''}  loss ${p.loss?.toFixed(4) ?? '—'}  reward ${p.reward?.toFixed(3) ?? '—'}${p.etaMs !== null ? `  ETA ${formatDuration(p.etaMs)}` : ''}`),

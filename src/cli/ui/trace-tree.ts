@@ -1,4 +1,4 @@
-import type { Reward, Rollout, Span } from '../../store/types.js';
+import type { Reward, Rollout, Span } from '../../trace/records.js';
 import type { Colors } from './colors.js';
 import { formatDuration, formatTime, truncate } from './format.js';
 

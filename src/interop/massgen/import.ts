@@ -1,0 +1,163 @@
+/**
+ * Importing MassGen log directories as rollouts (`massgen-rl traces import --massgen-logs DIR`).
+ *
+ * MassGen's on-disk log format, as written by github.com/massgen/MassGen at commit 304dbaa
+ * (2025-11-15; v0.1.x). Files read: massgen/logger_config.py (directories, execution_metadata.yaml),
+ * massgen/coordination_tracker.py (coordination_events.json, snapshot_mappings.json, status.json,
+ * answer labels), massgen/orchestrator.py (_save_agent_snapshot: answer.txt, vote.json, context.txt,
+ * final/; restart attempts), massgen/message_templates.py (context contents, restart feedback) and
+ * massgen/cli.py (turn numbering, copying the last attempt's final/ to the turn).
+ *
+ *   .massgen/massgen_logs/log_<YYYYMMDD_HHMMSS_ffffff>/   one CLI session (get_log_session_dir)
+ *     turn_<N>/                                          always present, N >= 1 (one per question)
+ *       execution_metadata.yaml     query, timestamp, config_path, config (agents[].id, agents[].backend.model),
+ *                                   cli_args, git, python_version, massgen_version, working_directory
+ *       massgen.log | massgen_debug.log
+ *       [attempt_<M>/]              only when orchestrator.coordination.max_orchestration_restarts > 0; then every
+ *                                   attempt (M >= 1) lives here and turn_<N>/final/ is a copy of the last attempt's
+ *         coordination_events.json  written once, when the final presentation ends:
+ *             { session_metadata: { user_prompt, agent_ids (registration order), start_time, end_time (epoch s),
+ *                                   final_winner },
+ *               events: [ { timestamp (epoch s), event_type, agent_id (real id | null), details, context } ] }
+ *             event_type: session_start | session_end | iteration_start | iteration_end | status_change |
+ *             context_received | restart_triggered | restart_completed | new_answer | vote_cast |
+ *             final_agent_selected | final_answer | final_round_start | agent_error | agent_timeout |
+ *             agent_cancelled | update_injected. Every context has iteration and round (the agent's round,
+ *             which only increases when that agent answers). Per type: new_answer {label "agentN.M"};
+ *             vote_cast {voted_for (real id), voted_for_label, reason, available_answers}; context_received
+ *             {available_answers ("agentN"), available_answer_labels ("agentN.M"), answer_count,
+ *             has_conversation_history}; restart_triggered {affected_agents, triggering_agent};
+ *             final_agent_selected / final_answer {vote_summary, all_answers, answers_for_context {label: text},
+ *             final_answer also label "agentN.final"}; final_round_start {round_type, final_round}.
+ *             Each file starts with two session_start events (orchestrator construction, then the question).
+ *         snapshot_mappings.json    { "agent1.1": {type: answer, label, agent_id, timestamp, iteration, round, path},
+ *                                     "agent1.vote1": {type: vote, ..., voted_for, voted_for_label, path},
+ *                                     "agent1.final": {type: final_answer, timestamp: "final", path} }
+ *         status.json               live progress snapshot (meta, coordination, agents, results); not imported
+ *         <agent_id>/<YYYYMMDD_HHMMSS_ffffff>/   one snapshot per answer or vote (and partial work on restarts)
+ *             answer.txt            the answer text, verbatim
+ *             vote.json             { voter_id, voter_anon_id, voted_for, voted_for_anon, reason, timestamp,
+ *                                     unix_timestamp, iteration, coordination_round, available_options,
+ *                                     available_options_anon, agent_mapping, vote_context }
+ *             context.txt           JSON { system_message, user_message, tools } the agent was started with
+ *             update_message.txt, workspace/   (only with a filesystem-enabled backend)
+ *         final/<agent_id>/answer.txt, context.txt (JSON { messages, is_final, vote_summary, all_answers,
+ *                                     vote_counts, voter_details, all_votes, ... }), workspace/
+ *
+ * MassGen numbers agents three ways: the tracker (event labels agentN.M, snapshot_mappings, status.json)
+ * by registration order (session_metadata.agent_ids); prompts shown to agents ("<agent1> ... <end of
+ * agent1>") by sorted id among the agents that have answered; vote.json's agent_mapping/_anon fields by
+ * sorted id among all agents. Our labels follow the tracker (agentN = the N-th registered agent, which
+ * is also our vocabulary's rule); votes are resolved through voted_for (the real id), never an _anon
+ * field. Restart reason and instructions are not logged as events: the next attempt's prompts start with a
+ * <PREVIOUS ATTEMPT FEEDBACK> block, which is where the importer reads them. Token counts and costs are
+ * not in these files (only in the text log); an import records the wall clock from start_time/end_time.
+ *
+ * Mapping: one rollout per turn, or per attempt when the turn has attempt_M directories; id
+ * mg_<sha256(log/turn_N[/attempt_M])>, source 'massgen-import', metadata {massgen_log, turn, attempt
+ * (null without attempt directories), original_task, agents, labels, models, ...}; started/finished
+ * at MassGen's session times. Spans (see massgen-import/convert.ts): round (round 1 at the start, trigger
+ * 'restart' for attempts after the first; a new round at each restart_triggered, trigger 'new_answer'),
+ * message 'context' per context_received (messages from the matching context.txt), message 'update' per
+ * update_injected, new_answer, vote (or invalid_action unknown_target), drop for agent_error/agent_timeout,
+ * cancel for agent_cancelled, final_selection (standing votes: those cast since the last new answer, as
+ * MassGen counts them), a message 'context' for the presenter's prompt, presentation, and restart
+ * when a later attempt of the turn exists.
+ */
+import path from 'node:path';
+import { UserError } from '../../errors.js';
+import type { Store } from '../../store/store.js';
+import { convertUnit, MASSGEN_IMPORT_SOURCE, unitName, type ConvertedRollout } from './convert.js';
+import { discoverMassgenLogs, type MassgenUnit } from './discover.js';
+import { FileReader, MassgenInputError } from './files.js';
+
+export { MASSGEN_IMPORT_SOURCE, massgenRolloutId } from './convert.js';
+
+export interface ImportUnitRef {
+  log: string;
+  turn: number;
+  attempt: number | null;
+}
+
+export interface ImportedUnit extends ImportUnitRef {
+  rollout_id: string;
+  status: string;
+  winner: string | null;
+  answers: number;
+  votes: number;
+  rounds: number;
+  spans: number;
+}
+
+export interface SkippedUnit extends ImportUnitRef {
+  rollout_id: string | null;
+  reason: 'already imported' | 'incomplete';
+  detail: string;
+}
+
+export interface FailedUnit extends ImportUnitRef {
+  file: string | null;
+  line: number | null;
+  column: number | null;
+  message: string;
+}
+
+export interface ImportSummary {
+  source: string;
+  logs: number;
+  imported: ImportedUnit[];
+  skipped: SkippedUnit[];
+  failed: FailedUnit[];
+}
+
+export interface ImportOptions {
+  /** A massgen_logs directory, one log_<timestamp> directory, or a project holding .massgen/massgen_logs. */
+  dir: string;
+  /** Import the valid units and list the malformed ones, instead of refusing the whole import. */
+  skipInvalid?: boolean;
+}
+
+interface Parsed {
+  converted: { unit: MassgenUnit; rollout: ConvertedRollout }[];
+  skipped: SkippedUnit[];
+  failed: FailedUnit[];
+}
+
+/** Reads and checks every unit first (no writes), so malformed input never leaves anything behind. */
+export function parseMassgenLogs(dir: string): Parsed & { root: string; logs: number } {
+  const discovery = discoverMassgenLogs(dir);
+  // File names in messages and span payloads start at the log directory: log_<timestamp>/turn_N/...
+  const reader = new FileReader(path.dirname(discovery.logDirs[0]!));
+  const parsed: Parsed = { converted: [], skipped: [], failed: [] };
+  for (const unit of discovery.units) {
+    const ref = { log: unit.log, turn: unit.turn, attempt: unit.attempt };
+    try {
+      const result = convertUnit(unit, reader);
+      if (result.kind === 'incomplete') parsed.skipped.push({ ...ref, rollout_id: null, reason: 'incomplete', detail: `${unitName(unit)}: ${result.reason}` });
+      else parsed.converted.push({ unit, rollout: result.rollout });
+    } catch (err) {
+      if (!(err instanceof UserError)) throw err;
+      const m = err instanceof MassgenInputError ? err : null;
+      parsed.failed.push({
+        ...ref, file: m?.file ?? null, line: m?.position?.line ?? null, column: m?.position?.column ?? null, message: err.message,
+      });
+    }
+  }
+  return { ...parsed, root: discovery.root, logs: discovery.logDirs.length };
+}
+
+/**
+ * Writes one converted rollout in one transaction: the rollout, its spans and its timings land
+ * together or not at all. Returns false when a rollout with this id is already stored.
+ */
+export function writeImportedRollout(store: Store, r: ConvertedRollout): boolean {
+  return store.transaction(() => {
+    if (store.rollouts.get(r.id)) return false;
+    store.rollouts.start({ id: r.id, source: MASSGEN_IMPORT_SOURCE, metadata: r.metadata });
+    const seqs = store.spans.append(r.id, r.spans);
+    if (seqs.length && seqs[0] !== 1) throw new Error(`rollout ${r.id}: spans did not start at seq 1`);
+    store.rollouts.finish(r.id, r.finish);
+    store.db.prepare('UPDATE rollouts SET started_at = ?, finished_at = ?, pid = NULL, host = NULL WHERE id = ?').run(r.startedAt, r.finishedAt, r.id);
+    return true;
+  });
+}

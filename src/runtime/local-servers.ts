@@ -1,0 +1,48 @@
+import type { ResolvedPaths } from '../config/paths.js';
+import type { RLConfig } from '../config/schema.js';
+import type { ResolvedWeights } from '../resources/weights.js';
+import { serverKey, serveTarget, startServer, type ServedModel, type ServeOptions } from '../serving/models.js';
+
+interface Owner {
+  config: RLConfig;
+  paths: ResolvedPaths;
+  weights(ref: string, where?: string): ResolvedWeights;
+}
+
+/**
+ * The built-in servers of a run's local models: started on first use, one per distinct weights and
+ * settings (two config models on the same weights share one), stopped together by stopAll.
+ */
+export class LocalServers {
+  private readonly byKey = new Map<string, Promise<ServedModel>>();
+  private readonly byModel = new Map<string, Promise<ServedModel>>();
+
+  constructor(private readonly owner: Owner, private readonly opts: Pick<ServeOptions, 'onEvent' | 'signal'> = {}) {}
+
+  /** The server of config model `name` (which has `local` weights), starting it if needed. */
+  server(name: string): Promise<ServedModel> {
+    let started = this.byModel.get(name);
+    if (!started) {
+      const target = serveTarget(this.owner.config, (ref, where) => this.owner.weights(ref, where), name);
+      const key = serverKey(target);
+      started = this.byKey.get(key) ?? startServer(target, this.owner.paths, this.opts);
+      started.catch(() => {}); // a failed start is reported to every caller, and must not go unhandled meanwhile
+      this.byKey.set(key, started);
+      this.byModel.set(name, started);
+    }
+    return started;
+  }
+
+  /** Servers started so far. */
+  async running(): Promise<ServedModel[]> {
+    const all = await Promise.allSettled(this.byKey.values());
+    return all.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  }
+
+  async stopAll(): Promise<void> {
+    const servers = await this.running();
+    this.byKey.clear();
+    this.byModel.clear();
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+}

@@ -1,0 +1,132 @@
+import fs from 'node:fs';
+import type { LoadedConfig } from '../config/load.js';
+import type { ModelConfig } from '../config/schema.js';
+import { UserError } from '../errors.js';
+import { createLlmClient } from '../llm/client.js';
+import type { LlmClient } from '../llm/types.js';
+import type { PyEvent } from '../python/module.js';
+import { resolveWeights, type ResolvedWeights } from '../resources/weights.js';
+import { activeJudgeModel } from '../rewards/judge.js';
+import type { Redactor, Store } from '../store/index.js';
+import { LocalServers } from './local-servers.js';
+import { openStore, redactorFor } from './store.js';
+
+export interface Judge {
+  client: LlmClient;
+  model: string;
+}
+
+export interface RuntimeOptions {
+  /** Events of local model servers while they start. */
+  onServerEvent?: (event: PyEvent) => void;
+}
+
+/**
+ * What one command or loop cycle shares, built once: the loaded config, the store (opened on first
+ * use), the redactor, LLM clients (one factory, with the API-key check), weights resolved once per
+ * reference, and local model servers started on demand and shared by every stage that needs them.
+ * close() stops the servers and closes the store, once.
+ */
+export class Runtime {
+  readonly config: LoadedConfig['config'];
+  readonly paths: LoadedConfig['paths'];
+  readonly env: NodeJS.ProcessEnv;
+  readonly redactor: Redactor;
+  readonly servers: LocalServers;
+  private opened?: Store;
+  private readonly resolved = new Map<string, ResolvedWeights>();
+
+  constructor(readonly loaded: LoadedConfig, opts: RuntimeOptions = {}) {
+    this.config = loaded.config;
+    this.paths = loaded.paths;
+    this.env = loaded.env;
+    this.redactor = redactorFor(loaded.config, loaded.env);
+    this.servers = new LocalServers(this, { onEvent: opts.onServerEvent });
+  }
+
+  /** The store, created if it does not exist yet. */
+  store(): Store {
+    return (this.opened ??= openStore(this.loaded, { redactor: this.redactor }));
+  }
+
+  /** The store, which must exist already (a UserError otherwise): for commands that only read it. */
+  existingStore(): Store {
+    return (this.opened ??= openStore(this.loaded, { redactor: this.redactor, mustExist: true }));
+  }
+
+  storeExists(): boolean {
+    return this.opened !== undefined || fs.existsSync(this.paths.storePath);
+  }
+
+  /** A weights reference resolved (once per reference; forgetWeights after resources change). */
+  weights(ref: string, where?: string): ResolvedWeights {
+    const key = ref.trim();
+    let w = this.resolved.get(key);
+    if (!w) {
+      w = resolveWeights({ paths: this.paths, store: () => (this.storeExists() ? this.existingStore() : undefined) }, key, where);
+      this.resolved.set(key, w);
+    }
+    return w;
+  }
+
+  /** Resolved weights may be stale: a checkpoint was registered or production changed. */
+  forgetWeights(): void {
+    this.resolved.clear();
+  }
+
+  model(name: string): ModelConfig {
+    if (!Object.hasOwn(this.config.models, name)) throw new UserError(`unknown model "${name}"; models: ${Object.keys(this.config.models).join(', ')}`);
+    return this.config.models[name]!;
+  }
+
+  /** The API key of a config model; a UserError naming the variable when it is configured but unset. */
+  apiKey(name: string): string | undefined {
+    const m = this.model(name);
+    const key = m.api_key_env ? this.env[m.api_key_env] : undefined;
+    if (m.api_key_env && !key) throw new UserError(`models.${name}.api_key_env: environment variable ${m.api_key_env} is not set`);
+    return key;
+  }
+
+  /** The client for a config model; a local model's server is started (or shared) first. */
+  async client(name: string, opts: { logprobs?: boolean } = {}): Promise<LlmClient> {
+    const m = this.model(name);
+    const apiKey = this.apiKey(name);
+    const baseUrl = m.local ? (await this.servers.server(name)).baseUrl : m.base_url!;
+    return createLlmClient({ baseUrl, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries, logprobs: opts.logprobs ?? m.logprobs });
+  }
+
+  /** The judge model's name when the judge reward is on. */
+  judgeModel(): string | undefined {
+    return activeJudgeModel(this.config.rewards);
+  }
+
+  async judge(): Promise<Judge | undefined> {
+    const name = this.judgeModel();
+    return name ? { client: await this.client(name, { logprobs: false }), model: this.model(name).model } : undefined;
+  }
+
+  /** The config models a collect needs: the agents', then the judge's. */
+  modelsInUse(): string[] {
+    const judge = this.judgeModel();
+    return [...new Set([...this.config.agents.map((a) => a.model), ...(judge ? [judge] : [])])];
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.servers.stopAll();
+    } finally {
+      this.opened?.close();
+      this.opened = undefined;
+    }
+  }
+}
+
+/** Builds a runtime for fn and always closes it. */
+export async function withRuntime<T>(loaded: LoadedConfig, fn: (rt: Runtime) => T | Promise<T>, opts: RuntimeOptions = {}): Promise<T> {
+  const rt = new Runtime(loaded, opts);
+  try {
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}

@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { DEFAULT_MODEL_NAME } from '../config/defaults.js';
+import type { ModelConfig, RLConfig } from '../config/schema.js';
+import { UserError } from '../errors.js';
+import type { PyEvent } from '../python/module.js';
+import { venvPython } from '../python/venv.js';
+import type { ResolvedWeights } from '../resources/weights.js';
+import { startLocalServer, type LocalServer, type ServeDevice } from './local-server.js';
+
+/** What one server serves: weights under a name, with a config model's `local` settings when there is one. */
+export interface ServeTarget {
+  /** The key under `models` (or, for --weights without a local model, the served name). */
+  modelKey: string;
+  /** The model name clients send. */
+  servedName: string;
+  weights: ResolvedWeights;
+  local?: NonNullable<ModelConfig['local']>;
+}
+
+export type ResolveWeights = (ref: string, where: string) => ResolvedWeights;
+
+/** The config models with `local` weights, in config order. */
+export function localModels(config: RLConfig): string[] {
+  return Object.entries(config.models).filter(([, m]) => m.local).map(([name]) => name);
+}
+
+/**
+ * What to serve for config model `modelName` (default: the first with `local`), with `weightsRef`
+ * overriding its local.weights; without any local model, `weightsRef` is served under its own name.
+ */
+export function serveTarget(config: RLConfig, resolve: ResolveWeights, modelName?: string, weightsRef?: string): ServeTarget {
+  const name = modelName ?? localModels(config)[0];
+  if (name === undefined) {
+    if (!weightsRef) throw new UserError('no model in the config has local weights', 'add models.<name>.local.weights, or pass --weights REF');
+    const weights = resolve(weightsRef, '--weights');
+    const servedName = weights.resource?.name ?? (weights.kind === 'builtin' ? DEFAULT_MODEL_NAME : path.basename(weights.dir));
+    return { modelKey: servedName, servedName, weights };
+  }
+  const mc = config.models[name];
+  if (!mc || !Object.hasOwn(config.models, name)) throw new UserError(`unknown model "${name}"; models: ${Object.keys(config.models).join(', ') || 'none'}`);
+  if (!mc.local && !weightsRef) {
+    throw new UserError(`models.${name} has no local weights (it is served at ${mc.base_url ?? 'its base_url'})`, 'set models.<name>.local.weights, or pass --weights REF');
+  }
+  const weights = resolve(weightsRef ?? mc.local!.weights, weightsRef ? '--weights' : `models.${name}.local.weights`);
+  return { modelKey: name, servedName: mc.model, weights, local: mc.local };
+}
+
+/** Targets with the same key are served by one server. */
+export function serverKey(t: ServeTarget): string {
+  const l = t.local;
+  return JSON.stringify([t.weights.dir, t.servedName, l?.host, l?.port, l?.device, l?.max_batch_size]);
+}
+
+export interface ServeOptions {
+  host?: string;
+  port?: number;
+  device?: ServeDevice;
+  maxBatchSize?: number;
+  startupTimeoutMs?: number;
+  /** The server log; default <data_dir>/logs/serve-<model>.log; false for none. */
+  logFile?: string | false;
+  signal?: AbortSignal;
+  onEvent?: (event: PyEvent) => void;
+}
+
+export interface ServedModel extends LocalServer {
+  modelName: string;
+  weights: ResolvedWeights;
+  logFile?: string;
+}
+
+/** Starts the built-in server for a target with the trainer venv's Python. */
+export async function startServer(t: ServeTarget, where: { venvDir: string; dataDir: string }, opts: ServeOptions = {}): Promise<ServedModel> {
+  const python = venvPython(where.venvDir);
+  if (!fs.existsSync(python)) throw new UserError(`the trainer virtualenv is missing (${where.venvDir})`, 'run `massgen-rl doctor --fix`');
+  const logFile = opts.logFile === false ? undefined : opts.logFile ?? path.join(where.dataDir, 'logs', `serve-${t.modelKey}.log`);
+  const l = t.local;
+  const server = await startLocalServer({
+    python, modelDir: t.weights.dir, baseDir: t.weights.baseDir, servedName: t.servedName,
+    host: opts.host ?? l?.host ?? '127.0.0.1',
+    port: opts.port ?? l?.port ?? 0,
+    device: opts.device ?? l?.device ?? 'auto',
+    maxBatchSize: opts.maxBatchSize ?? l?.max_batch_size ?? 8,
+    startupTimeoutMs: opts.startupTimeoutMs ?? (l?.startup_timeout_s ?? 180) * 1000,
+    logFile, signal: opts.signal, onEvent: opts.onEvent,
+  });
+  return { ...server, modelName: t.modelKey, weights: t.weights, logFile };
+}

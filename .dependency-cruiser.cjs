@@ -1,0 +1,77 @@
+/**
+ * Import rules of massgen-rl (docs/architecture.md). `npm test` checks them (test/unit/architecture.test.ts);
+ * `npx depcruise src` shows every violation with its path.
+ *
+ * LAYERS runs from the top down: a folder may import its own files and any folder of a lower layer,
+ * never one above it, and never another folder of its own layer.
+ */
+const LAYERS = [
+  ['cli'],
+  ['pipeline'],
+  ['rollouts', 'interop', 'scheduler'],
+  ['runtime'],
+  ['serving'],
+  ['trainers'],
+  ['datasets', 'resources'],
+  ['rewards', 'tools'],
+  ['orchestrator'],
+  ['llm', 'store'],
+  ['tasks', 'python'],
+  ['config'],
+  ['trace'],
+  ['util', 'errors.ts'],
+];
+
+const folder = (name) => (name.endsWith('.ts') ? `src/${name.replace('.', '\\.')}$` : `src/${name}/`);
+const any = (names) => `^(${names.map(folder).join('|')})`;
+
+const layerRules = LAYERS.flatMap((layer, i) => {
+  const above = LAYERS.slice(0, i).flat();
+  return layer.flatMap((name) => {
+    const siblings = layer.filter((other) => other !== name);
+    return [
+      ...(above.length ? [{
+        name: `layer-${name.replace('.ts', '')}-upward`,
+        comment: `${name} sits below ${above.join(', ')}: it must not import them (data flows one way)`,
+        severity: 'error',
+        from: { path: `^${folder(name)}` },
+        to: { path: any(above) },
+      }] : []),
+      ...(siblings.length ? [{
+        name: `layer-${name.replace('.ts', '')}-sibling`,
+        comment: `${name} and ${siblings.join(', ')} share a layer: neither imports the other`,
+        severity: 'error',
+        from: { path: `^${folder(name)}` },
+        to: { path: any(siblings) },
+      }] : []),
+    ];
+  });
+});
+
+/** A package (resolved into node_modules, or named as is when it cannot be resolved). */
+const pkg = (names) => `(^|node_modules/)(${names.join('|')})(/|$)`;
+
+const ownership = [
+  { name: 'only-cli-imports-cli', comment: 'nothing imports the CLI: it is the top of the one-way flow', from: { path: '^src/', pathNot: '^src/cli/' }, to: { path: '^src/cli/' } },
+  { name: 'database-drivers-only-in-store', comment: 'src/store/ is the only importer of the database drivers', from: { path: '^src/', pathNot: '^src/store/' }, to: { path: pkg(['better-sqlite3', 'pg', 'postgres', 'pg-boss', 'graphile-worker']) } },
+  { name: 'terminal-ui-only-in-cli-ui', comment: 'src/cli/ui/ is the only importer of ora, cli-table3 and @inquirer/prompts', from: { path: '^src/', pathNot: '^src/cli/ui/' }, to: { path: pkg(['ora', 'cli-table3', '@inquirer/[^/]+']) } },
+  { name: 'commander-only-in-cli', comment: 'flags are parsed in src/cli/ only', from: { path: '^src/', pathNot: '^src/cli/' }, to: { path: pkg(['commander']) } },
+  {
+    name: 'processes-only-in-their-owners', comment: 'execa only in the modules that own processes: python/, trainers/, serving/, tools/ and the custom reward command',
+    from: { path: '^src/', pathNot: '^src/(python|trainers|serving|tools)/|^src/rewards/custom\\.ts$' }, to: { path: pkg(['execa']) },
+  },
+  { name: 'cron-only-in-scheduler', comment: 'node-cron only in src/scheduler/', from: { path: '^src/', pathNot: '^src/scheduler/' }, to: { path: pkg(['node-cron', 'croner']) } },
+].map((r) => ({ severity: 'error', ...r }));
+
+module.exports = {
+  forbidden: [
+    ...ownership,
+    ...layerRules,
+    { name: 'no-circular', comment: 'no import cycles, type-only imports included', severity: 'error', from: {}, to: { circular: true } },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+  },
+};

@@ -8,10 +8,10 @@
 const LAYERS = [
   ['cli'],
   ['pipeline'],
-  ['rollouts', 'interop', 'scheduler'],
+  ['rollouts', 'interop', 'scheduler', 'report'],
   ['runtime'],
   ['serving'],
-  ['trainers'],
+  ['trainers', 'evaluation'],
   ['datasets', 'resources'],
   ['rewards', 'tools'],
   ['orchestrator'],
@@ -63,8 +63,15 @@ const ownership = [
   { name: 'cron-only-in-scheduler', comment: 'node-cron only in src/scheduler/', from: { path: '^src/', pathNot: '^src/scheduler/' }, to: { path: pkg(['node-cron', 'croner']) } },
 ].map((r) => ({ severity: 'error', ...r }));
 
+const placed = {
+  name: 'every-module-has-a-layer', severity: 'error',
+  comment: 'every file under src/ lives in a folder of the layer table (add a new folder to LAYERS and docs/architecture.md)',
+  from: { path: '^src/', pathNot: `${any(LAYERS.flat())}|^src/[^/]+\\.ts$` }, to: {},
+};
+
 module.exports = {
   forbidden: [
+    placed,
     ...ownership,
     ...layerRules,
     { name: 'no-circular', comment: 'no import cycles, type-only imports included', severity: 'error', from: {}, to: { circular: true } },

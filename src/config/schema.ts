@@ -183,21 +183,54 @@ const train = z.strictObject({
 
 const evaluation = z.strictObject({
   split: z.enum(['train', 'eval', 'all']).default('eval'),
-  n: posInt.optional(),
-  metric: z.string().default('mean_reward'),
-  min_improvement: z.number().default(0),
+  n: posInt.optional().describe('tasks per evaluation (default: every task of the split)'),
+  tasks: z.string().min(1).optional().describe('a built-in suite or a task file to evaluate on, instead of tasks.sources'),
+  seeds: posInt.max(100).default(1).describe('sampling seeds per task: baseline and candidate run on the same tasks and seeds'),
+  concurrency: posInt.optional().describe('orchestrations at a time (default collect.concurrency)'),
+  metric: z.enum(['mean_reward', 'success_rate']).default('mean_reward').describe('the primary metric: wins, gates and the headline difference'),
+  bootstrap: z.strictObject({
+    resamples: z.int().min(1000).max(1_000_000).default(10_000),
+    confidence: z.number().gt(0.5).lt(1).default(0.95),
+    seed: z.int().default(1),
+  }).prefault({}),
+  report: z.boolean().default(true).describe('write the HTML report after each evaluation'),
 });
 
 const deploy = z.strictObject({
-  auto: z.boolean().default(false),
+  auto: z.boolean().default(true).describe('loop: promote a candidate whose gates pass (false: evaluate and report only)'),
   keep_history: posInt.default(20),
-  rollback_on_regression: z.boolean().default(true),
+  rollback_on_regression: z.boolean().default(true).describe('watch production after a deploy and roll back on a significant drop'),
+  gates: z.strictObject({
+    min_improvement: z.number().default(0).describe('the candidate\'s mean improvement on eval.metric must be at least this'),
+    ci_lower_above_zero: z.boolean().default(true).describe('the lower bound of the paired-bootstrap CI of the improvement must be above 0'),
+    max_category_regression: z.number().nonnegative().default(0.1).describe('no task category may lose more than this on eval.metric'),
+    max_cost_increase: z.number().nonnegative().nullable().default(0.5).describe('tokens per task may grow by at most this share (null: no ceiling)'),
+  }).prefault({}),
+  canary: z.strictObject({
+    fraction: z.number().min(0).max(1).default(0).describe('loop: deploy through a canary serving this share of collects first (0: no canary)'),
+    min_rollouts: posInt.default(20).describe('canary rollouts needed before its gates decide promotion'),
+  }).prefault({}),
+  watch: z.strictObject({
+    min_rollouts: posInt.default(10).describe('production rollouts after a deploy before it is judged'),
+    max_drop: z.number().nonnegative().default(0.05).describe('a drop of mean reward beyond this, significant at alpha, rolls back'),
+    alpha: z.number().gt(0).lt(1).default(0.05),
+  }).prefault({}),
+  export_massgen: z.string().min(1).optional().describe('also write a MassGen config of production here after each deploy'),
+  vllm: z.array(z.strictObject({
+    base_url: z.url().describe('an external vLLM server (with --enable-lora) that serves deployed adapters'),
+    model: name.describe('the config model whose weights it serves'),
+    api_key_env: envName.optional(),
+  })).default([]),
 });
 
 const loop = z.strictObject({
   schedule: z.string().default('0 2 * * *').describe('cron expression (5 or 6 fields)'),
   steps: z.array(z.enum(LOOP_STEPS)).min(1).default([...LOOP_STEPS]),
-  max_runtime_min: posInt.default(360),
+  max_runtime_min: posInt.default(360).describe('a cycle stops (resumable) after this many minutes'),
+  stage_timeout_min: z.partialRecord(z.enum(LOOP_STEPS), posInt).default({}).describe('per stage limits in minutes'),
+  collect_n: posInt.optional().describe('tasks per cycle collect (default collect.n)'),
+  min_new_traces: nonNegInt.default(1).describe('train only when at least this many rollouts completed since the last training run'),
+  stale_lock_min: posInt.default(30).describe('a lock held by another machine with no heartbeat for this long is taken over'),
 });
 
 const privacy = z.strictObject({

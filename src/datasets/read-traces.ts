@@ -1,6 +1,6 @@
 import type { Store, StoredTask } from '../store/index.js';
 import { toReward } from '../store/rewards.js';
-import { toRollout } from '../store/rollouts.js';
+import { EVAL_SOURCE, toRollout } from '../store/rollouts.js';
 import type { Reward, Rollout } from '../trace/records.js';
 import { groupBy, inListQuery } from '../store/query.js';
 
@@ -55,7 +55,8 @@ export class TraceReader {
   constructor(private readonly store: Store, after: number, private readonly pageSize = 50, coordinationOnly = false) {
     this.watermark = after;
     const db = store.db;
-    this.page = db.prepare('SELECT * FROM rollouts WHERE num > ? ORDER BY num LIMIT ?');
+    // Evaluation rollouts never become training data (they would leak the eval split into training).
+    this.page = db.prepare(`SELECT * FROM rollouts WHERE num > ? AND source <> '${EVAL_SOURCE}' ORDER BY num LIMIT ?`);
     this.spanAt = db.prepare(`SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id = ? AND seq = ?`).raw(true);
     const types = coordinationOnly ? "type = 'coordination'" : "type IN ('prompt', 'coordination')";
     this.spansOf = inListQuery(db, `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) AND ${types} ORDER BY rollout_id, seq`, true);

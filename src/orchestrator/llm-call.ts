@@ -38,13 +38,16 @@ export async function recordedCall(site: CallSite, messages: ChatMessage[], atte
 async function singleCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: readonly ToolSpec[], extra?: { sample_index: number }): Promise<{ result: ChatResult; seq: number }> {
   const { agent } = site;
   // A shallow copy: turns only append messages, never edit them.
-  const request: PromptPayload['request'] = { model: agent.model, messages: [...messages], temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}) };
+  const seed = agent.seed === undefined ? undefined : callSeed(agent.seed, site, attempt, extra?.sample_index ?? 0);
+  const request: PromptPayload['request'] = {
+    model: agent.model, messages: [...messages], temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}), ...(seed === undefined ? {} : { seed }),
+  };
   const call: PromptCall = { site, startedAt: Date.now(), t0: performance.now(), base: { turn_id: site.turnId, round: site.round, attempt, request, ...extra }, requestJson: encodeObject(request) };
   site.usage.llmCalls++;
   let result: ChatResult;
   try {
     result = await agent.client.chat(
-      { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'auto' } : {}) },
+      { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'auto' } : {}), ...(seed === undefined ? {} : { seed }) },
       { signal: site.signal },
     );
   } catch (err) {
@@ -92,4 +95,12 @@ function record(call: PromptCall, payload: PromptPayload): number {
     type: 'prompt', name: site.name ?? 'chat', agent: site.agent.id, parentSeq: site.parentSeq, startedAt: call.startedAt, durationMs: performance.now() - call.t0,
     payload, payloadJson: encodeObject(payload as unknown as Record<string, unknown>, { request: call.requestJson }),
   });
+}
+
+/** A call's seed: FNV-1a over the agent's seed, the round, the attempt, the call's kind and its sample index (31 bits). */
+function callSeed(base: number, site: CallSite, attempt: number, sample: number): number {
+  const key = `${base}|${site.round}|${attempt}|${site.name ?? 'chat'}|${sample}`;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return (h >>> 0) & 0x7fffffff;
 }

@@ -19,6 +19,11 @@ export interface TeamAgent {
   client: LlmClient;
   /** Completions asked per decision (collect.samples_per_turn): the extra ones are recorded as `sample` prompt spans and do not act. */
   samples?: number;
+  /**
+   * Sampling seed of this agent's orchestration (evaluations): each call sends a seed derived from it, the
+   * round, the attempt and the call's kind, so two teams on the same task and seed draw the same numbers.
+   */
+  seed?: number;
 }
 
 export interface ToolDefinition {

@@ -1,11 +1,11 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { BUILTIN_SUITES, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
-import { setupTeam } from '../rollouts/team.js';
+import { canary } from '../resources/production.js';
+import { complete } from '../resources/sets.js';
+import { checkTeamInputs, setupTeam } from '../rollouts/team.js';
+import { sha256 } from '../util/hash.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { loadTasks, selectTasks } from '../tasks/index.js';
+import { tasksForRun } from '../tasks/for-run.js';
 import { createToolRunner } from '../tools/runner.js';
 
 export interface CollectOptions {
@@ -46,6 +46,9 @@ export interface CollectSummary {
   meanRounds: number | null;
   tokens: number;
   wallMs: number;
+  /** The production resource set that served the run, and the canary's when one ran. */
+  resourceSet: { id: string; version: number };
+  canary: { id: string; version: number; fraction: number; rollouts: number } | null;
   rollouts: RolloutSummary[];
 }
 
@@ -54,39 +57,38 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const { config } = rt;
   const split = opts.split ?? config.collect.split;
   const n = opts.n ?? config.collect.n;
-  const tasks = selectTasks(loadTasks(tasksConfig(config.tasks, opts.tasks, n, split), rt.paths.baseDir), split, n);
+  const tasks = tasksForRun(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n, split });
   if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
-  const setup = await setupTeam(rt);
+  checkTeamInputs(rt);
   const store = rt.store();
+  const production = await setupTeam(rt, rt.production('collect'));
+  const trial = canary(store);
+  const candidate = trial && await setupTeam(rt, store.sets.add(complete(trial.set, production.set.members), { kind: 'candidate', completed_from: trial.set.id }, trial.set.id));
   store.tasks.upsertMany(tasks);
   opts.onStage?.(`starting ${tasks.length} orchestration(s), ${concurrency} at a time`);
   const runId = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash });
   const started = performance.now();
   const done: RolloutSummary[] = [];
+  let onCanaryCount = 0;
   const tools = createToolRunner(config.tools, rt.paths.baseDir);
   await pool(tasks, concurrency, signal, async (task) => {
-    const summary = await runRollout(task, { store, runId, setup, config, tools, signal });
+    // A canary serves a fixed share of the tasks, chosen by a hash of the run and the task.
+    const onCanary = candidate !== undefined && unitHash(`${runId}:${task.id}`) < trial!.fraction;
+    const setup = onCanary ? candidate : production;
+    if (onCanary) onCanaryCount++;
+    const summary = await runRollout(task, { store, runId, setup, config, tools, signal, ...(onCanary ? { metadata: { canary: true } } : {}) });
     done.push(summary);
     opts.onProgress?.(progress(done, tasks.length, started, summary));
   });
-  const summary = summarize(runId, tasks.length, done, performance.now() - started, signal.aborted);
+  const summary = {
+    ...summarize(runId, tasks.length, done, performance.now() - started, signal.aborted),
+    resourceSet: { id: production.set.id, version: production.set.version },
+    canary: candidate ? { id: candidate.set.id, version: candidate.set.version, fraction: trial!.fraction, rollouts: onCanaryCount } : null,
+  };
   store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined });
   return summary;
-}
-
-function tasksConfig(base: RLConfig['tasks'], spec: string | undefined, n: number | undefined, split: 'train' | 'eval' | 'all'): RLConfig['tasks'] {
-  if (!spec) return base;
-  if ((BUILTIN_SUITES as readonly string[]).includes(spec)) {
-    // Generate enough that the requested split still holds n tasks after the hash split.
-    const share = split === 'all' ? 1 : split === 'eval' ? base.split.eval_fraction : 1 - base.split.eval_fraction;
-    const generated = Math.ceil(((n ?? 50) / Math.max(share, 0.05)) * 1.25) + 5;
-    return { ...base, sources: [{ suite: spec as (typeof BUILTIN_SUITES)[number], n: generated, seed: 1 }] };
-  }
-  const file = path.resolve(spec);
-  if (!fs.existsSync(file)) throw new UserError(`--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}) and no such file`);
-  return { ...base, sources: [{ file }] };
 }
 
 /** Runs fn over items with at most `limit` in flight; stops taking new items once the signal aborts. */
@@ -107,7 +109,7 @@ function progress(done: RolloutSummary[], total: number, started: number, last: 
   };
 }
 
-function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): CollectSummary {
+function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'resourceSet' | 'canary'> {
   const completed = rollouts.filter((r) => r.status === 'completed');
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
   const scored = completed.filter((r) => r.quality !== null);
@@ -124,3 +126,8 @@ function summarize(runId: string, total: number, rollouts: RolloutSummary[], wal
   };
 }
 
+
+/** A string's hash as a number in [0, 1). */
+function unitHash(key: string): number {
+  return parseInt(sha256(key).slice(0, 8), 16) / 2 ** 32;
+}

@@ -5,11 +5,12 @@ import { buildDataset, type BuildDatasetResult } from '../datasets/build.js';
 import { assertGates } from '../datasets/gates.js';
 import { datasetOptionsFromConfig } from '../datasets/options.js';
 import { UserError } from '../errors.js';
+import { withWeights } from '../resources/sets.js';
 import { resolveStart, type TrainStart } from '../resources/training-start.js';
 import { startRewardBridge } from '../rewards/bridge.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Checkpoint } from '../store/checkpoints.js';
-import type { Store } from '../store/index.js';
+import type { Resource, ResourceSet, SetOrigin, Store } from '../store/index.js';
 import { executeTraining, type TrainProgress } from '../trainers/execute.js';
 import { launchCommand } from '../trainers/launch.js';
 import { checkDisk, checkMemory, requireVenv, selectDevices } from '../trainers/preflight.js';
@@ -36,6 +37,8 @@ export interface TrainOptions {
 
 export interface TrainResult {
   runId: string;
+  /** Production with the new weights swapped in, ready for `eval` (null when no agent serves this line). */
+  candidateSet: { id: string; version: number } | null;
   algo: Algo;
   checkpoint: Checkpoint;
   weight: { name: string; version: number; path: string; adapter: boolean };
@@ -85,7 +88,9 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
     });
     rt.forgetWeights();
     const r = registered.resource;
+    const candidate = candidateSet(rt, r, { kind: 'training', training_run_id: runId, checkpoint_id: registered.checkpoint.id, weight_id: r.id });
     return {
+      candidateSet: candidate ? { id: candidate.id, version: candidate.version } : null,
       runId, algo, checkpoint: registered.checkpoint, weight: { name: r.name, version: r.version, path: r.path!, adapter: Boolean(r.metadata.adapter) },
       dataset: detail.dataset, start: detail.start, metrics, steps: outcome.stepCount, durationMs: outcome.durationMs, logFile: detail.log_file,
       resumedFrom: detail.resumed_from ?? null,
@@ -132,6 +137,17 @@ function resumeRun(store: Store, resume: true | string): PreparedRun {
   const config = { ...readTrainerConfig(detail.config_file), resume_from_checkpoint: checkpoint };
   const configFile = detail.config_file.replace(/(-resume-\d+)?\.yaml$/, `-resume-${Date.now()}.yaml`);
   return { detail: { ...detail, config_file: configFile, resumed_from: run.id, resume_checkpoint: checkpoint }, config, resumed: true };
+}
+
+/** The candidate a run produced: production with the new weights for the agents that serve the line. */
+function candidateSet(rt: Runtime, weight: Resource, origin: SetOrigin): ResourceSet | null {
+  try {
+    const production = rt.production();
+    return rt.store().sets.add(withWeights(production.members, rt.store(), weight), origin, production.id);
+  } catch (err) {
+    if (err instanceof UserError) return null;
+    throw err;
+  }
 }
 
 function startOf(detail: TrainRunDetail): TrainStart {

@@ -5,26 +5,26 @@ import { UserError } from '../errors.js';
 import type { Resource, Store } from '../store/index.js';
 
 /**
- * The prompt each name resolves to: the production version. The config's text seeds version 1, and an
- * edited config text becomes a new version; it is promoted only while production still follows the
- * config (a deployed version is never replaced by a config edit).
+ * Each configured prompt's config version: the config's text seeds version 1, and an edited text becomes
+ * a new version (source: config). Which version serves each agent is the production resource set's
+ * business (resources/sets.ts): a config version replaces production only where production follows the config.
  */
-export function resolvePrompts(prompts: RLConfig['prompts'], baseDir: string, store: Store): Map<string, Resource> {
+export function configPrompts(prompts: RLConfig['prompts'], baseDir: string, store: Store): Map<string, Resource> {
   const resolved = new Map<string, Resource>();
   for (const [name, p] of Object.entries(prompts)) {
     const text = p.text ?? readPrompt(path.resolve(baseDir, p.file!));
     const versions = store.resources.list('prompt').filter((r) => r.name === name);
     const fromConfig = versions.filter((r) => r.metadata.source === 'config').at(-1);
-    const production = store.resources.production('prompt', name);
-    if (fromConfig?.content !== store.redactor.scrub(text)) {
-      const added = store.resources.add({ kind: 'prompt', name, content: text, parentId: versions.at(-1)?.id ?? null, metadata: { source: 'config', file: p.file ?? null } });
-      if (!production || production.metadata.source === 'config') {
-        store.resources.setProduction(added, 'deploy', production ? 'prompt text in the config changed' : 'initial version from the config');
-      }
-    }
-    resolved.set(name, store.resources.production('prompt', name)!);
+    const current = fromConfig && fromConfig.content === store.redactor.scrub(text) ? fromConfig
+      : store.resources.add({ kind: 'prompt', name, content: text, parentId: versions.at(-1)?.id ?? null, metadata: { source: 'config', file: p.file ?? null } });
+    resolved.set(name, current);
   }
   return resolved;
+}
+
+/** Reads every prompt file now (before anything is written), so a bad one is an input error. */
+export function checkPromptFiles(prompts: RLConfig['prompts'], baseDir: string): void {
+  for (const p of Object.values(prompts)) if (p.file) readPrompt(path.resolve(baseDir, p.file));
 }
 
 function readPrompt(file: string): string {

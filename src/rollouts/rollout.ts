@@ -26,11 +26,18 @@ export interface RolloutSummary {
 
 export interface RolloutDeps {
   store: Store;
-  runId: string;
+  /** The collect run (null for evaluation rollouts, which belong to an eval run). */
+  runId: string | null;
   setup: TeamSetup;
   config: RLConfig;
   tools: ToolRunner;
   signal: AbortSignal;
+  /** `collect` (default) or `eval`: evaluation rollouts never become training data. */
+  source?: string;
+  /** The sampling seed of this orchestration (evaluations pair teams on it). */
+  seed?: number;
+  /** Extra rollout metadata (e.g. canary: true). */
+  metadata?: Record<string, unknown>;
 }
 
 /** One task through the team: spans written as they happen, then rewards, then the rollout closed. */
@@ -38,14 +45,18 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
   const { store, setup } = d;
   const agents = setup.team.map((a) => a.id);
   const labels = Object.fromEntries(setup.team.map((a) => [a.id, a.label]));
-  const { id, insert } = store.rollouts.prepare({ runId: d.runId, taskId: task.id, metadata: { agents, labels, prompts: setup.promptVersions, category: task.category ?? null } });
+  const { id, insert } = store.rollouts.prepare({
+    runId: d.runId, taskId: task.id, source: d.source, resourceSetId: setup.set.id,
+    metadata: { agents, labels, prompts: setup.promptVersions, weights: setup.weightVersions, resource_set: { id: setup.set.id, version: setup.set.version }, category: task.category ?? null, ...(d.seed === undefined ? {} : { seed: d.seed }), ...d.metadata },
+  });
   // Batched, but never more than 200 ms behind: a killed collect loses almost nothing of the running rollout.
   // The rollout's row goes with the first batch (no commit of its own).
   const writer = store.spans.writer(id, 64, 200, insert);
   const base = { id, taskId: task.id, reward: null, quality: null, winner: null, consensus: false, rounds: 0, tokens: 0, wallMs: 0 };
   try {
     const recorder = sampleRecorder((s) => writer.add(s));
-    const result = await orchestrate({ task: task.prompt, team: setup.team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal });
+    const team = d.seed === undefined ? setup.team : setup.team.map((a, i) => ({ ...a, seed: d.seed! * 1009 + i }));
+    const result = await orchestrate({ task: task.prompt, team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal });
     const costs = { tokens: result.usage.totalTokens, toolCalls: result.usage.toolCalls, messages: result.usage.llmCalls, wallMs: result.wallMs };
     if (result.status === 'cancelled') {
       writer.flush();

@@ -1,32 +1,53 @@
 import type { LlmClient } from '../llm/types.js';
 import type { TeamAgent } from '../orchestrator/types.js';
-import { resolvePrompts } from '../resources/prompts.js';
+import { checkPromptFiles } from '../resources/prompts.js';
 import type { Judge, Runtime } from '../runtime/runtime.js';
+import type { ResourceSet } from '../store/index.js';
 import { toolDefinition } from '../tools/runner.js';
 
 export interface TeamSetup {
   team: TeamAgent[];
   judge?: Judge;
+  /** The resource set serving the team, recorded on every rollout. */
+  set: ResourceSet;
   /** Prompt resource id per agent, recorded on every rollout. */
   promptVersions: Record<string, string>;
+  /** Weight resource id per agent (null: a model served elsewhere). */
+  weightVersions: Record<string, string | null>;
+}
+
+/** What can be checked before anything is written: every model's API key and every prompt file. */
+export function checkTeamInputs(rt: Runtime): void {
+  for (const name of rt.modelsInUse()) rt.apiKey(name);
+  checkPromptFiles(rt.config.prompts, rt.paths.baseDir);
 }
 
 /**
- * Builds the team: clients for every model in use (API keys checked and local servers started before
- * anything is written), then the production prompts and the tools.
+ * The team a resource set serves: each agent's prompt version, and its model's client on the set's
+ * weights (a local server per distinct weights, started or shared through the runtime).
  */
-export async function setupTeam(rt: Runtime): Promise<TeamSetup> {
+export async function setupTeam(rt: Runtime, set: ResourceSet): Promise<TeamSetup> {
   const { config } = rt;
-  for (const name of rt.modelsInUse()) rt.apiKey(name);
+  const store = rt.store();
+  checkTeamInputs(rt);
+  const member = (id: string) => {
+    const m = set.members.agents[id];
+    if (!m) throw new Error(`resource set v${set.version} has no member for agent ${id}`);
+    return m;
+  };
   const clients = new Map<string, LlmClient>();
-  await Promise.all(config.agents.map(async (a) => clients.set(a.model, await rt.client(a.model))));
-  const judge = await rt.judge();
-  const prompts = resolvePrompts(config.prompts, rt.paths.baseDir, rt.store());
-  const team: TeamAgent[] = config.agents.map((a, i) => ({
-    id: a.id, label: `agent${i + 1}`, model: rt.model(a.model).model, systemPrompt: prompts.get(a.system_prompt)!.content ?? '',
-    temperature: a.temperature, maxTokens: a.max_tokens, toolMode: a.tool_mode, implicitAnswer: a.implicit_answer,
-    tools: a.tools.map((t) => toolDefinition(t, config.tools)), client: clients.get(a.model)!, samples: config.collect.samples_per_turn,
+  await Promise.all(config.agents.map(async (a) => {
+    const w = member(a.id).weights;
+    const weight = w && rt.model(a.model).local ? store.resources.get(w) : undefined;
+    clients.set(a.id, await rt.client(a.model, weight ? { weights: `resource:${weight.name}@${weight.version}` } : {}));
   }));
-  const promptVersions = Object.fromEntries(config.agents.map((a) => [a.id, prompts.get(a.system_prompt)!.id]));
-  return { team, judge, promptVersions };
+  const judge = await rt.judge();
+  const team: TeamAgent[] = config.agents.map((a, i) => ({
+    id: a.id, label: `agent${i + 1}`, model: rt.model(a.model).model, systemPrompt: store.resources.get(member(a.id).prompt)?.content ?? '',
+    temperature: a.temperature, maxTokens: a.max_tokens, toolMode: a.tool_mode, implicitAnswer: a.implicit_answer,
+    tools: a.tools.map((t) => toolDefinition(t, config.tools)), client: clients.get(a.id)!, samples: config.collect.samples_per_turn,
+  }));
+  const promptVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).prompt]));
+  const weightVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).weights]));
+  return { team, judge, set, promptVersions, weightVersions };
 }

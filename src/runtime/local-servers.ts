@@ -19,16 +19,20 @@ export class LocalServers {
 
   constructor(private readonly owner: Owner, private readonly opts: Pick<ServeOptions, 'onEvent' | 'signal'> = {}) {}
 
-  /** The server of config model `name` (which has `local` weights), starting it if needed. */
-  server(name: string): Promise<ServedModel> {
-    let started = this.byModel.get(name);
+  /**
+   * The server of config model `name` (which has `local` weights), or of that model on other weights
+   * (`weightsRef`: a candidate's), starting it if needed.
+   */
+  server(name: string, weightsRef?: string): Promise<ServedModel> {
+    const modelKey = JSON.stringify([name, weightsRef ?? null]);
+    let started = this.byModel.get(modelKey);
     if (!started) {
-      const target = serveTarget(this.owner.config, (ref, where) => this.owner.weights(ref, where), name);
+      const target = serveTarget(this.owner.config, (ref, where) => this.owner.weights(ref, where), name, weightsRef);
       const key = serverKey(target);
       started = this.byKey.get(key) ?? startServer(target, this.owner.paths, this.opts);
       started.catch(() => {}); // a failed start is reported to every caller, and must not go unhandled meanwhile
       this.byKey.set(key, started);
-      this.byModel.set(name, started);
+      this.byModel.set(modelKey, started);
     }
     return started;
   }

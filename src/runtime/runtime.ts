@@ -5,9 +5,11 @@ import { UserError } from '../errors.js';
 import { createLlmClient } from '../llm/client.js';
 import type { LlmClient } from '../llm/types.js';
 import type { PyEvent } from '../python/module.js';
+import { productionSet } from '../resources/production.js';
+import type { SetContext } from '../resources/sets.js';
 import { resolveWeights, type ResolvedWeights } from '../resources/weights.js';
 import { activeJudgeModel } from '../rewards/judge.js';
-import type { Redactor, Store } from '../store/index.js';
+import type { Redactor, ResourceSet, Store } from '../store/index.js';
 import { LocalServers } from './local-servers.js';
 import { openStore, redactorFor } from './store.js';
 
@@ -87,12 +89,25 @@ export class Runtime {
     return key;
   }
 
-  /** The client for a config model; a local model's server is started (or shared) first. */
-  async client(name: string, opts: { logprobs?: boolean } = {}): Promise<LlmClient> {
+  /**
+   * The client for a config model; a local model's server is started (or shared) first, on `weights`
+   * (a weights reference, e.g. a candidate's `resource:NAME@V`) instead of its local.weights when given.
+   */
+  async client(name: string, opts: { logprobs?: boolean; weights?: string } = {}): Promise<LlmClient> {
     const m = this.model(name);
     const apiKey = this.apiKey(name);
-    const baseUrl = m.local ? (await this.servers.server(name)).baseUrl : m.base_url!;
+    const baseUrl = m.local ? (await this.servers.server(name, opts.weights)).baseUrl : m.base_url!;
     return createLlmClient({ baseUrl, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries, logprobs: opts.logprobs ?? m.logprobs });
+  }
+
+  /** What resource-set resolution needs (resources/sets.ts). */
+  setContext(): SetContext {
+    return { store: this.store(), config: this.config, baseDir: this.paths.baseDir, weights: (ref, where) => this.weights(ref, where) };
+  }
+
+  /** The production resource set, brought up to date with the config (created on first use). */
+  production(trigger: 'cli' | 'loop' | 'collect' = 'cli'): ResourceSet {
+    return productionSet(this.setContext(), this.paths.dataDir, trigger);
   }
 
   /** The judge model's name when the judge reward is on. */

@@ -9,3 +9,7 @@ export type { Checkpoint, CheckpointFilter, CheckpointInput } from './checkpoint
 export type { MetricsWriter, StepMetrics, StoredStepMetrics } from './training-metrics.js';
 export type { StoredTask, TaskFilter, UpsertResult } from './tasks.js';
 export * from './types.js';
+export type { AuditAction, AuditInput, AuditRecord } from './audit.js';
+export type { EvalResult, EvalRun } from './evaluations.js';
+export type { Lock, LockHolder } from './locks.js';
+export type { ResourceSet, SetMember, SetMembers, SetOrigin, SetPointer, SetRole } from './resource-sets.js';

@@ -161,6 +161,85 @@ CREATE TABLE loop_runs (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'resource sets, evaluations per task and seed, audit, locks',
+    sql: `
+-- A resource set names, per agent, the prompt and weight versions that serve it (members JSON:
+-- {"agents": {"<id>": {"prompt": "<resource id>", "weights": "<resource id>"|null, "from_config": {"prompt": bool, "weights": bool}}}}).
+CREATE TABLE resource_sets (
+  id TEXT PRIMARY KEY,
+  version INTEGER NOT NULL UNIQUE,
+  parent_id TEXT REFERENCES resource_sets(id),
+  members TEXT NOT NULL,
+  members_hash TEXT NOT NULL,
+  origin TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX resource_sets_hash ON resource_sets(members_hash);
+CREATE TABLE set_pointers (
+  role TEXT PRIMARY KEY CHECK (role IN ('production', 'canary')),
+  set_id TEXT NOT NULL REFERENCES resource_sets(id),
+  fraction REAL,
+  eval_run_id TEXT,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY,
+  action TEXT NOT NULL,
+  trigger TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  before_set TEXT REFERENCES resource_sets(id),
+  after_set TEXT REFERENCES resource_sets(id),
+  eval_run_id TEXT,
+  reason TEXT,
+  detail TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE eval_runs (
+  id TEXT PRIMARY KEY,
+  status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+  baseline_set TEXT NOT NULL REFERENCES resource_sets(id),
+  candidate_set TEXT NOT NULL REFERENCES resource_sets(id),
+  trigger TEXT NOT NULL DEFAULT 'cli',
+  params TEXT NOT NULL DEFAULT '{}',
+  summary TEXT,
+  report_path TEXT,
+  error TEXT,
+  pid INTEGER, host TEXT,
+  started_at INTEGER NOT NULL, finished_at INTEGER
+);
+-- One row per resource set × task (by content) × sampling seed × run settings: a result measured once is reused.
+CREATE TABLE eval_results (
+  set_id TEXT NOT NULL REFERENCES resource_sets(id),
+  task_hash TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  settings_hash TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  category TEXT,
+  rollout_id TEXT REFERENCES rollouts(id) ON DELETE SET NULL,
+  eval_run_id TEXT REFERENCES eval_runs(id) ON DELETE SET NULL,
+  status TEXT NOT NULL,
+  reward REAL,
+  success INTEGER,
+  consensus INTEGER NOT NULL,
+  rounds INTEGER NOT NULL,
+  tokens INTEGER NOT NULL,
+  wall_ms REAL NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (set_id, task_hash, seed, settings_hash)
+);
+CREATE TABLE locks (
+  name TEXT PRIMARY KEY,
+  token TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  acquired_at INTEGER NOT NULL,
+  heartbeat_at INTEGER NOT NULL
+);
+ALTER TABLE rollouts ADD COLUMN resource_set_id TEXT REFERENCES resource_sets(id);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

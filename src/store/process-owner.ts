@@ -14,7 +14,7 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-const OWNED_TABLES = ['rollouts', 'collect_runs', 'training_runs', 'loop_runs'] as const;
+const OWNED_TABLES = ['rollouts', 'collect_runs', 'training_runs', 'eval_runs', 'loop_runs'] as const;
 
 /**
  * Marks rows left 'running' by a process of this host that no longer exists as failed, with a reason.

@@ -8,16 +8,19 @@ interface RolloutRaw {
   num: number; id: string; run_id: string | null; task_id: string | null; source: string; status: RunStatus;
   error: string | null; final_answer: string | null; winner: string | null; total_reward: number | null;
   tokens: number; tool_calls: number; messages: number; wall_ms: number; metadata: string;
-  started_at: number; finished_at: number | null;
+  resource_set_id: string | null; started_at: number; finished_at: number | null;
 }
+
+/** The source of rollouts an evaluation records. */
+export const EVAL_SOURCE = 'eval';
 
 export class RolloutRepository {
   private readonly insert;
   private readonly update;
 
   constructor(private readonly db: Db, private readonly redactor: Redactor) {
-    this.insert = db.prepare(`INSERT INTO rollouts (id, run_id, task_id, source, status, metadata, pid, host, started_at)
-      VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)`);
+    this.insert = db.prepare(`INSERT INTO rollouts (id, run_id, task_id, source, status, metadata, resource_set_id, pid, host, started_at)
+      VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)`);
     this.update = db.prepare(`UPDATE rollouts SET status = ?, error = ?, final_answer = ?, winner = ?, total_reward = ?,
       tokens = ?, tool_calls = ?, messages = ?, wall_ms = ?, finished_at = ? WHERE id = ?`);
   }
@@ -35,7 +38,7 @@ export class RolloutRepository {
   prepare(input: RolloutStart = {}): { id: string; insert: () => void } {
     const id = input.id ?? newId('ro');
     const row = [id, input.runId ?? null, input.taskId ?? null, input.source ?? 'collect',
-      this.redactor.json(input.metadata ?? {}), process.pid, HOST, Date.now()];
+      this.redactor.json(input.metadata ?? {}), input.resourceSetId ?? null, process.pid, HOST, Date.now()];
     return { id, insert: () => void this.insert.run(row) };
   }
 
@@ -99,6 +102,6 @@ export function toRollout(r: RolloutRaw): Rollout {
     num: r.num, id: r.id, runId: r.run_id, taskId: r.task_id, source: r.source, status: r.status,
     error: r.error, finalAnswer: r.final_answer, winner: r.winner, totalReward: r.total_reward,
     tokens: r.tokens, toolCalls: r.tool_calls, messages: r.messages, wallMs: r.wall_ms,
-    metadata: JSON.parse(r.metadata) as Record<string, unknown>, startedAt: r.started_at, finishedAt: r.finished_at,
+    metadata: JSON.parse(r.metadata) as Record<string, unknown>, resourceSetId: r.resource_set_id ?? null, startedAt: r.started_at, finishedAt: r.finished_at,
   };
 }

@@ -1,8 +1,12 @@
 import fs from 'node:fs';
+import { AuditRepository } from './audit.js';
 import { CheckpointRepository } from './checkpoints.js';
 import { openDatabase, type Db, type OpenOptions } from './database.js';
+import { EvaluationRepository } from './evaluations.js';
+import { LockRepository } from './locks.js';
 import { recoverOrphans } from './process-owner.js';
 import { Redactor } from './redact.js';
+import { ResourceSetRepository } from './resource-sets.js';
 import { ResourceRepository } from './resources.js';
 import { RewardRepository } from './rewards.js';
 import { RolloutRepository } from './rollouts.js';
@@ -24,8 +28,8 @@ export interface StoreStats {
   rolloutsByStatus: Record<string, number>;
 }
 
-const COUNTED = ['tasks', 'collect_runs', 'rollouts', 'spans', 'rewards', 'resources', 'checkpoints',
-  'training_runs', 'evaluations', 'deployments', 'loop_runs'] as const;
+const COUNTED = ['tasks', 'collect_runs', 'rollouts', 'spans', 'rewards', 'resources', 'resource_sets', 'checkpoints',
+  'training_runs', 'eval_runs', 'eval_results', 'audit', 'loop_runs'] as const;
 
 /** The trace store. Opening it applies migrations and marks rows orphaned by dead processes as failed. */
 export class Store {
@@ -39,6 +43,10 @@ export class Store {
   readonly loopRuns: RunRepository;
   readonly checkpoints: CheckpointRepository;
   readonly trainingMetrics: TrainingMetricsRepository;
+  readonly sets: ResourceSetRepository;
+  readonly audit: AuditRepository;
+  readonly evaluations: EvaluationRepository;
+  readonly locks: LockRepository;
   /** Rows found 'running' for processes that had died, now marked failed. */
   readonly recovered: number;
   private readonly runInTransaction: { immediate(fn: () => unknown): unknown };
@@ -54,6 +62,10 @@ export class Store {
     this.loopRuns = new RunRepository(db, redactor, 'loop');
     this.checkpoints = new CheckpointRepository(db, redactor);
     this.trainingMetrics = new TrainingMetricsRepository(db, redactor);
+    this.sets = new ResourceSetRepository(db, redactor);
+    this.audit = new AuditRepository(db, redactor);
+    this.evaluations = new EvaluationRepository(db, redactor);
+    this.locks = new LockRepository(db);
     this.recovered = recoverOrphans(db);
     this.runInTransaction = db.transaction((fn: () => unknown) => fn());
   }

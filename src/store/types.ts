@@ -9,6 +9,8 @@ export interface RolloutStart {
   taskId?: string | null;
   source?: string;
   metadata?: Record<string, unknown>;
+  /** The resource set that served it. */
+  resourceSetId?: string | null;
 }
 
 export interface RolloutFinish {

@@ -14,7 +14,7 @@ export interface PromptPayload {
   turn_id: string;
   round: number;
   attempt: number;
-  request: { model: string; messages: unknown[]; temperature?: number; max_tokens?: number; tools?: readonly unknown[] };
+  request: { model: string; messages: unknown[]; temperature?: number; max_tokens?: number; tools?: readonly unknown[]; seed?: number };
   response: { content: string | null; tool_calls: unknown[]; finish_reason: string } | null;
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
   latency_ms: number;

@@ -48,6 +48,8 @@ export interface Rollout {
   messages: number;
   wallMs: number;
   metadata: Record<string, unknown>;
+  /** The resource set that served it (null before resource sets, and for imported rollouts). */
+  resourceSetId: string | null;
   startedAt: number;
   finishedAt: number | null;
 }

@@ -1,0 +1,62 @@
+import { UserError } from '../errors.js';
+import { complete, configMembers, withPrompt, withWeights, type SetContext } from '../resources/sets.js';
+import type { Resource, ResourceSet, SetOrigin } from '../store/index.js';
+
+/**
+ * A set as named on the command line: `production`, the canary, a set (`set:N`, `vN`, an `rs_` id), a
+ * checkpoint (`ck_…`), weights (`resource:NAME@V`, or `NAME@V` for a weight line) or a prompt version
+ * (`NAME@V`): anything but a whole set is production with that resource swapped in.
+ */
+export function resolveSet(ctx: SetContext, production: ResourceSet, spec: string, what: string): ResourceSet {
+  const { store } = ctx;
+  const ref = spec.trim();
+  if (ref === 'production') return production;
+  if (ref === 'canary') {
+    const p = store.sets.pointer('canary');
+    if (!p) throw new UserError(`${what} canary: no canary is running`);
+    return store.sets.get(p.setId)!;
+  }
+  const setRef = /^set:(.+)$/.exec(ref)?.[1] ?? (/^(rs_[a-z0-9]+|v\d+)$/.test(ref) ? ref : undefined);
+  if (setRef !== undefined) {
+    const set = store.sets.resolve(setRef);
+    if (!set) throw new UserError(`${what} ${ref}: no such resource set (or the prefix is ambiguous)`, 'see `massgen-rl resources list`');
+    const members = complete(set, configMembers(ctx));
+    return members === set.members || JSON.stringify(members) === JSON.stringify(set.members) ? set : store.sets.add(members, { kind: 'candidate', completed_from: set.id }, set.id);
+  }
+  const swap = (members: ResourceSet['members'], origin: SetOrigin) => store.sets.add(members, origin, production.id);
+  if (/^ck_[a-z0-9]*$/.test(ref)) {
+    const ck = store.checkpoints.resolve(ref);
+    if (!ck?.resourceId) throw new UserError(`${what} ${ref}: no checkpoint with this id (or the prefix is ambiguous)`, 'see `massgen-rl checkpoints list`');
+    const weight = store.resources.get(ck.resourceId)!;
+    return swap(withWeights(production.members, store, weight), { kind: 'candidate', spec: ref, checkpoint_id: ck.id, weight_id: weight.id, training_run_id: ck.trainingRunId });
+  }
+  const m = /^(?:(resource):)?([A-Za-z0-9][A-Za-z0-9_.-]*)@(\d+)$/.exec(ref);
+  if (!m) {
+    throw new UserError(`${what} ${ref}: expected production, canary, set:N, a checkpoint id (ck_…), resource:NAME@VERSION or PROMPT@VERSION`);
+  }
+  const [, explicit, name, v] = m as unknown as [string, string | undefined, string, string];
+  const find = (kind: 'weight' | 'prompt'): Resource | undefined => store.resources.list(kind).find((r) => r.name === name && r.version === Number(v));
+  const weight = find('weight');
+  const prompt = explicit ? undefined : find('prompt');
+  if (weight && !prompt) return swap(withWeights(production.members, store, weight), { kind: 'candidate', spec: ref, weight_id: weight.id });
+  if (prompt && !weight) return swap(withPrompt(production.members, ctx.config, prompt), { kind: 'candidate', spec: ref, prompt_id: prompt.id });
+  if (prompt && weight) throw new UserError(`${what} ${ref}: both a prompt and a weight line are called "${name}"; write resource:${ref} for the weights`);
+  throw new UserError(`${what} ${ref}: no prompt or weight resource "${name}" has version ${v}`, 'see `massgen-rl resources list`');
+}
+
+/**
+ * The candidate when none is named: the newest resource set a training run (or a prompt optimization)
+ * produced that is not production, rebuilt on today's production (only its new resource swapped in).
+ */
+export function latestCandidate(ctx: SetContext, production: ResourceSet): ResourceSet {
+  const { store } = ctx;
+  for (const set of store.sets.list(200)) {
+    if (set.id === production.id || (set.origin.kind !== 'training' && set.origin.kind !== 'prompt')) continue;
+    const weight = typeof set.origin.weight_id === 'string' ? store.resources.get(set.origin.weight_id) : undefined;
+    const prompt = typeof set.origin.prompt_id === 'string' ? store.resources.get(set.origin.prompt_id) : undefined;
+    const members = weight ? withWeights(production.members, store, weight) : prompt ? withPrompt(production.members, ctx.config, prompt) : set.members;
+    const candidate = store.sets.add(members, { ...set.origin, rebased_from: set.id }, production.id);
+    if (candidate.id !== production.id) return candidate;
+  }
+  throw new UserError('nothing to evaluate: no training run has produced a candidate since production was set', 'train one (`massgen-rl train`) or name one with --candidate');
+}

@@ -1,0 +1,57 @@
+import type { RLConfig } from '../config/schema.js';
+import type { Comparison, MetricName } from './compare.js';
+
+export interface GateCheck {
+  gate: string;
+  passed: boolean;
+  /** The measured value and the threshold it is held against. */
+  value: number | null;
+  threshold: number | null;
+  detail: string;
+}
+
+type Gates = RLConfig['deploy']['gates'];
+
+const fmt = (x: number | null | undefined, digits = 4) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(digits));
+
+/** The deploy gates of config, held against an evaluation's comparison on its primary metric. */
+export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): GateCheck[] {
+  const primary = cmp.overall.find((m) => m.metric === metric)!;
+  const checks: GateCheck[] = [];
+  const d = primary.diff;
+  checks.push({
+    gate: 'data', passed: primary.n > 0, value: primary.n, threshold: 1,
+    detail: `${primary.n} task×seed pair(s) with a ${metric} value on both sides`,
+  });
+  checks.push({
+    gate: 'min_improvement', passed: d !== null && d.mean >= gates.min_improvement, value: d?.mean ?? null, threshold: gates.min_improvement,
+    detail: `mean ${metric} difference ${fmt(d?.mean)} (baseline ${fmt(primary.baseline)}, candidate ${fmt(primary.candidate)}) ≥ ${gates.min_improvement}`,
+  });
+  if (gates.ci_lower_above_zero) {
+    checks.push({
+      gate: 'ci_lower_above_zero', passed: d !== null && d.low > 0, value: d?.low ?? null, threshold: 0,
+      detail: `${Math.round((d?.level ?? 0.95) * 100)} % CI of the difference [${fmt(d?.low)}, ${fmt(d?.high)}] lies above 0`,
+    });
+  }
+  const worst = cmp.categories
+    .map((c) => ({ category: c.category, diff: c.metrics.find((m) => m.metric === metric)?.diff?.mean }))
+    .filter((c): c is { category: string; diff: number } => typeof c.diff === 'number' && !Number.isNaN(c.diff))
+    .sort((a, b) => a.diff - b.diff)[0];
+  checks.push({
+    gate: 'max_category_regression', passed: !worst || worst.diff >= -gates.max_category_regression, value: worst?.diff ?? null, threshold: -gates.max_category_regression,
+    detail: worst ? `worst category ${worst.category}: ${fmt(worst.diff)} ≥ −${gates.max_category_regression}` : 'no category to compare',
+  });
+  if (gates.max_cost_increase !== null) {
+    const tokens = cmp.overall.find((m) => m.metric === 'tokens')!;
+    const ratio = tokens.baseline && tokens.candidate !== null ? tokens.candidate / tokens.baseline - 1 : null;
+    checks.push({
+      gate: 'max_cost_increase', passed: ratio === null || ratio <= gates.max_cost_increase, value: ratio, threshold: gates.max_cost_increase,
+      detail: `tokens per task ${fmt(tokens.baseline, 0)} → ${fmt(tokens.candidate, 0)} (${ratio === null ? '—' : `${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)} %`}) ≤ +${(gates.max_cost_increase * 100).toFixed(0)} %`,
+    });
+  }
+  return checks;
+}
+
+export function gatesPass(checks: readonly GateCheck[]): boolean {
+  return checks.every((c) => c.passed);
+}

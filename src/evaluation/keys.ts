@@ -1,0 +1,22 @@
+import type { RLConfig } from '../config/schema.js';
+import type { Task } from '../tasks/types.js';
+import { canonicalJson, sha256 } from '../util/hash.js';
+
+/** A task by its content: a result measured on it is reused only for the same prompt, reference and metadata. */
+export function taskHash(task: Task): string {
+  return sha256(canonicalJson({ prompt: task.prompt, reference: task.reference ?? null, metadata: task.metadata })).slice(0, 16);
+}
+
+/**
+ * Everything besides the resource set that changes what an orchestration does or how it is scored:
+ * the orchestrator, the agents' settings, where their models run (a model's weights are the set's),
+ * the tools and the rewards. A stored result is reused only under the same settings.
+ */
+export function settingsHash(config: RLConfig): string {
+  const models = Object.fromEntries([...new Set(config.agents.map((a) => a.model))].map((name) => {
+    const m = config.models[name]!;
+    return [name, { model: m.model, base_url: m.base_url ?? null, local: m.local ? { device: m.local.device, max_batch_size: m.local.max_batch_size } : null }];
+  }));
+  const agents = config.agents.map(({ system_prompt: _p, ...a }) => a);
+  return sha256(canonicalJson({ orchestrator: config.orchestrator, agents, models, tools: config.tools, rewards: config.rewards })).slice(0, 16);
+}

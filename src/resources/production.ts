@@ -1,0 +1,103 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AuditAction, AuditInput, ResourceSet, SetMembers, Store } from '../store/index.js';
+import { ResourceSetRepository } from '../store/resource-sets.js';
+import { configMembers, describeMembers, reconcile, type SetContext } from './sets.js';
+
+export const PRODUCTION_FILE = 'production.json';
+
+export interface SwitchInput {
+  to: ResourceSet;
+  action: AuditAction;
+  trigger: AuditInput['trigger'];
+  reason: string;
+  evalRunId?: string | null;
+  detail?: Record<string, unknown>;
+}
+
+/**
+ * Points production at a set: the pointer, each resource's own production pointer and the audit record
+ * change in one transaction (production is the old set or the new one, never a mix); the file for
+ * outside tools is then replaced by rename. Returns the audit record id.
+ */
+export function switchProduction(store: Store, dataDir: string, input: SwitchInput): number {
+  const id = store.transaction(() => {
+    const before = store.sets.pointer('production')?.setId ?? null;
+    store.sets.setPointer('production', input.to.id, null, input.evalRunId ?? null);
+    syncResourcePointers(store, input.to.members, input.reason);
+    return store.audit.add({ action: input.action, trigger: input.trigger, beforeSet: before, afterSet: input.to.id, evalRunId: input.evalRunId, reason: input.reason, detail: input.detail });
+  });
+  writeProductionFile(store, dataDir);
+  return id;
+}
+
+/** Each resource's production pointer follows the production set (what `status`, training's start weights and prune read). */
+function syncResourcePointers(store: Store, members: SetMembers, reason: string): void {
+  const ids = new Set(Object.values(members.agents).flatMap((m) => [m.prompt, m.weights]).filter((x): x is string => Boolean(x)));
+  for (const id of ids) {
+    const r = store.resources.get(id);
+    if (r && store.resources.production(r.kind, r.name)?.id !== r.id) store.resources.setProduction(r, 'deploy', reason);
+  }
+}
+
+/**
+ * The production set, brought up to date with the config first: created from the config on first use;
+ * a config edit to a member that still follows the config becomes a new production set (audited).
+ */
+export function productionSet(ctx: SetContext, dataDir: string, trigger: AuditInput['trigger'] = 'cli'): ResourceSet {
+  const { store } = ctx;
+  const implied = configMembers(ctx);
+  const pointer = store.sets.pointer('production');
+  const current = pointer ? store.sets.get(pointer.setId) : undefined;
+  const members = reconcile(current?.members, implied);
+  if (current && ResourceSetRepository.hash(members) === current.hash) {
+    if (!productionFileCurrent(dataDir, current)) writeProductionFile(store, dataDir);
+    return current;
+  }
+  const changed = current ? Object.keys(members.agents).filter((a) => JSON.stringify(members.agents[a]) !== JSON.stringify(current.members.agents[a])) : [];
+  const set = store.sets.add(members, { kind: 'config', ...(current ? { changed_agents: changed } : {}) }, current?.id ?? null);
+  switchProduction(store, dataDir, {
+    to: set, action: current ? 'config' : 'init', trigger,
+    reason: current ? `the config changed for ${changed.join(', ') || 'the team'}` : 'initial production set from the config',
+  });
+  return set;
+}
+
+/** The canary set and the share of rollouts it serves, when a canary runs. */
+export function canary(store: Store): { set: ResourceSet; fraction: number } | undefined {
+  const p = store.sets.pointer('canary');
+  const set = p && store.sets.get(p.setId);
+  return set && p.fraction ? { set, fraction: p.fraction } : undefined;
+}
+
+/** `<data_dir>/production.json`: the production set in full, for tools outside massgen-rl; written to a temp file and renamed. */
+export function writeProductionFile(store: Store, dataDir: string): string {
+  const pointer = store.sets.pointer('production');
+  const set = pointer && store.sets.get(pointer.setId);
+  const file = path.join(dataDir, PRODUCTION_FILE);
+  if (!set) return file;
+  const resource = (id: string | null) => {
+    const r = id ? store.resources.get(id) : undefined;
+    return r ? { id: r.id, name: r.name, version: r.version, ...(r.kind === 'weight' ? { path: r.path, adapter: Boolean(r.metadata.adapter), base_path: r.metadata.base_path ?? null } : {}) } : null;
+  };
+  const body = {
+    set: { id: set.id, version: set.version, origin: set.origin },
+    since: pointer.updatedAt,
+    agents: Object.fromEntries(Object.entries(set.members.agents).map(([a, m]) => [a, { prompt: resource(m.prompt), weights: resource(m.weights) }])),
+    summary: describeMembers(store, set.members),
+  };
+  fs.mkdirSync(dataDir, { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, `${JSON.stringify(body, null, 2)}\n`);
+  fs.renameSync(tmp, file);
+  return file;
+}
+
+function productionFileCurrent(dataDir: string, set: ResourceSet): boolean {
+  try {
+    const body = JSON.parse(fs.readFileSync(path.join(dataDir, PRODUCTION_FILE), 'utf8')) as { set?: { id?: string } };
+    return body.set?.id === set.id;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,92 @@
+import type { RLConfig } from '../config/schema.js';
+import { UserError } from '../errors.js';
+import type { Resource, ResourceSet, SetMember, SetMembers, SetOrigin, Store } from '../store/index.js';
+import { refName } from './checkpoints.js';
+import { configPrompts } from './prompts.js';
+import type { ResolvedWeights } from './weights.js';
+
+/** What set resolution needs from the run: the store, the config and a weights resolver. */
+export interface SetContext {
+  store: Store;
+  config: RLConfig;
+  baseDir: string;
+  weights(ref: string, where: string): ResolvedWeights;
+}
+
+/**
+ * What the config implies for every agent now: its prompt's config version, and for a model with
+ * `local` weights the weight resource of its configured weights (a base model or folder not yet on
+ * record is recorded as a weight resource); null for a model served elsewhere.
+ */
+export function configMembers(ctx: SetContext): SetMembers {
+  const prompts = configPrompts(ctx.config.prompts, ctx.baseDir, ctx.store);
+  const agents: Record<string, SetMember> = {};
+  for (const a of ctx.config.agents) {
+    const model = ctx.config.models[a.model]!;
+    const weights = model.local ? weightResource(ctx.store, ctx.weights(model.local.weights, `models.${a.model}.local.weights`)).id : null;
+    agents[a.id] = { prompt: prompts.get(a.system_prompt)!.id, weights, from_config: { prompt: true, weights: true } };
+  }
+  return { agents };
+}
+
+/** The weight resource behind resolved weights, recording a builtin model or a folder the first time it is used. */
+export function weightResource(store: Store, w: ResolvedWeights): Resource {
+  if (w.resource) return store.resources.get(w.resource.id)!;
+  const known = store.resources.list('weight').filter((r) => r.path === w.dir).at(-1);
+  return known ?? store.resources.add({ kind: 'weight', name: refName(w.ref), path: w.dir, metadata: { source: 'config', ref: w.ref, adapter: w.adapter, base_path: w.baseDir ?? null } });
+}
+
+/**
+ * Production brought up to date with the config: agents the set lacks take the config's members, and a
+ * member that still follows the config takes the config's current prompt or weights (a deployed one stays).
+ */
+export function reconcile(current: SetMembers | undefined, implied: SetMembers): SetMembers {
+  const agents: Record<string, SetMember> = {};
+  for (const [id, c] of Object.entries(implied.agents)) {
+    const s = current?.agents[id];
+    agents[id] = !s ? c : {
+      prompt: s.from_config.prompt ? c.prompt : s.prompt,
+      weights: s.from_config.weights ? c.weights : s.weights,
+      from_config: s.from_config,
+    };
+  }
+  return { agents };
+}
+
+/** A candidate: the base set with the agents that serve the checkpoint's line (or the named prompt) switched to it. */
+export function withWeights(base: SetMembers, store: Store, weight: Resource): SetMembers {
+  const line = (id: string | null) => (id ? store.resources.get(id)?.name : undefined);
+  const served = Object.entries(base.agents).filter(([, m]) => line(m.weights) === weight.name);
+  if (!served.length) {
+    const lines = [...new Set(Object.values(base.agents).map((m) => line(m.weights)).filter(Boolean))];
+    throw new UserError(`weights ${weight.name} v${weight.version} belong to line "${weight.name}", which no agent serves${lines.length ? ` (agents serve: ${lines.join(', ')})` : ' (no agent has local weights)'}`);
+  }
+  return replace(base, served.map(([id]) => id), (m) => ({ ...m, weights: weight.id, from_config: { ...m.from_config, weights: false } }));
+}
+
+export function withPrompt(base: SetMembers, config: RLConfig, prompt: Resource): SetMembers {
+  const ids = config.agents.filter((a) => a.system_prompt === prompt.name).map((a) => a.id);
+  if (!ids.length) throw new UserError(`prompt "${prompt.name}" is the system prompt of no agent; prompts in use: ${[...new Set(config.agents.map((a) => a.system_prompt))].join(', ')}`);
+  return replace(base, ids, (m) => ({ ...m, prompt: prompt.id, from_config: { ...m.from_config, prompt: false } }));
+}
+
+function replace(base: SetMembers, ids: string[], change: (m: SetMember) => SetMember): SetMembers {
+  return { agents: Object.fromEntries(Object.entries(base.agents).map(([id, m]) => [id, ids.includes(id) ? change(m) : m])) };
+}
+
+/** Fills agents a set made under an older config lacks, so any stored set can serve today's team. */
+export function complete(set: ResourceSet, implied: SetMembers): SetMembers {
+  return { agents: Object.fromEntries(Object.entries(implied.agents).map(([id, c]) => [id, set.members.agents[id] ?? c])) };
+}
+
+/** Where a set's resources came from, one line per agent (for status, resources show and reports). */
+export function describeMembers(store: Store, members: SetMembers): { agent: string; prompt: string; weights: string }[] {
+  const label = (id: string | null) => {
+    if (!id) return '(served elsewhere)';
+    const r = store.resources.get(id);
+    return r ? `${r.name} v${r.version}` : id;
+  };
+  return Object.entries(members.agents).map(([agent, m]) => ({ agent, prompt: label(m.prompt), weights: label(m.weights) }));
+}
+
+export type { SetOrigin };

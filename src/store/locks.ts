@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from './database.js';
+import { HOST, pidAlive } from './process-owner.js';
+
+export interface LockHolder {
+  name: string;
+  pid: number;
+  host: string;
+  acquiredAt: number;
+  heartbeatAt: number;
+}
+
+export interface Lock {
+  readonly token: string;
+  /** Keeps the lock fresh; false when it was taken over (the holder must stop). */
+  heartbeat(): boolean;
+  release(): void;
+}
+
+/**
+ * Named locks shared by every process using the store. A lock is stale, and taken over, when its
+ * holder is a dead process of this host, or (another host) its heartbeat is older than staleMs.
+ */
+export class LockRepository {
+  constructor(private readonly db: Db) {}
+
+  holder(name: string): LockHolder | undefined {
+    const r = this.db.prepare('SELECT * FROM locks WHERE name = ?').get(name) as Record<string, unknown> | undefined;
+    return r && { name, pid: r.pid as number, host: r.host as string, acquiredAt: r.acquired_at as number, heartbeatAt: r.heartbeat_at as number };
+  }
+
+  /** The lock, or undefined with the live holder when another process has it. */
+  acquire(name: string, staleMs: number): { lock: Lock; tookOverFrom?: LockHolder } | { held: LockHolder } {
+    const token = randomUUID();
+    return this.db.transaction(() => {
+      const now = Date.now();
+      const current = this.holder(name);
+      if (current && !this.stale(current, now, staleMs)) return { held: current };
+      this.db.prepare(`INSERT INTO locks (name, token, pid, host, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (name) DO UPDATE SET token = excluded.token, pid = excluded.pid, host = excluded.host, acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`)
+        .run(name, token, process.pid, HOST, now, now);
+      return { lock: this.handle(name, token), ...(current ? { tookOverFrom: current } : {}) };
+    }).immediate();
+  }
+
+  private stale(h: LockHolder, now: number, staleMs: number): boolean {
+    if (h.host === HOST) return !pidAlive(h.pid);
+    return now - h.heartbeatAt > staleMs;
+  }
+
+  private handle(name: string, token: string): Lock {
+    return {
+      token,
+      heartbeat: () => this.db.prepare('UPDATE locks SET heartbeat_at = ? WHERE name = ? AND token = ?').run(Date.now(), name, token).changes === 1,
+      release: () => void this.db.prepare('DELETE FROM locks WHERE name = ? AND token = ?').run(name, token),
+    };
+  }
+}

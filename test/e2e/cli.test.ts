@@ -9,7 +9,7 @@ describe('massgen-rl CLI', () => {
   it('prints help with every command and exits 0', async () => {
     const r = await runCli(['--help'], { cwd: tempDir() });
     expect(r.exitCode).toBe(0);
-    for (const cmd of ['init', 'doctor', 'collect', 'train', 'eval', 'deploy', 'loop', 'status', 'traces', 'serve']) expect(r.stdout).toContain(cmd);
+    for (const cmd of ['init', 'doctor', 'collect', 'train', 'eval', 'report', 'deploy', 'loop', 'status', 'traces', 'serve']) expect(r.stdout).toContain(cmd);
   });
 
   it('exits 2 on unknown commands and options', async () => {
@@ -19,9 +19,9 @@ describe('massgen-rl CLI', () => {
   });
 
   it('says plainly that commands of later capabilities are not available yet', async () => {
-    const r = await runCli(['eval', '--candidate', 'x'], { cwd: tempDir() });
+    const r = await runCli(['deploy', '--candidate', 'x'], { cwd: tempDir() });
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain('`massgen-rl eval` is not available in this version yet');
+    expect(r.stderr).toContain('`massgen-rl deploy` is not available in this version yet');
     expect(r.stdout).toBe('');
   });
 

@@ -2,7 +2,6 @@ import { UserError } from '../../errors.js';
 import type { Register } from '../register.js';
 
 const PLANNED: Record<string, string> = {
-  eval: 'evaluate a candidate against production',
   deploy: 'promote an evaluated candidate, with rollback',
   loop: 'run collect → train → eval → deploy on a schedule',
 };
@@ -18,7 +17,7 @@ export const registerNotYet: Register = (program) => {
       .action(() => {
         throw new UserError(
           `\`massgen-rl ${name}\` is not available in this version yet (it will ${what}); nothing was done`,
-          'available now: init, doctor, collect, train, serve, checkpoints, traces, rewards, feedback, status',
+          'available now: init, doctor, collect, train, eval, report, serve, checkpoints, traces, rewards, feedback, status',
         );
       });
   }

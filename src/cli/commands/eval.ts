@@ -1,0 +1,57 @@
+import { Option } from 'commander';
+import { positiveInt } from '../flags.js';
+import { withInterrupt } from '../interrupt.js';
+import type { Register } from '../register.js';
+import { formatDuration } from '../ui/format.js';
+
+interface EvalFlags {
+  candidate?: string;
+  baseline?: string;
+  tasks?: string;
+  split?: 'train' | 'eval' | 'all';
+  n?: string;
+  seeds?: string;
+  concurrency?: string;
+  report: boolean;
+}
+
+export const registerEval: Register = (program, ctx) => {
+  program
+    .command('eval')
+    .description('evaluate a candidate against production: same tasks and sampling seeds, paired statistics, deploy gates, HTML report')
+    .option('--candidate <spec>', 'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest trained candidate)')
+    .option('--baseline <spec>', 'what to compare against (default: production)')
+    .option('--tasks <file|suite>', 'a task file (JSONL/YAML) or a built-in suite, instead of eval.tasks / tasks.sources')
+    .addOption(new Option('--split <split>', 'which split of the tasks (default eval.split)').choices(['train', 'eval', 'all']))
+    .option('--n <n>', 'number of tasks')
+    .option('--seeds <k>', 'sampling seeds per task (default eval.seeds)')
+    .option('--concurrency <c>', 'orchestrations at a time')
+    .option('--no-report', 'skip the HTML report')
+    .action(async (flags: EvalFlags) => {
+      const { ui, runtime } = ctx();
+      const [{ evaluate }, { renderEvaluation }] = await Promise.all([import('../../pipeline/evaluate.js'), import('../ui/evaluation.js')]);
+      const opts = { candidate: flags.candidate, baseline: flags.baseline, tasks: flags.tasks, split: flags.split, n: positiveInt('--n', flags.n), seeds: positiveInt('--seeds', flags.seeds), concurrency: positiveInt('--concurrency', flags.concurrency) };
+      const rt = await runtime();
+      const bar = ui.progress('preparing the baseline and candidate teams');
+      const stopping = 'stopping: running orchestrations are cancelled; what finished is kept and reused next time';
+      try {
+        const summary = await withInterrupt(ui, stopping, (signal) => evaluate(rt, {
+          ...opts, signal, onStage: (m) => bar.update(m),
+          onProgress: (p) => bar.update(`${p.done}/${p.total} (${p.reused} reused)  last: ${p.last?.side} ${p.last?.taskId} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
+        }));
+        bar.stop();
+        let reportFile: string | null = null;
+        if (flags.report && rt.config.eval.report) {
+          const { writeReport } = await import('../../pipeline/report.js');
+          reportFile = (await writeReport(rt, { evalRunId: summary.evalRunId })).file;
+        }
+        if (ui.opts.json) return ui.json({ ...summary, report: reportFile });
+        renderEvaluation(ui, summary);
+        if (reportFile) ui.print(`report: ${reportFile}`);
+        ui.info(`took ${formatDuration(summary.wallMs)}`);
+      } catch (err) {
+        bar.stop();
+        throw err;
+      }
+    });
+};

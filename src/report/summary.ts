@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { METRICS } from '../evaluation/compare.js';
+import type { EvalRun } from '../store/index.js';
+
+// The evaluation summary as stored in eval_runs.summary (pipeline/evaluate.ts writes it). Read leniently:
+// a report of an older or partial summary shows what it can instead of failing.
+const num = z.number().nullable().catch(null);
+const interval = z.object({ mean: z.number(), low: z.number(), high: z.number(), level: z.number().catch(0.95) }).nullable().catch(null);
+const metric = z.object({
+  metric: z.enum(METRICS),
+  n: z.number().catch(0),
+  baseline: num,
+  candidate: num,
+  diff: interval,
+  counts: z.object({ wins: z.number(), ties: z.number(), losses: z.number() }).catch({ wins: 0, ties: 0, losses: 0 }),
+  test: z.string().catch('sign'),
+  pValue: num,
+});
+const metrics = z.array(z.unknown()).catch([]).transform((xs) => xs.flatMap((x) => {
+  const m = metric.safeParse(x);
+  return m.success ? [m.data] : [];
+}));
+const set = z.object({
+  id: z.string(),
+  version: num,
+  agents: z.array(z.object({ agent: z.string(), prompt: z.string().catch('—'), weights: z.string().catch('—') })).catch([]),
+}).nullable().catch(null);
+const gate = z.object({ gate: z.string(), passed: z.boolean(), value: num, threshold: num, detail: z.string().catch('') });
+
+const summarySchema = z.object({
+  baseline: set,
+  candidate: set,
+  tasks: num,
+  seeds: z.array(z.number()).catch([]),
+  measured: num,
+  reused: num,
+  metric: z.enum(METRICS).catch('reward'),
+  comparison: z.object({
+    pairs: z.number().catch(0),
+    overall: metrics,
+    categories: z.array(z.object({ category: z.string(), pairs: z.number().catch(0), metrics })).catch([]),
+  }),
+  gates: z.array(gate).catch([]),
+  passed: z.boolean().nullable().catch(null),
+  wallMs: num,
+});
+
+export type StoredMetric = z.infer<typeof metric>;
+export type StoredSummary = z.infer<typeof summarySchema>;
+
+/** One evaluation run with its stored summary, when the summary has a comparison to show. */
+export interface StoredEvaluation {
+  id: string;
+  status: string;
+  trigger: string;
+  startedAt: number;
+  finishedAt: number | null;
+  baselineSet: string;
+  candidateSet: string;
+  summary: StoredSummary;
+}
+
+export function readEvaluation(run: EvalRun): StoredEvaluation | null {
+  const parsed = summarySchema.safeParse(run.summary);
+  if (!parsed.success) return null;
+  return {
+    id: run.id, status: run.status, trigger: run.trigger, startedAt: run.startedAt, finishedAt: run.finishedAt,
+    baselineSet: run.baselineSet, candidateSet: run.candidateSet, summary: parsed.data,
+  };
+}
+
+/** A metric of the comparison over all pairs. */
+export function overall(s: StoredSummary, name: StoredMetric['metric']): StoredMetric | undefined {
+  return s.comparison.overall.find((m) => m.metric === name);
+}

@@ -74,3 +74,21 @@ export const contextFile = z.looseObject({
   messages: z.array(z.looseObject({ role: z.string(), content: z.unknown() })).optional(),
 });
 export type ContextFile = z.infer<typeof contextFile>;
+
+const tokenCount = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const tokenUsage = z.looseObject({
+  input_tokens: tokenCount.optional(),
+  output_tokens: tokenCount.optional(),
+  reasoning_tokens: tokenCount.optional(),
+  cached_input_tokens: tokenCount.optional(),
+  estimated_cost: z.number().nonnegative().optional(),
+});
+
+/** metrics_summary.json (MassGen 0.1.x, written next to coordination_events.json): token counts and costs. */
+export const metricsSummary = z.looseObject({
+  totals: tokenUsage,
+  tools: z.looseObject({ total_calls: tokenCount.optional() }).optional(),
+  api_timing: z.looseObject({ total_calls: tokenCount.optional() }).optional(),
+  agents: z.record(z.string(), z.looseObject({ token_usage: tokenUsage.nullable().optional() })).optional(),
+});
+export type MetricsSummary = z.infer<typeof metricsSummary>;

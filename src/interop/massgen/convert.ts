@@ -562,6 +562,15 @@ class Converter {
     return null;
   }
 
+  private promptText(file: string): string {
+    try {
+      return messagesOf(this.readContext(file)).map((m) => m.content).join('\n');
+    } catch (err) {
+      if (err instanceof MassgenInputError) return ''; // reported by the attempt that owns the file
+      throw err;
+    }
+  }
+
   /** The restart feedback the next attempt's agents were given (MassGen prepends it to their prompt). */
   private feedbackOf(attemptDir: string): string | null {
     try {
@@ -570,14 +579,8 @@ class Converter {
         const snaps = fs.readdirSync(path.join(attemptDir, agent.name)).filter((n) => SNAPSHOT_DIR.test(n)).sort();
         for (const s of snaps) {
           const file = path.join(attemptDir, agent.name, s, 'context.txt');
-          if (!fs.existsSync(file)) continue;
-          const text = fs.readFileSync(file, 'utf8');
-          let prompt = text;
-          if (text.trimStart().startsWith('{')) {
-            const parsed = contextFile.safeParse(JSON.parse(text));
-            prompt = parsed.success ? messagesOf(parsed.data).map((m) => m.content).join('\n') : '';
-          }
-          const m = FEEDBACK.exec(prompt);
+          if (!this.reader.exists(file)) continue;
+          const m = FEEDBACK.exec(this.promptText(file));
           if (m) return m[1]!.trim();
         }
       }

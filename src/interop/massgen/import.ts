@@ -13,7 +13,8 @@
  *   .massgen/massgen_logs/log_<YYYYMMDD_HHMMSS_ffffff>/   one CLI session (get_log_session_dir)
  *     turn_<N>/                                          always present, N >= 1 (one per question)
  *       execution_metadata.yaml     query, timestamp, config_path, config (agents[].id, agents[].backend.model),
- *                                   cli_args, git, python_version, massgen_version, working_directory
+ *                                   cli_args, git, python_version, massgen_version, working_directory; written by
+ *                                   PyYAML's yaml.dump, so objects the config shares appear as &id001 / *id001
  *       massgen.log | massgen_debug.log
  *       [attempt_<M>/]              commit 304dbaa: only when orchestrator.coordination.max_orchestration_restarts > 0;
  *                                   0.1.97: always (attempt_1/ at least). Then every attempt (M >= 1) lives here
@@ -68,6 +69,12 @@
  * metrics_summary.json's totals (input + output), with the breakdown, the estimated cost and the per-agent
  * counts in metadata.massgen_usage, and tool calls from tools.total_calls; logs without the file (before
  * 0.1.x's metrics) import with 0. The wall clock is end_time - start_time.
+ *
+ * Input is not trusted: only regular files are read (a FIFO or device is refused before anything opens it),
+ * never a file whose real path leaves its log_<timestamp> directory (links included), JSON nested deeper than
+ * 256 levels is refused, YAML aliases must name an earlier anchor, not their own ancestor, and not expand
+ * the document past 100k nodes, and times must be epoch seconds in 2000..2100. Each problem fails its
+ * unit with file:line:col; --skip-invalid imports the rest.
  *
  * Mapping: one rollout per turn, or per attempt when the turn has attempt_M directories; id
  * mg_<sha256(log/turn_N[/attempt_M])>, source 'massgen-import', metadata {massgen_log, turn, attempt
@@ -148,7 +155,7 @@ export function parseMassgenLogs(dir: string): Parsed & { root: string; logs: nu
   for (const unit of discovery.units) {
     const ref = { log: unit.log, turn: unit.turn, attempt: unit.attempt };
     try {
-      const result = convertUnit(unit, reader);
+      const result = convertUnit(unit, reader.within(unit.logDir));
       if (result.kind === 'incomplete') parsed.skipped.push({ ...ref, rollout_id: null, reason: 'incomplete', detail: `${unitName(unit)}: ${result.reason}` });
       else parsed.converted.push({ unit, rollout: result.rollout });
     } catch (err) {

@@ -10,7 +10,7 @@
 //
 // CPU: process CPU time while the framework runs (Node: process.cpuUsage; Python: time.process_time plus
 // children) divided by the LLM calls the stub answered in that window. The stub's own CPU is not included.
-// Needs the MassGen venv: bench/lib/setup-massgen-venv.sh (or MASSGEN_BENCH_VENV=/path/to/venv).
+// Needs the MassGen venv: scripts/setup-massgen-venv.sh (or MASSGEN_VENV=/path/to/venv; MASSGEN_BENCH_VENV still works).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,7 +29,7 @@ import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 import { collectGarbage, runInterleaved } from './lib/timing.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const VENV = process.env.MASSGEN_BENCH_VENV ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'massgen-rl', 'massgen-bench-venv');
+const VENV = process.env.MASSGEN_VENV ?? process.env.MASSGEN_BENCH_VENV ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'massgen-rl', 'massgen-bench-venv');
 const MODEL = 'gpt-4o-mini'; // a name in MassGen's (LiteLLM's) pricing table, so its cost tracking takes its normal path
 const AGENTS = ['agent_a', 'agent_b', 'agent_c'];
 const TARGET_RATIO = 20;
@@ -123,8 +123,8 @@ function massgenEnv(stub, home, egressLog) {
 async function startMassgenRunner(env, cwd, logFile) {
   const python = path.join(VENV, 'bin', 'python');
   if (!fs.existsSync(python)) {
-    progress(`no MassGen venv at ${VENV}: creating it once (bench/lib/setup-massgen-venv.sh)`);
-    const setup = spawnSync('sh', [path.join(HERE, 'lib', 'setup-massgen-venv.sh')], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, MASSGEN_BENCH_VENV: VENV } });
+    progress(`no MassGen venv at ${VENV}: creating it once (scripts/setup-massgen-venv.sh)`);
+    const setup = spawnSync('sh', [path.join(HERE, '..', 'scripts', 'setup-massgen-venv.sh')], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, MASSGEN_VENV: VENV } });
     if (setup.status !== 0) throw new Error(`could not create the MassGen venv at ${VENV} (exit ${setup.status})`);
   }
   const log = fs.openSync(logFile, 'a');

@@ -13,7 +13,7 @@ export interface ScriptedRequest {
 
 export type ScriptedReply =
   | { content: string; delayMs?: number; usage?: { prompt_tokens: number; completion_tokens: number } }
-  | { toolCalls: { name: string; arguments: Record<string, unknown> }[]; content?: string; delayMs?: number }
+  | { toolCalls: { name: string; arguments: Record<string, unknown> }[]; content?: string; delayMs?: number; usage?: { prompt_tokens: number; completion_tokens: number } }
   | { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number }
   | { hang: true }
   | { destroy: true };
@@ -30,7 +30,11 @@ export interface ScriptedServer {
   close(): Promise<void>;
 }
 
-/** A real local OpenAI-compatible server whose replies come from a script: the edge test double. */
+/**
+ * A real local OpenAI-compatible server whose replies come from a script: the edge test double. Requests
+ * with `stream: true` get the reply as server-sent events (OpenAI's chunk format, with a usage chunk when
+ * `stream_options.include_usage` asks for it), as MassGen's chat-completions backends request them.
+ */
 export async function startScriptedServer(script: Script): Promise<ScriptedServer> {
   const requests: ScriptedRequest[] = [];
   const aborted: ScriptedRequest[] = [];
@@ -39,7 +43,13 @@ export async function startScriptedServer(script: Script): Promise<ScriptedServe
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString()) as ScriptedRequest;
+      let body: ScriptedRequest;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString()) as ScriptedRequest;
+      } catch {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ error: { message: `scripted server: no route ${req.method} ${req.url}` } }));
+      }
       const index = requests.push(body) - 1;
       headers.push(req.headers);
       let gone = false;
@@ -57,6 +67,10 @@ export async function startScriptedServer(script: Script): Promise<ScriptedServe
       if ('status' in reply) {
         res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
         return res.end(JSON.stringify(reply.body ?? { error: { message: `scripted ${reply.status}` } }));
+      }
+      if (body.stream) {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        return res.end(streamed(body, completion(body, reply)));
       }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(completion(body, reply)));
@@ -95,4 +109,18 @@ function completion(req: ScriptedRequest, reply: Exclude<ScriptedReply, { status
     ...(req.return_token_ids ? { prompt_token_ids: [1, 2, 3] } : {}),
     usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
   };
+}
+
+/** The same completion as server-sent events: a role chunk, the content or tool calls, the finish, then usage if asked. */
+function streamed(req: ScriptedRequest, c: ReturnType<typeof completion>): string {
+  const { message, finish_reason } = c.choices[0]!;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', model: c.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  let out = chunk({ role: 'assistant', content: '' });
+  if (message.tool_calls) out += chunk({ tool_calls: message.tool_calls.map((t, index) => ({ index, ...t })) });
+  if (message.content) out += chunk({ content: message.content });
+  out += chunk({}, finish_reason);
+  const opts = req.stream_options as { include_usage?: boolean } | undefined;
+  if (opts?.include_usage) out += `data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', model: c.model, choices: [], usage: c.usage })}\n\n`;
+  return `${out}data: [DONE]\n\n`;
 }

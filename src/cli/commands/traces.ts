@@ -5,7 +5,7 @@ import type { RolloutFilter } from '../../store/types.js';
 import { positiveInt } from '../flags.js';
 import type { Register } from '../register.js';
 import { renderTraceTree } from '../ui/trace-tree.js';
-import { formatDuration, formatTime, truncate } from '../ui/format.js';
+import { formatDuration, formatTime, taskOf, truncate } from '../ui/format.js';
 import { registerTracesImport } from './traces-import.js';
 
 const STATUSES = ['running', 'completed', 'failed', 'cancelled'];
@@ -37,7 +37,7 @@ export const registerTraces: Register = (program, ctx) => {
     if (ui.opts.json) return ui.json({ total, rollouts });
     if (!rollouts.length) return ui.print('no rollouts match');
     ui.table(['rollout', 'task', 'status', 'reward', 'tokens', 'wall', 'started', 'answer'], rollouts.map((r) => [
-      r.id, r.taskId ?? '—', r.status, r.totalReward?.toFixed(3) ?? '—', r.tokens, formatDuration(r.wallMs), formatTime(r.startedAt), truncate(r.finalAnswer ?? r.error ?? '', 40),
+      r.id, taskOf(r, 30), r.status, r.totalReward?.toFixed(3) ?? '—', r.tokens, formatDuration(r.wallMs), formatTime(r.startedAt), truncate(r.finalAnswer ?? r.error ?? '', 40),
     ]));
     ui.print(`${rollouts.length} of ${total} rollout(s)`);
   });

@@ -22,3 +22,10 @@ export function truncate(s: string, max: number): string {
   const flat = s.replace(/\s+/g, ' ').trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
+
+/** A rollout's task: its task id, else the task text an imported rollout carries (metadata.original_task), quoted. */
+export function taskOf(r: { taskId: string | null; metadata: Record<string, unknown> }, max: number): string {
+  if (r.taskId) return r.taskId;
+  const text = r.metadata.original_task;
+  return typeof text === 'string' && text.trim() ? `"${truncate(text, max - 2)}"` : '—';
+}

@@ -1,12 +1,12 @@
 import type { Reward, Rollout, Span } from '../../trace/records.js';
 import type { Colors } from './colors.js';
-import { formatDuration, formatTime, truncate } from './format.js';
+import { formatDuration, formatTime, taskOf, truncate } from './format.js';
 
 /** A rollout as an indented tree: spans nest under their parent span, rewards listed last. */
 export function renderTraceTree(d: { rollout: Rollout; spans: Span[]; rewards: Reward[] }, c: Colors): string {
   const r = d.rollout;
   const lines = [
-    `${c.bold(r.id)}  ${r.status}  task ${r.taskId ?? '—'}  reward ${r.totalReward?.toFixed(3) ?? '—'}`,
+    `${c.bold(r.id)}  ${r.status}  task ${taskOf(r, 80)}  reward ${r.totalReward?.toFixed(3) ?? '—'}`,
     c.dim(`started ${formatTime(r.startedAt)}, ${formatDuration(r.wallMs)}, ${r.tokens} tokens, ${r.toolCalls} tool calls, ${r.messages} messages`),
   ];
   if (r.error) lines.push(c.red(`error: ${r.error}`));

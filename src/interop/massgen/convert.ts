@@ -9,8 +9,8 @@ import { sha256 } from '../../util/hash.js';
 import type { MassgenUnit } from './discover.js';
 import { FileReader, MassgenInputError } from './files.js';
 import {
-  contextFile, coordinationEvents, snapshotMappings, voteFile,
-  type ContextFile, type CoordinationEvents, type MassgenEvent, type SnapshotMappings,
+  contextFile, coordinationEvents, metricsSummary, snapshotMappings, voteFile,
+  type ContextFile, type CoordinationEvents, type MassgenEvent, type MetricsSummary, type SnapshotMappings,
 } from './format.js';
 
 export const MASSGEN_IMPORT_SOURCE = 'massgen-import';
@@ -73,7 +73,24 @@ export function convertUnit(unit: MassgenUnit, reader: FileReader): ConvertResul
   const mappingsFile = path.join(unit.dir, 'snapshot_mappings.json');
   const mappings = reader.exists(mappingsFile) ? reader.json(mappingsFile, snapshotMappings, 'snapshot_mappings.json') : null;
   const execution = readExecutionMetadata(unit, reader);
-  return { kind: 'ok', rollout: new Converter(unit, reader, log, mappings, execution).run() };
+  const metricsFile = path.join(unit.dir, 'metrics_summary.json');
+  const metrics = reader.exists(metricsFile) ? reader.json(metricsFile, metricsSummary, 'metrics_summary.json') : null;
+  return { kind: 'ok', rollout: new Converter(unit, reader, log, mappings, execution, metrics).run() };
+}
+
+/** Token counts as MassGen summed them from the API's usage (its totals are the sums over agents). */
+function usageOf(m: MetricsSummary) {
+  const t = m.totals;
+  const byAgent = Object.fromEntries(Object.entries(m.agents ?? {}).flatMap(([id, a]) =>
+    a.token_usage ? [[id, { input_tokens: a.token_usage.input_tokens ?? 0, output_tokens: a.token_usage.output_tokens ?? 0 }]] : []));
+  return {
+    input_tokens: t.input_tokens ?? 0,
+    output_tokens: t.output_tokens ?? 0,
+    reasoning_tokens: t.reasoning_tokens ?? 0,
+    estimated_cost: t.estimated_cost ?? 0,
+    llm_calls: m.api_timing?.total_calls ?? null,
+    by_agent: byAgent,
+  };
 }
 
 interface ExecutionInfo {
@@ -140,6 +157,7 @@ class Converter {
     private readonly log: CoordinationEvents,
     private readonly mappings: SnapshotMappings | null,
     private readonly execution: ExecutionInfo,
+    private readonly metrics: MetricsSummary | null,
   ) {
     this.agents = log.session_metadata.agent_ids;
     this.agents.forEach((a, i) => this.labels.set(a, `agent${i + 1}`));
@@ -165,6 +183,7 @@ class Converter {
 
     const original = meta.user_prompt ?? this.execution.query ?? null;
     const ownFeedback = this.unit.attempt !== null && this.unit.attempt > 1 ? this.feedbackInSpans() : null;
+    const usage = this.metrics ? usageOf(this.metrics) : null;
     const metadata: Record<string, unknown> = {
       massgen_log: this.unit.log,
       turn: this.unit.turn,
@@ -176,6 +195,7 @@ class Converter {
       ...(Object.keys(this.execution.models).length ? { models: this.execution.models } : {}),
       ...(this.execution.massgenVersion ? { massgen_version: this.execution.massgenVersion } : {}),
       ...(ownFeedback !== null ? { restart_feedback: ownFeedback } : {}),
+      ...(usage ? { massgen_usage: usage } : {}),
       restarted: this.unit.nextAttemptDir !== null,
     };
     const completed = this.finalAnswer !== null;
@@ -184,8 +204,8 @@ class Converter {
       error: completed ? null : 'the MassGen log has no final answer',
       finalAnswer: this.finalAnswer,
       winner: this.winner,
-      tokens: 0,
-      toolCalls: 0,
+      tokens: usage ? usage.input_tokens + usage.output_tokens : 0,
+      toolCalls: this.metrics?.tools?.total_calls ?? 0,
       messages: this.spans.filter((s) => s.type === 'message').length,
       wallMs: Math.max(0, (endS - startS) * 1000),
     };
@@ -542,6 +562,15 @@ class Converter {
     return null;
   }
 
+  private promptText(file: string): string {
+    try {
+      return messagesOf(this.readContext(file)).map((m) => m.content).join('\n');
+    } catch (err) {
+      if (err instanceof MassgenInputError) return ''; // reported by the attempt that owns the file
+      throw err;
+    }
+  }
+
   /** The restart feedback the next attempt's agents were given (MassGen prepends it to their prompt). */
   private feedbackOf(attemptDir: string): string | null {
     try {
@@ -550,14 +579,8 @@ class Converter {
         const snaps = fs.readdirSync(path.join(attemptDir, agent.name)).filter((n) => SNAPSHOT_DIR.test(n)).sort();
         for (const s of snaps) {
           const file = path.join(attemptDir, agent.name, s, 'context.txt');
-          if (!fs.existsSync(file)) continue;
-          const text = fs.readFileSync(file, 'utf8');
-          let prompt = text;
-          if (text.trimStart().startsWith('{')) {
-            const parsed = contextFile.safeParse(JSON.parse(text));
-            prompt = parsed.success ? messagesOf(parsed.data).map((m) => m.content).join('\n') : '';
-          }
-          const m = FEEDBACK.exec(prompt);
+          if (!this.reader.exists(file)) continue;
+          const m = FEEDBACK.exec(this.promptText(file));
           if (m) return m[1]!.trim();
         }
       }

@@ -7,9 +7,16 @@ import { z } from 'zod';
 
 const ANSWER_LABEL = /^agent\d+\.\d+$/;
 
+/** MassGen's times are epoch seconds (time.time()); outside 2000..2100 a value is corrupt, not a time. */
+export const EPOCH_S_MIN = 946_684_800;
+export const EPOCH_S_MAX = 4_102_444_800;
+const epochSeconds = z.number().refine((t) => t >= EPOCH_S_MIN && t <= EPOCH_S_MAX, {
+  message: 'not a plausible time (expected epoch seconds between 2000 and 2100)',
+});
+
 export const massgenEvent = z
   .looseObject({
-    timestamp: z.number(),
+    timestamp: epochSeconds,
     event_type: z.string().min(1),
     agent_id: z.string().nullable().optional(),
     details: z.string().nullable().optional(),
@@ -35,8 +42,8 @@ export const coordinationEvents = z.looseObject({
   session_metadata: z.looseObject({
     user_prompt: z.string().nullable().optional(),
     agent_ids: z.array(z.string().min(1)).min(1),
-    start_time: z.number().nullable().optional(),
-    end_time: z.number().nullable().optional(),
+    start_time: epochSeconds.nullable().optional(),
+    end_time: epochSeconds.nullable().optional(),
     final_winner: z.string().nullable().optional(),
   }),
   events: z.array(massgenEvent),
@@ -74,3 +81,21 @@ export const contextFile = z.looseObject({
   messages: z.array(z.looseObject({ role: z.string(), content: z.unknown() })).optional(),
 });
 export type ContextFile = z.infer<typeof contextFile>;
+
+const tokenCount = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const tokenUsage = z.looseObject({
+  input_tokens: tokenCount.optional(),
+  output_tokens: tokenCount.optional(),
+  reasoning_tokens: tokenCount.optional(),
+  cached_input_tokens: tokenCount.optional(),
+  estimated_cost: z.number().nonnegative().optional(),
+});
+
+/** metrics_summary.json (MassGen 0.1.x, written next to coordination_events.json): token counts and costs. */
+export const metricsSummary = z.looseObject({
+  totals: tokenUsage,
+  tools: z.looseObject({ total_calls: tokenCount.optional() }).optional(),
+  api_timing: z.looseObject({ total_calls: tokenCount.optional() }).optional(),
+  agents: z.record(z.string(), z.looseObject({ token_usage: tokenUsage.nullable().optional() })).optional(),
+});
+export type MetricsSummary = z.infer<typeof metricsSummary>;

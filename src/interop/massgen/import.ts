@@ -6,15 +6,19 @@
  * massgen/coordination_tracker.py (coordination_events.json, snapshot_mappings.json, status.json,
  * answer labels), massgen/orchestrator.py (_save_agent_snapshot: answer.txt, vote.json, context.txt,
  * final/; restart attempts), massgen/message_templates.py (context contents, restart feedback) and
- * massgen/cli.py (turn numbering, copying the last attempt's final/ to the turn).
+ * massgen/cli.py (turn numbering, copying the last attempt's final/ to the turn). Checked against logs written by
+ * the real massgen 0.1.97 from PyPI (test/fixtures/massgen-real, test/integration/massgen-real.test.ts), which
+ * adds the metrics files and always writes attempt_1/.
  *
  *   .massgen/massgen_logs/log_<YYYYMMDD_HHMMSS_ffffff>/   one CLI session (get_log_session_dir)
  *     turn_<N>/                                          always present, N >= 1 (one per question)
  *       execution_metadata.yaml     query, timestamp, config_path, config (agents[].id, agents[].backend.model),
- *                                   cli_args, git, python_version, massgen_version, working_directory
+ *                                   cli_args, git, python_version, massgen_version, working_directory; written by
+ *                                   PyYAML's yaml.dump, so objects the config shares appear as &id001 / *id001
  *       massgen.log | massgen_debug.log
- *       [attempt_<M>/]              only when orchestrator.coordination.max_orchestration_restarts > 0; then every
- *                                   attempt (M >= 1) lives here and turn_<N>/final/ is a copy of the last attempt's
+ *       [attempt_<M>/]              commit 304dbaa: only when orchestrator.coordination.max_orchestration_restarts > 0;
+ *                                   0.1.97: always (attempt_1/ at least). Then every attempt (M >= 1) lives here
+ *                                   and turn_<N>/final/ is a copy of the last attempt's
  *         coordination_events.json  written once, when the final presentation ends:
  *             { session_metadata: { user_prompt, agent_ids (registration order), start_time, end_time (epoch s),
  *                                   final_winner },
@@ -22,7 +26,8 @@
  *             event_type: session_start | session_end | iteration_start | iteration_end | status_change |
  *             context_received | restart_triggered | restart_completed | new_answer | vote_cast |
  *             final_agent_selected | final_answer | final_round_start | agent_error | agent_timeout |
- *             agent_cancelled | update_injected. Every context has iteration and round (the agent's round,
+ *             agent_cancelled | update_injected | vote_ignored (0.1.97: a vote cast while new answers arrived;
+ *             not counted, and not imported). Every context has iteration and round (the agent's round,
  *             which only increases when that agent answers). Per type: new_answer {label "agentN.M"};
  *             vote_cast {voted_for (real id), voted_for_label, reason, available_answers}; context_received
  *             {available_answers ("agentN"), available_answer_labels ("agentN.M"), answer_count,
@@ -34,6 +39,16 @@
  *                                     "agent1.vote1": {type: vote, ..., voted_for, voted_for_label, path},
  *                                     "agent1.final": {type: final_answer, timestamp: "final", path} }
  *         status.json               live progress snapshot (meta, coordination, agents, results); not imported
+ *         metrics_summary.json      (0.1.97) written with coordination_events.json: { meta {question, winner, ...},
+ *                                     totals { input_tokens, output_tokens, reasoning_tokens, estimated_cost, ... },
+ *                                     tools { total_calls, ... }, api_timing { total_calls, ... }, rounds {...},
+ *                                     agents { <agent_id>: { token_usage { input_tokens, output_tokens, ... },
+ *                                     round_history, tool_metrics } } }. Totals are the sums of the agents'
+ *                                     token_usage, which the backends add up from the API's usage of every call
+ *                                     (round_history leaves out calls whose result was discarded, so it sums lower).
+ *         metrics_events.json, events.jsonl, coordination_table.txt, agent_outputs/, execution_trace.md (in each snapshot)
+ *                                   (0.1.97) per-round metrics, the display's event stream, renderings; not imported
+ *                                   (events.jsonl holds no token counts for a coordination's own calls)
  *         <agent_id>/<YYYYMMDD_HHMMSS_ffffff>/   one snapshot per answer or vote (and partial work on restarts)
  *             answer.txt            the answer text, verbatim
  *             vote.json             { voter_id, voter_anon_id, voted_for, voted_for_anon, reason, timestamp,
@@ -50,8 +65,16 @@
  * sorted id among all agents. Our labels follow the tracker (agentN = the N-th registered agent, which
  * is also our vocabulary's rule); votes are resolved through voted_for (the real id), never an _anon
  * field. Restart reason and instructions are not logged as events: the next attempt's prompts start with a
- * <PREVIOUS ATTEMPT FEEDBACK> block, which is where the importer reads them. Token counts and costs are
- * not in these files (only in the text log); an import records the wall clock from start_time/end_time.
+ * <PREVIOUS ATTEMPT FEEDBACK> block, which is where the importer reads them. Tokens: the rollout's are
+ * metrics_summary.json's totals (input + output), with the breakdown, the estimated cost and the per-agent
+ * counts in metadata.massgen_usage, and tool calls from tools.total_calls; logs without the file (before
+ * 0.1.x's metrics) import with 0. The wall clock is end_time - start_time.
+ *
+ * Input is not trusted: only regular files are read (a FIFO or device is refused before anything opens it),
+ * never a file whose real path leaves its log_<timestamp> directory (links included), JSON nested deeper than
+ * 256 levels is refused, YAML aliases must name an earlier anchor, not their own ancestor, and not expand
+ * the document past 100k nodes, and times must be epoch seconds in 2000..2100. Each problem fails its
+ * unit with file:line:col; --skip-invalid imports the rest.
  *
  * Mapping: one rollout per turn, or per attempt when the turn has attempt_M directories; id
  * mg_<sha256(log/turn_N[/attempt_M])>, source 'massgen-import', metadata {massgen_log, turn, attempt
@@ -132,7 +155,7 @@ export function parseMassgenLogs(dir: string): Parsed & { root: string; logs: nu
   for (const unit of discovery.units) {
     const ref = { log: unit.log, turn: unit.turn, attempt: unit.attempt };
     try {
-      const result = convertUnit(unit, reader);
+      const result = convertUnit(unit, reader.within(unit.logDir));
       if (result.kind === 'incomplete') parsed.skipped.push({ ...ref, rollout_id: null, reason: 'incomplete', detail: `${unitName(unit)}: ${result.reason}` });
       else parsed.converted.push({ unit, rollout: result.rollout });
     } catch (err) {

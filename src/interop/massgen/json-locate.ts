@@ -22,6 +22,33 @@ export function positionAt(text: string, offset: number): TextPosition {
   return { offset: clamped, line, column: clamped - lineStart + 1 };
 }
 
+/** Deeper than any file MassGen writes (about 10 levels); JSON.parse takes more, but stringifying it again would not. */
+export const MAX_JSON_DEPTH = 256;
+
+/**
+ * Where the text first opens more than maxDepth nested arrays or objects, or undefined. A linear scan
+ * without recursion: run before JSON.parse, so nothing later (schema checks, error positions, JSON.stringify
+ * into the store) meets a value nested deeply enough to overflow the stack.
+ */
+export function findExcessiveNesting(text: string, maxDepth = MAX_JSON_DEPTH): TextPosition | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 92) i++; // backslash: skip the escaped character
+      else if (ch === 34) inString = false;
+    } else if (ch === 34) {
+      inString = true;
+    } else if (ch === 91 || ch === 123) {
+      if (++depth > maxDepth) return positionAt(text, i);
+    } else if (ch === 93 || ch === 125) {
+      depth--;
+    }
+  }
+  return undefined;
+}
+
 export class JsonSyntaxError extends Error {
   constructor(message: string, readonly offset: number) {
     super(message);
@@ -87,7 +114,7 @@ function parseTree(text: string): Node {
     i += m![0].length;
   };
   const value = (depth: number): Node => {
-    if (depth > 10_000) fail('nesting too deep');
+    if (depth > MAX_JSON_DEPTH) fail(`nested deeper than ${MAX_JSON_DEPTH} levels`);
     ws();
     const start = i;
     const ch = text[i];

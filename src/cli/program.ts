@@ -1,10 +1,12 @@
 import { Command, Option } from 'commander';
 import { registerCheckpoints } from './commands/checkpoints.js';
 import { registerCollect } from './commands/collect.js';
+import { registerDeploy } from './commands/deploy.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerFeedback } from './commands/feedback.js';
 import { registerInit } from './commands/init.js';
-import { registerNotYet } from './commands/not-yet.js';
+import { registerLoop } from './commands/loop.js';
+import { registerResources } from './commands/resources.js';
 import { registerRewards } from './commands/rewards.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
@@ -31,7 +33,7 @@ export function buildProgram(): { program: Command; close(): Promise<void> } {
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerNotYet] satisfies Register[]) {
+  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerDeploy, registerResources, registerLoop] satisfies Register[]) {
     register(program, ctx);
   }
   return { program, close: async () => context?.close() };

@@ -1,12 +1,14 @@
 import { Command, Option } from 'commander';
 import { registerCheckpoints } from './commands/checkpoints.js';
 import { registerCollect } from './commands/collect.js';
+import { registerDeploy } from './commands/deploy.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerEval } from './commands/eval.js';
 import { registerFeedback } from './commands/feedback.js';
 import { registerInit } from './commands/init.js';
-import { registerNotYet } from './commands/not-yet.js';
+import { registerLoop } from './commands/loop.js';
 import { registerReport } from './commands/report.js';
+import { registerResources } from './commands/resources.js';
 import { registerRewards } from './commands/rewards.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
@@ -33,7 +35,7 @@ export function buildProgram(): { program: Command; close(): Promise<void> } {
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerEval, registerReport, registerNotYet] satisfies Register[]) {
+  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerResources, registerLoop] satisfies Register[]) {
     register(program, ctx);
   }
   return { program, close: async () => context?.close() };

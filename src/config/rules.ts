@@ -20,6 +20,7 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   for (const [key, m] of Object.entries(config.models)) {
     if (!m.base_url && !m.local) add(['models', key], 'set either base_url (a running server) or local (weights served by massgen-rl)');
     if (m.base_url && m.local) add(['models', key, 'local'], 'base_url and local are exclusive: local weights are served on their own address');
+    if (m.lora && !m.base_url) add(['models', key, 'lora'], 'lora names adapters on a server at base_url; a model with local weights serves its adapters itself');
   }
   for (const [key, p] of Object.entries(config.prompts)) {
     if (Boolean(p.file) === Boolean(p.text)) add(['prompts', key], 'set exactly one of file or text');

@@ -31,6 +31,10 @@ const model = z.strictObject({
   timeout_ms: posInt.default(120_000),
   max_retries: nonNegInt.default(3),
   logprobs: z.boolean().default(true).describe('request per-token logprobs and token ids when the server supports them'),
+  lora: z.strictObject({
+    line: name.describe('the weight line whose LoRA adapters this server runs (e.g. the line train.base_model trains)'),
+    load_adapters: z.boolean().default(true).describe('load adapters through the server\'s runtime LoRA endpoints (vLLM: --enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)'),
+  }).optional().describe('a server at base_url that serves adapters by name: a deployed adapter is requested as model LINE-vN'),
 });
 
 const prompt = z.strictObject({
@@ -216,11 +220,6 @@ const deploy = z.strictObject({
     alpha: z.number().gt(0).lt(1).default(0.05),
   }).prefault({}),
   export_massgen: z.string().min(1).optional().describe('also write a MassGen config of production here after each deploy'),
-  vllm: z.array(z.strictObject({
-    base_url: z.url().describe('an external vLLM server (with --enable-lora) that serves deployed adapters'),
-    model: name.describe('the config model whose weights it serves'),
-    api_key_env: envName.optional(),
-  })).default([]),
 });
 
 const loop = z.strictObject({

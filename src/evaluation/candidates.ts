@@ -28,7 +28,7 @@ export function resolveSet(ctx: SetContext, production: ResourceSet, spec: strin
     const ck = store.checkpoints.resolve(ref);
     if (!ck?.resourceId) throw new UserError(`${what} ${ref}: no checkpoint with this id (or the prefix is ambiguous)`, 'see `massgen-rl checkpoints list`');
     const weight = store.resources.get(ck.resourceId)!;
-    return swap(withWeights(production.members, store, weight), { kind: 'candidate', spec: ref, checkpoint_id: ck.id, weight_id: weight.id, training_run_id: ck.trainingRunId });
+    return swap(withWeights(production.members, store, weight, ctx.config), { kind: 'candidate', spec: ref, checkpoint_id: ck.id, weight_id: weight.id, training_run_id: ck.trainingRunId });
   }
   const m = /^(?:(resource):)?([A-Za-z0-9][A-Za-z0-9_.-]*)@(\d+)$/.exec(ref);
   if (!m) {
@@ -38,7 +38,7 @@ export function resolveSet(ctx: SetContext, production: ResourceSet, spec: strin
   const find = (kind: 'weight' | 'prompt'): Resource | undefined => store.resources.list(kind).find((r) => r.name === name && r.version === Number(v));
   const weight = find('weight');
   const prompt = explicit ? undefined : find('prompt');
-  if (weight && !prompt) return swap(withWeights(production.members, store, weight), { kind: 'candidate', spec: ref, weight_id: weight.id });
+  if (weight && !prompt) return swap(withWeights(production.members, store, weight, ctx.config), { kind: 'candidate', spec: ref, weight_id: weight.id });
   if (prompt && !weight) return swap(withPrompt(production.members, ctx.config, prompt), { kind: 'candidate', spec: ref, prompt_id: prompt.id });
   if (prompt && weight) throw new UserError(`${what} ${ref}: both a prompt and a weight line are called "${name}"; write resource:${ref} for the weights`);
   throw new UserError(`${what} ${ref}: no prompt or weight resource "${name}" has version ${v}`, 'see `massgen-rl resources list`');
@@ -54,7 +54,7 @@ export function latestCandidate(ctx: SetContext, production: ResourceSet): Resou
     if (set.id === production.id || (set.origin.kind !== 'training' && set.origin.kind !== 'prompt')) continue;
     const weight = typeof set.origin.weight_id === 'string' ? store.resources.get(set.origin.weight_id) : undefined;
     const prompt = typeof set.origin.prompt_id === 'string' ? store.resources.get(set.origin.prompt_id) : undefined;
-    const members = weight ? withWeights(production.members, store, weight) : prompt ? withPrompt(production.members, ctx.config, prompt) : set.members;
+    const members = weight ? withWeights(production.members, store, weight, ctx.config) : prompt ? withPrompt(production.members, ctx.config, prompt) : set.members;
     const candidate = store.sets.add(members, { ...set.origin, rebased_from: set.id }, production.id);
     if (candidate.id !== production.id) return candidate;
   }

@@ -7,6 +7,7 @@ import { sha256 } from '../util/hash.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { tasksForRun } from '../tasks/for-run.js';
 import { createToolRunner } from '../tools/runner.js';
+import { reviewProduction, type Review } from './watch.js';
 
 export interface CollectOptions {
   /** A built-in suite name or a task file; replaces tasks.sources. */
@@ -17,6 +18,7 @@ export interface CollectOptions {
   signal?: AbortSignal;
   onProgress?: (p: CollectProgress) => void;
   onStage?: (message: string) => void;
+  trigger?: 'collect' | 'loop';
 }
 
 export interface CollectProgress {
@@ -49,6 +51,8 @@ export interface CollectSummary {
   /** The production resource set that served the run, and the canary's when one ran. */
   resourceSet: { id: string; version: number };
   canary: { id: string; version: number; fraction: number; rollouts: number } | null;
+  /** What this collect says about the last production change: canary promotion, post-deploy watch. */
+  review: Review | null;
   rollouts: RolloutSummary[];
 }
 
@@ -63,7 +67,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const signal = opts.signal ?? new AbortController().signal;
   checkTeamInputs(rt);
   const store = rt.store();
-  const production = await setupTeam(rt, rt.production('collect'));
+  const production = await setupTeam(rt, rt.production(opts.trigger ?? 'collect'));
   const trial = canary(store);
   const candidate = trial && await setupTeam(rt, store.sets.add(complete(trial.set, production.set.members), { kind: 'candidate', completed_from: trial.set.id }, trial.set.id));
   store.tasks.upsertMany(tasks);
@@ -86,8 +90,10 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
     ...summarize(runId, tasks.length, done, performance.now() - started, signal.aborted),
     resourceSet: { id: production.set.id, version: production.set.version },
     canary: candidate ? { id: candidate.set.id, version: candidate.set.version, fraction: trial!.fraction, rollouts: onCanaryCount } : null,
+    review: null as Review | null,
   };
   store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined });
+  if (summary.status === 'completed') summary.review = await reviewProduction(rt, opts.trigger ?? 'collect');
   return summary;
 }
 
@@ -109,7 +115,7 @@ function progress(done: RolloutSummary[], total: number, started: number, last: 
   };
 }
 
-function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'resourceSet' | 'canary'> {
+function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'resourceSet' | 'canary' | 'review'> {
   const completed = rollouts.filter((r) => r.status === 'completed');
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
   const scored = completed.filter((r) => r.quality !== null);

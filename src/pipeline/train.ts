@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ALGOS, type Algo } from '../config/schema.js';
 import { buildDataset, type BuildDatasetResult } from '../datasets/build.js';
@@ -13,6 +14,7 @@ import type { Checkpoint } from '../store/checkpoints.js';
 import type { Resource, ResourceSet, SetOrigin, Store } from '../store/index.js';
 import { executeTraining, type TrainProgress } from '../trainers/execute.js';
 import { launchCommand } from '../trainers/launch.js';
+import { stopLeftover } from '../trainers/process-group.js';
 import { checkDisk, checkMemory, requireVenv, selectDevices } from '../trainers/preflight.js';
 import { findResumable, type TrainRunDetail } from '../trainers/resume.js';
 import { needsRewardBridge, readTrainerConfig, trainerConfig, trainerConfigHash, writeTrainerConfig, type TrainerConfig } from '../trainers/trainer-config.js';
@@ -33,6 +35,8 @@ export interface TrainOptions {
   onProgress?: (p: TrainProgress) => void;
   /** Extra trainer environment. */
   env?: NodeJS.ProcessEnv;
+  /** Called with the training run's id as soon as it is recorded (the loop keeps it to resume the run). */
+  onRunStart?: (runId: string) => void;
 }
 
 export interface TrainResult {
@@ -66,7 +70,7 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
   if (!rt.storeExists()) throw new UserError(`there are no traces to train on yet (no store at ${rt.paths.storePath})`, 'run `massgen-rl collect` first');
   const store = rt.existingStore();
   const devices = await selectDevices(t.gpus);
-  const prepared = opts.resume ? resumeRun(store, opts.resume) : await newRun(rt, store, devices.cpu, opts);
+  const prepared = opts.resume ? await resumeRun(store, opts.resume) : await newRun(rt, store, devices.cpu, opts);
   const { detail, config } = prepared;
   const algo = detail.algo as Algo;
   if (t.check_memory && !prepared.resumed) {
@@ -81,6 +85,7 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
     if (bridge && needsRewardBridge(config)) config.reward_url = bridge.url;
     writeTrainerConfig(detail.config_file, config);
     const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, { algo, dataset_hash: detail.dataset.hash, log_path: detail.log_file });
+    opts.onRunStart?.(runId);
     opts.onStage?.(`training ${algo} on ${detail.dataset.rows} examples (run ${runId}; log ${detail.log_file})`);
     const { outcome, registered, metrics } = await executeTraining({
       store, runId, detail, command, gpus: t.gpus, baseModel: detail.start.ref, signal: opts.signal, env: opts.env,
@@ -129,8 +134,11 @@ async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOption
   return { detail, config, resumed: false };
 }
 
-function resumeRun(store: Store, resume: true | string): PreparedRun {
-  const { run, detail, checkpoint } = findResumable(store, resume === true ? undefined : resume);
+async function resumeRun(store: Store, resume: true | string): Promise<PreparedRun> {
+  const found = findResumable(store, resume === true ? undefined : resume);
+  // A trainer whose parent was killed may still be running on the run's folder: it stops (saving) first.
+  if (await stopLeftover(found.detail.trainer_pid, found.detail.trainer_host, os.hostname())) return resumeRun(store, found.run.id);
+  const { run, detail, checkpoint } = found;
   for (const [what, p] of [['dataset', detail.dataset.dir], ['start weights', detail.start.dir], ['trainer config', detail.config_file]] as const) {
     if (!fs.existsSync(p)) throw new UserError(`cannot resume ${run.id}: its ${what} is gone (${p})`);
   }
@@ -143,7 +151,7 @@ function resumeRun(store: Store, resume: true | string): PreparedRun {
 function candidateSet(rt: Runtime, weight: Resource, origin: SetOrigin): ResourceSet | null {
   try {
     const production = rt.production();
-    return rt.store().sets.add(withWeights(production.members, rt.store(), weight), origin, production.id);
+    return rt.store().sets.add(withWeights(production.members, rt.store(), weight, rt.config), origin, production.id);
   } catch (err) {
     if (err instanceof UserError) return null;
     throw err;

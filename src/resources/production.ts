@@ -13,6 +13,8 @@ export interface SwitchInput {
   reason: string;
   evalRunId?: string | null;
   detail?: Record<string, unknown>;
+  /** End the canary in the same transaction (it became production, or production moved past it). */
+  clearCanary?: boolean;
 }
 
 /**
@@ -24,6 +26,7 @@ export function switchProduction(store: Store, dataDir: string, input: SwitchInp
   const id = store.transaction(() => {
     const before = store.sets.pointer('production')?.setId ?? null;
     store.sets.setPointer('production', input.to.id, null, input.evalRunId ?? null);
+    if (input.clearCanary) store.sets.setPointer('canary', null);
     syncResourcePointers(store, input.to.members, input.reason);
     return store.audit.add({ action: input.action, trigger: input.trigger, beforeSet: before, afterSet: input.to.id, evalRunId: input.evalRunId, reason: input.reason, detail: input.detail });
   });

@@ -53,10 +53,17 @@ export function reconcile(current: SetMembers | undefined, implied: SetMembers):
   return { agents };
 }
 
-/** A candidate: the base set with the agents that serve the checkpoint's line (or the named prompt) switched to it. */
-export function withWeights(base: SetMembers, store: Store, weight: Resource): SetMembers {
+/**
+ * A candidate: the base set with the agents that serve the weights' line switched to them: agents whose
+ * weights are of that line, and agents of a remote model that serves that line's adapters (models.*.lora).
+ */
+export function withWeights(base: SetMembers, store: Store, weight: Resource, config: RLConfig): SetMembers {
   const line = (id: string | null) => (id ? store.resources.get(id)?.name : undefined);
-  const served = Object.entries(base.agents).filter(([, m]) => line(m.weights) === weight.name);
+  const loraLine = (agent: string) => {
+    const model = config.agents.find((a) => a.id === agent)?.model;
+    return model ? config.models[model]?.lora?.line : undefined;
+  };
+  const served = Object.entries(base.agents).filter(([id, m]) => (m.weights ? line(m.weights) === weight.name : loraLine(id) === weight.name));
   if (!served.length) {
     const lines = [...new Set(Object.values(base.agents).map((m) => line(m.weights)).filter(Boolean))];
     throw new UserError(`weights ${weight.name} v${weight.version} belong to line "${weight.name}", which no agent serves${lines.length ? ` (agents serve: ${lines.join(', ')})` : ' (no agent has local weights)'}`);

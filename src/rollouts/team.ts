@@ -2,7 +2,9 @@ import type { LlmClient } from '../llm/types.js';
 import type { TeamAgent } from '../orchestrator/types.js';
 import { checkPromptFiles } from '../resources/prompts.js';
 import type { Judge, Runtime } from '../runtime/runtime.js';
-import type { ResourceSet } from '../store/index.js';
+import { UserError } from '../errors.js';
+import { ensureAdapter, loraName } from '../serving/vllm-lora.js';
+import type { Resource, ResourceSet } from '../store/index.js';
 import { toolDefinition } from '../tools/runner.js';
 
 export interface TeamSetup {
@@ -36,18 +38,38 @@ export async function setupTeam(rt: Runtime, set: ResourceSet): Promise<TeamSetu
     return m;
   };
   const clients = new Map<string, LlmClient>();
+  const served = new Map<string, string>();
   await Promise.all(config.agents.map(async (a) => {
+    const model = rt.model(a.model);
     const w = member(a.id).weights;
-    const weight = w && rt.model(a.model).local ? store.resources.get(w) : undefined;
-    clients.set(a.id, await rt.client(a.model, weight ? { weights: `resource:${weight.name}@${weight.version}` } : {}));
+    const weight = w ? store.resources.get(w) : undefined;
+    if (weight && !model.local) served.set(a.id, await remoteAdapter(rt, a.model, weight));
+    clients.set(a.id, await rt.client(a.model, weight && model.local ? { weights: `resource:${weight.name}@${weight.version}` } : {}));
   }));
   const judge = await rt.judge();
   const team: TeamAgent[] = config.agents.map((a, i) => ({
-    id: a.id, label: `agent${i + 1}`, model: rt.model(a.model).model, systemPrompt: store.resources.get(member(a.id).prompt)?.content ?? '',
+    id: a.id, label: `agent${i + 1}`, model: served.get(a.id) ?? rt.model(a.model).model, systemPrompt: store.resources.get(member(a.id).prompt)?.content ?? '',
     temperature: a.temperature, maxTokens: a.max_tokens, toolMode: a.tool_mode, implicitAnswer: a.implicit_answer,
     tools: a.tools.map((t) => toolDefinition(t, config.tools)), client: clients.get(a.id)!, samples: config.collect.samples_per_turn,
   }));
   const promptVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).prompt]));
   const weightVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).weights]));
   return { team, judge, set, promptVersions, weightVersions };
+}
+
+/**
+ * The model name an agent of a remote LoRA-serving model (models.*.lora) sends for an adapter of the
+ * set: the adapter, loaded on the server first when the config says massgen-rl manages its adapters.
+ */
+async function remoteAdapter(rt: Runtime, modelName: string, weight: Resource): Promise<string> {
+  const model = rt.model(modelName);
+  if (!model.lora || model.lora.line !== weight.name || !weight.metadata.adapter || !weight.path) {
+    throw new UserError(`models.${modelName} runs at ${model.base_url ?? 'its base_url'}, which can only switch to LoRA adapters of the line in models.${modelName}.lora.line; ${weight.name} v${weight.version} is not one`);
+  }
+  const name = loraName(weight.name, weight.version);
+  if (model.lora.load_adapters) {
+    const r = await ensureAdapter({ baseUrl: model.base_url!, apiKey: rt.apiKey(modelName) }, name, weight.path);
+    if (!r.ok) throw new UserError(`could not load adapter ${name} on models.${modelName}: ${r.detail}`);
+  }
+  return name;
 }

@@ -49,6 +49,18 @@ export class RolloutRepository {
     if (!changed) throw new Error(`rollout ${id} does not exist`);
   }
 
+  /**
+   * Total rewards of the completed collect rollouts a resource set served, oldest first: those started
+   * at or after `after` and before `before`; with `last`, only the newest that many.
+   */
+  setRewards(setId: string, opts: { after?: number; before?: number; last?: number; canary?: boolean } = {}): number[] {
+    const canary = opts.canary === undefined ? '' : ` AND COALESCE(json_extract(metadata, '$.canary'), 0) = ${opts.canary ? 1 : 0}`;
+    const rows = this.db.prepare(`SELECT total_reward FROM rollouts WHERE resource_set_id = ? AND source = 'collect' AND status = 'completed'
+      AND total_reward IS NOT NULL AND started_at >= ? AND started_at < ?${canary} ORDER BY num DESC LIMIT ?`)
+      .pluck().all(setId, opts.after ?? 0, opts.before ?? Number.MAX_SAFE_INTEGER, opts.last ?? -1) as number[];
+    return rows.reverse();
+  }
+
   setTotalReward(id: string, value: number | null): void {
     this.db.prepare('UPDATE rollouts SET total_reward = ? WHERE id = ?').run(value, id);
   }

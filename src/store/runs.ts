@@ -14,6 +14,8 @@ export interface RunRecord {
   detail: Record<string, unknown>;
   /** The table's result column (summary or metrics), parsed, if any. */
   result: Record<string, unknown> | null;
+  /** Loop runs: the stage it is at. */
+  step?: string | null;
 }
 
 interface Shape {
@@ -58,6 +60,18 @@ export class RunRepository {
     this.db.prepare(`UPDATE ${this.shape.table} SET status = ?, error = ?, finished_at = ?${resultSql} WHERE id = ?`).run(...params, id);
   }
 
+  /** Replaces the detail column (loop state as it advances) and, for loop runs, the current step. */
+  setDetail(id: string, detail: Record<string, unknown>, step?: string | null): void {
+    const stepSql = this.shape.extra.includes('step') && step !== undefined ? ', step = ?' : '';
+    this.db.prepare(`UPDATE ${this.shape.table} SET ${this.shape.detail} = ?${stepSql} WHERE id = ?`)
+      .run(this.redactor.json(detail), ...(stepSql ? [step] : []), id);
+  }
+
+  /** Takes over a run that stopped (its process died or it was interrupted): running again, owned by this process. */
+  reopen(id: string): void {
+    this.db.prepare(`UPDATE ${this.shape.table} SET status = 'running', error = NULL, finished_at = NULL, pid = ?, host = ? WHERE id = ?`).run(process.pid, HOST, id);
+  }
+
   get(id: string): RunRecord | undefined {
     const row = this.db.prepare(`SELECT * FROM ${this.shape.table} WHERE id = ?`).get(id) as Record<string, unknown> | undefined;
     return row && this.toRecord(row);
@@ -78,6 +92,7 @@ export class RunRepository {
       finishedAt: row.finished_at as number | null,
       detail: JSON.parse(row[this.shape.detail] as string) as Record<string, unknown>,
       result: result ? (JSON.parse(result) as Record<string, unknown>) : null,
+      ...('step' in row ? { step: row.step as string | null } : {}),
     };
   }
 }

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { InterruptedError, UserError } from '../errors.js';
 import { registerCheckpoint, type RegisteredCheckpoint } from '../resources/checkpoints.js';
 import type { Store } from '../store/index.js';
@@ -49,6 +50,7 @@ export async function executeTraining(input: ExecuteInput): Promise<ExecuteResul
     outcome = await runTrainer({
       ...input.command, env: pythonEnv({ ...gpuEnv(input.gpus), ...input.env }), logFile: detail.log_file,
       signal: input.signal, timeoutMs: input.timeoutMs,
+      onSpawn: (pid) => store.trainingRuns.setDetail(runId, { ...detail, trainer_pid: pid, trainer_host: os.hostname() } as unknown as Record<string, unknown>),
       onEvent: (ev) => {
         if (ev.event === 'progress') input.onStage?.(ev.message);
         if (ev.event !== 'step') return;

@@ -78,3 +78,18 @@ export function groupStopper(pid: number | undefined, graceMs: number, killAfter
     },
   };
 }
+
+/**
+ * Stops what is left of a trainer whose parent was killed (its process group outlives it, being
+ * detached): SIGINT (it saves a checkpoint), SIGTERM after graceMs, SIGKILL after killAfterMs more.
+ * Resolves once the group is gone; does nothing for a pid of another host or a group already gone.
+ */
+export async function stopLeftover(pid: number | undefined, host: string | undefined, thisHost: string, graceMs = 30_000, killAfterMs = 10_000): Promise<boolean> {
+  if (!pid || host !== thisHost || !signalGroup(pid, 0)) return false;
+  const stopper = groupStopper(pid, graceMs, killAfterMs);
+  stopper.stop();
+  stopper.leaderExited();
+  await stopper.drained();
+  stopper.dispose();
+  return true;
+}

@@ -16,6 +16,9 @@ export interface TrainRunDetail {
   num_processes: number;
   resumed_from?: string;
   resume_checkpoint?: string;
+  /** The trainer process (group leader) and its host, recorded when it starts. */
+  trainer_pid?: number;
+  trainer_host?: string;
 }
 
 export interface Resumable {

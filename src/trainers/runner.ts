@@ -28,6 +28,8 @@ export interface RunTrainerOptions {
   killAfterMs?: number;
   /** Step events kept in the outcome (the last N; default 1000). */
   keepSteps?: number;
+  /** Called with the trainer's pid (its process group) once it is spawned. */
+  onSpawn?: (pid: number) => void;
 }
 
 export type TrainerStatus = 'completed' | 'failed' | 'interrupted';
@@ -66,6 +68,7 @@ export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcom
   const child = execa(opts.command, opts.args, {
     env: opts.env, cwd: opts.cwd, reject: false, buffer: false, stdin: 'ignore', detached: true, cleanup: false,
   });
+  if (child.pid) opts.onSpawn?.(child.pid);
   const stopper = groupStopper(child.pid, opts.graceMs ?? 120_000, opts.killAfterMs ?? 10_000, (s) => write(`# sent ${s} to the trainer`));
   o.signalsSent = stopper.sent;
   const onAbort = () => stopper.stop();

@@ -27,6 +27,9 @@ export interface ScriptedServer {
   aborted: ScriptedRequest[];
   /** Request headers, in the order of `requests`. */
   headers: http.IncomingHttpHeaders[];
+  /** Runtime LoRA endpoint calls (vLLM's load_lora_adapter / unload_lora_adapter), in order, and the adapters loaded now. */
+  loraCalls: { action: 'load' | 'unload'; lora_name: string; lora_path?: string }[];
+  adapters: Set<string>;
   close(): Promise<void>;
 }
 
@@ -39,10 +42,27 @@ export async function startScriptedServer(script: Script): Promise<ScriptedServe
   const requests: ScriptedRequest[] = [];
   const aborted: ScriptedRequest[] = [];
   const headers: http.IncomingHttpHeaders[] = [];
+  const loraCalls: ScriptedServer['loraCalls'] = [];
+  const adapters = new Set<string>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
+      const lora = /\/(load|unload)_lora_adapter$/.exec(req.url ?? '');
+      if (lora) {
+        const b = JSON.parse(Buffer.concat(chunks).toString()) as { lora_name: string; lora_path?: string };
+        const action = lora[1] as 'load' | 'unload';
+        loraCalls.push({ action, ...b });
+        const known = adapters.has(b.lora_name);
+        if (action === 'load' ? known : !known) {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify({ message: action === 'load' ? `The lora adapter '${b.lora_name}' has already been loaded.` : `The lora adapter '${b.lora_name}' cannot be found.` }));
+        }
+        if (action === 'load') adapters.add(b.lora_name);
+        else adapters.delete(b.lora_name);
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return res.end(`Success: LoRA adapter '${b.lora_name}' ${action}ed successfully.`);
+      }
       let body: ScriptedRequest;
       try {
         body = JSON.parse(Buffer.concat(chunks).toString()) as ScriptedRequest;
@@ -83,6 +103,8 @@ export async function startScriptedServer(script: Script): Promise<ScriptedServe
     requests,
     aborted,
     headers,
+    loraCalls,
+    adapters,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());

@@ -1,0 +1,63 @@
+import type { DeployResult } from '../../pipeline/deploy.js';
+import type { Register } from '../register.js';
+import type { Ui } from '../ui/output.js';
+
+interface DeployFlags {
+  candidate?: string;
+  force?: boolean;
+  canary?: string;
+  promoteCanary?: boolean;
+  exportMassgen?: string;
+  reason?: string;
+}
+
+export const registerDeploy: Register = (program, ctx) => {
+  program
+    .command('deploy')
+    .description('promote an evaluated candidate to production when the deploy gates pass (with an audit record)')
+    .option('--candidate <spec>', 'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest evaluated candidate)')
+    .option('--force', 'promote even when a gate fails or the candidate was not evaluated (the audit record says so)')
+    .option('--canary <fraction>', 'serve the candidate to this share of later collects first, e.g. 0.2')
+    .option('--promote-canary', 'promote the running canary now if its gates pass (with --force: regardless)')
+    .option('--export-massgen <file>', 'also write production as a MassGen config')
+    .option('--reason <text>', 'why, for the audit record')
+    .action(async (flags: DeployFlags) => {
+      const { ui, runtime } = ctx();
+      const { deploy, refusal, promoteCanary } = await import('../../pipeline/deploy.js');
+      const rt = await runtime();
+      if (flags.promoteCanary) {
+        const r = await promoteCanary(rt, { force: flags.force, reason: flags.reason });
+        if (ui.opts.json) ui.json({ ok: r.action !== 'not promoted', ...r });
+        else render(ui, r);
+        if (r.action === 'not promoted') throw refusal(r);
+        return;
+      }
+      const canary = flags.canary === undefined ? undefined : Number(flags.canary);
+      const r = await deploy(rt, { candidate: flags.candidate, force: flags.force, canary, exportMassgen: flags.exportMassgen, reason: flags.reason });
+      if (ui.opts.json) ui.json({ ok: r.action !== 'not promoted', ...r });
+      else render(ui, r);
+      if (r.action === 'not promoted') throw refusal(r);
+    });
+
+  program
+    .command('rollback')
+    .description('restore the previous production set (or --to a named one), with an audit record')
+    .option('--to <set>', 'the set to restore: set:N, vN or an rs_ id')
+    .option('--reason <text>', 'why, for the audit record')
+    .action(async (flags: { to?: string; reason?: string }) => {
+      const { ui, runtime } = ctx();
+      const { rollback } = await import('../../pipeline/deploy.js');
+      const r = await rollback(await runtime(), { to: flags.to, reason: flags.reason });
+      if (ui.opts.json) return ui.json({ ok: true, ...r });
+      ui.print(`${ui.c.green('✓')} production is set v${r.after.version} again (was v${r.before.version}); audit #${r.auditId}`);
+    });
+};
+
+function render(ui: Ui, r: DeployResult): void {
+  for (const g of r.gates) ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);
+  const what = `set v${r.candidate.version} (production was v${r.before.version}${r.evalRunId ? `; evaluation ${r.evalRunId}` : ''})`;
+  if (r.action === 'not promoted') return ui.print(ui.c.yellow(`not promoted: ${what}`));
+  ui.print(`${ui.c.green('✓')} ${r.action}: ${what}; audit #${r.auditId}`);
+  for (const v of r.published?.vllm ?? []) ui.print(`  ${v.ok ? ui.c.green('✓') : ui.c.red('✗')} vLLM ${v.action} ${v.loraName}: ${v.detail}`);
+  if (r.published) ui.info(`production file: ${r.published.productionFile}`);
+}

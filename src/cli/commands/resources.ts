@@ -1,0 +1,45 @@
+import { positiveInt } from '../flags.js';
+import type { Register } from '../register.js';
+import { formatTime } from '../ui/format.js';
+
+export const registerResources: Register = (program, ctx) => {
+  const cmd = program.command('resources').description('resource sets (production, canary, candidates) and where each resource came from');
+
+  cmd.command('list').description('resource sets, newest first').option('--limit <n>', 'at most n', '30').action(async (flags: { limit: string }) => {
+    const { ui, runtime } = ctx();
+    const { listSets } = await import('../../pipeline/resources.js');
+    const sets = listSets(await runtime(), positiveInt('--limit', flags.limit));
+    if (ui.opts.json) return ui.json({ sets });
+    if (!sets.length) return ui.print('no resource sets yet (the first collect creates production from the config)');
+    ui.table(['set', 'id', 'role', 'origin', 'created'], sets.map((s) => [
+      `v${s.version}`, s.id, s.roles.join(', ') || '—', `${String(s.origin.kind)}${s.origin.training_run_id ? ` ${String(s.origin.training_run_id)}` : ''}${s.origin.spec ? ` ${String(s.origin.spec)}` : ''}`, formatTime(s.createdAt),
+    ]));
+  });
+
+  cmd.command('show [set]').description('a set (default: production) agent by agent, each resource traced back to the run and traces that made it')
+    .action(async (ref: string | undefined) => {
+      const { ui, runtime } = ctx();
+      const { showSet } = await import('../../pipeline/resources.js');
+      const d = showSet(await runtime(), ref ?? 'production');
+      if (ui.opts.json) return ui.json(d);
+      ui.print(`${ui.c.bold(`set v${d.set.version}`)} ${d.set.id}${d.set.roles.length ? ` (${d.set.roles.join(', ')})` : ''}: ${JSON.stringify(d.set.origin)}`);
+      for (const a of d.agents) {
+        ui.print(`  ${ui.c.bold(a.agent)}`);
+        for (const [what, t, follows] of [['prompt', a.prompt, a.followsConfig.prompt], ['weights', a.weights, a.followsConfig.weights]] as const) {
+          if (!t) {
+            ui.print(`    ${what}: served elsewhere`);
+            continue;
+          }
+          ui.print(`    ${what}: ${t.name} v${t.version} (${t.source}${follows ? ', follows the config' : ''})${t.lineage.length ? ` ← ${t.lineage.map((l) => `v${l.version}`).join(' ← ')}` : ''}`);
+          if (t.checkpoint) ui.print(`      checkpoint ${t.checkpoint.id} (${t.checkpoint.algo ?? '—'}), dataset ${t.checkpoint.datasetHash?.slice(0, 12) ?? '—'}${t.checkpoint.parent ? `, parent ${t.checkpoint.parent}` : ''}`);
+          if (t.trainingRun) ui.print(`      training run ${t.trainingRun.id} (${t.trainingRun.status})`);
+          if (t.traces) ui.print(`      trained on ${t.traces.rollouts} rollout(s), #${t.traces.from + 1}…#${t.traces.to} (\`massgen-rl traces list\`)`);
+        }
+      }
+      if (d.history.length) {
+        ui.table(['audit', 'when', 'action', 'trigger', 'change', 'reason'], d.history.map((h) => [
+          `#${h.id}`, formatTime(h.createdAt), h.action, h.trigger, `${h.beforeSet ?? '—'} → ${h.afterSet ?? '—'}`, h.reason ?? '',
+        ]));
+      }
+    });
+};

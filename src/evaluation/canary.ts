@@ -1,0 +1,36 @@
+import type { RLConfig } from '../config/schema.js';
+import { canary } from '../resources/production.js';
+import type { ResourceSet, Store } from '../store/index.js';
+import type { GateCheck } from './gates.js';
+import { compareGroups, type UnpairedComparison } from './unpaired.js';
+
+export interface CanaryState {
+  set: ResourceSet;
+  fraction: number;
+  evalRunId: string | null;
+  comparison: UnpairedComparison;
+  gates: GateCheck[];
+}
+
+const fmt = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(3));
+
+/**
+ * The running canary against production over the same period (rollouts since the canary started):
+ * enough canary rollouts, the minimum improvement of mean reward, and (when configured) a bootstrap
+ * interval of the difference above 0.
+ */
+export function canaryGates(store: Store, config: RLConfig, production: ResourceSet): CanaryState | undefined {
+  const trial = canary(store);
+  const pointer = store.sets.pointer('canary');
+  if (!trial || !pointer) return undefined;
+  const since = { after: pointer.updatedAt };
+  const cmp = compareGroups(store.rollouts.setRewards(production.id, since), store.rollouts.setRewards(trial.set.id, since), config.eval.bootstrap);
+  const { min_rollouts: needed } = config.deploy.canary;
+  const g = config.deploy.gates;
+  const gates: GateCheck[] = [
+    { gate: 'canary_rollouts', passed: cmp.n.after >= needed, value: cmp.n.after, threshold: needed, detail: `${cmp.n.after} canary rollout(s), ${cmp.n.before} production rollout(s) since the canary started; need ${needed}` },
+    { gate: 'min_improvement', passed: cmp.diff !== null && cmp.diff.mean >= g.min_improvement, value: cmp.diff?.mean ?? null, threshold: g.min_improvement, detail: `mean reward canary ${fmt(cmp.after)} vs production ${fmt(cmp.before)}: ${fmt(cmp.diff?.mean)} ≥ ${g.min_improvement}` },
+    ...(g.ci_lower_above_zero ? [{ gate: 'ci_lower_above_zero', passed: cmp.diff !== null && cmp.diff.low > 0, value: cmp.diff?.low ?? null, threshold: 0, detail: `bootstrap CI of the difference [${fmt(cmp.diff?.low)}, ${fmt(cmp.diff?.high)}] lies above 0` }] : []),
+  ];
+  return { set: trial.set, fraction: trial.fraction, evalRunId: pointer.evalRunId, comparison: cmp, gates };
+}

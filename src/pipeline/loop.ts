@@ -1,0 +1,178 @@
+import { errorMessage, GateError, UserError } from '../errors.js';
+import os from 'node:os';
+import { resolveStart } from '../resources/training-start.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { openCycle, saveCycle, type CycleState, type Stage, type StageRecord } from '../scheduler/cycles.js';
+import { acquireCycleLock } from '../scheduler/lock.js';
+import { stopLeftover } from '../trainers/process-group.js';
+import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
+import { collect } from './collect.js';
+import { deploy, latestEvaluation } from './deploy.js';
+import { evaluate } from './evaluate.js';
+import { writeReport } from './report.js';
+import { train } from './train.js';
+
+export interface CycleOptions {
+  signal?: AbortSignal;
+  onStage?: (stage: Stage, message: string) => void;
+}
+
+export interface CycleResult {
+  loopRunId: string;
+  cycle: number;
+  resumed: boolean;
+  status: 'completed' | 'failed' | 'cancelled';
+  stages: CycleState['stages'];
+  outcome: string;
+}
+
+type StageResult = Omit<StageRecord, 'started_at'>;
+
+/**
+ * One cycle, collect → train → eval → deploy (loop.steps), under the cross-process cycle lock. The
+ * state is saved at every stage change, so a crash, a kill or a time limit resumes the cycle at its
+ * stage: a training run is resumed or its registered checkpoint taken, an evaluation reuses what it
+ * measured, and deploy only ever promotes the candidate this cycle evaluated against current production.
+ */
+export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<CycleResult> {
+  const store = rt.store();
+  const loop = rt.config.loop;
+  const lock = acquireCycleLock(store, loop.stale_lock_min * 60_000);
+  try {
+    const steps = (['collect', 'train', 'eval', 'deploy'] as const).filter((s) => loop.steps.includes(s));
+    const { id, state, resumed } = openCycle(store, steps);
+    const cycleTimer = AbortSignal.timeout(loop.max_runtime_min * 60_000);
+    const signal = AbortSignal.any([lock.lost, cycleTimer, ...(opts.signal ? [opts.signal] : [])]);
+    const done = (status: CycleResult['status'], outcome: string): CycleResult => {
+      state.outcome = outcome;
+      saveCycle(store, id, state, null);
+      store.loopRuns.finish(id, status, undefined, status === 'completed' ? undefined : outcome);
+      return { loopRunId: id, cycle: state.cycle, resumed, status, stages: state.stages, outcome };
+    };
+    for (const stage of steps) {
+      const previous = state.stages[stage];
+      if (previous?.status === 'done' || previous?.status === 'skipped') continue;
+      state.stages[stage] = { ...previous, status: 'running', started_at: Date.now() };
+      saveCycle(store, id, state, stage);
+      const limit = loop.stage_timeout_min[stage];
+      const stageSignal = limit ? AbortSignal.any([signal, AbortSignal.timeout(limit * 60_000)]) : signal;
+      const record = (r: StageResult) => {
+        state.stages[stage] = { ...state.stages[stage]!, ...r, finished_at: Date.now() };
+        saveCycle(store, id, state, stage);
+      };
+      try {
+        opts.onStage?.(stage, `${stage}…`);
+        record(await STAGES[stage](rt, state, { signal: stageSignal, note: (m) => opts.onStage?.(stage, m), save: (fields) => {
+          state.stages[stage] = { ...state.stages[stage]!, ...fields };
+          saveCycle(store, id, state, stage);
+        } }));
+        opts.onStage?.(stage, `${stage}: ${state.stages[stage]!.status}${state.stages[stage]!.reason ? ` (${state.stages[stage]!.reason})` : ''}`);
+      } catch (err) {
+        if (stageSignal.aborted) {
+          const why = opts.signal?.aborted ? 'interrupted' : lock.lost.aborted ? 'the cycle lock was taken over' : cycleTimer.aborted ? `loop.max_runtime_min (${loop.max_runtime_min}) reached` : `loop.stage_timeout_min.${stage} (${limit}) reached`;
+          record({ status: 'cancelled', reason: why });
+          return done('cancelled', `${stage} stopped: ${why}; the next cycle resumes it`);
+        }
+        record({ status: 'failed', reason: errorMessage(err) });
+        return done('failed', `${stage} failed: ${errorMessage(err)}`);
+      }
+    }
+    return done('completed', outcomeOf(state));
+  } finally {
+    lock.release();
+  }
+}
+
+interface StageContext {
+  signal: AbortSignal;
+  note(message: string): void;
+  /** Persists fields of the running stage at once (a training run's id, so a crash can resume it). */
+  save(fields: Record<string, unknown>): void;
+}
+
+const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) => Promise<StageResult>> = {
+  async collect(rt, _state, c) {
+    const s = await collect(rt, { n: rt.config.loop.collect_n, signal: c.signal, trigger: 'loop', onStage: c.note });
+    if (s.status === 'cancelled') throw c.signal.reason ?? new Error('collect interrupted');
+    return {
+      status: 'done', run_id: s.runId, tasks: s.tasks, completed: s.completed, failed: s.failed, mean_reward: s.meanReward, tokens: s.tokens,
+      set: s.resourceSet.version, canary: s.review?.canary?.verdict ?? null, watch: s.review?.watch?.verdict ?? null,
+    };
+  },
+
+  async train(rt, state, c) {
+    const rec = state.stages.train;
+    const store = rt.store();
+    const prior = typeof rec?.training_run_id === 'string' ? store.trainingRuns.get(rec.training_run_id) : undefined;
+    if (prior?.status === 'completed') return trained(rt, prior.id, String(prior.result?.checkpoint_id ?? ''));
+    const algo = rt.config.train.algo;
+    const detail = prior?.detail as TrainRunDetail | undefined;
+    if (detail) await stopLeftover(detail.trainer_pid, detail.trainer_host, os.hostname());
+    const resumable = prior && (prior.status === 'cancelled' || prior.status === 'failed') && detail?.output_dir && lastCheckpoint(detail.output_dir) ? prior : undefined;
+    if (!resumable) {
+      const start = resolveStart(store, { baseModel: rt.config.train.base_model, weights: (ref, where) => rt.weights(ref, where) }, algo);
+      const fresh = store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE num > ? AND status = 'completed' AND source = 'collect'").pluck().get(start.watermark) as number;
+      if (fresh < rt.config.loop.min_new_traces) return { status: 'skipped', reason: `${fresh} new completed rollout(s) since the last ${algo} run on ${start.line}; loop.min_new_traces is ${rt.config.loop.min_new_traces}` };
+    }
+    try {
+      const r = await train(rt, { ...(resumable ? { resume: resumable.id } : {}), signal: c.signal, onStage: c.note, onRunStart: (runId) => c.save({ training_run_id: runId }) });
+      return { status: 'done', training_run_id: r.runId, checkpoint_id: r.checkpoint.id, weights: `${r.weight.name} v${r.weight.version}`, candidate_set: r.candidateSet?.id ?? null, steps: r.steps, final_loss: r.metrics.final_loss ?? null };
+    } catch (err) {
+      if (c.signal.aborted) throw err;
+      // Too little or too poor data is a reason to wait for the next cycle, not a failure.
+      if (err instanceof UserError && (err instanceof GateError || /^no \w+ examples/.test(err.message))) return { status: 'skipped', reason: err.message.split('\n')[0]! };
+      throw err;
+    }
+  },
+
+  async eval(rt, state, c) {
+    const candidate = candidateOf(rt, state);
+    if (!candidate) return { status: 'skipped', reason: 'no new candidate in this cycle' };
+    const s = await evaluate(rt, { candidate, trigger: 'loop', signal: c.signal, onStage: c.note });
+    if (s.status === 'cancelled') throw c.signal.reason ?? new Error('evaluation interrupted');
+    const report = rt.config.eval.report ? (await writeReport(rt, { evalRunId: s.evalRunId })).file : null;
+    const primary = s.comparison.overall.find((m) => m.metric === s.metric);
+    return {
+      status: 'done', eval_run_id: s.evalRunId, candidate_set: s.candidate.id, baseline_set: s.baseline.id, passed: s.passed, metric: s.metric,
+      baseline: primary?.baseline ?? null, candidate: primary?.candidate ?? null, diff: primary?.diff ?? null, report,
+      failed_gates: s.gates.filter((g) => !g.passed).map((g) => g.gate),
+    };
+  },
+
+  async deploy(rt, state) {
+    const ev = state.stages.eval;
+    if (!ev || ev.status !== 'done' || typeof ev.candidate_set !== 'string') return { status: 'skipped', reason: 'nothing was evaluated in this cycle' };
+    const candidate = ev.candidate_set;
+    const production = rt.production('loop');
+    if (production.id === candidate) return { status: 'done', action: 'promoted', reason: 'production is this candidate already' };
+    if (!rt.config.deploy.auto) return { status: 'skipped', action: 'not promoted', reason: 'deploy.auto is false: evaluated and reported only' };
+    if (!latestEvaluation(rt, production, candidate)) return { status: 'done', action: 'not promoted', reason: `production changed since the evaluation (now set v${production.version}); the next cycle evaluates again` };
+    const fraction = rt.config.deploy.canary.fraction;
+    const r = await deploy(rt, { candidate: `set:${rt.store().sets.get(candidate)!.version}`, trigger: 'loop', ...(fraction > 0 ? { canary: fraction } : {}) });
+    return { status: 'done', action: r.action, audit_id: r.auditId, eval_run_id: r.evalRunId, gates: r.gates.map((g) => ({ gate: g.gate, passed: g.passed, detail: g.detail })) };
+  },
+};
+
+/** The candidate this cycle evaluates: its training run's; without a train step, the newest trained one. */
+function candidateOf(rt: Runtime, state: CycleState): string | undefined {
+  const t = state.stages.train;
+  if (t?.status === 'done' && typeof t.candidate_set === 'string') return t.candidate_set;
+  if (rt.config.loop.steps.includes('train')) return undefined;
+  const store = rt.store();
+  const production = rt.production('loop');
+  return store.sets.list(200).find((s) => s.id !== production.id && (s.origin.kind === 'training' || s.origin.kind === 'prompt'))?.id;
+}
+
+function trained(rt: Runtime, runId: string, checkpointId: string): StageResult {
+  const sets = rt.store().sets.list(500).filter((s) => s.origin.training_run_id === runId);
+  return { status: 'done', training_run_id: runId, checkpoint_id: checkpointId, candidate_set: sets.at(-1)?.id ?? null, reason: 'taken from the completed training run' };
+}
+
+function outcomeOf(state: CycleState): string {
+  const d = state.stages.deploy;
+  const e = state.stages.eval;
+  const gates = Array.isArray(e?.failed_gates) && e.failed_gates.length ? ` (failed gates: ${(e.failed_gates as string[]).join(', ')})` : '';
+  if (d?.status === 'done') return `${String(d.action)}${d.action === 'not promoted' ? gates : ''}${d.reason ? `: ${String(d.reason)}` : ''}`;
+  const skipped = (['deploy', 'eval', 'train', 'collect'] as const).map((s) => state.stages[s]).find((s) => s?.status === 'skipped');
+  return skipped ? `not promoted: ${skipped.reason ?? 'a stage was skipped'}` : 'completed';
+}

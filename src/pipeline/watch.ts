@@ -1,0 +1,86 @@
+import { compareGroups, type UnpairedComparison } from '../evaluation/unpaired.js';
+import { canaryGates } from '../evaluation/canary.js';
+import { gatesPass } from '../evaluation/gates.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { promote, rollback } from './deploy.js';
+
+export interface CanaryReview {
+  set: { id: string; version: number };
+  verdict: 'waiting' | 'promoted' | 'stopped' | 'running';
+  rollouts: number;
+  needed: number;
+  comparison: UnpairedComparison;
+  detail: string;
+}
+
+export interface WatchReview {
+  deployedSet: { id: string; version: number };
+  verdict: 'waiting' | 'held' | 'rolled back';
+  rollouts: number;
+  needed: number;
+  comparison: UnpairedComparison;
+  detail: string;
+}
+
+export interface Review {
+  canary: CanaryReview | null;
+  watch: WatchReview | null;
+}
+
+/**
+ * What later collects say about the last change of production: a canary that has served enough
+ * rollouts is promoted when it passes the gates against production's rollouts of the same period (and
+ * stopped once it had three times that many without passing); after a deploy, production's rewards
+ * are compared with the rewards before it, and a drop beyond deploy.watch.max_drop that a one-sided
+ * permutation test finds significant rolls back, with an audit record.
+ */
+export async function reviewProduction(rt: Runtime, trigger: 'cli' | 'loop' | 'collect' = 'collect'): Promise<Review> {
+  return { canary: await reviewCanary(rt, trigger), watch: rt.config.deploy.rollback_on_regression ? await watch(rt) : null };
+}
+
+async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop' | 'collect'): Promise<CanaryReview | null> {
+  const store = rt.store();
+  const production = rt.production(trigger);
+  const state = canaryGates(store, rt.config, production);
+  if (!state) return null;
+  const cmp = state.comparison;
+  const needed = rt.config.deploy.canary.min_rollouts;
+  const base = { set: { id: state.set.id, version: state.set.version }, rollouts: cmp.n.after, needed, comparison: cmp };
+  const detail = state.gates.map((g) => `${g.passed ? '✓' : '✗'} ${g.detail}`).join('; ');
+  if (cmp.n.after < needed) return { ...base, verdict: 'waiting', detail };
+  if (gatesPass(state.gates)) {
+    await promote(rt, state, production, trigger === 'loop' ? 'loop' : 'collect', `the canary passed its gates: ${detail}`);
+    return { ...base, verdict: 'promoted', detail };
+  }
+  if (cmp.n.after >= 3 * needed) {
+    store.transaction(() => {
+      store.sets.setPointer('canary', null);
+      store.audit.add({ action: 'canary-stop', trigger: trigger === 'loop' ? 'loop' : 'collect', beforeSet: state.set.id, afterSet: production.id, reason: `the canary did not pass its gates in ${cmp.n.after} rollouts: ${detail}`, detail: { comparison: cmp, gates: state.gates } });
+    });
+    return { ...base, verdict: 'stopped', detail };
+  }
+  return { ...base, verdict: 'running', detail };
+}
+
+async function watch(rt: Runtime): Promise<WatchReview | null> {
+  const store = rt.store();
+  const pointer = store.sets.pointer('production');
+  const deployed = store.audit.list({ limit: 1, actions: ['deploy', 'force-deploy', 'canary-promote', 'init', 'config', 'rollback', 'auto-rollback'] })[0];
+  if (!pointer || !deployed || !['deploy', 'force-deploy', 'canary-promote'].includes(deployed.action) || deployed.afterSet !== pointer.setId || !deployed.beforeSet) return null;
+  const w = rt.config.deploy.watch;
+  const before = store.rollouts.setRewards(deployed.beforeSet, { before: deployed.createdAt, last: Math.max(50, w.min_rollouts) });
+  const after = store.rollouts.setRewards(pointer.setId, { after: deployed.createdAt });
+  const cmp = compareGroups(before, after, rt.config.eval.bootstrap);
+  const set = store.sets.get(pointer.setId)!;
+  const base = { deployedSet: { id: set.id, version: set.version }, rollouts: after.length, needed: w.min_rollouts, comparison: cmp };
+  if (after.length < w.min_rollouts || cmp.before === null || cmp.after === null) return { ...base, verdict: 'waiting', detail: `${after.length} of ${w.min_rollouts} rollouts since the deploy` };
+  const drop = cmp.before - cmp.after;
+  const detail = `mean reward ${fmt(cmp.before)} before the deploy (${cmp.n.before} rollouts) → ${fmt(cmp.after)} after (${cmp.n.after}); drop ${fmt(drop)} (limit ${w.max_drop}), one-sided p ${fmt(cmp.pLower)} (alpha ${w.alpha})`;
+  if (drop > w.max_drop && (cmp.pLower ?? 1) < w.alpha) {
+    await rollback(rt, { trigger: 'watch', to: `set:${store.sets.get(deployed.beforeSet)!.version}`, reason: `production regressed after the deploy: ${detail}`, detail: { comparison: cmp, deploy_audit_id: deployed.id } });
+    return { ...base, verdict: 'rolled back', detail };
+  }
+  return { ...base, verdict: 'held', detail };
+}
+
+const fmt = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(3));

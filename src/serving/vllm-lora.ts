@@ -1,0 +1,44 @@
+import { errorMessage } from '../errors.js';
+
+export interface VllmTarget {
+  baseUrl: string;
+  apiKey?: string;
+}
+
+export interface LoraCall {
+  action: 'load' | 'unload';
+  loraName: string;
+  ok: boolean;
+  detail: string;
+}
+
+/**
+ * vLLM's runtime LoRA endpoints (a server started with --enable-lora and
+ * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): POST {base}/load_lora_adapter {lora_name, lora_path} and
+ * POST {base}/unload_lora_adapter {lora_name}, where base is the OpenAI base URL (…/v1).
+ */
+export async function loraCall(target: VllmTarget, action: 'load' | 'unload', loraName: string, loraPath?: string, timeoutMs = 120_000): Promise<LoraCall> {
+  const url = `${target.baseUrl.replace(/\/+$/, '')}/${action}_lora_adapter`;
+  const body = action === 'load' ? { lora_name: loraName, lora_path: loraPath } : { lora_name: loraName };
+  try {
+    const res = await fetch(url, {
+      method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
+      headers: { 'content-type': 'application/json', ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}) },
+    });
+    const text = (await res.text()).slice(0, 500);
+    return { action, loraName, ok: res.ok, detail: res.ok ? `${url}: ${res.status}` : `${url}: HTTP ${res.status} ${text}` };
+  } catch (err) {
+    return { action, loraName, ok: false, detail: `${url}: ${errorMessage(err)}` };
+  }
+}
+
+/** The name a deployed adapter is served under: its weight line and version. */
+export function loraName(line: string, version: number): string {
+  return `${line}-v${version}`;
+}
+
+/** Loads an adapter unless the server already has it (vLLM answers 400 "already been loaded"). */
+export async function ensureAdapter(target: VllmTarget, name: string, path: string): Promise<LoraCall> {
+  const r = await loraCall(target, 'load', name, path);
+  return r.ok || /already (been )?loaded/i.test(r.detail) ? { ...r, ok: true } : r;
+}

@@ -1,0 +1,134 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { collect } from '../../src/pipeline/collect.js';
+import { deploy, rollback } from '../../src/pipeline/deploy.js';
+import { evaluate } from '../../src/pipeline/evaluate.js';
+import { runCycle } from '../../src/pipeline/loop.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
+import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
+
+let project: LoopProject | undefined;
+afterEach(async () => {
+  await project?.server.close();
+  project = undefined;
+});
+
+describe('a cycle: collect → train → eval → deploy', () => {
+  it('promotes a better candidate: its adapter is loaded, evaluated on the same tasks and seeds, and serves later collects', async () => {
+    project = await loopProject();
+    const loaded = project.load();
+    const stages: string[] = [];
+    const r = await withRuntime(loaded, (rt) => runCycle(rt, { onStage: (s) => stages.push(s) }));
+    expect(r).toMatchObject({ cycle: 1, resumed: false, status: 'completed' });
+    expect(r.outcome).toMatch(/^promoted/);
+    expect(r.stages.collect).toMatchObject({ status: 'done', tasks: 4, completed: 4 });
+    expect(r.stages.train).toMatchObject({ status: 'done', weights: 'base v1' });
+    expect(r.stages.eval).toMatchObject({ status: 'done', passed: true, metric: 'reward' });
+    expect(r.stages.deploy).toMatchObject({ status: 'done', action: 'promoted' });
+    expect(project.server.adapters).toEqual(new Set(['base-v1']));
+
+    // Baseline and candidate ran on the same tasks and seeds: every seeded request of one side has its twin.
+    const evalRequests = project.server.requests.filter((q) => typeof q.seed === 'number');
+    const side = (m: string) => evalRequests.filter((q) => (q.model === 'base-v1') === (m === 'candidate')).map((q) => q.seed).sort();
+    expect(side('baseline').length).toBeGreaterThan(0);
+    expect(new Set(side('candidate'))).toEqual(new Set(side('baseline')));
+
+    const store = openStore(loaded);
+    try {
+      const prod = store.sets.get(store.sets.pointer('production')!.setId)!;
+      const weights = store.resources.get(prod.members.agents.a!.weights!)!;
+      expect(weights).toMatchObject({ name: 'base', version: 1 });
+      const audit = store.audit.list({ limit: 10 });
+      expect(audit[0]).toMatchObject({ action: 'deploy', trigger: 'loop', afterSet: prod.id, evalRunId: r.stages.eval!.eval_run_id });
+      expect(store.loopRuns.get(r.loopRunId)).toMatchObject({ status: 'completed' });
+      // Evaluation rollouts are kept apart from training data.
+      const sources = store.db.prepare('SELECT source, COUNT(*) AS n FROM rollouts GROUP BY source').all();
+      expect(sources).toEqual(expect.arrayContaining([{ source: 'collect', n: 4 }, { source: 'eval', n: 16 }]));
+    } finally {
+      store.close();
+    }
+    // The next collect is served by the deployed adapter.
+    const before = project.server.requests.length;
+    await withRuntime(loaded, (rt) => collect(rt, { n: 1 }));
+    expect(project.server.requests.slice(before).every((q) => q.model === 'base-v1')).toBe(true);
+  }, 180_000);
+
+  it('does not promote a candidate that is no better: the failed gates and their numbers are the outcome', async () => {
+    project = await loopProject(adapterScript({ good: () => true }));
+    const r = await withRuntime(project.load(), (rt) => runCycle(rt));
+    expect(r.status).toBe('completed');
+    expect(r.stages.deploy).toMatchObject({ status: 'done', action: 'not promoted' });
+    expect(r.outcome).toMatch(/^not promoted \(failed gates: min_improvement, ci_lower_above_zero\)/);
+    const gates = r.stages.deploy!.gates as { gate: string; passed: boolean; detail: string }[];
+    expect(gates.find((g) => g.gate === 'min_improvement')).toMatchObject({ passed: false, detail: expect.stringContaining('difference 0.0000') });
+  }, 180_000);
+
+  it('reuses measured results, refuses stale or missing evaluations, and rolls back to the previous set or a named one', async () => {
+    project = await loopProject();
+    const loaded = project.load();
+    await withRuntime(loaded, (rt) => runCycle(rt));
+    const store = openStore(loaded);
+    const [promoted, first] = [store.sets.pointer('production')!.setId, store.audit.list({ limit: 50 }).find((a) => a.action === 'init')!.afterSet!];
+    store.close();
+
+    // Evaluating the same candidate against the first set again measures nothing new.
+    const again = await withRuntime(loaded, (rt) => evaluate(rt, { candidate: `set:${openVersion(loaded, promoted)}`, baseline: `set:${openVersion(loaded, first)}` }));
+    expect(again).toMatchObject({ measured: 0, reused: 16 });
+
+    const back = await withRuntime(loaded, (rt) => rollback(rt, { reason: 'test' }));
+    expect(back.after.id).toBe(first);
+    // The promoted set was evaluated against the first set, which is production again: deploy accepts it.
+    const redeploy = await withRuntime(loaded, (rt) => deploy(rt, { candidate: `set:${openVersion(loaded, promoted)}` }));
+    expect(redeploy.action).toBe('promoted');
+    const to = await withRuntime(loaded, (rt) => rollback(rt, { to: `set:${openVersion(loaded, first)}` }));
+    expect(to.after.id).toBe(first);
+    // A candidate never evaluated against production is not promoted unless forced, and the audit says so.
+    const fresh = await withRuntime(loaded, (rt) => deploy(rt, { candidate: 'base@1' }));
+    expect(fresh.action).toBe('promoted'); // base@1 is the promoted set again: its evaluation against set v1 stands
+    await withRuntime(loaded, (rt) => rollback(rt, {}));
+    const s2 = openStore(loaded);
+    const orphanPrompt = s2.resources.add({ kind: 'prompt', name: 'solver', content: 'Answer briefly.', metadata: { source: 'manual' } });
+    s2.close();
+    const unevaluated = await withRuntime(loaded, (rt) => deploy(rt, { candidate: `solver@${orphanPrompt.version}` }));
+    expect(unevaluated).toMatchObject({ action: 'not promoted', passed: false });
+    expect(unevaluated.gates[0]).toMatchObject({ gate: 'evaluated', passed: false });
+    const forced = await withRuntime(loaded, (rt) => deploy(rt, { candidate: `solver@${orphanPrompt.version}`, force: true }));
+    expect(forced.action).toBe('forced');
+    const s3 = openStore(loaded);
+    expect(s3.audit.list({ limit: 1 })[0]).toMatchObject({ action: 'force-deploy', detail: expect.objectContaining({ forced: true }) });
+    s3.close();
+  }, 240_000);
+
+  it('rolls back automatically when production drops significantly after a deploy', async () => {
+    let broken = false;
+    project = await loopProject(adapterScript({ good: (req) => !broken || !/^base-v\d+$/.test(req.model) }));
+    const loaded = project.load();
+    // Production before the deploy answers well; the candidate is forced in and then turns bad.
+    await withRuntime(loaded, (rt) => collect(rt));
+    await withRuntime(loaded, (rt) => collect(rt));
+    const cycle = await withRuntime(loaded, (rt) => runCycle(rt));
+    expect(cycle.stages.train?.status).toBe('done');
+    if (cycle.stages.deploy?.action !== 'promoted') await withRuntime(loaded, (rt) => deploy(rt, { candidate: 'base@1', force: true }));
+    broken = true;
+    const after = await withRuntime(loaded, (rt) => collect(rt));
+    expect(after.review?.watch).toMatchObject({ verdict: 'rolled back' });
+    const store = openStore(loaded);
+    try {
+      const latest = store.audit.list({ limit: 1 })[0]!;
+      expect(latest).toMatchObject({ action: 'auto-rollback', trigger: 'watch' });
+      expect(latest.reason).toMatch(/production regressed after the deploy: mean reward .* drop .* one-sided p/);
+      expect(store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights ?? '')).toBeUndefined();
+    } finally {
+      store.close();
+    }
+  }, 240_000);
+});
+
+function openVersion(loaded: ReturnType<LoopProject['load']>, id: string): number {
+  const store = openStore(loaded);
+  try {
+    return store.sets.get(id)!.version;
+  } finally {
+    store.close();
+  }
+}

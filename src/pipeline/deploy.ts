@@ -41,7 +41,7 @@ export interface DeployResult {
  */
 export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<DeployResult> {
   if (opts.canary !== undefined && !(opts.canary > 0 && opts.canary < 1)) throw new UserError(`--canary ${opts.canary}: expected a fraction between 0 and 1, such as 0.2`);
-  const store = rt.store();
+  const store = rt.existingStore();
   const trigger = opts.trigger ?? 'cli';
   const production = rt.production(trigger);
   const run = opts.candidate ? undefined : latestEvaluation(rt, production);
@@ -79,6 +79,7 @@ export function refusal(r: DeployResult): GateError {
 
 /** Promotes the running canary when its gates pass (or with force), like a deploy. */
 export async function promoteCanary(rt: Runtime, opts: { force?: boolean; reason?: string; trigger?: 'cli' | 'loop' } = {}): Promise<DeployResult> {
+  rt.existingStore();
   const production = rt.production(opts.trigger ?? 'cli');
   const state = canaryGates(rt.store(), rt.config, production);
   if (!state) throw new UserError('no canary is running', 'start one with `massgen-rl deploy --canary 0.2`');
@@ -107,7 +108,7 @@ export interface RollbackResult {
 
 /** Restores the production set before the current one (or `to`), with an audit record. */
 export async function rollback(rt: Runtime, opts: { to?: string; trigger?: 'cli' | 'loop' | 'watch'; reason?: string; detail?: Record<string, unknown> } = {}): Promise<RollbackResult> {
-  const store = rt.store();
+  const store = rt.existingStore();
   const current = rt.production(opts.trigger === 'watch' ? 'collect' : opts.trigger ?? 'cli');
   const target = opts.to ? resolveSet(rt.setContext(), current, opts.to, '--to') : previousProduction(rt, current);
   if (target.id === current.id) throw new UserError(`resource set v${target.version} is production already`);

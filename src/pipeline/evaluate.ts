@@ -8,6 +8,7 @@ import { runPairs, type PairedProgress } from '../rollouts/paired.js';
 import { checkTeamInputs, setupTeam, type TeamSetup } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ResourceSet } from '../store/index.js';
+import { ResourceSetRepository } from '../store/resource-sets.js';
 import { tasksForRun } from '../tasks/for-run.js';
 import { createToolRunner } from '../tools/runner.js';
 
@@ -72,7 +73,9 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
   const ctx = rt.setContext();
   const baseline = resolveSet(ctx, production, opts.baseline ?? 'production', '--baseline');
   const candidate = opts.candidate ? resolveSet(ctx, production, opts.candidate, '--candidate') : latestCandidate(ctx, production);
-  if (candidate.id === baseline.id) throw new UserError(`the candidate is the baseline (resource set v${baseline.version}): nothing to compare`);
+  if (ResourceSetRepository.servingHash(candidate.members) === ResourceSetRepository.servingHash(baseline.members)) {
+    throw new UserError(`the candidate (set v${candidate.version}) serves exactly what the baseline (set v${baseline.version}) serves: nothing to compare`);
+  }
   opts.onStage?.(`starting the baseline (set v${baseline.version}) and candidate (set v${candidate.version}) teams`);
   const [baseTeam, candTeam] = [onePerDecision(await setupTeam(rt, baseline)), onePerDecision(await setupTeam(rt, candidate))];
   store.tasks.upsertMany(tasks);

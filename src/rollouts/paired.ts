@@ -1,5 +1,6 @@
 import type { RLConfig } from '../config/schema.js';
 import type { ToolRunner } from '../orchestrator/types.js';
+import { ResourceSetRepository } from '../store/resource-sets.js';
 import { EVAL_SOURCE } from '../store/rollouts.js';
 import type { EvalResult, Store } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
@@ -46,7 +47,7 @@ interface Job { side: 'baseline' | 'candidate'; setup: TeamSetup; task: Task; ha
  * seed and settings is reused instead of run again; an interrupted orchestration is not stored.
  */
 export async function runPairs(input: PairedRunInput): Promise<PairedResults> {
-  const same = input.baseline.set.id === input.candidate.set.id;
+  const same = ResourceSetRepository.servingHash(input.baseline.set.members) === ResourceSetRepository.servingHash(input.candidate.set.members);
   const jobs: Job[] = [];
   input.tasks.forEach(({ task, hash }, i) => input.seeds.forEach((seed, j) => {
     const pair: Job[] = [
@@ -61,13 +62,13 @@ export async function runPairs(input: PairedRunInput): Promise<PairedResults> {
   const worker = async () => {
     while (next < jobs.length && !input.signal.aborted) {
       const job = jobs[next++]!;
-      const key = { setId: job.setup.set.id, taskHash: job.hash, seed: job.seed, settingsHash: input.settingsHash };
+      const key = { servingHash: ResourceSetRepository.servingHash(job.setup.set.members), taskHash: job.hash, seed: job.seed, settingsHash: input.settingsHash };
       let result = input.store.evaluations.result(key);
       if (result) results.reused++;
       else {
         const summary = await runRollout(job.task, { store: input.store, runId: null, setup: job.setup, config: input.config, tools: input.tools, signal: input.signal, source: EVAL_SOURCE, seed: job.seed, metadata: { eval_run_id: input.evalRunId, eval_side: job.side } });
         if (summary.status === 'cancelled') continue;
-        result = toResult(key, job.task, summary, input.evalRunId);
+        result = toResult({ ...key, setId: job.setup.set.id }, job.task, summary, input.evalRunId);
         input.store.evaluations.addResult(result);
         results.measured++;
       }
@@ -81,7 +82,7 @@ export async function runPairs(input: PairedRunInput): Promise<PairedResults> {
   return results;
 }
 
-function toResult(key: Pick<EvalResult, 'setId' | 'taskHash' | 'seed' | 'settingsHash'>, task: Task, s: RolloutSummary, evalRunId: string): EvalResult {
+function toResult(key: Pick<EvalResult, 'servingHash' | 'setId' | 'taskHash' | 'seed' | 'settingsHash'>, task: Task, s: RolloutSummary, evalRunId: string): EvalResult {
   return {
     ...key, taskId: task.id, category: task.category ?? null, rolloutId: s.id, evalRunId, status: s.status,
     reward: s.reward, success: s.quality, consensus: s.consensus, rounds: s.rounds, tokens: s.tokens, wallMs: s.wallMs,

@@ -6,6 +6,8 @@ import type { RunStatus } from './types.js';
 
 /** One orchestration of a resource set on one task and sampling seed, as evaluations compare them. */
 export interface EvalResult {
+  /** ResourceSetRepository.servingHash of the set measured: the key, with task, seed and settings. */
+  servingHash: string;
   setId: string;
   taskHash: string;
   seed: number;
@@ -38,7 +40,7 @@ export interface EvalRun {
   finishedAt: number | null;
 }
 
-type Key = Pick<EvalResult, 'setId' | 'taskHash' | 'seed' | 'settingsHash'>;
+type Key = Pick<EvalResult, 'servingHash' | 'taskHash' | 'seed' | 'settingsHash'>;
 
 export class EvaluationRepository {
   constructor(private readonly db: Db, private readonly redactor: Redactor) {}
@@ -74,16 +76,16 @@ export class EvaluationRepository {
   }
 
   result(key: Key): EvalResult | undefined {
-    const r = this.db.prepare('SELECT * FROM eval_results WHERE set_id = ? AND task_hash = ? AND seed = ? AND settings_hash = ?')
-      .get(key.setId, key.taskHash, key.seed, key.settingsHash) as Record<string, unknown> | undefined;
+    const r = this.db.prepare('SELECT * FROM eval_results WHERE serving_hash = ? AND task_hash = ? AND seed = ? AND settings_hash = ?')
+      .get(key.servingHash, key.taskHash, key.seed, key.settingsHash) as Record<string, unknown> | undefined;
     return r && toResult(r);
   }
 
   /** Records a measured result (the first one for a key stays: a result is measured once). */
   addResult(r: EvalResult): void {
-    this.db.prepare(`INSERT OR IGNORE INTO eval_results (set_id, task_hash, seed, settings_hash, task_id, category, rollout_id, eval_run_id,
-      status, reward, success, consensus, rounds, tokens, wall_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-      .run(r.setId, r.taskHash, r.seed, r.settingsHash, r.taskId, r.category, r.rolloutId, r.evalRunId, r.status, r.reward, r.success,
+    this.db.prepare(`INSERT OR IGNORE INTO eval_results (serving_hash, set_id, task_hash, seed, settings_hash, task_id, category, rollout_id, eval_run_id,
+      status, reward, success, consensus, rounds, tokens, wall_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(r.servingHash, r.setId, r.taskHash, r.seed, r.settingsHash, r.taskId, r.category, r.rolloutId, r.evalRunId, r.status, r.reward, r.success,
         r.consensus ? 1 : 0, r.rounds, r.tokens, r.wallMs, Date.now());
   }
 }
@@ -99,7 +101,7 @@ function toRun(r: Record<string, unknown>): EvalRun {
 
 function toResult(r: Record<string, unknown>): EvalResult {
   return {
-    setId: r.set_id as string, taskHash: r.task_hash as string, seed: r.seed as number, settingsHash: r.settings_hash as string,
+    servingHash: r.serving_hash as string, setId: r.set_id as string, taskHash: r.task_hash as string, seed: r.seed as number, settingsHash: r.settings_hash as string,
     taskId: r.task_id as string, category: r.category as string | null, rolloutId: r.rollout_id as string | null, evalRunId: r.eval_run_id as string | null,
     status: r.status as string, reward: r.reward as number | null, success: r.success as number | null, consensus: r.consensus === 1,
     rounds: r.rounds as number, tokens: r.tokens as number, wallMs: r.wall_ms as number,

@@ -209,8 +209,10 @@ CREATE TABLE eval_runs (
   pid INTEGER, host TEXT,
   started_at INTEGER NOT NULL, finished_at INTEGER
 );
--- One row per resource set × task (by content) × sampling seed × run settings: a result measured once is reused.
+-- One row per served resources (the prompts and weights of a set, by content) × task (by content) × sampling
+-- seed × run settings: a result measured once is reused, whichever set with those resources asks again.
 CREATE TABLE eval_results (
+  serving_hash TEXT NOT NULL,
   set_id TEXT NOT NULL REFERENCES resource_sets(id),
   task_hash TEXT NOT NULL,
   seed INTEGER NOT NULL,
@@ -227,7 +229,7 @@ CREATE TABLE eval_results (
   tokens INTEGER NOT NULL,
   wall_ms REAL NOT NULL,
   created_at INTEGER NOT NULL,
-  PRIMARY KEY (set_id, task_hash, seed, settings_hash)
+  PRIMARY KEY (serving_hash, task_hash, seed, settings_hash)
 );
 CREATE TABLE locks (
   name TEXT PRIMARY KEY,

@@ -52,6 +52,11 @@ export class ResourceSetRepository {
     return sha256(canonicalJson(members)).slice(0, 16);
   }
 
+  /** What the set serves, without how it follows the config: two sets serving the same resources are measured alike. */
+  static servingHash(members: SetMembers): string {
+    return sha256(canonicalJson(Object.fromEntries(Object.entries(members.agents).map(([a, m]) => [a, { prompt: m.prompt, weights: m.weights }])))).slice(0, 16);
+  }
+
   /** The set with these members: an existing identical one, else the next version. */
   add(members: SetMembers, origin: SetOrigin, parentId: string | null = null): ResourceSet {
     const hash = ResourceSetRepository.hash(members);

@@ -18,11 +18,16 @@ describe('massgen-rl CLI', () => {
     expect((await runCli(['status', '--frob'], { cwd: dir })).exitCode).toBe(2);
   });
 
-  it('says plainly that commands of later capabilities are not available yet', async () => {
-    const r = await runCli(['deploy', '--candidate', 'x'], { cwd: tempDir() });
-    expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain('`massgen-rl deploy` is not available in this version yet');
-    expect(r.stdout).toBe('');
+  it('deploy, rollback and resources need a store, and say so without creating one', async () => {
+    const dir = tempDir();
+    for (const args of [['deploy', '--candidate', 'x'], ['rollback'], ['resources', 'show'], ['deploy', '--promote-canary']]) {
+      const r = await runCli(args, { cwd: dir });
+      expect(r.exitCode, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/no store at .*store\.sqlite yet/);
+      expect(hasStack(r.stderr)).toBe(false);
+      expect(r.stdout).toBe('');
+    }
+    expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
   });
 
   it('init --yes writes a valid config and never overwrites without --force', async () => {

@@ -48,11 +48,12 @@ async function waitForStep(dir: string, step: string, timeoutMs = 120_000): Prom
 
 describe('loop --once under kill -9', () => {
   it.each(['collect', 'train', 'eval', 'deploy'])('resumes a cycle killed in %s at that stage, trains once and deploys only what it evaluated', async (stage) => {
-    project = await loopProject(adapterScript({ delayMs: 150 }));
+    // Adapter loads take a second, so the deploy stage (which loads the promoted adapter) can be caught too.
+    project = await loopProject(adapterScript({ delayMs: 150 }), '', { loraDelayMs: 1000 });
     const dir = project.dir;
     const a = startLoop(dir);
     await waitForStep(dir, stage);
-    await new Promise((r) => setTimeout(r, stage === 'deploy' ? 0 : 700));
+    await new Promise((r) => setTimeout(r, 500));
     a.kill('SIGKILL');
     await a;
 

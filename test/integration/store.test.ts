@@ -6,6 +6,7 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
 import { LATEST_SCHEMA_VERSION, Redactor, Store, exportRollouts } from '../../src/store/index.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
 import { FIXTURES, sha, tempDir } from '../helpers.js';
 
 const storeIn = (dir: string, redactor?: Redactor) => Store.open({ path: path.join(dir, 'store.sqlite'), redactor });
@@ -17,8 +18,27 @@ describe('store', () => {
     expect(store.db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(store.db.pragma('user_version', { simple: true })).toBe(LATEST_SCHEMA_VERSION);
     const applied = store.db.prepare('SELECT version, name FROM schema_migrations').all();
-    expect(applied).toEqual([{ version: 1, name: 'initial schema' }]);
+    expect(applied).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
     store.close();
+  });
+
+  it('upgrades a store of the previous schema in place, keeping its rows', () => {
+    const file = path.join(tempDir(), 'store.sqlite');
+    const raw = new Database(file);
+    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    raw.exec(MIGRATIONS[0]!.sql);
+    raw.prepare('INSERT INTO schema_migrations VALUES (1, ?, 0)').run(MIGRATIONS[0]!.name);
+    raw.pragma('user_version = 1');
+    raw.prepare("INSERT INTO rollouts (id, source, status, started_at) VALUES ('ro_old', 'collect', 'completed', 1)").run();
+    raw.close();
+    const store = Store.open({ path: file });
+    try {
+      expect(store.db.pragma('user_version', { simple: true })).toBe(LATEST_SCHEMA_VERSION);
+      expect(store.rollouts.get('ro_old')).toMatchObject({ status: 'completed', resourceSetId: null });
+      expect(store.sets.pointer('production')).toBeUndefined();
+    } finally {
+      store.close();
+    }
   });
 
   it('refuses a store from a newer version and leaves it untouched', () => {
@@ -28,7 +48,7 @@ describe('store', () => {
     raw.pragma('user_version = 99');
     raw.close();
     const before = sha(file);
-    expect(() => Store.open({ path: file })).toThrow(/schema version 99, newer than this massgen-rl supports \(1\)/);
+    expect(() => Store.open({ path: file })).toThrow(`schema version 99, newer than this massgen-rl supports (${LATEST_SCHEMA_VERSION})`);
     expect(sha(file)).toBe(before);
     expect(fs.existsSync(`${file}-wal`)).toBe(false);
   });

@@ -41,8 +41,8 @@ export interface LoopProject {
  * A project whose three agents run on one remote model at the scripted server, which serves the `base`
  * line's adapters by name (models.stub.lora); train.script is the protocol stand-in trainer.
  */
-export async function loopProject(script: Script = adapterScript(), extraYaml = ''): Promise<LoopProject> {
-  const server = await startScriptedServer(script);
+export async function loopProject(script: Script = adapterScript(), extraYaml = '', serverOpts: { loraDelayMs?: number } = {}): Promise<LoopProject> {
+  const server = await startScriptedServer(script, serverOpts);
   const yaml = `models:
   stub: { base_url: "${server.baseUrl}", model: base-model, lora: { line: base } }
 agents:

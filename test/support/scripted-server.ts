@@ -38,7 +38,7 @@ export interface ScriptedServer {
  * with `stream: true` get the reply as server-sent events (OpenAI's chunk format, with a usage chunk when
  * `stream_options.include_usage` asks for it), as MassGen's chat-completions backends request them.
  */
-export async function startScriptedServer(script: Script): Promise<ScriptedServer> {
+export async function startScriptedServer(script: Script, opts: { loraDelayMs?: number } = {}): Promise<ScriptedServer> {
   const requests: ScriptedRequest[] = [];
   const aborted: ScriptedRequest[] = [];
   const headers: http.IncomingHttpHeaders[] = [];
@@ -53,6 +53,7 @@ export async function startScriptedServer(script: Script): Promise<ScriptedServe
         const b = JSON.parse(Buffer.concat(chunks).toString()) as { lora_name: string; lora_path?: string };
         const action = lora[1] as 'load' | 'unload';
         loraCalls.push({ action, ...b });
+        if (opts.loraDelayMs) await new Promise((r) => setTimeout(r, opts.loraDelayMs));
         const known = adapters.has(b.lora_name);
         if (action === 'load' ? known : !known) {
           res.writeHead(400, { 'content-type': 'application/json' });

@@ -10,7 +10,7 @@ const GATES = { min_improvement: 0, ci_lower_above_zero: true, max_category_regr
 
 function result(over: Partial<EvalResult>): EvalResult {
   return {
-    setId: 's', taskHash: 'h', seed: 1, settingsHash: 'x', taskId: 't', category: 'c', rolloutId: null, evalRunId: null, status: 'completed',
+    servingHash: 's', setId: 's', taskHash: 'h', seed: 1, settingsHash: 'x', taskId: 't', category: 'c', rolloutId: null, evalRunId: null, status: 'completed',
     reward: 0, success: 0, consensus: true, rounds: 2, tokens: 100, wallMs: 10, ...over,
   };
 }

@@ -5,6 +5,7 @@ import { UserError } from '../errors.js';
 import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { setupTeam } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { TaskConflictError } from '../store/index.js';
 import { loadTasks, selectTasks } from '../tasks/index.js';
 import { createToolRunner } from '../tools/runner.js';
 
@@ -58,6 +59,11 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
+  // Everything is checked before the first write (setupTeam writes prompt versions): a refused run changes nothing.
+  if (rt.storeExists()) {
+    const conflicts = rt.existingStore().tasks.conflicts(tasks);
+    if (conflicts.length) throw new TaskConflictError(conflicts);
+  }
   const setup = await setupTeam(rt);
   const store = rt.store();
   store.tasks.upsertMany(tasks);

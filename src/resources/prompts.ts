@@ -7,12 +7,16 @@ import type { Resource, Store } from '../store/index.js';
 /**
  * The prompt each name resolves to: the production version. The config's text seeds version 1, and an
  * edited config text becomes a new version; it is promoted only while production still follows the
- * config (a deployed version is never replaced by a config edit).
+ * config (a deployed version is never replaced by a config edit). The store is opened (created) only
+ * once every prompt has been read.
  */
-export function resolvePrompts(prompts: RLConfig['prompts'], baseDir: string, store: Store): Map<string, Resource> {
+export function resolvePrompts(prompts: RLConfig['prompts'], baseDir: string, openStore: () => Store): Map<string, Resource> {
+  // Every prompt file is read before the store is opened: a bad one leaves the store as it was.
+  const texts = new Map(Object.entries(prompts).map(([name, p]) => [name, p.text ?? readPrompt(path.resolve(baseDir, p.file!))]));
+  const store = openStore();
   const resolved = new Map<string, Resource>();
   for (const [name, p] of Object.entries(prompts)) {
-    const text = p.text ?? readPrompt(path.resolve(baseDir, p.file!));
+    const text = texts.get(name)!;
     const versions = store.resources.list('prompt').filter((r) => r.name === name);
     const fromConfig = versions.filter((r) => r.metadata.source === 'config').at(-1);
     const production = store.resources.production('prompt', name);

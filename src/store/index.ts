@@ -7,5 +7,5 @@ export type { Resource, ResourceKind, ResourceInput } from './resources.js';
 export type { RunRecord, RunKind } from './runs.js';
 export type { Checkpoint, CheckpointFilter, CheckpointInput } from './checkpoints.js';
 export type { MetricsWriter, StepMetrics, StoredStepMetrics } from './training-metrics.js';
-export type { StoredTask, TaskFilter, UpsertResult } from './tasks.js';
+export { TaskConflictError, type StoredTask, type TaskConflict, type TaskFilter, type UpsertResult } from './tasks.js';
 export * from './types.js';

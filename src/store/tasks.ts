@@ -45,7 +45,8 @@ export interface TaskConflict {
 /** Refuses to rebind task ids: stored rollouts must keep being scored against the task they ran. */
 export class TaskConflictError extends UserError {
   constructor(readonly conflicts: TaskConflict[]) {
-    const shown = conflicts.slice(0, 10).map((c) => `"${c.id}" from ${c.source} (stored from ${c.storedSource}, ${c.rollouts} rollout${c.rollouts === 1 ? '' : 's'}): ${c.differs.join('; ')}`);
+    const differs = (d: string[]) => (d.length > 4 ? [...d.slice(0, 3), `${d.length - 3} more differences`] : d).join('; ');
+    const shown = conflicts.slice(0, 10).map((c) => `"${c.id}" from ${c.source} (stored from ${c.storedSource}, ${c.rollouts} rollout${c.rollouts === 1 ? '' : 's'}): ${differs(c.differs)}`);
     if (conflicts.length > 10) shown.push(`… and ${conflicts.length - 10} more`);
     super(`${conflicts.length} task id${conflicts.length === 1 ? ' is' : 's are'} already stored with different content; nothing was changed:\n  ${shown.join('\n  ')}`,
       'a task id names one task for good (rollouts and `rewards recompute` score against it): give a changed task a new id, or point store.path at another store');

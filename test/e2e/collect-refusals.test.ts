@@ -105,6 +105,6 @@ describe('a task id names one task for good', () => {
     fs.writeFileSync(path.join(dir, 'shadow.jsonl'), task('suite:arithmetic:1:0', 'What is 1 + 1?', '2'));
     const r = await runCli(['collect', '--tasks', 'shadow.jsonl'], { cwd: dir, env: KEY });
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toMatch(/"suite:arithmetic:1:0" from .*shadow\.jsonl \(stored from suite:arithmetic, 1 rollout\): prompt ".*" → "What is 1 \+ 1\?"; reference/);
+    expect(r.stderr).toMatch(/"suite:arithmetic:1:0" from .*shadow\.jsonl \(stored from suite:arithmetic, 1 rollout\): prompt ".*→ "What is 1 \+ 1\?"; reference "60" → "2"; metadata\.answer_type "number" → \(none\); \d+ more differences$/m);
   });
 });

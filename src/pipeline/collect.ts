@@ -5,7 +5,7 @@ import { UserError } from '../errors.js';
 import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { setupTeam } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { TaskConflictError } from '../store/index.js';
+import { StoreBusyError, TaskConflictError, type Store } from '../store/index.js';
 import { loadTasks, selectTasks } from '../tasks/index.js';
 import { createToolRunner } from '../tools/runner.js';
 
@@ -66,20 +66,60 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   }
   const setup = await setupTeam(rt);
   const store = rt.store();
-  store.tasks.upsertMany(tasks);
+  // Writes go through store.write: a store another process holds locked is retried, not a crash.
+  await store.write(() => store.tasks.upsertMany(tasks));
   opts.onStage?.(`starting ${tasks.length} orchestration(s), ${concurrency} at a time`);
-  const runId = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash });
+  const runId = await store.write(() => store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash }));
   const started = performance.now();
   const done: RolloutSummary[] = [];
   const tools = createToolRunner(config.tools, rt.paths.baseDir);
-  await pool(tasks, concurrency, signal, async (task) => {
-    const summary = await runRollout(task, { store, runId, setup, config, tools, signal });
+  const locked = new StoreLockedStop(signal);
+  await pool(tasks, concurrency, locked.signal, async (task) => {
+    const summary = await locked.run(() => runRollout(task, { store, runId, setup, config, tools, signal: locked.signal }));
+    if (!summary) return;
     done.push(summary);
     opts.onProgress?.(progress(done, tasks.length, started, summary));
   });
-  const summary = summarize(runId, tasks.length, done, performance.now() - started, signal.aborted);
-  store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined });
+  const summary = summarize(runId, tasks.length, done, performance.now() - started, locked.signal.aborted);
+  if (locked.error) throw await locked.end(store, summary);
+  await store.write(() => store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined }));
   return summary;
+}
+
+/**
+ * Ends a run whose store stays locked by another process: the first rollout that cannot be recorded
+ * stops the others (no new ones start, running ones are cancelled), and the run ends with exit 1.
+ */
+class StoreLockedStop {
+  private readonly controller = new AbortController();
+  readonly signal: AbortSignal;
+  error: StoreBusyError | undefined;
+  private unrecorded = 0;
+
+  constructor(user: AbortSignal) {
+    this.signal = AbortSignal.any([user, this.controller.signal]);
+  }
+
+  async run(fn: () => Promise<RolloutSummary>): Promise<RolloutSummary | undefined> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof StoreBusyError)) throw err;
+      this.error ??= err;
+      this.unrecorded++;
+      this.controller.abort();
+      return undefined;
+    }
+  }
+
+  /** The error to end the run with, after one last try to mark the run failed (else the next open does). */
+  async end(store: Store, summary: CollectSummary): Promise<StoreBusyError> {
+    const waited = store.busy.lockedForMs;
+    const recorded = summary.rollouts.length;
+    const more = `; collect stopped: ${recorded} rollout(s) recorded, ${this.unrecorded} could not be recorded (any left running are marked failed when the store is next opened), ${summary.tasks - recorded - this.unrecorded} not started`;
+    await store.write(() => store.collectRuns.finish(summary.runId, 'failed', { ...summary, rollouts: undefined }, `${this.error!.message}${more}`)).catch(() => {});
+    return store.busy.error(waited, 1, more);
+  }
 }
 
 function tasksConfig(base: RLConfig['tasks'], spec: string | undefined, n: number | undefined, split: 'train' | 'eval' | 'all'): RLConfig['tasks'] {

@@ -8,12 +8,16 @@ import type { Resource, Store } from '../store/index.js';
  * The prompt each name resolves to: the production version. The config's text seeds version 1, and an
  * edited config text becomes a new version; it is promoted only while production still follows the
  * config (a deployed version is never replaced by a config edit). The store is opened (created) only
- * once every prompt has been read.
+ * once every prompt has been read; the versions are written in one transaction.
  */
-export function resolvePrompts(prompts: RLConfig['prompts'], baseDir: string, openStore: () => Store): Map<string, Resource> {
+export async function resolvePrompts(prompts: RLConfig['prompts'], baseDir: string, openStore: () => Store): Promise<Map<string, Resource>> {
   // Every prompt file is read before the store is opened: a bad one leaves the store as it was.
   const texts = new Map(Object.entries(prompts).map(([name, p]) => [name, p.text ?? readPrompt(path.resolve(baseDir, p.file!))]));
   const store = openStore();
+  return store.write(() => resolveIn(store, prompts, texts));
+}
+
+function resolveIn(store: Store, prompts: RLConfig['prompts'], texts: Map<string, string>): Map<string, Resource> {
   const resolved = new Map<string, Resource>();
   for (const [name, p] of Object.entries(prompts)) {
     const text = texts.get(name)!;

@@ -21,7 +21,7 @@ export async function setupTeam(rt: Runtime): Promise<TeamSetup> {
   const clients = new Map<string, LlmClient>();
   await Promise.all(config.agents.map(async (a) => clients.set(a.model, await rt.client(a.model))));
   const judge = await rt.judge();
-  const prompts = resolvePrompts(config.prompts, rt.paths.baseDir, () => rt.store());
+  const prompts = await resolvePrompts(config.prompts, rt.paths.baseDir, () => rt.store());
   const team: TeamAgent[] = config.agents.map((a, i) => ({
     id: a.id, label: `agent${i + 1}`, model: rt.model(a.model).model, systemPrompt: prompts.get(a.system_prompt)!.content ?? '',
     temperature: a.temperature, maxTokens: a.max_tokens, toolMode: a.tool_mode, implicitAnswer: a.implicit_answer,

@@ -1,4 +1,5 @@
 export { Store, type StoreOptions, type StoreStats } from './store.js';
+export { StoreBusyError } from './busy.js';
 export { Redactor, REDACTED, type RedactionSettings } from './redact.js';
 export { SpanWriter } from './spans.js';
 export { exportRollouts, type ExportOptions, type ExportResult } from './export.js';

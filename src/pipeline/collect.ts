@@ -60,6 +60,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
   // Everything is checked before the first write (setupTeam writes prompt versions): a refused run changes nothing.
+  for (const name of rt.modelsInUse()) rt.apiKey(name);
   if (rt.storeExists()) {
     const conflicts = rt.existingStore().tasks.conflicts(tasks);
     if (conflicts.length) throw new TaskConflictError(conflicts);

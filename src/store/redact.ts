@@ -118,10 +118,17 @@ export class Redactor {
     if (typeof value === 'string') return this.contains(value);
     if (typeof value !== 'object' || value === null || this.clean.has(value)) return false;
     if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
-    let found = false;
-    if (Array.isArray(value)) found = value.some((v) => this.dirty(v));
-    else found = Object.keys(value).some((k) => this.contains(k) || this.dirty((value as Record<string, unknown>)[k]));
-    if (!found && Object.isFrozen(value)) this.clean.add(value);
+    // Remembered as clean only when frozen all the way down (then nothing in it can change).
+    let frozen = Object.isFrozen(value);
+    const child = (v: unknown) => {
+      if (this.dirty(v)) return true;
+      if (typeof v === 'object' && v !== null && !this.clean.has(v)) frozen = false;
+      return false;
+    };
+    const found = Array.isArray(value)
+      ? value.some(child)
+      : Object.keys(value).some((k) => this.contains(k) || child((value as Record<string, unknown>)[k]));
+    if (!found && frozen) this.clean.add(value);
     return found;
   }
 

@@ -131,3 +131,16 @@ describe('privacy.redact_patterns in the config', () => {
     expect(issuesOf('privacy:\n  redact_patterns: ["(?<id>x)\\\\k<id>", "(?<id>y)\\\\k<id>", "(a)\\\\1", "\\\\d{13,16}"]\n')).toEqual([]);
   });
 });
+
+describe('Redactor and frozen constants', () => {
+  it('remembers a clean object only when nothing in it can change', () => {
+    const r = new Redactor(['hunter2-secret'], []);
+    const inner = { text: 'clean' };
+    const shallow = Object.freeze({ inner });
+    expect(r.jsonText(JSON.stringify(shallow), shallow)).toBe('{"inner":{"text":"clean"}}');
+    inner.text = 'now hunter2-secret';
+    expect(JSON.parse(r.jsonText(JSON.stringify(shallow), shallow))).toEqual({ inner: { text: 'now [REDACTED]' } });
+    const deep = Object.freeze({ inner: Object.freeze({ text: 'clean' }), list: Object.freeze(['a']) });
+    expect(r.jsonText(JSON.stringify(deep), deep)).toBe(JSON.stringify(deep));
+  });
+});

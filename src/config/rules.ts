@@ -56,11 +56,8 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     add(['train', 'grpo', 'num_generations'], `batch_size × num_processes × gradient_accumulation_steps (${completions}) counts completions and must be a multiple of num_generations (${t.grpo.num_generations})`);
   }
   config.privacy.redact_patterns.forEach((p, i) => {
-    try {
-      new RegExp(p);
-    } catch (err) {
-      add(['privacy', 'redact_patterns', i], `not a valid regular expression: ${(err as Error).message}`);
-    }
+    const problem = redactPatternProblem(p);
+    if (problem) add(['privacy', 'redact_patterns', i], problem);
   });
   const cronError = checkCron(config.loop.schedule);
   if (cronError) add(['loop', 'schedule'], cronError);
@@ -77,6 +74,22 @@ function requireFile(baseDir: string, file: string, p: ConfigPath, add: (p: Conf
     return;
   }
   if (!stat.isFile()) add(p, `not a file: ${abs}`);
+}
+
+// Probes for patterns that match an empty string only in some context (\b, lookarounds, anchors).
+const EMPTY_PROBES = ['', 'a', 'key: "sk-Ab_9" = 123-456\n\tx@y.z/[1] \\ é'];
+
+/** Why a redaction pattern is unusable: invalid, or able to match nothing (it would "redact" between every character). */
+export function redactPatternProblem(pattern: string): string | undefined {
+  let re: RegExp;
+  try {
+    re = new RegExp(pattern, 'g');
+  } catch (err) {
+    return `not a valid regular expression: ${(err as Error).message}`;
+  }
+  const probe = EMPTY_PROBES.find((text) => [...text.matchAll(re)].some((m) => m[0] === ''));
+  return probe === undefined ? undefined
+    : `matches the empty string${probe ? ` (in ${JSON.stringify(probe)})` : ''}; a redaction pattern must match at least one character, e.g. use + instead of *`;
 }
 
 const CRON_FIELD = /^(\*|\d+(-\d+)?)(\/\d+)?(,(\*|\d+(-\d+)?)(\/\d+)?)*$|^[A-Za-z]{3}(-[A-Za-z]{3})?(,[A-Za-z]{3})*$/;

@@ -2,9 +2,11 @@ import { UserError } from '../errors.js';
 import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { canary } from '../resources/production.js';
 import { complete } from '../resources/sets.js';
+import { StoreLockedStop } from '../rollouts/locked-stop.js';
 import { checkTeamInputs, setupTeam } from '../rollouts/team.js';
 import { sha256 } from '../util/hash.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { TaskConflictError } from '../store/index.js';
 import { tasksForRun } from '../tasks/for-run.js';
 import { createToolRunner } from '../tools/runner.js';
 import { reviewProduction, type Review } from './watch.js';
@@ -65,34 +67,43 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
+  // Everything is checked before the first write (production and the team write prompt versions): a refused run changes nothing.
   checkTeamInputs(rt);
+  if (rt.storeExists()) {
+    const conflicts = rt.existingStore().tasks.conflicts(tasks);
+    if (conflicts.length) throw new TaskConflictError(conflicts);
+  }
   const store = rt.store();
   const production = await setupTeam(rt, rt.production(opts.trigger ?? 'collect'));
   const trial = canary(store);
   const candidate = trial && await setupTeam(rt, store.sets.add(complete(trial.set, production.set.members), { kind: 'candidate', completed_from: trial.set.id }, trial.set.id));
-  store.tasks.upsertMany(tasks);
+  // Writes go through store.write: a store another process holds locked is retried, not a crash.
+  await store.write(() => store.tasks.upsertMany(tasks));
   opts.onStage?.(`starting ${tasks.length} orchestration(s), ${concurrency} at a time`);
-  const runId = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash });
+  const runId = await store.write(() => store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash }));
   const started = performance.now();
   const done: RolloutSummary[] = [];
   let onCanaryCount = 0;
   const tools = createToolRunner(config.tools, rt.paths.baseDir);
-  await pool(tasks, concurrency, signal, async (task) => {
+  const locked = new StoreLockedStop(signal);
+  await pool(tasks, concurrency, locked.signal, async (task) => {
     // A canary serves a fixed share of the tasks, chosen by a hash of the run and the task.
     const onCanary = candidate !== undefined && unitHash(`${runId}:${task.id}`) < trial!.fraction;
     const setup = onCanary ? candidate : production;
     if (onCanary) onCanaryCount++;
-    const summary = await runRollout(task, { store, runId, setup, config, tools, signal, ...(onCanary ? { metadata: { canary: true } } : {}) });
+    const summary = await locked.run(() => runRollout(task, { store, runId, setup, config, tools, signal: locked.signal, ...(onCanary ? { metadata: { canary: true } } : {}) }));
+    if (!summary) return;
     done.push(summary);
     opts.onProgress?.(progress(done, tasks.length, started, summary));
   });
   const summary = {
-    ...summarize(runId, tasks.length, done, performance.now() - started, signal.aborted),
+    ...summarize(runId, tasks.length, done, performance.now() - started, locked.signal.aborted),
     resourceSet: { id: production.set.id, version: production.set.version },
     canary: candidate ? { id: candidate.set.id, version: candidate.set.version, fraction: trial!.fraction, rollouts: onCanaryCount } : null,
     review: null as Review | null,
   };
-  store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined });
+  if (locked.error) throw await locked.end(store, summary);
+  await store.write(() => store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined }));
   if (summary.status === 'completed') summary.review = await reviewProduction(rt, opts.trigger ?? 'collect');
   return summary;
 }

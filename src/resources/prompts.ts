@@ -10,9 +10,11 @@ import type { Resource, Store } from '../store/index.js';
  * business (resources/sets.ts): a config version replaces production only where production follows the config.
  */
 export function configPrompts(prompts: RLConfig['prompts'], baseDir: string, store: Store): Map<string, Resource> {
+  // Every prompt file is read before anything is written: a bad one leaves the store as it was.
+  const texts = new Map(Object.entries(prompts).map(([name, p]) => [name, p.text ?? readPrompt(path.resolve(baseDir, p.file!))]));
   const resolved = new Map<string, Resource>();
   for (const [name, p] of Object.entries(prompts)) {
-    const text = p.text ?? readPrompt(path.resolve(baseDir, p.file!));
+    const text = texts.get(name)!;
     const versions = store.resources.list('prompt').filter((r) => r.name === name);
     const fromConfig = versions.filter((r) => r.metadata.source === 'config').at(-1);
     const current = fromConfig && fromConfig.content === store.redactor.scrub(text) ? fromConfig

@@ -4,7 +4,7 @@ import type { ToolRunner } from '../orchestrator/types.js';
 import { computeRewards } from '../rewards/compute.js';
 import { sampleRecorder, sampleRewards } from '../rewards/samples.js';
 import { rewardSpan } from '../rewards/spans.js';
-import type { Store } from '../store/index.js';
+import { StoreBusyError, type Store } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
 import type { RewardInput } from '../trace/records.js';
 import { outcomeFromResult } from './outcome.js';
@@ -59,8 +59,10 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     const result = await orchestrate({ task: task.prompt, team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal });
     const costs = { tokens: result.usage.totalTokens, toolCalls: result.usage.toolCalls, messages: result.usage.llmCalls, wallMs: result.wallMs };
     if (result.status === 'cancelled') {
-      writer.flush();
-      store.rollouts.finish(id, { status: 'cancelled', error: 'interrupted', ...costs });
+      await store.write(() => {
+        writer.flush();
+        store.rollouts.finish(id, { status: 'cancelled', error: 'interrupted', ...costs });
+      });
       return { ...base, status: 'cancelled', rounds: result.rounds, tokens: costs.tokens, wallMs: result.wallMs };
     }
     const outcome = outcomeFromResult(id, task, agents, result);
@@ -69,8 +71,8 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     const sampleUsage = { judgeTokens: 0, judgeCalls: 0 };
     scored.rewards.push(...await sampleRewards(id, recorder.samples, task, { config: d.config.rewards, judge: setup.judge, signal: d.signal, usage: sampleUsage }));
     const tokens = costs.tokens + scored.judgeTokens + sampleUsage.judgeTokens;
-    // The closing writes (last spans, rewards, the rollout row) land together.
-    store.transaction(() => {
+    // The closing writes (last spans, rewards, the rollout row) land together, once the lock is free.
+    await store.write(() => {
       writeRewardSpans(writer, scored.rewards);
       writer.flush();
       store.rewards.add(id, scored.rewards);
@@ -81,16 +83,27 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     const quality = verdicts.length ? Math.max(...verdicts) : null;
     return { ...base, status: result.status, error: result.error, reward: scored.total, quality, winner: result.winner, consensus: result.consensus, rounds: result.rounds, tokens, wallMs: result.wallMs };
   } catch (err) {
+    // A store locked for good cannot record this rollout either: the caller ends the run.
+    if (err instanceof StoreBusyError) throw closeWriter(writer, err);
     const status = d.signal.aborted ? 'cancelled' : 'failed';
     const error = d.signal.aborted ? 'interrupted' : (err as Error).message;
-    store.transaction(() => {
-      writer.flush();
-      // A failed closing transaction may have rolled back the rollout's row with its first spans.
-      if (!store.rollouts.get(id)) insert();
-      store.rollouts.finish(id, { status, error });
-    });
+    try {
+      await store.write(() => {
+        writer.flush();
+        // A failed closing transaction may have rolled back the rollout's row with its first spans.
+        if (!store.rollouts.get(id)) insert();
+        store.rollouts.finish(id, { status, error });
+      });
+    } catch (closing) {
+      throw closeWriter(writer, closing);
+    }
     return { ...base, status, error };
   }
+}
+
+function closeWriter(writer: { discard(): void }, err: unknown): unknown {
+  writer.discard();
+  return err;
 }
 
 function writeRewardSpans(writer: { add: (s: Parameters<Store['spans']['append']>[1][number]) => number }, rewards: RewardInput[]): void {

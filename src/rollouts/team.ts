@@ -1,8 +1,8 @@
 import type { LlmClient } from '../llm/types.js';
 import type { TeamAgent } from '../orchestrator/types.js';
 import { checkPromptFiles } from '../resources/prompts.js';
-import type { Judge, Runtime } from '../runtime/runtime.js';
 import { UserError } from '../errors.js';
+import type { Judge, Runtime } from '../runtime/runtime.js';
 import { ensureAdapter, loraName } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet } from '../store/index.js';
 import { toolDefinition } from '../tools/runner.js';

@@ -1,4 +1,5 @@
 export { Store, type StoreOptions, type StoreStats } from './store.js';
+export { StoreBusyError } from './busy.js';
 export { Redactor, REDACTED, type RedactionSettings } from './redact.js';
 export { SpanWriter } from './spans.js';
 export { exportRollouts, type ExportOptions, type ExportResult } from './export.js';
@@ -7,7 +8,7 @@ export type { Resource, ResourceKind, ResourceInput } from './resources.js';
 export type { RunRecord, RunKind } from './runs.js';
 export type { Checkpoint, CheckpointFilter, CheckpointInput } from './checkpoints.js';
 export type { MetricsWriter, StepMetrics, StoredStepMetrics } from './training-metrics.js';
-export type { StoredTask, TaskFilter, UpsertResult } from './tasks.js';
+export { TaskConflictError, type StoredTask, type TaskConflict, type TaskFilter, type UpsertResult } from './tasks.js';
 export * from './types.js';
 export type { AuditAction, AuditInput, AuditRecord } from './audit.js';
 export type { EvalResult, EvalRun } from './evaluations.js';

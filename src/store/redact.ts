@@ -17,28 +17,44 @@ export interface RedactionSettings {
   builtinPatterns: boolean;
 }
 
-// One redactor (one compiled regex) per distinct settings in a process: stores opened one after another
-// share it, and V8's optimized code for it outlives each store.
+// One redactor per distinct settings in a process: stores opened one after another share it (and its
+// compiled regexes and the frozen constants it has found clean).
 const shared = new BoundedCache<string, Redactor>(16);
 
-/** Scrubs secrets from text: one combined regex, applied at write time by the store and by loggers. */
+/**
+ * Scrubs secrets: from text (scrub) and from values about to be stored as JSON (json), where only
+ * strings are rewritten, never numbers or JSON syntax, so what is stored always parses.
+ *
+ * Object keys are scrubbed too (a secret is as secret in a key), and a scrubbed key that would
+ * collide with another key of the same object gets a numbered name ("[REDACTED] (2)"), so no entry
+ * is lost. Keys this program writes are fixed field names that no secret format matches.
+ *
+ * Env secrets and the built-in formats are one regex (escaped literals and our own group-free
+ * patterns). Each user pattern is a regex of its own: joined into one alternation, a backreference
+ * would point at another pattern's group and equal group names would not compile. Matches are taken
+ * leftmost-first across all of them, as one alternation would; empty matches are skipped.
+ */
 export class Redactor {
-  private readonly regex: RegExp | null;
+  private readonly regexes: RegExp[];
+  /** Frozen objects (the orchestrator's constant prompt parts) already found clean: they cannot change. */
+  private readonly clean = new WeakSet<object>();
+  private readonly replacer = (_key: string, value: unknown): unknown => {
+    if (typeof value === 'string') return this.scrub(value);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? this.renameKeys(value) : value;
+  };
 
-  constructor(secrets: readonly string[], patterns: readonly string[]) {
-    // A secret inside JSON text appears escaped, so look for both spellings.
+  constructor(secrets: readonly string[], patterns: readonly string[], builtin: readonly string[] = []) {
+    // A secret inside JSON text (a logged request, say) appears escaped, so look for both spellings.
     const spellings = secrets.filter((s) => s.length >= 4).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]);
-    const literals = [...new Set(spellings)]
-      .sort((a, b) => b.length - a.length)
-      .map(escapeRegex);
-    const all = [...literals, ...patterns.map((p) => `(?:${p})`)];
-    this.regex = all.length ? new RegExp(all.join('|'), 'g') : null;
+    const literals = [...new Set(spellings)].sort((a, b) => b.length - a.length).map(escapeRegex);
+    const trusted = [...literals, ...builtin.map((p) => `(?:${p})`)];
+    this.regexes = [...(trusted.length ? [new RegExp(trusted.join('|'), 'g')] : []), ...patterns.map((p) => new RegExp(p, 'g'))];
   }
 
   static fromSettings(settings: RedactionSettings, env: NodeJS.ProcessEnv = process.env): Redactor {
     const secrets = settings.envNames.map((n) => env[n]).filter((v): v is string => typeof v === 'string');
-    const patterns = [...settings.patterns, ...(settings.builtinPatterns ? BUILTIN_PATTERNS : [])];
-    return shared.get(JSON.stringify([secrets, patterns]), () => new Redactor(secrets, patterns));
+    const builtin = settings.builtinPatterns ? BUILTIN_PATTERNS : [];
+    return shared.get(JSON.stringify([secrets, settings.patterns, builtin]), () => new Redactor(secrets, settings.patterns, builtin));
   }
 
   static none(): Redactor {
@@ -46,44 +62,102 @@ export class Redactor {
   }
 
   get active(): boolean {
-    return this.regex !== null;
+    return this.regexes.length > 0;
   }
 
   scrub(text: string): string {
-    if (!this.regex) return text;
-    this.regex.lastIndex = 0;
-    return this.regex.test(text) ? text.replace(this.regex, REDACTED) : text;
+    return this.contains(text) ? this.replaceAll(text) : text;
   }
 
   scrubOptional(text: string | null | undefined): string | null {
     return text == null ? null : this.scrub(text);
   }
 
-  /** JSON-encodes a value and scrubs the result (secrets inside keys or nested strings included). */
+  /** JSON.stringify(value ?? {}) with every string in it (keys included) scrubbed. */
   json(value: unknown): string {
-    return this.jsonText(JSON.stringify(value ?? {}), value);
+    return this.jsonText(JSON.stringify(value ?? {}), value ?? {});
   }
 
-  /** json(value) for a value whose JSON text (JSON.stringify(value)) the caller already has. */
+  /** json(value) for a value whose JSON text (JSON.stringify(value)) the caller already has: kept unless a secret is found. */
   jsonText(text: string, value: unknown): string {
-    if (!this.regex) return text;
-    let crossed = false;
-    this.regex.lastIndex = 0;
-    const scrubbed = text.replace(this.regex, (match) => {
-      // A match containing an unescaped quote spans JSON syntax: scrubbing it would lose or corrupt data.
-      if (/(^|[^\\])"/.test(match)) crossed = true;
-      return REDACTED;
-    });
-    return crossed ? JSON.stringify(this.deep(value ?? {})) : scrubbed;
+    return this.active && this.dirty(value) ? JSON.stringify(value, this.replacer) : text;
   }
 
-  private deep(value: unknown): unknown {
-    if (typeof value === 'string') return this.scrub(value);
-    if (Array.isArray(value)) return value.map((v) => this.deep(v));
-    if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [this.scrub(k), this.deep(v)]));
+  /** JSON.stringify(value, null, indent) with the strings scrubbed: for output that is parsed, like --json. */
+  stringify(value: unknown, indent?: number): string {
+    return JSON.stringify(value, this.active ? this.replacer : undefined, indent);
+  }
+
+  private contains(text: string): boolean {
+    for (const r of this.regexes) {
+      r.lastIndex = 0;
+      if (r.test(text) && nextMatch(r, text, 0)) return true;
     }
-    return value;
+    return false;
+  }
+
+  private replaceAll(text: string): string {
+    const found: (RegExpExecArray | null)[] = this.regexes.map((r) => nextMatch(r, text, 0));
+    let out = '';
+    let pos = 0;
+    for (;;) {
+      let best = -1;
+      for (let i = 0; i < found.length; i++) {
+        if (found[i] && found[i]!.index < pos) found[i] = nextMatch(this.regexes[i]!, text, pos);
+        if (found[i] && (best < 0 || found[i]!.index < found[best]!.index)) best = i;
+      }
+      if (best < 0) return out + text.slice(pos);
+      const m = found[best]!;
+      out += text.slice(pos, m.index) + REDACTED;
+      pos = m.index + m[0].length;
+    }
+  }
+
+  /** Whether json would change anything. Values with toJSON are left to JSON.stringify to decide. */
+  private dirty(value: unknown): boolean {
+    if (typeof value === 'string') return this.contains(value);
+    if (typeof value !== 'object' || value === null || this.clean.has(value)) return false;
+    if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
+    // Remembered as clean only when frozen all the way down (then nothing in it can change).
+    let frozen = Object.isFrozen(value);
+    const child = (v: unknown) => {
+      if (this.dirty(v)) return true;
+      if (typeof v === 'object' && v !== null && !this.clean.has(v)) frozen = false;
+      return false;
+    };
+    const found = Array.isArray(value)
+      ? value.some(child)
+      : Object.keys(value).some((k) => this.contains(k) || child((value as Record<string, unknown>)[k]));
+    if (!found && frozen) this.clean.add(value);
+    return found;
+  }
+
+  private renameKeys(obj: object): object {
+    const keys = Object.keys(obj);
+    if (!keys.some((k) => this.contains(k))) return obj;
+    const taken = new Set(keys.filter((k) => !this.contains(k)));
+    const out: Record<string, unknown> = {};
+    for (const k of keys) {
+      let name = k;
+      if (this.contains(k)) {
+        const base = this.replaceAll(k);
+        name = base;
+        for (let n = 2; taken.has(name); n++) name = `${base} (${n})`;
+        taken.add(name);
+      }
+      Object.defineProperty(out, name, { value: (obj as Record<string, unknown>)[k], enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  }
+}
+
+/** The first non-empty match at or after `from` (an empty match would redact nothing and loop for ever). */
+function nextMatch(r: RegExp, text: string, from: number): RegExpExecArray | null {
+  r.lastIndex = from;
+  for (;;) {
+    const m = r.exec(text);
+    if (!m || m[0].length) return m;
+    r.lastIndex = m.index + 1;
   }
 }
 

@@ -1,3 +1,4 @@
+import { backoffMs, briefly, isBusy } from './busy.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
 import type { Span, SpanInput, SpanType } from './types.js';
@@ -23,7 +24,7 @@ export class SpanRepository {
   private readonly listStmt;
   private readonly insertAll: { immediate(rows: readonly unknown[][], open?: () => void): void };
 
-  constructor(db: Db, private readonly redactor: Redactor) {
+  constructor(private readonly db: Db, private readonly redactor: Redactor) {
     this.insert = db.prepare(INSERT);
     this.insertAll = db.transaction((rows: readonly unknown[][], open?: () => void) => {
       open?.();
@@ -57,6 +58,11 @@ export class SpanRepository {
     this.insertAll.immediate(rows, open);
   }
 
+  /** @internal used by SpanWriter for flushes nobody waits for: a locked store is retried later instead of waited for. */
+  briefly<T>(fn: () => T): T {
+    return briefly(this.db, fn);
+  }
+
   encodePayload(payload: unknown): string {
     return this.redactor.json(payload);
   }
@@ -74,9 +80,17 @@ export class SpanRepository {
   }
 }
 
+/**
+ * Spans of one rollout, buffered and written in batches. A flush nobody waits for (a full batch, the
+ * timer) that meets a store locked by another process keeps the spans and retries with backoff; flush()
+ * itself throws, keeping them too. Any other error of a timed flush is thrown by the next add or flush.
+ */
 export class SpanWriter {
   private buffer: unknown[][] = [];
   private timer: NodeJS.Timeout | undefined;
+  private failure: unknown;
+  /** Background flushes refused by a lock in a row; while non-zero, full batches wait for the retry. */
+  private refusals = 0;
 
   constructor(
     private readonly repo: SpanRepository,
@@ -88,6 +102,7 @@ export class SpanWriter {
   ) {}
 
   add(span: SpanInput): number {
+    this.rethrow();
     const seq = ++this.lastSeq;
     this.buffer.push([
       this.rolloutId,
@@ -100,11 +115,8 @@ export class SpanWriter {
       span.durationMs ?? 0,
       span.payloadJson === undefined ? this.repo.encodePayload(span.payload) : this.repo.encodePayloadJson(span.payloadJson, span.payload),
     ]);
-    if (this.buffer.length >= this.batchSize) this.flush();
-    else if (this.maxDelayMs !== undefined && !this.timer) {
-      this.timer = setTimeout(() => this.flush(), this.maxDelayMs);
-      this.timer.unref();
-    }
+    if (this.buffer.length >= this.batchSize && !this.refusals) this.flushOrRetry(true);
+    else if (this.maxDelayMs !== undefined && !this.timer) this.schedule(this.maxDelayMs);
     return seq;
   }
 
@@ -112,15 +124,51 @@ export class SpanWriter {
     return this.buffer.length;
   }
 
-  /** Writes the waiting spans (and the rollout's row, if not written yet). */
+  /** Writes the waiting spans (and the rollout's row, if not written yet). On an error they stay buffered. */
   flush(): void {
+    this.rethrow();
     clearTimeout(this.timer);
     this.timer = undefined;
     if (!this.buffer.length && !this.open) return;
     const rows = this.buffer;
     this.buffer = [];
-    this.repo.writeBatch(rows, this.open);
+    try {
+      this.repo.writeBatch(rows, this.open);
+    } catch (err) {
+      this.buffer = rows.concat(this.buffer);
+      throw err;
+    }
     this.open = undefined;
+    this.refusals = 0;
+  }
+
+  /** Stops retrying in the background; what is buffered is dropped with the writer. */
+  discard(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private flushOrRetry(fromAdd: boolean): void {
+    try {
+      this.repo.briefly(() => this.flush());
+    } catch (err) {
+      if (isBusy(err)) this.schedule(backoffMs(this.refusals++));
+      else if (fromAdd) throw err;
+      else this.failure = err;
+    }
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.flushOrRetry(false), ms);
+    this.timer.unref();
+  }
+
+  private rethrow(): void {
+    if (this.failure === undefined) return;
+    const err = this.failure;
+    this.failure = undefined;
+    throw err;
   }
 }
 

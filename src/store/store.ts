@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs, briefly, BusyClock, isBusy, PATIENCE_FACTOR } from './busy.js';
 import { AuditRepository } from './audit.js';
 import { CheckpointRepository } from './checkpoints.js';
 import { openDatabase, type Db, type OpenOptions } from './database.js';
@@ -49,9 +51,12 @@ export class Store {
   readonly locks: LockRepository;
   /** Rows found 'running' for processes that had died, now marked failed. */
   readonly recovered: number;
+  /** How long writes have been refused by a lock; write() gives up after PATIENCE_FACTOR × busy_timeout_ms. */
+  readonly busy: BusyClock;
   private readonly runInTransaction: { immediate(fn: () => unknown): unknown };
 
-  private constructor(readonly path: string, readonly db: Db, readonly redactor: Redactor) {
+  private constructor(readonly path: string, readonly db: Db, readonly redactor: Redactor, busyTimeoutMs: number) {
+    this.busy = new BusyClock(path, PATIENCE_FACTOR * busyTimeoutMs);
     this.tasks = new TaskRepository(db, redactor);
     this.rollouts = new RolloutRepository(db, redactor);
     this.spans = new SpanRepository(db, redactor);
@@ -70,13 +75,41 @@ export class Store {
     this.runInTransaction = db.transaction((fn: () => unknown) => fn());
   }
 
+  /** Opens the store; a lock held past busy_timeout_ms while it migrates or recovers orphans is a StoreBusyError. */
   static open(opts: StoreOptions): Store {
-    return new Store(opts.path, openDatabase(opts.path, opts), opts.redactor ?? Redactor.none());
+    const busyTimeoutMs = opts.busyTimeoutMs ?? 15_000;
+    let db: Db | undefined;
+    try {
+      db = openDatabase(opts.path, opts);
+      return new Store(opts.path, db, opts.redactor ?? Redactor.none(), busyTimeoutMs);
+    } catch (err) {
+      if (db?.open) db.close();
+      throw isBusy(err) ? new BusyClock(opts.path, busyTimeoutMs).error(busyTimeoutMs) : err;
+    }
   }
 
   /** Runs fn in one write transaction (taken up front, so concurrent writers queue instead of failing). */
   transaction<T>(fn: () => T): T {
     return this.runInTransaction.immediate(fn) as T;
+  }
+
+  /**
+   * transaction(fn) for long runs: while another process holds the lock, retried with backoff, each
+   * attempt waiting only briefly so the event loop keeps running; a StoreBusyError once writes have been
+   * refused for PATIENCE_FACTOR × busy_timeout_ms. fn runs only once the lock is taken.
+   */
+  async write<T>(fn: () => T): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const result = briefly(this.db, () => this.transaction(fn));
+        this.busy.succeeded();
+        return result;
+      } catch (err) {
+        if (!isBusy(err)) throw err;
+        this.busy.refused();
+        await sleep(backoffMs(attempt));
+      }
+    }
   }
 
   stats(): StoreStats {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Redactor, Store } from '../../src/store/index.js';
+import { Redactor, Store, TaskConflictError } from '../../src/store/index.js';
 import { loadTasks, type SplitTask } from '../../src/tasks/index.js';
 import { FIXTURES, tempDir } from '../helpers.js';
 
@@ -36,7 +36,7 @@ describe('TaskRepository', () => {
     store.close();
   });
 
-  it('updates only rows whose content changed, keeping created_at', () => {
+  it('updates labels (source, category, split) and keeps created_at; unchanged rows are left alone', () => {
     const store = storeIn(tempDir());
     const all = tasks();
     store.tasks.upsertMany(all);
@@ -47,18 +47,46 @@ describe('TaskRepository', () => {
     const reordered = all.map((t) => ({ ...t, metadata: Object.fromEntries(Object.entries(t.metadata).reverse()) }));
     expect(store.tasks.upsertMany(reordered)).toEqual({ inserted: 0, updated: 0, unchanged: 23 });
 
-    const changed = all.map((t) => (t.id === 'geo-1' ? { ...t, reference: 'Paris, France' } : t.id === 'math-1' ? { ...t, split: 'eval' as const, category: 'math' } : t));
+    const relabelled = all.map((t) => (t.id === 'geo-1' ? { ...t, source: 'moved.jsonl' } : t.id === 'math-1' ? { ...t, split: 'eval' as const, category: 'math' } : t));
     const extra: SplitTask = { id: 'new-1', prompt: 'p', metadata: { k: [1, { b: 2, a: 1 }] }, source: 'x.yaml', split: 'train' };
-    expect(store.tasks.upsertMany([...changed, extra])).toEqual({ inserted: 1, updated: 2, unchanged: 21 });
-    expect(store.tasks.get('geo-1')).toMatchObject({ reference: 'Paris, France', createdAt: 1 });
+    expect(store.tasks.upsertMany([...relabelled, extra])).toEqual({ inserted: 1, updated: 2, unchanged: 21 });
+    expect(store.tasks.get('geo-1')).toMatchObject({ source: 'moved.jsonl', reference: 'Paris', createdAt: 1 });
     expect(store.tasks.get('math-1')).toMatchObject({ split: 'eval', category: 'math', reference: '42' });
     expect(store.tasks.get('new-1')!.metadata).toEqual({ k: [1, { a: 1, b: 2 }] });
     expect(store.tasks.get('new-1')!.createdAt).toBeGreaterThanOrEqual(created);
+    store.close();
+  });
 
-    // Clearing an optional field is a change too.
-    const { reference: _dropped, ...withoutRef } = changed.find((t) => t.id === 'geo-1')!;
-    expect(store.tasks.upsertMany([withoutRef])).toEqual({ inserted: 0, updated: 1, unchanged: 0 });
-    expect('reference' in store.tasks.get('geo-1')!).toBe(false);
+  it('refuses a stored id with other content (prompt, reference, metadata), naming what differs, and writes nothing', () => {
+    const store = storeIn(tempDir());
+    const all = tasks();
+    store.tasks.upsertMany(all);
+    const geo = all.find((t) => t.id === 'geo-1')!;
+    store.rollouts.start({ taskId: 'geo-1' });
+    const { reference: _dropped, ...withoutRef } = geo;
+    const redefined: SplitTask[] = [
+      { ...geo, reference: 'Paris, France', source: 'other.jsonl' },
+      { ...all.find((t) => t.id === 'math-1')!, prompt: 'What is 6 × 7 exactly?' },
+      { ...all[0]!, metadata: { ...all[0]!.metadata, tolerance: 5 } },
+    ];
+    const fresh: SplitTask = { id: 'fresh-1', prompt: 'p', metadata: {}, source: 'x.yaml', split: 'train' };
+    let error: unknown;
+    try {
+      store.tasks.upsertMany([fresh, ...redefined]);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(TaskConflictError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/^3 task ids are already stored with different content; nothing was changed/);
+    expect(message).toContain('"geo-1" from other.jsonl (stored from good.jsonl, 1 rollout): reference "Paris" → "Paris, France"');
+    expect(message).toMatch(/"math-1" from good\.jsonl \(stored from good\.jsonl, 0 rollouts\): prompt ".*" → "What is 6 × 7 exactly\?"/);
+    expect(message).toMatch(/"suite:unit_conversion:4:0" .*: metadata\.tolerance [\d.e-]+ → 5$/m);
+    expect(store.tasks.get('fresh-1')).toBeUndefined();
+    expect(store.tasks.get('geo-1')).toMatchObject({ reference: 'Paris', source: 'good.jsonl' });
+    // Clearing an optional field is a change of content too.
+    expect(store.tasks.conflicts([withoutRef]).map((c) => c.differs)).toEqual([['reference "Paris" → (none)']]);
+    expect(store.tasks.conflicts(all)).toEqual([]);
     store.close();
   });
 

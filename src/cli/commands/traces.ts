@@ -51,7 +51,7 @@ export const registerTraces: Register = (program, ctx) => {
   });
 
   withFilters(traces.command('export').description('export rollouts (with spans and rewards) as JSONL'))
-    .option('-o, --out <file>', 'output file; "-" for stdout', '-')
+    .option('-o, --out <file>', 'output file: a new path or a regular file (replaced once the export is complete); "-" for stdout', '-')
     .addOption(new Option('--format <format>', 'jsonl: our rollouts; orchestration-trace: one orchestration-trace JSON per line').choices(['jsonl', 'orchestration-trace'] satisfies ExportFormat[]).default('jsonl'))
     .action(async (flags: FilterFlags & { out: string; format: ExportFormat }) => {
       const { ui, runtime } = ctx();

@@ -39,8 +39,9 @@ export class Ui {
     if (!this.opts.json) this.out.write(`${this.scrub(text)}\n`);
   }
 
+  /** Scrubbed value by value, not as text: a secret that looks like a number must not break the JSON. */
   json(value: unknown): void {
-    this.out.write(`${this.scrub(JSON.stringify(value, null, 2))}\n`);
+    this.out.write(`${this.redactor ? this.redactor.stringify(value, 2) : JSON.stringify(value, null, 2)}\n`);
   }
 
   info(text: string): void {

@@ -1,4 +1,5 @@
 import { Option } from 'commander';
+import { MAX_CONCURRENCY, MAX_TASKS } from '../../config/schema.js';
 import { InterruptedError } from '../../errors.js';
 import { positiveInt } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
@@ -28,7 +29,7 @@ export const registerCollect: Register = (program, ctx) => {
       const stopping = 'stopping: running orchestrations are cancelled and recorded as such (Ctrl-C again does nothing; wait a moment)';
       try {
         const summary = await withInterrupt(ui, stopping, (signal) => collect(rt, {
-          tasks: flags.tasks, n: positiveInt('--n', flags.n), concurrency: positiveInt('--concurrency', flags.concurrency), split: flags.split,
+          tasks: flags.tasks, n: positiveInt('--n', flags.n, MAX_TASKS), concurrency: positiveInt('--concurrency', flags.concurrency, MAX_CONCURRENCY), split: flags.split,
           signal,
           onStage: (m) => bar.update(m),
           onProgress: (p) => bar.update(`${p.done}/${p.total} done, ${p.failed} failed${p.etaMs !== null ? `, ETA ${formatDuration(p.etaMs)}` : ''}  last: ${p.last?.taskId ?? ''} ${p.last?.status ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),

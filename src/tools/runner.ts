@@ -14,6 +14,10 @@ export function toolDefinition(name: string, tools: ToolsConfig): ToolDefinition
   return { name, description: t.description || `run ${t.command[0]}`, parameters: { type: 'object', properties, required: Object.keys(properties) } };
 }
 
+/** Past this much output a command tool is stopped (its output is kept in memory); the model sees the first RESULT_CHARS. */
+const MAX_OUTPUT_CHARS = 1 << 20;
+const RESULT_CHARS = 8000;
+
 /** Tool names are the model's to choose: `constructor` must not find Object's. */
 function ownTool(tools: ToolsConfig, name: string): ToolsConfig[string] | undefined {
   return Object.hasOwn(tools, name) ? tools[name] : undefined;
@@ -33,10 +37,11 @@ export function createToolRunner(tools: ToolsConfig, cwd: string): ToolRunner {
         }
       }
       const argv = t.command.map((part) => part.replace(/\{(\w+)\}/g, (_, key: string) => String((Object.hasOwn(args, key) ? args[key] : undefined) ?? '')));
-      const r = await execa(argv[0]!, argv.slice(1), { cwd, timeout: t.timeout_ms, cancelSignal: signal, reject: false, stdin: 'ignore', all: true, maxBuffer: 1 << 20 });
+      const r = await execa(argv[0]!, argv.slice(1), { cwd, timeout: t.timeout_ms, cancelSignal: signal, reject: false, stdin: 'ignore', all: true, maxBuffer: MAX_OUTPUT_CHARS });
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('cancelled');
-      const out = String(r.all ?? '').slice(0, 8000);
+      const out = String(r.all ?? '').slice(0, RESULT_CHARS);
       if (r.timedOut) return { result: `timed out after ${t.timeout_ms} ms`, success: false, error: 'timeout' };
+      if (r.isMaxBuffer) return { result: `${out}\n[stopped: the command printed more than ${MAX_OUTPUT_CHARS} characters]`, success: false, error: 'output too large' };
       return r.exitCode === 0 ? { result: out, success: true } : { result: out || `exit code ${r.exitCode}`, success: false, error: `exit code ${r.exitCode ?? 'unknown'}` };
     },
   };

@@ -46,6 +46,10 @@ export interface CollectSummary {
   meanRounds: number | null;
   tokens: number;
   wallMs: number;
+  /** Why rollouts failed: each distinct error with how many rollouts it ended, most frequent first. */
+  failureReasons: { error: string; count: number }[];
+  /** n asked for more tasks than the split holds: all of the split ran, and this says so. */
+  shortfall: { requested: number; available: number; split: 'train' | 'eval' | 'all'; hint: string } | null;
   rollouts: RolloutSummary[];
 }
 
@@ -54,13 +58,16 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const { config } = rt;
   const split = opts.split ?? config.collect.split;
   const n = opts.n ?? config.collect.n;
-  const tasks = selectTasks(loadTasks(tasksConfig(config.tasks, opts.tasks, n, split), rt.paths.baseDir), split, n);
+  const loaded = loadTasks(tasksConfig(config.tasks, opts.tasks, n, split), rt.paths.baseDir);
+  const tasks = selectTasks(loaded, split, n);
+  const shortfall = n !== undefined && tasks.length < n ? shortfallOf(n, tasks.length, split, loaded.length) : null;
   if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
   const setup = await setupTeam(rt);
   const store = rt.store();
   store.tasks.upsertMany(tasks);
+  if (shortfall) opts.onStage?.(shortfall.hint);
   opts.onStage?.(`starting ${tasks.length} orchestration(s), ${concurrency} at a time`);
   const runId = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash });
   const started = performance.now();
@@ -71,9 +78,14 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
     done.push(summary);
     opts.onProgress?.(progress(done, tasks.length, started, summary));
   });
-  const summary = summarize(runId, tasks.length, done, performance.now() - started, signal.aborted);
+  const summary = { ...summarize(runId, tasks.length, done, performance.now() - started, signal.aborted), shortfall };
   store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined });
   return summary;
+}
+
+function shortfallOf(requested: number, available: number, split: 'train' | 'eval' | 'all', total: number): NonNullable<CollectSummary['shortfall']> {
+  const more = split !== 'all' && total > available ? `; --split all runs all ${total} tasks` : '; add tasks to tasks.sources for more';
+  return { requested, available, split, hint: `--n ${requested} asks for more tasks than the ${split === 'all' ? 'task sources hold' : `${split} split holds`} (${available}): running ${available}${more}` };
 }
 
 function tasksConfig(base: RLConfig['tasks'], spec: string | undefined, n: number | undefined, split: 'train' | 'eval' | 'all'): RLConfig['tasks'] {
@@ -107,7 +119,7 @@ function progress(done: RolloutSummary[], total: number, started: number, last: 
   };
 }
 
-function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): CollectSummary {
+function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'shortfall'> {
   const completed = rollouts.filter((r) => r.status === 'completed');
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
   const scored = completed.filter((r) => r.quality !== null);
@@ -120,7 +132,13 @@ function summarize(runId: string, total: number, rollouts: RolloutSummary[], wal
     meanReward: mean(completed.map((r) => r.reward).filter((x): x is number => x !== null)),
     consensusRate: mean(completed.map((r) => (r.consensus ? 1 : 0))),
     meanRounds: mean(completed.map((r) => r.rounds)),
-    tokens: rollouts.reduce((a, r) => a + r.tokens, 0), wallMs, rollouts,
+    tokens: rollouts.reduce((a, r) => a + r.tokens, 0), wallMs, failureReasons: countReasons(rollouts), rollouts,
   };
+}
+
+function countReasons(rollouts: RolloutSummary[]): CollectSummary['failureReasons'] {
+  const counts = new Map<string, number>();
+  for (const r of rollouts) if (r.status === 'failed') counts.set(r.error ?? 'unknown error', (counts.get(r.error ?? 'unknown error') ?? 0) + 1);
+  return [...counts].map(([error, count]) => ({ error, count })).sort((a, b) => b.count - a.count);
 }
 

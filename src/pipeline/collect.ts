@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { BUILTIN_SUITES, type RLConfig } from '../config/schema.js';
+import { BUILTIN_SUITES, MAX_TASKS, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { setupTeam } from '../rollouts/team.js';
@@ -93,7 +93,7 @@ function tasksConfig(base: RLConfig['tasks'], spec: string | undefined, n: numbe
   if ((BUILTIN_SUITES as readonly string[]).includes(spec)) {
     // Generate enough that the requested split still holds n tasks after the hash split.
     const share = split === 'all' ? 1 : split === 'eval' ? base.split.eval_fraction : 1 - base.split.eval_fraction;
-    const generated = Math.ceil(((n ?? 50) / Math.max(share, 0.05)) * 1.25) + 5;
+    const generated = Math.min(MAX_TASKS, Math.ceil(((n ?? 50) / Math.max(share, 0.05)) * 1.25) + 5);
     return { ...base, sources: [{ suite: spec as (typeof BUILTIN_SUITES)[number], n: generated, seed: 1 }] };
   }
   const file = path.resolve(spec);

@@ -120,3 +120,19 @@ describe('non-regular files are refused by readRegularFile (CLI cases with FIFOs
     expect(readTaskFile(path.join(dir, 'd.jsonl'), 'd.jsonl').issues).toEqual(['d.jsonl: cannot read task file (a directory, not a regular file)']);
   });
 });
+
+describe('numeric fields of task files', () => {
+  it('a reference beyond the doubles and a tolerance that is not a non-negative number are refused with their line', () => {
+    expect(taskIssues('t.jsonl', [
+      '{"id": "a", "prompt": "p", "reference": 1e400}',
+      '{"id": "b", "prompt": "p", "reference": 42, "metadata": {"tolerance": -1}}',
+      '{"id": "c", "prompt": "p", "reference": 42, "metadata": {"tolerance": "0.1"}}',
+      '{"id": "d", "prompt": "p", "reference": 42, "metadata": {"tolerance": 0.5}}',
+    ].join('\n'))).toEqual([
+      't.jsonl:1: "reference" must be a finite number',
+      't.jsonl:2: "metadata.tolerance" must be a non-negative number, got -1',
+      't.jsonl:3: "metadata.tolerance" must be a non-negative number, got "0.1"',
+    ]);
+    expect(taskIssues('t.yaml', '- id: a\n  prompt: p\n  reference: .inf\n')).toEqual(['t.yaml:3: "reference" must be a finite number']);
+  });
+});

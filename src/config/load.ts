@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import { stableHash } from '../util/hash.js';
 import { DEFAULT_CONFIG_FILE } from './defaults.js';
+import { InputFileError, readRegularFile } from './input-file.js';
 import { interpolateEnv, type InterpolationIssue } from './interpolate.js';
 import { applyOverrides } from './overrides.js';
 import { resolvePaths, type ResolvedPaths } from './paths.js';
@@ -86,14 +87,14 @@ export function fromRaw(
 }
 
 function readConfigText(file: string, explicit: boolean): string | null {
+  if (!explicit && !fs.existsSync(file)) return null;
   try {
-    return fs.readFileSync(file, 'utf8');
+    return readRegularFile(file, 'config file');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' && !explicit) return null;
-    if (code === 'ENOENT') throw new UserError(`config file not found: ${file}`, 'create one with `massgen-rl init`');
-    if (code === 'EISDIR') throw new UserError(`config path is a directory, not a file: ${file}`);
-    throw new UserError(`cannot read config file ${file}: ${code ?? (err as Error).message}`);
+    if (!(err instanceof InputFileError)) throw err;
+    if (err.code === 'ENOENT') throw new UserError(`config file not found: ${file}`, 'create one with `massgen-rl init`');
+    if (err.code === 'EISDIR') throw new UserError(`config path is a directory, not a file: ${file}`);
+    throw err;
   }
 }
 

@@ -1,5 +1,5 @@
-import { parse as parseYaml } from 'yaml';
 import { UserError } from '../errors.js';
+import { parseYamlSafely } from './safe-yaml.js';
 
 /** Applies `key.path=value` overrides (value parsed as YAML) to a raw config object, in place. */
 export function applyOverrides(raw: Record<string, unknown>, overrides: readonly string[]): Record<string, unknown> {
@@ -7,12 +7,10 @@ export function applyOverrides(raw: Record<string, unknown>, overrides: readonly
     const eq = spec.indexOf('=');
     if (eq <= 0) throw new UserError(`--set ${spec}: expected key.path=value`);
     const keys = spec.slice(0, eq).split('.');
-    let value: unknown;
-    try {
-      value = parseYaml(spec.slice(eq + 1));
-    } catch {
-      value = spec.slice(eq + 1);
-    }
+    if (keys.includes('__proto__')) throw new UserError(`--set ${spec}: "__proto__" is not a config key`);
+    // A value that is not plain YAML (a syntax error, an alias, too deep) is taken as the literal string.
+    const parsed = parseYamlSafely(spec.slice(eq + 1));
+    const value: unknown = parsed.problems.length ? spec.slice(eq + 1) : parsed.doc.toJS();
     let target: Record<string, unknown> | unknown[] = raw;
     keys.forEach((key, i) => {
       const index = Array.isArray(target) ? Number(key) : key;
@@ -24,7 +22,7 @@ export function applyOverrides(raw: Record<string, unknown>, overrides: readonly
         slot[index] = value;
         return;
       }
-      const next = slot[index];
+      const next = Object.hasOwn(slot, index) ? slot[index] : undefined;
       if (next === undefined || next === null) slot[index] = /^\d+$/.test(keys[i + 1]!) ? [] : {};
       else if (typeof next !== 'object') throw new UserError(`--set ${spec}: ${keys.slice(0, i + 1).join('.')} is not a section`);
       target = slot[index] as Record<string, unknown>;

@@ -30,17 +30,17 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   config.agents.forEach((a, i) => {
     if (seen.has(a.id)) add(['agents', i, 'id'], `duplicate agent id "${a.id}"`);
     seen.add(a.id);
-    if (!config.models[a.model]) add(['agents', i, 'model'], `unknown model "${a.model}"; ${known('models', models)}`);
-    if (!config.prompts[a.system_prompt]) add(['agents', i, 'system_prompt'], `unknown prompt "${a.system_prompt}"; ${known('prompts', prompts)}`);
+    if (!Object.hasOwn(config.models, a.model)) add(['agents', i, 'model'], `unknown model "${a.model}"; ${known('models', models)}`);
+    if (!Object.hasOwn(config.prompts, a.system_prompt)) add(['agents', i, 'system_prompt'], `unknown prompt "${a.system_prompt}"; ${known('prompts', prompts)}`);
     a.tools.forEach((t, j) => {
-      if (!config.tools[t]) add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
+      if (!Object.hasOwn(config.tools, t)) add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
     });
   });
   config.tasks.sources.forEach((s, i) => {
     if ('file' in s) requireFile(baseDir, s.file, ['tasks', 'sources', i, 'file'], add);
   });
   const judge = config.rewards.judge;
-  if (judge.model && !config.models[judge.model]) add(['rewards', 'judge', 'model'], `unknown model "${judge.model}"; ${known('models', models)}`);
+  if (judge.model && !Object.hasOwn(config.models, judge.model)) add(['rewards', 'judge', 'model'], `unknown model "${judge.model}"; ${known('models', models)}`);
   if ((config.rewards.weights.judge ?? 0) !== 0) {
     if (!judge.model) add(['rewards', 'judge', 'model'], 'the judge reward has a weight, so name the model that judges');
     if (!judge.rubric.length) add(['rewards', 'judge', 'rubric'], 'the judge reward has a weight, so give at least one rubric criterion');

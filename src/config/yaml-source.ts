@@ -1,4 +1,5 @@
-import { isMap, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { isMap, isSeq, LineCounter, type Document, type Node } from 'yaml';
+import { parseYamlSafely } from './safe-yaml.js';
 
 export type ConfigPath = readonly (string | number)[];
 
@@ -11,13 +12,9 @@ export class YamlSource {
   ) {}
 
   static parse(file: string, text: string): { source: YamlSource; value: unknown; errors: string[] } {
-    const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+    const { doc, lines, problems } = parseYamlSafely(text);
     const source = new YamlSource(file, doc, lines);
-    const errors = doc.errors.map((e) => {
-      const pos = lines.linePos(e.pos[0]);
-      return `${file}:${pos.line}:${pos.col}: invalid YAML: ${firstLine(e.message)}`;
-    });
+    const errors = problems.map((p) => `${file}:${p.line}:${p.col}: ${p.message}`);
     return { source, value: errors.length ? undefined : (doc.toJS() ?? {}), errors };
   }
 
@@ -60,8 +57,4 @@ function child(node: unknown, part: string | number, atKey = false): { node: unk
 
 function rangeStart(node: unknown): number | undefined {
   return (node as Node | null)?.range?.[0];
-}
-
-function firstLine(message: string): string {
-  return message.split('\n')[0] ?? message;
 }

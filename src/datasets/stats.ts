@@ -1,4 +1,5 @@
 import type { Algo } from '../config/schema.js';
+import { dict } from '../util/dict.js';
 
 /** What one dataset row drew on, for the quality gates and the manifest. */
 export interface RowInfo {
@@ -35,7 +36,7 @@ export interface DatasetStats {
 export class StatsCollector {
   rows = 0;
   cleanRows = 0;
-  readonly categories: Record<string, number> = {};
+  readonly categories: Record<string, number> = dict();
   readonly dropped: Record<string, number> = {};
   readonly counts: Record<string, number> = {};
   readonly byStatus: Record<string, number> = {};

@@ -1,7 +1,7 @@
 import { HttpTimeoutError, jsonEndpoint, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
 import { BoundedCache } from '../util/bounded-cache.js';
 import { encodeObject } from './json-text.js';
-import { parseCompletion } from './parse.js';
+import { parseCompletion, TruncatedResponseError } from './parse.js';
 import type { CallOptions, ChatRequest, ChatResult, LlmClient } from './types.js';
 
 export interface ClientOptions {
@@ -67,7 +67,14 @@ class HttpLlmClient implements LlmClient {
         continue;
       }
       if (res.status >= 200 && res.status < 300) {
-        return parseCompletion(res.body, { latencyMs: performance.now() - started, attempts, model: request.model });
+        try {
+          return parseCompletion(res.body, { latencyMs: performance.now() - started, attempts, model: request.model });
+        } catch (err) {
+          // Retried like the connection reset it is; a complete JSON body of the wrong shape is not.
+          if (!(err instanceof TruncatedResponseError)) throw err;
+          await this.retryAfterFailure(err, attempts, call.signal);
+          continue;
+        }
       }
       if (res.status === 400 && dropRejectedExtension(res.body, this.caps)) {
         attempts--;

@@ -45,6 +45,11 @@ export class ResponseParser {
     return this.readChunks() ? this.done() : null;
   }
 
+  /** The status line and headers have arrived. */
+  get started(): boolean {
+    return this.head !== null;
+  }
+
   /** The connection ended: the response, if its framing says it is complete now. */
   end(): ParsedResponse | null {
     return this.head && this.remaining === -2 ? this.done() : null;

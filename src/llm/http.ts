@@ -64,6 +64,11 @@ export function postJson(endpoint: JsonEndpoint, body: string, timeoutMs: number
   });
 }
 
+/** The connection closed after the response began but before its framing said it was complete. */
+function endedEarly(): Error {
+  return Object.assign(new Error('the response ended early (the connection closed before the whole body arrived)'), { code: 'ECONNRESET' });
+}
+
 function onTimeout(exchange: Exchange, ms: number): void {
   exchange.fail(new HttpTimeoutError(ms));
 }
@@ -121,7 +126,7 @@ class Exchange implements ConnectionUser {
   end(): void {
     const res = this.parser.end();
     if (res) this.succeed(res);
-    else this.fail(hangUp());
+    else this.fail(this.parser.started ? endedEarly() : hangUp());
   }
 
   fail(err: unknown): void {

@@ -15,13 +15,22 @@ interface RawCompletion {
   prompt_token_ids?: number[] | null;
 }
 
+/** A 2xx response whose body is not JSON: cut off on the way (a close-delimited body ends where the connection did). */
+export class TruncatedResponseError extends Error {
+  readonly code = 'ECONNRESET';
+  constructor(body: string) {
+    super(`the response ended early: its body (${Buffer.byteLength(body)} bytes) is not complete JSON: ${body.slice(0, 200)}`);
+    this.name = 'TruncatedResponseError';
+  }
+}
+
 /** Reads an OpenAI chat.completion body, including vLLM's token-id extensions. */
 export function parseCompletion(body: string, meta: { latencyMs: number; attempts: number; model: string }): ChatResult {
   let raw: RawCompletion;
   try {
     raw = JSON.parse(body) as RawCompletion;
   } catch {
-    throw new Error(`the server's response is not JSON: ${body.slice(0, 200)}`);
+    throw new TruncatedResponseError(body);
   }
   const choice = raw.choices?.[0];
   if (!choice?.message) throw new Error(`the server's response has no choices[0].message: ${body.slice(0, 200)}`);

@@ -7,7 +7,7 @@ import { checkTeamInputs, setupTeam } from '../rollouts/team.js';
 import { sha256 } from '../util/hash.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { TaskConflictError } from '../store/index.js';
-import { tasksForRun } from '../tasks/for-run.js';
+import { tasksWithShortfall, type Shortfall } from '../tasks/for-run.js';
 import { createToolRunner } from '../tools/runner.js';
 import { reviewProduction, type Review } from './watch.js';
 
@@ -55,6 +55,10 @@ export interface CollectSummary {
   canary: { id: string; version: number; fraction: number; rollouts: number } | null;
   /** What this collect says about the last production change: canary promotion, post-deploy watch. */
   review: Review | null;
+  /** Why rollouts failed: each distinct error with how many rollouts it ended, most frequent first. */
+  failureReasons: { error: string; count: number }[];
+  /** n asked for more tasks than the split holds: all of the split ran, and this says so. */
+  shortfall: Shortfall | null;
   rollouts: RolloutSummary[];
 }
 
@@ -63,7 +67,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const { config } = rt;
   const split = opts.split ?? config.collect.split;
   const n = opts.n ?? config.collect.n;
-  const tasks = tasksForRun(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n, split });
+  const { tasks, shortfall } = tasksWithShortfall(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n, split });
   if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
@@ -79,6 +83,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const candidate = trial && await setupTeam(rt, store.sets.add(complete(trial.set, production.set.members), { kind: 'candidate', completed_from: trial.set.id }, trial.set.id));
   // Writes go through store.write: a store another process holds locked is retried, not a crash.
   await store.write(() => store.tasks.upsertMany(tasks));
+  if (shortfall) opts.onStage?.(shortfall.hint);
   opts.onStage?.(`starting ${tasks.length} orchestration(s), ${concurrency} at a time`);
   const runId = await store.write(() => store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash }));
   const started = performance.now();
@@ -101,6 +106,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
     resourceSet: { id: production.set.id, version: production.set.version },
     canary: candidate ? { id: candidate.set.id, version: candidate.set.version, fraction: trial!.fraction, rollouts: onCanaryCount } : null,
     review: null as Review | null,
+    shortfall,
   };
   if (locked.error) throw await locked.end(store, summary);
   await store.write(() => store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined }));
@@ -126,7 +132,7 @@ function progress(done: RolloutSummary[], total: number, started: number, last: 
   };
 }
 
-function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'resourceSet' | 'canary' | 'review'> {
+function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'resourceSet' | 'canary' | 'review' | 'shortfall'> {
   const completed = rollouts.filter((r) => r.status === 'completed');
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
   const scored = completed.filter((r) => r.quality !== null);
@@ -139,10 +145,15 @@ function summarize(runId: string, total: number, rollouts: RolloutSummary[], wal
     meanReward: mean(completed.map((r) => r.reward).filter((x): x is number => x !== null)),
     consensusRate: mean(completed.map((r) => (r.consensus ? 1 : 0))),
     meanRounds: mean(completed.map((r) => r.rounds)),
-    tokens: rollouts.reduce((a, r) => a + r.tokens, 0), wallMs, rollouts,
+    tokens: rollouts.reduce((a, r) => a + r.tokens, 0), wallMs, failureReasons: countReasons(rollouts), rollouts,
   };
 }
 
+function countReasons(rollouts: RolloutSummary[]): CollectSummary['failureReasons'] {
+  const counts = new Map<string, number>();
+  for (const r of rollouts) if (r.status === 'failed') counts.set(r.error ?? 'unknown error', (counts.get(r.error ?? 'unknown error') ?? 0) + 1);
+  return [...counts].map(([error, count]) => ({ error, count })).sort((a, b) => b.count - a.count);
+}
 
 /** A string's hash as a number in [0, 1). */
 function unitHash(key: string): number {

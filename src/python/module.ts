@@ -1,7 +1,7 @@
 import { execa } from 'execa';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { UserError } from '../errors.js';
+import { eachLine, LineTail } from '../util/bounded-lines.js';
 
 /** The bundled Python package (trainers/), put on PYTHONPATH rather than installed, so every checkout runs its own code. */
 export const TRAINERS_DIR = fileURLToPath(new URL('../../trainers', import.meta.url));
@@ -47,9 +47,8 @@ export async function runPythonModule(opts: RunModuleOptions): Promise<RunModule
     timeout: opts.timeoutMs, cancelSignal: opts.signal, forceKillAfterDelay: 5000,
   });
   const result: RunModuleResult = { exitCode: 0, events: [], stderrTail: [] };
-  const stdout = readline.createInterface({ input: child.stdout! });
-  const stderr = readline.createInterface({ input: child.stderr! });
-  stdout.on('line', (line) => {
+  const stderrTail = new LineTail(40);
+  const stdout = eachLine(child.stdout!, (line) => {
     const ev = parseEvent(line);
     if (!ev) {
       opts.onStderr?.(line);
@@ -60,13 +59,13 @@ export async function runPythonModule(opts: RunModuleOptions): Promise<RunModule
     if (ev.event === 'error') result.error = String(ev.message ?? 'unknown error');
     opts.onEvent?.(ev);
   });
-  stderr.on('line', (line) => {
-    result.stderrTail.push(line);
-    if (result.stderrTail.length > 40) result.stderrTail.shift();
+  const stderr = eachLine(child.stderr!, (line) => {
+    stderrTail.push(line);
     opts.onStderr?.(line);
   });
   const finished = await child;
-  await Promise.all([closed(stdout), closed(stderr)]);
+  await Promise.all([stdout, stderr]);
+  result.stderrTail = stderrTail.lines();
   if ((finished as { code?: string }).code === 'ENOENT') {
     throw new UserError(`python interpreter not found: ${opts.python}`, 'run `massgen-rl doctor --fix`');
   }
@@ -84,13 +83,6 @@ export function parseEvent(line: string): PyEvent | undefined {
   } catch {
     return undefined;
   }
-}
-
-function closed(rl: readline.Interface): Promise<void> {
-  return new Promise((resolve) => {
-    if ((rl as unknown as { closed?: boolean }).closed) resolve();
-    else rl.once('close', () => resolve());
-  });
 }
 
 /** Why a module run failed, in one line, for error messages. */

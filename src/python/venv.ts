@@ -1,8 +1,8 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { UserError, errorMessage } from '../errors.js';
+import { eachLine, LineTail } from '../util/bounded-lines.js';
 import type { Requirements } from './requirements.js';
 
 export type VenvState = 'missing' | 'ok' | 'outdated' | 'broken' | 'foreign';
@@ -34,7 +34,7 @@ export function venvPython(dir: string): string {
 /** Probes an interpreter: version, and whether it can create virtualenvs. */
 export async function probePython(command: string): Promise<BasePython> {
   const code = 'import sys, json\ntry:\n import venv, ensurepip; ok = True\nexcept Exception: ok = False\nprint(json.dumps({"v": "%d.%d.%d" % sys.version_info[:3], "exe": sys.executable, "venv": ok}))';
-  const r = await execa(command, ['-c', code], { reject: false, timeout: 30_000, stdin: 'ignore' });
+  const r = await execa(command, ['-c', code], { reject: false, timeout: 30_000, stdin: 'ignore', maxBuffer: 1 << 20 });
   if (r.failed || r.exitCode !== 0) {
     const why = (r as { code?: string }).code === 'ENOENT' ? 'not found' : String(r.stderr || r.shortMessage).split('\n').pop();
     return { command, found: false, error: why };
@@ -105,15 +105,14 @@ function readStamp(dir: string): { requirements_hash?: string } | undefined {
 
 async function run(command: string, args: string[], onLine: ((l: string) => void) | undefined, what: string): Promise<void> {
   const child = execa(command, args, { reject: false, all: true, buffer: false, stdin: 'ignore', env: { PIP_NO_INPUT: '1' } });
-  const tail: string[] = [];
-  const lines = readline.createInterface({ input: child.all! });
-  lines.on('line', (line) => {
+  const tail = new LineTail(8);
+  const lines = eachLine(child.all!, (line) => {
     tail.push(line);
-    if (tail.length > 20) tail.shift();
     onLine?.(line);
   });
   const r = await child;
+  await lines;
   if (r.exitCode !== 0) {
-    throw new UserError(`could not ${what} (${command} exited with ${r.exitCode ?? errorMessage(r)}):\n    ${tail.slice(-8).join('\n    ')}`);
+    throw new UserError(`could not ${what} (${command} exited with ${r.exitCode ?? errorMessage(r)}):\n    ${tail.lines().join('\n    ')}`);
   }
 }

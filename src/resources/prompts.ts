@@ -1,7 +1,6 @@
-import fs from 'node:fs';
 import path from 'node:path';
+import { readRegularFile } from '../config/input-file.js';
 import type { RLConfig } from '../config/schema.js';
-import { UserError } from '../errors.js';
 import type { Resource, Store } from '../store/index.js';
 
 /**
@@ -30,9 +29,5 @@ export function checkPromptFiles(prompts: RLConfig['prompts'], baseDir: string):
 }
 
 function readPrompt(file: string): string {
-  try {
-    return fs.readFileSync(file, 'utf8').trim();
-  } catch (err) {
-    throw new UserError(`cannot read prompt file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-  }
+  return readRegularFile(file, 'prompt file').trim();
 }

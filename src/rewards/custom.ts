@@ -9,6 +9,10 @@ export class CustomRewardError extends Error {
   }
 }
 
+/** A reward is one number or a small JSON object: more output than this is a broken command, not a reward. */
+const MAX_STDOUT_CHARS = 1024 * 1024;
+const MAX_STDERR_CHARS = 4 * 1024 * 1024;
+
 /** Reads the command's stdout: a bare number, or JSON {"value": n, "reason": "..."} (or a JSON number). */
 export function parseCustomOutput(stdout: string): { value: number; reason: string | null } | null {
   const text = stdout.trim();
@@ -42,12 +46,17 @@ export const customReward: RewardFamily = {
     if (!custom) throw new Error('the custom reward needs rewards.custom.command');
     const [file, ...args] = custom.command;
     const shown = custom.command.join(' ');
+    // Both streams are kept in memory, so both are capped: past a cap the command is stopped.
     const result = await execa(file!, args, {
       input: JSON.stringify(outcome), timeout: custom.timeout_ms, reject: false, stripFinalNewline: true,
+      maxBuffer: { stdout: MAX_STDOUT_CHARS, stderr: MAX_STDERR_CHARS },
       ...(signal ? { cancelSignal: signal } : {}),
     });
     if (result.isCanceled) throw signal?.reason ?? new Error('cancelled');
-    const stderr = String(result.stderr ?? '').trim().split('\n').slice(-3).join(' | ');
+    const stderr = lastLines(String(result.stderr ?? ''), 3).join(' | ');
+    if (result.isMaxBuffer) {
+      throw new CustomRewardError(`custom reward command \`${shown}\` was stopped: it printed more than ${MAX_STDOUT_CHARS / 1024 ** 2} MiB on stdout or ${MAX_STDERR_CHARS / 1024 ** 2} MiB on stderr (it should print one number or {"value": n})`, custom.command);
+    }
     if (result.timedOut) throw new CustomRewardError(`custom reward command \`${shown}\` timed out after ${custom.timeout_ms} ms`, custom.command);
     if (result.failed) {
       const how = result.exitCode !== undefined ? `exited with code ${result.exitCode}` : `failed (${result.signal ?? result.shortMessage})`;
@@ -60,3 +69,16 @@ export const customReward: RewardFamily = {
     return [{ channel: 'rollout', family: 'custom', value: parsed.value, reason: parsed.reason ?? `\`${shown}\` printed ${parsed.value}` }];
   },
 };
+
+/** The last n non-blank lines, each cut to 300 characters, without splitting all of the text. */
+function lastLines(text: string, n: number): string[] {
+  const lines: string[] = [];
+  let end = text.length;
+  while (lines.length < n && end > 0) {
+    const start = text.lastIndexOf('\n', end - 1) + 1;
+    const line = text.slice(start, end).trim();
+    if (line) lines.unshift(line.length > 300 ? `${line.slice(0, 300)} …` : line);
+    end = start - 1;
+  }
+  return lines;
+}

@@ -1,5 +1,6 @@
 import type { ChatMessage } from '../llm/types.js';
 import type { RolloutOutcome } from './types.js';
+import { dict } from '../util/dict.js';
 
 export interface Criterion {
   criterion: string;
@@ -60,7 +61,7 @@ function readVerdict(parsed: unknown, rubric: Criterion[]): Verdict | string | n
   const raw = (parsed as { scores?: unknown } | null)?.scores;
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
   const entries = Object.entries(raw as Record<string, unknown>).map(([k, v]) => [k.trim().toLowerCase(), v] as const);
-  const scores: Record<string, number> = {};
+  const scores = dict<number>();
   for (const { criterion } of rubric) {
     const value = entries.find(([k]) => k === criterion.trim().toLowerCase())?.[1];
     const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;

@@ -25,7 +25,7 @@ export function latestAnswers(outcome: RolloutOutcome, beforeSeq = Infinity): Ma
  */
 export function agentOf(outcome: RolloutOutcome, target: string): string {
   if (outcome.agents.includes(target)) return target;
-  const direct = outcome.labels[target];
+  const direct = Object.hasOwn(outcome.labels, target) ? outcome.labels[target] : undefined;
   if (direct !== undefined && outcome.agents.includes(direct)) return direct;
   const reverse = Object.entries(outcome.labels).find(([agent, label]) => label === target && outcome.agents.includes(agent));
   if (reverse) return reverse[0];

@@ -1,9 +1,9 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { UserError } from '../errors.js';
 import { parseEvent, pythonEnv, type PyEvent } from '../python/module.js';
+import { eachLine, LineTail } from '../util/bounded-lines.js';
 
 export type ServeDevice = 'auto' | 'cpu' | 'cuda';
 
@@ -65,17 +65,14 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     env: pythonEnv(), reject: false, buffer: false, stdin: 'ignore', cleanup: true, forceKillAfterDelay: KILL_AFTER_MS,
   });
 
-  const tail: string[] = [];
+  const tail = new LineTail(TAIL_LINES);
   let errorEvent: string | undefined;
   const note = (line: string) => {
     tail.push(line);
-    if (tail.length > TAIL_LINES) tail.shift();
     log?.write(`${line}\n`);
   };
   let onReady: ((ev: PyEvent) => void) | undefined;
-  const stdout = readline.createInterface({ input: child.stdout! });
-  const stderr = readline.createInterface({ input: child.stderr! });
-  stdout.on('line', (line) => {
+  const stdout = eachLine(child.stdout!, (line) => {
     const ev = parseEvent(line);
     if (!ev) return note(line);
     log?.write(`${line}\n`);
@@ -83,7 +80,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     opts.onEvent?.(ev);
     if (ev.event === 'ready') onReady?.(ev);
   });
-  stderr.on('line', note);
+  const stderr = eachLine(child.stderr!, note);
 
   let gone = false;
   const exited: Promise<number | null> = child.then((r) => {
@@ -106,7 +103,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   const fail = async (reason: string, hint?: string): Promise<never> => {
     await stop();
     await Promise.all([closed(stdout), closed(stderr)]); // the last lines, and a late error event
-    const lines = tail.filter((l) => l.trim()).slice(-12);
+    const lines = tail.lines().filter((l) => l.trim()).slice(-12);
     const detail = lines.length ? `\n  last log lines:\n    ${lines.join('\n    ')}` : '';
     throw new UserError(`${what} ${reason}${detail}`, hint ?? (opts.logFile ? `its full log is in ${opts.logFile}` : undefined));
   };
@@ -141,15 +138,10 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   return { baseUrl, model: String(ready.model ?? opts.servedName), pid: child.pid!, ready, exited, stop };
 }
 
-function closed(rl: readline.Interface, withinMs = 2000): Promise<void> {
-  return new Promise((resolve) => {
-    if ((rl as unknown as { closed?: boolean }).closed) return resolve();
-    const timer = setTimeout(resolve, withinMs);
-    rl.once('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+/** A stream's end, but no later than withinMs: a grandchild may still hold the pipe open. */
+function closed(ended: Promise<void>, withinMs = 2000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)))]).finally(() => clearTimeout(timer));
 }
 
 function urlHost(host: string): string {

@@ -1,4 +1,6 @@
-import { isMap, isSeq, LineCounter, parseDocument, type Node, type Pair } from 'yaml';
+import { isMap, isSeq, type Node, type Pair } from 'yaml';
+import { MAX_NESTING, parseYamlSafely } from '../config/safe-yaml.js';
+import { unsafeJsonShape } from '../util/json-shape.js';
 
 /** One parsed entry of a task file and where it is. */
 export interface RawRecord {
@@ -21,11 +23,16 @@ export function parseJsonl(text: string): ParsedFile {
     const line = i + 1;
     const trimmed = raw.trim();
     if (!trimmed || trimmed.startsWith('#')) return;
+    let value: unknown;
     try {
-      parsed.records.push({ value: JSON.parse(trimmed), line, fieldLine: () => line });
+      value = JSON.parse(trimmed);
     } catch (err) {
       parsed.issues.push({ line, message: `invalid JSON: ${(err as Error).message}` });
+      return;
     }
+    const unsafe = unsafeJsonShape(value, MAX_NESTING);
+    if (unsafe) parsed.issues.push({ line, message: unsafe });
+    else parsed.records.push({ value, line, fieldLine: () => line });
   });
   if (!parsed.records.length && !parsed.issues.length) {
     parsed.issues.push({ line: 1, message: 'empty task file: expected one JSON object per line' });
@@ -37,12 +44,9 @@ const YAML_SHAPE = 'expected a list of tasks, or a mapping with one key "tasks" 
 
 /** A YAML (or JSON) list of tasks, or `{tasks: [...]}`; lines come from the parsed nodes. */
 export function parseYamlTasks(text: string): ParsedFile {
-  const counter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
-  const lineAt = (node: unknown) => counter.linePos((node as Node | null)?.range?.[0] ?? 0).line;
-  if (doc.errors.length) {
-    return { records: [], issues: doc.errors.map((e) => ({ line: counter.linePos(e.pos[0]).line, message: `invalid YAML: ${e.message.split('\n')[0]}` })) };
-  }
+  const { doc, lines, problems } = parseYamlSafely(text);
+  const lineAt = (node: unknown) => lines.linePos((node as Node | null)?.range?.[0] ?? 0).line;
+  if (problems.length) return { records: [], issues: problems.map((p) => ({ line: p.line, message: p.message })) };
   let list: unknown = doc.contents;
   if (list === null || (isSeq(list) && !list.items.length)) return { records: [], issues: [{ line: 1, message: `empty task file: ${YAML_SHAPE}` }] };
   if (isMap(list)) {

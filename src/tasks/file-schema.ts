@@ -11,7 +11,7 @@ export const taskRecordSchema = z.strictObject({
   id: nonBlank('id'),
   prompt: nonBlank('prompt'),
   reference: z
-    .union([z.string(), z.number()], { error: '"reference" must be a string or a number' })
+    .union([z.string(), z.number()], { error: (iss) => (typeof iss.input === 'number' ? '"reference" must be a finite number' : '"reference" must be a string or a number') })
     .nullish()
     .transform((v) => (v == null ? undefined : String(v))),
   category: nonBlank('category').nullish().transform((v) => v ?? undefined),
@@ -36,7 +36,14 @@ export function checkRecord(value: unknown): { record?: TaskRecord; issues: Reco
     return { issues: [{ message: `expected a task object with "id" and "prompt", got ${got}` }] };
   }
   const result = taskRecordSchema.safeParse(value);
-  if (result.success) return { record: result.data, issues: [] };
+  if (result.success) {
+    const tolerance = result.data.metadata.tolerance;
+    // Read by the numeric reward, which would otherwise quietly fall back to rewards.numeric_tolerance.
+    if (tolerance !== undefined && !(typeof tolerance === 'number' && Number.isFinite(tolerance) && tolerance >= 0)) {
+      return { issues: [{ field: 'metadata', message: `"metadata.tolerance" must be a non-negative number, got ${JSON.stringify(tolerance) ?? String(tolerance)}` }] };
+    }
+    return { record: result.data, issues: [] };
+  }
   const issues = result.error.issues.flatMap((issue): RecordIssue[] => {
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((k) => ({ field: k, message: `unknown field "${k}"; allowed: ${TASK_FIELDS.join(', ')}` }));

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { BUILTIN_SUITES, type RLConfig } from '../config/schema.js';
+import { BUILTIN_SUITES, MAX_TASKS, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { loadTasks } from './load.js';
 import { selectTasks } from './split.js';
@@ -11,7 +11,26 @@ import type { SplitSelector, SplitTask } from './types.js';
  * working directory) instead; then one split, at most n of it.
  */
 export function tasksForRun(config: RLConfig['tasks'], baseDir: string, opts: { spec?: string; n?: number; split: SplitSelector }): SplitTask[] {
-  return selectTasks(loadTasks(sourcesFor(config, opts.spec, opts.n, opts.split), baseDir), opts.split, opts.n);
+  return tasksWithShortfall(config, baseDir, opts).tasks;
+}
+
+/** n asked for more tasks than the split holds: all of the split runs, and this says so. */
+export interface Shortfall {
+  requested: number;
+  available: number;
+  split: SplitSelector;
+  hint: string;
+}
+
+/** tasksForRun, and the shortfall when n asks for more tasks than the split holds. */
+export function tasksWithShortfall(config: RLConfig['tasks'], baseDir: string, opts: { spec?: string; n?: number; split: SplitSelector }): { tasks: SplitTask[]; shortfall: Shortfall | null } {
+  const loaded = loadTasks(sourcesFor(config, opts.spec, opts.n, opts.split), baseDir);
+  const tasks = selectTasks(loaded, opts.split, opts.n);
+  const n = opts.n;
+  if (n === undefined || tasks.length >= n) return { tasks, shortfall: null };
+  const more = opts.split !== 'all' && loaded.length > tasks.length ? `; --split all runs all ${loaded.length} tasks` : '; add tasks to tasks.sources for more';
+  const holds = opts.split === 'all' ? 'task sources hold' : `${opts.split} split holds`;
+  return { tasks, shortfall: { requested: n, available: tasks.length, split: opts.split, hint: `--n ${n} asks for more tasks than the ${holds} (${tasks.length}): running ${tasks.length}${more}` } };
 }
 
 function sourcesFor(base: RLConfig['tasks'], spec: string | undefined, n: number | undefined, split: SplitSelector): RLConfig['tasks'] {
@@ -19,7 +38,7 @@ function sourcesFor(base: RLConfig['tasks'], spec: string | undefined, n: number
   if ((BUILTIN_SUITES as readonly string[]).includes(spec)) {
     // Generate enough that the requested split still holds n tasks after the hash split.
     const share = split === 'all' ? 1 : split === 'eval' ? base.split.eval_fraction : 1 - base.split.eval_fraction;
-    const generated = Math.ceil(((n ?? 50) / Math.max(share, 0.05)) * 1.25) + 5;
+    const generated = Math.min(MAX_TASKS, Math.ceil(((n ?? 50) / Math.max(share, 0.05)) * 1.25) + 5);
     return { ...base, sources: [{ suite: spec as (typeof BUILTIN_SUITES)[number], n: generated, seed: 1 }] };
   }
   const file = path.resolve(spec);

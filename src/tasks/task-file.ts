@@ -1,5 +1,5 @@
-import fs from 'node:fs';
 import path from 'node:path';
+import { InputFileError, MiB, readRegularFile } from '../config/input-file.js';
 import { checkRecord } from './file-schema.js';
 import { parseJsonl, parseYamlTasks, type ParsedFile } from './file-formats.js';
 import type { Task } from './types.js';
@@ -15,6 +15,9 @@ export interface TaskFileResult {
   /** Every problem found, each as `file:line: message`. */
   issues: string[];
 }
+
+/** Larger task collections go in several files (tasks.sources takes a list). */
+const MAX_TASK_FILE_BYTES = 256 * MiB;
 
 const PARSERS: Record<string, (text: string) => ParsedFile> = {
   '.jsonl': parseJsonl,
@@ -36,10 +39,11 @@ export function readTaskFile(file: string, display: string, source: string = dis
   }
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8').replace(/^\uFEFF/, '');
+    text = readRegularFile(file, 'task file', MAX_TASK_FILE_BYTES).replace(/^\uFEFF/, '');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return { tasks: [], issues: [`${display}: cannot read task file (${code ?? (err as Error).message})`] };
+    if (!(err instanceof InputFileError)) throw err;
+    const why = ['EISDIR', 'ENOTREG', 'EFBIG'].includes(err.code) ? err.reason : err.code;
+    return { tasks: [], issues: [`${display}: cannot read task file (${why})`] };
   }
   const parsed = parse(text);
   const result: TaskFileResult = { tasks: [], issues: parsed.issues.map((i) => `${display}:${i.line}: ${i.message}`) };

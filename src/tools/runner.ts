@@ -6,7 +6,7 @@ import { calculate } from './calculator.js';
 type ToolsConfig = RLConfig['tools'];
 
 export function toolDefinition(name: string, tools: ToolsConfig): ToolDefinition {
-  const t = tools[name]!;
+  const t = ownTool(tools, name)!;
   if (t.type === 'builtin') {
     return { name, description: 'Evaluate an arithmetic expression (+ - * / ^ % and parentheses).', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } };
   }
@@ -14,11 +14,20 @@ export function toolDefinition(name: string, tools: ToolsConfig): ToolDefinition
   return { name, description: t.description || `run ${t.command[0]}`, parameters: { type: 'object', properties, required: Object.keys(properties) } };
 }
 
+/** Past this much output a command tool is stopped (its output is kept in memory); the model sees the first RESULT_CHARS. */
+const MAX_OUTPUT_CHARS = 1 << 20;
+const RESULT_CHARS = 8000;
+
+/** Tool names are the model's to choose: `constructor` must not find Object's. */
+function ownTool(tools: ToolsConfig, name: string): ToolsConfig[string] | undefined {
+  return Object.hasOwn(tools, name) ? tools[name] : undefined;
+}
+
 /** Runs configured tools: the built-in calculator, and command tools (argument array, no shell, timeout). */
 export function createToolRunner(tools: ToolsConfig, cwd: string): ToolRunner {
   return {
     async run(name, args, signal) {
-      const t = tools[name];
+      const t = ownTool(tools, name);
       if (!t) return { result: `unknown tool ${name}`, success: false, error: 'unknown tool' };
       if (t.type === 'builtin') {
         try {
@@ -27,11 +36,12 @@ export function createToolRunner(tools: ToolsConfig, cwd: string): ToolRunner {
           return { result: `error: ${(err as Error).message}`, success: false, error: (err as Error).message };
         }
       }
-      const argv = t.command.map((part) => part.replace(/\{(\w+)\}/g, (_, key: string) => String(args[key] ?? '')));
-      const r = await execa(argv[0]!, argv.slice(1), { cwd, timeout: t.timeout_ms, cancelSignal: signal, reject: false, stdin: 'ignore', all: true, maxBuffer: 1 << 20 });
+      const argv = t.command.map((part) => part.replace(/\{(\w+)\}/g, (_, key: string) => String((Object.hasOwn(args, key) ? args[key] : undefined) ?? '')));
+      const r = await execa(argv[0]!, argv.slice(1), { cwd, timeout: t.timeout_ms, cancelSignal: signal, reject: false, stdin: 'ignore', all: true, maxBuffer: MAX_OUTPUT_CHARS });
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('cancelled');
-      const out = String(r.all ?? '').slice(0, 8000);
+      const out = String(r.all ?? '').slice(0, RESULT_CHARS);
       if (r.timedOut) return { result: `timed out after ${t.timeout_ms} ms`, success: false, error: 'timeout' };
+      if (r.isMaxBuffer) return { result: `${out}\n[stopped: the command printed more than ${MAX_OUTPUT_CHARS} characters]`, success: false, error: 'output too large' };
       return r.exitCode === 0 ? { result: out, success: true } : { result: out || `exit code ${r.exitCode}`, success: false, error: `exit code ${r.exitCode ?? 'unknown'}` };
     },
   };

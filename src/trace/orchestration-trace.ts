@@ -33,6 +33,7 @@
  */
 import type { Reward, Rollout, Span } from './records.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
+import { dict } from '../util/dict.js';
 
 export type OrchestrationEventType =
   | 'orchestrator_decision' | 'spawn' | 'despawn' | 'message' | 'tool_call' | 'tool_result' | 'return' | 'aggregate'
@@ -358,7 +359,7 @@ function nonNeg(n: number): number {
 
 /** Reward values summed per channel (rollout, agent, turn, ...); non-finite values are left out. */
 export function rewardsByChannel(rewards: readonly Reward[]): Record<string, number> {
-  const out: Record<string, number> = {};
+  const out = dict<number>();
   for (const r of rewards) if (Number.isFinite(r.value)) out[r.channel] = (out[r.channel] ?? 0) + r.value;
   return out;
 }

@@ -12,7 +12,7 @@ export interface Gpu {
 /** GPUs as nvidia-smi sees them; an empty list when there is no driver or no GPU. */
 export async function listGpus(): Promise<Gpu[]> {
   const r = await execa('nvidia-smi', ['--query-gpu=index,name,memory.total,memory.free', '--format=csv,noheader,nounits'], {
-    reject: false, timeout: 15_000, stdin: 'ignore',
+    reject: false, timeout: 15_000, stdin: 'ignore', maxBuffer: 1 << 20,
   });
   if (r.exitCode !== 0) return [];
   return String(r.stdout).trim().split('\n').filter(Boolean).map((line) => {

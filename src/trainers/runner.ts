@@ -1,8 +1,8 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { UserError, errorMessage } from '../errors.js';
+import { eachLine, LineTail } from '../util/bounded-lines.js';
 import { groupStopper } from './process-group.js';
 import { parseTrainerEvent, type CheckpointEvent, type DoneEvent, type StepEvent, type TrainerEvent } from './trainer-events.js';
 
@@ -51,6 +51,9 @@ export interface TrainerOutcome {
   logFile: string;
 }
 
+/** A protocol event is small; a longer stdout line is logged cut, not parsed. */
+const MAX_EVENT_CHARS = 64 * 1024;
+
 /** Spawns a trainer (argument array, no shell) in its own process group and follows the JSON-lines protocol. */
 export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcome> {
   fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
@@ -59,7 +62,7 @@ export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcom
   const started = Date.now();
   const keep = opts.keepSteps ?? 1000;
   const o: TrainerOutcome = { status: 'failed', exitCode: null, signal: null, steps: [], stepCount: 0, timedOut: false, signalsSent: [], durationMs: 0, logFile: opts.logFile };
-  const stderrTail: string[] = [];
+  const stderrTail = new LineTail(50);
   let errorEvent: string | undefined;
   let handlerError: string | undefined;
   write(`# ${new Date().toISOString()} $ ${[opts.command, ...opts.args].join(' ')}`);
@@ -80,9 +83,8 @@ export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcom
   }, opts.timeoutMs);
   child.once('exit', () => stopper.leaderExited());
 
-  const stdout = readline.createInterface({ input: child.stdout! });
-  const stderr = readline.createInterface({ input: child.stderr! });
-  stdout.on('line', (line) => {
+  // Step events are kept (up to keepSteps), so their lines get a tighter cap than log lines.
+  const stdout = eachLine(child.stdout!, (line) => {
     const ev = parseTrainerEvent(line);
     if (!ev) return write(`[stdout] ${line}`);
     if (ev.event === 'step') {
@@ -101,14 +103,13 @@ export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcom
       handlerError ??= `recording the trainer's ${ev.event} event failed: ${errorMessage(err)}`;
       stopper.stop();
     }
-  });
-  stderr.on('line', (line) => {
+  }, MAX_EVENT_CHARS);
+  const stderr = eachLine(child.stderr!, (line) => {
     write(line);
     stderrTail.push(line);
-    if (stderrTail.length > 50) stderrTail.shift();
   });
   const r = await child;
-  await Promise.all([closed(stdout), closed(stderr)]);
+  await Promise.all([stdout, stderr]);
   await stopper.drained();
   clearTimeout(timer);
   opts.signal?.removeEventListener('abort', onAbort);
@@ -119,7 +120,7 @@ export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcom
   }
   o.exitCode = r.exitCode ?? null;
   o.signal = r.signal ?? null;
-  const crash = stderrTail.filter((l) => l.trim()).slice(-10).join('\n') || (o.signal ? `killed by ${o.signal}` : `exit code ${o.exitCode}`);
+  const crash = stderrTail.lines().filter((l) => l.trim()).slice(-10).join('\n') || (o.signal ? `killed by ${o.signal}` : `exit code ${o.exitCode}`);
   if (handlerError) return finish(o, log, { status: 'failed', error: handlerError }, started);
   if (o.exitCode === 0 && o.done) return finish(o, log, { status: 'completed' }, started);
   if (o.timedOut) {
@@ -141,11 +142,4 @@ async function finish(o: TrainerOutcome, log: fs.WriteStream, set: Partial<Train
   log.write(`# ${o.status}: exit code ${o.exitCode ?? '—'}${o.signal ? ` (${o.signal})` : ''} after ${o.durationMs} ms\n`);
   await new Promise<void>((resolve) => log.end(resolve));
   return o;
-}
-
-function closed(rl: readline.Interface): Promise<void> {
-  return new Promise((resolve) => {
-    if ((rl as unknown as { closed?: boolean }).closed) resolve();
-    else rl.once('close', () => resolve());
-  });
 }

@@ -1,4 +1,5 @@
 import { parseEvent } from '../python/module.js';
+import { dict } from '../util/dict.js';
 
 /** The trainer protocol's events (docs/trainer-protocol.md), in their wire shape (snake_case); extra fields are kept. */
 export interface StepEvent {
@@ -84,7 +85,7 @@ export function parseTrainerEvent(line: string): TrainerEvent | undefined {
 
 /** The numeric fields of a step event: what training_metrics stores per step. */
 export function stepMetrics(e: StepEvent): Record<string, number> {
-  const out: Record<string, number> = {};
+  const out = dict<number>();
   for (const [k, v] of Object.entries(e)) if (k !== 'event' && k !== 'step' && typeof v === 'number' && Number.isFinite(v)) out[k] = v;
   return out;
 }

@@ -74,7 +74,7 @@ describe('a refused collect changes nothing', () => {
     const loaded = loadConfig({ cwd: dir, env: { ...process.env, ...KEY } });
     fs.rmSync(path.join(dir, 'solver.md'));
     fs.mkdirSync(path.join(dir, 'solver.md'));
-    await expect(withRuntime(loaded, (rt) => collect(rt))).rejects.toThrow(/cannot read prompt file .*solver\.md/);
+    await expect(withRuntime(loaded, (rt) => collect(rt))).rejects.toThrow(/prompt file .*solver\.md/);
     expect(fs.existsSync(storePath)).toBe(false);
   });
 });

@@ -2,6 +2,7 @@ import { UserError } from '../../errors.js';
 import type { PruneResult } from '../../pipeline/checkpoints.js';
 import type { Checkpoint } from '../../store/checkpoints.js';
 import type { Context } from '../context.js';
+import { MAX_LIST, positiveInt } from '../flags.js';
 import type { Register } from '../register.js';
 import { formatTime, truncate } from '../ui/format.js';
 
@@ -12,8 +13,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .action(async (flags: { algo?: string; limit: string }) => {
       const { ui, runtime } = ctx();
       const { listCheckpoints } = await import('../../pipeline/checkpoints.js');
-      const limit = Number(flags.limit);
-      if (!Number.isInteger(limit) || limit < 1) throw new UserError(`--limit ${flags.limit}: expected a positive whole number`);
+      const limit = positiveInt('--limit', flags.limit, MAX_LIST);
       const rows = listCheckpoints(await runtime(), { algo: flags.algo, limit });
       if (ui.opts.json) return ui.json({ checkpoints: rows });
       if (!rows.length) return ui.print('no checkpoints yet (`massgen-rl train` records them)');
@@ -48,8 +48,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .option('--dry-run', 'show what would be deleted', false)
     .action(async (flags: { keepLast: string; keepBest?: string; dryRun: boolean }) => {
       const c = ctx();
-      const keepLast = Number(flags.keepLast);
-      if (!Number.isInteger(keepLast) || keepLast < 1) throw new UserError(`--keep-last ${flags.keepLast}: expected a whole number ≥ 1`);
+      const keepLast = positiveInt('--keep-last', flags.keepLast, MAX_LIST);
       const { prune, parseKeepBest } = await import('../../pipeline/checkpoints.js');
       const keepBest = flags.keepBest === undefined ? undefined : parseKeepBest(flags.keepBest);
       const result = await prune(await c.runtime(), {

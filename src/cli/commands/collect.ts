@@ -1,5 +1,6 @@
 import { Option } from 'commander';
-import { InterruptedError } from '../../errors.js';
+import { MAX_CONCURRENCY, MAX_TASKS } from '../../config/schema.js';
+import { GateError, InterruptedError } from '../../errors.js';
 import { positiveInt } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
@@ -28,21 +29,26 @@ export const registerCollect: Register = (program, ctx) => {
       const stopping = 'stopping: running orchestrations are cancelled and recorded as such (Ctrl-C again does nothing; wait a moment)';
       try {
         const summary = await withInterrupt(ui, stopping, (signal) => collect(rt, {
-          tasks: flags.tasks, n: positiveInt('--n', flags.n), concurrency: positiveInt('--concurrency', flags.concurrency), split: flags.split,
+          tasks: flags.tasks, n: positiveInt('--n', flags.n, MAX_TASKS), concurrency: positiveInt('--concurrency', flags.concurrency, MAX_CONCURRENCY), split: flags.split,
           signal,
           onStage: (m) => bar.update(m),
           onProgress: (p) => bar.update(`${p.done}/${p.total} done, ${p.failed} failed${p.etaMs !== null ? `, ETA ${formatDuration(p.etaMs)}` : ''}  last: ${p.last?.taskId ?? ''} ${p.last?.status ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
         }));
         bar.stop();
-        if (ui.opts.json) ui.json(summary);
+        const nothingCompleted = summary.status === 'completed' && summary.completed === 0;
+        if (ui.opts.json) ui.json({ ok: !nothingCompleted, ...summary });
         else {
           const pct = (x: number | null) => (x === null ? '—' : `${(x * 100).toFixed(0)}%`);
           ui.table(['run', 'tasks', 'success', 'correct', 'mean reward', 'consensus', 'mean rounds', 'tokens', 'wall time'], [[
             summary.runId, summary.tasks, `${summary.completed}/${summary.tasks} (${pct(summary.successRate)})`, pct(summary.correctRate),
             summary.meanReward?.toFixed(3) ?? '—', pct(summary.consensusRate), summary.meanRounds?.toFixed(1) ?? '—', summary.tokens, formatDuration(summary.wallMs),
           ]]);
-          const failures = summary.rollouts.filter((r) => r.status === 'failed').slice(0, 5);
-          for (const f of failures) ui.print(`  failed ${f.id} (${f.taskId}): ${f.error ?? 'unknown error'}`);
+          for (const f of summary.failureReasons.slice(0, 5)) ui.print(`  failed ×${f.count}: ${f.error}`);
+          if (summary.shortfall) ui.print(`  note: ${summary.shortfall.hint}`);
+        }
+        if (nothingCompleted) {
+          const reasons = summary.failureReasons.slice(0, 3).map((f) => `${f.count} × ${f.error}`).join('; ');
+          throw new GateError(`no rollout completed: ${summary.failed} of ${summary.tasks} failed${reasons ? ` (${reasons})` : ''}`, 'check the models (massgen-rl doctor) and the reasons above; traces of the failed rollouts: massgen-rl traces list --status failed');
         }
         if (summary.status === 'cancelled') throw new InterruptedError(`collect interrupted: ${summary.completed} completed, ${summary.cancelled} cancelled`);
       } catch (err) {

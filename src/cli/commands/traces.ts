@@ -2,7 +2,7 @@ import { Option } from 'commander';
 import { UserError } from '../../errors.js';
 import type { ExportFormat, ExportOptions } from '../../store/export.js';
 import type { RolloutFilter } from '../../store/types.js';
-import { positiveInt } from '../flags.js';
+import { MAX_LIST, positiveInt } from '../flags.js';
 import type { Register } from '../register.js';
 import { renderTraceTree } from '../ui/trace-tree.js';
 import { formatDuration, formatTime, taskOf, truncate } from '../ui/format.js';
@@ -69,7 +69,7 @@ function toFilter(f: FilterFlags): RolloutFilter {
   return {
     runId: f.run, status: f.status, taskId: f.task,
     minReward: num('--min-reward', f.minReward), maxReward: num('--max-reward', f.maxReward),
-    limit: f.limit === undefined ? undefined : positiveInt('--limit', f.limit),
+    limit: f.limit === undefined ? undefined : positiveInt('--limit', f.limit, MAX_LIST),
   };
 }
 

@@ -1,5 +1,5 @@
 import { Option } from 'commander';
-import { ALGOS } from '../../config/schema.js';
+import { ALGOS, MAX_STEPS } from '../../config/schema.js';
 import { positiveInt } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
@@ -30,7 +30,7 @@ export const registerTrain: Register = (program, ctx) => {
       const stopping = 'stopping: the trainer saves a resumable checkpoint first (this can take a minute)';
       try {
         const r = await withInterrupt(ui, stopping, (signal) => train(rt, {
-          algo: flags.algo, all: flags.all, from: flags.from, maxSteps: positiveInt('--max-steps', flags.maxSteps), resume: flags.resume, signal,
+          algo: flags.algo, all: flags.all, from: flags.from, maxSteps: positiveInt('--max-steps', flags.maxSteps, MAX_STEPS), resume: flags.resume, signal,
           onStage: (m) => bar.update(m),
           onProgress: (p) => bar.update(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''}  loss ${p.loss?.toFixed(4) ?? '—'}  reward ${p.reward?.toFixed(3) ?? '—'}${p.etaMs !== null ? `  ETA ${formatDuration(p.etaMs)}` : ''}`),
         }));

@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import { UserError } from '../errors.js';
+
+/** A file given as input (config, task file, prompt file) that is not something we can read as text. */
+export class InputFileError extends UserError {
+  constructor(readonly file: string, readonly code: string, readonly reason: string, what: string, hint?: string) {
+    super(`${what} ${file}: ${reason}`, hint);
+    this.name = 'InputFileError';
+  }
+}
+
+export const MiB = 1024 * 1024;
+
+/**
+ * Reads a regular file as UTF-8 text. FIFOs, devices, sockets and directories (directly or through a
+ * symlink) are refused before they are opened: reading a FIFO blocks until a writer comes, and /dev/zero
+ * never ends. The open is non-blocking and re-checked on the descriptor, so a file swapped for a FIFO
+ * after the check cannot hang us either. Files over `maxBytes` are refused instead of read.
+ */
+export function readRegularFile(file: string, what: string, maxBytes = 16 * MiB): string {
+  const fail = (code: string, reason: string) => new InputFileError(file, code, reason, what);
+  const check = (st: fs.Stats) => {
+    if (!st.isFile()) throw fail(st.isDirectory() ? 'EISDIR' : 'ENOTREG', `${kindOf(st)}, not a regular file`);
+    if (st.size > maxBytes) throw fail('EFBIG', `${size(st.size)}, over the limit of ${size(maxBytes)}`);
+  };
+  let fd: number;
+  try {
+    check(fs.statSync(file));
+    fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  } catch (err) {
+    if (err instanceof InputFileError) throw err;
+    throw errnoError(err, fail);
+  }
+  try {
+    check(fs.fstatSync(fd));
+    return fs.readFileSync(fd, 'utf8');
+  } catch (err) {
+    if (err instanceof InputFileError) throw err;
+    throw errnoError(err, fail);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function errnoError(err: unknown, fail: (code: string, reason: string) => InputFileError): InputFileError {
+  const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+  if (code === 'ENOENT') return fail(code, 'not found');
+  if (code === 'ERR_STRING_TOO_LONG') return fail('EFBIG', 'too large to read as text');
+  return fail(code, `cannot be read (${code})`);
+}
+
+function size(bytes: number): string {
+  return bytes >= MiB ? `${(bytes / MiB).toFixed(1)} MiB` : `${bytes} bytes`;
+}
+
+function kindOf(st: fs.Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isSocket()) return 'a socket';
+  return 'a special file';
+}

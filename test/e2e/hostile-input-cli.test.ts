@@ -1,0 +1,64 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { hasStack, ROOT, runCli, tempDir } from '../helpers.js';
+
+/**
+ * A FIFO, a symlink to a FIFO, a symlink to /dev/zero and a directory, each named like an input file.
+ * Reading the first two blocks forever and the third never ends, so every case runs in a child process
+ * with a kill timeout: a hang shows up as a failed exit code, not a stuck test run.
+ */
+async function specials(ext: string): Promise<{ dir: string; cases: [string, RegExp][] }> {
+  const dir = tempDir();
+  await execa('mkfifo', [path.join(dir, `fifo${ext}`)]);
+  fs.symlinkSync(path.join(dir, `fifo${ext}`), path.join(dir, `to-fifo${ext}`));
+  fs.symlinkSync('/dev/zero', path.join(dir, `zero${ext}`));
+  fs.mkdirSync(path.join(dir, `dir${ext}`));
+  const fifo = /a FIFO \(named pipe\), not a regular file/;
+  return { dir, cases: [[`fifo${ext}`, fifo], [`to-fifo${ext}`, fifo], [`zero${ext}`, /a character device, not a regular file/], [`dir${ext}`, /directory/]] };
+}
+
+const KILL_AFTER_MS = 8_000;
+
+describe('non-regular input files: exit 2 naming the file, never a hang', () => {
+  it('as the config file (--config)', { timeout: 60_000 }, async () => {
+    const { dir, cases } = await specials('.yaml');
+    for (const [name, kind] of cases) {
+      const r = await runCli(['--config', name, 'status'], { cwd: dir, timeoutMs: KILL_AFTER_MS });
+      expect(r.exitCode, name).toBe(2);
+      expect(r.stderr).toContain(name);
+      expect(r.stderr).toMatch(kind);
+      expect(hasStack(r.stderr)).toBe(false);
+    }
+    expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
+  });
+
+  it('as the task file (collect --tasks)', { timeout: 60_000 }, async () => {
+    const { dir, cases } = await specials('.jsonl');
+    for (const [name, kind] of cases) {
+      const r = await runCli(['collect', '--tasks', name], { cwd: dir, timeoutMs: KILL_AFTER_MS });
+      expect(r.exitCode, name).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`${name.replace('.', '\\.')}: cannot read task file \\(`));
+      expect(r.stderr).toMatch(kind);
+      expect(hasStack(r.stderr)).toBe(false);
+    }
+    expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
+  });
+
+  it('as a prompt file (read when the team is set up)', { timeout: 60_000 }, async () => {
+    const { dir, cases } = await specials('.md');
+    const prompts = pathToFileURL(path.join(ROOT, 'dist', 'resources', 'prompts.js')).href;
+    // The prompt is read before the store is touched, so no store is needed to show the read.
+    const script = `import { checkPromptFiles } from ${JSON.stringify(prompts)};
+try { checkPromptFiles({ solver: { file: process.argv[1] } }, process.cwd()); }
+catch (err) { console.error(err.message); process.exit(err.exitCode ?? 70); }`;
+    for (const [name, kind] of cases) {
+      const r = await execa(process.execPath, ['--input-type=module', '-e', script, name], { cwd: dir, reject: false, timeout: KILL_AFTER_MS, stdin: 'ignore' });
+      expect(r.exitCode, name).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`prompt file .*${name.replace('.', '\\.')}: `));
+      expect(r.stderr).toMatch(kind);
+    }
+  });
+});

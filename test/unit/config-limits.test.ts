@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { positiveInt } from '../../src/cli/flags.js';
+import { ConfigError } from '../../src/config/load.js';
+import { configSchema } from '../../src/config/schema.js';
+import { UserError } from '../../src/errors.js';
+import { configIn, hasStack, runCli, tempDir } from '../helpers.js';
+
+function issuesOf(yaml: string): string[] {
+  try {
+    configIn(yaml, {}, {});
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+type JsonSchema = { type?: string; maximum?: number; exclusiveMaximum?: number; properties?: Record<string, JsonSchema>; [k: string]: unknown };
+
+/** Every numeric leaf of the config's JSON Schema, with its dotted path. */
+function numericKeys(node: unknown, path: string[] = [], out: { path: string; schema: JsonSchema }[] = []) {
+  if (Array.isArray(node)) node.forEach((n) => numericKeys(n, path, out));
+  else if (node && typeof node === 'object') {
+    const schema = node as JsonSchema;
+    if (schema.type === 'number' || schema.type === 'integer') out.push({ path: path.join('.'), schema });
+    for (const [k, v] of Object.entries(schema)) numericKeys(v, k === 'properties' || k === 'anyOf' || k === 'items' || k === 'additionalProperties' ? path : [...path, k], out);
+  }
+  return out;
+}
+
+/** Node fires a timer of 2^31 ms or more after 1 ms. */
+const TIMER_LIMIT_MS = 2 ** 31 - 1;
+
+describe('every numeric config key has a maximum the runtime can honour', () => {
+  const keys = numericKeys(z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }));
+
+  it('finds the numeric keys', () => {
+    expect(keys.length).toBeGreaterThan(60);
+  });
+
+  it('no numeric key is unbounded (a safe-integer ceiling is no ceiling)', () => {
+    const unbounded = keys.filter(({ schema }) => (schema.maximum ?? schema.exclusiveMaximum ?? Infinity) >= Number.MAX_SAFE_INTEGER).map((k) => k.path);
+    expect(unbounded).toEqual([]);
+  });
+
+  it('no timeout or duration can reach 2^31 ms', () => {
+    const durations = keys.filter((k) => /(_ms|_s|_min)$/.test(k.path));
+    expect(durations.length).toBeGreaterThanOrEqual(9);
+    const tooLong = durations.filter(({ path, schema }) => {
+      const unit = path.endsWith('_ms') ? 1 : path.endsWith('_s') ? 1000 : 60_000;
+      return (schema.maximum ?? Infinity) * unit > TIMER_LIMIT_MS;
+    }).map((k) => k.path);
+    expect(tooLong).toEqual([]);
+  });
+
+  it.each([
+    ['models.m.timeout_ms: 2147483648', 'models:\n  m: { base_url: "http://127.0.0.1:9/v1", model: x, timeout_ms: 2147483648 }\nagents: [{ id: a, model: m }]\n', /^models\.m\.timeout_ms: at most 86400000 ms \(1 day\) \(massgen-rl\.yaml:2:65\)$/],
+    ['orchestrator.agent_timeout_s: 1e10', 'orchestrator:\n  agent_timeout_s: 1e10\n', /^orchestrator\.agent_timeout_s: at most 86400 s \(1 day\) \(massgen-rl\.yaml:2:20\)$/],
+    ['tasks.sources[0].n: 1e9', 'tasks:\n  sources: [{ suite: arithmetic, n: 1000000000 }]\n', /^tasks\.sources\[0\]\.n: .*100000.* \(massgen-rl\.yaml:2:37\)$/],
+    ['collect.samples_per_turn: 100000', 'collect:\n  samples_per_turn: 100000\n', /^collect\.samples_per_turn: .*64/],
+    ['train.seed: 2^53', 'train:\n  seed: 9007199254740991\n', /^train\.seed: at most 4294967295 \(a 32-bit seed\)/],
+  ])('refuses %s with its location', (_name, yaml, message) => {
+    expect(issuesOf(yaml)).toEqual([expect.stringMatching(message)]);
+  });
+});
+
+describe('models.*.base_url must be http or https', () => {
+  it.each(['file:///etc/passwd', 'ftp://models.example/v1', 'unix:/tmp/vllm.sock', 'javascript:alert(1)'])('refuses %s at load', (url) => {
+    expect(issuesOf(`models:\n  m: { base_url: "${url}", model: x }\nagents: [{ id: a, model: m }]\n`))
+      .toEqual(['models.m.base_url: must be an http:// or https:// URL, e.g. http://localhost:8000/v1 (massgen-rl.yaml:2:18)']);
+  });
+
+  it('accepts http and https', () => {
+    for (const url of ['http://localhost:8000/v1', 'https://api.example.com/v1']) {
+      expect(configIn(`models:\n  m: { base_url: "${url}", model: x }\nagents: [{ id: a, model: m }]\n`, {}, {}).config.models.m!.base_url).toBe(url);
+    }
+  });
+});
+
+describe('numeric CLI flags have a ceiling', () => {
+  it('positiveInt refuses values over its maximum and non-numbers', () => {
+    expect(positiveInt('--n', '50', 100)).toBe(50);
+    expect(() => positiveInt('--n', '1e12', 100)).toThrow(new UserError('--n 1e12: at most 100'));
+    expect(() => positiveInt('--n', ' ', 100)).toThrow(/expected a positive whole number/);
+  });
+
+  it.each([
+    [['collect', '--n', '1e12']], [['collect', '--concurrency', '100000']], [['train', '--max-steps', '1e15']],
+    [['traces', 'list', '--limit', '1e30']], [['checkpoints', 'list', '--limit', '1e30']], [['checkpoints', 'prune', '--keep-last', '1e30']],
+  ])('%j exits 2 naming the flag and the limit', { timeout: 30_000 }, async (args) => {
+    const dir = tempDir({ 'massgen-rl.yaml': 'models:\n  m: { base_url: "http://127.0.0.1:9/v1", model: x, max_retries: 0 }\nagents: [{ id: a, model: m }]\n' });
+    const r = await runCli(args, { cwd: dir, timeoutMs: 20_000 });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`${args.at(-2)} ${args.at(-1)}: at most \\d+`));
+    expect(hasStack(r.stderr)).toBe(false);
+  });
+});

@@ -1,0 +1,138 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { readRegularFile } from '../../src/config/input-file.js';
+import { UserError } from '../../src/errors.js';
+import { readTaskFile } from '../../src/tasks/index.js';
+import { tempDir } from '../helpers.js';
+
+/** The problems loadConfig reports for a config file with this text. */
+function configIssues(yaml: string): string[] {
+  const dir = tempDir({ 'massgen-rl.yaml': yaml });
+  try {
+    loadConfig({ cwd: dir, env: {} });
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const taskIssues = (name: string, text: string) => {
+  const dir = tempDir({ [name]: text });
+  return readTaskFile(path.join(dir, name), name).issues;
+};
+
+const nested = (depth: number) => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+
+/** Nine anchors of nine aliases each: expanding them all makes 9^7 scalars. */
+const ALIAS_BOMB = ['a: &a [x,x,x,x,x,x,x,x,x]', ...'bcdefg'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdefg'[i]}`).join(',')}]`)].join('\n');
+
+describe('YAML aliases are refused with file:line:col (config and task files)', () => {
+  it.each([
+    ['a plain alias', 'project: &p\n  name: x\nstore: *p\n', 'massgen-rl.yaml:3:8: YAML aliases are not supported (*p)'],
+    ['an undefined alias', 'project:\n  name: *nope\n', 'massgen-rl.yaml:2:9: YAML aliases are not supported (*nope)'],
+    ['a recursive alias', 'project: &a [*a]\n', 'massgen-rl.yaml:1:14: YAML aliases are not supported (*a)'],
+    ['an alias bomb', ALIAS_BOMB, 'massgen-rl.yaml:2:8: YAML aliases are not supported (*a)'],
+  ])('config: %s', (_name, yaml, first) => {
+    const issues = configIssues(yaml);
+    expect(issues[0]).toContain(first);
+    expect(issues[0]).toContain('write the value out in full');
+  });
+
+  it.each([
+    ['a plain alias', '- &t { id: a, prompt: hi }\n- *t\n', 'tasks.yaml:2: YAML aliases are not supported (*t)'],
+    ['an undefined alias', '- { id: a, prompt: *nope }\n', 'tasks.yaml:1: YAML aliases are not supported (*nope)'],
+    ['a recursive alias', '- &t { id: a, prompt: hi, metadata: { self: *t } }\n', 'tasks.yaml:1: YAML aliases are not supported (*t)'],
+    ['an alias bomb', `- { id: a, prompt: hi, metadata: { ${ALIAS_BOMB.split('\n').join(', ')} } }\n`, 'tasks.yaml:1: YAML aliases are not supported (*a)'],
+  ])('task file: %s', (_name, yaml, first) => {
+    const issues = taskIssues('tasks.yaml', yaml);
+    expect(issues[0]).toContain(first);
+  });
+
+  it('still reads anchors that nothing refers to', () => {
+    expect(taskIssues('tasks.yaml', '- &t { id: a, prompt: hi }\n')).toEqual([]);
+  });
+
+  it('takes a --set value with an alias as the literal text', () => {
+    const dir = tempDir({ 'massgen-rl.yaml': '' });
+    expect(loadConfig({ cwd: dir, env: {}, overrides: ['tasks.split.salt=*x'] }).config.tasks.split.salt).toBe('*x');
+  });
+});
+
+describe('deep nesting is refused before anything recurses over it', () => {
+  it('config: nested 5000 levels', () => {
+    expect(configIssues(`project:\n  name: ${nested(5000)}\n`)[0]).toMatch(/^massgen-rl\.yaml:2:\d+: nested more than 64 levels deep/);
+  });
+
+  it('config: nested 70 levels (parses, but is refused)', () => {
+    expect(configIssues(`project:\n  name: ${nested(70)}\n`)[0]).toMatch(/^massgen-rl\.yaml:2:\d+: nested more than 64 levels deep/);
+  });
+
+  it('JSONL task metadata nested 100000 levels', () => {
+    const lines = [JSON.stringify({ id: 'ok', prompt: 'fine' }), `{"id": "deep", "prompt": "p", "metadata": {"x": ${nested(100_000)}}}`];
+    expect(taskIssues('tasks.jsonl', lines.join('\n'))).toEqual(['tasks.jsonl:2: nested more than 64 levels deep']);
+  });
+
+  it('YAML task metadata nested 3000 levels', () => {
+    expect(taskIssues('tasks.yaml', `- id: deep\n  prompt: p\n  metadata: { x: ${nested(3000)} }\n`)).toEqual(['tasks.yaml:3: nested more than 64 levels deep']);
+  });
+
+  it('keeps metadata nested a few levels', () => {
+    const r = readTaskFile(path.join(tempDir({ 't.jsonl': `{"id": "a", "prompt": "p", "metadata": {"x": ${nested(20)}}}` }), 't.jsonl'), 't.jsonl');
+    expect(r.issues).toEqual([]);
+  });
+});
+
+describe('"__proto__" keys are refused instead of becoming prototypes', () => {
+  it('in task metadata (JSONL and YAML)', () => {
+    expect(taskIssues('t.jsonl', '{"id": "a", "prompt": "p", "metadata": {"__proto__": {"answer_type": "number"}}}'))
+      .toEqual(['t.jsonl:1: the key "__proto__" is not allowed']);
+    expect(taskIssues('t.yaml', '- id: a\n  prompt: p\n  metadata:\n    __proto__: { answer_type: number }\n'))
+      .toEqual(['t.yaml:4: the key "__proto__" is not allowed']);
+  });
+
+  it('in the config file and in --set', () => {
+    expect(configIssues('models:\n  __proto__: { base_url: "http://x/v1", model: m }\n')[0]).toContain('massgen-rl.yaml:2:3: the key "__proto__" is not allowed');
+    const dir = tempDir({ 'massgen-rl.yaml': '' });
+    expect(() => loadConfig({ cwd: dir, env: {}, overrides: ['__proto__.polluted=1'] })).toThrow(/--set __proto__\.polluted=1: "__proto__" is not a config key/);
+    expect(() => loadConfig({ cwd: dir, env: {}, overrides: ['models.__proto__.model=x'] })).toThrow(UserError);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('non-regular files are refused by readRegularFile (CLI cases with FIFOs: test/e2e/hostile-input-cli.test.ts)', () => {
+  it('names the kind of file and the limit', () => {
+    const dir = tempDir({ 'big.md': 'a'.repeat(2048) });
+    fs.mkdirSync(path.join(dir, 'dir.md'));
+    fs.symlinkSync('/dev/null', path.join(dir, 'null.md'));
+    expect(() => readRegularFile(path.join(dir, 'dir.md'), 'prompt file')).toThrow(/^prompt file .*dir\.md: a directory, not a regular file$/);
+    expect(() => readRegularFile(path.join(dir, 'null.md'), 'prompt file')).toThrow(/^prompt file .*null\.md: a character device, not a regular file$/);
+    expect(() => readRegularFile(path.join(dir, 'nope.md'), 'prompt file')).toThrow(/^prompt file .*nope\.md: not found$/);
+    expect(() => readRegularFile(path.join(dir, 'big.md'), 'prompt file', 1024)).toThrow(/prompt file .*big\.md: 2048 bytes, over the limit of 1024 bytes/);
+    expect(readRegularFile(path.join(dir, 'big.md'), 'prompt file')).toHaveLength(2048);
+  });
+
+  it('a task file that is a directory', () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, 'd.jsonl'));
+    expect(readTaskFile(path.join(dir, 'd.jsonl'), 'd.jsonl').issues).toEqual(['d.jsonl: cannot read task file (a directory, not a regular file)']);
+  });
+});
+
+describe('numeric fields of task files', () => {
+  it('a reference beyond the doubles and a tolerance that is not a non-negative number are refused with their line', () => {
+    expect(taskIssues('t.jsonl', [
+      '{"id": "a", "prompt": "p", "reference": 1e400}',
+      '{"id": "b", "prompt": "p", "reference": 42, "metadata": {"tolerance": -1}}',
+      '{"id": "c", "prompt": "p", "reference": 42, "metadata": {"tolerance": "0.1"}}',
+      '{"id": "d", "prompt": "p", "reference": 42, "metadata": {"tolerance": 0.5}}',
+    ].join('\n'))).toEqual([
+      't.jsonl:1: "reference" must be a finite number',
+      't.jsonl:2: "metadata.tolerance" must be a non-negative number, got -1',
+      't.jsonl:3: "metadata.tolerance" must be a non-negative number, got "0.1"',
+    ]);
+    expect(taskIssues('t.yaml', '- id: a\n  prompt: p\n  reference: .inf\n')).toEqual(['t.yaml:3: "reference" must be a finite number']);
+  });
+});

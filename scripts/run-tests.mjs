@@ -1,5 +1,6 @@
 // Runs every suite (vitest, then pytest in the trainer venv) and ends with one line: "N passed, N failed".
-// First it makes sure the trainer venv and the default model exist (massgen-rl doctor --fix), with progress.
+// First it makes sure the trainer venv and the default model exist (massgen-rl doctor --fix), with progress,
+// and the real MassGen the interop tests run.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,6 +19,10 @@ if (run(process.execPath, [path.join(root, 'bin/massgen-rl.js'), 'doctor', '--fi
   console.log('0 passed, 1 failed');
   process.exit(1);
 }
+
+// The real MassGen (from PyPI, in its own venv under the cache) for the tests that run it; once, then reused.
+console.log('\n== environment: massgen 0.1.97 for the tests that run the real MassGen ==');
+if (run('sh', [path.join(root, 'scripts', 'setup-massgen-venv.sh')]) !== 0) console.log('massgen could not be installed (see above): the tests that need it skip locally and fail in CI');
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 

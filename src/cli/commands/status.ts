@@ -4,7 +4,7 @@ import { formatBytes, formatTime } from '../ui/format.js';
 export const registerStatus: Register = (program, ctx) => {
   program
     .command('status')
-    .description('store size and counts, latest runs, production resources')
+    .description('store size and counts, latest runs, the production set and where its resources came from, evaluations')
     .action(async () => {
       const { ui, runtime } = ctx();
       const { getStatus } = await import('../../pipeline/status.js');
@@ -19,10 +19,19 @@ export const registerStatus: Register = (program, ctx) => {
       if (statuses) ui.print(`rollouts: ${statuses}`);
       const runs = [...report.latest.collect.map((r) => ['collect', r] as const), ...report.latest.training.map((r) => ['train', r] as const), ...report.latest.loop.map((r) => ['loop', r] as const)];
       if (runs.length) ui.table(['run', 'kind', 'status', 'started'], runs.map(([k, r]) => [r.id, k, r.status, formatTime(r.startedAt)]));
-      if (report.production.length) {
-        ui.table(['production', 'kind', 'version', 'since'], report.production.map((r) => [r.name, r.kind, `v${r.version}`, formatTime(r.createdAt)]));
+      const set = report.productionSet;
+      if (set) {
+        const made = (t: { name: string; version: number; source: string; trainingRun: { id: string } | null; traces: { rollouts: number } | null } | null) =>
+          t ? `${t.name} v${t.version} (${t.source}${t.trainingRun ? `, run ${t.trainingRun.id}` : ''}${t.traces ? `, ${t.traces.rollouts} traces` : ''})` : 'served elsewhere';
+        ui.print(`production: resource set v${set.set.version}${report.canary ? `; canary: set v${report.canary.version} on ${Math.round((report.canary.fraction ?? 0) * 100)} % of collects` : ''}`);
+        ui.table(['agent', 'prompt', 'weights'], set.agents.map((a) => [a.agent, made(a.prompt), made(a.weights)]));
       } else {
-        ui.print('production: nothing deployed yet');
+        ui.print('production: no resource set yet (the first collect, eval or loop creates it from the config)');
+      }
+      if (report.evaluations.length) {
+        ui.table(['evaluation', 'status', 'baseline', 'candidate', 'gates', 'started'], report.evaluations.map((e) => [
+          e.id, e.status, e.baseline ? `set v${e.baseline}` : '—', e.candidate ? `set v${e.candidate}` : '—', e.passed === null ? '—' : e.passed ? 'pass' : 'fail', formatTime(e.startedAt),
+        ]));
       }
     });
 };

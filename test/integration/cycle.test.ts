@@ -99,6 +99,37 @@ describe('a cycle: collect → train → eval → deploy', () => {
     s3.close();
   }, 240_000);
 
+  it('starts a canary on a share of later collects and promotes it once it passes its gates on enough rollouts', async () => {
+    project = await loopProject();
+    const loaded = project.load([]);
+    const overrides = ['deploy.canary.min_rollouts=3', 'deploy.gates.ci_lower_above_zero=false'];
+    const withCanary = project.load(overrides);
+    const cycle = await withRuntime(loaded, (rt) => runCycle(rt, {}));
+    expect(cycle.stages.eval).toMatchObject({ passed: true });
+    // Undo the cycle's deploy, then deploy the evaluated candidate as a canary on half of the collects.
+    await withRuntime(loaded, (rt) => rollback(rt, {}));
+    const started = await withRuntime(withCanary, (rt) => deploy(rt, { candidate: 'base@1', canary: 0.5 }));
+    expect(started.action).toBe('canary started');
+    let promoted = false;
+    for (let i = 0; i < 6 && !promoted; i++) {
+      const c = await withRuntime(withCanary, (rt) => collect(rt));
+      expect(c.canary).toMatchObject({ fraction: 0.5 });
+      promoted = c.review?.canary?.verdict === 'promoted';
+    }
+    expect(promoted).toBe(true);
+    const store = openStore(loaded);
+    try {
+      const [latest] = store.audit.list({ limit: 1 });
+      expect(latest).toMatchObject({ action: 'canary-promote', trigger: 'collect' });
+      expect(store.sets.pointer('canary')).toBeUndefined();
+      const canaryRollouts = store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.canary') = 1").pluck().get() as number;
+      expect(canaryRollouts).toBeGreaterThanOrEqual(3);
+      expect(store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights!)).toMatchObject({ name: 'base', version: 1 });
+    } finally {
+      store.close();
+    }
+  }, 240_000);
+
   it('rolls back automatically when production drops significantly after a deploy', async () => {
     let broken = false;
     project = await loopProject(adapterScript({ good: (req) => !broken || !/^base-v\d+$/.test(req.model) }));

@@ -34,7 +34,8 @@ export const TRAINER = path.join(FIXTURES, 'trainers', 'protocol_trainer.py');
 export interface LoopProject {
   dir: string;
   server: ScriptedServer;
-  load(env?: NodeJS.ProcessEnv): LoadedConfig;
+  /** The project's config, with --set style overrides. */
+  load(overrides?: string[]): LoadedConfig;
 }
 
 /**
@@ -68,5 +69,5 @@ deploy:
   watch: { min_rollouts: 4, max_drop: 0.2 }
 ${extraYaml}`;
   const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': LOOP_TASKS, 'base/config.json': '{"model_type": "llama"}', 'base/model.safetensors': 'x'.repeat(64) });
-  return { dir, server, load: (env = process.env) => loadConfig({ cwd: dir, env }) };
+  return { dir, server, load: (overrides = []) => loadConfig({ cwd: dir, overrides }) };
 }

@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { openStore } from '../../src/runtime/store.js';
+import { hasStack, runCli, tempDir } from '../helpers.js';
+
+// One unattended cycle with the real parts, as a user runs it: the bundled model served by our server,
+// a real collect, real TRL training on CPU, a real evaluation of base against the new adapter on the
+// same tasks and seeds, the deploy gates, the HTML report. Kept small: the point is the machinery.
+const CONFIG = `agents:
+${['a', 'b', 'c'].map((x) => `  - { id: agent_${x}, model: local, tool_mode: text, implicit_answer: true, max_tokens: 48, temperature: 0.7 }`).join('\n')}
+orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }
+tasks:
+  sources: [{ suite: arithmetic, n: 40 }]
+collect: { concurrency: 2 }
+train:
+  algo: sft
+  max_steps: 2
+  batch_size: 2
+  max_length: 384
+  save_steps: 1
+  learning_rate: 0.0001
+  sft: { reward_threshold: null }
+  gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
+eval: { n: 2, seeds: 1 }
+loop: { collect_n: 3 }
+`;
+
+describe('loop --once with the default local model', () => {
+  it('runs collect → train → eval → deploy on CPU and ends promoted or not promoted, with the gates and the report', async () => {
+    const dir = tempDir({ 'massgen-rl.yaml': CONFIG });
+    const r = await runCli(['loop', '--once', '--json'], { cwd: dir, timeoutMs: 1_500_000 });
+    expect(hasStack(r.stderr), r.stderr).toBe(false);
+    expect(r.exitCode, r.stderr.slice(-3000)).toBe(0);
+    const cycle = JSON.parse(r.stdout) as { status: string; outcome: string; stages: Record<string, Record<string, unknown>> };
+    expect(cycle.status).toBe('completed');
+    expect(cycle.stages.collect).toMatchObject({ status: 'done', tasks: 3 });
+    expect(cycle.stages.train).toMatchObject({ status: 'done', weights: 'smollm2-135m-instruct v2' });
+    expect(cycle.stages.eval).toMatchObject({ status: 'done', metric: 'reward' });
+    expect(cycle.stages.deploy!.status).toBe('done');
+    expect(['promoted', 'not promoted']).toContain(cycle.stages.deploy!.action);
+    expect(cycle.outcome).toMatch(/^(promoted|not promoted)/);
+    expect(fs.existsSync(cycle.stages.eval!.report as string)).toBe(true);
+
+    const loaded = loadConfig({ cwd: dir });
+    const store = openStore(loaded);
+    try {
+      const ev = store.evaluations.run(cycle.stages.eval!.eval_run_id as string)!;
+      expect(ev.status).toBe('completed');
+      // Base and adapter each ran the 2 eval tasks with seed 1, through two local servers.
+      const results = store.db.prepare('SELECT set_id, COUNT(*) AS n FROM eval_results GROUP BY set_id').all() as { set_id: string; n: number }[];
+      expect(results.map((x) => x.n)).toEqual([2, 2]);
+      const production = JSON.parse(fs.readFileSync(path.join(loaded.paths.dataDir, 'production.json'), 'utf8')) as { set: { id: string } };
+      expect(production.set.id).toBe(store.sets.pointer('production')!.setId);
+      if (cycle.stages.deploy!.action === 'promoted') expect(production.set.id).toBe(ev.candidateSet);
+      else expect(production.set.id).toBe(ev.baselineSet);
+    } finally {
+      store.close();
+    }
+    const status = await runCli(['loop', 'status', '--json'], { cwd: dir });
+    expect(status.exitCode).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ running: null, cycles: [{ cycle: 1, status: 'completed' }] });
+  }, 1_600_000);
+});

@@ -96,6 +96,38 @@ describe('loop --once under kill -9', () => {
   }, 400_000);
 });
 
+describe('loop on its schedule', () => {
+  it('starts cycles on loop.schedule in the foreground, shows them in loop status, and stops cleanly on SIGTERM', async () => {
+    project = await loopProject();
+    const dir = project.dir;
+    const child = execa(process.execPath, [BIN, 'loop', '--set', 'loop.schedule=*/2 * * * * *'], { cwd: dir, env, reject: false, stdin: 'ignore' });
+    children.push(child);
+    const file = path.join(dir, '.massgen-rl', 'store.sqlite');
+    const until = Date.now() + 120_000;
+    let completed = 0;
+    while (Date.now() < until && completed < 2) {
+      await new Promise((r) => setTimeout(r, 500));
+      if (!fs.existsSync(file)) continue;
+      const db = new Database(file, { readonly: true, fileMustExist: true });
+      try {
+        completed = db.prepare("SELECT COUNT(*) FROM loop_runs WHERE status = 'completed'").pluck().get() as number;
+      } catch {
+        // not migrated yet
+      } finally {
+        db.close();
+      }
+    }
+    expect(completed).toBeGreaterThanOrEqual(2);
+    const status = await runCli(['loop', 'status', '--json', '--set', 'loop.schedule=*/2 * * * * *'], { cwd: dir, env });
+    expect(JSON.parse(status.stdout)).toMatchObject({ schedule: '*/2 * * * * *', next: expect.any(Array), cycles: expect.arrayContaining([expect.objectContaining({ status: 'completed' })]) });
+    child.kill('SIGTERM');
+    const r = await child;
+    expect(r.exitCode).toBe(0);
+    expect(r.stderr).toMatch(/next cycle at /);
+    expect(hasStack(r.stderr)).toBe(false);
+  }, 180_000);
+});
+
 describe('the production switch under kill -9', () => {
   it('leaves production on the old set or the new one, never a mix', async () => {
     project = await loopProject();

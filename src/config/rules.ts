@@ -39,6 +39,12 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   config.tasks.sources.forEach((s, i) => {
     if ('file' in s) requireFile(baseDir, s.file, ['tasks', 'sources', i, 'file'], add);
   });
+  if (config.deploy.export_massgen) {
+    for (const key of new Set(config.agents.map((a) => a.model))) {
+      const local = config.models[key]?.local;
+      if (local && !local.port) add(['models', key, 'local', 'port'], 'deploy.export_massgen writes where this model is served into a MassGen config, so give it a fixed port (0 picks a free one at each start) and run `massgen-rl serve --model ' + key + '` there');
+    }
+  }
   const judge = config.rewards.judge;
   if (judge.model && !Object.hasOwn(config.models, judge.model)) add(['rewards', 'judge', 'model'], `unknown model "${judge.model}"; ${known('models', models)}`);
   if ((config.rewards.weights.judge ?? 0) !== 0) {

@@ -239,7 +239,7 @@ const deploy = z.strictObject({
     max_drop: amount.nonnegative().default(0.05).describe('a drop of mean reward beyond this, significant at alpha, rolls back'),
     alpha: z.number().gt(0).lt(1).default(0.05),
   }).prefault({}),
-  export_massgen: z.string().min(1).optional().describe('also write a MassGen config of production here after each deploy'),
+  export_massgen: z.string().min(1).optional().describe('write production as a MassGen config (YAML) to this file, relative to the config file, after each deploy, canary promotion and rollback'),
 });
 
 const loop = z.strictObject({

@@ -6,7 +6,7 @@ import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
 import { switchProduction } from '../resources/production.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../store/index.js';
-import { publish, type Published } from './publish.js';
+import { checkPublish, publish, type PublishOptions, type Published } from './publish.js';
 
 export interface DeployOptions {
   /** A set, checkpoint, resource:NAME@V or PROMPT@V (default: the candidate of the newest evaluation against production). */
@@ -15,6 +15,7 @@ export interface DeployOptions {
   force?: boolean;
   /** Start a canary serving this share of later collects instead of promoting. */
   canary?: number;
+  /** Also write production as a MassGen config here (relative to the cwd); deploy.export_massgen is written too. */
   exportMassgen?: string;
   trigger?: 'cli' | 'loop';
   reason?: string;
@@ -41,6 +42,7 @@ export interface DeployResult {
  */
 export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<DeployResult> {
   if (opts.canary !== undefined && !(opts.canary > 0 && opts.canary < 1)) throw new UserError(`--canary ${opts.canary}: expected a fraction between 0 and 1, such as 0.2`);
+  if (opts.canary !== undefined && opts.exportMassgen) throw new UserError('--export-massgen writes production, which a canary does not change', 'export when the canary is promoted, or set deploy.export_massgen to follow every switch');
   const store = rt.existingStore();
   const trigger = opts.trigger ?? 'cli';
   const production = rt.production(trigger);
@@ -61,6 +63,7 @@ export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<Dep
     });
     return { ...base, action: 'canary started', auditId, published: null };
   }
+  checkPublish(rt, candidate, { exportMassgen: opts.exportMassgen });
   const auditId = switchProduction(store, rt.paths.dataDir, {
     to: candidate, action: passed ? 'deploy' : 'force-deploy', trigger, evalRunId: evaluation?.id,
     reason: opts.reason ?? (passed ? 'every deploy gate passed' : `forced past: ${gates.filter((g) => !g.passed).map((g) => g.gate).join(', ')}`), detail,
@@ -78,7 +81,7 @@ export function refusal(r: DeployResult): GateError {
 }
 
 /** Promotes the running canary when its gates pass (or with force), like a deploy. */
-export async function promoteCanary(rt: Runtime, opts: { force?: boolean; reason?: string; trigger?: 'cli' | 'loop' } = {}): Promise<DeployResult> {
+export async function promoteCanary(rt: Runtime, opts: { force?: boolean; reason?: string; trigger?: 'cli' | 'loop'; exportMassgen?: string } = {}): Promise<DeployResult> {
   rt.existingStore();
   const production = rt.production(opts.trigger ?? 'cli');
   const state = canaryGates(rt.store(), rt.config, production);
@@ -87,16 +90,17 @@ export async function promoteCanary(rt: Runtime, opts: { force?: boolean; reason
   const base = { before: ref(production), candidate: ref(state.set), evalRunId: state.evalRunId, gates: state.gates, passed };
   if (!passed && !opts.force) return { ...base, action: 'not promoted', auditId: null, published: null };
   const reason = opts.reason ?? (passed ? 'the canary passed its gates' : `forced past: ${state.gates.filter((g) => !g.passed).map((g) => g.gate).join(', ')}`);
-  const { auditId, published } = await promote(rt, state, production, opts.trigger ?? 'cli', reason);
+  checkPublish(rt, state.set, { exportMassgen: opts.exportMassgen });
+  const { auditId, published } = await promote(rt, state, production, opts.trigger ?? 'cli', reason, { exportMassgen: opts.exportMassgen });
   return { ...base, action: passed ? 'promoted' : 'forced', auditId, published };
 }
 
 /** The canary becomes production (one transaction with its audit record), the canary pointer is cleared. */
-export async function promote(rt: Runtime, state: CanaryState, production: ResourceSet, trigger: 'cli' | 'loop' | 'collect', reason: string): Promise<{ auditId: number; published: Published }> {
+export async function promote(rt: Runtime, state: CanaryState, production: ResourceSet, trigger: 'cli' | 'loop' | 'collect', reason: string, publishing: PublishOptions = {}): Promise<{ auditId: number; published: Published }> {
   const store = rt.store();
   const auditId = switchProduction(store, rt.paths.dataDir, { to: state.set, action: 'canary-promote', trigger, evalRunId: state.evalRunId, reason, detail: { comparison: state.comparison, gates: state.gates }, clearCanary: true });
   rt.forgetWeights();
-  return { auditId, published: await publish(rt, state.set, production, {}) };
+  return { auditId, published: await publish(rt, state.set, production, publishing) };
 }
 
 export interface RollbackResult {

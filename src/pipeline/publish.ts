@@ -1,23 +1,38 @@
 import path from 'node:path';
+import { errorMessage } from '../errors.js';
 import { PRODUCTION_FILE } from '../resources/production.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ensureAdapter, loraCall, loraName, type LoraCall } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet } from '../store/index.js';
+import { checkMassgenTargets, massgenTargets, writeMassgen } from './massgen-export.js';
 
 export interface Published {
   /** `<data_dir>/production.json`, rewritten with the switch. */
   productionFile: string;
   /** Adapter loads and unloads on remote LoRA-serving models (models.*.lora). */
   vllm: (LoraCall & { server: string; model: string })[];
+  /** MassGen configs of the new production (--export-massgen, deploy.export_massgen). */
+  massgen: { file: string; ok: boolean; detail: string }[];
+}
+
+export interface PublishOptions {
+  /** Also write production as a MassGen config here (relative to the cwd). */
+  exportMassgen?: string;
+}
+
+/** What publish() will need, checked before production switches: a refusal then changes nothing. */
+export function checkPublish(rt: Runtime, next: ResourceSet, opts: PublishOptions): void {
+  checkMassgenTargets(rt, next, massgenTargets(rt, opts.exportMassgen));
 }
 
 /**
  * After production changed, the servers outside massgen-rl follow: on each remote model that serves a
  * line's adapters, the new adapter is loaded (if evaluation had not already) before the previous one is
- * unloaded, so requests never miss.
+ * unloaded, so requests never miss. Then the MassGen configs are rewritten (a failed write is reported, not
+ * thrown: production has switched already).
  */
-export async function publish(rt: Runtime, next: ResourceSet, previous: ResourceSet, _opts: { exportMassgen?: string }): Promise<Published> {
-  const out: Published = { productionFile: path.join(rt.paths.dataDir, PRODUCTION_FILE), vllm: [] };
+export async function publish(rt: Runtime, next: ResourceSet, previous: ResourceSet, opts: PublishOptions): Promise<Published> {
+  const out: Published = { productionFile: path.join(rt.paths.dataDir, PRODUCTION_FILE), vllm: [], massgen: [] };
   for (const [name, model] of Object.entries(rt.config.models)) {
     if (!model.lora?.load_adapters || !model.base_url) continue;
     const [now, before] = [adapterOf(rt, next, name), adapterOf(rt, previous, name)];
@@ -25,6 +40,14 @@ export async function publish(rt: Runtime, next: ResourceSet, previous: Resource
     const tag = { server: model.base_url, model: name };
     if (now && now.id !== before?.id) out.vllm.push({ ...tag, ...await ensureAdapter(server, loraName(now.name, now.version), now.path!) });
     if (before && before.id !== now?.id && (!now || out.vllm.at(-1)?.ok)) out.vllm.push({ ...tag, ...await loraCall(server, 'unload', loraName(before.name, before.version)) });
+  }
+  for (const file of massgenTargets(rt, opts.exportMassgen)) {
+    try {
+      writeMassgen(rt, next, file);
+      out.massgen.push({ file, ok: true, detail: `MassGen config of set v${next.version}` });
+    } catch (err) {
+      out.massgen.push({ file, ok: false, detail: errorMessage(err) });
+    }
   }
   return out;
 }

@@ -1,6 +1,8 @@
+import path from 'node:path';
 import { UserError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { AuditRecord, Resource, ResourceSet, Store } from '../store/index.js';
+import { writeMassgen } from './massgen-export.js';
 
 export interface SetRow {
   id: string;
@@ -87,4 +89,22 @@ function findSet(store: Store, ref: string): ResourceSet {
   const set = role ? store.sets.get(role.setId) : store.sets.resolve(ref.replace(/^set:/, ''));
   if (!set) throw new UserError(`no resource set "${ref}" (or the prefix is ambiguous)`, 'see `massgen-rl resources list`');
   return set;
+}
+
+export interface MassgenExportResult {
+  file: string;
+  set: { id: string; version: number; roles: ('production' | 'canary')[] };
+  agents: { id: string; model: string; baseUrl: string }[];
+}
+
+/**
+ * Writes a set (default production, brought up to date with the config as a deploy would) as a MassGen
+ * config to `file` (relative to the cwd), without deploying anything.
+ */
+export function exportMassgenConfig(rt: Runtime, file: string, opts: { set?: string } = {}): MassgenExportResult {
+  const store = rt.existingStore();
+  const set = !opts.set || opts.set === 'production' ? rt.production() : findSet(store, opts.set);
+  const { file: written, config } = writeMassgen(rt, set, path.resolve(file));
+  const roles = listSets(rt, 1000).find((s) => s.id === set.id)?.roles ?? [];
+  return { file: written, set: { id: set.id, version: set.version, roles }, agents: config.agents.map((a) => ({ id: a.id, model: a.backend.model, baseUrl: a.backend.base_url })) };
 }

@@ -3,7 +3,7 @@ import type { TeamAgent } from '../orchestrator/types.js';
 import { checkPromptFiles } from '../resources/prompts.js';
 import { UserError } from '../errors.js';
 import type { Judge, Runtime } from '../runtime/runtime.js';
-import { ensureAdapter, loraName } from '../serving/vllm-lora.js';
+import { ensureAdapter, servedAdapterName } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet } from '../store/index.js';
 import { toolDefinition } from '../tools/runner.js';
 
@@ -63,12 +63,9 @@ export async function setupTeam(rt: Runtime, set: ResourceSet): Promise<TeamSetu
  */
 async function remoteAdapter(rt: Runtime, modelName: string, weight: Resource): Promise<string> {
   const model = rt.model(modelName);
-  if (!model.lora || model.lora.line !== weight.name || !weight.metadata.adapter || !weight.path) {
-    throw new UserError(`models.${modelName} runs at ${model.base_url ?? 'its base_url'}, which can only switch to LoRA adapters of the line in models.${modelName}.lora.line; ${weight.name} v${weight.version} is not one`);
-  }
-  const name = loraName(weight.name, weight.version);
-  if (model.lora.load_adapters) {
-    const r = await ensureAdapter({ baseUrl: model.base_url!, apiKey: rt.apiKey(modelName) }, name, weight.path);
+  const name = servedAdapterName(modelName, model, weight);
+  if (model.lora!.load_adapters) {
+    const r = await ensureAdapter({ baseUrl: model.base_url!, apiKey: rt.apiKey(modelName) }, name, weight.path!);
     if (!r.ok) throw new UserError(`could not load adapter ${name} on models.${modelName}: ${r.detail}`);
   }
   return name;

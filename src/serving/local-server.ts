@@ -144,7 +144,8 @@ function closed(ended: Promise<void>, withinMs = 2000): Promise<void> {
   return Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)))]).finally(() => clearTimeout(timer));
 }
 
-function urlHost(host: string): string {
+/** A listening host as it goes in a URL: the wildcard addresses become loopback, IPv6 in brackets. */
+export function urlHost(host: string): string {
   const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return h.includes(':') ? `[${h}]` : h;
 }

@@ -1,4 +1,6 @@
-import { errorMessage } from '../errors.js';
+import type { ModelConfig } from '../config/schema.js';
+import { errorMessage, UserError } from '../errors.js';
+import type { Resource } from '../store/index.js';
 
 export interface VllmTarget {
   baseUrl: string;
@@ -35,6 +37,17 @@ export async function loraCall(target: VllmTarget, action: 'load' | 'unload', lo
 /** The name a deployed adapter is served under: its weight line and version. */
 export function loraName(line: string, version: number): string {
   return `${line}-v${version}`;
+}
+
+/**
+ * The model name requests to remote model `modelName` carry for weights of a resource set: the adapter's
+ * LINE-vN; a UserError when the server cannot switch to these weights (only adapters of models.*.lora.line).
+ */
+export function servedAdapterName(modelName: string, model: ModelConfig, weight: Resource): string {
+  if (!model.lora || model.lora.line !== weight.name || !weight.metadata.adapter || !weight.path) {
+    throw new UserError(`models.${modelName} runs at ${model.base_url ?? 'its base_url'}, which can only switch to LoRA adapters of the line in models.${modelName}.lora.line; ${weight.name} v${weight.version} is not one`);
+  }
+  return loraName(weight.name, weight.version);
 }
 
 /** Loads an adapter unless the server already has it (vLLM answers 400 "already been loaded"). */

@@ -1,4 +1,5 @@
 import type { DeployResult } from '../../pipeline/deploy.js';
+import type { Published } from '../../pipeline/publish.js';
 import type { Register } from '../register.js';
 import type { Ui } from '../ui/output.js';
 
@@ -19,14 +20,14 @@ export const registerDeploy: Register = (program, ctx) => {
     .option('--force', 'promote even when a gate fails or the candidate was not evaluated (the audit record says so)')
     .option('--canary <fraction>', 'serve the candidate to this share of later collects first, e.g. 0.2')
     .option('--promote-canary', 'promote the running canary now if its gates pass (with --force: regardless)')
-    .option('--export-massgen <file>', 'also write production as a MassGen config')
+    .option('--export-massgen <file>', 'also write the new production as a MassGen config (YAML) to this file')
     .option('--reason <text>', 'why, for the audit record')
     .action(async (flags: DeployFlags) => {
       const { ui, runtime } = ctx();
       const { deploy, refusal, promoteCanary } = await import('../../pipeline/deploy.js');
       const rt = await runtime();
       if (flags.promoteCanary) {
-        const r = await promoteCanary(rt, { force: flags.force, reason: flags.reason });
+        const r = await promoteCanary(rt, { force: flags.force, reason: flags.reason, exportMassgen: flags.exportMassgen });
         if (ui.opts.json) ui.json({ ok: r.action !== 'not promoted', ...r });
         else render(ui, r);
         if (r.action === 'not promoted') throw refusal(r);
@@ -50,6 +51,7 @@ export const registerDeploy: Register = (program, ctx) => {
       const r = await rollback(await runtime(), { to: flags.to, reason: flags.reason });
       if (ui.opts.json) return ui.json({ ok: true, ...r });
       ui.print(`${ui.c.green('✓')} production is set v${r.after.version} again (was v${r.before.version}); audit #${r.auditId}`);
+      renderPublished(ui, r.published);
     });
 };
 
@@ -58,6 +60,12 @@ function render(ui: Ui, r: DeployResult): void {
   const what = `set v${r.candidate.version} (production was v${r.before.version}${r.evalRunId ? `; evaluation ${r.evalRunId}` : ''})`;
   if (r.action === 'not promoted') return ui.print(ui.c.yellow(`not promoted: ${what}`));
   ui.print(`${ui.c.green('✓')} ${r.action}: ${what}; audit #${r.auditId}`);
-  for (const v of r.published?.vllm ?? []) ui.print(`  ${v.ok ? ui.c.green('✓') : ui.c.red('✗')} vLLM ${v.action} ${v.loraName}: ${v.detail}`);
-  if (r.published) ui.info(`production file: ${r.published.productionFile}`);
+  if (r.published) renderPublished(ui, r.published);
+}
+
+function renderPublished(ui: Ui, p: Published): void {
+  const mark = (ok: boolean) => (ok ? ui.c.green('✓') : ui.c.red('✗'));
+  for (const v of p.vllm) ui.print(`  ${mark(v.ok)} vLLM ${v.action} ${v.loraName}: ${v.detail}`);
+  for (const m of p.massgen) ui.print(`  ${mark(m.ok)} MassGen config ${m.file}${m.ok ? '' : `: ${m.detail}`}`);
+  ui.info(`production file: ${p.productionFile}`);
 }

@@ -16,6 +16,17 @@ export const registerResources: Register = (program, ctx) => {
     ]));
   });
 
+  // The set is an argument, as for `show`: --set is the global config override.
+  cmd.command('export-massgen <file> [set]').description('write a set (production, canary, set:N, vN or an rs_ id; default production) as a MassGen config, without deploying')
+    .action(async (file: string, ref: string | undefined) => {
+      const { ui, runtime } = ctx();
+      const { exportMassgenConfig } = await import('../../pipeline/resources.js');
+      const r = exportMassgenConfig(await runtime(), file, { set: ref ?? 'production' });
+      if (ui.opts.json) return ui.json({ ok: true, ...r });
+      ui.print(`${ui.c.green('✓')} wrote ${r.file}: MassGen config of set v${r.set.version}${r.set.roles.length ? ` (${r.set.roles.join(', ')})` : ''}`);
+      for (const a of r.agents) ui.print(`  ${a.id}: ${a.model} at ${a.baseUrl}`);
+    });
+
   cmd.command('show [set]').description('a set (default: production) agent by agent, each resource traced back to the run and traces that made it')
     .action(async (ref: string | undefined) => {
       const { ui, runtime } = ctx();

@@ -1,0 +1,135 @@
+/**
+ * A resource set as a MassGen config (`deploy --export-massgen`, `resources export-massgen`).
+ *
+ * The keys are the ones MassGen 0.1.97 (PyPI) reads, checked in its source: agents[].id and
+ * agents[].system_message (massgen/cli/backends.py create_agents_from_config); backend type vllm
+ * (InferenceBackend: keyless, VLLM_API_KEY when set) with model and base_url, and temperature and
+ * max_tokens, which its Chat Completions params handler passes into every request; orchestrator
+ * voting_sensitivity, answer_novelty_requirement and max_new_answers_per_agent
+ * (AgentConfig.orchestrator_runtime_direct_fields); orchestrator.coordination.max_orchestration_restarts
+ * (CoordinationConfig; a top-level orchestrator key of that name is accepted but never read); and the
+ * top-level timeout_settings.orchestrator_timeout_seconds (TimeoutConfig, an int).
+ */
+import { Document, type YAMLSeq } from 'yaml';
+import type { ModelConfig, RLConfig } from '../../config/schema.js';
+import { UserError } from '../../errors.js';
+import { urlHost } from '../../serving/local-server.js';
+import { servedAdapterName } from '../../serving/vllm-lora.js';
+import type { Resource, ResourceSet } from '../../store/index.js';
+
+export interface MassgenAgent {
+  id: string;
+  system_message: string;
+  backend: { type: 'vllm'; model: string; base_url: string; temperature: number; max_tokens: number };
+}
+
+export interface MassgenConfig {
+  agents: MassgenAgent[];
+  orchestrator: {
+    voting_sensitivity: RLConfig['orchestrator']['voting_sensitivity'];
+    answer_novelty_requirement: RLConfig['orchestrator']['answer_novelty_requirement'];
+    max_new_answers_per_agent?: number;
+    coordination: { max_orchestration_restarts: number };
+  };
+  timeout_settings: { orchestrator_timeout_seconds: number };
+}
+
+export interface ExportInput {
+  config: RLConfig;
+  set: ResourceSet;
+  /** A stored resource by id. */
+  resource(id: string): Resource | undefined;
+  generatedAt?: Date;
+}
+
+export interface MassgenExport {
+  config: MassgenConfig;
+  /** Per agent: what serves it and what must run there (comments in the YAML). */
+  notes: Record<string, string[]>;
+  yaml: string;
+}
+
+/** Settings of massgen-rl's orchestrator MassGen has no key for (named in the header). */
+const UNMAPPED = ['max_rounds', 'max_action_retries', 'agent_timeout_s'] as const;
+
+/** The MassGen config a resource set serves: one vllm agent per team member, where its weights are served. */
+export function massgenExport(input: ExportInput): MassgenExport {
+  const { config, set } = input;
+  const notes: Record<string, string[]> = {};
+  const local = new Map<string, { agent: string; weights: Resource }>();
+  const agents = config.agents.map((a): MassgenAgent => {
+    const member = set.members.agents[a.id];
+    if (!member) throw new UserError(`resource set v${set.version} has no member for agent ${a.id} (it was made under an older config)`, 'export production, or a set made since agent ' + a.id + ' was added');
+    const prompt = input.resource(member.prompt);
+    const weights = member.weights ? input.resource(member.weights) : undefined;
+    if (!prompt || (member.weights && !weights)) throw new Error(`resource set v${set.version}: a resource of agent ${a.id} is missing from the store`);
+    const model = config.models[a.model]!;
+    const served = model.local ? localAddress(a.model, model, weights, a.id, set) : remoteAddress(a.model, model, weights);
+    if (model.local && weights) {
+      const other = local.get(a.model);
+      if (other && other.weights.id !== weights.id) {
+        throw new UserError(`agents ${other.agent} and ${a.id} of models.${a.model} are served different weights in set v${set.version} (${label(other.weights)}, ${label(weights)}), but one server at ${served.base_url} serves one`, 'give one of them its own model with its own local.port');
+      }
+      local.set(a.model, { agent: a.id, weights });
+    }
+    notes[a.id] = [
+      `${a.id}: prompt ${label(prompt)}; ${served.note}`,
+      ...(model.api_key_env ? [`models.${a.model} takes its key from $${model.api_key_env}; MassGen's vllm backend reads VLLM_API_KEY`] : []),
+      ...(a.tools.length ? [`tools (${a.tools.join(', ')}): massgen-rl's own, not exported`] : []),
+    ];
+    return {
+      id: a.id, system_message: prompt.content ?? '',
+      backend: { type: 'vllm', model: served.model, base_url: served.base_url, temperature: a.temperature, max_tokens: a.max_tokens },
+    };
+  });
+  const o = config.orchestrator;
+  const out: MassgenConfig = {
+    agents,
+    orchestrator: {
+      voting_sensitivity: o.voting_sensitivity,
+      answer_novelty_requirement: o.answer_novelty_requirement,
+      ...(o.max_new_answers_per_agent !== undefined ? { max_new_answers_per_agent: o.max_new_answers_per_agent } : {}),
+      coordination: { max_orchestration_restarts: o.max_orchestration_restarts },
+    },
+    timeout_settings: { orchestrator_timeout_seconds: Math.ceil(o.total_timeout_s) },
+  };
+  return { config: out, notes, yaml: render(out, notes, input) };
+}
+
+function remoteAddress(name: string, model: ModelConfig, weights: Resource | undefined): { base_url: string; model: string; note: string } {
+  const base_url = model.base_url!;
+  if (!weights) return { base_url, model: model.model, note: `model ${model.model} at ${base_url} (models.${name})` };
+  const adapter = servedAdapterName(name, model, weights);
+  const loaded = model.lora!.load_adapters ? 'massgen-rl loads it there when it deploys or evaluates the set' : `load it there yourself (models.${name}.lora.load_adapters is false)`;
+  return { base_url, model: adapter, note: `LoRA adapter ${adapter} = weights ${label(weights)} (${weights.path}) at ${base_url}; ${loaded}` };
+}
+
+function localAddress(name: string, model: ModelConfig, weights: Resource | undefined, agent: string, set: ResourceSet): { base_url: string; model: string; note: string } {
+  const l = model.local!;
+  if (!l.port) {
+    throw new UserError(`models.${name}.local.port is 0 (a free port picked when the server starts), so a MassGen config cannot say where agent ${agent}'s model is served`,
+      `set models.${name}.local.port to a fixed port, and run \`massgen-rl serve --model ${name}\` there while MassGen runs`);
+  }
+  if (!weights) throw new Error(`resource set v${set.version} has no weights for agent ${agent} of local models.${name}`);
+  const base_url = `http://${urlHost(l.host)}:${l.port}/v1`;
+  return { base_url, model: model.model, note: `weights ${label(weights)} (${weights.path}) must be served at ${base_url}: massgen-rl serve --model ${name} --weights resource:${weights.name}@${weights.version}` };
+}
+
+const label = (r: Resource) => `${r.name} v${r.version}`;
+
+function render(config: MassgenConfig, notes: Record<string, string[]>, input: ExportInput): string {
+  const doc = new Document(config);
+  const when = (input.generatedAt ?? new Date()).toISOString();
+  doc.commentBefore = [
+    `Generated by massgen-rl from resource set v${input.set.version} (${input.set.id}) on ${when}.`,
+    'Run it with: massgen --config THIS_FILE "your question"',
+    `Not exported (MassGen has no matching setting): orchestrator ${UNMAPPED.join(', ')}.`,
+  ].map((l) => ` ${l}`).join('\n');
+  const seq = doc.get('agents') as YAMLSeq;
+  config.agents.forEach((a, i) => {
+    const node = seq.items[i] as { commentBefore?: string; spaceBefore?: boolean };
+    node.commentBefore = notes[a.id]!.map((l) => ` ${l}`).join('\n');
+    if (i > 0) node.spaceBefore = true;
+  });
+  return doc.toString({ lineWidth: 0 });
+}

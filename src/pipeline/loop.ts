@@ -92,7 +92,10 @@ interface StageContext {
 
 const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) => Promise<StageResult>> = {
   async collect(rt, _state, c) {
-    const s = await collect(rt, { n: rt.config.loop.collect_n, signal: c.signal, trigger: 'loop', onStage: c.note });
+    const s = await collect(rt, {
+      n: rt.config.loop.collect_n, signal: c.signal, trigger: 'loop', onStage: c.note,
+      onProgress: (p) => c.note(`${p.done}/${p.total} done, ${p.failed} failed, last ${p.last?.taskId ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
+    });
     if (s.status === 'cancelled') throw c.signal.reason ?? new Error('collect interrupted');
     return {
       status: 'done', run_id: s.runId, tasks: s.tasks, completed: s.completed, failed: s.failed, mean_reward: s.meanReward, tokens: s.tokens,
@@ -115,7 +118,10 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
       if (fresh < rt.config.loop.min_new_traces) return { status: 'skipped', reason: `${fresh} new completed rollout(s) since the last ${algo} run on ${start.line}; loop.min_new_traces is ${rt.config.loop.min_new_traces}` };
     }
     try {
-      const r = await train(rt, { ...(resumable ? { resume: resumable.id } : {}), signal: c.signal, onStage: c.note, onRunStart: (runId) => c.save({ training_run_id: runId }) });
+      const r = await train(rt, {
+        ...(resumable ? { resume: resumable.id } : {}), signal: c.signal, onStage: c.note, onRunStart: (runId) => c.save({ training_run_id: runId }),
+        onProgress: (p) => c.note(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''} loss ${p.loss?.toFixed(4) ?? '—'}`),
+      });
       return { status: 'done', training_run_id: r.runId, checkpoint_id: r.checkpoint.id, weights: `${r.weight.name} v${r.weight.version}`, candidate_set: r.candidateSet?.id ?? null, steps: r.steps, final_loss: r.metrics.final_loss ?? null };
     } catch (err) {
       if (c.signal.aborted) throw err;
@@ -128,7 +134,10 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
   async eval(rt, state, c) {
     const candidate = candidateOf(rt, state);
     if (!candidate) return { status: 'skipped', reason: 'no new candidate in this cycle' };
-    const s = await evaluate(rt, { candidate, trigger: 'loop', signal: c.signal, onStage: c.note });
+    const s = await evaluate(rt, {
+      candidate, trigger: 'loop', signal: c.signal, onStage: c.note,
+      onProgress: (p) => c.note(`${p.done}/${p.total} (${p.reused} reused), last ${p.last?.side ?? ''} ${p.last?.taskId ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
+    });
     if (s.status === 'cancelled') throw c.signal.reason ?? new Error('evaluation interrupted');
     const report = rt.config.eval.report ? (await writeReport(rt, { evalRunId: s.evalRunId })).file : null;
     const primary = s.comparison.overall.find((m) => m.metric === s.metric);

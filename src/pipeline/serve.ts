@@ -17,8 +17,13 @@ export interface ServeOptions {
   onEvent?: (event: PyEvent) => void;
 }
 
-/** Starts a local model server in the foreground: the caller keeps it running and stops it. */
+/**
+ * Starts a local model server in the foreground: the caller keeps it running and stops it. Serving a
+ * config model's own weights (no `weights`), it follows production: a deploy swaps it to the new weights.
+ */
 export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel> {
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, opts.weights);
-  return startServer(target, rt.paths, { host: opts.host, port: opts.port, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent });
+  return startServer(target, rt.paths, {
+    host: opts.host, port: opts.port, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
+  });
 }

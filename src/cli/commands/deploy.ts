@@ -1,4 +1,5 @@
 import type { DeployResult } from '../../pipeline/deploy.js';
+import type { Published } from '../../pipeline/publish.js';
 import type { Register } from '../register.js';
 import type { Ui } from '../ui/output.js';
 
@@ -50,6 +51,7 @@ export const registerDeploy: Register = (program, ctx) => {
       const r = await rollback(await runtime(), { to: flags.to, reason: flags.reason });
       if (ui.opts.json) return ui.json({ ok: true, ...r });
       ui.print(`${ui.c.green('✓')} production is set v${r.after.version} again (was v${r.before.version}); audit #${r.auditId}`);
+      renderServers(ui, r.published);
     });
 };
 
@@ -59,5 +61,14 @@ function render(ui: Ui, r: DeployResult): void {
   if (r.action === 'not promoted') return ui.print(ui.c.yellow(`not promoted: ${what}`));
   ui.print(`${ui.c.green('✓')} ${r.action}: ${what}; audit #${r.auditId}`);
   for (const v of r.published?.vllm ?? []) ui.print(`  ${v.ok ? ui.c.green('✓') : ui.c.red('✗')} vLLM ${v.action} ${v.loraName}: ${v.detail}`);
+  renderServers(ui, r.published);
   if (r.published) ui.info(`production file: ${r.published.productionFile}`);
+}
+
+/** The running local servers that followed the switch (or could not). */
+function renderServers(ui: Ui, published: Published | null): void {
+  const mark = { swapped: ui.c.green('✓'), 'restart needed': ui.c.yellow('!'), left: '-', failed: ui.c.red('✗') };
+  for (const s of published?.servers ?? []) {
+    ui.print(`  ${mark[s.action]} local server ${s.servedName} (models.${s.model}, pid ${s.pid}, ${s.server}): ${s.action} for ${s.weights}: ${s.detail}`);
+  }
 }

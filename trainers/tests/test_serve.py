@@ -522,6 +522,7 @@ def reset(srv: Server) -> None:
 
 
 @needs_model
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # peft calls a deprecated transformers helper
 def test_runtime_adapters_load_beside_the_base_and_answer_by_name(server: Server, adapters, reference, tmp_path: Path):
     from peft import PeftModel
 

@@ -1,6 +1,6 @@
 import type { PyEvent } from '../python/module.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { serveTarget, startServer, type ServedModel } from '../serving/models.js';
+import { localModels, serveTarget, startServer, type ServedModel } from '../serving/models.js';
 
 export type { ServedModel } from '../serving/models.js';
 
@@ -17,8 +17,27 @@ export interface ServeOptions {
   onEvent?: (event: PyEvent) => void;
 }
 
-/** Starts a local model server in the foreground: the caller keeps it running and stops it. */
+/**
+ * Starts a local model server in the foreground: the caller keeps it running and stops it. Serving a
+ * config model's own weights (no `weights`), it serves what production serves that model's agents, and
+ * follows production: a deploy swaps it to the new weights.
+ */
 export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel> {
-  const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, opts.weights);
-  return startServer(target, rt.paths, { host: opts.host, port: opts.port, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent });
+  const weights = opts.weights ?? productionWeights(rt, opts.model);
+  const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
+  return startServer(target, rt.paths, {
+    host: opts.host, port: opts.port, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
+  });
+}
+
+/** `resource:NAME@V` of the weights production serves a local config model's agents, when it names one. */
+function productionWeights(rt: Runtime, model: string | undefined): string | undefined {
+  const name = model ?? localModels(rt.config)[0];
+  if (!name || !rt.config.models[name]?.local || !rt.storeExists()) return undefined;
+  const store = rt.existingStore();
+  const pointer = store.sets.pointer('production');
+  const set = pointer && store.sets.get(pointer.setId);
+  const agent = rt.config.agents.find((a) => a.model === name && set?.members.agents[a.id]?.weights);
+  const weight = agent && store.resources.get(set!.members.agents[agent.id]!.weights!);
+  return weight ? `resource:${weight.name}@${weight.version}` : undefined;
 }

@@ -27,6 +27,8 @@ export interface LocalServerOptions {
   signal?: AbortSignal;
   /** Base model folder of an adapter (default: from its adapter_config.json). */
   baseDir?: string;
+  /** The name an adapter folder's adapter is loaded under beside the served name (default: its folder name). */
+  adapterName?: string;
   /** Every protocol event (progress while loading, ready, done, error). */
   onEvent?: (event: PyEvent) => void;
 }
@@ -36,7 +38,7 @@ export interface LocalServer {
   baseUrl: string;
   model: string;
   pid: number;
-  /** The server's ready event: backend (transformers|vllm), device, port, … */
+  /** The server's ready event: backend (transformers|vllm), device, port, base (the base model folder), … */
   ready: PyEvent;
   /** Settles with the exit code (null when killed by a signal) whenever the process ends. */
   exited: Promise<number | null>;
@@ -59,6 +61,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     '-m', SERVE_MODULE, '--model', opts.modelDir, '--served-name', opts.servedName, '--host', host,
     '--port', String(opts.port ?? 0), '--device', opts.device ?? 'auto', '--max-batch-size', String(opts.maxBatchSize ?? 8),
     ...(opts.baseDir ? ['--base', opts.baseDir] : []),
+    ...(opts.adapterName && opts.adapterName !== opts.servedName ? ['--adapter-name', opts.adapterName] : []),
   ];
   const log = opts.logFile ? openLog(opts.logFile, `${new Date().toISOString()} ${opts.python} ${args.join(' ')}`) : undefined;
   const child = execa(opts.python, args, {

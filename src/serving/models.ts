@@ -6,7 +6,10 @@ import { UserError } from '../errors.js';
 import type { PyEvent } from '../python/module.js';
 import { venvPython } from '../python/venv.js';
 import type { ResolvedWeights } from '../resources/weights.js';
+import { HOST } from '../store/process-owner.js';
 import { startLocalServer, type LocalServer, type ServeDevice } from './local-server.js';
+import { registerServer, unregisterServer, type ServerEntry } from './registry.js';
+import { loraName } from './vllm-lora.js';
 
 /** What one server serves: weights under a name, with a config model's `local` settings when there is one. */
 export interface ServeTarget {
@@ -62,22 +65,29 @@ export interface ServeOptions {
   logFile?: string | false;
   signal?: AbortSignal;
   onEvent?: (event: PyEvent) => void;
+  /** A deploy may swap this server to the new production weights (registry: follows_production). */
+  followsProduction?: boolean;
 }
 
 export interface ServedModel extends LocalServer {
   modelName: string;
   weights: ResolvedWeights;
   logFile?: string;
+  /** Its entry in the registry of running servers (<data_dir>/servers/<pid>.json), removed when it exits. */
+  registryFile: string;
 }
 
-/** Starts the built-in server for a target with the trainer venv's Python. */
+/** Starts the built-in server for a target with the trainer venv's Python, and records it in the registry while it runs. */
 export async function startServer(t: ServeTarget, where: { venvDir: string; dataDir: string }, opts: ServeOptions = {}): Promise<ServedModel> {
   const python = venvPython(where.venvDir);
   if (!fs.existsSync(python)) throw new UserError(`the trainer virtualenv is missing (${where.venvDir})`, 'run `massgen-rl doctor --fix`');
   const logFile = opts.logFile === false ? undefined : opts.logFile ?? path.join(where.dataDir, 'logs', `serve-${t.modelKey}.log`);
   const l = t.local;
+  const resource = t.weights.resource;
   const server = await startLocalServer({
     python, modelDir: t.weights.dir, baseDir: t.weights.baseDir, servedName: t.servedName,
+    // the name a deploy knows this adapter by (publish unloads it by that name once it is swapped out)
+    adapterName: t.weights.adapter && resource ? loraName(resource.name, resource.version) : undefined,
     host: opts.host ?? l?.host ?? '127.0.0.1',
     port: opts.port ?? l?.port ?? 0,
     device: opts.device ?? l?.device ?? 'auto',
@@ -85,5 +95,24 @@ export async function startServer(t: ServeTarget, where: { venvDir: string; data
     startupTimeoutMs: opts.startupTimeoutMs ?? (l?.startup_timeout_s ?? 180) * 1000,
     logFile, signal: opts.signal, onEvent: opts.onEvent,
   });
-  return { ...server, modelName: t.modelKey, weights: t.weights, logFile };
+  let registryFile: string;
+  try {
+    registryFile = registerServer(where.dataDir, entryOf(t, server, opts.followsProduction ?? false));
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  void server.exited.then(() => unregisterServer(registryFile));
+  return { ...server, modelName: t.modelKey, weights: t.weights, logFile, registryFile };
+}
+
+function entryOf(t: ServeTarget, server: LocalServer, followsProduction: boolean): ServerEntry {
+  const w = t.weights;
+  const base = typeof server.ready.base === 'string' ? server.ready.base : w.baseDir ?? null;
+  return {
+    base_url: server.baseUrl, model: t.modelKey, served_name: server.model,
+    weights: { dir: w.dir, adapter: w.adapter, base_dir: w.adapter ? base : null, resource: w.resource ?? null },
+    pid: server.pid, started_at: new Date().toISOString(), host: HOST, backend: String(server.ready.backend ?? 'transformers'),
+    follows_production: followsProduction, owner_pid: process.pid,
+  };
 }

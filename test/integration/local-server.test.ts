@@ -7,6 +7,7 @@ import { UserError } from '../../src/errors.js';
 import { startLocalServer } from '../../src/serving/local-server.js';
 import { resolveWeights as resolveIn } from '../../src/resources/weights.js';
 import { Runtime } from '../../src/runtime/runtime.js';
+import { liveServers } from '../../src/serving/registry.js';
 import { openStore } from '../../src/runtime/store.js';
 import { venvPython } from '../../src/python/venv.js';
 import { configIn, tempDir } from '../helpers.js';
@@ -130,10 +131,13 @@ describe('the local model server', () => {
       expect(a.logFile).toBe(path.join(loaded.paths.dataDir, 'logs', 'serve-a.log'));
       const health = await fetch(a.baseUrl.replace(/\/v1$/, '/health'));
       expect(await health.json()).toEqual({ status: 'ok', model: 'smollm2-135m-instruct' });
+      // registered while it runs, as the run's own server: a deploy does not swap its weights
+      expect(liveServers(loaded.paths.dataDir)).toEqual([expect.objectContaining({ pid: a.pid, model: 'a', served_name: 'smollm2-135m-instruct', follows_production: false, owner_pid: process.pid })]);
     } finally {
       await rt.close();
     }
     expect(alive(servers![0]!.pid)).toBe(false);
+    expect(liveServers(loaded.paths.dataDir)).toEqual([]);
   }, 180_000);
 });
 

@@ -25,7 +25,7 @@ from massgen_rl_trainers.protocol import ScriptError
 from massgen_rl_trainers.serve.batching import Batcher
 from massgen_rl_trainers.serve.openai_api import ApiError, parse_chat_request
 from massgen_rl_trainers.serve.vllm_backend import (build_vllm_command, choose_backend, lora_rank_bound,
-                                                    run_server_process)
+                                                    run_server_process, vllm_env)
 
 MODEL_DIR = Path(os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
                  or Path.home() / ".cache" / "massgen-rl" / "models" / "smollm2-135m-instruct")
@@ -442,6 +442,9 @@ def test_vllm_command_for_an_adapter(tmp_path: Path):
     flags = dict(zip(cmd, cmd[1:]))
     assert flags["--model"] == str(base.resolve()) and flags["--served-model-name"] == "agent-base"
     assert "--enable-lora" in cmd and flags["--lora-modules"] == f"agent={adapter.resolve()}"
+    assert flags["--max-loras"] == "2"  # a second adapter fits beside it, loaded at runtime
+    assert vllm_env(folder, {"PATH": "/bin"}) == {"PATH": "/bin", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
+    assert vllm_env(inspect_model_folder(str(base)), {"PATH": "/bin"}) == {"PATH": "/bin"}
     assert flags["--max-lora-rank"] == "32" and lora_rank_bound(None) == 16 and lora_rank_bound(600) == 512
     with pytest.raises(ScriptError, match="--base"):
         (adapter / "adapter_config.json").write_text(json.dumps({"r": 8}))
@@ -476,3 +479,213 @@ def test_server_process_supervision_with_a_stand_in_for_vllm():
     with pytest.raises(ScriptError, match="exited with code 3 before it was ready"):
         run_server_process([sys.executable, "-c", "raise SystemExit(3)"], host="127.0.0.1", port=port, stop=threading.Event(),
                            startup_timeout_s=30, on_ready=lambda: None, poll_s=0.1, what="fake")
+
+
+# -- LoRA adapters loaded at runtime --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def adapters(reference, tmp_path_factory) -> dict[str, Path]:
+    """Two LoRA adapters of the default model with random (non-zero) weights: each answers its own way."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    _, model = reference
+    out = {}
+    for name, seed in (("alpha", 1), ("beta", 2)):
+        torch.manual_seed(seed)
+        peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                                      init_lora_weights=False))
+        path = tmp_path_factory.mktemp("adapters") / name
+        peft_model.save_pretrained(path)
+        peft_model.unload()  # give the module-scoped reference model back unchanged
+        config = json.loads((path / "adapter_config.json").read_text())
+        config["base_model_name_or_path"] = str(MODEL_DIR)
+        (path / "adapter_config.json").write_text(json.dumps(config))
+        out[name] = path.resolve()
+    return out
+
+
+def lora(srv: Server, action: str, **body: Any) -> tuple[int, Any]:
+    return srv.post(body, path=f"/v1/{action}")
+
+
+def ids_of(response: dict[str, Any]) -> list[int]:
+    return response["choices"][0]["token_ids"]
+
+
+def reset(srv: Server) -> None:
+    """The served name back on the base model, and every adapter unloaded."""
+    assert lora(srv, "set_default_adapter", lora_name=None)[0] == 200
+    for card in srv.get("/v1/models")[1]["data"][1:]:
+        assert lora(srv, "unload_lora_adapter", lora_name=card["id"])[0] == 200
+
+
+@needs_model
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # peft calls a deprecated transformers helper
+def test_runtime_adapters_load_beside_the_base_and_answer_by_name(server: Server, adapters, reference, tmp_path: Path):
+    from peft import PeftModel
+
+    srv = server
+    base = srv.chat(return_token_ids=True)
+    try:
+        status, body = lora(srv, "load_lora_adapter", lora_name="alpha", lora_path=str(adapters["alpha"]))
+        assert status == 200 and body["message"] == "Success: LoRA adapter 'alpha' added successfully.", body
+        status, body = lora(srv, "load_lora_adapter", lora_name="alpha", lora_path=str(adapters["beta"]))
+        assert status == 400 and body["error"]["message"] == "The lora adapter 'alpha' has already been loaded."
+        status, body = lora(srv, "load_lora_adapter", lora_name="full", lora_path=str(MODEL_DIR))
+        assert status == 400 and "not a LoRA adapter folder (no adapter_config.json)" in body["error"]["message"]
+        other_base = tmp_path / "other-base"
+        other_base.mkdir()
+        (other_base / "config.json").write_text("{}")
+        foreign = tmp_path / "foreign"
+        foreign.mkdir()
+        for f in adapters["beta"].iterdir():
+            (foreign / f.name).write_bytes(f.read_bytes())
+        config = json.loads((foreign / "adapter_config.json").read_text())
+        (foreign / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": str(other_base)}))
+        status, body = lora(srv, "load_lora_adapter", lora_name="foreign", lora_path=str(foreign))
+        assert status == 400 and f"is for the base model {other_base.resolve()}, but this server's base model is " \
+                                 f"{MODEL_DIR.resolve()}" in body["error"]["message"], body
+        status, body = lora(srv, "load_lora_adapter", lora_name=NAME, lora_path=str(adapters["beta"]))
+        assert status == 400 and "served model name" in body["error"]["message"]
+        assert lora(srv, "load_lora_adapter", lora_name="x")[1]["error"]["param"] == "lora_path"
+
+        status, models = srv.get("/v1/models")
+        assert [(m["id"], m["root"], m["parent"], m["adapter"]) for m in models["data"]] == [
+            (NAME, str(MODEL_DIR.resolve()), None, None), ("alpha", str(adapters["alpha"]), str(MODEL_DIR.resolve()), "alpha")]
+
+        # by name: the adapter's own distribution (teacher-forced in-process), not the base's
+        r = srv.chat(model="alpha", logprobs=True, return_token_ids=True)
+        assert r["model"] == "alpha" and ids_of(r) != ids_of(base)
+        _, model = reference
+        adapted = PeftModel.from_pretrained(model, str(adapters["alpha"]))
+        try:
+            expected = teacher_forced_logprobs(adapted, r["prompt_token_ids"], ids_of(r), 1.0)
+        finally:
+            adapted.unload()
+        assert [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]] == pytest.approx(expected, abs=2e-3)
+        assert ids_of(srv.chat(return_token_ids=True)) == ids_of(base)  # the served name: still the base model
+        status, body = srv.post({"model": "gamma", "messages": QUESTION})
+        assert status == 404 and body["error"]["message"] == f"The model `gamma` does not exist. This server serves `{NAME}`, `alpha`."
+    finally:
+        reset(srv)
+    assert lora(srv, "unload_lora_adapter", lora_name="alpha") == (404, {"error": {
+        "message": "The lora adapter 'alpha' cannot be found.", "type": "invalid_request_error", "param": "lora_name",
+        "code": "model_not_found"}})
+
+
+@needs_model
+def test_the_served_name_routes_to_the_default_adapter(server: Server, adapters):
+    srv = server
+    base = srv.chat(return_token_ids=True)
+    try:
+        assert lora(srv, "load_lora_adapter", lora_name="alpha", lora_path=str(adapters["alpha"]))[0] == 200
+        alpha = srv.chat(model="alpha", return_token_ids=True)
+        status, body = lora(srv, "set_default_adapter", lora_name="alpha")
+        assert status == 200 and (body["model"], body["lora_name"], body["previous"]) == (NAME, "alpha", None)
+        r = srv.chat(return_token_ids=True)
+        assert r["model"] == NAME and ids_of(r) == ids_of(alpha) != ids_of(base)
+        served = srv.get("/v1/models")[1]["data"][0]
+        assert (served["id"], served["root"], served["parent"], served["adapter"]) == (
+            NAME, str(adapters["alpha"]), str(MODEL_DIR.resolve()), "alpha")
+        status, body = lora(srv, "unload_lora_adapter", lora_name="alpha")
+        assert status == 400 and "route it elsewhere first" in body["error"]["message"]
+        assert lora(srv, "set_default_adapter", lora_name="gamma")[0] == 404
+        assert lora(srv, "set_default_adapter", lora_name="alpha", model="other")[0] == 404
+
+        status, body = lora(srv, "set_default_adapter", lora_name=None)
+        assert status == 200 and (body["lora_name"], body["previous"], body["root"]) == (None, "alpha", str(MODEL_DIR.resolve()))
+        assert ids_of(srv.chat(return_token_ids=True)) == ids_of(base)
+        status, body = lora(srv, "unload_lora_adapter", lora_name="alpha")
+        assert status == 200 and body["in_flight"] == 0
+        assert [m["id"] for m in srv.get("/v1/models")[1]["data"]] == [NAME]
+        assert srv.post({"model": "alpha", "messages": QUESTION})[0] == 404
+        assert srv.get("/stats")[1]["adapters"] == []
+        # loaded again (new weights in the model under the same name): it answers as before
+        assert lora(srv, "load_lora_adapter", lora_name="alpha", lora_path=str(adapters["alpha"]))[0] == 200
+        assert ids_of(srv.chat(model="alpha", return_token_ids=True)) == ids_of(alpha)
+    finally:
+        reset(srv)
+
+
+@needs_model
+def test_an_adapter_unloaded_mid_request_serves_that_request_to_the_end(server: Server, adapters):
+    srv = server
+    long = {"messages": [{"role": "user", "content": "Tell me about the sea."}], "max_tokens": 40, "ignore_eos": True}
+    try:
+        assert lora(srv, "load_lora_adapter", lora_name="beta", lora_path=str(adapters["beta"]))[0] == 200
+        alone = srv.chat(model="beta", return_token_ids=True, **long)
+        assert lora(srv, "set_default_adapter", lora_name="beta")[0] == 200
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(srv.chat, return_token_ids=True, **long)
+            deadline = time.monotonic() + 30
+            while not any(a["in_flight"] for a in srv.get("/stats")[1]["adapters"]):
+                assert time.monotonic() < deadline and not running.done(), "the request never started"
+                time.sleep(0.02)
+            assert lora(srv, "set_default_adapter", lora_name=None)[1]["previous"] == "beta"
+            status, body = lora(srv, "unload_lora_adapter", lora_name="beta")
+            assert status == 200 and body["in_flight"] == 1, body
+            assert srv.get("/stats")[1]["adapters"] == [
+                {"name": "beta", "path": str(adapters["beta"]), "state": "unloading", "in_flight": 1, "default": False}]
+            assert srv.post({"model": "beta", "messages": QUESTION})[0] == 404  # new requests no longer get it
+            # the name is free at once; this load lands between two tokens of the running request
+            assert lora(srv, "load_lora_adapter", lora_name="beta", lora_path=str(adapters["alpha"]))[0] == 200
+            assert not running.done(), "the request finished before the swap: make it longer"
+            result = running.result(timeout=120)
+        assert result["model"] == NAME and ids_of(result) == ids_of(alone)  # beta's weights to the end
+        assert [a["state"] for a in srv.get("/stats")[1]["adapters"]] == ["loaded"]  # the old beta was dropped
+    finally:
+        reset(srv)
+
+
+@needs_model
+def test_concurrent_requests_on_two_adapters_batch_apart_and_get_their_own_output(server: Server, adapters):
+    srv = server
+    try:
+        for name in ("alpha", "beta"):
+            assert lora(srv, "load_lora_adapter", lora_name=name, lora_path=str(adapters[name]))[0] == 200
+        bodies = [{"model": m, "messages": [{"role": "user", "content": q}], "max_tokens": 10}
+                  for m, q in (("alpha", "What is 1 + 1?"), ("beta", "What is 1 + 1?"), ("alpha", "Name a fruit."),
+                               (NAME, "What is 1 + 1?"), ("beta", "Name a fruit."))]
+        alone = [srv.chat(**b)["choices"][0]["message"]["content"] for b in bodies]
+        assert len({alone[0], alone[1], alone[3]}) == 3, alone  # the same question, three different answers
+        with ThreadPoolExecutor(len(bodies) + 1) as pool:
+            blocker = pool.submit(srv.chat, max_tokens=24)  # so that the requests below queue up together
+            time.sleep(0.3)
+            results = list(pool.map(lambda b: srv.chat(**b), bodies))
+            blocker.result()
+        assert [r["choices"][0]["message"]["content"] for r in results] == alone
+        batch = [r["massgen_rl"]["batch_id"] for r in results]
+        assert batch[0] == batch[2] and batch[1] == batch[4] and len({batch[0], batch[1], batch[3]}) == 3, batch
+        assert results[0]["massgen_rl"]["batch_requests"] == 2 and results[1]["massgen_rl"]["batch_requests"] == 2
+    finally:
+        reset(srv)
+
+
+def test_adapters_are_held_by_their_requests():
+    from massgen_rl_trainers.serve.adapters import Adapters
+
+    table = Adapters(NAME)
+    assert table.acquire(NAME) is None  # the base model
+    a = table.reserve("a", "/a")
+    with pytest.raises(ApiError) as info:
+        table.acquire("a")  # still loading
+    assert info.value.status == 404
+    table.commit(a)
+    with pytest.raises(ApiError, match="has already been loaded"):
+        table.reserve("a", "/other")
+    table.set_default("a")
+    held = table.acquire(NAME)
+    assert held is a and a.in_flight == 1
+    with pytest.raises(ApiError, match="route it elsewhere first"):
+        table.unload("a")
+    assert table.set_default(None) == (None, a)
+    assert table.acquire(NAME) is None
+    assert table.unload("a") == (a, False)  # one request still runs on it
+    assert a.state == "unloading" and [x["state"] for x in table.stats()] == ["unloading"]
+    second = table.reserve("a", "/a2")  # the name is free again
+    assert second.slot != a.slot
+    assert table.release(held) is a and a.state == "dropped"  # its last request: the caller drops it
+    table.cancel(second)
+    assert table.stats() == [] and table.release(None) is None

@@ -66,6 +66,15 @@ function render(ui: Ui, r: DeployResult): void {
 function renderPublished(ui: Ui, p: Published): void {
   const mark = (ok: boolean) => (ok ? ui.c.green('✓') : ui.c.red('✗'));
   for (const v of p.vllm) ui.print(`  ${mark(v.ok)} vLLM ${v.action} ${v.loraName}: ${v.detail}`);
+  renderServers(ui, p);
   for (const m of p.massgen) ui.print(`  ${mark(m.ok)} MassGen config ${m.file}${m.ok ? '' : `: ${m.detail}`}`);
   ui.info(`production file: ${p.productionFile}`);
+}
+
+/** The running local servers that followed the switch (or could not). */
+function renderServers(ui: Ui, published: Published | null): void {
+  const mark = { swapped: ui.c.green('✓'), 'restart needed': ui.c.yellow('!'), left: '-', failed: ui.c.red('✗') };
+  for (const s of published?.servers ?? []) {
+    ui.print(`  ${mark[s.action]} local server ${s.servedName} (models.${s.model}, pid ${s.pid}, ${s.server}): ${s.action} for ${s.weights}: ${s.detail}`);
+  }
 }

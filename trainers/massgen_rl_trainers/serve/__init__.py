@@ -1,23 +1,51 @@
 """Serve a model folder (or a LoRA adapter) over an OpenAI-compatible HTTP API.
 
-    python -m massgen_rl_trainers.serve --model DIR [--served-name NAME] [--base DIR] [--host H] [--port N]
-        [--device auto|cpu|cuda] [--max-batch-size N] [--batch-window-ms MS] [--backend auto|transformers|vllm]
+    python -m massgen_rl_trainers.serve --model DIR [--served-name NAME] [--base DIR] [--adapter-name NAME]
+        [--host H] [--port N] [--device auto|cpu|cuda] [--max-batch-size N] [--batch-window-ms MS]
+        [--backend auto|transformers|vllm]
 
 Events on stdout (the JSON-lines protocol): `progress` while loading (stages `load`, `adapter`, `warmup`,
-or `vllm`), then `ready {host, port, base_url, model, backend, device, pid, adapter, max_batch_size}` once
-the server answers, and `done {requests, batches, batch_sizes}` after a clean shutdown on SIGTERM or
+or `vllm`), then `ready {host, port, base_url, model, backend, device, pid, adapter, adapter_name, base,
+max_batch_size}` once the server answers (`base`: the base model's folder; `adapter_name`: the lora_name
+of --model's adapter), and `done {requests, batches, batch_sizes}` after a clean shutdown on SIGTERM or
 SIGINT (exit code 0). Startup failures are `error` events (exit code 1).
 
 HTTP (transformers backend):
   GET  /health                200 {"status": "ok", "model": NAME} (503 while shutting down)
-  GET  /v1/models             {"object": "list", "data": [{"id": NAME, "object": "model", ...}]}
+  GET  /v1/models             {"object": "list", "data": [served, *adapters]}: first the served NAME
+                              {"id", "object": "model", "root": the weights NAME gives new requests,
+                              "parent": the base folder when that is an adapter, "adapter": its
+                              lora_name or null, "max_model_len", ...}, then one card per loaded
+                              adapter {"id": lora_name, "root": its folder, "parent": the base folder,
+                              "adapter": lora_name}
   POST /v1/chat/completions   OpenAI chat completions, non-streaming: messages, model, temperature
                               (0 = greedy), top_p, max_tokens / max_completion_tokens, n, seed, stop,
                               logprobs, top_logprobs, plus vLLM's return_token_ids, stop_token_ids and
                               ignore_eos.
+                              `model` is NAME (the default adapter, or the base model) or a loaded
+                              adapter's lora_name.
                               Errors are OpenAI-style {"error": {message, type, param, code}}: 400 for
-                              malformed JSON or invalid fields, 404 for another model's name.
-  GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count}, ...}
+                              malformed JSON or invalid fields, 404 for a name it does not serve.
+  GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
+                              "adapters": [{name, path, state, in_flight, default}], ...}
+
+Runtime LoRA adapters (transformers backend; the first two are vLLM's own endpoints and answers):
+  POST /v1/load_lora_adapter    {lora_name, lora_path}: loads a PEFT LoRA adapter of the served base model
+                                beside it, unmerged; requests for `model: lora_name` then run on it. 400 for
+                                a name already loaded ("The lora adapter 'x' has already been loaded."),
+                                the served name, a folder without adapter_config.json, an adapter of
+                                another base model (its base_model_name_or_path) or with another tokenizer.
+  POST /v1/unload_lora_adapter  {lora_name}: new requests can no longer name it (404 "cannot be found" for
+                                an unknown one; 400 while it is the default); requests already running
+                                on it finish on it, and its weights are dropped after the last one
+                                (the answer's `in_flight` says how many were left).
+  POST /v1/set_default_adapter  {lora_name | null}: what NAME gives NEW requests: that adapter, or (null)
+                                the base model; answers {model, lora_name, root, previous}. This is how
+                                a deploy swaps the weights behind NAME: load, set default, unload previous.
+A request takes its weights when it is admitted and keeps them to the end whatever changes meanwhile;
+a batch never mixes weights (rows are batched by sampling settings and adapter), and a load or drop
+waits only for the forward step running at that moment (lora.py). --model ADAPTER starts the server on
+its base with that adapter loaded under --adapter-name and set as the default.
 
 This server produces text only: `tools` / `tool_choice` are accepted and ignored (the response then
 carries the header `X-Massgen-Rl-Tools: ignored`); agents using it should use text tool calling.
@@ -27,9 +55,13 @@ queue_ms, generate_ms}. With return_token_ids, `prompt_token_ids` is top-level a
 `usage.completion_tokens` counts the same tokens, and logprobs hold one entry per such token.
 
 If vLLM is importable and a CUDA GPU is present (and --device is not cpu), vLLM's own OpenAI server is
-launched instead (see vllm_backend.py); the events are the same.
+launched instead (see vllm_backend.py); the events are the same. Started on an adapter, it has vLLM's
+runtime LoRA endpoints on (room for a second adapter), but not /v1/set_default_adapter: NAME stays on
+the adapter it started with.
 
 Modules: `server` (the flags and both backends' lifecycles), `app` (HTTP routes and request handling),
 `openai_api` (the wire format), `batching` (micro-batching), `engine` (the transformers decoding loop),
+`adapters` (which weights each name gets, in-flight holds), `lora` (PEFT adapters in the model, changed
+between forward steps), `lora_routes` (the runtime LoRA endpoints),
 `vllm_backend` (launching and supervising vLLM), `lifecycle` (signals, parent watch); `__main__` runs `server`.
 """

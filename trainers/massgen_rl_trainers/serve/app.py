@@ -12,10 +12,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..protocol import ScriptError, log
+from .adapters import Adapters, BatchKey
 from .batching import ShuttingDown
+from .lora_routes import LoraRoutes
 from .openai_api import ApiError, build_response, error_body, parse_chat_request
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
+POST_PATHS = ("/v1/chat/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/v1/set_default_adapter")
 
 
 class App:
@@ -25,6 +28,8 @@ class App:
         self.engine = engine
         self.batcher = batcher
         self.name = name
+        self.adapters = Adapters(name)
+        self.lora = LoraRoutes(engine, self.adapters)
         self.default_max_tokens = default_max_tokens
         self.log_requests = log_requests
         self.created = int(time.time())
@@ -50,48 +55,70 @@ class App:
         return 200, {"status": "ok", "model": self.name}
 
     def models(self) -> dict[str, Any]:
-        folder = self.engine.folder
-        return {"object": "list", "data": [{
-            "id": self.name, "object": "model", "created": self.created, "owned_by": "massgen-rl",
-            "root": str(folder.path), "parent": folder.base if folder.adapter else None,
-            "max_model_len": self.engine.context_len,
-        }]}
+        """The served name (root: the weights it gives new requests; adapter: its adapter's name, or null for
+        the base model), then each loaded adapter (parent: the base model's folder)."""
+        base = self.engine.base_path
+        default = self.adapters.default
+        card = {"object": "model", "created": self.created, "owned_by": "massgen-rl", "max_model_len": self.engine.context_len}
+        served = {"id": self.name, **card, "root": default.path if default else base, "parent": base if default else None,
+                  "adapter": default.name if default else None}
+        loaded = [{"id": a.name, **card, "root": a.path, "parent": base, "adapter": a.name} for a in self.adapters.loaded()]
+        return {"object": "list", "data": [served, *loaded]}
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
             counts = {"requests": self.requests, "failed_requests": self.failures}
-        return {**counts, **self.batcher.stats()}
+        return {**counts, **self.batcher.stats(), "adapters": self.adapters.stats()}
 
     def chat(self, body: Any) -> tuple[dict[str, Any], dict[str, str]]:
-        from .engine import Row, sample_seed  # torch: only once a model is being served
-
         with self._lock:
             self.requests += 1
+        adapter = None
         try:
             if self.stopping:
                 raise ApiError(503, "the server is shutting down")
             req = parse_chat_request(body, self.name)
-            prompt_ids = self.engine.prompt_ids(req.messages)
-            room = self.engine.context_len - len(prompt_ids)
-            if room < 1:
-                raise ApiError(400, f"the prompt is {len(prompt_ids)} tokens; the model's context is "
-                                    f"{self.engine.context_len} tokens", param="messages",
-                               code="context_length_exceeded")
-            max_tokens = min(req.max_tokens or self.default_max_tokens, room)
-            rows = [Row(prompt_ids=prompt_ids, max_tokens=max_tokens, stop=tuple(req.stop),
-                        stop_token_ids=frozenset(req.stop_token_ids), seed=sample_seed(req.seed, k),
-                        want_logprobs=req.logprobs, top_logprobs=req.top_logprobs, ignore_eos=req.ignore_eos)
-                    for k in range(req.n)]
-            try:
-                completions, info = self.batcher.submit(req.sampling_key, len(rows), rows)
-            except ShuttingDown as exc:
-                raise ApiError(503, str(exc)) from None
+            adapter = self.adapters.acquire(req.model)  # the weights it runs on, whatever changes meanwhile
+            prompt_ids, completions, info = self._generate(req, adapter.slot if adapter else None)
         except Exception:
             with self._lock:
                 self.failures += 1
             raise
+        finally:
+            dropped = self.adapters.release(adapter)
+            if dropped is not None:  # unloaded while this request ran, and this was its last request
+                self.lora.drop(dropped)
         headers = {"X-Massgen-Rl-Tools": "ignored"} if req.tools_ignored else {}
         return build_response(req, prompt_ids, completions, debug=info.as_dict()), headers
+
+    def _generate(self, req: Any, slot: str | None) -> tuple[list[int], Any, Any]:
+        from .engine import Row, sample_seed  # torch: only once a model is being served
+
+        prompt_ids = self.engine.prompt_ids(req.messages)
+        room = self.engine.context_len - len(prompt_ids)
+        if room < 1:
+            raise ApiError(400, f"the prompt is {len(prompt_ids)} tokens; the model's context is "
+                                f"{self.engine.context_len} tokens", param="messages", code="context_length_exceeded")
+        max_tokens = min(req.max_tokens or self.default_max_tokens, room)
+        rows = [Row(prompt_ids=prompt_ids, max_tokens=max_tokens, stop=tuple(req.stop),
+                    stop_token_ids=frozenset(req.stop_token_ids), seed=sample_seed(req.seed, k),
+                    want_logprobs=req.logprobs, top_logprobs=req.top_logprobs, ignore_eos=req.ignore_eos)
+                for k in range(req.n)]
+        try:
+            completions, info = self.batcher.submit(BatchKey(req.sampling_key, slot), len(rows), rows)
+        except ShuttingDown as exc:
+            raise ApiError(503, str(exc)) from None
+        return prompt_ids, completions, info
+
+    def post(self, path: str, body: Any) -> tuple[dict[str, Any], dict[str, str]]:
+        """A POST_PATHS route, the body decoded."""
+        if path == "/v1/chat/completions":
+            return self.chat(body)
+        routes = {"/v1/load_lora_adapter": self.lora.load, "/v1/unload_lora_adapter": self.lora.unload,
+                  "/v1/set_default_adapter": self.lora.set_default}
+        if self.stopping:
+            raise ApiError(503, "the server is shutting down")
+        return routes[path](body), {}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -145,7 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(ApiError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes"), close=True)
             return
         raw = self.rfile.read(int(length))
-        if path != "/v1/chat/completions":
+        if path not in POST_PATHS:
             self._error(ApiError(404, f"no route POST {path or '/'}", code="not_found"))
             return
         status = 200
@@ -155,7 +182,7 @@ class _Handler(BaseHTTPRequestHandler):
                 body = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError) as exc:
                 raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
-            response, headers = app.chat(body)
+            response, headers = app.post(path, body)
             self._send(200, response, headers)
         except ApiError as exc:
             status = exc.status

@@ -7,6 +7,9 @@ dropped), and the logprob of every chosen token is read from the very distributi
 
 Batches are left-padded: positions come from the attention mask, so padding changes nothing.
 
+Every row of a batch runs on the same weights: the base model, or one LoRA adapter loaded beside it
+(lora.py; the batch key says which), re-applied before each forward step.
+
 Imported lazily by server.py and app.py (it imports torch).
 """
 
@@ -21,7 +24,9 @@ import torch
 
 from ..models.folder import ModelFolder
 from ..protocol import ScriptError
+from .adapters import BatchKey
 from .batching import ShuttingDown
+from .lora import LoraWeights
 from .openai_api import ApiError, Completion, SamplingKey
 
 _seed_source = random.SystemRandom()
@@ -79,11 +84,13 @@ def sampling_logprobs(logits: torch.Tensor, key: SamplingKey) -> torch.Tensor:
 
 
 class Engine:
-    def __init__(self, model: Any, tokenizer: Any, device: str, folder: ModelFolder) -> None:
+    def __init__(self, model: Any, tokenizer: Any, device: str, folder: ModelFolder, base_path: str) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.device = device
         self.folder = folder
+        self.base_path = base_path  # the base model's folder (or hub id): every adapter must be one of its
+        self.lora = LoraWeights(model, device)
         # The fast tokenizer is not safe to call from several threads at once (its padding/truncation
         # state is mutated per call): HTTP threads tokenize, the generation thread decodes.
         self.tok_lock = threading.Lock()
@@ -128,10 +135,10 @@ class Engine:
 
     # -- generation (the generation thread only) -------------------------------------------------
 
-    def run_batch(self, key: SamplingKey, jobs: Sequence[list[Row]]) -> list[list[Completion]]:
+    def run_batch(self, key: BatchKey, jobs: Sequence[list[Row]]) -> list[list[Completion]]:
         """Batcher entry point: every job is the list of rows of one request."""
         flat = [row for rows in jobs for row in rows]
-        done = self.generate(key, flat)
+        done = self.generate(key.sampling, flat, key.adapter)
         out, i = [], 0
         for rows in jobs:
             out.append(done[i:i + len(rows)])
@@ -143,13 +150,17 @@ class Engine:
         gen.manual_seed(seed if seed is not None else _seed_source.getrandbits(63))
         return gen
 
-    def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any) -> torch.Tensor:
-        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                         use_cache=True, logits_to_keep=1)
+    def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any,
+                 adapter: str | None) -> torch.Tensor:
+        with self.lora.guard.step():  # an adapter load or drop waits for this step, and this step for it
+            self.lora.activate(adapter)
+            out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                             use_cache=True, logits_to_keep=1)
         return out.logits[:, -1, :].to(torch.float32)
 
     @torch.inference_mode()
-    def generate(self, key: SamplingKey, rows: Sequence[Row]) -> list[Completion]:
+    def generate(self, key: SamplingKey, rows: Sequence[Row], adapter: str | None = None) -> list[Completion]:
+        """`adapter`: the slot of the LoRA adapter every row runs on (None: the base model)."""
         from transformers import DynamicCache
 
         batch = len(rows)
@@ -172,7 +183,7 @@ class Engine:
         active = list(range(batch))  # row index of each position in the live batch
 
         cache = DynamicCache(config=self.model.config)
-        logits = self._forward(input_ids, mask, positions, cache)
+        logits = self._forward(input_ids, mask, positions, cache, adapter)
         last_pos = positions[:, -1:]
         while True:
             if self.cancel.is_set():
@@ -222,7 +233,7 @@ class Engine:
                 active = [active[b] for b in keep]
             mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)
             last_pos = last_pos + 1
-            logits = self._forward(step[:, None], mask, last_pos, cache)
+            logits = self._forward(step[:, None], mask, last_pos, cache, adapter)
 
         results = []
         for r, row in enumerate(rows):
@@ -239,8 +250,8 @@ class Engine:
             results.append(completion)
         return results
 
-    def warmup(self) -> None:
-        self.generate(SamplingKey(True, 0.0, 1.0), [Row(self.prompt_ids([{"role": "user", "content": "Hi"}]), 1)])
+    def warmup(self, adapter: str | None = None) -> None:
+        self.generate(SamplingKey(True, 0.0, 1.0), [Row(self.prompt_ids([{"role": "user", "content": "Hi"}]), 1)], adapter)
 
 
 def load_engine(folder: ModelFolder, device: str, on_progress: Callable[[str, str], None]) -> Engine:
@@ -261,16 +272,12 @@ def load_engine(folder: ModelFolder, device: str, on_progress: Callable[[str, st
         raise ScriptError(f"cannot load the model from {source}: {exc}{hint}") from exc
     tokenizer_source = str(folder.path) if (folder.path / "tokenizer_config.json").is_file() else source
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
-    if folder.adapter:
-        from peft import PeftModel
-
-        on_progress("adapter", f"applying the LoRA adapter {folder.path}")
-        if len(tokenizer) > model.get_input_embeddings().num_embeddings:
-            model.resize_token_embeddings(len(tokenizer))
-        # merged once: inference then costs what the base model costs, with the same outputs
-        model = PeftModel.from_pretrained(model, str(folder.path)).merge_and_unload()
+    if folder.adapter and len(tokenizer) > model.get_input_embeddings().num_embeddings:
+        model.resize_token_embeddings(len(tokenizer))
     if not tokenizer.chat_template:
         raise ScriptError(f"the tokenizer in {tokenizer_source} has no chat template")
     model.to(device)
     model.eval()
-    return Engine(model, tokenizer, device, folder)
+    # An adapter folder's adapter is loaded beside the base by the server (unmerged, like any adapter
+    # loaded later), so that it can be swapped for another adapter of the same base without a restart.
+    return Engine(model, tokenizer, device, folder, source)

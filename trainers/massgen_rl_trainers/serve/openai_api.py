@@ -142,17 +142,15 @@ def normalize_messages(value: Any) -> list[dict[str, Any]]:
 
 
 def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
-    """Validate a decoded JSON body; raises ApiError (400, or 404 for another model's name)."""
+    """Validate a decoded JSON body; raises ApiError (400). Whether the model exists is the caller's check
+    (the served name or a loaded adapter: adapters.py)."""
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
     model = body.get("model")
     if model is None:
-        model = served_name  # like vLLM: a missing model means the (only) served one
+        model = served_name  # like vLLM: a missing model means the served one
     if not isinstance(model, str):
         raise ApiError(400, "'model' must be a string", param="model")
-    if model != served_name:
-        raise ApiError(404, f"The model `{model}` does not exist. This server serves `{served_name}`.",
-                       param="model", code="model_not_found")
     messages = normalize_messages(body.get("messages"))
     if body.get("stream"):
         raise ApiError(400, "streaming is not supported by this server; send stream: false", param="stream")

@@ -14,8 +14,9 @@ from ..protocol import ScriptError, emit, log, progress
 from .app import App, make_http_server
 from .batching import Batcher
 from .lifecycle import Lifecycle, StopRequested
+from .openai_api import ApiError
 from .vllm_backend import (build_vllm_command, choose_backend, cuda_device_count, free_port, run_server_process,
-                           url_host, vllm_version)
+                           url_host, vllm_env, vllm_version)
 
 DEVICES = ("auto", "cpu", "cuda")
 BACKENDS = ("auto", "transformers", "vllm")
@@ -28,6 +29,7 @@ class ServeArgs:
     model: str = field(metadata={"help": "An HF model folder, or a LoRA adapter folder (adapter_config.json)."})
     served_name: str | None = field(default=None, metadata={"help": "The model name clients send (default: the folder name)."})
     base: str | None = field(default=None, metadata={"help": "Base model folder of an adapter (default: its base_model_name_or_path)."})
+    adapter_name: str | None = field(default=None, metadata={"help": "The lora_name of --model's adapter, beside the served name (default: its folder name)."})
     host: str = field(default="127.0.0.1", metadata={"help": "Address to listen on."})
     port: int = field(default=0, metadata={"help": "Port to listen on; 0 picks a free one (reported in the ready event)."})
     device: str = field(default="auto", metadata={"help": "auto, cpu or cuda."})
@@ -53,6 +55,8 @@ def _check(args: ServeArgs) -> None:
         raise ScriptError("--batch-window-ms must not be negative", kind="usage")
     if args.served_name is not None and not args.served_name.strip():
         raise ScriptError("--served-name must not be empty", kind="usage")
+    if args.adapter_name is not None and (not args.adapter_name.strip() or args.adapter_name == args.served_name):
+        raise ScriptError("--adapter-name must not be empty, nor the served name", kind="usage")
 
 
 def main(args: ServeArgs) -> dict[str, Any]:
@@ -84,11 +88,13 @@ def _serve_vllm(args: ServeArgs, folder: Any, name: str, version: str, life: Lif
     def ready() -> None:
         life.serving = True
         emit("ready", host=args.host, port=port, base_url=f"http://{url_host(args.host)}:{port}/v1", model=name,
-             backend="vllm", device="cuda", pid=os.getpid(), adapter=folder.adapter, max_batch_size=args.max_batch_size)
+             backend="vllm", device="cuda", pid=os.getpid(), adapter=folder.adapter, adapter_name=None,
+             base=folder.base if folder.adapter else str(folder.path), max_batch_size=args.max_batch_size)
 
     life.serving = True  # from here on signals only set the stop event; run_server_process polls it
     return {"model": name, **run_server_process(cmd, host=args.host, port=port, stop=life.stop,
-                                                startup_timeout_s=args.startup_timeout_s, on_ready=ready)}
+                                                startup_timeout_s=args.startup_timeout_s, on_ready=ready,
+                                                env=vllm_env(folder))}
 
 
 def _serve_transformers(args: ServeArgs, folder: Any, name: str, life: Lifecycle) -> dict[str, Any]:
@@ -96,10 +102,19 @@ def _serve_transformers(args: ServeArgs, folder: Any, name: str, life: Lifecycle
 
     started = time.monotonic()
     engine = load_engine(folder, args.device, progress)
-    progress("warmup", "one short generation")
-    engine.warmup()
     batcher = Batcher(engine.run_batch, args.max_batch_size, args.batch_window_ms / 1000)
     app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)
+    adapter_name = None
+    if folder.adapter:  # loaded like any runtime adapter, and what the served name routes to
+        adapter_name = args.adapter_name or (folder.path.name if folder.path.name != name else f"{name}-adapter")
+        progress("adapter", f"loading the LoRA adapter {folder.path} as '{adapter_name}'")
+        try:
+            app.lora.add(adapter_name, str(folder.path), check_base=False)  # its base is the one just loaded
+        except ApiError as exc:
+            raise ScriptError(str(exc)) from None
+        app.adapters.set_default(adapter_name)
+    progress("warmup", "one short generation")
+    engine.warmup(app.adapters.default.slot if app.adapters.default else None)
     server = make_http_server(args.host, args.port, app)
     batcher.start()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="http", daemon=True)
@@ -110,6 +125,7 @@ def _serve_transformers(args: ServeArgs, folder: Any, name: str, life: Lifecycle
         raise StopRequested()
     emit("ready", host=host, port=port, base_url=f"http://{url_host(host)}:{port}/v1", model=name,
          backend="transformers", device=engine.device, pid=os.getpid(), adapter=folder.adapter,
+         adapter_name=adapter_name, base=engine.base_path,
          max_batch_size=args.max_batch_size, load_seconds=round(time.monotonic() - started, 2))
     log(f"serve: {name} on http://{url_host(host)}:{port}/v1 ({engine.device}, batches of up to {args.max_batch_size})")
     while not life.stop.wait(3600):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import re
 import shlex
 import signal
@@ -93,7 +94,8 @@ def build_vllm_command(*, python: str, folder: ModelFolder, served_name: str, ho
     """The argument vector that starts vLLM's OpenAI server for a model folder or a LoRA adapter.
 
     Adapters are served the vLLM way, unmerged: the base model under `<name>-base` and the adapter,
-    via --enable-lora/--lora-modules, under `<name>` (the name clients ask for).
+    via --enable-lora/--lora-modules, under `<name>` (the name clients ask for), with room for a second
+    adapter that vLLM's runtime endpoints can load beside it (see vllm_env).
     """
     if port <= 0:
         raise ValueError("vLLM needs a concrete port; pick one with free_port()")
@@ -103,7 +105,7 @@ def build_vllm_command(*, python: str, folder: ModelFolder, served_name: str, ho
         assert folder.base is not None
         cmd += ["--model", folder.base, "--served-model-name", f"{served_name}-base",
                 "--enable-lora", "--lora-modules", f"{served_name}={folder.path}",
-                "--max-lora-rank", str(lora_rank_bound(folder.lora_rank)), "--max-loras", "1"]
+                "--max-lora-rank", str(lora_rank_bound(folder.lora_rank)), "--max-loras", "2"]
     else:
         cmd += ["--model", str(folder.path), "--served-model-name", served_name]
     if parse_version(version) >= TOKEN_IDS_SINCE:
@@ -113,6 +115,15 @@ def build_vllm_command(*, python: str, folder: ModelFolder, served_name: str, ho
     if extra_args:
         cmd += shlex.split(extra_args)
     return cmd
+
+
+def vllm_env(folder: ModelFolder, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """vLLM's environment: on an adapter, its runtime LoRA endpoints on (POST /v1/load_lora_adapter and
+    /v1/unload_lora_adapter, which vLLM only serves with this variable set)."""
+    env = dict(os.environ if environ is None else environ)
+    if folder.adapter:
+        env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+    return env
 
 
 def client_host(host: str) -> str:
@@ -153,11 +164,11 @@ def _terminate(proc: subprocess.Popen, grace_s: float = 30.0) -> int:
 
 def run_server_process(cmd: list[str], *, host: str, port: int, stop: threading.Event,
                        startup_timeout_s: float, on_ready: Callable[[], None], poll_s: float = 1.0,
-                       what: str = "vLLM") -> dict[str, Any]:
+                       what: str = "vLLM", env: dict[str, str] | None = None) -> dict[str, Any]:
     """Start an OpenAI-compatible server process, wait for its /health, call on_ready, then supervise it
     until `stop` is set (SIGTERM to it, SIGKILL after 30 s). Its stdout and stderr go to our stderr."""
     log(f"starting {what}: {shlex.join(cmd)}")
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno(), env=env)
     health = f"http://{url_host(host)}:{port}/health"
     deadline = time.monotonic() + startup_timeout_s
     try:

@@ -225,6 +225,7 @@ const deploy = z.strictObject({
   keep_history: count(10_000).default(20),
   rollback_on_regression: z.boolean().default(true).describe('watch production after a deploy and roll back on a significant drop'),
   gates: z.strictObject({
+    min_pairs: count(1_000_000).default(10).describe('task×seed pairs the evaluation must have: a handful of pairs says little, however the numbers fall'),
     min_improvement: amount.default(0).describe('the candidate\'s mean improvement on eval.metric must be at least this'),
     ci_lower_above_zero: z.boolean().default(true).describe('the lower bound of the paired-bootstrap CI of the improvement must be above 0'),
     max_category_regression: amount.nonnegative().default(0.1).describe('no task category may lose more than this on eval.metric'),

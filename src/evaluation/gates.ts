@@ -20,8 +20,8 @@ export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): G
   const checks: GateCheck[] = [];
   const d = primary.diff;
   checks.push({
-    gate: 'data', passed: primary.n > 0, value: primary.n, threshold: 1,
-    detail: `${primary.n} task×seed pair(s) with a ${metric} value on both sides`,
+    gate: 'min_pairs', passed: primary.n >= gates.min_pairs && primary.n > 0, value: primary.n, threshold: gates.min_pairs,
+    detail: `${primary.n} task×seed pair(s) with a ${metric} value on both sides; need ${gates.min_pairs} (eval.n × eval.seeds)`,
   });
   checks.push({
     gate: 'min_improvement', passed: d !== null && d.mean >= gates.min_improvement, value: d?.mean ?? null, threshold: gates.min_improvement,

@@ -65,7 +65,7 @@ train:
   gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
 eval: { split: all, seeds: 2, report: false }
 deploy:
-  gates: { min_improvement: 0.1, max_cost_increase: null }
+  gates: { min_pairs: 4, min_improvement: 0.1, max_cost_increase: null }
   watch: { min_rollouts: 4, max_drop: 0.2 }
 ${extraYaml}`;
   const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': LOOP_TASKS, 'base/config.json': '{"model_type": "llama"}', 'base/model.safetensors': 'x'.repeat(64) });

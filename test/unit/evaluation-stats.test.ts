@@ -6,7 +6,7 @@ import { Rng } from '../../src/tasks/prng.js';
 import type { EvalResult } from '../../src/store/index.js';
 
 const BOOT = { resamples: 10_000, confidence: 0.95, seed: 7 };
-const GATES = { min_improvement: 0, ci_lower_above_zero: true, max_category_regression: 0.1, max_cost_increase: 0.5 };
+const GATES = { min_pairs: 10, min_improvement: 0, ci_lower_above_zero: true, max_category_regression: 0.1, max_cost_increase: 0.5 };
 
 function result(over: Partial<EvalResult>): EvalResult {
   return {

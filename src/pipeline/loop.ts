@@ -77,6 +77,11 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
         return done('failed', `${stage} failed: ${errorMessage(err)}`);
       }
     }
+    // The report is written once the cycle is decided, so it shows the deploy and the cycle's numbers.
+    const ev = state.stages.eval;
+    if (rt.config.eval.report && ev?.status === 'done' && typeof ev.eval_run_id === 'string') {
+      ev.report = (await writeReport(rt, { evalRunId: ev.eval_run_id })).file;
+    }
     return done('completed', outcomeOf(state));
   } finally {
     lock.release();
@@ -139,11 +144,10 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
       onProgress: (p) => c.note(`${p.done}/${p.total} (${p.reused} reused), last ${p.last?.side ?? ''} ${p.last?.taskId ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
     });
     if (s.status === 'cancelled') throw c.signal.reason ?? new Error('evaluation interrupted');
-    const report = rt.config.eval.report ? (await writeReport(rt, { evalRunId: s.evalRunId })).file : null;
     const primary = s.comparison.overall.find((m) => m.metric === s.metric);
     return {
       status: 'done', eval_run_id: s.evalRunId, candidate_set: s.candidate.id, baseline_set: s.baseline.id, passed: s.passed, metric: s.metric,
-      baseline: primary?.baseline ?? null, candidate: primary?.candidate ?? null, diff: primary?.diff ?? null, report,
+      baseline: primary?.baseline ?? null, candidate: primary?.candidate ?? null, diff: primary?.diff ?? null,
       failed_gates: s.gates.filter((g) => !g.passed).map((g) => g.gate),
     };
   },

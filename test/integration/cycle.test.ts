@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { collect } from '../../src/pipeline/collect.js';
 import { deploy, rollback } from '../../src/pipeline/deploy.js';
@@ -16,7 +17,7 @@ afterEach(async () => {
 describe('a cycle: collect → train → eval → deploy', () => {
   it('promotes a better candidate: its adapter is loaded, evaluated on the same tasks and seeds, and serves later collects', async () => {
     project = await loopProject();
-    const loaded = project.load();
+    const loaded = project.load(['eval.report=true']);
     const stages: string[] = [];
     const r = await withRuntime(loaded, (rt) => runCycle(rt, { onStage: (s) => stages.push(s) }));
     expect(r).toMatchObject({ cycle: 1, resumed: false, status: 'completed' });
@@ -26,6 +27,10 @@ describe('a cycle: collect → train → eval → deploy', () => {
     expect(r.stages.eval).toMatchObject({ status: 'done', passed: true, metric: 'reward' });
     expect(r.stages.deploy).toMatchObject({ status: 'done', action: 'promoted' });
     expect(project.server.adapters).toEqual(new Set(['base-v1']));
+    // The cycle's report is written once it is decided: it shows the deploy in the production history.
+    const html = fs.readFileSync(r.stages.eval!.report as string, 'utf8');
+    expect(html).toContain(String(r.stages.eval!.eval_run_id));
+    expect(html).toMatch(/>deploy</);
 
     // Baseline and candidate ran on the same tasks and seeds: every seeded request of one side has its twin.
     const evalRequests = project.server.requests.filter((q) => typeof q.seed === 'number');

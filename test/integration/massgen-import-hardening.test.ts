@@ -94,6 +94,21 @@ describe('MassGen import: files that are not regular files', () => {
     await expectTurnRefused(dir, ANSWER, message);
   });
 
+  it.each([
+    ['a dangling link', (f: string) => fs.symlinkSync('moved-away', f), /a link to .*moved-away, which leads nowhere \(ENOENT\): refused/],
+    ['a link loop', (f: string) => {
+      fs.symlinkSync(`${path.basename(f)}.loop`, f);
+      fs.symlinkSync(path.basename(f), `${f}.loop`);
+    }, /a link to .*\.loop, which leads nowhere \(ELOOP\): refused/],
+  ])('refuses %s instead of reading the file as absent', async (_what, make, message) => {
+    for (const rel of [path.join(T1, 'execution_metadata.yaml'), ANSWER]) {
+      const dir = copyLogs();
+      fs.rmSync(path.join(dir, rel));
+      make(path.join(dir, rel));
+      await expectTurnRefused(dir, rel, message);
+    }
+  });
+
   it('refuses a FIFO as coordination_events.json', async () => {
     const dir = copyLogs();
     const file = path.join(dir, T1, 'coordination_events.json');

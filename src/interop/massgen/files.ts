@@ -53,8 +53,14 @@ export class FileReader {
     return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
   }
 
+  /** Whether anything is at file: a link that leads nowhere counts, so reading it reports it instead of taking it as absent. */
   exists(file: string): boolean {
-    return fs.existsSync(file);
+    try {
+      fs.lstatSync(file);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   text(file: string): string {
@@ -86,7 +92,8 @@ export class FileReader {
       real = fs.realpathSync(file);
       st = fs.statSync(real);
     } catch (err) {
-      throw new MassgenInputError(this.display(file), `cannot read: ${code(err)}`);
+      const link = linkTarget(file);
+      throw new MassgenInputError(this.display(file), link === null ? `cannot read: ${code(err)}` : `a link to ${link}, which leads nowhere (${code(err)}): refused`);
     }
     if (this.boundary !== null && !isInside(this.realBoundary!, real)) {
       throw new MassgenInputError(this.display(file), `a link to ${real}, outside the imported log directory ${this.display(this.boundary)}: refused`);
@@ -134,6 +141,14 @@ export class FileReader {
     }
     // Aliases are checked above (defined, not recursive, bounded expansion), so the library's own alias cap is not needed.
     return doc.toJS({ maxAliasCount: -1 }) as unknown;
+  }
+}
+
+function linkTarget(file: string): string | null {
+  try {
+    return fs.readlinkSync(file);
+  } catch {
+    return null;
   }
 }
 

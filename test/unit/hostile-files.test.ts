@@ -114,6 +114,18 @@ describe('non-regular files are refused by readRegularFile (CLI cases with FIFOs
     expect(readRegularFile(path.join(dir, 'big.md'), 'prompt file')).toHaveLength(2048);
   });
 
+  it('a massgen-rl.yaml that is a dangling link or a link loop is refused, not taken for a missing file (the embedded defaults)', () => {
+    const dangling = tempDir();
+    fs.symlinkSync('moved-away.yaml', path.join(dangling, 'massgen-rl.yaml'));
+    expect(() => loadConfig({ cwd: dangling, env: {} })).toThrow(/^config file .*massgen-rl\.yaml: a link to moved-away\.yaml, which leads nowhere \(ENOENT\)$/);
+    const loop = tempDir();
+    fs.symlinkSync('other.yaml', path.join(loop, 'massgen-rl.yaml'));
+    fs.symlinkSync('massgen-rl.yaml', path.join(loop, 'other.yaml'));
+    expect(() => loadConfig({ cwd: loop, env: {} })).toThrow(/^config file .*massgen-rl\.yaml: a link to other\.yaml, which leads nowhere \(ELOOP\)$/);
+    expect(readTaskFile(path.join(loop, 'other.yaml'), 'other.yaml').issues).toEqual(['other.yaml: cannot read task file (a link to massgen-rl.yaml, which leads nowhere (ELOOP))']);
+    expect(loadConfig({ cwd: tempDir(), env: {} }).file).toBeNull();
+  });
+
   it('a task file that is a directory', () => {
     const dir = tempDir();
     fs.mkdirSync(path.join(dir, 'd.jsonl'));

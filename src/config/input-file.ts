@@ -63,7 +63,8 @@ function errnoError(err: unknown, fail: (code: string, reason: string) => InputF
   return fail(code, `cannot be read (${code})`);
 }
 
-function linkTarget(file: string): string | null {
+/** What a symbolic link points to, or null when file is not a link. */
+export function linkTarget(file: string): string | null {
   try {
     return fs.readlinkSync(file);
   } catch {

@@ -5,11 +5,15 @@ import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { readRegularFile } from '../../src/config/input-file.js';
 import { UserError } from '../../src/errors.js';
 import { readTaskFile } from '../../src/tasks/index.js';
+import { tasksForRun } from '../../src/tasks/for-run.js';
 import { tempDir } from '../helpers.js';
 
 /** The problems loadConfig reports for a config file with this text. */
 function configIssues(yaml: string): string[] {
-  const dir = tempDir({ 'massgen-rl.yaml': yaml });
+  return configIssuesIn(tempDir({ 'massgen-rl.yaml': yaml }));
+}
+
+function configIssuesIn(dir: string): string[] {
   try {
     loadConfig({ cwd: dir, env: {} });
   } catch (err) {
@@ -124,6 +128,19 @@ describe('non-regular files are refused by readRegularFile (CLI cases with FIFOs
     expect(() => loadConfig({ cwd: loop, env: {} })).toThrow(/^config file .*massgen-rl\.yaml: a link to other\.yaml, which leads nowhere \(ELOOP\)$/);
     expect(readTaskFile(path.join(loop, 'other.yaml'), 'other.yaml').issues).toEqual(['other.yaml: cannot read task file (a link to massgen-rl.yaml, which leads nowhere (ELOOP))']);
     expect(loadConfig({ cwd: tempDir(), env: {} }).file).toBeNull();
+  });
+
+  it('a prompt file, a task source or --tasks that is a link leading nowhere is named as such, not as a missing file', () => {
+    const dir = tempDir({ 'massgen-rl.yaml': 'prompts:\n  solver: { file: solver.md }\ntasks:\n  sources: [{ file: t.jsonl }]\n' });
+    fs.symlinkSync('gone.md', path.join(dir, 'solver.md'));
+    fs.symlinkSync('t.jsonl', path.join(dir, 't.jsonl'));
+    expect(configIssuesIn(dir)).toEqual([
+      expect.stringMatching(/^prompts\.solver\.file: a link to gone\.md, which leads nowhere \(ENOENT\): .*solver\.md \(massgen-rl\.yaml:2:19\)$/),
+      expect.stringMatching(/^tasks\.sources\[0\]\.file: a link to t\.jsonl, which leads nowhere \(ELOOP\): .*t\.jsonl \(massgen-rl\.yaml:4:21\)$/),
+    ]);
+    const link = path.join(dir, 't.jsonl');
+    expect(() => tasksForRun({ sources: [{ suite: 'arithmetic', n: 1, seed: 1 }], split: { eval_fraction: 0, salt: 's' } }, dir, { spec: link, split: 'all' }))
+      .toThrow(/cannot read task file \(a link to t\.jsonl, which leads nowhere \(ELOOP\)\)/);
   });
 
   it('a task file that is a directory', () => {

@@ -69,7 +69,8 @@ describe('fuzz: the CLI on mutated input', () => {
     const outcomes = await runTarget('config', (index) => {
       const c = generateCase('config', index, configCaseArb);
       const base = world.configs[c.base % world.configs.length]!;
-      const text = confine(mutateYaml(base.text, c.tree, c.text));
+      const served = c.serve === 'ok' ? base.text : base.text.replaceAll(world.server.baseUrl, world.failing[c.serve].baseUrl);
+      const text = confine(mutateYaml(served, c.tree, c.text));
       const dir = caseDir(world, `config-${index}`, { ...PROJECT_FILES, 'massgen-rl.yaml': toBytes(text) }, c.withStore);
       return { target: 'config', index, dir, args: configArgs(c), inputs: ['massgen-rl.yaml'], mutation: { baseName: base.name, ...c }, inputFile: 'massgen-rl.yaml' };
     });

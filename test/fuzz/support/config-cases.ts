@@ -4,6 +4,7 @@ import { parseDocument } from 'yaml';
 import { toYaml } from './serialize.js';
 import { applyTextOp, textOpArb, type TextOp } from './text-ops.js';
 import { applyTreeOp, fewOps, treeOpArb, type TreeOp } from './tree-ops.js';
+import { FAILING_MODES, type FailingMode } from './world.js';
 
 /** One mutated config: a base, structural and text mutations, and the command it is run with. */
 export interface ConfigCase {
@@ -13,6 +14,8 @@ export interface ConfigCase {
   command: 'collect' | 'status';
   splitAll: boolean;
   withStore: boolean;
+  /** The endpoint the models point at: the scripted team, or one that fails every call. */
+  serve: 'ok' | FailingMode;
 }
 
 export const configCaseArb: fc.Arbitrary<ConfigCase> = fc.record({
@@ -22,6 +25,7 @@ export const configCaseArb: fc.Arbitrary<ConfigCase> = fc.record({
   command: fc.constantFrom('collect', 'collect', 'collect', 'status'),
   splitAll: fc.boolean(),
   withStore: fc.boolean(),
+  serve: fc.oneof({ weight: 4, arbitrary: fc.constant('ok' as const) }, { weight: 1, arbitrary: fc.constantFrom(...FAILING_MODES) }),
 });
 
 export function configArgs(c: ConfigCase): string[] {

@@ -16,6 +16,8 @@ import { runBounded } from './harness.js';
 export interface World {
   root: string;
   server: ScriptedServer;
+  /** Endpoints that fail every call: a retriable 500 (Retry-After: 0, so retries cost no time), a 400, and replies without an action. */
+  failing: Record<FailingMode, ScriptedServer>;
   cacheDir: string;
   /** Valid configs, each a name and its text; every model points at the scripted server. */
   configs: { name: string; text: string }[];
@@ -33,6 +35,15 @@ export const fuzzScript: Script = (req) => {
     return shown.length ? { toolCalls: [{ name: 'vote', arguments: { agent_id: shown[0], reason: 'right' } }] } : { toolCalls: [{ name: 'new_answer', arguments: { content: '42' } }] };
   }
   return shown.length ? { content: `VOTE: ${shown[0]} | right` } : { content: 'ANSWER: 42' };
+};
+
+export const FAILING_MODES = ['status-500', 'status-400', 'no-action'] as const;
+export type FailingMode = (typeof FAILING_MODES)[number];
+
+const failingScripts: Record<FailingMode, Script> = {
+  'status-500': () => ({ status: 500, headers: { 'retry-after': '0' }, body: { error: { message: 'scripted failure' } } }),
+  'status-400': () => ({ status: 400, body: { error: { message: 'scripted bad request' } } }),
+  'no-action': () => ({ content: 'I am not sure.' }),
 };
 
 export const TASKS = [
@@ -67,6 +78,7 @@ export async function makeWorld(timeoutMs: number): Promise<World> {
   const cacheDir = path.join(root, 'empty-cache');
   fs.mkdirSync(cacheDir);
   const server = await startScriptedServer(fuzzScript);
+  const failing = Object.fromEntries(await Promise.all(FAILING_MODES.map(async (m) => [m, await startScriptedServer(failingScripts[m])] as const))) as Record<FailingMode, ScriptedServer>;
   const run = async (args: string[], cwd: string) => {
     const r = await runBounded(args, cwd, { timeoutMs, cacheDir });
     if (r.exitCode !== 0) throw new Error(`fuzz setup: massgen-rl ${args.join(' ')} exited ${r.exitCode}: ${r.stderr}`);
@@ -93,9 +105,9 @@ export async function makeWorld(timeoutMs: number): Promise<World> {
   await run(['collect', '--split', 'all', '--concurrency', '2'], seed);
   await run(['traces', 'import', '--massgen-logs', path.join(FIXTURES, 'massgen-logs')], seed);
   return {
-    root, server, cacheDir, configs, seedStore: path.join(seed, '.massgen-rl', 'store.sqlite'),
+    root, server, failing, cacheDir, configs, seedStore: path.join(seed, '.massgen-rl', 'store.sqlite'),
     async close() {
-      await server.close();
+      await Promise.all([server, ...Object.values(failing)].map((s) => s.close()));
       fs.rmSync(root, { recursive: true, force: true });
     },
   };

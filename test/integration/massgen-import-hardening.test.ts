@@ -212,3 +212,12 @@ describe('MassGen import: deeply nested JSON', () => {
     await expectTurnRefused(other, ctx, /invalid JSON: nested deeper than 256 levels/, { line: 1 });
   });
 });
+
+describe('MassGen import: deeply nested YAML', () => {
+  it('refuses an execution_metadata.yaml too deep for the YAML parser itself, naming the line', async () => {
+    const dir = copyLogs();
+    const block = (key: string) => `${key}:\n${Array.from({ length: 3000 }, (_, i) => `${' '.repeat(i + 1)}k:`).join('\n')} 1\n`;
+    fs.writeFileSync(path.join(dir, T1, 'execution_metadata.yaml'), `query: What is 6 * 7?\n${block('a')}${block('b')}`);
+    await expectTurnRefused(dir, path.join(T1, 'execution_metadata.yaml'), /invalid YAML: nested more than 256 levels deep/, { line: 258, column: 257 });
+  });
+});

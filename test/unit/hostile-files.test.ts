@@ -29,6 +29,8 @@ const taskIssues = (name: string, text: string) => {
 };
 
 const nested = (depth: number) => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+/** A block mapping `key` nested 3000 levels deep by indentation, starting at `indent` spaces. */
+const deepBlocks = (key: string, indent = 0) => `${' '.repeat(indent)}${key}:\n${Array.from({ length: 3000 }, (_, i) => `${' '.repeat(indent + i + 1)}k:`).join('\n')} 1\n`;
 
 /** Nine anchors of nine aliases each: expanding them all makes 9^7 scalars. */
 const ALIAS_BOMB = ['a: &a [x,x,x,x,x,x,x,x,x]', ...'bcdefg'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdefg'[i]}`).join(',')}]`)].join('\n');
@@ -81,6 +83,12 @@ describe('deep nesting is refused before anything recurses over it', () => {
 
   it('YAML task metadata nested 3000 levels', () => {
     expect(taskIssues('tasks.yaml', `- id: deep\n  prompt: p\n  metadata: { x: ${nested(3000)} }\n`)).toEqual(['tasks.yaml:3: nested more than 64 levels deep']);
+  });
+
+  it('config and YAML task file: two block mappings nested 3000 levels, deep enough that the YAML parser itself overflows', () => {
+    const issues = configIssues(`project:\n  name: x\n${deepBlocks('a')}${deepBlocks('b')}`);
+    expect(issues).toEqual([expect.stringMatching(/^massgen-rl\.yaml:67:65: nested more than 64 levels deep$/)]);
+    expect(taskIssues('tasks.yaml', `tasks:\n  - id: a\n    prompt: p\n    metadata:\n${deepBlocks('a', 6)}${deepBlocks('b', 6)}`)).toEqual(['tasks.yaml:66: nested more than 64 levels deep']);
   });
 
   it('keeps metadata nested a few levels', () => {

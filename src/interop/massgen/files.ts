@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { LineCounter, parseDocument } from 'yaml';
+import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { firstTooDeep } from '../../config/safe-yaml.js';
 import { UserError } from '../../errors.js';
 import { findExcessiveNesting, findJsonSyntaxError, locateJsonPath, MAX_JSON_DEPTH, type TextPosition } from './json-locate.js';
 import { findYamlAliasProblem } from './yaml-aliases.js';
@@ -128,7 +129,15 @@ export class FileReader {
   yaml(file: string): unknown {
     const text = this.text(file);
     const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
+    let doc: Document.Parsed;
+    try {
+      doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
+    } catch (err) {
+      // Text nested deeply enough can overflow the parser's own stack, outside its error reporting.
+      if (!(err instanceof RangeError)) throw err;
+      const at = firstTooDeep(text, MAX_JSON_DEPTH);
+      throw new MassgenInputError(this.display(file), `invalid YAML: nested more than ${MAX_JSON_DEPTH} levels deep`, { line: at.line, column: at.col });
+    }
     const err = doc.errors[0];
     if (err) {
       const pos = lines.linePos(err.pos[0]);

@@ -51,7 +51,12 @@ const WRITTEN: (string | number)[][] = [['project', 'data_dir'], ['store', 'path
  * outside it (or depends on the environment) is replaced. Text the CLI would refuse anyway is left as it is.
  */
 export function confine(text: string): string {
-  const doc = parseDocument(text, { uniqueKeys: false });
+  let doc;
+  try {
+    doc = parseDocument(text, { uniqueKeys: false });
+  } catch {
+    return text; // too deep even to parse: refused for its nesting, before any path is used
+  }
   if (doc.errors.length) return text;
   let changed = false;
   for (const p of WRITTEN) {

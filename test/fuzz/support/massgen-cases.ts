@@ -112,9 +112,10 @@ export function applyFsOp(root: string, op: FsOp, outside: string): string[] {
       else {
         const hits = nodes(tree).filter((n) => n.path.length && FIELDS[op.kind].test(String(n.path.at(-1))));
         for (const n of op.all ? hits : hits.slice(op.at % Math.max(1, hits.length)).slice(0, 1)) {
-          let parent = tree as Record<string, unknown>;
-          for (const k of n.path.slice(0, -1)) parent = parent[k] as Record<string, unknown>;
-          put(parent, n.path.at(-1)!, op.value);
+          // An earlier hit may have replaced an ancestor of this one with a scalar.
+          let parent: unknown = tree;
+          for (const k of n.path.slice(0, -1)) parent = typeof parent === 'object' && parent !== null ? (parent as Record<string, unknown>)[k] : undefined;
+          if (typeof parent === 'object' && parent !== null) put(parent as Record<string, unknown>, n.path.at(-1)!, op.value);
         }
       }
       fs.writeFileSync(abs(file), renderTree(file, tree));

@@ -29,7 +29,7 @@ export function readRegularFile(file: string, what: string, maxBytes = 16 * MiB)
     fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
   } catch (err) {
     if (err instanceof InputFileError) throw err;
-    throw errnoError(err, fail);
+    throw errnoError(err, fail, file);
   }
   try {
     check(fs.fstatSync(fd));
@@ -42,11 +42,34 @@ export function readRegularFile(file: string, what: string, maxBytes = 16 * MiB)
   }
 }
 
-function errnoError(err: unknown, fail: (code: string, reason: string) => InputFileError): InputFileError {
+/** Whether anything is at file, a link that leads nowhere included (existsSync follows links, and says no). */
+export function present(file: string): boolean {
+  try {
+    fs.lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function errnoError(err: unknown, fail: (code: string, reason: string) => InputFileError, file?: string): InputFileError {
   const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+  if ((code === 'ENOENT' || code === 'ELOOP') && file !== undefined) {
+    const target = linkTarget(file);
+    if (target !== null) return fail('EBADLINK', `a link to ${target}, which leads nowhere (${code})`);
+  }
   if (code === 'ENOENT') return fail(code, 'not found');
   if (code === 'ERR_STRING_TOO_LONG') return fail('EFBIG', 'too large to read as text');
   return fail(code, `cannot be read (${code})`);
+}
+
+/** What a symbolic link points to, or null when file is not a link. */
+export function linkTarget(file: string): string | null {
+  try {
+    return fs.readlinkSync(file);
+  } catch {
+    return null;
+  }
 }
 
 function size(bytes: number): string {

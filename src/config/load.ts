@@ -1,10 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import { stableHash } from '../util/hash.js';
 import { DEFAULT_CONFIG_FILE } from './defaults.js';
-import { InputFileError, readRegularFile } from './input-file.js';
+import { InputFileError, present, readRegularFile } from './input-file.js';
 import { interpolateEnv, type InterpolationIssue } from './interpolate.js';
 import { applyOverrides } from './overrides.js';
 import { resolvePaths, type ResolvedPaths } from './paths.js';
@@ -87,7 +86,8 @@ export function fromRaw(
 }
 
 function readConfigText(file: string, explicit: boolean): string | null {
-  if (!explicit && !fs.existsSync(file)) return null;
+  // Only a missing file means the embedded defaults: a massgen-rl.yaml that is a broken link is an error.
+  if (!explicit && !present(file)) return null;
   try {
     return readRegularFile(file, 'config file');
   } catch (err) {

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { linkTarget } from './input-file.js';
 import type { RLConfig } from './schema.js';
 import type { ConfigPath } from './yaml-source.js';
 
@@ -75,8 +76,9 @@ function requireFile(baseDir: string, file: string, p: ConfigPath, add: (p: Conf
   let stat: fs.Stats | undefined;
   try {
     stat = fs.statSync(abs);
-  } catch {
-    add(p, `file not found: ${abs}`);
+  } catch (err) {
+    const link = linkTarget(abs);
+    add(p, link === null ? `file not found: ${abs}` : `a link to ${link}, which leads nowhere (${(err as NodeJS.ErrnoException).code}): ${abs}`);
     return;
   }
   if (!stat.isFile()) add(p, `not a file: ${abs}`);

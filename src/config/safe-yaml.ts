@@ -1,4 +1,4 @@
-import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
+import { Document, isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 
 /** Deeper input is refused: everything downstream (env interpolation, zod, hashing, JSON) recurses. */
 export const MAX_NESTING = 64;
@@ -25,12 +25,19 @@ export interface SafeYaml {
  */
 export function parseYamlSafely(text: string, maxNesting = MAX_NESTING): SafeYaml {
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const tooDeep = `nested more than ${maxNesting} levels deep`;
+  let doc: Document.Parsed;
+  try {
+    doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  } catch (err) {
+    // Most input too deep for the parser becomes one of its errors (below); some overflows escape it.
+    if (!(err instanceof RangeError)) throw err;
+    return { doc: new Document(null) as Document.Parsed, lines, problems: [{ ...firstTooDeep(text, maxNesting), message: tooDeep }] };
+  }
   const at = (offset: number | undefined, message: string): YamlProblem => {
     const pos = lines.linePos(offset ?? 0);
     return { line: pos.line, col: pos.col, message };
   };
-  const tooDeep = `nested more than ${maxNesting} levels deep`;
   if (doc.errors.length) {
     const problems = doc.errors.map((e) =>
       at(e.pos[0], /Maximum call stack/.test(e.message) ? tooDeep : `invalid YAML: ${e.message.split('\n')[0] ?? e.message}`));
@@ -58,4 +65,31 @@ export function parseYamlSafely(text: string, maxNesting = MAX_NESTING): SafeYam
   }
   problems.sort((a, b) => a.line - b.line || a.col - b.col);
   return { doc, lines, problems };
+}
+
+/**
+ * Where text first nests deeper than max, estimated from the lines (block indentation, `- ` entries,
+ * flow brackets) for text too deep for the parser to say where: 1-based, line 1 column 1 when not found.
+ */
+export function firstTooDeep(text: string, max: number): { line: number; col: number } {
+  const indents: number[] = [];
+  let flow = 0;
+  const rows = text.split(/\r?\n|\r/);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const start = row.length - row.trimStart().length;
+    let levels = 0;
+    if (flow === 0 && row.trim() && !row.trimStart().startsWith('#')) {
+      while (indents.length && indents.at(-1)! >= start) indents.pop();
+      indents.push(start);
+      levels = /^(?:- +)*/.exec(row.slice(start))![0].split('-').length - 1;
+    }
+    for (let c = start; c < row.length; c++) {
+      const ch = row[c];
+      if (ch === '[' || ch === '{') flow++;
+      else if ((ch === ']' || ch === '}') && flow > 0) flow--;
+      if (indents.length + levels + flow > max) return { line: i + 1, col: c + 1 };
+    }
+  }
+  return { line: 1, col: 1 };
 }

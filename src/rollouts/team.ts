@@ -18,9 +18,9 @@ export interface TeamSetup {
   weightVersions: Record<string, string | null>;
 }
 
-/** What can be checked before anything is written: every model's API key and every prompt file. */
+/** What can be checked before anything is written: every model's API key and local weights, and every prompt file. */
 export function checkTeamInputs(rt: Runtime): void {
-  for (const name of rt.modelsInUse()) rt.apiKey(name);
+  for (const name of rt.modelsInUse()) rt.checkModel(name);
   checkPromptFiles(rt.config.prompts, rt.paths.baseDir);
 }
 

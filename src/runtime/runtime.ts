@@ -10,6 +10,7 @@ import type { SetContext } from '../resources/sets.js';
 import { resolveWeights, type ResolvedWeights } from '../resources/weights.js';
 import { activeJudgeModel } from '../rewards/judge.js';
 import type { Redactor, ResourceSet, Store } from '../store/index.js';
+import { servingPython } from '../serving/models.js';
 import { LocalServers } from './local-servers.js';
 import { openStore, redactorFor } from './store.js';
 
@@ -87,6 +88,18 @@ export class Runtime {
     const key = m.api_key_env ? this.env[m.api_key_env] : undefined;
     if (m.api_key_env && !key) throw new UserError(`models.${name}.api_key_env: environment variable ${m.api_key_env} is not set`);
     return key;
+  }
+
+  /**
+   * Checks that a config model can be used without starting anything: its API key, and for local
+   * weights the weights themselves and the venv that serves them. Stages call it before their first write.
+   */
+  checkModel(name: string): void {
+    const m = this.model(name);
+    this.apiKey(name);
+    if (!m.local) return;
+    this.weights(m.local.weights, `models.${name}.local.weights`);
+    servingPython(this.paths.venvDir, `models.${name}.local`);
   }
 
   /**

@@ -77,10 +77,16 @@ export interface ServedModel extends LocalServer {
   registryFile: string;
 }
 
+/** The trainer venv's Python, which serves local weights; a UserError (prefixed with `field`) when the venv is missing. */
+export function servingPython(venvDir: string, field?: string): string {
+  const python = venvPython(venvDir);
+  if (!fs.existsSync(python)) throw new UserError(`${field ? `${field}: ` : ''}the trainer virtualenv that serves local weights is missing (${venvDir})`, 'run `massgen-rl doctor --fix`');
+  return python;
+}
+
 /** Starts the built-in server for a target with the trainer venv's Python, and records it in the registry while it runs. */
 export async function startServer(t: ServeTarget, where: { venvDir: string; dataDir: string }, opts: ServeOptions = {}): Promise<ServedModel> {
-  const python = venvPython(where.venvDir);
-  if (!fs.existsSync(python)) throw new UserError(`the trainer virtualenv is missing (${where.venvDir})`, 'run `massgen-rl doctor --fix`');
+  const python = servingPython(where.venvDir, t.local ? `models.${t.modelKey}.local` : undefined);
   const logFile = opts.logFile === false ? undefined : opts.logFile ?? path.join(where.dataDir, 'logs', `serve-${t.modelKey}.log`);
   const l = t.local;
   const resource = t.weights.resource;

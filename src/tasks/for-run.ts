@@ -1,5 +1,5 @@
-import fs from 'node:fs';
 import path from 'node:path';
+import { present } from '../config/input-file.js';
 import { BUILTIN_SUITES, MAX_TASKS, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { loadTasks } from './load.js';
@@ -42,6 +42,6 @@ function sourcesFor(base: RLConfig['tasks'], spec: string | undefined, n: number
     return { ...base, sources: [{ suite: spec as (typeof BUILTIN_SUITES)[number], n: generated, seed: 1 }] };
   }
   const file = path.resolve(spec);
-  if (!fs.existsSync(file)) throw new UserError(`--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}) and no such file`);
+  if (!present(file)) throw new UserError(`--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}) and no such file`);
   return { ...base, sources: [{ file }] };
 }

@@ -42,7 +42,7 @@ export function readTaskFile(file: string, display: string, source: string = dis
     text = readRegularFile(file, 'task file', MAX_TASK_FILE_BYTES).replace(/^\uFEFF/, '');
   } catch (err) {
     if (!(err instanceof InputFileError)) throw err;
-    const why = ['EISDIR', 'ENOTREG', 'EFBIG'].includes(err.code) ? err.reason : err.code;
+    const why = ['EISDIR', 'ENOTREG', 'EFBIG', 'EBADLINK'].includes(err.code) ? err.reason : err.code;
     return { tasks: [], issues: [`${display}: cannot read task file (${why})`] };
   }
   const parsed = parse(text);

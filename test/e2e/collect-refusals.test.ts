@@ -69,6 +69,27 @@ describe('a refused collect changes nothing', () => {
     }
   });
 
+  it('a local model that cannot be served (weights not provisioned, no trainer venv) is refused before the first write', async () => {
+    const { dir, storePath } = await project({ 'fake-model/config.json': '{}' });
+    expect((await runCli(['collect'], { cwd: dir, env: KEY })).exitCode).toBe(0);
+    const before = sha(storePath);
+    // An edited prompt and a local model for agent b: the new prompt version must not be stored when the model cannot run.
+    fs.writeFileSync(path.join(dir, 'solver.md'), 'You solve tasks, carefully.');
+    const config = fs.readFileSync(path.join(dir, 'massgen-rl.yaml'), 'utf8');
+    const emptyCache = tempDir();
+    for (const [weights, message] of [
+      ['builtin:smollm2-135m-instruct', /^error: models\.loc\.local\.weights: the built-in model smollm2-135m-instruct is not provisioned yet/m],
+      ['fake-model', /^error: models\.loc\.local: the trainer virtualenv that serves local weights is missing \(.*venv\)/m],
+    ] as const) {
+      fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), config.replace('models:\n', `models:\n  loc: { model: m, local: { weights: ${weights} } }\n`).replace('{ id: b, model: stub', '{ id: b, model: loc'));
+      const r = await runCli(['collect'], { cwd: dir, env: { ...KEY, MASSGEN_RL_CACHE_DIR: emptyCache } });
+      expect(r.exitCode, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(hasStack(r.stderr)).toBe(false);
+      expect(sha(storePath), `${weights}: the store changed`).toBe(before);
+    }
+  });
+
   it('a prompt file that cannot be read once the config was loaded leaves no store behind', async () => {
     const { dir, storePath } = await project();
     const loaded = loadConfig({ cwd: dir, env: { ...process.env, ...KEY } });

@@ -94,6 +94,21 @@ describe('MassGen import: files that are not regular files', () => {
     await expectTurnRefused(dir, ANSWER, message);
   });
 
+  it.each([
+    ['a dangling link', (f: string) => fs.symlinkSync('moved-away', f), /a link to .*moved-away, which leads nowhere \(ENOENT\): refused/],
+    ['a link loop', (f: string) => {
+      fs.symlinkSync(`${path.basename(f)}.loop`, f);
+      fs.symlinkSync(path.basename(f), `${f}.loop`);
+    }, /a link to .*\.loop, which leads nowhere \(ELOOP\): refused/],
+  ])('refuses %s instead of reading the file as absent', async (_what, make, message) => {
+    for (const rel of [path.join(T1, 'execution_metadata.yaml'), ANSWER]) {
+      const dir = copyLogs();
+      fs.rmSync(path.join(dir, rel));
+      make(path.join(dir, rel));
+      await expectTurnRefused(dir, rel, message);
+    }
+  });
+
   it('refuses a FIFO as coordination_events.json', async () => {
     const dir = copyLogs();
     const file = path.join(dir, T1, 'coordination_events.json');
@@ -195,5 +210,14 @@ describe('MassGen import: deeply nested JSON', () => {
     const ctx = path.join(T1, 'grok3mini', '20251104_191716_151604', 'context.txt');
     fs.writeFileSync(path.join(other, ctx), `{"messages": [{"role": "user", "content": ${deep(20_000)}}]}`);
     await expectTurnRefused(other, ctx, /invalid JSON: nested deeper than 256 levels/, { line: 1 });
+  });
+});
+
+describe('MassGen import: deeply nested YAML', () => {
+  it('refuses an execution_metadata.yaml too deep for the YAML parser itself, naming the line', async () => {
+    const dir = copyLogs();
+    const block = (key: string) => `${key}:\n${Array.from({ length: 3000 }, (_, i) => `${' '.repeat(i + 1)}k:`).join('\n')} 1\n`;
+    fs.writeFileSync(path.join(dir, T1, 'execution_metadata.yaml'), `query: What is 6 * 7?\n${block('a')}${block('b')}`);
+    await expectTurnRefused(dir, path.join(T1, 'execution_metadata.yaml'), /invalid YAML: nested more than 256 levels deep/, { line: 258, column: 257 });
   });
 });

@@ -5,11 +5,15 @@ import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { readRegularFile } from '../../src/config/input-file.js';
 import { UserError } from '../../src/errors.js';
 import { readTaskFile } from '../../src/tasks/index.js';
+import { tasksForRun } from '../../src/tasks/for-run.js';
 import { tempDir } from '../helpers.js';
 
 /** The problems loadConfig reports for a config file with this text. */
 function configIssues(yaml: string): string[] {
-  const dir = tempDir({ 'massgen-rl.yaml': yaml });
+  return configIssuesIn(tempDir({ 'massgen-rl.yaml': yaml }));
+}
+
+function configIssuesIn(dir: string): string[] {
   try {
     loadConfig({ cwd: dir, env: {} });
   } catch (err) {
@@ -25,6 +29,8 @@ const taskIssues = (name: string, text: string) => {
 };
 
 const nested = (depth: number) => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+/** A block mapping `key` nested 3000 levels deep by indentation, starting at `indent` spaces. */
+const deepBlocks = (key: string, indent = 0) => `${' '.repeat(indent)}${key}:\n${Array.from({ length: 3000 }, (_, i) => `${' '.repeat(indent + i + 1)}k:`).join('\n')} 1\n`;
 
 /** Nine anchors of nine aliases each: expanding them all makes 9^7 scalars. */
 const ALIAS_BOMB = ['a: &a [x,x,x,x,x,x,x,x,x]', ...'bcdefg'.split('').map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdefg'[i]}`).join(',')}]`)].join('\n');
@@ -79,6 +85,12 @@ describe('deep nesting is refused before anything recurses over it', () => {
     expect(taskIssues('tasks.yaml', `- id: deep\n  prompt: p\n  metadata: { x: ${nested(3000)} }\n`)).toEqual(['tasks.yaml:3: nested more than 64 levels deep']);
   });
 
+  it('config and YAML task file: two block mappings nested 3000 levels, deep enough that the YAML parser itself overflows', () => {
+    const issues = configIssues(`project:\n  name: x\n${deepBlocks('a')}${deepBlocks('b')}`);
+    expect(issues).toEqual([expect.stringMatching(/^massgen-rl\.yaml:67:65: nested more than 64 levels deep$/)]);
+    expect(taskIssues('tasks.yaml', `tasks:\n  - id: a\n    prompt: p\n    metadata:\n${deepBlocks('a', 6)}${deepBlocks('b', 6)}`)).toEqual(['tasks.yaml:66: nested more than 64 levels deep']);
+  });
+
   it('keeps metadata nested a few levels', () => {
     const r = readTaskFile(path.join(tempDir({ 't.jsonl': `{"id": "a", "prompt": "p", "metadata": {"x": ${nested(20)}}}` }), 't.jsonl'), 't.jsonl');
     expect(r.issues).toEqual([]);
@@ -112,6 +124,31 @@ describe('non-regular files are refused by readRegularFile (CLI cases with FIFOs
     expect(() => readRegularFile(path.join(dir, 'nope.md'), 'prompt file')).toThrow(/^prompt file .*nope\.md: not found$/);
     expect(() => readRegularFile(path.join(dir, 'big.md'), 'prompt file', 1024)).toThrow(/prompt file .*big\.md: 2048 bytes, over the limit of 1024 bytes/);
     expect(readRegularFile(path.join(dir, 'big.md'), 'prompt file')).toHaveLength(2048);
+  });
+
+  it('a massgen-rl.yaml that is a dangling link or a link loop is refused, not taken for a missing file (the embedded defaults)', () => {
+    const dangling = tempDir();
+    fs.symlinkSync('moved-away.yaml', path.join(dangling, 'massgen-rl.yaml'));
+    expect(() => loadConfig({ cwd: dangling, env: {} })).toThrow(/^config file .*massgen-rl\.yaml: a link to moved-away\.yaml, which leads nowhere \(ENOENT\)$/);
+    const loop = tempDir();
+    fs.symlinkSync('other.yaml', path.join(loop, 'massgen-rl.yaml'));
+    fs.symlinkSync('massgen-rl.yaml', path.join(loop, 'other.yaml'));
+    expect(() => loadConfig({ cwd: loop, env: {} })).toThrow(/^config file .*massgen-rl\.yaml: a link to other\.yaml, which leads nowhere \(ELOOP\)$/);
+    expect(readTaskFile(path.join(loop, 'other.yaml'), 'other.yaml').issues).toEqual(['other.yaml: cannot read task file (a link to massgen-rl.yaml, which leads nowhere (ELOOP))']);
+    expect(loadConfig({ cwd: tempDir(), env: {} }).file).toBeNull();
+  });
+
+  it('a prompt file, a task source or --tasks that is a link leading nowhere is named as such, not as a missing file', () => {
+    const dir = tempDir({ 'massgen-rl.yaml': 'prompts:\n  solver: { file: solver.md }\ntasks:\n  sources: [{ file: t.jsonl }]\n' });
+    fs.symlinkSync('gone.md', path.join(dir, 'solver.md'));
+    fs.symlinkSync('t.jsonl', path.join(dir, 't.jsonl'));
+    expect(configIssuesIn(dir)).toEqual([
+      expect.stringMatching(/^prompts\.solver\.file: a link to gone\.md, which leads nowhere \(ENOENT\): .*solver\.md \(massgen-rl\.yaml:2:19\)$/),
+      expect.stringMatching(/^tasks\.sources\[0\]\.file: a link to t\.jsonl, which leads nowhere \(ELOOP\): .*t\.jsonl \(massgen-rl\.yaml:4:21\)$/),
+    ]);
+    const link = path.join(dir, 't.jsonl');
+    expect(() => tasksForRun({ sources: [{ suite: 'arithmetic', n: 1, seed: 1 }], split: { eval_fraction: 0, salt: 's' } }, dir, { spec: link, split: 'all' }))
+      .toThrow(/cannot read task file \(a link to t\.jsonl, which leads nowhere \(ELOOP\)\)/);
   });
 
   it('a task file that is a directory', () => {

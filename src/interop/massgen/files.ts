@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { LineCounter, parseDocument } from 'yaml';
+import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { firstTooDeep } from '../../config/safe-yaml.js';
 import { UserError } from '../../errors.js';
 import { findExcessiveNesting, findJsonSyntaxError, locateJsonPath, MAX_JSON_DEPTH, type TextPosition } from './json-locate.js';
 import { findYamlAliasProblem } from './yaml-aliases.js';
@@ -53,8 +54,14 @@ export class FileReader {
     return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : file;
   }
 
+  /** Whether anything is at file: a link that leads nowhere counts, so reading it reports it instead of taking it as absent. */
   exists(file: string): boolean {
-    return fs.existsSync(file);
+    try {
+      fs.lstatSync(file);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   text(file: string): string {
@@ -86,7 +93,8 @@ export class FileReader {
       real = fs.realpathSync(file);
       st = fs.statSync(real);
     } catch (err) {
-      throw new MassgenInputError(this.display(file), `cannot read: ${code(err)}`);
+      const link = linkTarget(file);
+      throw new MassgenInputError(this.display(file), link === null ? `cannot read: ${code(err)}` : `a link to ${link}, which leads nowhere (${code(err)}): refused`);
     }
     if (this.boundary !== null && !isInside(this.realBoundary!, real)) {
       throw new MassgenInputError(this.display(file), `a link to ${real}, outside the imported log directory ${this.display(this.boundary)}: refused`);
@@ -121,7 +129,15 @@ export class FileReader {
   yaml(file: string): unknown {
     const text = this.text(file);
     const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
+    let doc: Document.Parsed;
+    try {
+      doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false });
+    } catch (err) {
+      // Text nested deeply enough can overflow the parser's own stack, outside its error reporting.
+      if (!(err instanceof RangeError)) throw err;
+      const at = firstTooDeep(text, MAX_JSON_DEPTH);
+      throw new MassgenInputError(this.display(file), `invalid YAML: nested more than ${MAX_JSON_DEPTH} levels deep`, { line: at.line, column: at.col });
+    }
     const err = doc.errors[0];
     if (err) {
       const pos = lines.linePos(err.pos[0]);
@@ -134,6 +150,14 @@ export class FileReader {
     }
     // Aliases are checked above (defined, not recursive, bounded expansion), so the library's own alias cap is not needed.
     return doc.toJS({ maxAliasCount: -1 }) as unknown;
+  }
+}
+
+function linkTarget(file: string): string | null {
+  try {
+    return fs.readlinkSync(file);
+  } catch {
+    return null;
   }
 }
 

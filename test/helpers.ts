@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
-import { loadConfig, type LoadedConfig } from '../src/config/load.js';
+import { ConfigError, loadConfig, type LoadedConfig } from '../src/config/load.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const BIN = path.join(ROOT, 'bin', 'massgen-rl.js');
@@ -53,4 +53,25 @@ export function sha(file: string): string {
 /** No stack trace in user-facing output. */
 export function hasStack(text: string): boolean {
   return /\n\s+at .+:\d+:\d+\)?/.test(text) || text.includes('internal error');
+}
+
+/** The issues a config is refused with (it must be refused). */
+export function configIssues(yaml: string): string[] {
+  try {
+    configIn(yaml, {}, {});
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+/** A process of this host is alive. */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -10,19 +10,11 @@ import { Runtime } from '../../src/runtime/runtime.js';
 import { liveServers } from '../../src/serving/registry.js';
 import { openStore } from '../../src/runtime/store.js';
 import { venvPython } from '../../src/python/venv.js';
-import { configIn, tempDir } from '../helpers.js';
+import { configIn, pidAlive, tempDir } from '../helpers.js';
 
 // These run on the real trainer venv and the converted default model (`massgen-rl doctor --fix`).
 const paths = () => loadConfig({ cwd: tempDir() }).paths;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Serve processes whose command line contains `marker`. */
 async function serversMatching(marker: string): Promise<string[]> {
@@ -53,7 +45,7 @@ describe('the local model server', () => {
       expect(server.model).toBe('smol');
       expect(server.ready).toMatchObject({ backend: 'transformers', device: 'cpu', model: 'smol' });
       expect(events).toEqual(['progress', 'progress', 'ready']);
-      expect(alive(server.pid)).toBe(true);
+      expect(pidAlive(server.pid)).toBe(true);
 
       const res = await fetch(`${server.baseUrl}/chat/completions`, {
         method: 'POST', headers: { 'content-type': 'application/json' },
@@ -79,7 +71,7 @@ describe('the local model server', () => {
       await server.stop();
     }
     expect(await server.exited).toBe(0);
-    expect(alive(server.pid)).toBe(false);
+    expect(pidAlive(server.pid)).toBe(false);
     await server.stop(); // idempotent
     const log = fs.readFileSync(logFile, 'utf8');
     expect(log).toContain('"event": "ready"');
@@ -136,7 +128,7 @@ describe('the local model server', () => {
     } finally {
       await rt.close();
     }
-    expect(alive(servers![0]!.pid)).toBe(false);
+    expect(pidAlive(servers![0]!.pid)).toBe(false);
     expect(liveServers(loaded.paths.dataDir)).toEqual([]);
   }, 180_000);
 });

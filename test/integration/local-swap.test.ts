@@ -11,7 +11,7 @@ import { Runtime, withRuntime } from '../../src/runtime/runtime.js';
 import { startLocalServer } from '../../src/serving/local-server.js';
 import { liveServers, registerServer, type ServerEntry } from '../../src/serving/registry.js';
 import { HOST } from '../../src/store/process-owner.js';
-import { configIn, FIXTURES, tempDir } from '../helpers.js';
+import { FIXTURES, configIn, pidAlive, tempDir } from '../helpers.js';
 
 // Real parts: the trainer venv, the default model (`massgen-rl doctor --fix`) and a real PEFT LoRA adapter.
 const MAKE_ADAPTER = path.join(FIXTURES, 'trainers', 'make_lora_adapter.py');
@@ -44,14 +44,6 @@ async function get<T>(baseUrl: string, route: string): Promise<T> {
 
 type Models = { data: { id: string; root: string; adapter: string | null }[] };
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('deploy swaps a running local server to the new weights', () => {
   it('loads the adapter beside the base, routes the served name to it, keeps running requests on their weights, and rolls back', async () => {
@@ -122,7 +114,7 @@ describe('deploy swaps a running local server to the new weights', () => {
       expect((await chat(served.baseUrl, adapterName)).ids).toEqual(own.ids);
       const models = await get<Models>(served.baseUrl, '/v1/models');
       expect(models.data.map((m) => [m.id, m.root, m.adapter])).toEqual([[LINE, adapterDir, adapterName], [adapterName, adapterDir, adapterName]]);
-      expect(alive(served.pid)).toBe(true); // no restart: the same process
+      expect(pidAlive(served.pid)).toBe(true); // no restart: the same process
       expect(liveServers(dataDir).find((e) => e.pid === served.pid)!.weights).toEqual({ dir: adapterDir, adapter: true, base_dir: defaultModelDir, resource: { id: registered.resource.id, name: LINE, version: 2 } });
 
       // back to the base model: the served name routes there again and the adapter is unloaded

@@ -1,20 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { positiveInt } from '../../src/cli/flags.js';
-import { ConfigError } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema.js';
 import { UserError } from '../../src/errors.js';
-import { configIn, hasStack, runCli, tempDir } from '../helpers.js';
+import { configIn, configIssues, hasStack, runCli, tempDir } from '../helpers.js';
 
-function issuesOf(yaml: string): string[] {
-  try {
-    configIn(yaml, {}, {});
-  } catch (err) {
-    if (err instanceof ConfigError) return err.issues;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 type JsonSchema = { type?: string; maximum?: number; exclusiveMaximum?: number; properties?: Record<string, JsonSchema>; [k: string]: unknown };
 
@@ -61,13 +51,13 @@ describe('every numeric config key has a maximum the runtime can honour', () => 
     ['collect.samples_per_turn: 100000', 'collect:\n  samples_per_turn: 100000\n', /^collect\.samples_per_turn: .*64/],
     ['train.seed: 2^53', 'train:\n  seed: 9007199254740991\n', /^train\.seed: at most 4294967295 \(a 32-bit seed\)/],
   ])('refuses %s with its location', (_name, yaml, message) => {
-    expect(issuesOf(yaml)).toEqual([expect.stringMatching(message)]);
+    expect(configIssues(yaml)).toEqual([expect.stringMatching(message)]);
   });
 });
 
 describe('models.*.base_url must be http or https', () => {
   it.each(['file:///etc/passwd', 'ftp://models.example/v1', 'unix:/tmp/vllm.sock', 'javascript:alert(1)'])('refuses %s at load', (url) => {
-    expect(issuesOf(`models:\n  m: { base_url: "${url}", model: x }\nagents: [{ id: a, model: m }]\n`))
+    expect(configIssues(`models:\n  m: { base_url: "${url}", model: x }\nagents: [{ id: a, model: m }]\n`))
       .toEqual(['models.m.base_url: must be an http:// or https:// URL, e.g. http://localhost:8000/v1 (massgen-rl.yaml:2:18)']);
   });
 

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema.js';
 import { StatsCollector } from '../../src/datasets/stats.js';
 import { parseJudgeReply } from '../../src/rewards/judge-reply.js';
@@ -7,24 +6,15 @@ import { createToolRunner } from '../../src/tools/runner.js';
 import { rewardsByChannel } from '../../src/trace/orchestration-trace.js';
 import type { Reward } from '../../src/trace/records.js';
 import { stepMetrics, type StepEvent } from '../../src/trainers/trainer-events.js';
-import { configIn, tempDir } from '../helpers.js';
+import { configIn, configIssues, tempDir } from '../helpers.js';
 
 /** Names every plain object already "has". */
 const PROTO_NAMES = ['constructor', 'toString', 'hasOwnProperty', 'valueOf'];
 
-function issuesOf(yaml: string): string[] {
-  try {
-    configIn(yaml, {}, {});
-  } catch (err) {
-    if (err instanceof ConfigError) return err.issues;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('names that are Object.prototype keys', () => {
   it('are unknown models, prompts and tools unless the config defines them', () => {
-    const issues = issuesOf(`models:
+    const issues = configIssues(`models:
   m: { base_url: "http://127.0.0.1:9/v1", model: x }
 agents:
   - { id: a, model: toString, system_prompt: constructor, tools: [hasOwnProperty] }

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { defaultAgents, defaultModels, defaultPrompts, DEFAULT_MODEL_REF } from './defaults.js';
 
+/** The engines of the built-in server (`serve --engine`). */
+export const SERVE_ENGINES = ['auto', 'llama.cpp', 'transformers', 'vllm'] as const;
+
 export const BUILTIN_SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'] as const;
 export const REWARD_FAMILIES = [
   'exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains',
@@ -39,7 +42,8 @@ const localServer = z.strictObject({
   host: z.string().default('127.0.0.1'),
   port: nonNegInt.max(65535).default(0).describe('0 picks a free port'),
   device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
-  max_batch_size: count(1024).default(8),
+  engine: z.enum(SERVE_ENGINES).default('auto').describe('auto: vLLM on a CUDA GPU when installed, else llama.cpp on the CPU when installed, else transformers'),
+  max_batch_size: count(1024).default(8).describe('most sequences generated at once (llama.cpp: running together; transformers: per batch)'),
   startup_timeout_s: posInt.max(DAY_S, `at most ${DAY_S} s (1 day)`).default(180),
 });
 

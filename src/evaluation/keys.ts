@@ -15,7 +15,7 @@ export function taskHash(task: Task): string {
 export function settingsHash(config: RLConfig): string {
   const models = Object.fromEntries([...new Set(config.agents.map((a) => a.model))].map((name) => {
     const m = config.models[name]!;
-    return [name, { model: m.model, base_url: m.base_url ?? null, local: m.local ? { device: m.local.device, max_batch_size: m.local.max_batch_size } : null }];
+    return [name, { model: m.model, base_url: m.base_url ?? null, local: m.local ? { device: m.local.device, engine: m.local.engine, max_batch_size: m.local.max_batch_size } : null }];
   }));
   const agents = config.agents.map(({ system_prompt: _p, ...a }) => a);
   return sha256(canonicalJson({ orchestrator: config.orchestrator, agents, models, tools: config.tools, rewards: config.rewards })).slice(0, 16);

@@ -12,7 +12,7 @@ import type { Runtime } from '../runtime/runtime.js';
 export type CheckStatus = 'ok' | 'fail' | 'warn' | 'info';
 
 export interface DoctorCheck {
-  id: 'node' | 'python' | 'venv' | 'packages' | 'gpu' | 'model' | 'store' | 'disk';
+  id: 'node' | 'python' | 'venv' | 'packages' | 'gpu' | 'model' | 'engine' | 'store' | 'disk';
   title: string;
   status: CheckStatus;
   detail: string;
@@ -110,6 +110,11 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
   if (opts.fix && manifest) {
     recordBaseWeights(rt.store(), paths.defaultModelDir, manifest);
   }
+  if (venvOk && manifest) {
+    const engine = Object.values(config.models).find((m) => m.local)?.local?.engine ?? 'auto';
+    progress('engine', `measuring generation speed (${engine} engine, 3 s)`);
+    add(await probeEngine(venv.python, paths.defaultModelDir, engine));
+  }
   add(storeCheck);
 
   const free = freeBytes(paths.cacheDir);
@@ -117,6 +122,19 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
   add({ id: 'disk', title: 'Disk space', status: free >= need ? 'ok' : 'warn', detail: `${(free / GB).toFixed(1)} GB free for ${paths.cacheDir}`, fix: free >= need ? undefined : `free at least ${need / GB} GB` });
 
   return { ok: !checks.some((c) => c.status === 'fail'), checks };
+}
+
+/** The engine `serve` picks, its threads and weights, and single-stream tokens/s over 3 seconds. */
+async function probeEngine(python: string, modelDir: string, engine: string): Promise<DoctorCheck> {
+  const r = await runPythonModule({ python, module: 'massgen_rl_trainers.serve.probe', args: ['--model', modelDir, '--engine', engine, '--seconds', '3'], timeoutMs: 600_000 });
+  if (!r.done) return { id: 'engine', title: 'Serving engine', status: 'warn', detail: failureReason(r), fix: engine === 'auto' ? FIX : 'set models.<name>.local.engine to auto' };
+  const d = r.done as { engine?: string; threads?: number; weights?: string; tokens_per_s?: number };
+  const fallback = d.engine === 'transformers' && engine === 'auto';
+  return {
+    id: 'engine', title: 'Serving engine', status: fallback ? 'warn' : 'ok',
+    detail: `${d.engine} (${d.weights}, ${d.threads} threads): ${d.tokens_per_s} tokens/s, one stream, greedy`,
+    fix: fallback ? `${FIX} (builds llama.cpp for the faster engine)` : undefined,
+  };
 }
 
 /** Store problems (not SQLite, newer schema, unwritable data dir) are input errors: they throw, exit 2. */

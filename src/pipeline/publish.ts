@@ -9,6 +9,9 @@ import { ensureAdapter, loraCall, loraName, type LoraCall } from '../serving/vll
 import type { Resource, ResourceSet } from '../store/index.js';
 import { checkMassgenTargets, massgenTargets, writeMassgen } from './massgen-export.js';
 
+/** The built-in server's engines that swap adapters behind the served name without a restart. */
+const SWAPPABLE_BACKENDS = new Set(['transformers', 'llama.cpp']);
+
 export interface Published {
   /** `<data_dir>/production.json`, rewritten with the switch. */
   productionFile: string;
@@ -102,7 +105,7 @@ async function followProduction(rt: Runtime, entry: ServerEntry, next: ResourceS
   if (!w.path) return row('restart needed', `${w.name} v${w.version} has no folder on record`);
   if (samePath(entry.weights.dir, w.path)) return undefined;
   const base = (entry.weights.adapter ? entry.weights.base_dir : entry.weights.dir) ?? '';
-  if (entry.backend !== 'transformers') return row('restart needed', `its ${entry.backend} backend cannot change the weights behind ${entry.served_name}`);
+  if (!SWAPPABLE_BACKENDS.has(entry.backend)) return row('restart needed', `its ${entry.backend} backend cannot change the weights behind ${entry.served_name}`);
   const adapterBase = typeof w.metadata.base_path === 'string' ? w.metadata.base_path : '';
   const target = samePath(w.path, base) ? null : w.metadata.adapter && samePath(adapterBase, base) ? { name: loraName(w.name, w.version), path: w.path } : undefined;
   if (target === undefined) {

@@ -1,8 +1,10 @@
 import type { PyEvent } from '../python/module.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { ServeEngine } from '../serving/local-server.js';
 import { localModels, serveTarget, startServer, type ServedModel } from '../serving/models.js';
 
 export type { ServedModel } from '../serving/models.js';
+export type { ServeEngine } from '../serving/local-server.js';
 
 export interface ServeOptions {
   /** The config model to serve (default: the first with local weights). */
@@ -11,6 +13,8 @@ export interface ServeOptions {
   weights?: string;
   host?: string;
   port?: number;
+  /** Overrides the model's local.engine (the serve command's --engine). */
+  engine?: ServeEngine;
   /** The server log; default <data_dir>/logs/serve-<model>.log; false for none. */
   logFile?: string | false;
   signal?: AbortSignal;
@@ -26,7 +30,7 @@ export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel
   const weights = opts.weights ?? productionWeights(rt, opts.model);
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
   return startServer(target, rt.paths, {
-    host: opts.host, port: opts.port, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
+    host: opts.host, port: opts.port, engine: opts.engine, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
   });
 }
 

@@ -6,15 +6,18 @@ import { TRAINERS_DIR } from './module.js';
 export interface Requirements {
   /** Pinned runtime dependencies, then test dependencies, as pip specifiers. */
   specs: string[];
+  /** Packages built from source for this CPU by massgen_rl_trainers.serve.llama_setup (llama-cpp-python). */
+  built: string[];
   hash: string;
 }
 
-/** Reads the pinned dependency lists from trainers/pyproject.toml (the `dependencies` and `test` arrays). */
+/** Reads the pinned dependency lists from trainers/pyproject.toml (the `dependencies`, `test` and `llama_cpp` arrays). */
 export function readRequirements(pyproject = path.join(TRAINERS_DIR, 'pyproject.toml')): Requirements {
   const text = fs.readFileSync(pyproject, 'utf8');
   const specs = [...tomlArray(text, 'dependencies'), ...tomlArray(text, 'test')];
+  const built = tomlArray(text, 'llama_cpp');
   if (!specs.length) throw new Error(`${pyproject}: no dependencies found`);
-  return { specs, hash: sha256(specs.join('\n')).slice(0, 16) };
+  return { specs, built, hash: sha256([...specs, ...built].join('\n')).slice(0, 16) };
 }
 
 function tomlArray(text: string, key: string): string[] {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UserError, errorMessage } from '../errors.js';
 import { eachLine, LineTail } from '../util/bounded-lines.js';
+import { TRAINERS_DIR } from './module.js';
 import type { Requirements } from './requirements.js';
 
 export type VenvState = 'missing' | 'ok' | 'outdated' | 'broken' | 'foreign';
@@ -89,6 +90,10 @@ export async function ensureVenv(opts: EnsureVenvOptions): Promise<VenvInfo> {
   }
   opts.onLine?.(`installing ${opts.req.specs.length} pinned packages (torch brings its CUDA libraries: several GB on first install)`);
   await run(venvPython(opts.dir), ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', ...opts.req.specs], opts.onLine, 'install the trainer packages');
+  for (const spec of opts.req.built) {
+    opts.onLine?.(`building ${spec} for this CPU (llama.cpp from source: several minutes the first time)`);
+    await run(venvPython(opts.dir), ['-m', 'massgen_rl_trainers.serve.llama_setup', '--spec', spec], opts.onLine, `build ${spec}`, { PYTHONPATH: TRAINERS_DIR });
+  }
   fs.writeFileSync(path.join(opts.dir, STAMP), JSON.stringify({ created_by: 'massgen-rl', requirements_hash: opts.req.hash, requirements: opts.req.specs, updated_at: new Date().toISOString() }, null, 2));
   current = await inspectVenv(opts.dir, opts.req);
   if (current.state !== 'ok') throw new UserError(`the virtualenv at ${opts.dir} is still ${current.state} after repair: ${current.detail}`);
@@ -103,8 +108,8 @@ function readStamp(dir: string): { requirements_hash?: string } | undefined {
   }
 }
 
-async function run(command: string, args: string[], onLine: ((l: string) => void) | undefined, what: string): Promise<void> {
-  const child = execa(command, args, { reject: false, all: true, buffer: false, stdin: 'ignore', env: { PIP_NO_INPUT: '1' } });
+async function run(command: string, args: string[], onLine: ((l: string) => void) | undefined, what: string, env: Record<string, string> = {}): Promise<void> {
+  const child = execa(command, args, { reject: false, all: true, buffer: false, stdin: 'ignore', env: { PIP_NO_INPUT: '1', ...env } });
   const tail = new LineTail(8);
   const lines = eachLine(child.all!, (line) => {
     tail.push(line);

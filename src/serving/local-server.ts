@@ -6,6 +6,7 @@ import { parseEvent, pythonEnv, type PyEvent } from '../python/module.js';
 import { eachLine, LineTail } from '../util/bounded-lines.js';
 
 export type ServeDevice = 'auto' | 'cpu' | 'cuda';
+export type ServeEngine = 'auto' | 'llama.cpp' | 'transformers' | 'vllm';
 
 export interface LocalServerOptions {
   /** The trainer venv's interpreter. */
@@ -18,6 +19,8 @@ export interface LocalServerOptions {
   /** 0 (the default) picks a free port. */
   port?: number;
   device?: ServeDevice;
+  /** auto: vLLM on a CUDA GPU when installed, else llama.cpp when installed, else transformers. */
+  engine?: ServeEngine;
   maxBatchSize?: number;
   /** Until `ready` and a healthy /health; default 180 s. */
   startupTimeoutMs?: number;
@@ -38,7 +41,7 @@ export interface LocalServer {
   baseUrl: string;
   model: string;
   pid: number;
-  /** The server's ready event: backend (transformers|vllm), device, port, base (the base model folder), … */
+  /** The server's ready event: backend (llama.cpp|transformers|vllm), device, port, base (the base model folder), … */
   ready: PyEvent;
   /** Settles with the exit code (null when killed by a signal) whenever the process ends. */
   exited: Promise<number | null>;
@@ -59,7 +62,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
 
   const args = [
     '-m', SERVE_MODULE, '--model', opts.modelDir, '--served-name', opts.servedName, '--host', host,
-    '--port', String(opts.port ?? 0), '--device', opts.device ?? 'auto', '--max-batch-size', String(opts.maxBatchSize ?? 8),
+    '--port', String(opts.port ?? 0), '--device', opts.device ?? 'auto', '--engine', opts.engine ?? 'auto', '--max-batch-size', String(opts.maxBatchSize ?? 8),
     ...(opts.baseDir ? ['--base', opts.baseDir] : []),
     ...(opts.adapterName && opts.adapterName !== opts.servedName ? ['--adapter-name', opts.adapterName] : []),
   ];

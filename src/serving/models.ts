@@ -7,7 +7,7 @@ import type { PyEvent } from '../python/module.js';
 import { venvPython } from '../python/venv.js';
 import type { ResolvedWeights } from '../resources/weights.js';
 import { HOST } from '../store/process-owner.js';
-import { startLocalServer, type LocalServer, type ServeDevice } from './local-server.js';
+import { startLocalServer, type LocalServer, type ServeDevice, type ServeEngine } from './local-server.js';
 import { registerServer, unregisterServer, type ServerEntry } from './registry.js';
 import { loraName } from './vllm-lora.js';
 
@@ -52,13 +52,14 @@ export function serveTarget(config: RLConfig, resolve: ResolveWeights, modelName
 /** Targets with the same key are served by one server. */
 export function serverKey(t: ServeTarget): string {
   const l = t.local;
-  return JSON.stringify([t.weights.dir, t.servedName, l?.host, l?.port, l?.device, l?.max_batch_size]);
+  return JSON.stringify([t.weights.dir, t.servedName, l?.host, l?.port, l?.device, l?.engine, l?.max_batch_size]);
 }
 
 export interface ServeOptions {
   host?: string;
   port?: number;
   device?: ServeDevice;
+  engine?: ServeEngine;
   maxBatchSize?: number;
   startupTimeoutMs?: number;
   /** The server log; default <data_dir>/logs/serve-<model>.log; false for none. */
@@ -97,6 +98,7 @@ export async function startServer(t: ServeTarget, where: { venvDir: string; data
     host: opts.host ?? l?.host ?? '127.0.0.1',
     port: opts.port ?? l?.port ?? 0,
     device: opts.device ?? l?.device ?? 'auto',
+    engine: opts.engine ?? l?.engine ?? 'auto',
     maxBatchSize: opts.maxBatchSize ?? l?.max_batch_size ?? 8,
     startupTimeoutMs: opts.startupTimeoutMs ?? (l?.startup_timeout_s ?? 180) * 1000,
     logFile, signal: opts.signal, onEvent: opts.onEvent,

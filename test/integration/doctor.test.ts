@@ -14,6 +14,10 @@ describe('doctor on the real environment', () => {
     const report = await withRuntime(loaded, (rt) => runDoctor(rt));
     const failed = report.checks.filter((c) => c.status === 'fail');
     expect(failed, 'run `massgen-rl doctor --fix` (npm test does) to prepare the environment').toEqual([]);
+    // the engine `serve` picks here, measured: llama.cpp, built by doctor --fix
+    const engine = report.checks.find((c) => c.id === 'engine')!;
+    expect(engine).toMatchObject({ status: 'ok' });
+    expect(engine.detail).toMatch(/^llama\.cpp \(bf16, \d+ threads\): \d+(\.\d+)? tokens\/s, one stream, greedy$/);
     const manifest = readModelManifest(loaded.paths.defaultModelDir)!;
     expect(manifest).toMatchObject({ name: 'smollm2-135m-instruct', eos_token: '<|im_end|>' });
     expect(manifest.pad_token).toBeTruthy();

@@ -24,8 +24,8 @@ from massgen_rl_trainers.models.folder import ModelFolder, inspect_model_folder
 from massgen_rl_trainers.protocol import ScriptError
 from massgen_rl_trainers.serve.batching import Batcher
 from massgen_rl_trainers.serve.openai_api import ApiError, parse_chat_request
-from massgen_rl_trainers.serve.vllm_backend import (build_vllm_command, choose_backend, lora_rank_bound,
-                                                    run_server_process, vllm_env)
+from massgen_rl_trainers.serve.engines import choose_engine
+from massgen_rl_trainers.serve.vllm_backend import build_vllm_command, lora_rank_bound, run_server_process, vllm_env
 
 MODEL_DIR = Path(os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
                  or Path.home() / ".cache" / "massgen-rl" / "models" / "smollm2-135m-instruct")
@@ -353,7 +353,7 @@ def test_parse_chat_request_defaults_and_validation():
 def test_sampling_distribution_temperature_and_top_p():
     import torch
 
-    from massgen_rl_trainers.serve.engine import sampling_logprobs
+    from massgen_rl_trainers.serve.sampling import sampling_logprobs
     from massgen_rl_trainers.serve.openai_api import SamplingKey
 
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
@@ -398,17 +398,25 @@ def test_batcher_groups_by_key_and_respects_the_batch_size():
     assert batcher.stats()["batch_sizes"] == {"1": 1, "2": 2}
 
 
-def test_vllm_backend_choice():
-    assert choose_backend("auto", "auto", "0.11.0", 1) == "vllm"
-    assert choose_backend("auto", "cuda", "0.11.0", 2) == "vllm"
-    assert choose_backend("auto", "cpu", "0.11.0", 1) == "transformers"
-    assert choose_backend("auto", "auto", None, 1) == "transformers"
-    assert choose_backend("auto", "auto", "0.11.0", 0) == "transformers"
-    assert choose_backend("transformers", "auto", "0.11.0", 1) == "transformers"
+def test_engine_choice():
+    for llama in (False, True):
+        assert choose_engine("auto", "auto", "0.11.0", 1, llama) == "vllm"
+        assert choose_engine("auto", "cuda", "0.11.0", 2, llama) == "vllm"
+        assert choose_engine("transformers", "auto", "0.11.0", 1, llama) == "transformers"
+        assert choose_engine("auto", "cuda", None, 1, llama) == "transformers"  # a GPU without vLLM
+    cpu = "llama.cpp"
+    assert choose_engine("auto", "cpu", "0.11.0", 1, True) == cpu and choose_engine("auto", "cpu", "0.11.0", 1, False) == "transformers"
+    assert choose_engine("auto", "auto", None, 1, True) == cpu and choose_engine("auto", "auto", None, 1, False) == "transformers"
+    assert choose_engine("auto", "auto", "0.11.0", 0, True) == cpu
+    assert choose_engine("llama.cpp", "auto", "0.11.0", 1, True) == cpu
     with pytest.raises(ScriptError, match="not installed"):
-        choose_backend("vllm", "auto", None, 1)
+        choose_engine("vllm", "auto", None, 1, True)
     with pytest.raises(ScriptError, match="CUDA"):
-        choose_backend("vllm", "auto", "0.11.0", 0)
+        choose_engine("vllm", "auto", "0.11.0", 0, True)
+    with pytest.raises(ScriptError, match="llama-cpp-python"):
+        choose_engine("llama.cpp", "auto", None, 0, False)
+    with pytest.raises(ScriptError, match="runs on the CPU"):
+        choose_engine("llama.cpp", "cuda", None, 0, True)
 
 
 def test_vllm_command_for_a_model_folder(tmp_path: Path):

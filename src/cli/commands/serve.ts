@@ -1,4 +1,6 @@
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import { SERVE_ENGINES } from '../../config/schema.js';
+import type { ServeEngine } from '../../pipeline/serve.js';
 import { UserError } from '../../errors.js';
 import type { Register } from '../register.js';
 
@@ -7,6 +9,7 @@ interface ServeFlags {
   weights?: string;
   port?: number;
   host?: string;
+  engine?: ServeEngine;
 }
 
 function parsePort(value: string): number {
@@ -23,6 +26,7 @@ export const registerServe: Register = (program, ctx) => {
     .option('--weights <ref>', 'builtin:<name>, resource:<name>[@version] or a model/adapter folder (overrides local.weights)')
     .option('--port <n>', 'port to listen on; 0 picks a free one (default: local.port)', parsePort)
     .option('--host <h>', 'address to listen on (default: local.host)')
+    .addOption(new Option('--engine <name>', 'llama.cpp, transformers or vllm (default: local.engine, auto)').choices([...SERVE_ENGINES]))
     .action(async (flags: ServeFlags) => {
       const { ui, runtime } = ctx();
       const { serve } = await import('../../pipeline/serve.js');
@@ -37,7 +41,7 @@ export const registerServe: Register = (program, ctx) => {
         let served;
         try {
           served = await serve(rt, {
-            model: flags.model, weights: flags.weights, port: flags.port, host: flags.host, signal: stopRequested.signal,
+            model: flags.model, weights: flags.weights, port: flags.port, host: flags.host, engine: flags.engine, signal: stopRequested.signal,
             onEvent: (e) => {
               if (e.event === 'progress') progress.update(String(e.message ?? e.stage));
               ui.debug(`[serve] ${JSON.stringify(e)}`);

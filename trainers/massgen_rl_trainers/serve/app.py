@@ -15,7 +15,7 @@ from ..protocol import ScriptError, log
 from .adapters import Adapters, BatchKey
 from .batching import ShuttingDown
 from .lora_routes import LoraRoutes
-from .openai_api import ApiError, build_response, error_body, parse_chat_request
+from .openai_api import ApiError, SamplingKey, build_response, error_body, parse_chat_request
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 POST_PATHS = ("/v1/chat/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/v1/set_default_adapter")
@@ -92,7 +92,7 @@ class App:
         return build_response(req, prompt_ids, completions, debug=info.as_dict()), headers
 
     def _generate(self, req: Any, slot: str | None) -> tuple[list[int], Any, Any]:
-        from .engine import Row, sample_seed  # torch: only once a model is being served
+        from .sampling import Row, sample_seed  # torch: only once a model is being served
 
         prompt_ids = self.engine.prompt_ids(req.messages)
         room = self.engine.context_len - len(prompt_ids)
@@ -109,6 +109,14 @@ class App:
         except ShuttingDown as exc:
             raise ApiError(503, str(exc)) from None
         return prompt_ids, completions, info
+
+    def warmup(self) -> None:
+        """One short greedy generation through the batcher, on the weights the served name gives."""
+        from .sampling import Row
+
+        slot = self.adapters.default.slot if self.adapters.default else None
+        rows = [Row(self.engine.prompt_ids([{"role": "user", "content": "Hi"}]), 1)]
+        self.batcher.submit(BatchKey(SamplingKey(True, 0.0, 1.0), slot), 1, rows)
 
     def post(self, path: str, body: Any) -> tuple[dict[str, Any], dict[str, str]]:
         """A POST_PATHS route, the body decoded."""

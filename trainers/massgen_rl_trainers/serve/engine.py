@@ -15,9 +15,7 @@ Imported lazily by server.py and app.py (it imports torch).
 
 from __future__ import annotations
 
-import random
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import torch
@@ -28,29 +26,7 @@ from .adapters import BatchKey
 from .batching import ShuttingDown
 from .lora import LoraWeights
 from .openai_api import ApiError, Completion, SamplingKey
-
-_seed_source = random.SystemRandom()
-
-
-@dataclass
-class Row:
-    """One sequence to generate (a request with n=k contributes k rows)."""
-
-    prompt_ids: list[int]
-    max_tokens: int
-    stop: Sequence[str] = ()
-    stop_token_ids: frozenset[int] = frozenset()
-    seed: int | None = None
-    want_logprobs: bool = False
-    top_logprobs: int = 0
-    ignore_eos: bool = False
-
-
-def sample_seed(seed: int | None, index: int) -> int | None:
-    """The seed of sample `index` of a request: sample 0 uses the request's seed itself."""
-    if seed is None:
-        return None
-    return (seed + index * 1_000_003) % (2**63)
+from .sampling import Row, new_generator, sampling_logprobs
 
 
 def pick_device(device: str) -> str:
@@ -59,28 +35,6 @@ def pick_device(device: str) -> str:
     if device == "cuda" and not torch.cuda.is_available():
         raise ScriptError("--device cuda was asked for but torch sees no CUDA device")
     return device
-
-
-def sampling_logprobs(logits: torch.Tensor, key: SamplingKey) -> torch.Tensor:
-    """Log-probabilities of the distribution each next token is drawn from.
-
-    Sampling: softmax(logits / temperature), restricted to the top-p nucleus and renormalized, so
-    a reported logprob is exactly log P(token) under the distribution actually sampled (what
-    vLLM calls processed_logprobs, and what importance ratios in RL need). Greedy decoding
-    (temperature 0) has no proper distribution (argmax is a point mass), so it reports the
-    model's unscaled distribution, log_softmax(logits) at temperature 1.
-    """
-    if key.greedy:
-        return torch.log_softmax(logits, dim=-1)
-    scores = logits / key.temperature
-    if key.top_p < 1.0:
-        sorted_scores, order = scores.sort(dim=-1, descending=True)
-        probs = sorted_scores.softmax(dim=-1)
-        mass_before = probs.cumsum(dim=-1) - probs
-        # keep the smallest prefix whose mass reaches top_p (the first token is always kept)
-        sorted_scores = sorted_scores.masked_fill(mass_before >= key.top_p, float("-inf"))
-        scores = torch.empty_like(scores).scatter_(-1, order, sorted_scores)
-    return torch.log_softmax(scores, dim=-1)
 
 
 class Engine:
@@ -145,11 +99,6 @@ class Engine:
             i += len(rows)
         return out
 
-    def _generator(self, seed: int | None) -> torch.Generator:
-        gen = torch.Generator(device=self.device)
-        gen.manual_seed(seed if seed is not None else _seed_source.getrandbits(63))
-        return gen
-
     def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any,
                  adapter: str | None) -> torch.Tensor:
         with self.lora.guard.step():  # an adapter load or drop waits for this step, and this step for it
@@ -172,7 +121,7 @@ class Engine:
             mask[b, width - len(row.prompt_ids):] = 1
         input_ids, mask = input_ids.to(self.device), mask.to(self.device)
         positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
-        generators = None if key.greedy else [self._generator(r.seed) for r in rows]
+        generators = None if key.greedy else [new_generator(r.seed, self.device) for r in rows]
         want_top = max(r.top_logprobs for r in rows)
 
         ids: list[list[int]] = [[] for _ in rows]
@@ -249,9 +198,6 @@ class Engine:
                                                         [v for _, v in step_top])) for step_top in tops[r]]
             results.append(completion)
         return results
-
-    def warmup(self, adapter: str | None = None) -> None:
-        self.generate(SamplingKey(True, 0.0, 1.0), [Row(self.prompt_ids([{"role": "user", "content": "Hi"}]), 1)], adapter)
 
 
 def load_engine(folder: ModelFolder, device: str, on_progress: Callable[[str, str], None]) -> Engine:

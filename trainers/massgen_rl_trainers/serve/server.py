@@ -15,11 +15,12 @@ from .app import App, make_http_server
 from .batching import Batcher
 from .lifecycle import Lifecycle, StopRequested
 from .openai_api import ApiError
-from .vllm_backend import (build_vllm_command, choose_backend, cuda_device_count, free_port, run_server_process,
-                           url_host, vllm_env, vllm_version)
+from .engines import choose_engine, llama_cpp_available
+from .vllm_backend import build_vllm_command, cuda_device_count, free_port, run_server_process, url_host, vllm_env, vllm_version
 
 DEVICES = ("auto", "cpu", "cuda")
-BACKENDS = ("auto", "transformers", "vllm")
+ENGINES = ("auto", "llama.cpp", "transformers", "vllm")
+WEIGHT_TYPES = ("bf16", "f16", "f32", "q8_0")
 
 
 @dataclass
@@ -36,7 +37,10 @@ class ServeArgs:
     max_batch_size: int = field(default=8, metadata={"help": "Most sequences generated together (a request with n=k counts k)."})
     batch_window_ms: float = field(default=25.0, metadata={"help": "How long the first queued request waits for others to batch with."})
     default_max_tokens: int = field(default=1024, metadata={"help": "max_tokens when a request sets none (capped by the context)."})
-    backend: str = field(default="auto", metadata={"help": "auto (vLLM when installed and a GPU is present), transformers or vllm."})
+    engine: str = field(default="auto", metadata={"help": "auto (vLLM when installed and a GPU is present, else llama.cpp when installed, else transformers), llama.cpp, transformers or vllm."})
+    weights_type: str = field(default="bf16", metadata={"help": "llama.cpp only: the GGUF weight type, bf16, f16, f32 or q8_0."})
+    threads: int = field(default=0, metadata={"help": "llama.cpp only: CPU threads (0: every core this process may use)."})
+    kv_cache_tokens: int = field(default=32768, metadata={"help": "llama.cpp only: KV cache cells shared by all running sequences."})
     vllm_args: str | None = field(default=None, metadata={"help": "Extra arguments for vLLM's server (one shell-quoted string)."})
     startup_timeout_s: float = field(default=900.0, metadata={"help": "vLLM only: how long to wait for its /health."})
     log_requests: bool = field(default=True, metadata={"help": "Log one line per chat request on stderr."})
@@ -45,8 +49,12 @@ class ServeArgs:
 def _check(args: ServeArgs) -> None:
     if args.device not in DEVICES:
         raise ScriptError(f"--device must be one of {', '.join(DEVICES)}, got {args.device!r}", kind="usage")
-    if args.backend not in BACKENDS:
-        raise ScriptError(f"--backend must be one of {', '.join(BACKENDS)}, got {args.backend!r}", kind="usage")
+    if args.engine not in ENGINES:
+        raise ScriptError(f"--engine must be one of {', '.join(ENGINES)}, got {args.engine!r}", kind="usage")
+    if args.weights_type not in WEIGHT_TYPES:
+        raise ScriptError(f"--weights-type must be one of {', '.join(WEIGHT_TYPES)}, got {args.weights_type!r}", kind="usage")
+    if args.threads < 0 or args.kv_cache_tokens < 256:
+        raise ScriptError("--threads must not be negative and --kv-cache-tokens must be at least 256", kind="usage")
     if not 0 <= args.port <= 65535:
         raise ScriptError(f"--port must be between 0 and 65535, got {args.port}", kind="usage")
     if args.max_batch_size < 1 or args.default_max_tokens < 1:
@@ -68,12 +76,12 @@ def main(args: ServeArgs) -> dict[str, Any]:
     name = args.served_name or folder.path.name
     version = vllm_version()
     # CUDA is only probed (importing torch) when vLLM could use it
-    backend = choose_backend(args.backend, args.device, version,
-                             cuda_device_count() if version is not None and args.device != "cpu" else 0)
+    engine = choose_engine(args.engine, args.device, version,
+                           cuda_device_count() if version is not None and args.device != "cpu" else 0, llama_cpp_available())
     try:
-        if backend == "vllm":
+        if engine == "vllm":
             return _serve_vllm(args, folder, name, version or "0", life)
-        return _serve_transformers(args, folder, name, life)
+        return _serve_local(args, folder, name, life, engine)
     except StopRequested:
         log(f"serve: {life.signal_name} before the server was ready; stopped")
         return {"model": name, "stopped_before_ready": True}
@@ -97,12 +105,21 @@ def _serve_vllm(args: ServeArgs, folder: Any, name: str, version: str, life: Lif
                                                 env=vllm_env(folder))}
 
 
-def _serve_transformers(args: ServeArgs, folder: Any, name: str, life: Lifecycle) -> dict[str, Any]:
-    from .engine import load_engine  # torch
-
+def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind: str) -> dict[str, Any]:
     started = time.monotonic()
-    engine = load_engine(folder, args.device, progress)
-    batcher = Batcher(engine.run_batch, args.max_batch_size, args.batch_window_ms / 1000)
+    if kind == "llama.cpp":
+        from .continuous import ContinuousBatcher
+        from .llama_engine import default_threads, load_llama_engine
+
+        engine: Any = load_llama_engine(folder, weight_type=args.weights_type, kv_tokens=args.kv_cache_tokens,
+                                        max_seqs=args.max_batch_size, threads=args.threads or default_threads(),
+                                        on_progress=progress)
+        batcher: Any = ContinuousBatcher(engine, args.max_batch_size)
+    else:
+        from .engine import load_engine  # torch
+
+        engine = load_engine(folder, args.device, progress)
+        batcher = Batcher(engine.run_batch, args.max_batch_size, args.batch_window_ms / 1000)
     app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)
     adapter_name = None
     if folder.adapter:  # loaded like any runtime adapter, and what the served name routes to
@@ -113,10 +130,10 @@ def _serve_transformers(args: ServeArgs, folder: Any, name: str, life: Lifecycle
         except ApiError as exc:
             raise ScriptError(str(exc)) from None
         app.adapters.set_default(adapter_name)
-    progress("warmup", "one short generation")
-    engine.warmup(app.adapters.default.slot if app.adapters.default else None)
-    server = make_http_server(args.host, args.port, app)
     batcher.start()
+    progress("warmup", "one short generation")
+    app.warmup()
+    server = make_http_server(args.host, args.port, app)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="http", daemon=True)
     thread.start()
     host, port = server.server_address[:2]
@@ -124,10 +141,10 @@ def _serve_transformers(args: ServeArgs, folder: Any, name: str, life: Lifecycle
     if life.stop.is_set():  # a signal arrived between loading and now
         raise StopRequested()
     emit("ready", host=host, port=port, base_url=f"http://{url_host(host)}:{port}/v1", model=name,
-         backend="transformers", device=engine.device, pid=os.getpid(), adapter=folder.adapter,
+         backend=kind, engine=kind, device=engine.device, **(engine.describe() if kind == "llama.cpp" else {}), pid=os.getpid(), adapter=folder.adapter,
          adapter_name=adapter_name, base=engine.base_path,
          max_batch_size=args.max_batch_size, load_seconds=round(time.monotonic() - started, 2))
-    log(f"serve: {name} on http://{url_host(host)}:{port}/v1 ({engine.device}, batches of up to {args.max_batch_size})")
+    log(f"serve: {name} on http://{url_host(host)}:{port}/v1 ({kind} on {engine.device}, up to {args.max_batch_size} sequences at once)")
     while not life.stop.wait(3600):
         pass
     log(f"serve: {life.signal_name}; shutting down")

@@ -61,21 +61,6 @@ def parse_version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def choose_backend(backend: str, device: str, version: str | None, cuda_devices: int) -> str:
-    """'vllm' or 'transformers'. auto takes vLLM only when it is installed AND a CUDA GPU is present."""
-    if backend == "transformers":
-        return "transformers"
-    if backend == "vllm":
-        if version is None:
-            raise ScriptError("--backend vllm: vLLM is not installed in this environment")
-        if device == "cpu" or cuda_devices == 0:
-            raise ScriptError("--backend vllm needs a CUDA GPU (and --device auto or cuda)")
-        return "vllm"
-    if device != "cpu" and version is not None and cuda_devices > 0:
-        return "vllm"
-    return "transformers"
-
-
 def lora_rank_bound(rank: int | None) -> int:
     """The smallest --max-lora-rank vLLM accepts that fits the adapter's rank."""
     rank = rank or 16

@@ -1,0 +1,238 @@
+"""Continuous batching for the llama.cpp engine: one generation thread steps every running sequence by one
+token per llama.cpp decode, and a request that arrives meanwhile joins at the next step instead of waiting
+for the running ones to finish (its prompt is fed in chunks beside their decode tokens).
+
+Admission is first come, first served while there is a free sequence slot and KV room for the whole
+request (its prompt plus max_tokens for each of its n samples; the n samples share one copy of the prompt).
+Rows with different sampling settings run in the same step (sampling is per row); rows on different LoRA
+adapters run in alternate steps, since an adapter is set per decode. Same interface as batching.Batcher.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .adapters import BatchKey
+from .batching import BatchInfo, ShuttingDown
+from .llama_context import Entry, KvFull
+from .openai_api import ApiError
+from .sampling import Row
+from .seq import Seq, build_completion, sample_step
+
+
+@dataclass(eq=False)
+class Job:
+    key: BatchKey
+    rows: list[Row]
+    arrived: float = field(default_factory=time.monotonic)
+    done: threading.Event = field(default_factory=threading.Event)
+    seqs: list[Seq] = field(default_factory=list)
+    result: Any = None
+    error: BaseException | None = None
+    info: BatchInfo | None = None
+    admitted: float = 0.0
+    first_step: int = 0
+    peak_requests: int = 0
+    peak_seqs: int = 0
+
+    @property
+    def need(self) -> int:
+        return len(self.rows[0].prompt_ids) + sum(r.max_tokens for r in self.rows)
+
+
+class ContinuousBatcher:
+    def __init__(self, engine: Any, max_seqs: int) -> None:
+        self.engine = engine
+        self.llama = engine.llama
+        self.max_seqs = max_seqs
+        self._free = list(range(max_seqs))
+        self._pending: list[Job] = []
+        self._active: list[Job] = []
+        self._reserved = 0
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._steps = itertools.count(1)
+        self._turn = 0
+        self._thread = threading.Thread(target=self._loop, name="generation", daemon=True)
+        self.step_sizes: Counter[int] = Counter()
+        self.steps = 0
+        self.busy = False
+
+    # -- HTTP threads --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, key: BatchKey, rows: int, payload: Sequence[Row], timeout: float | None = None) -> tuple[Any, BatchInfo]:
+        job = Job(key, list(payload))
+        with self._cond:
+            if self._stopping:
+                raise ShuttingDown("the server is shutting down")
+            self._pending.append(job)
+            self._cond.notify_all()
+        if not job.done.wait(timeout):
+            with self._cond:
+                if job in self._pending:
+                    self._pending.remove(job)
+            raise TimeoutError("generation did not finish in time")
+        if job.error is not None:
+            raise job.error
+        assert job.info is not None
+        return job.result, job.info
+
+    def stop(self, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._stopping = True
+            pending, self._pending = self._pending, []
+            self._cond.notify_all()
+        for job in pending:
+            self._finish(job, ShuttingDown("the server is shutting down"))
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def stats(self) -> dict[str, Any]:
+        with self._cond:
+            queued, running, reserved = len(self._pending), len(self._active), self._reserved
+        return {"batches": self.steps, "batch_sizes": {str(k): v for k, v in sorted(self.step_sizes.items())},
+                "queued": queued, "running": running, "busy": self.busy, "max_batch_size": self.max_seqs,
+                "batch_window_ms": 0, "continuous": True, "kv_cache_tokens": self.llama.n_ctx, "kv_reserved": reserved}
+
+    # -- the generation thread ----------------------------------------------------------------------
+
+    def _admit(self) -> bool:
+        """Moves jobs that fit from pending to active; waits while there is nothing to do. False: stop."""
+        with self._cond:
+            while not self._stopping and not self._pending and not self._active:
+                self._cond.wait()
+            if self._stopping:
+                return False
+            while self._pending:
+                job = self._pending[0]
+                fits = len(job.rows) <= len(self._free) and self._reserved + job.need <= self.llama.n_ctx
+                if not fits and self._active:
+                    break
+                if len(job.rows) > len(self._free):  # n larger than the slots: refused rather than waited for
+                    self._pending.pop(0)
+                    self._finish(job, ApiError(400, f"n={len(job.rows)} is more than this server's "
+                                                    f"{self.max_seqs} sequences (--max-batch-size)", param="n"))
+                    continue
+                self._pending.pop(0)
+                self._reserved += job.need
+                job.admitted = time.monotonic()
+                leader = None
+                for index, row in enumerate(job.rows):
+                    seq = Seq(job, index, row, self._free.pop(), job.key.sampling, leader)
+                    leader = leader or seq
+                    job.seqs.append(seq)
+                self._active.append(job)
+            return True
+
+    def _loop(self) -> None:
+        while self._admit():
+            if self.engine.cancel.is_set():
+                self._fail_active(ShuttingDown("the server is shutting down"))
+                return
+            self.busy = True
+            try:
+                self._step()
+            except BaseException as exc:  # reported to the requests of the step; the thread keeps serving
+                self._fail_active(exc)
+            finally:
+                self.busy = False
+
+    def _step(self) -> None:
+        adapters = list(dict.fromkeys(job.key.adapter for job in self._active))
+        self._turn = (self._turn + 1) % len(adapters)
+        adapter = adapters[self._turn]
+        jobs = [job for job in self._active if job.key.adapter == adapter]
+        entries, outputs = self._plan(jobs)
+        step = next(self._steps)
+        for job in jobs:
+            job.first_step = job.first_step or step
+            job.peak_requests = max(job.peak_requests, len(self._active))
+            job.peak_seqs = max(job.peak_seqs, sum(len(j.seqs) for j in self._active))
+        try:
+            with self.engine.lora.guard.step():
+                self.engine.lora.activate(adapter)
+                logits = self.llama.decode(entries)
+        except KvFull:
+            raise ApiError(503, f"the KV cache ({self.llama.n_ctx} tokens) has no room for this request; start "
+                                "serve with a larger --kv-cache-tokens") from None
+        self.steps += 1
+        self.step_sizes[len(jobs)] += 1
+        for seq in outputs:
+            if seq.fed < len(seq.row.prompt_ids):  # the leader's prompt is in: its siblings share it
+                seq.fed = len(seq.row.prompt_ids)
+                for sibling in seq.job.seqs[1:]:
+                    self.llama.copy(seq.seq_id, sibling.seq_id)
+                    sibling.fed = seq.fed
+        sample_step(self.engine, outputs, logits)
+        for job in jobs:
+            for seq in job.seqs:
+                if seq.finish is not None and not seq.dropped:
+                    self._release(seq)
+            if all(seq.dropped for seq in job.seqs):
+                self._complete(job)
+
+    def _plan(self, jobs: list[Job]) -> tuple[list[Entry], list[Any]]:
+        """The step's batch: one token for every decoding row, then prompt chunks while there is room.
+        `outputs` lists, per row of logits, the rows that sample from it (a leader and its siblings)."""
+        entries: list[Entry] = []
+        outputs: list[Any] = []
+        for job in jobs:
+            for seq in job.seqs:
+                if seq.next_token is not None and seq.finish is None:
+                    entries.append(Entry(seq.next_token, seq.position, seq.seq_id, True))
+                    outputs.append([seq])
+        room = self.llama.n_batch - len(entries)
+        for job in jobs:
+            leader = job.seqs[0]
+            prompt = leader.row.prompt_ids
+            if leader.fed >= len(prompt) or room <= 0:
+                continue
+            take = min(room, len(prompt) - leader.fed)
+            for pos in range(leader.fed, leader.fed + take):
+                entries.append(Entry(prompt[pos], pos, leader.seq_id, pos == len(prompt) - 1))
+            room -= take
+            if leader.fed + take == len(prompt):
+                outputs.append(job.seqs)
+            else:
+                leader.fed += take
+        return entries, outputs
+
+    def _release(self, seq: Seq) -> None:
+        self.llama.drop(seq.seq_id)
+        seq.dropped = True
+        with self._cond:
+            self._free.append(seq.seq_id)
+
+    def _complete(self, job: Job) -> None:
+        with self._cond:
+            self._active.remove(job)
+            self._reserved -= job.need
+        finished = time.monotonic()
+        job.result = [build_completion(self.engine, seq) for seq in job.seqs]
+        job.info = BatchInfo(job.first_step, job.peak_requests, job.peak_seqs, (job.admitted - job.arrived) * 1000,
+                             (finished - job.admitted) * 1000)
+        job.done.set()
+
+    def _fail_active(self, exc: BaseException) -> None:
+        for job in list(self._active):
+            for seq in job.seqs:
+                if not seq.dropped:
+                    self._release(seq)
+            with self._cond:
+                self._active.remove(job)
+                self._reserved -= job.need
+            self._finish(job, exc)
+
+    @staticmethod
+    def _finish(job: Job, exc: BaseException) -> None:
+        job.error = exc
+        job.info = BatchInfo(job.first_step, job.peak_requests, job.peak_seqs, 0.0, 0.0)
+        job.done.set()

@@ -1,0 +1,38 @@
+"""Which engine serves: vLLM on a CUDA GPU, llama.cpp on CPU when installed, transformers otherwise."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from ..protocol import ScriptError
+from .gguf_files import converters_dir
+
+
+def llama_cpp_available() -> bool:
+    """llama-cpp-python importable and llama.cpp's converters installed beside it (llama_setup.py)."""
+    return importlib.util.find_spec("llama_cpp") is not None and (converters_dir() / "convert_hf_to_gguf.py").is_file()
+
+
+def choose_engine(engine: str, device: str, vllm: str | None, cuda_devices: int, llama_cpp: bool) -> str:
+    """auto: vLLM when it is installed AND a CUDA GPU is present; else llama.cpp unless --device cuda; else
+    transformers."""
+    if engine == "vllm":
+        if vllm is None:
+            raise ScriptError("--engine vllm: vLLM is not installed in this environment")
+        if device == "cpu" or cuda_devices == 0:
+            raise ScriptError("--engine vllm needs a CUDA GPU (and --device auto or cuda)")
+        return "vllm"
+    if engine == "llama.cpp":
+        if not llama_cpp:
+            raise ScriptError("--engine llama.cpp: llama-cpp-python (with llama.cpp's converters) is not installed in "
+                              "this environment; run `massgen-rl doctor --fix`, or use --engine transformers")
+        if device == "cuda":
+            raise ScriptError("--engine llama.cpp runs on the CPU; use --device cpu or auto")
+        return "llama.cpp"
+    if engine == "transformers":
+        return "transformers"
+    if device != "cpu" and vllm is not None and cuda_devices > 0:
+        return "vllm"
+    if device != "cuda" and llama_cpp:
+        return "llama.cpp"
+    return "transformers"

@@ -1,0 +1,84 @@
+"""GGUF copies of transformers model folders and PEFT LoRA adapters, for the llama.cpp engine.
+
+Converted once with llama.cpp's own converters (convert_hf_to_gguf.py, convert_lora_to_gguf.py, from the
+llama.cpp source that llama-cpp-python was built from; see llama_setup.py) and cached by content: the key
+hashes the folder's config and weight files, so a new checkpoint in the same folder converts again and an
+unchanged one never does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..protocol import ScriptError, log
+
+WEIGHT_TYPES = ("bf16", "f16", "f32", "q8_0")
+_HASHED = ("config.json", "adapter_config.json", "tokenizer.json", "tokenizer_config.json")
+
+
+def converters_dir() -> Path:
+    """Where llama_setup.py put llama.cpp's converters (MASSGEN_RL_LLAMA_CPP_TOOLS overrides it)."""
+    override = os.environ.get("MASSGEN_RL_LLAMA_CPP_TOOLS")
+    return Path(override) if override else Path(sys.prefix) / "share" / "massgen-rl" / "llama.cpp"
+
+
+def cache_dir() -> Path:
+    override = os.environ.get("MASSGEN_RL_GGUF_CACHE")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "massgen-rl" / "gguf"
+
+
+def folder_digest(folder: Path, extra: str = "") -> str:
+    """A hash of the files that define a model or adapter folder (config, tokenizer, every weight file)."""
+    h = hashlib.sha256(extra.encode())
+    files = [folder / name for name in _HASHED if (folder / name).is_file()]
+    files += sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    for path in files:
+        h.update(path.name.encode() + b"\0")
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 22), b""):
+                h.update(chunk)
+    return h.hexdigest()[:20]
+
+
+def model_gguf(folder: Path, weight_type: str) -> Path:
+    """The GGUF of a transformers model folder in `weight_type`, converted on first use."""
+    out = cache_dir() / f"{folder.name}-{folder_digest(folder, weight_type)}-{weight_type}.gguf"
+    if not out.is_file():
+        _convert("convert_hf_to_gguf.py", [str(folder), "--outtype", weight_type], out, f"{folder} ({weight_type})")
+    return out
+
+
+def adapter_gguf(adapter: Path, base: Path) -> Path:
+    """The GGUF LoRA of a PEFT adapter folder (f32: adapters are small), converted on first use."""
+    out = cache_dir() / f"lora-{adapter.name}-{folder_digest(adapter, str(base))}.gguf"
+    if not out.is_file():
+        _convert("convert_lora_to_gguf.py", [str(adapter), "--base", str(base), "--outtype", "f32"], out,
+                 f"the LoRA adapter {adapter}")
+    return out
+
+
+def _convert(script: str, args: list[str], out: Path, what: str) -> None:
+    tool = converters_dir() / script
+    if not tool.is_file():
+        raise ScriptError(f"llama.cpp's converter {tool} is missing; run `massgen-rl doctor --fix` "
+                          "(it installs llama-cpp-python with its converters), or serve with --engine transformers")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log(f"serve: converting {what} to GGUF")
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        partial = Path(tmp) / out.name
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_LOCAL_GGUF": ""}
+        env.pop("NO_LOCAL_GGUF")  # the converters use the gguf-py next to them, of their own version
+        proc = subprocess.run([sys.executable, str(tool), *args, "--outfile", str(partial)], capture_output=True,
+                              text=True, env=env, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0 or not partial.is_file():
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
+            raise ScriptError(f"converting {what} to GGUF failed (exit {proc.returncode}): " + " | ".join(tail))
+        os.replace(partial, out)  # whole or not at all: a killed conversion leaves no half file in the cache

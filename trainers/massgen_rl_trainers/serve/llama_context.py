@@ -1,0 +1,148 @@
+"""One llama.cpp model and context through llama-cpp-python's low-level bindings: a batch of tokens from
+many sequences in, the logits of the positions asked for out; sequences dropped from or copied within
+the KV cache; LoRA adapters (GGUF) set per decode.
+
+The KV cache is unified: every sequence draws from one pool of `n_ctx` cells, and a prompt copied to
+sibling sequences (n > 1) is stored once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..protocol import ScriptError
+
+
+class KvFull(Exception):
+    """llama_decode found no room in the KV cache for the batch."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    token: int
+    pos: int
+    seq: int
+    logits: bool
+
+
+def _lib() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ScriptError("the llama.cpp engine needs llama-cpp-python in the trainer virtualenv "
+                          f"({exc}); run `massgen-rl doctor --fix`, or serve with --engine transformers") from None
+    return llama_cpp
+
+
+_QUIET = None
+
+
+def _silence(lib: Any) -> None:
+    """llama.cpp logs every load to stderr; keep warnings and errors only."""
+    global _QUIET
+
+    @lib.llama_log_callback
+    def quiet(level: int, text: bytes, _data: Any) -> None:
+        if level in (2, 3):  # GGML_LOG_LEVEL_WARN, _ERROR
+            import sys
+
+            sys.stderr.write(text.decode("utf-8", "replace"))
+
+    _QUIET = quiet  # keep the callback alive as long as the library may call it
+    lib.llama_log_set(quiet, ctypes.c_void_p())
+
+
+class LlamaContext:
+    def __init__(self, gguf: str, *, n_ctx: int, n_seq: int, n_batch: int, threads: int) -> None:
+        lib = self.lib = _lib()
+        _silence(lib)
+        lib.llama_backend_init()
+        mparams = lib.llama_model_default_params()
+        mparams.n_gpu_layers = 0
+        self.model = lib.llama_model_load_from_file(gguf.encode(), mparams)
+        if not self.model:
+            raise ScriptError(f"llama.cpp could not load {gguf}")
+        self.n_ctx_train = int(lib.llama_model_n_ctx_train(self.model))
+        self.n_vocab = int(lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(self.model)))
+        cparams = lib.llama_context_default_params()
+        cparams.n_ctx = n_ctx
+        cparams.n_batch = n_batch
+        cparams.n_ubatch = n_batch
+        cparams.n_seq_max = n_seq
+        cparams.n_threads = threads
+        cparams.n_threads_batch = threads
+        cparams.kv_unified = True
+        cparams.no_perf = True
+        self.ctx = lib.llama_init_from_model(self.model, cparams)
+        if not self.ctx:
+            lib.llama_model_free(self.model)
+            raise ScriptError(f"llama.cpp could not create a context of {n_ctx} tokens for {n_seq} sequences")
+        self.n_ctx = int(lib.llama_n_ctx(self.ctx))
+        self.n_batch = n_batch
+        self.memory = lib.llama_get_memory(self.ctx)
+        self.batch = lib.llama_batch_init(n_batch, 0, 1)
+        self._adapter: Any = None  # the adapter set on the context now (None: the base weights)
+
+    def decode(self, entries: Sequence[Entry]) -> np.ndarray:
+        """Runs the entries (at most n_batch); returns the logits of those with logits=True, in order."""
+        b = self.batch
+        for i, e in enumerate(entries):
+            b.token[i] = e.token
+            b.pos[i] = e.pos
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = e.seq
+            b.logits[i] = 1 if e.logits else 0
+        b.n_tokens = len(entries)
+        status = self.lib.llama_decode(self.ctx, b)
+        if status == 1:
+            raise KvFull("no room left in the KV cache")
+        if status != 0:
+            raise RuntimeError(f"llama_decode failed with status {status}")
+        outputs = sum(1 for e in entries if e.logits)
+        if not outputs:
+            return np.empty((0, self.n_vocab), dtype=np.float32)
+        pointer = self.lib.llama_get_logits(self.ctx)
+        return np.ctypeslib.as_array(pointer, shape=(outputs, self.n_vocab)).copy()
+
+    def drop(self, seq: int) -> None:
+        self.lib.llama_memory_seq_rm(self.memory, seq, -1, -1)
+
+    def copy(self, src: int, dst: int) -> None:
+        self.lib.llama_memory_seq_cp(self.memory, src, dst, -1, -1)
+
+    def load_adapter(self, path: str) -> Any:
+        adapter = self.lib.llama_adapter_lora_init(self.model, path.encode())
+        if not adapter:
+            raise ValueError(f"llama.cpp could not load the LoRA adapter {path}")
+        return adapter
+
+    def free_adapter(self, adapter: Any) -> None:
+        if self._adapter is adapter:
+            self.use_adapter(None)
+        self.lib.llama_adapter_lora_free(adapter)
+
+    def use_adapter(self, adapter: Any) -> None:
+        """The weights of the next decode: the base (None) or the base plus one LoRA adapter at its own scale."""
+        if adapter is self._adapter:
+            return
+        lib = self.lib
+        if adapter is None:
+            lib.llama_set_adapters_lora(self.ctx, None, 0, None)
+        else:
+            adapters = (lib.llama_adapter_lora_p_ctypes * 1)(adapter)
+            scales = (ctypes.c_float * 1)(1.0)
+            if lib.llama_set_adapters_lora(self.ctx, adapters, 1, scales) != 0:
+                raise RuntimeError("llama.cpp refused the LoRA adapter")
+        self._adapter = adapter
+
+    def close(self) -> None:
+        lib = self.lib
+        if self.ctx:
+            lib.llama_batch_free(self.batch)
+            lib.llama_free(self.ctx)
+            lib.llama_model_free(self.model)
+            self.ctx = self.model = None

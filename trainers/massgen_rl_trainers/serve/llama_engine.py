@@ -1,0 +1,129 @@
+"""The llama.cpp engine of `serve` (CPU): the model in GGUF, continuous batching (continuous.py), and the
+same tokenizer, chat template, sampling and LoRA endpoints as the transformers engine.
+
+Tokenization stays with the transformers tokenizer of the model folder, so prompt token ids, the chat
+template and the text of each token are exactly the transformers engine's; llama.cpp only computes
+logits. Sampling is ours too (sampling.py): the logprob reported for a token is the one of the
+distribution it was drawn from, and a seeded request draws the same tokens whatever runs beside it.
+
+LoRA adapters (PEFT folders) are converted to GGUF LoRA on load and applied unmerged on the shared base,
+per decode step: rows on different adapters are decoded in separate steps.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..models.folder import ModelFolder
+from ..protocol import ScriptError
+from .gguf_files import adapter_gguf, model_gguf
+from .lora import ModelGuard
+from .openai_api import ApiError
+
+
+class LlamaLora:
+    """The GGUF adapters loaded beside the base; `guard` keeps loads and drops between decode steps."""
+
+    def __init__(self, engine: "LlamaEngine") -> None:
+        self.engine = engine
+        self.guard = ModelGuard()
+        self.slots: dict[str, Any] = {}
+
+    def load(self, slot: str, path: str) -> None:
+        gguf = adapter_gguf(Path(path), Path(self.engine.base_path))  # converted before the model is touched
+        with self.guard.change():
+            self.slots[slot] = self.engine.llama.load_adapter(str(gguf))
+
+    def drop(self, slot: str) -> None:
+        with self.guard.change():
+            adapter = self.slots.pop(slot, None)
+            if adapter is not None:
+                self.engine.llama.free_adapter(adapter)
+
+    def activate(self, slot: str | None) -> None:
+        """Call inside guard.step(): the weights of the next decode."""
+        self.engine.llama.use_adapter(None if slot is None else self.slots[slot])
+
+
+class LlamaEngine:
+    device = "cpu"
+    name = "llama.cpp"
+
+    def __init__(self, llama: Any, tokenizer: Any, folder: ModelFolder, base_path: str, gguf: Path,
+                 weight_type: str, threads: int) -> None:
+        self.llama = llama
+        self.tokenizer = tokenizer
+        self.folder = folder
+        self.base_path = base_path
+        self.gguf = gguf
+        self.weight_type = weight_type
+        self.threads = threads
+        self.lora = LlamaLora(self)
+        self.tok_lock = threading.Lock()
+        self.cancel = threading.Event()
+        eos = {tokenizer.eos_token_id}
+        generation = Path(base_path) / "generation_config.json"
+        if generation.is_file():
+            import json
+
+            value = json.loads(generation.read_text(encoding="utf-8")).get("eos_token_id")
+            eos.update(value if isinstance(value, list) else [value])
+        self.eos_ids = frozenset(i for i in eos if isinstance(i, int))
+        if not self.eos_ids:
+            raise ScriptError("the model defines no end-of-sequence token (eos_token_id)")
+        self.context_len = min(llama.n_ctx_train, llama.n_ctx)
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": self.name, "weights": self.weight_type, "threads": self.threads, "gguf": str(self.gguf),
+                "kv_cache_tokens": self.llama.n_ctx}
+
+    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
+        try:
+            with self.tok_lock:
+                encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                             return_dict=True)
+        except Exception as exc:
+            raise ApiError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
+        ids = encoded["input_ids"]
+        if ids and isinstance(ids[0], list):
+            ids = ids[0]
+        return [int(i) for i in ids]
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        with self.tok_lock:
+            return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        with self.tok_lock:
+            return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]
+
+
+def default_threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, max_seqs: int, threads: int,
+                      on_progress: Callable[[str, str], None]) -> LlamaEngine:
+    from transformers import AutoTokenizer
+
+    from .llama_context import LlamaContext
+
+    source = folder.base if folder.adapter else str(folder.path)
+    assert source is not None
+    base = Path(source)
+    if not (base / "config.json").is_file():
+        raise ScriptError(f"the llama.cpp engine serves local model folders; {source} is not one")
+    on_progress("load", f"loading {'base model ' if folder.adapter else ''}{source} (llama.cpp, {weight_type}, "
+                        f"{threads} threads)")
+    gguf = model_gguf(base.resolve(), weight_type)
+    tokenizer_source = str(folder.path) if (folder.path / "tokenizer_config.json").is_file() else source
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    if not tokenizer.chat_template:
+        raise ScriptError(f"the tokenizer in {tokenizer_source} has no chat template")
+    llama = LlamaContext(str(gguf), n_ctx=kv_tokens, n_seq=max_seqs, n_batch=512, threads=threads)
+    if len(tokenizer) > llama.n_vocab:
+        raise ScriptError(f"the tokenizer has {len(tokenizer)} tokens but the GGUF model {llama.n_vocab}")
+    return LlamaEngine(llama, tokenizer, folder, source, gguf, weight_type, threads)

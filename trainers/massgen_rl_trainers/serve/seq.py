@@ -1,0 +1,102 @@
+"""One running sequence of the continuous batcher, and what a decode step does to it: draw its next token
+from the logits (the same sampling as the transformers engine: sampling.py), record the token's logprob,
+and decide whether it stopped (end of sequence, a stop token or string, max_tokens)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .openai_api import Completion, SamplingKey
+from .sampling import Row, new_generator, sampling_logprobs
+
+
+@dataclass(eq=False)
+class Seq:
+    job: Any
+    index: int
+    row: Row
+    seq_id: int
+    sampling: SamplingKey
+    leader: "Seq | None" = None  # n > 1: the sibling whose prompt this one copies
+    fed: int = 0  # prompt tokens in the KV cache
+    next_token: int | None = None  # drawn, not yet fed
+    ids: list[int] = field(default_factory=list)
+    lps: list[float] = field(default_factory=list)
+    tops: list[list[tuple[int, float]]] = field(default_factory=list)
+    finish: str | None = None
+    cut: int | None = None
+    dropped: bool = False
+    generator: torch.Generator | None = None
+
+    def __post_init__(self) -> None:
+        if not self.sampling.greedy:
+            self.generator = new_generator(self.row.seed)
+
+    @property
+    def position(self) -> int:
+        """Where next_token goes in the sequence."""
+        return len(self.row.prompt_ids) + len(self.ids) - 1
+
+
+def sample_step(engine: Any, outputs: Sequence[Sequence[Seq]], logits: np.ndarray) -> None:
+    """Draws one token for every row: outputs[i] are the rows that sample from logits row i."""
+    groups: dict[SamplingKey, list[tuple[int, Seq]]] = {}
+    for i, seqs in enumerate(outputs):
+        for seq in seqs:
+            groups.setdefault(seq.sampling, []).append((i, seq))
+    scores = torch.from_numpy(logits)
+    for key, members in groups.items():
+        rows = torch.tensor([i for i, _ in members])
+        logprobs = sampling_logprobs(scores.index_select(0, rows), key)
+        if key.greedy:
+            chosen = logprobs.argmax(dim=-1)
+        else:
+            probs = logprobs.exp()
+            chosen = torch.cat([torch.multinomial(probs[b], 1, generator=seq.generator)
+                                for b, (_, seq) in enumerate(members)])
+        chosen_lp = logprobs.gather(-1, chosen[:, None]).squeeze(-1).tolist()
+        want_top = max(seq.row.top_logprobs for _, seq in members)
+        top_values = top_ids = None
+        if want_top:
+            values, ids = logprobs.topk(want_top, dim=-1)
+            top_values, top_ids = values.tolist(), ids.tolist()
+        for b, (_, seq) in enumerate(members):
+            top = None
+            if seq.row.top_logprobs and top_ids is not None and top_values is not None:
+                top = [(t, v) for t, v in zip(top_ids[b][:seq.row.top_logprobs], top_values[b][:seq.row.top_logprobs])
+                       if v != float("-inf")]
+            advance(engine, seq, int(chosen[b]), chosen_lp[b], top)
+
+
+def advance(engine: Any, seq: Seq, token: int, logprob: float, top: list[tuple[int, float]] | None) -> None:
+    row = seq.row
+    seq.ids.append(token)
+    seq.lps.append(logprob)
+    if top is not None:
+        seq.tops.append(top)
+    seq.next_token = token
+    if (token in engine.eos_ids and not row.ignore_eos) or token in row.stop_token_ids:
+        seq.finish = "stop"
+    elif row.stop and (hits := [i for i in (engine.decode(seq.ids).find(s) for s in row.stop) if i >= 0]):
+        seq.finish, seq.cut = "stop", min(hits)
+    elif len(seq.ids) >= row.max_tokens:
+        seq.finish = "length"
+
+
+def build_completion(engine: Any, seq: Seq) -> Completion:
+    row = seq.row
+    text = engine.decode(seq.ids)
+    if seq.cut is not None:
+        text = text[:seq.cut]
+    completion = Completion(token_ids=seq.ids, text=text, finish_reason=seq.finish or "length")
+    if row.want_logprobs:
+        completion.logprobs = seq.lps
+        completion.tokens = engine.token_texts(seq.ids)
+        if row.top_logprobs:
+            completion.top_logprobs = [list(zip(engine.token_texts([t for t, _ in step]), [v for _, v in step]))
+                                       for step in seq.tops]
+    return completion

@@ -24,7 +24,7 @@ from massgen_rl_trainers.models.folder import ModelFolder, inspect_model_folder
 from massgen_rl_trainers.protocol import ScriptError
 from massgen_rl_trainers.serve.batching import Batcher
 from massgen_rl_trainers.serve.openai_api import ApiError, parse_chat_request
-from massgen_rl_trainers.serve.engines import choose_engine
+from massgen_rl_trainers.serve.engines import choose_engine, llama_cpp_available
 from massgen_rl_trainers.serve.vllm_backend import build_vllm_command, lora_rank_bound, run_server_process, vllm_env
 
 MODEL_DIR = Path(os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
@@ -41,6 +41,8 @@ needs_model = pytest.mark.skipif(not (MODEL_DIR / "config.json").is_file(),
 
 
 class Server:
+    engine = "transformers"
+
     def __init__(self, *args: str, timeout: float = 180) -> None:
         env = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         self.started = time.monotonic()
@@ -95,12 +97,26 @@ class Server:
             return exc.code, json.loads(exc.read())
 
 
-@pytest.fixture(scope="module")
-def server():
+# Every server test runs on both CPU engines. llama.cpp serves f32 GGUF weights here, so that its logprobs can be
+# held to the same 2e-3 as the transformers engine's; its default bf16 weights are held to the agreement bound
+# in test_bf16_logprobs_agree_with_the_trainer.
+ENGINES = {"transformers": (), "llama.cpp": ("--weights-type", "f32")}
+
+
+def engine_args(engine: str) -> tuple[str, ...]:
+    if engine == "llama.cpp" and not llama_cpp_available():
+        pytest.skip("llama-cpp-python is not installed in this venv (massgen-rl doctor --fix builds it)")
+    return ("--engine", engine, *ENGINES[engine])
+
+
+@pytest.fixture(scope="module", params=list(ENGINES))
+def server(request):
     if not (MODEL_DIR / "config.json").is_file():
         pytest.skip(f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)")
-    srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--max-batch-size", "4", "--batch-window-ms", "50")
-    print(f"\nserve: ready in {srv.startup_seconds:.1f}s", file=sys.stderr)
+    srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--max-batch-size", "4", "--batch-window-ms", "50",
+                 *engine_args(request.param))
+    srv.engine = request.param
+    print(f"\nserve ({srv.engine}): ready in {srv.startup_seconds:.1f}s", file=sys.stderr)
     yield srv
     code, events = srv.stop()
     assert code == 0, "".join(srv.stderr)[-3000:]
@@ -134,7 +150,7 @@ def teacher_forced_logprobs(model: Any, prompt: list[int], completion: list[int]
 
 @needs_model
 def test_health_and_models(server: Server):
-    assert server.ready["model"] == NAME and server.ready["backend"] == "transformers" and server.ready["device"] == "cpu"
+    assert server.ready["model"] == NAME and server.ready["backend"] == server.engine and server.ready["device"] == "cpu"
     assert server.ready["base_url"] == f"{server.base}/v1"
     assert [e["stage"] for e in server.events if e["event"] == "progress"] == ["load", "warmup"]
     assert server.get("/health") == (200, {"status": "ok", "model": NAME})
@@ -236,6 +252,8 @@ def test_stop_strings_and_max_tokens(server: Server):
 
 @needs_model
 def test_concurrent_requests_are_batched_by_sampling_settings(server: Server):
+    if server.engine == "llama.cpp":
+        pytest.skip("llama.cpp batches continuously: test_requests_join_a_running_batch")
     questions = ["What is 1 + 1?", "What is 7 + 2?", "Name a fruit."]
     bodies = [{"messages": [{"role": "user", "content": q}], "max_tokens": 10} for q in questions]
     bodies.append({"messages": [{"role": "user", "content": "Name a fruit."}], "max_tokens": 10, "temperature": 0.9})
@@ -257,6 +275,55 @@ def test_concurrent_requests_are_batched_by_sampling_settings(server: Server):
     status, stats = server.get("/stats")
     assert status == 200 and stats["batch_sizes"].get("3", 0) >= 1, stats
     print(f"\nblocker + 4 concurrent requests in {seconds:.2f}s, batches {batches}", file=sys.stderr)
+
+
+@needs_model
+def test_requests_join_a_running_batch(server: Server):
+    """Continuous batching: requests that arrive while another generates join it at its next step, whatever
+    their sampling settings, and greedy output is the same as alone."""
+    if server.engine != "llama.cpp":
+        pytest.skip("the transformers engine batches per request group: test_concurrent_requests_are_batched_by_sampling_settings")
+    questions = ["What is 1 + 1?", "Name a fruit."]  # with the blocker: the server's 4 sequences
+    bodies = [{"messages": [{"role": "user", "content": q}], "max_tokens": 10} for q in questions]
+    bodies.append({"messages": [{"role": "user", "content": "Name a fruit."}], "max_tokens": 10, "temperature": 0.9, "seed": 3})
+    alone = [server.chat(**b)["choices"][0]["message"]["content"] for b in bodies]
+    with ThreadPoolExecutor(len(bodies) + 1) as pool:
+        blocker = pool.submit(server.chat, max_tokens=60, ignore_eos=True)
+        time.sleep(0.5)
+        results = list(pool.map(lambda b: server.chat(**b), bodies))
+        blocking = blocker.result()["massgen_rl"]
+    assert not any(r["massgen_rl"]["queue_ms"] > 2000 for r in results), [r["massgen_rl"] for r in results]
+    # the blocker saw the others join (it started alone), and they ran beside it, not after it
+    assert blocking["batch_requests"] >= 2 and all(r["massgen_rl"]["batch_id"] > blocking["batch_id"] for r in results)
+    assert max(r["massgen_rl"]["batch_sequences"] for r in results) >= 3
+    assert [r["choices"][0]["message"]["content"] for r in results] == alone  # seeded and greedy: as alone
+    status, stats = server.get("/stats")
+    assert status == 200 and stats["continuous"] is True and stats["queued"] == 0 and stats["running"] == 0, stats
+
+
+@needs_model
+def test_bf16_logprobs_agree_with_the_trainer(reference):
+    """The llama.cpp engine's default weights (bf16): served logprobs vs the trainer's float32 ones on the same
+    sampled tokens (the figure the RL trainers' importance-sampling correction is about)."""
+    if not llama_cpp_available():
+        pytest.skip("llama-cpp-python is not installed in this venv")
+    _, model = reference
+    srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--engine", "llama.cpp")
+    try:
+        diffs = []
+        for k, q in enumerate(["Tell me about the sea.", "What is 12 * 3?", "Write a haiku about rain."]):
+            r = srv.chat(messages=[{"role": "user", "content": q}], temperature=1.0, seed=k, max_tokens=48,
+                         logprobs=True, return_token_ids=True)
+            got = [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]]
+            want = teacher_forced_logprobs(model, r["prompt_token_ids"], ids_of(r), 1.0)
+            diffs += [abs(a - b) for a, b in zip(got, want)]
+    finally:
+        srv.stop()
+    diffs.sort()
+    mean, p99 = sum(diffs) / len(diffs), diffs[min(len(diffs) - 1, int(0.99 * len(diffs)))]
+    print(f"\nbf16 llama.cpp vs float32 trainer: mean |dlogprob| {mean:.4f}, p99 {p99:.4f} over {len(diffs)} tokens",
+          file=sys.stderr)
+    assert srv.ready["weights"] == "bf16" and mean < 0.1 and p99 < 1.0
 
 
 @needs_model
@@ -302,7 +369,7 @@ def test_lora_adapter_is_served_on_its_base(server: Server, reference, tmp_path:
     config["base_model_name_or_path"] = str(MODEL_DIR)
     (adapter / "adapter_config.json").write_text(json.dumps(config))
 
-    srv = Server("--model", str(adapter), "--served-name", NAME)
+    srv = Server("--model", str(adapter), "--served-name", NAME, *engine_args(server.engine))
     try:
         assert srv.ready["adapter"] is True
         assert [e["stage"] for e in srv.events if e["event"] == "progress"] == ["load", "adapter", "warmup"]
@@ -664,6 +731,8 @@ def test_concurrent_requests_on_two_adapters_batch_apart_and_get_their_own_outpu
             results = list(pool.map(lambda b: srv.chat(**b), bodies))
             blocker.result()
         assert [r["choices"][0]["message"]["content"] for r in results] == alone
+        if srv.engine == "llama.cpp":  # one running batch, adapters in alternate steps: test_requests_join_a_running_batch
+            return
         batch = [r["massgen_rl"]["batch_id"] for r in results]
         assert batch[0] == batch[2] and batch[1] == batch[4] and len({batch[0], batch[1], batch[3]}) == 3, batch
         assert results[0]["massgen_rl"]["batch_requests"] == 2 and results[1]["massgen_rl"]["batch_requests"] == 2

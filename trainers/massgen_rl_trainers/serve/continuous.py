@@ -133,10 +133,7 @@ class ContinuousBatcher:
             return True
 
     def _loop(self) -> None:
-        while self._admit():
-            if self.engine.cancel.is_set():
-                self._fail_active(ShuttingDown("the server is shutting down"))
-                return
+        while self._admit() and not self.engine.cancel.is_set():
             self.busy = True
             try:
                 self._step()
@@ -144,6 +141,7 @@ class ContinuousBatcher:
                 self._fail_active(exc)
             finally:
                 self.busy = False
+        self._fail_active(ShuttingDown("the server is shutting down"))  # requests cut short get their 503
 
     def _step(self) -> None:
         adapters = list(dict.fromkeys(job.key.adapter for job in self._active))
@@ -165,12 +163,13 @@ class ContinuousBatcher:
                                 "serve with a larger --kv-cache-tokens") from None
         self.steps += 1
         self.step_sizes[len(jobs)] += 1
-        for seq in outputs:
-            if seq.fed < len(seq.row.prompt_ids):  # the leader's prompt is in: its siblings share it
-                seq.fed = len(seq.row.prompt_ids)
-                for sibling in seq.job.seqs[1:]:
-                    self.llama.copy(seq.seq_id, sibling.seq_id)
-                    sibling.fed = seq.fed
+        for seqs in outputs:
+            leader = seqs[0]
+            if leader.fed < len(leader.row.prompt_ids):  # the leader's prompt is in: its siblings share it
+                leader.fed = len(leader.row.prompt_ids)
+                for sibling in seqs[1:]:
+                    self.llama.copy(leader.seq_id, sibling.seq_id)
+                    sibling.fed = leader.fed
         sample_step(self.engine, outputs, logits)
         for job in jobs:
             for seq in job.seqs:

@@ -57,7 +57,7 @@ def _silence(lib: Any) -> None:
 
 
 class LlamaContext:
-    def __init__(self, gguf: str, *, n_ctx: int, n_seq: int, n_batch: int, threads: int) -> None:
+    def __init__(self, gguf: str, *, n_ctx: int, n_seq: int, n_batch: int, threads: int, kv_f32: bool = False) -> None:
         lib = self.lib = _lib()
         _silence(lib)
         lib.llama_backend_init()
@@ -76,6 +76,9 @@ class LlamaContext:
         cparams.n_threads = threads
         cparams.n_threads_batch = threads
         cparams.kv_unified = True
+        if kv_f32:  # exact f32 weights: an f32 KV cache and no flash attention (its CPU kernel rounds Q to f16)
+            cparams.type_k = cparams.type_v = 0  # GGML_TYPE_F32
+            cparams.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
         cparams.no_perf = True
         self.ctx = lib.llama_init_from_model(self.model, cparams)
         if not self.ctx:

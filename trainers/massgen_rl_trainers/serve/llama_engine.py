@@ -123,7 +123,8 @@ def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     if not tokenizer.chat_template:
         raise ScriptError(f"the tokenizer in {tokenizer_source} has no chat template")
-    llama = LlamaContext(str(gguf), n_ctx=kv_tokens, n_seq=max_seqs, n_batch=512, threads=threads)
+    llama = LlamaContext(str(gguf), n_ctx=kv_tokens, n_seq=max_seqs, n_batch=512, threads=threads,
+                         kv_f32=weight_type == "f32")
     if len(tokenizer) > llama.n_vocab:
         raise ScriptError(f"the tokenizer has {len(tokenizer)} tokens but the GGUF model {llama.n_vocab}")
     return LlamaEngine(llama, tokenizer, folder, source, gguf, weight_type, threads)

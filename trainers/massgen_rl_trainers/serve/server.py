@@ -141,7 +141,7 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
     if life.stop.is_set():  # a signal arrived between loading and now
         raise StopRequested()
     emit("ready", host=host, port=port, base_url=f"http://{url_host(host)}:{port}/v1", model=name,
-         backend=kind, engine=kind, device=engine.device, **(engine.describe() if kind == "llama.cpp" else {}), pid=os.getpid(), adapter=folder.adapter,
+         backend=kind, device=engine.device, **(engine.describe() if kind == "llama.cpp" else {}), pid=os.getpid(), adapter=folder.adapter,
          adapter_name=adapter_name, base=engine.base_path,
          max_batch_size=args.max_batch_size, load_seconds=round(time.monotonic() - started, 2))
     log(f"serve: {name} on http://{url_host(host)}:{port}/v1 ({kind} on {engine.device}, up to {args.max_batch_size} sequences at once)")

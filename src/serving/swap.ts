@@ -20,7 +20,7 @@ export interface SwapResult {
 }
 
 /**
- * Makes a running local server (transformers backend) give `servedName` other weights without a restart:
+ * Makes a running local server (llama.cpp or transformers engine) give `servedName` other weights without a restart:
  * `adapter`, loaded beside the base first (POST load_lora_adapter; one already loaded is kept), or the
  * base model (null); then POST set_default_adapter points the served name at it for new requests, and the
  * adapter it pointed at before is unloaded (the server drops it once the requests running on it finish).

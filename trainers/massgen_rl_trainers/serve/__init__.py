@@ -2,7 +2,14 @@
 
     python -m massgen_rl_trainers.serve --model DIR [--served-name NAME] [--base DIR] [--adapter-name NAME]
         [--host H] [--port N] [--device auto|cpu|cuda] [--max-batch-size N] [--batch-window-ms MS]
-        [--backend auto|transformers|vllm]
+        [--engine auto|llama.cpp|transformers|vllm] [--weights-type bf16|f16|f32|q8_0] [--threads N]
+        [--kv-cache-tokens N]
+
+Engines: `auto` takes vLLM when it is installed and a CUDA GPU is present, else llama.cpp on the CPU when
+llama-cpp-python is installed (massgen-rl doctor --fix builds it), else transformers. llama.cpp serves a GGUF
+copy of the weights (bf16 by default; f32 reproduces the transformers engine's logprobs to ~1e-3) with
+continuous batching: a request joins the running batch at its next step. transformers batches requests
+that arrive together with the same sampling settings, and runs each batch to its end.
 
 Events on stdout (the JSON-lines protocol): `progress` while loading (stages `load`, `adapter`, `warmup`,
 or `vllm`), then `ready {host, port, base_url, model, backend, device, pid, adapter, adapter_name, base,
@@ -10,7 +17,7 @@ max_batch_size}` once the server answers (`base`: the base model's folder; `adap
 of --model's adapter), and `done {requests, batches, batch_sizes}` after a clean shutdown on SIGTERM or
 SIGINT (exit code 0). Startup failures are `error` events (exit code 1).
 
-HTTP (transformers backend):
+HTTP (llama.cpp and transformers engines):
   GET  /health                200 {"status": "ok", "model": NAME} (503 while shutting down)
   GET  /v1/models             {"object": "list", "data": [served, *adapters]}: first the served NAME
                               {"id", "object": "model", "root": the weights NAME gives new requests,
@@ -29,7 +36,7 @@ HTTP (transformers backend):
   GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
                               "adapters": [{name, path, state, in_flight, default}], ...}
 
-Runtime LoRA adapters (transformers backend; the first two are vLLM's own endpoints and answers):
+Runtime LoRA adapters (llama.cpp and transformers engines; the first two are vLLM's own endpoints and answers):
   POST /v1/load_lora_adapter    {lora_name, lora_path}: loads a PEFT LoRA adapter of the served base model
                                 beside it, unmerged; requests for `model: lora_name` then run on it. 400 for
                                 a name already loaded ("The lora adapter 'x' has already been loaded."),
@@ -59,8 +66,12 @@ launched instead (see vllm_backend.py); the events are the same. Started on an a
 runtime LoRA endpoints on (room for a second adapter), but not /v1/set_default_adapter: NAME stays on
 the adapter it started with.
 
-Modules: `server` (the flags and both backends' lifecycles), `app` (HTTP routes and request handling),
-`openai_api` (the wire format), `batching` (micro-batching), `engine` (the transformers decoding loop),
+Modules: `server` (the flags and the engines' lifecycles), `engines` (which engine), `app` (HTTP routes and
+request handling), `openai_api` (the wire format), `sampling` (rows, seeds, the sampled distribution),
+`batching` (micro-batching), `engine` (the transformers decoding loop), `llama_engine` (the llama.cpp engine),
+`llama_context` (llama.cpp's bindings), `continuous` and `seq` (continuous batching), `gguf_files` (GGUF copies
+of model and adapter folders), `llama_setup` (builds llama-cpp-python), `probe` (doctor's tokens/s),
+`agreement` (served vs trainer logprobs),
 `adapters` (which weights each name gets, in-flight holds), `lora` (PEFT adapters in the model, changed
 between forward steps), `lora_routes` (the runtime LoRA endpoints),
 `vllm_backend` (launching and supervising vLLM), `lifecycle` (signals, parent watch); `__main__` runs `server`.

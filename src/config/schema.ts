@@ -203,7 +203,7 @@ const train = z.strictObject({
   ppo: z.strictObject({
     beta: z.number().nonnegative().max(1e6).default(0),
     clip_epsilon: z.number().positive().max(100).default(0.2),
-    old_logprobs: z.enum(['recompute', 'recorded']).default('recompute').describe('recompute: treat the data as sampled from the start weights; recorded: use the logprobs stored with the traces'),
+    old_logprobs: z.enum(['recompute', 'recorded']).default('recompute').describe('recompute: treat the data as sampled from the start weights; recorded: use the logprobs stored with the traces (only with is_correction: off)'),
     max_completion_length: count(1_048_576).default(256),
     credit: z.enum(['final', 'discounted']).default('final'),
     gamma: z.number().gt(0).max(1).default(0.9),

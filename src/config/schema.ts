@@ -142,6 +142,12 @@ const collect = z.strictObject({
 });
 
 const agentMatch = z.union([z.array(name).min(1), z.string().min(1)]).describe('agent ids, or a regular expression matched against the id');
+/** Truncated importance sampling against the serving/training logprob mismatch (GRPO offline, PPO). */
+const isCorrection = {
+  is_correction: z.enum(['auto', 'on', 'off']).default('auto').describe('weight each token by min(exp(trainer logprob - recorded logprob), is_cap) where the traces recorded logprobs: auto when a batch\'s mean |difference| exceeds is_threshold, on always, off never'),
+  is_threshold: z.number().nonnegative().max(100).default(0.02).describe('mean |trainer - recorded| logprob (nats) over a batch above which is_correction: auto corrects'),
+  is_cap: z.number().min(1).max(1e6).default(3).describe('upper bound of the per-token importance weight'),
+};
 
 const train = z.strictObject({
   algo: z.enum(ALGOS).default('grpo'),
@@ -186,6 +192,7 @@ const train = z.strictObject({
     beta: z.number().nonnegative().max(1e6).default(0).describe('KL penalty towards the starting policy'),
     max_completion_length: count(1_048_576).default(256),
     temperature: z.number().positive().max(100).default(1.0).describe('sampling temperature (online mode)'),
+    ...isCorrection,
   }).prefault({}),
   dpo: z.strictObject({
     beta: z.number().positive().max(1e6).default(0.1),
@@ -196,11 +203,12 @@ const train = z.strictObject({
   ppo: z.strictObject({
     beta: z.number().nonnegative().max(1e6).default(0),
     clip_epsilon: z.number().positive().max(100).default(0.2),
-    old_logprobs: z.enum(['recompute', 'recorded']).default('recompute').describe('recompute: treat the data as sampled from the start weights; recorded: use the logprobs stored with the traces'),
+    old_logprobs: z.enum(['recompute', 'recorded']).default('recompute').describe('recompute: treat the data as sampled from the start weights; recorded: use the logprobs stored with the traces (only with is_correction: off)'),
     max_completion_length: count(1_048_576).default(256),
     credit: z.enum(['final', 'discounted']).default('final'),
     gamma: z.number().gt(0).max(1).default(0.9),
     agents: agentMatch.optional(),
+    ...isCorrection,
   }).prefault({}),
   gates: z.strictObject({
     min_examples: count(MAX_STEPS).default(8),

@@ -29,7 +29,13 @@ export interface CommonTrainerConfig {
 
 export type SftTrainerConfig = CommonTrainerConfig;
 export interface DpoTrainerConfig extends CommonTrainerConfig { beta: number }
-export interface GrpoTrainerConfig extends CommonTrainerConfig {
+/** Truncated importance sampling against the serving/training logprob mismatch (trainers/massgen_rl_trainers/train/tis.py). */
+export interface IsCorrectionConfig {
+  is_correction: 'auto' | 'on' | 'off';
+  is_threshold: number;
+  is_cap: number;
+}
+export interface GrpoTrainerConfig extends CommonTrainerConfig, IsCorrectionConfig {
   beta: number;
   num_generations: number;
   mode: 'offline' | 'online';
@@ -38,7 +44,7 @@ export interface GrpoTrainerConfig extends CommonTrainerConfig {
   max_completion_length: number;
   temperature: number;
 }
-export interface PpoTrainerConfig extends CommonTrainerConfig {
+export interface PpoTrainerConfig extends CommonTrainerConfig, IsCorrectionConfig {
   beta: number;
   clip_epsilon: number;
   max_completion_length: number;
@@ -90,8 +96,12 @@ export function trainerConfig<A extends Algo>(algo: A, input: TrainerConfigInput
     grpo: () => ({
       ...common, beta: t.grpo.beta, num_generations: t.grpo.num_generations, mode: t.grpo.mode, reward_url: null,
       max_completion_length: t.grpo.max_completion_length, temperature: t.grpo.temperature,
+      is_correction: t.grpo.is_correction, is_threshold: t.grpo.is_threshold, is_cap: t.grpo.is_cap,
     }),
-    ppo: () => ({ ...common, beta: t.ppo.beta, clip_epsilon: t.ppo.clip_epsilon, max_completion_length: t.ppo.max_completion_length, old_logprobs: t.ppo.old_logprobs }),
+    ppo: () => ({
+      ...common, beta: t.ppo.beta, clip_epsilon: t.ppo.clip_epsilon, max_completion_length: t.ppo.max_completion_length, old_logprobs: t.ppo.old_logprobs,
+      is_correction: t.ppo.is_correction, is_threshold: t.ppo.is_threshold, is_cap: t.ppo.is_cap,
+    }),
   };
   return perAlgo[algo]();
 }

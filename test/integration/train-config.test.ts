@@ -2,7 +2,7 @@ import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { ALGOS } from '../../src/config/schema.js';
 import { checkMemory, selectDevices } from '../../src/trainers/preflight.js';
 import type { TrainStart } from '../../src/resources/training-start.js';
@@ -15,19 +15,36 @@ const ARGS = { sft: 'SFTArgs', dpo: 'DPOArgs', grpo: 'GRPOArgs', ppo: 'PPOArgs' 
 
 describe('the trainer config train writes', () => {
   it('is accepted by every bundled trainer, key for key (the TypeScript and Python sides agree)', async () => {
-    const dir = tempDir({ 'massgen-rl.yaml': 'train:\n  lora: { r: 4 }\n  max_steps: 3\n', 'model/config.json': '{}', 'data.jsonl': '{}\n' });
+    const yaml = 'train:\n  lora: { r: 4 }\n  max_steps: 3\n  grpo: { is_correction: "on", is_cap: 2 }\n  ppo: { is_threshold: 0.1 }\n';
+    const dir = tempDir({ 'massgen-rl.yaml': yaml, 'model/config.json': '{}', 'data.jsonl': '{}\n' });
+    const tis = { sft: [null, null, null], dpo: [null, null, null], grpo: ['on', 0.02, 2], ppo: ['auto', 0.1, 3] };
     const loaded = loadConfig({ cwd: dir });
     for (const algo of ALGOS) {
       const cfg = trainerConfig(algo, { train: loaded.config.train, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir });
       if (needsRewardBridge(cfg) || 'mode' in cfg) Object.assign(cfg, { reward_url: 'http://127.0.0.1:1/rewards' });
       const file = path.join(dir, `${algo}.yaml`);
       writeTrainerConfig(file, cfg);
-      const code = `from massgen_rl_trainers.train.${algo} import ${ARGS[algo]}\nfrom massgen_rl_trainers.train.args import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu}))`;
+      const code = `from massgen_rl_trainers.train.${algo} import ${ARGS[algo]}\nfrom massgen_rl_trainers.train.args import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu, 'tis': [getattr(a, k, None) for k in ('is_correction', 'is_threshold', 'is_cap')]}))`;
       const r = await execa(venvPython(loaded.paths.venvDir), ['-c', code], { env: pythonEnv(), reject: false });
       expect(r.exitCode, `${algo}: ${r.stderr}`).toBe(0);
-      expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ max_steps: 3, lora: { r: 4 }, use_cpu: true });
+      expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ max_steps: 3, lora: { r: 4 }, use_cpu: true, tis: tis[algo] });
     }
   }, 120_000);
+
+  it('checks the mismatch correction settings (train.grpo / train.ppo is_*) with their paths', () => {
+    const dir = tempDir({ 'massgen-rl.yaml': 'train:\n  grpo: { is_correction: sometimes }\n  ppo: { is_cap: 0.5, is_threshold: -1 }\n' });
+    let issues: string[] = [];
+    try {
+      loadConfig({ cwd: dir });
+    } catch (err) {
+      issues = (err as ConfigError).issues;
+    }
+    expect(issues).toEqual([
+      expect.stringMatching(/^train\.grpo\.is_correction: .*"auto"\|"on"\|"off"/),
+      expect.stringMatching(/^train\.ppo\.is_cap: /),
+      expect.stringMatching(/^train\.ppo\.is_threshold: /),
+    ]);
+  });
 
   it('hashes what the run learns with, not where it runs', () => {
     const { config } = loadConfig({ cwd: tempDir() });
@@ -41,8 +58,8 @@ describe('the trainer config train writes', () => {
     const input = { train: config.train, modelPath: '/m', outputDir: '/o', datasetPath: '/d', cpu: true, baseDir: '/' };
     const sft = Object.keys(trainerConfig('sft', input));
     expect(Object.keys(trainerConfig('dpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta']);
-    expect(Object.keys(trainerConfig('grpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'num_generations', 'mode', 'reward_url', 'max_completion_length', 'temperature']);
-    expect(Object.keys(trainerConfig('ppo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'clip_epsilon', 'max_completion_length', 'old_logprobs']);
+    expect(Object.keys(trainerConfig('grpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'num_generations', 'mode', 'reward_url', 'max_completion_length', 'temperature', 'is_correction', 'is_threshold', 'is_cap']);
+    expect(Object.keys(trainerConfig('ppo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'clip_epsilon', 'max_completion_length', 'old_logprobs', 'is_correction', 'is_threshold', 'is_cap']);
     expect(needsRewardBridge(trainerConfig('grpo', { ...input, train: { ...config.train, grpo: { ...config.train.grpo, mode: 'online' } } }))).toBe(true);
     expect(needsRewardBridge(trainerConfig('grpo', input))).toBe(false);
   });

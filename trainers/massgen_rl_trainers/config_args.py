@@ -59,6 +59,24 @@ def build_parser(cls: type, prog: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _yaml_load(text: str) -> Any:
+    """YAML with YAML 1.2 booleans (only true/false): the config writer (the CLI's `yaml` package) writes 1.2, where
+    `on`/`off`/`yes`/`no` are strings, while PyYAML's 1.1 rules would turn a value like `is_correction: off` into
+    False."""
+    import re
+
+    import yaml  # a dependency of transformers; YAML is a superset of JSON
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    bool_tag = "tag:yaml.org,2002:bool"
+    Loader.yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if tag != bool_tag]
+                                      for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver(bool_tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    return yaml.load(text, Loader=Loader)
+
+
 def load_config(path: str) -> dict[str, Any]:
     """Read a YAML (or JSON) mapping; keys may be spelled with dashes or underscores."""
     try:
@@ -69,9 +87,7 @@ def load_config(path: str) -> dict[str, Any]:
         if Path(path).suffix.lower() == ".json":
             data = json.loads(text)
         else:
-            import yaml  # a dependency of transformers; YAML is a superset of JSON
-
-            data = yaml.safe_load(text)
+            data = _yaml_load(text)
     except Exception as exc:  # json/yaml parse errors carry the line and column
         raise UsageError(f"cannot parse config file {path}: {exc}") from None
     if data is None:

@@ -12,6 +12,7 @@ from conftest import run_module
 from massgen_rl_trainers.config_args import UsageError
 from massgen_rl_trainers.train.args import parse_train_args
 from massgen_rl_trainers.train.grpo import GRPOArgs
+from massgen_rl_trainers.train.ppo import PPOArgs
 from massgen_rl_trainers.train.sft import SFTArgs
 from train_helpers import SFT_ROWS, write_jsonl
 
@@ -55,6 +56,25 @@ def test_grpo_config_checks(tmp_path):
     with pytest.raises(UsageError, match="multiple of num_generations"):
         parse_train_args(GRPOArgs, ["--config", str(_base_config(tmp_path, num_generations=4,
                                                                   per_device_train_batch_size=2))])
+
+
+def test_mismatch_correction_options(tmp_path):
+    config = _base_config(tmp_path)
+    # YAML as the CLI writes it (YAML 1.2): `on`/`off` are strings there, only true/false are booleans
+    lines = [f"{key}: {json.dumps(value)}" for key, value in json.loads(config.read_text()).items()]
+    config.write_text("\n".join(lines + ["is_correction: off", "is_cap: 2", "use_cpu: true", "num_generations: 2",
+                                          "per_device_train_batch_size: 2"]) + "\n")
+    args = parse_train_args(GRPOArgs, ["--config", str(config)])
+    assert (args.is_correction, args.is_threshold, args.is_cap, args.use_cpu) == ("off", 0.02, 2.0, True)
+    ppo = parse_train_args(PPOArgs, ["--config", str(_base_config(tmp_path)), "--is-correction", "on",
+                                     "--is-threshold", "0.1"])
+    assert (ppo.is_correction, ppo.is_threshold, ppo.is_cap) == ("on", 0.1, 3.0)
+    assert parse_train_args(PPOArgs, ["--config", str(_base_config(tmp_path))]).is_correction == "auto"
+    for cls, extra in [(GRPOArgs, {"num_generations": 2, "per_device_train_batch_size": 2}), (PPOArgs, {})]:
+        for values, needle in [({"is_correction": "sometimes"}, "is_correction"), ({"is_cap": 0.5}, "is_cap"),
+                               ({"is_threshold": -0.1}, "is_threshold")]:
+            with pytest.raises(UsageError, match=needle):
+                parse_train_args(cls, ["--config", str(_base_config(tmp_path, **extra, **values))])
 
 
 @pytest.mark.parametrize("algo", ["sft", "dpo", "grpo", "ppo"])

@@ -3,6 +3,7 @@ local reward bridge; plus the replay's bookkeeping and the reward bridge client 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -10,8 +11,8 @@ import pytest
 from massgen_rl_trainers.protocol import ScriptError
 from massgen_rl_trainers.train.grpo_replay import Replay, replay_chunks
 from massgen_rl_trainers.train.reward_bridge import post_rewards
-from train_helpers import (RewardServer, assert_trained, free_port, generate_with, needs_model, run_trainer_module,
-                           train_config, write_jsonl)
+from train_helpers import (RewardServer, assert_trained, completion_token_ids, free_port, generate_with, needs_model,
+                           run_trainer_module, teacher_forced_logps, train_config, write_jsonl)
 
 GROUPS = [
     {"group_id": "g0", "prompt": [{"role": "user", "content": "What is 2 + 3?"}],
@@ -40,6 +41,49 @@ def test_grpo_offline_replays_recorded_completions(tmp_path):
         assert event["metrics"]["completions/max_length"] <= 16
         assert event["reward"] * 2 in {a + b for a in recorded for b in recorded}
     generate_with(done["path"])
+
+
+def _served_groups(shift: float) -> list[dict[str, Any]]:
+    """Two groups whose completions carry token ids and the logprobs a serving engine recorded for them: the
+    model's own float32 logprobs minus `shift` (0: no mismatch)."""
+    groups = []
+    for gid, question, answers in [("g0", "What is 2 + 3?", [("5", 1.0), ("The answer is 7.", 0.0)]),
+                                   ("g1", "Name a primary color.", [("Red", 1.0), ("Purple, I think.", 0.0)])]:
+        prompt = [{"role": "user", "content": question}]
+        completions = []
+        for text, reward in answers:
+            ids = completion_token_ids(text)
+            completions.append({"content": text, "reward": reward, "advantage": 0.0, "token_ids": ids,
+                                "logprobs": [x - shift for x in teacher_forced_logps(prompt, ids)],
+                                "meta": {"task_id": gid}})
+        groups.append({"group_id": gid, "prompt": prompt, "completions": completions})
+    return groups
+
+
+@needs_model
+def test_grpo_offline_corrects_a_serving_mismatch_only_when_there_is_one(tmp_path):
+    runs = {}
+    for name, shift in [("exact", 0.0), ("shifted", 0.3)]:
+        dataset = write_jsonl(tmp_path / f"{name}.jsonl", _served_groups(shift))
+        runs[name] = run_trainer_module("grpo", train_config(tmp_path, f"grpo-{name}", dataset, mode="offline",
+                                                             num_generations=2, max_steps=1, max_completion_length=16))
+        assert_trained(runs[name], 1)
+    exact, shifted = (runs[name].of("step")[0] for name in ("exact", "shifted"))
+    assert exact["metrics"]["tis/mean_abs_delta"] < 1e-3 and exact["metrics"]["tis/applied"] == 0.0
+    assert exact["metrics"]["tis/mean_weight"] == 1.0
+    assert shifted["metrics"]["tis/mean_abs_delta"] == pytest.approx(0.3, abs=1e-3)
+    assert shifted["metrics"]["tis/p99_abs_delta"] == pytest.approx(0.3, abs=1e-3)
+    assert shifted["metrics"]["tis/applied"] == 1.0
+    assert shifted["metrics"]["tis/mean_weight"] == pytest.approx(math.exp(0.3), rel=1e-3)
+    # same batch, every token's loss weighted by exp(0.3): the step's loss scales by it
+    assert abs(exact["loss"]) > 0.01
+    assert shifted["loss"] == pytest.approx(exact["loss"] * math.exp(0.3), rel=1e-2)
+    off = run_trainer_module("grpo", train_config(tmp_path, "grpo-off", tmp_path / "shifted.jsonl", mode="offline",
+                                                  num_generations=2, max_steps=1, max_completion_length=16,
+                                                  is_correction="off"))
+    assert_trained(off, 1)
+    assert not any(key.startswith("tis/") for key in off.of("step")[0]["metrics"])
+    assert off.of("step")[0]["loss"] == pytest.approx(exact["loss"], rel=1e-2)
 
 
 @needs_model
@@ -113,6 +157,20 @@ def test_replay_rollout_serves_each_copy_a_different_completion():
         trainer.accelerator.process_index = rank
         halves.append(replay([rows[0]["prompt"]], trainer)["completion_ids"][0])
     assert halves[0] != halves[1]
+
+
+def test_replay_rollout_returns_recorded_logprobs_where_they_fit_the_token_ids():
+    groups = [_group([0, 1])]
+    groups[0]["completions"][0].update(token_ids=[10, 11, 12], logprobs=[-0.1, -0.2, -0.3])
+    groups[0]["completions"][1]["logprobs"] = None  # served without logprobs
+    chunks = replay_chunks(groups, 2, seed=0)
+    replay = Replay(_FakeTokenizer(), groups, chunks, 2, max_completion_length=2, max_length=None)
+    rows = replay.dataset_rows(chunks, groups)
+    trainer = type("T", (), {"_massgen_inputs": [dict(rows[0])] * 2,
+                             "accelerator": type("A", (), {"process_index": 0})()})()
+    out = replay([rows[0]["prompt"]] * 2, trainer)
+    by_ids = dict(zip(map(tuple, out["completion_ids"]), out["logprobs"]))
+    assert by_ids == {(10, 11): [-0.1, -0.2], (11,): [None]}  # cut like the ids; None per token: no correction
 
 
 # -- the reward bridge client -------------------------------------------------------------------------------------

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from train_helpers import (MODEL_DIR, assert_trained, generate_with, needs_model, run_trainer_module,
-                               train_config, write_jsonl)
+import math
+
+import pytest
+
+from train_helpers import (MODEL_DIR, assert_trained, completion_token_ids, generate_with, needs_model,
+                           run_trainer_module, teacher_forced_logps, train_config, write_jsonl)
 
 PPO_ROWS = [{"prompt": [{"role": "user", "content": q}], "completion": a, "reward": r, "return": g,
              "token_ids": None, "logprobs": None, "meta": {"task_id": "t", "seq": i}}
@@ -50,3 +54,37 @@ def test_ppo_full_fine_tuning_run(tmp_path):
     assert abs(first["metrics"]["ratio"] - 1.0) < 1e-3  # the first update is on-policy by construction
     assert all(e["kl"] is not None and e["reward"] is not None for e in run.of("step"))
     generate_with(done["path"])
+
+
+def _served_rows(shift: float) -> list[dict]:
+    """PPO_ROWS with the token ids and logprobs a serving engine recorded: the model's float32 logprobs - shift."""
+    rows = []
+    for row in PPO_ROWS:
+        ids = completion_token_ids(row["completion"])
+        rows.append({**row, "token_ids": ids,
+                     "logprobs": [x - shift for x in teacher_forced_logps(row["prompt"], ids)]})
+    return rows
+
+
+@needs_model
+def test_ppo_corrects_a_serving_mismatch_only_when_there_is_one(tmp_path):
+    runs = {}
+    for name, shift, extra in [("exact", 0.0, {}), ("shifted", 0.3, {}),
+                               ("off", 0.3, {"is_correction": "off", "old_logprobs": "recorded"})]:
+        dataset = write_jsonl(tmp_path / f"{name}.jsonl", _served_rows(shift))
+        runs[name] = run_trainer_module("ppo", train_config(tmp_path, f"ppo-{name}", dataset, max_steps=1,
+                                                            max_length=64, **extra))
+        assert_trained(runs[name], 1)
+    exact, shifted, off = (runs[name].of("step")[0] for name in ("exact", "shifted", "off"))
+    assert exact["metrics"]["tis/mean_abs_delta"] < 1e-3 and exact["metrics"]["tis/applied"] == 0.0
+    assert shifted["metrics"]["tis/mean_abs_delta"] == pytest.approx(0.3, abs=1e-3)
+    assert shifted["metrics"]["tis/p99_abs_delta"] == pytest.approx(0.3, abs=1e-3)
+    assert shifted["metrics"]["tis/applied"] == 1.0
+    assert shifted["metrics"]["tis/mean_weight"] == pytest.approx(math.exp(0.3), rel=1e-3)
+    # the ratio stays against the trainer's own log-probs (1 on the first step); the loss carries the weight
+    assert shifted["metrics"]["ratio"] == pytest.approx(1.0, abs=1e-3)
+    assert abs(exact["loss"]) > 0.01
+    assert shifted["loss"] == pytest.approx(exact["loss"] * math.exp(0.3), rel=1e-2)
+    # is_correction off keeps old_logprobs: recorded as it was: the ratio is against the recorded log-probs
+    assert not any(key.startswith("tis/") for key in off["metrics"])
+    assert off["metrics"]["ratio"] == pytest.approx(math.exp(0.3), rel=1e-3)

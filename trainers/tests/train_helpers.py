@@ -97,6 +97,34 @@ def generate_with(folder: str | Path, prompt: str = "What is 2 + 3?", max_new_to
     return tokenizer.decode(new, skip_special_tokens=True)
 
 
+_TEACHER: dict[str, Any] = {}
+
+
+def teacher_forced_logps(prompt: list[dict[str, str]], completion_ids: list[int]) -> list[float]:
+    """The default model's float32 log-probabilities of `completion_ids` after the chat-templated `prompt`: what a
+    serving engine with the trainer's exact numerics would record."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not _TEACHER:
+        _TEACHER["tokenizer"] = AutoTokenizer.from_pretrained(MODEL_DIR)
+        _TEACHER["model"] = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()
+    prompt_ids = _TEACHER["tokenizer"].apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
+                                                           return_dict=True)["input_ids"]
+    ids = torch.tensor([list(prompt_ids) + list(completion_ids)])
+    with torch.no_grad():
+        logps = torch.log_softmax(_TEACHER["model"](input_ids=ids).logits[0, :-1].float(), -1)
+    return logps.gather(-1, ids[0, 1:, None]).squeeze(-1)[-len(completion_ids):].tolist()
+
+
+def completion_token_ids(text: str) -> list[int]:
+    """A completion's token ids as a serving engine records them: the content tokens + the end-of-turn token."""
+    from transformers import AutoTokenizer
+
+    tokenizer = _TEACHER.get("tokenizer") or AutoTokenizer.from_pretrained(MODEL_DIR)
+    return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

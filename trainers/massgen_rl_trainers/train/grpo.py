@@ -13,6 +13,10 @@ the hook returns the recorded `token_ids` (or the content tokenized + the end-of
 a reward function hands back the recorded `reward`. TRL then normalizes rewards per row into advantages (the
 recorded `advantage` is not used) and takes the usual clipped GRPO step. The importance ratio starts at 1, i.e. the
 completions are assumed to come from the current policy: only replay traces sampled from the model being trained.
+Completions whose recorded `logprobs` match their `token_ids` one for one also correct the serving/training mismatch
+(`is_correction`, train/tis.py): each token's loss is weighted by min(exp(logp_trainer - logp_recorded), `is_cap`),
+always (`on`) or when the batch's mean |difference| exceeds `is_threshold` (`auto`); step events report
+`tis/mean_abs_delta`, `tis/p99_abs_delta`, `tis/mean_weight` and `tis/applied` (the share of batches corrected).
 
 `mode: online` samples `num_generations` completions per prompt from the policy (temperature `temperature`) and
 scores them through the reward bridge: POST `reward_url` `{"prompts": [[messages]], "completions": [str],
@@ -29,17 +33,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config_args import UsageError
-from ..protocol import ScriptError, progress
+from ..protocol import ScriptError, log, progress
 from .args import TrainArgs
 from .callbacks import make_callback
 from .data import messages, number, read_jsonl
 from .finish import train_and_finish
-from .grpo_replay import Replay, recorded_reward, replay_chunks
+from .grpo_replay import Replay, recorded_reward, replay_chunks, replay_trainer_class
 from .policy import load_policy
 from .ranks import world_size
 from .reward_bridge import make_bridge_reward
 from .runner import run_trainer
 from .settings import training_kwargs
+from .tis import DEFAULT_CAP, DEFAULT_THRESHOLD, usable_logprobs, validate_tis
 
 
 @dataclass
@@ -53,11 +58,18 @@ class GRPOArgs(TrainArgs):
     max_completion_length: int = field(default=256, metadata={"help": "Maximum completion tokens."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (online mode)."})
     reward_timeout: float = field(default=300.0, metadata={"help": "Seconds to wait for one reward bridge call."})
+    is_correction: str = field(default="auto", metadata={
+        "help": "Truncated importance sampling against the serving/training logprob mismatch (offline mode, "
+                "completions with recorded logprobs): auto (when a batch's mean |delta| > is_threshold), on, off."})
+    is_threshold: float = field(default=DEFAULT_THRESHOLD, metadata={
+        "help": "Mean |trainer - recorded| logprob (nats) over a batch's tokens above which auto corrects."})
+    is_cap: float = field(default=DEFAULT_CAP, metadata={"help": "Upper bound of the per-token importance weight."})
 
     def validate(self) -> None:
         super().validate()
         if self.mode not in ("offline", "online"):
             raise UsageError(f"mode must be 'offline' or 'online', got {self.mode!r}")
+        validate_tis(self.is_correction, self.is_threshold, self.is_cap)
         if self.mode == "online":
             parsed = urllib.parse.urlparse(self.reward_url or "")
             if parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -92,7 +104,8 @@ def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:
             if token_ids is not None and not (isinstance(token_ids, list) and token_ids
                                               and all(isinstance(t, int) and t >= 0 for t in token_ids)):
                 raise ScriptError(f"{at}: token_ids must be a non-empty list of token ids or null")
-            parsed.append({"content": completion["content"], "token_ids": token_ids,
+            logprobs = usable_logprobs(completion.get("logprobs"), len(token_ids)) if token_ids else None
+            parsed.append({"content": completion["content"], "token_ids": token_ids, "logprobs": logprobs,
                            "reward": number(completion.get("reward"), at, "reward", required=args.mode == "offline"),
                            "meta": completion.get("meta") if isinstance(completion.get("meta"), dict) else {}})
         meta = row.get("meta") if isinstance(row.get("meta"), dict) else parsed[0]["meta"]
@@ -119,16 +132,14 @@ def main(args: GRPOArgs) -> dict[str, Any]:
         replay = Replay(policy.tokenizer, groups, chunks, args.num_generations, args.max_completion_length,
                         args.max_length)
 
-        class ReplayGRPOTrainer(GRPOTrainer):
-            def _generate_and_score_completions(self, inputs):  # let the rollout_func see which rows it serves
-                self._massgen_inputs = inputs
-                try:
-                    return super()._generate_and_score_completions(inputs)
-                finally:
-                    self._massgen_inputs = None
-
+        ReplayGRPOTrainer = replay_trainer_class(GRPOTrainer, args.is_correction, args.is_threshold, args.is_cap)
         progress("dataset", f"{len(groups)} groups replayed as {len(chunks)} rows of {args.num_generations}",
                  groups=len(groups), rows=len(chunks))
+        completions = [c for group in groups for c in group["completions"]]
+        with_logprobs = sum(c["logprobs"] is not None for c in completions)
+        if args.is_correction != "off":
+            log(f"recorded logprobs usable for {with_logprobs} of {len(completions)} completions "
+                f"(is_correction: {args.is_correction}; the rest are not corrected)")
         trainer = ReplayGRPOTrainer(reward_funcs=[recorded_reward], rollout_func=replay,
                                     train_dataset=Dataset.from_list(replay.dataset_rows(chunks, groups)), **common)
     else:

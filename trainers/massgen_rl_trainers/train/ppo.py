@@ -20,6 +20,14 @@ update is the plain policy gradient and later epochs are clipped), or the record
 long as the token ids (`old_logprobs: recorded`: true off-policy importance ratios, if the serving engine reported
 log-probabilities of the same untempered distribution). Step events report `reward` = mean recorded reward of the
 batch and `kl` = the mean KL estimate.
+
+The serving engine's log-probabilities differ from the trainer's float32 ones (bf16 or GGUF weights, other kernels),
+so recorded samples are slightly off-policy. `is_correction` (train/tis.py) corrects that with truncated importance
+sampling: with `on`, or `auto` when a batch's mean |logp_0 - recorded| over its recorded tokens exceeds
+`is_threshold`, each token's surrogate is multiplied by the detached min(exp(logp_0 - recorded), `is_cap`), and
+`logp_old` is always `logp_0` (the ratio is clipped against the trainer's own log-probabilities; `old_logprobs:
+recorded` only takes effect with `is_correction: off`). Step events then also report `tis/mean_abs_delta`,
+`tis/p99_abs_delta`, `tis/mean_weight` and `tis/applied` (the share of batches corrected).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from .finish import train_and_finish
 from .policy import load_policy
 from .runner import run_trainer
 from .settings import device_flags, training_kwargs
+from .tis import DEFAULT_CAP, DEFAULT_THRESHOLD, recorded_tensor, truncated_weights, validate_tis
 
 
 @dataclass
@@ -50,11 +59,18 @@ class PPOArgs(TrainArgs):
     old_logprobs: str = field(default="recompute", metadata={
         "help": "recompute: the starting policy's log-probs are the behaviour policy; recorded: the row's logprobs."})
     whiten_advantages: bool = field(default=True, metadata={"help": "Divide advantages by the returns' std."})
+    is_correction: str = field(default="auto", metadata={
+        "help": "Truncated importance sampling against the serving/training logprob mismatch (rows with recorded "
+                "logprobs): auto (when a batch's mean |delta| > is_threshold), on, off (old_logprobs as set)."})
+    is_threshold: float = field(default=DEFAULT_THRESHOLD, metadata={
+        "help": "Mean |trainer - recorded| logprob (nats) over a batch's tokens above which auto corrects."})
+    is_cap: float = field(default=DEFAULT_CAP, metadata={"help": "Upper bound of the per-token importance weight."})
 
     def validate(self) -> None:
         super().validate()
         if self.old_logprobs not in ("recompute", "recorded"):
             raise UsageError(f"old_logprobs must be 'recompute' or 'recorded', got {self.old_logprobs!r}")
+        validate_tis(self.is_correction, self.is_threshold, self.is_cap)
         if not 0 < self.clip_epsilon < 1:
             raise UsageError(f"clip_epsilon must be in (0, 1), got {self.clip_epsilon}")
         if self.beta < 0 or self.max_completion_length < 1:
@@ -84,18 +100,18 @@ def load_examples(args: PPOArgs, tokenizer: Any) -> list[dict[str, Any]]:
             raise ScriptError(f"{where}: token_ids must be a non-empty list of token ids or null")
         completion_ids = completion_ids[:args.max_completion_length]
         recorded = row.get("logprobs")
-        old = None
-        if (args.old_logprobs == "recorded" and token_ids is not None and isinstance(recorded, list)
-                and len(recorded) >= len(completion_ids)
+        sampled = None
+        if (token_ids is not None and isinstance(recorded, list) and len(recorded) >= len(completion_ids)
                 and all(isinstance(x, (int, float)) and math.isfinite(x) for x in recorded[:len(completion_ids)])):
-            old = [float(x) for x in recorded[:len(completion_ids)]]
+            sampled = [float(x) for x in recorded[:len(completion_ids)]]
             recorded_used += 1
+        old = sampled if args.old_logprobs == "recorded" and args.is_correction == "off" else None
         prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
                                                    return_dict=True)["input_ids"]
         if args.max_length is not None:
             prompt_ids = prompt_ids[-max(1, args.max_length - len(completion_ids)):]
         examples.append({"prompt_ids": list(prompt_ids), "completion_ids": completion_ids, "reward": reward,
-                         "return": ret if ret is not None else reward, "old_logps": old})
+                         "return": ret if ret is not None else reward, "old_logps": old, "recorded_logps": sampled})
     returns = [e["return"] for e in examples]
     mean = sum(returns) / len(returns)
     std = math.sqrt(sum((g - mean) ** 2 for g in returns) / len(returns))
@@ -104,7 +120,10 @@ def load_examples(args: PPOArgs, tokenizer: Any) -> list[dict[str, Any]]:
                           "no advantage, nothing to learn")
     for example in examples:
         example["advantage"] = (example["return"] - mean) / (std if args.whiten_advantages else 1.0)
-    if args.old_logprobs == "recorded":
+    if args.is_correction != "off":
+        log(f"recorded logprobs usable for {recorded_used} of {len(examples)} rows (is_correction: "
+            f"{args.is_correction}; old log-probs recomputed, the rest are not corrected)")
+    elif args.old_logprobs == "recorded":
         log(f"recorded logprobs used for {recorded_used} of {len(examples)} rows (the rest: recomputed)")
     return examples
 
@@ -130,8 +149,9 @@ def collate(batch: list[dict[str, Any]], pad_id: int) -> dict[str, Any]:
             ref[i, k - c:] = torch.tensor(example["ref_logps"])
             old[i, k - c:] = torch.tensor(example["old_logps"] or example["ref_logps"])
     position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
+    recorded = recorded_tensor([e.get("recorded_logps") for e in batch], k, left=True)  # NaN: none recorded
     return {"input_ids": input_ids, "attention_mask": attention, "position_ids": position_ids,
-            "completion_mask": mask, "old_logps": old, "ref_logps": ref,
+            "completion_mask": mask, "old_logps": old, "ref_logps": ref, "recorded_logps": recorded,
             "advantages": torch.tensor([e["advantage"] for e in batch], dtype=torch.float32),
             "rewards": torch.tensor([e["reward"] for e in batch], dtype=torch.float32)}
 
@@ -171,14 +191,15 @@ def precompute_logps(model: Any, examples: list[dict[str, Any]], pad_id: int, de
 
 def make_trainer_class() -> type:
     import torch
+    from accelerate.utils import gather_object
     from transformers import Trainer
 
     class ClippedPGTrainer(Trainer):
         loss_is_scaled_for_ga = False  # a per-micro-batch token mean: Trainer divides by the accumulation steps
 
-        def __init__(self, *args: Any, clip_epsilon: float, beta: float, **kwargs: Any) -> None:
+        def __init__(self, *args: Any, clip_epsilon: float, beta: float, tis: dict[str, Any], **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.clip_epsilon, self.beta = clip_epsilon, beta
+            self.clip_epsilon, self.beta, self.tis = clip_epsilon, beta, tis
             self._metrics: dict[str, list[float]] = defaultdict(list)
             self._num_tokens = 0.0
 
@@ -189,6 +210,12 @@ def make_trainer_class() -> type:
             advantages = inputs["advantages"].unsqueeze(1)
             low, high = 1 - self.clip_epsilon, 1 + self.clip_epsilon
             surrogate = torch.min(ratio * advantages, torch.clamp(ratio, low, high) * advantages)
+            if self.tis["mode"] != "off":  # the starting policy's log-probs against the recorded (serving) ones
+                correction = truncated_weights(inputs["ref_logps"], inputs["recorded_logps"], mask,
+                                               gather=gather_object, **self.tis)
+                surrogate = surrogate * correction.weights
+                for key, value in correction.metrics().items():
+                    self._metrics[key].append(value)
             delta = inputs["ref_logps"] - logps
             kl = torch.exp(delta) - delta - 1
             per_token = -surrogate + self.beta * kl
@@ -239,7 +266,8 @@ def main(args: PPOArgs) -> dict[str, Any]:
     trainer = make_trainer_class()(model=policy.model, args=config, train_dataset=examples,
                                    data_collator=lambda batch: collate(batch, pad_id),
                                    processing_class=policy.tokenizer, callbacks=[callback],
-                                   clip_epsilon=args.clip_epsilon, beta=args.beta)
+                                   clip_epsilon=args.clip_epsilon, beta=args.beta,
+                                   tis={"mode": args.is_correction, "threshold": args.is_threshold, "cap": args.is_cap})
     return train_and_finish(trainer, policy, args, "ppo", callback)
 
 

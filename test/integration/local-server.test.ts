@@ -43,7 +43,7 @@ describe('the local model server', () => {
     try {
       expect(server.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
       expect(server.model).toBe('smol');
-      expect(server.ready).toMatchObject({ backend: 'transformers', device: 'cpu', model: 'smol' });
+      expect(server.ready).toMatchObject({ backend: 'llama.cpp', device: 'cpu', model: 'smol' });
       expect(events).toEqual(['progress', 'progress', 'ready']);
       expect(pidAlive(server.pid)).toBe(true);
 

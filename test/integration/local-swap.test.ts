@@ -81,7 +81,7 @@ describe('deploy swaps a running local server to the new weights', () => {
     const served = await withRuntime(loaded, (rt) => serve(rt, { model: 'local', logFile: false }));
     try {
       const entry = liveServers(dataDir).find((e) => e.pid === served.pid)!;
-      expect(entry).toMatchObject({ base_url: served.baseUrl, model: 'local', served_name: LINE, follows_production: true, backend: 'transformers', weights: { dir: defaultModelDir, adapter: false } });
+      expect(entry).toMatchObject({ base_url: served.baseUrl, model: 'local', served_name: LINE, follows_production: true, backend: 'llama.cpp', weights: { dir: defaultModelDir, adapter: false } });
       expect(served.registryFile).toBe(path.join(dataDir, 'servers', `${served.pid}.json`));
       const base = await chat(served.baseUrl, LINE);
       expect(base.status).toBe(200);

@@ -766,3 +766,42 @@ def test_adapters_are_held_by_their_requests():
     assert table.release(held) is a and a.state == "dropped"  # its last request: the caller drops it
     table.cancel(second)
     assert table.stats() == [] and table.release(None) is None
+
+
+# -- llama.cpp: the build flags and the GGUF cache ------------------------------------------------------
+
+
+def test_llama_cpp_build_flags_follow_the_cpu():
+    from massgen_rl_trainers.serve.llama_setup import cmake_args
+
+    avx512 = cmake_args({"avx", "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
+    assert avx512[0] == "-DGGML_NATIVE=OFF"  # a native build enables AMX, which crashed in decode
+    assert "-DGGML_AVX512=ON" in avx512 and "-DGGML_AVX512_BF16=ON" in avx512
+    assert not any("AMX" in flag for flag in avx512) and "-DGGML_AVX512_VNNI=ON" not in avx512
+    assert "-DGGML_AVX512=ON" not in cmake_args({"avx", "avx2", "fma", "f16c"})
+    assert cmake_args(set()) == ["-DGGML_NATIVE=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF"]
+
+
+def test_gguf_copies_are_keyed_by_content(tmp_path: Path, monkeypatch):
+    from massgen_rl_trainers.serve import gguf_files
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights v1")
+    first = gguf_files.folder_digest(folder, "bf16")
+    assert gguf_files.folder_digest(folder, "bf16") == first != gguf_files.folder_digest(folder, "q8_0")
+    (folder / "model.safetensors").write_bytes(b"weights v2")  # a new checkpoint in the same folder
+    assert gguf_files.folder_digest(folder, "bf16") != first
+    # a failed conversion leaves nothing in the cache, and says why
+    monkeypatch.setenv("MASSGEN_RL_GGUF_CACHE", str(tmp_path / "cache"))
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "convert_hf_to_gguf.py").write_text("import sys\nprint('cannot convert this', file=sys.stderr)\nsys.exit(3)\n")
+    monkeypatch.setenv("MASSGEN_RL_LLAMA_CPP_TOOLS", str(tools))
+    with pytest.raises(ScriptError, match="exit 3.*cannot convert this"):
+        gguf_files.model_gguf(folder, "bf16")
+    assert list((tmp_path / "cache").iterdir()) == []
+    monkeypatch.setenv("MASSGEN_RL_LLAMA_CPP_TOOLS", str(tmp_path / "none"))
+    with pytest.raises(ScriptError, match="doctor --fix"):
+        gguf_files.model_gguf(folder, "bf16")

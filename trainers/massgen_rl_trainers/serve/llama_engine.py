@@ -107,9 +107,13 @@ def default_threads() -> int:
 
 def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, max_seqs: int, threads: int,
                       on_progress: Callable[[str, str], None]) -> LlamaEngine:
+    import torch
     from transformers import AutoTokenizer
 
     from .llama_context import LlamaContext
+
+    # torch only samples here; its spinning worker threads would take the cores from llama.cpp's decode
+    torch.set_num_threads(1)
 
     source = folder.base if folder.adapter else str(folder.path)
     assert source is not None

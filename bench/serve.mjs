@@ -15,8 +15,9 @@
 // Memory: VmHWM (peak) and VmRSS of the server process from /proc.
 //
 // Flags (besides --quick and --out): --engines A,B (default transformers,llama.cpp; the first is "current",
-// the second "new"), --concurrency 1,4,16,32, --rounds N, --cell-seconds S, --no-reference; or the env vars
-// BENCH_SERVE_ENGINES, BENCH_SERVE_CONCURRENCY, BENCH_SERVE_ROUNDS, BENCH_SERVE_CELL_S, BENCH_SERVE_REFERENCE=0.
+// the second "new"), --concurrency 1,4,16,32, --rounds N, --cell-seconds S, --sampled-at C (0: no sampled
+// cell), --no-reference; or (through run-bench) the env vars BENCH_SERVE_ENGINES, BENCH_SERVE_CONCURRENCY,
+// BENCH_SERVE_ROUNDS, BENCH_SERVE_CELL_S, BENCH_SERVE_SAMPLED_AT, BENCH_SERVE_REFERENCE=0.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,8 +43,8 @@ const SIZES = {
 };
 
 function parseArgs(argv) {
-  const own = { engines: process.env.BENCH_SERVE_ENGINES, concurrency: process.env.BENCH_SERVE_CONCURRENCY, rounds: process.env.BENCH_SERVE_ROUNDS, cellS: process.env.BENCH_SERVE_CELL_S, reference: process.env.BENCH_SERVE_REFERENCE !== '0' };
-  const flags = { '--engines': 'engines', '--concurrency': 'concurrency', '--rounds': 'rounds', '--cell-seconds': 'cellS' };
+  const own = { engines: process.env.BENCH_SERVE_ENGINES, concurrency: process.env.BENCH_SERVE_CONCURRENCY, rounds: process.env.BENCH_SERVE_ROUNDS, cellS: process.env.BENCH_SERVE_CELL_S, sampledAt: process.env.BENCH_SERVE_SAMPLED_AT, reference: process.env.BENCH_SERVE_REFERENCE !== '0' };
+  const flags = { '--engines': 'engines', '--concurrency': 'concurrency', '--rounds': 'rounds', '--cell-seconds': 'cellS', '--sampled-at': 'sampledAt' };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-reference') own.reference = false;
@@ -56,6 +57,7 @@ function parseArgs(argv) {
   if (own.concurrency) size.concurrency = list(own.concurrency, '--concurrency');
   if (own.rounds) size.rounds = list(own.rounds, '--rounds')[0];
   if (own.cellS) size.cellS = list(own.cellS, '--cell-seconds')[0];
+  if (own.sampledAt !== undefined) size.sampledAt = own.sampledAt === '0' ? null : list(own.sampledAt, '--sampled-at')[0];
   const engines = (own.engines ?? 'transformers,llama.cpp').split(',').filter(Boolean);
   return { ...args, size, engines, reference: own.reference };
 }

@@ -55,6 +55,7 @@ export function chatBody(n, { maxTokens, sampled, ignoreEos }) {
 export async function runCell(server, { concurrency, seconds, maxTokens, sampled, probes, ignoreEos }) {
   const url = `${server.baseUrl}/chat/completions`;
   const latencies = [];
+  const tokens = []; // completion tokens of each request, in the order of latencies
   const probeLatencies = [];
   let completionTokens = 0;
   let sent = 0;
@@ -66,7 +67,8 @@ export async function runCell(server, { concurrency, seconds, maxTokens, sampled
     do {
       const { body, latencyS } = await postJson(url, chatBody(sent++, { maxTokens, sampled, ignoreEos }));
       latencies.push(latencyS);
-      completionTokens += body.usage?.completion_tokens ?? Number.NaN;
+      tokens.push(body.usage?.completion_tokens ?? Number.NaN);
+      completionTokens += tokens.at(-1);
     } while (performance.now() < deadline);
   };
   // Probes go out spread over the cell's time, one at a time, beside the load (not counted in its figures).
@@ -82,7 +84,7 @@ export async function runCell(server, { concurrency, seconds, maxTokens, sampled
     await probing;
     const mem = memoryMb(server.pid);
     return {
-      wallS, requests: latencies.length, completionTokens, latencies, probeLatencies,
+      wallS, requests: latencies.length, completionTokens, latencies, tokens, probeLatencies,
       rssMaxMb: Math.max(rssMaxMb, mem?.rssMb ?? 0), rssEndMb: mem?.rssMb ?? null, hwmMb: mem?.hwmMb ?? null,
     };
   } finally {

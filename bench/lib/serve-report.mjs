@@ -21,6 +21,8 @@ function summarizeCell(rounds) {
     requestsPerS: roundTo(median(rounds.map((r) => r.requests / r.wallS)), 3),
     latencyMs: { p50: ms(percentile(latencies, 0.5)), p99: ms(percentile(latencies, 0.99)), max: ms(Math.max(...latencies)), n: latencies.length },
     ttftMs: { median: ms(median(probes)), max: ms(Math.max(...probes)), n: probes.length },
+    // comparable across servers whose completions differ in length (llama-cpp-python stops at end of sequence)
+    msPerOutputToken: ms(median(rounds.flatMap((r) => r.latencies.map((l, i) => l / r.tokens[i])))),
     completionTokensPerRequest: roundTo(rounds.reduce((n, r) => n + r.completionTokens, 0) / requests, 1),
     memoryMb: {
       peakHwm: roundTo(Math.max(...rounds.map((r) => r.hwmMb)), 1),
@@ -60,10 +62,10 @@ export function targets(newOverCurrent) {
 
 /** The table printed to stderr. */
 export function table(results, ratioSets) {
-  const lines = [`  ${'cell'.padEnd(11)} ${'engine'.padEnd(24)} ${'tok/s'.padStart(8)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'TTFT ms'.padStart(8)} ${'HWM MB'.padStart(7)} ${'tok/req'.padStart(7)}`];
+  const lines = [`  ${'cell'.padEnd(11)} ${'engine'.padEnd(24)} ${'tok/s'.padStart(8)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'TTFT ms'.padStart(8)} ${'HWM MB'.padStart(7)} ${'tok/req'.padStart(7)} ${'ms/tok'.padStart(7)}`];
   for (const [cell, byEngine] of Object.entries(results)) {
     for (const [engine, r] of Object.entries(byEngine)) {
-      lines.push(`  ${cell.padEnd(11)} ${engine.padEnd(24)} ${fmt(r.tokensPerS, 8)} ${fmt(r.requestsPerS, 7)} ${fmt(r.latencyMs.p50, 8)} ${fmt(r.latencyMs.p99, 8)} ${fmt(r.ttftMs.median, 8)} ${fmt(r.memoryMb.peakHwm, 7)} ${fmt(r.completionTokensPerRequest, 7)}`);
+      lines.push(`  ${cell.padEnd(11)} ${engine.padEnd(24)} ${fmt(r.tokensPerS, 8)} ${fmt(r.requestsPerS, 7)} ${fmt(r.latencyMs.p50, 8)} ${fmt(r.latencyMs.p99, 8)} ${fmt(r.ttftMs.median, 8)} ${fmt(r.memoryMb.peakHwm, 7)} ${fmt(r.completionTokensPerRequest, 7)} ${fmt(r.msPerOutputToken, 7)}`);
     }
   }
   for (const [label, set] of Object.entries(ratioSets)) {

@@ -1,4 +1,5 @@
 /** Summary statistics for repeated timings. */
+import { quantile } from 'simple-statistics';
 
 export function median(values) {
   if (!values.length) return Number.NaN;
@@ -19,4 +20,9 @@ export function pairedRatio(a, b) {
 export function roundTo(value, digits = 3) {
   const scale = 10 ** digits;
   return Math.round(value * scale) / scale;
+}
+
+/** The p-quantile (0..1) of values, interpolated between neighbours; NaN for none. */
+export function percentile(values, p) {
+  return values.length ? quantile(values, p) : Number.NaN;
 }

@@ -50,26 +50,22 @@ class Job:
 RunBatch = Callable[[Hashable, Sequence[Any]], Sequence[Any]]
 
 
-class Batcher:
-    def __init__(self, run_batch: RunBatch, max_rows: int = 8, window_s: float = 0.025) -> None:
-        self.run_batch = run_batch
-        self.max_rows = max(1, max_rows)
-        self.window_s = max(0.0, window_s)
-        self._pending: list[Job] = []
+class JobQueue:
+    """Jobs queued by HTTP threads for the one generation thread (`_loop`), and the wait for their result."""
+
+    def __init__(self) -> None:
+        self._pending: list[Any] = []
         self._cond = threading.Condition()
         self._stopping = False
-        self._ids = itertools.count(1)
         self._thread = threading.Thread(target=self._loop, name="generation", daemon=True)
-        self.batch_sizes: Counter[int] = Counter()  # requests per batch -> how many batches
-        self.batches = 0
-        self.busy = False
+
+    def _loop(self) -> None:
+        raise NotImplementedError
 
     def start(self) -> None:
         self._thread.start()
 
-    def submit(self, key: Hashable, rows: int, payload: Any, timeout: float | None = None) -> tuple[Any, BatchInfo]:
-        """Queue a job and block until its batch ran; re-raises the batch's exception."""
-        job = Job(key, max(1, rows), payload)
+    def _wait(self, job: Any, timeout: float | None) -> tuple[Any, BatchInfo]:
         with self._cond:
             if self._stopping:
                 raise ShuttingDown("the server is shutting down")
@@ -86,7 +82,7 @@ class Batcher:
         return job.result, job.info
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Fail queued jobs, let the running batch finish (up to `timeout`), stop the thread."""
+        """Fail queued jobs, let the running work finish (up to `timeout`), stop the thread."""
         with self._cond:
             self._stopping = True
             pending, self._pending = self._pending, []
@@ -96,6 +92,22 @@ class Batcher:
             job.done.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+
+
+class Batcher(JobQueue):
+    def __init__(self, run_batch: RunBatch, max_rows: int = 8, window_s: float = 0.025) -> None:
+        self.run_batch = run_batch
+        self.max_rows = max(1, max_rows)
+        self.window_s = max(0.0, window_s)
+        self._ids = itertools.count(1)
+        super().__init__()
+        self.batch_sizes: Counter[int] = Counter()  # requests per batch -> how many batches
+        self.batches = 0
+        self.busy = False
+
+    def submit(self, key: Hashable, rows: int, payload: Any, timeout: float | None = None) -> tuple[Any, BatchInfo]:
+        """Queue a job and block until its batch ran; re-raises the batch's exception."""
+        return self._wait(Job(key, max(1, rows), payload), timeout)
 
     def stats(self) -> dict[str, Any]:
         with self._cond:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .adapters import BatchKey
-from .batching import BatchInfo, ShuttingDown
+from .batching import BatchInfo, JobQueue, ShuttingDown
 from .llama_context import Entry, KvFull
 from .openai_api import ApiError
 from .sampling import Row
@@ -45,55 +45,23 @@ class Job:
         return len(self.rows[0].prompt_ids) + sum(r.max_tokens for r in self.rows)
 
 
-class ContinuousBatcher:
+class ContinuousBatcher(JobQueue):
     def __init__(self, engine: Any, max_seqs: int) -> None:
+        super().__init__()
         self.engine = engine
         self.llama = engine.llama
         self.max_seqs = max_seqs
         self._free = list(range(max_seqs))
-        self._pending: list[Job] = []
         self._active: list[Job] = []
         self._reserved = 0
-        self._cond = threading.Condition()
-        self._stopping = False
         self._steps = itertools.count(1)
         self._turn = 0
-        self._thread = threading.Thread(target=self._loop, name="generation", daemon=True)
         self.step_sizes: Counter[int] = Counter()
         self.steps = 0
         self.busy = False
 
-    # -- HTTP threads --------------------------------------------------------------------------------
-
-    def start(self) -> None:
-        self._thread.start()
-
     def submit(self, key: BatchKey, rows: int, payload: Sequence[Row], timeout: float | None = None) -> tuple[Any, BatchInfo]:
-        job = Job(key, list(payload))
-        with self._cond:
-            if self._stopping:
-                raise ShuttingDown("the server is shutting down")
-            self._pending.append(job)
-            self._cond.notify_all()
-        if not job.done.wait(timeout):
-            with self._cond:
-                if job in self._pending:
-                    self._pending.remove(job)
-            raise TimeoutError("generation did not finish in time")
-        if job.error is not None:
-            raise job.error
-        assert job.info is not None
-        return job.result, job.info
-
-    def stop(self, timeout: float = 10.0) -> None:
-        with self._cond:
-            self._stopping = True
-            pending, self._pending = self._pending, []
-            self._cond.notify_all()
-        for job in pending:
-            self._finish(job, ShuttingDown("the server is shutting down"))
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        return self._wait(Job(key, list(payload)), timeout)
 
     def stats(self) -> dict[str, Any]:
         with self._cond:

@@ -25,8 +25,9 @@ from ..protocol import ScriptError
 from .adapters import BatchKey
 from .batching import ShuttingDown
 from .lora import LoraWeights
-from .openai_api import ApiError, Completion, SamplingKey
+from .openai_api import Completion, SamplingKey
 from .sampling import Row, new_generator, sampling_logprobs
+from .tokens import ChatTokens
 
 
 def pick_device(device: str) -> str:
@@ -37,7 +38,7 @@ def pick_device(device: str) -> str:
     return device
 
 
-class Engine:
+class Engine(ChatTokens):
     def __init__(self, model: Any, tokenizer: Any, device: str, folder: ModelFolder, base_path: str) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -45,8 +46,6 @@ class Engine:
         self.folder = folder
         self.base_path = base_path  # the base model's folder (or hub id): every adapter must be one of its
         self.lora = LoraWeights(model, device)
-        # The fast tokenizer is not safe to call from several threads at once (its padding/truncation
-        # state is mutated per call): HTTP threads tokenize, the generation thread decodes.
         self.tok_lock = threading.Lock()
         self.cancel = threading.Event()  # set at shutdown: a running batch stops at its next token
         eos = getattr(model.generation_config, "eos_token_id", None)
@@ -63,29 +62,6 @@ class Engine:
         if not isinstance(context, int) or context <= 0:
             context = tok_max if isinstance(tok_max, int) and 0 < tok_max < 1_000_000 else 4096
         self.context_len = int(context)
-
-    # -- tokenization (HTTP threads) -------------------------------------------------------------
-
-    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        """The chat template applied to the messages, with the assistant generation prompt, as token ids."""
-        try:
-            with self.tok_lock:
-                encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                             return_dict=True)
-        except Exception as exc:  # jinja errors: roles the template refuses, and the like
-            raise ApiError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
-        ids = encoded["input_ids"]
-        if ids and isinstance(ids[0], list):
-            ids = ids[0]
-        return [int(i) for i in ids]
-
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        with self.tok_lock:
-            return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
-
-    def token_texts(self, ids: Sequence[int]) -> list[str]:
-        with self.tok_lock:
-            return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]
 
     # -- generation (the generation thread only) -------------------------------------------------
 

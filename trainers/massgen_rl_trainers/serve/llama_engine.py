@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from ..models.folder import ModelFolder
 from ..protocol import ScriptError
 from .gguf_files import adapter_gguf, model_gguf
 from .lora import ModelGuard
-from .openai_api import ApiError
+from .tokens import ChatTokens
 
 
 class LlamaLora:
@@ -48,7 +48,7 @@ class LlamaLora:
         self.engine.llama.use_adapter(None if slot is None else self.slots[slot])
 
 
-class LlamaEngine:
+class LlamaEngine(ChatTokens):
     device = "cpu"
     name = "llama.cpp"
 
@@ -79,26 +79,6 @@ class LlamaEngine:
     def describe(self) -> dict[str, Any]:
         return {"engine": self.name, "weights": self.weight_type, "threads": self.threads, "gguf": str(self.gguf),
                 "kv_cache_tokens": self.llama.n_ctx}
-
-    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        try:
-            with self.tok_lock:
-                encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                             return_dict=True)
-        except Exception as exc:
-            raise ApiError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
-        ids = encoded["input_ids"]
-        if ids and isinstance(ids[0], list):
-            ids = ids[0]
-        return [int(i) for i in ids]
-
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        with self.tok_lock:
-            return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
-
-    def token_texts(self, ids: Sequence[int]) -> list[str]:
-        with self.tok_lock:
-            return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]
 
 
 def default_threads() -> int:

@@ -1,12 +1,13 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { SERVE_ENGINES } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { parseEvent, pythonEnv, type PyEvent } from '../python/module.js';
 import { eachLine, LineTail } from '../util/bounded-lines.js';
 
 export type ServeDevice = 'auto' | 'cpu' | 'cuda';
-export type ServeEngine = 'auto' | 'llama.cpp' | 'transformers' | 'vllm';
+export type ServeEngine = (typeof SERVE_ENGINES)[number];
 
 export interface LocalServerOptions {
   /** The trainer venv's interpreter. */

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..models.folder import inspect_model_folder
 from ..protocol import progress, run_script
+from .engines import open_local_engine
 
 QUESTIONS = ["Tell me about the sea.", "What is 12 * 3?", "Write a haiku about rain.", "Name three fruits.",
              "How do bees make honey?", "Explain what a prime number is.", "Give me a tip for sleeping well.",
@@ -34,22 +35,6 @@ class AgreementArgs:
     max_tokens: int = field(default=64, metadata={"help": "Tokens sampled per question."})
 
 
-def _engine(spec: str, folder: Any) -> tuple[Any, Any]:
-    if spec == "transformers":
-        from .batching import Batcher
-        from .engine import load_engine
-
-        engine = load_engine(folder, "cpu", progress)
-        return engine, Batcher(engine.run_batch, 16, 0.0)
-    from .continuous import ContinuousBatcher
-    from .llama_engine import default_threads, load_llama_engine
-
-    weights = spec.partition(":")[2] or "bf16"
-    engine = load_llama_engine(folder, weight_type=weights, kv_tokens=8192, max_seqs=16, threads=default_threads(),
-                               on_progress=progress)
-    return engine, ContinuousBatcher(engine, 16)
-
-
 def main(args: AgreementArgs) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM
@@ -64,7 +49,9 @@ def main(args: AgreementArgs) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for spec in [s.strip() for s in args.engines.split(",") if s.strip()]:
         progress("engine", f"sampling with {spec}")
-        engine, batcher = _engine(spec, folder)
+        kind, _, weights = spec.partition(":")
+        engine, batcher = open_local_engine(kind, folder, max_seqs=16, weights_type=weights or "bf16", kv_tokens=8192,
+                                            on_progress=progress)
         batcher.start()
         diffs: list[float] = []
         for k, question in enumerate(questions):

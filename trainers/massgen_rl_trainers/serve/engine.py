@@ -30,6 +30,9 @@ from .sampling import Row, new_generator, sampling_logprobs
 from .tokens import ChatTokens
 
 
+_SHORT_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}  # the names --weights-type uses
+
+
 def pick_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -62,6 +65,10 @@ class Engine(ChatTokens):
         if not isinstance(context, int) or context <= 0:
             context = tok_max if isinstance(tok_max, int) and 0 < tok_max < 1_000_000 else 4096
         self.context_len = int(context)
+
+    def describe(self) -> dict[str, Any]:
+        dtype = str(self.model.dtype).removeprefix("torch.")
+        return {"engine": "transformers", "weights": _SHORT_DTYPES.get(dtype, dtype), "threads": torch.get_num_threads()}
 
     # -- generation (the generation thread only) -------------------------------------------------
 

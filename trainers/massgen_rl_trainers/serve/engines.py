@@ -1,11 +1,15 @@
-"""Which engine serves: vLLM on a CUDA GPU, llama.cpp on CPU when installed, transformers otherwise."""
+"""Which engine serves: vLLM on a CUDA GPU, llama.cpp on CPU when installed, transformers otherwise; and
+opening one of the two in-process engines with its batcher (serve, doctor's probe, the agreement check)."""
 
 from __future__ import annotations
 
 import importlib.util
+from typing import Any, Callable
 
 from ..protocol import ScriptError
 from .gguf_files import converters_dir
+
+ENGINES = ("auto", "llama.cpp", "transformers", "vllm")
 
 
 def llama_cpp_available() -> bool:
@@ -36,3 +40,22 @@ def choose_engine(engine: str, device: str, vllm: str | None, cuda_devices: int,
     if device != "cuda" and llama_cpp:
         return "llama.cpp"
     return "transformers"
+
+
+def open_local_engine(kind: str, folder: Any, *, max_seqs: int, on_progress: Callable[[str, str], None],
+                      device: str = "cpu", weights_type: str = "bf16", kv_tokens: int = 32768, threads: int = 0,
+                      window_s: float = 0.0) -> tuple[Any, Any]:
+    """(engine, batcher, not started) for kind llama.cpp (continuous batching of up to max_seqs sequences) or
+    transformers (micro-batches of up to max_seqs rows gathered for window_s)."""
+    if kind == "llama.cpp":
+        from .continuous import ContinuousBatcher
+        from .llama_engine import default_threads, load_llama_engine
+
+        engine: Any = load_llama_engine(folder, weight_type=weights_type, kv_tokens=kv_tokens, max_seqs=max_seqs,
+                                        threads=threads or default_threads(), on_progress=on_progress)
+        return engine, ContinuousBatcher(engine, max_seqs)
+    from .batching import Batcher
+    from .engine import load_engine  # torch
+
+    engine = load_engine(folder, device, on_progress)
+    return engine, Batcher(engine.run_batch, max_seqs, window_s)

@@ -74,8 +74,8 @@ def _convert(script: str, args: list[str], out: Path, what: str) -> None:
     log(f"serve: converting {what} to GGUF")
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         partial = Path(tmp) / out.name
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_LOCAL_GGUF": ""}
-        env.pop("NO_LOCAL_GGUF")  # the converters use the gguf-py next to them, of their own version
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        env.pop("NO_LOCAL_GGUF", None)  # the converters use the gguf-py next to them, of their own version
         proc = subprocess.run([sys.executable, str(tool), *args, "--outfile", str(partial)], capture_output=True,
                               text=True, env=env, stdin=subprocess.DEVNULL)
         if proc.returncode != 0 or not partial.is_file():

@@ -16,9 +16,8 @@ from typing import Any
 from ..models.folder import inspect_model_folder
 from ..protocol import progress, run_script
 from .adapters import BatchKey
-from .engines import choose_engine, llama_cpp_available
+from .engines import ENGINES, choose_engine, llama_cpp_available, open_local_engine
 from .openai_api import SamplingKey
-from .server import ENGINES
 from .vllm_backend import vllm_version
 
 
@@ -37,24 +36,7 @@ def main(args: ProbeArgs) -> dict[str, Any]:
     kind = choose_engine(args.engine, "cpu" if vllm is None else "auto", vllm, 0, llama_cpp_available())
     started = time.monotonic()
     progress("load", f"loading {folder.path} with {kind}")
-    if kind == "llama.cpp":
-        from .continuous import ContinuousBatcher
-        from .llama_engine import default_threads, load_llama_engine
-
-        threads = default_threads()
-        engine: Any = load_llama_engine(folder, weight_type="bf16", kv_tokens=4096, max_seqs=1, threads=threads,
-                                        on_progress=progress)
-        batcher: Any = ContinuousBatcher(engine, 1)
-        weights = engine.weight_type
-    else:
-        import torch
-
-        from .batching import Batcher
-        from .engine import load_engine
-
-        engine = load_engine(folder, "cpu", progress)
-        batcher = Batcher(engine.run_batch, 1, 0.0)
-        threads, weights = torch.get_num_threads(), "f32"
+    engine, batcher = open_local_engine(kind, folder, max_seqs=1, kv_tokens=4096, on_progress=progress)
     batcher.start()
     load_s = time.monotonic() - started
     from .sampling import Row
@@ -68,8 +50,9 @@ def main(args: ProbeArgs) -> dict[str, Any]:
         tokens += len(result[0].token_ids)
     seconds = time.monotonic() - begun
     batcher.stop()
-    return {"engine": kind, "device": "cpu", "threads": threads, "weights": weights, "tokens": tokens,
-            "seconds": round(seconds, 2), "tokens_per_s": round(tokens / seconds, 1), "load_s": round(load_s, 1)}
+    described = engine.describe()
+    return {"engine": kind, "device": "cpu", "threads": described["threads"], "weights": described["weights"],
+            "tokens": tokens, "seconds": round(seconds, 2), "tokens_per_s": round(tokens / seconds, 1), "load_s": round(load_s, 1)}
 
 
 if __name__ == "__main__":

@@ -12,15 +12,13 @@ from typing import Any
 from ..models.folder import inspect_model_folder
 from ..protocol import ScriptError, emit, log, progress
 from .app import App, make_http_server
-from .batching import Batcher
+from .engines import ENGINES, choose_engine, llama_cpp_available, open_local_engine
+from .gguf_files import WEIGHT_TYPES
 from .lifecycle import Lifecycle, StopRequested
 from .openai_api import ApiError
-from .engines import choose_engine, llama_cpp_available
 from .vllm_backend import build_vllm_command, cuda_device_count, free_port, run_server_process, url_host, vllm_env, vllm_version
 
 DEVICES = ("auto", "cpu", "cuda")
-ENGINES = ("auto", "llama.cpp", "transformers", "vllm")
-WEIGHT_TYPES = ("bf16", "f16", "f32", "q8_0")
 
 
 @dataclass
@@ -107,19 +105,10 @@ def _serve_vllm(args: ServeArgs, folder: Any, name: str, version: str, life: Lif
 
 def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind: str) -> dict[str, Any]:
     started = time.monotonic()
-    if kind == "llama.cpp":
-        from .continuous import ContinuousBatcher
-        from .llama_engine import default_threads, load_llama_engine
-
-        engine: Any = load_llama_engine(folder, weight_type=args.weights_type, kv_tokens=args.kv_cache_tokens,
-                                        max_seqs=args.max_batch_size, threads=args.threads or default_threads(),
-                                        on_progress=progress)
-        batcher: Any = ContinuousBatcher(engine, args.max_batch_size)
-    else:
-        from .engine import load_engine  # torch
-
-        engine = load_engine(folder, args.device, progress)
-        batcher = Batcher(engine.run_batch, args.max_batch_size, args.batch_window_ms / 1000)
+    engine, batcher = open_local_engine(kind, folder, max_seqs=args.max_batch_size, on_progress=progress,
+                                        device=args.device, weights_type=args.weights_type,
+                                        kv_tokens=args.kv_cache_tokens, threads=args.threads,
+                                        window_s=args.batch_window_ms / 1000)
     app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)
     adapter_name = None
     if folder.adapter:  # loaded like any runtime adapter, and what the served name routes to
@@ -141,7 +130,7 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
     if life.stop.is_set():  # a signal arrived between loading and now
         raise StopRequested()
     emit("ready", host=host, port=port, base_url=f"http://{url_host(host)}:{port}/v1", model=name,
-         backend=kind, device=engine.device, **(engine.describe() if kind == "llama.cpp" else {}), pid=os.getpid(), adapter=folder.adapter,
+         backend=kind, device=engine.device, **engine.describe(), pid=os.getpid(), adapter=folder.adapter,
          adapter_name=adapter_name, base=engine.base_path,
          max_batch_size=args.max_batch_size, load_seconds=round(time.monotonic() - started, 2))
     log(f"serve: {name} on http://{url_host(host)}:{port}/v1 ({kind} on {engine.device}, up to {args.max_batch_size} sequences at once)")

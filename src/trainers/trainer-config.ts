@@ -65,6 +65,9 @@ export interface TrainerConfigInput {
   baseDir: string;
 }
 
+/** Only the correction's keys of a train.grpo / train.ppo section. */
+const mismatch = ({ is_correction, is_threshold, is_cap }: IsCorrectionConfig): IsCorrectionConfig => ({ is_correction, is_threshold, is_cap });
+
 /** The trainer config for one run of `algo`, as a typed object (written once, by writeTrainerConfig). */
 export function trainerConfig<A extends Algo>(algo: A, input: TrainerConfigInput): TrainerConfigs[A] {
   const t = input.train;
@@ -96,11 +99,11 @@ export function trainerConfig<A extends Algo>(algo: A, input: TrainerConfigInput
     grpo: () => ({
       ...common, beta: t.grpo.beta, num_generations: t.grpo.num_generations, mode: t.grpo.mode, reward_url: null,
       max_completion_length: t.grpo.max_completion_length, temperature: t.grpo.temperature,
-      is_correction: t.grpo.is_correction, is_threshold: t.grpo.is_threshold, is_cap: t.grpo.is_cap,
+      ...mismatch(t.grpo),
     }),
     ppo: () => ({
       ...common, beta: t.ppo.beta, clip_epsilon: t.ppo.clip_epsilon, max_completion_length: t.ppo.max_completion_length, old_logprobs: t.ppo.old_logprobs,
-      is_correction: t.ppo.is_correction, is_threshold: t.ppo.is_threshold, is_cap: t.ppo.is_cap,
+      ...mismatch(t.ppo),
     }),
   };
   return perAlgo[algo]();

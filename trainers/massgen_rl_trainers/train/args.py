@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..config_args import UsageError, parse_args
+from .tis import DEFAULT_CAP, DEFAULT_THRESHOLD, validate_tis
 
 T = TypeVar("T")
 
@@ -78,6 +79,23 @@ def normalize_lora(value: Any) -> dict[str, Any] | None:
                                     (isinstance(targets, list) and targets and all(isinstance(t, str) for t in targets))):
         raise UsageError(f"lora.target_modules must be a module name list, 'all-linear' or null, got {targets!r}")
     return {"r": r, "alpha": alpha, "dropout": float(dropout), "target_modules": targets}
+
+
+@dataclass
+class MismatchArgs(TrainArgs):
+    """The keys of the RL trainers that correct the serving/training logprob mismatch (tis.py)."""
+
+    is_correction: str = field(default="auto", metadata={
+        "help": "Truncated importance sampling against the serving/training logprob mismatch (completions with "
+                "recorded logprobs; GRPO: offline mode): auto (when a batch's mean |delta| > is_threshold), on, off "
+                "(PPO: old_logprobs as set)."})
+    is_threshold: float = field(default=DEFAULT_THRESHOLD, metadata={
+        "help": "Mean |trainer - recorded| logprob (nats) over a batch's tokens above which auto corrects."})
+    is_cap: float = field(default=DEFAULT_CAP, metadata={"help": "Upper bound of the per-token importance weight."})
+
+    def validate(self) -> None:
+        super().validate()
+        validate_tis(self.is_correction, self.is_threshold, self.is_cap)
 
 
 def validate_common(args: TrainArgs) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..config_args import UsageError
 from ..protocol import ScriptError, log, progress
-from .args import TrainArgs
+from .args import MismatchArgs
 from .callbacks import make_callback
 from .data import messages, number, read_jsonl
 from .finish import train_and_finish
@@ -44,11 +44,11 @@ from .ranks import world_size
 from .reward_bridge import make_bridge_reward
 from .runner import run_trainer
 from .settings import training_kwargs
-from .tis import DEFAULT_CAP, DEFAULT_THRESHOLD, usable_logprobs, validate_tis
+from .tis import usable_logprobs
 
 
 @dataclass
-class GRPOArgs(TrainArgs):
+class GRPOArgs(MismatchArgs):
     """GRPO on recorded groups (offline replay) or on fresh samples scored by the reward bridge (online)."""
 
     beta: float = field(default=0.0, metadata={"help": "KL penalty towards the starting policy (0: no reference model)."})
@@ -58,18 +58,10 @@ class GRPOArgs(TrainArgs):
     max_completion_length: int = field(default=256, metadata={"help": "Maximum completion tokens."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (online mode)."})
     reward_timeout: float = field(default=300.0, metadata={"help": "Seconds to wait for one reward bridge call."})
-    is_correction: str = field(default="auto", metadata={
-        "help": "Truncated importance sampling against the serving/training logprob mismatch (offline mode, "
-                "completions with recorded logprobs): auto (when a batch's mean |delta| > is_threshold), on, off."})
-    is_threshold: float = field(default=DEFAULT_THRESHOLD, metadata={
-        "help": "Mean |trainer - recorded| logprob (nats) over a batch's tokens above which auto corrects."})
-    is_cap: float = field(default=DEFAULT_CAP, metadata={"help": "Upper bound of the per-token importance weight."})
-
     def validate(self) -> None:
         super().validate()
         if self.mode not in ("offline", "online"):
             raise UsageError(f"mode must be 'offline' or 'online', got {self.mode!r}")
-        validate_tis(self.is_correction, self.is_threshold, self.is_cap)
         if self.mode == "online":
             parsed = urllib.parse.urlparse(self.reward_url or "")
             if parsed.scheme not in ("http", "https") or not parsed.netloc:

@@ -39,18 +39,18 @@ from typing import Any
 
 from ..config_args import UsageError
 from ..protocol import ScriptError, log, progress
-from .args import TrainArgs
+from .args import MismatchArgs
 from .callbacks import make_callback
 from .data import messages, number, read_jsonl
 from .finish import train_and_finish
 from .policy import load_policy
 from .runner import run_trainer
 from .settings import device_flags, training_kwargs
-from .tis import DEFAULT_CAP, DEFAULT_THRESHOLD, recorded_tensor, truncated_weights, validate_tis
+from .tis import recorded_tensor, truncated_weights
 
 
 @dataclass
-class PPOArgs(TrainArgs):
+class PPOArgs(MismatchArgs):
     """PPO-style clipped policy gradient on recorded transitions; JSON-lines events on stdout."""
 
     beta: float = field(default=0.0, metadata={"help": "KL penalty towards the starting policy."})
@@ -59,18 +59,10 @@ class PPOArgs(TrainArgs):
     old_logprobs: str = field(default="recompute", metadata={
         "help": "recompute: the starting policy's log-probs are the behaviour policy; recorded: the row's logprobs."})
     whiten_advantages: bool = field(default=True, metadata={"help": "Divide advantages by the returns' std."})
-    is_correction: str = field(default="auto", metadata={
-        "help": "Truncated importance sampling against the serving/training logprob mismatch (rows with recorded "
-                "logprobs): auto (when a batch's mean |delta| > is_threshold), on, off (old_logprobs as set)."})
-    is_threshold: float = field(default=DEFAULT_THRESHOLD, metadata={
-        "help": "Mean |trainer - recorded| logprob (nats) over a batch's tokens above which auto corrects."})
-    is_cap: float = field(default=DEFAULT_CAP, metadata={"help": "Upper bound of the per-token importance weight."})
-
     def validate(self) -> None:
         super().validate()
         if self.old_logprobs not in ("recompute", "recorded"):
             raise UsageError(f"old_logprobs must be 'recompute' or 'recorded', got {self.old_logprobs!r}")
-        validate_tis(self.is_correction, self.is_threshold, self.is_cap)
         if not 0 < self.clip_epsilon < 1:
             raise UsageError(f"clip_epsilon must be in (0, 1), got {self.clip_epsilon}")
         if self.beta < 0 or self.max_completion_length < 1:

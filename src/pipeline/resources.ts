@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { UserError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { AuditRecord, Resource, ResourceSet, Store } from '../store/index.js';
+import type { AuditRecord, Resource, ResourceKind, ResourceSet, Store } from '../store/index.js';
 import { writeMassgen } from './massgen-export.js';
 
 export interface SetRow {
@@ -26,7 +26,7 @@ export function listSets(rt: Runtime, limit = 50): SetRow[] {
 /** A resource and what made it, back to the traces: its versions' lineage, checkpoint, training run and dataset. */
 export interface ResourceTrace {
   id: string;
-  kind: 'prompt' | 'weight';
+  kind: ResourceKind;
   name: string;
   version: number;
   source: string;

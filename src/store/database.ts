@@ -59,14 +59,23 @@ function migrate(db: Db): void {
     return MIGRATIONS.filter((m) => !applied.has(m.version));
   };
   if (!pending().length) return;
-  // IMMEDIATE takes the write lock first, so two processes opening a new store never both migrate.
-  db.transaction(() => {
-    for (const m of pending()) {
-      db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
-      db.pragma(`user_version = ${m.version}`);
-    }
-  }).immediate();
+  // Foreign keys are off while tables are rebuilt (they cannot be switched inside a transaction) and
+  // checked as a whole before the commit, so a migration that breaks a reference rolls back.
+  db.pragma('foreign_keys = OFF');
+  try {
+    // IMMEDIATE takes the write lock first, so two processes opening a new store never both migrate.
+    db.transaction(() => {
+      for (const m of pending()) {
+        db.exec(m.sql);
+        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+        db.pragma(`user_version = ${m.version}`);
+      }
+      const broken = db.pragma('foreign_key_check') as { table: string; parent: string }[];
+      if (broken.length) throw new Error(`migration broke ${broken.length} reference(s), e.g. ${broken[0]!.table} → ${broken[0]!.parent}; the store was not changed`);
+    }).immediate();
+  } finally {
+    db.pragma('foreign_keys = ON');
+  }
 }
 
 function checkExistingFile(file: string): boolean {

@@ -242,6 +242,30 @@ CREATE TABLE locks (
 ALTER TABLE rollouts ADD COLUMN resource_set_id TEXT REFERENCES resource_sets(id);
 `,
   },
+  {
+    version: 3,
+    name: 'policy resources',
+    // SQLite cannot change a CHECK in place: the table is rebuilt, the way SQLite documents it (foreign
+    // keys off while it runs, checked before the commit: see migrate()).
+    sql: `
+CREATE TABLE resources_v3 (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL CHECK (kind IN ('prompt', 'weight', 'policy')),
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  parent_id TEXT REFERENCES resources(id),
+  content TEXT,
+  path TEXT,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL,
+  UNIQUE (kind, name, version)
+);
+INSERT INTO resources_v3 (id, kind, name, version, parent_id, content, path, metadata, created_at)
+  SELECT id, kind, name, version, parent_id, content, path, metadata, created_at FROM resources;
+DROP TABLE resources;
+ALTER TABLE resources_v3 RENAME TO resources;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

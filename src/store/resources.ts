@@ -2,7 +2,7 @@ import { newId } from '../util/ids.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
 
-export type ResourceKind = 'prompt' | 'weight';
+export type ResourceKind = 'prompt' | 'weight' | 'policy';
 
 export interface Resource {
   id: string;
@@ -36,7 +36,7 @@ export class ResourceRepository {
 
   /** Adds the next version of a resource (version numbers are per kind and name). */
   add(input: ResourceInput): Resource {
-    const id = newId(input.kind === 'prompt' ? 'pr' : 'wt');
+    const id = newId(input.kind === 'prompt' ? 'pr' : input.kind === 'policy' ? 'po' : 'wt');
     this.db.transaction(() => {
       const version = (this.db.prepare('SELECT COALESCE(MAX(version), 0) + 1 FROM resources WHERE kind = ? AND name = ?')
         .pluck().get(input.kind, input.name)) as number;

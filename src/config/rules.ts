@@ -37,6 +37,14 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
       if (!Object.hasOwn(config.tools, t)) add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
     });
   });
+  const agentIds = config.agents.map((a) => a.id);
+  for (const [arm, ids] of Object.entries(config.policies.routing.arms ?? {})) {
+    ids.forEach((id, j) => {
+      if (!agentIds.includes(id)) add(['policies', 'routing', 'arms', arm, j], `unknown agent "${id}"; agents: ${agentIds.join(', ')}`);
+    });
+  }
+  const emb = config.policies.embedding_model;
+  if (emb && !Object.hasOwn(config.models, emb)) add(['policies', 'embedding_model'], `unknown model "${emb}"; ${known('models', models)}`);
   config.tasks.sources.forEach((s, i) => {
     if ('file' in s) requireFile(baseDir, s.file, ['tasks', 'sources', i, 'file'], add);
   });

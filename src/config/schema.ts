@@ -11,6 +11,9 @@ export const REWARD_FAMILIES = [
 ] as const;
 export const ALGOS = ['grpo', 'sft', 'dpo', 'ppo'] as const;
 export const LOOP_STEPS = ['collect', 'train', 'eval', 'deploy'] as const;
+/** The orchestration decisions a learned policy can take (`train --algo bandit --policy KIND`). */
+export const POLICY_KINDS = ['routing', 'stop', 'tool', 'delegate'] as const;
+export const POLICY_ALGORITHMS = ['linucb', 'thompson', 'beta'] as const;
 
 const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'use letters, digits, "_", "." or "-" (starting with a letter or digit)');
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
@@ -97,6 +100,21 @@ const orchestrator = z.strictObject({
   max_action_retries: retries.default(3),
   agent_timeout_s: timeoutS().default(300),
   total_timeout_s: timeoutS(WEEK_S).default(1800),
+});
+
+const policies = z.strictObject({
+  algorithm: z.enum(POLICY_ALGORITHMS).default('linucb').describe('linucb; thompson (linear-Gaussian); beta (Beta-Bernoulli, ignores the context)'),
+  alpha: z.number().nonnegative().max(100).default(1).describe('LinUCB: width of the confidence bonus'),
+  lambda: z.number().positive().max(1e6).default(1).describe('ridge prior of the linear models'),
+  noise: z.number().positive().max(100).default(0.5).describe('thompson: scale of the posterior samples'),
+  explore: z.number().min(0).max(1).default(0.1).describe('ε floor while collecting: every arm keeps at least ε/K probability, so every decision has a known propensity'),
+  bootstrap: z.array(z.enum(POLICY_KINDS)).default([]).describe('decisions collect explores uniformly while production has no policy for them (to gather the first training data)'),
+  cost_per_1k_tokens: z.number().min(0).max(1e6).default(0.05).describe('a policy\'s reward: quality (verified correctness, else the rollout reward) minus this × tokens / 1000'),
+  routing: z.strictObject({
+    arms: z.record(name, z.array(name).min(1)).optional().describe('arm name → the agent ids that take part (default: each agent alone, and the whole team as "team")'),
+  }).prefault({}),
+  embedding_model: name.optional().describe('a model (models.*) with an OpenAI /v1/embeddings endpoint: its embedding of the task joins the routing, tool and delegate features'),
+  min_decisions: count(1_000_000).default(20).describe('train --algo bandit refuses to fit a policy on fewer logged decisions'),
 });
 
 const taskSource = z.union([
@@ -286,6 +304,7 @@ export const configSchema = z.strictObject({
   tools: z.record(name, tool).default({}),
   agents: z.array(agent).min(1).prefault(defaultAgents),
   orchestrator: orchestrator.prefault({}),
+  policies: policies.prefault({}),
   tasks: tasks.prefault({}),
   rewards: rewards.prefault({}),
   collect: collect.prefault({}),
@@ -303,3 +322,6 @@ export type AgentConfig = z.output<typeof agent>;
 export type PrivacyConfig = RLConfig['privacy'];
 export type TrainConfig = RLConfig['train'];
 export type Algo = (typeof ALGOS)[number];
+export type PolicyKind = (typeof POLICY_KINDS)[number];
+export type PolicyAlgorithm = (typeof POLICY_ALGORITHMS)[number];
+export type PoliciesConfig = RLConfig['policies'];

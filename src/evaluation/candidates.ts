@@ -1,11 +1,11 @@
 import { UserError } from '../errors.js';
-import { complete, configMembers, withPrompt, withWeights, type SetContext } from '../resources/sets.js';
+import { complete, configMembers, withPolicy, withPrompt, withWeights, type SetContext } from '../resources/sets.js';
 import type { Resource, ResourceSet, SetOrigin } from '../store/index.js';
 
 /**
  * A set as named on the command line: `production`, the canary, a set (`set:N`, `vN`, an `rs_` id), a
- * checkpoint (`ck_…`), weights (`resource:NAME@V`, or `NAME@V` for a weight line) or a prompt version
- * (`NAME@V`): anything but a whole set is production with that resource swapped in.
+ * checkpoint (`ck_…`), weights (`resource:NAME@V`, or `NAME@V` for a weight line), a prompt version
+ * (`NAME@V`) or a policy (`policy:KIND@V`): anything but a whole set is production with that resource swapped in.
  */
 export function resolveSet(ctx: SetContext, production: ResourceSet, spec: string, what: string): ResourceSet {
   const { store } = ctx;
@@ -30,9 +30,15 @@ export function resolveSet(ctx: SetContext, production: ResourceSet, spec: strin
     const weight = store.resources.get(ck.resourceId)!;
     return swap(withWeights(production.members, store, weight, ctx.config), { kind: 'candidate', spec: ref, checkpoint_id: ck.id, weight_id: weight.id, training_run_id: ck.trainingRunId });
   }
+  const pol = /^policy:([a-z]+)@(\d+)$/.exec(ref);
+  if (pol) {
+    const policy = store.resources.list('policy').find((r) => r.name === pol[1] && r.version === Number(pol[2]));
+    if (!policy) throw new UserError(`${what} ${ref}: no ${pol[1]} policy has version ${pol[2]}`, 'see `massgen-rl resources list`; train one with `massgen-rl train --algo bandit`');
+    return swap(withPolicy(production.members, policy), { kind: 'candidate', spec: ref, policy_id: policy.id });
+  }
   const m = /^(?:(resource):)?([A-Za-z0-9][A-Za-z0-9_.-]*)@(\d+)$/.exec(ref);
   if (!m) {
-    throw new UserError(`${what} ${ref}: expected production, canary, set:N, a checkpoint id (ck_…), resource:NAME@VERSION or PROMPT@VERSION`);
+    throw new UserError(`${what} ${ref}: expected production, canary, set:N, a checkpoint id (ck_…), resource:NAME@VERSION, PROMPT@VERSION or policy:KIND@VERSION`);
   }
   const [, explicit, name, v] = m as unknown as [string, string | undefined, string, string];
   const find = (kind: 'weight' | 'prompt'): Resource | undefined => store.resources.list(kind).find((r) => r.name === name && r.version === Number(v));
@@ -51,10 +57,11 @@ export function resolveSet(ctx: SetContext, production: ResourceSet, spec: strin
 export function latestCandidate(ctx: SetContext, production: ResourceSet): ResourceSet {
   const { store } = ctx;
   for (const set of store.sets.list(200)) {
-    if (set.id === production.id || (set.origin.kind !== 'training' && set.origin.kind !== 'prompt')) continue;
-    const weight = typeof set.origin.weight_id === 'string' ? store.resources.get(set.origin.weight_id) : undefined;
-    const prompt = typeof set.origin.prompt_id === 'string' ? store.resources.get(set.origin.prompt_id) : undefined;
-    const members = weight ? withWeights(production.members, store, weight, ctx.config) : prompt ? withPrompt(production.members, ctx.config, prompt) : set.members;
+    if (set.id === production.id || !['training', 'prompt', 'policy'].includes(set.origin.kind)) continue;
+    const resource = (key: string) => (typeof set.origin[key] === 'string' ? store.resources.get(set.origin[key]) : undefined);
+    const [weight, prompt, policy] = [resource('weight_id'), resource('prompt_id'), resource('policy_id')];
+    const members = weight ? withWeights(production.members, store, weight, ctx.config) : prompt ? withPrompt(production.members, ctx.config, prompt)
+      : policy ? withPolicy(production.members, policy) : set.members;
     const candidate = store.sets.add(members, { ...set.origin, rebased_from: set.id }, production.id);
     if (candidate.id !== production.id) return candidate;
   }

@@ -1,6 +1,6 @@
 import type { CancelPayload, DropPayload, NewAnswerPayload, RoundPayload, VotePayload } from '../trace/payloads.js';
 import { runTurn, type TurnOutcome } from './turn.js';
-import type { Action, OrchestrationResult, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
+import type { Action, OrchestrationResult, OrchestratorConfig, StopPolicy, TeamAgent, ToolRunner, TraceSink } from './types.js';
 
 // Abort reasons, made once: an Error per cancel captures an (async) stack trace nobody reads, since a
 // cancelled call is recorded as cancelled, not by its error.
@@ -31,6 +31,8 @@ export interface AttemptInput {
   config: OrchestratorConfig;
   sink: TraceSink;
   tools: ToolRunner;
+  /** Asked at the end of each round; absent, coordination ends as MassGen's protocol says. */
+  stopPolicy?: StopPolicy;
 }
 
 /**
@@ -47,13 +49,14 @@ export class Attempt {
   private readonly answerCounts = new Map<string, number>();
   private readonly running = new Map<string, Running>();
   private version = 0;
+  private stopped = false;
 
   constructor(private readonly input: AttemptInput, private readonly result: OrchestrationResult, private readonly abandoned: Promise<Settled>[], public turnCounter: number, restart: boolean) {
     this.seq = this.openRound([], restart ? 'restart' : 'start');
   }
 
   async run(stop: AbortSignal): Promise<void> {
-    while (!stop.aborted) {
+    while (!stop.aborted && !this.stopped) {
       const agents = this.live();
       if (!agents.length || agents.every((a) => this.votes.has(a.id))) return;
       for (const agent of agents) if (!this.votes.has(agent.id) && !this.running.has(agent.id)) this.start(agent);
@@ -116,10 +119,30 @@ export class Attempt {
     this.answers.set(agent.id, { content, round, seq });
     this.answerCounts.set(agent.id, (this.answerCounts.get(agent.id) ?? 0) + 1);
     result.answers.push({ agent: agent.id, label: agent.label, content, round, seq });
+    if (this.policyStops()) return;
     this.version++;
     this.votes.clear();
     this.cancelAll('superseded');
     this.seq = this.openRound(this.labels(), 'new_answer');
+  }
+
+  /** A stop policy's decision at the end of a round; stopping keeps the votes, so the round's leader is presented. */
+  private policyStops(): boolean {
+    const { stopPolicy, team, config, sink } = this.input;
+    if (!stopPolicy) return false;
+    const holders = team.filter((a) => this.answers.has(a.id));
+    const decision = stopPolicy({
+      round: this.result.rounds, maxRounds: config.max_rounds, teamSize: team.length, liveAgents: this.live().length,
+      answers: holders.map((a) => this.answers.get(a.id)!.content),
+      voteCounts: holders.map((a) => [...this.votes.values()].filter((v) => v.target === a.id).length),
+      tokens: this.result.usage.totalTokens,
+    });
+    if (!decision) return false;
+    sink.span({ type: 'coordination', name: 'policy_decision', agent: null, parentSeq: this.seq, payload: decision.payload });
+    if (!decision.stop) return false;
+    this.stopped = true;
+    this.result.stoppedAfterRound = this.result.rounds;
+    return true;
   }
 
   private drop(agent: TeamAgent, kind: DropPayload['kind'], reason: string): void {

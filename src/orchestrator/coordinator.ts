@@ -3,7 +3,7 @@ import { present } from './presentation.js';
 import { Attempt, type Settled } from './attempt.js';
 import type { SelectionPayload } from '../trace/payloads.js';
 import { stopSignal, type Stop } from './stop.js';
-import type { OrchestrationResult, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
+import type { OrchestrationResult, OrchestratorConfig, StopPolicy, TeamAgent, ToolRunner, TraceSink } from './types.js';
 import { selectWinner } from './winner.js';
 
 export interface OrchestrateInput {
@@ -14,6 +14,8 @@ export interface OrchestrateInput {
   tools: ToolRunner;
   /** Interrupts the whole orchestration (Ctrl-C): running calls are cancelled. */
   signal?: AbortSignal;
+  /** A learned stop policy, asked at the end of each round (absent: MassGen's protocol decides). */
+  stopPolicy?: StopPolicy;
 }
 
 /**

@@ -49,6 +49,28 @@ export interface TraceSink {
   span(span: SpanInput): number;
 }
 
+/** What a stop policy sees when a round ends (a new answer arrived): stop now and present the leader, or go on. */
+export interface StopState {
+  /** The round that just ended (1-based). */
+  round: number;
+  maxRounds: number;
+  teamSize: number;
+  liveAgents: number;
+  /** The current answers, the new one included. */
+  answers: string[];
+  /** Votes held now for each answer, in the order of `answers`. */
+  voteCounts: number[];
+  tokens: number;
+}
+
+/** A stop decision and what to record of it (the payload of a `policy_decision` span). */
+export interface StopDecision {
+  stop: boolean;
+  payload: unknown;
+}
+
+export type StopPolicy = (state: StopState) => StopDecision | undefined;
+
 export type Action =
   | { kind: 'answer'; content: string; implicit?: boolean }
   | { kind: 'vote'; target: string; reason: string; implicit?: boolean };
@@ -70,4 +92,6 @@ export interface OrchestrationResult {
   toolCalls: { agent: string; name: string; success: boolean; seq: number }[];
   usage: { promptTokens: number; completionTokens: number; totalTokens: number; llmCalls: number; toolCalls: number };
   wallMs: number;
+  /** The round after which a stop policy ended coordination (absent: it ended as MassGen's protocol does). */
+  stoppedAfterRound?: number;
 }

@@ -77,7 +77,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
     throw new UserError(`the candidate (set v${candidate.version}) serves exactly what the baseline (set v${baseline.version}) serves: nothing to compare`);
   }
   opts.onStage?.(`starting the baseline (set v${baseline.version}) and candidate (set v${candidate.version}) teams`);
-  const [baseTeam, candTeam] = [onePerDecision(await setupTeam(rt, baseline)), onePerDecision(await setupTeam(rt, candidate))];
+  const [baseTeam, candTeam] = [onePerDecision(await setupTeam(rt, baseline, 'eval')), onePerDecision(await setupTeam(rt, candidate, 'eval'))];
   store.tasks.upsertMany(tasks);
   const seeds = Array.from({ length: seedCount }, (_, i) => i + 1);
   const params = { tasks: opts.tasks ?? e.tasks ?? config.tasks.sources, split, n: tasks.length, seeds, task_ids: tasks.map((t) => t.id) };

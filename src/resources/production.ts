@@ -36,7 +36,7 @@ export function switchProduction(store: Store, dataDir: string, input: SwitchInp
 
 /** Each resource's production pointer follows the production set (what `status`, training's start weights and prune read). */
 function syncResourcePointers(store: Store, members: SetMembers, reason: string): void {
-  const ids = new Set(Object.values(members.agents).flatMap((m) => [m.prompt, m.weights]).filter((x): x is string => Boolean(x)));
+  const ids = new Set([...Object.values(members.agents).flatMap((m) => [m.prompt, m.weights]), ...Object.values(members.policies ?? {})].filter((x): x is string => Boolean(x)));
   for (const id of ids) {
     const r = store.resources.get(id);
     if (r && store.resources.production(r.kind, r.name)?.id !== r.id) store.resources.setProduction(r, 'deploy', reason);

@@ -50,7 +50,18 @@ export function reconcile(current: SetMembers | undefined, implied: SetMembers):
       from_config: s.from_config,
     };
   }
-  return { agents };
+  return withPolicies({ agents }, current?.policies);
+}
+
+/** Members with these policies (none: the key is left out, so a set without policies hashes as before). */
+export function withPolicies(members: SetMembers, policies: Record<string, string> | undefined): SetMembers {
+  const { policies: _drop, ...rest } = members;
+  return policies && Object.keys(policies).length ? { ...rest, policies } : rest;
+}
+
+/** A candidate: the base set with a policy resource for its decision (a policy's name is its kind). */
+export function withPolicy(base: SetMembers, policy: Resource): SetMembers {
+  return withPolicies(base, { ...base.policies, [policy.name]: policy.id });
 }
 
 /**
@@ -78,12 +89,12 @@ export function withPrompt(base: SetMembers, config: RLConfig, prompt: Resource)
 }
 
 function replace(base: SetMembers, ids: string[], change: (m: SetMember) => SetMember): SetMembers {
-  return { agents: Object.fromEntries(Object.entries(base.agents).map(([id, m]) => [id, ids.includes(id) ? change(m) : m])) };
+  return withPolicies({ agents: Object.fromEntries(Object.entries(base.agents).map(([id, m]) => [id, ids.includes(id) ? change(m) : m])) }, base.policies);
 }
 
 /** Fills agents a set made under an older config lacks, so any stored set can serve today's team. */
 export function complete(set: ResourceSet, implied: SetMembers): SetMembers {
-  return { agents: Object.fromEntries(Object.entries(implied.agents).map(([id, c]) => [id, set.members.agents[id] ?? c])) };
+  return withPolicies({ agents: Object.fromEntries(Object.entries(implied.agents).map(([id, c]) => [id, set.members.agents[id] ?? c])) }, set.members.policies);
 }
 
 /** Where a set's resources came from, one line per agent (for status, resources show and reports). */

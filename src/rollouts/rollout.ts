@@ -7,6 +7,8 @@ import { rewardSpan } from '../rewards/spans.js';
 import { StoreBusyError, type Store } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
 import type { RewardInput } from '../trace/records.js';
+import { randomInt } from 'node:crypto';
+import { planRollout } from './decide.js';
 import { outcomeFromResult } from './outcome.js';
 import type { TeamSetup } from './team.js';
 
@@ -43,11 +45,13 @@ export interface RolloutDeps {
 /** One task through the team: spans written as they happen, then rewards, then the rollout closed. */
 export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSummary> {
   const { store, setup } = d;
-  const agents = setup.team.map((a) => a.id);
-  const labels = Object.fromEntries(setup.team.map((a) => [a.id, a.label]));
+  // Collect draws its decisions from a fresh seed per rollout; an evaluation from the pair's seed.
+  const plan = await planRollout({ task, team: setup.team, config: d.config, policies: setup.policies, embedder: setup.embedder, seed: d.seed ?? randomInt(2 ** 31), signal: d.signal });
+  const agents = plan.team.map((a) => a.id);
+  const labels = Object.fromEntries(plan.team.map((a) => [a.id, a.label]));
   const { id, insert } = store.rollouts.prepare({
     runId: d.runId, taskId: task.id, source: d.source, resourceSetId: setup.set.id,
-    metadata: { agents, labels, prompts: setup.promptVersions, weights: setup.weightVersions, resource_set: { id: setup.set.id, version: setup.set.version }, category: task.category ?? null, ...(d.seed === undefined ? {} : { seed: d.seed }), ...d.metadata },
+    metadata: { agents, labels, prompts: setup.promptVersions, weights: setup.weightVersions, resource_set: { id: setup.set.id, version: setup.set.version }, category: task.category ?? null, ...(d.seed === undefined ? {} : { seed: d.seed }), ...(plan.routing ? { routing: plan.routing } : {}), ...d.metadata },
   });
   // Batched, but never more than 200 ms behind: a killed collect loses almost nothing of the running rollout.
   // The rollout's row goes with the first batch (no commit of its own).
@@ -55,8 +59,9 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
   const base = { id, taskId: task.id, reward: null, quality: null, winner: null, consensus: false, rounds: 0, tokens: 0, wallMs: 0 };
   try {
     const recorder = sampleRecorder((s) => writer.add(s));
-    const team = d.seed === undefined ? setup.team : setup.team.map((a, i) => ({ ...a, seed: d.seed! * 1009 + i }));
-    const result = await orchestrate({ task: task.prompt, team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal });
+    for (const s of plan.spans) recorder.add(s);
+    const team = d.seed === undefined ? plan.team : plan.team.map((a) => ({ ...a, seed: d.seed! * 1009 + setup.team.findIndex((t) => t.id === a.id) }));
+    const result = await orchestrate({ task: task.prompt, team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal, ...(plan.stopPolicy ? { stopPolicy: plan.stopPolicy } : {}) });
     const costs = { tokens: result.usage.totalTokens, toolCalls: result.usage.toolCalls, messages: result.usage.llmCalls, wallMs: result.wallMs };
     if (result.status === 'cancelled') {
       await store.write(() => {

@@ -6,6 +6,8 @@ import type { Judge, Runtime } from '../runtime/runtime.js';
 import { ensureAdapter, servedAdapterName } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet } from '../store/index.js';
 import { toolDefinition } from '../tools/runner.js';
+import type { Embedder } from '../llm/embeddings.js';
+import { TeamPolicies, type DecisionMode } from './team-policies.js';
 
 export interface TeamSetup {
   team: TeamAgent[];
@@ -16,6 +18,10 @@ export interface TeamSetup {
   promptVersions: Record<string, string>;
   /** Weight resource id per agent (null: a model served elsewhere). */
   weightVersions: Record<string, string | null>;
+  /** The set's orchestration policies (and bootstrap exploration), when any decision has one. */
+  policies?: TeamPolicies;
+  /** The task embedder of the policies' features (policies.embedding_model). */
+  embedder?: Embedder;
 }
 
 /** What can be checked before anything is written: every model's API key and local weights, and every prompt file. */
@@ -28,7 +34,7 @@ export function checkTeamInputs(rt: Runtime): void {
  * The team a resource set serves: each agent's prompt version, and its model's client on the set's
  * weights (a local server per distinct weights, started or shared through the runtime).
  */
-export async function setupTeam(rt: Runtime, set: ResourceSet): Promise<TeamSetup> {
+export async function setupTeam(rt: Runtime, set: ResourceSet, mode: DecisionMode = 'collect'): Promise<TeamSetup> {
   const { config } = rt;
   const store = rt.store();
   checkTeamInputs(rt);
@@ -54,7 +60,9 @@ export async function setupTeam(rt: Runtime, set: ResourceSet): Promise<TeamSetu
   }));
   const promptVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).prompt]));
   const weightVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).weights]));
-  return { team, judge, set, promptVersions, weightVersions };
+  const policies = TeamPolicies.forSet(store, config.policies, set, mode);
+  const decides = (['routing', 'stop', 'tool', 'delegate'] as const).some((k) => policies.active(k));
+  return { team, judge, set, promptVersions, weightVersions, ...(decides ? { policies, embedder: await rt.embedder() } : {}) };
 }
 
 /**

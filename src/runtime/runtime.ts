@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { LoadedConfig } from '../config/load.js';
 import type { ModelConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
+import { createEmbedder, type Embedder } from '../llm/embeddings.js';
 import { createLlmClient } from '../llm/client.js';
 import type { LlmClient } from '../llm/types.js';
 import type { PyEvent } from '../python/module.js';
@@ -111,6 +112,15 @@ export class Runtime {
     const apiKey = this.apiKey(name);
     const baseUrl = m.local ? (await this.servers.server(name, opts.weights)).baseUrl : m.base_url!;
     return createLlmClient({ baseUrl, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries, logprobs: opts.logprobs ?? m.logprobs });
+  }
+
+  /** The task embedder of the policies' features (policies.embedding_model), when one is configured. */
+  async embedder(): Promise<Embedder | undefined> {
+    const name = this.config.policies.embedding_model;
+    if (!name) return undefined;
+    const m = this.model(name);
+    const baseUrl = m.local ? (await this.servers.server(name)).baseUrl : m.base_url!;
+    return createEmbedder({ baseUrl, apiKey: this.apiKey(name), model: m.model, timeoutMs: m.timeout_ms });
   }
 
   /** What resource-set resolution needs (resources/sets.ts). */

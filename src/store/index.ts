@@ -1,7 +1,7 @@
 export { Store, type StoreOptions, type StoreStats } from './store.js';
 export { StoreBusyError } from './busy.js';
 export { Redactor, REDACTED, type RedactionSettings } from './redact.js';
-export { SpanWriter } from './spans.js';
+export { SpanWriter, type PolicyDecisionRow } from './spans.js';
 export { exportRollouts, type ExportOptions, type ExportResult } from './export.js';
 export { LATEST_SCHEMA_VERSION } from './migrations.js';
 export type { Resource, ResourceKind, ResourceInput } from './resources.js';

@@ -14,11 +14,13 @@ export interface SetMember {
 
 export interface SetMembers {
   agents: Record<string, SetMember>;
+  /** Policy resource id per decision (routing, stop, tool, delegate); absent: the team decides as it always has. */
+  policies?: Record<string, string>;
 }
 
 /** What produced a set: the config, a training run, a prompt-optimization run, a manual edit. */
 export interface SetOrigin {
-  kind: 'config' | 'training' | 'prompt' | 'manual' | 'candidate';
+  kind: 'config' | 'training' | 'prompt' | 'policy' | 'manual' | 'candidate';
   [key: string]: unknown;
 }
 
@@ -54,7 +56,10 @@ export class ResourceSetRepository {
 
   /** What the set serves, without how it follows the config: two sets serving the same resources are measured alike. */
   static servingHash(members: SetMembers): string {
-    return sha256(canonicalJson(Object.fromEntries(Object.entries(members.agents).map(([a, m]) => [a, { prompt: m.prompt, weights: m.weights }])))).slice(0, 16);
+    const agents = Object.fromEntries(Object.entries(members.agents).map(([a, m]) => [a, { prompt: m.prompt, weights: m.weights }]));
+    // Sets without policies keep the hash they always had (stored evaluation results stay reusable).
+    const policies = members.policies && Object.keys(members.policies).length ? members.policies : undefined;
+    return sha256(canonicalJson(policies ? { agents, policies } : agents)).slice(0, 16);
   }
 
   /** The set with these members: an existing identical one, else the next version. */

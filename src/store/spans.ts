@@ -78,6 +78,31 @@ export class SpanRepository {
   list(rolloutId: string): Span[] {
     return (this.listStmt.all(rolloutId) as SpanRowRaw[]).map(toSpan);
   }
+
+  /**
+   * The policy decisions of one kind recorded by completed training-source rollouts (evaluation rollouts
+   * decide greedily and are left out), in rollout then decision order, with what each rollout earned.
+   */
+  policyDecisions(policy: string): PolicyDecisionRow[] {
+    const rows = this.db.prepare(`SELECT s.rollout_id, r.num, s.seq, s.payload, r.total_reward, r.tokens,
+        (SELECT MAX(value) FROM rewards w WHERE w.rollout_id = r.id AND w.family IN ('exact', 'numeric')) AS verified
+      FROM spans s JOIN rollouts r ON r.id = s.rollout_id
+      WHERE s.type = 'coordination' AND s.name = 'policy_decision' AND json_extract(s.payload, '$.policy') = ?
+        AND r.status = 'completed' AND r.source <> 'eval'
+      ORDER BY r.num, s.seq`).all(policy) as { rollout_id: string; num: number; seq: number; payload: string; total_reward: number | null; tokens: number; verified: number | null }[];
+    return rows.map((r) => ({ rolloutId: r.rollout_id, rolloutNum: r.num, seq: r.seq, payload: JSON.parse(r.payload) as unknown, totalReward: r.total_reward, tokens: r.tokens, verified: r.verified }));
+  }
+}
+
+export interface PolicyDecisionRow {
+  rolloutId: string;
+  rolloutNum: number;
+  seq: number;
+  payload: unknown;
+  totalReward: number | null;
+  tokens: number;
+  /** The best exact/numeric reward of the rollout (its verified correctness), null when none scored. */
+  verified: number | null;
 }
 
 /**

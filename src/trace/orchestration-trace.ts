@@ -103,6 +103,8 @@ class Builder {
   private roundSeq = 0;
   private readonly latestAnswer = new Map<string, string>();
   private standingVotes: string[] = [];
+  /** The votes a new answer superseded: standing again when a stop policy ends the round there. */
+  private supersededVotes: string[] = [];
   private readonly latestInput = new Map<string, string>();
   private selectionEvent: string | null = null;
 
@@ -193,6 +195,7 @@ class Builder {
         const id = this.add({ id: `e${s.seq}`, ...base, type: 'return', role: 'answer', to: ORCHESTRATOR, label: str(p.label), round: num(p.round), content_ref: contentRef(p.content ?? '') });
         this.causalFrom(p.prompt_seq, id);
         if (s.agent) this.latestAnswer.set(s.agent, id);
+        this.supersededVotes = this.standingVotes;
         this.standingVotes = [];
         return;
       }
@@ -204,6 +207,15 @@ class Builder {
         });
         this.causalFrom(p.prompt_seq, id);
         this.standingVotes.push(id);
+        return;
+      }
+      case 'policy_decision': {
+        const id = this.add({
+          id: `e${s.seq}`, ...base, agent: ORCHESTRATOR, type: 'orchestrator_decision', decision: `policy:${str(p.policy) ?? 'unknown'}`,
+          chosen: str(p.chosen), propensity: num(p.propensity), policy_id: str(p.policy_id), round: num(p.round),
+        });
+        if (this.roundEvent) this.edge(this.roundEvent, id, 'causal');
+        if (p.policy === 'stop' && p.chosen === 'stop') this.standingVotes = this.supersededVotes;
         return;
       }
       case 'invalid_action': {

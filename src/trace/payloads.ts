@@ -4,6 +4,7 @@
  */
 export const COORDINATION_SPANS = [
   'round', 'new_answer', 'vote', 'invalid_action', 'cancel', 'drop', 'restart', 'final_selection', 'presentation',
+  'policy_decision',
 ] as const;
 export type CoordinationSpan = (typeof COORDINATION_SPANS)[number];
 
@@ -107,4 +108,33 @@ export interface PresentationPayload {
 export interface RestartPayload {
   restart: number;
   feedback: string;
+}
+
+/**
+ * A learned policy's decision (or, before any policy exists, a uniformly explored one): what it saw, the
+ * arms it could take, the one drawn and with what probability, so the policy is evaluated off-policy.
+ */
+export interface PolicyDecisionPayload {
+  policy: 'routing' | 'stop' | 'tool' | 'delegate';
+  /** The policy resource (null: uniform exploration while production has no policy for this decision). */
+  policy_id: string | null;
+  policy_version: number | null;
+  algorithm: string;
+  /** The policy's arms, and those open in this decision (tool: the agent's own tools). */
+  arms: string[];
+  available: string[];
+  chosen: string;
+  /** Index of `chosen` in `arms`. */
+  arm: number;
+  /** The probability the decision had of drawing `chosen`: the logging propensity. */
+  propensity: number;
+  probabilities: number[];
+  epsilon: number;
+  explore: boolean;
+  feature_names_hash: string;
+  features: number[];
+  seed: number;
+  /** Stop: the round that ended; tool: the agent offered the tools. */
+  round?: number;
+  agent?: string;
 }

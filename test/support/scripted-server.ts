@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChatMessage, ToolCall } from '../../src/llm/types.js';
@@ -30,6 +31,8 @@ export interface ScriptedServer {
   /** Runtime LoRA endpoint calls (vLLM's load_lora_adapter / unload_lora_adapter), in order, and the adapters loaded now. */
   loraCalls: { action: 'load' | 'unload'; lora_name: string; lora_path?: string }[];
   adapters: Set<string>;
+  /** `/v1/embeddings` requests, in order. */
+  embeddings: { model: string; input: string[] }[];
   close(): Promise<void>;
 }
 
@@ -43,6 +46,7 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
   const aborted: ScriptedRequest[] = [];
   const headers: http.IncomingHttpHeaders[] = [];
   const loraCalls: ScriptedServer['loraCalls'] = [];
+  const embeddings: ScriptedServer['embeddings'] = [];
   const adapters = new Set<string>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -63,6 +67,14 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
         else adapters.delete(b.lora_name);
         res.writeHead(200, { 'content-type': 'text/plain' });
         return res.end(`Success: LoRA adapter '${b.lora_name}' ${action}ed successfully.`);
+      }
+      if (/\/embeddings$/.test(req.url ?? '')) {
+        // A deterministic vector per text (its sha256 bytes, centred), as an embeddings endpoint would give.
+        const b = JSON.parse(Buffer.concat(chunks).toString()) as { model: string; input: string[] };
+        embeddings.push(b);
+        const data = b.input.map((text, index) => ({ index, object: 'embedding', embedding: [...createHash('sha256').update(text).digest()].slice(0, 16).map((x) => x / 128 - 1) }));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ object: 'list', data, model: b.model }));
       }
       let body: ScriptedRequest;
       try {
@@ -105,6 +117,7 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
     aborted,
     headers,
     loraCalls,
+    embeddings,
     adapters,
     close: () => new Promise((resolve) => {
       server.closeAllConnections();

@@ -1,12 +1,15 @@
 import { Option } from 'commander';
-import { ALGOS, MAX_STEPS } from '../../config/schema.js';
+import { ALGOS, MAX_STEPS, POLICY_KINDS } from '../../config/schema.js';
 import { positiveInt } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
+import type { Ui } from '../ui/output.js';
+import { UserError } from '../../errors.js';
 
 interface TrainFlags {
   algo?: string;
+  policy?: string;
   all?: boolean;
   from?: string;
   maxSteps?: string;
@@ -16,14 +19,17 @@ interface TrainFlags {
 export const registerTrain: Register = (program, ctx) => {
   program
     .command('train')
-    .description('turn stored traces into a dataset, train with GRPO, SFT, DPO or PPO, and register the checkpoint')
-    .addOption(new Option('--algo <algo>', 'training algorithm (default train.algo)').choices([...ALGOS]))
+    .description('turn stored traces into a dataset, train with GRPO, SFT, DPO or PPO, and register the checkpoint; or fit an orchestration policy (--algo bandit)')
+    .addOption(new Option('--algo <algo>', 'training algorithm (default train.algo); bandit fits the --policy decision from logged decisions').choices([...ALGOS, 'bandit']))
+    .addOption(new Option('--policy <kind>', 'with --algo bandit: the decision to learn').choices([...POLICY_KINDS]))
     .option('--all', 'train on every stored trace, not only those since the start weights were trained')
     .option('--from <checkpoint|weights>', 'start from this checkpoint id or weights reference instead of train.base_model')
     .option('--max-steps <n>', 'stop after n optimizer steps (default train.max_steps, else train.epochs)')
     .option('--resume [run]', 'continue a stopped training run from its last checkpoint (default: the newest one)')
     .action(async (flags: TrainFlags) => {
       const { ui, runtime } = ctx();
+      if (flags.algo === 'bandit') return renderPolicy(ui, await (await import('../../pipeline/train-policy.js')).trainPolicy(await runtime(), { policy: flags.policy }));
+      if (flags.policy) throw new UserError('--policy goes with --algo bandit');
       const { train } = await import('../../pipeline/train.js');
       const rt = await runtime();
       const bar = ui.progress('preparing');
@@ -49,3 +55,18 @@ export const registerTrain: Register = (program, ctx) => {
       }
     });
 };
+
+type PolicyResult = Awaited<ReturnType<typeof import('../../pipeline/train-policy.js').trainPolicy>>;
+
+function renderPolicy(ui: Ui, r: PolicyResult): void {
+  if (ui.opts.json) return ui.json(r);
+  const ci = (e: { mean: number; low: number; high: number }) => `${e.mean.toFixed(3)} [${e.low.toFixed(3)}, ${e.high.toFixed(3)}]`;
+  ui.table(['run', 'policy', 'algorithm', 'decisions', 'rollouts', 'arms taken', 'candidate set'], [[
+    r.runId, `${r.policy.kind} v${r.policy.version}`, r.policy.algorithm, r.decisions, r.rollouts,
+    Object.entries(r.armCounts).map(([a, n]) => `${a} ${n}`).join(', '), `v${r.candidateSet.version}`,
+  ]]);
+  const rows = [['logged (behaviour)', ci(r.ope.logged), '', ''], ['learned policy (greedy)', ci(r.ope.ips), ci(r.ope.snips), ci(r.ope.dr)]];
+  if (r.noPolicy) rows.push(['no policy', ci(r.noPolicy.ips), ci(r.noPolicy.snips), ci(r.noPolicy.dr)]);
+  ui.table(['value (reward − token cost)', 'IPS', 'SNIPS', 'doubly robust'], rows);
+  ui.print(`  effective sample size ${r.ope.effectiveSampleSize.toFixed(1)} of ${r.rollouts}; evaluate it: massgen-rl eval --candidate policy:${r.policy.kind}@${r.policy.version}`);
+}

@@ -1,0 +1,168 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { collect } from '../../src/pipeline/collect.js';
+import { deploy } from '../../src/pipeline/deploy.js';
+import { evaluate } from '../../src/pipeline/evaluate.js';
+import { trainPolicy } from '../../src/pipeline/train-policy.js';
+import { taskFeatureNames } from '../../src/policies/index.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
+import type { PolicyDecisionPayload } from '../../src/trace/payloads.js';
+import { tempDir } from '../helpers.js';
+import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
+import { shownLabels } from '../support/team.js';
+
+let server: ScriptedServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+const TASKS = Array.from({ length: 12 }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: `What is ${40 + (i % 3)} + ${2 - (i % 3)}? (#${i})`, reference: '42', category: i % 2 ? 'arithmetic' : 'sums' })).join('\n');
+
+/**
+ * A team whose first answer is already right: every agent that has not answered yet adds an answer of
+ * its own (400 tokens each) until all three have, then all vote for agent1. Going on past round 1 costs
+ * tokens and gains nothing, so the best stop rule is known: stop at the end of round 1.
+ */
+const costlyTeam: Script = (req) => {
+  if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42' };
+  const shown = shownLabels(req);
+  if (shown.length >= 3) return { content: 'VOTE: agent1 | agreed', usage: { prompt_tokens: 100, completion_tokens: 20 } };
+  return { content: `ANSWER: 42 (attempt ${shown.length + 1} by ${req.model})`, usage: { prompt_tokens: 100, completion_tokens: 400 } };
+};
+
+function project(url: string, policiesYaml: string) {
+  const yaml = `models:
+  stub: { base_url: "${url}", model: base-model }
+agents:
+  - { id: a, model: stub, tool_mode: text }
+  - { id: b, model: stub, tool_mode: text }
+  - { id: c, model: stub, tool_mode: text }
+tasks:
+  sources: [{ file: tasks.jsonl }]
+rewards:
+  weights: { exact: 1, coordination: 1 }
+collect: { concurrency: 2, split: all }
+orchestrator: { agent_timeout_s: 20, total_timeout_s: 60 }
+eval: { split: all, seeds: 1, report: false }
+deploy:
+  gates: { min_pairs: 6, min_improvement: 0.01, max_cost_increase: null }
+${policiesYaml}`;
+  const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': TASKS });
+  return (overrides: string[] = []) => loadConfig({ cwd: dir, overrides });
+}
+
+describe('a learned stop policy, end to end', () => {
+  it('logs explored decisions with propensities, learns to stop at round 1, is valued off-policy, wins its evaluation and is deployed', async () => {
+    server = await startScriptedServer(costlyTeam);
+    const load = project(server.baseUrl, 'policies: { bootstrap: [stop], cost_per_1k_tokens: 0.5, min_decisions: 10 }');
+    for (let i = 0; i < 3; i++) await withRuntime(load(), (rt) => collect(rt));
+
+    let store = openStore(load());
+    const logged = store.spans.policyDecisions('stop');
+    store.close();
+    expect(logged.length).toBeGreaterThanOrEqual(30);
+    const payloads = logged.map((r) => r.payload as PolicyDecisionPayload);
+    // Uniform exploration before any policy: both arms taken, each with propensity 1/2.
+    expect(new Set(payloads.map((p) => p.chosen))).toEqual(new Set(['continue', 'stop']));
+    expect(payloads.every((p) => p.propensity === 0.5 && p.policy_id === null && p.algorithm === 'uniform')).toBe(true);
+
+    const trained = await withRuntime(load(), (rt) => trainPolicy(rt, { policy: 'stop' }));
+    expect(trained.policy).toMatchObject({ kind: 'stop', version: 1, algorithm: 'linucb' });
+    // Stopping at round 1 saves tokens at no loss: the learned policy is valued above never stopping early.
+    expect(trained.ope.dr.mean).toBeGreaterThan(trained.noPolicy!.dr.mean);
+    expect(trained.ope.snips.mean).toBeGreaterThan(trained.noPolicy!.snips.mean);
+
+    const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: 'policy:stop@1' }));
+    const metric = (m: string) => ev.comparison.overall.find((x) => x.metric === m)!;
+    expect(metric('tokens').candidate!).toBeLessThan(metric('tokens').baseline! * 0.7);
+    expect(metric('success').candidate).toBe(metric('success').baseline);
+    expect(ev.passed).toBe(true);
+    const d = await withRuntime(load(), (rt) => deploy(rt, {}));
+    expect(d.action).toBe('promoted');
+
+    // The deployed policy serves the next collect: its decisions name it, greedy mass plus the ε floor.
+    await withRuntime(load(), (rt) => collect(rt));
+    store = openStore(load());
+    try {
+      const prod = store.sets.get(store.sets.pointer('production')!.setId)!;
+      expect(prod.members.policies?.stop).toBe(trained.policy.id);
+      const after = store.spans.policyDecisions('stop').map((r) => r.payload as PolicyDecisionPayload).filter((p) => p.policy_id === trained.policy.id);
+      expect(after.length).toBeGreaterThan(0);
+      expect(after.every((p) => p.probabilities.every((q) => q >= 0.05 - 1e-9))).toBe(true);
+      expect(after.filter((p) => p.round === 1 && p.chosen === 'stop').length).toBeGreaterThan(after.filter((p) => p.round === 1).length / 2);
+    } finally {
+      store.close();
+    }
+  }, 240_000);
+
+  it('leaves a team without policies exactly as it was: no decisions, no policy spans', async () => {
+    server = await startScriptedServer(costlyTeam);
+    const load = project(server.baseUrl, '');
+    await withRuntime(load(), (rt) => collect(rt, { n: 3 }));
+    const store = openStore(load());
+    try {
+      expect(store.db.prepare("SELECT COUNT(*) FROM spans WHERE name = 'policy_decision'").pluck().get()).toBe(0);
+      const rollouts = store.db.prepare("SELECT metadata FROM rollouts").pluck().all() as string[];
+      expect(rollouts.every((m) => !('routing' in JSON.parse(m)))).toBe(true);
+    } finally {
+      store.close();
+    }
+    await expect(withRuntime(load(), (rt) => trainPolicy(rt, { policy: 'stop' }))).rejects.toThrow(/only 0 usable stop decision/);
+    await expect(withRuntime(load(), (rt) => trainPolicy(rt, { policy: 'when' }))).rejects.toThrow(/unknown policy "when"; choose one of routing, stop, tool, delegate/);
+  }, 120_000);
+});
+
+/** Agent a answers right on every task; b and c answer wrong; the winner presents its own answer. */
+const oneExpert: Script = (req) => {
+  const system = req.messages[0]?.content ?? '';
+  const shown = shownLabels(req);
+  if (system.includes('was selected')) {
+    const own = /attempt by (\w)/.exec(JSON.stringify(req.messages))?.[1];
+    return { content: own === 'a' || !own ? 'Final answer: 42' : 'Final answer: 7' };
+  }
+  if (shown.length) return { content: 'VOTE: agent1 | agreed' };
+  return { content: `ANSWER: ${req.model === 'a' ? 42 : 7} (attempt by ${req.model})` };
+};
+
+describe('a learned routing policy', () => {
+  it('learns which agent to send tasks to from explored routing decisions', async () => {
+    server = await startScriptedServer(oneExpert);
+    const yaml = `models:
+  a: { base_url: "${'URL'}", model: a }
+  b: { base_url: "${'URL'}", model: b }
+  emb: { base_url: "${'URL'}", model: embedder }
+agents:
+  - { id: a, model: a, tool_mode: text }
+  - { id: b, model: b, tool_mode: text }
+tasks:
+  sources: [{ file: tasks.jsonl }]
+rewards:
+  weights: { exact: 1 }
+collect: { concurrency: 2, split: all }
+orchestrator: { agent_timeout_s: 20, total_timeout_s: 60 }
+policies: { bootstrap: [routing], routing: { arms: { a: [a], b: [b] } }, embedding_model: emb, cost_per_1k_tokens: 0, min_decisions: 10 }
+`.replaceAll('URL', server.baseUrl);
+    const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': TASKS });
+    const load = () => loadConfig({ cwd: dir });
+    for (let i = 0; i < 3; i++) await withRuntime(load(), (rt) => collect(rt));
+    // Each task is embedded once per rollout through the configured endpoint, and the vector joins the features.
+    expect(server.embeddings.length).toBe(36);
+    expect(server.embeddings.every((e) => e.model === 'embedder' && e.input.length === 1)).toBe(true);
+    const store = openStore(load());
+    const first = store.spans.policyDecisions('routing')[0]!.payload as PolicyDecisionPayload;
+    store.close();
+    expect(first.features.length).toBe(taskFeatureNames(8).length);
+    expect(taskFeatureNames(8).length).toBe(taskFeatureNames(0).length + 8);
+    const trained = await withRuntime(load(), (rt) => trainPolicy(rt, { policy: 'routing' }));
+    expect(trained.armCounts.a! + trained.armCounts.b!).toBe(36);
+    expect(trained.armCounts.a).toBeGreaterThan(5);
+    expect(trained.armCounts.b).toBeGreaterThan(5);
+    // Sending every task to agent a is right every time: the greedy policy is valued near 1, logging near 1/2.
+    expect(trained.ope.snips.mean).toBeGreaterThan(0.9);
+    expect(trained.ope.logged.mean).toBeLessThan(0.8);
+    const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: 'policy:routing@1' }));
+    expect(ev.comparison.overall.find((x) => x.metric === 'success')!.candidate).toBe(1);
+  }, 240_000);
+});

@@ -13,7 +13,7 @@ const LAYERS = [
   ['serving'],
   ['trainers', 'evaluation'],
   ['datasets', 'resources'],
-  ['rewards', 'tools'],
+  ['rewards', 'tools', 'policies'],
   ['orchestrator'],
   ['llm', 'store'],
   ['tasks', 'python'],

@@ -14,3 +14,4 @@ export {
   offPolicyEstimate, policyTarget, rewardModelFrom,
   type Interval, type LoggedStep, type LoggedTrajectory, type OpeOptions, type OpeResult, type RewardModel, type TargetPolicy,
 } from './ope.js';
+export { decisionReward, featureNamesHash, learnPolicy, type LearnInput, type LearnResult } from './learn.js';

@@ -2,8 +2,8 @@ import type { PolicyAlgorithm, PolicyKind } from '../config/schema.js';
 import type { PolicyDecisionRow } from '../store/index.js';
 import type { PolicyDecisionPayload } from '../trace/payloads.js';
 import { sha256 } from '../util/hash.js';
-import { fit, newPolicy, probabilities } from './bandit.js';
-import { offPolicyEstimate, type LoggedTrajectory } from './ope.js';
+import { fit, newPolicy } from './bandit.js';
+import { offPolicyEstimate, policyTarget, type LoggedTrajectory } from './ope.js';
 import type { PolicySpec } from './types.js';
 
 export interface LearnInput {
@@ -75,8 +75,7 @@ export function learnPolicy(input: LearnInput): LearnResult {
   const spec = fit(newPolicy(input.kind, input.algorithm, input.arms, input.featureNames, { alpha: input.alpha, lambda: input.lambda, noise: input.noise, epsilon: input.epsilon }), data);
   const logged = [...trajectories.values()];
   const seed = input.seed ?? 1;
-  const greedy = (x: number[]) => probabilities(spec, x, { epsilon: 0, explore: false, seed: 0 });
-  const ope = offPolicyEstimate(greedy, logged, { seed });
+  const ope = offPolicyEstimate(policyTarget(spec), logged, { seed });
   const fixed = input.noPolicyArm ? input.arms.indexOf(input.noPolicyArm) : -1;
   const noPolicy = fixed >= 0 ? offPolicyEstimate(() => input.arms.map((_, i) => (i === fixed ? 1 : 0)), logged, { seed }) : undefined;
   return { spec, decisions: data.length, rollouts: logged.length, skipped, armCounts, ope, ...(noPolicy ? { noPolicy } : {}) };

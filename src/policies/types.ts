@@ -1,12 +1,10 @@
 import { z } from 'zod';
 
-/** The orchestration decisions a policy can make. */
-export const POLICY_KINDS = ['routing', 'stop', 'tool', 'delegate'] as const;
-export type PolicyKind = (typeof POLICY_KINDS)[number];
+// The decisions and algorithms are declared once, with the config (`thompson` is linear-Gaussian Thompson
+// sampling; `beta` is context-free Beta-Bernoulli Thompson sampling).
+import { POLICY_ALGORITHMS, POLICY_KINDS, type PolicyAlgorithm, type PolicyKind } from '../config/schema.js';
 
-/** `thompson` is linear-Gaussian Thompson sampling; `beta` is context-free Beta-Bernoulli Thompson sampling. */
-export const POLICY_ALGORITHMS = ['linucb', 'thompson', 'beta'] as const;
-export type PolicyAlgorithm = (typeof POLICY_ALGORITHMS)[number];
+export { POLICY_ALGORITHMS, POLICY_KINDS, type PolicyAlgorithm, type PolicyKind };
 
 /** Ridge statistics of one arm of a linear policy: A = λI + Σ x xᵀ (d×d), b = Σ r x. */
 export interface LinearArmState {

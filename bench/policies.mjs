@@ -52,7 +52,7 @@ async function startStubTeam(tasks) {
       const shown = [...user.matchAll(/^<(agent\d+)>\n([^\n]*)/gm)].map((m) => ({ label: m[1], text: m[2] }));
       let content;
       let completion = 30;
-      if ((q.messages[0]?.content ?? '').includes('was selected')) content = `Final answer: ${(shown.find((s) => s.text.includes(`(by ${agent})`))?.text ?? mine).split(' ')[0]}`;
+      if ((q.messages[0]?.content ?? '').includes('was selected')) content = `Final answer: ${(shown.find((s) => s.text.includes(`(by ${agent})`))?.text ?? mine).replace(/ \(by \w+\)$/, '')}`;
       else if (shown.length < 3 && !shown.some((s) => s.text.includes(`by ${agent}`))) { content = `ANSWER: ${mine} (by ${agent})`; completion = 300; }
       else {
         const good = shown.find((s) => knows && s.text.startsWith(right)) ?? shown[0];

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
@@ -8,7 +9,10 @@ import { taskFeatureNames } from '../../src/policies/index.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { PolicyDecisionPayload } from '../../src/trace/payloads.js';
-import { tempDir } from '../helpers.js';
+import { hasStack, runCli, tempDir } from '../helpers.js';
+import { planRollout } from '../../src/rollouts/decide.js';
+import { TeamPolicies } from '../../src/rollouts/team-policies.js';
+import { team } from '../support/team.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
 
@@ -165,4 +169,49 @@ policies: { bootstrap: [routing], routing: { arms: { a: [a], b: [b] } }, embeddi
     const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: 'policy:routing@1' }));
     expect(ev.comparison.overall.find((x) => x.metric === 'success')!.candidate).toBe(1);
   }, 240_000);
+});
+
+describe('a tool policy, and the command line', () => {
+  it('puts the tool it draws first among an agent\'s tools, among that agent\'s tools only, and records the draw', async () => {
+    server = await startScriptedServer(costlyTeam);
+    const load = project(server.baseUrl, `tools:
+  calculator: { type: builtin, name: calculator }
+  clock: { type: command, command: [date], description: the date }
+  shell: { type: command, command: [uname], description: the system }
+policies: { bootstrap: [tool] }`);
+    const loaded = load();
+    await withRuntime(loaded, async (rt) => {
+      const set = rt.production();
+      const policies = TeamPolicies.forSet(rt.store(), rt.config.policies, set, 'collect');
+      expect(policies.active('tool') && !policies.active('stop') && !policies.active('routing')).toBe(true);
+      const agents = team(server!.baseUrl, ['a', 'b']).map((a, i) => ({ ...a, tools: (i ? ['calculator'] : ['calculator', 'clock']).map((name) => ({ name, description: name, parameters: {} })) }));
+      const firsts = new Set<string>();
+      for (let seed = 1; seed <= 40; seed++) {
+        const plan = await planRollout({ task: { id: 't', prompt: 'What is 2 + 2?', reference: '4' }, team: agents, config: rt.config, policies, seed });
+        // Agent b has one tool: no decision; agent a's decision is among its two tools only.
+        expect(plan.spans).toHaveLength(1);
+        const d = plan.spans[0]!.payload as PolicyDecisionPayload;
+        expect(d).toMatchObject({ policy: 'tool', agent: 'a', arms: ['calculator', 'clock', 'shell'], available: ['calculator', 'clock'], algorithm: 'uniform' });
+        expect(d.probabilities).toEqual([0.5, 0.5, 0]);
+        expect(plan.team[0]!.tools[0]!.name).toBe(d.chosen);
+        expect(plan.team[0]!.tools.map((t) => t.name).sort()).toEqual(['calculator', 'clock']);
+        expect(plan.team[1]!.tools.map((t) => t.name)).toEqual(['calculator']);
+        expect(plan.stopPolicy).toBeUndefined();
+        firsts.add(d.chosen);
+      }
+      expect(firsts).toEqual(new Set(['calculator', 'clock']));
+    });
+  });
+
+  it('refuses --policy without --algo bandit, and --algo bandit without --policy, with exit 2 and no stack', async () => {
+    server = await startScriptedServer(costlyTeam);
+    const cwd = path.dirname(project(server.baseUrl, '')().file!);
+    const a = await runCli(['train', '--policy', 'stop'], { cwd });
+    expect(a.exitCode).toBe(2);
+    expect(a.stderr).toContain('--policy goes with --algo bandit');
+    const b = await runCli(['train', '--algo', 'bandit'], { cwd });
+    expect(b.exitCode).toBe(2);
+    expect(b.stderr).toContain('train --algo bandit needs --policy, one of routing, stop, tool, delegate');
+    expect(hasStack(a.stderr + b.stderr)).toBe(false);
+  });
 });

@@ -1,9 +1,10 @@
 import { emptyUsage } from './llm-call.js';
 import { present } from './presentation.js';
 import { Attempt, type Settled } from './attempt.js';
+import { orchestrateDelegating } from './delegation.js';
 import type { SelectionPayload } from '../trace/payloads.js';
 import { stopSignal, type Stop } from './stop.js';
-import type { OrchestrationResult, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
+import type { DelegationInput, OrchestrationResult, OrchestratorConfig, TeamAgent, ToolRunner, TraceSink } from './types.js';
 import { selectWinner } from './winner.js';
 
 export interface OrchestrateInput {
@@ -14,6 +15,8 @@ export interface OrchestrateInput {
   tools: ToolRunner;
   /** Interrupts the whole orchestration (Ctrl-C): running calls are cancelled. */
   signal?: AbortSignal;
+  /** Hierarchical delegation (delegation.ts); absent, null or not enabled: none. The caller fills it from config. */
+  delegation?: DelegationInput | null;
 }
 
 /**
@@ -24,7 +27,7 @@ export interface OrchestrateInput {
 export async function orchestrate(input: OrchestrateInput): Promise<OrchestrationResult> {
   const stop = stopSignal(input.config.total_timeout_s * 1000, input.signal);
   try {
-    return await coordinate(input, stop);
+    return await (input.delegation?.enabled ? orchestrateDelegating(input, input.delegation, stop, coordinate) : coordinate(input, stop));
   } finally {
     stop.dispose();
   }

@@ -37,6 +37,9 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
       if (!Object.hasOwn(config.tools, t)) add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
     });
   });
+  if (config.orchestrator.delegation?.enabled && Object.hasOwn(config.tools, 'delegate')) {
+    add(['tools', 'delegate'], 'orchestrator.delegation gives every agent a tool named delegate: rename this tool');
+  }
   config.tasks.sources.forEach((s, i) => {
     if ('file' in s) requireFile(baseDir, s.file, ['tasks', 'sources', i, 'file'], add);
   });

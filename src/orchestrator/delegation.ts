@@ -45,7 +45,11 @@ export function delegationFromConfig(c: OrchestratorConfig['delegation']): Deleg
   return c ? { enabled: c.enabled, shape: c.shape, maxDepth: c.max_depth, maxDelegations: c.max_delegations, maxChildTokens: c.max_child_tokens } : null;
 }
 
-/** The team's orchestration with delegation on (see trace/payloads.ts for the spans it adds). */
+/**
+ * The team's orchestration with delegation on (see trace/payloads.ts for the spans it adds). A child runs
+ * inside its caller's turn, so that turn's agent_timeout_s, a new answer superseding it, the total timeout
+ * and an interrupt all cancel it; the child's own total_timeout_s counts from the delegation.
+ */
 export function orchestrateDelegating(input: LevelInput, options: DelegationInput, stop: Stop, coordinate: Coordinate): Promise<OrchestrationResult> {
   return runLevel({ options, used: 0, coordinate }, input, stop, 0, null, new LevelSink(input.sink, null));
 }

@@ -45,6 +45,9 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   }
   const emb = config.policies.embedding_model;
   if (emb && !Object.hasOwn(config.models, emb)) add(['policies', 'embedding_model'], `unknown model "${emb}"; ${known('models', models)}`);
+  if (config.orchestrator.delegation?.enabled && Object.hasOwn(config.tools, 'delegate')) {
+    add(['tools', 'delegate'], 'orchestrator.delegation gives every agent a tool named delegate: rename this tool');
+  }
   config.tasks.sources.forEach((s, i) => {
     if ('file' in s) requireFile(baseDir, s.file, ['tasks', 'sources', i, 'file'], add);
   });

@@ -91,6 +91,14 @@ const agent = z.strictObject({
   implicit_answer: z.boolean().default(false).describe('text mode, for tiny models: a reply without ANSWER:/VOTE: counts as an answer, and repeating an existing answer as a vote for it (marked implicit in traces)'),
 });
 
+export const delegationSchema = z.strictObject({
+  enabled: z.boolean().default(false).describe('offer every agent a delegate tool that hands a subtask to a child orchestration'),
+  max_depth: count(8).default(1).describe('levels of child orchestrations below the team; agents at this depth get no delegate tool'),
+  max_delegations: count(1000).default(2).describe('delegate calls per orchestration, all depths together; later calls get an error result'),
+  max_child_tokens: count(100_000_000).default(4000).describe('token budget of one child orchestration (its own children included); over it the child stops and presents what it has'),
+  shape: z.enum(['team', 'solo']).default('team').describe('the child team: every agent of the team, or the delegating agent alone'),
+});
+
 const orchestrator = z.strictObject({
   voting_sensitivity: z.enum(['lenient', 'balanced', 'strict']).default('lenient'),
   answer_novelty_requirement: z.enum(['lenient', 'balanced', 'strict']).default('lenient'),
@@ -100,6 +108,8 @@ const orchestrator = z.strictObject({
   max_action_retries: retries.default(3),
   agent_timeout_s: timeoutS().default(300),
   total_timeout_s: timeoutS(WEEK_S).default(1800),
+  // Optional, not defaulted: a config without it keeps its evaluation keys (evaluation/keys.ts hashes this section).
+  delegation: delegationSchema.optional().describe('hierarchical delegation: child orchestrations on subtasks (off when absent)'),
 });
 
 const policies = z.strictObject({

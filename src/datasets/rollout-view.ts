@@ -1,4 +1,4 @@
-import type { NewAnswerPayload, PresentationPayload, PromptPayload, VotePayload } from '../trace/payloads.js';
+import { nestedDepth, type NewAnswerPayload, type PresentationPayload, type PromptPayload, type VotePayload } from '../trace/payloads.js';
 import type { Reward } from '../trace/records.js';
 import type { TraceRecord, TraceSpan } from './read-traces.js';
 
@@ -23,6 +23,8 @@ export const UNCATEGORIZED = 'uncategorized';
  * turn channel (targetSeq = the span; several rows of one family are averaged), the same rule as the
  * rollout total; null when no weighted family did. `rewardFor` falls back to the rollout total.
  * Clean: an agent is clean in a completed rollout with no invalid_action and no drop span of its own.
+ * Coordination spans of child orchestrations (delegation: payloads marked with a depth) are not the
+ * team's actions and are left out; the agents' prompt spans in them stay (their calls are theirs).
  */
 export class RolloutView {
   readonly actions: ActionRef[] = [];
@@ -111,6 +113,8 @@ export class RolloutView {
       this.promptBySeq.set(s.seq, s);
       return;
     }
+    // Only child orchestrations' payloads carry delegate_seq: parse the rest only where they are used.
+    if (s.payload.includes('"delegate_seq"') && nestedDepth(JSON.parse(s.payload)) > 0) return;
     if (s.name === 'invalid_action' || s.name === 'drop') {
       if (s.agent) this.dirty.add(s.agent);
     } else if (s.name === 'restart') {

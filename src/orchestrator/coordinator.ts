@@ -1,9 +1,10 @@
 import { emptyUsage } from './llm-call.js';
 import { present } from './presentation.js';
 import { Attempt, type Settled } from './attempt.js';
+import { orchestrateDelegating } from './delegation.js';
 import type { SelectionPayload } from '../trace/payloads.js';
 import { stopSignal, type Stop } from './stop.js';
-import type { OrchestrationResult, OrchestratorConfig, StopPolicy, TeamAgent, ToolRunner, TraceSink } from './types.js';
+import type { DelegationInput, OrchestrationResult, OrchestratorConfig, StopPolicy, TeamAgent, ToolRunner, TraceSink } from './types.js';
 import { selectWinner } from './winner.js';
 
 export interface OrchestrateInput {
@@ -16,6 +17,8 @@ export interface OrchestrateInput {
   signal?: AbortSignal;
   /** A learned stop policy, asked at the end of each round (absent: MassGen's protocol decides). */
   stopPolicy?: StopPolicy;
+  /** Hierarchical delegation (delegation.ts); absent, null or not enabled: none. The caller fills it from config. */
+  delegation?: DelegationInput | null;
 }
 
 /**
@@ -26,7 +29,7 @@ export interface OrchestrateInput {
 export async function orchestrate(input: OrchestrateInput): Promise<OrchestrationResult> {
   const stop = stopSignal(input.config.total_timeout_s * 1000, input.signal);
   try {
-    return await coordinate(input, stop);
+    return await (input.delegation?.enabled ? orchestrateDelegating(input, input.delegation, stop, coordinate) : coordinate(input, stop));
   } finally {
     stop.dispose();
   }

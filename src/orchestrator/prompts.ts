@@ -1,6 +1,7 @@
 import { constantJson } from '../llm/json-text.js';
 import { BoundedCache } from '../util/bounded-cache.js';
 import type { ChatMessage } from '../llm/types.js';
+import { DELEGATE_TEXT_INSTRUCTIONS, hasDelegate } from './delegate-tool.js';
 import { textProtocolInstructions } from './text-protocol.js';
 import type { OrchestratorConfig, TeamAgent } from './types.js';
 
@@ -29,7 +30,7 @@ export function coordinationMessages(agent: TeamAgent, task: string, answers: Ma
   const rules = [
     `You are one of ${teamSize} agents answering the same message together. Your answers are shown to the others anonymously, as agent1, agent2, and so on.`,
     answers.size ? SENSITIVITY[sensitivity] : 'There are no answers yet: give your answer.',
-    agent.toolMode === 'text' ? textProtocolInstructions(canAnswer) : `Finish by calling exactly one of the tools ${canAnswer ? 'new_answer or vote' : 'vote'}.`,
+    agent.toolMode === 'text' ? textProtocolInstructions(canAnswer, hasDelegate(agent) ? DELEGATE_TEXT_INSTRUCTIONS : undefined) : `Finish by calling exactly one of the tools ${canAnswer ? 'new_answer or vote' : 'vote'}.`,
   ].join('\n\n');
   return [
     systemMessage(`${agent.systemPrompt}\n\n${rules}`),

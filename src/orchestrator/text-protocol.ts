@@ -36,8 +36,10 @@ export function parseTextAction(text: string): ParsedText {
   return { ok: true, action: { kind: 'vote', target: `agent${Number(label[1])}`, reason: after } };
 }
 
-export function textProtocolInstructions(canAnswer: boolean): string {
+/** The action format; `extra` (the delegate tool's lines, for an agent that has it) comes before it. */
+export function textProtocolInstructions(canAnswer: boolean, extra?: string): string {
   return [
+    ...(extra ? [extra, ''] : []),
     'End your reply with exactly one action line:',
     ...(canAnswer ? ['ANSWER: <your complete answer>   (to give a new or better answer)'] : []),
     'VOTE: agentN | <short reason>   (to vote for the best existing answer, by its label)',

@@ -24,8 +24,8 @@ export async function runTools(ctx: TurnContext, promptSeq: number, signal: Abor
     try {
       args = JSON.parse(call.args || '{}') as Record<string, unknown>;
       outcome = ctx.agent.tools.some((t) => t.name === call.name)
-        ? await ctx.tools.run(call.name, args, signal)
-        : { result: `unknown tool ${call.name}`, success: false, error: 'unknown tool' };
+        ? await ctx.tools.run(call.name, args, signal, { agent: ctx.agent, turnId: ctx.turnId, promptSeq })
+        : ctx.tools.unknown?.(call.name) ?? { result: `unknown tool ${call.name}`, success: false, error: 'unknown tool' };
     } catch (err) {
       if (signal.aborted) throw err;
       outcome = { result: `error: ${(err as Error).message}`, success: false, error: (err as Error).message };

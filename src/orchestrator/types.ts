@@ -39,9 +39,46 @@ export interface ToolOutcome {
   error?: string;
 }
 
+/** Who calls a tool: the agent, its turn and the prompt span whose reply asked for it. */
+export interface ToolSite {
+  agent: TeamAgent;
+  turnId: string;
+  promptSeq: number;
+}
+
 /** Runs an agent's ordinary (non-workflow) tools; injected so the orchestrator stays pure. */
 export interface ToolRunner {
-  run(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolOutcome>;
+  run(name: string, args: Record<string, unknown>, signal: AbortSignal, site?: ToolSite): Promise<ToolOutcome>;
+  /** The result of a call to a tool the agent was not given, when the runner can say more than "unknown tool". */
+  unknown?(name: string): ToolOutcome | undefined;
+}
+
+/**
+ * Hierarchical delegation (orchestrator/delegation.ts): with `enabled`, every agent above `maxDepth` gets
+ * a `delegate` tool whose call runs a child orchestration on a subtask (`shape`: the whole team or the
+ * caller alone) with its own budget of `maxChildTokens`; `maxDelegations` counts calls at all depths.
+ */
+export interface DelegationInput {
+  enabled: boolean;
+  shape: 'team' | 'solo';
+  maxDepth: number;
+  maxDelegations: number;
+  maxChildTokens: number;
+}
+
+/** One delegation and how much of its returned answer the final answer of its level used (orchestrator/delegation.ts). */
+export interface DelegationRecord {
+  /** The delegating agent. */
+  agent: string;
+  /** The `delegate` and `delegate_return` spans. */
+  delegateSeq: number;
+  returnSeq: number;
+  /** Depth of the child orchestration (1 under the team). */
+  depth: number;
+  /** The delegation whose child orchestration made this one (null: made by the team itself). */
+  parentDelegateSeq: number | null;
+  /** Share of the returned answer's words found in the final answer of the level that asked (0 when ignored or none). */
+  use: number;
 }
 
 /** Receives spans as they happen and returns their sequence number (for parent links). */
@@ -94,4 +131,6 @@ export interface OrchestrationResult {
   wallMs: number;
   /** The round after which a stop policy ended coordination (absent: it ended as MassGen's protocol does). */
   stoppedAfterRound?: number;
+  /** Every delegation of the orchestration, all depths, by delegate span (only when delegation was enabled). */
+  delegations?: DelegationRecord[];
 }

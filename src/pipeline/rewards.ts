@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { UserError } from '../errors.js';
 import { computeRewards } from '../rewards/compute.js';
+import { delegationCredit, delegationsFromSpans } from '../rewards/delegation-credit.js';
 import { samplesOf, sampleRewards } from '../rewards/samples.js';
 import { rewardSpan } from '../rewards/spans.js';
 import { totalFromRewards } from '../rewards/total.js';
@@ -31,6 +32,7 @@ export async function recomputeRewards(rt: Runtime, filter: RolloutFilter = {}):
     const scored = await computeRewards({ outcome, config: config.rewards, judge }, config.rewards.weights);
     const kept = store.rewards.list(r.id).filter((w) => w.family === 'human');
     const total = totalFromRewards([...scored.rewards, ...kept], config.rewards.weights);
+    scored.rewards.push(...delegationCredit(delegationsFromSpans(spans), { byFamily: scored.byFamily, total }));
     // Samples are credited on their own spans, after the total.
     scored.rewards.push(...await sampleRewards(r.id, samplesOf(spans), task, { config: config.rewards, judge }));
     store.transaction(() => {

@@ -1,6 +1,7 @@
-import type { RLConfig } from '../config/schema.js';
+import { delegationSchema, type RLConfig } from '../config/schema.js';
 import type { Embedder } from '../llm/embeddings.js';
-import type { StopPolicy, TeamAgent } from '../orchestrator/types.js';
+import { delegationFromConfig } from '../orchestrator/delegation.js';
+import type { DelegationInput, StopPolicy, TeamAgent } from '../orchestrator/types.js';
 import { projectEmbedding, STOP_FEATURES, stopFeatures, taskFeatureNames, taskFeatures } from '../policies/index.js';
 import type { Task } from '../tasks/types.js';
 import { Rng } from '../tasks/prng.js';
@@ -20,6 +21,8 @@ export interface RolloutPlan {
   stopPolicy?: StopPolicy;
   /** The routing arm taken, when a routing policy chose who works on the task. */
   routing?: string;
+  /** Delegation as the delegate policy chose it (absent: as the config says). */
+  delegation?: DelegationInput;
 }
 
 export interface PlanInput {
@@ -43,7 +46,7 @@ export function routingArms(config: RLConfig): Record<string, string[]> {
 export async function planRollout(p: PlanInput): Promise<RolloutPlan> {
   const { policies } = p;
   if (!policies) return { team: p.team, spans: [] };
-  const needsTask = policies.active('routing') || policies.active('tool');
+  const needsTask = policies.active('routing') || policies.active('tool') || policies.active('delegate');
   const embedding = needsTask && p.embedder ? projectEmbedding((await p.embedder([p.task.prompt], p.signal))[0]!, EMBEDDING_DIM) : undefined;
   const x = taskFeatures({ prompt: p.task.prompt, category: p.task.category ?? null }, embedding);
   const names = taskFeatureNames(embedding ? EMBEDDING_DIM : 0);
@@ -69,7 +72,15 @@ export async function planRollout(p: PlanInput): Promise<RolloutPlan> {
       return { ...a, tools: [first, ...a.tools.filter((t) => t !== first)] };
     });
   }
-  return { team, spans, routing, ...(policies.active('stop') ? { stopPolicy: stopPolicy(policies, seedOf) } : {}) };
+  let delegation: DelegationInput | undefined;
+  if (policies.active('delegate')) {
+    const d = policies.decide('delegate', { features: x, featureNames: names, arms: DELEGATE_ARMS, seed: seedOf('delegate') });
+    spans.push({ type: 'coordination', name: 'policy_decision', agent: null, payload: d });
+    // The limits stay the config's (or its defaults when the section is absent); the policy decides whether and with whom.
+    const limits = delegationFromConfig(p.config.orchestrator.delegation ?? delegationSchema.parse({}))!;
+    delegation = d.chosen === 'none' ? { ...limits, enabled: false } : { ...limits, enabled: true, shape: d.chosen as DelegationInput['shape'] };
+  }
+  return { team, spans, routing, ...(delegation ? { delegation } : {}), ...(policies.active('stop') ? { stopPolicy: stopPolicy(policies, seedOf) } : {}) };
 }
 
 function stopPolicy(policies: TeamPolicies, seedOf: (key: string) => number): StopPolicy {

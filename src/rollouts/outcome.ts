@@ -1,7 +1,7 @@
 import type { RolloutOutcome } from '../rewards/types.js';
 import type { Rollout, Span } from '../trace/records.js';
 import type { Task } from '../tasks/types.js';
-import type { NewAnswerPayload, SelectionPayload, ToolPayload, VotePayload } from '../trace/payloads.js';
+import { nestedDepth, type NewAnswerPayload, type SelectionPayload, type ToolPayload, type VotePayload } from '../trace/payloads.js';
 import type { OrchestrationResult } from '../orchestrator/types.js';
 
 /** The reward view of a live orchestration. */
@@ -16,6 +16,7 @@ export function outcomeFromResult(rolloutId: string, task: Task | null, agents: 
 /**
  * The same view rebuilt from stored spans, so rewards can be recomputed without re-running agents.
  * The final votes are those of the last round that has votes before the (last) final selection.
+ * Spans of child orchestrations (delegation) are not the team's own and are skipped.
  */
 export function outcomeFromSpans(rollout: Rollout, spans: Span[], task: Task | null): RolloutOutcome {
   const labels: Record<string, string> = {};
@@ -25,6 +26,7 @@ export function outcomeFromSpans(rollout: Rollout, spans: Span[], task: Task | n
   let selection: SelectionPayload | undefined;
   let rounds = 0;
   for (const s of spans) {
+    if (nestedDepth(s.payload) > 0) continue;
     if (s.type === 'coordination' && s.name === 'round') rounds++;
     if (s.type === 'coordination' && s.name === 'new_answer' && s.agent) {
       const p = s.payload as NewAnswerPayload;

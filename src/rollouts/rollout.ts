@@ -1,7 +1,9 @@
 import type { RLConfig } from '../config/schema.js';
 import { orchestrate } from '../orchestrator/coordinator.js';
+import { delegationFromConfig } from '../orchestrator/delegation.js';
 import type { ToolRunner } from '../orchestrator/types.js';
 import { computeRewards } from '../rewards/compute.js';
+import { delegationCredit } from '../rewards/delegation-credit.js';
 import { sampleRecorder, sampleRewards } from '../rewards/samples.js';
 import { rewardSpan } from '../rewards/spans.js';
 import { StoreBusyError, type Store } from '../store/index.js';
@@ -61,7 +63,10 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     const recorder = sampleRecorder((s) => writer.add(s));
     for (const s of plan.spans) recorder.add(s);
     const team = d.seed === undefined ? plan.team : plan.team.map((a) => ({ ...a, seed: d.seed! * 1009 + setup.team.findIndex((t) => t.id === a.id) }));
-    const result = await orchestrate({ task: task.prompt, team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal, ...(plan.stopPolicy ? { stopPolicy: plan.stopPolicy } : {}) });
+    const result = await orchestrate({
+      task: task.prompt, team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal,
+      delegation: plan.delegation ?? delegationFromConfig(d.config.orchestrator.delegation), ...(plan.stopPolicy ? { stopPolicy: plan.stopPolicy } : {}),
+    });
     const costs = { tokens: result.usage.totalTokens, toolCalls: result.usage.toolCalls, messages: result.usage.llmCalls, wallMs: result.wallMs };
     if (result.status === 'cancelled') {
       await store.write(() => {
@@ -72,6 +77,8 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     }
     const outcome = outcomeFromResult(id, task, agents, result);
     const scored = await computeRewards({ outcome, config: d.config.rewards, judge: setup.judge, signal: d.signal }, d.config.rewards.weights);
+    // Each delegation is credited on its delegate span, after the total (rewards/delegation-credit.ts).
+    scored.rewards.push(...delegationCredit(result.delegations ?? [], scored));
     // Samples are credited on their own spans and stay out of the total.
     const sampleUsage = { judgeTokens: 0, judgeCalls: 0 };
     scored.rewards.push(...await sampleRewards(id, recorder.samples, task, { config: d.config.rewards, judge: setup.judge, signal: d.signal, usage: sampleUsage }));

@@ -27,11 +27,27 @@
  * the last new answer) to the tally, causal from the tally to the selection; return from each agent's
  * latest answer to the selection; message from the selection to the presentation; safety_flow from the
  * agent's latest prompt or context to an invalid action.
+ * Delegation (trace/payloads.ts): the spans of a child orchestration (marked {depth, delegate_seq}) map
+ * as above within their own scope (rounds, lifetimes, votes), their agents named <agent>@d<depth>
+ * (the orchestrator orchestrator@d<depth>) and every event of theirs tagged depth and scope (the id of
+ * the delegation's delegate event); their presentation goes to orchestrator@d<depth>, not the user.
+ *   delegate                  spawn e<seq>.<agent>@d<depth> per child agent (role delegation, from the
+ *                             delegating agent, to the child agent; shape), spawn edges from the reply
+ *                             that called the tool, and from each to the child's first round
+ *   delegate_return           return (role delegate_return, from the child's winner, to the delegating
+ *                             agent; status, stopped, rounds, tokens): a return edge from the child's
+ *                             presentation (or selection), and one to the delegate tool's result
+ *   delegate_aggregate        aggregate (role delegate_aggregate, uses: return event → use): an
+ *                             aggregate edge from each returned answer used (use > 0), a causal
+ *                             edge from the level's presentation
+ * Metrics count the team's own spans; delegations and delegation_depth are added when there are any.
  * Text never leaves: content_ref is "sha256:<hex>" of the text (objects: of their canonical JSON).
- * t is seconds since the rollout started (clamped at 0). Topology: debate when two or more agents
- * answer or vote and no tool was called; mixed otherwise.
+ * t is seconds since the rollout started (clamped at 0). Topology: hierarchical with a delegation;
+ * else debate when two or more agents answer or vote and no tool was called; mixed otherwise.
  */
+import { nestedDepth } from './payloads.js';
 import type { Reward, Rollout, Span } from './records.js';
+import { TraceScope } from './trace-scope.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import { dict } from '../util/dict.js';
 
@@ -66,7 +82,7 @@ export interface OrchestrationTrace {
   trace_id: string;
   task_id: string;
   system: string;
-  topology: 'debate' | 'mixed';
+  topology: 'debate' | 'mixed' | 'hierarchical';
   events: OrchestrationEvent[];
   edges: OrchestrationEdge[];
   rewards: Record<string, number>;
@@ -91,22 +107,16 @@ export function toOrchestrationTrace(rollout: Rollout, spans: readonly Span[], r
 
 class Builder {
   private readonly events: OrchestrationEvent[] = [];
+  private readonly ids = new Set<string>();
   private readonly edges: OrchestrationEdge[] = [];
   private readonly sorted: Span[];
   private readonly t0: number;
   /** span seq → the event that stands for its output (a prompt's response, a message). */
   private readonly outputOf = new Map<number, string>();
   private readonly spanTypes = new Map<number, string>();
-  /** Agents active in the current round → the end time (ms) of their latest span. */
-  private readonly active = new Map<string, number>();
-  private roundEvent: string | null = null;
-  private roundSeq = 0;
-  private readonly latestAnswer = new Map<string, string>();
-  private standingVotes: string[] = [];
-  /** The votes a new answer superseded: standing again when a stop policy ends the round there. */
-  private supersededVotes: string[] = [];
-  private readonly latestInput = new Map<string, string>();
-  private selectionEvent: string | null = null;
+  private readonly root = new TraceScope(0, 0);
+  /** Child orchestrations by the seq of the delegate span that opened them, in order. */
+  private readonly scopes = new Map<number, TraceScope>();
 
   constructor(private readonly rollout: Rollout, spans: readonly Span[]) {
     this.sorted = [...spans].sort((a, b) => a.seq - b.seq);
@@ -116,7 +126,7 @@ class Builder {
 
   build(rewards: readonly Reward[]): OrchestrationTrace {
     for (const s of this.sorted) this.span(s);
-    this.despawnAll();
+    for (const scope of [this.root, ...this.scopes.values()]) this.despawnAll(scope);
     if (!this.events.length) {
       this.add({ id: 'start', t: 0, type: 'orchestrator_decision', agent: ORCHESTRATOR, decision: 'start', status: this.rollout.status });
     }
@@ -127,26 +137,33 @@ class Builder {
     const r = this.rollout;
     const promptTokens = this.sorted.filter((s) => s.type === 'prompt').reduce((n, s) => n + (num(obj(obj(s.payload).usage).total_tokens) ?? 0), 0);
     const lastEnd = this.sorted.reduce((max, s) => Math.max(max, s.startedAt + Math.max(0, s.durationMs)), this.t0);
-    const agents = new Set(this.sorted.filter((s) => s.agent).map((s) => s.agent!));
-    const debaters = new Set(this.sorted.filter((s) => s.name === 'new_answer' || s.name === 'vote').map((s) => s.agent ?? ''));
+    // The team's own spans: child orchestrations are counted apart (delegations).
+    const own = this.sorted.filter((s) => nestedDepth(s.payload) === 0);
+    const agents = new Set(own.filter((s) => s.agent).map((s) => s.agent!));
+    const debaters = new Set(own.filter((s) => s.name === 'new_answer' || s.name === 'vote').map((s) => s.agent ?? ''));
     const hasTools = this.sorted.some((s) => s.type === 'tool');
-    const selection = this.sorted.find((s) => s.name === 'final_selection');
+    const selection = own.find((s) => s.name === 'final_selection');
+    const delegations = this.sorted.filter((s) => s.type === 'coordination' && s.name === 'delegate');
 
     const metrics: Record<string, number> = {
       agents: agents.size,
-      rounds: this.sorted.filter((s) => s.name === 'round').length,
-      answers: this.sorted.filter((s) => s.name === 'new_answer').length,
-      votes: this.sorted.filter((s) => s.name === 'vote').length,
+      rounds: own.filter((s) => s.name === 'round').length,
+      answers: own.filter((s) => s.name === 'new_answer').length,
+      votes: own.filter((s) => s.name === 'vote').length,
       completed: r.status === 'completed' && r.finalAnswer !== null ? 1 : 0,
     };
     if (selection) metrics.consensus = obj(selection.payload).consensus === true ? 1 : 0;
     if (r.totalReward !== null && Number.isFinite(r.totalReward)) metrics.total_reward = r.totalReward;
+    if (delegations.length) {
+      metrics.delegations = delegations.length;
+      metrics.delegation_depth = Math.max(...delegations.map((s) => num(obj(s.payload).child_depth) ?? 1));
+    }
 
     return {
       trace_id: r.id,
       task_id: r.taskId ?? (str(r.metadata.original_task) ? `task:${contentRef(r.metadata.original_task).slice(7, 23)}` : `rollout:${r.id}`),
       system: r.source === 'massgen-import' ? 'massgen' : 'massgen-rl',
-      topology: debaters.size >= 2 && !hasTools ? 'debate' : 'mixed',
+      topology: delegations.length ? 'hierarchical' : debaters.size >= 2 && !hasTools ? 'debate' : 'mixed',
       events: this.events,
       edges,
       rewards: rewardsByChannel(rewards),
@@ -163,116 +180,130 @@ class Builder {
   // ---------------------------------------------------------------- spans
 
   private span(s: Span): void {
-    const p = obj(s.payload);
-    const t = this.t(s.startedAt);
-    const agent = s.agent ?? ORCHESTRATOR;
-    const base = { t, agent, seq: s.seq };
     if (s.type === 'reward') return;
-    if (s.type === 'prompt') return this.prompt(s, p);
-    if (s.type === 'tool') return this.tool(s, p);
+    const p = obj(s.payload);
+    const depth = nestedDepth(p);
+    const scope = depth ? this.scope(num(p.delegate_seq) ?? 0, depth) : this.root;
+    const t = this.t(s.startedAt);
+    const agent = scope.name(s.agent ?? ORCHESTRATOR);
+    const orchestrator = scope.name(ORCHESTRATOR);
+    const base = { t, agent, seq: s.seq, ...scope.tags };
+    if (s.type === 'prompt') return this.prompt(scope, s, p);
+    if (s.type === 'tool') return this.tool(scope, s, p);
     if (s.type === 'message') {
-      this.spawn(s);
+      this.spawn(scope, s);
       const id = this.add({
-        id: `e${s.seq}`, ...base, type: 'message', role: str(p.kind) ?? s.name, from: ORCHESTRATOR, to: agent,
+        id: `e${s.seq}`, ...base, type: 'message', role: str(p.kind) ?? s.name, from: orchestrator, to: agent,
         content_ref: contentRef(p.messages ?? p.content ?? p.detail ?? p),
       });
       this.outputOf.set(s.seq, id);
-      if (s.agent) this.latestInput.set(s.agent, id);
+      if (s.agent) scope.latestInput.set(s.agent, id);
       return;
     }
     switch (s.name) {
       case 'round': {
-        this.despawnAll();
-        this.roundSeq = s.seq;
-        this.roundEvent = this.add({
-          id: `e${s.seq}`, ...base, agent: ORCHESTRATOR, type: 'orchestrator_decision', decision: 'round',
+        this.despawnAll(scope);
+        const first = scope.roundEvent === null;
+        scope.roundSeq = s.seq;
+        scope.roundEvent = this.add({
+          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: 'round',
           round: num(p.round), trigger: str(p.trigger), answer_labels: Array.isArray(p.answer_labels) ? p.answer_labels : [],
         });
+        if (first) for (const spawn of scope.spawnedBy) this.edge(spawn, scope.roundEvent, 'spawn');
         return;
       }
       case 'new_answer': {
-        this.spawn(s);
-        const id = this.add({ id: `e${s.seq}`, ...base, type: 'return', role: 'answer', to: ORCHESTRATOR, label: str(p.label), round: num(p.round), content_ref: contentRef(p.content ?? '') });
+        this.spawn(scope, s);
+        const id = this.add({ id: `e${s.seq}`, ...base, type: 'return', role: 'answer', to: orchestrator, label: str(p.label), round: num(p.round), content_ref: contentRef(p.content ?? '') });
         this.causalFrom(p.prompt_seq, id);
-        if (s.agent) this.latestAnswer.set(s.agent, id);
-        this.supersededVotes = this.standingVotes;
-        this.standingVotes = [];
+        if (s.agent) scope.latestAnswer.set(s.agent, id);
+        scope.supersededVotes = scope.standingVotes;
+        scope.standingVotes = [];
         return;
       }
       case 'vote': {
-        this.spawn(s);
+        this.spawn(scope, s);
+        const target = str(p.target_agent);
         const id = this.add({
-          id: `e${s.seq}`, ...base, type: 'aggregate', role: 'vote', from: agent, to: str(p.target_agent), label: str(p.target_label),
+          id: `e${s.seq}`, ...base, type: 'aggregate', role: 'vote', from: agent, to: target && scope.name(target), label: str(p.target_label),
           round: num(p.round), content_ref: contentRef(p.reason ?? ''),
         });
         this.causalFrom(p.prompt_seq, id);
-        this.standingVotes.push(id);
+        scope.standingVotes.push(id);
         return;
       }
       case 'policy_decision': {
         const id = this.add({
-          id: `e${s.seq}`, ...base, agent: ORCHESTRATOR, type: 'orchestrator_decision', decision: `policy:${str(p.policy) ?? 'unknown'}`,
+          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: `policy:${str(p.policy) ?? 'unknown'}`,
           chosen: str(p.chosen), propensity: num(p.propensity), policy_id: str(p.policy_id), round: num(p.round),
         });
-        if (this.roundEvent) this.edge(this.roundEvent, id, 'causal');
-        if (p.policy === 'stop' && p.chosen === 'stop') this.standingVotes = this.supersededVotes;
+        if (scope.roundEvent) this.edge(scope.roundEvent, id, 'causal');
+        if (p.policy === 'stop' && p.chosen === 'stop') scope.standingVotes = scope.supersededVotes;
         return;
       }
       case 'invalid_action': {
-        this.spawn(s);
+        this.spawn(scope, s);
         const id = this.add({ id: `e${s.seq}`, ...base, type: 'safety_event', role: 'invalid_action', kind: str(p.kind), content_ref: contentRef(p.detail ?? '') });
-        const src = (s.agent && this.latestInput.get(s.agent)) ?? this.parentOutput(s);
+        const src = (s.agent && scope.latestInput.get(s.agent)) ?? this.parentOutput(s);
         if (src) this.edge(src, id, 'safety_flow');
         return;
       }
       case 'cancel':
       case 'drop': {
         this.add({
-          id: `e${s.seq}`, ...base, agent: ORCHESTRATOR, type: 'orchestrator_decision', decision: s.name, to: s.agent ?? undefined,
+          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: s.name, to: s.agent ? agent : undefined,
           reason: str(p.reason), kind: str(p.kind), content_ref: contentRef(p.reason ?? p.detail ?? ''),
         });
-        if (s.agent) this.despawn(s.agent, s.seq);
+        if (s.agent) this.despawn(scope, s.agent, s.seq);
         return;
       }
       case 'final_selection': {
-        this.despawnAll();
+        this.despawnAll(scope);
         const tally = this.add({
-          id: `e${s.seq}.tally`, ...base, agent: ORCHESTRATOR, type: 'aggregate', role: 'vote_tally', votes: obj(p.votes), consensus: p.consensus === true,
+          id: `e${s.seq}.tally`, ...base, agent: orchestrator, type: 'aggregate', role: 'vote_tally', votes: obj(p.votes), consensus: p.consensus === true,
         });
-        for (const v of this.standingVotes) this.edge(v, tally, 'aggregate');
+        for (const v of scope.standingVotes) this.edge(v, tally, 'aggregate');
+        const winner = str(p.winner_agent);
         const id = this.add({
-          id: `e${s.seq}`, ...base, agent: ORCHESTRATOR, type: 'orchestrator_decision', decision: 'final_selection',
-          to: str(p.winner_agent), label: str(p.winner_label), reason: str(p.reason), rounds: num(p.rounds),
+          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: 'final_selection',
+          to: winner && scope.name(winner), label: str(p.winner_label), reason: str(p.reason), rounds: num(p.rounds),
         });
         this.edge(tally, id, 'causal');
-        for (const a of this.latestAnswer.values()) this.edge(a, id, 'return');
-        this.selectionEvent = id;
+        for (const a of scope.latestAnswer.values()) this.edge(a, id, 'return');
+        scope.selectionEvent = id;
         return;
       }
       case 'presentation': {
-        this.spawn(s);
-        const id = this.add({ id: `e${s.seq}`, ...base, type: 'message', role: 'presentation', from: agent, to: 'user', content_ref: contentRef(p.content ?? '') });
-        if (this.selectionEvent) this.edge(this.selectionEvent, id, 'message');
+        this.spawn(scope, s);
+        const id = this.add({ id: `e${s.seq}`, ...base, type: 'message', role: 'presentation', from: agent, to: scope.depth ? orchestrator : 'user', content_ref: contentRef(p.content ?? '') });
+        if (scope.selectionEvent) this.edge(scope.selectionEvent, id, 'message');
         this.causalFrom(p.prompt_seq, id);
+        scope.presentationEvent = id;
         return;
       }
+      case 'delegate':
+        return this.delegate(scope, s, p);
+      case 'delegate_return':
+        return this.delegateReturn(scope, s, p);
+      case 'delegate_aggregate':
+        return this.delegateAggregate(scope, s, p);
       default: {
-        if (s.agent && s.name !== 'restart') this.spawn(s);
+        if (s.agent && s.name !== 'restart') this.spawn(scope, s);
         this.add({
-          id: `e${s.seq}`, ...base, agent: ORCHESTRATOR, type: 'orchestrator_decision', decision: s.name, to: s.agent ?? undefined,
+          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: s.name, to: s.agent ? agent : undefined,
           ...(p.feedback !== undefined ? { content_ref: contentRef(p.feedback) } : {}),
         });
       }
     }
   }
 
-  private prompt(s: Span, p: P): void {
-    this.spawn(s);
-    const agent = s.agent ?? ORCHESTRATOR;
+  private prompt(scope: TraceScope, s: Span, p: P): void {
+    this.spawn(scope, s);
+    const agent = scope.name(s.agent ?? ORCHESTRATOR);
     const request = obj(p.request);
     const model = str(request.model) ?? 'model';
     const req = this.add({
-      id: `e${s.seq}.req`, t: this.t(s.startedAt), agent, seq: s.seq, type: 'message', role: 'request', from: agent, to: model,
+      id: `e${s.seq}.req`, t: this.t(s.startedAt), agent, seq: s.seq, ...scope.tags, type: 'message', role: 'request', from: agent, to: model,
       content_ref: contentRef(request.messages ?? []),
     });
     this.outputOf.set(s.seq, req);
@@ -280,54 +311,117 @@ class Builder {
       const response = obj(p.response);
       const latency = num(p.latency_ms) ?? s.durationMs;
       const res = this.add({
-        id: `e${s.seq}.res`, t: this.t(s.startedAt + Math.max(0, latency)), agent, seq: s.seq, type: 'message', role: 'response', from: model, to: agent,
+        id: `e${s.seq}.res`, t: this.t(s.startedAt + Math.max(0, latency)), agent, seq: s.seq, ...scope.tags, type: 'message', role: 'response', from: model, to: agent,
         content_ref: contentRef({ content: response.content ?? null, tool_calls: response.tool_calls ?? [] }),
         finish_reason: str(response.finish_reason), tokens: num(obj(p.usage).total_tokens),
       });
       this.edge(req, res, 'causal');
       this.outputOf.set(s.seq, res);
     }
-    if (s.agent) this.latestInput.set(s.agent, this.outputOf.get(s.seq)!);
+    if (s.agent) scope.latestInput.set(s.agent, this.outputOf.get(s.seq)!);
   }
 
-  private tool(s: Span, p: P): void {
-    this.spawn(s);
-    const agent = s.agent ?? ORCHESTRATOR;
+  private tool(scope: TraceScope, s: Span, p: P): void {
+    this.spawn(scope, s);
+    const agent = scope.name(s.agent ?? ORCHESTRATOR);
     const name = str(p.name) ?? s.name;
-    const call = this.add({ id: `e${s.seq}.call`, t: this.t(s.startedAt), agent, seq: s.seq, type: 'tool_call', tool: name, content_ref: contentRef(p.args ?? null) });
+    const call = this.add({ id: `e${s.seq}.call`, t: this.t(s.startedAt), agent, seq: s.seq, ...scope.tags, type: 'tool_call', tool: name, content_ref: contentRef(p.args ?? null) });
     const result = this.add({
-      id: `e${s.seq}.result`, t: this.t(s.startedAt + Math.max(0, s.durationMs)), agent, seq: s.seq, type: 'tool_result', tool: name,
+      id: `e${s.seq}.result`, t: this.t(s.startedAt + Math.max(0, s.durationMs)), agent, seq: s.seq, ...scope.tags, type: 'tool_result', tool: name,
       success: p.success !== false, content_ref: contentRef(p.result ?? p.error ?? null),
     });
     this.edge(call, result, 'tool_dependency');
     const parent = this.parentOutput(s);
     if (parent) this.edge(parent, call, 'causal');
     this.outputOf.set(s.seq, result);
+    // A delegate call's result is what its child orchestration returned.
+    const returned = s.agent ? scope.pendingReturns.get(s.agent) : undefined;
+    if (returned && name === 'delegate') {
+      this.edge(returned, result, 'return');
+      scope.pendingReturns.delete(s.agent!);
+    }
+  }
+
+  // ---------------------------------------------------------------- delegation
+
+  /** delegate: a spawn event per child agent (role delegation), from the reply that called the tool. */
+  private delegate(scope: TraceScope, s: Span, p: P): void {
+    this.spawn(scope, s);
+    const child = this.scope(s.seq, num(p.child_depth) ?? scope.depth + 1);
+    const from = scope.name(s.agent ?? ORCHESTRATOR);
+    const src = this.outputOf.get(num(p.prompt_seq) ?? -1) ?? (s.agent ? scope.latestInput.get(s.agent) : undefined);
+    const agents = Array.isArray(p.child_agents) ? p.child_agents.filter((a): a is string => typeof a === 'string' && a.length > 0) : [];
+    for (const a of agents.length ? agents : [ORCHESTRATOR]) {
+      const to = child.name(a);
+      const id = this.add({
+        id: `e${s.seq}.${to}`, t: this.t(s.startedAt), agent: to, seq: s.seq, ...child.tags, type: 'spawn', role: 'delegation', from, to,
+        shape: str(p.shape), content_ref: contentRef(p.task ?? ''),
+      });
+      if (src) this.edge(src, id, 'spawn');
+      child.spawnedBy.push(id);
+    }
+  }
+
+  /** delegate_return: a return event from the child's winner to the delegating agent. */
+  private delegateReturn(scope: TraceScope, s: Span, p: P): void {
+    const child = this.scope(num(p.delegate_seq) ?? 0, num(p.child_depth) ?? scope.depth + 1);
+    this.despawnAll(child);
+    const from = child.name(str(p.winner_agent) ?? ORCHESTRATOR);
+    const id = this.add({
+      id: `e${s.seq}`, t: this.t(s.startedAt), agent: from, seq: s.seq, ...child.tags, type: 'return', role: 'delegate_return', from, to: scope.name(s.agent ?? ORCHESTRATOR),
+      status: str(p.status), stopped: str(p.stopped), rounds: num(p.rounds), tokens: num(p.tokens), content_ref: contentRef(p.final_answer ?? ''),
+    });
+    const last = child.presentationEvent ?? child.selectionEvent;
+    if (last) this.edge(last, id, 'return');
+    if (s.agent) scope.pendingReturns.set(s.agent, id);
+  }
+
+  /** delegate_aggregate: an aggregate event with an edge from each returned answer the final answer used. */
+  private delegateAggregate(scope: TraceScope, s: Span, p: P): void {
+    const uses: Record<string, number> = {};
+    for (const r of Array.isArray(p.returns) ? p.returns.map(obj) : []) {
+      const rid = `e${num(r.return_seq) ?? -1}`;
+      if (this.ids.has(rid)) uses[rid] = num(r.use) ?? 0;
+    }
+    const winner = str(p.winner_agent);
+    const id = this.add({
+      id: `e${s.seq}`, t: this.t(s.startedAt), agent: scope.name(ORCHESTRATOR), seq: s.seq, ...scope.tags, type: 'aggregate', role: 'delegate_aggregate',
+      to: winner && scope.name(winner), uses, used: Object.values(uses).filter((u) => u > 0).length,
+    });
+    for (const [rid, use] of Object.entries(uses)) if (use > 0) this.edge(rid, id, 'aggregate');
+    if (scope.presentationEvent) this.edge(scope.presentationEvent, id, 'causal');
+  }
+
+  private scope(key: number, depth: number): TraceScope {
+    if (!depth) return this.root;
+    let scope = this.scopes.get(key);
+    if (!scope) this.scopes.set(key, (scope = new TraceScope(key, depth)));
+    return scope;
   }
 
   // ---------------------------------------------------------------- agent lifetimes
 
-  private spawn(s: Span): void {
+  private spawn(scope: TraceScope, s: Span): void {
     const agent = s.agent;
     if (!agent) return;
     const end = s.startedAt + Math.max(0, s.durationMs);
-    if (!this.active.has(agent)) {
-      const id = this.add({ id: `s${s.seq}.${agent}`, t: this.t(s.startedAt), agent, seq: s.seq, type: 'spawn', round_seq: this.roundSeq || undefined });
-      if (this.roundEvent) this.edge(this.roundEvent, id, 'spawn');
+    if (!scope.active.has(agent)) {
+      const id = this.add({ id: `s${s.seq}.${scope.name(agent)}`, t: this.t(s.startedAt), agent: scope.name(agent), seq: s.seq, ...scope.tags, type: 'spawn', round_seq: scope.roundSeq || undefined });
+      if (scope.roundEvent) this.edge(scope.roundEvent, id, 'spawn');
     }
-    this.active.set(agent, Math.max(end, this.active.get(agent) ?? end));
+    scope.active.set(agent, Math.max(end, scope.active.get(agent) ?? end));
   }
 
-  private despawn(agent: string, seq: number): void {
-    const end = this.active.get(agent);
+  private despawn(scope: TraceScope, agent: string, seq: number): void {
+    const end = scope.active.get(agent);
     if (end === undefined) return;
-    this.active.delete(agent);
-    this.add({ id: `d${seq}.${agent}`, t: this.t(end), agent, type: 'despawn', round_seq: this.roundSeq || undefined });
+    scope.active.delete(agent);
+    this.add({ id: scope.despawnId(seq, agent), t: this.t(end), agent: scope.name(agent), ...scope.tags, type: 'despawn', round_seq: scope.roundSeq || undefined });
   }
 
-  private despawnAll(): void {
+  private despawnAll(scope: TraceScope): void {
     const last = this.sorted[this.sorted.length - 1]?.seq ?? 0;
-    for (const agent of [...this.active.keys()]) this.despawn(agent, this.events.length ? this.currentSeq() : last);
+    for (const agent of [...scope.active.keys()]) this.despawn(scope, agent, this.events.length ? this.currentSeq() : last);
   }
 
   private currentSeq(): number {
@@ -343,6 +437,7 @@ class Builder {
   private add(e: OrchestrationEvent): string {
     const clean = Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)) as OrchestrationEvent;
     this.events.push(clean);
+    this.ids.add(clean.id);
     return clean.id;
   }
 

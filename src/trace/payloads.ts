@@ -5,6 +5,7 @@
 export const COORDINATION_SPANS = [
   'round', 'new_answer', 'vote', 'invalid_action', 'cancel', 'drop', 'restart', 'final_selection', 'presentation',
   'policy_decision',
+  'delegate', 'delegate_return', 'delegate_aggregate',
 ] as const;
 export type CoordinationSpan = (typeof COORDINATION_SPANS)[number];
 
@@ -137,4 +138,87 @@ export interface PolicyDecisionPayload {
   /** Stop: the round that ended; tool: the agent offered the tools. */
   round?: number;
   agent?: string;
+}
+
+/*
+ * Hierarchical delegation (orchestrator/delegation.ts). An agent's `delegate` tool call runs a child
+ * orchestration on a subtask; its spans are written into the same rollout:
+ *
+ *   delegate            (agent: the delegating agent, parent: the prompt span that called the tool)
+ *     every span of the child orchestration: the child's rounds hang under the delegate span (the rest
+ *     under them, as usual), and each payload carries NestedMark {depth, delegate_seq} — prompt and
+ *     tool spans included. Spans without it belong to the team itself (depth 0). Readers of the team's
+ *     own trace (rewards from spans, datasets' actions) skip marked spans.
+ *   delegate_return     (parent: the delegate span) what came back, then the usual `tool` span `delegate`
+ *                       with the answer as its result
+ *   delegate_aggregate  once the level that delegated has its final answer (after its presentation;
+ *                       parent: its last final_selection): how much it used each returned answer.
+ *
+ * use = |words(returned answer) ∩ words(final answer)| / |words(returned answer)|, over distinct
+ * lower-cased letter/digit words (validate.ts wordSet); 0 when the level has no final answer or the
+ * returned answer is empty. Credit (rewards/delegation-credit.ts) multiplies the uses along the chain
+ * of levels up to the team and by the rollout's outcome.
+ */
+
+/** On every span of a child orchestration: its depth (1 under the team) and the delegate span that opened it. */
+export interface NestedMark {
+  depth: number;
+  delegate_seq: number;
+}
+
+/** The depth of the orchestration a span belongs to: 0 for the team's own spans. */
+export function nestedDepth(payload: unknown): number {
+  const depth = payload && typeof payload === 'object' ? (payload as Partial<NestedMark>).depth : undefined;
+  return typeof depth === 'number' && depth > 0 ? depth : 0;
+}
+
+export interface DelegatePayload {
+  /** The delegating agent's turn and the prompt span whose reply called the tool. */
+  turn_id: string;
+  prompt_seq: number;
+  agent: string;
+  label: Label;
+  /** The subtask. */
+  task: string;
+  /** Depth of the child orchestration (the delegating level's depth + 1). */
+  child_depth: number;
+  shape: 'team' | 'solo';
+  /** Agent ids of the child team, in its registration order (its labels are agent1…agentN). */
+  child_agents: string[];
+  /** Which delegation of the whole orchestration this is, from 1 (bounded by max_delegations). */
+  ordinal: number;
+}
+
+export interface DelegateReturnPayload {
+  turn_id: string;
+  delegate_seq: number;
+  child_depth: number;
+  status: 'completed' | 'cancelled' | 'failed';
+  /** Why the child stopped early: its token budget (max_child_tokens) or its total timeout; null otherwise. */
+  stopped: 'token_budget' | 'timeout' | null;
+  /** The child's presented final answer (its winner's answer when stopped), returned as the tool result. */
+  final_answer: string | null;
+  winner_agent: string | null;
+  winner_label: Label | null;
+  rounds: number;
+  /** Tokens of the child orchestration, its own children included. */
+  tokens: number;
+  error?: string;
+}
+
+/** One returned answer as the level that asked for it used it. */
+export interface DelegationUse {
+  delegate_seq: number;
+  return_seq: number;
+  agent: string;
+  child_depth: number;
+  use: number;
+}
+
+export interface DelegateAggregatePayload {
+  /** The level's winner, who presented its final answer (null without one). */
+  winner_agent: string | null;
+  /** The presentation span of that final answer (null without one). */
+  presentation_seq: number | null;
+  returns: DelegationUse[];
 }

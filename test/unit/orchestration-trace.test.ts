@@ -1,34 +1,14 @@
-import Ajv2020 from 'ajv/dist/2020.js';
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { toOrchestrationTrace, type OrchestrationTrace } from '../../src/trace/orchestration-trace.js';
 import type {
-  CancelPayload, InvalidActionPayload, NewAnswerPayload, PresentationPayload, PromptPayload, RoundPayload, SelectionPayload, ToolPayload, VotePayload,
+  CancelPayload, DelegateAggregatePayload, DelegatePayload, DelegateReturnPayload, InvalidActionPayload, NewAnswerPayload, PresentationPayload, PromptPayload, RoundPayload, SelectionPayload, ToolPayload, VotePayload,
 } from '../../src/trace/payloads.js';
 import { exportRollouts, Store, type SpanInput } from '../../src/store/index.js';
-import { FIXTURES, tempDir } from '../helpers.js';
-
-const schema = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'orchestration-trace.schema.json'), 'utf8'));
-const validate = new Ajv2020({ allErrors: true }).compile(schema);
-
-/** The schema, plus the rules it cannot express: unique event ids, edges between existing events, non-negative costs and times. */
-function problems(trace: unknown): string[] {
-  const out: string[] = [];
-  if (!validate(trace)) out.push(...(validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`));
-  const t = trace as OrchestrationTrace;
-  const ids = new Set<string>();
-  for (const e of t.events ?? []) {
-    if (ids.has(e.id)) out.push(`duplicate event id ${e.id}`);
-    ids.add(e.id);
-    if (!(e.t >= 0)) out.push(`event ${e.id}: t ${e.t} < 0`);
-  }
-  for (const e of t.edges ?? []) if (!ids.has(e.src) || !ids.has(e.dst)) out.push(`edge ${e.src} -> ${e.dst} references a missing event`);
-  for (const [k, v] of Object.entries(t.costs ?? {})) if (!(v >= 0)) out.push(`cost ${k} is negative`);
-  return out;
-}
+import { tempDir } from '../helpers.js';
+import { traceProblems as problems } from '../support/trace-schema.js';
 
 const T0 = 1_700_000_000_000;
 const hash = (s: string) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
@@ -205,6 +185,90 @@ describe('orchestration-trace export', () => {
       const [a, b] = Buffer.concat(chunks).toString('utf8').trim().split('\n');
       expect(a).toBe(b);
       expect(JSON.parse(a!)).toMatchObject({ id: 'ro_tools', spans: expect.arrayContaining([expect.objectContaining({ seq: 17, name: 'presentation' })]) });
+    } finally {
+      store.close();
+    }
+  });
+});
+
+/** A team of a and b where a delegates a subtask to a child team of both (depth 1) while b's call runs. */
+function delegation(): SpanInput[] {
+  const at = (ms: number) => T0 + ms;
+  const mark = { depth: 1, delegate_seq: 4 };
+  const child = (s: SpanInput): SpanInput => ({ ...s, payload: { ...(s.payload as object), ...mark } });
+  return [
+    { type: 'coordination', name: 'round', agent: null, startedAt: at(0), payload: { round: 1, answer_labels: [], trigger: 'start' } satisfies RoundPayload },
+    { type: 'prompt', name: 'chat', agent: 'a', parentSeq: 1, startedAt: at(10), durationMs: 100, payload: prompt('t1', 1, 'm-a', 'What is 6 x 7?', reply('TOOL: delegate {"task": "Multiply six by seven."}'), 20) },
+    { type: 'prompt', name: 'chat', agent: 'b', parentSeq: 1, startedAt: at(12), durationMs: 2000, payload: prompt('t2', 1, 'm-b', 'What is 6 x 7?', null, 0) },
+    { type: 'coordination', name: 'delegate', agent: 'a', parentSeq: 2, startedAt: at(111), payload: { turn_id: 't1', prompt_seq: 2, agent: 'a', label: 'agent1', task: 'Multiply six by seven.', child_depth: 1, shape: 'team', child_agents: ['a', 'b'], ordinal: 1 } satisfies DelegatePayload },
+    child({ type: 'coordination', name: 'round', agent: null, parentSeq: 4, startedAt: at(112), payload: { round: 1, answer_labels: [], trigger: 'start' } satisfies RoundPayload }),
+    child({ type: 'prompt', name: 'chat', agent: 'a', parentSeq: 5, startedAt: at(113), durationMs: 100, payload: prompt('t1', 1, 'm-a', 'Multiply six by seven.', reply('ANSWER: 42'), 10) }),
+    child({ type: 'coordination', name: 'new_answer', agent: 'a', parentSeq: 5, startedAt: at(214), payload: { turn_id: 't1', label: 'agent1', content: '42', round: 1, answer_labels_seen: [], prompt_seq: 6 } satisfies NewAnswerPayload }),
+    child({ type: 'coordination', name: 'round', agent: null, parentSeq: 4, startedAt: at(215), payload: { round: 2, answer_labels: ['agent1'], trigger: 'new_answer' } satisfies RoundPayload }),
+    child({ type: 'prompt', name: 'chat', agent: 'a', parentSeq: 8, startedAt: at(216), durationMs: 50, payload: prompt('t2', 2, 'm-a', '<agent1> 42', reply('VOTE: agent1 | ok'), 10) }),
+    child({ type: 'coordination', name: 'vote', agent: 'a', parentSeq: 8, startedAt: at(267), payload: { turn_id: 't2', voter_label: 'agent1', target_label: 'agent1', target_agent: 'a', reason: 'ok', round: 2, answer_labels_seen: ['agent1'], prompt_seq: 9 } satisfies VotePayload }),
+    child({ type: 'prompt', name: 'chat', agent: 'b', parentSeq: 8, startedAt: at(217), durationMs: 60, payload: prompt('t3', 2, 'm-b', '<agent1> 42', reply('VOTE: agent1 | yes'), 10) }),
+    child({ type: 'coordination', name: 'vote', agent: 'b', parentSeq: 8, startedAt: at(278), payload: { turn_id: 't3', voter_label: 'agent2', target_label: 'agent1', target_agent: 'a', reason: 'yes', round: 2, answer_labels_seen: ['agent1'], prompt_seq: 11 } satisfies VotePayload }),
+    child({ type: 'coordination', name: 'final_selection', agent: 'a', parentSeq: 8, startedAt: at(279), payload: { winner_agent: 'a', winner_label: 'agent1', votes: { agent1: 2 }, consensus: true, reason: 'votes', rounds: 2 } satisfies SelectionPayload }),
+    child({ type: 'prompt', name: 'presentation', agent: 'a', parentSeq: 8, startedAt: at(280), durationMs: 50, payload: prompt('presentation', 2, 'm-a', 'present', reply('It is 42'), 10) }),
+    child({ type: 'coordination', name: 'presentation', agent: 'a', parentSeq: 8, startedAt: at(331), payload: { content: 'It is 42', prompt_seq: 14 } satisfies PresentationPayload }),
+    { type: 'coordination', name: 'delegate_return', agent: 'a', parentSeq: 4, startedAt: at(332), payload: { turn_id: 't1', delegate_seq: 4, child_depth: 1, status: 'completed', stopped: null, final_answer: 'It is 42', winner_agent: 'a', winner_label: 'agent1', rounds: 2, tokens: 40 } satisfies DelegateReturnPayload },
+    { type: 'tool', name: 'delegate', agent: 'a', parentSeq: 2, startedAt: at(111), durationMs: 222, payload: { turn_id: 't1', name: 'delegate', args: { task: 'Multiply six by seven.' }, result: 'It is 42', success: true } satisfies ToolPayload },
+    { type: 'prompt', name: 'chat', agent: 'a', parentSeq: 1, startedAt: at(340), durationMs: 60, payload: prompt('t1', 1, 'm-a', 'TOOL RESULT (delegate): It is 42', reply('ANSWER: 42'), 30) },
+    { type: 'coordination', name: 'new_answer', agent: 'a', parentSeq: 1, startedAt: at(401), payload: { turn_id: 't1', label: 'agent1', content: '42', round: 1, answer_labels_seen: [], prompt_seq: 18 } satisfies NewAnswerPayload },
+    { type: 'coordination', name: 'cancel', agent: 'b', parentSeq: 1, startedAt: at(402), payload: { turn_id: 't2', round: 1, reason: 'superseded' } satisfies CancelPayload },
+    { type: 'coordination', name: 'round', agent: null, startedAt: at(403), payload: { round: 2, answer_labels: ['agent1'], trigger: 'new_answer' } satisfies RoundPayload },
+    { type: 'prompt', name: 'chat', agent: 'a', parentSeq: 21, startedAt: at(404), durationMs: 50, payload: prompt('t4', 2, 'm-a', '<agent1> 42', reply('VOTE: agent1 | ok'), 10) },
+    { type: 'coordination', name: 'vote', agent: 'a', parentSeq: 21, startedAt: at(455), payload: { turn_id: 't4', voter_label: 'agent1', target_label: 'agent1', target_agent: 'a', reason: 'ok', round: 2, answer_labels_seen: ['agent1'], prompt_seq: 22 } satisfies VotePayload },
+    { type: 'coordination', name: 'final_selection', agent: 'a', parentSeq: 21, startedAt: at(456), payload: { winner_agent: 'a', winner_label: 'agent1', votes: { agent1: 1 }, consensus: false, reason: 'votes', rounds: 2 } satisfies SelectionPayload },
+    { type: 'prompt', name: 'presentation', agent: 'a', parentSeq: 21, startedAt: at(457), durationMs: 50, payload: prompt('presentation', 2, 'm-a', 'present', reply('Final answer: 42'), 10) },
+    { type: 'coordination', name: 'presentation', agent: 'a', parentSeq: 21, startedAt: at(508), payload: { content: 'Final answer: 42', prompt_seq: 25 } satisfies PresentationPayload },
+    { type: 'coordination', name: 'delegate_aggregate', agent: 'a', parentSeq: 24, startedAt: at(509), payload: { winner_agent: 'a', presentation_seq: 26, returns: [{ delegate_seq: 4, return_seq: 16, agent: 'a', child_depth: 1, use: 1 / 3 }] } satisfies DelegateAggregatePayload },
+  ];
+}
+
+describe('orchestration-trace export of a delegation', () => {
+  it('maps delegate to spawn events, the child into its own scope, delegate_return to a return and the aggregate, and validates', () => {
+    const store = Store.open({ path: path.join(tempDir(), 'store.sqlite') });
+    try {
+      const id = store.rollouts.start({ id: 'ro_delegation', metadata: { agents: ['a', 'b'] } });
+      store.spans.append(id, delegation());
+      store.rollouts.finish(id, { status: 'completed', finalAnswer: 'Final answer: 42', winner: 'a', totalReward: 1, tokens: 110, toolCalls: 1, messages: 9, wallMs: 509 });
+      store.db.prepare('UPDATE rollouts SET started_at = ? WHERE id = ?').run(T0, id);
+      const trace = toOrchestrationTrace(store.rollouts.get(id)!, store.spans.list(id), []);
+      expect(problems(trace)).toEqual([]);
+      expect(trace.topology).toBe('hierarchical');
+      expect(trace.metrics).toMatchObject({ agents: 2, rounds: 2, answers: 1, votes: 1, consensus: 0, delegations: 1, delegation_depth: 1 });
+
+      const byId = new Map(trace.events.map((e) => [e.id, e]));
+      const ev = (eid: string) => {
+        expect(byId.get(eid), eid).toBeDefined();
+        return byId.get(eid)!;
+      };
+      const has = (src: string, dst: string, type: string) => trace.edges.some((e) => e.src === src && e.dst === dst && e.type === type);
+      const scope = { depth: 1, scope: 'e4' };
+      expect(ev('e4.a@d1')).toMatchObject({ type: 'spawn', role: 'delegation', agent: 'a@d1', from: 'a', to: 'a@d1', shape: 'team', ...scope, content_ref: hash('Multiply six by seven.') });
+      expect(ev('e4.b@d1')).toMatchObject({ type: 'spawn', role: 'delegation', from: 'a', to: 'b@d1', ...scope });
+      expect(has('e2.res', 'e4.a@d1', 'spawn') && has('e2.res', 'e4.b@d1', 'spawn')).toBe(true);
+      expect(has('e4.a@d1', 'e5', 'spawn') && has('e4.b@d1', 'e5', 'spawn')).toBe(true);
+      // The child's events are its own: named agents, tagged, with their own round, votes and selection.
+      expect(ev('e5')).toMatchObject({ type: 'orchestrator_decision', decision: 'round', agent: 'orchestrator@d1', ...scope });
+      expect(ev('e6.req')).toMatchObject({ agent: 'a@d1', from: 'a@d1', ...scope });
+      expect(ev('e10')).toMatchObject({ type: 'aggregate', role: 'vote', agent: 'a@d1', to: 'a@d1', ...scope });
+      expect(ev('e13')).toMatchObject({ decision: 'final_selection', to: 'a@d1', agent: 'orchestrator@d1' });
+      expect(has('e10', 'e13.tally', 'aggregate') && has('e12', 'e13.tally', 'aggregate') && has('e7', 'e13', 'return')).toBe(true);
+      expect(ev('e15')).toMatchObject({ type: 'message', role: 'presentation', from: 'a@d1', to: 'orchestrator@d1', ...scope });
+      expect(ev('e16')).toMatchObject({ type: 'return', role: 'delegate_return', agent: 'a@d1', from: 'a@d1', to: 'a', status: 'completed', rounds: 2, tokens: 40, content_ref: hash('It is 42'), ...scope });
+      expect(has('e15', 'e16', 'return') && has('e16', 'e17.result', 'return')).toBe(true);
+      // The team's own selection sees only its own answer and vote.
+      expect(trace.edges.filter((e) => e.dst === 'e24' && e.type === 'return').map((e) => e.src)).toEqual(['e19']);
+      expect(trace.edges.filter((e) => e.dst === 'e24.tally' && e.type === 'aggregate').map((e) => e.src)).toEqual(['e23']);
+      expect(ev('e27')).toMatchObject({ type: 'aggregate', role: 'delegate_aggregate', agent: 'orchestrator', to: 'a', uses: { e16: 1 / 3 }, used: 1 });
+      expect(ev('e27').depth).toBeUndefined();
+      expect(has('e16', 'e27', 'aggregate') && has('e26', 'e27', 'causal')).toBe(true);
+      // b's call in the team's round is not ended by the child's rounds: b despawns at its cancel.
+      expect(ev('d20.b')).toMatchObject({ type: 'despawn', agent: 'b' });
+      for (const e of trace.events.filter((x) => x.agent.endsWith('@d1'))) expect(e).toMatchObject(scope);
     } finally {
       store.close();
     }

@@ -203,6 +203,41 @@ policies: { bootstrap: [tool] }`);
     });
   });
 
+  it('lets the delegate policy decide per rollout whether the delegate tool is offered and to which child team, within the config\'s limits', async () => {
+    server = await startScriptedServer(costlyTeam);
+    const base = project(server.baseUrl, 'policies: { bootstrap: [delegate] }');
+    const load = () => base(['orchestrator.delegation={enabled: false, max_depth: 2, max_delegations: 3, max_child_tokens: 900}']);
+    await withRuntime(load(), async (rt) => {
+      const policies = TeamPolicies.forSet(rt.store(), rt.config.policies, rt.production(), 'collect');
+      const agents = team(server!.baseUrl, ['a', 'b']);
+      const seen = new Map<string, number>();
+      for (let seed = 1; seed <= 60; seed++) {
+        const plan = await planRollout({ task: { id: 't', prompt: 'What is 2 + 2?', reference: '4' }, team: agents, config: rt.config, policies, seed });
+        const d = plan.spans[0]!.payload as PolicyDecisionPayload;
+        expect(d).toMatchObject({ policy: 'delegate', arms: ['none', 'solo', 'team'] });
+        expect(d.propensity).toBeCloseTo(1 / 3);
+        expect(plan.delegation).toEqual({ enabled: d.chosen !== 'none', shape: d.chosen === 'none' ? 'team' : d.chosen, maxDepth: 2, maxDelegations: 3, maxChildTokens: 900 });
+        seen.set(d.chosen, (seen.get(d.chosen) ?? 0) + 1);
+      }
+      expect([...seen.keys()].sort()).toEqual(['none', 'solo', 'team']);
+    });
+    // A collect under the policy offers the delegate tool exactly in the rollouts whose decision was not "none".
+    await withRuntime(load(), (rt) => collect(rt, { n: 6 }));
+    const store = openStore(load());
+    try {
+      const rows = store.spans.policyDecisions('delegate');
+      expect(rows).toHaveLength(6);
+      for (const row of rows) {
+        const chosen = (row.payload as PolicyDecisionPayload).chosen;
+        const prompts = store.spans.list(row.rolloutId).filter((sp) => sp.type === 'prompt');
+        const sawTool = prompts.some((sp) => JSON.stringify(sp.payload).includes('delegate'));
+        expect(sawTool).toBe(chosen !== 'none');
+      }
+    } finally {
+      store.close();
+    }
+  }, 120_000);
+
   it('refuses --policy without --algo bandit, and --algo bandit without --policy, with exit 2 and no stack', async () => {
     server = await startScriptedServer(costlyTeam);
     const cwd = path.dirname(project(server.baseUrl, '')().file!);

@@ -41,6 +41,8 @@ export interface ResourceTrace {
 export interface SetDetail {
   set: { id: string; version: number; origin: Record<string, unknown>; createdAt: number; roles: ('production' | 'canary')[] };
   agents: { agent: string; prompt: ResourceTrace | null; weights: ResourceTrace | null; followsConfig: { prompt: boolean; weights: boolean } }[];
+  /** The set's orchestration policies, by decision (routing, stop, tool, delegate). */
+  policies: { decision: string; policy: ResourceTrace | null }[];
   history: AuditRecord[];
 }
 
@@ -54,6 +56,7 @@ export function showSet(rt: Runtime, ref = 'production'): SetDetail {
     agents: Object.entries(set.members.agents).map(([agent, m]) => ({
       agent, prompt: traceResource(store, m.prompt), weights: m.weights ? traceResource(store, m.weights) : null, followsConfig: m.from_config,
     })),
+    policies: Object.entries(set.members.policies ?? {}).map(([decision, id]) => ({ decision, policy: traceResource(store, id) })),
     history: store.audit.list({ limit: 500 }).filter((a) => a.afterSet === set.id || a.beforeSet === set.id),
   };
 }
@@ -67,7 +70,8 @@ export function traceResource(store: Store, id: string): ResourceTrace | null {
   }
   const ckId = typeof r.metadata.checkpoint_id === 'string' ? r.metadata.checkpoint_id : null;
   const ck = ckId ? store.checkpoints.get(ckId) : undefined;
-  const run = ck?.trainingRunId ? store.trainingRuns.get(ck.trainingRunId) : undefined;
+  const runId = ck?.trainingRunId ?? (typeof r.metadata.training_run_id === 'string' ? r.metadata.training_run_id : null);
+  const run = runId ? store.trainingRuns.get(runId) : undefined;
   const wm = (run?.detail.dataset as { watermark?: { from: number; to: number } } | undefined)?.watermark;
   const traces = wm ? { ...wm, rollouts: store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE num > ? AND num <= ? AND source <> 'eval'").pluck().get(wm.from, wm.to) as number } : null;
   return {

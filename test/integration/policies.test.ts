@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { deploy } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
+import { showSet } from '../../src/pipeline/resources.js';
 import { trainPolicy } from '../../src/pipeline/train-policy.js';
 import { taskFeatureNames } from '../../src/policies/index.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
@@ -85,6 +86,8 @@ describe('a learned stop policy, end to end', () => {
     expect(ev.passed).toBe(true);
     const d = await withRuntime(load(), (rt) => deploy(rt, {}));
     expect(d.action).toBe('promoted');
+    const shown = await withRuntime(load(), async (rt) => showSet(rt, 'production'));
+    expect(shown.policies).toEqual([{ decision: 'stop', policy: expect.objectContaining({ kind: 'policy', name: 'stop', version: 1, source: 'bandit', trainingRun: expect.objectContaining({ id: trained.runId, status: 'completed' }) }) }]);
 
     // The deployed policy serves the next collect: its decisions name it, greedy mass plus the ε floor.
     await withRuntime(load(), (rt) => collect(rt));

@@ -47,6 +47,10 @@ export const registerResources: Register = (program, ctx) => {
           if (t.traces) ui.print(`      trained on ${t.traces.rollouts} rollout(s), #${t.traces.from + 1}…#${t.traces.to} (\`massgen-rl traces list\`)`);
         }
       }
+      for (const { decision, policy: t } of d.policies) {
+        ui.print(`  ${ui.c.bold(`${decision} policy`)}: ${t ? `${t.name} v${t.version} (${t.source})${t.lineage.length ? ` ← ${t.lineage.map((l) => `v${l.version}`).join(' ← ')}` : ''}` : 'missing'}`);
+        if (t?.trainingRun) ui.print(`    training run ${t.trainingRun.id} (${t.trainingRun.status})`);
+      }
       if (d.history.length) {
         ui.table(['audit', 'when', 'action', 'trigger', 'change', 'reason'], d.history.map((h) => [
           `#${h.id}`, formatTime(h.createdAt), h.action, h.trigger, `${h.beforeSet ?? '—'} → ${h.afterSet ?? '—'}`, h.reason ?? '',

@@ -16,6 +16,8 @@ import { TeamPolicies } from '../../src/rollouts/team-policies.js';
 import { team } from '../support/team.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
+import { traceProblems } from '../support/trace-schema.js';
+import { toOrchestrationTrace } from '../../src/trace/orchestration-trace.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -99,6 +101,12 @@ describe('a learned stop policy, end to end', () => {
       expect(after.length).toBeGreaterThan(0);
       expect(after.every((p) => p.probabilities.every((q) => q >= 0.05 - 1e-9))).toBe(true);
       expect(after.filter((p) => p.round === 1 && p.chosen === 'stop').length).toBeGreaterThan(after.filter((p) => p.round === 1).length / 2);
+      // A rollout the policy stopped exports as a valid orchestration trace, the decision an orchestrator_decision.
+      const stopped = store.spans.policyDecisions('stop').find((r) => (r.payload as PolicyDecisionPayload).chosen === 'stop')!;
+      const rollout = store.rollouts.get(stopped.rolloutId)!;
+      const trace = toOrchestrationTrace(rollout, store.spans.list(rollout.id), store.rewards.list(rollout.id));
+      expect(traceProblems(trace)).toEqual([]);
+      expect(trace.events.find((e) => e.id === `e${stopped.seq}`)).toMatchObject({ type: 'orchestrator_decision', decision: 'policy:stop', chosen: 'stop' });
     } finally {
       store.close();
     }

@@ -4,22 +4,11 @@ import { Attempt, type Settled } from './attempt.js';
 import { orchestrateDelegating } from './delegation.js';
 import type { SelectionPayload } from '../trace/payloads.js';
 import { stopSignal, type Stop } from './stop.js';
-import type { DelegationInput, OrchestrationResult, OrchestratorConfig, StopPolicy, TeamAgent, ToolRunner, TraceSink } from './types.js';
+import type { OrchestrateInput, OrchestrationResult } from './types.js';
+
+export type { OrchestrateInput };
 import { selectWinner } from './winner.js';
 
-export interface OrchestrateInput {
-  task: string;
-  team: TeamAgent[];
-  config: OrchestratorConfig;
-  sink: TraceSink;
-  tools: ToolRunner;
-  /** Interrupts the whole orchestration (Ctrl-C): running calls are cancelled. */
-  signal?: AbortSignal;
-  /** A learned stop policy, asked at the end of each round (absent: MassGen's protocol decides). */
-  stopPolicy?: StopPolicy;
-  /** Hierarchical delegation (delegation.ts); absent, null or not enabled: none. The caller fills it from config. */
-  delegation?: DelegationInput | null;
-}
 
 /**
  * MassGen's coordination protocol. Agents work in parallel; each turn ends in one action, new_answer or

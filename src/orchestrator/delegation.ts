@@ -3,20 +3,11 @@ import { DELEGATE, DELEGATE_TOOL, delegateTask, refusal } from './delegate-tool.
 import { LevelSink } from './delegation-sink.js';
 import { emptyUsage, type Usage } from './llm-call.js';
 import { stopSignal, type Stop } from './stop.js';
-import type { DelegationInput, DelegationRecord, OrchestrationResult, OrchestratorConfig, StopPolicy, TeamAgent, ToolOutcome, ToolRunner, ToolSite, TraceSink } from './types.js';
+import type { DelegationInput, DelegationRecord, OrchestrateInput, OrchestrationResult, OrchestratorConfig, TeamAgent, ToolOutcome, ToolRunner, ToolSite } from './types.js';
 import { wordSet } from './validate.js';
 
-/** What one orchestration level runs on (the fields of OrchestrateInput it uses). */
-export interface LevelInput {
-  task: string;
-  team: TeamAgent[];
-  config: OrchestratorConfig;
-  sink: TraceSink;
-  tools: ToolRunner;
-  signal?: AbortSignal;
-  /** The team's stop policy: asked by the team's own rounds only, never by a child orchestration's. */
-  stopPolicy?: StopPolicy;
-}
+/** What one orchestration level runs on: the team's own (its stop policy asked by its rounds only) or a child's. */
+export type LevelInput = Omit<OrchestrateInput, 'delegation'>;
 
 /** The coordination protocol (coordinator.ts), injected so that this module does not import it. */
 export type Coordinate = (input: LevelInput, stop: Stop) => Promise<OrchestrationResult>;

@@ -134,3 +134,18 @@ export interface OrchestrationResult {
   /** Every delegation of the orchestration, all depths, by delegate span (only when delegation was enabled). */
   delegations?: DelegationRecord[];
 }
+
+/** What one orchestration runs on. */
+export interface OrchestrateInput {
+  task: string;
+  team: TeamAgent[];
+  config: OrchestratorConfig;
+  sink: TraceSink;
+  tools: ToolRunner;
+  /** Interrupts the whole orchestration (Ctrl-C): running calls are cancelled. */
+  signal?: AbortSignal;
+  /** A learned stop policy, asked at the end of each round (absent: MassGen's protocol decides). */
+  stopPolicy?: StopPolicy;
+  /** Hierarchical delegation (delegation.ts); absent, null or not enabled: none. The caller fills it from config. */
+  delegation?: DelegationInput | null;
+}

@@ -2,12 +2,13 @@
 // (three agents, the winner presents): a stop policy against coordination that ends only by MassGen's rule
 // (max_rounds / consensus), and a routing policy against everyone working on every task.
 //
-// For each backend (a scripted stub team, then the bundled local model): collect the train split with uniform
-// exploration of the stop and routing decisions (policies.bootstrap), fit both policies (train --algo bandit),
-// value them off-policy (IPS, SNIPS, DR), then `eval` each against production on the eval split, same tasks and
+// For each backend (a scripted stub team, then the bundled local model) and each decision: collect the train split
+// with uniform exploration of that decision alone (policies.bootstrap), fit the policy (train --algo bandit),
+// value it off-policy (IPS, SNIPS, DR), then `eval` it against production on the eval split, same tasks and
 // seeds: success and tokens per task with paired-bootstrap 95 % CIs, and the on-policy value next to the
 // off-policy estimates. The stub team: agent_a is right on arithmetic, agent_b on unit conversion, agent_c
 // rarely; every agent adds its own answer before voting, so going on past the first round costs tokens.
+// POLICIES_BACKENDS=stub (or local) runs one backend only.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import fs from 'node:fs';
@@ -76,7 +77,7 @@ function projectYaml(backend, url, sz) {
 rewards: { weights: { exact: 1, numeric: 1 } }
 collect: { concurrency: 2 }
 eval: { seeds: 1, n: ${sz.eval}, report: false }
-policies: { bootstrap: [stop, routing], cost_per_1k_tokens: ${COST}, min_decisions: 4 }
+policies: { cost_per_1k_tokens: ${COST}, min_decisions: 4 }
 `;
 }
 
@@ -102,15 +103,16 @@ async function runBackend(backend) {
   const probe = loadConfig({ cwd: dir, overrides: [] });
   const stub = backend === 'stub' ? await startStubTeam(loadTasks({ ...probe.config.tasks, sources: SUITES.map((s) => ({ suite: s, n: 200, seed: 1 })) }, dir)) : null;
   fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), projectYaml(backend, stub?.url, sz));
-  const load = () => loadConfig({ cwd: dir });
+  const load = (overrides = []) => loadConfig({ cwd: dir, overrides });
   const started = Date.now();
   try {
-    for (let i = 0; i < sz.collects; i++) {
-      progress(`${backend}: collect ${i + 1}/${sz.collects} (${sz.train} train tasks, stop and routing explored)`);
-      await withRuntime(load(), (rt) => collect(rt, { n: sz.train, split: 'train' }));
-    }
     const out = { backend, tasks: { train: sz.train, eval: sz.eval, collects: sz.collects, suites: SUITES }, costPer1kTokens: COST };
     for (const kind of ['stop', 'routing']) {
+      // One decision explored at a time, so the logged rollouts are the team the evaluation runs, but for that decision.
+      for (let i = 0; i < sz.collects; i++) {
+        progress(`${backend}: collect ${i + 1}/${sz.collects} (${sz.train} train tasks, ${kind} explored)`);
+        await withRuntime(load([`policies.bootstrap=[${kind}]`]), (rt) => collect(rt, { n: sz.train, split: 'train' }));
+      }
       progress(`${backend}: train --algo bandit --policy ${kind}`);
       const t = await withRuntime(load(), (rt) => trainPolicy(rt, { policy: kind }));
       progress(`${backend}: eval policy:${kind}@${t.policy.version} against production (${sz.eval} eval tasks)`);
@@ -130,7 +132,7 @@ async function runBackend(backend) {
 }
 
 const results = { benchmark: 'policies', quick: args.quick, backends: [] };
-for (const backend of ['stub', 'local']) {
+for (const backend of (process.env.POLICIES_BACKENDS ?? 'stub,local').split(',')) {
   try {
     results.backends.push(await runBackend(backend));
   } catch (err) {

@@ -49,7 +49,7 @@ async function coordinate(input: OrchestrateInput, stop: Stop): Promise<Orchestr
       break;
     }
     const { answers, votes } = attempt;
-    const selection = selectWinner(team, answers, votes);
+    const selection = selectWinner(team, answers, votes, { byAgreement: result.stoppedAfterRound !== undefined });
     result.votes = [...votes].map(([voter, v]) => ({ voter, ...v }));
     const live = attempt.live();
     result.consensus = selection.reason === 'votes' && live.length > 0 && live.every((a) => votes.has(a.id));

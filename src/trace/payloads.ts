@@ -97,7 +97,7 @@ export interface SelectionPayload {
   winner_label: Label | null;
   votes: Record<Label, number>;
   consensus: boolean;
-  reason: 'votes' | 'no_votes' | 'no_answers';
+  reason: 'votes' | 'no_votes' | 'agreement' | 'no_answers';
   rounds: number;
 }
 

@@ -47,6 +47,24 @@ describe('a stop policy in the coordination protocol', () => {
     expect(sink.named('round')).toHaveLength(3);
   });
 
+  it('presents the answer the others agree with most when it stops a round nobody has voted in yet', async () => {
+    const agreeing: Script = (req) => {
+      if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: `Final answer: from ${req.model}` };
+      const shown = shownLabels(req);
+      if (req.model === 'a') return shown.length ? { content: 'VOTE: agent1 | mine', delayMs: 900 } : { content: 'ANSWER: 41' };
+      if (req.model === 'b') return shown.length === 1 ? { content: 'ANSWER: 42 is the answer', delayMs: 30 } : { content: 'VOTE: agent2 | mine', delayMs: 900 };
+      return shown.length === 2 ? { content: 'ANSWER: 42 is the answer too', delayMs: 30 } : { content: 'VOTE: agent1 | fine', delayMs: 900 };
+    };
+    server = await startScriptedServer(agreeing);
+    const sink = new MemorySink();
+    const result = await orchestrate({
+      task: 'What is 6 x 7?', team: team(server.baseUrl, ['a', 'b', 'c']), config: baseConfig, sink, tools: noTools,
+      stopPolicy: (s) => ({ stop: s.answers.length === 3, payload: { policy: 'stop', round: s.round } }),
+    });
+    expect(result).toMatchObject({ stoppedAfterRound: 3, winner: 'b' });
+    expect(sink.named('final_selection')[0]!.payload).toMatchObject({ winner_agent: 'b', reason: 'agreement', votes: {} });
+  });
+
   it('changes nothing when the policy declines to decide, or when there is none', async () => {
     server = await startScriptedServer(script);
     const runs = [];

@@ -16,9 +16,9 @@ describe('orchestration policies with the default local model', () => {
     const dir = tempDir({
       'massgen-rl.yaml': [
         'agents:',
-        '  - { id: agent_a, model: local, tool_mode: text, max_tokens: 64, temperature: 0.7 }',
-        '  - { id: agent_b, model: local, tool_mode: text, max_tokens: 64, temperature: 0.7 }',
-        'orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }',
+        '  - { id: agent_a, model: local, tool_mode: text, implicit_answer: true, max_tokens: 64, temperature: 0.7 }',
+        '  - { id: agent_b, model: local, tool_mode: text, implicit_answer: true, max_tokens: 64, temperature: 0.7 }',
+        'orchestrator: { max_action_retries: 2, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }',
         'tasks:',
         '  sources: [{ suite: arithmetic, n: 10 }]',
         'collect: { concurrency: 2, n: 3, split: all }',
@@ -48,6 +48,6 @@ describe('orchestration policies with the default local model', () => {
     const ev = await withRuntime(loaded, (rt) => evaluate(rt, { candidate: `policy:stop@${trained.policy.version}` }));
     expect(ev.status).toBe('completed');
     expect(ev.comparison.pairs).toBe(2);
-    expect(ev.candidate.origin).toMatchObject({ kind: 'candidate', spec: 'policy:stop@1' });
+    expect(ev.candidate.origin).toMatchObject({ kind: 'policy', policy_id: trained.policy.id });
   }, 1_200_000);
 });

@@ -48,7 +48,7 @@ async function startStubTeam(tasks) {
       const user = q.messages.find((m) => m.role === 'user')?.content ?? '';
       const task = [...byPrompt.values()].find((t) => user.includes(t.prompt));
       const right = task ? task.reference : '0';
-      const knows = task ? unit(`${task.id}:${agent}`) < (SKILL[agent]?.[task.category] ?? 0.3) : false;
+      const knows = task ? unit(`${task.id}:${agent}`) < (SKILL[agent]?.[task.metadata.suite] ?? 0.3) : false;
       const mine = knows ? right : String(Number(right) + 1 + Math.floor(unit(`${task?.id}:${agent}:w`) * 5));
       const shown = [...user.matchAll(/^<(agent\d+)>\n([^\n]*)/gm)].map((m) => ({ label: m[1], text: m[2] }));
       let content;

@@ -85,7 +85,7 @@ export class SpanRepository {
    */
   policyDecisions(policy: string): PolicyDecisionRow[] {
     const rows = this.db.prepare(`SELECT s.rollout_id, r.num, s.seq, s.payload, r.total_reward, r.tokens,
-        (SELECT MAX(value) FROM rewards w WHERE w.rollout_id = r.id AND w.family IN ('exact', 'numeric')) AS verified
+        (SELECT MAX(value) FROM rewards w WHERE w.rollout_id = r.id AND w.channel = 'rollout' AND w.family IN ('exact', 'numeric')) AS verified
       FROM spans s JOIN rollouts r ON r.id = s.rollout_id
       WHERE s.type = 'coordination' AND s.name = 'policy_decision' AND json_extract(s.payload, '$.policy') = ?
         AND r.status = 'completed' AND r.source <> 'eval'
@@ -101,7 +101,7 @@ export interface PolicyDecisionRow {
   payload: unknown;
   totalReward: number | null;
   tokens: number;
-  /** The best exact/numeric reward of the rollout (its verified correctness), null when none scored. */
+  /** The best exact/numeric reward of the rollout's final answer (its verified correctness; an agent's own answers do not count), null when none scored. */
   verified: number | null;
 }
 

@@ -117,10 +117,14 @@ async function runBackend(backend) {
       const t = await withRuntime(load(), (rt) => trainPolicy(rt, { policy: kind }));
       progress(`${backend}: eval policy:${kind}@${t.policy.version} against production (${sz.eval} eval tasks)`);
       const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: `policy:${kind}@${t.policy.version}`, split: 'eval', n: sz.eval, seeds: 1 }));
+      const evalSummary = summarizeEval(ev);
+      // The off-policy estimates value the train split's logged tasks, the evaluation the eval split's: their gains over no policy compare.
+      const gain = (m) => (t.noPolicy && Number.isFinite(t.ope[m].mean) && Number.isFinite(t.noPolicy[m].mean) ? roundTo(t.ope[m].mean - t.noPolicy[m].mean, 4) : null);
       out[kind] = {
         decisions: t.decisions, rollouts: t.rollouts, armCounts: t.armCounts,
-        offPolicy: { learned: est(t.ope), noPolicy: est(t.noPolicy), logged: ci(t.ope.logged) },
-        eval: summarizeEval(ev),
+        offPolicy: { learned: est(t.ope), noPolicy: est(t.noPolicy), logged: ci(t.ope.logged), gainOverNoPolicy: { ips: gain('ips'), snips: gain('snips'), dr: gain('dr') } },
+        eval: evalSummary,
+        onPolicyGain: roundTo(evalSummary.onPolicyValue.candidate - evalSummary.onPolicyValue.baseline, 4),
       };
     }
     out.wallSeconds = roundTo((Date.now() - started) / 1000, 1);

@@ -8,7 +8,7 @@
 // seeds: success and tokens per task with paired-bootstrap 95 % CIs, and the on-policy value next to the
 // off-policy estimates. The stub team: agent_a is right on arithmetic, agent_b on unit conversion, agent_c
 // rarely; every agent adds its own answer before voting, so going on past the first round costs tokens.
-// POLICIES_BACKENDS=stub (or local) runs one backend only.
+// POLICIES_BACKENDS=stub (or local) runs one backend only; POLICIES_COST sets policies.cost_per_1k_tokens (default 0.05).
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import fs from 'node:fs';
@@ -31,7 +31,7 @@ const SIZES = {
 };
 const size = SIZES[args.quick ? 'quick' : 'full'];
 const SUITES = ['arithmetic', 'unit_conversion'];
-const COST = 0.05;
+const COST = Number(process.env.POLICIES_COST ?? 0.05);
 
 const unit = (text) => createHash('sha256').update(text).digest().readUInt32BE(0) / 2 ** 32;
 const SKILL = { a: { arithmetic: 0.9, unit_conversion: 0.2 }, b: { arithmetic: 0.2, unit_conversion: 0.9 }, c: { arithmetic: 0.3, unit_conversion: 0.3 } };
@@ -73,10 +73,11 @@ function projectYaml(backend, url, sz) {
     ? `models:\n${['a', 'b', 'c'].map((m) => `  ${m}: { base_url: "${url}", model: ${m} }`).join('\n')}\nagents:\n${['a', 'b', 'c'].map((m) => `  - { id: ${m}, model: ${m}, tool_mode: text }`).join('\n')}\n`
     : '';
   return `${models}tasks:
-  sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${Math.ceil((sz.train + sz.eval) * 1.6 / SUITES.length)} }`).join(', ')}]
+  sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${Math.ceil((sz.train + sz.eval) / SUITES.length)} }`).join(', ')}]
+  split: { eval_fraction: ${roundTo(sz.eval / (sz.train + sz.eval), 4)} }
 rewards: { weights: { exact: 1, numeric: 1 } }
 collect: { concurrency: 2 }
-eval: { seeds: 1, n: ${sz.eval}, report: false }
+eval: { seeds: 1, report: false }
 policies: { cost_per_1k_tokens: ${COST}, min_decisions: 4 }
 `;
 }
@@ -111,12 +112,13 @@ async function runBackend(backend) {
       // One decision explored at a time, so the logged rollouts are the team the evaluation runs, but for that decision.
       for (let i = 0; i < sz.collects; i++) {
         progress(`${backend}: collect ${i + 1}/${sz.collects} (${sz.train} train tasks, ${kind} explored)`);
-        await withRuntime(load([`policies.bootstrap=[${kind}]`]), (rt) => collect(rt, { n: sz.train, split: 'train' }));
+        // Every train-split task (both suites), not the first n: collect takes tasks in suite order.
+        await withRuntime(load([`policies.bootstrap=[${kind}]`]), (rt) => collect(rt, { split: 'train' }));
       }
       progress(`${backend}: train --algo bandit --policy ${kind}`);
       const t = await withRuntime(load(), (rt) => trainPolicy(rt, { policy: kind }));
       progress(`${backend}: eval policy:${kind}@${t.policy.version} against production (${sz.eval} eval tasks)`);
-      const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: `policy:${kind}@${t.policy.version}`, split: 'eval', n: sz.eval, seeds: 1 }));
+      const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: `policy:${kind}@${t.policy.version}`, split: 'eval', seeds: 1 }));
       const evalSummary = summarizeEval(ev);
       // The off-policy estimates value the train split's logged tasks, the evaluation the eval split's: their gains over no policy compare.
       const gain = (m) => (t.noPolicy && Number.isFinite(t.ope[m].mean) && Number.isFinite(t.noPolicy[m].mean) ? roundTo(t.ope[m].mean - t.noPolicy[m].mean, 4) : null);

@@ -2,7 +2,7 @@ import { POLICY_KINDS, type PolicyKind } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { learnPolicy, serializePolicy, STOP_FEATURES, taskFeatureNames, type LearnResult } from '../policies/index.js';
 import { withPolicy } from '../resources/sets.js';
-import { DELEGATE_ARMS, routingArms, STOP_ARMS } from '../rollouts/decide.js';
+import { DELEGATE_ARMS, EMBEDDING_DIM, routingArms, STOP_ARMS } from '../rollouts/decide.js';
 import type { Runtime } from '../runtime/runtime.js';
 
 export interface PolicyTrainOptions {
@@ -27,7 +27,7 @@ const NO_POLICY_ARM: Partial<Record<PolicyKind, string>> = { stop: 'continue', r
 
 /** The arms and features a decision of this kind has under the current config. */
 export function decisionShape(rt: Runtime, kind: PolicyKind): { arms: string[]; featureNames: string[] } {
-  const taskNames = taskFeatureNames(rt.config.policies.embedding_model ? 8 : 0);
+  const taskNames = taskFeatureNames(rt.config.policies.embedding_model ? EMBEDDING_DIM : 0);
   if (kind === 'stop') return { arms: STOP_ARMS, featureNames: STOP_FEATURES };
   if (kind === 'routing') return { arms: Object.keys(routingArms(rt.config)), featureNames: taskNames };
   if (kind === 'tool') return { arms: Object.keys(rt.config.tools), featureNames: taskNames };

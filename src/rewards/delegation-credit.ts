@@ -10,8 +10,14 @@ export const DELEGATION_CREDIT = 'delegation';
  * families) when either scored, else its total reward.
  */
 export function creditOutcome(scored: { byFamily: Record<string, number>; total: number }): { value: number; source: string } {
-  const verdicts = [scored.byFamily.exact, scored.byFamily.numeric].filter((v): v is number => v !== undefined);
-  return verdicts.length ? { value: Math.max(...verdicts), source: 'verified quality' } : { value: scored.total, source: 'total reward' };
+  const quality = verifiedQuality(scored.byFamily);
+  return quality !== null ? { value: quality, source: 'verified quality' } : { value: scored.total, source: 'total reward' };
+}
+
+/** Verified quality: the best of the verifying families (exact, numeric) that scored, null when none did. */
+export function verifiedQuality(byFamily: Record<string, number>): number | null {
+  const verdicts = [byFamily.exact, byFamily.numeric].filter((v): v is number => v !== undefined);
+  return verdicts.length ? Math.max(...verdicts) : null;
 }
 
 /**

@@ -11,7 +11,8 @@ import type { TeamPolicies } from './team-policies.js';
 export const STOP_ARMS = ['continue', 'stop'];
 /** Delegation: the delegate tool withheld, or offered with a child team of the delegating agent alone or of the whole team. */
 export const DELEGATE_ARMS = ['none', 'solo', 'team'];
-const EMBEDDING_DIM = 8;
+/** Dimensions of a task embedding's projection among the task features. */
+export const EMBEDDING_DIM = 8;
 
 /** What the policies decided before a rollout starts, and the stop policy it runs with. */
 export interface RolloutPlan {

@@ -3,7 +3,7 @@ import { orchestrate } from '../orchestrator/coordinator.js';
 import { delegationFromConfig } from '../orchestrator/delegation.js';
 import type { ToolRunner } from '../orchestrator/types.js';
 import { computeRewards } from '../rewards/compute.js';
-import { delegationCredit } from '../rewards/delegation-credit.js';
+import { delegationCredit, verifiedQuality } from '../rewards/delegation-credit.js';
 import { sampleRecorder, sampleRewards } from '../rewards/samples.js';
 import { rewardSpan } from '../rewards/spans.js';
 import { StoreBusyError, type Store } from '../store/index.js';
@@ -91,8 +91,7 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
       store.rollouts.finish(id, { status: result.status, error: result.error ?? null, finalAnswer: result.finalAnswer, winner: result.winner, totalReward: scored.total, ...costs, tokens });
     });
     // Correct when any verifying family (exact or numeric match) says so.
-    const verdicts = [scored.byFamily.exact, scored.byFamily.numeric].filter((v): v is number => v !== undefined);
-    const quality = verdicts.length ? Math.max(...verdicts) : null;
+    const quality = verifiedQuality(scored.byFamily);
     return { ...base, status: result.status, error: result.error, reward: scored.total, quality, winner: result.winner, consensus: result.consensus, rounds: result.rounds, tokens, wallMs: result.wallMs };
   } catch (err) {
     // A store locked for good cannot record this rollout either: the caller ends the run.

@@ -13,7 +13,7 @@ const LAYERS = [
   ['serving'],
   ['trainers', 'evaluation'],
   ['datasets', 'resources'],
-  ['rewards', 'tools', 'policies'],
+  ['rewards', 'tools', 'policies', 'prompt-opt'],
   ['orchestrator'],
   ['llm', 'store'],
   ['tasks', 'python'],

@@ -43,6 +43,11 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
       if (!agentIds.includes(id)) add(['policies', 'routing', 'arms', arm, j], `unknown agent "${id}"; agents: ${agentIds.join(', ')}`);
     });
   }
+  config.apo.prompts?.forEach((name, i) => {
+    if (!Object.hasOwn(config.prompts, name)) add(['apo', 'prompts', i], `unknown prompt "${name}"; ${known('prompts', prompts)}`);
+  });
+  const optimizer = config.apo.optimizer_model;
+  if (optimizer && !Object.hasOwn(config.models, optimizer)) add(['apo', 'optimizer_model'], `unknown model "${optimizer}"; ${known('models', models)}`);
   const emb = config.policies.embedding_model;
   if (emb && !Object.hasOwn(config.models, emb)) add(['policies', 'embedding_model'], `unknown model "${emb}"; ${known('models', models)}`);
   if (config.orchestrator.delegation?.enabled && Object.hasOwn(config.tools, 'delegate')) {

@@ -10,7 +10,9 @@ export const REWARD_FAMILIES = [
   'judge', 'coordination', 'voting', 'tool', 'peer_vote', 'custom', 'human',
 ] as const;
 export const ALGOS = ['grpo', 'sft', 'dpo', 'ppo'] as const;
-export const LOOP_STEPS = ['collect', 'train', 'eval', 'deploy'] as const;
+export const LOOP_STEPS = ['collect', 'train', 'apo', 'eval', 'deploy'] as const;
+/** The loop's stages unless loop.steps says otherwise (prompt optimization, `apo`, runs only when listed). */
+export const DEFAULT_LOOP_STEPS = ['collect', 'train', 'eval', 'deploy'] as const;
 /** The orchestration decisions a learned policy can take (`train --algo bandit --policy KIND`). */
 export const POLICY_KINDS = ['routing', 'stop', 'tool', 'delegate'] as const;
 export const POLICY_ALGORITHMS = ['linucb', 'thompson', 'beta'] as const;
@@ -125,6 +127,27 @@ const policies = z.strictObject({
   }).prefault({}),
   embedding_model: name.optional().describe('a model (models.*) with an OpenAI /v1/embeddings endpoint: its embedding of the task joins the routing, tool and delegate features'),
   min_decisions: count(1_000_000).default(20).describe('train --algo bandit refuses to fit a policy on fewer logged decisions'),
+});
+
+const apo = z.strictObject({
+  prompts: z.array(name).min(1).optional().describe('prompts (keys under prompts) optimized together (default: every agent\'s system prompt, and orchestrator.presenter_prompt when set)'),
+  optimizer_model: name.optional().describe('the model (models.*) that reads traces and proposes edits (default: the first agent\'s model; a 135M model is a weak optimizer, a stronger endpoint helps)'),
+  rounds: count(1000).default(4).describe('proposals (reflective mutations or merges) tried'),
+  val_n: count(MAX_TASKS).default(8).describe('train-split tasks every accepted candidate is scored on (the Pareto front is over them)'),
+  minibatch: count(1000).default(3).describe('train-split tasks (outside the validation batch when there are enough) a proposal is read from and first tried on'),
+  seeds: count(100).default(1).describe('sampling seeds per task: every candidate runs on the same tasks and seeds'),
+  examples: count(20).default(2).describe('low- and high-reward rollouts the optimizer reads per proposal (each)'),
+  merge_every: nonNegInt.max(1000).default(3).describe('every Nth proposal is a merge of two front candidates (0: never merge)'),
+  max_prompt_chars: count(100_000).default(2000).describe('a proposed prompt longer than this is refused'),
+  temperature: z.number().min(0).max(2).default(0.7).describe('the optimizer model\'s sampling temperature'),
+  max_tokens: count(100_000).default(512).describe('the optimizer\'s completion tokens per proposal'),
+  seed: seed.default(7),
+  concurrency: count(MAX_CONCURRENCY).optional().describe('orchestrations at a time (default collect.concurrency)'),
+  budget: z.strictObject({
+    rollouts: count(1_000_000).default(60).describe('orchestrations run (cached results are free); never exceeded'),
+    optimizer_tokens: count(100_000_000).default(50_000).describe('prompt + completion tokens of the optimizer model; a call is made only when its worst case fits'),
+    wall_min: count(WEEK_S / 60).default(60).describe('minutes; running orchestrations are cancelled at the limit'),
+  }).prefault({}),
 });
 
 const taskSource = z.union([
@@ -285,7 +308,7 @@ const deploy = z.strictObject({
 
 const loop = z.strictObject({
   schedule: z.string().default('0 2 * * *').describe('cron expression (5 or 6 fields)'),
-  steps: z.array(z.enum(LOOP_STEPS)).min(1).default([...LOOP_STEPS]),
+  steps: z.array(z.enum(LOOP_STEPS)).min(1).default([...DEFAULT_LOOP_STEPS]).describe('stages of a cycle, run in the order collect, train, apo, eval, deploy (apo: prompt optimization; eval takes the newest candidate)'),
   max_runtime_min: count(WEEK_S / 60).default(360).describe('a cycle stops (resumable) after this many minutes'),
   stage_timeout_min: z.partialRecord(z.enum(LOOP_STEPS), count(WEEK_S / 60)).default({}).describe('per stage limits in minutes'),
   collect_n: count(MAX_TASKS).optional().describe('tasks per cycle collect (default collect.n)'),
@@ -321,6 +344,7 @@ export const configSchema = z.strictObject({
   train: train.prefault({}),
   eval: evaluation.prefault({}),
   deploy: deploy.prefault({}),
+  apo: apo.prefault({}),
   loop: loop.prefault({}),
   privacy: privacy.prefault({}),
 });

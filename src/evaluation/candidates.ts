@@ -58,9 +58,13 @@ export function latestCandidate(ctx: SetContext, production: ResourceSet): Resou
   const { store } = ctx;
   for (const set of store.sets.list(200)) {
     if (set.id === production.id || !['training', 'prompt', 'policy'].includes(set.origin.kind)) continue;
+    // A prompt-optimization run makes a set per candidate; only the one its run chose is a candidate here.
+    if (typeof set.origin.apo_run === 'string' && store.trainingRuns.get(set.origin.apo_run)?.result?.candidate_set !== set.id) continue;
     const resource = (key: string) => (typeof set.origin[key] === 'string' ? store.resources.get(set.origin[key]) : undefined);
     const [weight, prompt, policy] = [resource('weight_id'), resource('prompt_id'), resource('policy_id')];
+    const prompts = Array.isArray(set.origin.prompt_ids) ? (set.origin.prompt_ids as string[]).map((id) => store.resources.get(id)).filter((r) => r !== undefined) : [];
     const members = weight ? withWeights(production.members, store, weight, ctx.config) : prompt ? withPrompt(production.members, ctx.config, prompt)
+      : prompts.length ? prompts.reduce((m, r) => withPrompt(m, ctx.config, r), production.members)
       : policy ? withPolicy(production.members, policy) : set.members;
     const candidate = store.sets.add(members, { ...set.origin, rebased_from: set.id }, production.id);
     if (candidate.id !== production.id) return candidate;

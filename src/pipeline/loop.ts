@@ -1,3 +1,4 @@
+import { LOOP_STEPS } from '../config/schema.js';
 import { errorMessage, GateError, UserError } from '../errors.js';
 import os from 'node:os';
 import { resolveStart } from '../resources/training-start.js';
@@ -8,9 +9,11 @@ import { stopLeftover } from '../trainers/process-group.js';
 import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
 import { collect } from './collect.js';
 import { deploy, latestEvaluation } from './deploy.js';
+import { latestCandidate } from '../evaluation/candidates.js';
 import { evaluate } from './evaluate.js';
 import { writeReport } from './report.js';
 import { train } from './train.js';
+import { trainApo } from './train-apo.js';
 
 export interface CycleOptions {
   signal?: AbortSignal;
@@ -29,7 +32,7 @@ export interface CycleResult {
 type StageResult = Omit<StageRecord, 'started_at'>;
 
 /**
- * One cycle, collect → train → eval → deploy (loop.steps), under the cross-process cycle lock. The
+ * One cycle, collect → train → apo → eval → deploy (loop.steps), under the cross-process cycle lock. The
  * state is saved at every stage change, so a crash, a kill or a time limit resumes the cycle at its
  * stage: a training run is resumed or its registered checkpoint taken, an evaluation reuses what it
  * measured, and deploy only ever promotes the candidate this cycle evaluated against current production.
@@ -39,7 +42,7 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
   const loop = rt.config.loop;
   const lock = acquireCycleLock(store, loop.stale_lock_min * 60_000);
   try {
-    const steps = (['collect', 'train', 'eval', 'deploy'] as const).filter((s) => loop.steps.includes(s));
+    const steps = LOOP_STEPS.filter((s) => loop.steps.includes(s));
     const { id, state, resumed } = openCycle(store, steps);
     const cycleTimer = AbortSignal.timeout(loop.max_runtime_min * 60_000);
     const signal = AbortSignal.any([lock.lost, cycleTimer, ...(opts.signal ? [opts.signal] : [])]);
@@ -136,6 +139,23 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
     }
   },
 
+  async apo(rt, state, c) {
+    const store = rt.store();
+    const rec = state.stages.apo;
+    const prior = typeof rec?.apo_run_id === 'string' ? store.trainingRuns.get(rec.apo_run_id) : undefined;
+    if (prior?.status === 'completed') return { status: 'done', apo_run_id: prior.id, candidate_set: prior.result?.candidate_set ?? null, reason: 'taken from the completed prompt-optimization run' };
+    const r = await trainApo(rt, {
+      ...(prior && prior.status !== 'running' ? { resume: prior.id } : {}), trigger: 'loop', signal: c.signal, onStage: c.note,
+      onRunStart: (runId) => c.save({ apo_run_id: runId }),
+      onStep: (p, f, spent) => c.note(`round ${p.step + 1}: ${p.kind} ${p.outcome}; best ${f.best ?? '—'} ${Number.isFinite(f.bestMean) ? f.bestMean.toFixed(3) : '—'}; ${spent.rollouts} rollouts`),
+    });
+    if (r.status === 'cancelled') throw c.signal.reason ?? new Error('prompt optimization interrupted');
+    return {
+      status: 'done', apo_run_id: r.runId, candidate_set: r.candidateSet?.id ?? null, best: r.best?.id ?? null, best_mean: r.best?.valMean ?? null,
+      baseline_mean: r.baselineMean, rollouts: r.spent.rollouts, optimizer_tokens: r.spent.optimizerTokens, ...(r.candidateSet ? {} : { reason: 'no candidate beat the current prompts' }),
+    };
+  },
+
   async eval(rt, state, c) {
     const candidate = candidateOf(rt, state);
     if (!candidate) return { status: 'skipped', reason: 'no new candidate in this cycle' };
@@ -166,14 +186,23 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
   },
 };
 
-/** The candidate this cycle evaluates: its training run's; without a train step, the newest trained one. */
+/**
+ * The candidate this cycle evaluates: its prompt optimization's when that found one, else its training
+ * run's; with neither stage in loop.steps, the newest candidate (as `eval` without --candidate picks it).
+ */
 function candidateOf(rt: Runtime, state: CycleState): string | undefined {
-  const t = state.stages.train;
-  if (t?.status === 'done' && typeof t.candidate_set === 'string') return t.candidate_set;
-  if (rt.config.loop.steps.includes('train')) return undefined;
-  const store = rt.store();
+  for (const stage of ['apo', 'train'] as const) {
+    const s = state.stages[stage];
+    if (s?.status === 'done' && typeof s.candidate_set === 'string') return s.candidate_set;
+  }
+  if (rt.config.loop.steps.includes('train') || rt.config.loop.steps.includes('apo')) return undefined;
   const production = rt.production('loop');
-  return store.sets.list(200).find((s) => s.id !== production.id && (s.origin.kind === 'training' || s.origin.kind === 'prompt'))?.id;
+  try {
+    return latestCandidate(rt.setContext(), production).id;
+  } catch (err) {
+    if (err instanceof UserError) return undefined;
+    throw err;
+  }
 }
 
 function trained(rt: Runtime, runId: string, checkpointId: string): StageResult {
@@ -186,6 +215,6 @@ function outcomeOf(state: CycleState): string {
   const e = state.stages.eval;
   const gates = Array.isArray(e?.failed_gates) && e.failed_gates.length ? ` (failed gates: ${(e.failed_gates as string[]).join(', ')})` : '';
   if (d?.status === 'done') return `${String(d.action)}${d.action === 'not promoted' ? gates : ''}${d.reason ? `: ${String(d.reason)}` : ''}`;
-  const skipped = (['deploy', 'eval', 'train', 'collect'] as const).map((s) => state.stages[s]).find((s) => s?.status === 'skipped');
+  const skipped = (['deploy', 'eval', 'apo', 'train', 'collect'] as const).map((s) => state.stages[s]).find((s) => s?.status === 'skipped');
   return skipped ? `not promoted: ${skipped.reason ?? 'a stage was skipped'}` : 'completed';
 }

@@ -48,6 +48,13 @@ export class ResourceRepository {
     return this.get(id)!;
   }
 
+  /** Adds keys to a resource's metadata (what was measured about it later, e.g. its validation scores); the content never changes. */
+  annotate(id: string, patch: Record<string, unknown>): void {
+    const r = this.get(id);
+    if (!r) throw new Error(`no resource ${id}`);
+    this.db.prepare('UPDATE resources SET metadata = ? WHERE id = ?').run(this.redactor.json({ ...r.metadata, ...patch }), id);
+  }
+
   get(id: string): Resource | undefined {
     const row = this.db.prepare('SELECT * FROM resources WHERE id = ?').get(id) as ResourceRaw | undefined;
     return row && toResource(row);

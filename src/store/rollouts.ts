@@ -88,6 +88,12 @@ export class RolloutRepository {
     return rows.map(toRollout);
   }
 
+  /** Rollouts whose metadata has this top-level key with this string value (e.g. the prompt-optimization run that ran them). */
+  countTagged(key: string, value: string): number {
+    if (!/^[a-z_]+$/.test(key)) throw new Error(`bad metadata key ${key}`);
+    return this.db.prepare(`SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.${key}') = ?`).pluck().get(value) as number;
+  }
+
   count(filter: RolloutFilter = {}): number {
     const { where, params } = whereClause(filter);
     return this.db.prepare(`SELECT COUNT(*) FROM rollouts ${where}`).pluck().get(...params) as number;

@@ -27,6 +27,15 @@ export class Rng {
     return lo + Math.floor(this.next() * (hi - lo + 1));
   }
 
+  /** The items in a seeded random order (Fisher–Yates), in place. */
+  shuffle<T>(items: T[]): T[] {
+    for (let i = items.length - 1; i > 0; i--) {
+      const j = this.int(0, i);
+      [items[i], items[j]] = [items[j]!, items[i]!];
+    }
+    return items;
+  }
+
   pick<T>(items: readonly T[]): T {
     if (!items.length) throw new Error('pick from an empty list');
     return items[Math.floor(this.next() * items.length)]!;

@@ -6,6 +6,7 @@ import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
 import { UserError } from '../../errors.js';
+import { apoStepLine, renderApo } from './train-apo-render.js';
 
 interface TrainFlags {
   algo?: string;
@@ -20,7 +21,7 @@ export const registerTrain: Register = (program, ctx) => {
   program
     .command('train')
     .description('turn stored traces into a dataset, train with GRPO, SFT, DPO or PPO, and register the checkpoint; or fit an orchestration policy (--algo bandit)')
-    .addOption(new Option('--algo <algo>', 'training algorithm (default train.algo); bandit fits the --policy decision from logged decisions').choices([...ALGOS, 'bandit']))
+    .addOption(new Option('--algo <algo>', 'training algorithm (default train.algo); bandit fits the --policy decision from logged decisions; apo optimizes the team\'s prompts (apo.*)').choices([...ALGOS, 'bandit', 'apo']))
     .addOption(new Option('--policy <kind>', 'with --algo bandit: the decision to learn').choices([...POLICY_KINDS]))
     .option('--all', 'train on every stored trace, not only those since the start weights were trained')
     .option('--from <checkpoint|weights>', 'start from this checkpoint id or weights reference instead of train.base_model')
@@ -30,6 +31,15 @@ export const registerTrain: Register = (program, ctx) => {
       const { ui, runtime } = ctx();
       if (flags.algo === 'bandit') return renderPolicy(ui, await (await import('../../pipeline/train-policy.js')).trainPolicy(await runtime(), { policy: flags.policy }));
       if (flags.policy) throw new UserError('--policy goes with --algo bandit');
+      if (flags.algo === 'apo') {
+        if (flags.all || flags.from || flags.maxSteps) throw new UserError('--algo apo takes none of --all, --from, --max-steps (its budgets are apo.budget.*)');
+        const { trainApo } = await import('../../pipeline/train-apo.js');
+        const rt = await runtime();
+        const r = await withInterrupt(ui, 'stopping: the step in progress is dropped; resume with `massgen-rl train --algo apo --resume`', (signal) => trainApo(rt, {
+          resume: flags.resume, signal, onStage: (m) => ui.info(m), onStep: (p, f, spent) => ui.info(apoStepLine(p, f, spent, rt.config.apo)),
+        }));
+        return renderApo(ui, r);
+      }
       const { train } = await import('../../pipeline/train.js');
       const rt = await runtime();
       const bar = ui.progress('preparing');

@@ -1,0 +1,137 @@
+import type { LlmClient } from '../../llm/types.js';
+import {
+  blame, commonAncestor, drawParent, meanScore, mergeTexts, paretoFront, parseProposal, pickComponent, reflectionMessages,
+  type Candidate, type Component, type RolloutView,
+} from '../../prompt-opt/index.js';
+import type { EvalResult, Store } from '../../store/index.js';
+import { Rng } from '../../tasks/prng.js';
+import type { ApoState, CandidateRecord, ProposalRecord } from './state.js';
+import { callOptimizer } from './optimizer.js';
+
+/** What the search needs from the stage: scoring, reading rollouts, making candidates, the optimizer. */
+export interface SearchDeps {
+  store: Store;
+  state: ApoState;
+  seed: number;
+  rounds: number;
+  minibatch: number;
+  examples: number;
+  mergeEvery: number;
+  maxPromptChars: number;
+  optimizer: { client: LlmClient; model: string; maxTokens: number; temperature: number };
+  /** Aborts on an interruption or the wall-time budget. */
+  signal: AbortSignal;
+  /** Aborts on an interruption only: the step in progress is not recorded and runs again on resume. */
+  interrupted: AbortSignal;
+  /** Scores a candidate on tasks (ids) × the run's seeds; null when the budget or time ran out first. */
+  score(c: CandidateRecord, taskIds: readonly string[]): Promise<Map<string, EvalResult> | null>;
+  view(r: EvalResult): RolloutView | null;
+  create(input: Omit<CandidateRecord, 'id' | 'setId' | 'prompts' | 'val'> & { texts: Record<string, string>; parentPrompts: Record<string, string> }): CandidateRecord;
+  text(promptId: string): string;
+  save(): void;
+  onStep?(p: ProposalRecord, front: { best: string | null; bestMean: number; size: number }): void;
+}
+
+const value = (metric: ApoState['metric'], r: EvalResult) => (metric === 'success' ? (r.success ?? 0) : (r.reward ?? 0));
+const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+export function frontOf(state: ApoState) {
+  const table = new Map(state.candidates.filter((c) => c.val).map((c) => [c.id, new Map(Object.entries(c.val!))]));
+  const keys = [...new Set([...table.values()].flatMap((m) => [...m.keys()]))];
+  const front = paretoFront(table, keys);
+  return { front, table, bestMean: front.best ? meanScore(table.get(front.best)) : Number.NEGATIVE_INFINITY };
+}
+
+/** Reflective mutations and merges until the rounds or a budget end; every step is saved before the next. */
+export async function search(d: SearchDeps): Promise<void> {
+  const { state } = d;
+  const comps: Component[] = state.components;
+  const texts = (c: CandidateRecord) => Object.fromEntries(comps.map((k) => [k.name, d.text(c.prompts[k.name]!)]));
+  const asCandidate = (c: CandidateRecord): Candidate => ({ id: c.id, texts: texts(c), parents: c.parents, edited: c.edited, critique: c.critique });
+  const byId = (id: string) => state.candidates.find((c) => c.id === id)!;
+  while (state.step < d.rounds && !state.done) {
+    if (d.interrupted.aborted) return;
+    if (d.signal.aborted) {
+      state.done = true;
+      state.stopReason = 'wall-time budget spent';
+      d.save();
+      return;
+    }
+    const rng = Rng.fromKey(`apo:${d.seed}:${state.step}`);
+    const { front, bestMean } = frontOf(state);
+    const frontIds = [...front.wins.keys()];
+    const merge = d.mergeEvery > 0 && (state.step + 1) % d.mergeEvery === 0 && frontIds.length >= 2;
+    const p: ProposalRecord = merge ? await mergeStep() : await reflectStep();
+    if (p.outcome === 'budget') {
+      state.done = true;
+      state.stopReason = p.detail;
+    }
+    if (d.interrupted.aborted) return;
+    if (d.signal.aborted && !state.done) {
+      state.done = true;
+      state.stopReason = 'wall-time budget spent';
+    }
+    state.proposals.push(p);
+    state.step += 1;
+    d.save();
+    const after = frontOf(state);
+    d.onStep?.(p, { best: after.front.best, bestMean: after.bestMean, size: after.front.wins.size });
+
+    async function mergeStep(): Promise<ProposalRecord> {
+      const a = frontIds[rng.int(0, frontIds.length - 1)]!;
+      const rest = frontIds.filter((x) => x !== a);
+      const b = rest[rng.int(0, rest.length - 1)]!;
+      const base: ProposalRecord = { step: state.step, kind: 'merge', parents: [a, b], component: null, outcome: 'no_merge', detail: '', candidate: null, optimizerTokens: 0 };
+      const pool = new Map(state.candidates.map((c) => [c.id, asCandidate(c)]));
+      const anc = commonAncestor(pool, a, b);
+      const [ca, cb] = [byId(a), byId(b)];
+      const merged = anc && mergeTexts(pool.get(a)!, pool.get(b)!, anc, meanScore(new Map(Object.entries(ca.val!))) >= meanScore(new Map(Object.entries(cb.val!))));
+      if (!merged) return { ...base, detail: 'the two candidates share every change' };
+      const child = d.create({ parents: [a, b], edited: null, critique: `merge of ${a} and ${b}`, texts: merged, parentPrompts: ca.prompts });
+      return { ...base, ...(await validate(child)) };
+    }
+
+    async function reflectStep(): Promise<ProposalRecord> {
+      const parent = byId(drawParent(front, rng));
+      const mb = rng.shuffle([...(state.poolTasks.length >= d.minibatch ? state.poolTasks : state.valTasks)]).slice(0, d.minibatch);
+      const base: ProposalRecord = { step: state.step, kind: 'reflect', parents: [parent.id], component: null, outcome: 'budget', detail: '', candidate: null, optimizerTokens: 0 };
+      const parentScores = await d.score(parent, mb);
+      if (!parentScores) return { ...base, detail: 'budget spent while scoring the parent on the minibatch' };
+      const views = [...parentScores.values()].map((r) => ({ r, v: d.view(r) })).filter((x) => x.v) as { r: EvalResult; v: RolloutView }[];
+      const blames = blame(comps, views.map((x) => x.v));
+      const component = pickComponent(blames, rng.next());
+      const comp = comps.find((c) => c.name === component)!;
+      const sorted = [...views].sort((x, y) => value(state.metric, x.r) - value(state.metric, y.r));
+      const low = sorted.slice(0, d.examples);
+      const high = sorted.slice(Math.max(low.length, sorted.length - d.examples)).filter((x) => value(state.metric, x.r) > value(state.metric, low.at(-1)!.r));
+      const current = d.text(parent.prompts[component]!);
+      const why = blames.find((b) => b.component === component)!;
+      const messages = reflectionMessages(comp, current, why, low.map((x) => x.v), high.map((x) => x.v), d.maxPromptChars);
+      const withBlame = { ...base, component, blame: Object.fromEntries(blames.map((b) => [b.component, b.score])) };
+      const call = await callOptimizer({
+        ...d.optimizer, messages, seed: d.seed * 7919 + state.step, left: state.budget.optimizerTokens - state.spent.optimizerTokens, signal: d.signal,
+        claim: (w) => { state.inFlightTokens = w; d.save(); },
+        settle: (used) => { state.inFlightTokens = 0; state.spent.optimizerTokens += used; },
+      });
+      if ('outOfBudget' in call) return { ...withBlame, detail: 'optimizer token budget spent' };
+      const parsed = parseProposal(call.content, current, d.maxPromptChars);
+      const done = { ...withBlame, optimizerTokens: call.tokens };
+      if ('refused' in parsed) return { ...done, outcome: 'refused', detail: parsed.refused };
+      const child = d.create({ parents: [parent.id], edited: component, critique: parsed.critique, texts: { ...texts(parent), [component]: parsed.prompt }, parentPrompts: parent.prompts });
+      const childScores = await d.score(child, mb);
+      if (!childScores) return { ...done, candidate: child.id, detail: 'budget spent while scoring the child on the minibatch' };
+      const [pm, cm] = [mean([...parentScores.values()].map((r) => value(state.metric, r))), mean([...childScores.values()].map((r) => value(state.metric, r)))];
+      const mbRecord = { ...done, candidate: child.id, minibatch: { parent: pm, child: cm } };
+      if (!(cm > pm)) return { ...mbRecord, outcome: 'rejected', detail: `minibatch ${cm.toFixed(3)} ≤ parent ${pm.toFixed(3)}` };
+      return { ...mbRecord, ...(await validate(child)) };
+    }
+
+    async function validate(child: CandidateRecord): Promise<Pick<ProposalRecord, 'outcome' | 'detail' | 'candidate'>> {
+      const scores = await d.score(child, state.valTasks);
+      if (!scores) return { outcome: 'budget', detail: 'budget spent while scoring on the validation batch', candidate: child.id };
+      child.val = Object.fromEntries([...scores].map(([k, r]) => [k, value(state.metric, r)]));
+      const m = mean(Object.values(child.val));
+      return { outcome: 'accepted', detail: `validation ${m.toFixed(3)} (best before ${bestMean.toFixed(3)})`, candidate: child.id };
+    }
+  }
+}

@@ -1,0 +1,137 @@
+import { UserError } from '../errors.js';
+import { settingsHash, taskHash } from '../evaluation/keys.js';
+import { rolloutView } from '../rollouts/rollout-view.js';
+import { scoreBatch, scoreKey } from '../rollouts/score-batch.js';
+import { checkTeamInputs, setupTeam, type TeamSetup } from '../rollouts/team.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { ResourceSet } from '../store/index.js';
+import { Rng } from '../tasks/prng.js';
+import { tasksForRun } from '../tasks/for-run.js';
+import type { Task } from '../tasks/types.js';
+import { createToolRunner } from '../tools/runner.js';
+import { components, materialize, servedPrompt } from './apo/components.js';
+import { frontOf, search } from './apo/search.js';
+import type { ApoState, CandidateRecord, ProposalRecord } from './apo/state.js';
+import { findApoRun, newApoState } from './apo/run.js';
+import { summarize, type ApoResult } from './apo/summary.js';
+
+export type { ApoResult } from './apo/summary.js';
+
+export interface ApoOptions {
+  /** Continue a stopped run (true: the newest one). */
+  resume?: boolean | string;
+  trigger?: 'cli' | 'loop';
+  signal?: AbortSignal;
+  onStage?: (message: string) => void;
+  /** Called with the run's id as soon as it is recorded (the loop keeps it to resume the run). */
+  onRunStart?: (runId: string) => void;
+  onStep?: (p: ProposalRecord, front: { best: string | null; bestMean: number; size: number }, spent: ApoResult['spent']) => void;
+}
+
+/**
+ * `train --algo apo`: optimizes the team's prompts together (each agent's system prompt and the
+ * presenter's), GEPA-style: reflective mutations written by an optimizer model from traces (with the
+ * vote reasons other agents gave) and merges, accepted on a minibatch, kept on a Pareto front over a
+ * validation batch of real orchestrations with fixed tasks and seeds, within hard budgets, resumable.
+ */
+export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoResult> {
+  const { config } = rt;
+  const a = config.apo;
+  const comps = components(config);
+  const optimizerModel = a.optimizer_model ?? config.agents[0]!.model;
+  checkTeamInputs(rt);
+  rt.checkModel(optimizerModel);
+  const tasks = Rng.fromKey(`apo-tasks:${a.seed}`).shuffle(tasksForRun(config.tasks, rt.paths.baseDir, { split: 'train' }));
+  if (tasks.length < 2) throw new UserError(`prompt optimization needs at least 2 train-split tasks; tasks.sources give ${tasks.length}`, 'add tasks or lower tasks.split.eval_fraction');
+  const store = rt.store();
+  const started = Date.now();
+  const resumed = opts.resume ? findApoRun(store, opts.resume) : undefined;
+  const production = rt.production(opts.trigger ?? 'cli');
+  let runId: string;
+  let state: ApoState;
+  if (resumed) {
+    ({ runId, state } = resumed);
+    store.trainingRuns.reopen(runId);
+  } else {
+    const val = tasks.slice(0, Math.min(a.val_n, tasks.length - 1));
+    state = newApoState(store, production, comps, {
+      valTasks: val.map((t) => t.id), poolTasks: tasks.slice(val.length).map((t) => t.id), seeds: Array.from({ length: a.seeds }, (_, i) => i + 1),
+      metric: config.eval.metric === 'success_rate' ? 'success' : 'reward', budget: a.budget,
+    });
+    state.candidates.push({ id: 'c0', setId: production.id, prompts: Object.fromEntries(comps.map((c) => [c.name, servedPrompt(production, c)])), parents: [], edited: null, critique: null });
+    runId = store.trainingRuns.start(state as unknown as Record<string, unknown>, { algo: 'apo' });
+  }
+  opts.onRunStart?.(runId);
+  const base = store.sets.get(state.baseSet)!;
+  const byId = new Map<string, Task>(tasks.map((t) => [t.id, t]));
+  const missing = [...state.valTasks, ...state.poolTasks].filter((id) => !byId.has(id));
+  if (missing.length) throw new UserError(`run ${runId} was started on tasks the config no longer yields (${missing.slice(0, 3).join(', ')}…)`, 'resume it with the config it was started with, or start a new run');
+  store.tasks.upsertMany(tasks);
+  const wallBefore = state.spent.wallMs;
+  const save = () => {
+    state.spent.wallMs = wallBefore + (Date.now() - started);
+    store.trainingRuns.setDetail(runId, state as unknown as Record<string, unknown>);
+  };
+  let rolloutsSpent = store.rollouts.countTagged('apo_run', runId);
+  const interrupted = opts.signal ?? new AbortController().signal;
+  const signal = AbortSignal.any([interrupted, AbortSignal.timeout(Math.max(1, state.budget.wallMs - state.spent.wallMs))]);
+  const teams = new Map<string, TeamSetup>();
+  const team = async (set: ResourceSet) => {
+    if (!teams.has(set.id)) {
+      const s = await setupTeam(rt, set, 'eval');
+      // Each decision once, as evaluations ask it: extra samples are for training.
+      teams.set(set.id, { ...s, team: s.team.map((x) => ({ ...x, samples: 1 })) });
+    }
+    return teams.get(set.id)!;
+  };
+  const tools = createToolRunner(config.tools, rt.paths.baseDir);
+  const settings = settingsHash(config);
+  const score = async (c: CandidateRecord, ids: readonly string[]) => {
+    const set = store.sets.get(c.setId)!;
+    const r = await scoreBatch({
+      store, config, tools, setup: await team(set), tasks: ids.map((id) => ({ task: byId.get(id)!, hash: taskHash(byId.get(id)!) })), seeds: state.seeds,
+      settingsHash: settings, evalRunId: state.evalRunId, concurrency: a.concurrency ?? config.collect.concurrency, signal,
+      claim: () => rolloutsSpent < state.budget.rollouts && ++rolloutsSpent > 0, metadata: { apo_run: runId, apo_candidate: c.id },
+    });
+    if (!r.complete) return null;
+    // Keyed by task id and seed, the same on every candidate.
+    return new Map(ids.flatMap((id) => state.seeds.map((seed) => [`${id}:${seed}`, r.results.get(scoreKey(taskHash(byId.get(id)!), seed))!] as const)));
+  };
+  const spent = () => ({ rollouts: rolloutsSpent, optimizerTokens: state.spent.optimizerTokens + state.inFlightTokens, wallMs: wallBefore + (Date.now() - started) });
+  try {
+    const seed = state.candidates[0]!;
+    if (!seed.val) {
+      opts.onStage?.(`scoring the current prompts on ${state.valTasks.length} validation task(s) × ${state.seeds.length} seed(s)`);
+      const scores = await score(seed, state.valTasks);
+      if (scores) seed.val = Object.fromEntries([...scores].map(([k, r]) => [k, state.metric === 'success' ? (r.success ?? 0) : (r.reward ?? 0)]));
+      else if (!interrupted.aborted) Object.assign(state, { done: true, stopReason: 'budget spent while scoring the current prompts' });
+      save();
+    }
+    const client = await rt.client(optimizerModel, { logprobs: false });
+    await search({
+      store, state, seed: a.seed, rounds: a.rounds, minibatch: a.minibatch, examples: a.examples, mergeEvery: a.merge_every, maxPromptChars: a.max_prompt_chars,
+      optimizer: { client, model: rt.model(optimizerModel).model, maxTokens: a.max_tokens, temperature: a.temperature }, signal, interrupted, score,
+      view: (r) => (r.rolloutId ? rolloutView(store, r.rolloutId, byId.get(r.taskId)!, config.rewards) : null),
+      text: (id) => store.resources.get(id)?.content ?? '',
+      create: (input) => {
+        const id = `c${state.candidates.length}`;
+        const m = materialize(store, config, base, state.components, { runId, candidateId: id, ...input });
+        const rec: CandidateRecord = { id, setId: m.set.id, prompts: m.prompts, parents: input.parents, edited: input.edited, critique: input.critique };
+        state.candidates.push(rec);
+        save();
+        return rec;
+      },
+      save, onStep: (p, f) => opts.onStep?.(p, f, spent()),
+    });
+  } catch (err) {
+    save();
+    store.trainingRuns.finish(runId, interrupted.aborted ? 'cancelled' : 'failed', undefined, (err as Error).message);
+    throw err;
+  }
+  save();
+  if (interrupted.aborted) {
+    store.trainingRuns.finish(runId, 'cancelled', undefined, 'interrupted: resume with `massgen-rl train --algo apo --resume`');
+    return summarize(store, runId, state, frontOf(state), spent(), 'cancelled');
+  }
+  return summarize(store, runId, state, frontOf(state), spent(), 'completed');
+}

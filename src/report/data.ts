@@ -1,3 +1,4 @@
+import { promptHistory, type PromptChange } from './prompt-history.js';
 import type { MetricName } from '../evaluation/compare.js';
 import { UserError } from '../errors.js';
 import type { AuditRecord, Store } from '../store/index.js';
@@ -58,6 +59,8 @@ export interface ReportData {
   training: TrainingSeries[];
   /** Changes of production and canary, newest first. */
   history: HistoryRow[];
+  /** Prompt versions deployed, with their diff against their parent, newest first. */
+  prompts: PromptChange[];
 }
 
 const MAX_POINTS = 1000;
@@ -91,6 +94,7 @@ export function gatherReport(store: Store, opts: ReportOptions): ReportData {
     history: store.audit.list({ limit: 200 }).map(({ detail: _detail, ...a }) => ({
       ...a, beforeVersion: a.beforeSet ? version(a.beforeSet) : null, afterVersion: a.afterSet ? version(a.afterSet) : null,
     })),
+    prompts: promptHistory(store),
   };
 }
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { CLIENT_SCRIPT } from './client.js';
 import type { ReportData } from './data.js';
 import { STYLE } from './style.js';
+import { promptHistorySection } from './prompt-history-html.js';
 import { esc, evaluationSection, evaluationsTable, fmt, historyTable, time } from './tables.js';
 
 let chartJs: string | undefined;
@@ -92,6 +93,7 @@ export function renderReport(data: ReportData, chart = chartJsSource()): string 
 <section class="charts">${figures.map(figure).join('\n')}</section>
 <section><h2>Evaluation ${sel ? esc(sel.id) : ''}</h2>${sel ? evaluationSection(sel) : '<p class="empty">No data yet: no evaluation has run (<code>massgen-rl eval</code>).</p>'}</section>
 <section><h2>Production history</h2>${historyTable(data.history)}</section>
+<section><h2>Prompt history</h2>${promptHistorySection(data.prompts)}</section>
 <section><h2>Evaluations</h2>${evaluationsTable(data)}</section>
 </main>
 <script type="application/json" id="report-data">${scriptJson(data)}</script>

@@ -34,6 +34,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .gates li { padding: 6px 12px; border-bottom: 1px solid var(--line); color: var(--fg); }
 .gates li:last-child { border-bottom: 0; }
 .gates li .mark { font-weight: 700; } .gates li.good .mark { color: var(--good); } .gates li.bad .mark { color: var(--bad); }
+ins { background: #dcfce7; text-decoration: none; } del { background: #fee2e2; }
+.prompt-diff { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: 12px; }
 code { background: #eef2f7; padding: 0 4px; border-radius: 3px; }
 @media (max-width: 700px) { .charts { grid-template-columns: 1fr; } main, header { padding-left: 12px; padding-right: 12px; } }
 `;

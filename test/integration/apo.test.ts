@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { writeReport } from '../../src/pipeline/report.js';
 import { loadConfig } from '../../src/config/load.js';
 import { deploy } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
@@ -100,5 +102,13 @@ describe('train --algo apo', () => {
     expect(ev.passed).toBe(true);
     const d = await withRuntime(p.load(), (rt) => deploy(rt));
     expect(d.action).toBe('promoted');
+    // The report's prompt history shows the promoted version's diff against its parent, and the critique.
+    const html = fs.readFileSync((await withRuntime(p.load(), (rt) => writeReport(rt))).file, 'utf8');
+    const from = html.indexOf('<h2>Prompt history</h2>');
+    const section = html.slice(from, html.indexOf('</section>', from));
+    expect(section).toMatch(/solver v1 → v2/);
+    expect(section).toMatch(/<ins>[^<]*digit[^<]*<\/ins>/);
+    expect(section).toMatch(/You are a <ins>careful <\/ins>problem solver/);
+    expect(section).toMatch(/The agents add wrongly/);
   }, 120_000);
 });

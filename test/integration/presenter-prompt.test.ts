@@ -5,13 +5,14 @@ import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { deploy } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
+import { showSet } from '../../src/pipeline/resources.js';
 import { describeMembers } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { Store } from '../../src/store/index.js';
 import { startScriptedServer, type Script, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { tempDir } from '../helpers.js';
+import { runCli, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -107,7 +108,7 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
 
   it('eval --candidate presenter@2 swaps only the presenter; deployed, it stays when the config\'s text changes', async () => {
     server = await startScriptedServer(team);
-    const { load } = project(server.baseUrl, 'presenter');
+    const { dir, load } = project(server.baseUrl, 'presenter');
     // A new version of the presenter prompt, as a prompt optimization would record it.
     const [v1, v2, before] = await withRuntime(load(), async (rt) => {
       const production = rt.production();
@@ -141,6 +142,13 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
 
     const d = await withRuntime(load(), (rt) => deploy(rt, {}));
     expect(d.action).toBe('promoted');
+    const shown = await withRuntime(load(), async (rt) => showSet(rt, 'production'));
+    expect(shown.presenter).toEqual({ prompt: expect.objectContaining({ id: v2.id, name: 'presenter', version: 2, source: 'prompt-opt', lineage: [expect.objectContaining({ id: v1.id, version: 1 })] }), followsConfig: false });
+    const cli = await runCli(['resources', 'show'], { cwd: dir });
+    expect(cli.exitCode, cli.stderr).toBe(0);
+    expect(cli.stdout).toContain('presenter: presenter v2 (prompt-opt) ← v1');
+    const status = await runCli(['status'], { cwd: dir });
+    expect(status.stdout).toMatch(/\(presenter\)\s*│\s*presenter v2 \(prompt-opt\)/);
     // A config edit of the presenter's text makes a v3 but production keeps the deployed v2.
     const edited = load(['prompts.presenter.text=Present it.']);
     const after = await withRuntime(edited, async (rt) => rt.production());

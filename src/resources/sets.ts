@@ -133,7 +133,7 @@ export function complete(set: ResourceSet, implied: SetMembers): SetMembers {
 }
 
 /** The line of describeMembers for the presenter prompt (no agent id can be written so). */
-export const PRESENTER_LINE = '(presenter)';
+const PRESENTER_LINE = '(presenter)';
 
 /**
  * Where a set's resources came from, one line per agent (for status, resources show and reports), and a

@@ -37,6 +37,8 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
       if (!Object.hasOwn(config.tools, t)) add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
     });
   });
+  const presenter = config.orchestrator.presenter_prompt;
+  if (presenter !== undefined && !Object.hasOwn(config.prompts, presenter)) add(['orchestrator', 'presenter_prompt'], `unknown prompt "${presenter}"; ${known('prompts', prompts)}`);
   const agentIds = config.agents.map((a) => a.id);
   for (const [arm, ids] of Object.entries(config.policies.routing.arms ?? {})) {
     ids.forEach((id, j) => {

@@ -112,6 +112,7 @@ const orchestrator = z.strictObject({
   total_timeout_s: timeoutS(WEEK_S).default(1800),
   // Optional, not defaulted: a config without it keeps its evaluation keys (evaluation/keys.ts hashes this section).
   delegation: delegationSchema.optional().describe('hierarchical delegation: child orchestrations on subtasks (off when absent)'),
+  presenter_prompt: name.optional().describe('key under prompts: the system prompt the winning agent presents the final answer with, a versioned prompt of its own (absent: the winner\'s own system prompt)'),
 });
 
 const policies = z.strictObject({

@@ -10,13 +10,15 @@ export function taskHash(task: Task): string {
 /**
  * Everything besides the resource set that changes what an orchestration does or how it is scored:
  * the orchestrator, the agents' settings, where their models run (a model's weights are the set's),
- * the tools and the rewards. A stored result is reused only under the same settings.
+ * the tools and the rewards (which prompts serve, the presenter's included, is the set's). A stored result is reused only under the same settings.
  */
 export function settingsHash(config: RLConfig): string {
   const models = Object.fromEntries([...new Set(config.agents.map((a) => a.model))].map((name) => {
     const m = config.models[name]!;
     return [name, { model: m.model, base_url: m.base_url ?? null, local: m.local ? { device: m.local.device, engine: m.local.engine, max_batch_size: m.local.max_batch_size } : null }];
   }));
+  // Which prompts serve is the set's (its serving hash), like the agents' system prompts.
   const agents = config.agents.map(({ system_prompt: _p, ...a }) => a);
-  return sha256(canonicalJson({ orchestrator: config.orchestrator, agents, models, tools: config.tools, rewards: config.rewards })).slice(0, 16);
+  const { presenter_prompt: _pp, ...orchestrator } = config.orchestrator;
+  return sha256(canonicalJson({ orchestrator, agents, models, tools: config.tools, rewards: config.rewards })).slice(0, 16);
 }

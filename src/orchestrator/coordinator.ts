@@ -61,7 +61,7 @@ async function coordinate(input: OrchestrateInput, stop: Stop): Promise<Orchestr
     }
     result.winner = selection.winner.id;
     result.winnerLabel = selection.winner.label;
-    const final = await present({ winner: selection.winner, task, team, answers, votes, config, sink, usage: result.usage, roundSeq: attempt.seq, round: result.rounds, signal: stop.signal, restartsLeft: config.max_orchestration_restarts - restart });
+    const final = await present({ winner: selection.winner, task, team, answers, votes, config, sink, usage: result.usage, roundSeq: attempt.seq, round: result.rounds, signal: stop.signal, restartsLeft: config.max_orchestration_restarts - restart, presenterPrompt: input.presenterPrompt });
     result.finalAnswer = final.answer;
     if (!final.restartFeedback) break;
     result.restarts++;

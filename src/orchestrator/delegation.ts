@@ -51,7 +51,7 @@ async function runLevel(tree: Tree, input: LevelInput, stop: Stop, depth: number
   const level: Level = { tree, depth, delegateSeq, input, sink, childUsage: emptyUsage(), returns: [], nested: [] };
   const team = depth < tree.options.maxDepth ? input.team.map((a) => ({ ...a, tools: [...a.tools, DELEGATE_TOOL] })) : input.team;
   const own = depth === 0 && input.stopPolicy ? { stopPolicy: input.stopPolicy } : {};
-  const result = await tree.coordinate({ task: input.task, team, config: input.config, sink, tools: runner(level), signal: input.signal, ...own }, stop);
+  const result = await tree.coordinate({ task: input.task, team, config: input.config, sink, tools: runner(level), signal: input.signal, presenterPrompt: input.presenterPrompt, ...own }, stop);
   addUsage(result.usage, level.childUsage);
   result.delegations = [...level.nested, ...aggregate(level, result)].sort((a, b) => a.delegateSeq - b.delegateSeq);
   return result;
@@ -98,7 +98,7 @@ async function delegate(level: Level, args: Record<string, unknown>, signal: Abo
   const stop = stopSignal(level.input.config.total_timeout_s * 1000, AbortSignal.any([signal, budget.signal]));
   let child: OrchestrationResult;
   try {
-    child = await runLevel(tree, { task: parsed.task, team, config: level.input.config, sink, tools: level.input.tools, signal }, stop, depth, delegateSeq, sink);
+    child = await runLevel(tree, { task: parsed.task, team, config: level.input.config, sink, tools: level.input.tools, signal, presenterPrompt: level.input.presenterPrompt }, stop, depth, delegateSeq, sink);
   } finally {
     stop.dispose();
   }

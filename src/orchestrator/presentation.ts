@@ -16,6 +16,8 @@ export interface PresentInput {
   round: number;
   signal: AbortSignal;
   restartsLeft: number;
+  /** The system prompt of the presentation (absent: the winner's own). */
+  presenterPrompt?: string;
 }
 
 /**
@@ -32,7 +34,7 @@ export async function present(p: PresentInput): Promise<{ answer: string; restar
   let answer = fallback;
   let promptSeq = -1;
   try {
-    const { result, seq } = await recordedCall(site, presentationMessages(p.winner, p.task, labelled, votes), 1);
+    const { result, seq } = await recordedCall(site, presentationMessages(p.winner, p.task, labelled, votes, p.presenterPrompt), 1);
     promptSeq = seq;
     if (result.content?.trim()) answer = result.content.trim();
   } catch {

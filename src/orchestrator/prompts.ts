@@ -45,10 +45,11 @@ function replyFormat(hasAnswers: boolean, canAnswer: boolean): string {
   return 'Reply with one line, either:\nVOTE: agentN | <reason>   (if that answer is correct)\nor:\nANSWER: <a better answer>';
 }
 
-export function presentationMessages(agent: TeamAgent, task: string, answers: Map<string, string>, votes: { voterLabel: string; target: string; reason: string }[]): ChatMessage[] {
+/** The winner's presentation: the presenter prompt (absent: its own system prompt), every answer and the votes. */
+export function presentationMessages(agent: TeamAgent, task: string, answers: Map<string, string>, votes: { voterLabel: string; target: string; reason: string }[], presenterPrompt?: string): ChatMessage[] {
   const voteLines = votes.length ? votes.map((v) => `${v.voterLabel} voted for ${v.target}: ${v.reason || '(no reason)'}`).join('\n') : '(no votes)';
   return [
-    systemMessage(`${agent.systemPrompt}\n\nYour answer (${agent.label}) was selected. Present the final answer to the original message, using anything the other answers got right. End with a line "Final answer: ...".`),
+    systemMessage(`${presenterPrompt ?? agent.systemPrompt}\n\nYour answer (${agent.label}) was selected. Present the final answer to the original message, using anything the other answers got right. End with a line "Final answer: ...".`),
     { role: 'user', content: `<ORIGINAL MESSAGE>\n${task}\n</ORIGINAL MESSAGE>\n\n${answersBlock(answers)}\n\n<VOTES>\n${voteLines}\n</VOTES>` },
   ];
 }

@@ -148,4 +148,6 @@ export interface OrchestrateInput {
   stopPolicy?: StopPolicy;
   /** Hierarchical delegation (delegation.ts); absent, null or not enabled: none. The caller fills it from config. */
   delegation?: DelegationInput | null;
+  /** The system prompt the winner presents with, at every level (absent: the winner's own system prompt). */
+  presenterPrompt?: string;
 }

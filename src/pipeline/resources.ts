@@ -43,6 +43,8 @@ export interface SetDetail {
   agents: { agent: string; prompt: ResourceTrace | null; weights: ResourceTrace | null; followsConfig: { prompt: boolean; weights: boolean } }[];
   /** The set's orchestration policies, by decision (routing, stop, tool, delegate). */
   policies: { decision: string; policy: ResourceTrace | null }[];
+  /** The prompt the winner presents with (orchestrator.presenter_prompt); null: its own system prompt. */
+  presenter: { prompt: ResourceTrace | null; followsConfig: boolean } | null;
   history: AuditRecord[];
 }
 
@@ -57,6 +59,7 @@ export function showSet(rt: Runtime, ref = 'production'): SetDetail {
       agent, prompt: traceResource(store, m.prompt), weights: m.weights ? traceResource(store, m.weights) : null, followsConfig: m.from_config,
     })),
     policies: Object.entries(set.members.policies ?? {}).map(([decision, id]) => ({ decision, policy: traceResource(store, id) })),
+    presenter: set.members.presenter === undefined ? null : { prompt: traceResource(store, set.members.presenter), followsConfig: set.members.presenter_from_config === true },
     history: store.audit.list({ limit: 500 }).filter((a) => a.afterSet === set.id || a.beforeSet === set.id),
   };
 }

@@ -36,7 +36,7 @@ export function switchProduction(store: Store, dataDir: string, input: SwitchInp
 
 /** Each resource's production pointer follows the production set (what `status`, training's start weights and prune read). */
 function syncResourcePointers(store: Store, members: SetMembers, reason: string): void {
-  const ids = new Set([...Object.values(members.agents).flatMap((m) => [m.prompt, m.weights]), ...Object.values(members.policies ?? {})].filter((x): x is string => Boolean(x)));
+  const ids = new Set([...Object.values(members.agents).flatMap((m) => [m.prompt, m.weights]), ...Object.values(members.policies ?? {}), members.presenter].filter((x): x is string => Boolean(x)));
   for (const id of ids) {
     const r = store.resources.get(id);
     if (r && store.resources.production(r.kind, r.name)?.id !== r.id) store.resources.setProduction(r, 'deploy', reason);
@@ -58,10 +58,11 @@ export function productionSet(ctx: SetContext, dataDir: string, trigger: AuditIn
     return current;
   }
   const changed = current ? Object.keys(members.agents).filter((a) => JSON.stringify(members.agents[a]) !== JSON.stringify(current.members.agents[a])) : [];
+  const presenterChanged = current !== undefined && members.presenter !== current.members.presenter;
   const set = store.sets.add(members, { kind: 'config', ...(current ? { changed_agents: changed } : {}) }, current?.id ?? null);
   switchProduction(store, dataDir, {
     to: set, action: current ? 'config' : 'init', trigger,
-    reason: current ? `the config changed for ${changed.join(', ') || 'the team'}` : 'initial production set from the config',
+    reason: current ? `the config changed for ${[...changed, ...(presenterChanged ? ['the presenter'] : [])].join(', ') || 'the team'}` : 'initial production set from the config',
   });
   return set;
 }
@@ -87,6 +88,7 @@ export function writeProductionFile(store: Store, dataDir: string): string {
     set: { id: set.id, version: set.version, origin: set.origin },
     since: pointer.updatedAt,
     agents: Object.fromEntries(Object.entries(set.members.agents).map(([a, m]) => [a, { prompt: resource(m.prompt), weights: resource(m.weights) }])),
+    ...(set.members.presenter === undefined ? {} : { presenter: { prompt: resource(set.members.presenter) } }),
     summary: describeMembers(store, set.members),
   };
   fs.mkdirSync(dataDir, { recursive: true });

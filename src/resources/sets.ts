@@ -16,7 +16,8 @@ export interface SetContext {
 /**
  * What the config implies for every agent now: its prompt's config version, and for a model with
  * `local` weights the weight resource of its configured weights (a base model or folder not yet on
- * record is recorded as a weight resource); null for a model served elsewhere.
+ * record is recorded as a weight resource); null for a model served elsewhere. With
+ * orchestrator.presenter_prompt, the presenter: that prompt's config version, following the config.
  */
 export function configMembers(ctx: SetContext): SetMembers {
   const prompts = configPrompts(ctx.config.prompts, ctx.baseDir, ctx.store);
@@ -26,7 +27,8 @@ export function configMembers(ctx: SetContext): SetMembers {
     const weights = model.local ? weightResource(ctx.store, ctx.weights(model.local.weights, `models.${a.model}.local.weights`)).id : null;
     agents[a.id] = { prompt: prompts.get(a.system_prompt)!.id, weights, from_config: { prompt: true, weights: true } };
   }
-  return { agents };
+  const presenter = ctx.config.orchestrator.presenter_prompt;
+  return withPresenter({ agents }, presenter === undefined ? undefined : { prompt: prompts.get(presenter)!.id, fromConfig: true });
 }
 
 /** The weight resource behind resolved weights, recording a builtin model or a folder the first time it is used. */
@@ -39,6 +41,7 @@ export function weightResource(store: Store, w: ResolvedWeights): Resource {
 /**
  * Production brought up to date with the config: agents the set lacks take the config's members, and a
  * member that still follows the config takes the config's current prompt or weights (a deployed one stays).
+ * The presenter likewise; a config without presenter_prompt drops it (the winner presents with its own prompt).
  */
 export function reconcile(current: SetMembers | undefined, implied: SetMembers): SetMembers {
   const agents: Record<string, SetMember> = {};
@@ -50,7 +53,20 @@ export function reconcile(current: SetMembers | undefined, implied: SetMembers):
       from_config: s.from_config,
     };
   }
-  return withPolicies({ agents }, current?.policies);
+  const deployed = current && presenterOf(current);
+  const presenter = implied.presenter === undefined ? undefined : deployed && !deployed.fromConfig ? deployed : presenterOf(implied);
+  return withPresenter(withPolicies({ agents }, current?.policies), presenter);
+}
+
+/** The set's presenter prompt and whether it follows the config (only a set made from the config says so). */
+export function presenterOf(members: SetMembers): { prompt: string; fromConfig: boolean } | undefined {
+  return members.presenter === undefined ? undefined : { prompt: members.presenter, fromConfig: members.presenter_from_config === true };
+}
+
+/** Members with this presenter (none: both keys left out, so a set without one hashes as before). */
+export function withPresenter(members: SetMembers, presenter: { prompt: string; fromConfig: boolean } | undefined): SetMembers {
+  const { presenter: _p, presenter_from_config: _f, ...rest } = members;
+  return presenter ? { ...rest, presenter: presenter.prompt, presenter_from_config: presenter.fromConfig } : rest;
 }
 
 /** Members with these policies (none: the key is left out, so a set without policies hashes as before). */
@@ -82,29 +98,55 @@ export function withWeights(base: SetMembers, store: Store, weight: Resource, co
   return replace(base, served.map(([id]) => id), (m) => ({ ...m, weights: weight.id, from_config: { ...m.from_config, weights: false } }));
 }
 
+/**
+ * A candidate: the base set with this prompt version serving every agent whose system prompt it is, and
+ * the presenter when it is orchestrator.presenter_prompt (a prompt that is both swaps both).
+ */
 export function withPrompt(base: SetMembers, config: RLConfig, prompt: Resource): SetMembers {
   const ids = config.agents.filter((a) => a.system_prompt === prompt.name).map((a) => a.id);
-  if (!ids.length) throw new UserError(`prompt "${prompt.name}" is the system prompt of no agent; prompts in use: ${[...new Set(config.agents.map((a) => a.system_prompt))].join(', ')}`);
-  return replace(base, ids, (m) => ({ ...m, prompt: prompt.id, from_config: { ...m.from_config, prompt: false } }));
+  const presenter = config.orchestrator.presenter_prompt;
+  const presents = prompt.name === presenter;
+  if (!ids.length && !presents) {
+    const inUse = [...new Set(config.agents.map((a) => a.system_prompt))].join(', ');
+    throw new UserError(`prompt "${prompt.name}" is neither the system prompt of an agent nor the presenter prompt; prompts in use: ${inUse} (agents' system prompts)${presenter === undefined ? ', and no orchestrator.presenter_prompt is set' : `, ${presenter} (orchestrator.presenter_prompt)`}`);
+  }
+  const swapped = replace(base, ids, (m) => ({ ...m, prompt: prompt.id, from_config: { ...m.from_config, prompt: false } }));
+  return presents ? withPresenter(swapped, { prompt: prompt.id, fromConfig: false }) : swapped;
 }
 
+/** The base set with some agents changed; its policies and presenter kept. */
 function replace(base: SetMembers, ids: string[], change: (m: SetMember) => SetMember): SetMembers {
-  return withPolicies({ agents: Object.fromEntries(Object.entries(base.agents).map(([id, m]) => [id, ids.includes(id) ? change(m) : m])) }, base.policies);
+  return withAgents(base, Object.fromEntries(Object.entries(base.agents).map(([id, m]) => [id, ids.includes(id) ? change(m) : m])));
 }
 
-/** Fills agents a set made under an older config lacks, so any stored set can serve today's team. */
+function withAgents(base: SetMembers, agents: Record<string, SetMember>): SetMembers {
+  return withPresenter(withPolicies({ agents }, base.policies), presenterOf(base));
+}
+
+/**
+ * Fills what a set made under an older config lacks (agents, the presenter the config now names), so any
+ * stored set can serve today's team; a presenter the set has stays.
+ */
 export function complete(set: ResourceSet, implied: SetMembers): SetMembers {
-  return withPolicies({ agents: Object.fromEntries(Object.entries(implied.agents).map(([id, c]) => [id, set.members.agents[id] ?? c])) }, set.members.policies);
+  const agents = Object.fromEntries(Object.entries(implied.agents).map(([id, c]) => [id, set.members.agents[id] ?? c]));
+  return withPresenter(withPolicies({ agents }, set.members.policies), presenterOf(set.members) ?? presenterOf(implied));
 }
 
-/** Where a set's resources came from, one line per agent (for status, resources show and reports). */
+/** The line of describeMembers for the presenter prompt (no agent id can be written so). */
+const PRESENTER_LINE = '(presenter)';
+
+/**
+ * Where a set's resources came from, one line per agent (for status, resources show and reports), and a
+ * line `(presenter)` for the presenter prompt when the set has one (the winner's weights present with it).
+ */
 export function describeMembers(store: Store, members: SetMembers): { agent: string; prompt: string; weights: string }[] {
   const label = (id: string | null) => {
     if (!id) return '(served elsewhere)';
     const r = store.resources.get(id);
     return r ? `${r.name} v${r.version}` : id;
   };
-  return Object.entries(members.agents).map(([agent, m]) => ({ agent, prompt: label(m.prompt), weights: label(m.weights) }));
+  const lines = Object.entries(members.agents).map(([agent, m]) => ({ agent, prompt: label(m.prompt), weights: label(m.weights) }));
+  return members.presenter === undefined ? lines : [...lines, { agent: PRESENTER_LINE, prompt: label(members.presenter), weights: "(the winner's)" }];
 }
 
 export type { SetOrigin };

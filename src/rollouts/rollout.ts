@@ -53,7 +53,7 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
   const labels = Object.fromEntries(plan.team.map((a) => [a.id, a.label]));
   const { id, insert } = store.rollouts.prepare({
     runId: d.runId, taskId: task.id, source: d.source, resourceSetId: setup.set.id,
-    metadata: { agents, labels, prompts: setup.promptVersions, weights: setup.weightVersions, resource_set: { id: setup.set.id, version: setup.set.version }, category: task.category ?? null, ...(d.seed === undefined ? {} : { seed: d.seed }), ...(plan.routing ? { routing: plan.routing } : {}), ...d.metadata },
+    metadata: { agents, labels, prompts: setup.promptVersions, weights: setup.weightVersions, ...(setup.presenter ? { presenter_prompt: setup.presenter.id } : {}), resource_set: { id: setup.set.id, version: setup.set.version }, category: task.category ?? null, ...(d.seed === undefined ? {} : { seed: d.seed }), ...(plan.routing ? { routing: plan.routing } : {}), ...d.metadata },
   });
   // Batched, but never more than 200 ms behind: a killed collect loses almost nothing of the running rollout.
   // The rollout's row goes with the first batch (no commit of its own).
@@ -66,6 +66,7 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     const result = await orchestrate({
       task: task.prompt, team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal,
       delegation: plan.delegation ?? delegationFromConfig(d.config.orchestrator.delegation), ...(plan.stopPolicy ? { stopPolicy: plan.stopPolicy } : {}),
+      ...(setup.presenter ? { presenterPrompt: setup.presenter.prompt } : {}),
     });
     const costs = { tokens: result.usage.totalTokens, toolCalls: result.usage.toolCalls, messages: result.usage.llmCalls, wallMs: result.wallMs };
     if (result.status === 'cancelled') {

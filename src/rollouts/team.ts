@@ -4,7 +4,7 @@ import { checkPromptFiles } from '../resources/prompts.js';
 import { UserError } from '../errors.js';
 import type { Judge, Runtime } from '../runtime/runtime.js';
 import { ensureAdapter, servedAdapterName } from '../serving/vllm-lora.js';
-import type { Resource, ResourceSet } from '../store/index.js';
+import type { Resource, ResourceSet, Store } from '../store/index.js';
 import { toolDefinition } from '../tools/runner.js';
 import type { Embedder } from '../llm/embeddings.js';
 import { TeamPolicies, type DecisionMode } from './team-policies.js';
@@ -18,6 +18,8 @@ export interface TeamSetup {
   promptVersions: Record<string, string>;
   /** Weight resource id per agent (null: a model served elsewhere). */
   weightVersions: Record<string, string | null>;
+  /** The set's presenter prompt (resource id, recorded on every rollout, and its text): the winner presents with it. */
+  presenter?: { id: string; prompt: string };
   /** The set's orchestration policies (and bootstrap exploration), when any decision has one. */
   policies?: TeamPolicies;
   /** The task embedder of the policies' features (policies.embedding_model). */
@@ -60,9 +62,19 @@ export async function setupTeam(rt: Runtime, set: ResourceSet, mode: DecisionMod
   }));
   const promptVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).prompt]));
   const weightVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).weights]));
+  const presenter = presenterOf(store, set);
   const policies = TeamPolicies.forSet(store, config.policies, set, mode);
   const decides = (['routing', 'stop', 'tool', 'delegate'] as const).some((k) => policies.active(k));
-  return { team, judge, set, promptVersions, weightVersions, ...(decides ? { policies, embedder: await rt.embedder() } : {}) };
+  return { team, judge, set, promptVersions, weightVersions, ...(presenter ? { presenter } : {}), ...(decides ? { policies, embedder: await rt.embedder() } : {}) };
+}
+
+/** The set's presenter prompt, whatever the config says now: a set is measured and served as it is. */
+function presenterOf(store: Store, set: ResourceSet): TeamSetup['presenter'] {
+  const id = set.members.presenter;
+  if (id === undefined) return undefined;
+  const prompt = store.resources.get(id);
+  if (!prompt) throw new Error(`resource set v${set.version}: its presenter prompt ${id} is missing from the store`);
+  return { id, prompt: prompt.content ?? '' };
 }
 
 /**

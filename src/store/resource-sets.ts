@@ -16,6 +16,10 @@ export interface SetMembers {
   agents: Record<string, SetMember>;
   /** Policy resource id per decision (routing, stop, tool, delegate); absent: the team decides as it always has. */
   policies?: Record<string, string>;
+  /** The prompt resource id the winner presents the final answer with (orchestrator.presenter_prompt); absent: its own system prompt. */
+  presenter?: string;
+  /** true: the presenter follows the config (a config edit replaces it); otherwise (a deployed version) it stays. */
+  presenter_from_config?: boolean;
 }
 
 /** What produced a set: the config, a training run, a prompt-optimization run, a manual edit. */
@@ -57,9 +61,11 @@ export class ResourceSetRepository {
   /** What the set serves, without how it follows the config: two sets serving the same resources are measured alike. */
   static servingHash(members: SetMembers): string {
     const agents = Object.fromEntries(Object.entries(members.agents).map(([a, m]) => [a, { prompt: m.prompt, weights: m.weights }]));
-    // Sets without policies keep the hash they always had (stored evaluation results stay reusable).
+    // Sets without policies or a presenter keep the hash they always had (stored evaluation results stay reusable).
     const policies = members.policies && Object.keys(members.policies).length ? members.policies : undefined;
-    return sha256(canonicalJson(policies ? { agents, policies } : agents)).slice(0, 16);
+    const { presenter } = members;
+    if (!policies && !presenter) return sha256(canonicalJson(agents)).slice(0, 16);
+    return sha256(canonicalJson({ agents, ...(policies ? { policies } : {}), ...(presenter ? { presenter } : {}) })).slice(0, 16);
   }
 
   /** The set with these members: an existing identical one, else the next version. */

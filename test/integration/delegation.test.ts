@@ -77,6 +77,21 @@ describe('delegation (scripted OpenAI-compatible server)', () => {
     expect(result.usage.toolCalls).toBe(1);
   });
 
+  it('a child orchestration presents with the team\'s presenter prompt too', async () => {
+    const script: Script = (req) => {
+      const child = taskOf(req) === SUB;
+      if (isPresentation(req)) return { content: child ? 'The product is 42' : 'Final answer: 42' };
+      if (shownLabels(req).length) return { content: 'VOTE: agent1 | ok' };
+      if (child || req.model === 'b') return { content: 'ANSWER: 42', delayMs: child ? 0 : 1500 };
+      return delegateResult(req) === undefined ? { content: DELEGATE_LINE } : { content: 'ANSWER: 42' };
+    };
+    run = await runDelegation(script, { delegation: DELEGATION, presenterPrompt: 'Present like an editor.' });
+    expect(run.result).toMatchObject({ status: 'completed', finalAnswer: 'Final answer: 42' });
+    const presentations = run.server.requests.filter(isPresentation);
+    expect(presentations.map(taskOf).sort()).toEqual([SUB, 'What is 6 x 7?'].sort());
+    for (const p of presentations) expect(p.messages[0]!.content!.startsWith('Present like an editor.\n\nYour answer (agent1) was selected.')).toBe(true);
+  });
+
   it('native mode, team shape: a function tool beside new_answer and vote; every agent joins the child team', async () => {
     const script: Script = (req) => {
       const child = taskOf(req) === SUB;

@@ -9,11 +9,11 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function run(script: Script, opts: { ids?: string[]; config?: Partial<OrchestratorConfig>; tools?: ToolRunner; native?: boolean; implicit?: boolean; signal?: AbortSignal } = {}) {
+async function run(script: Script, opts: { ids?: string[]; config?: Partial<OrchestratorConfig>; tools?: ToolRunner; native?: boolean; implicit?: boolean; signal?: AbortSignal; presenterPrompt?: string } = {}) {
   server = await startScriptedServer(script);
   const sink = new MemorySink();
   const agents = team(server.baseUrl, opts.ids ?? ['a', 'b', 'c'], opts.native ? { toolMode: 'native', tools: opts.tools ? [{ name: 'calculator', description: 'math', parameters: { type: 'object' } }] : [] } : { implicitAnswer: opts.implicit ?? false });
-  const result = await orchestrate({ task: 'What is 6 x 7?', team: agents, config: { ...baseConfig, ...opts.config }, sink, tools: opts.tools ?? noTools, signal: opts.signal });
+  const result = await orchestrate({ task: 'What is 6 x 7?', team: agents, config: { ...baseConfig, ...opts.config }, sink, tools: opts.tools ?? noTools, signal: opts.signal, ...(opts.presenterPrompt === undefined ? {} : { presenterPrompt: opts.presenterPrompt }) });
   return { result, sink, server: server! };
 }
 
@@ -46,6 +46,36 @@ describe('orchestrator (scripted OpenAI-compatible server)', () => {
     expect(prompt.logprobs.length).toBeGreaterThan(0);
     expect(prompt.token_ids.length).toBeGreaterThan(0);
     expect(result.usage.llmCalls).toBe(s.requests.length);
+  });
+
+  it('presents with the presenter prompt in place of the winner\'s system prompt; every other call keeps the agent\'s own', async () => {
+    const script: Script = (req) => {
+      if (isPresentation(req)) return { content: 'Final answer: 42' };
+      if ((req.messages[0]?.content ?? '').startsWith('Check the final answer')) return { content: 'CONFIRM' };
+      return shownLabels(req).length ? { content: 'VOTE: agent1 | right' } : req.model === 'a' ? { content: 'ANSWER: 42' } : { content: 'ANSWER: 42', delayMs: 300 };
+    };
+    const presenterPrompt = 'You present the team\'s result to a busy reader: one short paragraph.';
+    const { result, sink, server: s } = await run(script, { presenterPrompt, config: { max_orchestration_restarts: 1 } });
+    expect(result).toMatchObject({ status: 'completed', winner: 'a', finalAnswer: 'Final answer: 42' });
+    const presentations = s.requests.filter(isPresentation);
+    expect(presentations).toHaveLength(1);
+    const system = presentations[0]!.messages[0]!;
+    expect(system.role).toBe('system');
+    expect(system.content!.startsWith(`${presenterPrompt}\n\nYour answer (agent1) was selected.`)).toBe(true);
+    expect(system.content).not.toContain('You solve tasks.');
+    // The recorded presentation prompt is what was sent.
+    expect((sink.named('presentation', 'prompt')[0]!.payload as { request: { messages: { content: string }[] } }).request.messages[0]!.content).toBe(system.content);
+    for (const r of s.requests.filter((r) => !isPresentation(r))) {
+      expect(r.messages[0]!.content!.startsWith('You solve tasks.')).toBe(true);
+      expect(r.messages[0]!.content).not.toContain(presenterPrompt);
+    }
+    // The review after the presentation is the winner's own (max_orchestration_restarts: 1).
+    expect(s.requests.some((r) => r.messages[0]!.content!.startsWith('You solve tasks.\n\nCheck the final answer'))).toBe(true);
+
+    // Without one, the winner presents with its own system prompt, as before.
+    await server!.close();
+    const plain = await run(script);
+    expect(plain.server.requests.filter(isPresentation)[0]!.messages[0]!.content!.startsWith('You solve tasks.\n\nYour answer (agent1) was selected.')).toBe(true);
   });
 
   it('resets every vote when a new answer arrives and everyone revotes on the new set', async () => {

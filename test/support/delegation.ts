@@ -33,13 +33,13 @@ export interface DelegationRun {
 }
 
 /** One orchestration of agents `ids` against a scripted server, with `delegation` as given. The caller closes the server. */
-export async function runDelegation(script: Script, opts: { ids?: string[]; native?: boolean; delegation?: DelegationInput | null; config?: Partial<OrchestratorConfig>; signal?: AbortSignal; tools?: ToolRunner; agent?: Partial<TeamAgent> } = {}): Promise<DelegationRun> {
+export async function runDelegation(script: Script, opts: { ids?: string[]; native?: boolean; delegation?: DelegationInput | null; config?: Partial<OrchestratorConfig>; signal?: AbortSignal; tools?: ToolRunner; agent?: Partial<TeamAgent>; presenterPrompt?: string } = {}): Promise<DelegationRun> {
   const server = await startScriptedServer(script);
   const sink = new MemorySink();
   const agents = team(server.baseUrl, opts.ids ?? ['a', 'b'], { ...(opts.native ? { toolMode: 'native' } : {}), ...opts.agent });
   const result = await orchestrate({
     task: PARENT_TASK, team: agents, config: { ...baseConfig, ...opts.config }, sink, tools: opts.tools ?? noTools, signal: opts.signal,
-    ...(opts.delegation === undefined ? {} : { delegation: opts.delegation }),
+    ...(opts.delegation === undefined ? {} : { delegation: opts.delegation }), ...(opts.presenterPrompt === undefined ? {} : { presenterPrompt: opts.presenterPrompt }),
   });
   return { server, sink, result };
 }

@@ -78,6 +78,20 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('checks that orchestrator.presenter_prompt names a prompt', () => {
+    const prompts = 'prompts:\n  solver: { text: Solve. }\n  presenter: { text: Present. }\n';
+    expect(configIn(`${prompts}orchestrator:\n  presenter_prompt: presenter\n`).config.orchestrator.presenter_prompt).toBe('presenter');
+    expect(configIn(prompts).config.orchestrator.presenter_prompt).toBeUndefined();
+    let error: unknown;
+    try {
+      configIn(`${prompts}orchestrator:\n  presenter_prompt: presentr\n`);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(UserError);
+    expect((error as ConfigError).issues).toEqual(['orchestrator.presenter_prompt: unknown prompt "presentr"; prompts: solver, presenter (massgen-rl.yaml:5:21)']);
+  });
+
   it('accepts referenced files that exist', () => {
     const { config } = configIn('prompts:\n  solver: { file: p.md }\n', { 'p.md': 'Be brief.' });
     expect(config.prompts.solver!.file).toBe('p.md');

@@ -56,6 +56,20 @@ describe('a resource set as a MassGen config', () => {
     expect(out.yaml).not.toMatch(/api_key/);
   });
 
+  it('names the set\'s presenter prompt as not exported (MassGen\'s config has no key for the presentation prompt), and agents keep their own prompts', () => {
+    const presenter = resource('pr_p3', 'prompt', 'presenter', 3, { content: 'Present it.' });
+    const set = setOf({ a: { prompt: 'pr_s2', weights: null }, b: { prompt: 'pr_c1', weights: null } });
+    const withPresenter = { ...set, members: { ...set.members, presenter: 'pr_p3', presenter_from_config: false } };
+    const { config } = configIn(`${REMOTE.replace('critic: { text: Check. } }', 'critic: { text: Check. }, presenter: { text: Present. } }')}orchestrator: { presenter_prompt: presenter }\n`);
+    const all = new Map([...PROMPTS, presenter].map((r) => [r.id, r]));
+    const out = massgenExport({ config, set: withPresenter, resource: (id) => all.get(id) });
+    const header = out.yaml.split('\n').filter((l) => l.startsWith('# '));
+    expect(header).toContain("# Not exported: the set's presenter prompt presenter v3 (MassGen's config has no key for it; its winner presents with its own system_message).");
+    expect(out.config.agents.map((a) => a.system_message)).toEqual(['Solve it.\nShow the number only.', 'Check the answers.']);
+    expect(out.yaml).not.toContain('Present it.');
+    expect(exportOf(REMOTE, set).yaml).not.toContain('presenter');
+  });
+
   it('leaves max_new_answers_per_agent out when massgen-rl sets no cap', () => {
     const out = exportOf(REMOTE, setOf({ a: { prompt: 'pr_s2', weights: null }, b: { prompt: 'pr_c1', weights: null } }));
     expect(out.config.orchestrator).toEqual({ voting_sensitivity: 'lenient', answer_novelty_requirement: 'lenient', coordination: { max_orchestration_restarts: 0 } });

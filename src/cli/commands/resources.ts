@@ -51,6 +51,10 @@ export const registerResources: Register = (program, ctx) => {
         ui.print(`  ${ui.c.bold(`${decision} policy`)}: ${t ? `${t.name} v${t.version} (${t.source})${t.lineage.length ? ` ← ${t.lineage.map((l) => `v${l.version}`).join(' ← ')}` : ''}` : 'missing'}`);
         if (t?.trainingRun) ui.print(`    training run ${t.trainingRun.id} (${t.trainingRun.status})`);
       }
+      if (d.presenter) {
+        const t = d.presenter.prompt;
+        ui.print(`  ${ui.c.bold('presenter')}: ${t ? `${t.name} v${t.version} (${t.source}${d.presenter.followsConfig ? ', follows the config' : ''})${t.lineage.length ? ` ← ${t.lineage.map((l) => `v${l.version}`).join(' ← ')}` : ''}` : 'missing'}`);
+      }
       if (d.history.length) {
         ui.table(['audit', 'when', 'action', 'trigger', 'change', 'reason'], d.history.map((h) => [
           `#${h.id}`, formatTime(h.createdAt), h.action, h.trigger, `${h.beforeSet ?? '—'} → ${h.afterSet ?? '—'}`, h.reason ?? '',

@@ -24,7 +24,7 @@ export const registerStatus: Register = (program, ctx) => {
         const made = (t: { name: string; version: number; source: string; trainingRun: { id: string } | null; traces: { rollouts: number } | null } | null) =>
           t ? `${t.name} v${t.version} (${t.source}${t.trainingRun ? `, run ${t.trainingRun.id}` : ''}${t.traces ? `, ${t.traces.rollouts} traces` : ''})` : 'served elsewhere';
         ui.print(`production: resource set v${set.set.version}${report.canary ? `; canary: set v${report.canary.version} on ${Math.round((report.canary.fraction ?? 0) * 100)} % of collects` : ''}`);
-        ui.table(['agent', 'prompt', 'weights'], set.agents.map((a) => [a.agent, made(a.prompt), made(a.weights)]));
+        ui.table(['agent', 'prompt', 'weights'], [...set.agents.map((a) => [a.agent, made(a.prompt), made(a.weights)]), ...(set.presenter ? [['(presenter)', made(set.presenter.prompt), "(the winner's)"]] : [])]);
       } else {
         ui.print('production: no resource set yet (the first collect, eval or loop creates it from the config)');
       }

@@ -8,7 +8,9 @@
  * voting_sensitivity, answer_novelty_requirement and max_new_answers_per_agent
  * (AgentConfig.orchestrator_runtime_direct_fields); orchestrator.coordination.max_orchestration_restarts
  * (CoordinationConfig; a top-level orchestrator key of that name is accepted but never read); and the
- * top-level timeout_settings.orchestrator_timeout_seconds (TimeoutConfig, an int).
+ * top-level timeout_settings.orchestrator_timeout_seconds (TimeoutConfig, an int). MassGen's YAML has no
+ * key for the final presentation's prompt (orchestrator.presenter_agent picks who presents; the prompt's
+ * message_templates override is Python-only), so a set's presenter prompt is named as not exported.
  */
 import { Document, type YAMLSeq } from 'yaml';
 import type { ModelConfig, RLConfig } from '../../config/schema.js';
@@ -117,6 +119,11 @@ function localAddress(name: string, model: ModelConfig, weights: Resource | unde
 
 const label = (r: Resource) => `${r.name} v${r.version}`;
 
+function presenterLabel(input: ExportInput, id: string): string {
+  const r = input.resource(id);
+  return r ? label(r) : id;
+}
+
 function render(config: MassgenConfig, notes: Record<string, string[]>, input: ExportInput): string {
   const doc = new Document(config);
   const when = (input.generatedAt ?? new Date()).toISOString();
@@ -125,6 +132,7 @@ function render(config: MassgenConfig, notes: Record<string, string[]>, input: E
     'Run it with: massgen --config THIS_FILE "your question"',
     `Not exported (MassGen has no matching setting): orchestrator ${[...UNMAPPED, ...(input.config.orchestrator.delegation ? ['delegation'] : [])].join(', ')}.`,
     ...(Object.keys(input.set.members.policies ?? {}).length ? [`Not exported: the set's learned ${Object.keys(input.set.members.policies!).join(', ')} policies (massgen-rl's own; MassGen runs its fixed rules).`] : []),
+    ...(input.set.members.presenter === undefined ? [] : [`Not exported: the set's presenter prompt ${presenterLabel(input, input.set.members.presenter)} (MassGen's config has no key for it; its winner presents with its own system_message).`]),
   ].map((l) => ` ${l}`).join('\n');
   const seq = doc.get('agents') as YAMLSeq;
   config.agents.forEach((a, i) => {

@@ -53,20 +53,20 @@ export function reflectionMessages(c: Component, text: string, why: Blame, low: 
 
 export interface Proposal { critique: string; prompt: string }
 
-export type ProposalRefusal = 'no_prompt' | 'empty' | 'too_long' | 'unchanged' | 'markup';
+export type ProposalRefusal = 'empty' | 'too_long' | 'unchanged' | 'markup';
 
 const MARKUP = /<\/?(?:ORIGINAL MESSAGE|CURRENT ANSWERS?|VOTES?|FINAL ANSWER|agent\d+)>/i;
 
-/** The proposed prompt (the last <prompt> block, else a fenced block) and the critique before it; or why none is usable. */
+/** The proposed prompt (the last <prompt> block, else a fenced block, else the whole reply) and the critique before it; or why none is usable. */
 export function parseProposal(reply: string, current: string, maxChars: number): Proposal | { refused: ProposalRefusal } {
   const tagged = [...reply.matchAll(/<prompt>([\s\S]*?)(?:<\/prompt>|$)/gi)].at(-1);
   const fenced = tagged ? undefined : [...reply.matchAll(/```[a-z]*\n([\s\S]*?)```/gi)].at(-1);
   const match = tagged ?? fenced;
-  if (!match) return { refused: 'no_prompt' };
-  const prompt = match[1]!.trim();
+  // As GEPA does: a reply without a marked prompt is taken whole (a small optimizer rarely marks it).
+  const prompt = (match ? match[1]! : reply).trim();
   if (!prompt) return { refused: 'empty' };
   if (prompt.length > maxChars) return { refused: 'too_long' };
   if (prompt === current.trim()) return { refused: 'unchanged' };
   if (MARKUP.test(prompt)) return { refused: 'markup' };
-  return { critique: reply.slice(0, match.index).replace(/<\/?prompt>/gi, '').trim(), prompt };
+  return { critique: match ? reply.slice(0, match.index).replace(/<\/?prompt>/gi, '').trim() : '', prompt };
 }

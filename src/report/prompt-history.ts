@@ -24,7 +24,7 @@ export function promptHistory(store: Store): PromptChange[] {
   for (const a of store.audit.list({ limit: 500, actions: [...PROMOTIONS] }).reverse()) {
     const set = a.afterSet ? store.sets.get(a.afterSet) : undefined;
     if (!set) continue;
-    const ids = [...Object.values(set.members.agents).map((m) => m.prompt), ...((set.members as { presenter?: string }).presenter ? [(set.members as { presenter?: string }).presenter!] : [])];
+    const ids = [...Object.values(set.members.agents).map((m) => m.prompt), ...(set.members.presenter ? [set.members.presenter] : [])];
     for (const id of new Set(ids)) {
       const r = store.resources.get(id);
       const parent = r?.parentId ? store.resources.get(r.parentId) : undefined;

@@ -2,11 +2,11 @@ import type { RLConfig } from '../../config/schema.js';
 import { UserError } from '../../errors.js';
 import type { Component } from '../../prompt-opt/index.js';
 import { withPrompt } from '../../resources/sets.js';
-import type { Resource, ResourceSet, SetMembers, Store } from '../../store/index.js';
+import type { Resource, ResourceSet, Store } from '../../store/index.js';
 
 /** The presenter's prompt (a key under prompts), when the config names one. */
 export function presenterPromptName(config: RLConfig): string | undefined {
-  return (config.orchestrator as { presenter_prompt?: string }).presenter_prompt;
+  return config.orchestrator.presenter_prompt;
 }
 
 /** The prompts optimized together (apo.prompts, else every agent's system prompt and the presenter's) with the agents each serves. */
@@ -22,7 +22,7 @@ export function components(config: RLConfig): Component[] {
 
 /** The prompt resource id a set serves for a component. */
 export function servedPrompt(set: ResourceSet, c: Component): string {
-  const presenter = (set.members as SetMembers & { presenter?: string }).presenter;
+  const presenter = set.members.presenter;
   const id = c.agents.length ? set.members.agents[c.agents[0]!]?.prompt : presenter;
   if (!id) throw new Error(`resource set v${set.version} serves no prompt for ${c.name}`);
   return id;

@@ -11,7 +11,11 @@ The task model and the reflection model are both `openai/<model>` through LiteLL
 DefaultAdapter (system prompt = the candidate, user message = the example's input, one completion per example,
 scored by ContainsAnswerEvaluator: 1 if `answer in response`, else 0) and a gepa.lm.LM for reflection. Every
 metric call is one task-model call on one example. GEPA checks max_metric_calls between iterations only, so a
-run can end above it (see metric_calls_used).
+run can end above it (see metric_calls_used). A task call that still fails after LiteLLM's retries ends the run:
+batch_completion returns the exception in place of a response and gepa 0.1.4's LM.batch_complete then raises
+AttributeError ('Exception' object has no attribute 'choices'). wall_s times gepa.optimize alone (not start-up).
+A reflection reply without a ``` block is taken whole as the new prompt (GEPA's output_extractor); `reflections`
+says, per reflection call, whether it had one.
 
 Offline: LiteLLM's bundled pricing table (LITELLM_LOCAL_MODEL_COST_MAP) and a guard installed before any import
 that refuses every connection or name lookup off the loopback interface; what it refused is in egress_refused.

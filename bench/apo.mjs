@@ -20,7 +20,7 @@ import { trainApo } from '../dist/pipeline/train-apo.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { loadTasks } from '../dist/tasks/load.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
-import { runGepa } from './lib/gepa.mjs';
+import { gepaWorstCaseCalls, runGepa } from './lib/gepa.mjs';
 import { progress, writeResult } from './lib/report.mjs';
 import { roundTo } from './lib/stats.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
@@ -99,14 +99,20 @@ async function runCase(kind) {
         const all = new Map(loadTasks(rt.config.tasks, dir).map((t) => [t.id, t]));
         const item = (id) => ({ input: all.get(id).prompt, answer: all.get(id).reference, additional_context: {} });
         const server = await rt.servers.server('local');
-        progress(`${kind}: GEPA (max_metric_calls ${sz.budget}) on ${server.baseUrl}`);
+        // GEPA checks its budget between iterations only: give it the largest max_metric_calls whose worst case stays within B.
+        let calls = sz.budget;
+        while (calls > 1 && gepaWorstCaseCalls(calls, sz.minibatch, state.valTasks.length) > sz.budget) calls--;
+        progress(`${kind}: GEPA (max_metric_calls ${calls}, worst case ${gepaWorstCaseCalls(calls, sz.minibatch, state.valTasks.length)} ≤ ${sz.budget}) on ${server.baseUrl}`);
         const g = await runGepa({
           baseUrl: server.baseUrl, model: rt.model('local').model, seedPrompt: DEFAULT_SYSTEM_PROMPT, trainset: state.poolTasks.map(item), valset: state.valTasks.map(item),
-          maxMetricCalls: sz.budget, seed: SEED, reflectionMinibatchSize: sz.minibatch, maxTokens: 512,
+          maxMetricCalls: calls, seed: SEED, reflectionMinibatchSize: sz.minibatch, maxTokens: 96, reflectionMaxTokens: rt.config.apo.max_tokens,
         });
         const parent = store.resources.list('prompt').find((r) => r.name === 'solver' && r.version === 1);
-        const r = g.best_prompt.trim() === DEFAULT_SYSTEM_PROMPT ? parent : store.resources.add({ kind: 'prompt', name: 'solver', content: g.best_prompt, parentId: parent.id, metadata: { source: 'gepa' } });
-        return { version: r.version, metricCallsUsed: g.metric_calls_used, reflectionTokens: g.reflection_tokens, taskLmTokens: g.task_lm_tokens ?? null, wallSeconds: roundTo(g.wall_s, 1), prompt: g.best_prompt, valScores: g.val_scores };
+        const r = g.bestPrompt.trim() === DEFAULT_SYSTEM_PROMPT ? parent : store.resources.add({ kind: 'prompt', name: 'solver', content: g.bestPrompt, parentId: parent.id, metadata: { source: 'gepa' } });
+        return {
+          version: r.version, maxMetricCalls: calls, metricCallsUsed: g.metricCallsUsed, reflectionCalls: g.reflectionCalls, reflectionTokens: g.reflectionTokens, taskLmTokens: g.taskLmTokens ?? null,
+          wallSeconds: roundTo(g.wallS, 1), validation: { seed: g.seedValScore, best: g.bestValScore }, prompt: g.bestPrompt,
+        };
       });
     }
     const evalOf = async (spec, baseline) => comparison(await withRuntime(load(), (rt) => evaluate(rt, { candidate: spec, ...(baseline ? { baseline } : {}) })));

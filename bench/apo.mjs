@@ -7,7 +7,8 @@
 // max_metric_calls = B (one metric call = one task-model call on one example; an orchestration of one
 // agent makes two or three calls: answer, vote, presentation). Both select on the same validation tasks
 // (train split); every prompt is then evaluated against the unoptimized one on the held-out eval split,
-// same tasks and seeds: success with paired-bootstrap 95 % CIs (and ours against GEPA's, paired too).
+// same tasks and seeds: mean reward (exact + numeric, the metric both optimize) and success with
+// paired-bootstrap 95 % CIs (and ours against GEPA's, paired too).
 // Team case: three agents with a prompt each and the presenter's prompt, optimized together; the chosen
 // candidate against the current prompts on the eval split.
 // APO_CASES=single,team picks the cases; APO_GEPA=0 skips GEPA.
@@ -27,7 +28,7 @@ import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const args = parseBenchArgs();
 const SIZES = {
-  full: { perSuite: 30, evalFraction: 0.4, val: 6, minibatch: 3, rounds: 6, budget: 48, evalN: 24, optimizerTokens: 40000 },
+  full: { perSuite: 30, evalFraction: 0.4, val: 6, minibatch: 3, rounds: 8, budget: 60, evalN: 20, optimizerTokens: 40000 },
   quick: { perSuite: 6, evalFraction: 0.4, val: 2, minibatch: 2, rounds: 1, budget: 8, evalN: 3, optimizerTokens: 4000 },
 };
 const sz = SIZES[args.quick ? 'quick' : 'full'];
@@ -53,16 +54,17 @@ function yaml(kind) {
     `  split: { eval_fraction: ${sz.evalFraction} }`,
     'rewards: { weights: { exact: 1, numeric: 1 } }',
     'collect: { concurrency: 2 }',
-    `eval: { split: eval, n: ${sz.evalN}, seeds: 1, report: false, metric: success_rate }`,
+    `eval: { split: eval, n: ${sz.evalN}, seeds: 1, report: false }`,
     `apo: { rounds: ${sz.rounds}, val_n: ${sz.val}, minibatch: ${sz.minibatch}, seed: ${SEED}, merge_every: 3, budget: { rollouts: ${sz.budget}, optimizer_tokens: ${sz.optimizerTokens}, wall_min: 240 } }`,
   ].join('\n');
 }
 
 function comparison(ev) {
   const m = (name) => ev.comparison.overall.find((x) => x.metric === name);
-  const [success, tokens] = [m('success'), m('tokens')];
+  const [reward, success, tokens] = [m('reward'), m('success'), m('tokens')];
   return {
     pairs: ev.comparison.pairs, measured: ev.measured, reused: ev.reused,
+    reward: { baseline: roundTo(reward?.baseline ?? NaN, 4), candidate: roundTo(reward?.candidate ?? NaN, 4), diff: ci(reward?.diff) },
     success: { baseline: roundTo(success?.baseline ?? NaN, 4), candidate: roundTo(success?.candidate ?? NaN, 4), diff: ci(success?.diff) },
     tokensPerTask: { baseline: roundTo(tokens?.baseline ?? NaN, 1), candidate: roundTo(tokens?.candidate ?? NaN, 1) },
   };

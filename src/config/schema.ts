@@ -134,6 +134,7 @@ const apo = z.strictObject({
   prompts: z.array(name).min(1).optional().describe('prompts (keys under prompts) optimized together (default: every agent\'s system prompt, and orchestrator.presenter_prompt when set)'),
   optimizer_model: name.optional().describe('the model (models.*) that reads traces and proposes edits (default: the first agent\'s model; a 135M model is a weak optimizer, a stronger endpoint helps)'),
   rounds: count(1000).default(4).describe('proposals (reflective mutations or merges) tried'),
+  edit: z.enum(['auto', 'rewrite', 'advice']).default('auto').describe('rewrite: the optimizer rewrites the whole prompt from the traces; advice: it writes one sentence of advice, added to the prompt (for small optimizer models); auto: advice when the optimizer is the bundled model, else rewrite'),
   val_n: count(MAX_TASKS).default(8).describe('train-split tasks every accepted candidate is scored on (the Pareto front is over them)'),
   minibatch: count(1000).default(3).describe('train-split tasks (outside the validation batch when there are enough) a proposal is read from and first tried on'),
   seeds: count(100).default(1).describe('sampling seeds per task: every candidate runs on the same tasks and seeds'),

@@ -108,8 +108,10 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
       save();
     }
     const client = await rt.client(optimizerModel, { logprobs: false });
+    const local = rt.model(optimizerModel).local;
+    const edit = a.edit === 'auto' ? (local?.weights.startsWith('builtin:') ? 'advice' : 'rewrite') : a.edit;
     await search({
-      store, state, seed: a.seed, rounds: a.rounds, minibatch: a.minibatch, examples: a.examples, mergeEvery: a.merge_every, maxPromptChars: a.max_prompt_chars,
+      store, state, seed: a.seed, edit, rounds: a.rounds, minibatch: a.minibatch, examples: a.examples, mergeEvery: a.merge_every, maxPromptChars: a.max_prompt_chars,
       optimizer: { client, model: rt.model(optimizerModel).model, maxTokens: a.max_tokens, temperature: a.temperature }, signal, interrupted, score,
       view: (r) => (r.rolloutId ? rolloutView(store, r.rolloutId, byId.get(r.taskId)!, config.rewards) : null),
       text: (id) => store.resources.get(id)?.content ?? '',

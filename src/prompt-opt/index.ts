@@ -1,5 +1,5 @@
 export type { Candidate, Component, RolloutView, ViewAnswer, ViewVote } from './types.js';
 export { drawParent, meanScore, paretoFront, type Front, type ScoreTable } from './pareto.js';
 export { blame, pickComponent, type Blame } from './credit.js';
-export { describeRollout, parseProposal, reflectionMessages, type ChatTurn, type Proposal, type ProposalRefusal } from './reflect.js';
+export { adviceMessages, describeRollout, parseAdvice, parseProposal, reflectionMessages, type ChatTurn, type Proposal, type ProposalRefusal } from './reflect.js';
 export { commonAncestor, mergeTexts } from './merge.js';

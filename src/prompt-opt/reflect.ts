@@ -70,3 +70,36 @@ export function parseProposal(reply: string, current: string, maxChars: number):
   if (MARKUP.test(prompt)) return { refused: 'markup' };
   return { critique: match ? reply.slice(0, match.index).replace(/<\/?prompt>/gi, '').trim() : '', prompt };
 }
+
+/** One mistake (or success) in a line or two: what was asked, what the component's agents answered, what the teammates said. */
+function briefly(c: Component, v: RolloutView): string {
+  const mine = v.answers.filter((a) => c.agents.includes(a.agent)).at(-1);
+  const given = c.presenter || !mine ? v.finalAnswer : mine.content;
+  const said = v.votes.filter((x) => !c.agents.includes(x.voter) || c.presenter).map((x) => x.reason).filter(Boolean).slice(0, 2);
+  return `- Task: ${clip(v.task, 200)}${v.reference !== null ? ` Expected: ${clip(v.reference, 60)}.` : ''} Answer given: ${clip((given ?? '(none)').replace(/\s+/g, ' '), 120)}.`
+    + `${said.length ? ` A teammate said: ${said.map((r) => `"${clip(r, 120)}"`).join('; ')}.` : ''}${v.feedback.length ? ` Feedback: ${clip(v.feedback[0]!, 160)}.` : ''}`;
+}
+
+/**
+ * The advice request, for small optimizer models that cannot rewrite a whole prompt: the mistakes and the
+ * teammates' vote reasons in a few lines, and one sentence of general advice asked for, which is added to the prompt.
+ */
+export function adviceMessages(c: Component, text: string, low: readonly RolloutView[], high: readonly RolloutView[]): ChatTurn[] {
+  const good = high.length ? `\n\nDone right with it:\n${high.map((v) => briefly(c, v)).join('\n')}` : '';
+  return [
+    { role: 'system', content: 'You give short, general advice to improve instructions for AI agents.' },
+    { role: 'user', content: `Instruction: "${clip(text.replace(/\s+/g, ' '), 800)}"\n\nMistakes made with this instruction:\n${low.map((v) => briefly(c, v)).join('\n')}${good}\n\nWrite one short sentence of general advice to add to the instruction, so that such mistakes are avoided. Reply with the sentence only.` },
+  ];
+}
+
+/** The advice's first sentence added to the current prompt; or why it is unusable. */
+export function parseAdvice(reply: string, current: string, maxChars: number): Proposal | { refused: ProposalRefusal } {
+  const first = reply.trim().split('\n').map((l) => l.trim()).find(Boolean) ?? '';
+  const sentence = (/^(.*?[.!?]["'”]?)(\s|$)/.exec(first)?.[1] ?? first).replace(/^["'“]+|["'”]+$/g, '').trim();
+  if (sentence.length < 8) return { refused: 'empty' };
+  if (MARKUP.test(sentence)) return { refused: 'markup' };
+  if (current.includes(sentence)) return { refused: 'unchanged' };
+  const prompt = `${current.trim()}\n${sentence}`;
+  if (prompt.length > maxChars || sentence.length > 300) return { refused: 'too_long' };
+  return { critique: sentence, prompt };
+}

@@ -1,6 +1,6 @@
 import type { LlmClient } from '../../llm/types.js';
 import {
-  blame, commonAncestor, drawParent, meanScore, mergeTexts, paretoFront, parseProposal, pickComponent, reflectionMessages,
+  adviceMessages, blame, commonAncestor, drawParent, meanScore, mergeTexts, paretoFront, parseAdvice, parseProposal, pickComponent, reflectionMessages,
   type Candidate, type Component, type RolloutView,
 } from '../../prompt-opt/index.js';
 import type { EvalResult, Store } from '../../store/index.js';
@@ -18,6 +18,8 @@ export interface SearchDeps {
   examples: number;
   mergeEvery: number;
   maxPromptChars: number;
+  /** rewrite: the optimizer writes the whole prompt; advice: one sentence added to it. */
+  edit: 'rewrite' | 'advice';
   optimizer: { client: LlmClient; model: string; maxTokens: number; temperature: number };
   /** Aborts on an interruption or the wall-time budget. */
   signal: AbortSignal;
@@ -106,15 +108,17 @@ export async function search(d: SearchDeps): Promise<void> {
       const high = sorted.slice(Math.max(low.length, sorted.length - d.examples)).filter((x) => value(state.metric, x.r) > value(state.metric, low.at(-1)!.r));
       const current = d.text(parent.prompts[component]!);
       const why = blames.find((b) => b.component === component)!;
-      const messages = reflectionMessages(comp, current, why, low.map((x) => x.v), high.map((x) => x.v), d.maxPromptChars);
+      const advice = d.edit === 'advice';
+      const messages = advice ? adviceMessages(comp, current, low.map((x) => x.v), high.map((x) => x.v))
+        : reflectionMessages(comp, current, why, low.map((x) => x.v), high.map((x) => x.v), d.maxPromptChars);
       const withBlame = { ...base, component, blame: Object.fromEntries(blames.map((b) => [b.component, b.score])) };
       const call = await callOptimizer({
-        ...d.optimizer, messages, seed: d.seed * 7919 + state.step, left: state.budget.optimizerTokens - state.spent.optimizerTokens, signal: d.signal,
+        ...d.optimizer, ...(advice ? { maxTokens: Math.min(d.optimizer.maxTokens, 128) } : {}), messages, seed: d.seed * 7919 + state.step, left: state.budget.optimizerTokens - state.spent.optimizerTokens, signal: d.signal,
         claim: (w) => { state.inFlightTokens = w; d.save(); },
         settle: (used) => { state.inFlightTokens = 0; state.spent.optimizerTokens += used; },
       });
       if ('outOfBudget' in call) return { ...withBlame, detail: 'optimizer token budget spent' };
-      const parsed = parseProposal(call.content, current, d.maxPromptChars);
+      const parsed = (advice ? parseAdvice : parseProposal)(call.content, current, d.maxPromptChars);
       const done = { ...withBlame, optimizerTokens: call.tokens };
       if ('refused' in parsed) return { ...done, outcome: 'refused', detail: parsed.refused };
       const child = d.create({ parents: [parent.id], edited: component, critique: parsed.critique, texts: { ...texts(parent), [component]: parsed.prompt }, parentPrompts: parent.prompts });

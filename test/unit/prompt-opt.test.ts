@@ -104,6 +104,12 @@ describe('credit from traces', () => {
   it('sums over rollouts, and an agent alone (no other voter) loses no vote', () => {
     const solo = view({ answers: [{ agent: 'c', label: 'agent3', content: '42', quality: 1 }], votes: [{ voter: 'c', target: 'c', targetLabel: 'agent3', reason: '', targetQuality: 1 }] });
     expect(blame([P2], [solo])[0]!.lostVotes).toBe(0);
+    // Voting for one's own answer does not keep it from losing the others' votes.
+    const selfish = view({
+      answers: view().answers.slice(0, 2),
+      votes: [{ voter: 'a', target: 'a', targetLabel: 'agent1', reason: '', targetQuality: 0 }, { voter: 'b', target: 'b', targetLabel: 'agent2', reason: '', targetQuality: 1 }],
+    });
+    expect(blame([P1], [selfish])[0]!.lostVotes).toBe(2);
     expect(blame([P1], [view(), view()])[0]).toMatchObject({ lostVotes: 2, wrongVotes: 2, wrongAnswers: 2, score: 6 });
   });
 
@@ -141,6 +147,7 @@ describe('the optimizer\'s proposal', () => {
     expect(parseProposal(`<prompt>${'x'.repeat(101)}</prompt>`, current, 100)).toEqual({ refused: 'too_long' });
     expect(parseProposal(`<prompt>${'x'.repeat(100)}</prompt>`, current, 100)).toMatchObject({ prompt: 'x'.repeat(100) });
     expect(parseProposal(`<prompt>\n  ${current}\n</prompt>`, current, 100)).toEqual({ refused: 'unchanged' });
+    expect(parseProposal(`<prompt>${current}</prompt>`, `\n${current}\n\n`, 100)).toEqual({ refused: 'unchanged' });
     expect(parseProposal('<prompt>Answer inside <CURRENT ANSWERS> like agent1.</prompt>', current, 100)).toEqual({ refused: 'markup' });
     expect(parseProposal('<prompt>Copy <agent2> here.</prompt>', current, 100)).toEqual({ refused: 'markup' });
   });

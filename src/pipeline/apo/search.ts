@@ -61,12 +61,14 @@ export async function search(d: SearchDeps): Promise<void> {
     const { front, bestMean } = frontOf(state);
     const frontIds = [...front.wins.keys()];
     const merge = d.mergeEvery > 0 && (state.step + 1) % d.mergeEvery === 0 && frontIds.length >= 2;
-    const p: ProposalRecord = merge ? await mergeStep() : await reflectStep();
+    let p: ProposalRecord = merge ? await mergeStep() : await reflectStep();
+    // An interrupted step is dropped (it runs again on resume): what it could not finish is no budget's end.
+    if (d.interrupted.aborted) return;
     if (p.outcome === 'budget') {
+      if (d.signal.aborted) p = { ...p, detail: 'wall-time budget spent' };
       state.done = true;
       state.stopReason = p.detail;
     }
-    if (d.interrupted.aborted) return;
     if (d.signal.aborted && !state.done) {
       state.done = true;
       state.stopReason = 'wall-time budget spent';
@@ -108,11 +110,17 @@ export async function search(d: SearchDeps): Promise<void> {
       const why = blames.find((b) => b.component === component)!;
       const messages = reflectionMessages(comp, current, why, low.map((x) => x.v), high.map((x) => x.v), d.maxPromptChars);
       const withBlame = { ...base, component, blame: Object.fromEntries(blames.map((b) => [b.component, b.score])) };
+      const spentBefore = state.spent.optimizerTokens;
       const call = await callOptimizer({
         ...d.optimizer, messages, seed: d.seed * 7919 + state.step, left: state.budget.optimizerTokens - state.spent.optimizerTokens, signal: d.signal,
         claim: (w) => { state.inFlightTokens = w; d.save(); },
         settle: (used) => { state.inFlightTokens = 0; state.spent.optimizerTokens += used; },
+      }).catch((err: unknown) => {
+        // The wall-time budget ran out during the call (counted at its worst case); an interruption goes up.
+        if (d.signal.aborted && !d.interrupted.aborted) return { wallTime: true as const };
+        throw err;
       });
+      if ('wallTime' in call) return { ...withBlame, optimizerTokens: state.spent.optimizerTokens - spentBefore, detail: 'wall-time budget spent' };
       if ('outOfBudget' in call) return { ...withBlame, detail: 'optimizer token budget spent' };
       const parsed = parseProposal(call.content, current, d.maxPromptChars);
       const done = { ...withBlame, optimizerTokens: call.tokens };

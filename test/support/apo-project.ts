@@ -43,8 +43,9 @@ export interface ApoScriptOptions {
 }
 
 /**
- * The team: each agent answers right or wrong by its system prompt, then votes for a right answer it is
- * shown (else the first), with a reason naming the label; the winner presents its own answer. The
+ * The team: each agent answers right or wrong by its system prompt; shown the answers, it votes for a
+ * right one, gives its own if it is right and none is, else votes for the first (a reason naming the
+ * label); the winner presents its own answer. The
  * optimizer (model `optimizer-model`) proposes `propose(current prompt)` and reports 340 tokens used unless told.
  */
 export function apoScript(o: ApoScriptOptions = {}) {
@@ -62,11 +63,11 @@ export function apoScript(o: ApoScriptOptions = {}) {
     const selected = /Your answer \((agent\d+)\) was selected/.exec(system(req))?.[1];
     if (selected) return { content: `Final answer: ${answers.get(selected) ?? n + 11}`, delayMs };
     const shown = shownLabels(req);
-    if (shown.length >= 1) {
-      const good = shown.find((l) => answers.get(l) === String(n + 12)) ?? shown[0]!;
-      return { content: `VOTE: ${good} | REASON-${req.model}-likes-${good}`, delayMs };
-    }
-    return { content: `ANSWER: ${right(system(req), n) ? n + 12 : n + 11}`, delayMs };
+    const mine = right(system(req), n) ? n + 12 : n + 11;
+    const good = shown.find((l) => answers.get(l) === String(n + 12));
+    // A right answer on the table gets the vote; an agent that knows better answers; otherwise the first answer wins.
+    if (good || (shown.length && mine !== n + 12)) return { content: `VOTE: ${good ?? shown[0]} | REASON-${req.model}-likes-${good ?? shown[0]}`, delayMs };
+    return { content: `ANSWER: ${mine}`, delayMs };
   };
 }
 

@@ -26,7 +26,10 @@ const cli = (dir: string, args: string[]) => execa(process.execPath, [BIN, ...ar
 async function until(what: string, child: ResultPromise, ready: () => boolean): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (!ready()) {
-    if (child.exitCode !== null) throw new Error(`the run ended before ${what}: ${String((await child).stderr)}`);
+    if (child.exitCode !== null) {
+      const r = await child;
+      throw new Error(`the run ended (exit ${r.exitCode}) before ${what}: ${String(r.stderr)}${String(r.stdout)}`);
+    }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -54,12 +57,12 @@ describe('kill -9 in the middle of train --algo apo', () => {
     const p = apoProject(server.baseUrl, APO);
     const storePath = path.join(p.dir, '.massgen-rl', 'store.sqlite');
 
-    // Killed while the current prompts are being scored: some rollouts done, one running.
+    // Killed while the current prompts are being scored (4 tasks, 2 at a time): some rollouts stored, others running.
     const first = cli(p.dir, ['train', '--algo', 'apo']);
-    await until('a rollout done and one running', first, () => apoRollouts(storePath, 'completed') >= 1 && apoRollouts(storePath, 'running') >= 1);
+    await until('two apo rollouts were stored', first, () => apoRollouts(storePath) >= 2);
     first.kill('SIGKILL');
     expect((await first).signal).toBe('SIGKILL');
-    // What the kill cut off (almost always the rollout seen running; it may just have finished).
+    // What the kill cut off (rollouts whose first spans were stored).
     const cutOff = apoRollouts(storePath, 'running');
 
     const afterFirst = openStore(p.load());

@@ -139,7 +139,7 @@ const apo = z.strictObject({
   minibatch: count(1000).default(3).describe('train-split tasks (outside the validation batch when there are enough) a proposal is read from and first tried on'),
   seeds: count(100).default(1).describe('sampling seeds per task: every candidate runs on the same tasks and seeds'),
   examples: count(20).default(2).describe('low- and high-reward rollouts the optimizer reads per proposal (each)'),
-  merge_every: nonNegInt.max(1000).default(3).describe('every Nth proposal is a merge of two front candidates (0: never merge)'),
+  merge_every: nonNegInt.max(1000).default(3).describe('every Nth proposal is a merge of two front candidates into a team not tried yet (a reflective mutation when no pair gives one; 0: never merge)'),
   max_prompt_chars: count(100_000).default(2000).describe('a proposed prompt longer than this is refused'),
   temperature: z.number().min(0).max(2).default(0.7).describe('the optimizer model\'s sampling temperature'),
   max_tokens: count(100_000).default(512).describe('the optimizer\'s completion tokens per proposal'),

@@ -104,7 +104,7 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
       opts.onStage?.(`scoring the current prompts on ${state.valTasks.length} validation task(s) × ${state.seeds.length} seed(s)`);
       const scores = await score(seed, state.valTasks);
       if (scores) seed.val = Object.fromEntries([...scores].map(([k, r]) => [k, state.metric === 'success' ? (r.success ?? 0) : (r.reward ?? 0)]));
-      else if (!interrupted.aborted) Object.assign(state, { done: true, stopReason: 'budget spent while scoring the current prompts' });
+      else if (!interrupted.aborted) Object.assign(state, { done: true, stopReason: signal.aborted ? 'wall-time budget spent' : 'budget spent while scoring the current prompts' });
       save();
     }
     const client = await rt.client(optimizerModel, { logprobs: false });
@@ -127,8 +127,11 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
     });
   } catch (err) {
     save();
-    store.trainingRuns.finish(runId, interrupted.aborted ? 'cancelled' : 'failed', undefined, (err as Error).message);
-    throw err;
+    // Interrupted during a call (the optimizer's): stopped like anywhere else, resumable.
+    if (!interrupted.aborted) {
+      store.trainingRuns.finish(runId, 'failed', undefined, (err as Error).message);
+      throw err;
+    }
   }
   save();
   if (interrupted.aborted) {

@@ -1,9 +1,12 @@
 import type { LlmClient } from '../../llm/types.js';
 import type { ChatTurn } from '../../prompt-opt/index.js';
 
-/** A worst case of the prompt's tokens without a tokenizer: no token is shorter than one character, plus the chat template. */
+/**
+ * A worst case of the prompt's tokens without a tokenizer, plus the chat template: a byte-level tokenizer
+ * can spend one token per UTF-8 byte (a CJK character is 3 bytes, an emoji 4), never more.
+ */
 export function promptTokenBound(messages: readonly ChatTurn[]): number {
-  return messages.reduce((n, m) => n + m.content.length + 16, 64);
+  return messages.reduce((n, m) => n + Buffer.byteLength(m.content, 'utf8') + 16, 64);
 }
 
 export interface OptimizerCall {

@@ -51,6 +51,18 @@ export async function search(d: SearchDeps): Promise<void> {
   const texts = (c: CandidateRecord) => Object.fromEntries(comps.map((k) => [k.name, d.text(c.prompts[k.name]!)]));
   const asCandidate = (c: CandidateRecord): Candidate => ({ id: c.id, texts: texts(c), parents: c.parents, edited: c.edited, critique: c.critique });
   const byId = (id: string) => state.candidates.find((c) => c.id === id)!;
+  const textKey = (t: Record<string, string>) => JSON.stringify(comps.map((k) => t[k.name]));
+  const valMean = (c: CandidateRecord) => meanScore(new Map(Object.entries(c.val!)));
+  /** Front pairs whose merge is a team not validated yet (an ancestor and its descendant, or the same changes, give none). */
+  const mergeable = (frontIds: string[]) => {
+    const pool = new Map(state.candidates.map((c) => [c.id, asCandidate(c)]));
+    const validated = new Set(state.candidates.filter((c) => c.val).map((c) => textKey(pool.get(c.id)!.texts)));
+    return frontIds.flatMap((a, i) => frontIds.slice(i + 1).flatMap((b) => {
+      const anc = commonAncestor(pool, a, b);
+      const texts = anc && mergeTexts(pool.get(a)!, pool.get(b)!, anc, valMean(byId(a)) >= valMean(byId(b)));
+      return texts && !validated.has(textKey(texts)) ? [{ a, b, texts }] : [];
+    }));
+  };
   while (state.step < d.rounds && !state.done) {
     if (d.interrupted.aborted) return;
     if (d.signal.aborted) {
@@ -62,13 +74,15 @@ export async function search(d: SearchDeps): Promise<void> {
     const rng = Rng.fromKey(`apo:${d.seed}:${state.step}`);
     const { front, bestMean } = frontOf(state);
     const frontIds = [...front.wins.keys()];
-    const merge = d.mergeEvery > 0 && (state.step + 1) % d.mergeEvery === 0 && frontIds.length >= 2;
-    const p: ProposalRecord = merge ? await mergeStep() : await reflectStep();
+    const pairs = d.mergeEvery > 0 && (state.step + 1) % d.mergeEvery === 0 ? mergeable(frontIds) : [];
+    let p: ProposalRecord = pairs.length ? await mergeStep() : await reflectStep();
+    // An interrupted step is dropped (it runs again on resume): what it could not finish is no budget's end.
+    if (d.interrupted.aborted) return;
     if (p.outcome === 'budget') {
+      if (d.signal.aborted) p = { ...p, detail: 'wall-time budget spent' };
       state.done = true;
       state.stopReason = p.detail;
     }
-    if (d.interrupted.aborted) return;
     if (d.signal.aborted && !state.done) {
       state.done = true;
       state.stopReason = 'wall-time budget spent';
@@ -80,16 +94,9 @@ export async function search(d: SearchDeps): Promise<void> {
     d.onStep?.(p, { best: after.front.best, bestMean: after.bestMean, size: after.front.wins.size });
 
     async function mergeStep(): Promise<ProposalRecord> {
-      const a = frontIds[rng.int(0, frontIds.length - 1)]!;
-      const rest = frontIds.filter((x) => x !== a);
-      const b = rest[rng.int(0, rest.length - 1)]!;
+      const { a, b, texts: merged } = pairs[rng.int(0, pairs.length - 1)]!;
       const base: ProposalRecord = { step: state.step, kind: 'merge', parents: [a, b], component: null, outcome: 'no_merge', detail: '', candidate: null, optimizerTokens: 0 };
-      const pool = new Map(state.candidates.map((c) => [c.id, asCandidate(c)]));
-      const anc = commonAncestor(pool, a, b);
-      const [ca, cb] = [byId(a), byId(b)];
-      const merged = anc && mergeTexts(pool.get(a)!, pool.get(b)!, anc, meanScore(new Map(Object.entries(ca.val!))) >= meanScore(new Map(Object.entries(cb.val!))));
-      if (!merged) return { ...base, detail: 'the two candidates share every change' };
-      const child = d.create({ parents: [a, b], edited: null, critique: `merge of ${a} and ${b}`, texts: merged, parentPrompts: ca.prompts });
+      const child = d.create({ parents: [a, b], edited: null, critique: `merge of ${a} and ${b}`, texts: merged, parentPrompts: byId(a).prompts });
       return { ...base, ...(await validate(child)) };
     }
 
@@ -112,16 +119,26 @@ export async function search(d: SearchDeps): Promise<void> {
       const messages = advice ? adviceMessages(comp, current, low.map((x) => x.v), high.map((x) => x.v))
         : reflectionMessages(comp, current, why, low.map((x) => x.v), high.map((x) => x.v), d.maxPromptChars);
       const withBlame = { ...base, component, blame: Object.fromEntries(blames.map((b) => [b.component, b.score])) };
+      const spentBefore = state.spent.optimizerTokens;
       const call = await callOptimizer({
         ...d.optimizer, ...(advice ? { maxTokens: Math.min(d.optimizer.maxTokens, 128) } : {}), messages, seed: d.seed * 7919 + state.step, left: state.budget.optimizerTokens - state.spent.optimizerTokens, signal: d.signal,
         claim: (w) => { state.inFlightTokens = w; d.save(); },
         settle: (used) => { state.inFlightTokens = 0; state.spent.optimizerTokens += used; },
+      }).catch((err: unknown) => {
+        // The wall-time budget ran out during the call (counted at its worst case); an interruption goes up.
+        if (d.signal.aborted && !d.interrupted.aborted) return { wallTime: true as const };
+        throw err;
       });
+      if ('wallTime' in call) return { ...withBlame, optimizerTokens: state.spent.optimizerTokens - spentBefore, detail: 'wall-time budget spent' };
       if ('outOfBudget' in call) return { ...withBlame, detail: 'optimizer token budget spent' };
       const parsed = (advice ? parseAdvice : parseProposal)(call.content, current, d.maxPromptChars);
       const done = { ...withBlame, optimizerTokens: call.tokens };
       if ('refused' in parsed) return { ...done, outcome: 'refused', detail: parsed.refused };
-      const child = d.create({ parents: [parent.id], edited: component, critique: parsed.critique, texts: { ...texts(parent), [component]: parsed.prompt }, parentPrompts: parent.prompts });
+      const proposed = { ...texts(parent), [component]: parsed.prompt };
+      // A team already validated would only join the front again under another name.
+      const known = state.candidates.find((c) => c.val && textKey(texts(c)) === textKey(proposed));
+      if (known) return { ...done, outcome: 'refused', detail: `the same prompts as ${known.id}` };
+      const child = d.create({ parents: [parent.id], edited: component, critique: parsed.critique, texts: proposed, parentPrompts: parent.prompts });
       const childScores = await d.score(child, mb);
       if (!childScores) return { ...done, candidate: child.id, detail: 'budget spent while scoring the child on the minibatch' };
       const [pm, cm] = [mean([...parentScores.values()].map((r) => value(state.metric, r))), mean([...childScores.values()].map((r) => value(state.metric, r)))];

@@ -141,8 +141,9 @@ describe('the optimizer\'s proposal', () => {
     expect(parseProposal('Critique.\n<prompt>\nYou check sums twice.', current, 100)).toEqual({ critique: 'Critique.', prompt: 'You check sums twice.' });
   });
 
-  it('refuses a reply without a prompt, an empty, too long, unchanged one, or one with the orchestration\'s markup', () => {
-    expect(parseProposal('I would change nothing.', current, 100)).toEqual({ refused: 'no_prompt' });
+  it('takes an unmarked reply whole (as GEPA does); refuses an empty, too long, unchanged one, or one with the orchestration\'s markup', () => {
+    expect(parseProposal('Always show the working.', current, 100)).toEqual({ critique: '', prompt: 'Always show the working.' });
+    expect(parseProposal('x'.repeat(101), current, 100)).toEqual({ refused: 'too_long' });
     expect(parseProposal('<prompt>\n  \n</prompt>', current, 100)).toEqual({ refused: 'empty' });
     expect(parseProposal(`<prompt>${'x'.repeat(101)}</prompt>`, current, 100)).toEqual({ refused: 'too_long' });
     expect(parseProposal(`<prompt>${'x'.repeat(100)}</prompt>`, current, 100)).toMatchObject({ prompt: 'x'.repeat(100) });

@@ -5,7 +5,7 @@ import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
-import { UserError } from '../../errors.js';
+import { InterruptedError, UserError } from '../../errors.js';
 import { apoStepLine, renderApo } from './train-apo-render.js';
 
 interface TrainFlags {
@@ -38,7 +38,9 @@ export const registerTrain: Register = (program, ctx) => {
         const r = await withInterrupt(ui, 'stopping: the step in progress is dropped; resume with `massgen-rl train --algo apo --resume`', (signal) => trainApo(rt, {
           resume: flags.resume, signal, onStage: (m) => ui.info(m), onStep: (p, f, spent) => ui.info(apoStepLine(p, f, spent, rt.config.apo)),
         }));
-        return renderApo(ui, r);
+        renderApo(ui, r);
+        if (r.status === 'cancelled') throw new InterruptedError(`prompt optimization interrupted after ${r.proposals.length} proposal(s); resume with \`massgen-rl train --algo apo --resume\``);
+        return;
       }
       const { train } = await import('../../pipeline/train.js');
       const rt = await runtime();

@@ -104,6 +104,8 @@ export async function search(d: SearchDeps): Promise<void> {
       const parent = byId(drawParent(front, rng));
       const mb = rng.shuffle([...(state.poolTasks.length >= d.minibatch ? state.poolTasks : state.valTasks)]).slice(0, d.minibatch);
       const base: ProposalRecord = { step: state.step, kind: 'reflect', parents: [parent.id], component: null, outcome: 'budget', detail: '', candidate: null, optimizerTokens: 0 };
+      // No rollouts on a proposal the optimizer budget cannot pay for (the call needs at least its template and 64 tokens).
+      if (state.budget.optimizerTokens - state.spent.optimizerTokens < 128 + Math.min(d.optimizer.maxTokens, 64)) return { ...base, detail: 'optimizer token budget spent' };
       const parentScores = await d.score(parent, mb);
       if (!parentScores) return { ...base, detail: 'budget spent while scoring the parent on the minibatch' };
       const views = [...parentScores.values()].map((r) => ({ r, v: d.view(r) })).filter((x) => x.v) as { r: EvalResult; v: RolloutView }[];

@@ -132,3 +132,23 @@ describe('kill -9 in the middle of train --algo apo', () => {
     expect(measuredTwice(p.load())).toEqual([]);
   }, 120_000);
 });
+
+describe('Ctrl-C in the middle of train --algo apo', () => {
+  it('stops cleanly with exit 130, says how to resume, and --resume finishes the same run', async () => {
+    server = await startScriptedServer(apoScript({ delayMs: () => 50 }));
+    const p = apoProject(server.baseUrl, APO);
+    const storePath = path.join(p.dir, '.massgen-rl', 'store.sqlite');
+    const child = cli(p.dir, ['train', '--algo', 'apo']);
+    await until('the first apo rollouts', child, () => apoRollouts(storePath, 'completed') >= 2);
+    child.kill('SIGINT');
+    const stopped = await child;
+    expect(stopped.exitCode).toBe(130);
+    expect(String(stopped.stderr)).toMatch(/prompt optimization interrupted after \d+ proposal\(s\); resume with `massgen-rl train --algo apo --resume`/);
+    const resumed = await cli(p.dir, ['train', '--algo', 'apo', '--resume', '--json']);
+    expect(resumed.exitCode).toBe(0);
+    const r = JSON.parse(String(resumed.stdout)) as ApoResult;
+    expect(r.status).toBe('completed');
+    expect(r.spent.rollouts).toBeLessThanOrEqual(BUDGET.rollouts);
+    expect(measuredTwice(p.load())).toEqual([]);
+  }, 120_000);
+});

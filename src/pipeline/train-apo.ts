@@ -1,7 +1,7 @@
 import { UserError } from '../errors.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
 import { rolloutView } from '../rollouts/rollout-view.js';
-import { scoreBatch, scoreKey } from '../rollouts/score-batch.js';
+import { scoreBatch } from '../rollouts/score-batch.js';
 import { checkTeamInputs, setupTeam, type TeamSetup } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ResourceSet } from '../store/index.js';
@@ -10,7 +10,7 @@ import { tasksForRun } from '../tasks/for-run.js';
 import type { Task } from '../tasks/types.js';
 import { createToolRunner } from '../tools/runner.js';
 import { components, materialize, servedPrompt } from './apo/components.js';
-import { frontOf, search } from './apo/search.js';
+import { frontOf, search, valScores } from './apo/search.js';
 import type { ApoState, CandidateRecord, ProposalRecord } from './apo/state.js';
 import { findApoRun, newApoState } from './apo/run.js';
 import { summarize, type ApoResult } from './apo/summary.js';
@@ -63,7 +63,8 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
   }
   opts.onRunStart?.(runId);
   const base = store.sets.get(state.baseSet)!;
-  const byId = new Map<string, Task>(tasks.map((t) => [t.id, t]));
+  // Hashed once: every candidate is scored on these tasks.
+  const byId = new Map<string, { task: Task; hash: string }>(tasks.map((t) => [t.id, { task: t, hash: taskHash(t) }]));
   const missing = [...state.valTasks, ...state.poolTasks].filter((id) => !byId.has(id));
   if (missing.length) throw new UserError(`run ${runId} was started on tasks the config no longer yields (${missing.slice(0, 3).join(', ')}…)`, 'resume it with the config it was started with, or start a new run');
   store.tasks.upsertMany(tasks);
@@ -89,13 +90,12 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
   const score = async (c: CandidateRecord, ids: readonly string[]) => {
     const set = store.sets.get(c.setId)!;
     const r = await scoreBatch({
-      store, config, tools, setup: await team(set), tasks: ids.map((id) => ({ task: byId.get(id)!, hash: taskHash(byId.get(id)!) })), seeds: state.seeds,
+      store, config, tools, setup: await team(set), tasks: ids.map((id) => byId.get(id)!), seeds: state.seeds,
       settingsHash: settings, evalRunId: state.evalRunId, concurrency: a.concurrency ?? config.collect.concurrency, signal,
       claim: () => rolloutsSpent < state.budget.rollouts && ++rolloutsSpent > 0, metadata: { apo_run: runId, apo_candidate: c.id },
     });
-    if (!r.complete) return null;
     // Keyed by task id and seed, the same on every candidate.
-    return new Map(ids.flatMap((id) => state.seeds.map((seed) => [`${id}:${seed}`, r.results.get(scoreKey(taskHash(byId.get(id)!), seed))!] as const)));
+    return r.complete ? r.results : null;
   };
   const spent = () => ({ rollouts: rolloutsSpent, optimizerTokens: state.spent.optimizerTokens + state.inFlightTokens, wallMs: wallBefore + (Date.now() - started) });
   try {
@@ -103,17 +103,17 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
     if (!seed.val) {
       opts.onStage?.(`scoring the current prompts on ${state.valTasks.length} validation task(s) × ${state.seeds.length} seed(s)`);
       const scores = await score(seed, state.valTasks);
-      if (scores) seed.val = Object.fromEntries([...scores].map(([k, r]) => [k, state.metric === 'success' ? (r.success ?? 0) : (r.reward ?? 0)]));
+      if (scores) seed.val = valScores(state.metric, scores);
       else if (!interrupted.aborted) Object.assign(state, { done: true, stopReason: signal.aborted ? 'wall-time budget spent' : 'budget spent while scoring the current prompts' });
       save();
     }
     const client = await rt.client(optimizerModel, { logprobs: false });
-    const local = rt.model(optimizerModel).local;
-    const edit = a.edit === 'auto' ? (local?.weights.startsWith('builtin:') ? 'advice' : 'rewrite') : a.edit;
+    const optimizer = rt.model(optimizerModel);
+    const edit = a.edit === 'auto' ? (optimizer.local?.weights.startsWith('builtin:') ? 'advice' : 'rewrite') : a.edit;
     await search({
       store, state, seed: a.seed, edit, rounds: a.rounds, minibatch: a.minibatch, examples: a.examples, mergeEvery: a.merge_every, maxPromptChars: a.max_prompt_chars,
-      optimizer: { client, model: rt.model(optimizerModel).model, maxTokens: a.max_tokens, temperature: a.temperature }, signal, interrupted, score,
-      view: (r) => (r.rolloutId ? rolloutView(store, r.rolloutId, byId.get(r.taskId)!, config.rewards) : null),
+      optimizer: { client, model: optimizer.model, maxTokens: a.max_tokens, temperature: a.temperature }, signal, interrupted, score,
+      view: (r) => (r.rolloutId ? rolloutView(store, r.rolloutId, byId.get(r.taskId)!.task, config.rewards) : null),
       text: (id) => store.resources.get(id)?.content ?? '',
       create: (input) => {
         const id = `c${state.candidates.length}`;

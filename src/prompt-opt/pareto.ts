@@ -10,11 +10,11 @@ export interface Front {
   best: string | null;
 }
 
-export function meanScore(scores: Map<string, number> | undefined): number {
-  if (!scores || !scores.size) return Number.NEGATIVE_INFINITY;
-  let sum = 0;
-  for (const v of scores.values()) sum += v;
-  return sum / scores.size;
+/** The mean of scores; none (or no table at all) ranks below every score. */
+export function meanScore(scores: Iterable<number> | undefined): number {
+  let [sum, n] = [0, 0];
+  for (const v of scores ?? []) [sum, n] = [sum + v, n + 1];
+  return n ? sum / n : Number.NEGATIVE_INFINITY;
 }
 
 /**
@@ -30,7 +30,7 @@ export function paretoFront(table: ScoreTable, keys: readonly string[]): Front {
     for (const [id, s] of table) if (s.get(key) === top) wins.set(id, [...(wins.get(id) ?? []), key]);
   }
   let best: string | null = null;
-  for (const [id, s] of table) if (best === null || meanScore(s) > meanScore(table.get(best))) best = id;
+  for (const [id, s] of table) if (best === null || meanScore(s.values()) > meanScore(table.get(best)!.values())) best = id;
   if (best !== null && !wins.has(best)) wins.set(best, []);
   // A candidate whose wins are all shared with one that wins a strict superset adds nothing.
   for (const [id, keysWon] of [...wins]) {

@@ -1,24 +1,15 @@
-import type { RLConfig } from '../config/schema.js';
-import type { ToolRunner } from '../orchestrator/types.js';
 import { ResourceSetRepository } from '../store/resource-sets.js';
-import { EVAL_SOURCE } from '../store/rollouts.js';
-import type { EvalResult, Store } from '../store/index.js';
+import type { EvalResult } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
-import { runRollout, type RolloutSummary } from './rollout.js';
+import { measure, type MeasureContext } from './measure.js';
 import type { TeamSetup } from './team.js';
 
-export interface PairedRunInput {
-  store: Store;
-  evalRunId: string;
-  config: RLConfig;
-  tools: ToolRunner;
+export interface PairedRunInput extends MeasureContext {
   baseline: TeamSetup;
   candidate: TeamSetup;
   tasks: { task: Task; hash: string }[];
   seeds: number[];
-  settingsHash: string;
   concurrency: number;
-  signal: AbortSignal;
   onProgress?: (p: PairedProgress) => void;
 }
 
@@ -62,16 +53,11 @@ export async function runPairs(input: PairedRunInput): Promise<PairedResults> {
   const worker = async () => {
     while (next < jobs.length && !input.signal.aborted) {
       const job = jobs[next++]!;
-      const key = { servingHash: ResourceSetRepository.servingHash(job.setup.set.members), taskHash: job.hash, seed: job.seed, settingsHash: input.settingsHash };
-      let result = input.store.evaluations.result(key);
-      if (result) results.reused++;
-      else {
-        const summary = await runRollout(job.task, { store: input.store, runId: null, setup: job.setup, config: input.config, tools: input.tools, signal: input.signal, source: EVAL_SOURCE, seed: job.seed, metadata: { eval_run_id: input.evalRunId, eval_side: job.side } });
-        if (summary.status === 'cancelled') continue;
-        result = toResult({ ...key, setId: job.setup.set.id }, job.task, summary, input.evalRunId);
-        input.store.evaluations.addResult(result);
-        results.measured++;
-      }
+      const m = await measure(input, job.setup, job.task, job.hash, job.seed, { metadata: { eval_side: job.side } });
+      if (!('result' in m)) continue;
+      const { result } = m;
+      if (m.reused) results.reused++;
+      else results.measured++;
       results[job.side].push(result);
       if (same) results.candidate.push(result);
       input.onProgress?.({ done: ++done, total: jobs.length, measured: results.measured, reused: results.reused, last: { side: job.side, taskId: job.task.id, reward: result.reward } });
@@ -80,11 +66,4 @@ export async function runPairs(input: PairedRunInput): Promise<PairedResults> {
   await Promise.all(Array.from({ length: Math.min(input.concurrency, jobs.length) }, worker));
   results.cancelled = input.signal.aborted;
   return results;
-}
-
-function toResult(key: Pick<EvalResult, 'servingHash' | 'setId' | 'taskHash' | 'seed' | 'settingsHash'>, task: Task, s: RolloutSummary, evalRunId: string): EvalResult {
-  return {
-    ...key, taskId: task.id, category: task.category ?? null, rolloutId: s.id, evalRunId, status: s.status,
-    reward: s.reward, success: s.quality, consensus: s.consensus, rounds: s.rounds, tokens: s.tokens, wallMs: s.wallMs,
-  };
 }

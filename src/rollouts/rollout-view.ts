@@ -3,9 +3,7 @@ import type { RolloutView } from '../prompt-opt/index.js';
 import { answerQuality } from '../rewards/index.js';
 import type { Store } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
-import type { NewAnswerPayload, VotePayload } from '../trace/payloads.js';
-
-const topLevel = (payload: unknown) => !(payload as { depth?: number }).depth;
+import { nestedDepth, type NewAnswerPayload, type VotePayload } from '../trace/payloads.js';
 
 /**
  * A stored rollout as prompt optimization reads it: every top-level answer and vote (with its reason)
@@ -16,7 +14,7 @@ export function rolloutView(store: Store, rolloutId: string, task: Task, rewards
   const rollout = store.rollouts.get(rolloutId);
   if (!rollout || rollout.status !== 'completed') return null;
   const quality = (text: string | null) => answerQuality(text, task, rewards)?.value ?? null;
-  const spans = store.spans.list(rolloutId).filter((s) => s.type === 'coordination' && topLevel(s.payload));
+  const spans = store.spans.list(rolloutId).filter((s) => s.type === 'coordination' && nestedDepth(s.payload) === 0);
   const answers = spans.filter((s) => s.name === 'new_answer').map((s) => {
     const p = s.payload as NewAnswerPayload;
     return { agent: s.agent ?? '', label: p.label, content: p.content, quality: quality(p.content) };

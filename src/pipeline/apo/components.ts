@@ -4,14 +4,9 @@ import type { Component } from '../../prompt-opt/index.js';
 import { withPrompt } from '../../resources/sets.js';
 import type { Resource, ResourceSet, Store } from '../../store/index.js';
 
-/** The presenter's prompt (a key under prompts), when the config names one. */
-export function presenterPromptName(config: RLConfig): string | undefined {
-  return config.orchestrator.presenter_prompt;
-}
-
 /** The prompts optimized together (apo.prompts, else every agent's system prompt and the presenter's) with the agents each serves. */
 export function components(config: RLConfig): Component[] {
-  const presenter = presenterPromptName(config);
+  const presenter = config.orchestrator.presenter_prompt;
   const inUse = [...new Set([...config.agents.map((a) => a.system_prompt), ...(presenter ? [presenter] : [])])];
   const names = config.apo.prompts ?? inUse;
   return names.map((name, i) => {

@@ -3,6 +3,7 @@ import {
   adviceMessages, blame, commonAncestor, drawParent, meanScore, mergeTexts, paretoFront, parseAdvice, parseProposal, pickComponent, reflectionMessages,
   type Candidate, type Component, type RolloutView,
 } from '../../prompt-opt/index.js';
+import { valueOf } from '../../evaluation/compare.js';
 import type { EvalResult, Store } from '../../store/index.js';
 import { Rng } from '../../tasks/prng.js';
 import type { ApoState, CandidateRecord, ProposalRecord } from './state.js';
@@ -34,14 +35,18 @@ export interface SearchDeps {
   onStep?(p: ProposalRecord, front: { best: string | null; bestMean: number; size: number }): void;
 }
 
-const value = (metric: ApoState['metric'], r: EvalResult) => (metric === 'success' ? (r.success ?? 0) : (r.reward ?? 0));
-const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+const value = (metric: ApoState['metric'], r: EvalResult) => valueOf(r, metric) ?? 0;
+
+/** A candidate's validation scores (task × seed → the run's metric) from its results. */
+export function valScores(metric: ApoState['metric'], results: ReadonlyMap<string, EvalResult>): Record<string, number> {
+  return Object.fromEntries([...results].map(([k, r]) => [k, value(metric, r)]));
+}
 
 export function frontOf(state: ApoState) {
   const table = new Map(state.candidates.filter((c) => c.val).map((c) => [c.id, new Map(Object.entries(c.val!))]));
   const keys = [...new Set([...table.values()].flatMap((m) => [...m.keys()]))];
   const front = paretoFront(table, keys);
-  return { front, table, bestMean: front.best ? meanScore(table.get(front.best)) : Number.NEGATIVE_INFINITY };
+  return { front, table, bestMean: front.best ? meanScore(table.get(front.best)!.values()) : Number.NEGATIVE_INFINITY };
 }
 
 /** Reflective mutations and merges until the rounds or a budget end; every step is saved before the next. */
@@ -52,7 +57,7 @@ export async function search(d: SearchDeps): Promise<void> {
   const asCandidate = (c: CandidateRecord): Candidate => ({ id: c.id, texts: texts(c), parents: c.parents, edited: c.edited, critique: c.critique });
   const byId = (id: string) => state.candidates.find((c) => c.id === id)!;
   const textKey = (t: Record<string, string>) => JSON.stringify(comps.map((k) => t[k.name]));
-  const valMean = (c: CandidateRecord) => meanScore(new Map(Object.entries(c.val!)));
+  const valMean = (c: CandidateRecord) => meanScore(Object.values(c.val!));
   /** Front pairs whose merge is a team not validated yet (an ancestor and its descendant, or the same changes, give none). */
   const mergeable = (frontIds: string[]) => {
     const pool = new Map(state.candidates.map((c) => [c.id, asCandidate(c)]));
@@ -143,7 +148,7 @@ export async function search(d: SearchDeps): Promise<void> {
       const child = d.create({ parents: [parent.id], edited: component, critique: parsed.critique, texts: proposed, parentPrompts: parent.prompts });
       const childScores = await d.score(child, mb);
       if (!childScores) return { ...done, candidate: child.id, detail: 'budget spent while scoring the child on the minibatch' };
-      const [pm, cm] = [mean([...parentScores.values()].map((r) => value(state.metric, r))), mean([...childScores.values()].map((r) => value(state.metric, r)))];
+      const [pm, cm] = [parentScores, childScores].map((scores) => meanScore([...scores.values()].map((r) => value(state.metric, r)))) as [number, number];
       const mbRecord = { ...done, candidate: child.id, minibatch: { parent: pm, child: cm } };
       if (!(cm > pm)) return { ...mbRecord, outcome: 'rejected', detail: `minibatch ${cm.toFixed(3)} ≤ parent ${pm.toFixed(3)}` };
       return { ...mbRecord, ...(await validate(child)) };
@@ -152,8 +157,8 @@ export async function search(d: SearchDeps): Promise<void> {
     async function validate(child: CandidateRecord): Promise<Pick<ProposalRecord, 'outcome' | 'detail' | 'candidate'>> {
       const scores = await d.score(child, state.valTasks);
       if (!scores) return { outcome: 'budget', detail: 'budget spent while scoring on the validation batch', candidate: child.id };
-      child.val = Object.fromEntries([...scores].map(([k, r]) => [k, value(state.metric, r)]));
-      const m = mean(Object.values(child.val));
+      child.val = valScores(state.metric, scores);
+      const m = meanScore(Object.values(child.val));
       return { outcome: 'accepted', detail: `validation ${m.toFixed(3)} (best before ${bestMean.toFixed(3)})`, candidate: child.id };
     }
   }

@@ -33,7 +33,7 @@ export interface ApoResult {
  * annotated with their scores per task and the run finished with the best set as its candidate.
  */
 export function summarize(store: Store, runId: string, state: ApoState, f: { front: Front }, spent: ApoResult['spent'], status: ApoResult['status']): ApoResult {
-  const mean = (val: Record<string, number> | undefined) => (val ? meanScore(new Map(Object.entries(val))) : null);
+  const mean = (val: Record<string, number> | undefined) => (val ? meanScore(Object.values(val)) : null);
   const candidates = state.candidates.map((c) => ({
     id: c.id, parents: c.parents, edited: c.edited, valMean: mean(c.val), onFront: f.front.wins.has(c.id),
     prompts: Object.values(c.prompts).map((id) => store.resources.get(id)!).map((r) => ({ name: r.name, version: r.version })),

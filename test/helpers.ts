@@ -75,3 +75,10 @@ export function pidAlive(pid: number): boolean {
     return false;
   }
 }
+
+/** The better-sqlite3 handle under a SQLite store, for pragmas and other SQLite-only checks. */
+export function sqliteOf(store: { db: unknown }): import('better-sqlite3').Database {
+  const db = store.db as { dialect?: string; native?: import('better-sqlite3').Database };
+  if (db.dialect !== 'sqlite' || !db.native) throw new Error('not a SQLite store');
+  return db.native;
+}

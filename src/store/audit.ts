@@ -28,9 +28,10 @@ export class AuditRepository {
 
   add(input: AuditInput): number {
     const actor = `${os.userInfo().username}@${os.hostname()} (pid ${process.pid})`;
-    return Number(this.db.prepare(`INSERT INTO audit (action, trigger, actor, before_set, after_set, eval_run_id, reason, detail, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(input.action, input.trigger, actor, input.beforeSet, input.afterSet, input.evalRunId ?? null,
-      this.redactor.scrubOptional(input.reason ?? null), this.redactor.json(input.detail ?? {}), Date.now()).lastInsertRowid);
+    const row = this.db.prepare(`INSERT INTO audit (action, trigger, actor, before_set, after_set, eval_run_id, reason, detail, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`).get(input.action, input.trigger, actor, input.beforeSet, input.afterSet, input.evalRunId ?? null,
+      this.redactor.scrubOptional(input.reason ?? null), this.redactor.json(input.detail ?? {}), Date.now()) as { id: number };
+    return row.id;
   }
 
   list(opts: { limit?: number; actions?: AuditAction[] } = {}): AuditRecord[] {

@@ -1,5 +1,6 @@
 import { UserError } from '../errors.js';
 import type { Db } from './database.js';
+import { SqliteDb } from './sqlite-db.js';
 
 /** How long one attempt waits for the lock inside SQLite (which blocks the event loop) before retrying later. */
 export const BRIEF_WAIT_MS = 100;
@@ -18,20 +19,24 @@ export class StoreBusyError extends UserError {
   }
 }
 
-/** SQLITE_BUSY (another connection holds the lock) or SQLITE_LOCKED, with their extended codes. */
+/**
+ * SQLITE_BUSY (another connection holds the lock) or SQLITE_LOCKED, with their extended codes; on
+ * PostgreSQL a lock wait past lock_timeout (55P03), a deadlock (40P01) or a serialization failure (40001).
+ */
 export function isBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
+  return typeof code === 'string' && (/^SQLITE_(BUSY|LOCKED)/.test(code) || code === '55P03' || code === '40P01' || code === '40001');
 }
 
 /** fn with SQLite's busy wait cut to a moment: the caller retries later, and the event loop keeps running meanwhile. */
 export function briefly<T>(db: Db, fn: () => T): T {
-  const usual = db.pragma('busy_timeout', { simple: true }) as number;
-  db.pragma(`busy_timeout = ${Math.min(usual, BRIEF_WAIT_MS)}`);
+  if (!(db instanceof SqliteDb)) return fn();
+  const usual = db.native.pragma('busy_timeout', { simple: true }) as number;
+  db.native.pragma(`busy_timeout = ${Math.min(usual, BRIEF_WAIT_MS)}`);
   try {
     return fn();
   } finally {
-    db.pragma(`busy_timeout = ${usual}`);
+    db.native.pragma(`busy_timeout = ${usual}`);
   }
 }
 

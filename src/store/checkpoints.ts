@@ -2,6 +2,7 @@ import { UserError } from '../errors.js';
 import { newId } from '../util/ids.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
+import { jsonSetNumber, jsonText, NO_LIMIT } from './sql.js';
 
 export interface CheckpointInput {
   /** Chosen up front when the weight resource must name the checkpoint in the same transaction. */
@@ -84,7 +85,7 @@ export class CheckpointRepository {
       params.push(value);
     }
     const rows = this.db.prepare(`${SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY c.rowid DESC LIMIT ?`)
-      .all(...params, filter.limit ?? -1) as Raw[];
+      .all(...params, filter.limit ?? NO_LIMIT) as Raw[];
     return rows.map(toCheckpoint);
   }
 
@@ -135,7 +136,7 @@ export class CheckpointRepository {
   /** Whether anything left in the store still points at these files (a fork, another resource). */
   pathInUse(path: string): boolean {
     return Boolean(this.db.prepare(`SELECT 1 FROM checkpoints WHERE path = ? UNION ALL
-      SELECT 1 FROM resources WHERE path = ? AND json_extract(metadata, '$.pruned_at') IS NULL LIMIT 1`).get(path, path));
+      SELECT 1 FROM resources WHERE path = ? AND ${jsonText(this.db, 'metadata', 'pruned_at')} IS NULL LIMIT 1`).get(path, path));
   }
 
   private dropResource(resourceId: string): void {
@@ -145,7 +146,7 @@ export class CheckpointRepository {
       UNION ALL SELECT 1 FROM resources WHERE parent_id = @id
       UNION ALL SELECT 1 FROM checkpoints WHERE resource_id = @id LIMIT 1`).get({ id: resourceId });
     if (!referenced) this.db.prepare('DELETE FROM resources WHERE id = ?').run(resourceId);
-    else this.db.prepare(`UPDATE resources SET metadata = json_set(metadata, '$.pruned_at', ?) WHERE id = ?`).run(Date.now(), resourceId);
+    else this.db.prepare(`UPDATE resources SET metadata = ${jsonSetNumber(this.db, 'metadata', 'pruned_at')} WHERE id = ?`).run(Date.now(), resourceId);
   }
 }
 

@@ -3,8 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UserError, errorMessage } from '../errors.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations.js';
+import type { SqlDb } from './sql.js';
+import { SqliteDb } from './sqlite-db.js';
 
-export type Db = Database.Database;
+export type Db = SqlDb;
 
 export interface OpenOptions {
   busyTimeoutMs?: number;
@@ -15,13 +17,13 @@ export interface OpenOptions {
 const SQLITE_HEADER = 'SQLite format 3\0';
 
 /** Opens (creating if needed) a store file: checks it is ours, sets pragmas, applies migrations. */
-export function openDatabase(file: string, opts: OpenOptions = {}): Db {
+export function openSqlite(file: string, opts: OpenOptions = {}): SqliteDb {
   const exists = checkExistingFile(file);
   if (!exists && opts.mustExist) {
     throw new UserError(`no store at ${file} yet`, 'run `massgen-rl doctor --fix` or `massgen-rl collect` first');
   }
   if (!exists) ensureDir(path.dirname(file));
-  let db: Db;
+  let db: Database.Database;
   try {
     db = new Database(file);
   } catch (err) {
@@ -40,7 +42,7 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Db {
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     migrate(db);
-    return db;
+    return new SqliteDb(db, file);
   } catch (err) {
     db.close();
     if (err instanceof UserError) throw err;
@@ -52,7 +54,7 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Db {
   }
 }
 
-function migrate(db: Db): void {
+function migrate(db: Database.Database): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
   const pending = () => {
     const applied = new Set((db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]));

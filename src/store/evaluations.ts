@@ -83,8 +83,9 @@ export class EvaluationRepository {
 
   /** Records a measured result (the first one for a key stays: a result is measured once). */
   addResult(r: EvalResult): void {
-    this.db.prepare(`INSERT OR IGNORE INTO eval_results (serving_hash, set_id, task_hash, seed, settings_hash, task_id, category, rollout_id, eval_run_id,
-      status, reward, success, consensus, rounds, tokens, wall_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+    this.db.prepare(`INSERT INTO eval_results (serving_hash, set_id, task_hash, seed, settings_hash, task_id, category, rollout_id, eval_run_id,
+      status, reward, success, consensus, rounds, tokens, wall_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT DO NOTHING`)
       .run(r.servingHash, r.setId, r.taskHash, r.seed, r.settingsHash, r.taskId, r.category, r.rolloutId, r.evalRunId, r.status, r.reward, r.success,
         r.consensus ? 1 : 0, r.rounds, r.tokens, r.wallMs, Date.now());
   }

@@ -1,13 +1,13 @@
-import type Database from 'better-sqlite3';
 import type { Db } from './database.js';
+import type { SqlStatement } from './sql.js';
 
 /** A query with one `IN (?)` list, prepared once per list length (a full page and a last, shorter one). */
 export function inListQuery(db: Db, sql: string, raw: boolean): (ids: string[]) => unknown[] {
-  const prepared = new Map<number, Database.Statement<string[]>>();
+  const prepared = new Map<number, SqlStatement>();
   return (ids) => {
     let stmt = prepared.get(ids.length);
     if (!stmt) {
-      stmt = db.prepare<string[]>(sql.replace('IN (?)', `IN (${ids.map(() => '?').join(',')})`)).raw(raw);
+      stmt = db.prepare(sql.replace('IN (?)', `IN (${ids.map(() => '?').join(',')})`)).raw(raw);
       prepared.set(ids.length, stmt);
     }
     return stmt.all(...ids);

@@ -8,23 +8,22 @@ interface RewardRaw {
 }
 
 export class RewardRepository {
-  private readonly insertAll: { immediate(rolloutId: string, rewards: readonly RewardInput[]): void };
+  private readonly insertAll: (rolloutId: string, rewards: readonly RewardInput[]) => void;
 
   constructor(private readonly db: Db, private readonly redactor: Redactor) {
     const insert = db.prepare(`INSERT INTO rewards (rollout_id, channel, family, value, reason, agent, target_seq, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
-    // Wrapped once: better-sqlite3 builds four functions per db.transaction() call.
-    this.insertAll = db.transaction((rolloutId: string, rewards: readonly RewardInput[]) => {
+    this.insertAll = (rolloutId: string, rewards: readonly RewardInput[]) => {
       const now = Date.now();
       for (const r of rewards) {
         if (!Number.isFinite(r.value)) throw new Error(`reward ${r.family}/${r.channel} is not a finite number: ${r.value}`);
         insert.run(rolloutId, r.channel, r.family, r.value, this.redactor.scrubOptional(r.reason), r.agent ?? null, r.targetSeq ?? null, now);
       }
-    });
+    };
   }
 
   add(rolloutId: string, rewards: readonly RewardInput[]): void {
-    this.insertAll.immediate(rolloutId, rewards);
+    this.db.append(() => this.insertAll(rolloutId, rewards));
   }
 
   list(rolloutId: string): Reward[] {

@@ -2,6 +2,7 @@ import { newId } from '../util/ids.js';
 import type { Db } from './database.js';
 import { HOST } from './process-owner.js';
 import type { Redactor } from './redact.js';
+import { jsonFlag, jsonText, NO_LIMIT } from './sql.js';
 import type { Rollout, RolloutFilter, RolloutFinish, RolloutStart, RunStatus } from './types.js';
 
 interface RolloutRaw {
@@ -54,10 +55,11 @@ export class RolloutRepository {
    * at or after `after` and before `before`; with `last`, only the newest that many.
    */
   setRewards(setId: string, opts: { after?: number; before?: number; last?: number; canary?: boolean } = {}): number[] {
-    const canary = opts.canary === undefined ? '' : ` AND COALESCE(json_extract(metadata, '$.canary'), 0) = ${opts.canary ? 1 : 0}`;
+    const flag = jsonFlag(this.db, 'metadata', 'canary');
+    const canary = opts.canary === undefined ? '' : ` AND ${opts.canary ? flag : `NOT (${flag})`}`;
     const rows = this.db.prepare(`SELECT total_reward FROM rollouts WHERE resource_set_id = ? AND source = 'collect' AND status = 'completed'
       AND total_reward IS NOT NULL AND started_at >= ? AND started_at < ?${canary} ORDER BY num DESC LIMIT ?`)
-      .pluck().all(setId, opts.after ?? 0, opts.before ?? Number.MAX_SAFE_INTEGER, opts.last ?? -1) as number[];
+      .pluck().all(setId, opts.after ?? 0, opts.before ?? Number.MAX_SAFE_INTEGER, opts.last ?? NO_LIMIT) as number[];
     return rows.reverse();
   }
 
@@ -81,7 +83,7 @@ export class RolloutRepository {
 
   list(filter: RolloutFilter = {}): Rollout[] {
     const { where, params } = whereClause(filter);
-    const limit = filter.limit ?? -1;
+    const limit = filter.limit ?? NO_LIMIT;
     const rows = this.db
       .prepare(`SELECT * FROM rollouts ${where} ORDER BY num DESC LIMIT ? OFFSET ?`)
       .all(...params, limit, filter.offset ?? 0) as RolloutRaw[];
@@ -90,8 +92,7 @@ export class RolloutRepository {
 
   /** Rollouts whose metadata has this top-level key with this string value (e.g. the prompt-optimization run that ran them). */
   countTagged(key: string, value: string): number {
-    if (!/^[a-z_]+$/.test(key)) throw new Error(`bad metadata key ${key}`);
-    return this.db.prepare(`SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.${key}') = ?`).pluck().get(value) as number;
+    return this.db.prepare(`SELECT COUNT(*) FROM rollouts WHERE ${jsonText(this.db, 'metadata', key)} = ?`).pluck().get(value) as number;
   }
 
   count(filter: RolloutFilter = {}): number {

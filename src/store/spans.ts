@@ -1,6 +1,7 @@
 import { backoffMs, briefly, isBusy } from './busy.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
+import { jsonText } from './sql.js';
 import type { Span, SpanInput, SpanType } from './types.js';
 
 interface SpanRowRaw {
@@ -22,14 +23,14 @@ export class SpanRepository {
   private readonly insert;
   private readonly maxSeq;
   private readonly listStmt;
-  private readonly insertAll: { immediate(rows: readonly unknown[][], open?: () => void): void };
+  private readonly insertAll: (rows: readonly unknown[][], open?: () => void) => void;
 
   constructor(private readonly db: Db, private readonly redactor: Redactor) {
     this.insert = db.prepare(INSERT);
-    this.insertAll = db.transaction((rows: readonly unknown[][], open?: () => void) => {
+    this.insertAll = (rows: readonly unknown[][], open?: () => void) => {
       open?.();
       for (const row of rows) this.insert.run(row);
-    });
+    };
     this.maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) FROM spans WHERE rollout_id = ?').pluck();
     this.listStmt = db.prepare('SELECT * FROM spans WHERE rollout_id = ? ORDER BY seq');
   }
@@ -55,7 +56,7 @@ export class SpanRepository {
 
   /** @internal used by SpanWriter: one IMMEDIATE transaction per batch, so a crash never half-writes. */
   writeBatch(rows: readonly unknown[][], open?: () => void): void {
-    this.insertAll.immediate(rows, open);
+    this.db.append(() => this.insertAll(rows, open));
   }
 
   /** @internal used by SpanWriter for flushes nobody waits for: a locked store is retried later instead of waited for. */
@@ -87,7 +88,7 @@ export class SpanRepository {
     const rows = this.db.prepare(`SELECT s.rollout_id, r.num, s.seq, s.payload, r.total_reward, r.tokens,
         (SELECT MAX(value) FROM rewards w WHERE w.rollout_id = r.id AND w.channel = 'rollout' AND w.family IN ('exact', 'numeric')) AS verified
       FROM spans s JOIN rollouts r ON r.id = s.rollout_id
-      WHERE s.type = 'coordination' AND s.name = 'policy_decision' AND json_extract(s.payload, '$.policy') = ?
+      WHERE s.type = 'coordination' AND s.name = 'policy_decision' AND ${jsonText(this.db, 's.payload', 'policy')} = ?
         AND r.status = 'completed' AND r.source <> 'eval'
       ORDER BY r.num, s.seq`).all(policy) as { rollout_id: string; num: number; seq: number; payload: string; total_reward: number | null; tokens: number; verified: number | null }[];
     return rows.map((r) => ({ rolloutId: r.rollout_id, rolloutNum: r.num, seq: r.seq, payload: JSON.parse(r.payload) as unknown, totalReward: r.total_reward, tokens: r.tokens, verified: r.verified }));

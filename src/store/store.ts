@@ -3,9 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs, briefly, BusyClock, isBusy, PATIENCE_FACTOR } from './busy.js';
 import { AuditRepository } from './audit.js';
 import { CheckpointRepository } from './checkpoints.js';
-import { openDatabase, type Db, type OpenOptions } from './database.js';
+import { openSqlite, type Db, type OpenOptions } from './database.js';
 import { EvaluationRepository } from './evaluations.js';
 import { LockRepository } from './locks.js';
+import { isPostgresUrl, openPostgres } from './postgres/open.js';
 import { recoverOrphans } from './process-owner.js';
 import { Redactor } from './redact.js';
 import { ResourceSetRepository } from './resource-sets.js';
@@ -18,12 +19,15 @@ import { TaskRepository } from './tasks.js';
 import { TrainingMetricsRepository } from './training-metrics.js';
 
 export interface StoreOptions extends OpenOptions {
+  /** A SQLite file, or a postgres:// URL (its password from the environment variable passwordEnv). */
   path: string;
+  passwordEnv?: string;
   redactor?: Redactor;
 }
 
 export interface StoreStats {
   path: string;
+  backend: 'sqlite' | 'postgres';
   bytes: number;
   schemaVersion: number;
   counts: Record<string, number>;
@@ -80,8 +84,8 @@ export class Store {
     const busyTimeoutMs = opts.busyTimeoutMs ?? 15_000;
     let db: Db | undefined;
     try {
-      db = openDatabase(opts.path, opts);
-      return new Store(opts.path, db, opts.redactor ?? Redactor.none(), busyTimeoutMs);
+      db = isPostgresUrl(opts.path) ? openPostgres(opts.path, opts) : openSqlite(opts.path, opts);
+      return new Store(db.location, db, opts.redactor ?? Redactor.none(), busyTimeoutMs);
     } catch (err) {
       if (db?.open) db.close();
       throw isBusy(err) ? new BusyClock(opts.path, busyTimeoutMs).error(busyTimeoutMs) : err;
@@ -117,17 +121,19 @@ export class Store {
       COUNTED.map((t) => [t, this.db.prepare(`SELECT COUNT(*) FROM ${t}`).pluck().get() as number]),
     );
     const byStatus = this.db.prepare('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as { status: string; n: number }[];
+    const pg = this.db.dialect === 'postgres';
     return {
       path: this.path,
-      bytes: fileSize(this.path) + fileSize(`${this.path}-wal`),
-      schemaVersion: this.db.pragma('user_version', { simple: true }) as number,
+      backend: this.db.dialect,
+      bytes: pg ? (this.db.prepare('SELECT pg_database_size(current_database())').pluck().get() as number) : fileSize(this.path) + fileSize(`${this.path}-wal`),
+      schemaVersion: this.db.prepare('SELECT COALESCE(MAX(version), 0) FROM schema_migrations').pluck().get() as number,
       counts,
       rolloutsByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),
     };
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    this.db.close();
   }
 }
 

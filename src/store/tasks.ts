@@ -3,6 +3,7 @@ import { canonicalJson } from '../util/hash.js';
 import type { Split, SplitTask } from '../tasks/types.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
+import { NO_LIMIT } from './sql.js';
 
 export interface StoredTask extends SplitTask {
   createdAt: number;
@@ -122,7 +123,7 @@ export class TaskRepository {
   /** Tasks in the order they were first stored. */
   list(filter: TaskFilter = {}): StoredTask[] {
     const { where, params } = whereClause(filter);
-    const rows = this.db.prepare(`SELECT * FROM tasks ${where} ORDER BY rowid LIMIT ?`).all(...params, filter.limit ?? -1) as TaskRaw[];
+    const rows = this.db.prepare(`SELECT * FROM tasks ${where} ORDER BY rowid LIMIT ?`).all(...params, filter.limit ?? NO_LIMIT) as TaskRaw[];
     return rows.map(toTask);
   }
 

@@ -1,5 +1,6 @@
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
+import { NO_LIMIT } from './sql.js';
 
 export interface StepMetrics {
   step: number;
@@ -34,7 +35,7 @@ export class TrainingMetricsRepository {
   /** Steps of a run in step order; `fromStep` is inclusive. */
   list(runId: string, opts: { fromStep?: number; limit?: number } = {}): StoredStepMetrics[] {
     const rows = this.db.prepare('SELECT * FROM training_metrics WHERE run_id = ? AND step >= ? ORDER BY step LIMIT ?')
-      .all(runId, opts.fromStep ?? Number.MIN_SAFE_INTEGER, opts.limit ?? -1) as { run_id: string; step: number; metrics: string; created_at: number }[];
+      .all(runId, opts.fromStep ?? Number.MIN_SAFE_INTEGER, opts.limit ?? NO_LIMIT) as { run_id: string; step: number; metrics: string; created_at: number }[];
     return rows.map((r) => ({ runId: r.run_id, step: r.step, metrics: JSON.parse(r.metrics) as Record<string, unknown>, createdAt: r.created_at }));
   }
 

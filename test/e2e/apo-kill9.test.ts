@@ -8,7 +8,7 @@ import type { ApoState } from '../../src/pipeline/apo/state.js';
 import type { ApoResult } from '../../src/pipeline/train-apo.js';
 import { openStore } from '../../src/runtime/store.js';
 import { ResourceSetRepository } from '../../src/store/resource-sets.js';
-import { BIN } from '../helpers.js';
+import { BIN, sqliteOf } from '../helpers.js';
 import { apoProject, apoScript, isOptimizer, measuredTwice } from '../support/apo-project.js';
 import { startScriptedServer, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
 
@@ -101,7 +101,7 @@ describe('kill -9 in the middle of train --algo apo', () => {
 
     const store = openStore(p.load());
     try {
-      expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(sqliteOf(store).pragma('integrity_check', { simple: true })).toBe('ok');
       const run = store.trainingRuns.get(runId)!;
       expect(run.status).toBe('completed');
       expect(store.trainingRuns.latest(10).filter((x) => x.detail.algo === 'apo')).toHaveLength(1);

@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { BIN, tempDir } from '../helpers.js';
+import { BIN, sqliteOf, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -82,7 +82,7 @@ collect: { concurrency: 3, split: all }\n`,
       for (const [table, column] of [['spans', 'payload'], ['rollouts', 'metadata'], ['tasks', 'metadata'], ['collect_runs', 'params'], ['resources', 'metadata']]) {
         for (const text of store.db.prepare(`SELECT ${column} FROM ${table}`).pluck().all() as string[]) expect(() => JSON.parse(text), `${table}.${column}`).not.toThrow();
       }
-      expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(sqliteOf(store).pragma('integrity_check', { simple: true })).toBe('ok');
     } finally {
       store.close();
     }

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/runtime/store.js';
-import { BIN, FIXTURES, hasStack, runCli } from '../helpers.js';
+import { BIN, FIXTURES, hasStack, runCli, sqliteOf } from '../helpers.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 // The loop as a user runs it, in real processes: killed with SIGKILL in each stage and started again,
@@ -73,7 +73,7 @@ describe('loop --once under kill -9', () => {
       expect(deploys).toHaveLength(1);
       const evals = store.evaluations.runs({ status: 'completed' });
       expect(deploys[0]!.evalRunId).toBe(evals.find((e) => e.candidateSet === deploys[0]!.afterSet)?.id);
-      expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(sqliteOf(store).pragma('integrity_check', { simple: true })).toBe('ok');
     } finally {
       store.close();
     }
@@ -154,7 +154,7 @@ describe('the production switch under kill -9', () => {
         expect(s.audit.list({ limit: 1 })[0]!.afterSet).toBe(current.id);
         const file = JSON.parse(fs.readFileSync(path.join(dataDir, 'production.json'), 'utf8')) as { set: { id: string } };
         expect([first.id, other.id]).toContain(file.set.id);
-        expect(s.db.pragma('integrity_check', { simple: true })).toBe('ok');
+        expect(sqliteOf(s).pragma('integrity_check', { simple: true })).toBe('ok');
       } finally {
         s.close();
       }

@@ -2,10 +2,11 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/index.js';
 import { tempDir } from '../helpers.js';
+import { BACKENDS, openStoreOn } from '../support/postgres.js';
 
-describe('logged policy decisions in the store', () => {
+describe.each(BACKENDS)('logged policy decisions in the store on %s', (backend) => {
   it('come with the rollout\'s verified correctness of its final answer (an agent\'s own right answer does not count), tokens and reward; eval and unfinished rollouts left out', () => {
-    const store = Store.open({ path: path.join(tempDir(), 'store.sqlite') });
+    const store = openStoreOn(backend, tempDir());
     try {
       const decision = (policy: string) => ({ type: 'coordination' as const, name: 'policy_decision', agent: null, payload: { policy, chosen: 'stop', propensity: 0.5 } });
       const add = (source: string, status: 'completed' | 'failed', rewards: { channel: string; family: string; value: number }[], total: number) => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/index.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/migrations.js';
-import { tempDir } from '../helpers.js';
+import { sqliteOf, tempDir } from '../helpers.js';
 
 /** A store as massgen-rl left it at schema version 2: a prompt resource, production pointing at it, a child version. */
 function storeAtV2(file: string): void {
@@ -33,8 +33,8 @@ describe('schema version 3: policy resources', () => {
       const policy = store.resources.add({ kind: 'policy', name: 'stop', content: '{}', metadata: {} });
       expect(policy).toMatchObject({ kind: 'policy', name: 'stop', version: 1 });
       expect(policy.id).toMatch(/^po_/);
-      expect(store.db.pragma('foreign_key_check')).toEqual([]);
-      expect(store.db.pragma('foreign_keys', { simple: true })).toBe(1);
+      expect(sqliteOf(store).pragma('foreign_key_check')).toEqual([]);
+      expect(sqliteOf(store).pragma('foreign_keys', { simple: true })).toBe(1);
       // References are still enforced after the rebuild.
       expect(() => store.db.prepare("INSERT INTO production (kind, name, resource_id, updated_at) VALUES ('policy', 'x', 'po_missing', 1)").run()).toThrow(/FOREIGN KEY/);
     } finally {

@@ -3,15 +3,17 @@ import { describe, expect, it } from 'vitest';
 import { Redactor, Store, TaskConflictError } from '../../src/store/index.js';
 import { loadTasks, type SplitTask } from '../../src/tasks/index.js';
 import { FIXTURES, tempDir } from '../helpers.js';
+import { BACKENDS, openStoreOn } from '../support/postgres.js';
 
-const storeIn = (dir: string, redactor?: Redactor) => Store.open({ path: path.join(dir, 'store.sqlite'), redactor });
 
 const tasks = (): SplitTask[] => loadTasks(
   { sources: [{ suite: 'unit_conversion', n: 20, seed: 4 }, { file: 'good.jsonl' }], split: { eval_fraction: 0.3, salt: 'massgen-rl' } },
   path.join(FIXTURES, 'tasks'),
 );
 
-describe('TaskRepository', () => {
+describe.each(BACKENDS)('TaskRepository on %s', (backend) => {
+  const storeIn = (dir: string, redactor?: Redactor) => openStoreOn(backend, dir, redactor);
+
   it('round-trips tasks through upsert, get, list and count', () => {
     const store = storeIn(tempDir());
     const all = tasks();
@@ -94,7 +96,7 @@ describe('TaskRepository', () => {
     const store = storeIn(tempDir());
     const bad = { id: 'b', prompt: 'p', metadata: {}, source: 's', split: 'test' } as unknown as SplitTask;
     const good: SplitTask = { id: 'a', prompt: 'p', metadata: {}, source: 's', split: 'train' };
-    expect(() => store.tasks.upsertMany([good, bad])).toThrow(/CHECK constraint failed/);
+    expect(() => store.tasks.upsertMany([good, bad])).toThrow(/CHECK constraint failed|violates check constraint/);
     expect(store.tasks.count()).toBe(0);
     store.close();
   });

@@ -1,0 +1,85 @@
+import { UserError, errorMessage } from '../../errors.js';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, postgresSql } from '../migrations.js';
+import { PgError, SyncPgConnection } from './bridge.js';
+import { PgDb, WRITE_LOCK } from './pg-db.js';
+
+export interface PgOpenOptions {
+  /** The environment variable holding the password (never in the URL, the config or the store). */
+  passwordEnv?: string;
+  mustExist?: boolean;
+  /** How long a statement may wait for a lock another connection holds. */
+  busyTimeoutMs?: number;
+}
+
+export function isPostgresUrl(url: string): boolean {
+  return /^postgres(ql)?:\/\//.test(url);
+}
+
+/** The URL as it may be shown: any password replaced by ***. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+  }
+}
+
+/** Connects, refuses a newer schema, and applies pending migrations in one transaction under the write lock. */
+export function openPostgres(url: string, opts: PgOpenOptions = {}): PgDb {
+  const shown = redactUrl(url);
+  const parsed = parseUrl(url, shown);
+  if (parsed.password) throw new UserError(`store.url ${shown} contains a password`, `put it in the environment variable ${opts.passwordEnv ?? 'PGPASSWORD'} (store.password_env) instead`);
+  const password = opts.passwordEnv ? process.env[opts.passwordEnv] : undefined;
+  const conn = new SyncPgConnection({
+    connectionString: url, ...(password ? { password } : {}), application_name: 'massgen-rl',
+    options: `-c lock_timeout=${Math.max(1, Math.floor(opts.busyTimeoutMs ?? 15_000))} -c TimeZone=UTC`,
+  });
+  const db = new PgDb(conn, shown);
+  try {
+    db.exec('SELECT 1');
+  } catch (err) {
+    db.close();
+    throw new UserError(`cannot connect to the store at ${shown}: ${errorMessage(err)}`, 'check that PostgreSQL runs there and the user may connect (password from store.password_env)');
+  }
+  try {
+    migrate(db, shown, opts.mustExist ?? false);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+function parseUrl(url: string, shown: string): URL {
+  try {
+    return new URL(url);
+  } catch {
+    throw new UserError(`store.url ${shown} is not a valid URL`, 'e.g. postgres://user@host:5432/massgen');
+  }
+}
+
+function migrate(db: PgDb, shown: string, mustExist: boolean): void {
+  db.transaction(() => {
+    // The write lock first: two processes opening a new store never both migrate.
+    db.exec(WRITE_LOCK);
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
+    const newest = Math.max(0, ...applied);
+    if (newest > LATEST_SCHEMA_VERSION) {
+      throw new UserError(`store ${shown} has schema version ${newest}, newer than this massgen-rl supports (${LATEST_SCHEMA_VERSION})`,
+        'upgrade massgen-rl, or point store.url at another database; the store was not changed');
+    }
+    if (!applied.size && mustExist) throw new UserError(`no store at ${shown} yet`, 'run `massgen-rl doctor --fix` or `massgen-rl collect` first');
+    for (const m of MIGRATIONS.filter((x) => !applied.has(x.version))) {
+      try {
+        db.exec(postgresSql(m));
+      } catch (err) {
+        if (err instanceof PgError) throw new Error(`migration ${m.version} (${m.name}) failed on ${shown}: ${err.message}; the store was not changed`);
+        throw err;
+      }
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+    }
+  })();
+}

@@ -23,6 +23,10 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (m.base_url && m.local) add(['models', key, 'local'], 'base_url and local are exclusive: local weights are served on their own address');
     if (m.lora && !m.base_url) add(['models', key, 'lora'], 'lora names adapters on a server at base_url; a model with local weights serves its adapters itself');
   }
+  if (config.store.url && config.store.path) add(['store', 'url'], 'store.url and store.path are exclusive: a store is a PostgreSQL database or a SQLite file');
+  if (config.store.url && hasPassword(config.store.url)) {
+    add(['store', 'url'], `contains a password; put it in the environment variable ${config.store.password_env} (store.password_env) instead`);
+  }
   for (const [key, p] of Object.entries(config.prompts)) {
     if (Boolean(p.file) === Boolean(p.text)) add(['prompts', key], 'set exactly one of file or text');
     if (p.file) requireFile(baseDir, p.file, ['prompts', key, 'file'], add);
@@ -125,4 +129,12 @@ function checkCron(expr: string): string | undefined {
   if (fields.length !== 5 && fields.length !== 6) return `cron expression needs 5 or 6 fields, got ${fields.length}`;
   const bad = fields.find((f) => !CRON_FIELD.test(f));
   return bad ? `"${bad}" is not a valid cron field` : undefined;
+}
+
+function hasPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return /\/\/[^/@]*:[^/@]*@/.test(url);
+  }
 }

@@ -332,6 +332,9 @@ export const configSchema = z.strictObject({
   }).prefault({}),
   store: z.strictObject({
     path: z.string().min(1).optional().describe('SQLite file (default: <data_dir>/store.sqlite)'),
+    url: z.string().regex(/^postgres(ql)?:\/\/[^\s]+$/, 'must be a postgres:// URL, e.g. postgres://massgen@db-host:5432/massgen').optional()
+      .describe('a PostgreSQL store every machine can reach, instead of the SQLite file; no password in it (see password_env)'),
+    password_env: envName.default('PGPASSWORD').describe('the environment variable holding the PostgreSQL password; it never reaches logs or the store'),
     busy_timeout_ms: timeoutMs(HOUR_S).default(15_000),
   }).prefault({}),
   models: z.record(name, model).prefault(defaultModels),

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UserError } from '../errors.js';
 import { provisionDefaultModel, readModelManifest, recordBaseWeights, smokeGenerate } from '../resources/default-model.js';
-import type { Store } from '../store/index.js';
+import { isPostgresUrl, type Store } from '../store/index.js';
 import { freeBytes, listGpus } from '../trainers/hardware.js';
 import { failureReason, runPythonModule } from '../python/module.js';
 import { pinnedVersions, readRequirements } from '../python/requirements.js';
@@ -140,14 +140,15 @@ async function probeEngine(python: string, modelDir: string, engine: string): Pr
 /** Store problems (not SQLite, newer schema, unwritable data dir) are input errors: they throw, exit 2. */
 function checkStore(rt: Runtime, fix: boolean): DoctorCheck {
   const file = rt.paths.storePath;
-  if (!fix && !fs.existsSync(file)) {
+  if (!fix && !isPostgresUrl(file) && !fs.existsSync(file)) {
     assertCreatable(path.dirname(file));
     return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file} (not created yet; the first command that writes creates it)` };
   }
+  if (!fix && !rt.storeExists()) return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file}: reachable, no store there yet (the first command that writes creates it)` };
   const store = rt.store();
   roundTrip(store);
   const s = store.stats();
-  return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file}: schema v${s.schemaVersion}, ${s.counts.rollouts} rollouts, ${s.counts.spans} spans, write/read round trip ok` };
+  return { id: 'store', title: 'Trace store', status: 'ok', detail: `${file}${s.backend === 'postgres' ? ' (PostgreSQL)' : ''}: schema v${s.schemaVersion}, ${s.counts.rollouts} rollouts, ${s.counts.spans} spans, write/read round trip ok` };
 }
 
 /** The nearest existing ancestor must be a writable directory, or the store can never be created. */

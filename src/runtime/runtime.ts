@@ -10,7 +10,7 @@ import { productionSet } from '../resources/production.js';
 import type { SetContext } from '../resources/sets.js';
 import { resolveWeights, type ResolvedWeights } from '../resources/weights.js';
 import { activeJudgeModel } from '../rewards/judge.js';
-import type { Redactor, ResourceSet, Store } from '../store/index.js';
+import { isPostgresUrl, type Redactor, type ResourceSet, type Store } from '../store/index.js';
 import { servingPython } from '../serving/models.js';
 import { LocalServers } from './local-servers.js';
 import { openStore, redactorFor } from './store.js';
@@ -59,7 +59,15 @@ export class Runtime {
   }
 
   storeExists(): boolean {
-    return this.opened !== undefined || fs.existsSync(this.paths.storePath);
+    if (this.opened !== undefined) return true;
+    if (!isPostgresUrl(this.paths.storePath)) return fs.existsSync(this.paths.storePath);
+    try {
+      this.existingStore();
+      return true;
+    } catch (err) {
+      if (err instanceof UserError && err.message.startsWith('no store at')) return false;
+      throw err;
+    }
   }
 
   /** A weights reference resolved (once per reference; forgetWeights after resources change). */

@@ -16,6 +16,7 @@ export function openStore(loaded: LoadedConfig, opts: { mustExist?: boolean; red
   return Store.open({
     path: loaded.paths.storePath,
     busyTimeoutMs: loaded.config.store.busy_timeout_ms,
+    passwordEnv: loaded.config.store.password_env,
     redactor: opts.redactor ?? redactorFor(loaded.config, loaded.env),
     mustExist: opts.mustExist,
   });

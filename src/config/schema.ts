@@ -192,6 +192,11 @@ const collect = z.strictObject({
   samples_per_turn: count(64).default(1),
   n: count(MAX_TASKS).optional().describe('tasks per collect run (default: all train-split tasks)'),
   split: z.enum(['train', 'eval', 'all']).default('train'),
+  queue: z.strictObject({
+    distributed: z.boolean().default(false).describe('loop\'s collect stage puts its tasks on the shared queue (PostgreSQL store) and waits for `collect --worker` processes instead of running them itself'),
+    retries: z.number().int().min(0).max(20).default(3).describe('times a job is run again after its worker died or stopped'),
+    expire_s: z.number().int().min(60).max(7 * 24 * 3600).default(4 * 3600).describe('a job active this long is given up by the queue and retried (dead workers are found sooner, by their lease)'),
+  }).prefault({}),
 });
 
 const agentMatch = z.union([z.array(name).min(1), z.string().min(1)]).describe('agent ids, or a regular expression matched against the id');

@@ -5,6 +5,7 @@ export { SpanWriter, type PolicyDecisionRow } from './spans.js';
 export { exportRollouts, type ExportOptions, type ExportResult } from './export.js';
 export { LATEST_SCHEMA_VERSION } from './migrations.js';
 export { isPostgresUrl, redactUrl } from './postgres/open.js';
+export { JobQueue, LEASE_STALE_MS, leaseName, type QueueCounts, type QueuedJob } from './queue.js';
 export type { Resource, ResourceKind, ResourceInput } from './resources.js';
 export type { RunRecord, RunKind } from './runs.js';
 export type { Checkpoint, CheckpointFilter, CheckpointInput } from './checkpoints.js';

@@ -35,7 +35,7 @@ export class LockRepository {
     return this.db.transaction(() => {
       const now = Date.now();
       const current = this.holder(name);
-      if (current && !this.stale(current, now, staleMs)) return { held: current };
+      if (current && !this.isStale(current, now, staleMs)) return { held: current };
       this.db.prepare(`INSERT INTO locks (name, token, pid, host, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (name) DO UPDATE SET token = excluded.token, pid = excluded.pid, host = excluded.host, acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`)
         .run(name, token, process.pid, HOST, now, now);
@@ -43,7 +43,7 @@ export class LockRepository {
     }).immediate();
   }
 
-  private stale(h: LockHolder, now: number, staleMs: number): boolean {
+  isStale(h: LockHolder, now: number, staleMs: number): boolean {
     if (h.host === HOST) return !pidAlive(h.pid);
     return now - h.heartbeatAt > staleMs;
   }

@@ -95,6 +95,11 @@ export class RolloutRepository {
     return this.db.prepare(`SELECT COUNT(*) FROM rollouts WHERE ${jsonText(this.db, 'metadata', key)} = ?`).pluck().get(value) as number;
   }
 
+  /** Deletes a rollout with its spans and rewards (an abandoned attempt that is run again). */
+  discard(id: string): void {
+    this.db.prepare('DELETE FROM rollouts WHERE id = ?').run(id);
+  }
+
   count(filter: RolloutFilter = {}): number {
     const { where, params } = whereClause(filter);
     return this.db.prepare(`SELECT COUNT(*) FROM rollouts ${where}`).pluck().get(...params) as number;

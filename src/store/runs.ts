@@ -60,6 +60,18 @@ export class RunRepository {
     this.db.prepare(`UPDATE ${this.shape.table} SET status = ?, error = ?, finished_at = ?${resultSql} WHERE id = ?`).run(...params, id);
   }
 
+  /** Ends a run only if it is still running; true when this call ended it (several workers may try at once). */
+  finishIfRunning(id: string, status: Exclude<RunStatus, 'running'>, result?: Record<string, unknown>): boolean {
+    const resultSql = this.shape.result ? `, ${this.shape.result} = ?` : '';
+    const params: unknown[] = [status, Date.now(), ...(this.shape.result ? [result ? this.redactor.json(result) : null] : [])];
+    return this.db.prepare(`UPDATE ${this.shape.table} SET status = ?, finished_at = ?${resultSql} WHERE id = ? AND status = 'running'`).run(...params, id).changes === 1;
+  }
+
+  /** A run no process owns (its work is spread over machines): never taken for an orphan of the process that started it. */
+  disown(id: string): void {
+    this.db.prepare(`UPDATE ${this.shape.table} SET pid = NULL, host = NULL WHERE id = ?`).run(id);
+  }
+
   /** Replaces the detail column (loop state as it advances) and, for loop runs, the current step. */
   setDetail(id: string, detail: Record<string, unknown>, step?: string | null): void {
     const stepSql = this.shape.extra.includes('step') && step !== undefined ? ', step = ?' : '';

@@ -59,6 +59,8 @@ export class Store {
   readonly busy: BusyClock;
   private readonly runInTransaction: { immediate(fn: () => unknown): unknown };
 
+  private pg?: { url: string; password?: string };
+
   private constructor(readonly path: string, readonly db: Db, readonly redactor: Redactor, busyTimeoutMs: number) {
     this.busy = new BusyClock(path, PATIENCE_FACTOR * busyTimeoutMs);
     this.tasks = new TaskRepository(db, redactor);
@@ -85,11 +87,19 @@ export class Store {
     let db: Db | undefined;
     try {
       db = isPostgresUrl(opts.path) ? openPostgres(opts.path, opts) : openSqlite(opts.path, opts);
-      return new Store(db.location, db, opts.redactor ?? Redactor.none(), busyTimeoutMs);
+      const store = new Store(db.location, db, opts.redactor ?? Redactor.none(), busyTimeoutMs);
+      const password = opts.passwordEnv ? process.env[opts.passwordEnv] : undefined;
+      if (db.dialect === 'postgres') store.pg = { url: opts.path, ...(password ? { password } : {}) };
+      return store;
     } catch (err) {
       if (db?.open) db.close();
       throw isBusy(err) ? new BusyClock(opts.path, busyTimeoutMs).error(busyTimeoutMs) : err;
     }
+  }
+
+  /** How other clients (the job queue) reach a PostgreSQL store; undefined for SQLite. */
+  connection(): { url: string; password?: string } | undefined {
+    return this.pg;
   }
 
   /** Runs fn in one write transaction (taken up front, so concurrent writers queue instead of failing). */

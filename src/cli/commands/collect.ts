@@ -11,6 +11,9 @@ interface CollectFlags {
   n?: string;
   concurrency?: string;
   split?: 'train' | 'eval' | 'all';
+  enqueue?: boolean;
+  worker?: boolean;
+  wait?: boolean;
 }
 
 export const registerCollect: Register = (program, ctx) => {
@@ -21,8 +24,15 @@ export const registerCollect: Register = (program, ctx) => {
     .option('--n <n>', 'number of tasks')
     .option('--concurrency <c>', 'orchestrations at a time (default collect.concurrency)')
     .addOption(new Option('--split <split>', 'which split of the tasks').choices(['train', 'eval', 'all']))
+    .addOption(new Option('--enqueue', 'create the run and put its tasks on the shared queue (PostgreSQL store) for workers').conflicts(['worker', 'concurrency']))
+    .option('--worker', 'take tasks from the shared queue and record their rollouts, until none is left')
+    .addOption(new Option('--wait', 'with --worker: keep waiting for new tasks instead of stopping when the queue is empty').implies({ worker: true }))
     .action(async (flags: CollectFlags) => {
       const { ui, runtime } = ctx();
+      if (flags.enqueue || flags.worker) {
+        const { runQueued } = await import('./collect-queued.js');
+        return runQueued(ui, await runtime(), flags);
+      }
       const { collect } = await import('../../pipeline/collect.js');
       const rt = await runtime();
       const bar = ui.progress('preparing the team');

@@ -1,0 +1,24 @@
+import type { Rollout, Store } from '../store/index.js';
+
+/** An attempt that will never finish: still running (its worker died), cancelled, or failed because its process died. */
+export function isAbandoned(r: Rollout): boolean {
+  return r.status === 'running' || r.status === 'cancelled' || (r.status === 'failed' && (r.error ?? '').startsWith('interrupted'));
+}
+
+/** Ends a queued collect run once every one of its tasks has its recorded rollout; true when this call ended it. */
+export async function finishIfDone(store: Store, runId: string): Promise<boolean> {
+  const run = store.collectRuns.get(runId);
+  if (!run || run.status !== 'running') return false;
+  const total = Number((run.detail as { n?: number }).n ?? 0);
+  const rollouts = store.rollouts.list({ runId }).filter((r) => !isAbandoned(r));
+  if (new Set(rollouts.map((r) => r.taskId)).size < total) return false;
+  const completed = rollouts.filter((r) => r.status === 'completed');
+  const rewards = completed.map((r) => r.totalReward).filter((x): x is number => x !== null);
+  const summary = {
+    runId, status: 'completed', tasks: total, completed: completed.length, failed: rollouts.length - completed.length, cancelled: 0,
+    successRate: total ? completed.length / total : 0,
+    meanReward: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
+    tokens: rollouts.reduce((a, r) => a + r.tokens, 0),
+  };
+  return store.write(() => store.collectRuns.finishIfRunning(runId, 'completed', summary));
+}

@@ -24,6 +24,7 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (m.lora && !m.base_url) add(['models', key, 'lora'], 'lora names adapters on a server at base_url; a model with local weights serves its adapters itself');
   }
   if (config.store.url && config.store.path) add(['store', 'url'], 'store.url and store.path are exclusive: a store is a PostgreSQL database or a SQLite file');
+  if (config.queue.distributed && !config.store.url) add(['queue', 'distributed'], 'needs store.url: the workers on other machines share a PostgreSQL store and its queue');
   if (config.store.url && hasPassword(config.store.url)) {
     add(['store', 'url'], `contains a password; put it in the environment variable ${config.store.password_env} (store.password_env) instead`);
   }

@@ -192,11 +192,12 @@ const collect = z.strictObject({
   samples_per_turn: count(64).default(1),
   n: count(MAX_TASKS).optional().describe('tasks per collect run (default: all train-split tasks)'),
   split: z.enum(['train', 'eval', 'all']).default('train'),
-  queue: z.strictObject({
-    distributed: z.boolean().default(false).describe('loop\'s collect stage puts its tasks on the shared queue (PostgreSQL store) and waits for `collect --worker` processes instead of running them itself'),
-    retries: z.number().int().min(0).max(20).default(3).describe('times a job is run again after its worker died or stopped'),
-    expire_s: z.number().int().min(60).max(7 * 24 * 3600).default(4 * 3600).describe('a job active this long is given up by the queue and retried (dead workers are found sooner, by their lease)'),
-  }).prefault({}),
+});
+
+const queue = z.strictObject({
+  distributed: z.boolean().default(false).describe('collect and eval stages of loop (and eval) put their orchestrations on the shared queue of the PostgreSQL store and wait for `collect --worker` processes on any machine instead of running them themselves'),
+  retries: z.number().int().min(0).max(20).default(3).describe('times a job is run again after its worker died or stopped'),
+  expire_s: z.number().int().min(60).max(7 * 24 * 3600).default(4 * 3600).describe('a job active this long is given up by the queue and retried (dead workers are found sooner, by their lease)'),
 });
 
 const agentMatch = z.union([z.array(name).min(1), z.string().min(1)]).describe('agent ids, or a regular expression matched against the id');
@@ -351,6 +352,7 @@ export const configSchema = z.strictObject({
   tasks: tasks.prefault({}),
   rewards: rewards.prefault({}),
   collect: collect.prefault({}),
+  queue: queue.prefault({}),
   train: train.prefault({}),
   eval: evaluation.prefault({}),
   deploy: deploy.prefault({}),

@@ -1,4 +1,5 @@
-import type { Rollout, Store } from '../store/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Rollout, RunRecord, Store } from '../store/index.js';
 
 /** An attempt that will never finish: still running (its worker died), cancelled, or failed because its process died. */
 export function isAbandoned(r: Rollout): boolean {
@@ -21,4 +22,19 @@ export async function finishIfDone(store: Store, runId: string): Promise<boolean
     tokens: rollouts.reduce((a, r) => a + r.tokens, 0),
   };
   return store.write(() => store.collectRuns.finishIfRunning(runId, 'completed', summary));
+}
+
+/** Waits until the workers have recorded every task of a queued run (the run finished), noting progress. */
+export async function awaitQueuedRun(store: Store, runId: string, signal: AbortSignal, note: (message: string) => void): Promise<RunRecord> {
+  let last = '';
+  for (;;) {
+    const run = store.collectRuns.get(runId);
+    if (!run) throw new Error(`collect run ${runId} is not in the store`);
+    if (run.status !== 'running') return run;
+    if (signal.aborted) throw signal.reason ?? new Error('interrupted');
+    const recorded = new Set(store.rollouts.list({ runId }).filter((r) => !isAbandoned(r)).map((r) => r.taskId)).size;
+    const line = `workers: ${recorded}/${Number(run.detail.n ?? 0)} task(s) recorded (run ${runId}; start workers with \`massgen-rl collect --worker\`)`;
+    if (line !== last) note((last = line));
+    await sleep(1000, undefined, { signal }).catch(() => {});
+  }
 }

@@ -7,6 +7,7 @@ import { JobQueue, LEASE_STALE_MS, leaseName, TaskConflictError, type QueuedJob,
 import { tasksWithShortfall } from '../tasks/for-run.js';
 import { createToolRunner } from '../tools/runner.js';
 import { finishIfDone, isAbandoned } from './collect-queue-runs.js';
+import { EVAL_QUEUE, runEvalJob, type EvalJob } from './eval-queue.js';
 
 export const COLLECT_QUEUE = 'collect';
 
@@ -49,7 +50,7 @@ export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Pr
       store.collectRuns.disown(id);
       return id;
     });
-    await queue.enqueue<CollectJob>(COLLECT_QUEUE, tasks.map((t) => ({ runId, taskId: t.id, setId: set.id })), { retryLimit: config.collect.queue.retries, expireInSeconds: config.collect.queue.expire_s });
+    await queue.enqueue<CollectJob>(COLLECT_QUEUE, tasks.map((t) => ({ runId, taskId: t.id, setId: set.id })), { retryLimit: config.queue.retries, expireInSeconds: config.queue.expire_s });
     return { runId, tasks: tasks.length, resourceSet: { id: set.id, version: set.version } };
   } finally {
     await queue.close();
@@ -74,6 +75,10 @@ export interface WorkerSummary {
   /** Jobs of dead workers this worker handed back to the queue. */
   reaped: number;
   runsFinished: string[];
+  /** Evaluation orchestrations measured and stored. */
+  measured: number;
+  /** Why jobs were refused here (e.g. this machine's config differs from the evaluating machine's). */
+  refused: string[];
 }
 
 /** Takes collect jobs from the shared queue and records their rollouts until none is left (or, with wait, until stopped). */
@@ -94,8 +99,21 @@ export async function collectWorker(rt: Runtime, opts: WorkerOptions = {}): Prom
     }
     return s;
   };
-  const out: WorkerSummary = { jobs: 0, completed: 0, failed: 0, cancelled: 0, alreadyRecorded: 0, reaped: 0, runsFinished: [] };
+  const out: WorkerSummary = { jobs: 0, completed: 0, failed: 0, cancelled: 0, alreadyRecorded: 0, reaped: 0, runsFinished: [], measured: 0, refused: [] };
   const running = new Set<Promise<void>>();
+  const evalDeps = { rt, store, tools, signal, setups: new Map() };
+  const runEval = async (job: QueuedJob<EvalJob>) => {
+    out.jobs++;
+    const r = await underLease(store, job.id, signal, (s) => runEvalJob(job, { ...evalDeps, signal: s }));
+    if (r === undefined) return;
+    if (r.ok) {
+      out.measured++;
+      await queue.complete(EVAL_QUEUE, job.id);
+    } else {
+      if (!r.retry) out.refused.push(r.reason);
+      await queue.fail(EVAL_QUEUE, job.id, r.reason);
+    }
+  };
   const runJob = async (job: QueuedJob<CollectJob>) => {
     out.jobs++;
     const result = await runOne(store, queue, job, { setupFor, tools, signal, rt });
@@ -107,17 +125,20 @@ export async function collectWorker(rt: Runtime, opts: WorkerOptions = {}): Prom
     if (result !== 'interrupted' && (await finishIfDone(store, job.data.runId))) out.runsFinished.push(job.data.runId);
   };
   try {
+    const start = (p: Promise<void>) => {
+      const tracked: Promise<void> = p.finally(() => running.delete(tracked));
+      running.add(tracked);
+    };
     while (!signal.aborted) {
-      out.reaped += (await queue.reap(COLLECT_QUEUE)).length;
+      out.reaped += (await queue.reap(COLLECT_QUEUE)).length + (await queue.reap(EVAL_QUEUE)).length;
       const jobs = running.size < limit ? await queue.fetch<CollectJob>(COLLECT_QUEUE, limit - running.size) : [];
-      for (const job of jobs) {
-        const p: Promise<void> = runJob(job).finally(() => running.delete(p));
-        running.add(p);
-      }
-      if (jobs.length) continue;
+      for (const job of jobs) start(runJob(job));
+      const evals = running.size < limit ? await queue.fetch<EvalJob>(EVAL_QUEUE, limit - running.size) : [];
+      for (const job of evals) start(runEval(job));
+      if (jobs.length || evals.length) continue;
       if (!running.size && !opts.wait) {
-        const c = await queue.counts(COLLECT_QUEUE);
-        if (c.waiting + c.active === 0) break;
+        const [c, e] = [await queue.counts(COLLECT_QUEUE), await queue.counts(EVAL_QUEUE)];
+        if (c.waiting + c.active + e.waiting + e.active === 0) break;
       }
       await Promise.race([sleep(running.size ? 250 : 1000, undefined, { signal }).catch(() => {}), ...running]);
     }
@@ -135,39 +156,53 @@ interface JobDeps {
   signal: AbortSignal;
 }
 
-/** One job under a lease: skipped when an earlier attempt recorded it, its abandoned attempts discarded, then run. */
-async function runOne(store: Store, queue: JobQueue, job: QueuedJob<CollectJob>, d: JobDeps): Promise<RolloutSummary | 'recorded' | 'interrupted'> {
-  const { runId, taskId, setId } = job.data;
-  const taken = store.locks.acquire(leaseName(job.id), LEASE_STALE_MS);
-  if (!('lock' in taken)) return 'interrupted';
+/**
+ * fn under the job's lease: a lock in the store kept fresh by a heartbeat, which other workers read to
+ * find dead ones. fn's signal aborts when this worker stops or the lease was taken over; undefined when
+ * another worker holds the lease.
+ */
+async function underLease<T>(store: Store, jobId: string, signal: AbortSignal, fn: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
+  const taken = store.locks.acquire(leaseName(jobId), LEASE_STALE_MS);
+  if (!('lock' in taken)) return undefined;
   const lease = taken.lock;
   const stop = new AbortController();
   const onAbort = () => stop.abort();
-  d.signal.addEventListener('abort', onAbort);
+  signal.addEventListener('abort', onAbort);
   const beat = setInterval(() => { if (!lease.heartbeat()) stop.abort(); }, 5_000);
   try {
-    const earlier: Rollout[] = store.rollouts.list({ runId, taskId });
-    if (earlier.some((r) => !isAbandoned(r))) {
-      await queue.complete(COLLECT_QUEUE, job.id, { recorded: true });
-      return 'recorded';
-    }
-    await store.write(() => earlier.forEach((r) => store.rollouts.discard(r.id)));
-    const task = store.tasks.get(taskId);
-    if (!task) throw new Error(`task ${taskId} of a queued job is not in the store`);
-    const summary = await runRollout(task, {
-      store, runId, setup: await d.setupFor(setId), config: d.rt.config, tools: d.tools, signal: stop.signal,
-      metadata: { queue_job: job.id, attempt: job.retryCount + 1 },
-    });
-    // Stopped before it finished: the job goes back to the queue for another worker.
-    if (summary.status === 'cancelled') {
-      await queue.fail(COLLECT_QUEUE, job.id, 'worker stopped');
-      return 'interrupted';
-    }
-    await queue.complete(COLLECT_QUEUE, job.id, { rollout: summary.id, status: summary.status });
-    return summary;
+    return await fn(stop.signal);
   } finally {
     clearInterval(beat);
-    d.signal.removeEventListener('abort', onAbort);
+    signal.removeEventListener('abort', onAbort);
     lease.release();
   }
+}
+
+/** One job: skipped when an earlier attempt recorded it, its abandoned attempts discarded, then run. */
+async function runOne(store: Store, queue: JobQueue, job: QueuedJob<CollectJob>, d: JobDeps): Promise<RolloutSummary | 'recorded' | 'interrupted'> {
+  const r = await underLease(store, job.id, d.signal, (signal) => runCollectJob(store, queue, job, { ...d, signal }));
+  return r ?? 'interrupted';
+}
+
+async function runCollectJob(store: Store, queue: JobQueue, job: QueuedJob<CollectJob>, d: JobDeps): Promise<RolloutSummary | 'recorded' | 'interrupted'> {
+  const { runId, taskId, setId } = job.data;
+  const earlier: Rollout[] = store.rollouts.list({ runId, taskId });
+  if (earlier.some((r) => !isAbandoned(r))) {
+    await queue.complete(COLLECT_QUEUE, job.id, { recorded: true });
+    return 'recorded';
+  }
+  await store.write(() => earlier.forEach((r) => store.rollouts.discard(r.id)));
+  const task = store.tasks.get(taskId);
+  if (!task) throw new Error(`task ${taskId} of a queued job is not in the store`);
+  const summary = await runRollout(task, {
+    store, runId, setup: await d.setupFor(setId), config: d.rt.config, tools: d.tools, signal: d.signal,
+    metadata: { queue_job: job.id, attempt: job.retryCount + 1 },
+  });
+  // Stopped before it finished: the job goes back to the queue for another worker.
+  if (summary.status === 'cancelled') {
+    await queue.fail(COLLECT_QUEUE, job.id, 'worker stopped');
+    return 'interrupted';
+  }
+  await queue.complete(COLLECT_QUEUE, job.id, { rollout: summary.id, status: summary.status });
+  return summary;
 }

@@ -5,7 +5,8 @@ import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
 import { describeMembers } from '../resources/sets.js';
 import { runPairs, type PairedProgress } from '../rollouts/paired.js';
-import { checkTeamInputs, setupTeam, type TeamSetup } from '../rollouts/team.js';
+import { measureOnWorkers } from './eval-queue.js';
+import { onePerDecision, checkTeamInputs, setupTeam } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ResourceSet } from '../store/index.js';
 import { ResourceSetRepository } from '../store/resource-sets.js';
@@ -85,9 +86,13 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
   const signal = opts.signal ?? new AbortController().signal;
   opts.onStage?.(`evaluating on ${tasks.length} task(s) × ${seeds.length} seed(s) (eval ${evalRunId})`);
   try {
+    const hashed = tasks.map((task) => ({ task, hash: taskHash(task) }));
+    if (config.queue.distributed) {
+      await measureOnWorkers(rt, { evalRunId, baseline, candidate, tasks: hashed, seeds, settingsHash: settingsHash(config), signal, onStage: opts.onStage });
+    }
     const results = await runPairs({
       store, evalRunId, config, tools: createToolRunner(config.tools, rt.paths.baseDir), baseline: baseTeam, candidate: candTeam,
-      tasks: tasks.map((task) => ({ task, hash: taskHash(task) })), seeds, settingsHash: settingsHash(config),
+      tasks: hashed, seeds, settingsHash: settingsHash(config),
       concurrency: opts.concurrency ?? e.concurrency ?? config.collect.concurrency, signal, onProgress: opts.onProgress,
     });
     const metric = primaryMetric(e.metric);
@@ -106,10 +111,6 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
   }
 }
 
-/** Evaluations ask each decision once: extra samples are for training, not for measuring. */
-function onePerDecision(setup: TeamSetup): TeamSetup {
-  return { ...setup, team: setup.team.map((a) => ({ ...a, samples: 1 })) };
-}
 
 function pairUp(baseline: { taskHash: string; seed: number }[], candidate: Pair['candidate'][]): Pair[] {
   const key = (r: { taskHash: string; seed: number }) => `${r.taskHash}:${r.seed}`;

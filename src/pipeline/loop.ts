@@ -8,6 +8,8 @@ import { acquireCycleLock } from '../scheduler/lock.js';
 import { stopLeftover } from '../trainers/process-group.js';
 import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
 import { collect } from './collect.js';
+import { enqueueCollect } from './collect-queue.js';
+import { awaitQueuedRun } from './collect-queue-runs.js';
 import { deploy, latestEvaluation } from './deploy.js';
 import { latestCandidate } from '../evaluation/candidates.js';
 import { evaluate } from './evaluate.js';
@@ -99,7 +101,8 @@ interface StageContext {
 }
 
 const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) => Promise<StageResult>> = {
-  async collect(rt, _state, c) {
+  async collect(rt, state, c) {
+    if (rt.config.queue.distributed) return collectOnWorkers(rt, state, c);
     const s = await collect(rt, {
       n: rt.config.loop.collect_n, signal: c.signal, trigger: 'loop', onStage: c.note,
       onProgress: (p) => c.note(`${p.done}/${p.total} done, ${p.failed} failed, last ${p.last?.taskId ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
@@ -217,4 +220,18 @@ function outcomeOf(state: CycleState): string {
   if (d?.status === 'done') return `${String(d.action)}${d.action === 'not promoted' ? gates : ''}${d.reason ? `: ${String(d.reason)}` : ''}`;
   const skipped = (['deploy', 'eval', 'apo', 'train', 'collect'] as const).map((s) => state.stages[s]).find((s) => s?.status === 'skipped');
   return skipped ? `not promoted: ${skipped.reason ?? 'a stage was skipped'}` : 'completed';
+}
+
+/** The collect stage spread over `collect --worker` machines: the run queued once (its id saved, so a resumed cycle waits for it), then waited for. */
+async function collectOnWorkers(rt: Runtime, state: CycleState, c: StageContext): Promise<StageResult> {
+  const saved = state.stages.collect?.run_id;
+  const store = rt.store();
+  let runId = typeof saved === 'string' && store.collectRuns.get(saved) ? saved : undefined;
+  if (!runId) {
+    runId = (await enqueueCollect(rt, { n: rt.config.loop.collect_n, trigger: 'loop' })).runId;
+    c.save({ run_id: runId });
+  }
+  const run = await awaitQueuedRun(store, runId, c.signal, c.note);
+  const r = (run.result ?? {}) as { tasks?: number; completed?: number; failed?: number; meanReward?: number | null; tokens?: number };
+  return { status: 'done', run_id: runId, tasks: r.tasks ?? 0, completed: r.completed ?? 0, failed: r.failed ?? 0, mean_reward: r.meanReward ?? null, tokens: r.tokens ?? 0, on_workers: true };
 }

@@ -90,3 +90,8 @@ async function remoteAdapter(rt: Runtime, modelName: string, weight: Resource): 
   }
   return name;
 }
+
+/** Evaluations ask each decision once: extra samples are for training, not for measuring. */
+export function onePerDecision(setup: TeamSetup): TeamSetup {
+  return { ...setup, team: setup.team.map((a) => ({ ...a, samples: 1 })) };
+}

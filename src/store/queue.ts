@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import { UserError, errorMessage } from '../errors.js';
 import type { Store } from './store.js';
@@ -44,11 +45,23 @@ export class JobQueue {
     return new JobQueue(boss, store);
   }
 
-  async enqueue<T extends object>(queue: string, jobs: T[], opts: { retryLimit: number; expireInSeconds: number }): Promise<void> {
-    await this.boss.createQueue(queue, { name: queue, retryLimit: opts.retryLimit, retryDelay: 1, expireInSeconds: opts.expireInSeconds });
-    for (let i = 0; i < jobs.length; i += 500) {
-      await this.boss.insert(jobs.slice(i, i + 500).map((data) => ({ name: queue, data, retryLimit: opts.retryLimit, retryDelay: 1, expireInSeconds: opts.expireInSeconds })));
-    }
+  /** Puts the jobs on the queue; their ids, in order. */
+  async enqueue<T extends object>(queue: string, jobs: T[], opts: { retryLimit: number; expireInSeconds: number }): Promise<string[]> {
+    if (!(await this.exists(queue))) await this.boss.createQueue(queue, { name: queue, retryLimit: opts.retryLimit, retryDelay: 1, expireInSeconds: opts.expireInSeconds });
+    const rows = jobs.map((data) => ({ id: randomUUID(), name: queue, data, retryLimit: opts.retryLimit, retryDelay: 1, expireInSeconds: opts.expireInSeconds }));
+    for (let i = 0; i < rows.length; i += 500) await this.boss.insert(rows.slice(i, i + 500));
+    return rows.map((r) => r.id);
+  }
+
+  /** How many of these jobs are in each state. */
+  async states(queue: string, ids: string[]): Promise<QueueCounts> {
+    const res = await this.boss.getDb().executeSql(
+      `SELECT state, COUNT(*)::int AS n FROM massgen_rl_queue.job WHERE name = $1 AND id = ANY($2::uuid[]) GROUP BY state`, [queue, ids]) as { rows: { state: string; n: number }[] };
+    return tally(res.rows);
+  }
+
+  async cancel(queue: string, ids: string[]): Promise<void> {
+    if (ids.length) await this.boss.cancel(queue, ids);
   }
 
   /** Up to n jobs for this worker; each comes with its lease taken. */
@@ -86,8 +99,7 @@ export class JobQueue {
     if (!(await this.exists(queue))) return { waiting: 0, active: 0, completed: 0, failed: 0 };
     const res = await this.boss.getDb().executeSql(
       `SELECT state, COUNT(*)::int AS n FROM massgen_rl_queue.job WHERE name = $1 GROUP BY state`, [queue]) as { rows: { state: string; n: number }[] };
-    const by = Object.fromEntries(res.rows.map((r) => [r.state, r.n])) as Record<string, number>;
-    return { waiting: (by.created ?? 0) + (by.retry ?? 0), active: by.active ?? 0, completed: by.completed ?? 0, failed: (by.failed ?? 0) + (by.cancelled ?? 0) };
+    return tally(res.rows);
   }
 
   async close(): Promise<void> {
@@ -97,6 +109,11 @@ export class JobQueue {
   private async exists(queue: string): Promise<boolean> {
     return (await this.boss.getQueue(queue)) !== null;
   }
+}
+
+function tally(rows: { state: string; n: number }[]): QueueCounts {
+  const by = Object.fromEntries(rows.map((r) => [r.state, r.n])) as Record<string, number>;
+  return { waiting: (by.created ?? 0) + (by.retry ?? 0), active: by.active ?? 0, completed: by.completed ?? 0, failed: (by.failed ?? 0) + (by.cancelled ?? 0) };
 }
 
 export function leaseName(jobId: string): string {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import { UserError, errorMessage } from '../errors.js';
+import { withPassword } from './postgres/open.js';
 import type { Store } from './store.js';
 
 export interface QueuedJob<T> {
@@ -33,7 +34,7 @@ export class JobQueue {
   static async open(store: Store): Promise<JobQueue> {
     const conn = store.connection();
     if (!conn) throw new UserError(`the job queue needs a PostgreSQL store; ${store.path} is a SQLite file`, 'set store.url to a postgres:// URL every machine can reach (see README: More than one machine)');
-    const boss = new PgBoss({ connectionString: conn.url, ...(conn.password ? { password: conn.password } : {}), schema: 'massgen_rl_queue', max: 4, schedule: false, supervise: true, application_name: 'massgen-rl-queue' });
+    const boss = new PgBoss({ connectionString: withPassword(conn.url, conn.password), schema: 'massgen_rl_queue', max: 4, schedule: false, supervise: true, application_name: 'massgen-rl-queue' });
     let failure: unknown;
     boss.on('error', (err) => { failure ??= err; });
     try {

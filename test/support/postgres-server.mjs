@@ -7,6 +7,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
+/** The role the server asks a password of (tests create it). */
+export const PASSWORD_ROLE = 'massgen_pw';
+
 export function postgresBin(name) {
   const roots = fs.existsSync('/usr/lib/postgresql') ? fs.readdirSync('/usr/lib/postgresql').sort((a, b) => Number(b) - Number(a)) : [];
   for (const v of roots) {
@@ -43,6 +46,9 @@ export async function startPostgres() {
   if (process.getuid?.() === 0) execFileSync('chown', ['-R', 'postgres', dir]);
   const [c1, a1] = asServerUser(initdb, ['-D', data, '-U', 'massgen', '--auth=trust', '--no-locale', '-E', 'UTF8', '--no-sync']);
   execFileSync(c1, a1, { stdio: 'pipe' });
+  // One role must give its password (tests of store.password_env); everyone else is trusted.
+  const hba = path.join(data, 'pg_hba.conf');
+  fs.writeFileSync(hba, `host all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n${fs.readFileSync(hba, 'utf8')}`);
   const port = await freePort();
   const [c2, a2] = asServerUser(postgres, ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1',
     '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300', '-c', 'shared_buffers=64MB']);

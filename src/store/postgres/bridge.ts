@@ -38,10 +38,15 @@ const connected = client.connect();
 const reply = (msg) => { port.postMessage(msg); Atomics.store(flag, 0, 1); Atomics.notify(flag, 0); };
 const fail = (err) => reply({ error: { message: err.message, code: err.code, detail: err.detail } });
 port.on('message', async (q) => {
+  if (q.close) {
+    await client.end().catch(() => {});
+    reply({ closed: true });
+    port.close();
+    return;
+  }
   try {
     await connected;
     if (lost) throw lost;
-    if (q.close) { await client.end(); reply({ closed: true }); port.close(); return; }
     const res = await client.query({ text: q.sql, values: q.params, rowMode: q.array ? 'array' : undefined, name: q.name });
     const last = Array.isArray(res) ? res[res.length - 1] : res;
     reply({ rows: last.rows ?? [], rowCount: last.rowCount ?? 0 });
@@ -74,6 +79,8 @@ export class SyncPgConnection {
     this.closed = true;
     try {
       this.call({ close: true });
+    } catch {
+      // Never connected, or the connection is gone: nothing to end.
     } finally {
       void this.worker.terminate();
     }

@@ -26,6 +26,17 @@ export function redactUrl(url: string): string {
   }
 }
 
+/**
+ * The URL to connect with, holding the password: pg lets a connection string's (empty) password win over
+ * a separate one. It lives only in the connection's memory; everything shown uses redactUrl.
+ */
+export function withPassword(url: string, password: string | undefined): string {
+  if (!password) return url;
+  const u = new URL(url);
+  u.password = encodeURIComponent(password);
+  return u.toString();
+}
+
 /** Connects, refuses a newer schema, and applies pending migrations in one transaction under the write lock. */
 export function openPostgres(url: string, opts: PgOpenOptions = {}): PgDb {
   const shown = redactUrl(url);
@@ -33,7 +44,7 @@ export function openPostgres(url: string, opts: PgOpenOptions = {}): PgDb {
   if (parsed.password) throw new UserError(`store.url ${shown} contains a password`, `put it in the environment variable ${opts.passwordEnv ?? 'PGPASSWORD'} (store.password_env) instead`);
   const password = opts.passwordEnv ? process.env[opts.passwordEnv] : undefined;
   const conn = new SyncPgConnection({
-    connectionString: url, ...(password ? { password } : {}), application_name: 'massgen-rl',
+    connectionString: withPassword(url, password), application_name: 'massgen-rl',
     options: `-c lock_timeout=${Math.max(1, Math.floor(opts.busyTimeoutMs ?? 15_000))} -c TimeZone=UTC`,
   });
   const db = new PgDb(conn, shown);

@@ -19,9 +19,15 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   const tools = Object.keys(config.tools);
 
   for (const [key, m] of Object.entries(config.models)) {
-    if (!m.base_url && !m.local) add(['models', key], 'set either base_url (a running server) or local (weights served by massgen-rl)');
-    if (m.base_url && m.local) add(['models', key, 'local'], 'base_url and local are exclusive: local weights are served on their own address');
-    if (m.lora && !m.base_url) add(['models', key, 'lora'], 'lora names adapters on a server at base_url; a model with local weights serves its adapters itself');
+    const remote = Boolean(m.base_url || m.base_urls);
+    if (!remote && !m.local) add(['models', key], 'set either base_url (a running server), base_urls (replicas of it) or local (weights served by massgen-rl)');
+    if (m.base_url && m.base_urls) add(['models', key, 'base_urls'], 'base_url and base_urls are exclusive: list every replica under base_urls');
+    if (remote && m.local) add(['models', key, 'local'], `${m.base_url ? 'base_url' : 'base_urls'} and local are exclusive: local weights are served on their own address`);
+    if (m.lora && !remote) add(['models', key, 'lora'], 'lora names adapters on a server at base_url; a model with local weights serves its adapters itself');
+    m.base_urls?.forEach((url, i) => {
+      const first = m.base_urls!.findIndex((u) => sameEndpoint(u, url));
+      if (first < i) add(['models', key, 'base_urls', i], `${url} is listed already (base_urls[${first}]); each replica once`);
+    });
   }
   if (config.store.url && config.store.path) add(['store', 'url'], 'store.url and store.path are exclusive: a store is a PostgreSQL database or a SQLite file');
   if (config.queue.distributed && !config.store.url) add(['queue', 'distributed'], 'needs store.url: the workers on other machines share a PostgreSQL store and its queue');
@@ -92,6 +98,15 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   const cronError = checkCron(config.loop.schedule);
   if (cronError) add(['loop', 'schedule'], cronError);
   return issues;
+}
+
+/** The same endpoint, however written (case of the host, default port, trailing slash). */
+function sameEndpoint(a: string, b: string): boolean {
+  const norm = (u: string) => {
+    const url = new URL(u);
+    return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}${url.search}`;
+  };
+  return norm(a) === norm(b);
 }
 
 function requireFile(baseDir: string, file: string, p: ConfigPath, add: (p: ConfigPath, m: string) => void): void {

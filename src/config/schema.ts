@@ -52,18 +52,23 @@ const localServer = z.strictObject({
   startup_timeout_s: posInt.max(DAY_S, `at most ${DAY_S} s (1 day)`).default(180),
 });
 
+const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL, e.g. http://localhost:8000/v1' });
+export const MAX_REPLICAS = 256;
+
 const model = z.strictObject({
-  base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL, e.g. http://localhost:8000/v1' }).optional().describe('OpenAI-compatible endpoint, e.g. http://localhost:8000/v1'),
+  base_url: httpUrl().optional().describe('OpenAI-compatible endpoint, e.g. http://localhost:8000/v1'),
+  base_urls: z.array(httpUrl()).min(2, 'list at least 2 replicas (for one endpoint use base_url)').max(MAX_REPLICAS).optional()
+    .describe('replicas serving the same model, each an OpenAI-compatible endpoint: requests go to the one with the fewest under way, and fail over from one that is down (instead of base_url)'),
   model: z.string().min(1),
   api_key_env: envName.optional().describe('name of the env var holding the API key; the key itself never goes in the file'),
-  local: localServer.optional().describe('serve these weights with the built-in server instead of base_url'),
+  local: localServer.optional().describe('serve these weights with the built-in server instead of base_url or base_urls'),
   timeout_ms: timeoutMs().default(120_000),
   max_retries: retries.default(3),
   logprobs: z.boolean().default(true).describe('request per-token logprobs and token ids when the server supports them'),
   lora: z.strictObject({
     line: name.describe('the weight line whose LoRA adapters this server runs (e.g. the line train.base_model trains)'),
     load_adapters: z.boolean().default(true).describe('load adapters through the server\'s runtime LoRA endpoints (vLLM: --enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)'),
-  }).optional().describe('a server at base_url that serves adapters by name: a deployed adapter is requested as model LINE-vN'),
+  }).optional().describe('a server at base_url (or each replica of base_urls) that serves adapters by name: a deployed adapter is requested as model LINE-vN'),
 });
 
 const prompt = z.strictObject({
@@ -371,3 +376,8 @@ export type Algo = (typeof ALGOS)[number];
 export type PolicyKind = (typeof POLICY_KINDS)[number];
 export type PolicyAlgorithm = (typeof POLICY_ALGORITHMS)[number];
 export type PoliciesConfig = RLConfig['policies'];
+
+/** Where a remote model is served: its base_url, or each replica of base_urls (none for local weights). */
+export function remoteUrls(m: Pick<ModelConfig, 'base_url' | 'base_urls'>): string[] {
+  return m.base_urls ? [...m.base_urls] : m.base_url ? [m.base_url] : [];
+}

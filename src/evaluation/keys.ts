@@ -15,7 +15,9 @@ export function taskHash(task: Task): string {
 export function settingsHash(config: RLConfig): string {
   const models = Object.fromEntries([...new Set(config.agents.map((a) => a.model))].map((name) => {
     const m = config.models[name]!;
-    return [name, { model: m.model, base_url: m.base_url ?? null, local: m.local ? { device: m.local.device, engine: m.local.engine, max_batch_size: m.local.max_batch_size } : null }];
+    // Replicas as a set (their order only spreads load); absent for other models, whose keys stay as they were.
+    const replicas = m.base_urls ? { base_urls: [...m.base_urls].sort() } : {};
+    return [name, { model: m.model, base_url: m.base_url ?? null, ...replicas, local: m.local ? { device: m.local.device, engine: m.local.engine, max_batch_size: m.local.max_batch_size } : null }];
   }));
   // Which prompts serve is the set's (its serving hash), like the agents' system prompts.
   const agents = config.agents.map(({ system_prompt: _p, ...a }) => a);

@@ -2,11 +2,12 @@ import { HttpTimeoutError, jsonEndpoint, postJson, type HttpResponse, type JsonE
 import { BoundedCache } from '../util/bounded-cache.js';
 import { encodeObject } from './json-text.js';
 import { parseCompletion, TruncatedResponseError } from './parse.js';
+import { Replicas, type Lease } from './replicas.js';
 import type { CallOptions, ChatRequest, ChatResult, LlmClient } from './types.js';
 
 export interface ClientOptions {
-  /** OpenAI-compatible base URL, e.g. http://localhost:8000/v1 */
-  baseUrl: string;
+  /** OpenAI-compatible base URL, e.g. http://localhost:8000/v1; or the base URLs of replicas serving the same model. */
+  baseUrl: string | readonly string[];
   apiKey?: string;
   timeoutMs: number;
   maxRetries: number;
@@ -24,6 +25,7 @@ export class LlmError extends Error {
 
 const RETRIABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504]);
 const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET']);
+const MAX_BACKOFF_MS = 10_000;
 
 const clients = new BoundedCache<string, HttpLlmClient>(64);
 
@@ -39,17 +41,19 @@ export function createLlmClient(opts: ClientOptions): LlmClient {
 // A class, not a closure per client: hot call sites then see one `chat` function for every client, and
 // V8's optimized code for them survives the clients of a finished run.
 class HttpLlmClient implements LlmClient {
-  private readonly url: URL;
-  private readonly endpoint: JsonEndpoint;
+  /** The chat endpoint of each replica (one for a single base URL), shared by the client's requests. */
+  private readonly replicas: Replicas<JsonEndpoint>;
   /** Learned per client: a server that rejected an extension once is not asked again. */
   private readonly caps: { logprobs: boolean; tokenIds: boolean };
   private readonly retryBaseMs: number;
 
   constructor(private readonly opts: ClientOptions) {
-    this.url = new URL(`${opts.baseUrl.replace(/\/+$/, '')}/chat/completions`);
-    this.endpoint = jsonEndpoint(this.url, opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {});
+    const headers: Record<string, string> = opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {};
+    const urls = typeof opts.baseUrl === 'string' ? [opts.baseUrl] : opts.baseUrl;
+    const endpoints = urls.map((u) => jsonEndpoint(new URL(`${u.replace(/\/+$/, '')}/chat/completions`), headers));
     this.caps = { logprobs: opts.logprobs, tokenIds: opts.logprobs };
     this.retryBaseMs = opts.retryBaseMs ?? 250;
+    this.replicas = new Replicas(endpoints, { baseBackoffMs: this.retryBaseMs, maxBackoffMs: MAX_BACKOFF_MS });
   }
 
   async chat(request: ChatRequest, call: CallOptions = {}): Promise<ChatResult> {
@@ -57,49 +61,86 @@ class HttpLlmClient implements LlmClient {
     const timeoutMs = call.timeoutMs ?? this.opts.timeoutMs;
     const encoded = encodeObject(request as unknown as Record<string, unknown>);
     let attempts = 0;
+    let waitedMs = 0;
     for (;;) {
+      const pick = this.replicas.acquire();
+      if ('waitMs' in pick) {
+        // Every replica is down: wait for the first to come back, within the request's timeout.
+        if (waitedMs + pick.waitMs > timeoutMs) {
+          throw new LlmError(`${this.downText()} for ${Math.ceil(pick.waitMs)} ms more, beyond the request's timeout of ${timeoutMs} ms`, null, attempts, true);
+        }
+        await sleep(pick.waitMs, call.signal);
+        waitedMs += pick.waitMs;
+        continue;
+      }
+      const { lease } = pick;
       attempts++;
       let res: HttpResponse;
       try {
-        res = await postJson(this.endpoint, withExtensions(encoded, this.caps), timeoutMs, call.signal);
+        res = await postJson(lease.item, withExtensions(encoded, this.caps), timeoutMs, call.signal);
       } catch (err) {
-        await this.retryAfterFailure(err, attempts, call.signal);
+        this.failedAttempt(lease, err, attempts, call.signal);
         continue;
       }
       if (res.status >= 200 && res.status < 300) {
         try {
-          return parseCompletion(res.body, { latencyMs: performance.now() - started, attempts, model: request.model });
+          const result = parseCompletion(res.body, { latencyMs: performance.now() - started, attempts, model: request.model });
+          this.replicas.succeeded(lease);
+          return result;
         } catch (err) {
           // Retried like the connection reset it is; a complete JSON body of the wrong shape is not.
-          if (!(err instanceof TruncatedResponseError)) throw err;
-          await this.retryAfterFailure(err, attempts, call.signal);
+          if (!(err instanceof TruncatedResponseError)) {
+            this.replicas.succeeded(lease);
+            throw err;
+          }
+          this.failedAttempt(lease, err, attempts, call.signal);
           continue;
         }
       }
       if (res.status === 400 && dropRejectedExtension(res.body, this.caps)) {
+        this.replicas.succeeded(lease);
         attempts--;
         continue;
       }
-      await this.retryAfterStatus(res, attempts, call.signal);
+      await this.retryAfterStatus(lease, res, attempts, call.signal);
     }
   }
 
-  /** Waits before the next attempt after a network error or timeout, or throws when there is none. */
-  private async retryAfterFailure(err: unknown, attempts: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) throw err;
+  /**
+   * After a network error or timeout: the replica is down and the request goes on (to another replica,
+   * or after the first comes back); throws when the error is not retriable or no attempt is left.
+   */
+  private failedAttempt(lease: Lease<JsonEndpoint>, err: unknown, attempts: number, signal?: AbortSignal): void {
+    if (signal?.aborted) {
+      this.replicas.released(lease);
+      throw err;
+    }
     const code = (err as NodeJS.ErrnoException).code ?? '';
     const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has(code);
-    if (!retriable || attempts > this.opts.maxRetries) throw new LlmError(`${this.url.origin}: ${(err as Error).message}`, null, attempts, retriable);
-    await sleep(backoff(this.retryBaseMs, attempts), signal);
+    if (retriable) this.replicas.failed(lease);
+    else this.replicas.released(lease);
+    if (!retriable || attempts > this.opts.maxRetries) throw new LlmError(`${lease.item.url.origin}: ${(err as Error).message}`, null, attempts, retriable);
   }
 
-  /** Waits before the next attempt after an error status, or throws when there is none. */
-  private async retryAfterStatus(res: HttpResponse, attempts: number, signal?: AbortSignal): Promise<void> {
+  /**
+   * After an error status: 5xx and 429 put the replica down (for its Retry-After, or the backoff) and the
+   * request goes on elsewhere; 408, 409 and 425 wait here first. Throws when there is no next attempt.
+   */
+  private async retryAfterStatus(lease: Lease<JsonEndpoint>, res: HttpResponse, attempts: number, signal?: AbortSignal): Promise<void> {
+    const down = res.status === 429 || res.status >= 500;
+    const after = retryAfter(res);
+    if (down) this.replicas.failed(lease, after);
+    else this.replicas.succeeded(lease);
     const retriable = RETRIABLE_STATUS.has(res.status);
     if (!retriable || attempts > this.opts.maxRetries) {
-      throw new LlmError(`${this.url.origin} answered ${res.status}: ${errorText(res.body)}`, res.status, attempts, retriable);
+      throw new LlmError(`${lease.item.url.origin} answered ${res.status}: ${errorText(res.body)}`, res.status, attempts, retriable);
     }
-    await sleep(retryAfter(res) ?? backoff(this.retryBaseMs, attempts), signal);
+    if (!down) await sleep(after ?? backoff(this.retryBaseMs, attempts), signal);
+  }
+
+  private downText(): string {
+    const origins = this.replicas.items.map((e) => e.url.origin);
+    return origins.length === 1 ? `${origins[0]} is down` : `every replica (${origins.join(', ')}) is down`;
   }
 }
 
@@ -122,13 +163,18 @@ function dropRejectedExtension(body: string, caps: { logprobs: boolean; tokenIds
 }
 
 function backoff(base: number, attempt: number): number {
-  const exp = Math.min(10_000, base * 2 ** (attempt - 1));
+  const exp = Math.min(MAX_BACKOFF_MS, base * 2 ** (attempt - 1));
   return exp / 2 + Math.random() * (exp / 2);
 }
 
+/** Retry-After in ms (delay-seconds or an HTTP date), at most 30 s. */
 function retryAfter(res: HttpResponse): number | undefined {
-  const value = Number(res.headers.get('retry-after'));
-  return Number.isFinite(value) && value >= 0 ? Math.min(30_000, value * 1000) : undefined;
+  const header = res.headers.get('retry-after');
+  if (header === undefined || header.trim() === '') return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return seconds >= 0 ? Math.min(30_000, seconds * 1000) : undefined;
+  const ms = Date.parse(header) - Date.now();
+  return Number.isFinite(ms) ? Math.min(30_000, Math.max(0, ms)) : undefined;
 }
 
 function errorText(body: string): string {

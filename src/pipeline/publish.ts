@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { remoteUrls } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import { PRODUCTION_FILE } from '../resources/production.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -59,12 +60,14 @@ export interface ServerSwap {
 export async function publish(rt: Runtime, next: ResourceSet, previous: ResourceSet, opts: PublishOptions): Promise<Published> {
   const out: Published = { productionFile: path.join(rt.paths.dataDir, PRODUCTION_FILE), vllm: [], massgen: [], servers: [] };
   for (const [name, model] of Object.entries(rt.config.models)) {
-    if (!model.lora?.load_adapters || !model.base_url) continue;
+    if (!model.lora?.load_adapters) continue;
     const [now, before] = [adapterOf(rt, next, name), adapterOf(rt, previous, name)];
-    const server = { baseUrl: model.base_url, apiKey: rt.apiKey(name) };
-    const tag = { server: model.base_url, model: name };
-    if (now && now.id !== before?.id) out.vllm.push({ ...tag, ...await ensureAdapter(server, loraName(now.name, now.version), now.path!) });
-    if (before && before.id !== now?.id && (!now || out.vllm.at(-1)?.ok)) out.vllm.push({ ...tag, ...await loraCall(server, 'unload', loraName(before.name, before.version)) });
+    for (const baseUrl of remoteUrls(model)) {
+      const server = { baseUrl, apiKey: rt.apiKey(name) };
+      const tag = { server: baseUrl, model: name };
+      if (now && now.id !== before?.id) out.vllm.push({ ...tag, ...await ensureAdapter(server, loraName(now.name, now.version), now.path!) });
+      if (before && before.id !== now?.id && (!now || out.vllm.at(-1)?.ok)) out.vllm.push({ ...tag, ...await loraCall(server, 'unload', loraName(before.name, before.version)) });
+    }
   }
   for (const entry of liveServers(rt.paths.dataDir)) {
     const swap = await followProduction(rt, entry, next, previous);

@@ -1,5 +1,6 @@
 import type { LlmClient } from '../llm/types.js';
 import type { TeamAgent } from '../orchestrator/types.js';
+import { remoteUrls } from '../config/schema.js';
 import { checkPromptFiles } from '../resources/prompts.js';
 import { UserError } from '../errors.js';
 import type { Judge, Runtime } from '../runtime/runtime.js';
@@ -85,8 +86,11 @@ async function remoteAdapter(rt: Runtime, modelName: string, weight: Resource): 
   const model = rt.model(modelName);
   const name = servedAdapterName(modelName, model, weight);
   if (model.lora!.load_adapters) {
-    const r = await ensureAdapter({ baseUrl: model.base_url!, apiKey: rt.apiKey(modelName) }, name, weight.path!);
-    if (!r.ok) throw new UserError(`could not load adapter ${name} on models.${modelName}: ${r.detail}`);
+    // Every replica serves every request's model name, so each loads the adapter.
+    for (const baseUrl of remoteUrls(model)) {
+      const r = await ensureAdapter({ baseUrl, apiKey: rt.apiKey(modelName) }, name, weight.path!);
+      if (!r.ok) throw new UserError(`could not load adapter ${name} on models.${modelName}: ${r.detail}`);
+    }
   }
   return name;
 }

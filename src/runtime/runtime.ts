@@ -118,7 +118,7 @@ export class Runtime {
   async client(name: string, opts: { logprobs?: boolean; weights?: string } = {}): Promise<LlmClient> {
     const m = this.model(name);
     const apiKey = this.apiKey(name);
-    const baseUrl = m.local ? (await this.servers.server(name, opts.weights)).baseUrl : m.base_url!;
+    const baseUrl = m.local ? (await this.servers.server(name, opts.weights)).baseUrl : m.base_urls ?? m.base_url!;
     return createLlmClient({ baseUrl, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries, logprobs: opts.logprobs ?? m.logprobs });
   }
 
@@ -127,7 +127,7 @@ export class Runtime {
     const name = this.config.policies.embedding_model;
     if (!name) return undefined;
     const m = this.model(name);
-    const baseUrl = m.local ? (await this.servers.server(name)).baseUrl : m.base_url!;
+    const baseUrl = m.local ? (await this.servers.server(name)).baseUrl : m.base_urls ?? m.base_url!;
     return createEmbedder({ baseUrl, apiKey: this.apiKey(name), model: m.model, timeoutMs: m.timeout_ms });
   }
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_MODEL_NAME } from '../config/defaults.js';
-import type { ModelConfig, RLConfig } from '../config/schema.js';
+import { remoteUrls, type ModelConfig, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import type { PyEvent } from '../python/module.js';
 import { venvPython } from '../python/venv.js';
@@ -43,7 +43,7 @@ export function serveTarget(config: RLConfig, resolve: ResolveWeights, modelName
   const mc = config.models[name];
   if (!mc || !Object.hasOwn(config.models, name)) throw new UserError(`unknown model "${name}"; models: ${Object.keys(config.models).join(', ') || 'none'}`);
   if (!mc.local && !weightsRef) {
-    throw new UserError(`models.${name} has no local weights (it is served at ${mc.base_url ?? 'its base_url'})`, 'set models.<name>.local.weights, or pass --weights REF');
+    throw new UserError(`models.${name} has no local weights (it is served at ${remoteUrls(mc).join(', ') || 'its base_url'})`, 'set models.<name>.local.weights, or pass --weights REF');
   }
   const weights = resolve(weightsRef ?? mc.local!.weights, weightsRef ? '--weights' : `models.${name}.local.weights`);
   return { modelKey: name, servedName: mc.model, weights, local: mc.local };

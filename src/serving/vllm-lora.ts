@@ -1,4 +1,4 @@
-import type { ModelConfig } from '../config/schema.js';
+import { remoteUrls, type ModelConfig } from '../config/schema.js';
 import { errorMessage, UserError } from '../errors.js';
 import type { Resource } from '../store/index.js';
 
@@ -45,7 +45,7 @@ export function loraName(line: string, version: number): string {
  */
 export function servedAdapterName(modelName: string, model: ModelConfig, weight: Resource): string {
   if (!model.lora || model.lora.line !== weight.name || !weight.metadata.adapter || !weight.path) {
-    throw new UserError(`models.${modelName} runs at ${model.base_url ?? 'its base_url'}, which can only switch to LoRA adapters of the line in models.${modelName}.lora.line; ${weight.name} v${weight.version} is not one`);
+    throw new UserError(`models.${modelName} runs at ${remoteUrls(model).join(', ') || 'its base_url'}, which can only switch to LoRA adapters of the line in models.${modelName}.lora.line; ${weight.name} v${weight.version} is not one`);
   }
   return loraName(weight.name, weight.version);
 }

@@ -34,18 +34,23 @@ export const TRAINER = path.join(FIXTURES, 'trainers', 'protocol_trainer.py');
 export interface LoopProject {
   dir: string;
   server: ScriptedServer;
+  /** Every replica of the model (serverOpts.replicas; just `server` by default). */
+  servers: ScriptedServer[];
   /** The project's config, with --set style overrides. */
   load(overrides?: string[]): LoadedConfig;
 }
 
 /**
  * A project whose three agents run on one remote model at the scripted server, which serves the `base`
- * line's adapters by name (models.stub.lora); train.script is the protocol stand-in trainer.
+ * line's adapters by name (models.stub.lora); train.script is the protocol stand-in trainer. With
+ * serverOpts.replicas the model is served by that many scripted servers (models.stub.base_urls).
  */
-export async function loopProject(script: Script = adapterScript(), extraYaml = '', serverOpts: { loraDelayMs?: number } = {}): Promise<LoopProject> {
-  const server = await startScriptedServer(script, serverOpts);
+export async function loopProject(script: Script = adapterScript(), extraYaml = '', serverOpts: { loraDelayMs?: number; replicas?: number } = {}): Promise<LoopProject> {
+  const servers = await Promise.all(Array.from({ length: serverOpts.replicas ?? 1 }, () => startScriptedServer(script, { loraDelayMs: serverOpts.loraDelayMs })));
+  const server = servers[0]!;
+  const where = servers.length > 1 ? `base_urls: [${servers.map((x) => `"${x.baseUrl}"`).join(', ')}]` : `base_url: "${server.baseUrl}"`;
   const yaml = `models:
-  stub: { base_url: "${server.baseUrl}", model: base-model, lora: { line: base } }
+  stub: { ${where}, model: base-model, lora: { line: base } }
 agents:
   - { id: a, model: stub, tool_mode: text }
   - { id: b, model: stub, tool_mode: text }
@@ -69,5 +74,5 @@ deploy:
   watch: { min_rollouts: 4, max_drop: 0.2 }
 ${extraYaml}`;
   const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': LOOP_TASKS, 'base/config.json': '{"model_type": "llama"}', 'base/model.safetensors': 'x'.repeat(64) });
-  return { dir, server, load: (overrides = []) => loadConfig({ cwd: dir, overrides }) };
+  return { dir, server, servers, load: (overrides = []) => loadConfig({ cwd: dir, overrides }) };
 }

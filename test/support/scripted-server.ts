@@ -37,11 +37,12 @@ export interface ScriptedServer {
 }
 
 /**
- * A real local OpenAI-compatible server whose replies come from a script: the edge test double. Requests
+ * A real local OpenAI-compatible server whose replies come from a script: the edge test double (on
+ * `opts.port`, e.g. to restart a stopped one where its clients look for it; default a free port). Requests
  * with `stream: true` get the reply as server-sent events (OpenAI's chunk format, with a usage chunk when
  * `stream_options.include_usage` asks for it), as MassGen's chat-completions backends request them.
  */
-export async function startScriptedServer(script: Script, opts: { loraDelayMs?: number } = {}): Promise<ScriptedServer> {
+export async function startScriptedServer(script: Script, opts: { loraDelayMs?: number; port?: number } = {}): Promise<ScriptedServer> {
   const requests: ScriptedRequest[] = [];
   const aborted: ScriptedRequest[] = [];
   const headers: http.IncomingHttpHeaders[] = [];
@@ -109,7 +110,7 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
       res.end(JSON.stringify(completion(body, reply)));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(opts.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,

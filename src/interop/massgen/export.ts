@@ -13,7 +13,7 @@
  * message_templates override is Python-only), so a set's presenter prompt is named as not exported.
  */
 import { Document, type YAMLSeq } from 'yaml';
-import type { ModelConfig, RLConfig } from '../../config/schema.js';
+import { remoteUrls, type ModelConfig, type RLConfig } from '../../config/schema.js';
 import { UserError } from '../../errors.js';
 import { urlHost } from '../../serving/local-server.js';
 import { servedAdapterName } from '../../serving/vllm-lora.js';
@@ -99,11 +99,13 @@ export function massgenExport(input: ExportInput): MassgenExport {
 }
 
 function remoteAddress(name: string, model: ModelConfig, weights: Resource | undefined): { base_url: string; model: string; note: string } {
-  const base_url = model.base_url!;
-  if (!weights) return { base_url, model: model.model, note: `model ${model.model} at ${base_url} (models.${name})` };
+  const [base_url = '', ...others] = remoteUrls(model);
+  // A MassGen backend names one endpoint: the first replica, and the note says which were left out.
+  const replicas = others.length ? `; models.${name} has ${others.length + 1} replicas (base_urls) and a MassGen backend names one: the first is used, not ${others.join(', ')}` : '';
+  if (!weights) return { base_url, model: model.model, note: `model ${model.model} at ${base_url} (models.${name})${replicas}` };
   const adapter = servedAdapterName(name, model, weights);
   const loaded = model.lora!.load_adapters ? 'massgen-rl loads it there when it deploys or evaluates the set' : `load it there yourself (models.${name}.lora.load_adapters is false)`;
-  return { base_url, model: adapter, note: `LoRA adapter ${adapter} = weights ${label(weights)} (${weights.path}) at ${base_url}; ${loaded}` };
+  return { base_url, model: adapter, note: `LoRA adapter ${adapter} = weights ${label(weights)} (${weights.path}) at ${base_url}; ${loaded}${replicas}` };
 }
 
 function localAddress(name: string, model: ModelConfig, weights: Resource | undefined, agent: string, set: ResourceSet): { base_url: string; model: string; note: string } {

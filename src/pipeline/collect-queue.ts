@@ -1,61 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { UserError } from '../errors.js';
 import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
-import { checkTeamInputs, setupTeam, type TeamSetup } from '../rollouts/team.js';
+import { setupTeam, type TeamSetup } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { JobQueue, LEASE_STALE_MS, leaseName, TaskConflictError, type QueuedJob, type Rollout, type Store } from '../store/index.js';
-import { tasksWithShortfall } from '../tasks/for-run.js';
+import { JobQueue, type QueuedJob, type Rollout, type Store } from '../store/index.js';
 import { createToolRunner } from '../tools/runner.js';
+import { COLLECT_QUEUE, type CollectJob } from './collect-enqueue.js';
 import { finishIfDone, isAbandoned } from './collect-queue-runs.js';
 import { EVAL_QUEUE, runEvalJob, type EvalJob } from './eval-queue.js';
-
-export const COLLECT_QUEUE = 'collect';
-
-interface CollectJob {
-  runId: string;
-  taskId: string;
-  setId: string;
-}
-
-export interface EnqueueOptions {
-  tasks?: string;
-  n?: number;
-  split?: 'train' | 'eval' | 'all';
-  trigger?: 'collect' | 'loop';
-}
-
-export interface EnqueueSummary {
-  runId: string;
-  tasks: number;
-  resourceSet: { id: string; version: number };
-}
-
-/** Creates a collect run once and puts one job per task on the shared queue, for `collect --worker` processes. */
-export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Promise<EnqueueSummary> {
-  const { config } = rt;
-  const split = opts.split ?? config.collect.split;
-  const { tasks } = tasksWithShortfall(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n: opts.n ?? config.collect.n, split });
-  if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
-  checkTeamInputs(rt);
-  const store = rt.store();
-  if (!store.connection()) throw new UserError('collect --enqueue needs a PostgreSQL store that the workers share', 'set store.url (see README: More than one machine)');
-  const conflicts = store.tasks.conflicts(tasks);
-  if (conflicts.length) throw new TaskConflictError(conflicts);
-  const queue = await JobQueue.open(store);
-  try {
-    const set = (await setupTeam(rt, rt.production(opts.trigger ?? 'collect'))).set;
-    await store.write(() => store.tasks.upsertMany(tasks));
-    const runId = await store.write(() => {
-      const id = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, split, queue: true, set: set.id }, { config_hash: rt.loaded.hash });
-      store.collectRuns.disown(id);
-      return id;
-    });
-    await queue.enqueue<CollectJob>(COLLECT_QUEUE, tasks.map((t) => ({ runId, taskId: t.id, setId: set.id })), { retryLimit: config.queue.retries, expireInSeconds: config.queue.expire_s });
-    return { runId, tasks: tasks.length, resourceSet: { id: set.id, version: set.version } };
-  } finally {
-    await queue.close();
-  }
-}
+import { underLease } from './queue-lease.js';
 
 export interface WorkerOptions {
   concurrency?: number;
@@ -154,28 +106,6 @@ interface JobDeps {
   setupFor: (setId: string) => Promise<TeamSetup>;
   tools: ReturnType<typeof createToolRunner>;
   signal: AbortSignal;
-}
-
-/**
- * fn under the job's lease: a lock in the store kept fresh by a heartbeat, which other workers read to
- * find dead ones. fn's signal aborts when this worker stops or the lease was taken over; undefined when
- * another worker holds the lease.
- */
-async function underLease<T>(store: Store, jobId: string, signal: AbortSignal, fn: (signal: AbortSignal) => Promise<T>): Promise<T | undefined> {
-  const taken = store.locks.acquire(leaseName(jobId), LEASE_STALE_MS);
-  if (!('lock' in taken)) return undefined;
-  const lease = taken.lock;
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  signal.addEventListener('abort', onAbort);
-  const beat = setInterval(() => { if (!lease.heartbeat()) stop.abort(); }, 5_000);
-  try {
-    return await fn(stop.signal);
-  } finally {
-    clearInterval(beat);
-    signal.removeEventListener('abort', onAbort);
-    lease.release();
-  }
 }
 
 /** One job: skipped when an earlier attempt recorded it, its abandoned attempts discarded, then run. */

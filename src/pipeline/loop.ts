@@ -8,7 +8,7 @@ import { acquireCycleLock } from '../scheduler/lock.js';
 import { stopLeftover } from '../trainers/process-group.js';
 import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
 import { collect } from './collect.js';
-import { enqueueCollect } from './collect-queue.js';
+import { enqueueCollect } from './collect-enqueue.js';
 import { awaitQueuedRun } from './collect-queue-runs.js';
 import { deploy, latestEvaluation } from './deploy.js';
 import { latestCandidate } from '../evaluation/candidates.js';

@@ -16,13 +16,14 @@ interface QueuedFlags {
 
 /** `collect --enqueue` (one run's tasks onto the shared queue) and `collect --worker` (take and run them). */
 export async function runQueued(ui: Ui, rt: Runtime, flags: QueuedFlags): Promise<void> {
-  const { enqueueCollect, collectWorker } = await import('../../pipeline/collect-queue.js');
   if (flags.enqueue) {
+    const { enqueueCollect } = await import('../../pipeline/collect-enqueue.js');
     const s = await enqueueCollect(rt, { tasks: flags.tasks, n: positiveInt('--n', flags.n, MAX_TASKS), split: flags.split });
     if (ui.opts.json) ui.json({ ok: true, ...s });
     else ui.print(`run ${s.runId}: ${s.tasks} task(s) queued for workers (resource set v${s.resourceSet.version}); start workers with \`massgen-rl collect --worker\``);
     return;
   }
+  const { collectWorker } = await import('../../pipeline/collect-queue.js');
   const stopping = 'stopping: running orchestrations are cancelled and handed back to the queue for another worker';
   const s = await withInterrupt(ui, stopping, (signal) => collectWorker(rt, {
     concurrency: positiveInt('--concurrency', flags.concurrency, MAX_CONCURRENCY), wait: flags.wait, signal,

@@ -1,0 +1,53 @@
+import { UserError } from '../errors.js';
+import { checkTeamInputs, setupTeam } from '../rollouts/team.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { JobQueue, TaskConflictError } from '../store/index.js';
+import { tasksWithShortfall } from '../tasks/for-run.js';
+
+export const COLLECT_QUEUE = 'collect';
+
+export interface CollectJob {
+  runId: string;
+  taskId: string;
+  setId: string;
+}
+
+export interface EnqueueOptions {
+  tasks?: string;
+  n?: number;
+  split?: 'train' | 'eval' | 'all';
+  trigger?: 'collect' | 'loop';
+}
+
+export interface EnqueueSummary {
+  runId: string;
+  tasks: number;
+  resourceSet: { id: string; version: number };
+}
+
+/** Creates a collect run once and puts one job per task on the shared queue, for `collect --worker` processes. */
+export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Promise<EnqueueSummary> {
+  const { config } = rt;
+  const split = opts.split ?? config.collect.split;
+  const { tasks } = tasksWithShortfall(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n: opts.n ?? config.collect.n, split });
+  if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
+  checkTeamInputs(rt);
+  const store = rt.store();
+  if (!store.connection()) throw new UserError('collect --enqueue needs a PostgreSQL store that the workers share', 'set store.url (see README: More than one machine)');
+  const conflicts = store.tasks.conflicts(tasks);
+  if (conflicts.length) throw new TaskConflictError(conflicts);
+  const queue = await JobQueue.open(store);
+  try {
+    const set = (await setupTeam(rt, rt.production(opts.trigger ?? 'collect'))).set;
+    await store.write(() => store.tasks.upsertMany(tasks));
+    const runId = await store.write(() => {
+      const id = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, split, queue: true, set: set.id }, { config_hash: rt.loaded.hash });
+      store.collectRuns.disown(id);
+      return id;
+    });
+    await queue.enqueue<CollectJob>(COLLECT_QUEUE, tasks.map((t) => ({ runId, taskId: t.id, setId: set.id })), { retryLimit: config.queue.retries, expireInSeconds: config.queue.expire_s });
+    return { runId, tasks: tasks.length, resourceSet: { id: set.id, version: set.version } };
+  } finally {
+    await queue.close();
+  }
+}

@@ -1,6 +1,6 @@
 """Two "machines" on loopback: two separate `accelerate launch` process trees (machine ranks 0 and 1, one CPU process
-each, gloo) train one real SFT run on the tiny model as one process group; and the check that makes every process
-train on the same data and settings before the first step."""
+each, gloo) train one real SFT run on the tiny model as one process group, or both stop before the first step when
+machine 1 built other data; and that check itself (every process trains on rank 0's data, settings and weights)."""
 
 from __future__ import annotations
 
@@ -88,6 +88,25 @@ def test_two_machines_on_loopback_form_one_process_group(tmp_path):
     assert trained.keys() == alone.keys()
     for key in trained:
         assert (trained[key] - alone[key]).abs().max().item() < 1e-5, key
+
+
+@needs_model
+def test_when_machine_1_built_other_data_both_machines_fail_before_the_first_step(tmp_path):
+    configs = {}
+    for rank, rows in ((0, SFT_ROWS), (1, SFT_ROWS[:3])):  # machine 1's copy of the traces is older
+        home = tmp_path / f"machine{rank}"
+        home.mkdir()
+        configs[rank] = train_config(home, "sft", write_jsonl(home / "data.jsonl", rows), per_device_train_batch_size=1,
+                                     max_length=48)
+    port = free_port()
+    started = time.monotonic()
+    procs = {rank: _launch(rank, configs[rank], port) for rank in (0, 1)}
+    main, worker = _finish(procs[0], configs[0], started), _finish(procs[1], configs[1], started)
+    assert main.returncode == 1 and worker.returncode == 1
+    assert main.of("step") == [] and main.last["event"] == "error"
+    assert main.last["message"].startswith("rank 1 (machine 1) would train on something else than rank 0: the dataset")
+    assert "rank 1 (machine 1) would train on something else than rank 0" in worker.stderr
+    assert worker.events == [{"event": "error", "rank": 1, "message": main.last["message"], "rank_differs": 1}]
 
 
 AGREE = textwrap.dedent("""

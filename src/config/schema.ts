@@ -213,6 +213,23 @@ const isCorrection = {
   is_cap: z.number().min(1).max(1e6).default(3).describe('upper bound of the per-token importance weight'),
 };
 
+const hostName = z.string().regex(/^[A-Za-z0-9:]([A-Za-z0-9.:-]*[A-Za-z0-9])?$/, 'a host name or an IP address, e.g. 10.0.0.1');
+const port = z.int().min(1).max(65535);
+
+/** TRL's vLLM generation for online GRPO (GRPOConfig use_vllm, vllm_mode, vllm_server_*, vllm_*). */
+const vllm = z.strictObject({
+  enabled: z.boolean().default(false),
+  mode: z.enum(['server', 'colocate']).default('server').describe('server: a separate `trl vllm-serve` process on its own GPUs generates; colocate: vLLM runs inside every training process, sharing its GPU'),
+  server_base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL, e.g. http://10.0.0.2:8000' }).optional().describe('server mode: the `trl vllm-serve` address (instead of server_host and server_port)'),
+  server_host: hostName.default('127.0.0.1').describe('server mode: host of `trl vllm-serve`'),
+  server_port: port.default(8000).describe('server mode: port of `trl vllm-serve` (its --port)'),
+  server_timeout_s: timeoutS().default(240).describe('server mode: how long to wait for the server to be up'),
+  group_port: port.default(51216).describe('server mode: port of the NCCL group that pushes the trained weights into the server'),
+  gpu_memory_utilization: z.number().gt(0).max(1).default(0.3).describe('colocate mode: share of each GPU vLLM may take (server mode: `trl vllm-serve --gpu_memory_utilization`)'),
+  tensor_parallel_size: count(1024).default(1).describe('colocate mode: GPUs per vLLM engine (server mode: `trl vllm-serve --tensor_parallel_size`)'),
+  max_model_length: count(1_048_576).optional().describe('vLLM context window: at least the longest prompt plus max_completion_length (default: the model\'s)'),
+});
+
 const train = z.strictObject({
   algo: z.enum(ALGOS).default('grpo'),
   base_model: z.string().default(DEFAULT_MODEL_REF),
@@ -236,8 +253,12 @@ const train = z.strictObject({
   timeout_min: count(WEEK_S / 60).optional().describe('stop the trainer (with a checkpoint) after this many minutes'),
   check_memory: z.boolean().default(true).describe('refuse to start when free RAM / GPU memory looks too small for the model'),
   gpus: z.union([z.literal('auto'), z.literal('none'), z.string().regex(/^\d+(,\d+)*$/)]).default('auto'),
-  num_processes: count(1024).default(1).describe('> 1 launches the trainer with accelerate (data parallel; CPU processes use gloo)'),
-  accelerate_config: z.string().optional().describe('accelerate config file (default for several CPU processes: the bundled one)'),
+  num_processes: count(1024).default(1).describe('processes in all, over every machine (accelerate\'s --num_processes; a multiple of num_machines); > 1 launches the trainer with accelerate (data parallel; CPU processes use gloo)'),
+  num_machines: count(1024).default(1).describe('machines training together (accelerate\'s --num_machines); each runs `massgen-rl train` with its own machine_rank'),
+  machine_rank: nonNegInt.max(1023).default(0).describe('this machine\'s rank, 0 to num_machines - 1 (or `train --machine-rank`): 0 is the main machine, which records the run and its checkpoint; the others only train along'),
+  main_process_ip: hostName.optional().describe('address of machine 0 that every machine can reach (required with num_machines > 1)'),
+  main_process_port: port.optional().describe('rendezvous port on machine 0 (default: a free port on one machine, 29500 over several)'),
+  accelerate_config: z.string().optional().describe('accelerate config file, e.g. trainers/accelerate/deepspeed-zero2.yaml, deepspeed-zero3.yaml or fsdp.yaml (default for several CPU processes: cpu-2proc.yaml)'),
   script: z.string().optional().describe('your own trainer script speaking the JSON-lines protocol'),
   python: z.string().default('python3').describe('interpreter used to create the trainer virtualenv'),
   venv: z.string().optional().describe('trainer virtualenv (default: the shared cache dir)'),
@@ -256,6 +277,7 @@ const train = z.strictObject({
     beta: z.number().nonnegative().max(1e6).default(0).describe('KL penalty towards the starting policy'),
     max_completion_length: count(1_048_576).default(256),
     temperature: z.number().positive().max(100).default(1.0).describe('sampling temperature (online mode)'),
+    vllm: vllm.prefault({}).describe('generate online samples with vLLM (TRL\'s use_vllm): a `trl vllm-serve` server on other GPUs, or colocated in the training processes'),
     ...isCorrection,
   }).prefault({}),
   dpo: z.strictObject({

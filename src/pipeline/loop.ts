@@ -122,7 +122,8 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
     const algo = rt.config.train.algo;
     const detail = prior?.detail as TrainRunDetail | undefined;
     if (detail) await stopLeftover(detail.trainer_pid, detail.trainer_host, os.hostname());
-    const resumable = prior && (prior.status === 'cancelled' || prior.status === 'failed') && detail?.output_dir && lastCheckpoint(detail.output_dir) ? prior : undefined;
+    // A run over several machines starts afresh: the others hold no checkpoint to resume from.
+    const resumable = rt.config.train.num_machines === 1 && prior && (prior.status === 'cancelled' || prior.status === 'failed') && detail?.output_dir && lastCheckpoint(detail.output_dir) ? prior : undefined;
     if (!resumable) {
       const start = resolveStart(store, { baseModel: rt.config.train.base_model, weights: (ref, where) => rt.weights(ref, where) }, algo);
       const fresh = store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE num > ? AND status = 'completed' AND source = 'collect'").pluck().get(start.watermark) as number;

@@ -14,8 +14,9 @@ import type { Checkpoint } from '../store/checkpoints.js';
 import type { Resource, ResourceSet, SetOrigin, Store } from '../store/index.js';
 import { executeTraining, type TrainProgress } from '../trainers/execute.js';
 import { launchCommand } from '../trainers/launch.js';
+import { machineRank, processesPerMachine } from '../trainers/machines.js';
 import { stopLeftover } from '../trainers/process-group.js';
-import { checkDisk, checkMemory, requireVenv, selectDevices } from '../trainers/preflight.js';
+import { checkDisk, checkMemory, requireVenv, selectDevices, type Devices } from '../trainers/preflight.js';
 import { findResumable, type TrainRunDetail } from '../trainers/resume.js';
 import { needsRewardBridge, readTrainerConfig, trainerConfig, trainerConfigHash, writeTrainerConfig, type TrainerConfig } from '../trainers/trainer-config.js';
 
@@ -37,6 +38,8 @@ export interface TrainOptions {
   env?: NodeJS.ProcessEnv;
   /** Called with the training run's id as soon as it is recorded (the loop keeps it to resume the run). */
   onRunStart?: (runId: string) => void;
+  /** This machine's rank over train.num_machines (default train.machine_rank); only machine 0 runs `train`. */
+  machineRank?: number;
 }
 
 export interface TrainResult {
@@ -56,7 +59,7 @@ export interface TrainResult {
 }
 
 /** A run about to start: its record and its trainer config, not yet written. */
-interface PreparedRun {
+export interface PreparedRun {
   detail: TrainRunDetail;
   config: TrainerConfig;
   resumed: boolean;
@@ -66,6 +69,14 @@ interface PreparedRun {
 export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<TrainResult> {
   const t = rt.config.train;
   if (opts.resume && (opts.algo || opts.from || opts.all)) throw new UserError('--resume continues a run as it was started: it takes no --algo, --from or --all');
+  const rank = machineRank(t, opts.machineRank);
+  if (rank > 0) {
+    throw new UserError(`machine ${rank} of ${t.num_machines} only trains along with machine 0, which records the run (train.machine_rank / --machine-rank)`,
+      'run `massgen-rl train --machine-rank ' + rank + '` here while machine 0 runs `massgen-rl train` (or its loop)');
+  }
+  if (opts.resume && t.num_machines > 1) {
+    throw new UserError(`--resume: a run over ${t.num_machines} machines cannot be resumed (the other machines hold no checkpoint to continue from)`, 'start a new run, or resume it on this machine alone with train.num_machines: 1');
+  }
   const python = await requireVenv(rt.paths.venvDir);
   if (!rt.storeExists()) throw new UserError(`there are no traces to train on yet (no store at ${rt.paths.storePath})`, 'run `massgen-rl collect` first');
   const store = rt.existingStore();
@@ -73,12 +84,8 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
   const prepared = opts.resume ? await resumeRun(store, opts.resume) : await newRun(rt, store, devices.cpu, opts);
   const { detail, config } = prepared;
   const algo = detail.algo as Algo;
-  if (t.check_memory && !prepared.resumed) {
-    const needsRef = (algo === 'dpo') || (algo === 'grpo' && t.grpo.beta > 0) || (algo === 'ppo' && t.ppo.beta > 0);
-    checkMemory(startOf(detail), algo, t.lora.enabled, needsRef, detail.num_processes, devices);
-  }
-  checkDisk(rt.paths.dataDir, startOf(detail), t.lora.enabled);
-  const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: detail.num_processes });
+  checkRoom(rt, detail, devices, !prepared.resumed);
+  const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: detail.num_processes, machineRank: 0 });
   // Online GRPO scores its samples through the reward bridge, started for this run (a resumed run gets a fresh one).
   const bridge = needsRewardBridge(config) ? await startRewardBridge({ store, rewards: rt.config.rewards, judge: await rt.judge(), signal: opts.signal }) : undefined;
   try {
@@ -86,7 +93,8 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
     writeTrainerConfig(detail.config_file, config);
     const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, { algo, dataset_hash: detail.dataset.hash, log_path: detail.log_file });
     opts.onRunStart?.(runId);
-    opts.onStage?.(`training ${algo} on ${detail.dataset.rows} examples (run ${runId}; log ${detail.log_file})`);
+    const over = t.num_machines > 1 ? ` over ${t.num_machines} machines (the others join at ${t.main_process_ip}, \`massgen-rl train --machine-rank N\`)` : '';
+    opts.onStage?.(`training ${algo} on ${detail.dataset.rows} examples${over} (run ${runId}; log ${detail.log_file})`);
     const { outcome, registered, metrics } = await executeTraining({
       store, runId, detail, command, gpus: t.gpus, baseModel: detail.start.ref, signal: opts.signal, env: opts.env,
       timeoutMs: t.timeout_min ? t.timeout_min * 60_000 : undefined, onProgress: opts.onProgress, onStage: opts.onStage,
@@ -105,7 +113,8 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
   }
 }
 
-async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOptions): Promise<PreparedRun> {
+/** A new run's dataset, start weights and trainer config (built alike on every machine of a multi-machine run). */
+export async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOptions, runTag = ''): Promise<PreparedRun> {
   const t = rt.config.train;
   const algo = (opts.algo ?? t.algo) as Algo;
   if (!(ALGOS as readonly string[]).includes(algo)) throw new UserError(`unknown algorithm "${opts.algo}"; choose one of ${ALGOS.join(', ')}`);
@@ -122,7 +131,7 @@ async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOption
   });
   if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));
   assertGates({ ...ds.stats, algo }, t.gates);
-  const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}`);
+  const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}${runTag}`);
   const outputDir = path.join(runDir, 'output');
   const config = trainerConfig(algo, { train: t, modelPath: start.dir, outputDir, datasetPath: path.join(ds.dir, 'data.jsonl'), cpu, maxSteps: opts.maxSteps, baseDir: rt.paths.baseDir });
   const detail: TrainRunDetail = {
@@ -130,6 +139,7 @@ async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOption
     start: { ref: start.ref, line: start.line, dir: start.dir, adapter: start.adapter, base_dir: start.baseDir, resource_id: start.resource?.id ?? null, checkpoint_id: start.checkpoint?.id ?? null, watermark: start.watermark },
     dataset: { dir: ds.dir, hash: ds.manifest.hash, rows: ds.stats.rows, watermark: { from: start.watermark, to: ds.watermark }, reused: ds.reused },
     config_file: path.join(runDir, 'trainer.yaml'), config_hash: trainerConfigHash(config), output_dir: outputDir, log_file: path.join(runDir, 'trainer.log'), num_processes: t.num_processes,
+    ...(t.num_machines > 1 ? { num_machines: t.num_machines } : {}),
   };
   return { detail, config, resumed: false };
 }
@@ -145,6 +155,17 @@ async function resumeRun(store: Store, resume: true | string): Promise<PreparedR
   const config = { ...readTrainerConfig(detail.config_file), resume_from_checkpoint: checkpoint };
   const configFile = detail.config_file.replace(/(-resume-\d+)?\.yaml$/, `-resume-${Date.now()}.yaml`);
   return { detail: { ...detail, config_file: configFile, resumed_from: run.id, resume_checkpoint: checkpoint }, config, resumed: true };
+}
+
+/** Refuses a run that cannot fit on this machine: its memory (unless asked not to) and disk. */
+export function checkRoom(rt: Runtime, detail: TrainRunDetail, devices: Devices, memory: boolean): void {
+  const t = rt.config.train;
+  const algo = detail.algo as Algo;
+  if (t.check_memory && memory) {
+    const needsRef = (algo === 'dpo') || (algo === 'grpo' && t.grpo.beta > 0) || (algo === 'ppo' && t.ppo.beta > 0);
+    checkMemory(startOf(detail), algo, t.lora.enabled, needsRef, processesPerMachine(t, detail.num_processes), devices);
+  }
+  checkDisk(rt.paths.dataDir, startOf(detail), t.lora.enabled);
 }
 
 /** The candidate a run produced: production with the new weights for the agents that serve the line. */

@@ -14,6 +14,8 @@ export interface TrainRunDetail {
   output_dir: string;
   log_file: string;
   num_processes: number;
+  /** Machines the run trained on, when more than one (this record and the checkpoint are machine 0's). */
+  num_machines?: number;
   resumed_from?: string;
   resume_checkpoint?: string;
   /** The trainer process (group leader) and its host, recorded when it starts. */

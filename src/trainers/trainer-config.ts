@@ -43,6 +43,20 @@ export interface GrpoTrainerConfig extends CommonTrainerConfig, IsCorrectionConf
   reward_url: string | null;
   max_completion_length: number;
   temperature: number;
+  /** Online samples from vLLM (TRL's use_vllm and vllm_* settings); null: the policy's own generate. */
+  vllm: VllmTrainerConfig | null;
+}
+/** train.grpo.vllm as the GRPO trainer reads it (trainers/massgen_rl_trainers/train/vllm.py). */
+export interface VllmTrainerConfig {
+  mode: 'server' | 'colocate';
+  server_base_url: string | null;
+  server_host: string;
+  server_port: number;
+  server_timeout: number;
+  group_port: number;
+  gpu_memory_utilization: number;
+  tensor_parallel_size: number;
+  max_model_length: number | null;
 }
 export interface PpoTrainerConfig extends CommonTrainerConfig, IsCorrectionConfig {
   beta: number;
@@ -98,7 +112,7 @@ export function trainerConfig<A extends Algo>(algo: A, input: TrainerConfigInput
     dpo: () => ({ ...common, beta: t.dpo.beta }),
     grpo: () => ({
       ...common, beta: t.grpo.beta, num_generations: t.grpo.num_generations, mode: t.grpo.mode, reward_url: null,
-      max_completion_length: t.grpo.max_completion_length, temperature: t.grpo.temperature,
+      max_completion_length: t.grpo.max_completion_length, temperature: t.grpo.temperature, vllm: vllmConfig(t.grpo.vllm),
       ...mismatch(t.grpo),
     }),
     ppo: () => ({
@@ -109,6 +123,14 @@ export function trainerConfig<A extends Algo>(algo: A, input: TrainerConfigInput
   return perAlgo[algo]();
 }
 
+function vllmConfig(v: TrainConfig['grpo']['vllm']): VllmTrainerConfig | null {
+  if (!v.enabled) return null;
+  return {
+    mode: v.mode, server_base_url: v.server_base_url ?? null, server_host: v.server_host, server_port: v.server_port, server_timeout: v.server_timeout_s,
+    group_port: v.group_port, gpu_memory_utilization: v.gpu_memory_utilization, tensor_parallel_size: v.tensor_parallel_size, max_model_length: v.max_model_length ?? null,
+  };
+}
+
 /** Online GRPO scores its samples through the reward bridge. */
 export function needsRewardBridge(cfg: TrainerConfig): cfg is GrpoTrainerConfig {
   return 'mode' in cfg && cfg.mode === 'online';
@@ -117,8 +139,10 @@ export function needsRewardBridge(cfg: TrainerConfig): cfg is GrpoTrainerConfig 
 /** What the run learns with, without where it runs: equal for two runs with the same settings. */
 export function trainerConfigHash(cfg: TrainerConfig): string {
   const { model_path: _m, output_dir: _o, dataset_path: _d, resume_from_checkpoint: _r, ...rest } = cfg;
-  const { reward_url: _u, ...learned } = rest as typeof rest & { reward_url?: unknown };
-  return stableHash(learned);
+  const { reward_url: _u, vllm, ...learned } = rest as typeof rest & { reward_url?: unknown; vllm?: VllmTrainerConfig | null };
+  if (!vllm) return stableHash(learned); // hashes of runs without vLLM stay as they were
+  const { server_base_url: _b, server_host: _h, server_port: _p, server_timeout: _t, group_port: _g, ...engine } = vllm;
+  return stableHash({ ...learned, vllm: engine });
 }
 
 export function writeTrainerConfig(file: string, cfg: TrainerConfig): void {

@@ -33,6 +33,12 @@ describe('massgen-rl train (the CLI)', () => {
       [['train', '--algo', 'dpo', '--set', 'train.gates.min_examples=99'], 1, /dpo dataset failed 1 quality gate: 3 examples \(need ≥ 99\)/],
       [['train', '--from', 'ck_nope'], 2, /--from ck_nope: no checkpoint with this id/],
       [['train', '--resume', '--algo', 'sft'], 2, /--resume continues a run as it was started/],
+      [['train', '--machine-rank', '1'], 2, /--machine-rank 1: rank 1 is out of range: train\.num_machines is 1, so a machine's rank is 0/],
+      [['train', '--machine-rank', 'one'], 2, /--machine-rank one: expected a whole number/],
+      [['train', '--algo', 'apo', '--machine-rank', '0'], 2, /--machine-rank goes with the trainers \(grpo, sft, dpo, ppo\), not --algo apo/],
+      [['train', '--set', 'train.num_machines=2'], 2, /train\.main_process_ip: required with num_machines 2/],
+      [['train', '--resume', '--set', 'train.num_machines=2', '--set', 'train.num_processes=2', '--set', 'train.main_process_ip=127.0.0.1'], 2, /--resume: a run over 2 machines cannot be resumed/],
+      [['train', '--resume', '--machine-rank', '1', '--set', 'train.num_machines=2', '--set', 'train.num_processes=2', '--set', 'train.main_process_ip=127.0.0.1'], 2, /--resume: a run over several machines cannot be resumed; machine 0 holds its checkpoint/],
     ];
     for (const [args, code, message] of cases) {
       const r = await runCli(args, { cwd: t.dir, timeoutMs: 120_000 });

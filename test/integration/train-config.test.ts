@@ -9,7 +9,7 @@ import type { TrainStart } from '../../src/resources/training-start.js';
 import { needsRewardBridge, trainerConfig, trainerConfigHash, writeTrainerConfig } from '../../src/trainers/trainer-config.js';
 import { pythonEnv } from '../../src/python/module.js';
 import { venvPython } from '../../src/python/venv.js';
-import { tempDir } from '../helpers.js';
+import { configIn, configIssues, tempDir } from '../helpers.js';
 
 const ARGS = { sft: 'SFTArgs', dpo: 'DPOArgs', grpo: 'GRPOArgs', ppo: 'PPOArgs' } as const;
 
@@ -46,6 +46,52 @@ describe('the trainer config train writes', () => {
     ]);
   });
 
+  it('passes train.grpo.vllm through to TRL\'s GRPOConfig (use_vllm, vllm_mode, vllm_server_*, vllm_*)', async () => {
+    const yaml = 'train:\n  gpus: "0"\n  grpo:\n    mode: online\n    vllm: { enabled: true, server_host: 10.0.0.2, server_port: 8001, group_port: 51300, server_timeout_s: 600, max_model_length: 2048 }\n';
+    const dir = tempDir({ 'massgen-rl.yaml': yaml, 'model/config.json': '{}', 'data.jsonl': '{}\n' });
+    const loaded = loadConfig({ cwd: dir });
+    const cfg = trainerConfig('grpo', { train: loaded.config.train, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir });
+    expect(cfg.vllm).toEqual({ mode: 'server', server_base_url: null, server_host: '10.0.0.2', server_port: 8001, server_timeout: 600, group_port: 51300, gpu_memory_utilization: 0.3, tensor_parallel_size: 1, max_model_length: 2048 });
+    expect(trainerConfig('grpo', { train: configIn('').config.train, modelPath: '/m', outputDir: '/o', datasetPath: '/d', cpu: true, baseDir: '/' }).vllm).toBeNull();
+    writeTrainerConfig(path.join(dir, 'grpo.yaml'), { ...cfg, reward_url: 'http://127.0.0.1:1/rewards', num_generations: 2, per_device_train_batch_size: 2 });
+    const fields = ['use_vllm', 'vllm_mode', 'vllm_server_base_url', 'vllm_server_host', 'vllm_server_port', 'vllm_server_timeout', 'vllm_group_port', 'vllm_gpu_memory_utilization', 'vllm_tensor_parallel_size', 'vllm_max_model_length'];
+    const code = `import json\nfrom massgen_rl_trainers.train.args import parse_train_args\nfrom massgen_rl_trainers.train.grpo import GRPOArgs, grpo_config\nc = grpo_config(parse_train_args(GRPOArgs, ['--config', '${path.join(dir, 'grpo.yaml')}']))\nprint(json.dumps({k: getattr(c, k) for k in ${JSON.stringify(fields)}}))`;
+    const r = await execa(venvPython(loaded.paths.venvDir), ['-c', code], { env: pythonEnv(), reject: false });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({
+      use_vllm: true, vllm_mode: 'server', vllm_server_base_url: null, vllm_server_host: '10.0.0.2', vllm_server_port: 8001, vllm_server_timeout: 600,
+      vllm_group_port: 51300, vllm_gpu_memory_utilization: 0.3, vllm_tensor_parallel_size: 1, vllm_max_model_length: 2048,
+    });
+    // where the server runs is not what the run learns with
+    const moved = trainerConfig('grpo', { train: { ...loaded.config.train, grpo: { ...loaded.config.train.grpo, vllm: { ...loaded.config.train.grpo.vllm, server_host: 'other' } } }, modelPath: '/m', outputDir: '/o', datasetPath: '/d', cpu: true, baseDir: '/' });
+    expect(trainerConfigHash(moved)).toBe(trainerConfigHash({ ...cfg, model_path: '/m' }));
+  }, 120_000);
+
+  it('checks machines and vLLM with their paths', () => {
+    expect(configIssues('train:\n  num_machines: 2\n  machine_rank: 2\n  num_processes: 3\n  main_process_port: 70000\n')).toEqual([
+      expect.stringMatching(/^train\.main_process_port: .*65535/),
+    ]);
+    expect(configIssues('train:\n  num_machines: 2\n  machine_rank: 2\n  num_processes: 3\n')).toEqual([
+      expect.stringMatching(/^train\.machine_rank: rank 2 is out of range: train\.num_machines is 2, so a machine's rank is 0 to 1 \(massgen-rl\.yaml:3:17\)$/),
+      expect.stringMatching(/^train\.main_process_ip: required with num_machines 2: the address of machine 0 that every machine can reach/),
+      expect.stringMatching(/^train\.num_processes: counts the processes of all 2 machines together .* must be a multiple of 2; got 3 \(massgen-rl\.yaml:4:18\)$/),
+    ]);
+    expect(configIssues('train:\n  machine_rank: 1\n  main_process_ip: "10.0.0.1; rm -rf /"\n')).toEqual([
+      expect.stringMatching(/^train\.main_process_ip: a host name or an IP address/),
+    ]);
+    expect(configIssues('train:\n  machine_rank: 1\n')).toEqual([expect.stringMatching(/^train\.machine_rank: rank 1 is out of range: train\.num_machines is 1, so a machine's rank is 0 /)]);
+    expect(configIn('train:\n  num_machines: 2\n  num_processes: 16\n  machine_rank: 1\n  main_process_ip: 10.0.0.1\n').config.train).toMatchObject({ num_machines: 2, machine_rank: 1, main_process_ip: '10.0.0.1' });
+    expect(configIssues('train:\n  gpus: none\n  num_processes: 3\n  grpo:\n    vllm: { enabled: true, mode: colocate, tensor_parallel_size: 2 }\n')).toEqual([
+      expect.stringMatching(/^train\.grpo\.vllm\.enabled: vLLM generates samples, which only online GRPO does/),
+      expect.stringMatching(/^train\.grpo\.vllm\.enabled: vLLM needs CUDA GPUs, but train\.gpus is none/),
+      expect.stringMatching(/^train\.grpo\.vllm\.tensor_parallel_size: colocated engines split the 3 training process\(es\)/),
+    ]);
+    expect(configIssues('train:\n  grpo: { vllm: { server_port: 0, mode: remote } }\n')).toEqual([
+      expect.stringMatching(/^train\.grpo\.vllm\.server_port: .*>=1/),
+      expect.stringMatching(/^train\.grpo\.vllm\.mode: .*"server"\|"colocate"/),
+    ]);
+  });
+
   it('hashes what the run learns with, not where it runs', () => {
     const { config } = loadConfig({ cwd: tempDir() });
     const at = (dir: string, lr = config.train.learning_rate) => trainerConfig('sft', { train: { ...config.train, learning_rate: lr }, modelPath: `${dir}/m`, outputDir: `${dir}/o`, datasetPath: `${dir}/d`, cpu: true, baseDir: dir });
@@ -58,7 +104,7 @@ describe('the trainer config train writes', () => {
     const input = { train: config.train, modelPath: '/m', outputDir: '/o', datasetPath: '/d', cpu: true, baseDir: '/' };
     const sft = Object.keys(trainerConfig('sft', input));
     expect(Object.keys(trainerConfig('dpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta']);
-    expect(Object.keys(trainerConfig('grpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'num_generations', 'mode', 'reward_url', 'max_completion_length', 'temperature', 'is_correction', 'is_threshold', 'is_cap']);
+    expect(Object.keys(trainerConfig('grpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'num_generations', 'mode', 'reward_url', 'max_completion_length', 'temperature', 'vllm', 'is_correction', 'is_threshold', 'is_cap']);
     expect(Object.keys(trainerConfig('ppo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'clip_epsilon', 'max_completion_length', 'old_logprobs', 'is_correction', 'is_threshold', 'is_cap']);
     expect(needsRewardBridge(trainerConfig('grpo', { ...input, train: { ...config.train, grpo: { ...config.train.grpo, mode: 'online' } } }))).toBe(true);
     expect(needsRewardBridge(trainerConfig('grpo', input))).toBe(false);

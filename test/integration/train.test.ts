@@ -40,6 +40,17 @@ async function project(extra = ''): Promise<LoadedConfig> {
 
 const configs = () => fs.readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 
+describe('train on a machine other than 0', () => {
+  it('is refused by the train stage (the loop runs on machine 0; `massgen-rl train` runs this one as a worker)', async () => {
+    const loaded = await project('  num_machines: 2\n  num_processes: 2\n  machine_rank: 1\n  main_process_ip: 127.0.0.1\n');
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(/machine 1 of 2 only trains along with machine 0, which records the run/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft', machineRank: 2 }))).rejects.toThrow(/--machine-rank 2: rank 2 is out of range/);
+    const store = openStore(loaded);
+    expect(store.trainingRuns.latest(5)).toEqual([]);
+    store.close();
+  });
+});
+
 describe('train with a protocol trainer script', () => {
   beforeAll(() => {
     expect(fs.existsSync(TRAINER)).toBe(true);

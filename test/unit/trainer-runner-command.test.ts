@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
 import { pythonEnv } from '../../src/python/module.js';
 import { gpuEnv, parseTrainerEvent, runTrainer, stepMetrics, trainerCommand, type TrainerEvent } from '../../src/trainers/runner.js';
+import { launchCommand } from '../../src/trainers/launch.js';
+import { loadConfig } from '../../src/config/load.js';
 import { FIXTURES, tempDir } from '../helpers.js';
 
 const FAKE_PY = path.join(FIXTURES, 'trainers', 'fake_trainer.py');
@@ -25,6 +27,37 @@ describe('trainerCommand', () => {
     ]);
     expect(() => trainerCommand({ python: 'py', module: 'sft', configFile: 'c', numProcesses: 0 })).toThrow(UserError);
     expect(() => trainerCommand({ python: 'py', configFile: 'c' })).toThrow(/exactly one of module or script/);
+  });
+
+  it('over several machines: the total process count, this machine\'s rank and where machine 0 listens', () => {
+    const machines = { count: 2, rank: 1, mainIp: '10.0.0.1' };
+    expect(trainerCommand({ python: 'py', module: 'sft', configFile: 'c.yaml', numProcesses: 4, accelerateConfig: 'z2.yaml', mainProcessPort: 29600, machines }).args).toEqual([
+      '-m', 'accelerate.commands.launch', '--main_process_port', '29600', '--num_processes', '4', '--config_file', 'z2.yaml',
+      '--num_machines', '2', '--machine_rank', '1', '--main_process_ip', '10.0.0.1', '-m', 'massgen_rl_trainers.train.sft', '--config', 'c.yaml',
+    ]);
+    // without a config file accelerate would start a lone process on a machine with one GPU: torchrun is asked for
+    expect(trainerCommand({ python: 'py', module: 'sft', configFile: 'c.yaml', numProcesses: 2, machines }).args).toEqual([
+      '-m', 'accelerate.commands.launch', '--num_processes', '2', '--multi_gpu', '--num_machines', '2', '--machine_rank', '1', '--main_process_ip', '10.0.0.1',
+      '-m', 'massgen_rl_trainers.train.sft', '--config', 'c.yaml',
+    ]);
+    expect(trainerCommand({ python: 'py', module: 'sft', configFile: 'c.yaml', numProcesses: 2, machines: { ...machines, count: 1, rank: 0 } }).args).not.toContain('--num_machines');
+    expect(() => trainerCommand({ python: 'py', module: 'sft', configFile: 'c', numProcesses: 3, machines })).toThrow(/3 processes, machine 1 of 2/);
+  });
+
+  it('launchCommand: a fixed port over several machines (train.main_process_port, else accelerate\'s 29500), a free one on one machine', async () => {
+    const base = loadConfig({ cwd: tempDir(), overrides: ['train.num_processes=4', 'train.num_machines=2', 'train.main_process_ip=node0.cluster'] }).config.train;
+    const input = { python: 'py', algo: 'sft' as const, configFile: 'c.yaml', cpu: false, baseDir: '/p', numProcesses: 4 };
+    const args = async (train: typeof base, machineRank?: number) => (await launchCommand({ ...input, train, machineRank })).args;
+    expect(await args(base)).toEqual(['-m', 'accelerate.commands.launch', '--main_process_port', '29500', '--num_processes', '4', '--multi_gpu',
+      '--num_machines', '2', '--machine_rank', '0', '--main_process_ip', 'node0.cluster', '-m', 'massgen_rl_trainers.train.sft', '--config', 'c.yaml']);
+    const worker = await args({ ...base, main_process_port: 31000, accelerate_config: 'z3.yaml' }, 1);
+    expect(worker.join(' ')).toBe(`-m accelerate.commands.launch --main_process_port 31000 --num_processes 4 --config_file ${path.resolve('/p', 'z3.yaml')} --num_machines 2 --machine_rank 1 --main_process_ip node0.cluster -m massgen_rl_trainers.train.sft --config c.yaml`);
+    const one = { ...base, num_machines: 1, num_processes: 2, main_process_ip: undefined };
+    const free = await args(one);
+    expect(free.slice(0, 3)).toEqual(['-m', 'accelerate.commands.launch', '--main_process_port']);
+    expect(Number(free[3])).toBeGreaterThan(0);
+    expect(free).not.toContain('--num_machines');
+    expect((await args({ ...one, main_process_port: 31001 })).slice(2, 4)).toEqual(['--main_process_port', '31001']);
   });
 
   it('maps train.gpus to CUDA_VISIBLE_DEVICES', () => {

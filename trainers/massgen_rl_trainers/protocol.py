@@ -30,6 +30,7 @@ EXIT_INTERRUPTED = 130
 
 _events: IO[str] | None = None  # where events go while run_script isolates stdout; None: sys.stdout
 _rank = 0  # set by run_script: a process of a multi-process job other than rank 0 emits only errors
+_echo: str | None = None  # set by run_script: where such a process logs its other events instead (a prefix), or None
 
 
 class ScriptError(Exception):
@@ -41,9 +42,12 @@ class ScriptError(Exception):
 
 
 def emit(event: str, **fields: Any) -> None:
-    """Write one event as a single JSON line and flush it (on a rank other than 0: errors only, tagged with it)."""
+    """Write one event as a single JSON line and flush it (on a rank other than 0: errors only, tagged with it; its
+    other events go to stderr behind the `echo` prefix given to run_script, if any)."""
     if _rank:
         if event != "error":
+            if _echo is not None:
+                log(_echo, json.dumps({"event": event, **fields}, default=str, ensure_ascii=False))
             return
         fields = {"rank": _rank, **fields}
     stream = _events or sys.stdout
@@ -108,15 +112,16 @@ def exception_name(exc: BaseException) -> str:
 def run_script(main: Callable[[T], dict[str, Any] | None], cls: type[T], argv: list[str] | None = None,
                prog: str | None = None, *, parse: Callable[..., T] = parse_args, rank: int = 0,
                during: AbstractContextManager[Any] | None = None,
-               on_exception: Callable[[BaseException], int | None] | None = None) -> int:
+               on_exception: Callable[[BaseException], int | None] | None = None, echo: str | None = None) -> int:
     """Run `main(args)` under the protocol; returns the process exit code.
 
     `parse(cls, argv, prog=prog)` builds the arguments (UsageError: exit 2). `rank` is the process's rank in a
     multi-process job. `during` is entered around `main` (signal handlers, say). `on_exception(exc)` sees a failure
-    first: it returns an exit code once it has reported the failure, or None for the default handling.
+    first: it returns an exit code once it has reported the failure, or None for the default handling. `echo`: a
+    process of a rank other than 0 logs the events it does not emit on stderr, behind this prefix.
     """
-    global _rank
-    _rank = rank
+    global _rank, _echo
+    _rank, _echo = rank, echo
     try:
         try:
             args = parse(cls, argv, prog=prog)
@@ -130,7 +135,7 @@ def run_script(main: Callable[[T], dict[str, Any] | None], cls: type[T], argv: l
         finally:
             _restore_stdout(state)
     finally:
-        _rank = 0
+        _rank, _echo = 0, None
 
 
 def _outcome(main: Callable[[T], dict[str, Any] | None], args: T,

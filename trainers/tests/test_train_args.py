@@ -92,3 +92,39 @@ def test_missing_model_folder_exits_2(tmp_path):
     config.write_text(json.dumps(values))
     run = run_module("train.sft", "--config", str(config))
     assert run.returncode == 2 and run.last["kind"] == "usage" and "model_path" in run.last["message"]
+
+
+def test_grpo_vllm_server_mode_reaches_grpoconfig(tmp_path):
+    from massgen_rl_trainers.train.grpo import grpo_config
+
+    vllm = {"mode": "server", "server_host": "10.0.0.2", "server_port": 8001, "group_port": 51300}
+    config = _base_config(tmp_path, mode="online", reward_url="http://127.0.0.1:1/rewards", num_generations=2,
+                          per_device_train_batch_size=2, use_cpu=True, vllm=vllm)
+    args = parse_train_args(GRPOArgs, ["--config", str(config)])
+    assert args.vllm == {"mode": "server", "server_base_url": None, "server_host": "10.0.0.2", "server_port": 8001,
+                         "server_timeout": 240.0, "group_port": 51300, "gpu_memory_utilization": 0.3,
+                         "tensor_parallel_size": 1, "max_model_length": None}
+    trl = grpo_config(args)  # TRL's own GRPOConfig: vLLM itself is only needed once the trainer starts
+    assert (trl.use_vllm, trl.vllm_mode, trl.vllm_server_host, trl.vllm_server_port, trl.vllm_group_port) == (
+        True, "server", "10.0.0.2", 8001, 51300)
+    assert trl.vllm_server_base_url is None and trl.vllm_server_timeout == 240.0
+    colocate = parse_train_args(GRPOArgs, ["--config", str(config), "--vllm",
+                                           '{"mode": "colocate", "gpu_memory_utilization": 0.5, "tensor_parallel_size": 2}'])
+    trl = grpo_config(colocate)
+    assert (trl.vllm_mode, trl.vllm_gpu_memory_utilization, trl.vllm_tensor_parallel_size) == ("colocate", 0.5, 2)
+    assert grpo_config(parse_train_args(GRPOArgs, ["--config", str(config), "--vllm", "null"])).use_vllm is False
+
+
+@pytest.mark.parametrize("values, needle", [
+    ({"vllm": {"mode": "server"}}, "only mode 'online'"),
+    ({"mode": "online", "vllm": {"mode": "remote"}}, "vllm.mode"),
+    ({"mode": "online", "vllm": {"server_port": 0}}, "vllm.server_port"),
+    ({"mode": "online", "vllm": {"gpu_memory_utilization": 1.5}}, "vllm.gpu_memory_utilization"),
+    ({"mode": "online", "vllm": {"server_base_url": "10.0.0.2:8000"}}, "vllm.server_base_url"),
+    ({"mode": "online", "vllm": {"host": "x"}}, "unknown vllm key"),
+])
+def test_grpo_vllm_checks(tmp_path, values, needle):
+    config = _base_config(tmp_path, reward_url="http://127.0.0.1:1/rewards", num_generations=2,
+                          per_device_train_batch_size=2, **values)
+    with pytest.raises(UsageError, match=needle):
+        parse_train_args(GRPOArgs, ["--config", str(config)])

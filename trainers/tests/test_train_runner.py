@@ -57,3 +57,22 @@ def test_only_rank_0_speaks_and_other_ranks_tag_their_errors(tmp_path, capfd, mo
     monkeypatch.setenv("RANK", "0")
     assert run_trainer(lambda args: {"path": "final"}, SFTArgs, _config(tmp_path)) == 0
     assert _events(capfd) == [{"event": "done", "path": "final"}]
+
+
+def test_the_first_process_of_another_machine_logs_its_events(tmp_path, capfd, monkeypatch):
+    def steps(args: SFTArgs) -> dict:
+        progress("train", "training")
+        return {"path": "final"}
+
+    for key, value in {"RANK": "2", "LOCAL_RANK": "0", "GROUP_RANK": "1"}.items():
+        monkeypatch.setenv(key, value)
+    assert run_trainer(steps, SFTArgs, _config(tmp_path)) == 0
+    out = capfd.readouterr()
+    assert out.out == ""  # machine 0 records the run: nothing on the protocol stream
+    assert [line for line in out.err.splitlines() if line.startswith("[machine 1]")] == [
+        '[machine 1] {"event": "progress", "stage": "train", "message": "training"}',
+        '[machine 1] {"event": "done", "path": "final"}']
+    monkeypatch.setenv("LOCAL_RANK", "1")  # its other processes stay quiet, like every rank but 0 on machine 0
+    assert run_trainer(steps, SFTArgs, _config(tmp_path)) == 0
+    out = capfd.readouterr()
+    assert out.out == "" and "[machine" not in out.err

@@ -5,6 +5,7 @@ import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
+import type { Runtime } from '../../runtime/runtime.js';
 import { InterruptedError, UserError } from '../../errors.js';
 import { apoStepLine, renderApo } from './train-apo-render.js';
 
@@ -15,6 +16,7 @@ interface TrainFlags {
   from?: string;
   maxSteps?: string;
   resume?: boolean | string;
+  machineRank?: string;
 }
 
 export const registerTrain: Register = (program, ctx) => {
@@ -27,8 +29,11 @@ export const registerTrain: Register = (program, ctx) => {
     .option('--from <checkpoint|weights>', 'start from this checkpoint id or weights reference instead of train.base_model')
     .option('--max-steps <n>', 'stop after n optimizer steps (default train.max_steps, else train.epochs)')
     .option('--resume [run]', 'continue a stopped training run from its last checkpoint (default: the newest one)')
+    .option('--machine-rank <n>', 'this machine\'s rank when train.num_machines > 1 (default train.machine_rank): 0 records the run, the others train along with it')
     .action(async (flags: TrainFlags) => {
       const { ui, runtime } = ctx();
+      const rankFlag = flags.machineRank === undefined ? undefined : wholeNumber('--machine-rank', flags.machineRank);
+      if (rankFlag !== undefined && (flags.algo === 'bandit' || flags.algo === 'apo')) throw new UserError(`--machine-rank goes with the trainers (${ALGOS.join(', ')}), not --algo ${flags.algo}`);
       if (flags.algo === 'bandit') return renderPolicy(ui, await (await import('../../pipeline/train-policy.js')).trainPolicy(await runtime(), { policy: flags.policy }));
       if (flags.policy) throw new UserError('--policy goes with --algo bandit');
       if (flags.algo === 'apo') {
@@ -42,13 +47,15 @@ export const registerTrain: Register = (program, ctx) => {
         if (r.status === 'cancelled') throw new InterruptedError(`prompt optimization interrupted after ${r.proposals.length} proposal(s); resume with \`massgen-rl train --algo apo --resume\``);
         return;
       }
-      const { train } = await import('../../pipeline/train.js');
       const rt = await runtime();
+      const { machineRank } = await import('../../trainers/machines.js');
+      if (machineRank(rt.config.train, rankFlag) > 0) return trainAlong(ui, rt, flags, rankFlag);
+      const { train } = await import('../../pipeline/train.js');
       const bar = ui.progress('preparing');
       const stopping = 'stopping: the trainer saves a resumable checkpoint first (this can take a minute)';
       try {
         const r = await withInterrupt(ui, stopping, (signal) => train(rt, {
-          algo: flags.algo, all: flags.all, from: flags.from, maxSteps: positiveInt('--max-steps', flags.maxSteps, MAX_STEPS), resume: flags.resume, signal,
+          algo: flags.algo, all: flags.all, from: flags.from, maxSteps: positiveInt('--max-steps', flags.maxSteps, MAX_STEPS), resume: flags.resume, signal, machineRank: rankFlag,
           onStage: (m) => bar.update(m),
           onProgress: (p) => bar.update(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''}  loss ${p.loss?.toFixed(4) ?? '—'}  reward ${p.reward?.toFixed(3) ?? '—'}${p.etaMs !== null ? `  ETA ${formatDuration(p.etaMs)}` : ''}`),
         }));
@@ -67,6 +74,32 @@ export const registerTrain: Register = (program, ctx) => {
       }
     });
 };
+
+/** A machine other than 0 of a multi-machine run: its share of the trainer processes, nothing recorded here. */
+async function trainAlong(ui: Ui, rt: Runtime, flags: TrainFlags, rank: number | undefined): Promise<void> {
+  if (flags.resume) throw new UserError('--resume: a run over several machines cannot be resumed; machine 0 holds its checkpoint');
+  const { trainWorker } = await import('../../pipeline/train-worker.js');
+  const bar = ui.progress('preparing');
+  try {
+    const r = await withInterrupt(ui, 'stopping: every machine saves the checkpoint step first', (signal) => trainWorker(rt, {
+      algo: flags.algo, all: flags.all, from: flags.from, maxSteps: positiveInt('--max-steps', flags.maxSteps, MAX_STEPS), machineRank: rank, signal,
+      onStage: (m) => bar.update(m),
+    }));
+    bar.stop();
+    if (ui.opts.json) return ui.json(r);
+    ui.print(`machine ${r.machineRank} of ${r.numMachines}: trained ${r.algo} along with machine 0 (${r.processes} process${r.processes === 1 ? '' : 'es'} here, ${r.dataset.rows} examples, dataset ${r.dataset.hash.slice(0, 12)}, ${formatDuration(r.durationMs)})`);
+    ui.print(`  the run, its metrics and its checkpoint are recorded on machine 0; log here: ${r.logFile}`);
+  } catch (err) {
+    bar.stop();
+    throw err;
+  }
+}
+
+function wholeNumber(flag: string, v: string): number {
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isInteger(n) || n < 0) throw new UserError(`${flag} ${v}: expected a whole number (0, 1, …)`);
+  return n;
+}
 
 type PolicyResult = Awaited<ReturnType<typeof import('../../pipeline/train-policy.js').trainPolicy>>;
 

@@ -12,7 +12,7 @@ from .tis import DEFAULT_CAP, DEFAULT_THRESHOLD, validate_tis
 T = TypeVar("T")
 
 LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
-MAPPING_FIELDS = ("lora",)  # config keys whose value is a mapping (a JSON object on the command line)
+MAPPING_FIELDS = ("lora", "vllm")  # config keys whose value is a mapping (a JSON object on the command line)
 
 
 @dataclass

@@ -14,7 +14,8 @@ from ..protocol import ScriptError, progress
 from .args import TrainArgs
 from .data import clean_number
 from .policy import MERGED_PARENT_DIR, Policy
-from .ranks import barrier, is_main_process, world_size
+from .agree import require_same_run
+from .ranks import barrier, is_main_process, num_machines, world_size
 from .settings import resolve_resume
 from .stop import STOP, Stopped
 
@@ -42,10 +43,13 @@ def train_and_finish(trainer: Any, policy: Policy, args: TrainArgs, algo: str, c
                      extra_metrics: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Run `trainer.train` (resuming if asked); on a stop request raise Stopped after the checkpoint event;
     else save output_dir/final and return the `done` fields."""
+    require_same_run(args)
     resume = resolve_resume(args)
+    machines = num_machines()
     progress("train", f"training ({algo}, {'LoRA' if policy.adapter else 'full fine-tuning'})"
-             + (f", resuming from {resume}" if resume else "") + (f", {world_size()} processes" if world_size() > 1 else ""),
-             resume_from_checkpoint=resume, processes=world_size())
+             + (f", resuming from {resume}" if resume else "") + (f", {world_size()} processes" if world_size() > 1 else "")
+             + (f" on {machines} machines" if machines > 1 else ""),
+             resume_from_checkpoint=resume, processes=world_size(), machines=machines)
     started = time.monotonic()
     output = trainer.train(resume_from_checkpoint=resume)
     if callback.stopping:
@@ -67,6 +71,7 @@ def train_and_finish(trainer: Any, policy: Policy, args: TrainArgs, algo: str, c
         metrics.update(extra_metrics())
     metrics["wall_seconds"] = round(time.monotonic() - started, 3)
     metrics["processes"] = world_size()
+    metrics["machines"] = machines
     if is_main_process():
         if not (final_dir / "tokenizer_config.json").is_file():
             policy.tokenizer.save_pretrained(str(final_dir))

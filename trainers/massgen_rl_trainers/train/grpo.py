@@ -45,6 +45,7 @@ from .reward_bridge import make_bridge_reward
 from .runner import run_trainer
 from .settings import training_kwargs
 from .tis import usable_logprobs
+from .vllm import grpo_vllm_kwargs, normalize_vllm
 
 
 @dataclass
@@ -58,8 +59,15 @@ class GRPOArgs(MismatchArgs):
     max_completion_length: int = field(default=256, metadata={"help": "Maximum completion tokens."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (online mode)."})
     reward_timeout: float = field(default=300.0, metadata={"help": "Seconds to wait for one reward bridge call."})
+    vllm: dict | None = field(default=None, metadata={
+        "help": "Online mode: sample with vLLM {mode: server|colocate, server_host, server_port, ...} (train/vllm.py; "
+                "JSON on the command line); null: the policy's own generate."})
+
     def validate(self) -> None:
         super().validate()
+        self.vllm = normalize_vllm(self.vllm)
+        if self.vllm is not None and self.mode != "online":
+            raise UsageError("vllm generates samples, which only mode 'online' does (offline replays recorded ones)")
         if self.mode not in ("offline", "online"):
             raise UsageError(f"mode must be 'offline' or 'online', got {self.mode!r}")
         if self.mode == "online":
@@ -106,15 +114,23 @@ def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:
     return groups
 
 
+def grpo_config(args: GRPOArgs) -> Any:
+    """TRL's GRPOConfig for the trainer config (vLLM generation included)."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(**training_kwargs(args), beta=args.beta, num_generations=args.num_generations,
+                      max_completion_length=args.max_completion_length, temperature=args.temperature,
+                      **grpo_vllm_kwargs(args.vllm))
+
+
 def main(args: GRPOArgs) -> dict[str, Any]:
     progress("load", f"loading {args.model_path} and {args.dataset_path}")
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     groups = load_groups(args)
     policy = load_policy(args, padding_side="left")
-    config = GRPOConfig(**training_kwargs(args), beta=args.beta, num_generations=args.num_generations,
-                        max_completion_length=args.max_completion_length, temperature=args.temperature)
+    config = grpo_config(args)
     callback = make_callback(reward_key="reward", kl_key="kl" if args.beta > 0 else None)
     common = dict(model=policy.model, args=config, processing_class=policy.tokenizer,
                   peft_config=policy.peft_config, callbacks=[callback])

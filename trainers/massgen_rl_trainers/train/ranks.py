@@ -1,23 +1,39 @@
-"""Where this process stands in a multi-process run (`accelerate launch` / torchrun set RANK and WORLD_SIZE)."""
+"""Where this process stands in a multi-process run: `accelerate launch` / torchrun set RANK and WORLD_SIZE (all
+machines together), LOCAL_RANK (on this machine), GROUP_RANK (the machine's rank) and GROUP_WORLD_SIZE (machines)."""
 
 from __future__ import annotations
 
 import os
 
 
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, str(default)))
+    except ValueError:
+        return default
+
+
 def process_rank() -> int:
     """Global rank under `accelerate launch`/torchrun (RANK), else 0."""
-    try:
-        return int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return 0
+    return _env_int("RANK", 0)
 
 
 def world_size() -> int:
-    try:
-        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
-    except ValueError:
-        return 1
+    return max(1, _env_int("WORLD_SIZE", 1))
+
+
+def local_rank() -> int:
+    """Rank among this machine's processes (LOCAL_RANK), else 0."""
+    return _env_int("LOCAL_RANK", 0)
+
+
+def machine_rank() -> int:
+    """This machine's rank (torchrun's GROUP_RANK: accelerate's --machine_rank), else 0."""
+    return _env_int("GROUP_RANK", 0)
+
+
+def num_machines() -> int:
+    return max(1, _env_int("GROUP_WORLD_SIZE", 1))
 
 
 def is_main_process() -> bool:

@@ -1,4 +1,5 @@
-"""`protocol.run_script` set up for trainers: their config parser, the stop handler, events from rank 0 only."""
+"""`protocol.run_script` set up for trainers: their config parser, the stop handler, events from rank 0 only (the
+other machines' first processes log theirs)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any, Callable, TypeVar
 
 from ..protocol import EXIT_FAILURE, error, log, progress, run_script
 from .args import parse_train_args
-from .ranks import process_rank
+from .ranks import local_rank, machine_rank, process_rank
 from .stop import EXIT_STOPPED, STOP, Stopped
 
 T = TypeVar("T")
@@ -15,11 +16,13 @@ T = TypeVar("T")
 
 def run_trainer(main: Callable[[T], dict[str, Any]], cls: type[T], argv: list[str] | None = None,
                 prog: str | None = None) -> int:
-    """Exit 0 after `done`, 2 on a bad config, 130 after a stop checkpoint, 1 on any failure (one `error` event)."""
+    """Exit 0 after `done`, 2 on a bad config, 130 after a stop checkpoint, 1 on any failure (one `error` event).
+    The first process of a machine other than 0 logs its steps on stderr (that machine's log) behind `[machine N]`."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    echo = f"[machine {machine_rank()}]" if machine_rank() > 0 and local_rank() == 0 else None
     return run_script(main, cls, argv, prog, parse=parse_train_args, rank=process_rank(), during=STOP,
-                      on_exception=_stop_outcome)
+                      on_exception=_stop_outcome, echo=echo)
 
 
 def _stop_outcome(exc: BaseException) -> int | None:

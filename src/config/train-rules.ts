@@ -1,0 +1,37 @@
+import type { TrainConfig } from './schema.js';
+import type { ConfigPath } from './yaml-source.js';
+
+export interface TrainIssue {
+  path: ConfigPath;
+  message: string;
+}
+
+/** Training over several machines: this machine's rank, where machine 0 listens, how the processes split. */
+export function machineIssues(t: TrainConfig): TrainIssue[] {
+  const issues: TrainIssue[] = [];
+  const n = t.num_machines;
+  if (t.machine_rank >= n) {
+    issues.push({ path: ['train', 'machine_rank'], message: `rank ${t.machine_rank} is out of range: train.num_machines is ${n}, so a machine's rank is ${n === 1 ? '0' : `0 to ${n - 1}`}` });
+  }
+  if (n > 1 && !t.main_process_ip) {
+    issues.push({ path: ['train', 'main_process_ip'], message: `required with num_machines ${n}: the address of machine 0 that every machine can reach` });
+  }
+  if (t.num_processes % n) {
+    issues.push({ path: ['train', 'num_processes'], message: `counts the processes of all ${n} machines together (accelerate's --num_processes), so it must be a multiple of ${n}; got ${t.num_processes}` });
+  }
+  return issues;
+}
+
+/** vLLM generation for GRPO: only online GRPO samples, on CUDA GPUs, with engines that split the processes evenly. */
+export function vllmIssues(t: TrainConfig): TrainIssue[] {
+  const v = t.grpo.vllm;
+  if (!v.enabled) return [];
+  const issues: TrainIssue[] = [];
+  const at = (key: string): ConfigPath => ['train', 'grpo', 'vllm', key];
+  if (t.grpo.mode !== 'online') issues.push({ path: at('enabled'), message: 'vLLM generates samples, which only online GRPO does (train.grpo.mode: online); offline GRPO replays recorded completions' });
+  if (t.gpus === 'none') issues.push({ path: at('enabled'), message: 'vLLM needs CUDA GPUs, but train.gpus is none' });
+  if (v.mode === 'colocate' && t.num_processes % v.tensor_parallel_size) {
+    issues.push({ path: at('tensor_parallel_size'), message: `colocated engines split the ${t.num_processes} training process(es) (train.num_processes) into groups of ${v.tensor_parallel_size}: use a divisor of it` });
+  }
+  return issues;
+}

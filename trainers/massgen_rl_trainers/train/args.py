@@ -55,15 +55,23 @@ def parse_train_args(cls: type[T], argv: list[str] | None = None, prog: str | No
     return args
 
 
-def normalize_lora(value: Any) -> dict[str, Any] | None:
-    """`{r, alpha, dropout, target_modules}` with defaults filled in; None stays None (full fine-tuning)."""
+def mapping_or_none(name: str, value: Any, allowed: Any, shape: str) -> dict[str, Any] | None:
+    """A mapping-valued setting: None (or false) stays None; anything but a mapping of the allowed keys is a UsageError."""
     if value is None or value is False:
         return None
     if not isinstance(value, dict):
-        raise UsageError(f"lora must be a mapping {{r, alpha, dropout, target_modules}} or null, got {value!r}")
-    unknown = sorted(set(value) - set(LORA_KEYS))
+        raise UsageError(f"{name} must be a mapping {{{shape}}} or null, got {value!r}")
+    unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise UsageError(f"unknown lora key(s): {', '.join(map(repr, unknown))} (allowed: {', '.join(LORA_KEYS)})")
+        raise UsageError(f"unknown {name} key(s): {', '.join(map(repr, unknown))} (allowed: {', '.join(allowed)})")
+    return value
+
+
+def normalize_lora(value: Any) -> dict[str, Any] | None:
+    """`{r, alpha, dropout, target_modules}` with defaults filled in; None stays None (full fine-tuning)."""
+    value = mapping_or_none("lora", value, LORA_KEYS, "r, alpha, dropout, target_modules")
+    if value is None:
+        return None
     r = value.get("r", 8)
     if not isinstance(r, int) or isinstance(r, bool) or r < 1:
         raise UsageError(f"lora.r must be a positive integer, got {r!r}")

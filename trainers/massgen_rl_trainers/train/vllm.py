@@ -14,6 +14,7 @@ import urllib.parse
 from typing import Any
 
 from ..config_args import UsageError
+from .args import mapping_or_none
 
 DEFAULTS: dict[str, Any] = {
     "mode": "server", "server_base_url": None, "server_host": "127.0.0.1", "server_port": 8000, "server_timeout": 240.0,
@@ -29,13 +30,9 @@ def _int(name: str, value: Any, low: int, high: int) -> int:
 
 def normalize_vllm(value: Any) -> dict[str, Any] | None:
     """The `vllm` mapping with defaults filled in and checked; None (or false) stays None."""
-    if value is None or value is False:
+    value = mapping_or_none("vllm", value, DEFAULTS, "mode, server_host, server_port, ...")
+    if value is None:
         return None
-    if not isinstance(value, dict):
-        raise UsageError(f"vllm must be a mapping {{mode, server_host, server_port, ...}} or null, got {value!r}")
-    unknown = sorted(set(value) - set(DEFAULTS))
-    if unknown:
-        raise UsageError(f"unknown vllm key(s): {', '.join(map(repr, unknown))} (allowed: {', '.join(DEFAULTS)})")
     v = {**DEFAULTS, **value}
     if v["mode"] not in ("server", "colocate"):
         raise UsageError(f"vllm.mode must be 'server' or 'colocate', got {v['mode']!r}")

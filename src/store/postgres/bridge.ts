@@ -74,6 +74,8 @@ export class SyncPgConnection {
     this.closed = true;
     try {
       this.call({ close: true });
+    } catch {
+      // A connection that never came up (or is gone) has nothing to end; the worker goes either way.
     } finally {
       void this.worker.terminate();
     }

@@ -327,6 +327,27 @@ describe('store copy: refusals (exit 2, the target unchanged)', () => {
     await refused('postgres://massgen@127.0.0.1:1/db', /cannot connect to the store at postgres:\/\/massgen@127\.0\.0\.1:1\/db/);
   });
 
+  it('a target from a newer massgen-rl; a source from a newer massgen-rl', async () => {
+    const dir = tempDir();
+    const newer = path.join(dir, 'newer.sqlite');
+    const raw = new Database(newer);
+    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    raw.prepare("INSERT INTO schema_migrations VALUES (99, 'from the future', 0)").run();
+    raw.close();
+    const before = sha(newer);
+    await refused(newer, /--to .*newer\.sqlite has schema version 99, newer than this massgen-rl supports \(\d+\); it was not changed/);
+    expect(sha(newer)).toBe(before);
+
+    const project = tempDir({ 'massgen-rl.yaml': 'store: { path: newer.sqlite }\n' });
+    fs.copyFileSync(newer, path.join(project, 'newer.sqlite'));
+    new Database(path.join(project, 'newer.sqlite')).pragma('user_version = 99');
+    const target = path.join(project, 'copy.sqlite');
+    const r = await runCli(['store', 'copy', '--to', target], { cwd: project });
+    expect(r.stderr).toMatch(/has schema version 99, newer than this massgen-rl supports/);
+    expect(r.exitCode).toBe(2);
+    expect(fs.existsSync(target)).toBe(false);
+  });
+
   it('an unfinished copy of another store', async () => {
     const file = path.join(tempDir(), 'copy.sqlite');
     const killed = await execa(process.execPath, [path.join(FIXTURES, 'store-copy-killed.mjs'), pgSourceUrl, file, '50', '5'], { reject: false });

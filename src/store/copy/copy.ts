@@ -1,5 +1,5 @@
 import { setImmediate as yieldToEvents } from 'node:timers/promises';
-import { InterruptedError } from '../../errors.js';
+import { errorMessage, InterruptedError } from '../../errors.js';
 import type { SqlDb } from '../sql.js';
 import { advanceCounters } from './counters.js';
 import { afterKey, copiedColumns, keyOrder, PROGRESS_TABLE, tablesOf, type TableInfo } from './schema.js';
@@ -107,7 +107,11 @@ async function copyTable(source: SqlDb, target: SqlDb, t: TableInfo, state: Tabl
   const before = p.rows;
   while (!p.done) {
     // A table that references itself goes in one transaction: its rows may come before their parents.
-    p = batch(p, t.selfRef);
+    try {
+      p = batch(p, t.selfRef);
+    } catch (err) {
+      throw new Error(`copying table ${t.name} (rows after key ${JSON.stringify(p.after)}) to ${target.location} failed: ${errorMessage(err)}; what was copied before is kept`, { cause: err });
+    }
     opts.onProgress?.({ table: t.name, copied: p.rows, total });
     await yieldToEvents();
     if (opts.signal?.aborted && !p.done) throw new InterruptedError(`copy interrupted in table ${t.name} (${p.rows} of ${total} rows); run it again to go on from there`);

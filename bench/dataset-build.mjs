@@ -148,7 +148,7 @@ async function buildOrchestrationStore(file, targetSpans, seed) {
       }
     });
     while (spans < targetSpans) batch.immediate(200);
-    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     return { spans, rollouts, tasks: tasks.length };
   } finally {
     store.close();

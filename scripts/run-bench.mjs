@@ -1,6 +1,6 @@
 // Runs bench/*.mjs, each in its own Node process (separate memory figures), prints a short summary and
 // writes bench-results/<name>.json plus bench-results/summary.json.
-// Usage: node scripts/run-bench.mjs [--quick] [--only NAME[,NAME]]  (run `npm run build` first; `npm run bench` does)
+// Usage: node scripts/run-bench.mjs [--quick | --large] [--only NAME[,NAME]]  (run `npm run build` first; `npm run bench` does)
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,13 +12,14 @@ const RESULTS_DIR = path.join(ROOT, 'bench-results');
 const DIST_ENTRY = path.join(ROOT, 'dist', 'store', 'index.js');
 
 function parseArgs(argv) {
-  const args = { quick: false, only: [] };
+  const args = { quick: false, large: false, only: [] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') args.quick = true;
+    else if (arg === '--large') args.large = true;
     else if (arg === '--only') args.only.push(...requireValue(argv, ++i, arg).split(','));
     else if (arg.startsWith('--only=')) args.only.push(...arg.slice('--only='.length).split(','));
-    else throw new Error(`unknown argument ${arg} (expected --quick, --only NAME)`);
+    else throw new Error(`unknown argument ${arg} (expected --quick, --large, --only NAME)`);
   }
   return args;
 }
@@ -37,10 +38,10 @@ function discoverBenchmarks(only) {
 }
 
 /** Runs one benchmark in a child process; its progress goes straight to our stderr. */
-function runBenchmark(name, quick) {
+function runBenchmark(name, { quick, large }) {
   const outFile = path.join(RESULTS_DIR, `${name}.json`);
   fs.rmSync(outFile, { force: true });
-  const argv = ['--expose-gc', path.join(BENCH_DIR, `${name}.mjs`), '--out', outFile, ...(quick ? ['--quick'] : [])];
+  const argv = ['--expose-gc', path.join(BENCH_DIR, `${name}.mjs`), '--out', outFile, ...(quick ? ['--quick'] : []), ...(large ? ['--large'] : [])];
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -89,8 +90,8 @@ async function main() {
   const started = Date.now();
   const runs = [];
   for (const name of names) {
-    console.error(`\n== ${name}${args.quick ? ' (quick)' : ''}`);
-    runs.push(await runBenchmark(name, args.quick));
+    console.error(`\n== ${name}${args.quick ? ' (quick)' : args.large ? ' (large)' : ''}`);
+    runs.push(await runBenchmark(name, args));
   }
   runs.forEach(printSummary);
   const summary = writeSummary(runs, args, started);

@@ -45,7 +45,7 @@ export function buildSyntheticStore(file, { spans, spansPerRollout = 100, seed =
     for (let first = 0; first < rollouts; first += ROLLOUTS_PER_TRANSACTION) {
       writeRollouts.immediate(first, Math.min(ROLLOUTS_PER_TRANSACTION, rollouts - first));
     }
-    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     return { rollouts, spans: rollouts * spansPerRollout };
   } finally {
     store.close();

@@ -156,7 +156,7 @@ export function buildTrainStore(file, { tasks: taskCount, rolloutsPerTask, seed 
         }
       }
     }).immediate();
-    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     return { spans, rollouts, tasks: tasks.length };
   } finally {
     store.close();

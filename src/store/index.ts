@@ -16,3 +16,5 @@ export type { AuditAction, AuditInput, AuditRecord } from './audit.js';
 export type { EvalResult, EvalRun } from './evaluations.js';
 export type { Lock, LockHolder } from './locks.js';
 export type { ResourceSet, SetMember, SetMembers, SetOrigin, SetPointer, SetRole } from './resource-sets.js';
+export { copyStore, type CopyOptions, type CopyProgress, type CopyResult } from './copy/copy.js';
+export type { TableCheck } from './copy/verify.js';

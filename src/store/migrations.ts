@@ -275,6 +275,9 @@ ALTER TABLE resources ADD CONSTRAINT resources_kind_check CHECK (kind IN ('promp
   },
 ];
 
+/** Tables the code orders by SQLite's implicit rowid: on PostgreSQL they get a `rowid` identity column. */
+export const ROWID_TABLES: readonly string[] = ['tasks', 'checkpoints'];
+
 /**
  * A migration for PostgreSQL: its own text, or the SQLite text with SQLite's types spelled for PostgreSQL
  * (timestamps in ms need BIGINT; an INTEGER PRIMARY KEY is SQLite's auto-numbered rowid; references are
@@ -289,7 +292,7 @@ export function postgresSql(m: Migration): string {
     .replace(/\bREAL\b/g, 'DOUBLE PRECISION')
     // Deferrable, so that a store copy may insert a table's rows before those they point at.
     .replace(/REFERENCES \w+\(\w+\)( ON DELETE (SET NULL|CASCADE))?/g, '$& DEFERRABLE')
-    .replace(/^(CREATE TABLE (tasks|checkpoints) \()$/gm, '$1\n  rowid BIGINT GENERATED ALWAYS AS IDENTITY,');
+    .replace(new RegExp(`^(CREATE TABLE (${ROWID_TABLES.join('|')}) \\()$`, 'gm'), '$1\n  rowid BIGINT GENERATED ALWAYS AS IDENTITY,');
 }
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

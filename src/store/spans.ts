@@ -1,7 +1,7 @@
 import { backoffMs, briefly, isBusy } from './busy.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
-import { jsonText } from './sql.js';
+import { jsonText, type SqlStatement } from './sql.js';
 import type { Span, SpanInput, SpanType } from './types.js';
 
 interface SpanRowRaw {
@@ -16,20 +16,30 @@ interface SpanRowRaw {
   payload: string;
 }
 
-const INSERT = `INSERT INTO spans (rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT = 'INSERT INTO spans (rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload) VALUES ';
+const ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
+/**
+ * Rows per INSERT statement, a power of two up to this (9 parameters a row, far under either backend's
+ * limit): on PostgreSQL each statement is a round trip, so a batch goes in a few; few distinct statements
+ * are ever prepared.
+ */
+const MAX_ROWS_PER_INSERT = 128;
 
 export class SpanRepository {
-  private readonly insert;
+  private readonly inserts = new Map<number, SqlStatement>();
   private readonly maxSeq;
   private readonly listStmt;
   private readonly insertAll: (rows: readonly unknown[][], open?: () => void) => void;
 
   constructor(private readonly db: Db, private readonly redactor: Redactor) {
-    this.insert = db.prepare(INSERT);
     this.insertAll = (rows: readonly unknown[][], open?: () => void) => {
       open?.();
-      for (const row of rows) this.insert.run(row);
+      for (let i = 0; i < rows.length;) {
+        let n = MAX_ROWS_PER_INSERT;
+        while (n > rows.length - i) n >>= 1;
+        this.insert(n).run(n === 1 ? rows[i]! : rows.slice(i, i + n).flat());
+        i += n;
+      }
     };
     this.maxSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) FROM spans WHERE rollout_id = ?').pluck();
     this.listStmt = db.prepare('SELECT * FROM spans WHERE rollout_id = ? ORDER BY seq');
@@ -44,6 +54,12 @@ export class SpanRepository {
   writer(rolloutId: string, batchSize = 256, maxDelayMs?: number, open?: () => void): SpanWriter {
     const lastSeq = open ? 0 : (this.maxSeq.get(rolloutId) as number);
     return new SpanWriter(this, rolloutId, lastSeq, batchSize, maxDelayMs, open);
+  }
+
+  private insert(rows: number): SqlStatement {
+    let statement = this.inserts.get(rows);
+    if (!statement) this.inserts.set(rows, (statement = this.db.prepare(INSERT + Array(rows).fill(ROW).join(', '))));
+    return statement;
   }
 
   /** Appends spans in one transaction and returns their sequence numbers. */

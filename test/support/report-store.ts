@@ -46,9 +46,10 @@ export interface ReportStore {
 /**
  * A real store built through the programmatic API: one collect of production (prompt v1), an evaluation
  * of prompt v2 against it on every task and two seeds, a training run with step metrics, and a switch
- * of production to the candidate recorded in the audit table.
+ * of production to the candidate recorded in the audit table. In the project's SQLite file, or on
+ * PostgreSQL at storeUrl.
  */
-export async function buildReportStore(): Promise<ReportStore> {
+export async function buildReportStore(opts: { storeUrl?: string } = {}): Promise<ReportStore> {
   const server = await startScriptedServer(markScript);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-report-'));
   fs.writeFileSync(path.join(dir, 'tasks.jsonl'), TASKS);
@@ -67,7 +68,7 @@ rewards:
 collect: { concurrency: 2, split: all }
 eval: { split: all, seeds: 2, concurrency: 2, bootstrap: { resamples: 2000 } }
 orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
-`);
+${opts.storeUrl ? `store: { url: "${opts.storeUrl}" }\n` : ''}`);
   const loaded = loadConfig({ cwd: dir });
   try {
     return await withRuntime(loaded, async (rt) => {

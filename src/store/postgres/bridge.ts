@@ -80,7 +80,7 @@ export class SyncPgConnection {
     try {
       this.call({ close: true });
     } catch {
-      // Never connected, or the connection is gone: nothing to end.
+      // A connection that never came up (or is gone) has nothing to end; the worker goes either way.
     } finally {
       void this.worker.terminate();
     }
@@ -90,8 +90,13 @@ export class SyncPgConnection {
     if (this.closed && !('close' in msg)) throw new PgError('the PostgreSQL connection is closed', undefined);
     Atomics.store(this.flag, 0, 0);
     this.port.postMessage(msg);
-    if (Atomics.wait(this.flag, 0, 0, this.timeoutMs) === 'timed-out') {
-      throw new PgError(`no answer from PostgreSQL in ${this.timeoutMs / 1000} s`, undefined);
+    // Waits until the flag is set, not merely until a wake-up: the previous reply's notify can come late
+    // (its thread preempted between setting the flag and notifying) and wake this wait before the reply.
+    const deadline = Date.now() + this.timeoutMs;
+    while (Atomics.load(this.flag, 0) === 0) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new PgError(`no answer from PostgreSQL in ${this.timeoutMs / 1000} s`, undefined);
+      Atomics.wait(this.flag, 0, 0, left);
     }
     const received = receiveMessageOnPort(this.port);
     if (!received) throw new PgError('PostgreSQL connection worker answered nothing', undefined);

@@ -39,6 +39,18 @@ export function withPassword(url: string, password: string | undefined): string 
 
 /** Connects, refuses a newer schema, and applies pending migrations in one transaction under the write lock. */
 export function openPostgres(url: string, opts: PgOpenOptions = {}): PgDb {
+  const db = connectPostgres(url, opts);
+  try {
+    migratePostgres(db, opts.mustExist ?? false);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+/** A connection only, nothing read or changed yet (a URL with a password is refused). */
+export function connectPostgres(url: string, opts: Omit<PgOpenOptions, 'mustExist'> = {}): PgDb {
   const shown = redactUrl(url);
   const parsed = parseUrl(url, shown);
   if (parsed.password) throw new UserError(`store.url ${shown} contains a password`, `put it in the environment variable ${opts.passwordEnv ?? 'PGPASSWORD'} (store.password_env) instead`);
@@ -54,13 +66,7 @@ export function openPostgres(url: string, opts: PgOpenOptions = {}): PgDb {
     db.close();
     throw new UserError(`cannot connect to the store at ${shown}: ${errorMessage(err)}`, 'check that PostgreSQL runs there and the user may connect (password from store.password_env)');
   }
-  try {
-    migrate(db, shown, opts.mustExist ?? false);
-    return db;
-  } catch (err) {
-    db.close();
-    throw err;
-  }
+  return db;
 }
 
 function parseUrl(url: string, shown: string): URL {
@@ -71,7 +77,9 @@ function parseUrl(url: string, shown: string): URL {
   }
 }
 
-function migrate(db: PgDb, shown: string, mustExist: boolean): void {
+/** Refuses a newer schema; applies pending migrations in one transaction under the write lock. */
+export function migratePostgres(db: PgDb, mustExist: boolean): void {
+  const shown = db.location;
   db.transaction(() => {
     // The write lock first: two processes opening a new store never both migrate.
     db.exec(WRITE_LOCK);

@@ -38,7 +38,7 @@ export function openSqlite(file: string, opts: OpenOptions = {}): SqliteDb {
         'upgrade massgen-rl, or point store.path at another file; the store was not changed',
       );
     }
-    db.pragma('journal_mode = WAL');
+    toWal(db, opts.busyTimeoutMs ?? 15_000);
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     migrate(db);
@@ -51,6 +51,23 @@ export function openSqlite(file: string, opts: OpenOptions = {}): SqliteDb {
       throw new UserError(`store ${file} is not a valid SQLite database (${errorMessage(err)}); it was not changed`);
     }
     throw err;
+  }
+}
+
+/**
+ * Switches a store to WAL. SQLite answers this switch with SQLITE_BUSY at once, without its busy wait,
+ * while another process opening a new store at the same moment holds a lock: retried until the timeout.
+ */
+function toWal(db: Database.Database, timeoutMs: number): void {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    }
   }
 }
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import { UserError, errorMessage } from '../errors.js';
-import { withPassword } from './postgres/open.js';
 import type { Store } from './store.js';
 
 export interface QueuedJob<T> {
@@ -32,9 +31,9 @@ export class JobQueue {
   private constructor(private readonly boss: PgBoss, private readonly store: Store) {}
 
   static async open(store: Store): Promise<JobQueue> {
-    const conn = store.connection();
-    if (!conn) throw new UserError(`the job queue needs a PostgreSQL store; ${store.path} is a SQLite file`, 'set store.url to a postgres:// URL every machine can reach (see README: More than one machine)');
-    const boss = new PgBoss({ connectionString: withPassword(conn.url, conn.password), schema: 'massgen_rl_queue', max: 4, schedule: false, supervise: true, application_name: 'massgen-rl-queue' });
+    const connectionString = store.connection();
+    if (!connectionString) throw new UserError(`the job queue needs a PostgreSQL store; ${store.path} is a SQLite file`, 'set store.url to a postgres:// URL every machine can reach (see README: More than one machine)');
+    const boss = new PgBoss({ connectionString, schema: 'massgen_rl_queue', max: 4, schedule: false, supervise: true, application_name: 'massgen-rl-queue' });
     let failure: unknown;
     boss.on('error', (err) => { failure ??= err; });
     try {

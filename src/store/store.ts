@@ -7,6 +7,7 @@ import { openSqlite, type Db, type OpenOptions } from './database.js';
 import { EvaluationRepository } from './evaluations.js';
 import { LockRepository } from './locks.js';
 import { isPostgresUrl, openPostgres } from './postgres/open.js';
+import { PgDb } from './postgres/pg-db.js';
 import { recoverOrphans } from './process-owner.js';
 import { Redactor } from './redact.js';
 import { ResourceSetRepository } from './resource-sets.js';
@@ -59,8 +60,6 @@ export class Store {
   readonly busy: BusyClock;
   private readonly runInTransaction: { immediate(fn: () => unknown): unknown };
 
-  private pg?: { url: string; password?: string };
-
   private constructor(readonly path: string, readonly db: Db, readonly redactor: Redactor, busyTimeoutMs: number) {
     this.busy = new BusyClock(path, PATIENCE_FACTOR * busyTimeoutMs);
     this.tasks = new TaskRepository(db, redactor);
@@ -87,19 +86,16 @@ export class Store {
     let db: Db | undefined;
     try {
       db = isPostgresUrl(opts.path) ? openPostgres(opts.path, opts) : openSqlite(opts.path, opts);
-      const store = new Store(db.location, db, opts.redactor ?? Redactor.none(), busyTimeoutMs);
-      const password = opts.passwordEnv ? process.env[opts.passwordEnv] : undefined;
-      if (db.dialect === 'postgres') store.pg = { url: opts.path, ...(password ? { password } : {}) };
-      return store;
+      return new Store(db.location, db, opts.redactor ?? Redactor.none(), busyTimeoutMs);
     } catch (err) {
       if (db?.open) db.close();
       throw isBusy(err) ? new BusyClock(opts.path, busyTimeoutMs).error(busyTimeoutMs) : err;
     }
   }
 
-  /** How other clients (the job queue) reach a PostgreSQL store; undefined for SQLite. */
-  connection(): { url: string; password?: string } | undefined {
-    return this.pg;
+  /** How other clients (the job queue) reach a PostgreSQL store, password included; undefined for SQLite. */
+  connection(): string | undefined {
+    return this.db instanceof PgDb ? this.db.connectionString() : undefined;
   }
 
   /** Runs fn in one write transaction (taken up front, so concurrent writers queue instead of failing). */

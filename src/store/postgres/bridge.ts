@@ -70,8 +70,7 @@ export class SyncPgConnection {
   }
 
   query(q: BridgeQuery): BridgeResult {
-    const reply = this.call(q) as BridgeResult;
-    return reply;
+    return this.call(q) as BridgeResult;
   }
 
   close(): void {

@@ -55,11 +55,12 @@ export function connectPostgres(url: string, opts: Omit<PgOpenOptions, 'mustExis
   const parsed = parseUrl(url, shown);
   if (parsed.password) throw new UserError(`store.url ${shown} contains a password`, `put it in the environment variable ${opts.passwordEnv ?? 'PGPASSWORD'} (store.password_env) instead`);
   const password = opts.passwordEnv ? process.env[opts.passwordEnv] : undefined;
+  const connectionString = withPassword(url, password);
   const conn = new SyncPgConnection({
-    connectionString: withPassword(url, password), application_name: 'massgen-rl',
+    connectionString, application_name: 'massgen-rl',
     options: `-c lock_timeout=${Math.max(1, Math.floor(opts.busyTimeoutMs ?? 15_000))} -c TimeZone=UTC`,
   });
-  const db = new PgDb(conn, shown);
+  const db = new PgDb(conn, shown, connectionString);
   try {
     db.exec('SELECT 1');
   } catch (err) {

@@ -78,7 +78,16 @@ export class PgDb implements SqlDb {
   private savepoints = 0;
   private isOpen = true;
 
-  constructor(private readonly conn: SyncPgConnection, readonly location: string) {}
+  /** How other clients (the job queue) connect: the URL with its password, kept out of sight (a # field is never printed). */
+  readonly #connectionString: string;
+
+  constructor(private readonly conn: SyncPgConnection, readonly location: string, connectionString: string) {
+    this.#connectionString = connectionString;
+  }
+
+  connectionString(): string {
+    return this.#connectionString;
+  }
 
   get open(): boolean {
     return this.isOpen;

@@ -1,8 +1,8 @@
 import { UserError } from '../errors.js';
-import { checkTeamInputs, setupTeam } from '../rollouts/team.js';
+import { setupTeam } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { JobQueue, TaskConflictError } from '../store/index.js';
-import { tasksWithShortfall } from '../tasks/for-run.js';
+import { JobQueue } from '../store/index.js';
+import { tasksToCollect } from './collect.js';
 
 export const COLLECT_QUEUE = 'collect';
 
@@ -28,14 +28,9 @@ export interface EnqueueSummary {
 /** Creates a collect run once and puts one job per task on the shared queue, for `collect --worker` processes. */
 export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Promise<EnqueueSummary> {
   const { config } = rt;
-  const split = opts.split ?? config.collect.split;
-  const { tasks } = tasksWithShortfall(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n: opts.n ?? config.collect.n, split });
-  if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
-  checkTeamInputs(rt);
+  const { tasks, split } = tasksToCollect(rt, opts);
   const store = rt.store();
   if (!store.connection()) throw new UserError('collect --enqueue needs a PostgreSQL store that the workers share', 'set store.url (see README: More than one machine)');
-  const conflicts = store.tasks.conflicts(tasks);
-  if (conflicts.length) throw new TaskConflictError(conflicts);
   const queue = await JobQueue.open(store);
   try {
     const set = (await setupTeam(rt, rt.production(opts.trigger ?? 'collect'))).set;

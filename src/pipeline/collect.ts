@@ -8,6 +8,7 @@ import { sha256 } from '../util/hash.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { TaskConflictError } from '../store/index.js';
 import { tasksWithShortfall, type Shortfall } from '../tasks/for-run.js';
+import type { SplitSelector, SplitTask } from '../tasks/types.js';
 import { createToolRunner } from '../tools/runner.js';
 import { reviewProduction, type Review } from './watch.js';
 
@@ -62,21 +63,30 @@ export interface CollectSummary {
   rollouts: RolloutSummary[];
 }
 
-/** Runs tasks through the agent team, concurrently, recording and scoring every orchestration. */
-export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<CollectSummary> {
+/**
+ * The tasks a collect run takes (tasks.sources or opts.tasks, n of the split), with the team's inputs and
+ * the tasks checked against the store: everything before the first write, so a refused run changes nothing
+ * (production and the team write prompt versions).
+ */
+export function tasksToCollect(rt: Runtime, opts: Pick<CollectOptions, 'tasks' | 'n' | 'split'>): { tasks: SplitTask[]; shortfall: Shortfall | null; split: SplitSelector } {
   const { config } = rt;
   const split = opts.split ?? config.collect.split;
-  const n = opts.n ?? config.collect.n;
-  const { tasks, shortfall } = tasksWithShortfall(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n, split });
+  const { tasks, shortfall } = tasksWithShortfall(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n: opts.n ?? config.collect.n, split });
   if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
-  const concurrency = opts.concurrency ?? config.collect.concurrency;
-  const signal = opts.signal ?? new AbortController().signal;
-  // Everything is checked before the first write (production and the team write prompt versions): a refused run changes nothing.
   checkTeamInputs(rt);
   if (rt.storeExists()) {
     const conflicts = rt.existingStore().tasks.conflicts(tasks);
     if (conflicts.length) throw new TaskConflictError(conflicts);
   }
+  return { tasks, shortfall, split };
+}
+
+/** Runs tasks through the agent team, concurrently, recording and scoring every orchestration. */
+export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<CollectSummary> {
+  const { config } = rt;
+  const { tasks, shortfall, split } = tasksToCollect(rt, opts);
+  const concurrency = opts.concurrency ?? config.collect.concurrency;
+  const signal = opts.signal ?? new AbortController().signal;
   const store = rt.store();
   const production = await setupTeam(rt, rt.production(opts.trigger ?? 'collect'));
   const trial = canary(store);

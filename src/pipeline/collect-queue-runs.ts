@@ -6,12 +6,17 @@ export function isAbandoned(r: Rollout): boolean {
   return r.status === 'running' || r.status === 'cancelled' || (r.status === 'failed' && (r.error ?? '').startsWith('interrupted'));
 }
 
+/** A queued run's rollouts that count: one per task recorded, abandoned attempts left out. */
+function recordedRollouts(store: Store, runId: string): Rollout[] {
+  return store.rollouts.list({ runId }).filter((r) => !isAbandoned(r));
+}
+
 /** Ends a queued collect run once every one of its tasks has its recorded rollout; true when this call ended it. */
 export async function finishIfDone(store: Store, runId: string): Promise<boolean> {
   const run = store.collectRuns.get(runId);
   if (!run || run.status !== 'running') return false;
   const total = Number((run.detail as { n?: number }).n ?? 0);
-  const rollouts = store.rollouts.list({ runId }).filter((r) => !isAbandoned(r));
+  const rollouts = recordedRollouts(store, runId);
   if (new Set(rollouts.map((r) => r.taskId)).size < total) return false;
   const completed = rollouts.filter((r) => r.status === 'completed');
   const rewards = completed.map((r) => r.totalReward).filter((x): x is number => x !== null);
@@ -32,7 +37,7 @@ export async function awaitQueuedRun(store: Store, runId: string, signal: AbortS
     if (!run) throw new Error(`collect run ${runId} is not in the store`);
     if (run.status !== 'running') return run;
     if (signal.aborted) throw signal.reason ?? new Error('interrupted');
-    const recorded = new Set(store.rollouts.list({ runId }).filter((r) => !isAbandoned(r)).map((r) => r.taskId)).size;
+    const recorded = new Set(recordedRollouts(store, runId).map((r) => r.taskId)).size;
     const line = `workers: ${recorded}/${Number(run.detail.n ?? 0)} task(s) recorded (run ${runId}; start workers with \`massgen-rl collect --worker\`)`;
     if (line !== last) note((last = line));
     await sleep(1000, undefined, { signal }).catch(() => {});

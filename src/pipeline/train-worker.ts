@@ -1,14 +1,12 @@
 import type { Algo } from '../config/schema.js';
 import { InterruptedError, UserError } from '../errors.js';
 import { pythonEnv } from '../python/module.js';
-import { startRewardBridge } from '../rewards/bridge.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { launchCommand } from '../trainers/launch.js';
 import { machineRank, processesPerMachine } from '../trainers/machines.js';
 import { requireVenv, selectDevices } from '../trainers/preflight.js';
 import { gpuEnv, runTrainer } from '../trainers/runner.js';
-import { needsRewardBridge, writeTrainerConfig } from '../trainers/trainer-config.js';
-import { checkRoom, newRun, type TrainOptions } from './train.js';
+import { checkRoom, newRun, withTrainerConfig, type TrainOptions } from './train.js';
 
 export interface TrainWorkerOptions extends Pick<TrainOptions, 'algo' | 'all' | 'from' | 'maxSteps' | 'signal' | 'onStage' | 'env'> {
   /** This machine's rank, 1 to train.num_machines - 1 (default train.machine_rank). */
@@ -41,14 +39,12 @@ export async function trainWorker(rt: Runtime, opts: TrainWorkerOptions = {}): P
   if (!rt.storeExists()) throw new UserError(`machine ${rank} builds its share of the dataset from the same traces as machine 0, but there is no store at ${rt.paths.storePath}`, 'copy the project with its data dir from machine 0, or share it');
   const store = rt.existingStore();
   const devices = await selectDevices(t.gpus);
-  const { detail, config } = await newRun(rt, store, devices.cpu, opts, `-machine${rank}`);
+  const prepared = await newRun(rt, store, devices.cpu, opts, `-machine${rank}`);
+  const { detail } = prepared;
   checkRoom(rt, detail, devices, true);
   const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo: detail.algo as Algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: t.num_processes, machineRank: rank });
   // Online GRPO: this machine's processes score their samples through a bridge of their own.
-  const bridge = needsRewardBridge(config) ? await startRewardBridge({ store, rewards: rt.config.rewards, judge: await rt.judge(), signal: opts.signal }) : undefined;
-  try {
-    if (bridge && needsRewardBridge(config)) config.reward_url = bridge.url;
-    writeTrainerConfig(detail.config_file, config);
+  return withTrainerConfig(rt, store, prepared, opts.signal, async () => {
     opts.onStage?.(`machine ${rank} of ${t.num_machines}: training ${detail.algo} on ${detail.dataset.rows} examples with machine 0 at ${t.main_process_ip} (log ${detail.log_file})`);
     const outcome = await runTrainer({
       ...command, env: pythonEnv({ ...gpuEnv(t.gpus), ...opts.env }), logFile: detail.log_file, signal: opts.signal,
@@ -63,7 +59,5 @@ export async function trainWorker(rt: Runtime, opts: TrainWorkerOptions = {}): P
     }
     if (outcome.status === 'interrupted') throw new InterruptedError(`training stopped on machine ${rank}; machine 0 saved the checkpoint and recorded the run`);
     throw new UserError(`the ${detail.algo} trainer on machine ${rank} failed: ${outcome.error ?? `exit code ${outcome.exitCode}`}`, `full log: ${detail.log_file}; see machine 0's log too`);
-  } finally {
-    await bridge?.close();
-  }
+  });
 }

@@ -82,15 +82,11 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
   const store = rt.existingStore();
   const devices = await selectDevices(t.gpus);
   const prepared = opts.resume ? await resumeRun(store, opts.resume) : await newRun(rt, store, devices.cpu, opts);
-  const { detail, config } = prepared;
+  const { detail } = prepared;
   const algo = detail.algo as Algo;
   checkRoom(rt, detail, devices, !prepared.resumed);
   const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: detail.num_processes, machineRank: 0 });
-  // Online GRPO scores its samples through the reward bridge, started for this run (a resumed run gets a fresh one).
-  const bridge = needsRewardBridge(config) ? await startRewardBridge({ store, rewards: rt.config.rewards, judge: await rt.judge(), signal: opts.signal }) : undefined;
-  try {
-    if (bridge && needsRewardBridge(config)) config.reward_url = bridge.url;
-    writeTrainerConfig(detail.config_file, config);
+  return withTrainerConfig(rt, store, prepared, opts.signal, async () => {
     const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, { algo, dataset_hash: detail.dataset.hash, log_path: detail.log_file });
     opts.onRunStart?.(runId);
     const over = t.num_machines > 1 ? ` over ${t.num_machines} machines (the others join at ${t.main_process_ip}, \`massgen-rl train --machine-rank N\`)` : '';
@@ -108,6 +104,19 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
       dataset: detail.dataset, start: detail.start, metrics, steps: outcome.stepCount, durationMs: outcome.durationMs, logFile: detail.log_file,
       resumedFrom: detail.resumed_from ?? null,
     };
+  });
+}
+
+/**
+ * fn once the run's trainer config is written. Online GRPO scores its samples through a reward bridge,
+ * started for the run (a resumed run gets a fresh one) and closed when fn ends.
+ */
+export async function withTrainerConfig<T>(rt: Runtime, store: Store, { detail, config }: Pick<PreparedRun, 'detail' | 'config'>, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+  const bridge = needsRewardBridge(config) ? await startRewardBridge({ store, rewards: rt.config.rewards, judge: await rt.judge(), signal }) : undefined;
+  try {
+    if (bridge && needsRewardBridge(config)) config.reward_url = bridge.url;
+    writeTrainerConfig(detail.config_file, config);
+    return await fn();
   } finally {
     await bridge?.close();
   }

@@ -1,4 +1,4 @@
-import { HttpTimeoutError, jsonEndpoint, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
+import { endpointsOf, HttpTimeoutError, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
 import { BoundedCache } from '../util/bounded-cache.js';
 import { encodeObject } from './json-text.js';
 import { parseCompletion, TruncatedResponseError } from './parse.js';
@@ -48,9 +48,7 @@ class HttpLlmClient implements LlmClient {
   private readonly retryBaseMs: number;
 
   constructor(private readonly opts: ClientOptions) {
-    const headers: Record<string, string> = opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {};
-    const urls = typeof opts.baseUrl === 'string' ? [opts.baseUrl] : opts.baseUrl;
-    const endpoints = urls.map((u) => jsonEndpoint(new URL(`${u.replace(/\/+$/, '')}/chat/completions`), headers));
+    const endpoints = endpointsOf(opts.baseUrl, 'chat/completions', opts.apiKey);
     this.caps = { logprobs: opts.logprobs, tokenIds: opts.logprobs };
     this.retryBaseMs = opts.retryBaseMs ?? 250;
     this.replicas = new Replicas(endpoints, { baseBackoffMs: this.retryBaseMs, maxBackoffMs: MAX_BACKOFF_MS });

@@ -1,4 +1,4 @@
-import { jsonEndpoint, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
+import { endpointsOf, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
 
 export interface EmbedderOptions {
   /** OpenAI-compatible base URL, e.g. http://localhost:8000/v1; or the base URLs of replicas serving the same model. */
@@ -15,8 +15,7 @@ export type Embedder = (texts: string[], signal?: AbortSignal) => Promise<number
  * Replicas take calls in turn; a call that finds one unreachable, or answering 5xx or 429, goes to the next.
  */
 export function createEmbedder(opts: EmbedderOptions): Embedder {
-  const urls = typeof opts.baseUrl === 'string' ? [opts.baseUrl] : opts.baseUrl;
-  const endpoints = urls.map((u) => jsonEndpoint(new URL(`${u.replace(/\/+$/, '')}/embeddings`), opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}));
+  const endpoints = endpointsOf(opts.baseUrl, 'embeddings', opts.apiKey);
   let turn = 0;
   return async (texts, signal) => {
     const body = JSON.stringify({ model: opts.model, input: texts });

@@ -25,6 +25,13 @@ export interface JsonEndpoint {
   abortGraceMs: number;
 }
 
+/** The endpoint at `route` (e.g. `chat/completions`) of one base URL or of each replica's, with the API key as a bearer token. */
+export function endpointsOf(baseUrl: string | readonly string[], route: string, apiKey?: string): JsonEndpoint[] {
+  const headers: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+  const urls = typeof baseUrl === 'string' ? [baseUrl] : baseUrl;
+  return urls.map((u) => jsonEndpoint(new URL(`${u.replace(/\/+$/, '')}/${route}`), headers));
+}
+
 /** How long an aborted request's connection may wait for the rest of a response before it is closed. */
 export const ABORT_GRACE_MS = 5;
 

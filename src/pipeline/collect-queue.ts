@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
-import { setupTeam, type TeamSetup } from '../rollouts/team.js';
+import { settingsHash } from '../evaluation/keys.js';
+import { onePerDecision, setupTeam, type TeamSetup } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { JobQueue, type QueuedJob, type Rollout, type Store } from '../store/index.js';
+import { JobQueue, type QueuedJob, type ResourceSet, type Rollout, type Store } from '../store/index.js';
 import { createToolRunner } from '../tools/runner.js';
 import { COLLECT_QUEUE, type CollectJob } from './collect-enqueue.js';
 import { finishIfDone, isAbandoned } from './collect-queue-runs.js';
@@ -40,20 +41,15 @@ export async function collectWorker(rt: Runtime, opts: WorkerOptions = {}): Prom
   const signal = opts.signal ?? new AbortController().signal;
   const limit = opts.concurrency ?? rt.config.collect.concurrency;
   const tools = createToolRunner(rt.config.tools, rt.paths.baseDir);
-  const setups = new Map<string, Promise<TeamSetup>>();
+  const collectTeam = teams(store, (set) => setupTeam(rt, set));
   const setupFor = (setId: string) => {
-    let s = setups.get(setId);
-    if (!s) {
-      const set = store.sets.get(setId);
-      if (!set) throw new Error(`resource set ${setId} of a queued job is not in the store`);
-      s = setupTeam(rt, set);
-      setups.set(setId, s);
-    }
+    const s = collectTeam(setId);
+    if (!s) throw new Error(`resource set ${setId} of a queued job is not in the store`);
     return s;
   };
   const out: WorkerSummary = { jobs: 0, completed: 0, failed: 0, cancelled: 0, alreadyRecorded: 0, reaped: 0, runsFinished: [], measured: 0, refused: [] };
   const running = new Set<Promise<void>>();
-  const evalDeps = { rt, store, tools, signal, setups: new Map() };
+  const evalDeps = { rt, store, tools, signal, settingsHash: settingsHash(rt.config), team: teams(store, (set) => setupTeam(rt, set, 'eval').then(onePerDecision)) };
   const runEval = async (job: QueuedJob<EvalJob>) => {
     out.jobs++;
     const r = await underLease(store, job.id, signal, (s) => runEvalJob(job, { ...evalDeps, signal: s }));
@@ -99,6 +95,20 @@ export async function collectWorker(rt: Runtime, opts: WorkerOptions = {}): Prom
     await queue.close();
   }
   return out;
+}
+
+/** The team of each resource set jobs name, set up once per set; undefined when the set is not in the store. */
+function teams(store: Store, setUp: (set: ResourceSet) => Promise<TeamSetup>): (setId: string) => Promise<TeamSetup> | undefined {
+  const cache = new Map<string, Promise<TeamSetup>>();
+  return (setId) => {
+    let s = cache.get(setId);
+    if (!s) {
+      const set = store.sets.get(setId);
+      if (!set) return undefined;
+      cache.set(setId, (s = setUp(set)));
+    }
+    return s;
+  };
 }
 
 interface JobDeps {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { settingsHash, taskHash } from '../evaluation/keys.js';
+import { taskHash } from '../evaluation/keys.js';
 import { measure } from '../rollouts/measure.js';
-import { onePerDecision, setupTeam, type TeamSetup } from '../rollouts/team.js';
+import type { TeamSetup } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { JobQueue, type QueuedJob, type ResourceSet, type Store } from '../store/index.js';
 import { ResourceSetRepository } from '../store/resource-sets.js';
@@ -73,24 +73,22 @@ export interface EvalJobDeps {
   store: Store;
   tools: ToolRunner;
   signal: AbortSignal;
-  setups: Map<string, Promise<TeamSetup>>;
+  /** The settings hash of this worker's config. */
+  settingsHash: string;
+  /** The team of a resource set as evaluations run it, set up once; undefined when the set is not in the store. */
+  team: (setId: string) => Promise<TeamSetup> | undefined;
 }
 
 /** One queued evaluation orchestration; 'retry' when it must go back to the queue, else the reason it cannot run here. */
 export async function runEvalJob(job: QueuedJob<EvalJob>, d: EvalJobDeps): Promise<{ ok: true } | { ok: false; retry: boolean; reason: string }> {
   const { data } = job;
-  if (settingsHash(d.rt.config) !== data.settingsHash) {
+  if (d.settingsHash !== data.settingsHash) {
     return { ok: false, retry: false, reason: 'this worker\'s config differs from the evaluating machine\'s (orchestrator, agents, models, tools or rewards): its results would not be comparable' };
   }
   const task = d.store.tasks.get(data.taskId);
   if (!task || taskHash(task) !== data.taskHash) return { ok: false, retry: false, reason: `task ${data.taskId} is not in the store as the evaluation saw it` };
-  let setup = d.setups.get(data.setId);
-  if (!setup) {
-    const set = d.store.sets.get(data.setId);
-    if (!set) return { ok: false, retry: false, reason: `resource set ${data.setId} is not in the store` };
-    setup = setupTeam(d.rt, set, 'eval').then(onePerDecision);
-    d.setups.set(data.setId, setup);
-  }
+  const setup = d.team(data.setId);
+  if (!setup) return { ok: false, retry: false, reason: `resource set ${data.setId} is not in the store` };
   const m = await measure({ store: d.store, config: d.rt.config, tools: d.tools, settingsHash: data.settingsHash, evalRunId: data.evalRunId, signal: d.signal },
     await setup, task, data.taskHash, data.seed, { metadata: { eval_side: data.side, queue_job: job.id } });
   return 'cancelled' in m ? { ok: false, retry: true, reason: 'worker stopped' } : { ok: true };

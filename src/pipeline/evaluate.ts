@@ -87,12 +87,13 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
   opts.onStage?.(`evaluating on ${tasks.length} task(s) × ${seeds.length} seed(s) (eval ${evalRunId})`);
   try {
     const hashed = tasks.map((task) => ({ task, hash: taskHash(task) }));
+    const settings = settingsHash(config);
     if (config.queue.distributed) {
-      await measureOnWorkers(rt, { evalRunId, baseline, candidate, tasks: hashed, seeds, settingsHash: settingsHash(config), signal, onStage: opts.onStage });
+      await measureOnWorkers(rt, { evalRunId, baseline, candidate, tasks: hashed, seeds, settingsHash: settings, signal, onStage: opts.onStage });
     }
     const results = await runPairs({
       store, evalRunId, config, tools: createToolRunner(config.tools, rt.paths.baseDir), baseline: baseTeam, candidate: candTeam,
-      tasks: hashed, seeds, settingsHash: settingsHash(config),
+      tasks: hashed, seeds, settingsHash: settings,
       concurrency: opts.concurrency ?? e.concurrency ?? config.collect.concurrency, signal, onProgress: opts.onProgress,
     });
     const metric = primaryMetric(e.metric);

@@ -45,4 +45,34 @@ describe('loop on a coordinator, orchestrations on collect workers', () => {
       store.close();
     }
   }, 240_000);
+
+  it('a worker whose config differs from the coordinator\'s refuses the evaluation jobs, which the coordinator then runs itself', async () => {
+    project = await loopProject(undefined, `store: { url: "${freshPostgresUrl()}" }\nqueue: { distributed: true, retries: 1 }\n`);
+    const loaded = project.load();
+    openStore(loaded).close();
+    // orchestrator.total_timeout_s is part of the evaluation settings: this worker's results would not be comparable.
+    const worker = execa(process.execPath, [BIN, '--json', '--set', 'orchestrator.total_timeout_s=61', 'collect', '--worker', '--wait'], { cwd: project.dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } });
+    workers = [worker];
+    const r = await withRuntime(loaded, (rt) => runCycle(rt));
+    expect(r.stages.collect).toMatchObject({ status: 'done', completed: 4, on_workers: true });
+    expect(r.stages.eval).toMatchObject({ status: 'done' });
+    worker.kill('SIGTERM');
+    const out = await worker;
+    expect(out.exitCode).toBe(130);
+    // A stopped worker prints its summary, then the interruption (as an interrupted collect does).
+    const [printed, stopped] = String(out.stdout).split('\n{"ok":false');
+    expect(stopped).toMatch(/collect worker interrupted/);
+    const summary = JSON.parse(printed!) as { completed: number; measured: number; refused: string[] };
+    expect(summary).toMatchObject({ completed: 4, measured: 0 });
+    expect(summary.refused.length).toBeGreaterThan(0);
+    expect(summary.refused[0]).toMatch(/config differs from the evaluating machine's/);
+    const store = openStore(loaded);
+    try {
+      const pids = (store.db.prepare("SELECT DISTINCT pid FROM rollouts WHERE source = 'eval'").pluck().all() as number[]);
+      expect(pids).toEqual([process.pid]);
+      expect(store.evaluations.run(String(r.stages.eval!.eval_run_id))?.summary).toMatchObject({ measured: 16, reused: 0 });
+    } finally {
+      store.close();
+    }
+  }, 240_000);
 });

@@ -1,7 +1,7 @@
 import { backoffMs, briefly, isBusy } from './busy.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
-import { jsonText, type SqlStatement } from './sql.js';
+import { jsonText, multiRowInsert } from './sql.js';
 import type { Span, SpanInput, SpanType } from './types.js';
 
 interface SpanRowRaw {
@@ -17,7 +17,6 @@ interface SpanRowRaw {
 }
 
 const INSERT = 'INSERT INTO spans (rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload) VALUES ';
-const ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
 /**
  * Rows per INSERT statement, a power of two up to this (9 parameters a row, far under either backend's
  * limit): on PostgreSQL each statement is a round trip, so a batch goes in a few; few distinct statements
@@ -26,18 +25,18 @@ const ROW = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const MAX_ROWS_PER_INSERT = 128;
 
 export class SpanRepository {
-  private readonly inserts = new Map<number, SqlStatement>();
   private readonly maxSeq;
   private readonly listStmt;
   private readonly insertAll: (rows: readonly unknown[][], open?: () => void) => void;
 
   constructor(private readonly db: Db, private readonly redactor: Redactor) {
+    const insert = multiRowInsert(db, INSERT, 9);
     this.insertAll = (rows: readonly unknown[][], open?: () => void) => {
       open?.();
       for (let i = 0; i < rows.length;) {
         let n = MAX_ROWS_PER_INSERT;
         while (n > rows.length - i) n >>= 1;
-        this.insert(n).run(n === 1 ? rows[i]! : rows.slice(i, i + n).flat());
+        insert(n).run(n === 1 ? rows[i]! : rows.slice(i, i + n).flat());
         i += n;
       }
     };
@@ -54,12 +53,6 @@ export class SpanRepository {
   writer(rolloutId: string, batchSize = 256, maxDelayMs?: number, open?: () => void): SpanWriter {
     const lastSeq = open ? 0 : (this.maxSeq.get(rolloutId) as number);
     return new SpanWriter(this, rolloutId, lastSeq, batchSize, maxDelayMs, open);
-  }
-
-  private insert(rows: number): SqlStatement {
-    let statement = this.inserts.get(rows);
-    if (!statement) this.inserts.set(rows, (statement = this.db.prepare(INSERT + Array(rows).fill(ROW).join(', '))));
-    return statement;
   }
 
   /** Appends spans in one transaction and returns their sequence numbers. */

@@ -43,6 +43,17 @@ export interface SqlDb {
   close(): void;
 }
 
+/** `head` (`INSERT INTO t (a, b) VALUES `) for n rows of `columns` values at once, each statement prepared once per n. */
+export function multiRowInsert(db: SqlDb, head: string, columns: number): (rows: number) => SqlStatement {
+  const row = `(${Array(columns).fill('?').join(', ')})`;
+  const prepared = new Map<number, SqlStatement>();
+  return (rows) => {
+    let statement = prepared.get(rows);
+    if (!statement) prepared.set(rows, (statement = db.prepare(head + Array(rows).fill(row).join(', '))));
+    return statement;
+  };
+}
+
 /** A top-level JSON field of a TEXT column, as text (numbers as their digits), NULL when absent. */
 export function jsonText(db: SqlDb, column: string, key: string): string {
   if (!/^[a-z_]+$/.test(key)) throw new Error(`bad JSON key ${key}`);

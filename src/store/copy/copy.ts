@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import { errorMessage, InterruptedError } from '../../errors.js';
-import type { SqlDb } from '../sql.js';
+import { multiRowInsert, type SqlDb } from '../sql.js';
 import { advanceCounters } from './counters.js';
 import { afterKey, copiedColumns, keyOrder, PROGRESS_TABLE, tablesOf, type TableInfo } from './schema.js';
 import { openTarget, type TargetOptions } from './target.js';
@@ -123,13 +123,7 @@ async function copyTable(source: SqlDb, target: SqlDb, t: TableInfo, state: Tabl
 function inserter(db: SqlDb, t: TableInfo, cols: string[]): (rows: unknown[][]) => void {
   const perStatement = Math.max(1, Math.floor(MAX_PARAMS / cols.length));
   const overriding = db.dialect === 'postgres' && t.rowid ? ' OVERRIDING SYSTEM VALUE' : '';
-  const row = `(${cols.map(() => '?').join(', ')})`;
-  const statements = new Map<number, ReturnType<SqlDb['prepare']>>();
-  const statement = (n: number) => {
-    let s = statements.get(n);
-    if (!s) statements.set(n, (s = db.prepare(`INSERT INTO ${t.name} (${cols.join(', ')})${overriding} VALUES ${Array(n).fill(row).join(', ')}`)));
-    return s;
-  };
+  const statement = multiRowInsert(db, `INSERT INTO ${t.name} (${cols.join(', ')})${overriding} VALUES `, cols.length);
   return (rows) => {
     for (let i = 0; i < rows.length; i += perStatement) {
       const chunk = rows.slice(i, i + perStatement);

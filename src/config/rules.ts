@@ -48,6 +48,10 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     a.tools.forEach((t, j) => {
       if (!Object.hasOwn(config.tools, t)) add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
     });
+    const layout = config.orchestrator.prompt_layout;
+    if ((layout === 'answers' || layout === 'independent') && a.tool_mode !== 'text') {
+      add(['agents', i, 'tool_mode'], `orchestrator.prompt_layout ${layout} is for text-mode agents; set tool_mode: text, or use prompt_layout: protocol`);
+    }
   });
   const presenter = config.orchestrator.presenter_prompt;
   if (presenter !== undefined && !Object.hasOwn(config.prompts, presenter)) add(['orchestrator', 'presenter_prompt'], `unknown prompt "${presenter}"; ${known('prompts', prompts)}`);

@@ -117,6 +117,7 @@ const orchestrator = z.strictObject({
   total_timeout_s: timeoutS(WEEK_S).default(1800),
   // Optional, not defaulted: a config without it keeps its evaluation keys (evaluation/keys.ts hashes this section).
   delegation: delegationSchema.optional().describe('hierarchical delegation: child orchestrations on subtasks (off when absent)'),
+  prompt_layout: z.enum(['protocol', 'answers', 'independent']).optional().describe('how text-mode agents are prompted: protocol (absent: the task, every answer under its label and the ANSWER:/VOTE: rules); answers (for small models: the task as a user asks it; every agent\'s first answer is its own, later turns also see the other agents\' final answers in one line, and a reply repeating one is a vote for it); independent (self-consistency: every agent answers the task once on its own, a final answer equal to an earlier one is a vote for it, an agent\'s own answer counts as its vote, and the answer most agents reached wins). In answers and independent the winner\'s answer is the final answer, without a presentation call'),
   presenter_prompt: name.optional().describe('key under prompts: the system prompt the winning agent presents the final answer with, a versioned prompt of its own (absent: the winner\'s own system prompt)'),
 });
 

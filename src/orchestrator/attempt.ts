@@ -1,4 +1,6 @@
 import type { CancelPayload, DropPayload, NewAnswerPayload, RoundPayload, VotePayload } from '../trace/payloads.js';
+import { finalAnswerOf, sameFinalAnswer } from './answers-layout.js';
+import { usesAnswersLayout } from './prompts.js';
 import { runTurn, type TurnOutcome } from './turn.js';
 import type { Action, OrchestrationResult, OrchestratorConfig, StopPolicy, TeamAgent, ToolRunner, TraceSink } from './types.js';
 
@@ -16,6 +18,8 @@ export interface Settled {
   version: number;
   round: number;
   turnId: string;
+  /** An agent's first turn in the answers layout: shown no answers, never superseded (see start). */
+  independent: boolean;
 }
 
 interface Running {
@@ -23,6 +27,7 @@ interface Running {
   controller: AbortController;
   round: number;
   turnId: string;
+  independent: boolean;
 }
 
 export interface AttemptInput {
@@ -48,6 +53,8 @@ export class Attempt {
   private readonly dropped = new Set<string>();
   private readonly answerCounts = new Map<string, number>();
   private readonly running = new Map<string, Running>();
+  /** Agents whose first turn of this attempt has settled. */
+  private readonly acted = new Set<string>();
   private version = 0;
   private stopped = false;
 
@@ -75,8 +82,8 @@ export class Attempt {
     for (const r of this.running.values()) r.controller.abort(reason);
   }
 
-  cancelAll(reason: CancelPayload['reason']): void {
-    for (const agentId of [...this.running.keys()]) this.cancel(agentId, reason);
+  cancelAll(reason: CancelPayload['reason'], keepIndependent = false): void {
+    for (const [agentId, r] of [...this.running]) if (!(keepIndependent && r.independent)) this.cancel(agentId, reason);
   }
 
   private start(agent: TeamAgent): void {
@@ -85,10 +92,13 @@ export class Attempt {
     const turnId = `t${++this.turnCounter}`;
     const version = this.version;
     const round = result.rounds;
-    const snapshot = { answers: this.answerView(), canAnswer: this.canAnswer(agent) };
+    // In the answers layout every agent's first answer is its own: a small team's value is agreement between
+    // independent samples, which a first turn that saw (and copied) another's answer would not be.
+    const independent = usesAnswersLayout(agent, input.config.prompt_layout) && (input.config.prompt_layout === 'independent' || !this.acted.has(agent.id));
+    const snapshot = { answers: independent ? new Map<string, string>() : this.answerView(), canAnswer: this.canAnswer(agent) };
     const promise = runTurn({ agent, task: input.task, snapshot, teamSize: input.team.length, config: input.config, sink: input.sink, tools: input.tools, usage: result.usage, toolLog: result.toolCalls, round, roundSeq: this.seq, turnId, controller })
-      .then((outcome): Settled => ({ agent, outcome, version, round, turnId }));
-    this.running.set(agent.id, { controller, round, turnId, promise });
+      .then((outcome): Settled => ({ agent, outcome, version, round, turnId, independent }));
+    this.running.set(agent.id, { controller, round, turnId, promise, independent });
   }
 
   private settle(settled: Settled): void {
@@ -96,13 +106,23 @@ export class Attempt {
     if (!current || current.turnId !== settled.turnId) return; // cancelled and already replaced
     this.running.delete(settled.agent.id);
     const { outcome } = settled;
-    if (outcome.kind === 'cancelled' || settled.version !== this.version) return;
+    if (outcome.kind === 'cancelled' || (settled.version !== this.version && !settled.independent)) return;
+    this.acted.add(settled.agent.id);
     if (outcome.kind === 'drop') this.drop(settled.agent, outcome.dropKind, outcome.reason);
     else if (outcome.action.kind === 'vote') this.vote(settled, outcome.action, outcome.promptSeq);
-    else this.answer(settled, outcome.action, outcome.promptSeq);
+    else {
+      // An independent answer that others reached meanwhile counts as a vote for the first of them.
+      const same = settled.independent ? this.holderOfSameAnswer(outcome.action.content) : undefined;
+      if (same) this.vote(settled, { kind: 'vote', target: same, reason: `same final answer: ${finalAnswerOf(outcome.action.content)}`, implicit: true }, outcome.promptSeq);
+      else this.answer(settled, outcome.action, outcome.promptSeq);
+    }
   }
 
-  private vote({ agent, turnId }: Settled, action: Extract<Action, { kind: 'vote' }>, promptSeq: number): void {
+  private holderOfSameAnswer(content: string): string | undefined {
+    return this.input.team.find((a) => this.answers.has(a.id) && sameFinalAnswer(content, this.answers.get(a.id)!.content))?.label;
+  }
+
+  private vote({ agent, turnId }: Pick<Settled, 'agent' | 'turnId'>, action: Extract<Action, { kind: 'vote' }>, promptSeq: number): void {
     const target = this.input.team.find((a) => a.label === action.target)!;
     const round = this.result.rounds;
     const payload: VotePayload = { turn_id: turnId, voter_label: agent.label, target_label: target.label, target_agent: target.id, reason: action.reason, round, answer_labels_seen: this.labels(), prompt_seq: promptSeq, ...(action.implicit ? { implicit: true } : {}) };
@@ -119,10 +139,15 @@ export class Attempt {
     this.answers.set(agent.id, { content, round, seq });
     this.answerCounts.set(agent.id, (this.answerCounts.get(agent.id) ?? 0) + 1);
     result.answers.push({ agent: agent.id, label: agent.label, content, round, seq });
+    if (this.input.config.prompt_layout === 'independent' && agent.toolMode === 'text') {
+      // One round of independent answers: an answer is its author's vote, and the answers stand together.
+      this.vote({ agent, turnId }, { kind: 'vote', target: agent.label, reason: 'own answer (independent layout)', implicit: true }, promptSeq);
+      return;
+    }
     if (this.policyStops()) return;
     this.version++;
     this.votes.clear();
-    this.cancelAll('superseded');
+    this.cancelAll('superseded', true);
     this.seq = this.openRound(this.labels(), 'new_answer');
   }
 

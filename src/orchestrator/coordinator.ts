@@ -1,5 +1,6 @@
 import { emptyUsage } from './llm-call.js';
 import { present } from './presentation.js';
+import { usesAnswersLayout } from './prompts.js';
 import { Attempt, type Settled } from './attempt.js';
 import { orchestrateDelegating } from './delegation.js';
 import type { SelectionPayload } from '../trace/payloads.js';
@@ -61,7 +62,7 @@ async function coordinate(input: OrchestrateInput, stop: Stop): Promise<Orchestr
     }
     result.winner = selection.winner.id;
     result.winnerLabel = selection.winner.label;
-    const final = await present({ winner: selection.winner, task, team, answers, votes, config, sink, usage: result.usage, roundSeq: attempt.seq, round: result.rounds, signal: stop.signal, restartsLeft: config.max_orchestration_restarts - restart, presenterPrompt: input.presenterPrompt });
+    const final = await present({ winner: selection.winner, task, team, answers, votes, config, sink, usage: result.usage, roundSeq: attempt.seq, round: result.rounds, signal: stop.signal, restartsLeft: config.max_orchestration_restarts - restart, presenterPrompt: input.presenterPrompt, callModel: !usesAnswersLayout(selection.winner, config.prompt_layout) });
     result.finalAnswer = final.answer;
     if (!final.restartFeedback) break;
     result.restarts++;

@@ -18,6 +18,8 @@ export interface PresentInput {
   restartsLeft: number;
   /** The system prompt of the presentation (absent: the winner's own). */
   presenterPrompt?: string;
+  /** False: the winner's answer is the final answer as it stands (the answers layout: a small model garbles a presentation). */
+  callModel?: boolean;
 }
 
 /**
@@ -33,12 +35,14 @@ export async function present(p: PresentInput): Promise<{ answer: string; restar
   const site = { agent: p.winner, sink: p.sink, usage: p.usage, turnId: 'presentation', round: p.round, parentSeq: p.roundSeq, signal: p.signal, name: 'presentation' };
   let answer = fallback;
   let promptSeq = -1;
-  try {
-    const { result, seq } = await recordedCall(site, presentationMessages(p.winner, p.task, labelled, votes, p.presenterPrompt), 1);
-    promptSeq = seq;
-    if (result.content?.trim()) answer = result.content.trim();
-  } catch {
-    // The winner's own answer stands when the presentation call fails; the failed call is in the trace.
+  if (p.callModel !== false) {
+    try {
+      const { result, seq } = await recordedCall(site, presentationMessages(p.winner, p.task, labelled, votes, p.presenterPrompt), 1);
+      promptSeq = seq;
+      if (result.content?.trim()) answer = result.content.trim();
+    } catch {
+      // The winner's own answer stands when the presentation call fails; the failed call is in the trace.
+    }
   }
   p.sink.span({ type: 'coordination', name: 'presentation', agent: p.winner.id, parentSeq: p.roundSeq, payload: { content: answer, prompt_seq: promptSeq } satisfies PresentationPayload });
   if (p.restartsLeft <= 0) return { answer };

@@ -1,6 +1,7 @@
 import { constantJson } from '../llm/json-text.js';
 import { BoundedCache } from '../util/bounded-cache.js';
 import type { ChatMessage } from '../llm/types.js';
+import { ANSWERS_LAYOUT_CORRECTION, answersLayoutMessages } from './answers-layout.js';
 import { DELEGATE_TEXT_INSTRUCTIONS, hasDelegate } from './delegate-tool.js';
 import { textProtocolInstructions } from './text-protocol.js';
 import type { OrchestratorConfig, TeamAgent } from './types.js';
@@ -25,8 +26,16 @@ export function answersBlock(answers: Map<string, string>): string {
   return `<CURRENT ANSWERS>\n${parts.join('\n')}\n</CURRENT ANSWERS>`;
 }
 
+export type PromptLayout = NonNullable<OrchestratorConfig['prompt_layout']>;
+
+/** Text-mode agents of an `answers` or `independent` layout team see the task and, at most, the others' final answers (answers-layout.ts). */
+export function usesAnswersLayout(agent: TeamAgent, layout: PromptLayout | undefined): boolean {
+  return (layout === 'answers' || layout === 'independent') && agent.toolMode === 'text';
+}
+
 /** The messages of one coordination turn: the task, every current answer under its label, the rules. */
-export function coordinationMessages(agent: TeamAgent, task: string, answers: Map<string, string>, canAnswer: boolean, sensitivity: OrchestratorConfig['voting_sensitivity'], teamSize: number): ChatMessage[] {
+export function coordinationMessages(agent: TeamAgent, task: string, answers: Map<string, string>, canAnswer: boolean, sensitivity: OrchestratorConfig['voting_sensitivity'], teamSize: number, layout?: PromptLayout): ChatMessage[] {
+  if (usesAnswersLayout(agent, layout)) return answersLayoutMessages(systemMessage(agent.systemPrompt), task, answers);
   const rules = [
     `You are one of ${teamSize} agents answering the same message together. Your answers are shown to the others anonymously, as agent1, agent2, and so on.`,
     answers.size ? SENSITIVITY[sensitivity] : 'There are no answers yet: give your answer.',
@@ -61,7 +70,8 @@ export function reviewMessages(agent: TeamAgent, task: string, finalAnswer: stri
   ];
 }
 
-export function correction(agent: TeamAgent, detail: string, canAnswer: boolean): string {
+export function correction(agent: TeamAgent, detail: string, canAnswer: boolean, layout?: PromptLayout): string {
+  if (usesAnswersLayout(agent, layout)) return ANSWERS_LAYOUT_CORRECTION;
   const how = agent.toolMode === 'text' ? textProtocolInstructions(canAnswer) : `Call exactly one of: ${canAnswer ? 'new_answer, vote' : 'vote'}.`;
   return `That was not a valid action: ${detail}.\n${how}`;
 }

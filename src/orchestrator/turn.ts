@@ -35,7 +35,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     ctx.controller.abort(new Error(`agent timeout (${ctx.config.agent_timeout_s} s)`));
   }, ctx.config.agent_timeout_s * 1000);
   const site = { agent, sink: ctx.sink, usage: ctx.usage, turnId: ctx.turnId, round: ctx.round, parentSeq: ctx.roundSeq, signal };
-  const messages: ChatMessage[] = coordinationMessages(agent, ctx.task, snapshot.answers, snapshot.canAnswer, ctx.config.voting_sensitivity, ctx.teamSize);
+  const messages: ChatMessage[] = coordinationMessages(agent, ctx.task, snapshot.answers, snapshot.canAnswer, ctx.config.voting_sensitivity, ctx.teamSize, ctx.config.prompt_layout);
   const specs = agent.toolMode === 'native' ? nativeTools(agent, snapshot) : undefined;
   let attempt = 1;
   let toolSteps = 0;

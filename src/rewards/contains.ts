@@ -1,6 +1,6 @@
 import { answerQualityFamily } from './answer-family.js';
 import { clip } from './exact.js';
-import { normalizeAnswer } from './text.js';
+import { normalizeAnswer } from '../util/answer-text.js';
 import type { AnswerScorer } from './types.js';
 
 /**

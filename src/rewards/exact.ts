@@ -1,5 +1,5 @@
 import { answerQualityFamily } from './answer-family.js';
-import { findAnswerLine, normalizeAnswer } from './text.js';
+import { findAnswerLine, normalizeAnswer } from '../util/answer-text.js';
 import type { AnswerScorer } from './types.js';
 
 /**

@@ -1,5 +1,5 @@
 import { answerQualityFamily } from './answer-family.js';
-import { answerWords, extractFinalAnswer } from './text.js';
+import { answerWords, extractFinalAnswer } from '../util/answer-text.js';
 import type { AnswerScorer } from './types.js';
 
 /** Token-level F1 (SQuAD style: word multiset overlap) between two word lists; 1 when both are empty. */

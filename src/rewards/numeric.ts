@@ -1,6 +1,6 @@
 import { answerQualityFamily } from './answer-family.js';
 import { clip } from './exact.js';
-import { extractFinalNumber, parseReferenceNumber } from './numbers.js';
+import { extractFinalNumber, parseReferenceNumber } from '../util/answer-numbers.js';
 import type { AnswerScorer } from './types.js';
 
 /** Relative slack so that large references are not held to float-exact equality. */

@@ -1,6 +1,6 @@
 import { answerQualityFamily } from './answer-family.js';
 import { clip } from './exact.js';
-import { extractFinalAnswer } from './text.js';
+import { extractFinalAnswer } from '../util/answer-text.js';
 import type { AnswerScorer } from './types.js';
 import type { Task } from '../tasks/types.js';
 

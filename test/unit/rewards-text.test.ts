@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { extractFinalNumber, findNumbers, parseReferenceNumber } from '../../src/rewards/numbers.js';
-import { answerWords, extractFinalAnswer, findAnswerLine, normalizeAnswer } from '../../src/rewards/text.js';
+import { extractFinalNumber, findNumbers, parseReferenceNumber } from '../../src/util/answer-numbers.js';
+import { answerWords, extractFinalAnswer, findAnswerLine, normalizeAnswer } from '../../src/util/answer-text.js';
 
 describe('normalizeAnswer', () => {
   it('trims, lower-cases, collapses whitespace and drops trailing periods', () => {

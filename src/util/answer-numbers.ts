@@ -1,4 +1,4 @@
-import { findAnswerLine } from './text.js';
+import { findAnswerLine } from './answer-text.js';
 
 export interface FoundNumber {
   value: number;

@@ -1,4 +1,4 @@
-/** Text helpers shared by the answer-quality families. */
+/** Reading the final answer out of a free-form reply, and the comparison form of an answer (rewards and the orchestrator share them). */
 
 /** Trim, lower-case, collapse whitespace and drop trailing periods: the comparison form of an answer. */
 export function normalizeAnswer(text: string): string {

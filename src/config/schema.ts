@@ -5,6 +5,8 @@ import { defaultAgents, defaultModels, defaultPrompts, DEFAULT_MODEL_REF } from 
 export const SERVE_ENGINES = ['auto', 'llama.cpp', 'transformers', 'vllm'] as const;
 
 export const BUILTIN_SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'] as const;
+/** A built-in suite's difficulty levels: 1 easier than the original tasks, 2 the original tasks, 3 harder. */
+export const DIFFICULTIES = [1, 2, 3] as const;
 export const REWARD_FAMILIES = [
   'exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains',
   'judge', 'coordination', 'voting', 'tool', 'peer_vote', 'custom', 'human',
@@ -158,7 +160,13 @@ const apo = z.strictObject({
 });
 
 const taskSource = z.union([
-  z.strictObject({ suite: z.enum(BUILTIN_SUITES), n: count(MAX_TASKS).default(50), seed: seed.default(1) }),
+  z.strictObject({
+    suite: z.enum(BUILTIN_SUITES),
+    n: count(MAX_TASKS).default(50),
+    seed: seed.default(1),
+    difficulty: z.literal(DIFFICULTIES, { error: 'must be 1, 2 or 3' }).optional()
+      .describe('1: easier than the original tasks, 2: the original tasks, 3: harder (default: the suite\'s default level; `massgen-rl tasks` lists each suite\'s levels)'),
+  }),
   z.strictObject({ file: z.string().min(1) }),
 ]);
 
@@ -167,6 +175,8 @@ const tasks = z.strictObject({
   split: z.strictObject({
     eval_fraction: z.number().min(0).max(1).default(0.2),
     salt: z.string().default('massgen-rl'),
+    holdout_templates: z.number().min(0).lt(1, 'must be below 1 (every kind keeps a template for train)').default(0.25)
+      .describe('built-in suites: per suite and kind, about this fraction of the prompt templates is eval-only (every task using one is in the eval split; a kind keeps at least one train template; 0: none); the other tasks split by eval_fraction'),
   }).prefault({}),
 });
 

@@ -2,8 +2,10 @@ import path from 'node:path';
 import { present } from '../config/input-file.js';
 import { BUILTIN_SUITES, MAX_TASKS, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
+import { heldOutShare, heldOutTemplates } from './holdout.js';
 import { loadTasks } from './load.js';
 import { selectTasks } from './split.js';
+import { getSuite } from './suites/index.js';
 import type { SplitSelector, SplitTask } from './types.js';
 
 /**
@@ -36,8 +38,12 @@ export function tasksWithShortfall(config: RLConfig['tasks'], baseDir: string, o
 function sourcesFor(base: RLConfig['tasks'], spec: string | undefined, n: number | undefined, split: SplitSelector): RLConfig['tasks'] {
   if (!spec) return base;
   if ((BUILTIN_SUITES as readonly string[]).includes(spec)) {
-    // Generate enough that the requested split still holds n tasks after the hash split.
-    const share = split === 'all' ? 1 : split === 'eval' ? base.split.eval_fraction : 1 - base.split.eval_fraction;
+    // Generate enough that the requested split still holds n tasks after the template holdout and the hash split.
+    const suite = getSuite(spec);
+    const templates = suite.templates(suite.defaultLevel);
+    const held = heldOutShare(templates, heldOutTemplates(suite.name, templates, base.split.holdout_templates, base.split.salt));
+    const evalShare = held + (1 - held) * base.split.eval_fraction;
+    const share = split === 'all' ? 1 : split === 'eval' ? evalShare : 1 - evalShare;
     const generated = Math.min(MAX_TASKS, Math.ceil(((n ?? 50) / Math.max(share, 0.05)) * 1.25) + 5);
     return { ...base, sources: [{ suite: spec as (typeof BUILTIN_SUITES)[number], n: generated, seed: 1 }] };
   }

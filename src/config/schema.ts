@@ -316,7 +316,7 @@ const train = z.strictObject({
 const evaluation = z.strictObject({
   split: z.enum(['train', 'eval', 'all']).default('eval'),
   n: count(MAX_TASKS).optional().describe('tasks per evaluation (default: every task of the split)'),
-  tasks: z.string().min(1).optional().describe('a built-in suite or a task file to evaluate on, instead of tasks.sources'),
+  tasks: z.string().min(1).optional().describe('a built-in suite (or <suite>@<difficulty 1–3>) or a task file to evaluate on, instead of tasks.sources'),
   seeds: count(100).default(1).describe('sampling seeds per task: baseline and candidate run on the same tasks and seeds'),
   concurrency: count(MAX_CONCURRENCY).optional().describe('orchestrations at a time (default collect.concurrency)'),
   metric: z.enum(['mean_reward', 'success_rate']).default('mean_reward').describe('the primary metric: wins, gates and the headline difference'),

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BUILTIN_SUITES } from '../../src/config/schema.js';
+import { BUILTIN_SUITES, configSchema } from '../../src/config/schema.js';
 import { Store } from '../../src/store/index.js';
+import { tasksForRun } from '../../src/tasks/for-run.js';
 import { getSuite, SUITES, type Difficulty, type SplitTask, type Task } from '../../src/tasks/index.js';
 import { ARITHMETIC_DEFAULT_LEVEL } from '../../src/tasks/suites/arithmetic.js';
 import { MULTI_STEP_DEFAULT_LEVEL } from '../../src/tasks/suites/multi-step.js';
@@ -263,6 +264,34 @@ describe('level 1 and 3 answers, recomputed from metadata', () => {
       expect(steps).toBeGreaterThan(originalSteps[scenario]);
       if (scenario === 'ages') expect(values.age + values.d - values.e).toBeGreaterThan(0);
       for (const v of Object.values(values as Record<string, number>)) expect(numbersIn(t.prompt)).toContain(v);
+    }
+  });
+});
+
+describe('--tasks SUITE@DIFFICULTY', () => {
+  const base = configSchema.parse({}).tasks;
+
+  it('runs that level of the suite, enough tasks for --n in the split', () => {
+    for (const suite of BUILTIN_SUITES) {
+      for (const level of [1, 2, 3] as const) {
+        const tasks = tasksForRun(base, '.', { spec: `${suite}@${level}`, n: 30, split: 'train' });
+        expect(tasks).toHaveLength(30);
+        expect(tasks.every((t) => t.id.startsWith(level === 2 ? `suite:${suite}:1:` : `suite:${suite}@${level}:1:`))).toBe(true);
+      }
+      expect(tasksForRun(base, '.', { spec: `${suite}@2`, n: 5, split: 'all' })).toEqual(tasksForRun(base, '.', { spec: suite, n: 5, split: 'all' }));
+    }
+  });
+
+  it('names the levels for one that does not exist, unless a file has that name', () => {
+    expect(() => tasksForRun(base, '.', { spec: 'multi_step@4', split: 'all' })).toThrow('--tasks multi_step@4: difficulty must be 1, 2 or 3 (multi_step@1, multi_step@2, multi_step@3)');
+    expect(() => tasksForRun(base, '.', { spec: 'algebra@1', split: 'all' })).toThrow(/--tasks algebra@1: not a built-in suite \(.*<suite>@<difficulty 1–3>\) and no such file/);
+    const dir = tempDir({ 'arithmetic@x.jsonl': '{"id": "a", "prompt": "p"}\n' });
+    const cwd = process.cwd();
+    try {
+      process.chdir(dir);
+      expect(tasksForRun(base, '.', { spec: 'arithmetic@x.jsonl', split: 'all' }).map((t) => t.id)).toEqual(['a']);
+    } finally {
+      process.chdir(cwd);
     }
   });
 });

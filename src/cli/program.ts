@@ -13,6 +13,7 @@ import { registerRewards } from './commands/rewards.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
 import { registerStore } from './commands/store.js';
+import { registerTasks } from './commands/tasks.js';
 import { registerTraces } from './commands/traces.js';
 import { registerTrain } from './commands/train.js';
 import { createContext, type Context, type GlobalOptions } from './context.js';
@@ -36,7 +37,7 @@ export function buildProgram(): { program: Command; close(): Promise<void> } {
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerResources, registerLoop, registerStore] satisfies Register[]) {
+  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerTasks, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerResources, registerLoop, registerStore] satisfies Register[]) {
     register(program, ctx);
   }
   return { program, close: async () => context?.close() };

@@ -5,6 +5,8 @@ import { defaultAgents, defaultModels, defaultPrompts, DEFAULT_MODEL_REF } from 
 export const SERVE_ENGINES = ['auto', 'llama.cpp', 'transformers', 'vllm'] as const;
 
 export const BUILTIN_SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'] as const;
+/** A built-in suite's difficulty levels: 1 easier than the original tasks, 2 the original tasks, 3 harder. */
+export const DIFFICULTIES = [1, 2, 3] as const;
 export const REWARD_FAMILIES = [
   'exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains',
   'judge', 'coordination', 'voting', 'tool', 'peer_vote', 'custom', 'human',
@@ -159,7 +161,13 @@ const apo = z.strictObject({
 });
 
 const taskSource = z.union([
-  z.strictObject({ suite: z.enum(BUILTIN_SUITES), n: count(MAX_TASKS).default(50), seed: seed.default(1) }),
+  z.strictObject({
+    suite: z.enum(BUILTIN_SUITES),
+    n: count(MAX_TASKS).default(50),
+    seed: seed.default(1),
+    difficulty: z.literal(DIFFICULTIES, { error: 'must be 1, 2 or 3' }).optional()
+      .describe('1: easier than the original tasks, 2: the original tasks, 3: harder (default: the suite\'s default level; `massgen-rl tasks` lists each suite\'s levels)'),
+  }),
   z.strictObject({ file: z.string().min(1) }),
 ]);
 
@@ -168,6 +176,8 @@ const tasks = z.strictObject({
   split: z.strictObject({
     eval_fraction: z.number().min(0).max(1).default(0.2),
     salt: z.string().default('massgen-rl'),
+    holdout_templates: z.number().min(0).lt(1, 'must be below 1 (every kind keeps a template for train)').default(0.25)
+      .describe('built-in suites: per suite and kind, about this fraction of the prompt templates is eval-only (every task using one is in the eval split; a kind keeps at least one train template; 0: none); the other tasks split by eval_fraction'),
   }).prefault({}),
 });
 
@@ -307,7 +317,7 @@ const train = z.strictObject({
 const evaluation = z.strictObject({
   split: z.enum(['train', 'eval', 'all']).default('eval'),
   n: count(MAX_TASKS).optional().describe('tasks per evaluation (default: every task of the split)'),
-  tasks: z.string().min(1).optional().describe('a built-in suite or a task file to evaluate on, instead of tasks.sources'),
+  tasks: z.string().min(1).optional().describe('a built-in suite (or <suite>@<difficulty 1–3>) or a task file to evaluate on, instead of tasks.sources'),
   seeds: count(100).default(1).describe('sampling seeds per task: baseline and candidate run on the same tasks and seeds'),
   concurrency: count(MAX_CONCURRENCY).optional().describe('orchestrations at a time (default collect.concurrency)'),
   metric: z.enum(['mean_reward', 'success_rate']).default('mean_reward').describe('the primary metric: wins, gates and the headline difference'),

@@ -1,14 +1,16 @@
 import path from 'node:path';
 import { present } from '../config/input-file.js';
-import { BUILTIN_SUITES, MAX_TASKS, type RLConfig } from '../config/schema.js';
+import { BUILTIN_SUITES, DIFFICULTIES, MAX_TASKS, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
+import { heldOutShare, heldOutTemplates } from './holdout.js';
 import { loadTasks } from './load.js';
 import { selectTasks } from './split.js';
-import type { SplitSelector, SplitTask } from './types.js';
+import { getSuite } from './suites/index.js';
+import type { Difficulty, SplitSelector, SplitTask } from './types.js';
 
 /**
- * The tasks a run works on: tasks.sources, or `spec` (a built-in suite or a task file, relative to the
- * working directory) instead; then one split, at most n of it.
+ * The tasks a run works on: tasks.sources, or `spec` (a built-in suite, `<suite>@<difficulty>`, or a task
+ * file relative to the working directory) instead; then one split, at most n of it.
  */
 export function tasksForRun(config: RLConfig['tasks'], baseDir: string, opts: { spec?: string; n?: number; split: SplitSelector }): SplitTask[] {
   return tasksWithShortfall(config, baseDir, opts).tasks;
@@ -33,15 +35,33 @@ export function tasksWithShortfall(config: RLConfig['tasks'], baseDir: string, o
   return { tasks, shortfall: { requested: n, available: tasks.length, split: opts.split, hint: `--n ${n} asks for more tasks than the ${holds} (${tasks.length}): running ${tasks.length}${more}` } };
 }
 
+/** `<suite>` or `<suite>@<level>` for a built-in suite; undefined for anything else (a file). */
+function suiteSpec(spec: string): { suite: (typeof BUILTIN_SUITES)[number]; difficulty?: Difficulty } | undefined {
+  const [, name = spec, level] = /^(.*)@([^@/\\]*)$/.exec(spec) ?? [];
+  if (!(BUILTIN_SUITES as readonly string[]).includes(name)) return undefined;
+  const suite = name as (typeof BUILTIN_SUITES)[number];
+  if (level === undefined) return { suite };
+  const difficulty = DIFFICULTIES.find((d) => String(d) === level);
+  // A file may be called arithmetic@x.
+  if (difficulty === undefined && present(path.resolve(spec))) return undefined;
+  if (difficulty === undefined) throw new UserError(`--tasks ${spec}: difficulty must be 1, 2 or 3 (${suite}@1, ${suite}@2, ${suite}@3)`);
+  return { suite, difficulty };
+}
+
 function sourcesFor(base: RLConfig['tasks'], spec: string | undefined, n: number | undefined, split: SplitSelector): RLConfig['tasks'] {
   if (!spec) return base;
-  if ((BUILTIN_SUITES as readonly string[]).includes(spec)) {
-    // Generate enough that the requested split still holds n tasks after the hash split.
-    const share = split === 'all' ? 1 : split === 'eval' ? base.split.eval_fraction : 1 - base.split.eval_fraction;
+  const named = suiteSpec(spec);
+  if (named) {
+    // Generate enough that the requested split still holds n tasks after the template holdout and the hash split.
+    const suite = getSuite(named.suite);
+    const templates = suite.templates(named.difficulty ?? suite.defaultLevel);
+    const held = heldOutShare(templates, heldOutTemplates(suite.name, templates, base.split.holdout_templates, base.split.salt));
+    const evalShare = held + (1 - held) * base.split.eval_fraction;
+    const share = split === 'all' ? 1 : split === 'eval' ? evalShare : 1 - evalShare;
     const generated = Math.min(MAX_TASKS, Math.ceil(((n ?? 50) / Math.max(share, 0.05)) * 1.25) + 5);
-    return { ...base, sources: [{ suite: spec as (typeof BUILTIN_SUITES)[number], n: generated, seed: 1 }] };
+    return { ...base, sources: [{ ...named, n: generated, seed: 1 }] };
   }
   const file = path.resolve(spec);
-  if (!present(file)) throw new UserError(`--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}) and no such file`);
+  if (!present(file)) throw new UserError(`--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}, each also as <suite>@<difficulty 1–3>) and no such file`);
   return { ...base, sources: [{ file }] };
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
+import { heldOutTemplates, usesHeldOutTemplate } from './holdout.js';
 import { withSplits } from './split.js';
 import { getSuite } from './suites/index.js';
 import { readTaskFile, type LocatedTask } from './task-file.js';
@@ -17,16 +18,25 @@ export class TaskLoadError extends UserError {
 }
 
 /**
- * All tasks of the configured sources, in source order, each with its split. Files are relative to baseDir
+ * All tasks of the configured sources, in source order, each with its split: a suite task using a held-out
+ * template (tasks.split.holdout_templates) is eval, the others split by id. Files are relative to baseDir
  * (the config file's directory) and named in messages relative to the working directory.
  */
 export function loadTasks(config: TasksConfig, baseDir: string): SplitTask[] {
   const located: LocatedTask[] = [];
   const issues: string[] = [];
+  const evalOnly = new Set<string>();
   config.sources.forEach((source, i) => {
     if ('suite' in source) {
-      const where = `tasks.sources[${i}] (suite ${source.suite}, seed ${source.seed})`;
-      located.push(...getSuite(source.suite).generate(source.n, source.seed).map((task) => ({ task, where })));
+      const suite = getSuite(source.suite);
+      const difficulty = source.difficulty ?? suite.defaultLevel;
+      const level = source.difficulty === undefined ? '' : `, difficulty ${source.difficulty}`;
+      const where = `tasks.sources[${i}] (suite ${source.suite}${level}, seed ${source.seed})`;
+      const held = heldOutTemplates(suite.name, suite.templates(difficulty), config.split.holdout_templates, config.split.salt);
+      for (const task of suite.generate(source.n, source.seed, { difficulty })) {
+        located.push({ task, where });
+        if (usesHeldOutTemplate(task, held)) evalOnly.add(task.id);
+      }
       return;
     }
     const abs = path.resolve(baseDir, source.file);
@@ -36,7 +46,7 @@ export function loadTasks(config: TasksConfig, baseDir: string): SplitTask[] {
   });
   issues.push(...duplicateIssues(located));
   if (issues.length) throw new TaskLoadError(issues);
-  return withSplits(located.map((l) => l.task), config.split.eval_fraction, config.split.salt);
+  return withSplits(located.map((l) => l.task), config.split.eval_fraction, config.split.salt, (t) => evalOnly.has(t.id));
 }
 
 /** Duplicates are grouped by the pair of places, so a suite listed twice gives one message, not n. */

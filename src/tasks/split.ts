@@ -14,8 +14,9 @@ export function splitOf(id: string, evalFraction: number, salt: string): Split {
   return splitPoint(id, salt) < evalFraction ? 'eval' : 'train';
 }
 
-export function withSplits(tasks: readonly Task[], evalFraction: number, salt: string): SplitTask[] {
-  return tasks.map((t) => ({ ...t, split: splitOf(t.id, evalFraction, salt) }));
+/** Each task's split: eval when evalOnly says so (a held-out template), else by its id. */
+export function withSplits(tasks: readonly Task[], evalFraction: number, salt: string, evalOnly: (task: Task) => boolean = () => false): SplitTask[] {
+  return tasks.map((t) => ({ ...t, split: evalOnly(t) ? 'eval' : splitOf(t.id, evalFraction, salt) }));
 }
 
 /** The tasks of one split (or all), in their loaded order; the first n when n is given. */

@@ -23,9 +23,30 @@ export interface SplitTask extends Task {
   split: Split;
 }
 
-/** A built-in, locally generated task suite. generate(n, seed) is deterministic, and task i does not depend on n. */
+/** A built-in suite's difficulty: 1 easier than the original tasks, 2 the original tasks, 3 harder. */
+export type Difficulty = 1 | 2 | 3;
+
+export interface SuiteLevel {
+  level: Difficulty;
+  /** One line: what the tasks of this level look like. */
+  describe: string;
+}
+
+/** Template names by kind (the `<kind>` of the category `<suite>/<kind>`). */
+export type TemplatesByKind = Readonly<Record<string, readonly string[]>>;
+
+/**
+ * A built-in, locally generated task suite. generate(n, seed, opts) is deterministic, and task i does not
+ * depend on n. Level 2 gives ids `suite:<name>:<seed>:<i>`, the other levels `suite:<name>@<level>:<seed>:<i>`.
+ */
 export interface TaskSuite {
   name: string;
   describe: string;
-  generate(n: number, seed: number): Task[];
+  /** Its levels, easiest first. */
+  levels: readonly SuiteLevel[];
+  /** The level generate uses when none is given. */
+  defaultLevel: Difficulty;
+  /** Every template (phrasing or scenario) each kind may use at a level; tasks name theirs in metadata.template. */
+  templates(difficulty?: Difficulty): TemplatesByKind;
+  generate(n: number, seed: number, opts?: { difficulty?: Difficulty }): Task[];
 }

@@ -2,14 +2,14 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { UserError } from '../../src/errors.js';
-import { loadTasks, readTaskFile, splitOf, TaskLoadError, type TasksConfig } from '../../src/tasks/index.js';
+import { getSuite, heldOutTemplates, loadTasks, readTaskFile, splitOf, TaskLoadError, usesHeldOutTemplate, type TasksConfig } from '../../src/tasks/index.js';
 import { FIXTURES, tempDir } from '../helpers.js';
 
 const DIR = path.join(FIXTURES, 'tasks');
 /** How loadTasks names a fixture: relative to the working directory. */
 const shown = (file: string) => path.relative(process.cwd(), path.join(DIR, file));
 const read = (file: string) => readTaskFile(path.join(DIR, file), file);
-const config = (sources: TasksConfig['sources'], evalFraction = 0.2): TasksConfig => ({ sources, split: { eval_fraction: evalFraction, salt: 'massgen-rl' } });
+const config = (sources: TasksConfig['sources'], evalFraction = 0.2): TasksConfig => ({ sources, split: { eval_fraction: evalFraction, salt: 'massgen-rl', holdout_templates: 0.25 } });
 
 function loadIssues(sources: TasksConfig['sources']): string[] {
   try {
@@ -57,7 +57,10 @@ describe('task files: happy paths', () => {
     const tasks = loadTasks(configSchema.parse({}).tasks, DIR);
     expect(tasks).toHaveLength(50);
     expect(tasks[0]!.id).toBe('suite:arithmetic:1:0');
-    expect(tasks.every((t) => t.split === splitOf(t.id, 0.2, 'massgen-rl'))).toBe(true);
+    // A quarter of the arithmetic templates are eval-only (tasks-holdout.test.ts); the rest split by id.
+    const held = heldOutTemplates('arithmetic', getSuite('arithmetic').templates(2), 0.25, 'massgen-rl');
+    expect(tasks.every((t) => t.split === (usesHeldOutTemplate(t, held) ? 'eval' : splitOf(t.id, 0.2, 'massgen-rl')))).toBe(true);
+    expect(tasks.filter((t) => usesHeldOutTemplate(t, held)).length).toBeGreaterThan(5);
   });
 
   it('combines sources in order, each task with its split and source', () => {

@@ -1,4 +1,5 @@
 import type { Rng } from '../prng.js';
+import type { Difficulty } from '../types.js';
 import { ASK_NUMBER, defineSuite, type GeneratedTask } from './define.js';
 import { ITEMS, NAMES } from './vocab.js';
 
@@ -34,31 +35,46 @@ const TEMPLATES: Record<Operation, Template[]> = {
   ],
 };
 
+type Range = [number, number];
+/** Operand ranges of one level. subtract: b from `low` to a − 1; divide: b × q ÷ b. */
+interface Ranges {
+  add: [Range, Range];
+  subtract: [Range, number];
+  multiply: [Range, Range];
+  divide: [Range, Range];
+}
+
+const RANGES: Record<Difficulty, Ranges> = {
+  1: { add: [[1, 9], [1, 9]], subtract: [[3, 9], 1], multiply: [[2, 9], [2, 5]], divide: [[2, 5], [2, 5]] },
+  2: { add: [[2, 99], [2, 99]], subtract: [[10, 99], 2], multiply: [[2, 12], [2, 15]], divide: [[2, 12], [2, 15]] },
+  3: { add: [[100, 999], [100, 999]], subtract: [[200, 999], 100], multiply: [[11, 99], [3, 9]], divide: [[3, 9], [11, 99]] },
+};
+
 /** Operands chosen so every result is a positive integer. */
-function operands(op: Operation, rng: Rng): [number, number, number] {
+function operands(op: Operation, r: Ranges, rng: Rng): [number, number, number] {
   switch (op) {
     case 'add': {
-      const a = rng.int(2, 99), b = rng.int(2, 99);
+      const a = rng.int(...r.add[0]), b = rng.int(...r.add[1]);
       return [a, b, a + b];
     }
     case 'subtract': {
-      const a = rng.int(10, 99), b = rng.int(2, a - 1);
+      const a = rng.int(...r.subtract[0]), b = rng.int(r.subtract[1], a - 1);
       return [a, b, a - b];
     }
     case 'multiply': {
-      const a = rng.int(2, 12), b = rng.int(2, 15);
+      const a = rng.int(...r.multiply[0]), b = rng.int(...r.multiply[1]);
       return [a, b, a * b];
     }
     case 'divide': {
-      const b = rng.int(2, 12), q = rng.int(2, 15);
+      const b = rng.int(...r.divide[0]), q = rng.int(...r.divide[1]);
       return [b * q, b, q];
     }
   }
 }
 
-function make(rng: Rng): GeneratedTask {
+const make = (ranges: Ranges) => (rng: Rng): GeneratedTask => {
   const operation = rng.pick(['add', 'subtract', 'multiply', 'divide'] as const);
-  const [a, b, result] = operands(operation, rng);
+  const [a, b, result] = operands(operation, ranges, rng);
   const template = rng.int(0, TEMPLATES[operation].length - 1);
   const [name, other] = rng.sample(NAMES, 2) as [string, string];
   const story = TEMPLATES[operation][template]!(a, b, { name, other, items: rng.pick(ITEMS) });
@@ -69,10 +85,21 @@ function make(rng: Rng): GeneratedTask {
     answerType: 'number',
     metadata: { operation, operands: [a, b], template },
   };
-}
+};
 
-export const arithmetic = defineSuite(
-  'arithmetic',
-  'one-step word problems with small integers (+ − × ÷, integer results)',
-  make,
-);
+/** The level used when a task source names none. */
+export const ARITHMETIC_DEFAULT_LEVEL: Difficulty = 2;
+
+const templates = Object.fromEntries((Object.keys(KIND) as Operation[]).map((op) => [KIND[op], TEMPLATES[op].map((_, i) => String(i))]));
+const level = (describe: string, d: Difficulty) => ({ describe, templates, make: make(RANGES[d]) });
+
+export const arithmetic = defineSuite({
+  name: 'arithmetic',
+  describe: 'one-step word problems with small integers (+ − × ÷, integer results)',
+  defaultLevel: ARITHMETIC_DEFAULT_LEVEL,
+  levels: {
+    1: level('single-digit operands: sums and differences of 1–9, products up to 9 × 5, quotients up to 25 ÷ 5', 1),
+    2: level('operands up to 99 for + and −, up to 12 × 15, quotients up to 180 ÷ 12', 2),
+    3: level('3-digit + and −, 2-digit × 1-digit, up to 3-digit ÷ 1-digit with a 2-digit quotient', 3),
+  },
+});

@@ -1,5 +1,8 @@
 import type { Rng } from '../prng.js';
+import type { Difficulty } from '../types.js';
 import { ASK_NUMBER, defineSuite, type GeneratedTask } from './define.js';
+import { EASY_TEMPLATES, makeEasy } from './multi-step-easy.js';
+import { HARD_TEMPLATES, makeHard } from './multi-step-hard.js';
 import { NAMES } from './vocab.js';
 
 interface Scenario {
@@ -87,8 +90,16 @@ function make(rng: Rng): GeneratedTask {
   };
 }
 
-export const multiStep = defineSuite(
-  'multi_step',
-  '2–4 step word problems (shopping, ages, travel, rates, savings, discounts) with a whole-number answer',
-  make,
-);
+/** The level used when a task source names none. */
+export const MULTI_STEP_DEFAULT_LEVEL: Difficulty = 2;
+
+export const multiStep = defineSuite({
+  name: 'multi_step',
+  describe: '2–4 step word problems (shopping, ages, travel, rates, savings, discounts) with a whole-number answer',
+  defaultLevel: MULTI_STEP_DEFAULT_LEVEL,
+  levels: {
+    1: { describe: 'two steps, every number a single digit (a boxes of b, then c given away; shares; ages; daily savings)', templates: EASY_TEMPLATES, make: makeEasy },
+    2: { describe: '2–4 steps: shopping change, ages, travel, printing time, savings, discounts, baking', templates: Object.fromEntries(Object.keys(SCENARIOS).map((k) => [k, ['0']])), make },
+    3: { describe: 'the level 2 scenarios with one more step (a third item, person, leg or purchase) and bigger numbers', templates: HARD_TEMPLATES, make: makeHard },
+  },
+});

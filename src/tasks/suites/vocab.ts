@@ -12,3 +12,18 @@ export const WORDS = [
   'yellow', 'zipper', 'cloud', 'green', 'stone', 'music', 'table', 'paper',
 ];
 
+
+/** Lowercase words of 3–4 letters, for string_transform level 1. */
+export const SHORT_WORDS = [
+  'cat', 'dog', 'sun', 'hat', 'pen', 'cup', 'box', 'map', 'bus', 'car', 'egg', 'fox', 'jam', 'key', 'leg', 'net',
+  'owl', 'pig', 'rug', 'toy', 'bird', 'book', 'cake', 'door', 'fish', 'frog', 'game', 'kite', 'lamp', 'milk',
+  'moon', 'nest', 'rain', 'ship', 'star', 'tree', 'wind', 'wolf', 'desk', 'hand',
+];
+
+/** Lowercase words of 8–10 letters, for string_transform level 3. */
+export const LONG_WORDS = [
+  'adventure', 'basketball', 'butterfly', 'chocolate', 'dinosaur', 'elephant', 'umbrella', 'keyboard', 'mountain',
+  'notebook', 'pineapple', 'sandwich', 'telephone', 'treasure', 'vacation', 'waterfall', 'wonderful', 'yesterday',
+  'newspaper', 'crocodile', 'hamburger', 'kangaroo', 'lemonade', 'orchestra', 'passenger', 'raspberry', 'scientist',
+  'spaghetti', 'breakfast', 'landscape',
+];

@@ -17,11 +17,20 @@ export const defaultModels = {
 
 export const defaultPrompts = { solver: { text: DEFAULT_SYSTEM_PROMPT } };
 
-export const defaultAgents = ['agent_a', 'agent_b', 'agent_c'].map((id) => ({
+/**
+ * The default team, chosen by measurement with the bundled 135M model (README, "The default team"): three
+ * agents answer independently (prompt_layout independent), the first greedily and the others sampling, so
+ * the team's answer is the greedy one unless two samples agree on another; the protocol layout's markup
+ * made the same team worse than one agent.
+ */
+export const DEFAULT_PROMPT_LAYOUT = 'independent' as const;
+
+export const defaultAgents = ['agent_a', 'agent_b', 'agent_c'].map((id, i) => ({
   id,
   model: 'local',
   system_prompt: 'solver',
   tool_mode: 'text' as const,
   implicit_answer: true,
   max_tokens: 128,
+  ...(i === 0 ? { temperature: 0 } : {}),
 }));

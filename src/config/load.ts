@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import { stableHash } from '../util/hash.js';
-import { DEFAULT_CONFIG_FILE } from './defaults.js';
+import { DEFAULT_CONFIG_FILE, DEFAULT_PROMPT_LAYOUT } from './defaults.js';
 import { InputFileError, present, readRegularFile } from './input-file.js';
 import { interpolateEnv, type InterpolationIssue } from './interpolate.js';
 import { applyOverrides } from './overrides.js';
@@ -70,6 +70,7 @@ export function fromRaw(
   const interpolated = interpolateEnv(raw, opts.env, envIssues) as Record<string, unknown>;
   if (envIssues.length) throw new ConfigError(envIssues.map((i) => format((p) => source.locate(p), i.path, i.message)));
 
+  withDefaultTeamLayout(interpolated);
   const overrides = opts.overrides ?? [];
   // Overrides apply on top of the defaults, so `--set agents.0.temperature=0` edits the default team.
   const defaulted = overrides.length ? configSchema.safeParse(interpolated) : undefined;
@@ -83,6 +84,14 @@ export function fromRaw(
   if (ruleIssues.length) throw new ConfigError(ruleIssues.map((i) => format(located, i.path, i.message)));
 
   return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data), env: opts.env };
+}
+
+/** The embedded default team (a config without `agents`) comes with the prompt layout it was measured best with. */
+function withDefaultTeamLayout(raw: Record<string, unknown>): void {
+  if (raw.agents !== undefined) return;
+  const orchestrator = raw.orchestrator ?? {};
+  if (typeof orchestrator !== 'object' || orchestrator === null || Array.isArray(orchestrator)) return;
+  if ((orchestrator as Record<string, unknown>).prompt_layout === undefined) raw.orchestrator = { ...orchestrator, prompt_layout: DEFAULT_PROMPT_LAYOUT };
 }
 
 function readConfigText(file: string, explicit: boolean): string | null {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { ALGOS, BUILTIN_SUITES } from './schema.js';
-import { DEFAULT_MODEL_NAME, DEFAULT_MODEL_REF } from './defaults.js';
+import { DEFAULT_MODEL_NAME, DEFAULT_MODEL_REF, DEFAULT_PROMPT_LAYOUT } from './defaults.js';
 
 export const TEMPLATES_DIR = fileURLToPath(new URL('../../templates', import.meta.url));
 export const SCHEMA_FILE = fileURLToPath(new URL('../../schema/massgen-rl.schema.json', import.meta.url));
@@ -38,7 +38,8 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
     id: `agent_${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`,
     model: modelName,
     system_prompt: 'solver',
-    temperature: 0.7,
+    // The measured default team for a small local model: the first agent greedy, the others sampling.
+    temperature: answers.endpoint.kind === 'local' && i === 0 ? 0 : 0.7,
     max_tokens: answers.endpoint.kind === 'local' ? 128 : 1024,
     tool_mode: answers.endpoint.kind === 'local' ? 'text' : 'native',
     ...(answers.endpoint.kind === 'local' ? { implicit_answer: true } : {}),
@@ -49,6 +50,9 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
     models: indent(stringify(model)),
     agents: indent(stringify(agents)),
     suite: answers.suite,
+    prompt_layout: answers.endpoint.kind === 'local'
+      ? `  # independent: each agent answers the task on its own and the answer most agents reach wins (best measured\n  # for small models); answers: later turns see the others' final answers; protocol: MassGen's full protocol text\n  prompt_layout: ${DEFAULT_PROMPT_LAYOUT}\n`
+      : '',
     algo: answers.algo,
   };
   const template = fs.readFileSync(`${TEMPLATES_DIR}/massgen-rl.yaml.tmpl`, 'utf8');

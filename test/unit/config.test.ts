@@ -27,6 +27,24 @@ describe('loadConfig', () => {
     expect(paths.storePath).toBe(path.join(path.dirname(file!), '.massgen-rl', 'store.sqlite'));
   });
 
+  it('gives the embedded default team its measured layout (independent, the first agent greedy); a team of one\'s own keeps the protocol layout', () => {
+    const { config } = configIn('');
+    expect(config.orchestrator.prompt_layout).toBe('independent');
+    expect(config.agents.map((a) => a.temperature)).toEqual([0, 0.7, 0.7]);
+    expect(configIn('orchestrator:\n  prompt_layout: answers\n').config.orchestrator.prompt_layout).toBe('answers');
+    const own = configIn('agents:\n  - id: solo\n    model: local\n    tool_mode: text\n').config;
+    expect(own.orchestrator.prompt_layout).toBeUndefined();
+    // The init template writes the same team for a local model.
+    const rendered = configIn(renderConfig(DEFAULT_ANSWERS)).config;
+    expect(rendered.orchestrator.prompt_layout).toBe('independent');
+    expect(rendered.agents.map((a) => a.temperature)).toEqual([0, 0.7, 0.7]);
+  });
+
+  it('refuses the small-model layouts for agents that call tools natively, naming the agent', () => {
+    const issues = issuesOf(() => configIn('orchestrator:\n  prompt_layout: independent\nagents:\n  - id: a\n    model: local\n    tool_mode: native\n'));
+    expect(issues).toEqual([expect.stringMatching(/^agents\[0\]\.tool_mode: orchestrator\.prompt_layout independent is for text-mode agents.*\(massgen-rl\.yaml:\d+/)]);
+  });
+
   it('uses the embedded defaults when there is no config file and none was asked for', () => {
     const dir = tempDir();
     const loaded = loadConfig({ cwd: dir, env: {} });

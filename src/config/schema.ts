@@ -296,6 +296,7 @@ const train = z.strictObject({
     min_margin: z.number().nonnegative().max(1e6).default(0),
     system_prompt: z.string().min(1).optional(),
     max_pairs_per_task: count(100_000).default(16),
+    pairs: z.enum(['winner', 'correctness']).default('winner').describe('winner: the winner\'s answer against the others of its rollout, and better final answers of a task against worse (by reward); correctness: every verified-correct answer of a task (exact or numeric reward 1) against its verified-wrong ones, whoever won'),
   }).prefault({}),
   ppo: z.strictObject({
     beta: z.number().nonnegative().max(1e6).default(0),

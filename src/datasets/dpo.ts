@@ -1,4 +1,5 @@
 import { canonicalJson, sha256 } from '../util/hash.js';
+import { correctnessDpoBuilder } from './dpo-correctness.js';
 import type { ChatMessage } from './messages.js';
 import type { RowInfo } from './stats.js';
 import { normalizeText, taskPrompt } from './task-prompt.js';
@@ -20,7 +21,7 @@ interface TaskEntry {
 }
 
 /**
- * DPO pairs, prompt = the task as system + user messages (taskPrompt), deduplicated on (prompt, chosen,
+ * DPO pairs (dpo.pairs winner; correctness: dpo-correctness.ts), prompt = the task as system + user messages (taskPrompt), deduplicated on (prompt, chosen,
  * rejected).
  * - In a rollout: the winner's standing answer (chosen) against each other standing answer of the final
  *   attempt (rejected). Margin = reward(chosen) − reward(rejected), each its turn reward else the rollout
@@ -31,6 +32,7 @@ interface TaskEntry {
  *   best with worst, which bounds the work for tasks with very many distinct answers).
  */
 export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
+  if (ctx.options.dpo.pairs === 'correctness') return correctnessDpoBuilder(ctx);
   const { stats, reader } = ctx;
   const opts = ctx.options.dpo;
   const seen = new Set<string>();

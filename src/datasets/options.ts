@@ -31,6 +31,8 @@ export interface DpoOptions {
   system_prompt: string | null;
   /** Cross-rollout pairs per task, widest margins first. */
   max_pairs_per_task: number;
+  /** winner: the votes' order (winner against the others, better final answers against worse); correctness: verified-correct against verified-wrong answers of a task. */
+  pairs: 'winner' | 'correctness';
 }
 
 export interface PpoOptions {
@@ -61,7 +63,7 @@ export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant.';
 export const DEFAULT_DATASET_OPTIONS: DatasetOptions = {
   sft: { reward_threshold: 0.5, agents: null, include_presentation: true },
   grpo: { agents: null, min_group_size: 2 },
-  dpo: { min_margin: 0, system_prompt: null, max_pairs_per_task: 16 },
+  dpo: { min_margin: 0, system_prompt: null, max_pairs_per_task: 16, pairs: 'winner' },
   ppo: { credit: 'final', gamma: 0.9, agents: null },
   weights: null,
 };
@@ -79,6 +81,7 @@ export function resolveDatasetOptions(input: DatasetOptionsInput = {}): DatasetO
   if (!Number.isInteger(o.grpo.min_group_size) || o.grpo.min_group_size < 2) bad('grpo.min_group_size', 'must be an integer ≥ 2');
   if (!(o.dpo.min_margin >= 0)) bad('dpo.min_margin', 'must be ≥ 0');
   if (!Number.isInteger(o.dpo.max_pairs_per_task) || o.dpo.max_pairs_per_task < 1) bad('dpo.max_pairs_per_task', 'must be a positive integer');
+  if (o.dpo.pairs !== 'winner' && o.dpo.pairs !== 'correctness') bad('dpo.pairs', 'must be winner or correctness');
   if (o.ppo.credit !== 'final' && o.ppo.credit !== 'discounted') bad('ppo.credit', 'must be final or discounted');
   if (!(o.ppo.gamma > 0 && o.ppo.gamma <= 1)) bad('ppo.gamma', 'must be in (0, 1]');
   if (o.sft.reward_threshold !== null && !Number.isFinite(o.sft.reward_threshold)) bad('sft.reward_threshold', 'must be a number or null');
@@ -116,7 +119,7 @@ export function datasetOptionsFromConfig(train: TrainConfig, weights: Partial<Re
   return {
     sft: { reward_threshold: train.sft.reward_threshold, agents: train.sft.agents ?? null, include_presentation: train.sft.include_presentation },
     grpo: { agents: train.grpo.agents ?? null, min_group_size: train.grpo.min_group_size },
-    dpo: { min_margin: train.dpo.min_margin, system_prompt: train.dpo.system_prompt ?? null, max_pairs_per_task: train.dpo.max_pairs_per_task },
+    dpo: { min_margin: train.dpo.min_margin, system_prompt: train.dpo.system_prompt ?? null, max_pairs_per_task: train.dpo.max_pairs_per_task, pairs: train.dpo.pairs },
     ppo: { credit: train.ppo.credit, gamma: train.ppo.gamma, agents: train.ppo.agents ?? null },
     weights,
   };

@@ -15,6 +15,9 @@ export interface ActionRef {
 
 export const UNCATEGORIZED = 'uncategorized';
 
+/** The reward families that check an answer against the task's reference. */
+const VERIFIED_FAMILIES = new Set(['exact', 'numeric']);
+
 /**
  * What the builders need of one completed rollout, indexed once: actions, the presentation, prompt
  * spans (payloads parsed on first use), turn rewards and which agents were not clean.
@@ -84,6 +87,12 @@ export class RolloutView {
       total += w * (values.reduce((a, b) => a + b, 0) / values.length);
     }
     return weighted ? total : null;
+  }
+
+  /** Verified correctness of an answer span: the best exact/numeric turn reward (1 right, 0 wrong); null when neither scored it. */
+  verified(seq: number): number | null {
+    const scores = (this.turnRewards.get(seq) ?? []).filter((r) => VERIFIED_FAMILIES.has(r.family)).map((r) => r.value);
+    return scores.length ? Math.max(...scores) : null;
   }
 
   /** The turn reward of the span, else the rollout total. */

@@ -59,6 +59,29 @@ describe('DPO dataset', () => {
     store.close();
   });
 
+  it('correctness pairs: verified-right answers of a task against verified-wrong ones, from any agent and rollout, even when the wrong one won', async () => {
+    const { store, dir } = fixtureStore();
+    // The team voted for b's wrong 41 over a's right 42: the winner's order would prefer 41.
+    teamRollout(store, { taskId: 'mul', first: { agent: 'a', content: '42' }, second: { agent: 'b', content: '41' }, votes: { a: 'b', b: 'b', c: 'b' } });
+    teamRollout(store, { taskId: 'mul', first: { agent: 'c', content: '40' } });
+    teamRollout(store, { taskId: 'cap', first: { agent: 'a', content: 'Paris' } });
+    const winner = readRows<DpoRow>((await buildDataset(store, { algo: 'dpo', dataDir: dir })).dir);
+    // The winner's order never prefers a's right 42 inside that rollout (the pair is below the margin).
+    expect(winner.some((p) => p.meta.kind === 'in_rollout' && p.chosen[0].content === '42')).toBe(false);
+    const built = await buildDataset(store, { algo: 'dpo', dataDir: dir, options: { dpo: { pairs: 'correctness' } } });
+    const rows = readRows<DpoRow>(built.dir);
+    expect(rows.map((p) => [p.meta.task_id, p.chosen[0].content, p.rejected[0].content, p.margin])).toEqual([['mul', '42', '41', 1], ['mul', '42', '40', 1]]);
+    expect(rows[0]!.prompt).toEqual([{ role: 'system', content: DEFAULT_SYSTEM_PROMPT }, { role: 'user', content: 'What is 6 x 7?' }]);
+    expect(rows[0]!.meta).toMatchObject({ kind: 'correctness', agent: 'a', rejected_agent: 'b' });
+    expect(built.stats.counts).toEqual({ correctness_pairs: 2 });
+    // cap has a right answer only: nothing to pair it with.
+    expect(built.stats.dropped).toMatchObject({ no_wrong_answer: 1 });
+    const capped = await buildDataset(store, { algo: 'dpo', dataDir: dir, options: { dpo: { pairs: 'correctness', max_pairs_per_task: 1 } } });
+    expect(readRows<DpoRow>(capped.dir)).toHaveLength(1);
+    await expect(buildDataset(store, { algo: 'dpo', dataDir: dir, options: { dpo: { pairs: 'nope' as 'winner' } } })).rejects.toThrow(/train\.dpo\.pairs: must be winner or correctness/);
+    store.close();
+  });
+
   it('drops duplicate pairs and skips rollouts without a usable winner answer', async () => {
     const { store, dir } = fixtureStore();
     const spec = { taskId: 'rev', first: { agent: 'a' as const, content: 'cba' }, second: { agent: 'b' as const, content: 'abc' }, total: 1 };

@@ -30,6 +30,17 @@ export interface SuiteSpec {
 export const ASK_NUMBER = 'Give your final answer as a single number.';
 export const ASK_STRING = 'Give your final answer as the resulting text only, without quotes.';
 
+/** A word problem with a whole-number answer told in one of its phrasings (`texts[template]`). */
+export function scenarioTask(scenario: string, s: { texts: readonly string[]; answer: number; values: Record<string, number> }, steps: number, template: number): GeneratedTask {
+  return {
+    kind: scenario,
+    prompt: `${s.texts[template]} ${ASK_NUMBER}`,
+    reference: String(s.answer),
+    answerType: 'number',
+    metadata: { scenario, steps, values: s.values, template },
+  };
+}
+
 /** Level 2 keeps the suites' original ids; the other levels name theirs, so no id is shared between levels. */
 export function suiteKey(name: string, difficulty: Difficulty): string {
   return difficulty === 2 ? name : `${name}@${difficulty}`;

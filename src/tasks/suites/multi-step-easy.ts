@@ -1,5 +1,5 @@
 import type { Rng } from '../prng.js';
-import { ASK_NUMBER, type GeneratedTask } from './define.js';
+import { scenarioTask, type GeneratedTask } from './define.js';
 import { ITEMS, NAMES } from './vocab.js';
 
 /** multi_step level 1: two-step problems whose numbers are all single digits, in two phrasings each. */
@@ -72,12 +72,5 @@ export function makeEasy(rng: Rng): GeneratedTask {
   const scenario = rng.pick(Object.keys(EASY));
   const [name, other] = rng.sample(NAMES, 2) as [string, string];
   const s = EASY[scenario]!(rng, { name, other, items: rng.pick(ITEMS) });
-  const template = rng.int(0, 1);
-  return {
-    kind: scenario,
-    prompt: `${s.texts[template]} ${ASK_NUMBER}`,
-    reference: String(s.answer),
-    answerType: 'number',
-    metadata: { scenario, steps: 2, values: s.values, template },
-  };
+  return scenarioTask(scenario, s, 2, rng.int(0, 1));
 }

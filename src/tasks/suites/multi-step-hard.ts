@@ -1,5 +1,5 @@
 import type { Rng } from '../prng.js';
-import { ASK_NUMBER, type GeneratedTask } from './define.js';
+import { scenarioTask, type GeneratedTask } from './define.js';
 import { NAMES } from './vocab.js';
 
 /** multi_step level 3: the level 2 scenarios with one more step and bigger numbers, in two phrasings each. */
@@ -106,12 +106,5 @@ export function makeHard(rng: Rng): GeneratedTask {
   const scenario = rng.pick(Object.keys(HARD));
   const [name, other, third] = rng.sample(NAMES, 3) as [string, string, string];
   const s = HARD[scenario]!(rng, name, other, third);
-  const template = rng.int(0, 1);
-  return {
-    kind: scenario,
-    prompt: `${s.texts[template]} ${ASK_NUMBER}`,
-    reference: String(s.answer),
-    answerType: 'number',
-    metadata: { scenario, steps: s.steps, values: s.values, template },
-  };
+  return scenarioTask(scenario, s, s.steps, rng.int(0, 1));
 }

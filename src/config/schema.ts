@@ -279,6 +279,8 @@ const train = z.strictObject({
     reward_threshold: amount.nullable().default(0.5).describe('minimum reward of a turn (or its rollout) to learn from; null keeps all'),
     agents: agentMatch.optional(),
     include_presentation: z.boolean().default(true),
+    select: z.enum(['reward', 'verified']).default('reward').describe('reward: answers and presentations whose reward reaches reward_threshold; verified: rejection-sampling fine-tuning, only completions (answers and collect.samples_per_turn samples) that an exact or numeric reward verified right'),
+    max_per_task: count(10_000).default(4).describe('select verified: rows per task at most, so tasks the model already solves do not crowd out the rest'),
   }).prefault({}),
   grpo: z.strictObject({
     agents: agentMatch.optional(),

@@ -16,6 +16,10 @@ export interface SftOptions {
   agents: AgentMatch | null;
   /** Also emit the winner's presentation (reward: the rollout total). */
   include_presentation: boolean;
+  /** reward: turns at or above reward_threshold; verified: only completions an exact/numeric reward verified right (rejection sampling). */
+  select: 'reward' | 'verified';
+  /** select verified: rows per task at most. */
+  max_per_task: number;
 }
 
 export interface GrpoOptions {
@@ -61,7 +65,7 @@ export interface DatasetOptionsInput {
 export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant.';
 
 export const DEFAULT_DATASET_OPTIONS: DatasetOptions = {
-  sft: { reward_threshold: 0.5, agents: null, include_presentation: true },
+  sft: { reward_threshold: 0.5, agents: null, include_presentation: true, select: 'reward', max_per_task: 4 },
   grpo: { agents: null, min_group_size: 2 },
   dpo: { min_margin: 0, system_prompt: null, max_pairs_per_task: 16, pairs: 'winner' },
   ppo: { credit: 'final', gamma: 0.9, agents: null },
@@ -84,6 +88,8 @@ export function resolveDatasetOptions(input: DatasetOptionsInput = {}): DatasetO
   if (o.dpo.pairs !== 'winner' && o.dpo.pairs !== 'correctness') bad('dpo.pairs', 'must be winner or correctness');
   if (o.ppo.credit !== 'final' && o.ppo.credit !== 'discounted') bad('ppo.credit', 'must be final or discounted');
   if (!(o.ppo.gamma > 0 && o.ppo.gamma <= 1)) bad('ppo.gamma', 'must be in (0, 1]');
+  if (o.sft.select !== 'reward' && o.sft.select !== 'verified') bad('sft.select', 'must be reward or verified');
+  if (!Number.isInteger(o.sft.max_per_task) || o.sft.max_per_task < 1) bad('sft.max_per_task', 'must be a positive integer');
   if (o.sft.reward_threshold !== null && !Number.isFinite(o.sft.reward_threshold)) bad('sft.reward_threshold', 'must be a number or null');
   for (const algo of ['sft', 'grpo', 'ppo'] as const) agentMatcher(o[algo].agents, `${algo}.agents`);
   return o;
@@ -117,7 +123,7 @@ function bad(option: string, message: string): never {
 /** The builder options from train.* and rewards.weights. */
 export function datasetOptionsFromConfig(train: TrainConfig, weights: Partial<Record<string, number>>): DatasetOptionsInput {
   return {
-    sft: { reward_threshold: train.sft.reward_threshold, agents: train.sft.agents ?? null, include_presentation: train.sft.include_presentation },
+    sft: { reward_threshold: train.sft.reward_threshold, agents: train.sft.agents ?? null, include_presentation: train.sft.include_presentation, select: train.sft.select, max_per_task: train.sft.max_per_task },
     grpo: { agents: train.grpo.agents ?? null, min_group_size: train.grpo.min_group_size },
     dpo: { min_margin: train.dpo.min_margin, system_prompt: train.dpo.system_prompt ?? null, max_pairs_per_task: train.dpo.max_pairs_per_task, pairs: train.dpo.pairs },
     ppo: { credit: train.ppo.credit, gamma: train.ppo.gamma, agents: train.ppo.agents ?? null },

@@ -1,6 +1,7 @@
 import { chatMessages, completionText } from './messages.js';
 import { agentMatcher } from './options.js';
 import type { RolloutView } from './rollout-view.js';
+import { verifiedSftBuilder } from './sft-verified.js';
 import type { BuilderContext, DatasetBuilder, RowSink, SftRow } from './types.js';
 
 /**
@@ -8,9 +9,10 @@ import type { BuilderContext, DatasetBuilder, RowSink, SftRow } from './types.js
  * messages plus the completion the model gave (as recorded, action line included), and the winner's
  * presentation its presentation prompt plus the final answer. An answer's reward is its turn reward,
  * else the rollout total; the presentation's is the rollout total. Kept when reward ≥
- * sft.reward_threshold (null: all) and the agent passes sft.agents.
+ * sft.reward_threshold (null: all) and the agent passes sft.agents. sft.select verified: sft-verified.ts.
  */
 export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
+  if (ctx.options.sft.select === 'verified') return verifiedSftBuilder(ctx);
   const { stats } = ctx;
   const opts = ctx.options.sft;
   const matches = agentMatcher(opts.agents, 'sft.agents');

@@ -63,4 +63,26 @@ describe('SFT dataset', () => {
     expect(none.watermark).toBe(2);
     store.close();
   });
+  it('select verified (rejection sampling): only completions an exact reward verified right, answers and samples, once each, capped per task', async () => {
+    const { store, dir } = fixtureStore();
+    const r = teamRollout(store, {
+      taskId: 'mul', first: { agent: 'a', content: '42' }, second: { agent: 'c', content: '41' },
+      samples: [{ content: '42', reward: 1 }, { content: '40', reward: 0 }, { content: '6 x 7 = 42', reward: 1 }, { content: 'unscored', reward: null }],
+    });
+    teamRollout(store, { taskId: 'cap', first: { agent: 'b', content: 'Lyon' }, total: 1 });
+    const built = await buildDataset(store, { algo: 'sft', dataDir: dir, options: { sft: { select: 'verified' } } });
+    const rows = readRows<SftRow>(built.dir);
+    // a's right answer, and the sample that says it differently; the sample equal to the answer is a repeat.
+    expect(rows.map((x) => [x.meta.kind, x.messages.at(-1)!.content, x.reward])).toEqual([['answer', 'ANSWER: 42', 1], ['sample', 'ANSWER: 6 x 7 = 42', 1]]);
+    expect(rows[0]!.messages[1]!.content).toContain('What is 6 x 7?');
+    expect(rows[0]!.meta).toMatchObject({ task_id: 'mul', agent: 'a', seq: r.seqs.prompt_a_1, action_seq: r.seqs.answer_a_1 });
+    // c's 41, the sample 40 and b's Lyon were verified wrong (the team's total of 1 for Lyon does not count); votes and presentations are never rows.
+    expect(built.stats.dropped).toMatchObject({ verified_wrong: 3, duplicate_completion: 1, not_verified: 1 });
+    expect(built.stats.counts).toEqual({ verified_answers: 1, verified_samples: 1 });
+    const capped = await buildDataset(store, { algo: 'sft', dataDir: dir, options: { sft: { select: 'verified', max_per_task: 1 } } });
+    expect(readRows<SftRow>(capped.dir).map((x) => x.meta.kind)).toEqual(['answer']);
+    expect(capped.stats.dropped.over_task_limit).toBe(1);
+    await expect(buildDataset(store, { algo: 'sft', dataDir: dir, options: { sft: { select: 'best' as 'reward' } } })).rejects.toThrow(/train\.sft\.select: must be reward or verified/);
+    store.close();
+  });
 });

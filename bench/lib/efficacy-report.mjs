@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+
+const TICK = 100; // USER_HZ: /proc times are in clock ticks of 1/100 s on Linux
+
+/** CPU-seconds of this process, its reaped children and every live descendant (trainers, model servers). */
+export function cpuSeconds() {
+  const stats = new Map();
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      // Fields after the command name (which may hold spaces): state ppid … utime stime cutime cstime.
+      const raw = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
+      stats.set(Number(pid), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const ours = new Set([process.pid]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [pid, s] of stats) if (!ours.has(pid) && ours.has(s.ppid)) { ours.add(pid); grew = true; }
+  }
+  let ticks = 0;
+  for (const pid of ours) ticks += stats.get(pid)?.ticks ?? 0;
+  return ticks / TICK;
+}
+
+const esc = (v) => String(v ?? '—').replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)} %` : '—');
+const pts = (d) => (d ? `${(d.mean * 100).toFixed(1)} [${(d.low * 100).toFixed(1)}, ${(d.high * 100).toFixed(1)}]` : '—');
+
+function table(head, rows) {
+  return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
+}
+
+function categoryRows(vs) {
+  return (vs?.categories ?? []).map((c) => [c.category, c.pairs, pct(c.success.base), pct(c.success.production), pts(c.success.diff)]);
+}
+
+/** The benchmark's HTML page: per-cycle results against the base, per category, and the ablation. */
+export function efficacyHtml(r) {
+  const cycles = r.perCycle.map((c) => [c.cycle, c.promoted ? 'yes' : 'no', `set v${c.production}`, pct(c.vsBase?.success.base), pct(c.vsBase?.success.production), pts(c.vsBase?.success.diff), pts(c.vsBase?.reward.diff), c.examplesTrained, c.collectTokens, c.wallSeconds, c.cpuSeconds]);
+  const ablation = r.ablation.map((a) => a.error ? [a.recipe, 'error', a.error, '', '', '', ''] : [a.recipe, a.promoted ? 'yes' : 'no', pct(a.candidateVsProduction?.success.base), pct(a.candidateVsProduction?.success.production), pts(a.candidateVsProduction?.success.diff), a.examplesTrained, a.wallSeconds]);
+  const perCategory = r.perCycle.filter((c) => c.vsBase).map((c) => `<h3>Cycle ${c.cycle} by category</h3>${table(['category', 'pairs', 'base', 'production', 'Δ success, points [95 % CI]'], categoryRows(c.vsBase))}`).join('');
+  return `<!doctype html><meta charset="utf-8"><title>massgen-rl efficacy</title>
+<style>body{font:14px system-ui;margin:2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}</style>
+<h1>Efficacy: ${esc(r.cycles)} cycle(s) of ${esc(r.main)} on ${esc(r.suites.join(', '))}</h1>
+<p>Base set v${esc(r.base?.set)}; first collect: ${esc(r.base?.collect?.completed)} rollouts, ${esc(r.base?.collect?.tokens)} tokens, ${esc(r.base?.collect?.wallSeconds)} s.</p>
+<h2>Per cycle: production against the base on the eval split</h2>
+${table(['cycle', 'promoted', 'production', 'base success', 'production success', 'Δ success, points [95 % CI]', 'Δ reward [95 % CI]', 'examples trained', 'collect tokens', 'wall s', 'CPU s'], cycles)}
+${perCategory}
+<h2>Ablation: one cycle per recipe on the same traces, the candidate against the base</h2>
+${table(['recipe', 'promoted', 'base success', 'candidate success', 'Δ success, points [95 % CI]', 'examples trained', 'wall s'], ablation)}
+`;
+}

@@ -4,13 +4,17 @@
 // seeds; the base's results are measured once and reused): success and mean reward with paired-bootstrap
 // 95 % CIs, per category, promoted or not, and the cycle's cost (wall time, CPU-seconds of this process
 // and its children, tokens, examples trained).
-// Ablation: one cycle per recipe on the same collected traces (collected once, copied), same budget and
-// seeds, each candidate evaluated against the base set.
-// EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run).
+// Ablation: in the same store, one train → eval per recipe on the first collect's traces (each algorithm
+// reads the traces from the start), each candidate evaluated against the base set on the same eval tasks
+// and seeds, with its deploy gates; then the main recipe's candidate goes through deploy, and cycles
+// 2..K are whole cycles of it.
+// EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run),
+// EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes.
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
 import { collect } from '../dist/pipeline/collect.js';
+import { deploy } from '../dist/pipeline/deploy.js';
 import { evaluate } from '../dist/pipeline/evaluate.js';
 import { runCycle } from '../dist/pipeline/loop.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
@@ -25,7 +29,9 @@ const SIZES = {
   full: { perSuite: 40, evalFraction: 0.3, samples: 4, epochs: 2, cycles: 3 },
   quick: { perSuite: 6, evalFraction: 0.3, samples: 2, epochs: 1, cycles: 1 },
 };
-const sz = SIZES[args.quick ? 'quick' : 'full'];
+const sz = { ...SIZES[args.quick ? 'quick' : 'full'] };
+if (process.env.EFFICACY_PER_SUITE) sz.perSuite = Number(process.env.EFFICACY_PER_SUITE);
+if (process.env.EFFICACY_SAMPLES) sz.samples = Number(process.env.EFFICACY_SAMPLES);
 const SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'];
 const CYCLES = Number(process.env.EFFICACY_CYCLES ?? sz.cycles);
 const RECIPES = (process.env.EFFICACY_RECIPES ?? 'rft,dpo,grpo').split(',').filter(Boolean);
@@ -33,10 +39,10 @@ const MAIN = process.env.EFFICACY_MAIN ?? 'rft';
 
 // Each recipe: its train keys and the loop's stages after collect.
 const RECIPE = {
-  rft: { train: 'algo: sft, sft: { select: verified, max_per_task: 4 }', steps: ['train', 'eval', 'deploy'] },
-  dpo: { train: 'algo: dpo, dpo: { pairs: correctness }', steps: ['train', 'eval', 'deploy'] },
-  grpo: { train: 'algo: grpo, grpo: { mode: offline }', steps: ['train', 'eval', 'deploy'] },
-  apo: { train: 'algo: sft', steps: ['apo', 'eval', 'deploy'] },
+  rft: { train: 'algo: sft, sft: { select: verified, max_per_task: 4 }', steps: ['train', 'eval'] },
+  dpo: { train: 'algo: dpo, dpo: { pairs: correctness }', steps: ['train', 'eval'] },
+  grpo: { train: 'algo: grpo, grpo: { mode: offline }', steps: ['train', 'eval'] },
+  apo: { train: 'algo: sft', steps: ['apo', 'eval'] },
 };
 
 function yaml(recipe, steps) {
@@ -94,7 +100,9 @@ async function cycle(load, label) {
       status: r.status, outcome: r.outcome, promoted: deploy?.action === 'promoted',
       deploy: deploy ? { status: deploy.status, action: deploy.action ?? null, reason: deploy.reason ?? null, failedGates: (deploy.gates ?? []).filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`) } : null,
       examplesTrained: run?.detail?.dataset?.rows ?? null, trainSteps: train?.steps ?? null, collectTokens: col?.tokens ?? 0,
+      candidateSet: evalRun?.summary?.candidate?.version ?? null,
       candidateVsProduction: evalRun?.summary ? comparison(evalRun.summary) : null,
+      gatesPassed: evalRun?.summary?.passed ?? null,
       wallSeconds, cpuSeconds: cpu,
     };
   });
@@ -110,31 +118,28 @@ function save() {
 }
 const root = makeTempDir('efficacy');
 try {
+  const load = () => loadConfig({ cwd: root });
+  const useRecipe = (recipe, steps) => fs.writeFileSync(path.join(root, 'massgen-rl.yaml'), yaml(recipe, steps));
   // One collect from a fresh store: the traces every recipe's first cycle trains on.
-  const shared = path.join(root, 'shared');
-  fs.mkdirSync(shared);
-  fs.writeFileSync(path.join(shared, 'massgen-rl.yaml'), yaml(MAIN, ['collect']));
+  useRecipe(MAIN, ['collect']);
   const t0 = Date.now(), c0 = cpuSeconds();
   progress(`collect: the default team on the train split (${SUITES.join(', ')}, ${sz.perSuite} tasks each before the split, ${sz.samples} samples per decision)`);
-  const col = await withRuntime(loadConfig({ cwd: shared }), (rt) => collect(rt, { onProgress: (p) => progress(`  ${p.done}/${p.total} done, ${p.failed} failed`) }));
+  const col = await withRuntime(load(), (rt) => collect(rt, { onProgress: (p) => progress(`  ${p.done}/${p.total} done, ${p.failed} failed`) }));
   results.base = { set: col.resourceSet.version, collect: { tasks: col.tasks, completed: col.completed, failed: col.failed, meanReward: col.meanReward, tokens: col.tokens, wallSeconds: roundTo((Date.now() - t0) / 1000, 1), cpuSeconds: roundTo(cpuSeconds() - c0, 1) } };
   const baseVersion = col.resourceSet.version;
   save();
 
+  // A first cycle's cost includes the collect its traces came from (run once, shared by the recipes).
+  const bc = results.base.collect;
+  let main = null;
   for (const recipe of [...new Set([MAIN, ...RECIPES])]) {
-    const dir = path.join(root, recipe);
-    fs.cpSync(shared, dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), yaml(recipe, RECIPE[recipe].steps));
-    const load = () => loadConfig({ cwd: dir });
     try {
-      progress(`ablation ${recipe}: one cycle (${RECIPE[recipe].steps.join(' → ')}) on the shared traces`);
+      useRecipe(recipe, RECIPE[recipe].steps);
+      progress(`ablation ${recipe}: ${RECIPE[recipe].steps.join(' → ')} on the first collect's traces`);
       const c = await cycle(load, `  ${recipe}`);
-      const against = await againstBase(load, baseVersion);
-      // A first cycle's cost includes the collect its traces came from (run once, shared by the recipes).
-      const bc = results.base.collect;
-      const entry = { recipe, ...c, collectTokens: bc.tokens, wallSeconds: roundTo(c.wallSeconds + bc.wallSeconds, 1), cpuSeconds: roundTo(c.cpuSeconds + bc.cpuSeconds, 1), production: against.production, vsBase: against.comparison };
+      const entry = { recipe, ...c, collectTokens: bc.tokens, wallSeconds: roundTo(c.wallSeconds + bc.wallSeconds, 1), cpuSeconds: roundTo(c.cpuSeconds + bc.cpuSeconds, 1) };
       results.ablation.push(entry);
-      if (recipe === MAIN) results.perCycle.push({ cycle: 1, ...entry, recipe: undefined });
+      if (recipe === MAIN) main = entry;
       save();
     } catch (err) {
       progress(`${recipe}: ${err.stack ?? err.message}`);
@@ -142,11 +147,21 @@ try {
     }
   }
 
-  // Cycles 2..K of the main recipe: whole cycles, collect included, on top of its first.
-  const mainDir = path.join(root, MAIN);
-  fs.writeFileSync(path.join(mainDir, 'massgen-rl.yaml'), yaml(MAIN, ['collect', ...RECIPE[MAIN].steps]));
-  const load = () => loadConfig({ cwd: mainDir });
-  for (let k = 2; k <= CYCLES && results.perCycle.length; k++) {
+  // Cycle 1 of the main recipe: its candidate through the deploy gates.
+  if (main) {
+    if (main.candidateSet) {
+      const d = await withRuntime(load(), (rt) => deploy(rt, { candidate: `set:${main.candidateSet}`, trigger: 'loop' }));
+      main.promoted = d.action === 'promoted';
+      main.deploy = { status: 'done', action: d.action, reason: null, failedGates: d.gates.filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`) };
+    }
+    const against = await againstBase(load, baseVersion);
+    results.perCycle.push({ cycle: 1, ...main, recipe: undefined, production: against.production, vsBase: against.comparison });
+    save();
+  }
+
+  // Cycles 2..K of the main recipe: whole cycles, collect included.
+  useRecipe(MAIN, ['collect', ...RECIPE[MAIN].steps, 'deploy']);
+  for (let k = 2; k <= CYCLES && main; k++) {
     progress(`cycle ${k} (${MAIN})`);
     const c = await cycle(load, `  cycle ${k}`);
     progress(`  cycle ${k}: ${c.outcome}`);

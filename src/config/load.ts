@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import { stableHash } from '../util/hash.js';
-import { DEFAULT_CONFIG_FILE, DEFAULT_PROMPT_LAYOUT } from './defaults.js';
+import { DEFAULT_CONFIG_FILE, DEFAULT_PROMPT_LAYOUT, DEFAULT_RECIPE } from './defaults.js';
 import { InputFileError, present, readRegularFile } from './input-file.js';
 import { interpolateEnv, type InterpolationIssue } from './interpolate.js';
 import { applyOverrides } from './overrides.js';
@@ -70,7 +70,7 @@ export function fromRaw(
   const interpolated = interpolateEnv(raw, opts.env, envIssues) as Record<string, unknown>;
   if (envIssues.length) throw new ConfigError(envIssues.map((i) => format((p) => source.locate(p), i.path, i.message)));
 
-  withDefaultTeamLayout(interpolated);
+  withDefaultTeam(interpolated);
   const overrides = opts.overrides ?? [];
   // Overrides apply on top of the defaults, so `--set agents.0.temperature=0` edits the default team.
   const defaulted = overrides.length ? configSchema.safeParse(interpolated) : undefined;
@@ -86,12 +86,27 @@ export function fromRaw(
   return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data), env: opts.env };
 }
 
-/** The embedded default team (a config without `agents`) comes with the prompt layout it was measured best with. */
-function withDefaultTeamLayout(raw: Record<string, unknown>): void {
+/**
+ * The embedded default team (a config without `agents`) comes with the prompt layout and, unless
+ * train.algo is set, the training recipe it was measured best with (DEFAULT_RECIPE); keys already set win.
+ */
+function withDefaultTeam(raw: Record<string, unknown>): void {
   if (raw.agents !== undefined) return;
-  const orchestrator = raw.orchestrator ?? {};
-  if (typeof orchestrator !== 'object' || orchestrator === null || Array.isArray(orchestrator)) return;
-  if ((orchestrator as Record<string, unknown>).prompt_layout === undefined) raw.orchestrator = { ...orchestrator, prompt_layout: DEFAULT_PROMPT_LAYOUT };
+  const orchestrator = section(raw, 'orchestrator');
+  if (orchestrator && orchestrator.prompt_layout === undefined) raw.orchestrator = { ...orchestrator, prompt_layout: DEFAULT_PROMPT_LAYOUT };
+  const train = section(raw, 'train'), collect = section(raw, 'collect');
+  if (!train || !collect || train.algo !== undefined) return;
+  const sft = section(train, 'sft');
+  if (!sft) return;
+  const r = DEFAULT_RECIPE;
+  raw.train = { ...train, algo: r.algo, sft: { select: r.select, ...sft }, learning_rate: train.learning_rate ?? r.learning_rate, epochs: train.epochs ?? r.epochs };
+  if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn: r.samples_per_turn };
+}
+
+/** A mapping section of the raw config ({} when absent); undefined when it is something else (the schema reports it). */
+function section(raw: Record<string, unknown>, key: string): Record<string, unknown> | undefined {
+  const v = raw[key] ?? {};
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
 function readConfigText(file: string, explicit: boolean): string | null {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { ALGOS, BUILTIN_SUITES } from './schema.js';
-import { DEFAULT_MODEL_NAME, DEFAULT_MODEL_REF, DEFAULT_PROMPT_LAYOUT } from './defaults.js';
+import { DEFAULT_MODEL_NAME, DEFAULT_MODEL_REF, DEFAULT_PROMPT_LAYOUT, DEFAULT_RECIPE } from './defaults.js';
 
 export const TEMPLATES_DIR = fileURLToPath(new URL('../../templates', import.meta.url));
 export const SCHEMA_FILE = fileURLToPath(new URL('../../schema/massgen-rl.schema.json', import.meta.url));
@@ -24,7 +24,7 @@ export const DEFAULT_ANSWERS: InitAnswers = {
   teamSize: 3,
   endpoint: { kind: 'local' },
   suite: 'arithmetic',
-  algo: 'grpo',
+  algo: DEFAULT_RECIPE.algo,
 };
 
 /** Renders the commented config file for `massgen-rl init`. */
@@ -34,6 +34,7 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
       ? { local: { model: DEFAULT_MODEL_NAME, local: { weights: DEFAULT_MODEL_REF } } }
       : { main: { base_url: answers.endpoint.baseUrl, model: answers.endpoint.model, ...(answers.endpoint.apiKeyEnv ? { api_key_env: answers.endpoint.apiKeyEnv } : {}) } };
   const modelName = Object.keys(model)[0]!;
+  const local = answers.endpoint.kind === 'local';
   const agents = Array.from({ length: answers.teamSize }, (_, i) => ({
     id: `agent_${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`,
     model: modelName,
@@ -54,6 +55,11 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
       ? `  # independent: each agent answers the task on its own and the answer most agents reach wins (best measured\n  # for small models); answers: later turns see the others' final answers; protocol: MassGen's full protocol text\n  prompt_layout: ${DEFAULT_PROMPT_LAYOUT}\n`
       : '',
     algo: answers.algo,
+    // The measured recipe for the small local model (DEFAULT_RECIPE); the schema's defaults otherwise.
+    samples: local ? `  samples_per_turn: ${DEFAULT_RECIPE.samples_per_turn}     # completions per decision: the extra ones are training samples, they do not act\n` : '',
+    sft: answers.algo === 'sft' ? '  sft:\n    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n' : '',
+    learning_rate: local ? '2.0e-4' : '1.0e-5',
+    epochs: local ? String(DEFAULT_RECIPE.epochs) : '1',
   };
   const template = fs.readFileSync(`${TEMPLATES_DIR}/massgen-rl.yaml.tmpl`, 'utf8');
   return template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => vars[key] ?? '');

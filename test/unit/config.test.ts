@@ -40,6 +40,28 @@ describe('loadConfig', () => {
     expect(rendered.agents.map((a) => a.temperature)).toEqual([0, 0.7, 0.7]);
   });
 
+  it('gives the embedded default team its measured recipe (rejection-sampling SFT on 4 completions per decision) unless train.algo is set; set keys win', () => {
+    const { config } = configIn('');
+    expect(config.train).toMatchObject({ algo: 'sft', learning_rate: 2e-4, epochs: 2, sft: { select: 'verified', reward_threshold: 0.5 } });
+    expect(config.collect.samples_per_turn).toBe(4);
+    const tuned = configIn('train:\n  learning_rate: 0.001\n  sft: { max_per_task: 2 }\ncollect:\n  samples_per_turn: 2\n').config;
+    expect(tuned.train).toMatchObject({ algo: 'sft', learning_rate: 0.001, epochs: 2, sft: { select: 'verified', max_per_task: 2 } });
+    expect(tuned.collect.samples_per_turn).toBe(2);
+    const chosen = configIn('train:\n  algo: grpo\n').config;
+    expect(chosen.train).toMatchObject({ algo: 'grpo', learning_rate: 1e-5, epochs: 1, sft: { select: 'reward' } });
+    expect(chosen.collect.samples_per_turn).toBe(1);
+    // A team of one's own gets the schema's defaults.
+    const own = configIn('agents:\n  - id: solo\n    model: local\n    tool_mode: text\n').config;
+    expect(own.train).toMatchObject({ algo: 'grpo', sft: { select: 'reward' } });
+    // The init template writes the same recipe for a local model, and not for a remote one.
+    const rendered = configIn(renderConfig(DEFAULT_ANSWERS)).config;
+    expect(rendered.train).toMatchObject({ algo: 'sft', learning_rate: 2e-4, epochs: 2, sft: { select: 'verified' } });
+    expect(rendered.collect.samples_per_turn).toBe(4);
+    const remote = configIn(renderConfig({ ...DEFAULT_ANSWERS, endpoint: { kind: 'remote', baseUrl: 'http://localhost:8000/v1', model: 'qwen' } })).config;
+    expect(remote.train).toMatchObject({ algo: 'sft', learning_rate: 1e-5, epochs: 1, sft: { select: 'verified' } });
+    expect(remote.collect.samples_per_turn).toBe(1);
+  });
+
   it('refuses the small-model layouts for agents that call tools natively, naming the agent', () => {
     const issues = issuesOf(() => configIn('orchestrator:\n  prompt_layout: independent\nagents:\n  - id: a\n    model: local\n    tool_mode: native\n'));
     expect(issues).toEqual([expect.stringMatching(/^agents\[0\]\.tool_mode: orchestrator\.prompt_layout independent is for text-mode agents.*\(massgen-rl\.yaml:\d+/)]);

@@ -40,17 +40,21 @@ function categoryRows(vs) {
 
 /** The benchmark's HTML page: per-cycle results against the base, per category, and the ablation. */
 export function efficacyHtml(r) {
-  const cycles = r.perCycle.map((c) => [c.cycle, c.promoted ? 'yes' : 'no', `set v${c.production}`, pct(c.vsBase?.success.base), pct(c.vsBase?.success.production), pts(c.vsBase?.success.diff), pts(c.vsBase?.reward.diff), c.examplesTrained, c.collectTokens, c.wallSeconds, c.cpuSeconds]);
+  // Production still the base set: no change to measure.
+  const same = (c) => c.production === r.base?.set;
+  const cycles = r.perCycle.map((c) => [c.cycle, c.promoted ? 'yes' : 'no', (c.deploy?.failedGates ?? []).join('; ') || '—', `set v${c.production}${same(c) ? ' (the base)' : ''}`, pct(c.vsBase?.success.base), pct(c.vsBase?.success.production), same(c) ? '0' : pts(c.vsBase?.success.diff), same(c) ? '0' : pts(c.vsBase?.reward.diff), c.examplesTrained, c.collectTokens, c.wallSeconds, c.cpuSeconds]);
   const ablation = r.ablation.map((a) => a.error ? [a.recipe, 'error', a.error, '', '', '', ''] : [a.recipe, a.gatesPassed === null ? '—' : a.gatesPassed ? 'yes' : 'no', pct(a.candidateVsProduction?.success.base), pct(a.candidateVsProduction?.success.production), pts(a.candidateVsProduction?.success.diff), a.examplesTrained, a.wallSeconds]);
   const perCategory = r.perCycle.filter((c) => c.vsBase).map((c) => `<h3>Cycle ${c.cycle} by category</h3>${table(['category', 'pairs', 'base', 'production', 'Δ success, points [95 % CI]'], categoryRows(c.vsBase))}`).join('');
+  const candidates = r.ablation.filter((a) => a.candidateVsProduction).map((a) => `<h3>${esc(a.recipe)} candidate by category</h3>${table(['category', 'pairs', 'base', 'candidate', 'Δ success, points [95 % CI]'], categoryRows(a.candidateVsProduction))}`).join('');
   return `<!doctype html><meta charset="utf-8"><title>massgen-rl efficacy</title>
 <style>body{font:14px system-ui;margin:2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}</style>
 <h1>Efficacy: ${esc(r.cycles)} cycle(s) of ${esc(r.main)} on ${esc(r.suites.join(', '))}</h1>
 <p>Base set v${esc(r.base?.set)}; first collect: ${esc(r.base?.collect?.completed)} rollouts, ${esc(r.base?.collect?.tokens)} tokens, ${esc(r.base?.collect?.wallSeconds)} s.</p>
 <h2>Per cycle: production against the base on the eval split</h2>
-${table(['cycle', 'promoted', 'production', 'base success', 'production success', 'Δ success, points [95 % CI]', 'Δ reward [95 % CI]', 'examples trained', 'collect tokens', 'wall s', 'CPU s'], cycles)}
+${table(['cycle', 'promoted', 'failed gates', 'production', 'base success', 'production success', 'Δ success, points [95 % CI]', 'Δ reward [95 % CI]', 'examples trained', 'collect tokens', 'wall s', 'CPU s'], cycles)}
 ${perCategory}
 <h2>Ablation: one cycle per recipe on the same traces, the candidate against the base</h2>
 ${table(['recipe', 'deploy gates pass', 'base success', 'candidate success', 'Δ success, points [95 % CI]', 'examples trained', 'wall s'], ablation)}
+${candidates}
 `;
 }

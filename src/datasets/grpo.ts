@@ -42,14 +42,12 @@ export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
 
   return {
     add(view) {
-      const byTurn = new Map<string, PromptPayload['request']>();
       for (const a of view.actions) {
         const p = view.prompt(a.promptSeq);
         if (!p) {
           stats.drop('no_completion');
           continue;
         }
-        byTurn.set(`${p.turn_id}#${p.attempt}`, p.request);
         member(view, a.promptSeq, a.agent, view.rewardFor(a.seq), p, p.request, { kind: a.kind, action_seq: a.seq, ...turn(p) });
       }
       for (const s of view.promptSpans) {
@@ -57,7 +55,7 @@ export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
         const p = view.prompt(s.seq)!;
         const own = (p as { reward?: unknown }).reward;
         const reward = view.turnReward(s.seq) ?? (typeof own === 'number' && Number.isFinite(own) ? own : null);
-        member(view, s.seq, s.agent, reward, p, p.request?.messages ? p.request : byTurn.get(`${p.turn_id}#${p.attempt}`), { kind: 'sample', ...turn(p) });
+        member(view, s.seq, s.agent, reward, p, view.requestOf(p), { kind: 'sample', ...turn(p) });
       }
     },
     finish(emit) {

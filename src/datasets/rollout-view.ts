@@ -40,6 +40,8 @@ export class RolloutView {
   private readonly parsed = new Map<number, PromptPayload>();
   private readonly dirty = new Set<string>();
   private readonly turnRewards = new Map<number, Reward[]>();
+  /** Acting calls' requests by `turn_id#attempt`, built on first use (requestOf). */
+  private turnRequests: Map<string, PromptPayload['request']> | undefined;
 
   /** `load` fetches a prompt span's payload when the record has no prompt spans (coordination-only reads). */
   constructor(readonly record: TraceRecord, private readonly weights: Partial<Record<string, number>> | null, private readonly load?: (rolloutId: string, seq: number) => string | undefined) {
@@ -87,6 +89,22 @@ export class RolloutView {
       total += w * (values.reduce((a, b) => a + b, 0) / values.length);
     }
     return weighted ? total : null;
+  }
+
+  /**
+   * The request a prompt span's payload was sent with: its own, else (a `sample` span stored without one)
+   * the request of the call that acted in the same turn and attempt; undefined when neither has messages.
+   */
+  requestOf(p: PromptPayload): PromptPayload['request'] | undefined {
+    if (p.request?.messages) return p.request;
+    if (!this.turnRequests) {
+      this.turnRequests = new Map();
+      for (const a of this.actions) {
+        const q = this.prompt(a.promptSeq);
+        if (q?.request?.messages) this.turnRequests.set(`${q.turn_id}#${q.attempt}`, q.request);
+      }
+    }
+    return this.turnRequests.get(`${p.turn_id}#${p.attempt}`);
   }
 
   /** Verified correctness of an answer span: the best exact/numeric turn reward (1 right, 0 wrong); null when neither scored it. */

@@ -43,18 +43,16 @@ export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
 
   return {
     add(view, emit) {
-      const byTurn = new Map<string, PromptPayload['request']>();
       for (const a of view.actions) {
         if (a.kind !== 'answer') continue;
         const p = view.prompt(a.promptSeq);
-        if (p?.request?.messages) byTurn.set(`${p.turn_id}#${p.attempt}`, p.request);
         // The answer span carries the verification, its prompt span the completion.
         example(view, emit, a.agent, a.seq, a.promptSeq, p, p?.request, { kind: 'answer', action_seq: a.seq });
       }
       for (const s of view.promptSpans) {
         if (s.name !== 'sample') continue;
         const p = view.prompt(s.seq);
-        example(view, emit, s.agent, s.seq, s.seq, p, p?.request?.messages ? p.request : p ? byTurn.get(`${p.turn_id}#${p.attempt}`) : undefined, { kind: 'sample' });
+        example(view, emit, s.agent, s.seq, s.seq, p, p ? view.requestOf(p) : undefined, { kind: 'sample' });
       }
     },
     finish() {},

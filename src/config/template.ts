@@ -29,21 +29,21 @@ export const DEFAULT_ANSWERS: InitAnswers = {
 
 /** Renders the commented config file for `massgen-rl init`. */
 export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): string {
+  const local = answers.endpoint.kind === 'local';
   const model =
     answers.endpoint.kind === 'local'
       ? { local: { model: DEFAULT_MODEL_NAME, local: { weights: DEFAULT_MODEL_REF } } }
       : { main: { base_url: answers.endpoint.baseUrl, model: answers.endpoint.model, ...(answers.endpoint.apiKeyEnv ? { api_key_env: answers.endpoint.apiKeyEnv } : {}) } };
   const modelName = Object.keys(model)[0]!;
-  const local = answers.endpoint.kind === 'local';
   const agents = Array.from({ length: answers.teamSize }, (_, i) => ({
     id: `agent_${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`,
     model: modelName,
     system_prompt: 'solver',
     // The measured default team for a small local model: the first agent greedy, the others sampling.
-    temperature: answers.endpoint.kind === 'local' && i === 0 ? 0 : 0.7,
-    max_tokens: answers.endpoint.kind === 'local' ? 128 : 1024,
-    tool_mode: answers.endpoint.kind === 'local' ? 'text' : 'native',
-    ...(answers.endpoint.kind === 'local' ? { implicit_answer: true } : {}),
+    temperature: local && i === 0 ? 0 : 0.7,
+    max_tokens: local ? 128 : 1024,
+    tool_mode: local ? 'text' : 'native',
+    ...(local ? { implicit_answer: true } : {}),
   }));
   const vars: Record<string, string> = {
     schema_path: schemaPath,
@@ -51,14 +51,14 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
     models: indent(stringify(model)),
     agents: indent(stringify(agents)),
     suite: answers.suite,
-    prompt_layout: answers.endpoint.kind === 'local'
+    prompt_layout: local
       ? `  # independent: each agent answers the task on its own and the answer most agents reach wins (best measured\n  # for small models); answers: later turns see the others' final answers; protocol: MassGen's full protocol text\n  prompt_layout: ${DEFAULT_PROMPT_LAYOUT}\n`
       : '',
     algo: answers.algo,
     // The measured recipe for the small local model (DEFAULT_RECIPE); the schema's defaults otherwise.
     samples: local ? `  samples_per_turn: ${DEFAULT_RECIPE.samples_per_turn}     # completions per decision: the extra ones are training samples, they do not act\n` : '',
     sft: answers.algo === 'sft' ? '  sft:\n    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n' : '',
-    learning_rate: local ? '2.0e-4' : '1.0e-5',
+    learning_rate: local ? DEFAULT_RECIPE.learning_rate.toExponential(1) : '1.0e-5',
     epochs: local ? String(DEFAULT_RECIPE.epochs) : '1',
   };
   const template = fs.readFileSync(`${TEMPLATES_DIR}/massgen-rl.yaml.tmpl`, 'utf8');

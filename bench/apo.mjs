@@ -23,7 +23,7 @@ import { loadTasks } from '../dist/tasks/load.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { gepaWorstCaseCalls, runGepa } from './lib/gepa.mjs';
 import { progress, writeResult } from './lib/report.mjs';
-import { roundTo } from './lib/stats.mjs';
+import { roundInterval as ci, roundTo } from './lib/stats.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const args = parseBenchArgs();
@@ -36,7 +36,6 @@ const SUITES = ['unit_conversion', 'arithmetic'];
 const CASES = (process.env.APO_CASES ?? 'single,team').split(',');
 const SEED = 7;
 
-const ci = (d) => (d ? { mean: roundTo(d.mean, 4), low: roundTo(d.low, 4), high: roundTo(d.high, 4) } : null);
 
 function yaml(kind) {
   const agents = kind === 'single' ? [['agent_a', 'solver']] : [['agent_a', 'solver_a'], ['agent_b', 'solver_b'], ['agent_c', 'solver_c']];

@@ -21,7 +21,7 @@ import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { cpuSeconds, efficacyHtml } from './lib/efficacy-report.mjs';
 import { progress, writeResult } from './lib/report.mjs';
-import { roundTo } from './lib/stats.mjs';
+import { roundInterval as ci, roundTo } from './lib/stats.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const args = parseBenchArgs();
@@ -59,7 +59,6 @@ function yaml(recipe, steps) {
   ].join('\n');
 }
 
-const ci = (d) => (d ? { mean: roundTo(d.mean, 4), low: roundTo(d.low, 4), high: roundTo(d.high, 4) } : null);
 const metricOf = (list, name) => list.find((m) => m.metric === name);
 
 function comparison(ev) {
@@ -88,11 +87,11 @@ async function againstBase(load, baseVersion) {
 
 /** One `loop --once`, with what it cost and what its eval stage measured (the new candidate against production). */
 async function cycle(load, label) {
-  const t0 = Date.now(), c0 = cpuSeconds();
-  const r = await withRuntime(load(), (rt) => runCycle(rt, { onStage: (stage, m) => progress(`${label} ${stage}: ${m}`) }));
-  const wallSeconds = roundTo((Date.now() - t0) / 1000, 1), cpu = roundTo(cpuSeconds() - c0, 1);
-  const { train, eval: ev, deploy, collect: col } = r.stages;
-  return withRuntime(load(), (rt) => {
+  return withRuntime(load(), async (rt) => {
+    const t0 = Date.now(), c0 = cpuSeconds();
+    const r = await runCycle(rt, { onStage: (stage, m) => progress(`${label} ${stage}: ${m}`) });
+    const wallSeconds = roundTo((Date.now() - t0) / 1000, 1), cpu = roundTo(cpuSeconds() - c0, 1);
+    const { train, eval: ev, deploy, collect: col } = r.stages;
     const store = rt.store();
     const run = typeof train?.training_run_id === 'string' ? store.trainingRuns.get(train.training_run_id) : undefined;
     const evalRun = typeof ev?.eval_run_id === 'string' ? store.evaluations.run(ev.eval_run_id) : undefined;

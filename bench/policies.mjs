@@ -21,7 +21,7 @@ import { withRuntime } from '../dist/runtime/runtime.js';
 import { loadTasks } from '../dist/tasks/load.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { progress, writeResult } from './lib/report.mjs';
-import { roundTo } from './lib/stats.mjs';
+import { roundInterval as ci, roundTo } from './lib/stats.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const args = parseBenchArgs();
@@ -82,7 +82,6 @@ policies: { cost_per_1k_tokens: ${COST}, min_decisions: 4 }
 `;
 }
 
-const ci = (d) => (d ? { mean: roundTo(d.mean, 4), low: roundTo(d.low, 4), high: roundTo(d.high, 4) } : null);
 const est = (e) => e && { ips: ci(e.ips), snips: ci(e.snips), dr: ci(e.dr), effectiveSampleSize: roundTo(e.effectiveSampleSize, 1) };
 
 function summarizeEval(ev) {

@@ -26,3 +26,8 @@ export function roundTo(value, digits = 3) {
 export function percentile(values, p) {
   return values.length ? quantile(values, p) : Number.NaN;
 }
+
+/** A bootstrap interval ({mean, low, high}) rounded to 4 digits; null stays null. */
+export function roundInterval(d) {
+  return d ? { mean: roundTo(d.mean, 4), low: roundTo(d.low, 4), high: roundTo(d.high, 4) } : null;
+}

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/load.js';
 import { BUILTIN_SUITES, configSchema } from '../../src/config/schema.js';
 import { getSuite, heldOutTemplates, loadTasks, splitOf, splitPoint, usesHeldOutTemplate, type Difficulty, type TasksConfig } from '../../src/tasks/index.js';
 import { tasksForRun } from '../../src/tasks/for-run.js';
-import { configIn, tempDir } from '../helpers.js';
+import { configIn, configIssues, tempDir } from '../helpers.js';
 
 const SALT = 'massgen-rl';
 const md = (t: { metadata: Record<string, unknown> }) => t.metadata as Record<string, any>;
@@ -101,26 +100,16 @@ describe('tasks.split.holdout_templates in loadTasks', () => {
 });
 
 describe('config validation', () => {
-  const issuesOf = (yaml: string): string[] => {
-    try {
-      configIn(yaml);
-    } catch (err) {
-      if (err instanceof ConfigError) return err.issues;
-      throw err;
-    }
-    throw new Error('expected a ConfigError');
-  };
-
   it('names tasks.split.holdout_templates for a value outside [0, 1)', () => {
-    expect(issuesOf('tasks:\n  split:\n    holdout_templates: 1\n')).toEqual([expect.stringMatching(/^tasks\.split\.holdout_templates: must be below 1 .*\(massgen-rl\.yaml:3:24\)$/)]);
-    expect(issuesOf('tasks:\n  split:\n    holdout_templates: -0.1\n')).toEqual([expect.stringMatching(/^tasks\.split\.holdout_templates: .*>=0/)]);
-    expect(issuesOf('tasks:\n  split:\n    holdout_templates: most\n')).toEqual([expect.stringMatching(/^tasks\.split\.holdout_templates: .*expected number/)]);
+    expect(configIssues('tasks:\n  split:\n    holdout_templates: 1\n')).toEqual([expect.stringMatching(/^tasks\.split\.holdout_templates: must be below 1 .*\(massgen-rl\.yaml:3:24\)$/)]);
+    expect(configIssues('tasks:\n  split:\n    holdout_templates: -0.1\n')).toEqual([expect.stringMatching(/^tasks\.split\.holdout_templates: .*>=0/)]);
+    expect(configIssues('tasks:\n  split:\n    holdout_templates: most\n')).toEqual([expect.stringMatching(/^tasks\.split\.holdout_templates: .*expected number/)]);
     expect(configIn('tasks:\n  split:\n    holdout_templates: 0\n').config.tasks.split.holdout_templates).toBe(0);
   });
 
   it('names tasks.sources[i].difficulty for a level that does not exist', () => {
     for (const bad of ['4', '0', '"1"', '1.5']) {
-      expect(issuesOf(`tasks:\n  sources:\n    - suite: multi_step\n    - { suite: arithmetic, difficulty: ${bad} }\n`)).toEqual([
+      expect(configIssues(`tasks:\n  sources:\n    - suite: multi_step\n    - { suite: arithmetic, difficulty: ${bad} }\n`)).toEqual([
         expect.stringMatching(/^tasks\.sources\[1\]\.difficulty: must be 1, 2 or 3 \(massgen-rl\.yaml:4:\d+\)$/),
       ]);
     }

@@ -10,6 +10,7 @@ import { MULTI_STEP_DEFAULT_LEVEL } from '../../src/tasks/suites/multi-step.js';
 import { STRING_TRANSFORM_DEFAULT_LEVEL } from '../../src/tasks/suites/string-transform.js';
 import { UNIT_CONVERSION_DEFAULT_LEVEL } from '../../src/tasks/suites/unit-conversion.js';
 import { tempDir } from '../helpers.js';
+import { STRING_ORACLE } from '../support/string-oracle.js';
 
 const SAMPLE = 400;
 const md = (t: Task) => t.metadata as Record<string, any>;
@@ -202,29 +203,16 @@ describe('level 1 and 3 answers, recomputed from metadata', () => {
   });
 
   it('string_transform: one 3–4 letter word at level 1; long words or 4–6 word phrases at level 3', () => {
-    const recompute: Record<string, (s: string, c: string) => string> = {
-      reverse: (s) => s.split('').reverse().join(''),
-      uppercase: (s) => s.toUpperCase(),
-      count_letters: (s) => String(s.length),
-      last_letter: (s) => s.slice(-1),
-      count_vowels: (s) => String(s.replace(/[^aeiou]/g, '').length),
-      sort_letters: (s) => s.split('').sort().join(''),
-      remove_duplicates: (s) => s.split('').filter((c, i) => s.indexOf(c) === i).join(''),
-      count_letter: (s, c) => String(s.split(c).length - 1),
-      reverse_words: (s) => s.split(' ').reverse().join(' '),
-      acronym: (s) => s.split(' ').map((w) => w.charAt(0)).join('').toUpperCase(),
-      capitalize_words: (s) => s.replace(/\b[a-z]/g, (c) => c.toUpperCase()),
-    };
     for (const t of at('string_transform', 1)) {
       const { operation, input } = md(t);
       expect(input).toMatch(operation === 'reverse' ? /^[a-z]{3}$/ : /^[a-z]{3,4}$/);
-      expect(t.reference).toBe(recompute[operation]!(input, ''));
+      expect(t.reference).toBe(STRING_ORACLE[operation]!(input, ''));
       expect(t.prompt).toContain(`"${input}"`);
     }
     for (const t of at('string_transform', 3)) {
       const { operation, input, letter } = md(t);
       expect(input).toMatch(/^[a-z]{8,10}$|^[a-z]+( [a-z]+){3,5}$/);
-      expect(t.reference).toBe(recompute[operation]!(input, letter));
+      expect(t.reference).toBe(STRING_ORACLE[operation]!(input, letter));
       expect(t.prompt).toContain(`"${input}"`);
     }
   });

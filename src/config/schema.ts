@@ -341,6 +341,7 @@ const deploy = z.strictObject({
     min_improvement: amount.default(0).describe('the candidate\'s mean improvement on eval.metric must be at least this'),
     ci_lower_above_zero: z.boolean().default(true).describe('the lower bound of the paired-bootstrap CI of the improvement must be above 0'),
     max_category_regression: amount.nonnegative().default(0.1).describe('no task category may lose more than this on eval.metric'),
+    category_significance: z.boolean().default(true).describe('a category fails max_category_regression only when its paired-bootstrap CI also lies wholly below 0 (false: any mean loss beyond the tolerance fails, however few its tasks)'),
     max_cost_increase: z.number().min(0).max(1000).nullable().default(0.5).describe('tokens per task may grow by at most this share (null: no ceiling)'),
   }).prefault({}),
   canary: z.strictObject({

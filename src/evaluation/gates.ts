@@ -1,5 +1,6 @@
 import type { RLConfig } from '../config/schema.js';
 import type { Comparison, MetricName } from './compare.js';
+import type { Interval } from './stats.js';
 
 export interface GateCheck {
   gate: string;
@@ -33,14 +34,7 @@ export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): G
       detail: `${Math.round((d?.level ?? 0.95) * 100)} % CI of the difference [${fmt(d?.low)}, ${fmt(d?.high)}] lies above 0`,
     });
   }
-  const worst = cmp.categories
-    .map((c) => ({ category: c.category, diff: c.metrics.find((m) => m.metric === metric)?.diff?.mean }))
-    .filter((c): c is { category: string; diff: number } => typeof c.diff === 'number' && !Number.isNaN(c.diff))
-    .sort((a, b) => a.diff - b.diff)[0];
-  checks.push({
-    gate: 'max_category_regression', passed: !worst || worst.diff >= -gates.max_category_regression, value: worst?.diff ?? null, threshold: -gates.max_category_regression,
-    detail: worst ? `worst category ${worst.category}: ${fmt(worst.diff)} ≥ −${gates.max_category_regression}` : 'no category to compare',
-  });
+  checks.push(categoryGate(cmp, metric, gates));
   if (gates.max_cost_increase !== null) {
     const tokens = cmp.overall.find((m) => m.metric === 'tokens')!;
     const ratio = tokens.baseline && tokens.candidate !== null ? tokens.candidate / tokens.baseline - 1 : null;
@@ -50,6 +44,26 @@ export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): G
     });
   }
   return checks;
+}
+
+/** A category fails when it loses more than the tolerance; with category_significance, only when its paired-bootstrap
+ * interval also lies wholly below 0, so that one task of a three-task category flipping does not block a deploy. */
+function categoryGate(cmp: Comparison, metric: MetricName, gates: Gates): GateCheck {
+  const tol = gates.max_category_regression;
+  const rows = cmp.categories
+    .map((c) => ({ category: c.category, pairs: c.pairs, diff: c.metrics.find((m) => m.metric === metric)?.diff }))
+    .filter((c): c is { category: string; pairs: number; diff: Interval } => !!c.diff && !Number.isNaN(c.diff.mean))
+    .sort((a, b) => a.diff.mean - b.diff.mean);
+  const failing = rows.filter((c) => c.diff.mean < -tol && (!gates.category_significance || c.diff.high < 0));
+  const worst = failing[0] ?? rows[0];
+  const rule = gates.category_significance ? `no category loses more than ${tol} with its CI wholly below 0` : `no category loses more than ${tol}`;
+  const describe = (c: (typeof rows)[number]) => `${c.category} ${fmt(c.diff.mean)} [${fmt(c.diff.low)}, ${fmt(c.diff.high)}] over ${c.pairs} pair(s)`;
+  return {
+    gate: 'max_category_regression', passed: failing.length === 0, value: worst?.diff.mean ?? null, threshold: -tol,
+    detail: !worst ? 'no category to compare'
+      : failing.length ? `${rule}: ${failing.map(describe).join('; ')}`
+        : `${rule}: worst category ${describe(worst)}`,
+  };
 }
 
 export function gatesPass(checks: readonly GateCheck[]): boolean {

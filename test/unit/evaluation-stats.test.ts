@@ -6,7 +6,7 @@ import { Rng } from '../../src/tasks/prng.js';
 import type { EvalResult } from '../../src/store/index.js';
 
 const BOOT = { resamples: 10_000, confidence: 0.95, seed: 7 };
-const GATES = { min_pairs: 10, min_improvement: 0, ci_lower_above_zero: true, max_category_regression: 0.1, max_cost_increase: 0.5 };
+const GATES = { min_pairs: 10, min_improvement: 0, ci_lower_above_zero: true, max_category_regression: 0.1, category_significance: true, max_cost_increase: 0.5 };
 
 function result(over: Partial<EvalResult>): EvalResult {
   return {
@@ -96,5 +96,25 @@ describe('paired statistics', () => {
     expect(Object.keys(failed).sort()).toEqual(['ci_lower_above_zero', 'max_category_regression', 'max_cost_increase', 'min_improvement']);
     expect(failed.max_category_regression!.detail).toContain('math');
     expect(failed.max_cost_increase!.value).toBeCloseTo(3, 5);
+  });
+
+  it('gates: a category losing one task of three fails only without category_significance; losing all three fails either way', () => {
+    const ps = pairs(40, 0.3, 5);
+    const tiny = (lost: number): Pair[] => Array.from({ length: 3 }, (_, i) => ({
+      taskId: `s${i}`, category: 'small', seed: 1,
+      baseline: result({ taskHash: `s${i}`, reward: 1, success: 1, category: 'small' }),
+      candidate: result({ taskHash: `s${i}`, reward: i < lost ? 0 : 1, success: i < lost ? 0 : 1, category: 'small' }),
+    }));
+    const gate = (lost: number, significance: boolean) =>
+      checkGates(compare([...ps, ...tiny(lost)], BOOT), 'success', { ...GATES, category_significance: significance }).find((g) => g.gate === 'max_category_regression')!;
+    expect(gate(1, true)).toMatchObject({ passed: true });
+    expect(gate(1, true).detail).toContain('small');
+    const strict = gate(1, false);
+    expect(strict).toMatchObject({ passed: false });
+    expect(strict.value).toBeCloseTo(-1 / 3, 10);
+    expect(strict.detail).toContain('small -0.3333 [-1.0000, 0.0000] over 3 pair(s)');
+    const all = gate(3, true);
+    expect(all).toMatchObject({ passed: false, value: -1 });
+    expect(all.detail).toContain('CI wholly below 0: small -1.0000 [-1.0000, -1.0000]');
   });
 });

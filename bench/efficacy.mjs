@@ -9,7 +9,8 @@
 // and seeds, with its deploy gates; then the main recipe's candidate goes through deploy, and cycles
 // 2..K are whole cycles of it.
 // EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run),
-// EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes.
+// EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
+// (default 2, this machine's cores; more on a GPU).
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
@@ -36,6 +37,7 @@ const SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step
 const CYCLES = Number(process.env.EFFICACY_CYCLES ?? sz.cycles);
 const RECIPES = (process.env.EFFICACY_RECIPES ?? 'rft,dpo,grpo').split(',').filter(Boolean);
 const MAIN = process.env.EFFICACY_MAIN ?? 'rft';
+const CONCURRENCY = Number(process.env.EFFICACY_CONCURRENCY ?? 2);
 
 // Each recipe: its train keys and the loop's stages after collect.
 const RECIPE = {
@@ -52,7 +54,7 @@ function yaml(recipe, steps) {
     `  sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${sz.perSuite} }`).join(', ')}]`,
     `  split: { eval_fraction: ${sz.evalFraction} }`,
     'rewards: { weights: { exact: 1, numeric: 1 } }',
-    `collect: { split: train, concurrency: 2, samples_per_turn: ${sz.samples} }`,
+    `collect: { split: train, concurrency: ${CONCURRENCY}, samples_per_turn: ${sz.samples} }`,
     `train: { ${RECIPE[recipe].train}, epochs: ${sz.epochs}, learning_rate: 0.0002, batch_size: 4, seed: 1, gates: { min_examples: 1, min_categories: 1, min_clean_share: 0 } }`,
     'eval: { split: eval, seeds: 1, metric: success_rate, report: false }',
     `loop: { steps: [${steps.join(', ')}], min_new_traces: 1 }`,
@@ -107,7 +109,7 @@ async function cycle(load, label) {
   });
 }
 
-const results = { benchmark: 'efficacy', quick: args.quick, sizes: sz, suites: SUITES, cycles: CYCLES, main: MAIN, recipes: RECIPES, base: null, perCycle: [], ablation: [] };
+const results = { benchmark: 'efficacy', quick: args.quick, sizes: sz, concurrency: CONCURRENCY, suites: SUITES, cycles: CYCLES, main: MAIN, recipes: RECIPES, base: null, perCycle: [], ablation: [] };
 const jsonFile = args.out ?? path.join('bench-results', 'efficacy.json');
 const htmlFile = path.join(path.dirname(jsonFile), 'efficacy.html');
 // Written after every step, so a run stopped part-way still leaves what it measured.

@@ -19,10 +19,14 @@ export function trainerPython(env = process.env) {
   return path.join(env.MASSGEN_RL_VENV ?? path.join(cacheDir(env), 'venv'), 'bin', 'python');
 }
 
-/** Starts our server on `engine`; resolves with its `ready` event once it answers, rejects on `error` or exit. */
+/**
+ * Starts our server on `engine` (`llama.cpp:shared`: llama.cpp with `--kv-cache-layout shared`); resolves with its
+ * `ready` event once it answers, rejects on `error` or exit.
+ */
 export function startOurServer({ engine, modelDir, maxBatchSize, logFile }) {
-  const args = ['-m', 'massgen_rl_trainers.serve', '--model', modelDir, '--served-name', 'bench', '--engine', engine,
-    '--max-batch-size', String(maxBatchSize), '--port', '0'];
+  const [name, layout] = engine.split(':');
+  const args = ['-m', 'massgen_rl_trainers.serve', '--model', modelDir, '--served-name', 'bench', '--engine', name,
+    '--max-batch-size', String(maxBatchSize), '--port', '0', ...(layout ? ['--kv-cache-layout', layout] : [])];
   const env = { ...process.env, PYTHONPATH: TRAINERS, HF_HUB_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false', PYTHONUNBUFFERED: '1' };
   const child = spawnLogged(trainerPython(), args, env, logFile, 'pipe');
   const stop = stopper(child);

@@ -327,6 +327,51 @@ def test_bf16_logprobs_agree_with_the_trainer(reference):
 
 
 @needs_model
+def test_kv_cache_layouts_bound_the_context_per_sequence_or_by_the_pool():
+    """Per sequence (the default), each of the --max-batch-size sequences owns its share of the cells: that share
+    is the context a request gets, and n samples each hold their prompt; shared, one request may use the pool.
+    Greedy output is the same either way."""
+    if not llama_cpp_available():
+        pytest.skip("llama-cpp-python is not installed in this venv")
+    long_question = [{"role": "user", "content": "Repeat after me: " + "one two three four five " * 120}]
+    outputs = {}
+    for layout, context in (("per-sequence", 512), ("shared", 2048)):
+        srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--engine", "llama.cpp", "--max-batch-size", "4",
+                     "--kv-cache-tokens", "2048", "--kv-cache-layout", layout)
+        try:
+            _, models = srv.get("/v1/models")
+            assert models["data"][0]["max_model_len"] == context
+            status, payload = srv.post({"model": NAME, "messages": long_question, "max_tokens": 8, "temperature": 0})
+            if layout == "per-sequence":
+                assert status == 400 and payload["error"]["code"] == "context_length_exceeded", payload
+                assert "512" in payload["error"]["message"], payload
+            else:
+                assert status == 200 and payload["usage"]["prompt_tokens"] > 512, payload
+            # n samples, each in its own sequence (per sequence) or sharing one copy of the prompt (shared)
+            r = srv.chat(n=3, temperature=1.0, seed=11, max_tokens=12)
+            assert len(r["choices"]) == 3
+            outputs[layout] = (srv.chat(max_tokens=24)["choices"][0]["message"]["content"],
+                               [c["message"]["content"] for c in r["choices"]])
+            _, stats = srv.get("/stats")
+            assert stats["kv_cache_layout"] == layout and stats["running"] == 0 and stats["kv_reserved"] == 0, stats
+        finally:
+            srv.stop()
+    assert outputs["per-sequence"][0] == outputs["shared"][0]
+    assert outputs["per-sequence"][1][0] == outputs["shared"][1][0]  # the same seed, the same first sample
+
+
+def test_too_few_kv_cells_per_sequence_is_a_usage_error():
+    if not llama_cpp_available():
+        pytest.skip("llama-cpp-python is not installed in this venv")
+    env = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "massgen_rl_trainers.serve", "--model", str(MODEL_DIR), "--engine", "llama.cpp",
+                           "--max-batch-size", "32", "--kv-cache-tokens", "4096"], capture_output=True, text=True, env=env, timeout=120)
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert proc.returncode != 0 and events[-1]["event"] == "error", events
+    assert "128 cells" in events[-1]["message"] and "--kv-cache-layout shared" in events[-1]["message"], events[-1]
+
+
+@needs_model
 def test_tools_are_accepted_and_ignored(server: Server):
     tool = {"type": "function", "function": {"name": "calc", "description": "", "parameters": {"type": "object"}}}
     r = server.chat(tools=[tool], tool_choice="auto", max_tokens=4)

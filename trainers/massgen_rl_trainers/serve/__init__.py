@@ -3,12 +3,14 @@
     python -m massgen_rl_trainers.serve --model DIR [--served-name NAME] [--base DIR] [--adapter-name NAME]
         [--host H] [--port N] [--device auto|cpu|cuda] [--max-batch-size N] [--batch-window-ms MS]
         [--engine auto|llama.cpp|transformers|vllm] [--weights-type bf16|f16|f32|q8_0] [--threads N]
-        [--kv-cache-tokens N]
+        [--kv-cache-tokens N] [--kv-cache-layout per-sequence|shared]
 
 Engines: `auto` takes vLLM when it is installed and a CUDA GPU is present, else llama.cpp on the CPU when
 llama-cpp-python is installed (massgen-rl doctor --fix builds it), else transformers. llama.cpp serves a GGUF
 copy of the weights (bf16 by default; f32 reproduces the transformers engine's logprobs to ~1e-3) with
-continuous batching: a request joins the running batch at its next step. transformers batches requests
+continuous batching: a request joins the running batch at its next step. Its KV cache is split per sequence
+by default (each sequence's prompt and completion fit in --kv-cache-tokens / --max-batch-size cells, the
+context length the server reports); `shared` lets one request use the whole cache, at a slower decode. transformers batches requests
 that arrive together with the same sampling settings, and runs each batch to its end.
 
 Events on stdout (the JSON-lines protocol): `progress` while loading (stages `load`, `adapter`, `warmup`,

@@ -2,8 +2,12 @@
 many sequences in, the logits of the positions asked for out; sequences dropped from or copied within
 the KV cache; LoRA adapters (GGUF) set per decode.
 
-The KV cache is unified: every sequence draws from one pool of `n_ctx` cells, and a prompt copied to
-sibling sequences (n > 1) is stored once.
+The KV cache is laid out per sequence (the default) or shared. Per sequence, each of the `n_seq` sequences
+has its own `n_ctx / n_seq` cells and attends over those only; shared (llama.cpp's unified cache), every
+sequence draws from one pool of `n_ctx` cells and a prompt copied to sibling sequences (n > 1) is stored
+once, but every decoded token attends over the whole used range of the pool, masked, so a step's attention
+grows with the tokens of all running sequences: at 16 sequences of 120-token prompts on 2 cores, 292
+tokens/s shared against 394 per sequence (bf16).
 """
 
 from __future__ import annotations
@@ -57,7 +61,8 @@ def _silence(lib: Any) -> None:
 
 
 class LlamaContext:
-    def __init__(self, gguf: str, *, n_ctx: int, n_seq: int, n_batch: int, threads: int, kv_f32: bool = False) -> None:
+    def __init__(self, gguf: str, *, n_ctx: int, n_seq: int, n_batch: int, threads: int, kv_f32: bool = False,
+                 shared_kv: bool = False) -> None:
         lib = self.lib = _lib()
         _silence(lib)
         lib.llama_backend_init()
@@ -75,7 +80,7 @@ class LlamaContext:
         cparams.n_seq_max = n_seq
         cparams.n_threads = threads
         cparams.n_threads_batch = threads
-        cparams.kv_unified = True
+        cparams.kv_unified = shared_kv
         if kv_f32:  # exact f32 weights: an f32 KV cache and no flash attention (its CPU kernel rounds Q to f16)
             cparams.type_k = cparams.type_v = 0  # GGML_TYPE_F32
             cparams.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
@@ -85,6 +90,9 @@ class LlamaContext:
             lib.llama_model_free(self.model)
             raise ScriptError(f"llama.cpp could not create a context of {n_ctx} tokens for {n_seq} sequences")
         self.n_ctx = int(lib.llama_n_ctx(self.ctx))
+        self.shared_kv = shared_kv
+        # the cells one sequence can fill: the pool when shared, its own part of it otherwise
+        self.seq_cells = self.n_ctx if shared_kv else int(lib.llama_n_ctx_seq(self.ctx))
         self.n_batch = n_batch
         self.memory = lib.llama_get_memory(self.ctx)
         self.batch = lib.llama_batch_init(n_batch, 0, 1)

@@ -74,11 +74,13 @@ class LlamaEngine(ChatTokens):
         self.eos_ids = frozenset(i for i in eos if isinstance(i, int))
         if not self.eos_ids:
             raise ScriptError("the model defines no end-of-sequence token (eos_token_id)")
-        self.context_len = min(llama.n_ctx_train, llama.n_ctx)
+        # a request's prompt and completion must fit the cells of one sequence
+        self.context_len = min(llama.n_ctx_train, llama.seq_cells)
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.name, "weights": self.weight_type, "threads": self.threads, "gguf": str(self.gguf),
-                "kv_cache_tokens": self.llama.n_ctx}
+                "kv_cache_tokens": self.llama.n_ctx, "kv_cache_layout": "shared" if self.llama.shared_kv else "per-sequence",
+                "context_tokens": self.context_len}
 
 
 def default_threads() -> int:
@@ -86,12 +88,15 @@ def default_threads() -> int:
 
 
 def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, max_seqs: int, threads: int,
-                      on_progress: Callable[[str, str], None]) -> LlamaEngine:
+                      on_progress: Callable[[str, str], None], shared_kv: bool = False) -> LlamaEngine:
     import torch
     from transformers import AutoTokenizer
 
     from .llama_context import LlamaContext
 
+    if not shared_kv and kv_tokens // max_seqs < 256:
+        raise ScriptError(f"--kv-cache-tokens {kv_tokens} leaves each of the {max_seqs} sequences {kv_tokens // max_seqs} "
+                          "cells, fewer than 256; raise it, lower --max-batch-size or use --kv-cache-layout shared", kind="usage")
     # torch only samples here; its spinning worker threads would take the cores from llama.cpp's decode
     torch.set_num_threads(1)
 
@@ -108,7 +113,7 @@ def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, 
     if not tokenizer.chat_template:
         raise ScriptError(f"the tokenizer in {tokenizer_source} has no chat template")
     llama = LlamaContext(str(gguf), n_ctx=kv_tokens, n_seq=max_seqs, n_batch=512, threads=threads,
-                         kv_f32=weight_type == "f32")
+                         kv_f32=weight_type == "f32", shared_kv=shared_kv)
     if len(tokenizer) > llama.n_vocab:
         raise ScriptError(f"the tokenizer has {len(tokenizer)} tokens but the GGUF model {llama.n_vocab}")
     return LlamaEngine(llama, tokenizer, folder, source, gguf, weight_type, threads)

@@ -19,6 +19,7 @@ from .openai_api import ApiError
 from .vllm_backend import build_vllm_command, cuda_device_count, free_port, run_server_process, url_host, vllm_env, vllm_version
 
 DEVICES = ("auto", "cpu", "cuda")
+KV_LAYOUTS = ("per-sequence", "shared")
 
 
 @dataclass
@@ -38,7 +39,8 @@ class ServeArgs:
     engine: str = field(default="auto", metadata={"help": "auto (vLLM when installed and a GPU is present, else llama.cpp when installed, else transformers), llama.cpp, transformers or vllm."})
     weights_type: str = field(default="bf16", metadata={"help": "llama.cpp only: the GGUF weight type, bf16, f16, f32 or q8_0."})
     threads: int = field(default=0, metadata={"help": "llama.cpp only: CPU threads (0: every core this process may use)."})
-    kv_cache_tokens: int = field(default=32768, metadata={"help": "llama.cpp only: KV cache cells shared by all running sequences."})
+    kv_cache_tokens: int = field(default=32768, metadata={"help": "llama.cpp only: KV cache cells in all."})
+    kv_cache_layout: str = field(default="per-sequence", metadata={"help": "llama.cpp only: per-sequence (each of the --max-batch-size sequences has --kv-cache-tokens / --max-batch-size cells, the most its prompt and completion may take; faster) or shared (one pool: a single request may use every cell, n samples store their prompt once, but each token attends over the whole pool's used range)."})
     vllm_args: str | None = field(default=None, metadata={"help": "Extra arguments for vLLM's server (one shell-quoted string)."})
     startup_timeout_s: float = field(default=900.0, metadata={"help": "vLLM only: how long to wait for its /health."})
     log_requests: bool = field(default=True, metadata={"help": "Log one line per chat request on stderr."})
@@ -53,6 +55,8 @@ def _check(args: ServeArgs) -> None:
         raise ScriptError(f"--weights-type must be one of {', '.join(WEIGHT_TYPES)}, got {args.weights_type!r}", kind="usage")
     if args.threads < 0 or args.kv_cache_tokens < 256:
         raise ScriptError("--threads must not be negative and --kv-cache-tokens must be at least 256", kind="usage")
+    if args.kv_cache_layout not in KV_LAYOUTS:
+        raise ScriptError(f"--kv-cache-layout must be one of {', '.join(KV_LAYOUTS)}, got {args.kv_cache_layout!r}", kind="usage")
     if not 0 <= args.port <= 65535:
         raise ScriptError(f"--port must be between 0 and 65535, got {args.port}", kind="usage")
     if args.max_batch_size < 1 or args.default_max_tokens < 1:
@@ -108,6 +112,7 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
     engine, batcher = open_local_engine(kind, folder, max_seqs=args.max_batch_size, on_progress=progress,
                                         device=args.device, weights_type=args.weights_type,
                                         kv_tokens=args.kv_cache_tokens, threads=args.threads,
+                                        shared_kv=args.kv_cache_layout == "shared",
                                         window_s=args.batch_window_ms / 1000)
     app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)
     adapter_name = None

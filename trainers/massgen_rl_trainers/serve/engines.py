@@ -43,7 +43,7 @@ def choose_engine(engine: str, device: str, vllm: str | None, cuda_devices: int,
 
 
 def open_local_engine(kind: str, folder: Any, *, max_seqs: int, on_progress: Callable[[str, str], None],
-                      device: str = "cpu", weights_type: str = "bf16", kv_tokens: int = 32768, threads: int = 0,
+                      device: str = "cpu", weights_type: str = "bf16", kv_tokens: int = 0, threads: int = 0,
                       window_s: float = 0.0, shared_kv: bool = False) -> tuple[Any, Any]:
     """(engine, batcher, not started) for kind llama.cpp (continuous batching of up to max_seqs sequences) or
     transformers (micro-batches of up to max_seqs rows gathered for window_s)."""

@@ -83,6 +83,9 @@ class LlamaEngine(ChatTokens):
                 "context_tokens": self.context_len}
 
 
+DEFAULT_KV_TOKENS = 32768
+
+
 def default_threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
@@ -94,6 +97,8 @@ def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, 
 
     from .llama_context import LlamaContext
 
+    if not kv_tokens:  # automatic: per sequence, at least 2048 cells each
+        kv_tokens = DEFAULT_KV_TOKENS if shared_kv else max(DEFAULT_KV_TOKENS, 2048 * max_seqs)
     if not shared_kv and kv_tokens // max_seqs < 256:
         raise ScriptError(f"--kv-cache-tokens {kv_tokens} leaves each of the {max_seqs} sequences {kv_tokens // max_seqs} "
                           "cells, fewer than 256; raise it, lower --max-batch-size or use --kv-cache-layout shared", kind="usage")

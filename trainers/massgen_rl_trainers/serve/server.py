@@ -39,7 +39,7 @@ class ServeArgs:
     engine: str = field(default="auto", metadata={"help": "auto (vLLM when installed and a GPU is present, else llama.cpp when installed, else transformers), llama.cpp, transformers or vllm."})
     weights_type: str = field(default="bf16", metadata={"help": "llama.cpp only: the GGUF weight type, bf16, f16, f32 or q8_0."})
     threads: int = field(default=0, metadata={"help": "llama.cpp only: CPU threads (0: every core this process may use)."})
-    kv_cache_tokens: int = field(default=32768, metadata={"help": "llama.cpp only: KV cache cells in all."})
+    kv_cache_tokens: int = field(default=0, metadata={"help": "llama.cpp only: KV cache cells in all (0: 32768, or 2048 per sequence when --max-batch-size is above 16 and the layout is per-sequence)."})
     kv_cache_layout: str = field(default="per-sequence", metadata={"help": "llama.cpp only: per-sequence (each of the --max-batch-size sequences has --kv-cache-tokens / --max-batch-size cells, the most its prompt and completion may take; faster) or shared (one pool: a single request may use every cell, n samples store their prompt once, but each token attends over the whole pool's used range)."})
     vllm_args: str | None = field(default=None, metadata={"help": "Extra arguments for vLLM's server (one shell-quoted string)."})
     startup_timeout_s: float = field(default=900.0, metadata={"help": "vLLM only: how long to wait for its /health."})
@@ -53,8 +53,8 @@ def _check(args: ServeArgs) -> None:
         raise ScriptError(f"--engine must be one of {', '.join(ENGINES)}, got {args.engine!r}", kind="usage")
     if args.weights_type not in WEIGHT_TYPES:
         raise ScriptError(f"--weights-type must be one of {', '.join(WEIGHT_TYPES)}, got {args.weights_type!r}", kind="usage")
-    if args.threads < 0 or args.kv_cache_tokens < 256:
-        raise ScriptError("--threads must not be negative and --kv-cache-tokens must be at least 256", kind="usage")
+    if args.threads < 0 or 0 < args.kv_cache_tokens < 256 or args.kv_cache_tokens < 0:
+        raise ScriptError("--threads must not be negative and --kv-cache-tokens must be 0 (automatic) or at least 256", kind="usage")
     if args.kv_cache_layout not in KV_LAYOUTS:
         raise ScriptError(f"--kv-cache-layout must be one of {', '.join(KV_LAYOUTS)}, got {args.kv_cache_layout!r}", kind="usage")
     if not 0 <= args.port <= 65535:

@@ -56,8 +56,8 @@ class ContinuousBatcher(JobQueue):
         self.max_seqs = max_seqs
         self._free = list(range(max_seqs))
         # a heap: new rows take the lowest free ids, so the running ones stay contiguous from 0 as far as they can;
-        # with the KV cache per sequence a step over ids with gaps is ~30 % slower (llama.cpp builds its attention
-        # over the range of streams)
+        # with the KV cache per sequence, llama.cpp decodes a step over ids with a gap ~30 % slower than over
+        # contiguous ids (16 sequences: 43 against 33 ms), and one over scattered ids several times slower
         self._active: list[Job] = []
         self._reserved = 0
         self._steps = itertools.count(1)

@@ -15,9 +15,10 @@
 // Memory: VmHWM (peak) and VmRSS of the server process from /proc.
 //
 // Flags (besides --quick and --out): --engines A,B[,C…] (default transformers,llama.cpp; the first is "current",
-// the second "new"; `llama.cpp:shared` is llama.cpp with its KV cache shared by all sequences), --concurrency 1,4,16,32, --rounds N, --cell-seconds S, --sampled-at C (0: no sampled
-// cell), --no-reference; or (through run-bench) the env vars BENCH_SERVE_ENGINES, BENCH_SERVE_CONCURRENCY,
-// BENCH_SERVE_ROUNDS, BENCH_SERVE_CELL_S, BENCH_SERVE_SAMPLED_AT, BENCH_SERVE_REFERENCE=0.
+// the second "new"; `llama.cpp:shared` is llama.cpp with its KV cache shared by all sequences),
+// --concurrency 1,4,16,32, --rounds N, --cell-seconds S, --sampled-at C (0: no sampled cell), --no-reference; or
+// (through run-bench) the env vars BENCH_SERVE_ENGINES, BENCH_SERVE_CONCURRENCY, BENCH_SERVE_ROUNDS,
+// BENCH_SERVE_CELL_S, BENCH_SERVE_SAMPLED_AT, BENCH_SERVE_REFERENCE=0.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -41,6 +41,7 @@ class Job:
     first_step: int = 0
     peak_requests: int = 0
     peak_seqs: int = 0
+    reserved: int = 0  # KV cells set aside at admission, given back when the job ends
 
     def need(self, shared_kv: bool) -> int:
         """KV cells the job may fill: with a shared cache its n samples store their prompt once."""
@@ -75,7 +76,7 @@ class ContinuousBatcher(JobQueue):
         return {"batches": self.steps, "batch_sizes": {str(k): v for k, v in sorted(self.step_sizes.items())},
                 "queued": queued, "running": running, "busy": self.busy, "max_batch_size": self.max_seqs,
                 "batch_window_ms": 0, "continuous": True, "kv_cache_tokens": self.llama.n_ctx, "kv_reserved": reserved,
-                "kv_cache_layout": "shared" if self.llama.shared_kv else "per-sequence"}
+                "kv_cache_layout": self.llama.kv_layout}
 
     # -- the generation thread ----------------------------------------------------------------------
 
@@ -98,6 +99,7 @@ class ContinuousBatcher(JobQueue):
                                                     f"{self.max_seqs} sequences (--max-batch-size)", param="n"))
                     continue
                 self._pending.pop(0)
+                job.reserved = need
                 self._reserved += need
                 job.admitted = time.monotonic()
                 leader = None
@@ -189,7 +191,7 @@ class ContinuousBatcher(JobQueue):
     def _complete(self, job: Job) -> None:
         with self._cond:
             self._active.remove(job)
-            self._reserved -= job.need(self.llama.shared_kv)
+            self._reserved -= job.reserved
         finished = time.monotonic()
         job.result = [build_completion(self.engine, seq) for seq in job.seqs]
         job.info = BatchInfo(job.first_step, job.peak_requests, job.peak_seqs, (job.admitted - job.arrived) * 1000,
@@ -203,7 +205,7 @@ class ContinuousBatcher(JobQueue):
                     self._release(seq)
             with self._cond:
                 self._active.remove(job)
-                self._reserved -= job.need(self.llama.shared_kv)
+                self._reserved -= job.reserved
             self._finish(job, exc)
 
     @staticmethod

@@ -93,6 +93,7 @@ class LlamaContext:
         self.shared_kv = shared_kv
         # the cells one sequence can fill: the pool when shared, its own part of it otherwise
         self.seq_cells = self.n_ctx if shared_kv else int(lib.llama_n_ctx_seq(self.ctx))
+        self.kv_layout = "shared" if shared_kv else "per-sequence"
         self.n_batch = n_batch
         self.memory = lib.llama_get_memory(self.ctx)
         self.batch = lib.llama_batch_init(n_batch, 0, 1)

@@ -79,7 +79,7 @@ class LlamaEngine(ChatTokens):
 
     def describe(self) -> dict[str, Any]:
         return {"engine": self.name, "weights": self.weight_type, "threads": self.threads, "gguf": str(self.gguf),
-                "kv_cache_tokens": self.llama.n_ctx, "kv_cache_layout": "shared" if self.llama.shared_kv else "per-sequence",
+                "kv_cache_tokens": self.llama.n_ctx, "kv_cache_layout": self.llama.kv_layout,
                 "context_tokens": self.context_len}
 
 

@@ -53,7 +53,7 @@ def _check(args: ServeArgs) -> None:
         raise ScriptError(f"--engine must be one of {', '.join(ENGINES)}, got {args.engine!r}", kind="usage")
     if args.weights_type not in WEIGHT_TYPES:
         raise ScriptError(f"--weights-type must be one of {', '.join(WEIGHT_TYPES)}, got {args.weights_type!r}", kind="usage")
-    if args.threads < 0 or 0 < args.kv_cache_tokens < 256 or args.kv_cache_tokens < 0:
+    if args.threads < 0 or (args.kv_cache_tokens != 0 and args.kv_cache_tokens < 256):
         raise ScriptError("--threads must not be negative and --kv-cache-tokens must be 0 (automatic) or at least 256", kind="usage")
     if args.kv_cache_layout not in KV_LAYOUTS:
         raise ScriptError(f"--kv-cache-layout must be one of {', '.join(KV_LAYOUTS)}, got {args.kv_cache_layout!r}", kind="usage")

@@ -21,14 +21,19 @@ export function answerWords(text: string): string[] {
 export interface AnswerLine {
   /** The answer part, cleaned of markdown emphasis, quotes and a trailing period. */
   text: string;
-  /** How it was found: an explicit marker ("Final answer:", \boxed{}, "####", "answer is") or the last line. */
-  source: 'final_answer' | 'boxed' | 'hashes' | 'answer' | 'last_line' | 'empty';
+  /**
+   * How it was found: an explicit marker ("Final answer:", \boxed{}, "####", "answer is"), the last line, or a
+   * line that ends on a quoted value it states (`The first letter of "egg" is "e".` → `e`).
+   */
+  source: 'final_answer' | 'boxed' | 'hashes' | 'answer' | 'last_line' | 'quoted' | 'empty';
 }
 
 const FINAL_MARKER = /\bfinal\s+answer\b[*_\s]*(?:(?:is|would be|will be)\b[*_\s:]*|[:=：][*_\s]*)/gi;
 const ANSWER_MARKER = /\b(?:answer|result)\b[*_\s]*(?:(?:is|would be|will be)\b[*_\s:]*|[:=：][*_\s]*)/gi;
 const HASHES = /^[ \t]*####[ \t]*/gm;
 const BOXED = /\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}/g;
+// A line ending on `is "X"` (or are/was/=/:) states X; double or guillemet quotes only, since an apostrophe opens no quote.
+const STATED = /(?:\b(?:is|are|was|becomes)|[=:：])\s*["“«]([^"“”«»\n]{1,80})["”»][\s.!]*$/u;
 
 /**
  * Finds the final answer in a free-form reply. Priority: the last "Final answer:" (or "final answer
@@ -39,15 +44,21 @@ export function findAnswerLine(text: string | null | undefined): AnswerLine {
   const s = (text ?? '').replace(/\r\n?/g, '\n');
   if (!s.trim()) return { text: '', source: 'empty' };
   const final = afterLastMarker(s, FINAL_MARKER);
-  if (final !== null) return { text: clean(final), source: 'final_answer' };
+  if (final !== null) return stated(clean(final), 'final_answer');
   const boxed = [...s.matchAll(BOXED)].at(-1);
   if (boxed) return { text: clean(boxed[1] ?? ''), source: 'boxed' };
   const hashes = afterLastMarker(s, HASHES);
   if (hashes !== null) return { text: clean(hashes), source: 'hashes' };
   const answer = afterLastMarker(s, ANSWER_MARKER);
-  if (answer !== null) return { text: clean(answer), source: 'answer' };
+  if (answer !== null) return stated(clean(answer), 'answer');
   const lines = s.split('\n').filter((l) => l.trim());
-  return { text: clean(lines.at(-1) ?? ''), source: 'last_line' };
+  return stated(clean(lines.at(-1) ?? ''), 'last_line');
+}
+
+/** A line that ends on a quoted value it states gives that value; any other line is the answer as it is. */
+function stated(text: string, source: AnswerLine['source']): AnswerLine {
+  const quoted = STATED.exec(text)?.[1]?.trim();
+  return quoted ? { text: quoted, source: 'quoted' } : { text, source };
 }
 
 /** The final answer of a reply (see findAnswerLine); '' for an empty reply. */

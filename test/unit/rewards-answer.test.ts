@@ -50,6 +50,8 @@ describe('exact', () => {
     expect(await rolloutValue(exactReward, 'It is in Île-de-France.\nFinal answer: PARIS', textTask)).toBe(1);
     expect(await rolloutValue(exactReward, 'The answer is Paris.', textTask)).toBe(1);
     expect(await rolloutValue(exactReward, 'Paris, I think, or Lyon', textTask)).toBe(0);
+    expect(await rolloutValue(exactReward, 'The capital of France is "Paris".', textTask)).toBe(1);
+    expect(await rolloutValue(exactReward, 'The capital is "Lyon", not Paris.', textTask)).toBe(0);
     expect(await rolloutValue(exactReward, '', textTask)).toBe(0);
     expect(await rolloutValue(exactReward, '42.0')).toBe(0);
   });

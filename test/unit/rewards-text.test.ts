@@ -33,6 +33,11 @@ describe('extractFinalAnswer', () => {
     ['just one line.', 'just one line'],
     ['Answer: 5\nActually, answer: 6', '6'],
     ['final answer is snake_case_word', 'snake_case_word'],
+    ['The first letter of the word "egg" is "e".', 'e'],
+    ['Final answer: the reversed word is “god”', 'god'],
+    ['So 3 hours = "180 minutes"', '180 minutes'],
+    ['The word "dog" is a classic example.', 'The word "dog" is a classic example'],
+    ["It's \"cat\" and 'dog'", "It's \"cat\" and 'dog'"],
   ])('%j → %j', (text, expected) => {
     expect(extractFinalAnswer(text)).toBe(expected);
   });
@@ -46,6 +51,7 @@ describe('extractFinalAnswer', () => {
     expect(findAnswerLine('The answer is 3').source).toBe('answer');
     expect(findAnswerLine('3').source).toBe('last_line');
     expect(findAnswerLine('Final answer:').source).toBe('last_line');
+    expect(findAnswerLine('The last letter of "rug" is "g".').source).toBe('quoted');
   });
 });
 

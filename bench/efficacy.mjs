@@ -10,7 +10,8 @@
 // 2..K are whole cycles of it.
 // EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run),
 // EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
-// (default 2, this machine's cores; more on a GPU).
+// (default 2, this machine's cores; more on a GPU); EFFICACY_DIFFICULTY one level (0–3) for every suite (default:
+// each suite's default level).
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
@@ -38,6 +39,7 @@ const CYCLES = Number(process.env.EFFICACY_CYCLES ?? sz.cycles);
 const RECIPES = (process.env.EFFICACY_RECIPES ?? 'rft,dpo,grpo').split(',').filter(Boolean);
 const MAIN = process.env.EFFICACY_MAIN ?? 'rft';
 const CONCURRENCY = Number(process.env.EFFICACY_CONCURRENCY ?? 2);
+const DIFFICULTY = process.env.EFFICACY_DIFFICULTY === undefined ? null : Number(process.env.EFFICACY_DIFFICULTY);
 
 // Each recipe: its train keys and the loop's stages after collect.
 const RECIPE = {
@@ -51,7 +53,7 @@ function yaml(recipe, steps) {
   // No `agents`: the embedded default team, as a new user runs it.
   return [
     'tasks:',
-    `  sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${sz.perSuite} }`).join(', ')}]`,
+    `  sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${sz.perSuite}${DIFFICULTY === null ? '' : `, difficulty: ${DIFFICULTY}`} }`).join(', ')}]`,
     `  split: { eval_fraction: ${sz.evalFraction} }`,
     'rewards: { weights: { exact: 1, numeric: 1 } }',
     `collect: { split: train, concurrency: ${CONCURRENCY}, samples_per_turn: ${sz.samples} }`,
@@ -109,7 +111,7 @@ async function cycle(load, label) {
   });
 }
 
-const results = { benchmark: 'efficacy', quick: args.quick, sizes: sz, concurrency: CONCURRENCY, suites: SUITES, cycles: CYCLES, main: MAIN, recipes: RECIPES, base: null, perCycle: [], ablation: [] };
+const results = { benchmark: 'efficacy', quick: args.quick, sizes: sz, concurrency: CONCURRENCY, difficulty: DIFFICULTY, suites: SUITES, cycles: CYCLES, main: MAIN, recipes: RECIPES, base: null, perCycle: [], ablation: [] };
 const jsonFile = args.out ?? path.join('bench-results', 'efficacy.json');
 const htmlFile = path.join(path.dirname(jsonFile), 'efficacy.html');
 // Written after every step, so a run stopped part-way still leaves what it measured.

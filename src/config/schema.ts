@@ -6,7 +6,7 @@ export const SERVE_ENGINES = ['auto', 'llama.cpp', 'transformers', 'vllm'] as co
 
 export const BUILTIN_SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'] as const;
 /** A built-in suite's difficulty levels: 1 easier than the original tasks, 2 the original tasks, 3 harder. */
-export const DIFFICULTIES = [1, 2, 3] as const;
+export const DIFFICULTIES = [0, 1, 2, 3] as const;
 export const REWARD_FAMILIES = [
   'exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains',
   'judge', 'coordination', 'voting', 'tool', 'peer_vote', 'custom', 'human',
@@ -165,8 +165,8 @@ const taskSource = z.union([
     suite: z.enum(BUILTIN_SUITES),
     n: count(MAX_TASKS).default(50),
     seed: seed.default(1),
-    difficulty: z.literal(DIFFICULTIES, { error: 'must be 1, 2 or 3' }).optional()
-      .describe('1: easier than the original tasks, 2: the original tasks, 3: harder (default: the suite\'s default level; `massgen-rl tasks` lists each suite\'s levels)'),
+    difficulty: z.literal(DIFFICULTIES, { error: 'must be 0, 1, 2 or 3' }).optional()
+      .describe('0: the easiest (within the bundled model\'s reach), 1: easier than the original tasks, 2: the original tasks, 3: harder (default: the suite\'s default level; `massgen-rl tasks` lists each suite\'s levels)'),
   }),
   z.strictObject({ file: z.string().min(1) }),
 ]);
@@ -320,7 +320,7 @@ const train = z.strictObject({
 const evaluation = z.strictObject({
   split: z.enum(['train', 'eval', 'all']).default('eval'),
   n: count(MAX_TASKS).optional().describe('tasks per evaluation (default: every task of the split)'),
-  tasks: z.string().min(1).optional().describe('a built-in suite (or <suite>@<difficulty 1–3>) or a task file to evaluate on, instead of tasks.sources'),
+  tasks: z.string().min(1).optional().describe('a built-in suite (or <suite>@<difficulty 0–3>) or a task file to evaluate on, instead of tasks.sources'),
   seeds: count(100).default(1).describe('sampling seeds per task: baseline and candidate run on the same tasks and seeds'),
   concurrency: count(MAX_CONCURRENCY).optional().describe('orchestrations at a time (default collect.concurrency)'),
   metric: z.enum(['mean_reward', 'success_rate']).default('mean_reward').describe('the primary metric: wins, gates and the headline difference'),

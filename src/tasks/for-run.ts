@@ -44,7 +44,7 @@ function suiteSpec(spec: string): { suite: (typeof BUILTIN_SUITES)[number]; diff
   const difficulty = DIFFICULTIES.find((d) => String(d) === level);
   // A file may be called arithmetic@x.
   if (difficulty === undefined && present(path.resolve(spec))) return undefined;
-  if (difficulty === undefined) throw new UserError(`--tasks ${spec}: difficulty must be 1, 2 or 3 (${suite}@1, ${suite}@2, ${suite}@3)`);
+  if (difficulty === undefined) throw new UserError(`--tasks ${spec}: difficulty must be 0, 1, 2 or 3 (${DIFFICULTIES.map((d) => `${suite}@${d}`).join(', ')})`);
   return { suite, difficulty };
 }
 
@@ -62,6 +62,6 @@ function sourcesFor(base: RLConfig['tasks'], spec: string | undefined, n: number
     return { ...base, sources: [{ ...named, n: generated, seed: 1 }] };
   }
   const file = path.resolve(spec);
-  if (!present(file)) throw new UserError(`--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}, each also as <suite>@<difficulty 1–3>) and no such file`);
+  if (!present(file)) throw new UserError(`--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}, each also as <suite>@<difficulty 0–3>) and no such file`);
   return { ...base, sources: [{ file }] };
 }

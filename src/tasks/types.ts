@@ -23,8 +23,8 @@ export interface SplitTask extends Task {
   split: Split;
 }
 
-/** A built-in suite's difficulty: 1 easier than the original tasks, 2 the original tasks, 3 harder. */
-export type Difficulty = 1 | 2 | 3;
+/** A built-in suite's difficulty: 0 the easiest (within the bundled model's reach), 1 easier than the original tasks, 2 the original tasks, 3 harder. */
+export type Difficulty = 0 | 1 | 2 | 3;
 
 export interface SuiteLevel {
   level: Difficulty;

@@ -24,7 +24,7 @@ describe('massgen-rl tasks', () => {
     expect(text.stdout).toMatch(/2 \(default\) +│ 2–4 steps/);
     const json = await runCli(['--json', 'tasks'], { cwd: dir });
     const parsed = JSON.parse(json.stdout) as ReturnType<typeof describeSuites>;
-    expect(parsed.flatMap((s) => s.levels.map((l) => l.heldOut))).toEqual(Array(12).fill({}));
+    expect(parsed.flatMap((s) => s.levels.map((l) => l.heldOut))).toEqual(Array(16).fill({}));
     const bad = await runCli(['tasks'], { cwd: tempDir({ 'massgen-rl.yaml': 'tasks:\n  split: { holdout_templates: 2 }\n' }) });
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('tasks.split.holdout_templates');

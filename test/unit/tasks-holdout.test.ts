@@ -8,7 +8,7 @@ const SALT = 'massgen-rl';
 const md = (t: { metadata: Record<string, unknown> }) => t.metadata as Record<string, any>;
 const tasksConfig = (sources: TasksConfig['sources'], split: Partial<TasksConfig['split']> = {}): TasksConfig =>
   configSchema.parse({ tasks: { sources, split } }).tasks;
-const LEVELS = BUILTIN_SUITES.flatMap((suite) => ([1, 2, 3] as const).map((difficulty) => [suite, difficulty] as const));
+const LEVELS = BUILTIN_SUITES.flatMap((suite) => ([0, 1, 2, 3] as const).map((difficulty) => [suite, difficulty] as const));
 
 describe('heldOutTemplates', () => {
   it('holds out about the fraction of each kind\'s templates, lowest hash first, and always leaves one for train', () => {
@@ -108,9 +108,9 @@ describe('config validation', () => {
   });
 
   it('names tasks.sources[i].difficulty for a level that does not exist', () => {
-    for (const bad of ['4', '0', '"1"', '1.5']) {
+    for (const bad of ['4', '-1', '"1"', '1.5']) {
       expect(configIssues(`tasks:\n  sources:\n    - suite: multi_step\n    - { suite: arithmetic, difficulty: ${bad} }\n`)).toEqual([
-        expect.stringMatching(/^tasks\.sources\[1\]\.difficulty: must be 1, 2 or 3 \(massgen-rl\.yaml:4:\d+\)$/),
+        expect.stringMatching(/^tasks\.sources\[1\]\.difficulty: must be 0, 1, 2 or 3 \(massgen-rl\.yaml:4:\d+\)$/),
       ]);
     }
     expect(configIn('tasks:\n  sources:\n    - { suite: multi_step, difficulty: 1 }\n').config.tasks.sources).toEqual([{ suite: 'multi_step', n: 50, seed: 1, difficulty: 1 }]);

@@ -89,23 +89,23 @@ it('a store holding an original task accepts it regenerated at level 2', () => {
 });
 
 describe('levels and defaults', () => {
-  it('lists three levels per suite, each described, and defaults to the suite\'s named default level', () => {
+  it('lists four levels per suite, each described, and defaults to the suite\'s named default level', () => {
     const defaults = { arithmetic: ARITHMETIC_DEFAULT_LEVEL, unit_conversion: UNIT_CONVERSION_DEFAULT_LEVEL, string_transform: STRING_TRANSFORM_DEFAULT_LEVEL, multi_step: MULTI_STEP_DEFAULT_LEVEL };
     for (const [name, suite] of Object.entries(SUITES)) {
-      expect(suite.levels.map((l) => l.level)).toEqual([1, 2, 3]);
+      expect(suite.levels.map((l) => l.level)).toEqual([0, 1, 2, 3]);
       for (const l of suite.levels) expect(l.describe.length).toBeGreaterThan(20);
-      expect(new Set(suite.levels.map((l) => l.describe)).size).toBe(3);
+      expect(new Set(suite.levels.map((l) => l.describe)).size).toBe(4);
       expect(suite.defaultLevel).toBe(defaults[name as keyof typeof defaults]);
       expect(suite.generate(5, 3)).toEqual(suite.generate(5, 3, { difficulty: suite.defaultLevel }));
     }
   });
 
   it('refuses a level that does not exist', () => {
-    expect(() => getSuite('arithmetic').generate(1, 1, { difficulty: 4 as Difficulty })).toThrow('suite arithmetic: difficulty must be 1, 2 or 3, got 4');
+    expect(() => getSuite('arithmetic').generate(1, 1, { difficulty: 4 as Difficulty })).toThrow('suite arithmetic: difficulty must be 0, 1, 2 or 3, got 4');
   });
 });
 
-describe.each(BUILTIN_SUITES.flatMap((name) => [1, 3].map((level) => [name, level as Difficulty] as const)))('suite %s, level %i', (name, level) => {
+describe.each(BUILTIN_SUITES.flatMap((name) => [0, 1, 3].map((level) => [name, level as Difficulty] as const)))('suite %s, level %i', (name, level) => {
   const tasks = at(name, level);
   const templates = getSuite(name).templates(level);
 
@@ -116,11 +116,13 @@ describe.each(BUILTIN_SUITES.flatMap((name) => [1, 3].map((level) => [name, leve
     expect(at(name, level, 25, 2).map((t) => t.prompt)).not.toEqual(tasks.slice(0, 25).map((t) => t.prompt));
     const original = getSuite(name).generate(SAMPLE, 1);
     const other = at(name, level === 1 ? 3 : 1);
+    const easiest = at(name, level === 0 ? 1 : 0);
     const prompts = new Set(tasks.map((t) => t.prompt));
     expect(original.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
     expect(other.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
+    expect(easiest.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
     const ids = new Set(tasks.map((t) => t.id));
-    expect([...original, ...other].some((t) => ids.has(t.id))).toBe(false);
+    expect([...original, ...other, ...easiest].some((t) => ids.has(t.id))).toBe(false);
   });
 
   it('tags each task with its level and a template of its kind, and uses every template', () => {
@@ -138,12 +140,60 @@ describe.each(BUILTIN_SUITES.flatMap((name) => [1, 3].map((level) => [name, leve
 
 describe('every kind with more than one template names its template, at every level', () => {
   it.each(BUILTIN_SUITES)('%s', (name) => {
-    for (const level of [1, 2, 3] as const) {
+    for (const level of [0, 1, 2, 3] as const) {
       const templates = getSuite(name).templates(level);
       for (const t of at(name, level)) {
         if (templates[md(t).kind]!.length > 1) expect(templates[md(t).kind]).toContain(String(md(t).template));
         else expect(templates[md(t).kind]).toHaveLength(1);
       }
+    }
+  });
+});
+
+describe('level 0 answers, recomputed from metadata', () => {
+  it('arithmetic: one +, − or × of single digits, as a bare expression', () => {
+    for (const t of at('arithmetic', 0)) {
+      const { operation, operands: [a, b] } = md(t);
+      expect(t.reference).toBe(String(({ add: a + b, subtract: a - b, multiply: a * b } as Record<string, number>)[operation]));
+      expect(Number(t.reference)).toBeGreaterThan(0);
+      expect(Math.max(a, b)).toBeLessThanOrEqual(9);
+      expect(numbersIn(t.prompt).sort()).toEqual([a, b].sort());
+    }
+  });
+
+  it('unit_conversion: 2–9 units times the factor the prompt states', () => {
+    for (const t of at('unit_conversion', 0)) {
+      const { from, to, value, factor } = md(t);
+      expect(value).toBeGreaterThanOrEqual(2);
+      expect(value).toBeLessThanOrEqual(9);
+      expect(t.reference).toBe(String(value * factor));
+      expect(t.prompt).toContain(`1 ${from} = ${factor} ${to}`);
+    }
+  });
+
+  it('string_transform: the first or last letter of a short word, or the longer of two words', () => {
+    for (const t of at('string_transform', 0)) {
+      const { operation, input } = md(t);
+      const words = String(input).split(' ');
+      const expected = { first_letter: input[0], last_letter: input.at(-1), longer_word: [...words].sort((x, y) => y.length - x.length)[0] }[operation as string];
+      expect(t.reference).toBe(expected);
+      for (const w of words) expect(t.prompt).toContain(`"${w}"`);
+      if (operation === 'longer_word') expect(words[0]!.length).not.toBe(words[1]!.length);
+    }
+  });
+
+  it('multi_step: two additions or subtractions of small numbers', () => {
+    const apply: Record<string, (v: Record<string, number>) => number> = {
+      gain_then_lose: (v) => v.a! + v.b! - v.c!,
+      three_days: (v) => v.a! + v.b! + v.c!,
+      two_leave: (v) => v.a! - v.b! - v.c!,
+    };
+    for (const t of at('multi_step', 0)) {
+      const { scenario, values, steps } = md(t);
+      expect(steps).toBe(2);
+      expect(t.reference).toBe(String(apply[scenario]!(values)));
+      expect(Number(t.reference)).toBeGreaterThan(0);
+      for (const v of Object.values(values as Record<string, number>)) expect(numbersIn(t.prompt)).toContain(v);
     }
   });
 });
@@ -261,7 +311,7 @@ describe('--tasks SUITE@DIFFICULTY', () => {
 
   it('runs that level of the suite, enough tasks for --n in the split', () => {
     for (const suite of BUILTIN_SUITES) {
-      for (const level of [1, 2, 3] as const) {
+      for (const level of [0, 1, 2, 3] as const) {
         const tasks = tasksForRun(base, '.', { spec: `${suite}@${level}`, n: 30, split: 'train' });
         expect(tasks).toHaveLength(30);
         expect(tasks.every((t) => t.id.startsWith(level === 2 ? `suite:${suite}:1:` : `suite:${suite}@${level}:1:`))).toBe(true);
@@ -271,8 +321,8 @@ describe('--tasks SUITE@DIFFICULTY', () => {
   });
 
   it('names the levels for one that does not exist, unless a file has that name', () => {
-    expect(() => tasksForRun(base, '.', { spec: 'multi_step@4', split: 'all' })).toThrow('--tasks multi_step@4: difficulty must be 1, 2 or 3 (multi_step@1, multi_step@2, multi_step@3)');
-    expect(() => tasksForRun(base, '.', { spec: 'algebra@1', split: 'all' })).toThrow(/--tasks algebra@1: not a built-in suite \(.*<suite>@<difficulty 1–3>\) and no such file/);
+    expect(() => tasksForRun(base, '.', { spec: 'multi_step@4', split: 'all' })).toThrow('--tasks multi_step@4: difficulty must be 0, 1, 2 or 3 (multi_step@0, multi_step@1, multi_step@2, multi_step@3)');
+    expect(() => tasksForRun(base, '.', { spec: 'algebra@1', split: 'all' })).toThrow(/--tasks algebra@1: not a built-in suite \(.*<suite>@<difficulty 0–3>\) and no such file/);
     const dir = tempDir({ 'arithmetic@x.jsonl': '{"id": "a", "prompt": "p"}\n' });
     const cwd = process.cwd();
     try {

@@ -20,7 +20,7 @@ export const registerCollect: Register = (program, ctx) => {
   program
     .command('collect')
     .description('run tasks through the agent team and record scored traces')
-    .option('--tasks <file|suite>', 'a task file (JSONL/YAML) or a built-in suite (SUITE, or SUITE@DIFFICULTY: 1–3), instead of tasks.sources')
+    .option('--tasks <file|suite>', 'a task file (JSONL/YAML) or a built-in suite (SUITE, or SUITE@DIFFICULTY: 0–3), instead of tasks.sources')
     .option('--n <n>', 'number of tasks')
     .option('--concurrency <c>', 'orchestrations at a time (default collect.concurrency)')
     .addOption(new Option('--split <split>', 'which split of the tasks').choices(['train', 'eval', 'all']))

@@ -22,7 +22,7 @@ export const registerEval: Register = (program, ctx) => {
     .description('evaluate a candidate against production: same tasks and sampling seeds, paired statistics, deploy gates, HTML report')
     .option('--candidate <spec>', 'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest trained candidate)')
     .option('--baseline <spec>', 'what to compare against (default: production)')
-    .option('--tasks <file|suite>', 'a task file (JSONL/YAML) or a built-in suite (SUITE, or SUITE@DIFFICULTY: 1–3), instead of eval.tasks / tasks.sources')
+    .option('--tasks <file|suite>', 'a task file (JSONL/YAML) or a built-in suite (SUITE, or SUITE@DIFFICULTY: 0–3), instead of eval.tasks / tasks.sources')
     .addOption(new Option('--split <split>', 'which split of the tasks (default eval.split)').choices(['train', 'eval', 'all']))
     .option('--n <n>', 'number of tasks')
     .option('--seeds <k>', 'sampling seeds per task (default eval.seeds)')

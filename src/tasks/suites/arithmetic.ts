@@ -1,6 +1,7 @@
 import type { Rng } from '../prng.js';
 import type { Difficulty } from '../types.js';
 import { ASK_NUMBER, defineSuite, type GeneratedTask } from './define.js';
+import { ARITHMETIC_STARTER } from './starter-levels.js';
 import { ITEMS, NAMES } from './vocab.js';
 
 type Operation = 'add' | 'subtract' | 'multiply' | 'divide';
@@ -44,7 +45,7 @@ interface Ranges {
   divide: [Range, Range];
 }
 
-const RANGES: Record<Difficulty, Ranges> = {
+const RANGES: Record<Exclude<Difficulty, 0>, Ranges> = {
   1: { add: [[1, 9], [1, 9]], subtract: [[3, 9], 1], multiply: [[2, 9], [2, 5]], divide: [[2, 5], [2, 5]] },
   2: { add: [[2, 99], [2, 99]], subtract: [[10, 99], 2], multiply: [[2, 12], [2, 15]], divide: [[2, 12], [2, 15]] },
   3: { add: [[100, 999], [100, 999]], subtract: [[200, 999], 100], multiply: [[11, 99], [3, 9]], divide: [[3, 9], [11, 99]] },
@@ -91,13 +92,14 @@ const make = (ranges: Ranges) => (rng: Rng): GeneratedTask => {
 export const ARITHMETIC_DEFAULT_LEVEL: Difficulty = 2;
 
 const templates = Object.fromEntries((Object.keys(KIND) as Operation[]).map((op) => [KIND[op], TEMPLATES[op].map((_, i) => String(i))]));
-const level = (describe: string, d: Difficulty) => ({ describe, templates, make: make(RANGES[d]) });
+const level = (describe: string, d: Exclude<Difficulty, 0>) => ({ describe, templates, make: make(RANGES[d]) });
 
 export const arithmetic = defineSuite({
   name: 'arithmetic',
   describe: 'one-step word problems with small integers (+ − × ÷, integer results)',
   defaultLevel: ARITHMETIC_DEFAULT_LEVEL,
   levels: {
+    0: { describe: 'one +, − or × of single digits, written as a bare expression (What is 4 + 3?)', ...ARITHMETIC_STARTER },
     1: level('single-digit operands: sums and differences of 1–9, products up to 9 × 5, quotients up to 25 ÷ 5', 1),
     2: level('operands up to 99 for + and −, up to 12 × 15, quotients up to 180 ÷ 12', 2),
     3: level('3-digit + and −, 2-digit × 1-digit, up to 3-digit ÷ 1-digit with a 2-digit quotient', 3),

@@ -1,3 +1,4 @@
+import { DIFFICULTIES } from '../../config/schema.js';
 import { Rng } from '../prng.js';
 import type { AnswerType, Difficulty, Task, TaskSuite, TemplatesByKind } from '../types.js';
 
@@ -60,13 +61,13 @@ export function defineSuite(spec: SuiteSpec): TaskSuite {
   const { name } = spec;
   const levelOf = (difficulty: Difficulty = spec.defaultLevel): LevelSpec => {
     const level = Object.hasOwn(spec.levels, difficulty) ? spec.levels[difficulty] : undefined;
-    if (!level) throw new RangeError(`suite ${name}: difficulty must be 1, 2 or 3, got ${String(difficulty)}`);
+    if (!level) throw new RangeError(`suite ${name}: difficulty must be 0, 1, 2 or 3, got ${String(difficulty)}`);
     return level;
   };
   return {
     name,
     describe: spec.describe,
-    levels: ([1, 2, 3] as const).map((level) => ({ level, describe: spec.levels[level].describe })),
+    levels: DIFFICULTIES.map((level) => ({ level, describe: spec.levels[level].describe })),
     defaultLevel: spec.defaultLevel,
     templates: (difficulty) => levelOf(difficulty).templates,
     generate(n, seed, opts = {}): Task[] {

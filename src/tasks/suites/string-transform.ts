@@ -3,6 +3,7 @@ import type { Difficulty } from '../types.js';
 import { ASK_NUMBER, ASK_STRING, defineSuite, type GeneratedTask } from './define.js';
 import { BASIC_TEMPLATES, makeBasic } from './string-basics.js';
 import { OPERATIONS, uniqueLetters } from './string-operations.js';
+import { STRINGS_STARTER } from './starter-levels.js';
 import { LONG_WORDS, WORDS } from './vocab.js';
 
 // Words with a repeated letter make remove_duplicates worth asking.
@@ -41,6 +42,7 @@ export const stringTransform = defineSuite({
   describe: 'exact string manipulations: reverse, uppercase, count vowels or a letter, sort letters, remove duplicates, …',
   defaultLevel: STRING_TRANSFORM_DEFAULT_LEVEL,
   levels: {
+    0: { describe: 'the first or the last letter of a 3–4 letter word, or which of two words is longer', ...STRINGS_STARTER },
     1: { describe: 'one 3–4 letter word: uppercase it, reverse a 3-letter word, count its letters, name its last letter', templates: BASIC_TEMPLATES, make: makeBasic },
     2: { describe: 'nine operations on a 4–7 letter word or a phrase of 2–4 words', templates: templatesOf(() => 1), make: make(2) },
     3: { describe: 'the same nine operations on 8–10 letter words or phrases of 4–6 words, in two phrasings', templates: templatesOf((n) => n), make: make(3) },

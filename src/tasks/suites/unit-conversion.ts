@@ -2,6 +2,7 @@ import type { Rng } from '../prng.js';
 import type { Difficulty } from '../types.js';
 import { ASK_NUMBER, defineSuite, sameTemplates, type GeneratedTask } from './define.js';
 import { makeMetricStep, METRIC_DIMENSIONS } from './metric-steps.js';
+import { UNITS_STARTER } from './starter-levels.js';
 import { conversionQuestion, convertTemperature, LINEAR_UNITS, TEMPERATURE_HINT, TEMPERATURE_UNITS, type Dimension, type Unit } from './units.js';
 
 type AnyDimension = Dimension | 'temperature';
@@ -82,6 +83,7 @@ export const unitConversion = defineSuite({
   describe: 'length, mass, time, volume and temperature conversions with a stated rounding',
   defaultLevel: UNIT_CONVERSION_DEFAULT_LEVEL,
   levels: {
+    0: { describe: '2–9 of a unit into a smaller one, multiplying by the factor stated first (1 hour = 60 minutes. How many minutes are in 3 hours?)', ...UNITS_STARTER },
     1: { describe: 'one metric step of 10, 100 or 1000 (km → m, g → kg, mL → L, …) on 1–9 whole units, the factor stated', templates: sameTemplates(METRIC_DIMENSIONS, 3), make: makeMetricStep },
     2: { describe: 'any two units of a dimension, sometimes a decimal value, rounded as stated', templates, make: makeRounded((rng, _d, units) => rng.sample(units, 2) as [Unit, Unit], 0.3) },
     3: { describe: 'two-step conversions (miles → meters, inches → feet, seconds → days, °F → K), more decimal values', templates, make: makeRounded((rng, d) => rng.pick(CHAINED[d]), 0.5) },

@@ -182,17 +182,21 @@ describe('level 0 answers, recomputed from metadata', () => {
     }
   });
 
-  it('multi_step: two additions or subtractions of small numbers', () => {
-    const apply: Record<string, (v: Record<string, number>) => number> = {
-      gain_then_lose: (v) => v.a! + v.b! - v.c!,
-      three_days: (v) => v.a! + v.b! + v.c!,
-      two_leave: (v) => v.a! - v.b! - v.c!,
+  it('multi_step: word problems of one or two additions or subtractions of small numbers', () => {
+    const apply: Record<string, [steps: number, (v: Record<string, number>) => number]> = {
+      gain_then_lose: [2, (v) => v.a! + v.b! - v.c!],
+      together: [1, (v) => v.a! + v.b!],
+      give_away: [1, (v) => v.a! - v.b!],
     };
-    for (const t of at('multi_step', 0)) {
+    const tasks = at('multi_step', 0);
+    expect(new Set(tasks.map((t) => md(t).scenario))).toEqual(new Set(Object.keys(apply)));
+    for (const t of tasks) {
       const { scenario, values, steps } = md(t);
-      expect(steps).toBe(2);
-      expect(t.reference).toBe(String(apply[scenario]!(values)));
+      const [expectedSteps, answer] = apply[scenario]!;
+      expect(steps).toBe(expectedSteps);
+      expect(t.reference).toBe(String(answer(values)));
       expect(Number(t.reference)).toBeGreaterThan(0);
+      for (const v of Object.values(values as Record<string, number>)) expect(v).toBeLessThanOrEqual(9);
       for (const v of Object.values(values as Record<string, number>)) expect(numbersIn(t.prompt)).toContain(v);
     }
   });

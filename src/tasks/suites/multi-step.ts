@@ -99,7 +99,7 @@ export const multiStep = defineSuite({
   describe: '2–4 step word problems (shopping, ages, travel, rates, savings, discounts) with a whole-number answer',
   defaultLevel: MULTI_STEP_DEFAULT_LEVEL,
   levels: {
-    0: { describe: 'two additions or subtractions of numbers up to 6 (gets some, then loses some; three days in a row; two groups leave)', ...MULTI_STEP_STARTER },
+    0: { describe: 'word problems of one or two additions or subtractions of numbers up to 9 (two people\'s things together; some given away; gets some, then loses some)', ...MULTI_STEP_STARTER },
     1: { describe: 'two steps, every number a single digit (a boxes of b, then c given away; shares; ages; daily savings)', templates: EASY_TEMPLATES, make: makeEasy },
     2: { describe: '2–4 steps: shopping change, ages, travel, printing time, savings, discounts, baking', templates: Object.fromEntries(Object.keys(SCENARIOS).map((k) => [k, ['0']])), make },
     3: { describe: 'the level 2 scenarios with one more step (a third item, person, leg or purchase) and bigger numbers', templates: HARD_TEMPLATES, make: makeHard },

@@ -5,7 +5,8 @@ import { ITEMS, LONG_WORDS, NAMES, SHORT_WORDS } from './vocab.js';
 /**
  * Difficulty 0 of every suite: the range where the bundled 135M model's team finds a correct answer often
  * enough to learn from (one operation on single digits, a conversion that multiplies by the factor it was
- * just told, the first or last letter of a short word or the longer of two words, two additions or subtractions of small numbers).
+ * just told, the first or last letter of a short word or the longer of two words, word problems of one or two additions or
+ * subtractions of small numbers).
  * Two phrasings per kind, so the template holdout keeps one for eval.
  */
 type Phrasings = [string, string];
@@ -85,32 +86,32 @@ export const STRINGS_STARTER = levelOf({
 
 export const MULTI_STEP_STARTER = levelOf({
   gain_then_lose: (rng) => {
-    const name = rng.pick(NAMES), items = rng.pick(ITEMS), a = rng.int(2, 6), b = rng.int(2, 5), c = rng.int(1, 3);
+    const name = rng.pick(NAMES), items = rng.pick(ITEMS), a = rng.int(2, 5), b = rng.int(1, 3), c = rng.int(1, 2);
     return {
       answer: a + b - c, values: { scenario: 'gain_then_lose', steps: 2, values: { a, b, c } },
       texts: [
         `${name} has ${a} ${items}. ${name} gets ${b} more ${items} and then loses ${c}. How many ${items} does ${name} have now?`,
-        `A box holds ${a} ${items}. ${b} ${items} are put in and then ${c} ${c === 1 ? 'is' : 'are'} taken out. How many ${items} are in the box?`,
+        `A box holds ${a} ${items}. ${b} ${items} ${b === 1 ? 'is' : 'are'} put in and then ${c} ${c === 1 ? 'is' : 'are'} taken out. How many ${items} are in the box?`,
       ],
     };
   },
-  three_days: (rng) => {
-    const name = rng.pick(NAMES), a = rng.int(1, 6), b = rng.int(1, 6), c = rng.int(1, 6);
+  together: (rng) => {
+    const [name, other] = rng.sample(NAMES, 2), items = rng.pick(ITEMS), a = rng.int(1, 5), b = rng.int(1, 5);
     return {
-      answer: a + b + c, values: { scenario: 'three_days', steps: 2, values: { a, b, c } },
+      answer: a + b, values: { scenario: 'together', steps: 1, values: { a, b } },
       texts: [
-        `${name} reads ${a} pages on Monday, ${b} pages on Tuesday and ${c} pages on Wednesday. How many pages does ${name} read in all?`,
-        `A shop sells ${a} cakes in the morning, ${b} at noon and ${c} in the evening. How many cakes does it sell that day?`,
+        `${name} has ${a} ${items}. ${other} has ${b} ${items}. How many ${items} do they have together?`,
+        `There are ${a} ${items} on a table and ${b} ${items} on a chair. How many ${items} are there in all?`,
       ],
     };
   },
-  two_leave: (rng) => {
-    const b = rng.int(1, 5), c = rng.int(1, 4), left = rng.int(1, 6);
+  give_away: (rng) => {
+    const name = rng.pick(NAMES), items = rng.pick(ITEMS), a = rng.int(4, 9), b = rng.int(1, 3);
     return {
-      answer: left, values: { scenario: 'two_leave', steps: 2, values: { a: left + b + c, b, c } },
+      answer: a - b, values: { scenario: 'give_away', steps: 1, values: { a, b } },
       texts: [
-        `There are ${left + b + c} birds on a tree. ${b} ${b === 1 ? 'bird flies' : 'birds fly'} away, then ${c} more ${c === 1 ? 'flies' : 'fly'} away. How many birds are left on the tree?`,
-        `A bus has ${left + b + c} passengers. ${b} get off at the first stop and ${c} at the second. How many passengers are still on the bus?`,
+        `${name} has ${a} ${items} and gives ${b} away. How many ${items} does ${name} have left?`,
+        `There are ${a} ${items} in a bag. ${b} ${b === 1 ? 'is' : 'are'} taken out. How many ${items} are left in the bag?`,
       ],
     };
   },

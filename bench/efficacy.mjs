@@ -28,7 +28,7 @@ import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const args = parseBenchArgs();
 const SIZES = {
-  full: { perSuite: 40, evalFraction: 0.3, samples: 4, epochs: 2, cycles: 3 },
+  full: { perSuite: 80, evalFraction: 0.3, samples: 4, epochs: 2, cycles: 3 },
   quick: { perSuite: 6, evalFraction: 0.3, samples: 2, epochs: 1, cycles: 1 },
 };
 const sz = { ...SIZES[args.quick ? 'quick' : 'full'] };

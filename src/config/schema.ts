@@ -5,7 +5,7 @@ import { defaultAgents, defaultModels, defaultPrompts, DEFAULT_MODEL_REF } from 
 export const SERVE_ENGINES = ['auto', 'llama.cpp', 'transformers', 'vllm'] as const;
 
 export const BUILTIN_SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'] as const;
-/** A built-in suite's difficulty levels: 1 easier than the original tasks, 2 the original tasks, 3 harder. */
+/** A built-in suite's difficulty levels: 0 the easiest (the default), 1 easier than the original tasks, 2 the original tasks, 3 harder. */
 export const DIFFICULTIES = [0, 1, 2, 3] as const;
 export const REWARD_FAMILIES = [
   'exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains',
@@ -166,7 +166,7 @@ const taskSource = z.union([
     n: count(MAX_TASKS).default(50),
     seed: seed.default(1),
     difficulty: z.literal(DIFFICULTIES, { error: 'must be 0, 1, 2 or 3' }).optional()
-      .describe('0: the easiest (within the bundled model\'s reach), 1: easier than the original tasks, 2: the original tasks, 3: harder (default: the suite\'s default level; `massgen-rl tasks` lists each suite\'s levels)'),
+      .describe('0: the easiest, within the bundled model\'s reach (the default), 1: easier than the original tasks, 2: the original tasks, 3: harder (`massgen-rl tasks` lists each suite\'s levels)'),
   }),
   z.strictObject({ file: z.string().min(1) }),
 ]);

@@ -122,7 +122,7 @@ describe('a task id names one task for good', () => {
 
   it('a file task that reuses a built-in suite task id is refused', async () => {
     const { dir } = await project();
-    expect((await runCli(['collect', '--tasks', 'arithmetic', '--n', '1'], { cwd: dir, env: KEY })).exitCode).toBe(0);
+    expect((await runCli(['collect', '--tasks', 'arithmetic@2', '--n', '1'], { cwd: dir, env: KEY })).exitCode).toBe(0);
     fs.writeFileSync(path.join(dir, 'shadow.jsonl'), task('suite:arithmetic:1:0', 'What is 1 + 1?', '2'));
     const r = await runCli(['collect', '--tasks', 'shadow.jsonl'], { cwd: dir, env: KEY });
     expect(r.exitCode).toBe(2);

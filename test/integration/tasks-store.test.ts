@@ -7,7 +7,7 @@ import { BACKENDS, openStoreOn } from '../support/postgres.js';
 
 
 const tasks = (): SplitTask[] => loadTasks(
-  { sources: [{ suite: 'unit_conversion', n: 20, seed: 4 }, { file: 'good.jsonl' }], split: { eval_fraction: 0.3, salt: 'massgen-rl' } },
+  { sources: [{ suite: 'unit_conversion', n: 20, seed: 4, difficulty: 2 }, { file: 'good.jsonl' }], split: { eval_fraction: 0.3, salt: 'massgen-rl' } },
   path.join(FIXTURES, 'tasks'),
 );
 

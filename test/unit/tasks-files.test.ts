@@ -56,15 +56,15 @@ describe('task files: happy paths', () => {
   it('loads the embedded default sources', () => {
     const tasks = loadTasks(configSchema.parse({}).tasks, DIR);
     expect(tasks).toHaveLength(50);
-    expect(tasks[0]!.id).toBe('suite:arithmetic:1:0');
+    expect(tasks[0]!.id).toBe('suite:arithmetic@0:1:0');
     // A quarter of the arithmetic templates are eval-only (tasks-holdout.test.ts); the rest split by id.
-    const held = heldOutTemplates('arithmetic', getSuite('arithmetic').templates(2), 0.25, 'massgen-rl');
+    const held = heldOutTemplates('arithmetic', getSuite('arithmetic').templates(0), 0.25, 'massgen-rl');
     expect(tasks.every((t) => t.split === (usesHeldOutTemplate(t, held) ? 'eval' : splitOf(t.id, 0.2, 'massgen-rl')))).toBe(true);
     expect(tasks.filter((t) => usesHeldOutTemplate(t, held)).length).toBeGreaterThan(5);
   });
 
   it('combines sources in order, each task with its split and source', () => {
-    const tasks = loadTasks(config([{ suite: 'string_transform', n: 3, seed: 9 }, { file: 'good.jsonl' }, { file: 'wrapped.yaml' }], 0.5), DIR);
+    const tasks = loadTasks(config([{ suite: 'string_transform', n: 3, seed: 9, difficulty: 2 }, { file: 'good.jsonl' }, { file: 'wrapped.yaml' }], 0.5), DIR);
     expect(tasks.map((t) => t.id)).toEqual([
       'suite:string_transform:9:0', 'suite:string_transform:9:1', 'suite:string_transform:9:2',
       'geo-1', 'math-1', 'open-1', 'wrapped-1', 'wrapped-2',
@@ -129,12 +129,12 @@ describe('task files: every problem at once, with its line', () => {
   it('reports duplicate ids across files and suites with both places', () => {
     const good = shown('good.jsonl');
     const collide = shown('collide.jsonl');
-    expect(loadIssues([{ suite: 'arithmetic', n: 5, seed: 1 }, { file: 'good.jsonl' }, { file: 'collide.jsonl' }])).toEqual([
-      `${collide}:1: duplicate id "suite:arithmetic:1:0" (first defined at tasks.sources[0] (suite arithmetic, seed 1))`,
+    expect(loadIssues([{ suite: 'arithmetic', n: 5, seed: 1, difficulty: 2 }, { file: 'good.jsonl' }, { file: 'collide.jsonl' }])).toEqual([
+      `${collide}:1: duplicate id "suite:arithmetic:1:0" (first defined at tasks.sources[0] (suite arithmetic, difficulty 2, seed 1))`,
       `${collide}:2: duplicate id "geo-1" (first defined at ${good}:2)`,
     ]);
     expect(loadIssues([{ suite: 'multi_step', n: 5, seed: 3 }, { suite: 'multi_step', n: 8, seed: 3 }])).toEqual([
-      'tasks.sources[1] (suite multi_step, seed 3): 5 duplicate ids ("suite:multi_step:3:0", "suite:multi_step:3:1", "suite:multi_step:3:2", …) (first defined at tasks.sources[0] (suite multi_step, seed 3))',
+      'tasks.sources[1] (suite multi_step, seed 3): 5 duplicate ids ("suite:multi_step@0:3:0", "suite:multi_step@0:3:1", "suite:multi_step@0:3:2", …) (first defined at tasks.sources[0] (suite multi_step, seed 3))',
     ]);
   });
 

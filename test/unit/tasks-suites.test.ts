@@ -5,7 +5,8 @@ import { getSuite, Rng, SUITES, suiteNames, type Task } from '../../src/tasks/in
 import { STRING_ORACLE } from '../support/string-oracle.js';
 
 const SAMPLE = 400;
-const generate = (name: string, n = SAMPLE, seed = 1) => getSuite(name).generate(n, seed);
+/** The original tasks (level 2). */
+const generate = (name: string, n = SAMPLE, seed = 1) => getSuite(name).generate(n, seed, { difficulty: 2 });
 const numbersIn = (text: string) => (text.match(/-?\d+(\.\d+)?/g) ?? []).map(Number);
 const md = (t: Task) => t.metadata as Record<string, any>;
 

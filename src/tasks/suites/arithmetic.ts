@@ -89,7 +89,7 @@ const make = (ranges: Ranges) => (rng: Rng): GeneratedTask => {
 };
 
 /** The level used when a task source names none. */
-export const ARITHMETIC_DEFAULT_LEVEL: Difficulty = 2;
+export const ARITHMETIC_DEFAULT_LEVEL: Difficulty = 0;
 
 const templates = Object.fromEntries((Object.keys(KIND) as Operation[]).map((op) => [KIND[op], TEMPLATES[op].map((_, i) => String(i))]));
 const level = (describe: string, d: Exclude<Difficulty, 0>) => ({ describe, templates, make: make(RANGES[d]) });

@@ -92,7 +92,7 @@ function make(rng: Rng): GeneratedTask {
 }
 
 /** The level used when a task source names none. */
-export const MULTI_STEP_DEFAULT_LEVEL: Difficulty = 2;
+export const MULTI_STEP_DEFAULT_LEVEL: Difficulty = 0;
 
 export const multiStep = defineSuite({
   name: 'multi_step',

@@ -35,7 +35,7 @@ const templatesOf = (count: (questions: number) => number) =>
   Object.fromEntries(Object.entries(OPERATIONS).map(([k, op]) => [k, Array.from({ length: count(op.questions.length) }, (_, i) => String(i))]));
 
 /** The level used when a task source names none. */
-export const STRING_TRANSFORM_DEFAULT_LEVEL: Difficulty = 2;
+export const STRING_TRANSFORM_DEFAULT_LEVEL: Difficulty = 0;
 
 export const stringTransform = defineSuite({
   name: 'string_transform',

@@ -74,7 +74,7 @@ const CHAINED = Object.fromEntries(DIMENSIONS.map((d) => {
 })) as Record<AnyDimension, [Unit, Unit][]>;
 
 /** The level used when a task source names none. */
-export const UNIT_CONVERSION_DEFAULT_LEVEL: Difficulty = 2;
+export const UNIT_CONVERSION_DEFAULT_LEVEL: Difficulty = 0;
 
 const templates = Object.fromEntries(DIMENSIONS.map((d) => [d, d === 'temperature' ? ['0', '1'] : ['0', '1', '2']]));
 

@@ -1,7 +1,8 @@
 import type { ResolvedPaths } from '../config/paths.js';
 import type { RLConfig } from '../config/schema.js';
 import type { ResolvedWeights } from '../resources/weights.js';
-import { serverKey, serveTarget, startServer, type ServedModel, type ServeOptions } from '../serving/models.js';
+import { serverKey, serveTarget, startServer, type ServedModel, type ServeOptions, type ServeTarget } from '../serving/models.js';
+import { shareCores } from '../serving/share-cores.js';
 
 interface Owner {
   config: RLConfig;
@@ -11,11 +12,16 @@ interface Owner {
 
 /**
  * The built-in servers of a run's local models: started on first use, one per distinct weights and
- * settings (two config models on the same weights share one), stopped together by stopAll.
+ * settings (two config models on the same weights share one), stopped together by stopAll. The llama.cpp
+ * servers among them divide the machine's cores (share-cores.ts), anew each time one is started.
  */
 export class LocalServers {
   private readonly byKey = new Map<string, Promise<ServedModel>>();
   private readonly byModel = new Map<string, Promise<ServedModel>>();
+  /** The servers up, for dividing the cores, and the threads each has. */
+  private readonly live = new Set<ServedModel>();
+  private readonly threads = new Map<string, number>();
+  private sharing: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly owner: Owner, private readonly opts: Pick<ServeOptions, 'onEvent' | 'signal'> = {}) {}
 
@@ -29,7 +35,7 @@ export class LocalServers {
     if (!started) {
       const target = serveTarget(this.owner.config, (ref, where) => this.owner.weights(ref, where), name, weightsRef);
       const key = serverKey(target);
-      started = this.byKey.get(key) ?? startServer(target, this.owner.paths, this.opts);
+      started = this.byKey.get(key) ?? this.start(target);
       started.catch(() => {}); // a failed start is reported to every caller, and must not go unhandled meanwhile
       this.byKey.set(key, started);
       this.byModel.set(modelKey, started);
@@ -43,10 +49,21 @@ export class LocalServers {
     return all.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   }
 
+  private async start(target: ServeTarget): Promise<ServedModel> {
+    const server = await startServer(target, this.owner.paths, this.opts);
+    this.live.add(server);
+    void server.exited.then(() => this.live.delete(server));
+    // one division at a time, each over the servers up when it starts
+    this.sharing = this.sharing.then(() => shareCores([...this.live], this.threads));
+    await this.sharing;
+    return server;
+  }
+
   async stopAll(): Promise<void> {
     const servers = await this.running();
     this.byKey.clear();
     this.byModel.clear();
+    this.threads.clear();
     await Promise.all(servers.map((s) => s.stop()));
   }
 }

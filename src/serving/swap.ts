@@ -1,4 +1,5 @@
 import { errorMessage } from '../errors.js';
+import { postJson } from './post-json.js';
 import { loraCall } from './vllm-lora.js';
 
 /** One HTTP call of a swap. */
@@ -66,21 +67,5 @@ async function checkServes(base: string, servedName: string, timeoutMs: number):
     return body?.data?.some((m) => m.id === servedName) ? undefined : `${base}/models: HTTP ${res.status}, no model ${servedName}`;
   } catch (err) {
     return `${base}/models: ${errorMessage(err)}`;
-  }
-}
-
-async function postJson(url: string, body: unknown, timeoutMs: number): Promise<{ ok: boolean; detail: string; body?: Record<string, unknown> }> {
-  try {
-    const res = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
-    const text = await res.text();
-    let parsed: Record<string, unknown> | undefined;
-    try {
-      parsed = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      parsed = undefined;
-    }
-    return { ok: res.ok, detail: res.ok ? `${url}: ${res.status}` : `${url}: HTTP ${res.status} ${text.slice(0, 500)}`, body: parsed };
-  } catch (err) {
-    return { ok: false, detail: `${url}: ${errorMessage(err)}` };
   }
 }

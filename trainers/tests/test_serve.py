@@ -400,6 +400,32 @@ def test_request_errors(server: Server):
 
 
 @needs_model
+def test_threads_change_between_steps(server: Server):
+    """POST /threads: the llama.cpp engine decodes on that many threads from its next step (servers of one run
+    divide the cores); the output does not change with them. The transformers engine has no such setting."""
+    if server.engine != "llama.cpp":
+        status, body = server.post({"threads": 1}, path="/threads")
+        assert status == 400 and body["error"]["param"] == "threads" and "transformers" in body["error"]["message"]
+        return
+    started = server.ready["threads"]
+    assert server.get("/stats")[1]["threads"] == started >= 1
+    long = {"max_tokens": 40, "ignore_eos": True}
+    before = server.chat(**long)["choices"][0]["message"]["content"]
+    with ThreadPoolExecutor(2) as pool:
+        running = pool.submit(server.chat, max_tokens=80, ignore_eos=True)  # the change waits for its step
+        time.sleep(0.3)
+        assert server.post({"threads": 1}, path="/threads") == (200, {"threads": 1})
+        assert running.result()["usage"]["completion_tokens"] == 80
+    assert server.get("/stats")[1]["threads"] == 1
+    assert server.chat(**long)["choices"][0]["message"]["content"] == before
+    for bad in ({"threads": 0}, {"threads": "2"}, {"threads": True}, {"threads": 1025}, {}, [2]):
+        status, body = server.post(bad, path="/threads")
+        assert status == 400 and body["error"]["param"] == "threads", (bad, body)
+    assert server.post({"threads": started}, path="/threads") == (200, {"threads": started})
+    assert server.get("/stats")[1]["threads"] == started
+
+
+@needs_model
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # peft calls a deprecated transformers helper
 def test_lora_adapter_is_served_on_its_base(server: Server, reference, tmp_path: Path):
     from peft import LoraConfig, get_peft_model

@@ -36,7 +36,10 @@ HTTP (llama.cpp and transformers engines):
                               Errors are OpenAI-style {"error": {message, type, param, code}}: 400 for
                               malformed JSON or invalid fields, 404 for a name it does not serve.
   GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
-                              "adapters": [{name, path, state, in_flight, default}], ...}
+                              "adapters": [{name, path, state, in_flight, default}], "threads", ...}
+  POST /threads               {threads}: llama.cpp only (400 on transformers): decode on that many threads
+                              from the next step on; answers {threads}. A run's servers divide the cores
+                              this way (src/serving/share-cores.ts) instead of each spinning on all of them.
 
 Runtime LoRA adapters (llama.cpp and transformers engines; the first two are vLLM's own endpoints and answers):
   POST /v1/load_lora_adapter    {lora_name, lora_path}: loads a PEFT LoRA adapter of the served base model

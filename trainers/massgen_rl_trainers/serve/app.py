@@ -18,7 +18,9 @@ from .lora_routes import LoraRoutes
 from .openai_api import ApiError, SamplingKey, build_response, error_body, parse_chat_request
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
-POST_PATHS = ("/v1/chat/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/v1/set_default_adapter")
+POST_PATHS = ("/v1/chat/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/v1/set_default_adapter",
+              "/threads")
+MAX_THREADS = 1024
 
 
 class App:
@@ -68,7 +70,18 @@ class App:
     def stats(self) -> dict[str, Any]:
         with self._lock:
             counts = {"requests": self.requests, "failed_requests": self.failures}
-        return {**counts, **self.batcher.stats(), "adapters": self.adapters.stats()}
+        return {**counts, **self.batcher.stats(), "adapters": self.adapters.stats(),
+                "threads": self.engine.describe().get("threads")}
+
+    def threads(self, body: Any) -> dict[str, Any]:
+        """POST /threads {threads}: the CPU threads of the llama.cpp engine from its next step on."""
+        if not hasattr(self.engine, "set_threads"):
+            raise ApiError(400, f"the {self.engine.describe()['engine']} engine has no thread setting", param="threads")
+        value = body.get("threads") if isinstance(body, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
+            raise ApiError(400, f"threads must be a whole number from 1 to {MAX_THREADS}", param="threads")
+        self.engine.set_threads(value)
+        return {"threads": value}
 
     def chat(self, body: Any) -> tuple[dict[str, Any], dict[str, str]]:
         with self._lock:
@@ -123,7 +136,7 @@ class App:
         if path == "/v1/chat/completions":
             return self.chat(body)
         routes = {"/v1/load_lora_adapter": self.lora.load, "/v1/unload_lora_adapter": self.lora.unload,
-                  "/v1/set_default_adapter": self.lora.set_default}
+                  "/v1/set_default_adapter": self.lora.set_default, "/threads": self.threads}
         if self.stopping:
             raise ApiError(503, "the server is shutting down")
         return routes[path](body), {}

@@ -120,6 +120,10 @@ class LlamaContext:
         pointer = self.lib.llama_get_logits(self.ctx)
         return np.ctypeslib.as_array(pointer, shape=(outputs, self.n_vocab)).copy()
 
+    def set_threads(self, threads: int) -> None:
+        """The threads of the next decodes (llama.cpp reads them at each decode)."""
+        self.lib.llama_set_n_threads(self.ctx, threads, threads)
+
     def drop(self, seq: int) -> None:
         self.lib.llama_memory_seq_rm(self.memory, seq, -1, -1)
 

@@ -77,6 +77,12 @@ class LlamaEngine(ChatTokens):
         # a request's prompt and completion must fit the cells of one sequence
         self.context_len = min(llama.n_ctx_train, llama.seq_cells)
 
+    def set_threads(self, threads: int) -> None:
+        """Changes the decode threads between two steps: servers that share a machine divide its cores among them."""
+        with self.lora.guard.change():
+            self.llama.set_threads(threads)
+            self.threads = threads
+
     def describe(self) -> dict[str, Any]:
         return {"engine": self.name, "weights": self.weight_type, "threads": self.threads, "gguf": str(self.gguf),
                 "kv_cache_tokens": self.llama.n_ctx, "kv_cache_layout": self.llama.kv_layout,

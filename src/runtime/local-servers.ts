@@ -1,8 +1,9 @@
 import type { ResolvedPaths } from '../config/paths.js';
 import type { RLConfig } from '../config/schema.js';
+import type { LlmClient } from '../llm/types.js';
 import type { ResolvedWeights } from '../resources/weights.js';
 import { serverKey, serveTarget, startServer, type ServedModel, type ServeOptions, type ServeTarget } from '../serving/models.js';
-import { shareCores } from '../serving/share-cores.js';
+import { CoreSharing } from '../serving/share-cores.js';
 
 interface Owner {
   config: RLConfig;
@@ -13,15 +14,12 @@ interface Owner {
 /**
  * The built-in servers of a run's local models: started on first use, one per distinct weights and
  * settings (two config models on the same weights share one), stopped together by stopAll. The llama.cpp
- * servers among them divide the machine's cores (share-cores.ts), anew each time one is started.
+ * servers with requests in flight divide the machine's cores (CoreSharing) through the clients `track` gives.
  */
 export class LocalServers {
   private readonly byKey = new Map<string, Promise<ServedModel>>();
   private readonly byModel = new Map<string, Promise<ServedModel>>();
-  /** The servers up, for dividing the cores, and the threads each has. */
-  private readonly live = new Set<ServedModel>();
-  private readonly threads = new Map<string, number>();
-  private sharing: Promise<unknown> = Promise.resolve();
+  readonly cores = new CoreSharing<ServedModel>();
 
   constructor(private readonly owner: Owner, private readonly opts: Pick<ServeOptions, 'onEvent' | 'signal'> = {}) {}
 
@@ -49,13 +47,15 @@ export class LocalServers {
     return all.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   }
 
+  /** `client` (of `server`), counting its requests in flight for dividing the cores. */
+  track(server: ServedModel, client: LlmClient): LlmClient {
+    return this.cores.track(server, client);
+  }
+
   private async start(target: ServeTarget): Promise<ServedModel> {
     const server = await startServer(target, this.owner.paths, this.opts);
-    this.live.add(server);
-    void server.exited.then(() => this.live.delete(server));
-    // one division at a time, each over the servers up when it starts
-    this.sharing = this.sharing.then(() => shareCores([...this.live], this.threads));
-    await this.sharing;
+    this.cores.add(server);
+    void server.exited.then(() => this.cores.remove(server));
     return server;
   }
 
@@ -63,7 +63,7 @@ export class LocalServers {
     const servers = await this.running();
     this.byKey.clear();
     this.byModel.clear();
-    this.threads.clear();
+    await this.cores.settled();
     await Promise.all(servers.map((s) => s.stop()));
   }
 }

@@ -118,8 +118,9 @@ export class Runtime {
   async client(name: string, opts: { logprobs?: boolean; weights?: string } = {}): Promise<LlmClient> {
     const m = this.model(name);
     const apiKey = this.apiKey(name);
-    const baseUrl = m.local ? (await this.servers.server(name, opts.weights)).baseUrl : m.base_urls ?? m.base_url!;
-    return createLlmClient({ baseUrl, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries, logprobs: opts.logprobs ?? m.logprobs });
+    const server = m.local ? await this.servers.server(name, opts.weights) : undefined;
+    const client = createLlmClient({ baseUrl: server?.baseUrl ?? m.base_urls ?? m.base_url!, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries, logprobs: opts.logprobs ?? m.logprobs });
+    return server ? this.servers.track(server, client) : client;
   }
 
   /** The task embedder of the policies' features (policies.embedding_model), when one is configured. */

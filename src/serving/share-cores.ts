@@ -32,3 +32,65 @@ export async function shareCores(servers: readonly CoreUser[], current: Map<stri
   }));
   return failures;
 }
+
+/**
+ * The cores of a run's llama.cpp servers, divided among those with requests in flight, anew whenever one
+ * becomes busy or idle: an evaluation's baseline and candidate decoding side by side get half each, a
+ * candidate measured alone (the baseline's results reused) all of them. Idle servers keep what they have
+ * (their threads do not run until a request arrives, and then they count as busy).
+ */
+export class CoreSharing<S extends CoreUser> {
+  private readonly inFlight = new Map<S, number>();
+  private readonly threads = new Map<string, number>();
+  private sharing: Promise<unknown> = Promise.resolve();
+  private pending = false;
+
+  constructor(private readonly onFailure: (detail: string) => void = () => {}) {}
+
+  add(server: S): void {
+    this.inFlight.set(server, 0);
+  }
+
+  remove(server: S): void {
+    this.inFlight.delete(server);
+    this.threads.delete(server.baseUrl);
+  }
+
+  /** `client` of `server`, counting its requests in flight. */
+  track<C extends { chat: (...args: never[]) => Promise<unknown> }>(server: S, client: C): C {
+    return {
+      ...client,
+      chat: async (...args: Parameters<C['chat']>) => {
+        this.busy(server, 1);
+        try {
+          return await client.chat(...args);
+        } finally {
+          this.busy(server, -1);
+        }
+      },
+    };
+  }
+
+  /** Resolves once the divisions asked for so far are done. */
+  settled(): Promise<unknown> {
+    return this.sharing;
+  }
+
+  private busy(server: S, change: 1 | -1): void {
+    const before = this.inFlight.get(server);
+    if (before === undefined) return;
+    this.inFlight.set(server, before + change);
+    if ((before === 0) === (change === 1)) this.reshare();
+  }
+
+  /** One division at a time, over the servers busy when it runs; changes meanwhile are taken by the next. */
+  private reshare(): void {
+    if (this.pending) return;
+    this.pending = true;
+    this.sharing = this.sharing.then(async () => {
+      this.pending = false;
+      const busy = [...this.inFlight].filter(([, n]) => n > 0).map(([s]) => s);
+      for (const failure of busy.length ? await shareCores(busy, this.threads) : []) this.onFailure(failure);
+    });
+  }
+}

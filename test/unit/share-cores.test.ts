@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { shareCores, threadsEach, type CoreUser } from '../../src/serving/share-cores.js';
+import { CoreSharing, shareCores, threadsEach, type CoreUser } from '../../src/serving/share-cores.js';
 
 const servers: http.Server[] = [];
 afterEach(async () => {
@@ -51,5 +51,37 @@ describe('dividing the cores among a run\'s llama.cpp servers', () => {
     const failures = await shareCores([a, b], current);
     expect(failures).toEqual([expect.stringMatching(new RegExp(`^${b.baseUrl.replace('/v1', '')}/threads: HTTP 400`))]);
     expect(current).toEqual(new Map([[a.baseUrl, 1]]));
+  });
+
+  it('divides the cores among the servers with requests in flight, anew as each becomes busy or idle', async () => {
+    const a = await fake({ backend: 'llama.cpp', threads: 2 });
+    const b = await fake({ backend: 'llama.cpp', threads: 2 });
+    const sharing = new CoreSharing<CoreUser>();
+    sharing.add(a);
+    sharing.add(b);
+    const gates: (() => void)[] = [];
+    const client = { chat: () => new Promise<string>((resolve) => gates.push(() => resolve('ok'))) };
+    const [ca, cb] = [sharing.track(a, client), sharing.track(b, client)];
+    const last = (s: { bodies: unknown[] }) => s.bodies.at(-1);
+    const onA = ca.chat();
+    await sharing.settled();
+    expect(a.bodies).toEqual([]); // alone: every core, as it started
+    const onB = [cb.chat(), cb.chat()];
+    await sharing.settled();
+    expect([last(a), last(b)]).toEqual([{ path: '/threads', threads: 1 }, { path: '/threads', threads: 1 }]);
+    gates.shift()!(); // a's request ends: b decodes alone
+    expect(await onA).toBe('ok');
+    await sharing.settled();
+    expect([a.bodies.length, last(b)]).toEqual([1, { path: '/threads', threads: 2 }]);
+    gates.shift()!(); // one of b's two ends: b is still busy, nothing changes
+    await onB[0];
+    await sharing.settled();
+    expect([a.bodies.length, b.bodies.length]).toEqual([1, 2]);
+    sharing.remove(b); // an exited server is left out
+    gates.shift()!();
+    await onB[1];
+    void ca.chat();
+    await sharing.settled();
+    expect([a.bodies.length, last(a)]).toEqual([2, { path: '/threads', threads: 2 }]);
   });
 });

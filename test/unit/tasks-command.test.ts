@@ -21,7 +21,8 @@ describe('massgen-rl tasks', () => {
     const text = await runCli(['tasks'], { cwd: dir });
     expect(text.exitCode).toBe(0);
     expect(text.stdout).toContain('multi_step — ');
-    expect(text.stdout).toMatch(/2 \(default\) +│ 2–4 steps/);
+    expect(text.stdout).toMatch(/0 \(default\) +│ word problems of one or two additions/);
+    expect(text.stdout).toMatch(/│ 2 +│ 2–4 steps/);
     const json = await runCli(['--json', 'tasks'], { cwd: dir });
     const parsed = JSON.parse(json.stdout) as ReturnType<typeof describeSuites>;
     expect(parsed.flatMap((s) => s.levels.map((l) => l.heldOut))).toEqual(Array(16).fill({}));

@@ -45,8 +45,6 @@ export class CoreSharing<S extends CoreUser> {
   private sharing: Promise<unknown> = Promise.resolve();
   private pending = false;
 
-  constructor(private readonly onFailure: (detail: string) => void = () => {}) {}
-
   add(server: S): void {
     this.inFlight.set(server, 0);
   }
@@ -90,7 +88,8 @@ export class CoreSharing<S extends CoreUser> {
     this.sharing = this.sharing.then(async () => {
       this.pending = false;
       const busy = [...this.inFlight].filter(([, n]) => n > 0).map(([s]) => s);
-      for (const failure of busy.length ? await shareCores(busy, this.threads) : []) this.onFailure(failure);
+      // a server that refuses keeps its own threads and still serves: nothing to stop for
+      if (busy.length) await shareCores(busy, this.threads);
     });
   }
 }

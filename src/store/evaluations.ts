@@ -71,7 +71,7 @@ export class EvaluationRepository {
     const params: unknown[] = [];
     if (opts.candidateSet) where.push('candidate_set = ?'), params.push(opts.candidateSet);
     if (opts.status) where.push('status = ?'), params.push(opts.status);
-    const sql = `SELECT * FROM eval_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY started_at DESC, id DESC LIMIT ?`;
+    const sql = `SELECT * FROM eval_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY started_at DESC, rowid DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...params, opts.limit ?? 50) as Record<string, unknown>[]).map(toRun);
   }
 

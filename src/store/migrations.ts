@@ -8,6 +8,9 @@ export interface Migration {
   postgres?: string;
 }
 
+/** Run tables: listed newest first by start time, then by insertion (rowid). */
+const RUN_TABLES = ['collect_runs', 'training_runs', 'eval_runs', 'loop_runs'];
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -273,10 +276,21 @@ ALTER TABLE resources DROP CONSTRAINT resources_kind_check;
 ALTER TABLE resources ADD CONSTRAINT resources_kind_check CHECK (kind IN ('prompt', 'weight', 'policy'));
 `,
   },
+  {
+    version: 4,
+    name: 'runs ordered by insertion',
+    // Runs started in the same millisecond are ordered by when they were inserted: SQLite's run tables
+    // have a rowid already; PostgreSQL's get one, numbered in the order the rows are stored.
+    sql: '-- SQLite: nothing to do (the run tables are rowid tables).',
+    postgres: `${RUN_TABLES.map((t) => `ALTER TABLE ${t} ADD COLUMN rowid BIGINT GENERATED ALWAYS AS IDENTITY;`).join('\n')}\n`,
+  },
 ];
 
+// Migration 1 creates these two with their rowid on PostgreSQL; migration 4 adds it to the run tables.
+const CREATED_WITH_ROWID = ['tasks', 'checkpoints'];
+
 /** Tables the code orders by SQLite's implicit rowid: on PostgreSQL they get a `rowid` identity column. */
-export const ROWID_TABLES: readonly string[] = ['tasks', 'checkpoints'];
+export const ROWID_TABLES: readonly string[] = [...CREATED_WITH_ROWID, ...RUN_TABLES];
 
 /**
  * A migration for PostgreSQL: its own text, or the SQLite text with SQLite's types spelled for PostgreSQL
@@ -292,7 +306,7 @@ export function postgresSql(m: Migration): string {
     .replace(/\bREAL\b/g, 'DOUBLE PRECISION')
     // Deferrable, so that a store copy may insert a table's rows before those they point at.
     .replace(/REFERENCES \w+\(\w+\)( ON DELETE (SET NULL|CASCADE))?/g, '$& DEFERRABLE')
-    .replace(new RegExp(`^(CREATE TABLE (${ROWID_TABLES.join('|')}) \\()$`, 'gm'), '$1\n  rowid BIGINT GENERATED ALWAYS AS IDENTITY,');
+    .replace(new RegExp(`^(CREATE TABLE (${CREATED_WITH_ROWID.join('|')}) \\()$`, 'gm'), '$1\n  rowid BIGINT GENERATED ALWAYS AS IDENTITY,');
 }
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -89,8 +89,9 @@ export class RunRepository {
     return row && this.toRecord(row);
   }
 
+  /** Newest first; runs started in the same millisecond, the later inserted first. */
   latest(limit = 5): RunRecord[] {
-    const rows = this.db.prepare(`SELECT * FROM ${this.shape.table} ORDER BY started_at DESC, id DESC LIMIT ?`).all(limit);
+    const rows = this.db.prepare(`SELECT * FROM ${this.shape.table} ORDER BY started_at DESC, rowid DESC LIMIT ?`).all(limit);
     return (rows as Record<string, unknown>[]).map((r) => this.toRecord(r));
   }
 

@@ -38,11 +38,16 @@ describe('PostgreSQL store', () => {
     sql(url, `CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL);
       ${postgresSql(MIGRATIONS[0]!)}
       INSERT INTO schema_migrations VALUES (1, 'initial schema', 0);
-      INSERT INTO rollouts (id, source, status, started_at) VALUES ('ro_old', 'collect', 'completed', 1);`);
+      INSERT INTO rollouts (id, source, status, started_at) VALUES ('ro_old', 'collect', 'completed', 1);
+      INSERT INTO collect_runs (id, status, started_at) VALUES ('run_z', 'completed', 5), ('run_a', 'completed', 5);`);
     const again = Store.open({ path: url });
     try {
       expect(again.stats().schemaVersion).toBe(LATEST_SCHEMA_VERSION);
       expect(again.rollouts.get('ro_old')).toMatchObject({ status: 'completed', resourceSetId: null });
+      // Migration 4 numbers the existing runs in the order they were stored: of two started in one millisecond, the later first.
+      expect(again.collectRuns.latest().map((r) => r.id)).toEqual(['run_a', 'run_z']);
+      const added = again.collectRuns.start({});
+      expect(again.collectRuns.latest(1)[0]!.id).toBe(added);
     } finally {
       again.close();
     }

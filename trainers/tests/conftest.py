@@ -71,3 +71,20 @@ def provisioned_model(tmp_path_factory: pytest.TempPathFactory) -> Provisioned:
     assert run.last["event"] == "done", run.events
     print(f"\nmodels.provision: {run.seconds:.1f}s (reused={run.last.get('reused')}) -> {out}", file=sys.stderr)
     return Provisioned(out, run)
+
+
+@pytest.fixture(scope="session", params=["transformers", "llama.cpp"])
+def server(request):
+    """One real server per CPU engine for the whole session (test_serve.py, test_serve_stream.py)."""
+    from serve_support import MODEL_DIR, NAME, Server, engine_args
+
+    if not (MODEL_DIR / "config.json").is_file():
+        pytest.skip(f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)")
+    srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--max-batch-size", "4", "--batch-window-ms", "50",
+                 *engine_args(request.param))
+    srv.engine = request.param
+    print(f"\nserve ({srv.engine}): ready in {srv.startup_seconds:.1f}s", file=sys.stderr)
+    yield srv
+    code, events = srv.stop()
+    assert code == 0, "".join(srv.stderr)[-3000:]
+    assert events[-1]["event"] == "done" and events[-1]["signal"] == "SIGTERM", events[-1]

@@ -27,14 +27,19 @@ HTTP (llama.cpp and transformers engines):
                               lora_name or null, "max_model_len", ...}, then one card per loaded
                               adapter {"id": lora_name, "root": its folder, "parent": the base folder,
                               "adapter": lora_name}
-  POST /v1/chat/completions   OpenAI chat completions, non-streaming: messages, model, temperature
-                              (0 = greedy), top_p, max_tokens / max_completion_tokens, n, seed, stop,
-                              logprobs, top_logprobs, plus vLLM's return_token_ids, stop_token_ids and
-                              ignore_eos.
+  POST /v1/chat/completions   OpenAI chat completions: messages, model, temperature (0 = greedy), top_p,
+                              max_tokens / max_completion_tokens, n, seed, stop, logprobs, top_logprobs,
+                              stream and stream_options.include_usage (server-sent events: a role chunk,
+                              content or tool-call deltas, finish_reason, a usage chunk, `data: [DONE]`;
+                              logprobs and token_ids per chunk when asked; n > 1 streams every choice),
+                              tools, tool_choice (none, auto, required, {type: function, function: {name}}),
+                              parallel_tool_calls, response_format (json_object, json_schema), plus vLLM's
+                              return_token_ids, stop_token_ids and ignore_eos.
                               `model` is NAME (the default adapter, or the base model) or a loaded
                               adapter's lora_name.
                               Errors are OpenAI-style {"error": {message, type, param, code}}: 400 for
-                              malformed JSON or invalid fields, 404 for a name it does not serve.
+                              malformed JSON or invalid fields, 404 for a name it does not serve; an error
+                              after a stream began is sent as a `data: {"error": ...}` event.
   GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
                               "adapters": [{name, path, state, in_flight, default}], "threads", ...}
   POST /threads               {threads}: llama.cpp only (400 on transformers): decode on that many threads
@@ -59,8 +64,13 @@ a batch never mixes weights (rows are batched by sampling settings and adapter),
 waits only for the forward step running at that moment (lora.py). --model ADAPTER starts the server on
 its base with that adapter loaded under --adapter-name and set as the default.
 
-This server produces text only: `tools` / `tool_choice` are accepted and ignored (the response then
-carries the header `X-Massgen-Rl-Tools: ignored`); agents using it should use text tool calling.
+Tool calls (docs/serving.md): a model whose chat template renders tools and `<tool_call>` gets them through
+its template; any other (the bundled SmolLM2) through the generic format of tool_calls.py: the tools in the
+system prompt, each call written as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`, parsed back
+into `tool_calls` (finish_reason `tool_calls`). On llama.cpp a grammar built from the tools' JSON Schemas
+(grammar.py) constrains the call from its first token when tool_choice is required or names a function, and
+from `<tool_call>` on when it is auto, so every call is valid; response_format decodes under the schema's
+grammar (llama.cpp only: 400 on transformers). Token ids and logprobs cover the call's text like any other.
 Every response has a non-standard `massgen_rl` field: {batch_id, batch_requests, batch_sequences,
 queue_ms, generate_ms}. With return_token_ids, `prompt_token_ids` is top-level and each choice has
 `token_ids` (the completion's tokens, including the end-of-sequence token, as vLLM does);
@@ -74,7 +84,9 @@ the adapter it started with.
 Modules: `server` (the flags and the engines' lifecycles), `engines` (which engine), `app` (HTTP routes and
 request handling), `openai_api` (the wire format), `sampling` (rows, seeds, the sampled distribution),
 `batching` (micro-batching), `engine` (the transformers decoding loop), `llama_engine` (the llama.cpp engine),
-`llama_context` (llama.cpp's bindings), `continuous` and `seq` (continuous batching), `gguf_files` (GGUF copies
+`llama_context` (llama.cpp's bindings), `chat` (a request made ready: template, rows, grammar), `chat_stream`
+and `text_stream` (streamed chunks), `tool_calls` and `request_tools` (the tool format and fields), `grammar`
+(llama.cpp's grammar sampler as a token filter), `continuous` and `seq` (continuous batching), `gguf_files` (GGUF copies
 of model and adapter folders), `llama_setup` (builds llama-cpp-python), `probe` (doctor's tokens/s),
 `agreement` (served vs trainer logprobs),
 `adapters` (which weights each name gets, in-flight holds), `lora` (PEFT adapters in the model, changed

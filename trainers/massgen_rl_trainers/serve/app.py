@@ -8,12 +8,13 @@ import threading
 import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 from ..protocol import ScriptError, log
 from .adapters import Adapters, BatchKey
 from .batching import ShuttingDown
+from .chat import prepare
 from .lora_routes import LoraRoutes
 from .openai_api import ApiError, SamplingKey, build_response, error_body, parse_chat_request
 
@@ -83,7 +84,8 @@ class App:
         self.engine.set_threads(value)
         return {"threads": value}
 
-    def chat(self, body: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    def chat(self, body: Any) -> tuple[Any, dict[str, str]]:
+        """A response body, or for `stream: true` an iterator of chunks (the request runs while it is read)."""
         with self._lock:
             self.requests += 1
         adapter = None
@@ -92,36 +94,62 @@ class App:
                 raise ApiError(503, "the server is shutting down")
             req = parse_chat_request(body, self.name)
             adapter = self.adapters.acquire(req.model)  # the weights it runs on, whatever changes meanwhile
-            prompt_ids, completions, info = self._generate(req, adapter.slot if adapter else None)
+            if req.stream:
+                held, adapter = adapter, None  # released when the stream ends
+                return self._stream(req, held), {}
+            prepared = prepare(self.engine, req, adapter.slot if adapter else None, self.default_max_tokens)
+            completions, info = self._submit(prepared)
         except Exception:
-            with self._lock:
-                self.failures += 1
+            self._failed()
             raise
         finally:
-            dropped = self.adapters.release(adapter)
-            if dropped is not None:  # unloaded while this request ran, and this was its last request
-                self.lora.drop(dropped)
-        headers = {"X-Massgen-Rl-Tools": "ignored"} if req.tools_ignored else {}
-        return build_response(req, prompt_ids, completions, debug=info.as_dict()), headers
+            self._release(adapter)
+        return build_response(req, prepared.prompt_ids, completions, debug=info.as_dict()), {}
 
-    def _generate(self, req: Any, slot: str | None) -> tuple[list[int], Any, Any]:
-        from .sampling import Row, sample_seed  # torch: only once a model is being served
+    def _stream(self, req: Any, adapter: Any) -> Iterator[dict[str, Any]]:
+        from .chat_stream import stream_chunks
+        from .sampling import Stream
 
-        prompt_ids = self.engine.prompt_ids(req.messages)
-        room = self.engine.context_len - len(prompt_ids)
-        if room < 1:
-            raise ApiError(400, f"the prompt is {len(prompt_ids)} tokens; the model's context is "
-                                f"{self.engine.context_len} tokens", param="messages", code="context_length_exceeded")
-        max_tokens = min(req.max_tokens or self.default_max_tokens, room)
-        rows = [Row(prompt_ids=prompt_ids, max_tokens=max_tokens, stop=tuple(req.stop),
-                    stop_token_ids=frozenset(req.stop_token_ids), seed=sample_seed(req.seed, k),
-                    want_logprobs=req.logprobs, top_logprobs=req.top_logprobs, ignore_eos=req.ignore_eos)
-                for k in range(req.n)]
         try:
-            completions, info = self.batcher.submit(BatchKey(req.sampling_key, slot), len(rows), rows)
+            stream = Stream()
+            prepared = prepare(self.engine, req, adapter.slot if adapter else None, self.default_max_tokens, stream)
+            slots = getattr(self.batcher, "max_seqs", None)
+            if slots is not None and req.n > slots:  # refused before the stream starts, as the batcher would
+                raise ApiError(400, f"n={req.n} is more than this server's {slots} sequences (--max-batch-size)",
+                               param="n")
+            job = self.batcher.submit_stream(prepared.key, prepared.rows, stream)
+        except ShuttingDown as exc:
+            self._release(adapter)
+            raise ApiError(503, str(exc)) from None
+        except BaseException:
+            self._release(adapter)
+            raise
+        return self._chunks(stream_chunks(self.engine, req, prepared.prompt_ids, stream, job), stream, adapter)
+
+    def _chunks(self, chunks: Iterator[dict[str, Any]], stream: Any, adapter: Any) -> Iterator[dict[str, Any]]:
+        try:
+            yield from chunks
+        except BaseException:
+            self._failed()
+            raise
+        finally:  # the client went away, or the stream ended: its rows leave the batch at the next step
+            stream.cancelled.set()
+            self._release(adapter)
+
+    def _failed(self) -> None:
+        with self._lock:
+            self.failures += 1
+
+    def _release(self, adapter: Any) -> None:
+        dropped = self.adapters.release(adapter)
+        if dropped is not None:  # unloaded while this request ran, and this was its last request
+            self.lora.drop(dropped)
+
+    def _submit(self, prepared: Any) -> tuple[Any, Any]:
+        try:
+            return self.batcher.submit(prepared.key, len(prepared.rows), prepared.rows)
         except ShuttingDown as exc:
             raise ApiError(503, str(exc)) from None
-        return prompt_ids, completions, info
 
     def warmup(self) -> None:
         """One short greedy generation through the batcher, on the weights the served name gives."""
@@ -166,6 +194,38 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
+    def _send_events(self, chunks: Any) -> None:
+        """Server-sent events, one HTTP chunk each, then `data: [DONE]`. An error after the first chunk is sent
+        as an error event; a client that goes away stops the generation (the iterator is closed)."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for chunk in chunks:
+                    self._event(json.dumps(chunk, ensure_ascii=False, allow_nan=False))
+            except ApiError as exc:
+                self._event(json.dumps(exc.body()))
+            except (BrokenPipeError, ConnectionResetError):
+                raise
+            except Exception as exc:  # a generation failure mid-stream: the client gets it as an error event
+                traceback.print_exc()
+                self._event(json.dumps(error_body(f"generation failed: {type(exc).__name__}: {exc}", "server_error")))
+            self._event("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, TimeoutError, OSError):
+            self.close_connection = True
+        finally:
+            chunks.close()
+
+    def _event(self, data: str) -> None:
+        payload = f"data: {data}\n\n".encode("utf-8")
+        self.wfile.write(f"{len(payload):x}\r\n".encode("ascii") + payload + b"\r\n")
+        self.wfile.flush()
+
     def _error(self, exc: ApiError, close: bool = False) -> None:
         self._send(exc.status, exc.body(), close=close)
 
@@ -204,7 +264,10 @@ class _Handler(BaseHTTPRequestHandler):
             except (UnicodeDecodeError, ValueError) as exc:
                 raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
             response, headers = app.post(path, body)
-            self._send(200, response, headers)
+            if isinstance(response, dict):
+                self._send(200, response, headers)
+            else:
+                self._send_events(response)
         except ApiError as exc:
             status = exc.status
             self._error(exc)

@@ -44,6 +44,14 @@ class Job:
     result: Any = None
     error: BaseException | None = None
     info: BatchInfo | None = None
+    stream: Any = None  # sampling.Stream of a streamed request
+
+
+def signal_done(job: Any) -> None:
+    """The job is over (result or error set): wake its waiter, and a streamed request's reader."""
+    job.done.set()
+    if job.stream is not None:
+        job.stream.events.put(None)
 
 
 # run_batch(key, payloads) -> one result per payload, in order
@@ -65,12 +73,17 @@ class JobQueue:
     def start(self) -> None:
         self._thread.start()
 
-    def _wait(self, job: Any, timeout: float | None) -> tuple[Any, BatchInfo]:
+    def enqueue(self, job: Any) -> Any:
+        """Queues a job without waiting for it (a streamed request reads its stream instead)."""
         with self._cond:
             if self._stopping:
                 raise ShuttingDown("the server is shutting down")
             self._pending.append(job)
             self._cond.notify_all()
+        return job
+
+    def _wait(self, job: Any, timeout: float | None) -> tuple[Any, BatchInfo]:
+        self.enqueue(job)
         if not job.done.wait(timeout):
             with self._cond:
                 if job in self._pending:
@@ -89,7 +102,7 @@ class JobQueue:
             self._cond.notify_all()
         for job in pending:
             job.error = ShuttingDown("the server is shutting down")
-            job.done.set()
+            signal_done(job)
         if self._thread.is_alive():
             self._thread.join(timeout)
 
@@ -108,6 +121,10 @@ class Batcher(JobQueue):
     def submit(self, key: Hashable, rows: int, payload: Any, timeout: float | None = None) -> tuple[Any, BatchInfo]:
         """Queue a job and block until its batch ran; re-raises the batch's exception."""
         return self._wait(Job(key, max(1, rows), payload), timeout)
+
+    def submit_stream(self, key: Hashable, rows: Sequence[Any], stream: Any) -> Any:
+        """Queue a streamed job: its rows report each token to `stream` (sampling.Stream); returns the job."""
+        return self.enqueue(Job(key, max(1, len(rows)), list(rows), stream=stream))
 
     def stats(self) -> dict[str, Any]:
         with self._cond:
@@ -167,4 +184,4 @@ class Batcher(JobQueue):
             for job, result in zip(jobs, results):
                 job.info = BatchInfo(batch_id, len(jobs), sequences, (started - job.arrived) * 1000, generate_ms)
                 job.result, job.error = result, error
-                job.done.set()
+                signal_done(job)

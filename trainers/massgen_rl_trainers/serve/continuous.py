@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .adapters import BatchKey
-from .batching import BatchInfo, JobQueue, ShuttingDown
+from .batching import BatchInfo, JobQueue, ShuttingDown, signal_done
 from .llama_context import Entry, KvFull
 from .openai_api import ApiError
 from .sampling import Row
@@ -42,6 +42,7 @@ class Job:
     peak_requests: int = 0
     peak_seqs: int = 0
     reserved: int = 0  # KV cells set aside at admission, given back when the job ends
+    stream: Any = None  # sampling.Stream of a streamed request
 
     def need(self, shared_kv: bool) -> int:
         """KV cells the job may fill: with a shared cache its n samples store their prompt once."""
@@ -69,6 +70,10 @@ class ContinuousBatcher(JobQueue):
 
     def submit(self, key: BatchKey, rows: int, payload: Sequence[Row], timeout: float | None = None) -> tuple[Any, BatchInfo]:
         return self._wait(Job(key, list(payload)), timeout)
+
+    def submit_stream(self, key: BatchKey, rows: Sequence[Row], stream: Any) -> Job:
+        """Queue a streamed job: its rows report each token to `stream` (sampling.Stream); returns the job."""
+        return self.enqueue(Job(key, list(rows), stream=stream))
 
     def stats(self) -> dict[str, Any]:
         with self._cond:
@@ -121,7 +126,19 @@ class ContinuousBatcher(JobQueue):
                 self.busy = False
         self._fail_active(ShuttingDown("the server is shutting down"))  # requests cut short get their 503
 
+    def _drop_cancelled(self) -> None:
+        """Streamed requests whose client went away leave the batch before this step."""
+        for job in [j for j in self._active if j.stream is not None and j.stream.cancelled.is_set()]:
+            for seq in job.seqs:
+                if not seq.dropped:
+                    seq.finish = seq.finish or "cancelled"
+                    self._release(seq)
+            self._complete(job)
+
     def _step(self) -> None:
+        self._drop_cancelled()
+        if not self._active:
+            return
         adapters = list(dict.fromkeys(job.key.adapter for job in self._active))
         self._turn = (self._turn + 1) % len(adapters)
         adapter = adapters[self._turn]
@@ -183,6 +200,8 @@ class ContinuousBatcher(JobQueue):
         return entries, outputs
 
     def _release(self, seq: Seq) -> None:
+        if seq.row.grammar is not None:
+            seq.row.grammar.free()
         self.llama.drop(seq.seq_id)
         seq.dropped = True
         with self._cond:
@@ -196,7 +215,7 @@ class ContinuousBatcher(JobQueue):
         job.result = [build_completion(self.engine, seq) for seq in job.seqs]
         job.info = BatchInfo(job.first_step, job.peak_requests, job.peak_seqs, (job.admitted - job.arrived) * 1000,
                              (finished - job.admitted) * 1000)
-        job.done.set()
+        signal_done(job)
 
     def _fail_active(self, exc: BaseException) -> None:
         for job in list(self._active):
@@ -212,4 +231,4 @@ class ContinuousBatcher(JobQueue):
     def _finish(job: Job, exc: BaseException) -> None:
         job.error = exc
         job.info = BatchInfo(job.first_step, job.peak_requests, job.peak_seqs, 0.0, 0.0)
-        job.done.set()
+        signal_done(job)

@@ -139,22 +139,19 @@ class Engine(ChatTokens):
                 row, token = rows[r], tokens[b]
                 ids[r].append(token)
                 lps[r].append(chosen_lp[b])
+                top = None
                 if row.top_logprobs and top_ids is not None and top_values is not None:
-                    tops[r].append([(t, v) for t, v in zip(top_ids[b][:row.top_logprobs], top_values[b][:row.top_logprobs])
-                                    if v != float("-inf")])
-                if (token in self.eos_ids and not row.ignore_eos) or token in row.stop_token_ids:
-                    finish[r] = "stop"
-                    continue
-                if row.stop:
-                    text = self.decode(ids[r])
-                    hits = [i for i in (text.find(s) for s in row.stop) if i >= 0]
-                    if hits:
-                        finish[r], cut[r] = "stop", min(hits)
-                        continue
-                if len(ids[r]) >= row.max_tokens:
-                    finish[r] = "length"
+                    top = [(t, v) for t, v in zip(top_ids[b][:row.top_logprobs], top_values[b][:row.top_logprobs])
+                           if v != float("-inf")]
+                    tops[r].append(top)
+                if self._finished(row, ids[r], token, finish, cut, r):
                     continue
                 keep.append(b)
+            for b, r in enumerate(active):
+                if rows[r].stream is not None:
+                    rows[r].stream.events.put((rows[r].index, tokens[b], chosen_lp[b],
+                                               tops[r][-1] if rows[r].top_logprobs and tops[r] else None,
+                                               finish[r] if b not in keep else None, cut[r]))
             if not keep:
                 break
             step = chosen
@@ -167,6 +164,25 @@ class Engine(ChatTokens):
             last_pos = last_pos + 1
             logits = self._forward(step[:, None], mask, last_pos, cache, adapter)
 
+        return self._completions(rows, ids, lps, tops, finish, cut)
+
+    def _finished(self, row: Row, ids: list[int], token: int, finish: list[str], cut: list[int | None], r: int) -> bool:
+        """Whether row r stops at `token` (finish[r] and cut[r] set); a streamed row whose client left stops too."""
+        if (token in self.eos_ids and not row.ignore_eos) or token in row.stop_token_ids:
+            finish[r] = "stop"
+        elif row.stop and (hits := [i for i in (self.decode(ids).find(s) for s in row.stop) if i >= 0]):
+            finish[r], cut[r] = "stop", min(hits)
+        elif len(ids) >= row.max_tokens:
+            finish[r] = "length"
+        elif row.stream is not None and row.stream.cancelled.is_set():
+            finish[r] = "cancelled"
+        else:
+            return False
+        return True
+
+    def _completions(self, rows: Sequence[Row], ids: list[list[int]], lps: list[list[float]],
+                     tops: list[list[list[tuple[int, float]]]], finish: list[str],
+                     cut: list[int | None]) -> list[Completion]:
         results = []
         for r, row in enumerate(rows):
             text = self.decode(ids[r])

@@ -98,6 +98,7 @@ class LlamaContext:
         self.memory = lib.llama_get_memory(self.ctx)
         self.batch = lib.llama_batch_init(n_batch, 0, 1)
         self._adapter: Any = None  # the adapter set on the context now (None: the base weights)
+        self._tokens: np.ndarray | None = None
 
     def decode(self, entries: Sequence[Entry]) -> np.ndarray:
         """Runs the entries (at most n_batch); returns the logits of those with logits=True, in order."""
@@ -119,6 +120,15 @@ class LlamaContext:
             return np.empty((0, self.n_vocab), dtype=np.float32)
         pointer = self.lib.llama_get_logits(self.ctx)
         return np.ctypeslib.as_array(pointer, shape=(outputs, self.n_vocab)).copy()
+
+    def token_buffer(self) -> np.ndarray:
+        """The whole vocabulary as llama_token_data (id, logit, p), for grammar masks (generation thread only)."""
+        if self._tokens is None:
+            from .grammar import TOKEN_DATA
+
+            self._tokens = np.zeros(self.n_vocab, dtype=TOKEN_DATA)
+            self._tokens["id"] = np.arange(self.n_vocab, dtype=np.int32)
+        return self._tokens
 
     def set_threads(self, threads: int) -> None:
         """The threads of the next decodes (llama.cpp reads them at each decode)."""

@@ -64,7 +64,17 @@ class ChatRequest:
     top_logprobs: int = 0
     return_token_ids: bool = False
     ignore_eos: bool = False
-    tools_ignored: bool = False
+    stream: bool = False
+    include_usage: bool = False
+    tools: list[Any] = field(default_factory=list)  # tool_calls.Tool
+    tool_choice: Any = "auto"  # "none" | "auto" | "required" | {"name": str}
+    parallel_tool_calls: bool = True
+    response_format: dict[str, Any] | None = None  # {"type": "json_object"} or {"type": "json_schema", "schema"}
+
+    @property
+    def calls_tools(self) -> bool:
+        """Whether the reply may hold tool calls (parsed out of the text)."""
+        return bool(self.tools) and self.tool_choice != "none"
 
     @property
     def sampling_key(self) -> SamplingKey:
@@ -137,8 +147,27 @@ def normalize_messages(value: Any) -> list[dict[str, Any]]:
         for key in ("name", "tool_call_id"):
             if isinstance(message.get(key), str):
                 clean[key] = message[key]
+        if message.get("tool_calls") is not None:
+            clean["tool_calls"] = _history_calls(message["tool_calls"], where)
         out.append(clean)
     return out
+
+
+def _history_calls(value: Any, where: str) -> list[dict[str, Any]]:
+    """An assistant message's tool_calls: [{id, type: function, function: {name, arguments: str}}]."""
+    if not isinstance(value, list):
+        raise ApiError(400, f"{where}.tool_calls must be a list", param="messages")
+    calls = []
+    for j, call in enumerate(value):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ApiError(400, f"{where}.tool_calls[{j}] needs function.name", param="messages")
+        args = fn.get("arguments", "")
+        if not isinstance(args, (str, dict)):
+            raise ApiError(400, f"{where}.tool_calls[{j}].function.arguments must be a string", param="messages")
+        calls.append({"id": call.get("id") if isinstance(call.get("id"), str) else f"call_{j}", "type": "function",
+                      "function": {"name": fn["name"], "arguments": args}})
+    return calls
 
 
 def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
@@ -152,8 +181,11 @@ def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
     if not isinstance(model, str):
         raise ApiError(400, "'model' must be a string", param="model")
     messages = normalize_messages(body.get("messages"))
-    if body.get("stream"):
-        raise ApiError(400, "streaming is not supported by this server; send stream: false", param="stream")
+    stream = _flag(body, "stream")
+    options = body.get("stream_options")
+    if options is not None and (not isinstance(options, dict) or not stream):
+        raise ApiError(400, "'stream_options' must be an object, and only with stream: true", param="stream_options")
+    include_usage = _flag(options or {}, "include_usage")
 
     max_tokens = _integer(body, "max_completion_tokens", 1)
     if max_tokens is None:
@@ -182,7 +214,9 @@ def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
     logprobs = _flag(body, "logprobs")
     if top_logprobs and not logprobs:
         raise ApiError(400, "'top_logprobs' needs 'logprobs': true", param="top_logprobs")
-    tools = body.get("tools")
+    from .request_tools import parse_response_format, parse_tools
+
+    tools, tool_choice = parse_tools(body)
     return ChatRequest(
         messages=messages,
         model=model,
@@ -197,7 +231,12 @@ def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
         top_logprobs=top_logprobs,
         return_token_ids=_flag(body, "return_token_ids"),
         ignore_eos=_flag(body, "ignore_eos"),
-        tools_ignored=bool(tools) or body.get("tool_choice") not in (None, "none", "auto"),
+        stream=stream,
+        include_usage=include_usage,
+        tools=tools,
+        tool_choice=tool_choice,
+        parallel_tool_calls=_flag(body, "parallel_tool_calls") if body.get("parallel_tool_calls") is not None else True,
+        response_format=parse_response_format(body.get("response_format")),
     )
 
 
@@ -224,15 +263,36 @@ def logprobs_content(c: Completion, top: int) -> dict[str, Any]:
     return {"content": entries}
 
 
+def reply_message(req: ChatRequest, text: str, finish: str) -> tuple[dict[str, Any], str]:
+    """The assistant message of a completion: its tool calls parsed out of the text when the request has tools."""
+    if not req.calls_tools:
+        return {"role": "assistant", "content": text}, finish
+    from .tool_calls import parse_calls
+
+    content, calls = parse_calls(text, req.tools)
+    if not req.parallel_tool_calls:
+        calls = calls[:1]
+    if not calls:
+        return {"role": "assistant", "content": text}, finish
+    wire = [{"id": new_call_id(), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls]
+    return {"role": "assistant", "content": content, "tool_calls": wire}, "tool_calls" if finish == "stop" else finish
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
 def build_response(req: ChatRequest, prompt_ids: list[int], completions: list[Completion],
                    debug: dict[str, Any] | None = None) -> dict[str, Any]:
     choices = []
     for i, c in enumerate(completions):
+        message, finish = reply_message(req, c.text, c.finish_reason)
         choice: dict[str, Any] = {
             "index": i,
-            "message": {"role": "assistant", "content": c.text},
+            "message": message,
             "logprobs": logprobs_content(c, req.top_logprobs) if req.logprobs else None,
-            "finish_reason": c.finish_reason,
+            "finish_reason": finish,
         }
         if req.return_token_ids:
             choice["token_ids"] = list(c.token_ids)

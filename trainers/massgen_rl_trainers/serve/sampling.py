@@ -6,9 +6,11 @@ Imports torch: loaded only once a model is being served.
 
 from __future__ import annotations
 
+import queue
 import random
-from dataclasses import dataclass
-from typing import Sequence
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import torch
 
@@ -29,6 +31,18 @@ class Row:
     want_logprobs: bool = False
     top_logprobs: int = 0
     ignore_eos: bool = False
+    grammar: Any = None  # grammar.Grammar: the tokens allowed next (llama.cpp engine)
+    stream: "Stream | None" = None  # streamed requests: each token is reported as it is drawn
+    index: int = 0  # the row's choice index in its request
+
+
+@dataclass
+class Stream:
+    """What a streamed request's HTTP thread reads: (index, token, logprob, top, finish, cut) per drawn token,
+    then None once the request is over; `cancelled` is set when its client went away."""
+
+    events: "queue.SimpleQueue[Any]" = field(default_factory=queue.SimpleQueue)
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
 
 def sample_seed(seed: int | None, index: int) -> int | None:

@@ -64,12 +64,43 @@ def sample_step(engine: Any, outputs: Sequence[Sequence[Seq]], logits: np.ndarra
         if want_top:
             values, ids = logprobs.topk(want_top, dim=-1)
             top_values, top_ids = values.tolist(), ids.tolist()
-        for b, (_, seq) in enumerate(members):
+        for b, (i, seq) in enumerate(members):
+            token, lp = int(chosen[b]), chosen_lp[b]
             top = None
             if seq.row.top_logprobs and top_ids is not None and top_values is not None:
                 top = [(t, v) for t, v in zip(top_ids[b][:seq.row.top_logprobs], top_values[b][:seq.row.top_logprobs])
                        if v != float("-inf")]
-            advance(engine, seq, int(chosen[b]), chosen_lp[b], top)
+            if seq.row.grammar is not None:
+                token, lp, top = constrained(seq, logprobs[b], scores[i], token, lp, top)
+            advance(engine, seq, token, lp, top)
+
+
+def constrained(seq: Seq, logprobs: torch.Tensor, logits: torch.Tensor, token: int, lp: float,
+                top: list[tuple[int, float]] | None) -> tuple[int, float, list[tuple[int, float]] | None]:
+    """The token drawn under the row's grammar. Drawing from the whole distribution and redrawing from the
+    allowed tokens only when the grammar refuses the draw is the same distribution as drawing from the
+    renormalized allowed ones; the full mask (costly) is needed only for a refused draw or a reported logprob."""
+    grammar, row = seq.row.grammar, seq.row
+    if not row.want_logprobs and grammar.allows(token):
+        grammar.accept(token)
+        return token, lp, top
+    allowed = torch.from_numpy(grammar.mask())
+    masked = logprobs.masked_fill(~allowed, float("-inf"))
+    if not torch.isfinite(masked).any():  # top-p left no allowed token: the allowed ones at the temperature
+        masked = torch.log_softmax(logits / max(seq.sampling.temperature, 1e-5), dim=-1).masked_fill(~allowed, float("-inf"))
+    if not torch.isfinite(masked).any():  # the grammar allows nothing (cannot happen for a valid grammar)
+        seq.finish = "stop"
+        return token, lp, top
+    masked = masked - torch.logsumexp(masked, dim=-1)
+    if seq.sampling.greedy:
+        token = int(masked.argmax())
+    else:
+        token = int(torch.multinomial(masked.exp(), 1, generator=seq.generator))
+    if row.top_logprobs:
+        values, ids = masked.topk(row.top_logprobs)
+        top = [(t, v) for t, v in zip(ids.tolist(), values.tolist()) if v != float("-inf")]
+    grammar.accept(token)
+    return token, float(masked[token]), top
 
 
 def advance(engine: Any, seq: Seq, token: int, logprob: float, top: list[tuple[int, float]] | None) -> None:
@@ -79,12 +110,18 @@ def advance(engine: Any, seq: Seq, token: int, logprob: float, top: list[tuple[i
     if top is not None:
         seq.tops.append(top)
     seq.next_token = token
-    if (token in engine.eos_ids and not row.ignore_eos) or token in row.stop_token_ids:
+    if seq.finish is not None:
+        pass
+    elif (token in engine.eos_ids and not row.ignore_eos) or token in row.stop_token_ids:
+        seq.finish = "stop"
+    elif row.grammar is not None and row.grammar.ends(token):
         seq.finish = "stop"
     elif row.stop and (hits := [i for i in (engine.decode(seq.ids).find(s) for s in row.stop) if i >= 0]):
         seq.finish, seq.cut = "stop", min(hits)
     elif len(seq.ids) >= row.max_tokens:
         seq.finish = "length"
+    if row.stream is not None:
+        row.stream.events.put((row.index, token, logprob, top, seq.finish, seq.cut))
 
 
 def build_completion(engine: Any, seq: Seq) -> Completion:

@@ -16,12 +16,13 @@ class ChatTokens:
     tokenizer: Any
     tok_lock: threading.Lock
 
-    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        """The chat template applied to the messages, with the assistant generation prompt, as token ids."""
+    def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
+        """The chat template applied to the messages (and tools, for a template that renders them), with the
+        assistant generation prompt, as token ids."""
         try:
             with self.tok_lock:
-                encoded = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                             return_dict=True)
+                encoded = self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
+                                                             tokenize=True, return_dict=True)
         except Exception as exc:  # jinja errors: roles the template refuses, and the like
             raise ApiError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
         ids = encoded["input_ids"]

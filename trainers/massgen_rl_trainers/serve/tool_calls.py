@@ -1,0 +1,209 @@
+"""Tool calling for models whose chat template has none: the documented generic format (docs/serving.md).
+
+The tools go into the system prompt, and a call is written as
+    <tool_call>
+    {"name": "NAME", "arguments": {...}}
+    </tool_call>
+(the format of Hermes and Qwen templates, so a model whose own template renders tools that way is served
+with its template instead). Past calls and tool results in the history are rendered in the same format,
+so what a model reads is what it is asked to write. The grammar that constrains a call (llama.cpp engine)
+is built from the tools' JSON Schemas by llama.cpp's converter.
+
+Pure data: no torch, no model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .openai_api import ApiError
+
+CALL_OPEN = "<tool_call>"
+CALL_CLOSE = "</tool_call>"
+MAX_PARALLEL_CALLS = 16
+_CALL_RE = re.compile(re.escape(CALL_OPEN) + r"\s*(.*?)\s*(?:" + re.escape(CALL_CLOSE) + r"|$)", re.S)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+def native_tools(chat_template: str | None) -> bool:
+    """A template that renders tools and `<tool_call>` itself (Hermes, Qwen, SmolLM3) is used as it is."""
+    return bool(chat_template) and "tools" in chat_template and CALL_OPEN in chat_template
+
+
+def tool_prompt(tools: list[Tool], choice: Any) -> str:
+    lines = ["You can call tools. To call one, reply with exactly:", CALL_OPEN,
+             '{"name": "<tool name>", "arguments": <the arguments as a JSON object>}', CALL_CLOSE,
+             "The tools:"]
+    lines += [json.dumps(t.spec(), ensure_ascii=False) for t in tools]
+    if isinstance(choice, dict):
+        lines.append(f"Call the tool {choice['name']} now.")
+    elif choice == "required":
+        lines.append("Call one of the tools now.")
+    return "\n".join(lines)
+
+
+def call_text(name: str, arguments: Any) -> str:
+    """A past call as the model writes one (arguments: a JSON string, as OpenAI sends them, or an object)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            pass  # kept as the string it is
+    return f"{CALL_OPEN}\n{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}\n{CALL_CLOSE}"
+
+
+def render_generic(messages: list[dict[str, Any]], tools: list[Tool], choice: Any) -> list[dict[str, Any]]:
+    """The messages for a template without tools: the tool prompt in the system message, calls and results as
+    text (a tool result is a user turn inside <tool_response>, as Hermes templates write it)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            calls = "\n".join(call_text(c["function"]["name"], c["function"]["arguments"]) for c in m["tool_calls"])
+            out.append({"role": "assistant", "content": "\n".join(p for p in (m["content"], calls) if p)})
+        elif m["role"] == "tool":
+            out.append({"role": "user", "content": f"<tool_response>\n{m['content']}\n</tool_response>"})
+        else:
+            out.append({k: v for k, v in m.items() if k != "tool_calls"})
+    if tools and choice != "none":
+        prompt = tool_prompt(tools, choice)
+        if out and out[0]["role"] == "system":
+            out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{prompt}"}
+        else:
+            out.insert(0, {"role": "system", "content": prompt})
+    return out
+
+
+def render_native(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages for a template that renders tools: call arguments as objects, as HF templates expect."""
+    out = []
+    for m in messages:
+        if m.get("tool_calls"):
+            calls = []
+            for c in m["tool_calls"]:
+                args = c["function"]["arguments"]
+                try:
+                    args = json.loads(args) if isinstance(args, str) and args.strip() else (args or {})
+                except ValueError:
+                    pass
+                calls.append({"type": "function", "id": c.get("id"), "function": {"name": c["function"]["name"],
+                                                                                 "arguments": args}})
+            m = {**m, "tool_calls": calls}
+        out.append(m)
+    return out
+
+
+@dataclass
+class ParsedCall:
+    name: str
+    arguments: str  # JSON text, as OpenAI returns it
+
+
+def parse_calls(text: str, tools: list[Tool]) -> tuple[str | None, list[ParsedCall]]:
+    """The content and the calls of a completion. A block that is not a call of a known tool stays content."""
+    names = {t.name for t in tools}
+    calls: list[ParsedCall] = []
+    content: list[str] = []
+    last = 0
+    for match in _CALL_RE.finditer(text):
+        call = _call_of(match.group(1), names)
+        if call is None:
+            continue
+        content.append(text[last:match.start()])
+        calls.append(call)
+        last = match.end()
+    rest = text[last:]
+    if calls and CALL_OPEN in rest and CALL_CLOSE not in rest[rest.index(CALL_OPEN):]:
+        rest = rest[:rest.index(CALL_OPEN)]  # a further call cut off by max_tokens: not content
+    content.append(rest)
+    joined = "".join(content).strip()
+    return (joined or None) if calls else text, calls
+
+
+def _call_of(body: str, names: set[str]) -> ParsedCall | None:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or value.get("name") not in names:
+        return None
+    args = value.get("arguments", value.get("parameters", {}))
+    if isinstance(args, str):
+        return ParsedCall(value["name"], args)
+    raw = arguments_part(body.strip())  # the arguments as written, so a streamed call reads the same
+    if raw is not None:
+        try:
+            return ParsedCall(value["name"], raw[:json.JSONDecoder().raw_decode(raw)[1]])
+        except ValueError:
+            pass
+    return ParsedCall(value["name"], json.dumps(args, ensure_ascii=False))
+
+
+def complete_name(body: str) -> str | None:
+    key = body.find('"name"')
+    if key < 0:
+        return None
+    rest = body[key + 6:].lstrip()
+    if not rest.startswith(":"):
+        return None
+    rest = rest[1:].lstrip()
+    try:
+        value, _ = json.JSONDecoder().raw_decode(rest)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def arguments_part(body: str) -> str | None:
+    """The text after `"arguments":` (whitespace trimmed), or None until it has begun."""
+    key = body.find('"arguments"')
+    if key < 0:
+        return None
+    rest = body[key + 11:].lstrip()
+    if not rest.startswith(":"):
+        return None
+    rest = rest[1:].lstrip()
+    return rest or None
+
+
+def call_grammar(tools: list[Tool], choice: Any, parallel: bool) -> str:
+    """GBNF for one call (or up to MAX_PARALLEL_CALLS), each `{"name": N, "arguments": A}` with A valid for N's
+    schema; `choice` a {"name"} limits it to that tool. Raises ApiError(400, param tools) when the converter
+    cannot handle a schema."""
+    chosen = [t for t in tools if not isinstance(choice, dict) or t.name == choice["name"]]
+    variants = [{"type": "object", "properties": {"name": {"const": t.name}, "arguments": _object_schema(t.parameters)},
+                 "required": ["name", "arguments"], "additionalProperties": False} for t in chosen]
+    schema = variants[0] if len(variants) == 1 else {"oneOf": variants}
+    body = schema_grammar(schema, "tools", prop_order=["name", "arguments"])
+    body = re.sub(r"^root ::=", "tool-call-json ::=", body, flags=re.M)
+    more = f' ("\\n"? tool-call){{0,{MAX_PARALLEL_CALLS - 1}}}' if parallel else ""
+    return (f"root ::= tool-call{more}\n"
+            f'tool-call ::= "{CALL_OPEN}" "\\n"? tool-call-json "\\n"? "{CALL_CLOSE}"\n{body}')
+
+
+def schema_grammar(schema: Any, param: str, prop_order: list[str] | None = None) -> str:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # llama-cpp-python's copy of llama.cpp's converter
+
+    try:
+        return json_schema_to_gbnf(json.dumps(schema), prop_order)
+    except Exception as exc:  # the converter raises assorted errors on schemas it cannot express
+        raise ApiError(400, f"the JSON Schema cannot be turned into a grammar: {type(exc).__name__}: {exc}",
+                       param=param) from None
+
+
+def _object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    return parameters if parameters.get("properties") or parameters.get("type") else {"type": "object"}
+
+
+TRIGGER_PATTERN = r"^[\s\S]*?(" + re.escape(CALL_OPEN) + r")[\s\S]*$"

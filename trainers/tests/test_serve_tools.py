@@ -1,0 +1,130 @@
+"""`serve`'s tool calling, structured output and streamed text: the pure parts (no model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from massgen_rl_trainers.serve.openai_api import ApiError, build_response, parse_chat_request
+from massgen_rl_trainers.serve.openai_api import Completion
+from massgen_rl_trainers.serve.text_stream import Detokenizer, ToolStream, held_back
+from massgen_rl_trainers.serve.tool_calls import Tool, call_grammar, native_tools, parse_calls, render_generic
+
+NAME = "m"
+USER = [{"role": "user", "content": "hi"}]
+VOTE = {"type": "function", "function": {"name": "vote", "description": "Vote.", "parameters": {
+    "type": "object", "properties": {"agent_id": {"type": "string", "enum": ["agent1", "agent2"]},
+                                     "reason": {"type": "string"}}, "required": ["agent_id", "reason"]}}}
+ANSWER = {"type": "function", "function": {"name": "new_answer", "description": "Answer.", "parameters": {
+    "type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}}}
+TOOLS = [Tool("vote", "Vote.", VOTE["function"]["parameters"]), Tool("new_answer", "Answer.", ANSWER["function"]["parameters"])]
+
+
+def parse(**body):
+    return parse_chat_request({"messages": USER, **body}, NAME)
+
+
+def test_tool_fields_are_parsed_and_checked():
+    req = parse(tools=[VOTE, ANSWER])
+    assert [t.name for t in req.tools] == ["vote", "new_answer"] and req.tool_choice == "auto" and req.calls_tools
+    assert parse(tools=[VOTE], tool_choice="none").calls_tools is False
+    assert parse(tools=[VOTE], tool_choice={"type": "function", "function": {"name": "vote"}}).tool_choice == {"name": "vote"}
+    assert parse(tools=[VOTE], parallel_tool_calls=False).parallel_tool_calls is False
+    assert parse(stream=True, stream_options={"include_usage": True}).include_usage is True
+    assert parse(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+                 ).response_format == {"type": "json_schema", "schema": {"type": "object"}}
+    for bad, param in [({"tools": [VOTE], "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice"),
+                       ({"tool_choice": "required"}, "tool_choice"), ({"tools": [VOTE], "tool_choice": "sometimes"}, "tool_choice"),
+                       ({"tools": {"a": 1}}, "tools"), ({"tools": [{"type": "function", "function": {"name": "a b"}}]}, "tools"),
+                       ({"tools": [VOTE, VOTE]}, "tools"), ({"tools": [{"type": "retrieval"}]}, "tools"),
+                       ({"stream_options": {"include_usage": True}}, "stream_options"),
+                       ({"response_format": {"type": "yaml"}}, "response_format"),
+                       ({"response_format": {"type": "json_schema"}}, "response_format"),
+                       ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"function": {}}]}]}, "messages")]:
+        with pytest.raises(ApiError) as info:
+            parse_chat_request({"messages": USER, **bad}, NAME)
+        assert info.value.status == 400 and info.value.param == param, bad
+
+
+def test_history_with_calls_and_results_renders_in_the_generic_format():
+    req = parse(tools=[VOTE], messages=[
+        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Pick one."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "vote", "arguments": '{"agent_id": "agent1", "reason": "r"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "counted"}])
+    out = render_generic(req.messages, req.tools, req.tool_choice)
+    assert out[0]["role"] == "system" and out[0]["content"].startswith("Be brief.\n\nYou can call tools.")
+    assert '"name": "vote"' in out[0]["content"] and "<tool_call>" in out[0]["content"]
+    assert out[2] == {"role": "assistant", "content":
+                      '<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "r"}}\n</tool_call>'}
+    assert out[3] == {"role": "user", "content": "<tool_response>\ncounted\n</tool_response>"}
+    assert render_generic(req.messages, req.tools, "none")[0]["content"] == "Be brief."  # no tools offered
+    assert "Call the tool vote now." in render_generic(USER, req.tools, {"name": "vote"})[0]["content"]
+
+
+def test_calls_are_parsed_out_of_the_text():
+    text = 'Let me vote.\n<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "ok"}}\n</tool_call>'
+    content, calls = parse_calls(text, TOOLS)
+    assert content == "Let me vote." and [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("vote", {"agent_id": "agent1", "reason": "ok"})]
+    assert calls[0].arguments == '{"agent_id": "agent1", "reason": "ok"}'  # as written
+    two = '<tool_call>{"name": "vote", "arguments": {}}</tool_call>\n<tool_call>{"name": "new_answer", "arguments": {"content": "5"}}'
+    assert [c.name for c in parse_calls(two, TOOLS)[1]] == ["vote", "new_answer"]  # the last one cut at max_tokens
+    for text in ("no call here", '<tool_call>{"name": "other", "arguments": {}}</tool_call>', "<tool_call>{broken"):
+        assert parse_calls(text, TOOLS) == (text, [])
+
+
+def test_response_carries_tool_calls_and_finish_reason():
+    req = parse(tools=[VOTE, ANSWER])
+    c = Completion([1, 2], '<tool_call>{"name": "new_answer", "arguments": {"content": "5"}}</tool_call>', "stop")
+    choice = build_response(req, [0], [c])["choices"][0]
+    assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
+    call = choice["message"]["tool_calls"][0]
+    assert call["type"] == "function" and call["id"].startswith("call_") and call["function"] == {
+        "name": "new_answer", "arguments": '{"content": "5"}'}
+    plain = build_response(parse(), [0], [c])["choices"][0]  # no tools asked for: the text as it is
+    assert plain["message"] == {"role": "assistant", "content": c.text} and plain["finish_reason"] == "stop"
+    one = parse(tools=[VOTE, ANSWER], parallel_tool_calls=False)
+    two = Completion([1], c.text + c.text, "stop")
+    assert len(build_response(one, [0], [two])["choices"][0]["message"]["tool_calls"]) == 1
+
+
+def test_grammar_text_names_each_tool_and_its_arguments():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python's JSON-Schema converter (massgen-rl doctor --fix)")
+    text = call_grammar(TOOLS, "required", parallel=False)
+    assert text.startswith("root ::= tool-call\n") and '"<tool_call>"' in text and "tool-call-json ::=" in text
+    assert '\\"agent1\\"' in text and '\\"new_answer\\"' in text
+    only = call_grammar(TOOLS, {"name": "vote"}, parallel=True)
+    assert '\\"new_answer\\"' not in only and "{0,15}" in only
+    assert native_tools("{% for t in tools %}<tool_call>{% endfor %}") and not native_tools("{{ messages }}")
+
+
+class Tokens:
+    """A toy tokenizer: each id is a piece of text; 9 and 10 are two halves of one UTF-8 character."""
+
+    pieces = {1: "Hel", 2: "lo", 3: " <tool", 4: "_call>", 5: '{"name": "vote", ', 6: '"arguments": {"agent_id"',
+              7: ': "agent1"}}', 8: "</tool_call>"}
+
+    def decode(self, ids):
+        data = b"".join(self.pieces[i].encode() if i in self.pieces else {9: b"\xc3", 10: b"\xa9"}[i] for i in ids)
+        return data.decode("utf-8", errors="replace")
+
+
+def test_detokenizer_sends_whole_characters_only():
+    d = Detokenizer(Tokens().decode)
+    assert [d.push(t) for t in (1, 2, 9, 10)] == ["Hel", "lo", "", "é"]
+    assert held_back("say STO", ["STOP"]) == 3 and held_back("say", ["STOP"]) == 0
+
+
+def test_tool_stream_splits_content_and_call_deltas():
+    ids = iter(["call_1", "call_2"])
+    stream = ToolStream({"vote"}, lambda: next(ids))
+    out = [stream.feed(Tokens.pieces[i]) for i in range(1, 9)]
+    content = "".join(c for c, _ in out)
+    deltas = [d.wire() for _, ds in out for d in ds]
+    assert content == "Hello "
+    assert deltas[0] == {"index": 0, "id": "call_1", "type": "function", "function": {"name": "vote", "arguments": ""}}
+    args = "".join(d["function"].get("arguments", "") for d in deltas)
+    assert args == '{"agent_id": "agent1"}' and all(d["index"] == 0 for d in deltas)
+    assert stream.calls == 1

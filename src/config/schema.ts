@@ -67,6 +67,7 @@ const model = z.strictObject({
   timeout_ms: timeoutMs().default(120_000),
   max_retries: retries.default(3),
   logprobs: z.boolean().default(true).describe('request per-token logprobs and token ids when the server supports them'),
+  stream: z.boolean().optional().describe('stream chat completions (server-sent events), recording each call\'s time to first token (ttft_ms); a server that rejects streaming is asked without it from then on (default: true for local models, false for base_url and base_urls)'),
   lora: z.strictObject({
     line: name.describe('the weight line whose LoRA adapters this server runs (e.g. the line train.base_model trains)'),
     load_adapters: z.boolean().default(true).describe('load adapters through the server\'s runtime LoRA endpoints (vLLM: --enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)'),
@@ -417,4 +418,9 @@ export type PoliciesConfig = RLConfig['policies'];
 /** Where a remote model is served: its base_url, or each replica of base_urls (none for local weights). */
 export function remoteUrls(m: Pick<ModelConfig, 'base_url' | 'base_urls'>): string[] {
   return m.base_urls ? [...m.base_urls] : m.base_url ? [m.base_url] : [];
+}
+
+/** Whether a model's chat completions are streamed: models.X.stream, else on for the built-in server only. */
+export function streamsCompletions(m: Pick<ModelConfig, 'stream' | 'local'>): boolean {
+  return m.stream ?? m.local !== undefined;
 }

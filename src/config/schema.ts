@@ -44,10 +44,13 @@ function describeSeconds(s: number): string {
   return s % WEEK_S === 0 ? `${s / WEEK_S} week${s === WEEK_S ? '' : 's'}` : s % DAY_S === 0 ? `${s / DAY_S} day${s === DAY_S ? '' : 's'}` : `${s / HOUR_S} hours`;
 }
 
+/** The port `massgen-rl serve` listens on, and a MassGen export points at, for a local model without local.port. */
+export const DEFAULT_SERVE_PORT = 8321;
+
 const localServer = z.strictObject({
   weights: z.string().min(1).describe('builtin:<name>, a weight resource "resource:<name>[@version]", or a path to an HF folder'),
   host: z.string().default('127.0.0.1'),
-  port: nonNegInt.max(65535).default(0).describe('0 picks a free port'),
+  port: nonNegInt.max(65535).default(0).describe(`a fixed port for this model's server; 0 (the default): the servers that collect and eval start pick a free port, while \`massgen-rl serve\` listens on ${DEFAULT_SERVE_PORT} and \`resources export-massgen\` points MassGen there`),
   device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
   engine: z.enum(SERVE_ENGINES).default('auto').describe('auto: vLLM on a CUDA GPU when installed, else llama.cpp on the CPU when installed, else transformers'),
   max_batch_size: count(1024).default(8).describe('most sequences generated at once (llama.cpp: running together; transformers: per batch)'),
@@ -423,4 +426,13 @@ export function remoteUrls(m: Pick<ModelConfig, 'base_url' | 'base_urls'>): stri
 /** Whether a model's chat completions are streamed: models.X.stream, else on for the built-in server only. */
 export function streamsCompletions(m: Pick<ModelConfig, 'stream' | 'local'>): boolean {
   return m.stream ?? m.local !== undefined;
+}
+
+/**
+ * The port of a local model's server that others are told about (`massgen-rl serve`, a MassGen export):
+ * the --port flag (0 picks a free one), else local.port, else DEFAULT_SERVE_PORT. The servers a run starts
+ * for itself keep local.port, where 0 picks a free port.
+ */
+export function fixedPort(local: Pick<NonNullable<ModelConfig['local']>, 'port'> | undefined, flag?: number): number {
+  return flag ?? (local?.port || DEFAULT_SERVE_PORT);
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { linkTarget } from './input-file.js';
-import type { RLConfig } from './schema.js';
+import { fixedPort, type RLConfig } from './schema.js';
 import { machineIssues, vllmIssues } from './train-rules.js';
 import type { ConfigPath } from './yaml-source.js';
 
@@ -75,9 +75,17 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if ('file' in s) requireFile(baseDir, s.file, ['tasks', 'sources', i, 'file'], add);
   });
   if (config.deploy.export_massgen) {
+    const ports = new Map<number, string>();
     for (const key of new Set(config.agents.map((a) => a.model))) {
       const local = config.models[key]?.local;
-      if (local && !local.port) add(['models', key, 'local', 'port'], 'deploy.export_massgen writes where this model is served into a MassGen config, so give it a fixed port (0 picks a free one at each start) and run `massgen-rl serve --model ' + key + '` there');
+      if (!local) continue;
+      const port = fixedPort(local);
+      const other = ports.get(port);
+      if (other !== undefined) {
+        const why = local.port ? '' : ` (unset: \`massgen-rl serve\` listens on ${port})`;
+        add(['models', key, 'local', 'port'], `deploy.export_massgen points MassGen at each local model's server, and models.${other} and models.${key} would both be on port ${port}${why}: give each its own local.port`);
+      }
+      ports.set(port, key);
     }
   }
   const judge = config.rewards.judge;

@@ -44,10 +44,13 @@ function describeSeconds(s: number): string {
   return s % WEEK_S === 0 ? `${s / WEEK_S} week${s === WEEK_S ? '' : 's'}` : s % DAY_S === 0 ? `${s / DAY_S} day${s === DAY_S ? '' : 's'}` : `${s / HOUR_S} hours`;
 }
 
+/** The port `massgen-rl serve` listens on, and a MassGen export points at, for a local model without local.port. */
+export const DEFAULT_SERVE_PORT = 8321;
+
 const localServer = z.strictObject({
   weights: z.string().min(1).describe('builtin:<name>, a weight resource "resource:<name>[@version]", or a path to an HF folder'),
   host: z.string().default('127.0.0.1'),
-  port: nonNegInt.max(65535).default(0).describe('0 picks a free port'),
+  port: nonNegInt.max(65535).default(0).describe(`a fixed port for this model's server; 0 (the default): the servers that collect and eval start pick a free port, while \`massgen-rl serve\` listens on ${DEFAULT_SERVE_PORT} and \`resources export-massgen\` points MassGen there`),
   device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
   engine: z.enum(SERVE_ENGINES).default('auto').describe('auto: vLLM on a CUDA GPU when installed, else llama.cpp on the CPU when installed, else transformers'),
   max_batch_size: count(1024).default(8).describe('most sequences generated at once (llama.cpp: running together; transformers: per batch)'),
@@ -67,6 +70,7 @@ const model = z.strictObject({
   timeout_ms: timeoutMs().default(120_000),
   max_retries: retries.default(3),
   logprobs: z.boolean().default(true).describe('request per-token logprobs and token ids when the server supports them'),
+  stream: z.boolean().optional().describe('stream chat completions (server-sent events), recording each call\'s time to first token (ttft_ms); a server that rejects streaming is asked without it from then on (default: true for local models, false for base_url and base_urls)'),
   lora: z.strictObject({
     line: name.describe('the weight line whose LoRA adapters this server runs (e.g. the line train.base_model trains)'),
     load_adapters: z.boolean().default(true).describe('load adapters through the server\'s runtime LoRA endpoints (vLLM: --enable-lora, VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)'),
@@ -417,4 +421,18 @@ export type PoliciesConfig = RLConfig['policies'];
 /** Where a remote model is served: its base_url, or each replica of base_urls (none for local weights). */
 export function remoteUrls(m: Pick<ModelConfig, 'base_url' | 'base_urls'>): string[] {
   return m.base_urls ? [...m.base_urls] : m.base_url ? [m.base_url] : [];
+}
+
+/** Whether a model's chat completions are streamed: models.X.stream, else on for the built-in server only. */
+export function streamsCompletions(m: Pick<ModelConfig, 'stream' | 'local'>): boolean {
+  return m.stream ?? m.local !== undefined;
+}
+
+/**
+ * The port of a local model's server that others are told about (`massgen-rl serve`, a MassGen export):
+ * the --port flag (0 picks a free one), else local.port, else DEFAULT_SERVE_PORT. The servers a run starts
+ * for itself keep local.port, where 0 picks a free port.
+ */
+export function fixedPort(local: Pick<NonNullable<ModelConfig['local']>, 'port'> | undefined, flag?: number): number {
+  return flag ?? (local?.port || DEFAULT_SERVE_PORT);
 }

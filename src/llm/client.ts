@@ -1,5 +1,6 @@
 import { endpointsOf, HttpTimeoutError, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
 import { BoundedCache } from '../util/bounded-cache.js';
+import { CompletionStream } from './completion-stream.js';
 import { encodeObject } from './json-text.js';
 import { parseCompletion, TruncatedResponseError } from './parse.js';
 import { Replicas, type Lease } from './replicas.js';
@@ -13,6 +14,8 @@ export interface ClientOptions {
   maxRetries: number;
   /** Ask for per-token logprobs and token ids; dropped for servers that reject them. */
   logprobs: boolean;
+  /** Stream completions (server-sent events; measures time to first token); dropped for servers that reject it. */
+  stream?: boolean;
   retryBaseMs?: number;
 }
 
@@ -34,7 +37,8 @@ const clients = new BoundedCache<string, HttpLlmClient>(64);
  * process share it, with what it learned about the server; V8's optimized code for it survives them).
  */
 export function createLlmClient(opts: ClientOptions): LlmClient {
-  const key = JSON.stringify([opts.baseUrl, opts.apiKey, opts.timeoutMs, opts.maxRetries, opts.logprobs, opts.retryBaseMs]);
+  const { baseUrl, apiKey, timeoutMs, maxRetries, logprobs, stream, retryBaseMs } = opts;
+  const key = JSON.stringify([baseUrl, apiKey, timeoutMs, maxRetries, logprobs, stream, retryBaseMs]);
   return clients.get(key, () => new HttpLlmClient(opts));
 }
 
@@ -43,13 +47,13 @@ export function createLlmClient(opts: ClientOptions): LlmClient {
 class HttpLlmClient implements LlmClient {
   /** The chat endpoint of each replica (one for a single base URL), shared by the client's requests. */
   private readonly replicas: Replicas<JsonEndpoint>;
-  /** Learned per client: a server that rejected an extension once is not asked again. */
-  private readonly caps: { logprobs: boolean; tokenIds: boolean };
+  /** Learned per client: a server that rejected an extension (or streaming) once is not asked again. */
+  private readonly caps: Caps;
   private readonly retryBaseMs: number;
 
   constructor(private readonly opts: ClientOptions) {
     const endpoints = endpointsOf(opts.baseUrl, 'chat/completions', opts.apiKey);
-    this.caps = { logprobs: opts.logprobs, tokenIds: opts.logprobs };
+    this.caps = { logprobs: opts.logprobs, tokenIds: opts.logprobs, stream: opts.stream ?? false };
     this.retryBaseMs = opts.retryBaseMs ?? 250;
     this.replicas = new Replicas(endpoints, { baseBackoffMs: this.retryBaseMs, maxBackoffMs: MAX_BACKOFF_MS });
   }
@@ -74,15 +78,18 @@ class HttpLlmClient implements LlmClient {
       const { lease } = pick;
       attempts++;
       let res: HttpResponse;
+      const stream = this.caps.stream ? new CompletionStream() : undefined;
       try {
-        res = await postJson(lease.item, withExtensions(encoded, this.caps), timeoutMs, call.signal);
+        res = await postJson(lease.item, withExtensions(encoded, this.caps), timeoutMs, call.signal, stream?.sink);
       } catch (err) {
         this.failedAttempt(lease, err, attempts, call.signal);
         continue;
       }
       if (res.status >= 200 && res.status < 300) {
         try {
-          const result = parseCompletion(res.body, { latencyMs: performance.now() - started, attempts, model: request.model });
+          const meta = { latencyMs: performance.now() - started, attempts, model: request.model };
+          // A server may answer a stream request with a whole completion.
+          const result = stream?.active ? stream.result(meta) : parseCompletion(res.body, meta);
           this.replicas.succeeded(lease);
           return result;
         } catch (err) {
@@ -142,19 +149,32 @@ class HttpLlmClient implements LlmClient {
   }
 }
 
-/** The request's JSON with the extensions still asked for appended (ChatRequest has no such keys). */
-function withExtensions(encoded: string, caps: { logprobs: boolean; tokenIds: boolean }): string {
-  if (!caps.logprobs && !caps.tokenIds) return encoded;
-  return `${encoded.slice(0, -1)}${caps.logprobs ? ',"logprobs":true' : ''}${caps.tokenIds ? ',"return_token_ids":true' : ''}}`;
+interface Caps {
+  logprobs: boolean;
+  tokenIds: boolean;
+  stream: boolean;
 }
 
-function dropRejectedExtension(body: string, caps: { logprobs: boolean; tokenIds: boolean }): boolean {
+const STREAM = ',"stream":true,"stream_options":{"include_usage":true}';
+
+/** The request's JSON with the extensions still asked for appended (ChatRequest has no such keys). */
+function withExtensions(encoded: string, caps: Caps): string {
+  if (!caps.logprobs && !caps.tokenIds && !caps.stream) return encoded;
+  const ids = caps.tokenIds ? ',"return_token_ids":true' : '';
+  return `${encoded.slice(0, -1)}${caps.logprobs ? ',"logprobs":true' : ''}${ids}${caps.stream ? STREAM : ''}}`;
+}
+
+function dropRejectedExtension(body: string, caps: Caps): boolean {
   if (caps.tokenIds && body.includes('return_token_ids')) {
     caps.tokenIds = false;
     return true;
   }
   if (caps.logprobs && body.includes('logprobs')) {
     caps.logprobs = false;
+    return true;
+  }
+  if (caps.stream && body.includes('stream')) {
+    caps.stream = false;
     return true;
   }
   return false;

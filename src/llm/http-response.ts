@@ -8,6 +8,12 @@ export interface ParsedResponse {
   keepAlive: boolean;
 }
 
+/**
+ * Given the status and headers, a function to hand the body's bytes to as they arrive (a stream), or
+ * undefined to collect the body as usual.
+ */
+export type BodySink = (status: number, headers: ReadonlyMap<string, string>) => ((bytes: Buffer) => void) | undefined;
+
 const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
 const MAX_HEAD_BYTES = 64 * 1024;
@@ -16,6 +22,7 @@ const MAX_HEAD_BYTES = 64 * 1024;
  * Reads one response from the bytes of a connection, fed as they arrive: status line and headers, then a
  * body framed by Content-Length, chunked transfer coding, or the end of the connection (RFC 9112 §6.3).
  * Interim 1xx responses are skipped. push() returns the response once complete; malformed input throws.
+ * With a sink that takes the body, its bytes go there (the response's body is then empty).
  */
 export class ResponseParser {
   private buf: Buffer = Buffer.alloc(0);
@@ -24,13 +31,16 @@ export class ResponseParser {
   private remaining = 0;
   private readonly body: Buffer[] = [];
   private chunkLeft = -1;
+  private toSink: ((bytes: Buffer) => void) | undefined;
+
+  constructor(private readonly sink?: BodySink) {}
 
   push(chunk: Buffer): ParsedResponse | null {
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     if (!this.head && !this.readHead()) return null;
     if (this.remaining >= 0) {
       const take = Math.min(this.remaining, this.buf.length);
-      if (take) this.body.push(this.buf.subarray(0, take));
+      if (take) this.take(this.buf.subarray(0, take));
       this.remaining -= take;
       // Bytes beyond the response (nothing was pipelined): the connection is not reused.
       if (this.buf.length > take) this.head!.keepAlive = false;
@@ -38,7 +48,7 @@ export class ResponseParser {
       return this.remaining === 0 ? this.done() : null;
     }
     if (this.remaining === -2) {
-      this.body.push(this.buf);
+      if (this.buf.length) this.take(this.buf);
       this.buf = Buffer.alloc(0);
       return null;
     }
@@ -94,6 +104,7 @@ export class ResponseParser {
         keepAlive = false;
       }
       this.head = { status, headers, keepAlive };
+      this.toSink = this.sink?.(status, headers);
       return true;
     }
   }
@@ -116,7 +127,7 @@ export class ResponseParser {
       if (this.chunkLeft === 0) return this.readTrailers();
       if (this.buf.length < this.chunkLeft + 2) return false;
       if (this.buf[this.chunkLeft] !== 13 || this.buf[this.chunkLeft + 1] !== 10) throw new Error('malformed chunk: no CRLF after its data');
-      this.body.push(this.buf.subarray(0, this.chunkLeft));
+      this.take(this.buf.subarray(0, this.chunkLeft));
       this.buf = this.buf.subarray(this.chunkLeft + 2);
       this.chunkLeft = -1;
     }
@@ -134,6 +145,11 @@ export class ResponseParser {
     if (blank < 0) return false;
     if (this.buf.length > blank + 4) this.head!.keepAlive = false;
     return true;
+  }
+
+  private take(bytes: Buffer): void {
+    if (this.toSink) this.toSink(bytes);
+    else this.body.push(bytes);
   }
 
   private done(): ParsedResponse {

@@ -1,6 +1,8 @@
 import type net from 'node:net';
 import { hangUp, poolFor, type ConnectionPool, type ConnectionUser } from './http-pool.js';
-import { ResponseParser, type ParsedResponse } from './http-response.js';
+import { ResponseParser, type BodySink, type ParsedResponse } from './http-response.js';
+
+export type { BodySink } from './http-response.js';
 
 export interface HttpResponse {
   status: number;
@@ -63,11 +65,16 @@ export function jsonEndpoint(url: URL, headers: Record<string, string> = {}, abo
  * that does not complete closes its connection: over HTTP/1.1 that is how the server learns to stop. An
  * aborted request rejects at once, but its connection is closed only if the response has not finished
  * arriving within ABORT_GRACE_MS: a reply already on the wire (a fast server) keeps the connection.
+ * A sink that takes the body (a stream) gets its bytes as they arrive, until the request settles; the
+ * promise then resolves once the body is complete, and timeoutMs bounds the whole stream.
  */
-export function postJson(endpoint: JsonEndpoint, body: string, timeoutMs: number, signal?: AbortSignal): Promise<HttpResponse> {
+export function postJson(
+  endpoint: JsonEndpoint, body: string, timeoutMs: number, signal?: AbortSignal, sink?: BodySink,
+): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
-    new Exchange(endpoint, `${endpoint.head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, timeoutMs, signal, resolve, reject);
+    const request = `${endpoint.head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    new Exchange(endpoint, request, timeoutMs, signal, sink, resolve, reject);
   });
 }
 
@@ -90,7 +97,7 @@ class Exchange implements ConnectionUser {
   private settled = false;
   /** Aborted after sending: the response is read to the end (to keep the connection) or the grace runs out. */
   private draining = false;
-  private readonly parser = new ResponseParser();
+  private readonly parser: ResponseParser;
   private timer: NodeJS.Timeout;
 
   constructor(
@@ -98,9 +105,11 @@ class Exchange implements ConnectionUser {
     private readonly request: string,
     timeoutMs: number,
     private readonly signal: AbortSignal | undefined,
+    sink: BodySink | undefined,
     private readonly resolve: (res: HttpResponse) => void,
     private readonly reject: (err: unknown) => void,
   ) {
+    this.parser = new ResponseParser(sink && ((status, headers) => this.guarded(sink(status, headers))));
     this.timer = setTimeout(onTimeout, timeoutMs, this, timeoutMs);
     signal?.addEventListener('abort', this, { once: true });
     endpoint.pool.acquire(this);
@@ -161,6 +170,13 @@ class Exchange implements ConnectionUser {
     if (!res.keepAlive) this.close();
     else this.endpoint.pool.release(this.socket!);
     if (!aborted) this.resolve({ status: res.status, headers: res.headers, body: res.body });
+  }
+
+  /** A stream's bytes stop at the request's end: an aborted one's rest is drained, not handed on. */
+  private guarded(to: ((bytes: Buffer) => void) | undefined): ((bytes: Buffer) => void) | undefined {
+    return to && ((bytes) => {
+      if (!this.settled) to(bytes);
+    });
   }
 
   private finish(): void {

@@ -15,11 +15,14 @@ interface RawCompletion {
   prompt_token_ids?: number[] | null;
 }
 
-/** A 2xx response whose body is not JSON: cut off on the way (a close-delimited body ends where the connection did). */
+/**
+ * A 2xx response whose body is not JSON, or a stream without its end: cut off on the way (a
+ * close-delimited body ends where the connection did).
+ */
 export class TruncatedResponseError extends Error {
   readonly code = 'ECONNRESET';
-  constructor(body: string) {
-    super(`the response ended early: its body (${Buffer.byteLength(body)} bytes) is not complete JSON: ${body.slice(0, 200)}`);
+  constructor(body: string, what?: string) {
+    super(`the response ended early: ${what ?? `its body (${Buffer.byteLength(body)} bytes) is not complete JSON: ${body.slice(0, 200)}`}`);
     this.name = 'TruncatedResponseError';
   }
 }
@@ -51,5 +54,6 @@ export function parseCompletion(body: string, meta: { latencyMs: number; attempt
     logprobs,
     tokenIds: choice.token_ids ?? null,
     promptTokenIds: raw.prompt_token_ids ?? choice.prompt_token_ids ?? null,
+    ttftMs: null,
   };
 }

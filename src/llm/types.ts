@@ -54,6 +54,11 @@ export interface ChatResult {
   /** Completion token ids (vLLM `return_token_ids`, or the project's own server). */
   tokenIds: number[] | null;
   promptTokenIds: number[] | null;
+  /**
+   * Time to first token of a streamed completion: ms from sending the request that answered to the
+   * first chunk with content or a tool call (null when not streamed, or nothing came).
+   */
+  ttftMs: number | null;
 }
 
 export interface CallOptions {

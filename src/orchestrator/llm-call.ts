@@ -76,6 +76,7 @@ function recordSuccess(call: PromptCall, result: ChatResult): number {
     response: { content: result.content, tool_calls: result.toolCalls, finish_reason: result.finishReason },
     usage: { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens, total_tokens: result.usage.totalTokens },
     latency_ms: result.latencyMs,
+    ...(typeof result.ttftMs === 'number' ? { ttft_ms: result.ttftMs } : {}),
     logprobs: result.logprobs,
     token_ids: result.tokenIds,
     prompt_token_ids: result.promptTokenIds,

@@ -106,11 +106,11 @@ export interface MassgenExportResult {
 
 /**
  * Writes a set (default production, brought up to date with the config as a deploy would) as a MassGen
- * config to `file` (relative to the cwd), without deploying anything.
+ * config to `file` (relative to the cwd), without deploying anything. Production needs no earlier
+ * command: like collect's, its first use creates the store and the base set the config implies.
  */
 export function exportMassgenConfig(rt: Runtime, file: string, opts: { set?: string } = {}): MassgenExportResult {
-  const store = rt.existingStore();
-  const set = !opts.set || opts.set === 'production' ? rt.production() : findSet(store, opts.set);
+  const set = !opts.set || opts.set === 'production' ? rt.production() : findSet(rt.existingStore(), opts.set);
   const { file: written, config } = writeMassgen(rt, set, path.resolve(file));
   const roles = listSets(rt, 1000).find((s) => s.id === set.id)?.roles ?? [];
   return { file: written, set: { id: set.id, version: set.version, roles }, agents: config.agents.map((a) => ({ id: a.id, model: a.backend.model, baseUrl: a.backend.base_url })) };

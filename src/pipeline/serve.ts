@@ -1,6 +1,7 @@
 import type { PyEvent } from '../python/module.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ServeEngine } from '../serving/local-server.js';
+import { fixedPort } from '../config/schema.js';
 import { localModels, serveTarget, startServer, type ServedModel } from '../serving/models.js';
 
 export type { ServedModel } from '../serving/models.js';
@@ -12,6 +13,7 @@ export interface ServeOptions {
   /** Overrides the model's local.weights (the serve command's --weights). */
   weights?: string;
   host?: string;
+  /** Default: the model's local.port, else DEFAULT_SERVE_PORT (where a MassGen export points); 0 picks a free port. */
   port?: number;
   /** Overrides the model's local.engine (the serve command's --engine). */
   engine?: ServeEngine;
@@ -24,13 +26,14 @@ export interface ServeOptions {
 /**
  * Starts a local model server in the foreground: the caller keeps it running and stops it. Serving a
  * config model's own weights (no `weights`), it serves what production serves that model's agents, and
- * follows production: a deploy swaps it to the new weights.
+ * follows production: a deploy swaps it to the new weights. It listens where a MassGen export points
+ * (fixedPort), not on a free port.
  */
 export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel> {
   const weights = opts.weights ?? productionWeights(rt, opts.model);
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
   return startServer(target, rt.paths, {
-    host: opts.host, port: opts.port, engine: opts.engine, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
+    host: opts.host, port: fixedPort(target.local, opts.port), engine: opts.engine, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
   });
 }
 

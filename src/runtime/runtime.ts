@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { LoadedConfig } from '../config/load.js';
-import type { ModelConfig } from '../config/schema.js';
+import { streamsCompletions, type ModelConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { createEmbedder, type Embedder } from '../llm/embeddings.js';
 import { createLlmClient } from '../llm/client.js';
@@ -119,7 +119,10 @@ export class Runtime {
     const m = this.model(name);
     const apiKey = this.apiKey(name);
     const server = m.local ? await this.servers.server(name, opts.weights) : undefined;
-    const client = createLlmClient({ baseUrl: server?.baseUrl ?? m.base_urls ?? m.base_url!, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries, logprobs: opts.logprobs ?? m.logprobs });
+    const client = createLlmClient({
+      baseUrl: server?.baseUrl ?? m.base_urls ?? m.base_url!, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries,
+      logprobs: opts.logprobs ?? m.logprobs, stream: streamsCompletions(m),
+    });
     return server ? this.servers.track(server, client) : client;
   }
 

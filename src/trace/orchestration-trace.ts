@@ -9,6 +9,7 @@
  *                             (a new round, the final selection, a cancel or drop of that agent, or the end)
  *   prompt                    message e<seq>.req (agent → model, the request) and e<seq>.res (model → agent,
  *                             the response; absent when there was none), with tokens and finish_reason
+ *                             (and ttft_s, the time to first token, for a streamed call)
  *   tool                      tool_call e<seq>.call and tool_result e<seq>.result (success)
  *   message (context, update) message orchestrator → agent (role: the payload's kind or the span name)
  *   new_answer                return (role answer, label, round)
@@ -310,10 +311,12 @@ class Builder {
     if (p.response && typeof p.response === 'object') {
       const response = obj(p.response);
       const latency = num(p.latency_ms) ?? s.durationMs;
+      const ttft = num(p.ttft_ms);
       const res = this.add({
         id: `e${s.seq}.res`, t: this.t(s.startedAt + Math.max(0, latency)), agent, seq: s.seq, ...scope.tags, type: 'message', role: 'response', from: model, to: agent,
         content_ref: contentRef({ content: response.content ?? null, tool_calls: response.tool_calls ?? [] }),
         finish_reason: str(response.finish_reason), tokens: num(obj(p.usage).total_tokens),
+        ...(ttft === undefined ? {} : { ttft_s: Math.round(ttft * 1000) / 1e6 }),
       });
       this.edge(req, res, 'causal');
       this.outputOf.set(s.seq, res);

@@ -20,6 +20,8 @@ export interface PromptPayload {
   response: { content: string | null; tool_calls: unknown[]; finish_reason: string } | null;
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
   latency_ms: number;
+  /** Time to first token of a streamed call (models.*.stream): ms from the request to its first content. */
+  ttft_ms?: number;
   logprobs?: { token: string; logprob: number }[] | null;
   token_ids?: number[] | null;
   prompt_token_ids?: number[] | null;

@@ -35,7 +35,7 @@ let loaded: LoadedConfig;
 
 /** The checkpoint answers through `serve`: the weights load (adapter on its base) and generate. */
 async function servesAnswer(r: TrainResult): Promise<void> {
-  const served = await withRuntime(loaded, (rt) => serve(rt, { weights: `resource:${r.weight.name}@${r.weight.version}`, logFile: false }));
+  const served = await withRuntime(loaded, (rt) => serve(rt, { weights: `resource:${r.weight.name}@${r.weight.version}`, port: 0, logFile: false }));
   try {
     const client = createLlmClient({ baseUrl: served.baseUrl, timeoutMs: 120_000, maxRetries: 0, logprobs: false });
     const reply = await client.chat({ model: served.model, messages: [{ role: 'user', content: 'What is 2 + 3?' }], max_tokens: 16, temperature: 0 });

@@ -78,7 +78,7 @@ describe('deploy swaps a running local server to the new weights', () => {
     };
     const runsOwnFile = registerServer(dataDir, runsOwn);
 
-    const served = await withRuntime(loaded, (rt) => serve(rt, { model: 'local', logFile: false }));
+    const served = await withRuntime(loaded, (rt) => serve(rt, { model: 'local', port: 0, logFile: false }));
     try {
       const entry = liveServers(dataDir).find((e) => e.pid === served.pid)!;
       expect(entry).toMatchObject({ base_url: served.baseUrl, model: 'local', served_name: LINE, follows_production: true, backend: 'llama.cpp', weights: { dir: defaultModelDir, adapter: false } });

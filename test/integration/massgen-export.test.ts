@@ -1,9 +1,10 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/load.js';
+import { DEFAULT_SERVE_PORT } from '../../src/config/schema.js';
 import type { MassgenConfig } from '../../src/interop/massgen/export.js';
 import { deploy, rollback } from '../../src/pipeline/deploy.js';
 import { registerCheckpoint } from '../../src/resources/checkpoints.js';
@@ -164,4 +165,29 @@ describeWithMassgen('production exported as a MassGen config, run by the real Ma
     expect(p.exitCode, p.stderr).toBe(0);
     expect(p.stdout).toMatch(/✓ wrote .*prod\.yaml: MassGen config of set v\d+ \(production\)\n {2}a: base-v1 at http:\/\/127\.0\.0\.1:\d+\/v1/);
   }, 120_000);
+});
+
+describe('resources export-massgen right after init --yes (the built CLI)', () => {
+  it('exports the embedded defaults without a collect, creating the store and the base set, at the default serve port', async () => {
+    // A provisioned built-in model (what `doctor --fix` leaves): the base set records its weights.
+    const model = 'cache/models/smollm2-135m-instruct';
+    const manifest = { name: 'smollm2-135m-instruct', source: 'test', gguf_sha256: '0', eos_token: '<e>', pad_token: '<p>', num_parameters: 1 };
+    const dir = tempDir({ [`${model}/config.json`]: '{}', [`${model}/massgen-rl-model.json`]: JSON.stringify(manifest) });
+    const env = { MASSGEN_RL_CACHE_DIR: path.join(dir, 'cache') };
+    const init = await runCli(['init', '--yes'], { cwd: dir, env });
+    expect(init.exitCode, init.stderr).toBe(0);
+    expect(fs.existsSync(path.join(dir, '.massgen-rl', 'store.sqlite'))).toBe(false);
+
+    const r = await runCli(['resources', 'export-massgen', 'mg.yaml'], { cwd: dir, env });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const url = `http://127.0.0.1:${DEFAULT_SERVE_PORT}/v1`;
+    expect(r.stdout).toContain(`agent_a: smollm2-135m-instruct at ${url}`);
+    const text = fs.readFileSync(path.join(dir, 'mg.yaml'), 'utf8');
+    const mg = parse(text) as MassgenConfig;
+    expect(mg.agents.map((a) => [a.id, a.backend.base_url])).toEqual([['agent_a', url], ['agent_b', url], ['agent_c', url]]);
+    expect(text).toContain(`must be served at ${url}: massgen-rl serve --model local`);
+    const sets = await runCli(['--json', 'resources', 'list'], { cwd: dir, env });
+    expect(sets.exitCode, sets.stderr).toBe(0);
+    expect(sets.stdout).toContain('"production"');
+  }, 60_000);
 });

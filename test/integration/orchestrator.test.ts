@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { createLlmClient } from '../../src/llm/client.js';
 import { orchestrate, type OrchestratorConfig, type ToolRunner } from '../../src/orchestrator/index.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { baseConfig, lastUser, MemorySink, noTools, shownLabels, team } from '../support/team.js';
@@ -9,10 +10,11 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function run(script: Script, opts: { ids?: string[]; config?: Partial<OrchestratorConfig>; tools?: ToolRunner; native?: boolean; implicit?: boolean; signal?: AbortSignal; presenterPrompt?: string } = {}) {
+async function run(script: Script, opts: { ids?: string[]; config?: Partial<OrchestratorConfig>; tools?: ToolRunner; native?: boolean; implicit?: boolean; signal?: AbortSignal; presenterPrompt?: string; stream?: boolean } = {}) {
   server = await startScriptedServer(script);
   const sink = new MemorySink();
-  const agents = team(server.baseUrl, opts.ids ?? ['a', 'b', 'c'], opts.native ? { toolMode: 'native', tools: opts.tools ? [{ name: 'calculator', description: 'math', parameters: { type: 'object' } }] : [] } : { implicitAnswer: opts.implicit ?? false });
+  const client = opts.stream ? { client: createLlmClient({ baseUrl: server.baseUrl, timeoutMs: 5000, maxRetries: 0, logprobs: true, stream: true }) } : {};
+  const agents = team(server.baseUrl, opts.ids ?? ['a', 'b', 'c'], opts.native ? { toolMode: 'native', tools: opts.tools ? [{ name: 'calculator', description: 'math', parameters: { type: 'object' } }] : [], ...client } : { implicitAnswer: opts.implicit ?? false, ...client });
   const result = await orchestrate({ task: 'What is 6 x 7?', team: agents, config: { ...baseConfig, ...opts.config }, sink, tools: opts.tools ?? noTools, signal: opts.signal, ...(opts.presenterPrompt === undefined ? {} : { presenterPrompt: opts.presenterPrompt }) });
   return { result, sink, server: server! };
 }
@@ -238,5 +240,27 @@ describe('orchestrator (scripted OpenAI-compatible server)', () => {
     const { result, sink } = await run(() => ({ hang: true }), { signal: ac.signal });
     expect(result.status).toBe('cancelled');
     expect(sink.named('cancel').map((c) => (c.payload as { reason: string }).reason)).toEqual(['interrupted', 'interrupted', 'interrupted']);
+  });
+
+  it('records the time to first token of streamed calls on their prompt spans', async () => {
+    const script: Script = (req) => (isPresentation(req) ? { content: 'Final answer: 42' }
+      : shownLabels(req).length ? { toolCalls: [{ name: 'vote', arguments: { agent_id: 'agent1', reason: 'r' } }] }
+        : { toolCalls: [{ name: 'new_answer', arguments: { content: '42' } }], delayMs: req.model === 'a' ? 0 : 300 });
+    for (const stream of [true, false]) {
+      const { result, sink, server: s } = await run(script, { native: true, stream });
+      expect(result.winner).toBe('a');
+      expect(s.requests.every((q) => (q.stream ?? false) === stream)).toBe(true);
+      const done = sink.spans.filter((sp) => sp.type === 'prompt' && (sp.payload as { response: unknown }).response);
+      expect(done.length).toBeGreaterThan(3);
+      for (const p of done) {
+        const { ttft_ms: ttft, latency_ms: latency } = p.payload as { ttft_ms?: number; latency_ms: number };
+        if (stream) expect(ttft).toBeGreaterThanOrEqual(0);
+        if (stream) expect(ttft).toBeLessThanOrEqual(latency);
+        else expect(p.payload).not.toHaveProperty('ttft_ms');
+        expect(p.payloadJson).toBe(JSON.stringify(p.payload));
+      }
+      await server!.close();
+      server = undefined;
+    }
   });
 });

@@ -17,7 +17,9 @@ export type ScriptedReply =
   | { toolCalls: { name: string; arguments: Record<string, unknown> }[]; content?: string; delayMs?: number; usage?: { prompt_tokens: number; completion_tokens: number } }
   | { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number }
   | { hang: true }
-  | { destroy: true };
+  | { destroy: true }
+  /** A stream of its own: each event's data (objects as JSON) written `gapMs` apart, then ended, cut or stalled. */
+  | { events: (object | string)[]; gapMs?: number; then?: 'end' | 'cut' | 'stall' };
 
 export type Script = (req: ScriptedRequest, index: number) => ScriptedReply | Promise<ScriptedReply>;
 
@@ -98,6 +100,7 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
       if ('destroy' in reply) return req.socket.destroy();
       if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
       if (gone) return;
+      if ('events' in reply) return writeEvents(res, reply, () => gone);
       if ('status' in reply) {
         res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
         return res.end(JSON.stringify(reply.body ?? { error: { message: `scripted ${reply.status}` } }));
@@ -127,7 +130,20 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
   };
 }
 
-function completion(req: ScriptedRequest, reply: Exclude<ScriptedReply, { status: number } | { hang: true } | { destroy: true }>) {
+async function writeEvents(res: http.ServerResponse, reply: Extract<ScriptedReply, { events: unknown }>, gone: () => boolean) {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  for (const e of reply.events) {
+    if (gone()) return;
+    res.write(`data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`);
+    if (reply.gapMs) await new Promise((r) => setTimeout(r, reply.gapMs));
+  }
+  if (reply.then === 'cut') res.socket?.destroy();
+  else if (reply.then !== 'stall') res.end();
+}
+
+type Completed = Exclude<ScriptedReply, { status: number } | { hang: true } | { destroy: true } | { events: unknown }>;
+
+function completion(req: ScriptedRequest, reply: Completed) {
   const content = 'content' in reply ? reply.content ?? null : null;
   const toolCalls: ToolCall[] | undefined = 'toolCalls' in reply
     ? reply.toolCalls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }))

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { streamsCompletions } from '../../src/config/schema.js';
 import { DEFAULT_ANSWERS, renderConfig } from '../../src/config/template.js';
 import { UserError } from '../../src/errors.js';
 import { configIn, tempDir } from '../helpers.js';
@@ -154,6 +155,18 @@ describe('loadConfig', () => {
     expect(ok.config.agents[0]!.temperature).toBe(0.1);
     expect(() => loadConfig({ cwd: dir, overrides: ['collect.concurrency=lots'] })).toThrow(/collect\.concurrency: .* \(--set collect\.concurrency\)/);
     expect(() => loadConfig({ cwd: dir, overrides: ['nonsense'] })).toThrow(/expected key\.path=value/);
+  });
+
+  it('streams the built-in server\'s completions by default, not a remote endpoint\'s, unless models.X.stream says', () => {
+    const { config } = configIn(`models:
+  local: { model: m, local: { weights: builtin:smollm2-135m-instruct } }
+  remote: { model: m, base_url: http://127.0.0.1:9/v1 }
+  local_off: { model: m, stream: false, local: { weights: builtin:smollm2-135m-instruct } }
+  remote_on: { model: m, stream: true, base_url: http://127.0.0.1:9/v1 }
+`);
+    const streams = Object.fromEntries(Object.entries(config.models).map(([name, m]) => [name, streamsCompletions(m)]));
+    expect(streams).toEqual({ local: true, remote: false, local_off: false, remote_on: true });
+    expect(issuesOf(() => configIn('models:\n  local: { model: m, stream: sometimes, base_url: http://x/v1 }\n'))).toEqual([expect.stringMatching(/models\.local\.stream/)]);
   });
 
   it('hashes equal configs equally regardless of key order', () => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ResponseParser, type ParsedResponse } from '../../src/llm/http-response.js';
+import { ResponseParser, type BodySink, type ParsedResponse } from '../../src/llm/http-response.js';
 
 /** Feeds the bytes in pieces of `step` bytes (every split point when step is 1). */
-function feed(raw: string | Buffer, step = Number.POSITIVE_INFINITY, end = false): ParsedResponse | null {
+function feed(raw: string | Buffer, step = Number.POSITIVE_INFINITY, end = false, sink?: BodySink): ParsedResponse | null {
   const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
-  const parser = new ResponseParser();
+  const parser = new ResponseParser(sink);
   for (let i = 0; i < bytes.length; i += step) {
     const res = parser.push(bytes.subarray(i, Math.min(bytes.length, i + step)));
     if (res) return res;
@@ -60,5 +60,17 @@ describe('HTTP response parser', () => {
     expect(() => feed('HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n')).toThrow(/Content-Length/);
     expect(() => feed('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY')).toThrow(/CRLF/);
     expect(() => feed('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).toThrow(/chunk size/);
+  });
+
+  it('hands the body of a response the sink takes to it as it arrives, and collects the others', () => {
+    for (const step of [Number.POSITIVE_INFINITY, 1, 3]) {
+      const got: Buffer[] = [];
+      const seen: number[] = [];
+      const sink: BodySink = (status) => (seen.push(status), status === 200 ? (b) => got.push(Buffer.from(b)) : undefined);
+      expect(feed(chunked, step, false, sink)).toMatchObject({ status: 200, body: '' });
+      expect(Buffer.concat(got).toString()).toBe(json);
+      expect(feed(fixed.replace('200 OK', '400 Bad'), step, false, sink)).toMatchObject({ status: 400, body: json });
+      expect(seen).toEqual([200, 400]);
+    }
   });
 });

@@ -108,15 +108,25 @@ ${exportKey}`;
     expect(out.yaml).toContain('# a: prompt solver v2; weights smol v2 (/ckpt/smol-2) must be served at http://127.0.0.1:8123/v1: massgen-rl serve --model mine --weights resource:smol@2');
   });
 
-  it('refuses a local model whose port is picked at start (0), naming the key and what to run', () => {
-    const refuse = () => exportOf(LOCAL(0), setOf({ a: { prompt: 'pr_s2', weights: 'wt_s2' }, b: { prompt: 'pr_c1', weights: 'wt_s2' } }), [W2]);
+  it('points a local model without a fixed port at the port `massgen-rl serve` listens on by default', () => {
+    const out = exportOf(LOCAL(0), setOf({ a: { prompt: 'pr_s2', weights: 'wt_s2' }, b: { prompt: 'pr_c1', weights: 'wt_s2' } }), [W2]);
+    expect(out.config.agents.map((a) => a.backend.base_url)).toEqual(['http://127.0.0.1:8321/v1', 'http://127.0.0.1:8321/v1']);
+    expect(out.yaml).toContain('must be served at http://127.0.0.1:8321/v1: massgen-rl serve --model mine --weights resource:smol@2');
+  });
+
+  it('refuses two local models that would be served at one address, naming both', () => {
+    const yaml = `
+models:
+  one: { model: smol, local: { weights: ./base } }
+  two: { model: smol, local: { weights: ./base } }
+prompts: { solver: { text: Solve. }, critic: { text: Check. } }
+agents:
+  - { id: a, model: one }
+  - { id: b, model: two, system_prompt: critic }
+`;
+    const refuse = () => exportOf(yaml, setOf({ a: { prompt: 'pr_s2', weights: 'wt_s2' }, b: { prompt: 'pr_c1', weights: 'wt_s2' } }), [W2]);
     expect(refuse).toThrow(UserError);
-    expect(refuse).toThrow(/^models\.mine\.local\.port is 0 .*agent a's model/);
-    try {
-      refuse();
-    } catch (err) {
-      expect((err as UserError).hint).toBe('set models.mine.local.port to a fixed port, and run `massgen-rl serve --model mine` there while MassGen runs');
-    }
+    expect(refuse).toThrow(/^models\.one and models\.two would both be served at http:\/\/127\.0\.0\.1:8321\/v1 \(local\.port unset: the default 8321\)/);
   });
 
   it('refuses two agents of one local model that the set serves different weights (one server serves one)', () => {
@@ -129,8 +139,20 @@ ${exportKey}`;
     expect(() => exportOf(REMOTE, setOf({ a: { prompt: 'pr_s2', weights: null } }, 4))).toThrow(/resource set v4 has no member for agent b/);
   });
 
-  it('a config that exports to MassGen on every deploy must give its local models a fixed port', () => {
-    expect(() => configIn(LOCAL(0, 'deploy: { export_massgen: team.yaml }'), { 'base/config.json': '{}' })).toThrow(/models\.mine\.local\.port: deploy\.export_massgen writes where this model is served/);
-    expect(configIn(LOCAL(8123, 'deploy: { export_massgen: team.yaml }'), { 'base/config.json': '{}' }).config.deploy.export_massgen).toBe('team.yaml');
+  it('a config that exports to MassGen on every deploy may leave local.port unset, but not give two local models one port', () => {
+    const files = { 'base/config.json': '{}' };
+    for (const port of [0, 8123]) expect(configIn(LOCAL(port, 'deploy: { export_massgen: team.yaml }'), files).config.deploy.export_massgen).toBe('team.yaml');
+    const two = (port: number) => `
+models:
+  one: { model: smol, local: { weights: ./base } }
+  two: { model: smol, local: { weights: ./base, port: ${port} } }
+agents:
+  - { id: a, model: one }
+  - { id: b, model: two }
+deploy: { export_massgen: team.yaml }
+`;
+    expect(() => configIn(two(0), files)).toThrow(/models\.two\.local\.port: .*models\.one and models\.two would both be on port 8321 \(unset: `massgen-rl serve` listens on 8321\)/);
+    expect(() => configIn(two(8321), files)).toThrow(/models\.one and models\.two would both be on port 8321: give each its own local\.port/);
+    expect(configIn(two(8322), files).config.models.two!.local!.port).toBe(8322);
   });
 });

@@ -32,7 +32,7 @@ function synthetic(opts: { tools: boolean }): SpanInput[] {
     opts.tools
       ? { type: 'tool', name: 'calculator', agent: 'a', parentSeq: 2, startedAt: at(920), durationMs: 5, payload: { turn_id: 't1', name: 'calculator', args: { expr: '6*7' }, result: '42', success: true } satisfies ToolPayload }
       : { type: 'message', name: 'context', agent: 'a', parentSeq: 1, startedAt: at(920), payload: { kind: 'context', content: 'the answers so far' } },
-    { type: 'prompt', name: 'chat', agent: 'a', parentSeq: 1, startedAt: at(930), durationMs: 800, payload: prompt('t1', 1, 'm-a', 'calculator: 42', reply('ANSWER: 42'), 34) },
+    { type: 'prompt', name: 'chat', agent: 'a', parentSeq: 1, startedAt: at(930), durationMs: 800, payload: { ...prompt('t1', 1, 'm-a', 'calculator: 42', reply('ANSWER: 42'), 34), ttft_ms: 123.4567 } },
     { type: 'prompt', name: 'chat', agent: 'b', parentSeq: 1, startedAt: at(12), durationMs: 1800, payload: prompt('t2', 1, 'm-b', 'What is 6 x 7?', null, 0) },
     { type: 'coordination', name: 'new_answer', agent: 'a', parentSeq: 1, startedAt: at(1731), payload: { turn_id: 't1', label: 'agent1', content: '42', round: 1, answer_labels_seen: [], prompt_seq: 4 } satisfies NewAnswerPayload },
     { type: 'coordination', name: 'cancel', agent: 'b', parentSeq: 1, startedAt: at(1732), payload: { turn_id: 't2', round: 1, reason: 'superseded' } satisfies CancelPayload },
@@ -106,6 +106,8 @@ describe('orchestration-trace export', () => {
       expect(ev('e3.call')).toMatchObject({ type: 'tool_call', agent: 'a', tool: 'calculator', t: 0.92, content_ref: `sha256:${createHash('sha256').update('{"expr":"6*7"}').digest('hex')}` });
       expect(ev('e3.result')).toMatchObject({ type: 'tool_result', tool: 'calculator', success: true, t: 0.925, content_ref: hash('42') });
       expect(byId.has('e5.res')).toBe(false); // a cancelled call has no response
+      expect(ev('e4.res')).toMatchObject({ role: 'response', ttft_s: 0.123457 }); // a streamed call
+      expect(ev('e2.res')).not.toHaveProperty('ttft_s');
       expect(ev('e6')).toMatchObject({ type: 'return', agent: 'a', role: 'answer', label: 'agent1', round: 1, content_ref: hash('42') });
       expect(ev('e7')).toMatchObject({ type: 'orchestrator_decision', agent: 'orchestrator', decision: 'cancel', to: 'b', reason: 'superseded' });
       expect(ev('e10')).toMatchObject({ type: 'safety_event', agent: 'b', role: 'invalid_action', kind: 'unknown_target' });

@@ -223,7 +223,7 @@ function scriptedClient(usage: (req: ChatRequest) => { promptTokens: number; com
       const u = usage(req);
       if (u instanceof Error) throw u;
       const result: ChatResult = {
-        content: '<prompt>new</prompt>', toolCalls: [], finishReason: 'stop', model: req.model, latencyMs: 1, attempts: 1, logprobs: null, tokenIds: null, promptTokenIds: null,
+        content: '<prompt>new</prompt>', toolCalls: [], finishReason: 'stop', model: req.model, latencyMs: 1, attempts: 1, logprobs: null, tokenIds: null, promptTokenIds: null, ttftMs: null,
         usage: { promptTokens: u.promptTokens, completionTokens: u.completionTokens, totalTokens: u.totalTokens ?? u.promptTokens + u.completionTokens },
       };
       return result;

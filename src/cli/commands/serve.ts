@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option } from 'commander';
-import { SERVE_ENGINES } from '../../config/schema.js';
+import { DEFAULT_SERVE_PORT, SERVE_ENGINES } from '../../config/schema.js';
 import type { ServeEngine } from '../../pipeline/serve.js';
 import { UserError } from '../../errors.js';
 import type { Register } from '../register.js';
@@ -24,7 +24,7 @@ export const registerServe: Register = (program, ctx) => {
     .description('serve local weights over an OpenAI-compatible API, in the foreground (Ctrl-C stops)')
     .option('--model <name>', 'the config model to serve (default: the first with local weights)')
     .option('--weights <ref>', 'builtin:<name>, resource:<name>[@version] or a model/adapter folder (overrides local.weights)')
-    .option('--port <n>', 'port to listen on; 0 picks a free one (default: local.port)', parsePort)
+    .option('--port <n>', `port to listen on; 0 picks a free one (default: local.port, else ${DEFAULT_SERVE_PORT})`, parsePort)
     .option('--host <h>', 'address to listen on (default: local.host)')
     .addOption(new Option('--engine <name>', 'llama.cpp, transformers or vllm (default: local.engine, auto)').choices([...SERVE_ENGINES]))
     .action(async (flags: ServeFlags) => {

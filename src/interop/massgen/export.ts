@@ -13,7 +13,7 @@
  * message_templates override is Python-only), so a set's presenter prompt is named as not exported.
  */
 import { Document, type YAMLSeq } from 'yaml';
-import { remoteUrls, type ModelConfig, type RLConfig } from '../../config/schema.js';
+import { fixedPort, remoteUrls, type ModelConfig, type RLConfig } from '../../config/schema.js';
 import { UserError } from '../../errors.js';
 import { urlHost } from '../../serving/local-server.js';
 import { servedAdapterName } from '../../serving/vllm-lora.js';
@@ -59,6 +59,7 @@ export function massgenExport(input: ExportInput): MassgenExport {
   const { config, set } = input;
   const notes: Record<string, string[]> = {};
   const local = new Map<string, { agent: string; weights: Resource }>();
+  const addresses = new Map<string, string>();
   const agents = config.agents.map((a): MassgenAgent => {
     const member = set.members.agents[a.id];
     if (!member) throw new UserError(`resource set v${set.version} has no member for agent ${a.id} (it was made under an older config)`, 'export production, or a set made since agent ' + a.id + ' was added');
@@ -67,6 +68,14 @@ export function massgenExport(input: ExportInput): MassgenExport {
     if (!prompt || (member.weights && !weights)) throw new Error(`resource set v${set.version}: a resource of agent ${a.id} is missing from the store`);
     const model = config.models[a.model]!;
     const served = model.local ? localAddress(a.model, model, weights, a.id, set) : remoteAddress(a.model, model, weights);
+    if (model.local) {
+      const taken = addresses.get(served.base_url);
+      if (taken !== undefined && taken !== a.model) {
+        throw new UserError(`models.${taken} and models.${a.model} would both be served at ${served.base_url} (local.port ${model.local.port || `unset: the default ${fixedPort(model.local)}`})`,
+          `give each of them its own models.<name>.local.port`);
+      }
+      addresses.set(served.base_url, a.model);
+    }
     if (model.local && weights) {
       const other = local.get(a.model);
       if (other && other.weights.id !== weights.id) {
@@ -108,14 +117,11 @@ function remoteAddress(name: string, model: ModelConfig, weights: Resource | und
   return { base_url, model: adapter, note: `LoRA adapter ${adapter} = weights ${label(weights)} (${weights.path}) at ${base_url}; ${loaded}${replicas}` };
 }
 
+/** Where `massgen-rl serve --model NAME` listens: local.host at local.port, else at DEFAULT_SERVE_PORT. */
 function localAddress(name: string, model: ModelConfig, weights: Resource | undefined, agent: string, set: ResourceSet): { base_url: string; model: string; note: string } {
   const l = model.local!;
-  if (!l.port) {
-    throw new UserError(`models.${name}.local.port is 0 (a free port picked when the server starts), so a MassGen config cannot say where agent ${agent}'s model is served`,
-      `set models.${name}.local.port to a fixed port, and run \`massgen-rl serve --model ${name}\` there while MassGen runs`);
-  }
   if (!weights) throw new Error(`resource set v${set.version} has no weights for agent ${agent} of local models.${name}`);
-  const base_url = `http://${urlHost(l.host)}:${l.port}/v1`;
+  const base_url = `http://${urlHost(l.host)}:${fixedPort(l)}/v1`;
   return { base_url, model: model.model, note: `weights ${label(weights)} (${weights.path}) must be served at ${base_url}: massgen-rl serve --model ${name} --weights resource:${weights.name}@${weights.version}` };
 }
 

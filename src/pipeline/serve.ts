@@ -29,11 +29,18 @@ export interface ServeOptions {
  * follows production: a deploy swaps it to the new weights. It listens where a MassGen export points
  * (fixedPort), not on a free port.
  */
+/**
+ * Each request's context on a foreground server (llama.cpp; capped by the model's own): outside clients such as
+ * MassGen send prompts of 3–5k tokens, more than the automatic share of a runtime server's KV cache (4096).
+ */
+export const SERVE_CONTEXT_TOKENS = 8192;
+
 export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel> {
   const weights = opts.weights ?? productionWeights(rt, opts.model);
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
   return startServer(target, rt.paths, {
-    host: opts.host, port: fixedPort(target.local, opts.port), engine: opts.engine, logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
+    host: opts.host, port: fixedPort(target.local, opts.port), engine: opts.engine, contextTokens: SERVE_CONTEXT_TOKENS,
+    logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
   });
 }
 

@@ -23,6 +23,8 @@ export interface LocalServerOptions {
   /** auto: vLLM on a CUDA GPU when installed, else llama.cpp when installed, else transformers. */
   engine?: ServeEngine;
   maxBatchSize?: number;
+  /** llama.cpp: KV cells per sequence, the context each request gets (default: the server's automatic size). */
+  contextTokens?: number;
   /** Until `ready` and a healthy /health; default 180 s. */
   startupTimeoutMs?: number;
   /** The server's stderr (its log) is appended here. */
@@ -64,6 +66,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   const args = [
     '-m', SERVE_MODULE, '--model', opts.modelDir, '--served-name', opts.servedName, '--host', host,
     '--port', String(opts.port ?? 0), '--device', opts.device ?? 'auto', '--engine', opts.engine ?? 'auto', '--max-batch-size', String(opts.maxBatchSize ?? 8),
+    ...(opts.contextTokens ? ['--kv-cache-tokens', String(opts.contextTokens * (opts.maxBatchSize ?? 8))] : []),
     ...(opts.baseDir ? ['--base', opts.baseDir] : []),
     ...(opts.adapterName && opts.adapterName !== opts.servedName ? ['--adapter-name', opts.adapterName] : []),
   ];

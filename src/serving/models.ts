@@ -61,6 +61,8 @@ export interface ServeOptions {
   device?: ServeDevice;
   engine?: ServeEngine;
   maxBatchSize?: number;
+  /** llama.cpp: the context of each sequence (KV cells); default: the server's automatic size. */
+  contextTokens?: number;
   startupTimeoutMs?: number;
   /** The server log; default <data_dir>/logs/serve-<model>.log; false for none. */
   logFile?: string | false;
@@ -100,6 +102,7 @@ export async function startServer(t: ServeTarget, where: { venvDir: string; data
     device: opts.device ?? l?.device ?? 'auto',
     engine: opts.engine ?? l?.engine ?? 'auto',
     maxBatchSize: opts.maxBatchSize ?? l?.max_batch_size ?? 8,
+    contextTokens: opts.contextTokens,
     startupTimeoutMs: opts.startupTimeoutMs ?? (l?.startup_timeout_s ?? 180) * 1000,
     logFile, signal: opts.signal, onEvent: opts.onEvent,
   });

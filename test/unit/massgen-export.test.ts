@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { UserError } from '../../src/errors.js';
-import { massgenExport } from '../../src/interop/massgen/export.js';
+import { massgenExport, WORKFLOW_CALLS } from '../../src/interop/massgen/export.js';
 import type { Resource, ResourceSet } from '../../src/store/index.js';
 import { configIn } from '../helpers.js';
 
@@ -101,9 +101,12 @@ ${exportKey}`;
 
   it('points agents of a local model at its fixed port under the served name, and says which weights must be served there', () => {
     const out = exportOf(LOCAL(8123), setOf({ a: { prompt: 'pr_s2', weights: 'wt_s2' }, b: { prompt: 'pr_c1', weights: 'wt_s2' } }), [W2]);
+    // every reply one call: MassGen acts only through new_answer and vote
+    const calls = { tool_choice: WORKFLOW_CALLS, parallel_tool_calls: false };
+    expect(WORKFLOW_CALLS.allowed_tools.tools.map((t) => t.function.name)).toEqual(['new_answer', 'vote']);
     expect(out.config.agents.map((a) => a.backend)).toEqual([
-      { type: 'vllm', model: 'smol-served', base_url: 'http://127.0.0.1:8123/v1', temperature: 0.7, max_tokens: 512 },
-      { type: 'vllm', model: 'smol-served', base_url: 'http://127.0.0.1:8123/v1', temperature: 0.7, max_tokens: 512 },
+      { type: 'vllm', model: 'smol-served', base_url: 'http://127.0.0.1:8123/v1', temperature: 0.7, max_tokens: 512, ...calls },
+      { type: 'vllm', model: 'smol-served', base_url: 'http://127.0.0.1:8123/v1', temperature: 0.7, max_tokens: 512, ...calls },
     ]);
     expect(out.yaml).toContain('# a: prompt solver v2; weights smol v2 (/ckpt/smol-2) must be served at http://127.0.0.1:8123/v1: massgen-rl serve --model mine --weights resource:smol@2');
   });

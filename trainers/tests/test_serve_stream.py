@@ -102,6 +102,15 @@ def test_required_tool_calls_are_valid_calls(server: Server):
         assert choice["finish_reason"] in ("stop", "length", "tool_calls")
         return
     assert choice["finish_reason"] == "tool_calls", choice
+    # allowed_tools: the calls limited to some of the tools (a greedy reply here otherwise picks the helper)
+    helper = {"type": "function", "function": {"name": "list_background_tools", "description": "List jobs.",
+                                               "parameters": {"type": "object", "properties": {}}}}
+    allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+        {"type": "function", "function": {"name": "new_answer"}}, {"type": "function", "function": {"name": "vote"}}]}}
+    for temperature in (0, 1.0):
+        r = server.chat(tools=[helper, VOTE, ANSWER], tool_choice=allowed, max_tokens=120, parallel_tool_calls=False,
+                        temperature=temperature, seed=2)
+        assert r["choices"][0]["message"]["tool_calls"][0]["function"]["name"] in ("vote", "new_answer"), r
     call = choice["message"]["tool_calls"][0]
     args = json.loads(call["function"]["arguments"])
     assert call["function"]["name"] in ("vote", "new_answer")

@@ -31,6 +31,13 @@ def test_tool_fields_are_parsed_and_checked():
     assert parse(tools=[VOTE], tool_choice="none").calls_tools is False
     assert parse(tools=[VOTE], tool_choice={"type": "function", "function": {"name": "vote"}}).tool_choice == {"name": "vote"}
     assert parse(tools=[VOTE], parallel_tool_calls=False).parallel_tool_calls is False
+    allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+        {"type": "function", "function": {"name": "vote"}}, {"type": "function", "function": {"name": "absent"}}]}}
+    req = parse(tools=[VOTE, ANSWER], tool_choice=allowed)
+    assert [t.name for t in req.callable] == ["vote"] and req.call_required
+    assert not parse(tools=[VOTE], tool_choice={**allowed, "allowed_tools": {**allowed["allowed_tools"], "mode": "auto"}}
+                     ).call_required
+    assert parse(tools=[VOTE]).call_required is False and parse(tools=[VOTE], tool_choice="required").call_required
     assert parse(stream=True, stream_options={"include_usage": True}).include_usage is True
     assert parse(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
                  ).response_format == {"type": "json_schema", "schema": {"type": "object"}}
@@ -38,6 +45,10 @@ def test_tool_fields_are_parsed_and_checked():
                        ({"tool_choice": "required"}, "tool_choice"), ({"tools": [VOTE], "tool_choice": "sometimes"}, "tool_choice"),
                        ({"tools": {"a": 1}}, "tools"), ({"tools": [{"type": "function", "function": {"name": "a b"}}]}, "tools"),
                        ({"tools": [VOTE, VOTE]}, "tools"), ({"tools": [{"type": "retrieval"}]}, "tools"),
+                       ({"tools": [ANSWER], "tool_choice": {"type": "allowed_tools", "allowed_tools": {
+                           "mode": "required", "tools": [{"type": "function", "function": {"name": "vote"}}]}}}, "tool_choice"),
+                       ({"tools": [ANSWER], "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "x"}}},
+                        "tool_choice"),
                        ({"stream_options": {"include_usage": True}}, "stream_options"),
                        ({"response_format": {"type": "yaml"}}, "response_format"),
                        ({"response_format": {"type": "json_schema"}}, "response_format"),
@@ -61,6 +72,8 @@ def test_history_with_calls_and_results_renders_in_the_generic_format():
     assert out[3] == {"role": "user", "content": "<tool_response>\ncounted\n</tool_response>"}
     assert render_generic(req.messages, req.tools, "none")[0]["content"] == "Be brief."  # no tools offered
     assert "Call the tool vote now." in render_generic(USER, req.tools, {"name": "vote"})[0]["content"]
+    allowed = render_generic(USER, req.tools, {"allowed": ["vote"], "mode": "required"})[0]["content"]
+    assert "Call one of these tools now: vote." in allowed
 
 
 def test_calls_are_parsed_out_of_the_text():
@@ -92,10 +105,11 @@ def test_response_carries_tool_calls_and_finish_reason():
 
 def test_grammar_text_names_each_tool_and_its_arguments():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python's JSON-Schema converter (massgen-rl doctor --fix)")
-    text = call_grammar(TOOLS, "required", parallel=False)
+    text = call_grammar(TOOLS, parallel=False)
     assert text.startswith("root ::= tool-call\n") and '"<tool_call>"' in text and "tool-call-json ::=" in text
     assert '\\"agent1\\"' in text and '\\"new_answer\\"' in text
-    only = call_grammar(TOOLS, {"name": "vote"}, parallel=True)
+    only = call_grammar(parse(tools=[VOTE, ANSWER], tool_choice={"type": "function", "function": {"name": "vote"}}).callable,
+                        parallel=True)
     assert '\\"new_answer\\"' not in only and "{0,15}" in only
     assert native_tools("{% for t in tools %}<tool_call>{% endfor %}") and not native_tools("{{ messages }}")
 

@@ -4,7 +4,9 @@
  * The keys are the ones MassGen 0.1.97 (PyPI) reads, checked in its source: agents[].id and
  * agents[].system_message (massgen/cli/backends.py create_agents_from_config); backend type vllm
  * (InferenceBackend: keyless, VLLM_API_KEY when set) with model and base_url, and temperature and
- * max_tokens, which its Chat Completions params handler passes into every request; orchestrator
+ * max_tokens, which its Chat Completions params handler passes into every request (as it passes any key it does
+ * not exclude: for models served by massgen-rl, tool_choice allowed_tools required of new_answer and vote, and
+ * parallel_tool_calls false, whose grammar then makes every reply one valid call of them); orchestrator
  * voting_sensitivity, answer_novelty_requirement and max_new_answers_per_agent
  * (AgentConfig.orchestrator_runtime_direct_fields); orchestrator.coordination.max_orchestration_restarts
  * (CoordinationConfig; a top-level orchestrator key of that name is accepted but never read); and the
@@ -22,7 +24,10 @@ import type { Resource, ResourceSet } from '../../store/index.js';
 export interface MassgenAgent {
   id: string;
   system_message: string;
-  backend: { type: 'vllm'; model: string; base_url: string; temperature: number; max_tokens: number };
+  backend: {
+    type: 'vllm'; model: string; base_url: string; temperature: number; max_tokens: number;
+    tool_choice?: typeof WORKFLOW_CALLS; parallel_tool_calls?: false;
+  };
 }
 
 export interface MassgenConfig {
@@ -50,6 +55,15 @@ export interface MassgenExport {
   notes: Record<string, string[]>;
   yaml: string;
 }
+
+/**
+ * For models served by massgen-rl: every reply one call of new_answer or vote (OpenAI's allowed_tools). MassGen
+ * also offers its background-tool helpers, which a small model asked to call "a tool" picks again and again.
+ */
+export const WORKFLOW_CALLS = {
+  type: 'allowed_tools',
+  allowed_tools: { mode: 'required', tools: ['new_answer', 'vote'].map((name) => ({ type: 'function', function: { name } })) },
+} as const;
 
 /** Settings of massgen-rl's orchestrator MassGen has no key for (named in the header). */
 const UNMAPPED = ['max_rounds', 'max_action_retries', 'agent_timeout_s'] as const;
@@ -90,7 +104,11 @@ export function massgenExport(input: ExportInput): MassgenExport {
     ];
     return {
       id: a.id, system_message: prompt.content ?? '',
-      backend: { type: 'vllm', model: served.model, base_url: served.base_url, temperature: a.temperature, max_tokens: a.max_tokens },
+      backend: {
+        type: 'vllm', model: served.model, base_url: served.base_url, temperature: a.temperature, max_tokens: a.max_tokens,
+        // MassGen acts only through tool calls; a small local model asked with `auto` mostly answers in prose
+        ...(model.local ? { tool_choice: structuredClone(WORKFLOW_CALLS), parallel_tool_calls: false as const } : {}),
+      },
     };
   });
   const o = config.orchestrator;

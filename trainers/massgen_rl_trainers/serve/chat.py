@@ -50,7 +50,7 @@ def grammar_of(engine: Any, req: ChatRequest) -> Any:
     if req.response_format is not None and req.calls_tools:
         raise ApiError(400, "'response_format' and tool calls cannot be combined here; send tool_choice none, or "
                             "no response_format", param="response_format")
-    constrains = req.response_format is not None or (req.calls_tools and req.tool_choice != "auto")
+    constrains = req.response_format is not None or (req.calls_tools and req.call_required)
     if not hasattr(engine, "llama"):
         if req.response_format is not None:
             raise ApiError(400, f"'response_format' needs grammar-constrained decoding, which the "
@@ -60,8 +60,8 @@ def grammar_of(engine: Any, req: ChatRequest) -> Any:
     if req.response_format is not None:
         text, lazy = _json_grammar(json.dumps(req.response_format, sort_keys=True)), None
     elif req.calls_tools:
-        tools = json.dumps([t.spec() for t in req.tools])  # key order kept: it is the order properties are written in
-        text = _tools_grammar(tools, json.dumps(req.tool_choice), req.parallel_tool_calls)
+        tools = json.dumps([t.spec() for t in req.callable])  # key order kept: the order properties are written in
+        text = _tools_grammar(tools, req.parallel_tool_calls)
         lazy = None if constrains else [TRIGGER_PATTERN]
     else:
         return None
@@ -73,11 +73,10 @@ def grammar_of(engine: Any, req: ChatRequest) -> Any:
 
 
 @lru_cache(maxsize=64)
-def _tools_grammar(tools_json: str, choice_json: str, parallel: bool) -> str:
+def _tools_grammar(tools_json: str, parallel: bool) -> str:
     from .tool_calls import Tool
 
-    tools = [Tool(t["name"], t["description"], t["parameters"]) for t in json.loads(tools_json)]
-    return call_grammar(tools, json.loads(choice_json), parallel)
+    return call_grammar([Tool(t["name"], t["description"], t["parameters"]) for t in json.loads(tools_json)], parallel)
 
 
 @lru_cache(maxsize=64)

@@ -33,7 +33,7 @@ def stream_chunks(engine: Any, req: ChatRequest, prompt_ids: list[int], stream: 
     """Yields each chunk as a dict; raises the job's error (the caller sends it as an error event)."""
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": req.model}
-    names = {t.name for t in req.tools}
+    names = {t.name for t in req.callable}
     choices = [Choice(i, Detokenizer(engine.decode), ToolStream(names, new_call_id) if req.calls_tools else None)
                for i in range(req.n)]
     first = {**base, "choices": [{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,

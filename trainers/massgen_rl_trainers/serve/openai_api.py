@@ -67,14 +67,31 @@ class ChatRequest:
     stream: bool = False
     include_usage: bool = False
     tools: list[Any] = field(default_factory=list)  # tool_calls.Tool
-    tool_choice: Any = "auto"  # "none" | "auto" | "required" | {"name": str}
+    tool_choice: Any = "auto"  # "none" | "auto" | "required" | {"name": str} | {"allowed": [str], "mode": str}
     parallel_tool_calls: bool = True
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} or {"type": "json_schema", "schema"}
 
     @property
+    def callable(self) -> list[Any]:
+        """The tools a reply may call: all, none, the named one, or the allowed_tools."""
+        choice = self.tool_choice
+        if choice == "none":
+            return []
+        if isinstance(choice, dict):
+            names = [choice["name"]] if "name" in choice else choice["allowed"]
+            return [t for t in self.tools if t.name in names]
+        return list(self.tools)
+
+    @property
     def calls_tools(self) -> bool:
         """Whether the reply may hold tool calls (parsed out of the text)."""
-        return bool(self.tools) and self.tool_choice != "none"
+        return bool(self.callable)
+
+    @property
+    def call_required(self) -> bool:
+        """The reply must be calls: required, a named function, or allowed_tools in mode required."""
+        choice = self.tool_choice
+        return choice == "required" or (isinstance(choice, dict) and choice.get("mode", "required") == "required")
 
     @property
     def sampling_key(self) -> SamplingKey:
@@ -269,7 +286,7 @@ def reply_message(req: ChatRequest, text: str, finish: str) -> tuple[dict[str, A
         return {"role": "assistant", "content": text}, finish
     from .tool_calls import parse_calls
 
-    content, calls = parse_calls(text, req.tools)
+    content, calls = parse_calls(text, req.callable)
     if not req.parallel_tool_calls:
         calls = calls[:1]
     if not calls:

@@ -53,14 +53,37 @@ def _choice(value: Any, tools: list[Tool]) -> Any:
         if value == "required" and not tools:
             raise ApiError(400, "tool_choice 'required' needs 'tools'", param="tool_choice")
         return value
+    if isinstance(value, dict) and value.get("type") == "allowed_tools":
+        return _allowed(value.get("allowed_tools"), tools)
     fn = value.get("function") if isinstance(value, dict) and value.get("type") == "function" else None
     name = fn.get("name") if isinstance(fn, dict) else None
     if not isinstance(name, str):
-        raise ApiError(400, "'tool_choice' must be none, auto, required or {type: function, function: {name}}",
-                       param="tool_choice")
+        raise ApiError(400, "'tool_choice' must be none, auto, required, {type: function, function: {name}} or "
+                            "{type: allowed_tools, allowed_tools: {mode, tools}}", param="tool_choice")
     if name not in {t.name for t in tools}:
         raise ApiError(400, f"tool_choice names the function '{name}', which is not in 'tools'", param="tool_choice")
     return {"name": name}
+
+
+def _allowed(value: Any, tools: list[Tool]) -> dict[str, Any]:
+    """allowed_tools {mode, tools: [{type: function, function: {name}}]}: the calls limited to those of them that
+    are in `tools` (a client such as MassGen sends one allowed list while its tools vary by turn)."""
+    mode = value.get("mode") if isinstance(value, dict) else None
+    listed = value.get("tools") if isinstance(value, dict) else None
+    if mode not in ("auto", "required") or not isinstance(listed, list):
+        raise ApiError(400, "tool_choice allowed_tools needs mode (auto or required) and tools", param="tool_choice")
+    names = []
+    for entry in listed:
+        fn = entry.get("function") if isinstance(entry, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise ApiError(400, "each allowed_tools.tools entry must be {type: function, function: {name}}",
+                           param="tool_choice")
+        names.append(fn["name"])
+    present = [t.name for t in tools if t.name in names]
+    if not present:
+        raise ApiError(400, f"none of the allowed tools ({', '.join(names) or 'none'}) is in 'tools'",
+                       param="tool_choice")
+    return {"allowed": present, "mode": mode}
 
 
 def parse_response_format(value: Any) -> dict[str, Any] | None:

@@ -47,8 +47,12 @@ def tool_prompt(tools: list[Tool], choice: Any) -> str:
              '{"name": "<tool name>", "arguments": <the arguments as a JSON object>}', CALL_CLOSE,
              "The tools:"]
     lines += [json.dumps(t.spec(), ensure_ascii=False) for t in tools]
-    if isinstance(choice, dict):
+    if isinstance(choice, dict) and "name" in choice:
         lines.append(f"Call the tool {choice['name']} now.")
+    elif isinstance(choice, dict) and choice["mode"] == "required":
+        lines.append(f"Call one of these tools now: {', '.join(choice['allowed'])}.")
+    elif isinstance(choice, dict):
+        lines.append(f"Call only these tools: {', '.join(choice['allowed'])}.")
     elif choice == "required":
         lines.append("Call one of the tools now.")
     return "\n".join(lines)
@@ -177,11 +181,10 @@ def arguments_part(body: str) -> str | None:
     return rest or None
 
 
-def call_grammar(tools: list[Tool], choice: Any, parallel: bool) -> str:
-    """GBNF for one call (or up to MAX_PARALLEL_CALLS), each `{"name": N, "arguments": A}` with A valid for N's
-    schema; `choice` a {"name"} limits it to that tool. Raises ApiError(400, param tools) when the converter
-    cannot handle a schema."""
-    chosen = [t for t in tools if not isinstance(choice, dict) or t.name == choice["name"]]
+def call_grammar(chosen: list[Tool], parallel: bool) -> str:
+    """GBNF for one call (or up to MAX_PARALLEL_CALLS), each `{"name": N, "arguments": A}` with N one of the
+    chosen tools and A valid for N's schema. Raises ApiError(400, param tools) when the converter cannot handle
+    a schema."""
     variants = [{"type": "object", "properties": {"name": {"const": t.name}, "arguments": _object_schema(t.parameters)},
                  "required": ["name", "arguments"], "additionalProperties": False} for t in chosen]
     schema = variants[0] if len(variants) == 1 else {"oneOf": variants}

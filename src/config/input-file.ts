@@ -76,7 +76,8 @@ function size(bytes: number): string {
   return bytes >= MiB ? `${(bytes / MiB).toFixed(1)} MiB` : `${bytes} bytes`;
 }
 
-function kindOf(st: fs.Stats): string {
+/** What a file that is not a regular file is, for messages: "a FIFO (named pipe)", "a character device", … */
+export function kindOf(st: fs.Stats): string {
   if (st.isDirectory()) return 'a directory';
   if (st.isFIFO()) return 'a FIFO (named pipe)';
   if (st.isCharacterDevice()) return 'a character device';

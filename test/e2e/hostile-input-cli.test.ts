@@ -47,6 +47,30 @@ describe('non-regular input files: exit 2 naming the file, never a hang', () => 
     expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
   });
 
+  it('as the store (store.path): refused before SQLite opens it, nothing created', { timeout: 60_000 }, async () => {
+    const { dir, cases } = await specials('.sqlite');
+    fs.symlinkSync('moved-away.sqlite', path.join(dir, 'dangling.sqlite'));
+    const all: [string, RegExp][] = [...cases, ['/dev/null', /a character device, not a regular file/],
+      ['dangling.sqlite', /a link to moved-away\.sqlite, which leads nowhere/]];
+    const journalBefore = fs.existsSync('/dev/null-journal');
+    for (const [name, kind] of all) {
+      fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), `project:\n  name: x\nstore:\n  path: ${name}\n`);
+      // status reads an existing store only: a link to nowhere is no store yet, for it.
+      const imports = ['traces', 'import', '--massgen-logs', path.join(ROOT, 'test', 'fixtures', 'massgen-logs')];
+      for (const args of name === 'dangling.sqlite' ? [imports] : [['status'], imports]) {
+        const r = await runCli(args, { cwd: dir, timeoutMs: KILL_AFTER_MS });
+        expect(r.exitCode, `${name}: ${args[0]}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toMatch(new RegExp(`store path \\S*${name.replace('.', '\\.')} is `));
+        expect(r.stderr).toMatch(kind);
+        expect(r.stderr).toContain('store.path');
+        expect(hasStack(r.stderr)).toBe(false);
+      }
+    }
+    expect(fs.readdirSync(dir).sort())
+      .toEqual(['dangling.sqlite', 'dir.sqlite', 'fifo.sqlite', 'massgen-rl.yaml', 'to-fifo.sqlite', 'zero.sqlite']);
+    expect(fs.existsSync('/dev/null-journal')).toBe(journalBefore);
+  });
+
   it('as a prompt file (read when the team is set up)', { timeout: 60_000 }, async () => {
     const { dir, cases } = await specials('.md');
     const prompts = pathToFileURL(path.join(ROOT, 'dist', 'resources', 'prompts.js')).href;

@@ -21,6 +21,8 @@ export interface Context {
   /** The runtime of this command: built once, closed (servers stopped, store closed) when the command ends. */
   runtime(): Promise<Runtime>;
   close(): Promise<void>;
+  /** A failure as the user should see it (a write refused by the store's lock: exit 2, naming the store). */
+  explain(err: unknown): Promise<unknown>;
 }
 
 export function createContext(opts: GlobalOptions): Context {
@@ -48,6 +50,10 @@ export function createContext(opts: GlobalOptions): Context {
     async close() {
       const rt = runtime && (await runtime.catch(() => undefined));
       await rt?.close();
+    },
+    async explain(err) {
+      const rt = runtime && (await runtime.catch(() => undefined));
+      return rt ? rt.explain(err) : err;
     },
   };
 }

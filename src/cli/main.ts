@@ -6,12 +6,13 @@ export const INTERNAL_ERROR_EXIT = 70;
 
 /** Runs the CLI and returns the exit code: 0 ok, 1 a gate failed, 2 bad input, 70 a bug. */
 export async function main(argv: string[]): Promise<number> {
-  const { program, close } = buildProgram();
+  const { program, close, explain } = buildProgram();
   try {
     await program.parseAsync(argv);
     await close();
     return 0;
-  } catch (err) {
+  } catch (caught) {
+    const err = await explain(caught);
     await close().catch(() => {});
     if (err instanceof CommanderError) {
       return ['commander.helpDisplayed', 'commander.help', 'commander.version'].includes(err.code) ? 0 : 2;

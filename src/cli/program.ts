@@ -21,8 +21,11 @@ import type { Register } from './register.js';
 
 const VERSION = '0.1.0';
 
-/** The program, and close(): what a command started (servers, the store) is stopped once it ends. */
-export function buildProgram(): { program: Command; close(): Promise<void> } {
+/**
+ * The program, close(): what a command started (servers, the store) is stopped once it ends, and
+ * explain(err): a failure as the user should see it.
+ */
+export function buildProgram(): { program: Command; close(): Promise<void>; explain(err: unknown): Promise<unknown> } {
   const program = new Command('massgen-rl')
     .description('Make a team of LLM agents better every night: collect traces, train, evaluate, deploy.')
     .version(VERSION, '-V, --version')
@@ -40,5 +43,9 @@ export function buildProgram(): { program: Command; close(): Promise<void> } {
   for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerTasks, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerResources, registerLoop, registerStore] satisfies Register[]) {
     register(program, ctx);
   }
-  return { program, close: async () => context?.close() };
+  return {
+    program,
+    close: async () => context?.close(),
+    explain: async (err) => (context ? context.explain(err) : err),
+  };
 }

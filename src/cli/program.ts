@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import type { Redactor } from '../store/redact.js';
 import { registerCheckpoints } from './commands/checkpoints.js';
 import { registerCollect } from './commands/collect.js';
 import { registerDeploy } from './commands/deploy.js';
@@ -21,11 +22,17 @@ import type { Register } from './register.js';
 
 const VERSION = '0.1.0';
 
-/**
- * The program, close(): what a command started (servers, the store) is stopped once it ends, and
- * explain(err): a failure as the user should see it.
- */
-export function buildProgram(): { program: Command; close(): Promise<void>; explain(err: unknown): Promise<unknown> } {
+export interface Program {
+  program: Command;
+  /** Stops what a command started (servers, the store) once it ends. */
+  close(): Promise<void>;
+  /** A failure as the user should see it. */
+  explain(err: unknown): Promise<unknown>;
+  /** What scrubs everything the program prints. */
+  redactor(): Promise<Redactor>;
+}
+
+export function buildProgram(): Program {
   const program = new Command('massgen-rl')
     .description('Make a team of LLM agents better every night: collect traces, train, evaluate, deploy.')
     .version(VERSION, '-V, --version')
@@ -47,5 +54,6 @@ export function buildProgram(): { program: Command; close(): Promise<void>; expl
     program,
     close: async () => context?.close(),
     explain: async (err) => (context ? context.explain(err) : err),
+    redactor: () => ctx().redactor(),
   };
 }

@@ -171,8 +171,14 @@ const taskSource = z.union([
   z.strictObject({ file: z.string().min(1) }),
 ]);
 
+/** tasks.max_prompt_chars unless the config says otherwise: a long document fits, a runaway file does not. */
+export const DEFAULT_MAX_PROMPT_CHARS = 100_000;
+
 const tasks = z.strictObject({
   sources: z.array(taskSource).min(1).prefault([{ suite: 'arithmetic' }]),
+  max_prompt_chars: count(10_000_000).default(DEFAULT_MAX_PROMPT_CHARS)
+    .describe('a task whose prompt is longer (in characters) is refused with its file and line; a line or string of a '
+      + 'task file too long to hold a task under this limit is refused as it is read, before the rest of the file'),
   split: z.strictObject({
     eval_fraction: z.number().min(0).max(1).default(0.2),
     salt: z.string().default('massgen-rl'),

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { MiB } from '../../src/config/input-file.js';
 import { hasStack, ROOT, runCli, tempDir } from '../helpers.js';
 
 /**
@@ -84,5 +85,33 @@ catch (err) { console.error(err.message); process.exit(err.exitCode ?? 70); }`;
       expect(r.stderr).toMatch(new RegExp(`prompt file .*${name.replace('.', '\\.')}: `));
       expect(r.stderr).toMatch(kind);
     }
+  });
+});
+
+describe('a task prompt over tasks.max_prompt_chars: exit 2 naming the file and line', () => {
+  it('a 50 MB prompt on one line (JSONL, YAML) is refused at once, in bounded memory, before it runs', async () => {
+    const line = JSON.stringify({ id: 'big', prompt: `What is 6 x 7? ${'x'.repeat(50 * MiB)}`, reference: '42' });
+    const dir = tempDir({
+      'big.jsonl': `{"id": "small", "prompt": "hi"}\n${line}\n`, 'big.yaml': `- { id: small, prompt: hi }\n- ${line}\n`,
+    });
+    for (const name of ['big.jsonl', 'big.yaml']) {
+      const started = Date.now();
+      // Parsing the YAML whole took 1.9 GB: 256 MB of heap would crash it.
+      const env = { NODE_OPTIONS: '--max-old-space-size=256' };
+      const r = await runCli(['collect', '--tasks', name], { cwd: dir, env });
+      expect(r.exitCode, `${name}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`${name.replace('.', '\\.')}:2: .*tasks\\.max_prompt_chars \\(100000\\)`));
+      expect(hasStack(r.stderr)).toBe(false);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    }
+    expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
+  });
+
+  it('tasks.max_prompt_chars sets the limit (--set too)', async () => {
+    const dir = tempDir({ 't.jsonl': `${JSON.stringify({ id: 'a', prompt: 'What is 6 x 7?' })}\n` });
+    const r = await runCli(['--set', 'tasks.max_prompt_chars=10', 'collect', '--tasks', 't.jsonl'], { cwd: dir });
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toContain('t.jsonl:1: "prompt" is 14 characters, over tasks.max_prompt_chars (10)');
+    expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
   });
 });

@@ -3,13 +3,28 @@ import { UserError } from '../errors.js';
 /** The most rows a listing flag (--limit) asks for. */
 export const MAX_LIST = 1_000_000;
 
+/** A number written in decimal (an exponent allowed): Number() would also read 0x10 as 16, 0b1 and 0o7. */
+export const DECIMAL = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?\s*$/i;
+
+/** A flag value that must be a finite decimal number; undefined stays undefined. */
+export function decimalNumber(flag: string, v: string): number;
+export function decimalNumber(flag: string, v: string | undefined): number | undefined;
+export function decimalNumber(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!DECIMAL.test(v) || !Number.isFinite(n)) throw new UserError(`${flag} ${v}: expected a decimal number`);
+  return n;
+}
+
 /** A flag value that must be a whole number from 1 to max; undefined stays undefined. */
 export function positiveInt(flag: string, v: string, max: number): number;
 export function positiveInt(flag: string, v: string | undefined, max: number): number | undefined;
 export function positiveInt(flag: string, v: string | undefined, max: number): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (v.trim() === '' || !Number.isInteger(n) || n < 1) throw new UserError(`${flag} ${v}: expected a positive whole number`);
+  if (!DECIMAL.test(v) || !Number.isInteger(n) || n < 1) {
+    throw new UserError(`${flag} ${v}: expected a positive whole number`);
+  }
   if (n > max) throw new UserError(`${flag} ${v}: at most ${max}`);
   return n;
 }

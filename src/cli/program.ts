@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import type { Redactor } from '../store/redact.js';
 import { registerCheckpoints } from './commands/checkpoints.js';
 import { registerCollect } from './commands/collect.js';
 import { registerDeploy } from './commands/deploy.js';
@@ -21,8 +22,17 @@ import type { Register } from './register.js';
 
 const VERSION = '0.1.0';
 
-/** The program, and close(): what a command started (servers, the store) is stopped once it ends. */
-export function buildProgram(): { program: Command; close(): Promise<void> } {
+export interface Program {
+  program: Command;
+  /** Stops what a command started (servers, the store) once it ends. */
+  close(): Promise<void>;
+  /** A failure as the user should see it. */
+  explain(err: unknown): Promise<unknown>;
+  /** What scrubs everything the program prints. */
+  redactor(): Promise<Redactor>;
+}
+
+export function buildProgram(): Program {
   const program = new Command('massgen-rl')
     .description('Make a team of LLM agents better every night: collect traces, train, evaluate, deploy.')
     .version(VERSION, '-V, --version')
@@ -40,5 +50,10 @@ export function buildProgram(): { program: Command; close(): Promise<void> } {
   for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerTasks, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerResources, registerLoop, registerStore] satisfies Register[]) {
     register(program, ctx);
   }
-  return { program, close: async () => context?.close() };
+  return {
+    program,
+    close: async () => context?.close(),
+    explain: async (err) => (context ? context.explain(err) : err),
+    redactor: () => ctx().redactor(),
+  };
 }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { UserError } from '../errors.js';
 
 /** A file given as input (config, task file, prompt file) that is not something we can read as text. */
@@ -15,9 +16,12 @@ export const MiB = 1024 * 1024;
  * Reads a regular file as UTF-8 text. FIFOs, devices, sockets and directories (directly or through a
  * symlink) are refused before they are opened: reading a FIFO blocks until a writer comes, and /dev/zero
  * never ends. The open is non-blocking and re-checked on the descriptor, so a file swapped for a FIFO
- * after the check cannot hang us either. Files over `maxBytes` are refused instead of read.
+ * after the check cannot hang us either. Files over `maxBytes` are refused instead of read. `inspect` sees
+ * the text chunk by chunk as it is read, and may throw to stop reading there.
  */
-export function readRegularFile(file: string, what: string, maxBytes = 16 * MiB): string {
+export function readRegularFile(
+  file: string, what: string, maxBytes = 16 * MiB, inspect?: (chunk: string) => void,
+): string {
   const fail = (code: string, reason: string) => new InputFileError(file, code, reason, what);
   const check = (st: fs.Stats) => {
     if (!st.isFile()) throw fail(st.isDirectory() ? 'EISDIR' : 'ENOTREG', `${kindOf(st)}, not a regular file`);
@@ -33,13 +37,29 @@ export function readRegularFile(file: string, what: string, maxBytes = 16 * MiB)
   }
   try {
     check(fs.fstatSync(fd));
-    return fs.readFileSync(fd, 'utf8');
+    return inspect ? readInChunks(fd, inspect) : fs.readFileSync(fd, 'utf8');
   } catch (err) {
-    if (err instanceof InputFileError) throw err;
+    if (err instanceof InputFileError || typeof (err as NodeJS.ErrnoException).code !== 'string') throw err;
     throw errnoError(err, fail);
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The text of fd, shown to inspect chunk by chunk as it is read: inspect throws to stop reading. */
+function readInChunks(fd: number, inspect: (chunk: string) => void): string {
+  const buffer = Buffer.alloc(MiB);
+  const decoder = new StringDecoder('utf8');
+  const parts: string[] = [];
+  for (let n; (n = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0;) {
+    const chunk = decoder.write(buffer.subarray(0, n));
+    inspect(chunk);
+    parts.push(chunk);
+  }
+  const rest = decoder.end();
+  inspect(rest);
+  parts.push(rest);
+  return parts.join('');
 }
 
 /** Whether anything is at file, a link that leads nowhere included (existsSync follows links, and says no). */
@@ -76,7 +96,8 @@ function size(bytes: number): string {
   return bytes >= MiB ? `${(bytes / MiB).toFixed(1)} MiB` : `${bytes} bytes`;
 }
 
-function kindOf(st: fs.Stats): string {
+/** What a file that is not a regular file is, for messages: "a FIFO (named pipe)", "a character device", … */
+export function kindOf(st: fs.Stats): string {
   if (st.isDirectory()) return 'a directory';
   if (st.isFIFO()) return 'a FIFO (named pipe)';
   if (st.isCharacterDevice()) return 'a character device';

@@ -13,10 +13,8 @@ export function applyOverrides(raw: Record<string, unknown>, overrides: readonly
     const value: unknown = parsed.problems.length ? spec.slice(eq + 1) : parsed.doc.toJS();
     let target: Record<string, unknown> | unknown[] = raw;
     keys.forEach((key, i) => {
+      if (Array.isArray(target)) checkIndex(spec, keys.slice(0, i).join('.'), key, target.length);
       const index = Array.isArray(target) ? Number(key) : key;
-      if (Array.isArray(target) && !Number.isInteger(index)) {
-        throw new UserError(`--set ${spec}: "${key}" is not a list index`);
-      }
       const slot = target as Record<string | number, unknown>;
       if (i === keys.length - 1) {
         slot[index] = value;
@@ -29,4 +27,16 @@ export function applyOverrides(raw: Record<string, unknown>, overrides: readonly
     });
   }
   return raw;
+}
+
+/**
+ * A list index of --set: decimal digits (Number() would take -1, 1e0, 0x1 and " 1"), at most one past the
+ * end (a new item; further would make a sparse list that a large index blows up into millions of holes).
+ */
+function checkIndex(spec: string, list: string, key: string, length: number): void {
+  if (!/^\d+$/.test(key)) throw new UserError(`--set ${spec}: "${key}" is not a list index (0, 1, …)`);
+  if (Number(key) > length) {
+    const items = `${length} item${length === 1 ? '' : 's'}`;
+    throw new UserError(`--set ${spec}: ${list} has ${items}: the index may be at most ${length} (a new item)`);
+  }
 }

@@ -36,6 +36,27 @@ const retries = nonNegInt.max(100);
 /** A reward amount or coefficient. */
 const amount = z.number().min(-1e6).max(1e6);
 const seed = z.int().min(0).max(2 ** 32 - 1, 'at most 4294967295 (a 32-bit seed)');
+/** The longest path (PATH_MAX, in characters here) and name in a path (NAME_MAX, in bytes) Linux takes. */
+const PATH_MAX = 4096;
+const NAME_MAX = 255;
+/**
+ * A file or directory path: one the file system can take, or the field is named here, instead of a
+ * store path derived from it failing later (or a directory named with U+FFFD being created).
+ */
+const filePath = () => z.string().min(1).superRefine((p, ctx) => {
+  const problem = pathProblem(p);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+function pathProblem(p: string): string | undefined {
+  if (p.length > PATH_MAX) return `at most ${PATH_MAX} characters (the longest path the system takes), got ${p.length}`;
+  if (p.includes('\0')) return 'must not contain a NUL character';
+  if (/\p{Cs}/u.test(p)) return 'must not contain a lone surrogate (half of a UTF-16 pair, not valid Unicode)';
+  const long = p.split(/[\\/]/).find((part) => Buffer.byteLength(part) > NAME_MAX);
+  const bytes = long === undefined ? 0 : Buffer.byteLength(long);
+  return long && `"${long.slice(0, 8)}…" is ${bytes} bytes: a name in a path is at most ${NAME_MAX}`;
+}
+
 export const MAX_TASKS = 100_000;
 export const MAX_CONCURRENCY = 256;
 export const MAX_STEPS = 10_000_000;
@@ -78,7 +99,7 @@ const model = z.strictObject({
 });
 
 const prompt = z.strictObject({
-  file: z.string().min(1).optional().describe('path to the prompt text, relative to the config file'),
+  file: filePath().optional().describe('path to the prompt text, relative to the config file'),
   text: z.string().min(1).optional(),
 });
 
@@ -172,11 +193,17 @@ const taskSource = z.union([
     difficulty: z.literal(DIFFICULTIES, { error: 'must be 0, 1, 2 or 3' }).optional()
       .describe('0: the easiest, within the bundled model\'s reach (the default), 1: easier than the original tasks, 2: the original tasks, 3: harder (`massgen-rl tasks` lists each suite\'s levels)'),
   }),
-  z.strictObject({ file: z.string().min(1) }),
+  z.strictObject({ file: filePath() }),
 ]);
+
+/** tasks.max_prompt_chars unless the config says otherwise: a long document fits, a runaway file does not. */
+export const DEFAULT_MAX_PROMPT_CHARS = 100_000;
 
 const tasks = z.strictObject({
   sources: z.array(taskSource).min(1).prefault([{ suite: 'arithmetic' }]),
+  max_prompt_chars: count(10_000_000).default(DEFAULT_MAX_PROMPT_CHARS)
+    .describe('a task whose prompt is longer (in characters) is refused with its file and line; a line or string of a '
+      + 'task file too long to hold a task under this limit is refused as it is read, before the rest of the file'),
   split: z.strictObject({
     eval_fraction: z.number().min(0).max(1).default(0.2),
     salt: z.string().default('massgen-rl'),
@@ -380,10 +407,10 @@ export const configSchema = z.strictObject({
   $schema: z.string().optional(),
   project: z.strictObject({
     name: name.default('massgen-rl'),
-    data_dir: z.string().min(1).default('.massgen-rl').describe('relative to the config file'),
+    data_dir: filePath().default('.massgen-rl').describe('relative to the config file'),
   }).prefault({}),
   store: z.strictObject({
-    path: z.string().min(1).optional().describe('SQLite file (default: <data_dir>/store.sqlite)'),
+    path: filePath().optional().describe('SQLite file (default: <data_dir>/store.sqlite)'),
     url: z.string().regex(/^postgres(ql)?:\/\/[^\s]+$/, 'must be a postgres:// URL, e.g. postgres://massgen@db-host:5432/massgen').optional()
       .describe('a PostgreSQL store every machine can reach, instead of the SQLite file; no password in it (see password_env)'),
     password_env: envName.default('PGPASSWORD').describe('the environment variable holding the PostgreSQL password; it never reaches logs or the store'),

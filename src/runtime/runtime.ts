@@ -58,6 +58,11 @@ export class Runtime {
     return (this.opened ??= openStore(this.loaded, { redactor: this.redactor, mustExist: true }));
   }
 
+  /** err as the user sees it: a write the store's lock refused (outside store.transaction too) is a StoreBusyError. */
+  explain(err: unknown): unknown {
+    return this.opened ? this.opened.explain(err) : err;
+  }
+
   storeExists(): boolean {
     if (this.opened !== undefined) return true;
     if (!isPostgresUrl(this.paths.storePath)) return fs.existsSync(this.paths.storePath);

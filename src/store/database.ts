@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
+import { kindOf, linkTarget } from '../config/input-file.js';
 import { UserError, errorMessage } from '../errors.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from './migrations.js';
 import type { SqlDb } from './sql.js';
@@ -101,12 +102,15 @@ function checkExistingFile(file: string): boolean {
   let fd: number;
   try {
     const stat = fs.statSync(file);
-    if (stat.isDirectory()) throw new UserError(`store path ${file} is a directory; store.path must name a file`);
+    // SQLite would open a device or FIFO as a database and create its journal next to it (/dev/null-journal).
+    if (!stat.isFile()) throw notAFile(file, `${kindOf(stat)}, not a regular file`);
     if (stat.size === 0) return true;
     fd = fs.openSync(file, 'r');
   } catch (err) {
     if (err instanceof UserError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
+    const target = code === 'ENOENT' ? linkTarget(file) : null;
+    if (target !== null) throw notAFile(file, `a link to ${target}, which leads nowhere`);
     if (code === 'ENOENT' || code === 'ENOTDIR') return false;
     throw new UserError(`cannot read store ${file}: ${code ?? errorMessage(err)}`);
   }
@@ -120,6 +124,10 @@ function checkExistingFile(file: string): boolean {
     fs.closeSync(fd);
   }
   return true;
+}
+
+function notAFile(file: string, what: string): UserError {
+  return new UserError(`store path ${file} is ${what}; store.path must name a file`, 'nothing was opened or created');
 }
 
 export function ensureDir(dir: string): void {

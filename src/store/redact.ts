@@ -88,7 +88,12 @@ export class Redactor {
     return JSON.stringify(value, this.active ? this.replacer : undefined, indent);
   }
 
+  /** Whether text holds a secret: as it is spelled, or as it reads once its escapes are decoded. */
   private contains(text: string): boolean {
+    return this.matchesIn(text) || unescaped(text).some((view) => this.matchesIn(view.text));
+  }
+
+  private matchesIn(text: string): boolean {
     for (const r of this.regexes) {
       r.lastIndex = 0;
       if (r.test(text) && nextMatch(r, text, 0)) return true;
@@ -96,9 +101,27 @@ export class Redactor {
     return false;
   }
 
+  /** text with each secret replaced; one found only in a decoded view takes its whole escaped spelling with it. */
   private replaceAll(text: string): string {
-    const found: (RegExpExecArray | null)[] = this.regexes.map((r) => nextMatch(r, text, 0));
+    const spans = this.spans(text);
+    for (const view of unescaped(text)) {
+      for (const [a, b] of this.spans(view.text)) if (view.at[b]! > view.at[a]!) spans.push([view.at[a]!, view.at[b]!]);
+    }
+    spans.sort((x, y) => x[0] - y[0] || y[1] - x[1]);
     let out = '';
+    let pos = 0;
+    for (const [start, end] of spans) {
+      if (end <= pos) continue;
+      if (start >= pos) out += text.slice(pos, start) + REDACTED;
+      pos = end;
+    }
+    return out + text.slice(pos);
+  }
+
+  /** Where the secrets of text are, leftmost-first across all regexes as one alternation would take them. */
+  private spans(text: string): [number, number][] {
+    const found: (RegExpExecArray | null)[] = this.regexes.map((r) => nextMatch(r, text, 0));
+    const out: [number, number][] = [];
     let pos = 0;
     for (;;) {
       let best = -1;
@@ -106,9 +129,9 @@ export class Redactor {
         if (found[i] && found[i]!.index < pos) found[i] = nextMatch(this.regexes[i]!, text, pos);
         if (found[i] && (best < 0 || found[i]!.index < found[best]!.index)) best = i;
       }
-      if (best < 0) return out + text.slice(pos);
+      if (best < 0) return out;
       const m = found[best]!;
-      out += text.slice(pos, m.index) + REDACTED;
+      out.push([m.index, m.index + m[0].length]);
       pos = m.index + m[0].length;
     }
   }
@@ -149,6 +172,67 @@ export class Redactor {
     }
     return out;
   }
+}
+
+/** How many times escapes are decoded: a key escaped in JSON that was itself escaped again, and once more. */
+const UNESCAPE_LEVELS = 3;
+const NUMERIC = /\\(?:u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2}))/y;
+const QUOTED = '\\/"\'bfnrt';
+const SIMPLE: Record<string, string> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+
+/** A decoded view of a text: its characters, and where in the original text each one (and the end) starts. */
+interface View {
+  text: string;
+  at: Int32Array;
+}
+
+/**
+ * text as it reads with its escapes (\uXXXX, \u{X…}, \xXX, \n, \" …) decoded, once, twice, …: one view per
+ * level that decodes something, each mapped back to the original; none when text holds no backslash.
+ */
+function unescaped(text: string): View[] {
+  const views: View[] = [];
+  let current: View | undefined;
+  for (let level = 0; level < UNESCAPE_LEVELS && (current?.text ?? text).includes('\\'); level++) {
+    const next = decodeOnce(current?.text ?? text);
+    if (!next) break;
+    if (current) for (let k = 0; k < next.at.length; k++) next.at[k] = current.at[next.at[k]!]!;
+    current = next;
+    views.push(current);
+  }
+  return views;
+}
+
+function decodeOnce(text: string): View | null {
+  const at = new Int32Array(text.length + 1);
+  const parts: string[] = [];
+  let n = 0;
+  let decoded = false;
+  for (let i = 0; i < text.length;) {
+    const slash = text.indexOf('\\', i);
+    const end = slash < 0 ? text.length : slash;
+    parts.push(text.slice(i, end));
+    for (let k = i; k < end; k++) at[n++] = k;
+    if (slash < 0) break;
+    const [char, length] = escapeAt(text, slash);
+    parts.push(char);
+    for (let k = 0; k < char.length; k++) at[n++] = slash;
+    i = slash + length;
+    if (length > 1) decoded = true;
+  }
+  at[n] = text.length;
+  return decoded ? { text: parts.join(''), at: at.subarray(0, n + 1) } : null;
+}
+
+/** The character the escape at text[i] (a backslash) stands for, and its length; a lone backslash when none. */
+function escapeAt(text: string, i: number): [string, number] {
+  const next = text[i + 1];
+  if (next !== undefined && QUOTED.includes(next)) return [SIMPLE[next] ?? next, 2];
+  if (next !== 'u' && next !== 'x') return ['\\', 1];
+  NUMERIC.lastIndex = i;
+  const m = NUMERIC.exec(text);
+  const code = m ? parseInt(m[1] ?? m[2] ?? m[3]!, 16) : NaN;
+  return m && code <= 0x10ffff ? [String.fromCodePoint(code), m[0].length] : ['\\', 1];
 }
 
 /** The first non-empty match at or after `from` (an empty match would redact nothing and loop for ever). */

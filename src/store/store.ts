@@ -60,7 +60,9 @@ export class Store {
   readonly busy: BusyClock;
   private readonly runInTransaction: { immediate(fn: () => unknown): unknown };
 
-  private constructor(readonly path: string, readonly db: Db, readonly redactor: Redactor, busyTimeoutMs: number) {
+  private constructor(
+    readonly path: string, readonly db: Db, readonly redactor: Redactor, private readonly busyTimeoutMs: number,
+  ) {
     this.busy = new BusyClock(path, PATIENCE_FACTOR * busyTimeoutMs);
     this.tasks = new TaskRepository(db, redactor);
     this.rollouts = new RolloutRepository(db, redactor);
@@ -98,8 +100,24 @@ export class Store {
     return this.db instanceof PgDb ? this.db.connectionString() : undefined;
   }
 
-  /** Runs fn in one write transaction (taken up front, so concurrent writers queue instead of failing). */
+  /**
+   * Runs fn in one write transaction (taken up front, so concurrent writers queue instead of failing);
+   * a lock another process holds past busy_timeout_ms is a StoreBusyError (exit 2, nothing written).
+   */
   transaction<T>(fn: () => T): T {
+    try {
+      return this.lockedTransaction(fn);
+    } catch (err) {
+      throw this.explain(err);
+    }
+  }
+
+  /** err as the user sees it: a write refused by another process's lock for busy_timeout_ms is a StoreBusyError. */
+  explain(err: unknown): unknown {
+    return isBusy(err) ? this.busy.error(this.busyTimeoutMs) : err;
+  }
+
+  private lockedTransaction<T>(fn: () => T): T {
     return this.runInTransaction.immediate(fn) as T;
   }
 
@@ -111,7 +129,7 @@ export class Store {
   async write<T>(fn: () => T): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = briefly(this.db, () => this.transaction(fn));
+        const result = briefly(this.db, () => this.lockedTransaction(fn));
         this.busy.succeeded();
         return result;
       } catch (err) {

@@ -40,7 +40,8 @@ export function loadTasks(config: TasksConfig, baseDir: string): SplitTask[] {
       return;
     }
     const abs = path.resolve(baseDir, source.file);
-    const result = readTaskFile(abs, path.relative(process.cwd(), abs) || abs, source.file);
+    const shown = path.relative(process.cwd(), abs) || abs;
+    const result = readTaskFile(abs, shown, source.file, { maxPromptChars: config.max_prompt_chars });
     located.push(...result.tasks);
     issues.push(...result.issues);
   });

@@ -18,6 +18,24 @@ describe('massgen-rl CLI', () => {
     expect((await runCli(['status', '--frob'], { cwd: dir })).exitCode).toBe(2);
   });
 
+  it('numeric flags are decimal numbers: hex, octal and binary spellings are refused, naming the flag', async () => {
+    const dir = tempDir();
+    const cases: [string[], RegExp][] = [
+      [['feedback', 'ro_x', '--score', '0x10'], /--score 0x10: expected a decimal number/],
+      [['feedback', 'ro_x', '--score', '0b1'], /--score 0b1: expected a decimal number/],
+      [['feedback', 'ro_x', '--score', '-0o7'], /--score -0o7: expected a decimal number/],
+      [['traces', 'list', '--limit', '0x10'], /--limit 0x10: expected a positive whole number/],
+      [['traces', 'list', '--min-reward', '0x1'], /--min-reward 0x1: expected a decimal number/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await runCli(args, { cwd: dir });
+      expect(r.exitCode, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(hasStack(r.stderr)).toBe(false);
+    }
+    expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
+  });
+
   it('deploy, rollback and resources need a store, and say so without creating one', async () => {
     const dir = tempDir();
     for (const args of [['deploy', '--candidate', 'x'], ['rollback'], ['resources', 'show'], ['deploy', '--promote-canary']]) {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { MiB } from '../../src/config/input-file.js';
 import { hasStack, ROOT, runCli, tempDir } from '../helpers.js';
 
 /**
@@ -47,6 +48,30 @@ describe('non-regular input files: exit 2 naming the file, never a hang', () => 
     expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
   });
 
+  it('as the store (store.path): refused before SQLite opens it, nothing created', { timeout: 60_000 }, async () => {
+    const { dir, cases } = await specials('.sqlite');
+    fs.symlinkSync('moved-away.sqlite', path.join(dir, 'dangling.sqlite'));
+    const all: [string, RegExp][] = [...cases, ['/dev/null', /a character device, not a regular file/],
+      ['dangling.sqlite', /a link to moved-away\.sqlite, which leads nowhere/]];
+    const journalBefore = fs.existsSync('/dev/null-journal');
+    for (const [name, kind] of all) {
+      fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), `project:\n  name: x\nstore:\n  path: ${name}\n`);
+      // status reads an existing store only: a link to nowhere is no store yet, for it.
+      const imports = ['traces', 'import', '--massgen-logs', path.join(ROOT, 'test', 'fixtures', 'massgen-logs')];
+      for (const args of name === 'dangling.sqlite' ? [imports] : [['status'], imports]) {
+        const r = await runCli(args, { cwd: dir, timeoutMs: KILL_AFTER_MS });
+        expect(r.exitCode, `${name}: ${args[0]}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toMatch(new RegExp(`store path \\S*${name.replace('.', '\\.')} is `));
+        expect(r.stderr).toMatch(kind);
+        expect(r.stderr).toContain('store.path');
+        expect(hasStack(r.stderr)).toBe(false);
+      }
+    }
+    expect(fs.readdirSync(dir).sort())
+      .toEqual(['dangling.sqlite', 'dir.sqlite', 'fifo.sqlite', 'massgen-rl.yaml', 'to-fifo.sqlite', 'zero.sqlite']);
+    expect(fs.existsSync('/dev/null-journal')).toBe(journalBefore);
+  });
+
   it('as a prompt file (read when the team is set up)', { timeout: 60_000 }, async () => {
     const { dir, cases } = await specials('.md');
     const prompts = pathToFileURL(path.join(ROOT, 'dist', 'resources', 'prompts.js')).href;
@@ -60,5 +85,33 @@ catch (err) { console.error(err.message); process.exit(err.exitCode ?? 70); }`;
       expect(r.stderr).toMatch(new RegExp(`prompt file .*${name.replace('.', '\\.')}: `));
       expect(r.stderr).toMatch(kind);
     }
+  });
+});
+
+describe('a task prompt over tasks.max_prompt_chars: exit 2 naming the file and line', () => {
+  it('a 50 MB prompt on one line (JSONL, YAML) is refused at once, in bounded memory, before it runs', async () => {
+    const line = JSON.stringify({ id: 'big', prompt: `What is 6 x 7? ${'x'.repeat(50 * MiB)}`, reference: '42' });
+    const dir = tempDir({
+      'big.jsonl': `{"id": "small", "prompt": "hi"}\n${line}\n`, 'big.yaml': `- { id: small, prompt: hi }\n- ${line}\n`,
+    });
+    for (const name of ['big.jsonl', 'big.yaml']) {
+      const started = Date.now();
+      // Parsing the YAML whole took 1.9 GB: 256 MB of heap would crash it.
+      const env = { NODE_OPTIONS: '--max-old-space-size=256' };
+      const r = await runCli(['collect', '--tasks', name], { cwd: dir, env });
+      expect(r.exitCode, `${name}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`${name.replace('.', '\\.')}:2: .*tasks\\.max_prompt_chars \\(100000\\)`));
+      expect(hasStack(r.stderr)).toBe(false);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    }
+    expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
+  });
+
+  it('tasks.max_prompt_chars sets the limit (--set too)', async () => {
+    const dir = tempDir({ 't.jsonl': `${JSON.stringify({ id: 'a', prompt: 'What is 6 x 7?' })}\n` });
+    const r = await runCli(['--set', 'tasks.max_prompt_chars=10', 'collect', '--tasks', 't.jsonl'], { cwd: dir });
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toContain('t.jsonl:1: "prompt" is 14 characters, over tasks.max_prompt_chars (10)');
+    expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
   });
 });

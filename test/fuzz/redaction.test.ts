@@ -111,6 +111,43 @@ function sameApartFromStrings(r: Redactor, before: unknown, after: unknown, at =
   return before === after ? null : `${at}: ${JSON.stringify(before)} became ${JSON.stringify(after)}`;
 }
 
+/** A secret or key format with some characters escaped (\uXXXX, \xXX or \u{X}), the result perhaps escaped again. */
+const escapedArb = fc.record({
+  secret: secretArb.filter((x) => !x.includes('\\')),
+  token: fc.constantFrom(...TOKENS),
+  useToken: fc.boolean(),
+  escapes: fc.array(fc.tuple(fc.nat(), fc.constantFrom('u', 'x', 'braces')), { minLength: 1, maxLength: 6 }),
+  twice: fc.boolean(),
+  before: fc.string({ maxLength: 8 }),
+  after: fc.string({ maxLength: 8 }),
+}).map(({ secret, token, useToken, escapes, twice, before, after }) => {
+  const plain = useToken ? token : secret;
+  const chars = [...plain];
+  for (const [at, style] of escapes) {
+    const i = at % chars.length;
+    if (chars[i]!.startsWith('\\')) continue;
+    const code = chars[i]!.codePointAt(0)!;
+    const hex = code.toString(16);
+    if (style === 'u' && code <= 0xffff) chars[i] = `\\u${hex.padStart(4, '0')}`;
+    else chars[i] = style === 'x' && code <= 0xff ? `\\x${hex.padStart(2, '0')}` : `\\u{${hex}}`;
+  }
+  const spelled = chars.join('');
+  return { plain, secret, text: `${before} ${twice ? spelled.replaceAll('\\', '\\\\') : spelled} ${after}` };
+});
+
+/** Every \uXXXX, \xXX and \u{X} escape (and \\) decoded, again and again until none is left. */
+const ESCAPES = /\\u\{([0-9a-f]{1,6})\}|\\u([0-9a-f]{4})|\\x([0-9a-f]{2})|\\\\/gi;
+function decodeAll(text: string): string {
+  for (;;) {
+    const next = text.replace(ESCAPES, (_m, b?: string, u?: string, x?: string) => {
+      const hex = b ?? u ?? x;
+      return hex === undefined ? '\\' : String.fromCodePoint(parseInt(hex, 16));
+    });
+    if (next === text) return text;
+    text = next;
+  }
+}
+
 const runs = (n: number) => ({ seed: SETTINGS.seed, numRuns: Math.max(n, Math.round((n * SETTINGS.cases) / 300)) });
 
 describe('property: redaction over random JSON with planted secrets', () => {
@@ -122,6 +159,16 @@ describe('property: redaction over random JSON with planted secrets', () => {
         const parsed = JSON.parse(out) as unknown;
         expect(survivors(p, strings(parsed))).toEqual([]);
         expect(sameApartFromStrings(r, JSON.parse(text), parsed)).toBeNull();
+      }
+    }), runs(500));
+  });
+
+  it('a secret or key format spelled with escapes (once or twice) is redacted as what it decodes to', () => {
+    fc.assert(fc.property(escapedArb, fc.boolean(), ({ plain, secret, text }, builtin) => {
+      const settings = { envNames: ['S'], patterns: [], builtinPatterns: builtin || plain !== secret };
+      const r = Redactor.fromSettings(settings, { S: secret });
+      for (const out of [r.scrub(text), (JSON.parse(r.json({ text })) as { text: string }).text]) {
+        expect(decodeAll(out), `${JSON.stringify(text)} gave ${JSON.stringify(out)}`).not.toContain(plain);
       }
     }), runs(500));
   });

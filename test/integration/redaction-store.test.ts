@@ -80,3 +80,39 @@ describe('redaction never corrupts stored JSON', () => {
     expect(recompute.stdout).toMatch(/re-scored 1 rollout/);
   });
 });
+
+describe('a key spelled with escapes in a task prompt', () => {
+  it('is stored and exported redacted, as the plain key next to it is', async () => {
+    const key = 'sk-abcdefghijklmnopqrstuv';
+    const prompt = String.raw`What is 6 x 7? (plain ${key}, escaped \u0073k-abcdefghijklmnopqrstuv)`;
+    server = await startScriptedServer((req) => {
+      if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42' };
+      return shownLabels(req).length ? { content: 'VOTE: agent1 | right' } : { content: 'ANSWER: 42' };
+    });
+    const dir = tempDir({
+      'massgen-rl.yaml': `models:\n  stub: { base_url: "${server.baseUrl}", model: m }
+agents:\n  - { id: a, model: stub, tool_mode: text }\n  - { id: b, model: stub, tool_mode: text }
+tasks:\n  sources: [{ file: tasks.jsonl }]\ncollect: { concurrency: 1, split: all }\n`,
+      'tasks.jsonl': `${JSON.stringify({ id: 'mul', prompt, reference: '42' })}\n`,
+    });
+    expect((await runCli(['collect'], { cwd: dir })).exitCode).toBe(0);
+    const out = path.join(dir, 'export.jsonl');
+    expect((await runCli(['traces', 'export', '-o', out], { cwd: dir })).exitCode).toBe(0);
+    const store = openStore(loadConfig({ cwd: dir }));
+    try {
+      const stored = store.tasks.get('mul')!.prompt;
+      expect(stored).toBe('What is 6 x 7? (plain [REDACTED], escaped [REDACTED])');
+      const spans = JSON.stringify(store.spans.list(store.rollouts.list()[0]!.id));
+      const exported = fs.readFileSync(out, 'utf8');
+      // What the text is: every \u escape decoded, however many times it was escaped.
+      const decoded = (t: string) =>
+        t.replace(/\\+u([0-9a-fA-F]{4})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      for (const text of [spans, exported]) {
+        expect(text).toContain('escaped [REDACTED]');
+        expect(decoded(text)).not.toContain('sk-');
+      }
+    } finally {
+      store.close();
+    }
+  });
+});

@@ -1,9 +1,10 @@
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
 import { LATEST_SCHEMA_VERSION, Store } from '../../src/store/index.js';
 import { MIGRATIONS, postgresSql } from '../../src/store/migrations.js';
 import { SyncPgConnection } from '../../src/store/postgres/bridge.js';
-import { hasStack, runCli, tempDir } from '../helpers.js';
+import { FIXTURES, hasStack, runCli, tempDir } from '../helpers.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 // @ts-expect-error plain ES module
 import { PASSWORD_ROLE } from '../support/postgres-server.mjs';
@@ -97,5 +98,27 @@ describe('PostgreSQL store', () => {
     expect(refused.exitCode).toBe(2);
     expect(refused.stderr).toMatch(/store\.url: contains a password; put it in the environment variable PGPASSWORD/);
     expect(refused.stdout + refused.stderr).not.toContain(password);
+  });
+
+  it('a role without the CREATE right on the schema is told which right it lacks (exit 2)', async () => {
+    const admin = freshPostgresUrl();
+    const role = 'massgen_no_create';
+    const exists = `SELECT FROM pg_roles WHERE rolname = '${role}'`;
+    const create = `IF NOT EXISTS (${exists}) THEN CREATE ROLE ${role} LOGIN; END IF;`;
+    sql(admin, `DO $$ BEGIN ${create} END $$`);
+    // PostgreSQL 15 and later give PUBLIC no CREATE on schema public; earlier ones did.
+    sql(admin, 'REVOKE CREATE ON SCHEMA public FROM PUBLIC');
+    const url = new URL(admin);
+    url.username = role;
+    expect(() => Store.open({ path: url.toString() })).toThrow(UserError);
+    const dir = tempDir({ 'massgen-rl.yaml': `store: { url: "${url.toString()}" }\n` });
+    for (const args of [['status'], ['traces', 'import', '--massgen-logs', path.join(FIXTURES, 'massgen-logs')]]) {
+      const r = await runCli(args, { cwd: dir });
+      expect(r.exitCode, `${args[0]}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`role "${role}" lacks the CREATE right on schema public`));
+      expect(r.stderr).toMatch(new RegExp(`GRANT CREATE ON SCHEMA public TO ${role}`));
+      expect(hasStack(r.stderr)).toBe(false);
+    }
+    expect(sql(admin, "SELECT COUNT(*)::int AS n FROM pg_tables WHERE schemaname = 'public'")).toEqual([{ n: 0 }]);
   });
 });

@@ -1,9 +1,11 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { positiveInt } from '../../src/cli/flags.js';
 import { configSchema } from '../../src/config/schema.js';
 import { UserError } from '../../src/errors.js';
-import { configIn, configIssues, hasStack, runCli, tempDir } from '../helpers.js';
+import { configIn, configIssues, FIXTURES, hasStack, runCli, tempDir } from '../helpers.js';
 
 
 type JsonSchema = { type?: string; maximum?: number; exclusiveMaximum?: number; properties?: Record<string, JsonSchema>; [k: string]: unknown };
@@ -54,6 +56,35 @@ describe('every numeric config key has a maximum the runtime can honour', () => 
     ['train.seed: 2^53', 'train:\n  seed: 9007199254740991\n', /^train\.seed: at most 4294967295 \(a 32-bit seed\)/],
   ])('refuses %s with its location', (_name, yaml, message) => {
     expect(configIssues(yaml)).toEqual([expect.stringMatching(message)]);
+  });
+});
+
+describe('a path in the config is one the file system can take, or is refused naming its field', () => {
+  it.each([
+    ['a NUL', String.raw`a\0b`, /must not contain a NUL character/],
+    ['a lone surrogate', String.raw`a\udc00b`, /must not contain a lone surrogate/],
+    ['100000 characters', 'd'.repeat(100_000), /at most 4096 characters/],
+    ['a 300-character name', `data/${'d'.repeat(300)}`, /"d{8}…" is 300 bytes: a name in a path is at most 255/],
+  ])('project.data_dir and store.path holding %s', (_name, value, message) => {
+    for (const [section, key] of [['project', 'data_dir'], ['store', 'path']]) {
+      const issues = configIssues(`${section}:\n  ${key}: "${value}"\n`);
+      expect(issues).toEqual([expect.stringMatching(new RegExp(`^${section}\\.${key}: `))]);
+      expect(issues[0]).toMatch(message);
+      expect(issues[0]).toMatch(/\(massgen-rl\.yaml:2:\d+\)$/);
+    }
+  });
+
+  it('the CLI refuses it (exit 2, naming the field) and creates nothing', async () => {
+    const dir = tempDir({ 'massgen-rl.yaml': 'project:\n  name: x\n  data_dir: "a\\udc00b"\n' });
+    const r = await runCli(['traces', 'import', '--massgen-logs', path.join(FIXTURES, 'massgen-logs')], { cwd: dir });
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/project\.data_dir: must not contain a lone surrogate/);
+    expect(hasStack(r.stderr)).toBe(false);
+    expect(fs.readdirSync(dir)).toEqual(['massgen-rl.yaml']);
+  });
+
+  it('keeps paths with spaces, non-ASCII names and astral characters', () => {
+    expect(configIn('project:\n  data_dir: "dåta dir/😀"\n').config.project.data_dir).toBe('dåta dir/😀');
   });
 });
 

@@ -169,6 +169,21 @@ describe('loadConfig', () => {
     expect(issuesOf(() => configIn('models:\n  local: { model: m, stream: sometimes, base_url: http://x/v1 }\n'))).toEqual([expect.stringMatching(/models\.local\.stream/)]);
   });
 
+  it('takes a list index of --set only in decimal digits, up to one past the end (a new item)', () => {
+    const dir = tempDir({ 'massgen-rl.yaml': 'agents:\n  - { id: a, model: local }\n  - { id: b, model: local }\n' });
+    const ids = (set: string) => loadConfig({ cwd: dir, overrides: [set] }).config.agents.map((a) => a.id);
+    expect(ids('agents.1.id=x')).toEqual(['a', 'x']);
+    expect(() => ids('agents.2.id=c')).toThrow(/agents\[2\]\.model/);
+    for (const index of ['-1', '1e0', '0x1', ' 1', '+1', '']) {
+      const shown = index.replace('+', '\\+');
+      const refused = new RegExp(`^--set agents\\.${shown}\\.id=x: "${shown}" is not a list index`);
+      expect(() => ids(`agents.${index}.id=x`), index).toThrow(refused);
+    }
+    // A sparse list of a hundred million holes ran out of memory after half a minute.
+    expect(() => ids('agents.100000000.id=x'))
+      .toThrow(/^--set agents\.100000000\.id=x: agents has 2 items: the index may be at most 2/);
+  });
+
   it('hashes equal configs equally regardless of key order', () => {
     const a = configIn('collect: { concurrency: 3, split: eval }\n');
     const b = configIn('collect: { split: eval, concurrency: 3 }\n');

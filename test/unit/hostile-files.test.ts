@@ -5,8 +5,10 @@ import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { readRegularFile } from '../../src/config/input-file.js';
 import { UserError } from '../../src/errors.js';
 import { readTaskFile } from '../../src/tasks/index.js';
+import { OversizedTaskError, taskFileGuard } from '../../src/tasks/file-guard.js';
+import { Rng } from '../../src/tasks/prng.js';
 import { tasksForRun } from '../../src/tasks/for-run.js';
-import { tempDir } from '../helpers.js';
+import { configIn, tempDir } from '../helpers.js';
 
 /** The problems loadConfig reports for a config file with this text. */
 function configIssues(yaml: string): string[] {
@@ -94,6 +96,80 @@ describe('deep nesting is refused before anything recurses over it', () => {
   it('keeps metadata nested a few levels', () => {
     const r = readTaskFile(path.join(tempDir({ 't.jsonl': `{"id": "a", "prompt": "p", "metadata": {"x": ${nested(20)}}}` }), 't.jsonl'), 't.jsonl');
     expect(r.issues).toEqual([]);
+  });
+});
+
+describe('a prompt over tasks.max_prompt_chars is refused with its file and line', () => {
+  const capped = (name: string, text: string, maxPromptChars: number) =>
+    readTaskFile(path.join(tempDir({ [name]: text }), name), name, name, { maxPromptChars }).issues;
+  const task = (id: string, chars: number) => ({ id, prompt: 'p'.repeat(chars), reference: '42' });
+
+  it('at the limit it is read; one character more is refused, in JSONL, YAML and JSON alike', () => {
+    const jsonl = [task('a', 100), task('b', 101)].map((t) => JSON.stringify(t)).join('\n');
+    const over = '"prompt" is 101 characters, over tasks.max_prompt_chars (100)';
+    expect(capped('t.jsonl', jsonl, 100)).toEqual([`t.jsonl:2: ${over}`]);
+    const yaml = [task('a', 100), task('b', 101)].map((t) => `- id: ${t.id}\n  reference: 1\n  prompt: ${t.prompt}\n`)
+      .join('');
+    expect(capped('t.yaml', yaml, 100)).toEqual([`t.yaml:6: ${over}`]);
+    expect(capped('t.json', JSON.stringify([task('a', 100), task('b', 101)], null, 2), 100))
+      .toEqual([`t.json:9: ${over}`]);
+  });
+
+  it('counts what the prompt is, not its JSON spelling', () => {
+    expect(capped('t.jsonl', JSON.stringify({ id: 'a', prompt: '\u00e9\n"'.repeat(30) }), 90)).toEqual([]);
+  });
+
+  it('defaults to 100000 characters', () => {
+    const config = configIn('project:\n  name: x\n').config.tasks as { max_prompt_chars?: number };
+    expect(config.max_prompt_chars).toBe(100_000);
+    const jsonl = [task('a', 100_000), task('b', 100_001)].map((t) => JSON.stringify(t)).join('\n');
+    expect(readTaskFile(path.join(tempDir({ 't.jsonl': jsonl }), 't.jsonl'), 't.jsonl').issues)
+      .toEqual(['t.jsonl:2: "prompt" is 100001 characters, over tasks.max_prompt_chars (100000)']);
+  });
+
+  it.each(['t.jsonl', 't.json', 't.yaml'])('%s: a 50 MB prompt on one line is refused as it is read', (name) => {
+    const lines = [JSON.stringify(task('a', 10)), JSON.stringify(task('big', 50 * 1024 * 1024)), '{ not even json'];
+    const text = name === 't.json' ? `[${lines.slice(0, 2).join(',\n')},\n{ broken` : name === 't.yaml'
+      ? lines.slice(0, 2).map((l) => `- ${l}`).join('\n') + '\n- [broken' : lines.join('\n');
+    const dir = tempDir({ [name]: text });
+    const started = performance.now();
+    const issues = readTaskFile(path.join(dir, name), name, name, { maxPromptChars: 1000 }).issues;
+    // The broken last record is not reported: reading stopped at line 2.
+    const refused = new RegExp(`^${name.replace('.', '\\.')}:2: .*over \\d+ characters.*max_prompt_chars \\(1000\\)`);
+    expect(issues).toEqual([expect.stringMatching(refused)]);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe('taskFileGuard: the longest string (JSON) or line (YAML) a task file may hold, however it is read', () => {
+  /** Where it throws (its line) for text fed in pieces cut at `cuts`, or null. */
+  const refusedAt = (format: 'json' | 'yaml', text: string, cuts: number[]) => {
+    const feed = taskFileGuard(format, 10);
+    const at = [0, ...cuts.filter((c) => c > 0 && c < text.length).sort((a, b) => a - b), text.length];
+    try {
+      for (let i = 1; i < at.length; i++) feed(text.slice(at[i - 1], at[i]));
+    } catch (err) {
+      if (err instanceof OversizedTaskError) return err.line;
+      throw err;
+    }
+    return null;
+  };
+  // A limit of 10 characters of prompt: strings of at most 60 characters as written, YAML lines 60 + 64 KiB.
+  const cases: [string, 'json' | 'yaml', string, number | null][] = [
+    ['a string of 60', 'json', `{"id": "a",\n "prompt": "${'\\"'.repeat(30)}"}`, null],
+    ['a string of 61', 'json', `{"id": "a",\n "prompt": "${'\\"'.repeat(30)}x"}`, 2],
+    ['escaped quotes and backslashes do not end a string', 'json', `["${'\\\\\\"'.repeat(16)}"]`, 1],
+    ['many short strings on one line', 'json', `[${'"abcdefghij", '.repeat(5000)}"x"]`, null],
+    ['a quote left open ends with its line', 'json', `{"id": "a${'b'.repeat(50)}\n${'c'.repeat(100)} "x"`, null],
+    ['a YAML line at the limit', 'yaml', `- ${'p'.repeat(60 + 65_536 - 2)}\n- x`, null],
+    ['a YAML line over it', 'yaml', `- a\n- ${'p'.repeat(60 + 65_536 - 1)}\n- x`, 2],
+  ];
+  it.each(cases)('%s', (_name, format, text, line) => {
+    const rng = Rng.fromKey(`guard:${text.length}`);
+    expect(refusedAt(format, text, [])).toBe(line);
+    expect(refusedAt(format, text, Array.from({ length: text.length }, (_, i) => i))).toBe(line);
+    const cuts = () => Array.from({ length: 4 }, () => rng.int(0, text.length));
+    for (let k = 0; k < 20; k++) expect(refusedAt(format, text, cuts())).toBe(line);
   });
 });
 

@@ -30,6 +30,32 @@ describe('Redactor', () => {
   });
 });
 
+describe('Redactor: what the text is, after its escapes are decoded, not only its spelling', () => {
+  const KEY = 'sk-abcdefghijklmnopqrstuv';
+  const settings = { envNames: ['KEY'], patterns: ['acct-\\d+'], builtinPatterns: true };
+  const r = Redactor.fromSettings(settings, { KEY: 'hunter2-secret' });
+
+  it.each([
+    ['a JSON \\u escape', String.raw`\u0073k-abcdefghijklmnopqrstuv`],
+    ['every character escaped', [...KEY].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')],
+    ['an escape escaped again', String.raw`\\u0073k-abcdefghijklmnopqrstuv`],
+    ['a \\x escape', String.raw`\x73k-abcdefghijklmnopqrstuv`],
+    ['a \\u{} escape', String.raw`\u{73}k-abcdefghijklmnopqrstuv`],
+    ['an escaped secret from the environment', String.raw`hunter2\u002Dsecret`],
+    ['a user pattern spelled with an escape', String.raw`acct\u002d42`],
+  ])('%s is redacted as the plain spelling next to it is', (_name, escaped) => {
+    expect(r.scrub(`plain ${KEY} escaped ${escaped} end`)).toBe('plain [REDACTED] escaped [REDACTED] end');
+    expect(JSON.parse(r.json({ prompt: `plain ${KEY} escaped ${escaped}` })))
+      .toEqual({ prompt: 'plain [REDACTED] escaped [REDACTED]' });
+  });
+
+  it('finds a key that an escape glues to a word (\\nsk-…), and leaves escapes without a secret alone', () => {
+    expect(r.scrub(String.raw`line\nsk-abcdefghijklmnopqrstuv`)).toBe(String.raw`line\n[REDACTED]`);
+    const clean = String.raw`C:\new\table \u00e9t\u00e9 \x41 \u{1F600} \"quoted\" \\ \u12`;
+    expect(r.scrub(clean)).toBe(clean);
+  });
+});
+
 describe('Redactor on stored JSON: strings only, never the syntax', () => {
   it('leaves numbers alone, however a pattern or an all-digit secret matches their digits', () => {
     const r = new Redactor(['4242'], [String.raw`\d{13,16}`]);

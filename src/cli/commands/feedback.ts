@@ -1,4 +1,4 @@
-import { UserError } from '../../errors.js';
+import { decimalNumber } from '../flags.js';
 import type { Register } from '../register.js';
 
 export const registerFeedback: Register = (program, ctx) => {
@@ -10,8 +10,7 @@ export const registerFeedback: Register = (program, ctx) => {
     .option('--note <text>', 'why')
     .action(async (rollout: string, flags: { score: string; agent?: string; note?: string }) => {
       const { ui, runtime } = ctx();
-      const score = Number(flags.score);
-      if (flags.score.trim() === '' || !Number.isFinite(score)) throw new UserError(`--score ${flags.score}: expected a number`);
+      const score = decimalNumber('--score', flags.score);
       const { addFeedback } = await import('../../pipeline/rewards.js');
       const result = await addFeedback(await runtime(), rollout, { score, agent: flags.agent, note: flags.note });
       if (ui.opts.json) return ui.json(result);

@@ -2,6 +2,7 @@ import { ALGOS, BUILTIN_SUITES } from '../../config/schema.js';
 import { DEFAULT_ANSWERS, type Endpoint, type InitAnswers } from '../../config/template.js';
 import { UserError } from '../../errors.js';
 import type { Context } from '../context.js';
+import { DECIMAL } from '../flags.js';
 import { input, number, select } from '../ui/prompts.js';
 
 export interface InitAnswerFlags {
@@ -59,7 +60,9 @@ export async function initAnswers(flags: InitAnswerFlags, ctx: Context): Promise
 
 function parseTeamSize(v: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new UserError(`--team-size ${v}: expected a whole number from 1 to 64`);
+  if (!DECIMAL.test(v) || !Number.isInteger(n) || n < 1 || n > 64) {
+    throw new UserError(`--team-size ${v}: expected a whole number from 1 to 64`);
+  }
   return n;
 }
 

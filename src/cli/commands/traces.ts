@@ -1,8 +1,7 @@
 import { Option } from 'commander';
-import { UserError } from '../../errors.js';
 import type { ExportFormat, ExportOptions } from '../../store/export.js';
 import type { RolloutFilter } from '../../store/types.js';
-import { MAX_LIST, positiveInt } from '../flags.js';
+import { decimalNumber, MAX_LIST, positiveInt } from '../flags.js';
 import type { Register } from '../register.js';
 import { renderTraceTree } from '../ui/trace-tree.js';
 import { formatDuration, formatTime, taskOf, truncate } from '../ui/format.js';
@@ -68,14 +67,9 @@ export const registerTraces: Register = (program, ctx) => {
 function toFilter(f: FilterFlags): RolloutFilter {
   return {
     runId: f.run, status: f.status, taskId: f.task,
-    minReward: num('--min-reward', f.minReward), maxReward: num('--max-reward', f.maxReward),
+    minReward: decimalNumber('--min-reward', f.minReward), maxReward: decimalNumber('--max-reward', f.maxReward),
     limit: f.limit === undefined ? undefined : positiveInt('--limit', f.limit, MAX_LIST),
   };
 }
 
-function num(flag: string, v: string | undefined): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n)) throw new UserError(`${flag} ${v}: expected a number`);
-  return n;
-}
+

@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { ALGOS, MAX_STEPS, POLICY_KINDS } from '../../config/schema.js';
-import { positiveInt } from '../flags.js';
+import { DECIMAL, positiveInt } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
@@ -97,7 +97,9 @@ async function trainAlong(ui: Ui, rt: Runtime, flags: TrainFlags, rank: number |
 
 function wholeNumber(flag: string, v: string): number {
   const n = Number(v);
-  if (v.trim() === '' || !Number.isInteger(n) || n < 0) throw new UserError(`${flag} ${v}: expected a whole number (0, 1, …)`);
+  if (!DECIMAL.test(v) || !Number.isInteger(n) || n < 0) {
+    throw new UserError(`${flag} ${v}: expected a whole number (0, 1, …)`);
+  }
   return n;
 }
 

@@ -80,6 +80,34 @@ function parseUrl(url: string, shown: string): URL {
 
 /** Refuses a newer schema; applies pending migrations in one transaction under the write lock. */
 export function migratePostgres(db: PgDb, mustExist: boolean): void {
+  try {
+    migrateOrThrow(db, mustExist);
+  } catch (err) {
+    const cause = err instanceof Error && err.cause instanceof PgError ? err.cause : err;
+    if (cause instanceof PgError && cause.code === INSUFFICIENT_PRIVILEGE) throw privilegeError(db, cause);
+    throw err;
+  }
+}
+
+/** SQLSTATE 42501: the role lacks a right (on a schema, a table, …). */
+const INSUFFICIENT_PRIVILEGE = '42501';
+
+/** Which right the role lacks and how it is granted; the transaction has rolled back, the store is unchanged. */
+function privilegeError(db: PgDb, err: PgError): UserError {
+  const role = db.prepare('SELECT current_user').pluck().get() as string;
+  const schema = /permission denied for schema (\S+)/.exec(err.message)?.[1];
+  const table = /permission denied for (?:table|sequence) (\S+)/.exec(err.message)?.[1];
+  const right = schema ? `the CREATE right on schema ${schema}`
+    : table ? `the right to read and write ${table} (another role made the store's tables)`
+      : 'a right the store needs';
+  const grant = schema ? `GRANT CREATE ON SCHEMA ${schema} TO ${role}`
+    : `GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}; GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`;
+  const what = `store ${db.location}: role "${role}" lacks ${right} (${err.message}); the store was not changed`;
+  const owner = `make ${role} the owner (ALTER DATABASE … OWNER TO ${role})`;
+  return new UserError(what, `as the database's owner: ${grant}; or ${owner}`);
+}
+
+function migrateOrThrow(db: PgDb, mustExist: boolean): void {
   const shown = db.location;
   db.transaction(() => {
     // The write lock first: two processes opening a new store never both migrate.
@@ -96,7 +124,11 @@ export function migratePostgres(db: PgDb, mustExist: boolean): void {
       try {
         db.exec(postgresSql(m));
       } catch (err) {
-        if (err instanceof PgError) throw new Error(`migration ${m.version} (${m.name}) failed on ${shown}: ${err.message}; the store was not changed`);
+        if (err instanceof PgError) {
+          const what = `migration ${m.version} (${m.name}) failed on ${shown}: ${err.message}`
+            + '; the store was not changed';
+          throw new Error(what, { cause: err });
+        }
         throw err;
       }
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());

@@ -5,11 +5,12 @@ import { applyTextOp, textOpArb, type Format, type TextOp } from './text-ops.js'
 import { applyTreeOp, depthArb, fewOps, put, treeOpArb, type TreeOp } from './tree-ops.js';
 import { numberArb, type Hostile } from './values.js';
 
-/** Mutations that task files in particular invite: an id used twice, deep metadata, a huge reference. */
+/** Mutations that task files in particular invite: an id used twice, deep metadata, a huge reference, a long prompt. */
 export type TaskOp =
   | { op: 'dupId'; from: number; to: number }
   | { op: 'deepMeta'; record: number; depth: number; list: boolean }
-  | { op: 'reference'; record: number; value: Hostile };
+  | { op: 'reference'; record: number; value: Hostile }
+  | { op: 'longPrompt'; record: number; chars: number };
 
 export interface TaskCase {
   base: number;
@@ -25,6 +26,10 @@ const taskOpArb: fc.Arbitrary<TaskOp> = fc.oneof(
   fc.record({ op: fc.constant('dupId' as const), from: fc.nat(), to: fc.nat() }),
   fc.record({ op: fc.constant('deepMeta' as const), record: fc.nat(), depth: fc.oneof(depthArb, fc.constant(1000)), list: fc.boolean() }),
   fc.record({ op: fc.constant('reference' as const), record: fc.nat(), value: numberArb }),
+  // At tasks.max_prompt_chars' default, one over, and longer than any task line may be written.
+  fc.record({
+    op: fc.constant('longPrompt' as const), record: fc.nat(), chars: fc.constantFrom(100_000, 100_001, 700_000),
+  }),
 );
 
 export const taskCaseArb: fc.Arbitrary<TaskCase> = fc.record({
@@ -56,6 +61,7 @@ function applyTaskOp(tree: unknown, op: TaskOp): void {
   const at = (i: number) => rs[i % rs.length]!;
   if (op.op === 'dupId') put(at(op.to), 'id', at(op.from).id);
   else if (op.op === 'reference') put(at(op.record), 'reference', op.value);
+  else if (op.op === 'longPrompt') put(at(op.record), 'prompt', 'What is 6 x 7? '.padEnd(op.chars, 'x'));
   else {
     let v: unknown = 'leaf';
     for (let i = 0; i < op.depth; i++) v = op.list ? [v] : { k: v };

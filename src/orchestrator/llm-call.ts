@@ -46,8 +46,9 @@ async function singleCall(site: CallSite, messages: ChatMessage[], attempt: numb
   site.usage.llmCalls++;
   let result: ChatResult;
   try {
+    // A native turn acts only through calls (a reply in prose is no action): `required` asks the server for one
     result = await agent.client.chat(
-      { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'auto' } : {}), ...(seed === undefined ? {} : { seed }) },
+      { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'required' } : {}), ...(seed === undefined ? {} : { seed }) },
       { signal: site.signal },
     );
   } catch (err) {

@@ -59,4 +59,46 @@ describe('collect with the default local model', () => {
       store.close();
     }
   }, 900_000);
+
+  it('runs a team in native tool mode: every action a tool call the grammar kept valid, streamed, with its tokens', async () => {
+    const dir = tempDir({
+      'massgen-rl.yaml': [
+        'agents:',
+        '  - { id: agent_a, model: local, tool_mode: native, max_tokens: 160, temperature: 0.7 }',
+        '  - { id: agent_b, model: local, tool_mode: native, max_tokens: 160, temperature: 0.7 }',
+        'orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }',
+        'tasks:',
+        '  sources: [{ suite: arithmetic, n: 10 }]',
+        'collect: { concurrency: 1, n: 1, split: all }',
+      ].join('\n'),
+    });
+    const loaded = loadConfig({ cwd: dir });
+    const summary = await withRuntime(loaded, (rt) => collect(rt));
+    expect(summary.tasks).toBe(1);
+    const store = openStore(loaded);
+    try {
+      const [r] = store.rollouts.list({ runId: summary.runId });
+      const spans = store.spans.list(r!.id);
+      const decisions = spans.filter((s) => s.type === 'prompt' && s.name === 'chat').map((s) => s.payload as PromptPayload)
+        .filter((p) => p.response); // not the calls cancelled when a round ended
+      expect(decisions.length).toBeGreaterThan(0);
+      for (const p of decisions) {
+        const calls = p.response!.tool_calls ?? [];
+        // the request asked for a call; where max_tokens cut one short the reply has none
+        if (p.response!.finish_reason === 'length') continue;
+        expect(p.response!.finish_reason).toBe('tool_calls');
+        expect(['new_answer', 'vote']).toContain(calls[0]!.function.name);
+        expect(() => JSON.parse(calls[0]!.function.arguments)).not.toThrow();
+        expect(p.token_ids!.length).toBe(p.usage.completion_tokens);
+        expect(p.logprobs!.length).toBe(p.token_ids!.length);
+        expect(p.ttft_ms).toBeGreaterThan(0);
+      }
+      const coordination = new Set(spans.filter((s) => s.type === 'coordination').map((s) => s.name));
+      expect(coordination.has('new_answer')).toBe(true);
+      // an invalid action only where max_tokens cut a call short: the grammar allows no other
+      if (!decisions.some((p) => p.response!.finish_reason === 'length')) expect(coordination.has('invalid_action')).toBe(false);
+    } finally {
+      store.close();
+    }
+  }, 900_000);
 });

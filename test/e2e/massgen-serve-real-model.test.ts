@@ -1,0 +1,103 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { deploy } from '../../src/pipeline/deploy.js';
+import { serve } from '../../src/pipeline/serve.js';
+import { pythonEnv } from '../../src/python/module.js';
+import { venvPython } from '../../src/python/venv.js';
+import { registerCheckpoint } from '../../src/resources/checkpoints.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { Store } from '../../src/store/index.js';
+import { FIXTURES, configIn, runCli } from '../helpers.js';
+import { describeWithMassgen } from '../support/massgen-describe.js';
+import { runMassgen } from '../support/massgen.js';
+
+// Real parts end to end: the real MassGen 0.1.97 from PyPI runs the config `resources export-massgen` writes,
+// unmodified, against `massgen-rl serve` on the bundled model (llama.cpp, streamed, grammar-constrained tool
+// calls); then a LoRA adapter is deployed, the server follows production, and MassGen's next run is answered by it.
+const LINE = 'smollm2-135m-instruct';
+const MAKE_ADAPTER = path.join(FIXTURES, 'trainers', 'make_lora_adapter.py');
+const QUESTION = 'What is 2 + 3?';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** MassGen's own record of a run: finished, who answered and voted, and the winner. */
+function outcome(logDir: string) {
+  const attempt = path.join(logDir, 'turn_1', 'attempt_1');
+  const status = JSON.parse(fs.readFileSync(path.join(attempt, 'status.json'), 'utf8'));
+  const events = JSON.parse(fs.readFileSync(path.join(attempt, 'coordination_events.json'), 'utf8'));
+  return { status, winner: events.session_metadata?.final_winner as string | undefined };
+}
+
+async function runAndImport(dir: string, mgConfig: string) {
+  const run = await runMassgen({ cwd: dir, configFile: mgConfig, question: QUESTION, timeoutMs: 1_200_000 });
+  expect(run.egress).toEqual([]);
+  expect(run.logDir, run.stderr.slice(-3000)).toBeTruthy();
+  const { status, winner } = outcome(run.logDir!);
+  // MassGen exits 0 even when coordination fails: its status says whether it completed
+  expect(status.is_complete, JSON.stringify(status.rounds)).toBe(true);
+  const agents = Object.values(status.agents) as { answer_count: number; vote_cast: unknown }[];
+  expect(agents.some((a) => a.answer_count > 0)).toBe(true);
+  expect(agents.filter((a) => a.vote_cast).length).toBeGreaterThan(0);
+  expect(winner).toBeTruthy();
+  const imported = await runCli(['--json', 'traces', 'import', '--massgen-logs', run.logDir!], { cwd: dir });
+  expect(imported.exitCode, imported.stderr).toBe(0);
+  const summary = JSON.parse(imported.stdout);
+  expect(summary.imported).toEqual([expect.objectContaining({ status: 'completed', winner })]);
+  return { winner, rolloutId: summary.imported[0].rollout_id as string };
+}
+
+describeWithMassgen('real MassGen on the weights massgen-rl serves', () => {
+  it('completes through real tool calls on the bundled model and on a deployed LoRA adapter, and both runs import', async () => {
+    const port = await freePort();
+    const loaded = configIn(`models:
+  local: { model: ${LINE}, local: { weights: "builtin:${LINE}", engine: llama.cpp, port: ${port} } }
+agents:
+  - { id: agent_a, model: local, temperature: 0.7, max_tokens: 160 }
+  - { id: agent_b, model: local, temperature: 0.7, max_tokens: 160 }
+orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
+`);
+    const dir = loaded.paths.baseDir;
+    const mgConfig = path.join(dir, 'mg.yaml');
+    const exported = await runCli(['resources', 'export-massgen', mgConfig], { cwd: dir });
+    expect(exported.exitCode, exported.stderr).toBe(0);
+    const served = await withRuntime(loaded, (rt) => serve(rt, { model: 'local', logFile: false }));
+    try {
+      expect(served.baseUrl).toBe(`http://127.0.0.1:${port}/v1`);
+      const first = await runAndImport(dir, mgConfig);
+      const store = Store.open({ path: loaded.paths.storePath });
+      try {
+        const spans = store.spans.list(first.rolloutId);
+        expect(spans.filter((s) => s.type === 'coordination' && s.name === 'vote').length).toBeGreaterThan(0);
+      } finally {
+        store.close();
+      }
+
+      // a LoRA adapter of the base becomes production: the running server follows, MassGen's config is unchanged
+      const adapterDir = path.join(dir, 'lora');
+      await execa(venvPython(loaded.paths.venvDir), [MAKE_ADAPTER, loaded.paths.defaultModelDir, adapterDir], { env: pythonEnv() });
+      const checkpoint = await withRuntime(loaded, (rt) => {
+        const base = rt.store().resources.get(rt.production().members.agents.agent_a!.weights!)!;
+        return registerCheckpoint(rt.store(), { path: adapterDir, algo: 'sft', adapter: true, baseModel: `builtin:${LINE}`,
+          baseResourceId: base.id, basePath: loaded.paths.defaultModelDir }).checkpoint;
+      });
+      const deployed = await withRuntime(loaded, (rt) => deploy(rt, { candidate: checkpoint.id, force: true }));
+      expect(deployed.published!.servers).toEqual([expect.objectContaining({ pid: served.pid, action: 'swapped' })]);
+      const models = (await (await fetch(`${served.baseUrl}/models`)).json()) as { data: { id: string; adapter: string | null }[] };
+      expect(models.data[0]).toMatchObject({ id: LINE, adapter: `${LINE}-v2` });
+      await runAndImport(dir, mgConfig);
+    } finally {
+      await served.stop();
+    }
+  }, 2_400_000);
+});

@@ -4,19 +4,27 @@
 #   ${MASSGEN_VENV:-${MASSGEN_BENCH_VENV:-${XDG_CACHE_HOME:-~/.cache}/massgen-rl/massgen-bench-venv}}
 # MassGen pins many dependencies and pip's resolver backtracks for a long time on them, so the install goes
 # through uv (itself installed from PyPI into a small side venv). Version: $MASSGEN_VERSION (default 0.1.97).
-# Idempotent: a venv that already holds that version is left as it is. Needs Python 3.11+ ($PYTHON, default python3).
+# The official `openai` Python SDK is installed explicitly, at the version MassGen 0.1.97 pins ($OPENAI_SDK_VERSION,
+# default 2.2.0): tests run it against our server (test/e2e/openai-sdk-real-model.test.ts).
+# Idempotent: a venv that already holds both versions is left as it is. Needs Python 3.11+ ($PYTHON, default python3).
 set -eu
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/massgen-rl"
 VENV="${MASSGEN_VENV:-${MASSGEN_BENCH_VENV:-$CACHE/massgen-bench-venv}}"
 VERSION="${MASSGEN_VERSION:-0.1.97}"
+OPENAI_SDK_VERSION="${OPENAI_SDK_VERSION:-2.2.0}"
 PYTHON="${PYTHON:-python3}"
 "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "MassGen needs Python 3.11+ (set PYTHON=...)")'
-if [ -x "$VENV/bin/python" ] && [ "$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("massgen"))' 2>/dev/null)" = "$VERSION" ]; then
-  echo "massgen $VERSION already installed in $VENV"
+installed() {
+  "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("massgen"), m.version("openai"))' 2>/dev/null
+}
+if [ -x "$VENV/bin/python" ] && [ "$(installed)" = "$VERSION $OPENAI_SDK_VERSION" ]; then
+  echo "massgen $VERSION and openai $OPENAI_SDK_VERSION already installed in $VENV"
   exit 0
 fi
 mkdir -p "$CACHE"
 [ -x "$CACHE/uv-venv/bin/uv" ] || { "$PYTHON" -m venv "$CACHE/uv-venv" && "$CACHE/uv-venv/bin/pip" install -q uv; }
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-"$CACHE/uv-venv/bin/uv" pip install --compile-bytecode --python "$VENV/bin/python" "massgen==$VERSION"
-"$VENV/bin/python" -W ignore -c 'import massgen; print("massgen", massgen.__version__, "ready in", __import__("sys").prefix)'
+"$CACHE/uv-venv/bin/uv" pip install --compile-bytecode --python "$VENV/bin/python" \
+  "massgen==$VERSION" "openai==$OPENAI_SDK_VERSION"
+"$VENV/bin/python" -W ignore -c 'import sys, massgen, openai
+print("massgen", massgen.__version__, "and openai", openai.__version__, "ready in", sys.prefix)'

@@ -88,6 +88,17 @@ def test_calls_are_parsed_out_of_the_text():
         assert parse_calls(text, TOOLS) == (text, [])
 
 
+CALL = '<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "r"}}\n</tool_call>'
+
+
+def test_a_call_cut_off_in_its_open_tag_is_not_content():
+    """max_tokens can end a further call inside `<tool_call>` (the grammar allows only that after a call)."""
+    for cut in ("\n<tool_call", "\n<", "<tool_"):
+        content, calls = parse_calls(CALL + cut, TOOLS)
+        assert content is None and [c.name for c in calls] == ["vote"], cut
+    assert parse_calls("a <tool_call", TOOLS) == ("a <tool_call", [])  # no call: the text as it is
+
+
 def test_response_carries_tool_calls_and_finish_reason():
     req = parse(tools=[VOTE, ANSWER])
     c = Completion([1, 2], '<tool_call>{"name": "new_answer", "arguments": {"content": "5"}}</tool_call>', "stop")
@@ -137,8 +148,37 @@ def test_tool_stream_splits_content_and_call_deltas():
     out = [stream.feed(Tokens.pieces[i]) for i in range(1, 9)]
     content = "".join(c for c, _ in out)
     deltas = [d.wire() for _, ds in out for d in ds]
-    assert content == "Hello "
+    assert content == "Hello"  # as parse_calls: the whitespace before a call is not content
     assert deltas[0] == {"index": 0, "id": "call_1", "type": "function", "function": {"name": "vote", "arguments": ""}}
     args = "".join(d["function"].get("arguments", "") for d in deltas)
     assert args == '{"agent_id": "agent1"}' and all(d["index"] == 0 for d in deltas)
     assert stream.calls == 1
+
+
+@pytest.mark.parametrize("text", [
+    CALL + "\n" + CALL,
+    CALL + "\n" + CALL + "\n<tool_call",
+    CALL + "\n<tool_",
+    "Let me vote.\n" + CALL,
+    "Let me vote.\n" + CALL + "\n\nDone.\n",
+    "\n" + CALL + "\nDone.",
+    "Just text.\n\n",
+    "Just text <tool_call",
+], ids=["two calls", "a third cut off", "a second cut off", "text then a call", "text around a call",
+        "a call then text", "no call", "no call, a tag begun"])
+def test_a_streamed_reply_has_the_content_and_calls_of_the_same_text_unstreamed(text: str):
+    """Fed a character at a time (as tokens arrive), the stream's content and calls are parse_calls' on the
+    whole text: no whitespace between calls, no call cut off in its open tag, becomes content."""
+    ids = iter(f"call_{i}" for i in range(9))
+    stream = ToolStream({"vote"}, lambda: next(ids))
+    content, calls = "", {}
+    for i, ch in enumerate(text):
+        piece, deltas = stream.feed(ch, final=i == len(text) - 1)
+        content += piece
+        for d in deltas:
+            slot = calls.setdefault(d.index, ["", ""])
+            slot[0] += d.name or ""
+            slot[1] += d.arguments
+    want_content, want_calls = parse_calls(text, TOOLS)
+    assert content == (want_content or "")
+    assert list(calls.values()) == [[c.name, c.arguments] for c in want_calls]

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .tool_calls import CALL_CLOSE, CALL_OPEN, arguments_part, complete_name
+from .tool_calls import CALL_CLOSE, CALL_OPEN, arguments_part, complete_name, open_tag_start
 
 Decode = Callable[[Sequence[int]], str]
 
@@ -68,8 +68,10 @@ class ToolDelta:
 
 @dataclass
 class ToolStream:
-    """Splits streamed text into content and tool-call deltas: text before `<tool_call>` is content; inside a
-    call, the name goes out once it is complete, then the arguments as they grow."""
+    """Splits streamed text into content and tool-call deltas: text outside `<tool_call>` blocks is content;
+    inside a call, the name goes out once it is complete, then the arguments as they grow. The content is what
+    parse_calls makes of the whole text: once a call began, whitespace at its ends is not content, nor is a
+    further call cut off in its open tag."""
 
     names: set[str]
     make_id: Callable[[], str]
@@ -78,6 +80,9 @@ class ToolStream:
     calls: int = 0
     sent_args: int = -1  # characters of the current call's arguments sent (-1: name not sent yet)
     decoder: json.JSONDecoder = field(default_factory=json.JSONDecoder)
+    opened: bool = False  # a call began
+    sent: bool = False  # content was sent
+    pending: str = ""  # trailing whitespace of the content: sent only when more content follows
 
     def feed(self, text: str, final: bool = False) -> tuple[str, list[ToolDelta]]:
         self.buffer += text
@@ -86,22 +91,34 @@ class ToolStream:
             if not self.in_call:
                 at = self.buffer.find(CALL_OPEN)
                 if at < 0:
-                    keep = 0 if final else held_back(self.buffer, [CALL_OPEN])
-                    content += self.buffer[:len(self.buffer) - keep]
-                    self.buffer = self.buffer[len(self.buffer) - keep:]
+                    keep = open_tag_start(self.buffer) if self.opened or not final else 0
+                    content += self._content(self.buffer[:len(self.buffer) - keep], final)
+                    self.buffer = "" if final else self.buffer[len(self.buffer) - keep:]
                     return content, deltas
-                content += self.buffer[:at]
+                content += self._content(self.buffer[:at], False)
                 self.buffer = self.buffer[at + len(CALL_OPEN):]
-                self.in_call, self.sent_args = True, -1
+                self.in_call, self.opened, self.sent_args = True, True, -1
             end = self.buffer.find(CALL_CLOSE)
             body = self.buffer if end < 0 else self.buffer[:end]
             deltas += self._call_deltas(body, complete=end >= 0 or final)
             if end < 0:
                 return content, deltas
-            self.buffer = self.buffer[end + len(CALL_CLOSE):].lstrip("\n")
+            self.buffer = self.buffer[end + len(CALL_CLOSE):]
             self.in_call = False
             if self.sent_args >= 0:
                 self.calls += 1
+
+    def _content(self, text: str, final: bool) -> str:
+        text = self.pending + text
+        if final and not self.opened:  # no call: the text as it is
+            self.pending = ""
+            return text
+        body = text.rstrip()
+        self.pending = text[len(body):]
+        if self.opened and not self.sent:
+            body = body.lstrip()
+        self.sent = self.sent or bool(body)
+        return body
 
     def _call_deltas(self, body: str, complete: bool) -> list[ToolDelta]:
         stripped = body.lstrip()

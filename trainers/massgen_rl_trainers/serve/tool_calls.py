@@ -128,11 +128,24 @@ def parse_calls(text: str, tools: list[Tool]) -> tuple[str | None, list[ParsedCa
         calls.append(call)
         last = match.end()
     rest = text[last:]
-    if calls and CALL_OPEN in rest and CALL_CLOSE not in rest[rest.index(CALL_OPEN):]:
-        rest = rest[:rest.index(CALL_OPEN)]  # a further call cut off by max_tokens: not content
-    content.append(rest)
+    content.append(_without_cut_call(rest) if calls else rest)
     joined = "".join(content).strip()
     return (joined or None) if calls else text, calls
+
+
+def _without_cut_call(rest: str) -> str:
+    """The text after the last call, less a further call cut off by max_tokens (in its open tag or after)."""
+    if CALL_OPEN in rest and CALL_CLOSE not in rest[rest.index(CALL_OPEN):]:
+        return rest[:rest.index(CALL_OPEN)]
+    return rest[:len(rest) - open_tag_start(rest)]
+
+
+def open_tag_start(text: str) -> int:
+    """How many trailing characters of `text` could begin `<tool_call>`."""
+    for k in range(min(len(CALL_OPEN) - 1, len(text)), 0, -1):
+        if text.endswith(CALL_OPEN[:k]):
+            return k
+    return 0
 
 
 def _call_of(body: str, names: set[str]) -> ParsedCall | None:

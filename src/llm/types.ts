@@ -25,6 +25,7 @@ export interface ChatRequest {
   max_tokens?: number;
   tools?: readonly ToolSpec[];
   tool_choice?: 'auto' | 'required' | 'none';
+  parallel_tool_calls?: boolean;
   seed?: number;
   stop?: string[];
 }

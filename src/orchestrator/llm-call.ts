@@ -46,9 +46,9 @@ async function singleCall(site: CallSite, messages: ChatMessage[], attempt: numb
   site.usage.llmCalls++;
   let result: ChatResult;
   try {
-    // A native turn acts only through calls (a reply in prose is no action): `required` asks the server for one
+    // A native turn acts through one call at a time (prose is no action; an ordinary tool's result comes back first)
     result = await agent.client.chat(
-      { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'required' } : {}), ...(seed === undefined ? {} : { seed }) },
+      { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'required', parallel_tool_calls: false } : {}), ...(seed === undefined ? {} : { seed }) },
       { signal: site.signal },
     );
   } catch (err) {

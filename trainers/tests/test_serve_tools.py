@@ -119,6 +119,8 @@ def test_grammar_text_names_each_tool_and_its_arguments():
     text = call_grammar(TOOLS, parallel=False)
     assert text.startswith("root ::= tool-call\n") and '"<tool_call>"' in text and "tool-call-json ::=" in text
     assert '\\"agent1\\"' in text and '\\"new_answer\\"' in text
+    # strings without raw control characters: JSON forbids them (the converter's own rule lets them through)
+    assert 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |' in text and 'char ::= [^"\\\\] |' not in text
     only = call_grammar(parse(tools=[VOTE, ANSWER], tool_choice={"type": "function", "function": {"name": "vote"}}).callable,
                         parallel=True)
     assert '\\"new_answer\\"' not in only and "{0,15}" in only

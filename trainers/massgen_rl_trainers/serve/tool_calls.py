@@ -208,14 +208,20 @@ def call_grammar(chosen: list[Tool], parallel: bool) -> str:
             f'tool-call ::= "{CALL_OPEN}" "\\n"? tool-call-json "\\n"? "{CALL_CLOSE}"\n{body}')
 
 
+_CONVERTER_CHAR = 'char ::= [^"\\\\] |'
+_JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+
+
 def schema_grammar(schema: Any, param: str, prop_order: list[str] | None = None) -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf  # llama-cpp-python's copy of llama.cpp's converter
 
     try:
-        return json_schema_to_gbnf(json.dumps(schema), prop_order)
+        text = json_schema_to_gbnf(json.dumps(schema), prop_order)
     except Exception as exc:  # the converter raises assorted errors on schemas it cannot express
         raise ApiError(400, f"the JSON Schema cannot be turned into a grammar: {type(exc).__name__}: {exc}",
                        param=param) from None
+    # its string characters include raw control characters, which JSON forbids (JSON.parse rejects them)
+    return text.replace(_CONVERTER_CHAR, _JSON_CHAR)
 
 
 def _object_schema(parameters: dict[str, Any]) -> dict[str, Any]:

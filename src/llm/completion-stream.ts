@@ -1,5 +1,5 @@
 import { createParser, type EventSourceParser } from 'eventsource-parser';
-import { TruncatedResponseError } from './parse.js';
+import { TruncatedResponseError, usageOf } from './parse.js';
 import type { ChatResult, TokenLogprob, ToolCall } from './types.js';
 
 interface RawDelta {
@@ -72,17 +72,12 @@ export class CompletionStream {
     const toolCalls = this.calls.flatMap((c, i): ToolCall[] => [
       { id: c.id || `call_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } },
     ]);
-    const u = this.usage;
     return {
       // As a whole completion has it: null beside tool calls, or when no content came at all.
       content: this.content !== '' ? this.content : toolCalls.length || !this.sawContent ? null : '',
       toolCalls,
       finishReason: this.finishReason ?? 'stop',
-      usage: {
-        promptTokens: u.prompt_tokens ?? 0,
-        completionTokens: u.completion_tokens ?? 0,
-        totalTokens: u.total_tokens ?? (u.prompt_tokens ?? 0) + (u.completion_tokens ?? 0),
-      },
+      usage: usageOf(this.usage),
       model: this.model ?? meta.model,
       latencyMs: meta.latencyMs,
       attempts: meta.attempts,

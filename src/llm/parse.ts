@@ -27,6 +27,15 @@ export class TruncatedResponseError extends Error {
   }
 }
 
+export type RawUsage = NonNullable<RawCompletion['usage']>;
+
+/** The wire's usage as ChatResult has it (a total the server left out is the sum). */
+export function usageOf(u: RawUsage): ChatResult['usage'] {
+  const promptTokens = u.prompt_tokens ?? 0;
+  const completionTokens = u.completion_tokens ?? 0;
+  return { promptTokens, completionTokens, totalTokens: u.total_tokens ?? promptTokens + completionTokens };
+}
+
 /** Reads an OpenAI chat.completion body, including vLLM's token-id extensions. */
 export function parseCompletion(body: string, meta: { latencyMs: number; attempts: number; model: string }): ChatResult {
   let raw: RawCompletion;
@@ -43,11 +52,7 @@ export function parseCompletion(body: string, meta: { latencyMs: number; attempt
     content: choice.message.content ?? null,
     toolCalls: choice.message.tool_calls ?? [],
     finishReason: choice.finish_reason ?? 'stop',
-    usage: {
-      promptTokens: usage.prompt_tokens ?? 0,
-      completionTokens: usage.completion_tokens ?? 0,
-      totalTokens: usage.total_tokens ?? (usage.prompt_tokens ?? 0) + (usage.completion_tokens ?? 0),
-    },
+    usage: usageOf(usage),
     model: raw.model ?? meta.model,
     latencyMs: meta.latencyMs,
     attempts: meta.attempts,

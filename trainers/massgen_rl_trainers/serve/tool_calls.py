@@ -168,15 +168,10 @@ def _call_of(body: str, names: set[str]) -> ParsedCall | None:
 
 
 def complete_name(body: str) -> str | None:
-    key = body.find('"name"')
-    if key < 0:
-        return None
-    rest = body[key + 6:].lstrip()
-    if not rest.startswith(":"):
-        return None
-    rest = rest[1:].lstrip()
+    """The call's name once its JSON string is complete."""
+    rest = _after_key(body, "name")
     try:
-        value, _ = json.JSONDecoder().raw_decode(rest)
+        value = json.JSONDecoder().raw_decode(rest)[0] if rest else None
     except ValueError:
         return None
     return value if isinstance(value, str) else None
@@ -184,14 +179,13 @@ def complete_name(body: str) -> str | None:
 
 def arguments_part(body: str) -> str | None:
     """The text after `"arguments":` (whitespace trimmed), or None until it has begun."""
-    key = body.find('"arguments"')
-    if key < 0:
-        return None
-    rest = body[key + 11:].lstrip()
-    if not rest.startswith(":"):
-        return None
-    rest = rest[1:].lstrip()
-    return rest or None
+    return _after_key(body, "arguments")
+
+
+def _after_key(body: str, key: str) -> str | None:
+    at = body.find(f'"{key}"')
+    rest = body[at + len(key) + 2:].lstrip() if at >= 0 else ""
+    return rest[1:].lstrip() or None if rest.startswith(":") else None
 
 
 def call_grammar(chosen: list[Tool], parallel: bool) -> str:

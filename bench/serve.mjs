@@ -211,6 +211,9 @@ function modeHeadline(modes) {
   const lines = modes.targets.map((g) => ({ label: g.name, value: g.value, unit: '×',
     ...(g.met === null ? {} : { target: g.target, ok: g.met }) }));
   for (const [cell, byMode] of Object.entries(modes.results)) {
+    for (const mode of ['plain', 'stream', 'tools']) {
+      if (byMode[mode]) lines.push({ label: `${mode} ${cell}: output tokens/s`, value: byMode[mode].tokensPerS, unit: 'tok/s' });
+    }
     const ttft = byMode.stream?.ttftStreamMs;
     if (ttft) {
       lines.push({ label: `stream ${cell}: TTFT p50 (first content chunk)`, value: ttft.p50, unit: 'ms' });

@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { postJson } from './serve-http.mjs';
 import { chatBody, sendRequest } from './serve-requests.mjs';
-import { memoryMb } from './serve-servers.mjs';
+import { cpuSeconds, memoryMb } from './serve-servers.mjs';
 
 /**
  * Runs one cell against `server` ({baseUrl, pid}); `ignoreEos` is false for a server without it (completion
@@ -22,6 +22,7 @@ export async function runCell(server, { concurrency, seconds, maxTokens, sampled
   let sent = 0;
   let rssMaxMb = memoryMb(server.pid)?.rssMb ?? Number.NaN;
   const poll = setInterval(() => { rssMaxMb = Math.max(rssMaxMb, memoryMb(server.pid)?.rssMb ?? 0); }, 250);
+  const cpuAtStart = cpuSeconds(server.pid);
   const start = performance.now();
   const deadline = start + seconds * 1000;
   const worker = async () => {
@@ -47,8 +48,9 @@ export async function runCell(server, { concurrency, seconds, maxTokens, sampled
     const wallS = (performance.now() - start) / 1000;
     await probing;
     const mem = memoryMb(server.pid);
+    const cpuS = cpuAtStart === null ? null : (cpuSeconds(server.pid) ?? Number.NaN) - cpuAtStart;
     return {
-      wallS, requests: latencies.length, completionTokens, latencies, tokens, replies, probeLatencies,
+      wallS, cpuS, requests: latencies.length, completionTokens, latencies, tokens, replies, probeLatencies,
       rssMaxMb: Math.max(rssMaxMb, mem?.rssMb ?? 0), rssEndMb: mem?.rssMb ?? null, hwmMb: mem?.hwmMb ?? null,
     };
   } finally {

@@ -25,6 +25,8 @@ function summarizeCell(rounds) {
     // comparable across servers whose completions differ in length (llama-cpp-python stops at end of sequence)
     msPerOutputToken: ms(median(rounds.flatMap((r) => r.latencies.map((l, i) => l / r.tokens[i])))),
     completionTokensPerRequest: roundTo(rounds.reduce((n, r) => n + r.completionTokens, 0) / requests, 1),
+    // server CPU time per completion token: less moved by other work on the machine than wall time
+    serverCpuMsPerToken: roundTo(median(rounds.map((r) => (r.cpuS * 1000) / r.completionTokens)), 2),
     memoryMb: {
       peakHwm: roundTo(Math.max(...rounds.map((r) => r.hwmMb)), 1),
       peakRssInCell: roundTo(Math.max(...rounds.map((r) => r.rssMaxMb)), 1),
@@ -118,16 +120,21 @@ export function modeRatios(samples, results) {
     const r = results[cell];
     const per = (a, b, key) => (r[a] && r[b] ? roundTo(r[a][key] / r[b][key], 3) : null);
     return [cell, {
-      streamOverPlain: r.stream && r.plain ? ratios({ [cell]: samples[cell] }, results, 'stream', 'plain')[cell] : null,
+      streamOverPlain: r.stream && r.plain ? {
+        ...ratios({ [cell]: samples[cell] }, results, 'stream', 'plain')[cell],
+        serverCpuMsPerToken: per('stream', 'plain', 'serverCpuMsPerToken'),
+      } : null,
       toolSlowdown: r.tools && r.plain ? {
         tokensPerS: tokensRatio(samples, cell, 'plain', 'tools'),
         msPerOutputToken: per('tools', 'plain', 'msPerOutputToken'),
+        serverCpuMsPerToken: per('tools', 'plain', 'serverCpuMsPerToken'),
         completionTokensPerRequest: { plain: r.plain.completionTokensPerRequest,
           tools: r.tools.completionTokensPerRequest },
       } : null,
       grammarSlowdown: r.tools && r['tools-text'] ? {
         tokensPerS: tokensRatio(samples, cell, 'tools-text', 'tools'),
         msPerOutputToken: per('tools', 'tools-text', 'msPerOutputToken'),
+        serverCpuMsPerToken: per('tools', 'tools-text', 'serverCpuMsPerToken'),
       } : null,
     }];
   }));
@@ -140,20 +147,21 @@ export function modeTargets(byCell) {
   return [1, 16].flatMap((c) => [
     line(`tokens/s stream/plain at concurrency ${c}`, `${1 - tol}..${1 + tol}`,
       byCell[`c${c}`]?.streamOverPlain?.tokensPerS ?? null, (v) => Math.abs(v - 1) <= tol + 1e-9),
-    line(`tool-call slowdown (tokens/s plain/tools) at concurrency ${c}`, `<= ${TARGETS.toolSlowdown}`,
+    line(`tool-call slowdown, tok/s plain/tools, concurrency ${c}`, `<= ${TARGETS.toolSlowdown}`,
       byCell[`c${c}`]?.toolSlowdown?.tokensPerS ?? null, (v) => v <= TARGETS.toolSlowdown),
   ]);
 }
 
 /** The request modes' table printed to stderr, ratios under each cell. */
 export function modesTable(results, byCell) {
-  const head = ['tok/s', 'req/s', 'p50 ms', 'p99 ms', 'TTFTp50', 'TTFTp99', 'probe', 'tok/req', 'prompt', 'valid']
+  const head = ['tok/s', 'cpu/tok', 'p50 ms', 'p99 ms', 'TTFTp50', 'TTFTp99', 'probe', 'tok/req', 'prompt', 'valid']
     .map((h) => h.padStart(8)).join('');
   const lines = [`  ${'cell'.padEnd(6)} ${'mode'.padEnd(11)}${head}`,
-    '  (TTFT: streamed, send to first content chunk; probe: max_tokens=1 requests beside the load)'];
+    '  (cpu/tok: server CPU ms per completion token; TTFT: streamed, send to first content chunk; probe: max_tokens=1 '
+      + 'requests beside the load)'];
   for (const [cell, byMode] of Object.entries(results)) {
     for (const [mode, r] of Object.entries(byMode)) {
-      const cols = [r.tokensPerS, r.requestsPerS, r.latencyMs.p50, r.latencyMs.p99, r.ttftStreamMs?.p50 ?? null,
+      const cols = [r.tokensPerS, r.serverCpuMsPerToken, r.latencyMs.p50, r.latencyMs.p99, r.ttftStreamMs?.p50 ?? null,
         r.ttftStreamMs?.p99 ?? null, r.ttftMs.median, r.completionTokensPerRequest, r.promptTokensPerRequest ?? null];
       const valid = r.calls ? `${Math.round(r.calls.validShare * 100)} %` : '-';
       lines.push(`  ${cell.padEnd(6)} ${mode.padEnd(11)}${cols.map((v) => fmt(v, 8)).join('')}${valid.padStart(8)}`);

@@ -212,7 +212,8 @@ function modeHeadline(modes) {
     ...(g.met === null ? {} : { target: g.target, ok: g.met }) }));
   for (const [cell, byMode] of Object.entries(modes.results)) {
     for (const mode of ['plain', 'stream', 'tools']) {
-      if (byMode[mode]) lines.push({ label: `${mode} ${cell}: output tokens/s`, value: byMode[mode].tokensPerS, unit: 'tok/s' });
+      const tps = byMode[mode]?.tokensPerS;
+      if (tps !== undefined) lines.push({ label: `${mode} ${cell}: output tokens/s`, value: tps, unit: 'tok/s' });
     }
     const ttft = byMode.stream?.ttftStreamMs;
     if (ttft) {

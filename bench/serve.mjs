@@ -23,10 +23,11 @@
 // Flags (besides --quick and --out): --engines A,B[,C…] (default transformers,llama.cpp; the first is "current",
 // the second "new"; `llama.cpp:shared` is llama.cpp with its KV cache shared by all sequences; `none`: modes only),
 // --concurrency 1,4,16,32, --rounds N, --cell-seconds S, --sampled-at C (0: no sampled cell), --no-reference,
-// --modes plain,stream,tools,tools-text (none: skip), --modes-concurrency 1,16, --tool-max-tokens N (tools and
-// tools-text; default 128 like the rest); or (through run-bench) the env vars BENCH_SERVE_ENGINES,
-// BENCH_SERVE_CONCURRENCY, BENCH_SERVE_ROUNDS, BENCH_SERVE_CELL_S, BENCH_SERVE_SAMPLED_AT, BENCH_SERVE_REFERENCE=0,
-// BENCH_SERVE_MODES, BENCH_SERVE_MODES_CONCURRENCY, BENCH_SERVE_TOOL_MAX_TOKENS.
+// --modes plain,stream,tools,tools-text (none: skip), --modes-concurrency 1,16, --modes-requests N (each worker of
+// a modes cell sends at least N; default 3, quick 1), --tool-max-tokens N (tools and tools-text; default 128 like
+// the rest); or (through run-bench) the env vars BENCH_SERVE_ENGINES, BENCH_SERVE_CONCURRENCY, BENCH_SERVE_ROUNDS,
+// BENCH_SERVE_CELL_S, BENCH_SERVE_SAMPLED_AT, BENCH_SERVE_REFERENCE=0, BENCH_SERVE_MODES,
+// BENCH_SERVE_MODES_CONCURRENCY, BENCH_SERVE_MODES_REQUESTS, BENCH_SERVE_TOOL_MAX_TOKENS.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,8 +51,10 @@ const MODES_ENGINE = 'llama.cpp';
  * on the machine's other load, far more than on cellS. quick: no sampled cell, one round, concurrency 1 and 4.
  */
 const SIZES = {
-  full: { rounds: 3, cellS: 6, concurrency: [1, 4, 16, 32], sampledAt: 4, probes: 2, modesConcurrency: [1, 16] },
-  quick: { rounds: 1, cellS: 2, concurrency: [1, 4], sampledAt: null, probes: 1, modesConcurrency: [1, 16] },
+  full: { rounds: 3, cellS: 6, concurrency: [1, 4, 16, 32], sampledAt: 4, probes: 2, modesConcurrency: [1, 16],
+    modesMinRequests: 3 },
+  quick: { rounds: 1, cellS: 2, concurrency: [1, 4], sampledAt: null, probes: 1, modesConcurrency: [1, 16],
+    modesMinRequests: 1 },
 };
 
 function parseArgs(argv) {
@@ -59,10 +62,12 @@ function parseArgs(argv) {
   const own = { engines: env.BENCH_SERVE_ENGINES, concurrency: env.BENCH_SERVE_CONCURRENCY,
     rounds: env.BENCH_SERVE_ROUNDS, cellS: env.BENCH_SERVE_CELL_S, sampledAt: env.BENCH_SERVE_SAMPLED_AT,
     reference: env.BENCH_SERVE_REFERENCE !== '0', modes: env.BENCH_SERVE_MODES,
-    modesConcurrency: env.BENCH_SERVE_MODES_CONCURRENCY, toolMaxTokens: env.BENCH_SERVE_TOOL_MAX_TOKENS };
+    modesConcurrency: env.BENCH_SERVE_MODES_CONCURRENCY, toolMaxTokens: env.BENCH_SERVE_TOOL_MAX_TOKENS,
+    modesMinRequests: env.BENCH_SERVE_MODES_REQUESTS };
   const flags = { '--engines': 'engines', '--concurrency': 'concurrency', '--rounds': 'rounds',
     '--cell-seconds': 'cellS', '--sampled-at': 'sampledAt', '--modes': 'modes',
-    '--modes-concurrency': 'modesConcurrency', '--tool-max-tokens': 'toolMaxTokens' };
+    '--modes-concurrency': 'modesConcurrency', '--tool-max-tokens': 'toolMaxTokens',
+    '--modes-requests': 'modesMinRequests' };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-reference') own.reference = false;
@@ -77,6 +82,7 @@ function parseArgs(argv) {
   if (own.cellS) size.cellS = list(own.cellS, '--cell-seconds')[0];
   if (own.sampledAt !== undefined) size.sampledAt = own.sampledAt === '0' ? null : list(own.sampledAt, '--sampled-at')[0];
   if (own.modesConcurrency) size.modesConcurrency = list(own.modesConcurrency, '--modes-concurrency');
+  if (own.modesMinRequests) size.modesMinRequests = list(own.modesMinRequests, '--modes-requests')[0];
   size.toolMaxTokens = own.toolMaxTokens ? list(own.toolMaxTokens, '--tool-max-tokens')[0] : MAX_TOKENS;
   const names = (v) => (v === 'none' || v === '0' ? [] : v.split(',').filter(Boolean));
   const engines = names(own.engines ?? 'transformers,llama.cpp');
@@ -166,7 +172,7 @@ async function runModes(args, server) {
         const mode = modes[(i + round + ci) % modes.length];
         const maxTokens = mode.startsWith('tools') ? size.toolMaxTokens : MAX_TOKENS;
         const r = await runCell(server, { concurrency: cell.concurrency, seconds: size.cellS, maxTokens,
-          sampled: false, probes: size.probes, ignoreEos: true, mode });
+          sampled: false, probes: size.probes, ignoreEos: true, mode, minRequests: size.modesMinRequests });
         samples[cell.key][mode].push(r);
         const tps = (r.completionTokens / r.wallS).toFixed(1).padStart(7);
         const line = `${tps} tok/s  ${r.requests} req in ${r.wallS.toFixed(1)} s`;
@@ -193,6 +199,9 @@ const MODE_NOTES = [
   'ttftStreamMs: client-side, from sending the request to the first streamed chunk whose delta carries content (or '
     + 'tool_calls); the first, role-only chunk does not count. ttftMs (every mode): max_tokens=1 probes beside the '
     + 'load, as for the engines.',
+  'Each worker of a modes cell sends at least sizes.modesMinRequests requests (quick: 1). With one, a cell is a '
+    + 'single wave whose tail (the batch emptying as replies end) counts against modes whose replies end early '
+    + '(tools): quick ratios carry that tail.',
   'A grammar-constrained reply ends when its call is complete (the grammar then allows only end of sequence, which '
     + 'ends it even with ignore_eos), so tool calls may make fewer tokens per request than plain requests '
     + '(completionTokensPerRequest): compare tokens/s and msPerOutputToken, not requests/s. toolSlowdown = '

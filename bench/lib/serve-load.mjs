@@ -1,6 +1,6 @@
 // Closed-loop load on an OpenAI-compatible server: C workers send chat completions of one request mode
-// (serve-requests.mjs) back to back until the cell's time is up (each sends at least one; the cell ends when the
-// last one answers), while a few max_tokens=1 probes measure time to first token and /proc is polled for the
+// (serve-requests.mjs) back to back until the cell's time is up (each sends at least minRequests; the cell ends
+// when the last one answers), while a few max_tokens=1 probes measure time to first token and /proc is polled for the
 // server's memory.
 import { performance } from 'node:perf_hooks';
 import { postJson } from './serve-http.mjs';
@@ -12,7 +12,8 @@ import { cpuSeconds, memoryMb } from './serve-servers.mjs';
  * tokens then come from usage, which every server reports). Returns the raw figures of the cell; `replies` holds
  * what each request recorded beyond latency and tokens (sendRequest), in the order of `latencies`.
  */
-export async function runCell(server, { concurrency, seconds, maxTokens, sampled, probes, ignoreEos, mode = 'plain' }) {
+export async function runCell(server, opts) {
+  const { concurrency, seconds, maxTokens, sampled, probes, ignoreEos, mode = 'plain', minRequests = 1 } = opts;
   const url = `${server.baseUrl}/chat/completions`;
   const latencies = [];
   const tokens = []; // completion tokens of each request, in the order of latencies
@@ -26,14 +27,16 @@ export async function runCell(server, { concurrency, seconds, maxTokens, sampled
   const start = performance.now();
   const deadline = start + seconds * 1000;
   const worker = async () => {
+    let mine = 0;
     do {
+      mine++;
       const reply = await sendRequest(url, mode, sent++, { maxTokens, sampled, ignoreEos });
       const { latencyS, completionTokens: n, ...rest } = reply;
       latencies.push(latencyS);
       tokens.push(n);
       replies.push(rest);
       completionTokens += n;
-    } while (performance.now() < deadline);
+    } while (performance.now() < deadline || mine < minRequests);
   };
   // Probes go out spread over the cell's time, one at a time, beside the load (not counted in its figures).
   const probing = (async () => {

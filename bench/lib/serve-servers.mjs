@@ -91,6 +91,16 @@ export function memoryMb(pid) {
   return { rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024 };
 }
 
+const USER_HZ = 100; // the unit of /proc/<pid>/stat times on Linux, whatever the kernel's own tick rate
+
+/** CPU seconds (user + system, all threads) a process has used so far; null once it is gone. */
+export function cpuSeconds(pid) {
+  let stat;
+  try { stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8'); } catch { return null; }
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields[0] is field 3 (state)
+  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+}
+
 /** The child's stderr (and stdout unless piped) appended to logFile; our copy of the descriptor is closed at once. */
 function spawnLogged(cmd, args, env, logFile, stdout) {
   const log = fs.openSync(logFile, 'a');

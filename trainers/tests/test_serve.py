@@ -603,6 +603,9 @@ def test_runtime_adapters_load_beside_the_base_and_answer_by_name(server: Server
         # by name: the adapter's own distribution (teacher-forced in-process), not the base's
         r = srv.chat(model="alpha", logprobs=True, return_token_ids=True)
         assert r["model"] == "alpha" and ids_of(r) != ids_of(base)
+        chunks, _ = srv.stream(model="alpha", return_token_ids=True)  # streamed: the same adapter, the same tokens
+        assert {c["model"] for c in chunks} == {"alpha"}
+        assert [t for c in chunks for ch in c["choices"] for t in ch.get("token_ids") or []] == ids_of(r)
         _, model = reference
         adapted = PeftModel.from_pretrained(model, str(adapters["alpha"]))
         try:

@@ -285,7 +285,8 @@ async function main() {
       engines: { current, new: newer ?? null, servers: Object.fromEntries(names.map((n) => [n, servers[n].ready])) },
       reference,
       notes: [
-        'TTFT: the servers do not stream; ttftMs is the latency of max_tokens=1 probes sent one at a time while the load runs (not counted in the load figures).',
+        'TTFT: the engine cells are not streamed; ttftMs is the latency of max_tokens=1 probes sent one at a time '
+          + 'while the load runs (not counted in the load figures). modes.results.*.stream.ttftStreamMs is streamed.',
         `Our servers get ignore_eos: true and produce ${MAX_TOKENS} tokens per request; llama-cpp-python's server has no ignore_eos, so it stops at end of sequence: compare its completionTokensPerRequest, and msPerOutputToken (median of request latency / its completion tokens).`,
         'tokensPerS / requestsPerS: medians over rounds of completion tokens (from usage) / wall time of the cell; latencyMs percentiles over every request of every round (with few requests, p99 is close to max).',
         'Ratios: tokensPerS is the median of per-round ratios; latency ratios compare the pooled percentiles. Targets are reported, not asserted.',

@@ -169,7 +169,8 @@ export function modesTable(results, byCell) {
     const q = byCell[cell];
     const parts = [q.streamOverPlain && `stream/plain ${fmt(q.streamOverPlain.tokensPerS, 0)}× tok/s`,
       q.toolSlowdown && `tool-call slowdown ${fmt(q.toolSlowdown.tokensPerS, 0)}× tok/s`,
-      q.grammarSlowdown && `same prompt as text/tools ${fmt(q.grammarSlowdown.tokensPerS, 0)}×`].filter(Boolean);
+      q.grammarSlowdown && `grammar alone (tools-text/tools) ${fmt(q.grammarSlowdown.tokensPerS, 0)}×`,
+    ].filter(Boolean);
     if (parts.length) lines.push(`  ${cell.padEnd(6)} ${'ratios'.padEnd(11)}${parts.join('   ')}`);
   }
   return lines.join('\n');

@@ -75,15 +75,29 @@ def sample_step(engine: Any, outputs: Sequence[Sequence[Seq]], logits: np.ndarra
             advance(engine, seq, token, lp, top)
 
 
+CHEAP_TRIES = 8  # one-token grammar checks before the full-vocabulary mask (~0.04 against ~6.5 ms)
+
+
 def constrained(seq: Seq, logprobs: torch.Tensor, logits: torch.Tensor, token: int, lp: float,
                 top: list[tuple[int, float]] | None) -> tuple[int, float, list[tuple[int, float]] | None]:
-    """The token drawn under the row's grammar. Drawing from the whole distribution and redrawing from the
-    allowed tokens only when the grammar refuses the draw is the same distribution as drawing from the
-    renormalized allowed ones; the full mask (costly) is needed only for a refused draw or a reported logprob."""
+    """The token drawn under the row's grammar. Redrawing from the whole distribution until the grammar takes a
+    draw (rejection) is the same distribution as drawing from the renormalized allowed tokens, and the best
+    allowed token of the top ones is the masked argmax; the full mask (costly) is needed only when the cheap
+    tries all fail or a logprob is reported (it needs the allowed tokens' total)."""
     grammar, row = seq.row.grammar, seq.row
     if not row.want_logprobs and grammar.allows(token):
         grammar.accept(token)
         return token, lp, top
+    if not row.want_logprobs:  # cheap checks first: the next-best tokens (greedy) or fresh draws (rejection)
+        if seq.sampling.greedy:
+            candidates = logprobs.topk(CHEAP_TRIES).indices.tolist()[1:]
+        else:
+            candidates = torch.multinomial(logprobs.exp(), CHEAP_TRIES - 1, replacement=True,
+                                           generator=seq.generator).tolist()
+        for candidate in candidates:
+            if grammar.allows(candidate):
+                grammar.accept(candidate)
+                return candidate, float(logprobs[candidate]), top
     allowed = torch.from_numpy(grammar.mask())
     masked = logprobs.masked_fill(~allowed, float("-inf"))
     if not torch.isfinite(masked).any():  # top-p left no allowed token: the allowed ones at the temperature

@@ -113,10 +113,9 @@ class App:
         try:
             stream = Stream()
             prepared = prepare(self.engine, req, adapter.slot if adapter else None, self.default_max_tokens, stream)
-            slots = getattr(self.batcher, "max_seqs", None)
-            if slots is not None and req.n > slots:  # refused before the stream starts, as the batcher would
-                raise ApiError(400, f"n={req.n} is more than this server's {slots} sequences (--max-batch-size)",
-                               param="n")
+            refused = self.batcher.too_many(req.n) if hasattr(self.batcher, "too_many") else None
+            if refused is not None:  # before the stream starts, rather than as an error event
+                raise refused
             job = self.batcher.submit_stream(prepared.key, prepared.rows, stream)
         except ShuttingDown as exc:
             self._release(adapter)

@@ -68,7 +68,7 @@ def grammar_of(engine: Any, req: ChatRequest) -> Any:
     param = "response_format" if req.response_format is not None else "tools"
     from .grammar import Grammar
 
-    Grammar(engine.llama, text, lazy, param).free()  # parsed once here: a grammar llama.cpp refuses is a 400
+    # each row parses its own (a grammar llama.cpp refuses is a 400 from the first, before anything is queued)
     return lambda: Grammar(engine.llama, text, lazy, param)
 
 

@@ -71,6 +71,12 @@ class ContinuousBatcher(JobQueue):
     def submit(self, key: BatchKey, rows: int, payload: Sequence[Row], timeout: float | None = None) -> tuple[Any, BatchInfo]:
         return self._wait(Job(key, list(payload)), timeout)
 
+    def too_many(self, n: int) -> ApiError | None:
+        """The refusal of a request for more samples than this server has sequences (none when it fits)."""
+        if n <= self.max_seqs:
+            return None
+        return ApiError(400, f"n={n} is more than this server's {self.max_seqs} sequences (--max-batch-size)", param="n")
+
     def submit_stream(self, key: BatchKey, rows: Sequence[Row], stream: Any) -> Job:
         """Queue a streamed job: its rows report each token to `stream` (sampling.Stream); returns the job."""
         return self.enqueue(Job(key, list(rows), stream=stream))
@@ -98,10 +104,10 @@ class ContinuousBatcher(JobQueue):
                 fits = len(job.rows) <= len(self._free) and self._reserved + need <= self.llama.n_ctx
                 if not fits and self._active:
                     break
-                if len(job.rows) > len(self._free):  # n larger than the slots: refused rather than waited for
+                refused = self.too_many(len(job.rows))
+                if refused is not None:  # n larger than the slots: refused rather than waited for
                     self._pending.pop(0)
-                    self._finish(job, ApiError(400, f"n={len(job.rows)} is more than this server's "
-                                                    f"{self.max_seqs} sequences (--max-batch-size)", param="n"))
+                    self._finish(job, refused)
                     continue
                 self._pending.pop(0)
                 job.reserved = need

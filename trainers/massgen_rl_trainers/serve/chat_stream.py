@@ -25,7 +25,6 @@ class Choice:
     ids: list[int] = field(default_factory=list)
     text: str = ""  # decoded so far
     sent: int = 0  # characters of `text` passed on
-    finish: str | None = None
     called: bool = False
 
 
@@ -108,7 +107,6 @@ def _choice_chunk(engine: Any, req: ChatRequest, c: Choice, events: list[tuple])
     if req.return_token_ids:
         out["token_ids"] = tokens
     if finish is not None:
-        c.finish = finish
         out["finish_reason"] = "tool_calls" if c.called and finish == "stop" else finish
     elif not delta and not req.logprobs and not req.return_token_ids:
         return None

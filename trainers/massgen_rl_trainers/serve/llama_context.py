@@ -49,9 +49,13 @@ def _silence(lib: Any) -> None:
     """llama.cpp logs every load to stderr; keep warnings and errors only."""
     global _QUIET
 
+    shown = [False]
+
     @lib.llama_log_callback
     def quiet(level: int, text: bytes, _data: Any) -> None:
-        if level in (2, 3):  # GGML_LOG_LEVEL_WARN, _ERROR
+        if level != 5:  # GGML_LOG_LEVEL_CONT goes on the previous message
+            shown[0] = level in (3, 4)  # _WARN, _ERROR
+        if shown[0]:
             import sys
 
             sys.stderr.write(text.decode("utf-8", "replace"))

@@ -282,6 +282,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 resets clients when 16 or more connect at once
     app: App
 
 

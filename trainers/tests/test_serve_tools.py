@@ -166,8 +166,12 @@ def test_tool_stream_splits_content_and_call_deltas():
     "\n" + CALL + "\nDone.",
     "Just text.\n\n",
     "Just text <tool_call",
+    "Hi " + CALL[:-40],
+    CALL + "\n" + CALL[:30],
+    "Hi " + CALL[:24],
 ], ids=["two calls", "a third cut off", "a second cut off", "text then a call", "text around a call",
-        "a call then text", "no call", "no call, a tag begun"])
+        "a call then text", "no call", "no call, a tag begun", "cut in its arguments", "a second cut in its arguments",
+        "cut in its name"])
 def test_a_streamed_reply_has_the_content_and_calls_of_the_same_text_unstreamed(text: str):
     """Fed a character at a time (as tokens arrive), the stream's content and calls are parse_calls' on the
     whole text: no whitespace between calls, no call cut off in its open tag, becomes content."""
@@ -181,6 +185,6 @@ def test_a_streamed_reply_has_the_content_and_calls_of_the_same_text_unstreamed(
             slot = calls.setdefault(d.index, ["", ""])
             slot[0] += d.name or ""
             slot[1] += d.arguments
-    want_content, want_calls = parse_calls(text, TOOLS)
+    want_content, want_calls = parse_calls(text, TOOLS, cut=True)
     assert content == (want_content or "")
     assert list(calls.values()) == [[c.name, c.arguments] for c in want_calls]

@@ -286,7 +286,7 @@ def reply_message(req: ChatRequest, text: str, finish: str) -> tuple[dict[str, A
         return {"role": "assistant", "content": text}, finish
     from .tool_calls import parse_calls
 
-    content, calls = parse_calls(text, req.callable)
+    content, calls = parse_calls(text, req.callable, cut=finish == "length")
     if not req.parallel_tool_calls:
         calls = calls[:1]
     if not calls:

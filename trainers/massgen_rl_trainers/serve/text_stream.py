@@ -6,11 +6,10 @@ Pure Python: the tokenizer comes in as a decode function.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .tool_calls import CALL_CLOSE, CALL_OPEN, arguments_part, complete_name, open_tag_start
+from .tool_calls import CALL_CLOSE, CALL_OPEN, arguments_part, arguments_so_far, complete_name, open_tag_start
 
 Decode = Callable[[Sequence[int]], str]
 
@@ -79,7 +78,6 @@ class ToolStream:
     in_call: bool = False
     calls: int = 0
     sent_args: int = -1  # characters of the current call's arguments sent (-1: name not sent yet)
-    decoder: json.JSONDecoder = field(default_factory=json.JSONDecoder)
     opened: bool = False  # a call began
     sent: bool = False  # content was sent
     pending: str = ""  # trailing whitespace of the content: sent only when more content follows
@@ -133,12 +131,7 @@ class ToolStream:
         args = arguments_part(stripped)
         if args is None:
             return out
-        try:
-            _, end = self.decoder.raw_decode(args)
-            args = args[:end]
-        except ValueError:
-            if complete:  # the call ended without valid arguments: what there is
-                args = args.rstrip().removesuffix("}")
+        args = arguments_so_far(args, ended=complete)
         if len(args) > self.sent_args:
             if out:
                 out[0].arguments = args[self.sent_args:]

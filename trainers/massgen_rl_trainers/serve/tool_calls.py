@@ -21,6 +21,7 @@ from typing import Any
 
 from .openai_api import ApiError
 
+_DECODER = json.JSONDecoder()
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
 MAX_PARALLEL_CALLS = 16
@@ -114,8 +115,10 @@ class ParsedCall:
     arguments: str  # JSON text, as OpenAI returns it
 
 
-def parse_calls(text: str, tools: list[Tool]) -> tuple[str | None, list[ParsedCall]]:
-    """The content and the calls of a completion. A block that is not a call of a known tool stays content."""
+def parse_calls(text: str, tools: list[Tool], cut: bool = False) -> tuple[str | None, list[ParsedCall]]:
+    """The content and the calls of a completion. A block that is not a call of a known tool stays content. `cut`
+    (max_tokens ended the text): a last call cut off is not content, and once its name is complete it is a call
+    with the arguments as far as they came, as a stream sends it."""
     names = {t.name for t in tools}
     calls: list[ParsedCall] = []
     content: list[str] = []
@@ -128,9 +131,14 @@ def parse_calls(text: str, tools: list[Tool]) -> tuple[str | None, list[ParsedCa
         calls.append(call)
         last = match.end()
     rest = text[last:]
-    content.append(_without_cut_call(rest) if calls else rest)
+    begun = rest.find(CALL_OPEN) if cut and CALL_OPEN in rest and CALL_CLOSE not in rest else -1
+    if begun >= 0:
+        content.append(rest[:begun])
+        calls += _cut_call(rest[begun + len(CALL_OPEN):], names)
+    else:
+        content.append(_without_cut_call(rest) if calls else rest)
     joined = "".join(content).strip()
-    return (joined or None) if calls else text, calls
+    return (joined or None) if calls or begun >= 0 else text, calls
 
 
 def _without_cut_call(rest: str) -> str:
@@ -138,6 +146,24 @@ def _without_cut_call(rest: str) -> str:
     if CALL_OPEN in rest and CALL_CLOSE not in rest[rest.index(CALL_OPEN):]:
         return rest[:rest.index(CALL_OPEN)]
     return rest[:len(rest) - open_tag_start(rest)]
+
+
+def _cut_call(body: str, names: set[str]) -> list[ParsedCall]:
+    """The call whose text max_tokens cut off, once its name is complete (none before)."""
+    body = body.lstrip()
+    name = complete_name(body)
+    if name is None or name not in names:
+        return []
+    return [ParsedCall(name, arguments_so_far(arguments_part(body) or "", ended=True))]
+
+
+def arguments_so_far(args: str, ended: bool) -> str:
+    """A call's arguments text: the JSON value once it is complete; of a call that ended without one, what there is."""
+    try:
+        _, end = _DECODER.raw_decode(args)
+        return args[:end]
+    except ValueError:
+        return args.rstrip().removesuffix("}") if ended else args
 
 
 def open_tag_start(text: str) -> int:

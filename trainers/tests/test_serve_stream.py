@@ -47,7 +47,11 @@ def test_a_stream_is_the_same_completion_as_the_plain_request(server: Server):
     first, last = chunks[0], chunks[-1]
     assert first["object"] == "chat.completion.chunk" and first["choices"][0]["delta"]["role"] == "assistant"
     assert first["prompt_token_ids"] == plain["prompt_token_ids"] and ttft < 60
-    assert last["choices"] == [] and last["usage"] == plain["usage"]
+    usage = {k: v for k, v in last["usage"].items() if k != "prompt_tokens_details"}
+    assert last["choices"] == [] and usage == {k: v for k, v in plain["usage"].items() if k != "prompt_tokens_details"}
+    # the same prompt again: llama.cpp feeds only its last token (test_serve_prefix.py)
+    reused = last["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert reused == (plain["usage"]["prompt_tokens"] - 1 if server.engine == "llama.cpp" else 0)
     got = joined(chunks)
     want = plain["choices"][0]
     assert got["content"] == want["message"]["content"] and got["finish_reason"] == want["finish_reason"]
@@ -136,6 +140,22 @@ def test_tool_calls_stream_as_deltas_with_token_ids_and_logprobs(server: Server)
     assert json.loads(call["function"]["arguments"])["agent_id"] in ("agent1", "agent2")
     assert got["token_ids"] == plain["token_ids"] and len(got["logprobs"]) == len(plain["token_ids"])
     assert all(e["logprob"] <= 0 for e in got["logprobs"])
+
+
+@needs_model
+def test_a_call_cut_off_by_max_tokens_is_the_same_call_plain_and_streamed(server: Server):
+    if server.engine != "llama.cpp":
+        pytest.skip("constrained calls are the llama.cpp engine's")
+    named = {"type": "function", "function": {"name": "new_answer"}}
+    body = dict(tools=[VOTE, ANSWER], tool_choice=named, max_tokens=24, temperature=0,
+                messages=[{"role": "user", "content": "What is 2 + 3? Explain at length."}])
+    plain = server.chat(**body)["choices"][0]
+    got = joined(server.stream(**body)[0])
+    assert plain["finish_reason"] == got["finish_reason"] == "length"
+    call = plain["message"]["tool_calls"][0]["function"]
+    assert call["name"] == got["calls"][0]["name"] == "new_answer"
+    assert call["arguments"] == got["calls"][0]["arguments"] and '"content": "' in call["arguments"]
+    assert plain["message"]["content"] is None and got["content"] == ""
 
 
 @needs_model

@@ -30,6 +30,34 @@ needs_model = pytest.mark.skipif(not (MODEL_DIR / "config.json").is_file(),
                                  reason=f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)")
 
 
+# -- the model in-process ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The tokenizer and model in-process, to check token ids and logprobs independently of the server."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
+    model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()
+    return tokenizer, model
+
+
+def prompt_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+    return list(ids)
+
+
+def teacher_forced_logprobs(model: Any, prompt: list[int], completion: list[int], temperature: float) -> list[float]:
+    import torch
+
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([prompt + completion])).logits[0].float()
+    scores = torch.log_softmax(logits[len(prompt) - 1:-1] / temperature, dim=-1)
+    return scores.gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
+
+
 # -- a real server ------------------------------------------------------------------------------------
 
 

@@ -27,32 +27,8 @@ from massgen_rl_trainers.serve.openai_api import ApiError, parse_chat_request
 from massgen_rl_trainers.serve.engines import choose_engine, llama_cpp_available
 from massgen_rl_trainers.serve.vllm_backend import build_vllm_command, lora_rank_bound, run_server_process, vllm_env
 
-from serve_support import ENGINES, MODEL_DIR, NAME, QUESTION, Server, engine_args, needs_model  # noqa: F401
-
-
-@pytest.fixture(scope="module")
-def reference():
-    """The tokenizer and model in-process, to check token ids and logprobs independently of the server."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR)
-    model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()
-    return tokenizer, model
-
-
-def prompt_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
-    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
-    return list(ids)
-
-
-def teacher_forced_logprobs(model: Any, prompt: list[int], completion: list[int], temperature: float) -> list[float]:
-    import torch
-
-    with torch.inference_mode():
-        logits = model(input_ids=torch.tensor([prompt + completion])).logits[0].float()
-    scores = torch.log_softmax(logits[len(prompt) - 1:-1] / temperature, dim=-1)
-    return scores.gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
+from serve_support import (ENGINES, MODEL_DIR, NAME, QUESTION, Server, engine_args, needs_model,  # noqa: F401
+                           prompt_ids, reference, teacher_forced_logprobs)
 
 
 @needs_model

@@ -3,14 +3,16 @@
     python -m massgen_rl_trainers.serve --model DIR [--served-name NAME] [--base DIR] [--adapter-name NAME]
         [--host H] [--port N] [--device auto|cpu|cuda] [--max-batch-size N] [--batch-window-ms MS]
         [--engine auto|llama.cpp|transformers|vllm] [--weights-type bf16|f16|f32|q8_0] [--threads N]
-        [--kv-cache-tokens N] [--kv-cache-layout per-sequence|shared]
+        [--kv-cache-tokens N] [--kv-cache-layout per-sequence|shared] [--no-prefix-cache]
 
 Engines: `auto` takes vLLM when it is installed and a CUDA GPU is present, else llama.cpp on the CPU when
 llama-cpp-python is installed (massgen-rl doctor --fix builds it), else transformers. llama.cpp serves a GGUF
 copy of the weights (bf16 by default; f32 reproduces the transformers engine's logprobs to ~1e-3) with
 continuous batching: a request joins the running batch at its next step. Its KV cache is split per sequence
 by default (each sequence's prompt and completion fit in --kv-cache-tokens / --max-batch-size cells, the
-context length the server reports); `shared` lets one request use the whole cache, at a slower decode. transformers batches requests
+context length the server reports), and a prompt that starts like an earlier or running one feeds only the
+rest (prefix_cache.py; --no-prefix-cache turns it off); `shared` lets one request use the whole cache, at a
+slower decode. transformers batches requests
 that arrive together with the same sampling settings, and runs each batch to its end.
 
 Events on stdout (the JSON-lines protocol): `progress` while loading (stages `load`, `adapter`, `warmup`,
@@ -34,14 +36,18 @@ HTTP (llama.cpp and transformers engines):
                               logprobs and token_ids per chunk when asked; n > 1 streams every choice),
                               tools, tool_choice (none, auto, required, {type: function, function: {name}}),
                               parallel_tool_calls, response_format (json_object, json_schema), plus vLLM's
-                              return_token_ids, stop_token_ids and ignore_eos.
+                              return_token_ids, stop_token_ids and ignore_eos. usage has
+                              prompt_tokens_details.cached_tokens: prompt tokens found in the KV cache
+                              (llama.cpp prefix reuse, docs/serving.md).
                               `model` is NAME (the default adapter, or the base model) or a loaded
                               adapter's lora_name.
                               Errors are OpenAI-style {"error": {message, type, param, code}}: 400 for
                               malformed JSON or invalid fields, 404 for a name it does not serve; an error
                               after a stream began is sent as a `data: {"error": ...}` event.
   GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
-                              "adapters": [{name, path, state, in_flight, default}], "threads", ...}
+                              "adapters": [{name, path, state, in_flight, default}], "threads", llama.cpp:
+                              "compactions", "prefix_cache", "prefix_cache_kept",
+                              "prefix_cache_reused_tokens", "prefix_cache_reused_requests", ...}
   POST /threads               {threads}: llama.cpp only (400 on transformers): decode on that many threads
                               from the next step on; answers {threads}. A run's servers divide the cores
                               this way (src/serving/share-cores.ts) instead of each spinning on all of them.

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .openai_api import ChatRequest, new_call_id
+from .openai_api import ChatRequest, new_call_id, usage
 from .text_stream import Detokenizer, ToolStream, held_back
 
 IDLE_TIMEOUT_S = 600.0  # no token for this long: the generation thread is gone
@@ -57,8 +57,9 @@ def stream_chunks(engine: Any, req: ChatRequest, prompt_ids: list[int], stream: 
         raise job.error
     if req.include_usage:
         completion = sum(len(c.ids) for c in choices)
-        yield {**base, "choices": [], "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": completion,
-                                                "total_tokens": len(prompt_ids) + completion}}
+        seqs = getattr(job, "seqs", None)  # the transformers engine keeps no cache between requests
+        cached = seqs[0].cached if seqs else 0
+        yield {**base, "choices": [], "usage": usage(len(prompt_ids), completion, cached)}
 
 
 def _next_events(stream: Any) -> list[Any]:

@@ -44,7 +44,7 @@ def choose_engine(engine: str, device: str, vllm: str | None, cuda_devices: int,
 
 def open_local_engine(kind: str, folder: Any, *, max_seqs: int, on_progress: Callable[[str, str], None],
                       device: str = "cpu", weights_type: str = "bf16", kv_tokens: int = 0, threads: int = 0,
-                      window_s: float = 0.0, shared_kv: bool = False) -> tuple[Any, Any]:
+                      window_s: float = 0.0, shared_kv: bool = False, prefix_cache: bool = True) -> tuple[Any, Any]:
     """(engine, batcher, not started) for kind llama.cpp (continuous batching of up to max_seqs sequences) or
     transformers (micro-batches of up to max_seqs rows gathered for window_s)."""
     if kind == "llama.cpp":
@@ -54,7 +54,7 @@ def open_local_engine(kind: str, folder: Any, *, max_seqs: int, on_progress: Cal
         engine: Any = load_llama_engine(folder, weight_type=weights_type, kv_tokens=kv_tokens, max_seqs=max_seqs,
                                         threads=threads or default_threads(), on_progress=on_progress,
                                         shared_kv=shared_kv)
-        return engine, ContinuousBatcher(engine, max_seqs)
+        return engine, ContinuousBatcher(engine, max_seqs, prefix_cache)
     from .batching import Batcher
     from .engine import load_engine  # torch
 

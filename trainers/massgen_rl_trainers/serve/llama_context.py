@@ -141,6 +141,10 @@ class LlamaContext:
     def drop(self, seq: int) -> None:
         self.lib.llama_memory_seq_rm(self.memory, seq, -1, -1)
 
+    def trim(self, seq: int, keep: int) -> bool:
+        """Drops the sequence's cells from position `keep` on; False when this cache cannot cut a sequence."""
+        return bool(self.lib.llama_memory_seq_rm(self.memory, seq, keep, -1))
+
     def copy(self, src: int, dst: int) -> None:
         self.lib.llama_memory_seq_cp(self.memory, src, dst, -1, -1)
 

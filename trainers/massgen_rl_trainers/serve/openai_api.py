@@ -267,6 +267,7 @@ class Completion:
     logprobs: list[float] | None = None
     tokens: list[str] | None = None  # the text of each token (for logprobs)
     top_logprobs: list[list[tuple[str, float]]] | None = None
+    cached_tokens: int = 0  # prompt tokens an earlier request left in the KV cache
 
 
 def logprobs_content(c: Completion, top: int) -> dict[str, Any]:
@@ -300,6 +301,12 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
+def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> dict[str, Any]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached_tokens}}
+
+
 def build_response(req: ChatRequest, prompt_ids: list[int], completions: list[Completion],
                    debug: dict[str, Any] | None = None) -> dict[str, Any]:
     choices = []
@@ -321,8 +328,7 @@ def build_response(req: ChatRequest, prompt_ids: list[int], completions: list[Co
         "created": int(time.time()),
         "model": req.model,
         "choices": choices,
-        "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens,
-                  "total_tokens": len(prompt_ids) + completion_tokens},
+        "usage": usage(len(prompt_ids), completion_tokens, completions[0].cached_tokens if completions else 0),
     }
     if req.return_token_ids:
         response["prompt_token_ids"] = list(prompt_ids)

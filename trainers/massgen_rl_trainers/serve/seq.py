@@ -23,6 +23,9 @@ class Seq:
     sampling: SamplingKey
     leader: "Seq | None" = None  # n > 1: the sibling whose prompt this one copies
     fed: int = 0  # prompt tokens in the KV cache
+    cached: int = 0  # of those, how many an earlier request left there (prefix_cache.py)
+    source: "Seq | None" = None  # a running sequence whose first `shared` prompt tokens this one waits to copy
+    shared: int = 0
     next_token: int | None = None  # drawn, not yet fed
     ids: list[int] = field(default_factory=list)
     lps: list[float] = field(default_factory=list)
@@ -40,6 +43,12 @@ class Seq:
     def position(self) -> int:
         """Where next_token goes in the sequence."""
         return len(self.row.prompt_ids) + len(self.ids) - 1
+
+    def in_cache(self) -> list[int]:
+        """The tokens this sequence's KV cache holds between steps."""
+        if self.next_token is None:
+            return list(self.row.prompt_ids[:self.fed])
+        return list(self.row.prompt_ids) + self.ids[:-1]
 
 
 def sample_step(engine: Any, outputs: Sequence[Sequence[Seq]], logits: np.ndarray) -> None:
@@ -143,7 +152,8 @@ def build_completion(engine: Any, seq: Seq) -> Completion:
     text = engine.decode(seq.ids)
     if seq.cut is not None:
         text = text[:seq.cut]
-    completion = Completion(token_ids=seq.ids, text=text, finish_reason=seq.finish or "length")
+    completion = Completion(token_ids=seq.ids, text=text, finish_reason=seq.finish or "length",
+                            cached_tokens=seq.job.seqs[0].cached)
     if row.want_logprobs:
         completion.logprobs = seq.lps
         completion.tokens = engine.token_texts(seq.ids)

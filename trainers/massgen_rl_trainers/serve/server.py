@@ -41,6 +41,7 @@ class ServeArgs:
     threads: int = field(default=0, metadata={"help": "llama.cpp only: CPU threads (0: every core this process may use)."})
     kv_cache_tokens: int = field(default=0, metadata={"help": "llama.cpp only: KV cache cells in all (0: 32768, or 2048 per sequence when --max-batch-size is above 16 and the layout is per-sequence)."})
     kv_cache_layout: str = field(default="per-sequence", metadata={"help": "llama.cpp only: per-sequence (each of the --max-batch-size sequences has --kv-cache-tokens / --max-batch-size cells, the most its prompt and completion may take; faster) or shared (one pool: a single request may use every cell, n samples store their prompt once, but each token attends over the whole pool's used range)."})
+    prefix_cache: bool = field(default=True, metadata={"help": "llama.cpp only, per-sequence layout: a finished request's KV cache stays, and a later prompt starting with the same tokens feeds only the rest (usage.prompt_tokens_details.cached_tokens)."})
     vllm_args: str | None = field(default=None, metadata={"help": "Extra arguments for vLLM's server (one shell-quoted string)."})
     startup_timeout_s: float = field(default=900.0, metadata={"help": "vLLM only: how long to wait for its /health."})
     log_requests: bool = field(default=True, metadata={"help": "Log one line per chat request on stderr."})
@@ -112,7 +113,7 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
     engine, batcher = open_local_engine(kind, folder, max_seqs=args.max_batch_size, on_progress=progress,
                                         device=args.device, weights_type=args.weights_type,
                                         kv_tokens=args.kv_cache_tokens, threads=args.threads,
-                                        shared_kv=args.kv_cache_layout == "shared",
+                                        shared_kv=args.kv_cache_layout == "shared", prefix_cache=args.prefix_cache,
                                         window_s=args.batch_window_ms / 1000)
     app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)
     adapter_name = None

@@ -188,3 +188,88 @@ def test_a_streamed_reply_has_the_content_and_calls_of_the_same_text_unstreamed(
     want_content, want_calls = parse_calls(text, TOOLS, cut=True)
     assert content == (want_content or "")
     assert list(calls.values()) == [[c.name, c.arguments] for c in want_calls]
+
+
+# -- drawing under a grammar (seq.constrained) ---------------------------------------------------------------------
+
+
+class ListGrammar:
+    """A grammar that allows a fixed set of tokens, counting whole-vocabulary masks."""
+
+    def __init__(self, allowed: set[int], vocab: int) -> None:
+        self.allowed, self.vocab, self.masks = allowed, vocab, 0
+
+    def allows(self, token: int) -> bool:
+        return token in self.allowed
+
+    def allowed_among(self, tokens):
+        import numpy as np
+
+        return np.array([int(t) in self.allowed for t in tokens], dtype=bool)
+
+    def mask(self):
+        import numpy as np
+
+        self.masks += 1
+        out = np.zeros(self.vocab, dtype=bool)
+        out[list(self.allowed)] = True
+        return out
+
+    def accept(self, token: int) -> None:
+        assert token in self.allowed
+
+
+def draw(logits, allowed: set[int], *, greedy: bool = True, logprobs: bool = False, top: int = 0, seed: int = 0):
+    import torch
+
+    from massgen_rl_trainers.serve.openai_api import SamplingKey
+    from massgen_rl_trainers.serve.sampling import Row, sampling_logprobs
+    from massgen_rl_trainers.serve.seq import Seq, constrained
+
+    key = SamplingKey(greedy, 0.0 if greedy else 1.0, 1.0)
+    grammar = ListGrammar(allowed, len(logits))
+    row = Row([1], 4, seed=seed, want_logprobs=logprobs, top_logprobs=top, grammar=grammar)
+    seq = Seq(None, 0, row, 0, key)
+    lps = sampling_logprobs(logits[None], key)[0]
+    first = int(lps.argmax()) if greedy else int(torch.multinomial(lps.exp(), 1, generator=seq.generator))
+    token, lp, tops = constrained(seq, lps, logits, first, float(lps[first]), None)
+    exact = torch.log_softmax(logits, -1).masked_fill(~torch.from_numpy(ListGrammar(allowed, len(logits)).mask()),
+                                                      float("-inf"))
+    return token, lp, tops, exact - torch.logsumexp(exact, -1), grammar.masks
+
+
+def test_a_refused_draw_is_redrawn_among_the_likely_tokens_without_the_whole_vocabulary():
+    import torch
+
+    # a peaked distribution, as a language model's: the tokens past the 256 most likely hold ~1e-11 of the mass
+    order = torch.randperm(4000, generator=torch.Generator().manual_seed(1)).tolist()
+    logits = torch.empty(4000)
+    logits[order] = -0.1 * torch.arange(4000.0)
+    allowed = set(order[5:2000:7])  # the five most likely refused
+    token, lp, tops, exact, masks = draw(logits, allowed, logprobs=True, top=3)
+    assert token == int(exact.argmax()) and masks == 0
+    assert lp == pytest.approx(float(exact[token]), abs=1e-3)
+    want = exact.topk(3)
+    assert [t for t, _ in tops] == want.indices.tolist()
+    assert [v for _, v in tops] == pytest.approx(want.values.tolist(), abs=1e-3)
+    # only unlikely tokens allowed: the whole vocabulary, exactly
+    token, lp, _, exact, masks = draw(logits, set(order[3000:]), logprobs=True)
+    assert masks == 1 and token == int(exact.argmax()) and lp == pytest.approx(float(exact[token]), abs=1e-6)
+    # a flat distribution leaves too much mass outside the candidates to renormalize over them
+    _, lp, _, exact, masks = draw(torch.zeros(4000), set(range(0, 4000, 3)), logprobs=True)
+    assert masks == 1 and lp == pytest.approx(float(exact.max()), abs=1e-6)
+
+
+def test_sampling_under_a_grammar_draws_from_the_allowed_tokens_renormalized():
+    import torch
+
+    logits = torch.tensor([3.0, 2.5, 2.0, 1.0, 0.5, 0.0] + [-2.0] * 50)
+    allowed = {1, 3, 4}
+    counts = torch.zeros(len(logits))
+    for seed in range(3000):
+        token, _, _, exact, masks = draw(logits, allowed, greedy=False, seed=seed)
+        counts[token] += 1
+        assert masks == 0
+    freq = counts / counts.sum()
+    assert set(counts.nonzero().flatten().tolist()) <= allowed
+    assert freq[[1, 3, 4]].tolist() == pytest.approx(exact.exp()[[1, 3, 4]].tolist(), abs=0.03)

@@ -46,6 +46,13 @@ class Grammar:
         self._apply(self.one)
         return bool(self.one["logit"][0] == 0.0)
 
+    def allowed_among(self, tokens: np.ndarray) -> np.ndarray:
+        """Which of `tokens` the grammar accepts next (a bool array; one call for all of them)."""
+        data = np.zeros(len(tokens), dtype=TOKEN_DATA)
+        data["id"] = tokens
+        self._apply(data)
+        return data["logit"] == 0.0
+
     def mask(self) -> np.ndarray:
         """The tokens the grammar accepts next, over the whole vocabulary (a bool array)."""
         data = self.llama.token_buffer()

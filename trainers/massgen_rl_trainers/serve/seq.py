@@ -123,10 +123,11 @@ def constrained(seq: Seq, logprobs: torch.Tensor, logits: torch.Tensor, token: i
         if rest <= 2 * LOGPROB_SLACK * within and len(kept) >= row.top_logprobs:
             total = torch.tensor(within + rest / 2).log()
             if row.top_logprobs:
-                top = [(t, v - float(total)) for t, v in zip(ids[allowed][:row.top_logprobs].tolist(),
-                                                             kept[:row.top_logprobs].tolist())]
+                top = [(t, min(0.0, v - float(total))) for t, v in zip(ids[allowed][:row.top_logprobs].tolist(),
+                                                                       kept[:row.top_logprobs].tolist())
+                       if v != float("-inf")]
             grammar.accept(picked)
-            return picked, float(logprobs[picked] - total), top
+            return picked, min(0.0, float(logprobs[picked] - total)), top  # float32 rounding: never above 0
     return _masked(seq, logprobs, logits, token, lp, top)
 
 

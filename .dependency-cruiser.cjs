@@ -8,7 +8,7 @@
 const LAYERS = [
   ['cli'],
   ['pipeline'],
-  ['rollouts', 'interop', 'scheduler', 'report'],
+  ['rollouts', 'interop', 'scheduler', 'report', 'gateway'],
   ['runtime'],
   ['serving'],
   ['trainers', 'evaluation'],

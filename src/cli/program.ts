@@ -6,6 +6,7 @@ import { registerDeploy } from './commands/deploy.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerEval } from './commands/eval.js';
 import { registerFeedback } from './commands/feedback.js';
+import { registerGateway } from './commands/gateway.js';
 import { registerInit } from './commands/init.js';
 import { registerLoop } from './commands/loop.js';
 import { registerReport } from './commands/report.js';
@@ -47,7 +48,7 @@ export function buildProgram(): Program {
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerTasks, registerStatus, registerTraces, registerServe, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerResources, registerLoop, registerStore] satisfies Register[]) {
+  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerTasks, registerStatus, registerTraces, registerServe, registerGateway, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerResources, registerLoop, registerStore] satisfies Register[]) {
     register(program, ctx);
   }
   return {

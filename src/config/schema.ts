@@ -403,6 +403,18 @@ const privacy = z.strictObject({
   builtin_patterns: z.boolean().default(true).describe('also scrub common key formats (sk-…, Bearer …, hf_…, AKIA…)'),
 });
 
+/** The port `massgen-rl gateway` listens on without --port or gateway.port. */
+export const DEFAULT_GATEWAY_PORT = 8330;
+
+const gateway = z.strictObject({
+  host: hostName.default('127.0.0.1').describe('address the gateway listens on; without api_keys_env only a loopback address is allowed'),
+  port: nonNegInt.max(65535).default(DEFAULT_GATEWAY_PORT).describe('port of the gateway; 0 picks a free one'),
+  api_keys_env: z.array(envName).max(64).default([]).describe('environment variables each holding a key clients send as `Authorization: Bearer <key>`; the keys are never stored or logged (none: loopback clients only)'),
+  session_idle_s: timeoutS().default(300).describe('a session without X-Session-Id or `user` ends after this long without a call from its client; any session\'s rollout is closed after this long idle'),
+  flush_ms: posInt.max(60_000).default(200).describe('captured calls wait at most this long in memory before they are written (one transaction per batch)'),
+  batch_size: count(100_000).default(256).describe('captured calls that trigger a write before flush_ms'),
+});
+
 export const configSchema = z.strictObject({
   $schema: z.string().optional(),
   project: z.strictObject({
@@ -432,6 +444,7 @@ export const configSchema = z.strictObject({
   apo: apo.prefault({}),
   loop: loop.prefault({}),
   privacy: privacy.prefault({}),
+  gateway: gateway.prefault({}),
 });
 
 export type RLConfig = z.output<typeof configSchema>;
@@ -444,6 +457,7 @@ export type Algo = (typeof ALGOS)[number];
 export type PolicyKind = (typeof POLICY_KINDS)[number];
 export type PolicyAlgorithm = (typeof POLICY_ALGORITHMS)[number];
 export type PoliciesConfig = RLConfig['policies'];
+export type GatewayConfig = RLConfig['gateway'];
 
 /** Where a remote model is served: its base_url, or each replica of base_urls (none for local weights). */
 export function remoteUrls(m: Pick<ModelConfig, 'base_url' | 'base_urls'>): string[] {

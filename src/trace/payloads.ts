@@ -29,6 +29,19 @@ export interface PromptPayload {
   error?: string;
   /** On `sample` spans (collect.samples_per_turn): which extra sample of the decision this is, from 1. */
   sample_index?: number;
+  /** On calls the gateway captured: who sent it, the backend that answered, and how. */
+  gateway?: GatewayCallInfo;
+}
+
+export interface GatewayCallInfo {
+  /** The client key's environment variable (`loopback` without keys). */
+  client: string;
+  /** The config model the request named, and the model name its backend reported. */
+  backend: string;
+  backend_model: string;
+  stream: boolean;
+  /** The HTTP status the client got (499: it closed the connection first). */
+  status: number;
 }
 
 export interface ToolPayload {

@@ -1,0 +1,56 @@
+import { InvalidArgumentError } from 'commander';
+import { DEFAULT_GATEWAY_PORT } from '../../config/schema.js';
+import { errorMessage } from '../../errors.js';
+import type { Register } from '../register.js';
+
+interface GatewayFlags {
+  host?: string;
+  port?: number;
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535) throw new InvalidArgumentError('a port number from 0 to 65535 (0 picks a free one)');
+  return port;
+}
+
+export const registerGateway: Register = (program, ctx) => {
+  program
+    .command('gateway')
+    .description('an OpenAI-compatible endpoint for your own agents that routes to the config models and captures every call (Ctrl-C stops)')
+    .option('--host <h>', 'address to listen on (default: gateway.host, 127.0.0.1)')
+    .option('--port <n>', `port to listen on; 0 picks a free one (default: gateway.port, ${DEFAULT_GATEWAY_PORT})`, parsePort)
+    .action(async (flags: GatewayFlags) => {
+      const { ui, runtime } = ctx();
+      const { gateway } = await import('../../pipeline/gateway.js');
+      const rt = await runtime();
+      const stopRequested = new AbortController();
+      const onSignal = () => stopRequested.abort();
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        const gw = await gateway(rt, {
+          host: flags.host, port: flags.port, onError: (err) => ui.warn(`gateway: ${errorMessage(err)}`),
+        });
+        if (ui.opts.json) ui.json({ ok: true, baseUrl: `${gw.url}/v1`, models: gw.models, auth: gw.open ? 'loopback-only' : 'keys' });
+        else {
+          ui.print(`${gw.url}/v1`);
+          ui.info(`models: ${gw.models.join(', ')}`);
+          ui.info(gw.open
+            ? 'no client keys (gateway.api_keys_env): serving loopback clients only'
+            : 'clients authenticate with Authorization: Bearer <key> (gateway.api_keys_env)');
+          ui.info('Ctrl-C stops the gateway');
+        }
+        await new Promise<void>((resolve) => {
+          if (stopRequested.signal.aborted) resolve();
+          stopRequested.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        ui.info('stopping: finishing requests in flight, writing captured calls');
+        await gw.stop();
+        ui.info(`gateway stopped (${gw.capture.written} calls captured)`);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    });
+};

@@ -1,0 +1,64 @@
+import crypto from 'node:crypto';
+import { UserError } from '../errors.js';
+import { ApiError } from './api-error.js';
+
+/** A configured client key: the environment variable that holds it (the client's name in traces) and its hash. */
+interface GatewayKey {
+  env: string;
+  digest: Buffer;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost|::ffff:127\.\d+\.\d+\.\d+)$/;
+
+export function isLoopback(host: string): boolean {
+  return LOOPBACK.test(host.replace(/^\[|\]$/g, ''));
+}
+
+function sha256(text: string): Buffer {
+  return crypto.createHash('sha256').update(text).digest();
+}
+
+/**
+ * Client authentication: `Authorization: Bearer <key>` against the keys of gateway.api_keys_env, each
+ * compared in constant time on SHA-256 digests (equal lengths whatever the key). Without keys, only
+ * loopback clients are served.
+ */
+export class GatewayAuth {
+  private readonly keys: GatewayKey[];
+
+  constructor(envNames: readonly string[], env: NodeJS.ProcessEnv) {
+    this.keys = envNames.map((name) => {
+      const key = env[name];
+      if (!key) throw new UserError(`gateway.api_keys_env: environment variable ${name} is not set`);
+      return { env: name, digest: sha256(key) };
+    });
+  }
+
+  get open(): boolean {
+    return this.keys.length === 0;
+  }
+
+  /** Refuses to listen on a non-loopback address without keys. */
+  checkHost(host: string): void {
+    if (this.open && !isLoopback(host)) {
+      throw new UserError(`the gateway listens on ${host} but has no client keys`,
+        'set gateway.api_keys_env (environment variables holding the keys), or listen on 127.0.0.1');
+    }
+  }
+
+  /** The client's name (the variable of its key; `loopback` without keys), or a 401 ApiError. */
+  check(authorization: string | undefined, remote: string | undefined): string {
+    if (this.open) {
+      if (remote !== undefined && isLoopback(remote)) return 'loopback';
+      throw new ApiError(401, 'the gateway has no client keys and serves loopback clients only', null, 'invalid_api_key');
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match) throw new ApiError(401, 'missing the API key: send Authorization: Bearer <key>', null, 'invalid_api_key');
+    const digest = sha256(match[1]!);
+    let found: string | undefined;
+    // Every key is compared, so the time taken does not say which one matched.
+    for (const k of this.keys) if (crypto.timingSafeEqual(k.digest, digest) && found === undefined) found = k.env;
+    if (found === undefined) throw new ApiError(401, 'incorrect API key', null, 'invalid_api_key');
+    return found;
+  }
+}

@@ -1,0 +1,77 @@
+import { errorMessage } from '../errors.js';
+import { endpointsOf, type JsonEndpoint } from '../llm/http.js';
+import { Replicas } from '../llm/replicas.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { ApiError } from './api-error.js';
+import type { Extensions } from './request.js';
+
+/** Where a logical model's requests go: its replicas (or its local server), its own model name, its limits. */
+export interface Backend {
+  /** The config model (models.<name>): what clients name. */
+  name: string;
+  /** The model name the backend serves (models.<name>.model). */
+  model: string;
+  replicas: Replicas<JsonEndpoint>;
+  /** Learned: a backend that refused an extension once is not asked again. */
+  caps: Extensions;
+  timeoutMs: number;
+  maxRetries: number;
+}
+
+/** The config models as backends, a local model's server started on its first request (once, shared). */
+export class Backends {
+  private readonly started = new Map<string, Promise<Backend>>();
+
+  constructor(private readonly rt: Runtime) {}
+
+  /** The logical model names routed. */
+  names(): string[] {
+    return Object.keys(this.rt.config.models);
+  }
+
+  get(name: string): Promise<Backend> {
+    if (!Object.hasOwn(this.rt.config.models, name)) {
+      return Promise.reject(new ApiError(404, `The model \`${name}\` does not exist; models: ${this.names().join(', ')}`, 'model', 'model_not_found'));
+    }
+    let backend = this.started.get(name);
+    if (!backend) {
+      backend = this.start(name);
+      this.started.set(name, backend);
+      // a failed start (a missing key, a server that did not come up) is tried again by the next request
+      backend.catch(() => this.started.delete(name));
+    }
+    return backend;
+  }
+
+  private async start(name: string): Promise<Backend> {
+    const m = this.rt.config.models[name]!;
+    let apiKey: string | undefined;
+    let baseUrl: string | readonly string[];
+    try {
+      apiKey = this.rt.apiKey(name);
+      baseUrl = m.local ? (await this.rt.servers.server(name)).baseUrl : m.base_urls ?? m.base_url!;
+    } catch (err) {
+      throw new ApiError(503, `model ${name} is not available: ${errorMessage(err)}`, 'model', 'model_unavailable');
+    }
+    const replicas = new Replicas(endpointsOf(baseUrl, 'chat/completions', apiKey), { baseBackoffMs: 250, maxBackoffMs: 10_000 });
+    return {
+      name, model: m.model, replicas, caps: { logprobs: m.logprobs, tokenIds: m.logprobs }, timeoutMs: m.timeout_ms, maxRetries: m.max_retries,
+    };
+  }
+}
+
+/**
+ * After a backend's 400: drops the extension it refused when the gateway added it (the client did not
+ * ask for it) and says to send again.
+ */
+export function dropRefused(body: string, caps: Extensions, wants: { logprobs: boolean; tokenIds: boolean }): boolean {
+  if (caps.tokenIds && !wants.tokenIds && body.includes('return_token_ids')) {
+    caps.tokenIds = false;
+    return true;
+  }
+  if (caps.logprobs && !wants.logprobs && body.includes('logprobs')) {
+    caps.logprobs = false;
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,128 @@
+import type { SpanWriter, Store } from '../store/index.js';
+import { callSpan, type CapturedCall } from './call-span.js';
+import type { Session, Sessions } from './sessions.js';
+
+export interface CaptureOptions {
+  flushMs: number;
+  batchSize: number;
+  onError?: (err: unknown) => void;
+}
+
+export interface CaptureStats {
+  captured: number;
+  written: number;
+  batches: number;
+  pending: number;
+}
+
+/**
+ * Captured calls, written off the request path: queued in memory, then written in batches (one
+ * transaction per batch: the new rollouts, the spans, the rollouts of sessions that ended) when
+ * batchSize calls wait or the oldest has waited flushMs. close() ends every session and writes all.
+ * A batch the store refuses stays queued and is tried again.
+ */
+export class Capture {
+  private queue: CapturedCall[] = [];
+  private readonly writers = new Map<string, SpanWriter>();
+  /** Writers with spans not written yet. */
+  private readonly dirty = new Set<SpanWriter>();
+  /** Spans in the dirty writers. */
+  private buffered = 0;
+  private ending: Session[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+  readonly stats: CaptureStats = { captured: 0, written: 0, batches: 0, pending: 0 };
+
+  constructor(private readonly store: Store, private readonly sessions: Sessions, private readonly opts: CaptureOptions) {}
+
+  add(call: CapturedCall): void {
+    this.queue.push(call);
+    this.stats.captured++;
+    this.stats.pending++;
+    if (this.queue.length >= this.opts.batchSize) this.schedule(0);
+    else if (!this.timer) this.schedule(this.opts.flushMs);
+  }
+
+  /** Writes what waits now (after any write under way). */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.running = this.running.then(() => this.write()).catch((err: unknown) => {
+      this.opts.onError?.(err);
+      if (this.queue.length || this.ending.length || this.dirty.size) this.schedule(this.opts.flushMs);
+    });
+    return this.running;
+  }
+
+  /** Ends sessions idle past their timeout (their rollouts are finished by the next write). */
+  sweep(): void {
+    const ended = this.sessions.close();
+    if (!ended.length) return;
+    this.ending.push(...ended);
+    if (!this.timer) this.schedule(this.opts.flushMs);
+  }
+
+  /** Ends every session and writes everything; throws when the store refuses the last write. */
+  async close(): Promise<void> {
+    this.ending.push(...this.sessions.close(true));
+    await this.flush();
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.queue.length || this.ending.length || this.dirty.size) await this.write();
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.flush(), ms);
+  }
+
+  private async write(): Promise<void> {
+    const calls = this.queue;
+    const ending = this.ending;
+    if (!calls.length && !ending.length && !this.dirty.size) return;
+    this.queue = [];
+    this.ending = [];
+    try {
+      for (const call of calls) {
+        const { span, tokens } = callSpan(call);
+        call.session.tokens += tokens;
+        const w = this.writer(call.session);
+        w.add(span);
+        this.buffered++;
+        this.dirty.add(w);
+      }
+      await this.store.write(() => {
+        for (const w of this.dirty) w.flush();
+        for (const s of ending) this.finish(s);
+      });
+    } catch (err) {
+      // the spans stay in their writers; the sessions are ended again by the next write
+      this.ending = ending.concat(this.ending);
+      throw err;
+    }
+    this.dirty.clear();
+    for (const s of ending) this.writers.delete(s.rolloutId);
+    this.stats.written += this.buffered;
+    this.stats.pending -= this.buffered;
+    this.buffered = 0;
+    this.stats.batches++;
+  }
+
+  private writer(s: Session): SpanWriter {
+    let w = this.writers.get(s.rolloutId);
+    if (!w) {
+      const open = s.fresh ? this.store.rollouts.prepare({ id: s.rolloutId, source: 'gateway', metadata: s.metadata }).insert : undefined;
+      s.fresh = false;
+      w = this.store.spans.writer(s.rolloutId, Number.POSITIVE_INFINITY, undefined, open);
+      this.writers.set(s.rolloutId, w);
+    }
+    return w;
+  }
+
+  private finish(s: Session): void {
+    this.writer(s).flush();
+    this.store.rollouts.finish(s.rolloutId, {
+      status: 'completed', tokens: s.tokens, messages: s.calls, wallMs: s.lastAt - s.startedAt,
+    });
+  }
+}

@@ -1,0 +1,81 @@
+import type http from 'node:http';
+import { errorMessage } from '../errors.js';
+import { HttpTimeoutError, postJson, type HttpResponse } from '../llm/http.js';
+import type { ChatResult } from '../llm/types.js';
+import { ApiError, sendJson } from './api-error.js';
+import { dropRefused, type Backend } from './backends.js';
+import { backendBody, type ClientRequest } from './request.js';
+import { StreamRelay } from './stream-relay.js';
+import { stripBody } from './strip.js';
+
+/** What came of one forwarded call, for its span: the status, and the completion (a body to parse later, or assembled). */
+export interface Forwarded {
+  status: number;
+  attempts: number;
+  /** A whole completion's body as the backend sent it (parsed off the request path). */
+  body?: string;
+  /** A stream, assembled. */
+  result?: ChatResult;
+  error?: string;
+  cancelled?: boolean;
+}
+
+const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND']);
+
+/**
+ * Sends the client's request to the backend and its answer back: a stream relayed as it arrives, a
+ * whole completion stripped of what the client did not ask for, an error status passed on as it came.
+ * A network failure before anything reached the client goes to the next replica (max_retries).
+ */
+export async function forward(backend: Backend, req: ClientRequest, res: http.ServerResponse, signal: AbortSignal): Promise<Forwarded> {
+  for (let attempts = 1; ; attempts++) {
+    const pick = backend.replicas.acquire();
+    if ('waitMs' in pick) throw new ApiError(503, `every backend of ${backend.name} is down; try again in ${Math.ceil(pick.waitMs)} ms`, null, 'backend_down');
+    const { lease } = pick;
+    const relay = req.stream ? new StreamRelay(res, req.wants) : undefined;
+    let r: HttpResponse;
+    try {
+      r = await postJson(lease.item, backendBody(req, backend.model, backend.caps), backend.timeoutMs, signal, relay?.sink);
+    } catch (err) {
+      if (signal.aborted) {
+        backend.replicas.released(lease);
+        relay?.end();
+        return { status: 499, attempts, cancelled: true, error: 'the client closed the connection' };
+      }
+      const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has((err as NodeJS.ErrnoException).code ?? '');
+      if (retriable) backend.replicas.failed(lease);
+      else backend.replicas.released(lease);
+      const message = `backend ${lease.item.url.origin}: ${errorMessage(err)}`;
+      if (relay?.started) {
+        relay.end();
+        return { status: 502, attempts, error: message };
+      }
+      if (retriable && attempts <= backend.maxRetries) continue;
+      throw new ApiError(err instanceof HttpTimeoutError ? 504 : 502, message, null, 'backend_error');
+    }
+    if (relay?.started) {
+      backend.replicas.succeeded(lease);
+      relay.end();
+      try {
+        return { status: 200, attempts, result: relay.completion.result({ latencyMs: 0, attempts, model: backend.model }) };
+      } catch (err) {
+        return { status: 502, attempts, error: errorMessage(err) };
+      }
+    }
+    if (r.status === 400 && dropRefused(r.body, backend.caps, req.wants)) {
+      backend.replicas.succeeded(lease);
+      attempts--;
+      continue;
+    }
+    if (r.status === 429 || r.status >= 500) backend.replicas.failed(lease);
+    else backend.replicas.succeeded(lease);
+    const ok = r.status >= 200 && r.status < 300;
+    sendJson(res, r.status, ok ? stripBody(r.body, req.wants) : r.body, retryAfter(r));
+    return ok ? { status: r.status, attempts, body: r.body } : { status: r.status, attempts, error: r.body.slice(0, 2000) };
+  }
+}
+
+function retryAfter(r: HttpResponse): Record<string, string> {
+  const v = r.headers.get('retry-after');
+  return v === undefined ? {} : { 'retry-after': v };
+}

@@ -1,0 +1,81 @@
+import type http from 'node:http';
+import { newId } from '../util/ids.js';
+import { ApiError, sendError, sendJson } from './api-error.js';
+import type { GatewayAuth } from './auth.js';
+import type { Backends } from './backends.js';
+import type { Capture } from './capture.js';
+import { forward, type Forwarded } from './forward.js';
+import { parseChatRequest, readBody } from './request.js';
+import type { Sessions } from './sessions.js';
+
+export interface RouteContext {
+  auth: GatewayAuth;
+  backends: Backends;
+  sessions: Sessions;
+  capture: Capture;
+}
+
+const CREATED = Math.floor(Date.now() / 1000);
+
+/** One HTTP request: /health, /v1/models, /v1/chat/completions; OpenAI-shaped errors for the rest. */
+export async function handleRequest(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
+  try {
+    if (path === '/health') return sendJson(res, 200, '{"status":"ok"}');
+    const client = ctx.auth.check(req.headers.authorization, req.socket.remoteAddress);
+    if (path === '/v1/models') {
+      if (req.method !== 'GET') throw notAllowed(req.method);
+      const data = ctx.backends.names().map((id) => ({ id, object: 'model', created: CREATED, owned_by: 'massgen-rl' }));
+      return sendJson(res, 200, JSON.stringify({ object: 'list', data }));
+    }
+    if (path === '/v1/chat/completions') {
+      if (req.method !== 'POST') throw notAllowed(req.method);
+      return await chat(ctx, req, res, client);
+    }
+    throw new ApiError(404, `no route ${req.method ?? 'GET'} ${path}`, null, 'unknown_url');
+  } catch (err) {
+    if (err instanceof ApiError) return sendError(res, err);
+    sendError(res, new ApiError(500, 'the gateway failed on this request', null, 'internal_error'));
+    throw err;
+  }
+}
+
+function notAllowed(method: string | undefined): ApiError {
+  return new ApiError(405, `method ${method ?? ''} is not allowed here`, null, 'method_not_allowed');
+}
+
+async function chat(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string): Promise<void> {
+  const startedAt = Date.now();
+  const t0 = performance.now();
+  const request = parseChatRequest(await readBody(req));
+  const backend = await ctx.backends.get(request.model);
+  const aborted = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) aborted.abort(new Error('the client closed the connection'));
+  };
+  res.on('close', onClose);
+  let forwarded: Forwarded;
+  try {
+    forwarded = await forward(backend, request, res, aborted.signal);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    // a backend that could not answer: the client gets the error, the call is captured with it
+    sendError(res, err);
+    forwarded = { status: err.status, attempts: 1, error: err.message };
+  } finally {
+    res.off('close', onClose);
+  }
+  const session = ctx.sessions.touch({
+    header: headerText(req.headers['x-session-id']), user: request.body.user, client, remote: req.socket.remoteAddress ?? '',
+  });
+  ctx.capture.add({
+    callId: newId('call'), session, agent: headerText(req.headers['x-agent-id']) ?? null, client, startedAt,
+    latencyMs: performance.now() - t0, request: request.body, backend: { name: backend.name, model: backend.model },
+    stream: request.stream, forwarded,
+  });
+}
+
+function headerText(v: string | string[] | undefined): string | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === undefined || s.trim() === '' ? undefined : s.trim();
+}

@@ -1,0 +1,71 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Runtime } from '../runtime/runtime.js';
+import { GatewayAuth } from './auth.js';
+import { Backends } from './backends.js';
+import { Capture, type CaptureStats } from './capture.js';
+import { handleRequest } from './routes.js';
+import { Sessions } from './sessions.js';
+
+export interface GatewayOptions {
+  host?: string;
+  port?: number;
+  /** Overrides gateway.session_idle_s, in ms (tests). */
+  sessionIdleMs?: number;
+  flushMs?: number;
+  batchSize?: number;
+  onError?: (err: unknown) => void;
+}
+
+export interface Gateway {
+  /** e.g. http://127.0.0.1:8330 (clients use `${url}/v1`). */
+  url: string;
+  /** No client keys: loopback clients only. */
+  open: boolean;
+  models: string[];
+  capture: CaptureStats;
+  /** Stops taking requests, lets those in flight finish, ends every session and writes every captured call. */
+  stop(): Promise<void>;
+}
+
+/** Starts the gateway on the runtime's config models; the caller keeps the runtime open until stop() resolves. */
+export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Promise<Gateway> {
+  const cfg = rt.config.gateway;
+  const host = opts.host ?? cfg.host;
+  const auth = new GatewayAuth(cfg.api_keys_env, rt.env);
+  auth.checkHost(host);
+  const idleMs = opts.sessionIdleMs ?? cfg.session_idle_s * 1000;
+  const sessions = new Sessions(idleMs);
+  const capture = new Capture(rt.store(), sessions, { flushMs: opts.flushMs ?? cfg.flush_ms, batchSize: opts.batchSize ?? cfg.batch_size, onError: opts.onError });
+  const ctx = { auth, backends: new Backends(rt), sessions, capture };
+  const inflight = new Set<Promise<void>>();
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    const done = handleRequest(ctx, req, res).catch((err: unknown) => opts.onError?.(err));
+    inflight.add(done);
+    void done.finally(() => inflight.delete(done));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? cfg.port, host, () => resolve());
+  });
+  server.on('error', (err) => opts.onError?.(err));
+  const sweep = setInterval(() => capture.sweep(), Math.max(50, Math.min(idleMs / 2, 30_000)));
+  const { address, port } = server.address() as AddressInfo;
+  const shown = address.includes(':') ? `[${address}]` : address;
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `http://${shown}:${port}`,
+    open: auth.open,
+    models: ctx.backends.names(),
+    capture: capture.stats,
+    stop: () => (stopping ??= (async () => {
+      clearInterval(sweep);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await Promise.allSettled([...inflight]);
+      server.closeAllConnections();
+      await closed;
+      await capture.close();
+    })()),
+  };
+}

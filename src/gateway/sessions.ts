@@ -1,0 +1,88 @@
+import { newId } from '../util/ids.js';
+
+/** One session's rollout while it is open. */
+export interface Session {
+  key: string;
+  rolloutId: string;
+  /** Written with the rollout's first span. */
+  metadata: Record<string, unknown>;
+  startedAt: number;
+  lastAt: number;
+  calls: number;
+  tokens: number;
+  /** Its rollout row is not written yet. */
+  fresh: boolean;
+}
+
+export interface SessionSource {
+  /** The X-Session-Id header. */
+  header?: string;
+  /** The request's `user`. */
+  user?: unknown;
+  /** Who sent it: the client key's name, and its address. */
+  client: string;
+  remote: string;
+}
+
+const MAX_ID_CHARS = 256;
+
+/**
+ * Calls grouped into sessions, each one rollout: by the X-Session-Id header, else the request's `user`,
+ * else one session per client until it has been idle for idleMs. Any session idle that long is closed
+ * (its rollout finished); a later call with the same key opens a new one.
+ */
+export class Sessions {
+  private readonly open = new Map<string, Session>();
+  /** Sessions a new one replaced after their idle time, not yet returned by close(). */
+  private ended: Session[] = [];
+
+  constructor(private readonly idleMs: number, private readonly now: () => number = Date.now) {}
+
+  /** The session of a call (opened if none is open), touched now. */
+  touch(src: SessionSource): Session {
+    const { key, metadata } = keyOf(src);
+    const now = this.now();
+    let s = this.open.get(key);
+    if (s && now - s.lastAt > this.idleMs) {
+      this.ended.push(s);
+      s = undefined;
+    }
+    if (!s) {
+      s = { key, rolloutId: newId('ro'), metadata, startedAt: now, lastAt: now, calls: 0, tokens: 0, fresh: true };
+      this.open.set(key, s);
+    }
+    s.lastAt = now;
+    s.calls++;
+    return s;
+  }
+
+  /** Removes and returns the sessions idle for longer than idleMs (all of them with `all`). */
+  close(all = false): Session[] {
+    const now = this.now();
+    const closed = this.ended;
+    this.ended = [];
+    for (const [key, s] of this.open) {
+      if (!all && now - s.lastAt <= this.idleMs) continue;
+      this.open.delete(key);
+      closed.push(s);
+    }
+    return closed;
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+}
+
+function keyOf(src: SessionSource): { key: string; metadata: Record<string, unknown> } {
+  const base = { gateway: true, client: src.client };
+  if (src.header) {
+    const id = src.header.slice(0, MAX_ID_CHARS);
+    return { key: `h\0${src.client}\0${id}`, metadata: { ...base, session: id, session_from: 'header' } };
+  }
+  if (typeof src.user === 'string' && src.user !== '') {
+    const id = src.user.slice(0, MAX_ID_CHARS);
+    return { key: `u\0${src.client}\0${id}`, metadata: { ...base, session: id, session_from: 'user' } };
+  }
+  return { key: `c\0${src.client}\0${src.remote}`, metadata: { ...base, session: null, session_from: 'idle' } };
+}

@@ -1,0 +1,224 @@
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { UserError } from '../../src/errors.js';
+import { gateway, type Gateway, type GatewayOptions } from '../../src/pipeline/gateway.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
+import type { PromptPayload } from '../../src/trace/payloads.js';
+import { tempDir } from '../helpers.js';
+import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+
+const GW_KEY = 'gw-client-key-0123456789abcdef';
+const OTHER_KEY = 'gw-other-key-0123456789abcdef';
+const BACKEND_KEY = 'backend-secret-key-abcdef0123456789';
+const ENV = { ...process.env, GW_KEY_A: GW_KEY, GW_KEY_B: OTHER_KEY, BACKEND_KEY };
+
+interface Project {
+  backend: ChatBackend;
+  loaded: LoadedConfig;
+  rt: Runtime;
+  gw: Gateway;
+  base: string;
+}
+
+const open: Project[] = [];
+afterEach(async () => {
+  for (const p of open.splice(0)) {
+    await p.gw.stop();
+    await p.rt.close();
+    await p.backend.close();
+  }
+});
+
+async function project(opts: GatewayOptions = {}, gatewayYaml = 'gateway: { api_keys_env: [GW_KEY_A, GW_KEY_B] }'): Promise<Project> {
+  const backend = await startChatBackend();
+  const yaml = `models:
+  scripted: { base_url: "${backend.baseUrl}", model: backend-model, api_key_env: BACKEND_KEY }
+  other: { base_url: "${backend.baseUrl}", model: other-model }
+agents:
+  - { id: a, model: scripted }
+${gatewayYaml}
+`;
+  const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }), env: ENV });
+  const rt = new Runtime(loaded);
+  const gw = await gateway(rt, { port: 0, flushMs: 20, ...opts });
+  const p = { backend, loaded, rt, gw, base: `${gw.url}/v1` };
+  open.push(p);
+  return p;
+}
+
+function post(p: Project, body: unknown, headers: Record<string, string> = {}, key: string | null = GW_KEY): Promise<Response> {
+  return fetch(`${p.base}/chat/completions`, {
+    method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+  });
+}
+
+const HELLO = { model: 'scripted', messages: [{ role: 'user', content: 'Say hello' }], temperature: 0 };
+
+/** The data of every event of an SSE body. */
+function events(text: string): string[] {
+  return text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice('data: '.length));
+}
+
+/** Stops the gateway (writing what it captured) and reads the gateway's rollouts with their spans. */
+async function captured(p: Project) {
+  await p.gw.stop();
+  const store = openStore(p.loaded);
+  try {
+    return store.rollouts.list().filter((r) => r.source === 'gateway').reverse()
+      .map((r) => ({ rollout: r, spans: store.spans.list(r.id).map((s) => ({ ...s, payload: s.payload as PromptPayload })) }));
+  } finally {
+    store.close();
+  }
+}
+
+describe('the gateway on a scripted backend', () => {
+  it('routes a model to its backend with its own model name and key, asks for logprobs and token ids, and strips them', async () => {
+    const p = await project();
+    const res = await post(p, HELLO);
+    expect(res.status).toBe(200);
+    const body = await res.json() as { model: string; choices: Record<string, unknown>[] };
+    expect(body.model).toBe('backend-model-served');
+    expect((body.choices[0]!.message as { content: string }).content).toBe('Hello');
+    expect(body.choices[0]!.logprobs).toBeNull();
+    expect(body.choices[0]!.token_ids).toBeUndefined();
+    expect(body).not.toHaveProperty('prompt_token_ids');
+    const seen = p.backend.seen[0]!;
+    expect(seen.authorization).toBe(`Bearer ${BACKEND_KEY}`);
+    expect(seen.body).toMatchObject({ model: 'backend-model', logprobs: true, return_token_ids: true });
+
+    const asked = await (await post(p, { ...HELLO, logprobs: true, return_token_ids: true })).json() as { choices: Record<string, unknown>[] };
+    expect((asked.choices[0]!.logprobs as { content: unknown[] }).content).toHaveLength(2);
+    expect(asked.choices[0]!.token_ids).toEqual([9906, 385]);
+
+    await post(p, { ...HELLO, model: 'other' });
+    expect(p.backend.seen[2]!.body.model).toBe('other-model');
+    expect(p.backend.seen[2]!.authorization).toBeUndefined();
+  });
+
+  it('serves /v1/models (the logical names) and /health', async () => {
+    const p = await project();
+    const models = await (await fetch(`${p.base}/models`, { headers: { authorization: `Bearer ${OTHER_KEY}` } })).json() as { data: { id: string }[] };
+    expect(models.data.map((m) => m.id)).toEqual(['scripted', 'other']);
+    const health = await fetch(`${p.gw.url}/health`);
+    expect(await health.json()).toEqual({ status: 'ok' });
+  });
+
+  it('relays a stream chunk by chunk, without what the client did not ask for', async () => {
+    const p = await project();
+    p.backend.hold();
+    const res = await post(p, { ...HELLO, stream: true });
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const reader = res.body!.getReader();
+    let text = '';
+    // the backend holds the rest of the stream: what arrives now was passed on before the stream ended
+    while (!text.includes('Hel')) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text).not.toContain('[DONE]');
+    p.backend.release();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+    const data = events(text);
+    expect(data.at(-1)).toBe('[DONE]');
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as { choices: Record<string, unknown>[]; usage?: unknown });
+    expect(chunks.map((c) => (c.choices[0]?.delta as { content?: string } | undefined)?.content ?? '').join('')).toBe('Hello');
+    expect(text).not.toContain('token_ids');
+    expect(chunks.every((c) => !c.usage && c.choices.every((x) => !x.logprobs))).toBe(true);
+    expect(p.backend.seen[0]!.body.stream_options).toEqual({ include_usage: true });
+
+    const withUsage = await (await post(p, { ...HELLO, stream: true, stream_options: { include_usage: true }, logprobs: true })).text();
+    const last = JSON.parse(events(withUsage).at(-2)!) as { choices: unknown[]; usage: { total_tokens: number } };
+    expect(last.choices).toEqual([]);
+    expect(last.usage.total_tokens).toBe(7);
+    expect(withUsage).toContain('"logprob":-0.25');
+  });
+
+  it('answers OpenAI-shaped errors: 401 without or with a wrong key, 404 for an unknown model, 400 for bad requests', async () => {
+    const p = await project();
+    const error = async (res: Response) => ((await res.json()) as { error: { message: string; type: string; param: string | null; code: string | null } }).error;
+    const none = await post(p, HELLO, {}, null);
+    expect(none.status).toBe(401);
+    expect((await error(none)).code).toBe('invalid_api_key');
+    expect((await post(p, HELLO, {}, 'wrong-key')).status).toBe(401);
+    const unknown = await post(p, { ...HELLO, model: 'nope' });
+    expect(unknown.status).toBe(404);
+    expect(await error(unknown)).toMatchObject({ param: 'model', code: 'model_not_found', type: 'invalid_request_error' });
+    const notJson = await post(p, '{"model":');
+    expect(notJson.status).toBe(400);
+    expect((await error(notJson)).type).toBe('invalid_request_error');
+    const noMessages = await post(p, { model: 'scripted', messages: [] });
+    expect(noMessages.status).toBe(400);
+    expect((await error(noMessages)).param).toBe('messages');
+    const badStream = await post(p, { ...HELLO, stream: 'yes' });
+    expect((await error(badStream)).param).toBe('stream');
+    expect((await post(p, { messages: HELLO.messages })).status).toBe(400);
+    expect(p.backend.seen).toHaveLength(0);
+  });
+
+  it('captures every call as a prompt span, grouped by X-Session-Id, then user, then client', async () => {
+    const p = await project();
+    await post(p, HELLO, { 'x-session-id': 'sess-1', 'x-agent-id': 'planner' });
+    await (await post(p, { ...HELLO, stream: true }, { 'x-session-id': 'sess-1' })).text();
+    await post(p, { ...HELLO, user: 'alice' });
+    await post(p, HELLO);
+    await post(p, HELLO, {}, OTHER_KEY);
+    const rollouts = await captured(p);
+    expect(rollouts.map((r) => [r.rollout.metadata.session, r.rollout.metadata.client, r.spans.length])).toEqual([
+      ['sess-1', 'GW_KEY_A', 2], ['alice', 'GW_KEY_A', 1], [null, 'GW_KEY_A', 1], [null, 'GW_KEY_B', 1],
+    ]);
+    expect(rollouts.every((r) => r.rollout.status === 'completed')).toBe(true);
+    expect(rollouts[0]!.rollout.tokens).toBe(14);
+    const [plain, streamed] = rollouts[0]!.spans;
+    expect(plain!).toMatchObject({ type: 'prompt', name: 'chat', agent: 'planner' });
+    expect(plain!.payload).toMatchObject({
+      request: { model: 'scripted', messages: HELLO.messages, temperature: 0 },
+      response: { content: 'Hello', tool_calls: [], finish_reason: 'stop' },
+      usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+      token_ids: [9906, 385], prompt_token_ids: [1, 2, 3, 4, 5],
+      logprobs: [{ token: 'Hel', logprob: -0.25 }, { token: 'lo', logprob: -0.5 }],
+      gateway: { client: 'GW_KEY_A', backend: 'scripted', backend_model: 'backend-model-served', stream: false, status: 200 },
+    });
+    expect(plain!.payload.latency_ms).toBeGreaterThan(0);
+    expect(plain!.payload.ttft_ms).toBeUndefined();
+    expect(streamed!.payload).toMatchObject({ response: { content: 'Hello' }, token_ids: [9906, 385], gateway: { stream: true } });
+    expect(streamed!.payload.logprobs).toHaveLength(2);
+    expect(streamed!.payload.ttft_ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it('writes nothing before its batch is due, everything on stop; no key is ever stored', async () => {
+    const p = await project({ flushMs: 60_000, batchSize: 1000 });
+    const leak = { ...HELLO, messages: [{ role: 'user', content: `my key is ${GW_KEY} and ${BACKEND_KEY}` }] };
+    for (let i = 0; i < 5; i++) await post(p, i === 0 ? leak : HELLO, { 'x-session-id': `s${i % 2}` });
+    const before = openStore(p.loaded);
+    expect(before.stats().counts.spans).toBe(0);
+    before.close();
+    const rollouts = await captured(p);
+    expect(rollouts.map((r) => r.spans.length)).toEqual([3, 2]);
+    expect(p.gw.capture).toMatchObject({ captured: 5, written: 5, pending: 0, batches: 1 });
+    expect(JSON.stringify(rollouts[0]!.spans[0]!.payload.request.messages)).toContain('my key is [REDACTED] and [REDACTED]');
+    await p.rt.close();
+    const { storePath } = p.loaded.paths;
+    for (const file of [storePath, `${storePath}-wal`].filter((f) => fs.existsSync(f))) {
+      const bytes = fs.readFileSync(file).toString('latin1');
+      expect(bytes).not.toContain(GW_KEY);
+      expect(bytes).not.toContain(BACKEND_KEY);
+    }
+  });
+
+  it('starts a new session for a client idle past the timeout', async () => {
+    const p = await project({ sessionIdleMs: 100 });
+    await post(p, HELLO);
+    await post(p, HELLO);
+    await new Promise((r) => setTimeout(r, 250));
+    await post(p, HELLO);
+    const rollouts = await captured(p);
+    expect(rollouts.map((r) => r.spans.length)).toEqual([2, 1]);
+  });
+
+  it('without client keys, serves loopback only and refuses to listen elsewhere', async () => {
+    const p = await project({}, '');
+    expect(p.gw.open).toBe(true);
+    expect((await post(p, HELLO, {}, null)).status).toBe(200);
+    await expect(gateway(p.rt, { host: '0.0.0.0', port: 0 })).rejects.toThrow(UserError);
+  });
+});

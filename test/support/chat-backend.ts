@@ -1,0 +1,86 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What the backend saw of one request. */
+export interface SeenRequest {
+  authorization: string | undefined;
+  body: Record<string, unknown>;
+}
+
+export interface ChatBackend {
+  baseUrl: string;
+  seen: SeenRequest[];
+  /** While set, a stream stops after its first content chunk until release() is called. */
+  hold(): void;
+  release(): void;
+  close(): Promise<void>;
+}
+
+const WORDS = ['Hel', 'lo'];
+const IDS = [9906, 385];
+const LOGPROBS = [-0.25, -0.5];
+
+function logprobs(i: number) {
+  return { content: [{ token: WORDS[i], logprob: LOGPROBS[i], bytes: null, top_logprobs: [] }] };
+}
+
+/**
+ * A scripted OpenAI-compatible chat backend: replies "Hello" (two tokens) whole or streamed, with
+ * logprobs and token ids (vLLM's return_token_ids) when asked, and a usage chunk when include_usage is.
+ */
+export async function startChatBackend(): Promise<ChatBackend> {
+  const seen: SeenRequest[] = [];
+  let held: { promise: Promise<void>; resolve: () => void } | undefined;
+  const server = http.createServer((req, res) => {
+    let text = '';
+    req.on('data', (c: Buffer) => (text += c.toString()));
+    req.on('end', () => void (async () => {
+      const body = JSON.parse(text) as Record<string, unknown>;
+      seen.push({ authorization: req.headers.authorization, body });
+      const lp = body.logprobs === true;
+      const ids = body.return_token_ids === true;
+      const model = `${String(body.model)}-served`;
+      const usage = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
+      if (body.stream !== true) {
+        const choice = {
+          index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop',
+          logprobs: lp ? { content: [0, 1].flatMap((i) => logprobs(i).content) } : null, ...(ids ? { token_ids: IDS } : {}),
+        };
+        const out = { id: 'cmpl-1', object: 'chat.completion', created: 1, model, choices: [choice], usage, ...(ids ? { prompt_token_ids: [1, 2, 3, 4, 5] } : {}) };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(out));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const send = (chunk: object) => res.write(`data: ${JSON.stringify({ id: 'cmpl-1', object: 'chat.completion.chunk', created: 1, model, ...chunk })}\n\n`);
+      send({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], ...(ids ? { prompt_token_ids: [1, 2, 3, 4, 5] } : {}) });
+      for (let i = 0; i < WORDS.length; i++) {
+        send({ choices: [{ index: 0, delta: { content: WORDS[i] }, finish_reason: null, logprobs: lp ? logprobs(i) : null, ...(ids ? { token_ids: [IDS[i]] } : {}) }] });
+        if (i === 0 && held) await held.promise;
+      }
+      send({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+      const options = body.stream_options as { include_usage?: boolean } | undefined;
+      if (options?.include_usage) send({ choices: [], usage });
+      res.end('data: [DONE]\n\n');
+    })());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    seen,
+    hold() {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      held = { promise, resolve };
+    },
+    release() {
+      held?.resolve();
+      held = undefined;
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}

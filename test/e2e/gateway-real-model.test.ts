@@ -1,0 +1,81 @@
+import { OpenAI } from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
+import type { PromptPayload } from '../../src/trace/payloads.js';
+import { tempDir } from '../helpers.js';
+
+// The official openai npm SDK through the gateway to the bundled model (a llama.cpp server the gateway
+// starts on the first request, as collect does). Greedy decoding: the streamed reply is the plain one.
+
+const KEY = 'gw-e2e-key-0123456789abcdef';
+const REQUEST = {
+  model: 'smol', messages: [{ role: 'user' as const, content: 'What is 2 + 3?' }], temperature: 0, seed: 7, max_tokens: 16,
+};
+
+let loaded: LoadedConfig;
+let rt: Runtime;
+let gw: Gateway;
+let client: OpenAI;
+
+beforeAll(async () => {
+  const yaml = `models:
+  smol: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", engine: llama.cpp, max_batch_size: 2 } }
+agents:
+  - { id: a, model: smol }
+gateway: { api_keys_env: [GW_E2E_KEY] }
+`;
+  loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }), env: { ...process.env, GW_E2E_KEY: KEY } });
+  rt = new Runtime(loaded);
+  gw = await gateway(rt, { port: 0, flushMs: 20 });
+  client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 180_000 });
+}, 60_000);
+
+afterAll(async () => {
+  await gw?.stop();
+  await rt?.close();
+});
+
+describe('the official openai npm SDK through the gateway to the bundled model', () => {
+  it('answers plain and streamed alike, without logprobs it did not ask for; the spans hold token ids and logprobs', async () => {
+    const plain = await client.chat.completions.create(REQUEST, { headers: { 'X-Session-Id': 'e2e' } });
+    expect(plain.object).toBe('chat.completion');
+    const content = plain.choices[0]!.message.content;
+    expect(content).toBeTruthy();
+    expect(plain.choices[0]!.logprobs ?? null).toBeNull();
+    expect(plain.choices[0]).not.toHaveProperty('token_ids');
+
+    const stream = await client.chat.completions.create({ ...REQUEST, stream: true }, { headers: { 'X-Session-Id': 'e2e' } });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.length).toBeGreaterThan(2);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe(content);
+    expect(chunks.every((c) => !c.usage && c.choices.every((x) => !x.logprobs))).toBe(true);
+
+    const models = [];
+    for await (const m of client.models.list()) models.push(m.id);
+    expect(models).toEqual(['smol']);
+
+    await gw.stop();
+    const store = openStore(loaded);
+    try {
+      const [rollout] = store.rollouts.list().filter((r) => r.source === 'gateway');
+      expect(rollout!.metadata.session).toBe('e2e');
+      const spans = store.spans.list(rollout!.id).map((s) => s.payload as PromptPayload);
+      expect(spans).toHaveLength(2);
+      for (const p of spans) {
+        expect(p.response!.content).toBe(content);
+        expect(p.token_ids!.length).toBe(p.usage.completion_tokens);
+        expect(p.logprobs!.length).toBe(p.token_ids!.length);
+        expect(p.logprobs!.every((l) => l.logprob <= 0)).toBe(true);
+        expect(p.gateway!.backend).toBe('smol');
+      }
+      expect(spans[0]!.token_ids).toEqual(spans[1]!.token_ids);
+      expect(spans[1]!.ttft_ms).toBeGreaterThan(0);
+    } finally {
+      store.close();
+    }
+  }, 300_000);
+});

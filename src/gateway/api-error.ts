@@ -23,7 +23,9 @@ export function badRequest(message: string, param: string | null, code: string |
 }
 
 /** Sends a JSON body (unless the response has begun: then the connection is closed). */
-export function sendJson(res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {},
+): void {
   if (res.headersSent) {
     res.destroy();
     return;

@@ -14,6 +14,10 @@ export function isLoopback(host: string): boolean {
   return LOOPBACK.test(host.replace(/^\[|\]$/g, ''));
 }
 
+function unauthorized(message: string): ApiError {
+  return new ApiError(401, message, null, 'invalid_api_key');
+}
+
 function sha256(text: string): Buffer {
   return crypto.createHash('sha256').update(text).digest();
 }
@@ -50,15 +54,15 @@ export class GatewayAuth {
   check(authorization: string | undefined, remote: string | undefined): string {
     if (this.open) {
       if (remote !== undefined && isLoopback(remote)) return 'loopback';
-      throw new ApiError(401, 'the gateway has no client keys and serves loopback clients only', null, 'invalid_api_key');
+      throw unauthorized('the gateway has no client keys and serves loopback clients only');
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!match) throw new ApiError(401, 'missing the API key: send Authorization: Bearer <key>', null, 'invalid_api_key');
+    if (!match) throw unauthorized('missing the API key: send Authorization: Bearer <key>');
     const digest = sha256(match[1]!);
     let found: string | undefined;
     // Every key is compared, so the time taken does not say which one matched.
     for (const k of this.keys) if (crypto.timingSafeEqual(k.digest, digest) && found === undefined) found = k.env;
-    if (found === undefined) throw new ApiError(401, 'incorrect API key', null, 'invalid_api_key');
+    if (found === undefined) throw unauthorized('incorrect API key');
     return found;
   }
 }

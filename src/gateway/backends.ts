@@ -31,7 +31,8 @@ export class Backends {
 
   get(name: string): Promise<Backend> {
     if (!Object.hasOwn(this.rt.config.models, name)) {
-      return Promise.reject(new ApiError(404, `The model \`${name}\` does not exist; models: ${this.names().join(', ')}`, 'model', 'model_not_found'));
+      const message = `The model \`${name}\` does not exist; models: ${this.names().join(', ')}`;
+      return Promise.reject(new ApiError(404, message, 'model', 'model_not_found'));
     }
     let backend = this.started.get(name);
     if (!backend) {
@@ -53,9 +54,11 @@ export class Backends {
     } catch (err) {
       throw new ApiError(503, `model ${name} is not available: ${errorMessage(err)}`, 'model', 'model_unavailable');
     }
-    const replicas = new Replicas(endpointsOf(baseUrl, 'chat/completions', apiKey), { baseBackoffMs: 250, maxBackoffMs: 10_000 });
+    const endpoints = endpointsOf(baseUrl, 'chat/completions', apiKey);
+    const replicas = new Replicas(endpoints, { baseBackoffMs: 250, maxBackoffMs: 10_000 });
     return {
-      name, model: m.model, replicas, caps: { logprobs: m.logprobs, tokenIds: m.logprobs }, timeoutMs: m.timeout_ms, maxRetries: m.max_retries,
+      name, model: m.model, replicas, caps: { logprobs: m.logprobs, tokenIds: m.logprobs },
+      timeoutMs: m.timeout_ms, maxRetries: m.max_retries,
     };
   }
 }

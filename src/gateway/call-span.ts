@@ -37,16 +37,22 @@ export function callSpan(c: CapturedCall): { span: SpanInput; tokens: number } {
     }
   }
   const request: PromptPayload['request'] = { model: c.backend.name, messages: c.request.messages as unknown[] };
-  for (const k of REQUEST_KEYS) if (c.request[k] !== undefined && c.request[k] !== null) Object.assign(request, { [k]: c.request[k] });
+  for (const k of REQUEST_KEYS) {
+    if (c.request[k] !== undefined && c.request[k] !== null) Object.assign(request, { [k]: c.request[k] });
+  }
   const gateway = {
-    client: c.client, backend: c.backend.name, backend_model: result?.model ?? c.backend.model, stream: c.stream, status: f.status,
+    client: c.client, backend: c.backend.name, backend_model: result?.model ?? c.backend.model,
+    stream: c.stream, status: f.status,
   };
   const base = { turn_id: c.callId, round: 0, attempt: f.attempts, request, latency_ms: c.latencyMs, gateway };
   const payload: PromptPayload = result && !error
     ? {
       ...base,
       response: { content: result.content, tool_calls: result.toolCalls, finish_reason: result.finishReason },
-      usage: { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens, total_tokens: result.usage.totalTokens },
+      usage: {
+        prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens,
+        total_tokens: result.usage.totalTokens,
+      },
       ...(typeof result.ttftMs === 'number' ? { ttft_ms: result.ttftMs } : {}),
       logprobs: result.logprobs,
       token_ids: result.tokenIds,

@@ -13,6 +13,8 @@ export interface CaptureStats {
   written: number;
   batches: number;
   pending: number;
+  /** Time spent making spans and writing them (ms), on the gateway's event loop between requests. */
+  writeMs: number;
 }
 
 /**
@@ -31,9 +33,11 @@ export class Capture {
   private ending: Session[] = [];
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
-  readonly stats: CaptureStats = { captured: 0, written: 0, batches: 0, pending: 0 };
+  readonly stats: CaptureStats = { captured: 0, written: 0, batches: 0, pending: 0, writeMs: 0 };
 
-  constructor(private readonly store: Store, private readonly sessions: Sessions, private readonly opts: CaptureOptions) {}
+  constructor(
+    private readonly store: Store, private readonly sessions: Sessions, private readonly opts: CaptureOptions,
+  ) {}
 
   add(call: CapturedCall): void {
     this.queue.push(call);
@@ -82,6 +86,7 @@ export class Capture {
     if (!calls.length && !ending.length && !this.dirty.size) return;
     this.queue = [];
     this.ending = [];
+    const t0 = performance.now();
     try {
       for (const call of calls) {
         const { span, tokens } = callSpan(call);
@@ -99,6 +104,8 @@ export class Capture {
       // the spans stay in their writers; the sessions are ended again by the next write
       this.ending = ending.concat(this.ending);
       throw err;
+    } finally {
+      this.stats.writeMs += performance.now() - t0;
     }
     this.dirty.clear();
     for (const s of ending) this.writers.delete(s.rolloutId);
@@ -111,7 +118,8 @@ export class Capture {
   private writer(s: Session): SpanWriter {
     let w = this.writers.get(s.rolloutId);
     if (!w) {
-      const open = s.fresh ? this.store.rollouts.prepare({ id: s.rolloutId, source: 'gateway', metadata: s.metadata }).insert : undefined;
+      const row = { id: s.rolloutId, source: 'gateway', metadata: s.metadata };
+      const open = s.fresh ? this.store.rollouts.prepare(row).insert : undefined;
       s.fresh = false;
       w = this.store.spans.writer(s.rolloutId, Number.POSITIVE_INFINITY, undefined, open);
       this.writers.set(s.rolloutId, w);

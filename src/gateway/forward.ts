@@ -8,7 +8,7 @@ import { backendBody, type ClientRequest } from './request.js';
 import { StreamRelay } from './stream-relay.js';
 import { stripBody } from './strip.js';
 
-/** What came of one forwarded call, for its span: the status, and the completion (a body to parse later, or assembled). */
+/** What came of one forwarded call, for its span: the status, the completion (a body to parse later, or assembled). */
 export interface Forwarded {
   status: number;
   attempts: number;
@@ -27,22 +27,29 @@ const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDO
  * whole completion stripped of what the client did not ask for, an error status passed on as it came.
  * A network failure before anything reached the client goes to the next replica (max_retries).
  */
-export async function forward(backend: Backend, req: ClientRequest, res: http.ServerResponse, signal: AbortSignal): Promise<Forwarded> {
+export async function forward(
+  backend: Backend, req: ClientRequest, res: http.ServerResponse, signal: AbortSignal,
+): Promise<Forwarded> {
   for (let attempts = 1; ; attempts++) {
     const pick = backend.replicas.acquire();
-    if ('waitMs' in pick) throw new ApiError(503, `every backend of ${backend.name} is down; try again in ${Math.ceil(pick.waitMs)} ms`, null, 'backend_down');
+    if ('waitMs' in pick) {
+      const message = `every backend of ${backend.name} is down; try again in ${Math.ceil(pick.waitMs)} ms`;
+      throw new ApiError(503, message, null, 'backend_down');
+    }
     const { lease } = pick;
     const relay = req.stream ? new StreamRelay(res, req.wants) : undefined;
     let r: HttpResponse;
     try {
-      r = await postJson(lease.item, backendBody(req, backend.model, backend.caps), backend.timeoutMs, signal, relay?.sink);
+      const body = backendBody(req, backend.model, backend.caps);
+      r = await postJson(lease.item, body, backend.timeoutMs, signal, relay?.sink);
     } catch (err) {
       if (signal.aborted) {
         backend.replicas.released(lease);
         relay?.end();
         return { status: 499, attempts, cancelled: true, error: 'the client closed the connection' };
       }
-      const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has((err as NodeJS.ErrnoException).code ?? '');
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has(code);
       if (retriable) backend.replicas.failed(lease);
       else backend.replicas.released(lease);
       const message = `backend ${lease.item.url.origin}: ${errorMessage(err)}`;
@@ -57,7 +64,8 @@ export async function forward(backend: Backend, req: ClientRequest, res: http.Se
       backend.replicas.succeeded(lease);
       relay.end();
       try {
-        return { status: 200, attempts, result: relay.completion.result({ latencyMs: 0, attempts, model: backend.model }) };
+        const result = relay.completion.result({ latencyMs: 0, attempts, model: backend.model });
+        return { status: 200, attempts, result };
       } catch (err) {
         return { status: 502, attempts, error: errorMessage(err) };
       }
@@ -71,7 +79,7 @@ export async function forward(backend: Backend, req: ClientRequest, res: http.Se
     else backend.replicas.succeeded(lease);
     const ok = r.status >= 200 && r.status < 300;
     sendJson(res, r.status, ok ? stripBody(r.body, req.wants) : r.body, retryAfter(r));
-    return ok ? { status: r.status, attempts, body: r.body } : { status: r.status, attempts, error: r.body.slice(0, 2000) };
+    return { status: r.status, attempts, ...(ok ? { body: r.body } : { error: r.body.slice(0, 2000) }) };
   }
 }
 

@@ -21,6 +21,10 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+function absent(v: unknown): boolean {
+  return v === undefined || v === null;
+}
+
 /** Parses and checks a request body: a 400 ApiError naming the `param` at fault. */
 export function parseChatRequest(text: string): ClientRequest {
   let body: unknown;
@@ -30,17 +34,21 @@ export function parseChatRequest(text: string): ClientRequest {
     throw badRequest('the request body is not valid JSON', null, 'invalid_json');
   }
   if (!isObject(body)) throw badRequest('the request body must be a JSON object', null);
-  if (typeof body.model !== 'string' || body.model === '') throw badRequest('you must provide a model parameter', 'model');
+  if (typeof body.model !== 'string' || body.model === '') {
+    throw badRequest('you must provide a model parameter', 'model');
+  }
   const messages = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0) throw badRequest('messages must be a non-empty array', 'messages');
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw badRequest('messages must be a non-empty array', 'messages');
+  }
   const bad = messages.findIndex((m) => !isObject(m) || typeof m.role !== 'string');
   if (bad >= 0) throw badRequest(`messages[${bad}] must be an object with a role`, `messages[${bad}]`);
   for (const key of ['stream', 'logprobs', 'return_token_ids'] as const) {
-    if (body[key] !== undefined && body[key] !== null && typeof body[key] !== 'boolean') throw badRequest(`${key} must be a boolean`, key);
+    if (!absent(body[key]) && typeof body[key] !== 'boolean') throw badRequest(`${key} must be a boolean`, key);
   }
-  if (body.tools !== undefined && body.tools !== null && !Array.isArray(body.tools)) throw badRequest('tools must be an array', 'tools');
+  if (!absent(body.tools) && !Array.isArray(body.tools)) throw badRequest('tools must be an array', 'tools');
   const options = body.stream_options;
-  if (options !== undefined && options !== null && !isObject(options)) throw badRequest('stream_options must be an object', 'stream_options');
+  if (!absent(options) && !isObject(options)) throw badRequest('stream_options must be an object', 'stream_options');
   const stream = body.stream === true;
   return {
     body, model: body.model, stream,

@@ -16,16 +16,19 @@ export interface RouteContext {
 }
 
 const CREATED = Math.floor(Date.now() / 1000);
+const OWNER = 'massgen-rl';
 
 /** One HTTP request: /health, /v1/models, /v1/chat/completions; OpenAI-shaped errors for the rest. */
-export async function handleRequest(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+export async function handleRequest(
+  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse,
+): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
   try {
     if (path === '/health') return sendJson(res, 200, '{"status":"ok"}');
     const client = ctx.auth.check(req.headers.authorization, req.socket.remoteAddress);
     if (path === '/v1/models') {
       if (req.method !== 'GET') throw notAllowed(req.method);
-      const data = ctx.backends.names().map((id) => ({ id, object: 'model', created: CREATED, owned_by: 'massgen-rl' }));
+      const data = ctx.backends.names().map((id) => ({ id, object: 'model', created: CREATED, owned_by: OWNER }));
       return sendJson(res, 200, JSON.stringify({ object: 'list', data }));
     }
     if (path === '/v1/chat/completions') {
@@ -44,7 +47,9 @@ function notAllowed(method: string | undefined): ApiError {
   return new ApiError(405, `method ${method ?? ''} is not allowed here`, null, 'method_not_allowed');
 }
 
-async function chat(ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string): Promise<void> {
+async function chat(
+  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string,
+): Promise<void> {
   const startedAt = Date.now();
   const t0 = performance.now();
   const request = parseChatRequest(await readBody(req));
@@ -66,8 +71,9 @@ async function chat(ctx: RouteContext, req: http.IncomingMessage, res: http.Serv
     res.off('close', onClose);
   }
   const session = ctx.sessions.touch({
-    header: headerText(req.headers['x-session-id']), user: request.body.user, client, remote: req.socket.remoteAddress ?? '',
-  });
+    header: headerText(req.headers['x-session-id']), user: request.body.user, client,
+    remote: req.socket.remoteAddress ?? '',
+  }, startedAt);
   ctx.capture.add({
     callId: newId('call'), session, agent: headerText(req.headers['x-agent-id']) ?? null, client, startedAt,
     latencyMs: performance.now() - t0, request: request.body, backend: { name: backend.name, model: backend.model },

@@ -36,7 +36,9 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   auth.checkHost(host);
   const idleMs = opts.sessionIdleMs ?? cfg.session_idle_s * 1000;
   const sessions = new Sessions(idleMs);
-  const capture = new Capture(rt.store(), sessions, { flushMs: opts.flushMs ?? cfg.flush_ms, batchSize: opts.batchSize ?? cfg.batch_size, onError: opts.onError });
+  const capture = new Capture(rt.store(), sessions, {
+    flushMs: opts.flushMs ?? cfg.flush_ms, batchSize: opts.batchSize ?? cfg.batch_size, onError: opts.onError,
+  });
   const ctx = { auth, backends: new Backends(rt), sessions, capture };
   const inflight = new Set<Promise<void>>();
   const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {

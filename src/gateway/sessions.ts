@@ -6,6 +6,7 @@ export interface Session {
   rolloutId: string;
   /** Written with the rollout's first span. */
   metadata: Record<string, unknown>;
+  /** Epoch ms: when its first call arrived, when its latest call ended. */
   startedAt: number;
   lastAt: number;
   calls: number;
@@ -38,8 +39,8 @@ export class Sessions {
 
   constructor(private readonly idleMs: number, private readonly now: () => number = Date.now) {}
 
-  /** The session of a call (opened if none is open), touched now. */
-  touch(src: SessionSource): Session {
+  /** The session of a call that arrived at `startedAt` and has just ended (opened if none is open). */
+  touch(src: SessionSource, startedAt: number): Session {
     const { key, metadata } = keyOf(src);
     const now = this.now();
     let s = this.open.get(key);
@@ -48,7 +49,7 @@ export class Sessions {
       s = undefined;
     }
     if (!s) {
-      s = { key, rolloutId: newId('ro'), metadata, startedAt: now, lastAt: now, calls: 0, tokens: 0, fresh: true };
+      s = { key, rolloutId: newId('ro'), metadata, startedAt, lastAt: now, calls: 0, tokens: 0, fresh: true };
       this.open.set(key, s);
     }
     s.lastAt = now;

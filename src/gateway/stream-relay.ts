@@ -23,7 +23,9 @@ export class StreamRelay {
     const assemble = this.completion.sink(status, headers);
     if (!assemble) return undefined;
     this.started = true;
-    this.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no',
+    });
     this.res.flushHeaders();
     const decoder = new TextDecoder();
     return (bytes) => {

@@ -29,9 +29,12 @@ export function strip(obj: Record<string, unknown>, wants: Wants, chunk: boolean
   return true;
 }
 
+const ADDED = /"(?:prompt_)?token_ids"|"logprobs"\s*:\s*\{/;
+
 /** A whole completion's body, stripped (unchanged text when nothing needs removing or it is not JSON). */
 export function stripBody(text: string, wants: Wants): string {
-  if (!needsStrip(wants, false)) return text;
+  // a scan is far cheaper than a parse and a re-encoding, and most backends add nothing when not asked
+  if (!needsStrip(wants, false) || !ADDED.test(text)) return text;
   try {
     const obj = JSON.parse(text) as Record<string, unknown>;
     strip(obj, wants, false);

@@ -12,7 +12,8 @@ import { tempDir } from '../helpers.js';
 
 const KEY = 'gw-e2e-key-0123456789abcdef';
 const REQUEST = {
-  model: 'smol', messages: [{ role: 'user' as const, content: 'What is 2 + 3?' }], temperature: 0, seed: 7, max_tokens: 16,
+  model: 'smol', messages: [{ role: 'user' as const, content: 'What is 2 + 3?' }],
+  temperature: 0, seed: 7, max_tokens: 16,
 };
 
 let loaded: LoadedConfig;
@@ -22,7 +23,9 @@ let client: OpenAI;
 
 beforeAll(async () => {
   const yaml = `models:
-  smol: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", engine: llama.cpp, max_batch_size: 2 } }
+  smol:
+    model: smollm2-135m-instruct
+    local: { weights: "builtin:smollm2-135m-instruct", engine: llama.cpp, max_batch_size: 2 }
 agents:
   - { id: a, model: smol }
 gateway: { api_keys_env: [GW_E2E_KEY] }
@@ -39,7 +42,7 @@ afterAll(async () => {
 });
 
 describe('the official openai npm SDK through the gateway to the bundled model', () => {
-  it('answers plain and streamed alike, without logprobs it did not ask for; the spans hold token ids and logprobs', async () => {
+  it('answers plain and streamed alike, no logprobs not asked for; spans hold token ids and logprobs', async () => {
     const plain = await client.chat.completions.create(REQUEST, { headers: { 'X-Session-Id': 'e2e' } });
     expect(plain.object).toBe('chat.completion');
     const content = plain.choices[0]!.message.content;
@@ -47,7 +50,8 @@ describe('the official openai npm SDK through the gateway to the bundled model',
     expect(plain.choices[0]!.logprobs ?? null).toBeNull();
     expect(plain.choices[0]).not.toHaveProperty('token_ids');
 
-    const stream = await client.chat.completions.create({ ...REQUEST, stream: true }, { headers: { 'X-Session-Id': 'e2e' } });
+    const session = { headers: { 'X-Session-Id': 'e2e' } };
+    const stream = await client.chat.completions.create({ ...REQUEST, stream: true }, session);
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks.length).toBeGreaterThan(2);

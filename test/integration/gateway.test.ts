@@ -31,7 +31,9 @@ afterEach(async () => {
   }
 });
 
-async function project(opts: GatewayOptions = {}, gatewayYaml = 'gateway: { api_keys_env: [GW_KEY_A, GW_KEY_B] }'): Promise<Project> {
+const WITH_KEYS = 'gateway: { api_keys_env: [GW_KEY_A, GW_KEY_B] }';
+
+async function project(opts: GatewayOptions = {}, gatewayYaml = WITH_KEYS): Promise<Project> {
   const backend = await startChatBackend();
   const yaml = `models:
   scripted: { base_url: "${backend.baseUrl}", model: backend-model, api_key_env: BACKEND_KEY }
@@ -48,10 +50,11 @@ ${gatewayYaml}
   return p;
 }
 
-function post(p: Project, body: unknown, headers: Record<string, string> = {}, key: string | null = GW_KEY): Promise<Response> {
+function post(p: Project, body: unknown, headers: Record<string, string> = {}, key: string | null = GW_KEY) {
+  const auth: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
   return fetch(`${p.base}/chat/completions`, {
     method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body),
-    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+    headers: { 'content-type': 'application/json', ...auth, ...headers },
   });
 }
 
@@ -62,20 +65,24 @@ function events(text: string): string[] {
   return text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice('data: '.length));
 }
 
+function spansOf(store: ReturnType<typeof openStore>, id: string) {
+  return store.spans.list(id).map((s) => ({ ...s, payload: s.payload as PromptPayload }));
+}
+
 /** Stops the gateway (writing what it captured) and reads the gateway's rollouts with their spans. */
 async function captured(p: Project) {
   await p.gw.stop();
   const store = openStore(p.loaded);
   try {
     return store.rollouts.list().filter((r) => r.source === 'gateway').reverse()
-      .map((r) => ({ rollout: r, spans: store.spans.list(r.id).map((s) => ({ ...s, payload: s.payload as PromptPayload })) }));
+      .map((r) => ({ rollout: r, spans: spansOf(store, r.id) }));
   } finally {
     store.close();
   }
 }
 
 describe('the gateway on a scripted backend', () => {
-  it('routes a model to its backend with its own model name and key, asks for logprobs and token ids, and strips them', async () => {
+  it('routes a model to its backend with its name and key, asks for logprobs and token ids, strips them', async () => {
     const p = await project();
     const res = await post(p, HELLO);
     expect(res.status).toBe(200);
@@ -89,7 +96,8 @@ describe('the gateway on a scripted backend', () => {
     expect(seen.authorization).toBe(`Bearer ${BACKEND_KEY}`);
     expect(seen.body).toMatchObject({ model: 'backend-model', logprobs: true, return_token_ids: true });
 
-    const asked = await (await post(p, { ...HELLO, logprobs: true, return_token_ids: true })).json() as { choices: Record<string, unknown>[] };
+    const askedRes = await post(p, { ...HELLO, logprobs: true, return_token_ids: true });
+    const asked = await askedRes.json() as { choices: Record<string, unknown>[] };
     expect((asked.choices[0]!.logprobs as { content: unknown[] }).content).toHaveLength(2);
     expect(asked.choices[0]!.token_ids).toEqual([9906, 385]);
 
@@ -100,7 +108,8 @@ describe('the gateway on a scripted backend', () => {
 
   it('serves /v1/models (the logical names) and /health', async () => {
     const p = await project();
-    const models = await (await fetch(`${p.base}/models`, { headers: { authorization: `Bearer ${OTHER_KEY}` } })).json() as { data: { id: string }[] };
+    const listed = await fetch(`${p.base}/models`, { headers: { authorization: `Bearer ${OTHER_KEY}` } });
+    const models = await listed.json() as { data: { id: string }[] };
     expect(models.data.map((m) => m.id)).toEqual(['scripted', 'other']);
     const health = await fetch(`${p.gw.url}/health`);
     expect(await health.json()).toEqual({ status: 'ok' });
@@ -120,29 +129,34 @@ describe('the gateway on a scripted backend', () => {
     for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
     const data = events(text);
     expect(data.at(-1)).toBe('[DONE]');
-    const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as { choices: Record<string, unknown>[]; usage?: unknown });
-    expect(chunks.map((c) => (c.choices[0]?.delta as { content?: string } | undefined)?.content ?? '').join('')).toBe('Hello');
+    type Chunk = { choices: { delta?: { content?: string }; logprobs?: unknown }[]; usage?: unknown };
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as Chunk);
+    expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('Hello');
     expect(text).not.toContain('token_ids');
     expect(chunks.every((c) => !c.usage && c.choices.every((x) => !x.logprobs))).toBe(true);
     expect(p.backend.seen[0]!.body.stream_options).toEqual({ include_usage: true });
 
-    const withUsage = await (await post(p, { ...HELLO, stream: true, stream_options: { include_usage: true }, logprobs: true })).text();
+    const usageAsked = { ...HELLO, stream: true, stream_options: { include_usage: true }, logprobs: true };
+    const withUsage = await (await post(p, usageAsked)).text();
     const last = JSON.parse(events(withUsage).at(-2)!) as { choices: unknown[]; usage: { total_tokens: number } };
     expect(last.choices).toEqual([]);
     expect(last.usage.total_tokens).toBe(7);
     expect(withUsage).toContain('"logprob":-0.25');
   });
 
-  it('answers OpenAI-shaped errors: 401 without or with a wrong key, 404 for an unknown model, 400 for bad requests', async () => {
+  it('answers OpenAI-shaped errors: 401 without a key or a wrong one, 404 unknown model, 400 bad request', async () => {
     const p = await project();
-    const error = async (res: Response) => ((await res.json()) as { error: { message: string; type: string; param: string | null; code: string | null } }).error;
+    type Body = { error: { message: string; type: string; param: string | null; code: string | null } };
+    const error = async (res: Response) => ((await res.json()) as Body).error;
     const none = await post(p, HELLO, {}, null);
     expect(none.status).toBe(401);
     expect((await error(none)).code).toBe('invalid_api_key');
     expect((await post(p, HELLO, {}, 'wrong-key')).status).toBe(401);
     const unknown = await post(p, { ...HELLO, model: 'nope' });
     expect(unknown.status).toBe(404);
-    expect(await error(unknown)).toMatchObject({ param: 'model', code: 'model_not_found', type: 'invalid_request_error' });
+    expect(await error(unknown)).toMatchObject({
+      param: 'model', code: 'model_not_found', type: 'invalid_request_error',
+    });
     const notJson = await post(p, '{"model":');
     expect(notJson.status).toBe(400);
     expect((await error(notJson)).type).toBe('invalid_request_error');
@@ -176,11 +190,15 @@ describe('the gateway on a scripted backend', () => {
       usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
       token_ids: [9906, 385], prompt_token_ids: [1, 2, 3, 4, 5],
       logprobs: [{ token: 'Hel', logprob: -0.25 }, { token: 'lo', logprob: -0.5 }],
-      gateway: { client: 'GW_KEY_A', backend: 'scripted', backend_model: 'backend-model-served', stream: false, status: 200 },
+      gateway: {
+        client: 'GW_KEY_A', backend: 'scripted', backend_model: 'backend-model-served', stream: false, status: 200,
+      },
     });
     expect(plain!.payload.latency_ms).toBeGreaterThan(0);
     expect(plain!.payload.ttft_ms).toBeUndefined();
-    expect(streamed!.payload).toMatchObject({ response: { content: 'Hello' }, token_ids: [9906, 385], gateway: { stream: true } });
+    expect(streamed!.payload).toMatchObject({
+      response: { content: 'Hello' }, token_ids: [9906, 385], gateway: { stream: true },
+    });
     expect(streamed!.payload.logprobs).toHaveLength(2);
     expect(streamed!.payload.ttft_ms).toBeGreaterThanOrEqual(0);
   });
@@ -195,7 +213,8 @@ describe('the gateway on a scripted backend', () => {
     const rollouts = await captured(p);
     expect(rollouts.map((r) => r.spans.length)).toEqual([3, 2]);
     expect(p.gw.capture).toMatchObject({ captured: 5, written: 5, pending: 0, batches: 1 });
-    expect(JSON.stringify(rollouts[0]!.spans[0]!.payload.request.messages)).toContain('my key is [REDACTED] and [REDACTED]');
+    const stored = JSON.stringify(rollouts[0]!.spans[0]!.payload.request.messages);
+    expect(stored).toContain('my key is [REDACTED] and [REDACTED]');
     await p.rt.close();
     const { storePath } = p.loaded.paths;
     for (const file of [storePath, `${storePath}-wal`].filter((f) => fs.existsSync(f))) {

@@ -41,21 +41,26 @@ export async function startChatBackend(): Promise<ChatBackend> {
       const ids = body.return_token_ids === true;
       const model = `${String(body.model)}-served`;
       const usage = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
+      const promptIds = ids ? { prompt_token_ids: [1, 2, 3, 4, 5] } : {};
       if (body.stream !== true) {
         const choice = {
           index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop',
-          logprobs: lp ? { content: [0, 1].flatMap((i) => logprobs(i).content) } : null, ...(ids ? { token_ids: IDS } : {}),
+          logprobs: lp ? { content: [0, 1].flatMap((i) => logprobs(i).content) } : null,
+          ...(ids ? { token_ids: IDS } : {}),
         };
-        const out = { id: 'cmpl-1', object: 'chat.completion', created: 1, model, choices: [choice], usage, ...(ids ? { prompt_token_ids: [1, 2, 3, 4, 5] } : {}) };
+        const out = { id: 'cmpl-1', object: 'chat.completion', created: 1, model, choices: [choice], usage };
+        Object.assign(out, promptIds);
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(out));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const send = (chunk: object) => res.write(`data: ${JSON.stringify({ id: 'cmpl-1', object: 'chat.completion.chunk', created: 1, model, ...chunk })}\n\n`);
-      send({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], ...(ids ? { prompt_token_ids: [1, 2, 3, 4, 5] } : {}) });
+      const head = { id: 'cmpl-1', object: 'chat.completion.chunk', created: 1, model };
+      const send = (chunk: object) => res.write(`data: ${JSON.stringify({ ...head, ...chunk })}\n\n`);
+      send({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], ...promptIds });
       for (let i = 0; i < WORDS.length; i++) {
-        send({ choices: [{ index: 0, delta: { content: WORDS[i] }, finish_reason: null, logprobs: lp ? logprobs(i) : null, ...(ids ? { token_ids: [IDS[i]] } : {}) }] });
+        const extra = { logprobs: lp ? logprobs(i) : null, ...(ids ? { token_ids: [IDS[i]] } : {}) };
+        send({ choices: [{ index: 0, delta: { content: WORDS[i] }, finish_reason: null, ...extra }] });
         if (i === 0 && held) await held.promise;
       }
       send({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });

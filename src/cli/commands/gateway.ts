@@ -10,16 +10,18 @@ interface GatewayFlags {
 
 function parsePort(value: string): number {
   const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65535) throw new InvalidArgumentError('a port number from 0 to 65535 (0 picks a free one)');
+  if (!/^\d+$/.test(value) || port > 65535) {
+    throw new InvalidArgumentError('a port number from 0 to 65535 (0 picks a free one)');
+  }
   return port;
 }
 
 export const registerGateway: Register = (program, ctx) => {
   program
     .command('gateway')
-    .description('an OpenAI-compatible endpoint for your own agents that routes to the config models and captures every call (Ctrl-C stops)')
+    .description('an OpenAI-compatible endpoint for your own agents: routes to the config models, captures every call')
     .option('--host <h>', 'address to listen on (default: gateway.host, 127.0.0.1)')
-    .option('--port <n>', `port to listen on; 0 picks a free one (default: gateway.port, ${DEFAULT_GATEWAY_PORT})`, parsePort)
+    .option('--port <n>', `port; 0 picks a free one (default: gateway.port, ${DEFAULT_GATEWAY_PORT})`, parsePort)
     .action(async (flags: GatewayFlags) => {
       const { ui, runtime } = ctx();
       const { gateway } = await import('../../pipeline/gateway.js');
@@ -32,7 +34,8 @@ export const registerGateway: Register = (program, ctx) => {
         const gw = await gateway(rt, {
           host: flags.host, port: flags.port, onError: (err) => ui.warn(`gateway: ${errorMessage(err)}`),
         });
-        if (ui.opts.json) ui.json({ ok: true, baseUrl: `${gw.url}/v1`, models: gw.models, auth: gw.open ? 'loopback-only' : 'keys' });
+        const auth = gw.open ? 'loopback-only' : 'keys';
+        if (ui.opts.json) ui.json({ ok: true, baseUrl: `${gw.url}/v1`, models: gw.models, auth });
         else {
           ui.print(`${gw.url}/v1`);
           ui.info(`models: ${gw.models.join(', ')}`);

@@ -1,0 +1,140 @@
+// The gateway against the same backend direct: a zero-latency stub backend (its own process) isolates
+// what the gateway adds. Latency at concurrency 1 (plain and streamed), throughput at concurrency 64,
+// direct and through the gateway interleaved round by round; the gateway captures every call, and its
+// capture rate is its rows written over the time spent writing them.
+import { fork } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { jsonEndpoint, postJson } from '../dist/llm/http.js';
+import { parseBenchArgs } from './lib/cli-args.mjs';
+import { headline, progress, writeResult } from './lib/report.mjs';
+import { median, percentile, roundTo } from './lib/stats.mjs';
+import { startStub } from './lib/stub-openai.mjs';
+import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
+
+const KEY = 'bench-gateway-key-0123456789abcdef';
+const SIZES = {
+  full: { latencyRequests: 2000, throughputSeconds: 6, rounds: 3, concurrency: 64 },
+  quick: { latencyRequests: 300, throughputSeconds: 2, rounds: 2, concurrency: 64 },
+};
+const MESSAGES = [
+  { role: 'system', content: 'You are a careful assistant. Answer with the final number on its own line.' },
+  { role: 'user', content: 'A train leaves at 3 pm and travels 120 km at 80 km/h. What is 17 + 25? Explain briefly.' },
+];
+
+function startGatewayProcess(dir) {
+  const child = fork(fileURLToPath(new URL('./lib/gateway-child.mjs', import.meta.url)), [dir], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, BENCH_GW_KEY: KEY },
+  });
+  const next = () => new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`the gateway exited (${code})`)));
+  });
+  return next().then(({ url }) => ({
+    baseUrl: `${url}/v1`,
+    stats: () => (child.send('stats'), next()),
+    stop: () => (child.send('stop'), next()),
+  }));
+}
+
+function client(baseUrl) {
+  const endpoint = jsonEndpoint(new URL(`${baseUrl}/chat/completions`), { authorization: `Bearer ${KEY}` });
+  const plain = JSON.stringify({ model: 'stub', messages: MESSAGES, temperature: 0, max_tokens: 32 });
+  const streamed = JSON.stringify({ model: 'stub', messages: MESSAGES, temperature: 0, max_tokens: 32, stream: true });
+  return async (stream) => {
+    const t0 = performance.now();
+    const sink = stream ? () => () => {} : undefined;
+    const res = await postJson(endpoint, stream ? streamed : plain, 30_000, undefined, sink);
+    if (res.status !== 200) throw new Error(`${baseUrl} answered ${res.status}: ${res.body.slice(0, 200)}`);
+    return performance.now() - t0;
+  };
+}
+
+async function latencies(send, n, stream) {
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(await send(stream));
+  return out;
+}
+
+async function throughput(send, concurrency, seconds) {
+  let done = 0;
+  const t0 = performance.now();
+  const deadline = t0 + seconds * 1000;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < deadline) {
+      await send(false);
+      done++;
+    }
+  }));
+  return done / ((performance.now() - t0) / 1000);
+}
+
+function latencyFigures(ms) {
+  return { p50: roundTo(percentile(ms, 0.5), 3), p99: roundTo(percentile(ms, 0.99), 3), n: ms.length };
+}
+
+async function main() {
+  const args = parseBenchArgs();
+  const size = args.quick ? SIZES.quick : SIZES.full;
+  const dir = makeTempDir('gateway-bench');
+  const stub = await startStub();
+  fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), `models:
+  stub: { base_url: "${stub.baseUrl}", model: stub-model, max_retries: 0 }
+agents:
+  - { id: a, model: stub }
+gateway: { api_keys_env: [BENCH_GW_KEY] }
+`);
+  const gw = await startGatewayProcess(dir);
+  const targets = { direct: client(stub.baseUrl), gateway: client(gw.baseUrl) };
+  try {
+    for (const send of Object.values(targets)) await latencies(send, 50, false); // warm-up: connections, JIT
+    const samples = { direct: { plain: [], stream: [], rps: [] }, gateway: { plain: [], stream: [], rps: [] } };
+    for (let round = 0; round < size.rounds; round++) {
+      for (const [name, send] of Object.entries(targets)) {
+        const s = samples[name];
+        s.plain.push(...(await latencies(send, size.latencyRequests, false)));
+        s.stream.push(...(await latencies(send, size.latencyRequests, true)));
+        s.rps.push(await throughput(send, size.concurrency, size.throughputSeconds));
+        const rps = `${Math.round(s.rps.at(-1))} req/s at c${size.concurrency}`;
+        progress(`round ${round + 1}/${size.rounds} ${name.padEnd(8)} p50 ${roundTo(median(s.plain), 3)} ms, ${rps}`);
+      }
+    }
+    const final = await gw.stop();
+    const fig = (name) => ({
+      plain: latencyFigures(samples[name].plain), stream: latencyFigures(samples[name].stream),
+      rps: roundTo(median(samples[name].rps), 1),
+    });
+    const direct = fig('direct');
+    const through = fig('gateway');
+    const added = {
+      p50Ms: roundTo(through.plain.p50 - direct.plain.p50, 3), p99Ms: roundTo(through.plain.p99 - direct.plain.p99, 3),
+      streamP50Ms: roundTo(through.stream.p50 - direct.stream.p50, 3),
+    };
+    const ratio = roundTo(through.rps / direct.rps, 3);
+    const rowsPerSec = Math.round(final.stats.written / (final.stats.writeMs / 1000));
+    const capture = { ...final.stats, stopMs: roundTo(final.stopMs, 1), rowsPerSec };
+    writeResult(args.out, {
+      name: 'gateway', quick: args.quick, params: size, direct, gateway: through, added, throughputRatio: ratio,
+      capture,
+      headline: [
+        headline('added p50 latency (plain, c1)', added.p50Ms, 'ms', 2),
+        headline('added p99 latency (plain, c1)', added.p99Ms, 'ms'),
+        headline('added p50 latency (streamed, c1)', added.streamP50Ms, 'ms', 2),
+        headline(`direct req/s (c${size.concurrency})`, direct.rps, 'req/s'),
+        headline(`gateway req/s (c${size.concurrency})`, through.rps, 'req/s'),
+        {
+          label: `gateway / direct throughput (c${size.concurrency})`, value: ratio, unit: 'x',
+          target: '>= 0.9', ok: ratio >= 0.9,
+        },
+        headline('capture rows/s (span build + write)', capture.rowsPerSec, 'rows/s'),
+        headline('calls captured (all written on stop)', capture.written, 'calls'),
+      ],
+    });
+  } finally {
+    await stub.stop();
+    removeTempDir(dir);
+  }
+}
+
+await main();

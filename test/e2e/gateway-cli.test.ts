@@ -60,8 +60,8 @@ agents:
       const [rollout, ...others] = store.rollouts.list();
       expect(others).toHaveLength(0);
       expect(rollout).toMatchObject({ source: 'gateway', status: 'completed', messages: 2 });
-      const replies = store.spans.list(rollout!.id).map((s) => (s.payload as { response: { content: string } }).response);
-      expect(replies.map((r) => r.content)).toEqual(['Hello', 'Hello']);
+      const payloads = store.spans.list(rollout!.id).map((s) => s.payload as { response: { content: string } });
+      expect(payloads.map((p) => p.response.content)).toEqual(['Hello', 'Hello']);
     } finally {
       store.close();
     }

@@ -1,6 +1,6 @@
 import type { Store, StoredTask } from '../store/index.js';
 import { toReward } from '../store/rewards.js';
-import { EVAL_SOURCE, toRollout } from '../store/rollouts.js';
+import { EVAL_SOURCE, GATEWAY_SOURCE, toRollout } from '../store/rollouts.js';
 import type { Reward, Rollout } from '../trace/records.js';
 import { groupBy, inListQuery } from '../store/query.js';
 
@@ -56,7 +56,10 @@ export class TraceReader {
     this.watermark = after;
     const db = store.db;
     // Evaluation rollouts never become training data (they would leak the eval split into training).
-    this.page = db.prepare(`SELECT * FROM rollouts WHERE num > ? AND source <> '${EVAL_SOURCE}' ORDER BY num LIMIT ?`);
+    // Captured gateway sessions are not read yet: they have no task or reward, and an open session,
+    // still running, would hold the watermark back for as long as its agents keep calling.
+    this.page = db.prepare(`SELECT * FROM rollouts WHERE num > ? AND source NOT IN ('${EVAL_SOURCE}', '${GATEWAY_SOURCE}')
+      ORDER BY num LIMIT ?`);
     this.spanAt = db.prepare(`SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id = ? AND seq = ?`).raw(true);
     const types = coordinationOnly ? "type = 'coordination'" : "type IN ('prompt', 'coordination')";
     this.spansOf = inListQuery(db, `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) AND ${types} ORDER BY rollout_id, seq`, true);

@@ -1,4 +1,5 @@
 import type { SpanWriter, Store } from '../store/index.js';
+import { GATEWAY_SOURCE } from '../store/rollouts.js';
 import { callSpan, type CapturedCall } from './call-span.js';
 import type { Session, Sessions } from './sessions.js';
 
@@ -118,7 +119,7 @@ export class Capture {
   private writer(s: Session): SpanWriter {
     let w = this.writers.get(s.rolloutId);
     if (!w) {
-      const row = { id: s.rolloutId, source: 'gateway', metadata: s.metadata };
+      const row = { id: s.rolloutId, source: GATEWAY_SOURCE, metadata: s.metadata };
       const open = s.fresh ? this.store.rollouts.prepare(row).insert : undefined;
       s.fresh = false;
       w = this.store.spans.writer(s.rolloutId, Number.POSITIVE_INFINITY, undefined, open);

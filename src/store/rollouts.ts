@@ -15,6 +15,9 @@ interface RolloutRaw {
 /** The source of rollouts an evaluation records. */
 export const EVAL_SOURCE = 'eval';
 
+/** The source of the rollouts `massgen-rl gateway` captures: one per session of outside agents. */
+export const GATEWAY_SOURCE = 'gateway';
+
 export class RolloutRepository {
   private readonly insert;
   private readonly update;

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { TraceReader } from '../../src/datasets/read-traces.js';
 import { UserError } from '../../src/errors.js';
 import { gateway, type Gateway, type GatewayOptions } from '../../src/pipeline/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
@@ -221,6 +222,23 @@ describe('the gateway on a scripted backend', () => {
       const bytes = fs.readFileSync(file).toString('latin1');
       expect(bytes).not.toContain(GW_KEY);
       expect(bytes).not.toContain(BACKEND_KEY);
+    }
+  });
+
+  it('leaves its sessions out of datasets: an open one holds back no later collect rollout', async () => {
+    const p = await project();
+    await post(p, HELLO, { 'x-session-id': 'open' });
+    while (p.gw.capture.written < 1) await new Promise((r) => setTimeout(r, 10));
+    const store = openStore(p.loaded);
+    try {
+      expect(store.rollouts.list()[0]).toMatchObject({ source: 'gateway', status: 'running' });
+      const id = store.rollouts.start({ source: 'collect' });
+      store.rollouts.finish(id, { status: 'completed' });
+      const reader = new TraceReader(store, 0);
+      expect([...reader.pages()].flat().map((t) => t.rollout.id)).toEqual([id]);
+      expect(reader.stoppedAt).toBeNull();
+    } finally {
+      store.close();
     }
   });
 

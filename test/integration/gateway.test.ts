@@ -9,6 +9,7 @@ import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';
 import { tempDir } from '../helpers.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+import { freshPostgresUrl } from '../support/postgres.js';
 
 const GW_KEY = 'gw-client-key-0123456789abcdef';
 const OTHER_KEY = 'gw-other-key-0123456789abcdef';
@@ -223,6 +224,18 @@ describe('the gateway on a scripted backend', () => {
       expect(bytes).not.toContain(GW_KEY);
       expect(bytes).not.toContain(BACKEND_KEY);
     }
+  });
+
+  it('captures into a PostgreSQL store the same way, in batches', async () => {
+    const p = await project({ batchSize: 2 }, `${WITH_KEYS}\nstore: { url: "${freshPostgresUrl()}" }`);
+    for (let i = 0; i < 5; i++) {
+      await (await post(p, i % 2 ? { ...HELLO, stream: true } : HELLO, { 'x-session-id': `s${i % 2}` })).text();
+    }
+    const rollouts = await captured(p);
+    expect(rollouts.map((r) => [r.rollout.metadata.session, r.rollout.status, r.spans.length])).toEqual([
+      ['s0', 'completed', 3], ['s1', 'completed', 2],
+    ]);
+    expect(rollouts[1]!.spans.map((s) => s.payload.token_ids)).toEqual([[9906, 385], [9906, 385]]);
   });
 
   it('leaves its sessions out of datasets: an open one holds back no later collect rollout', async () => {

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from 'commander';
 import { UserError } from '../errors.js';
 
 /** The most rows a listing flag (--limit) asks for. */
@@ -27,4 +28,11 @@ export function positiveInt(flag: string, v: string | undefined, max: number): n
   }
   if (n > max) throw new UserError(`${flag} ${v}: at most ${max}`);
   return n;
+}
+
+/** A commander parser for --port: a whole number from 0 to 65535 (0 picks a free one). */
+export function portFlag(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535) throw new InvalidArgumentError('a port number from 0 to 65535 (0 picks a free one)');
+  return port;
 }

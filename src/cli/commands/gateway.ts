@@ -1,6 +1,8 @@
-import { InvalidArgumentError } from 'commander';
+import { once } from 'node:events';
 import { DEFAULT_GATEWAY_PORT } from '../../config/schema.js';
 import { errorMessage } from '../../errors.js';
+import { portFlag } from '../flags.js';
+import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 
 interface GatewayFlags {
@@ -8,29 +10,17 @@ interface GatewayFlags {
   port?: number;
 }
 
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65535) {
-    throw new InvalidArgumentError('a port number from 0 to 65535 (0 picks a free one)');
-  }
-  return port;
-}
-
 export const registerGateway: Register = (program, ctx) => {
   program
     .command('gateway')
     .description('an OpenAI-compatible endpoint for your own agents: routes to the config models, captures every call')
     .option('--host <h>', 'address to listen on (default: gateway.host, 127.0.0.1)')
-    .option('--port <n>', `port; 0 picks a free one (default: gateway.port, ${DEFAULT_GATEWAY_PORT})`, parsePort)
+    .option('--port <n>', `port; 0 picks a free one (default: gateway.port, ${DEFAULT_GATEWAY_PORT})`, portFlag)
     .action(async (flags: GatewayFlags) => {
       const { ui, runtime } = ctx();
       const { gateway } = await import('../../pipeline/gateway.js');
       const rt = await runtime();
-      const stopRequested = new AbortController();
-      const onSignal = () => stopRequested.abort();
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-      try {
+      await withInterrupt(ui, 'stopping: finishing requests in flight, writing captured calls', async (signal) => {
         const gw = await gateway(rt, {
           host: flags.host, port: flags.port, onError: (err) => ui.warn(`gateway: ${errorMessage(err)}`),
         });
@@ -44,16 +34,9 @@ export const registerGateway: Register = (program, ctx) => {
             : 'clients authenticate with Authorization: Bearer <key> (gateway.api_keys_env)');
           ui.info('Ctrl-C stops the gateway');
         }
-        await new Promise<void>((resolve) => {
-          if (stopRequested.signal.aborted) resolve();
-          stopRequested.signal.addEventListener('abort', () => resolve(), { once: true });
-        });
-        ui.info('stopping: finishing requests in flight, writing captured calls');
+        if (!signal.aborted) await once(signal, 'abort');
         await gw.stop();
         ui.info(`gateway stopped (${gw.capture.written} calls captured)`);
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+      });
     });
 };

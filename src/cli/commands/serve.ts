@@ -1,7 +1,8 @@
-import { InvalidArgumentError, Option } from 'commander';
+import { Option } from 'commander';
 import { DEFAULT_SERVE_PORT, SERVE_ENGINES } from '../../config/schema.js';
 import type { ServeEngine } from '../../pipeline/serve.js';
 import { UserError } from '../../errors.js';
+import { portFlag } from '../flags.js';
 import type { Register } from '../register.js';
 
 interface ServeFlags {
@@ -12,19 +13,13 @@ interface ServeFlags {
   engine?: ServeEngine;
 }
 
-function parsePort(value: string): number {
-  const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65535) throw new InvalidArgumentError('a port number from 0 to 65535 (0 picks a free one)');
-  return port;
-}
-
 export const registerServe: Register = (program, ctx) => {
   program
     .command('serve')
     .description('serve local weights over an OpenAI-compatible API, in the foreground (Ctrl-C stops)')
     .option('--model <name>', 'the config model to serve (default: the first with local weights)')
     .option('--weights <ref>', 'builtin:<name>, resource:<name>[@version] or a model/adapter folder (overrides local.weights)')
-    .option('--port <n>', `port to listen on; 0 picks a free one (default: local.port, else ${DEFAULT_SERVE_PORT})`, parsePort)
+    .option('--port <n>', `port to listen on; 0 picks a free one (default: local.port, else ${DEFAULT_SERVE_PORT})`, portFlag)
     .option('--host <h>', 'address to listen on (default: local.host)')
     .addOption(new Option('--engine <name>', 'llama.cpp, transformers or vllm (default: local.engine, auto)').choices([...SERVE_ENGINES]))
     .action(async (flags: ServeFlags) => {

@@ -87,9 +87,9 @@ launched instead (see vllm_backend.py); the events are the same. Started on an a
 runtime LoRA endpoints on (room for a second adapter), but not /v1/set_default_adapter: NAME stays on
 the adapter it started with.
 
-Modules: `server` (the flags and the engines' lifecycles), `engines` (which engine), `app` (HTTP routes and
-request handling), `openai_api` (the wire format), `sampling` (rows, seeds, the sampled distribution),
-`batching` (micro-batching), `engine` (the transformers decoding loop), `llama_engine` (the llama.cpp engine),
+Modules: `server` (the flags and the engines' lifecycles), `engines` (which engine), `app` (the routes and
+request handling), `http_server` (the threaded HTTP server and its handler), `openai_api` (the wire format),
+`sampling` (rows, seeds, the sampled distribution), `batching` (micro-batching), `engine` (the transformers decoding loop), `llama_engine` (the llama.cpp engine),
 `llama_context` (llama.cpp's bindings), `chat` (a request made ready: template, rows, grammar), `chat_stream`
 and `text_stream` (streamed chunks), `tool_calls` and `request_tools` (the tool format and fields), `grammar`
 (llama.cpp's grammar sampler as a token filter), `continuous` and `seq` (continuous batching), `gguf_files` (GGUF copies

@@ -11,9 +11,10 @@ from typing import Any
 
 from ..models.folder import inspect_model_folder
 from ..protocol import ScriptError, emit, log, progress
-from .app import App, make_http_server
+from .app import App
 from .engines import ENGINES, choose_engine, llama_cpp_available, open_local_engine
 from .gguf_files import WEIGHT_TYPES
+from .http_server import make_http_server
 from .lifecycle import Lifecycle, StopRequested
 from .openai_api import ApiError
 from .vllm_backend import build_vllm_command, cuda_device_count, free_port, run_server_process, url_host, vllm_env, vllm_version

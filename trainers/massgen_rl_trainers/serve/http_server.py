@@ -1,50 +1,34 @@
-"""The HTTP plumbing of `serve`: the threaded server and its handler, which turns requests into App calls (app.py)
-and their results into JSON responses or server-sent events."""
+"""The HTTP side of `serve`: the threaded server, one handler thread per connection within the connection limits,
+and the routes, which turn requests into App calls (app.py) and their results into JSON or server-sent events (the
+HTTP mechanics under the limits: http_transport.py)."""
 
 from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..protocol import ScriptError, log
 from .app import POST_PATHS, App
+from .batching import ShuttingDown
+from .http_transport import Transport
+from .json_body import decode_body
+from .limits import Limits, Slots, refuse
 from .openai_api import ApiError, error_body
 
-MAX_BODY_BYTES = 32 * 1024 * 1024
 
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "massgen-rl-serve"
+class _Handler(Transport):
     server: "_HttpServer"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        pass  # requests are logged by do_POST; health polls would only be noise
-
-    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, close: bool = False) -> None:
-        data = json.dumps(payload, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            if close:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
 
     def _send_events(self, chunks: Any) -> None:
         """Server-sent events, one HTTP chunk each, then `data: [DONE]`. An error after the first chunk is sent
-        as an error event; a client that goes away stops the generation (the iterator is closed)."""
+        as an error event; a client that goes away, or does not read for --write-timeout-s, stops the generation
+        (the iterator is closed, which frees its rows)."""
+        self.rfile.end()
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
@@ -56,7 +40,9 @@ class _Handler(BaseHTTPRequestHandler):
                     self._event(json.dumps(chunk, ensure_ascii=False, allow_nan=False))
             except ApiError as exc:
                 self._event(json.dumps(exc.body()))
-            except (BrokenPipeError, ConnectionResetError):
+            except ShuttingDown as exc:
+                self._event(json.dumps(ApiError(503, str(exc)).body()))
+            except OSError:
                 raise
             except Exception as exc:  # a generation failure mid-stream: the client gets it as an error event
                 traceback.print_exc()
@@ -64,54 +50,54 @@ class _Handler(BaseHTTPRequestHandler):
             self._event("[DONE]")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, TimeoutError, OSError):
+        except OSError:
             self.close_connection = True
         finally:
             chunks.close()
 
     def _event(self, data: str) -> None:
-        payload = f"data: {data}\n\n".encode("utf-8")
+        payload = f"data: {data}\n\n".encode("utf-8", "backslashreplace")
         self.wfile.write(f"{len(payload):x}\r\n".encode("ascii") + payload + b"\r\n")
         self.wfile.flush()
 
-    def _error(self, exc: ApiError, close: bool = False) -> None:
-        self._send(exc.status, exc.body(), close=close)
-
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        close = not self._skip_body()
         app = self.server.app
-        path = urlsplit(self.path).path.rstrip("/")
+        path = self._path()
         if path == "/health":
-            self._send(*app.health())
+            status, payload = app.health()
         elif path == "/v1/models":
-            self._send(200, app.models())
+            status, payload = 200, app.models()
         elif path == "/stats":
-            self._send(200, app.stats())
+            status, payload = 200, app.stats()
         else:
-            self._error(ApiError(404, f"no route GET {path or '/'}", code="not_found"))
+            status, payload = 404, ApiError(404, f"no route GET {path or '/'}", code="not_found").body()
+        self._send(status, payload, close=close)
 
     def do_POST(self) -> None:  # noqa: N802
         started = time.monotonic()
         app = self.server.app
-        path = urlsplit(self.path).path.rstrip("/")
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            self._error(ApiError(411, "a Content-Length header is required"), close=True)
+        path = self._path()
+        try:
+            length = self._body_length()
+            raw = self.rfile.read(length)
+        except ApiError as exc:
+            self._error(exc, close=True)
             return
-        if int(length) > MAX_BODY_BYTES:
-            self._error(ApiError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes"), close=True)
+        except TimeoutError:
+            self._error(ApiError(408, f"the request body did not arrive within {self.server.limits.request_timeout_s} "
+                                      "seconds (--request-timeout-s)", code="request_timeout"), close=True)
             return
-        raw = self.rfile.read(int(length))
+        if len(raw) < length:  # the client closed before sending all of it
+            self.close_connection = True
+            return
         if path not in POST_PATHS:
             self._error(ApiError(404, f"no route POST {path or '/'}", code="not_found"))
             return
         status = 200
         app.track(+1)
         try:
-            try:
-                body = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
-            response, headers = app.post(path, body)
+            response, headers = app.post(path, decode_body(raw))
             if isinstance(response, dict):
                 self._send(200, response, headers)
             else:
@@ -130,20 +116,48 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _HttpServer(ThreadingHTTPServer):
+    """One handler thread per connection, up to the connection limits; past them a 503 from the accepting thread."""
+
     daemon_threads = True
     request_queue_size = 128  # socketserver's 5 resets clients when 16 or more connect at once
     app: App
+    limits: Limits
+    slots: Slots
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        refused = self.slots.take(client_address[0])
+        if refused is not None:
+            refuse(request, ApiError(503, f"too many connections: {refused}; retry later",
+                                     code="too_many_connections").body())
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread for it
+            self.slots.release(client_address[0])
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release(client_address[0])
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):  # the client went away or timed out: nothing to report
+            return
+        super().handle_error(request, client_address)
 
 
 class _HttpServer6(_HttpServer):
     address_family = socket.AF_INET6
 
 
-def make_http_server(host: str, port: int, app: App) -> _HttpServer:
+def make_http_server(host: str, port: int, app: App, limits: Limits = Limits()) -> _HttpServer:
     cls = _HttpServer6 if ":" in host else _HttpServer
     try:
         server = cls((host, port), _Handler)
     except OSError as exc:
         raise ScriptError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    server.app = app
+    server.app, server.limits, server.slots = app, limits, Slots(limits)
     return server

@@ -175,7 +175,8 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
          adapter_name=adapter_name, base=engine.base_path,
          max_batch_size=args.max_batch_size, load_seconds=round(time.monotonic() - started, 2))
     log(f"serve: {name} on http://{url_host(host)}:{port}/v1 ({kind} on {engine.device}, up to {args.max_batch_size} sequences at once)")
-    while not life.stop.wait(3600):
+    # a short wait: a signal another thread took runs its Python handler only when this thread runs again
+    while not life.stop.wait(0.5):
         pass
     log(f"serve: {life.signal_name}; shutting down")
     app.stopping = True

@@ -56,14 +56,13 @@ def request(method: str, path: str, body: bytes | None = None, headers: dict[str
 
 class _Stream:
     def __init__(self, sock: socket.socket) -> None:
-        self.sock, self.buf, self.eof = sock, b"", False
+        self.sock, self.buf = sock, b""
 
     def fill(self) -> bool:
         try:
             data = self.sock.recv(1 << 16)
         except (ConnectionResetError, BrokenPipeError):
             data = b""
-        self.eof = not data
         self.buf += data
         return bool(data)
 
@@ -100,12 +99,15 @@ def read_answer(sock: socket.socket) -> Answer:
     if line is None:
         return Answer(answer.status, answer.headers, closed=True)
     if answer.headers.get("transfer-encoding") == "chunked":
-        while (size := stream.line()) is not None and int(size, 16):
+        answer.closed = True  # unless the last chunk comes
+        while (size := stream.line()) is not None:
+            if not int(size, 16):
+                answer.closed = stream.line() is None  # the blank line after it
+                break
             chunk = stream.take(int(size, 16) + 2)
             if chunk is None:
                 break
             answer.body += chunk[:-2]
-        answer.closed = size is None or (int(size, 16) and chunk is None) or stream.line() is None
     else:
         body = stream.take(int(answer.headers.get("content-length", "0")))
         answer.body, answer.closed = body or stream.buf, body is None
@@ -143,7 +145,7 @@ def check(answer: Any, *, params: tuple[Any, ...] | None = None, may_close: bool
         assert answer.headers.get("retry-after"), answer.headers
     if params is not None and answer.status in (400, 404):
         assert error["param"] in params, (params, error)
-    return f"{answer.status}:{error['param']}" if error["param"] else str(answer.status)
+    return f"{answer.status}:{str(error['param'])[:40]}" if error["param"] else str(answer.status)
 
 
 def check_stream(answer: Answer) -> None:

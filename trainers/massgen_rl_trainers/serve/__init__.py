@@ -4,6 +4,8 @@
         [--host H] [--port N] [--device auto|cpu|cuda] [--max-batch-size N] [--batch-window-ms MS]
         [--engine auto|llama.cpp|transformers|vllm] [--weights-type bf16|f16|f32|q8_0] [--threads N]
         [--kv-cache-tokens N] [--kv-cache-layout per-sequence|shared] [--no-prefix-cache]
+        [--max-body-bytes N] [--max-header-bytes N] [--max-headers N] [--max-connections N]
+        [--max-connections-per-client N] [--request-timeout-s S] [--write-timeout-s S]
 
 Engines: `auto` takes vLLM when it is installed and a CUDA GPU is present, else llama.cpp on the CPU when
 llama-cpp-python is installed (massgen-rl doctor --fix builds it), else transformers. llama.cpp serves a GGUF
@@ -42,8 +44,9 @@ HTTP (llama.cpp and transformers engines):
                               `model` is NAME (the default adapter, or the base model) or a loaded
                               adapter's lora_name.
                               Errors are OpenAI-style {"error": {message, type, param, code}}: 400 for
-                              malformed JSON or invalid fields, 404 for a name it does not serve; an error
-                              after a stream began is sent as a `data: {"error": ...}` event.
+                              malformed JSON or invalid fields (param: the top-level field at fault),
+                              404 for a name it does not serve; an error after a stream began is sent as a
+                              `data: {"error": ...}` event. Unknown fields are ignored, as vLLM does.
   GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
                               "adapters": [{name, path, state, in_flight, default}], "threads", llama.cpp:
                               "compactions", "prefix_cache", "prefix_cache_kept",
@@ -51,6 +54,16 @@ HTTP (llama.cpp and transformers engines):
   POST /threads               {threads}: llama.cpp only (400 on transformers): decode on that many threads
                               from the next step on; answers {threads}. A run's servers divide the cores
                               this way (src/serving/share-cores.ts) instead of each spinning on all of them.
+
+Limits (llama.cpp and transformers engines; docs/serving.md): a body over --max-body-bytes (32 MiB) is a 413;
+a request line and headers over --max-header-bytes (64 KiB) or --max-headers (100) a 431; JSON that is not UTF-8,
+holds a lone surrogate escape or nests more than 100 levels a 400. Past --max-connections (1024) open connections,
+or --max-connections-per-client (512) from one address, a new one gets a 503 with Retry-After from the accepting
+thread. A request must arrive whole within --request-timeout-s (60) of its first byte (the body: 408; else a
+close), and a kept-alive connection is closed after that long idle; a response its client leaves unread for
+--write-timeout-s (60) once 256 KiB are queued is cut off, and a stream's rows leave the batch as on a disconnect.
+Every refusal, http.server's own included (a malformed request line: 400, another method: 405), is OpenAI-shaped
+and closes the connection.
 
 Runtime LoRA adapters (llama.cpp and transformers engines; the first two are vLLM's own endpoints and answers):
   POST /v1/load_lora_adapter    {lora_name, lora_path}: loads a PEFT LoRA adapter of the served base model
@@ -87,15 +100,16 @@ launched instead (see vllm_backend.py); the events are the same. Started on an a
 runtime LoRA endpoints on (room for a second adapter), but not /v1/set_default_adapter: NAME stays on
 the adapter it started with.
 
-Modules: `server` (the flags and the engines' lifecycles), `engines` (which engine), `app` (HTTP routes and
-request handling), `openai_api` (the wire format), `sampling` (rows, seeds, the sampled distribution),
-`batching` (micro-batching), `engine` (the transformers decoding loop), `llama_engine` (the llama.cpp engine),
-`llama_context` (llama.cpp's bindings), `chat` (a request made ready: template, rows, grammar), `chat_stream`
-and `text_stream` (streamed chunks), `tool_calls` and `request_tools` (the tool format and fields), `grammar`
-(llama.cpp's grammar sampler as a token filter), `continuous` and `seq` (continuous batching), `gguf_files` (GGUF copies
-of model and adapter folders), `llama_setup` (builds llama-cpp-python), `probe` (doctor's tokens/s),
-`agreement` (served vs trainer logprobs),
-`adapters` (which weights each name gets, in-flight holds), `lora` (PEFT adapters in the model, changed
-between forward steps), `lora_routes` (the runtime LoRA endpoints),
-`vllm_backend` (launching and supervising vLLM), `lifecycle` (signals, parent watch); `__main__` runs `server`.
+Modules: `server` (the flags and the engines' lifecycles), `engines` (which engine), `app` (the routes and
+request handling), `http_server` (the threaded HTTP server and its handler), `openai_api` (the wire format),
+`sampling` (rows, seeds, the sampled distribution), `batching` (micro-batching), `engine` (the transformers
+decoding loop), `llama_engine` (the llama.cpp engine), `llama_context` (llama.cpp's bindings), `chat` (a
+request made ready: template, rows, grammar), `chat_stream` and `text_stream` (streamed chunks), `tool_calls`
+and `request_tools` (the tool format and fields), `grammar` (llama.cpp's grammar sampler as a token filter),
+`continuous` and `seq` (continuous batching), `gguf_files` (GGUF copies of model and adapter folders),
+`llama_setup` (builds llama-cpp-python), `probe` (doctor's tokens/s), `agreement` (served vs trainer
+logprobs), `adapters` (which weights each name gets, in-flight holds), `lora` (PEFT adapters in the model,
+changed between forward steps), `lora_routes` (the runtime LoRA endpoints), `http_transport`, `limits` and
+`json_body` (what HTTP may bring in), `vllm_backend` (launching and supervising vLLM), `lifecycle` (signals,
+parent watch); `__main__` runs `server`.
 """

@@ -123,12 +123,12 @@ def _integer(body: dict[str, Any], name: str, lo: int, hi: int | None = None) ->
     return value
 
 
-def _flag(body: dict[str, Any], name: str) -> bool:
+def _flag(body: dict[str, Any], name: str, param: str | None = None) -> bool:
     value = body.get(name)
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise ApiError(400, f"'{name}' must be true or false", param=name)
+        raise ApiError(400, f"'{name}' must be true or false", param=param or name)
     return value
 
 
@@ -202,7 +202,7 @@ def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
     options = body.get("stream_options")
     if options is not None and (not isinstance(options, dict) or not stream):
         raise ApiError(400, "'stream_options' must be an object, and only with stream: true", param="stream_options")
-    include_usage = _flag(options or {}, "include_usage")
+    include_usage = _flag(options or {}, "include_usage", "stream_options")
 
     max_tokens = _integer(body, "max_completion_tokens", 1)
     if max_tokens is None:

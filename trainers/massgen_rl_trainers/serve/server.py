@@ -11,10 +11,12 @@ from typing import Any
 
 from ..models.folder import inspect_model_folder
 from ..protocol import ScriptError, emit, log, progress
-from .app import App, make_http_server
+from .app import App
 from .engines import ENGINES, choose_engine, llama_cpp_available, open_local_engine
 from .gguf_files import WEIGHT_TYPES
+from .http_server import make_http_server
 from .lifecycle import Lifecycle, StopRequested
+from .limits import Limits
 from .openai_api import ApiError
 from .vllm_backend import build_vllm_command, cuda_device_count, free_port, run_server_process, url_host, vllm_env, vllm_version
 
@@ -45,6 +47,22 @@ class ServeArgs:
     vllm_args: str | None = field(default=None, metadata={"help": "Extra arguments for vLLM's server (one shell-quoted string)."})
     startup_timeout_s: float = field(default=900.0, metadata={"help": "vLLM only: how long to wait for its /health."})
     log_requests: bool = field(default=True, metadata={"help": "Log one line per chat request on stderr."})
+    max_body_bytes: int = field(default=Limits.max_body_bytes, metadata={
+        "help": "Largest request body; a larger one is refused with 413."})
+    max_header_bytes: int = field(default=Limits.max_header_bytes, metadata={
+        "help": "Largest request line and headers together; beyond, 431 and the connection closed."})
+    max_headers: int = field(default=Limits.max_headers, metadata={
+        "help": "Most header lines in a request (at most 100); beyond, 431 and the connection closed."})
+    max_connections: int = field(default=Limits.max_connections, metadata={
+        "help": "Most connections open at once; beyond, 503 with Retry-After and the connection closed."})
+    max_connections_per_client: int = field(default=Limits.max_connections_per_client, metadata={
+        "help": "Most connections open at once from one client address; beyond, 503 with Retry-After."})
+    request_timeout_s: float = field(default=Limits.request_timeout_s, metadata={
+        "help": "Seconds a client has to send a request (its line, headers and body), and the longest a kept-alive "
+                "connection waits for the next one; then 408 or a close."})
+    write_timeout_s: float = field(default=Limits.write_timeout_s, metadata={
+        "help": "Seconds a response may wait for its client to read (a stream too); then the connection is closed "
+                "and its generation stopped."})
 
 
 def _check(args: ServeArgs) -> None:
@@ -68,6 +86,23 @@ def _check(args: ServeArgs) -> None:
         raise ScriptError("--served-name must not be empty", kind="usage")
     if args.adapter_name is not None and (not args.adapter_name.strip() or args.adapter_name == args.served_name):
         raise ScriptError("--adapter-name must not be empty, nor the served name", kind="usage")
+    _check_limits(args)
+
+
+def _check_limits(args: ServeArgs) -> None:
+    if min(args.max_body_bytes, args.max_header_bytes, args.max_connections, args.max_connections_per_client) < 1:
+        raise ScriptError("--max-body-bytes, --max-header-bytes, --max-connections and --max-connections-per-client "
+                          "must be at least 1", kind="usage")
+    if not 1 <= args.max_headers <= 100:
+        raise ScriptError(f"--max-headers must be between 1 and 100, got {args.max_headers}", kind="usage")
+    for flag, value in (("--request-timeout-s", args.request_timeout_s), ("--write-timeout-s", args.write_timeout_s)):
+        if not 0 < value < 1e6:  # also refuses nan
+            raise ScriptError(f"{flag} must be a positive number of seconds, got {value}", kind="usage")
+
+
+def limits_of(args: ServeArgs) -> Limits:
+    return Limits(args.max_body_bytes, args.max_header_bytes, args.max_headers, args.max_connections,
+                  args.max_connections_per_client, args.request_timeout_s, args.write_timeout_s)
 
 
 def main(args: ServeArgs) -> dict[str, Any]:
@@ -128,7 +163,7 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
     batcher.start()
     progress("warmup", "one short generation")
     app.warmup()
-    server = make_http_server(args.host, args.port, app)
+    server = make_http_server(args.host, args.port, app, limits_of(args))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="http", daemon=True)
     thread.start()
     host, port = server.server_address[:2]
@@ -140,7 +175,8 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
          adapter_name=adapter_name, base=engine.base_path,
          max_batch_size=args.max_batch_size, load_seconds=round(time.monotonic() - started, 2))
     log(f"serve: {name} on http://{url_host(host)}:{port}/v1 ({kind} on {engine.device}, up to {args.max_batch_size} sequences at once)")
-    while not life.stop.wait(3600):
+    # a short wait: a signal another thread took runs its Python handler only when this thread runs again
+    while not life.stop.wait(0.5):
         pass
     log(f"serve: {life.signal_name}; shutting down")
     app.stopping = True

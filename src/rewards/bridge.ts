@@ -5,6 +5,7 @@ import type { LlmClient } from '../llm/types.js';
 import type { RewardsConfig, RewardUsage } from './types.js';
 import type { Store } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
+import { BodyRefused, readBody } from '../util/http-body.js';
 import { scoreCompletion, SINGLE_ANSWER_FAMILIES, singleAnswerWeights } from './completion.js';
 import { MalformedRequest, parseRewardRequest, type RewardRequest } from './bridge-request.js';
 
@@ -88,7 +89,7 @@ export async function startRewardBridge(opts: RewardBridgeOptions): Promise<Rewa
       const path = (req.url ?? '').split('?')[0];
       if (path !== REWARD_BRIDGE_PATH) throw new HttpError(404, `not found: POST ${REWARD_BRIDGE_PATH}`);
       if (req.method !== 'POST') throw new HttpError(405, `method ${req.method} not allowed: POST ${REWARD_BRIDGE_PATH}`);
-      const body = parseRewardRequest(await readBody(req, maxBody));
+      const body = parseRewardRequest(await readRequest(req, maxBody));
       return { rewards: await rewardsFor(body) };
     })().then((payload) => send(res, 200, payload), (err: unknown) => {
       send(res, err instanceof HttpError ? err.status : err instanceof MalformedRequest ? 400 : 500, { error: errorMessage(err) });
@@ -123,23 +124,13 @@ function send(res: http.ServerResponse, status: number, payload: unknown): void 
   res.writeHead(status, headers).end(JSON.stringify(payload));
 }
 
-function readBody(req: http.IncomingMessage, max: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new HttpError(413, `request body over ${max} bytes`));
-      } else {
-        chunks.push(chunk);
-      }
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+async function readRequest(req: http.IncomingMessage, max: number): Promise<string> {
+  try {
+    return await readBody(req, max);
+  } catch (err) {
+    if (err instanceof BodyRefused) throw new HttpError(err.reason === 'too_large' ? 413 : 400, err.message);
+    throw err;
+  }
 }
 
 /** Runs at most n of the given functions at once, the rest in call order. */

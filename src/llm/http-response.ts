@@ -12,7 +12,15 @@ export interface ParsedResponse {
  * Given the status and headers, a function to hand the body's bytes to as they arrive (a stream), or
  * undefined to collect the body as usual.
  */
-export type BodySink = (status: number, headers: ReadonlyMap<string, string>) => ((bytes: Buffer) => void) | undefined;
+/** Holds back the rest of a body while its reader cannot take more (a slow client downstream). */
+export interface BodyFlow {
+  pause(): void;
+  resume(): void;
+}
+
+export type BodySink = (
+  status: number, headers: ReadonlyMap<string, string>, flow: BodyFlow,
+) => ((bytes: Buffer) => void) | undefined;
 
 const CRLF = Buffer.from('\r\n');
 const HEAD_END = Buffer.from('\r\n\r\n');
@@ -33,7 +41,7 @@ export class ResponseParser {
   private chunkLeft = -1;
   private toSink: ((bytes: Buffer) => void) | undefined;
 
-  constructor(private readonly sink?: BodySink) {}
+  constructor(private readonly sink?: (status: number, headers: ReadonlyMap<string, string>) => ((bytes: Buffer) => void) | undefined) {}
 
   push(chunk: Buffer): ParsedResponse | null {
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;

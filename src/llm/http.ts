@@ -1,8 +1,8 @@
 import type net from 'node:net';
 import { hangUp, poolFor, type ConnectionPool, type ConnectionUser } from './http-pool.js';
-import { ResponseParser, type BodySink, type ParsedResponse } from './http-response.js';
+import { ResponseParser, type BodyFlow, type BodySink, type ParsedResponse } from './http-response.js';
 
-export type { BodySink } from './http-response.js';
+export type { BodyFlow, BodySink } from './http-response.js';
 
 export interface HttpResponse {
   status: number;
@@ -92,7 +92,7 @@ function onGraceOver(exchange: Exchange): void {
 }
 
 /** One request and its response on a pooled connection; also the abort listener of its signal. */
-class Exchange implements ConnectionUser {
+class Exchange implements ConnectionUser, BodyFlow {
   private socket: net.Socket | undefined = undefined;
   private settled = false;
   /** Aborted after sending: the response is read to the end (to keep the connection) or the grace runs out. */
@@ -109,7 +109,7 @@ class Exchange implements ConnectionUser {
     private readonly resolve: (res: HttpResponse) => void,
     private readonly reject: (err: unknown) => void,
   ) {
-    this.parser = new ResponseParser(sink && ((status, headers) => this.guarded(sink(status, headers))));
+    this.parser = new ResponseParser(sink && ((status, headers) => this.guarded(sink(status, headers, this))));
     this.timer = setTimeout(onTimeout, timeoutMs, this, timeoutMs);
     signal?.addEventListener('abort', this, { once: true });
     endpoint.pool.acquire(this);
@@ -122,6 +122,14 @@ class Exchange implements ConnectionUser {
     this.draining = true;
     this.timer = setTimeout(onGraceOver, this.endpoint.abortGraceMs, this);
     this.reject(reason);
+  }
+
+  pause(): void {
+    if (!this.settled) this.socket?.pause();
+  }
+
+  resume(): void {
+    if (!this.settled) this.socket?.resume();
   }
 
   send(socket: net.Socket): void {
@@ -181,6 +189,8 @@ class Exchange implements ConnectionUser {
 
   private finish(): void {
     this.settled = true;
+    // a kept connection goes back to the pool flowing, whatever the sink asked
+    if (this.socket?.isPaused()) this.socket.resume();
     clearTimeout(this.timer);
     this.signal?.removeEventListener('abort', this);
     if (!this.socket) this.endpoint.pool.withdraw(this);

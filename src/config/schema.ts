@@ -413,6 +413,13 @@ const gateway = z.strictObject({
   session_idle_s: timeoutS().default(300).describe('a session without X-Session-Id or `user` ends after this long without a call from its client; any session\'s rollout is closed after this long idle'),
   flush_ms: posInt.max(60_000).default(200).describe('captured calls wait at most this long in memory before they are written (one transaction per batch)'),
   batch_size: count(100_000).default(256).describe('captured calls that trigger a write before flush_ms'),
+  max_body_bytes: count(1 << 30).default(32 * 1024 * 1024).describe('a larger request body is refused (413)'),
+  max_header_bytes: count(1 << 20).default(64 * 1024).describe('the request line and headers together; more is refused (431)'),
+  max_headers: count(10_000).default(100).describe('more header lines are refused (431)'),
+  max_connections: count(1_000_000).default(1024).describe('connections open at once; more are answered 503 and closed'),
+  max_connections_per_client: count(1_000_000).default(512).describe('connections open at once from one client address; more are answered 429 and closed'),
+  request_timeout_s: timeoutS(HOUR_S).default(60).describe('a client must send its whole request (headers and body) within this long (408)'),
+  write_timeout_s: timeoutS(HOUR_S).default(60).describe('a client that reads nothing of its response for this long is disconnected'),
 });
 
 export const configSchema = z.strictObject({

@@ -35,6 +35,9 @@ export function sendJson(
 }
 
 export function sendError(res: http.ServerResponse, err: ApiError): void {
-  const auth = err.status === 401 ? { 'www-authenticate': 'Bearer' } : undefined;
-  sendJson(res, err.status, err.body(), auth);
+  const headers: Record<string, string> = {};
+  if (err.status === 401) headers['www-authenticate'] = 'Bearer';
+  // a body past the limit is not read: the connection cannot carry another request
+  if (err.status === 413) headers.connection = 'close';
+  sendJson(res, err.status, err.body(), headers);
 }

@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { errorMessage } from '../errors.js';
 import { HttpTimeoutError, postJson, type HttpResponse } from '../llm/http.js';
 import type { ChatResult } from '../llm/types.js';
+import type { Redactor } from '../store/redact.js';
 import { ApiError, sendJson } from './api-error.js';
 import { dropRefused, type Backend } from './backends.js';
 import { backendBody, type ClientRequest } from './request.js';
@@ -28,7 +29,7 @@ const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDO
  * A network failure before anything reached the client goes to the next replica (max_retries).
  */
 export async function forward(
-  backend: Backend, req: ClientRequest, res: http.ServerResponse, signal: AbortSignal,
+  backend: Backend, req: ClientRequest, res: http.ServerResponse, signal: AbortSignal, redactor: Redactor,
 ): Promise<Forwarded> {
   for (let attempts = 1; ; attempts++) {
     const pick = backend.replicas.acquire();
@@ -52,7 +53,7 @@ export async function forward(
       const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has(code);
       if (retriable) backend.replicas.failed(lease);
       else backend.replicas.released(lease);
-      const message = `backend ${lease.item.url.origin}: ${errorMessage(err)}`;
+      const message = redactor.scrub(`backend ${lease.item.url.origin}: ${errorMessage(err)}`);
       if (relay?.started) {
         relay.end();
         return { status: 502, attempts, error: message };
@@ -78,8 +79,15 @@ export async function forward(
     if (r.status === 429 || r.status >= 500) backend.replicas.failed(lease);
     else backend.replicas.succeeded(lease);
     const ok = r.status >= 200 && r.status < 300;
-    sendJson(res, r.status, ok ? stripBody(r.body, req.wants) : r.body, retryAfter(r));
-    return { status: r.status, attempts, ...(ok ? { body: r.body } : { error: r.body.slice(0, 2000) }) };
+    if (r.status === 401 || r.status === 403) {
+      // the backend refused the gateway's own key: not the client's to fix
+      const said = redactor.scrub(`backend ${lease.item.url.origin} refused the gateway's key (${r.status}): ${r.body.slice(0, 500)}`);
+      sendJson(res, 502, new ApiError(502, said, null, 'backend_auth').body());
+      return { status: 502, attempts, error: said };
+    }
+    const said = ok ? stripBody(r.body, req.wants) : redactor.scrub(r.body);
+    sendJson(res, r.status, said, retryAfter(r));
+    return { status: r.status, attempts, ...(ok ? { body: r.body } : { error: said.slice(0, 2000) }) };
   }
 }
 

@@ -1,4 +1,4 @@
-import { ApiError, badRequest } from './api-error.js';
+import { badRequest } from './api-error.js';
 
 /** A chat-completions request as the client sent it, checked as far as the gateway relies on it. */
 export interface ClientRequest {
@@ -15,7 +15,8 @@ export interface Extensions {
   tokenIds: boolean;
 }
 
-export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** Deeper JSON is refused (as `serve` does): nothing OpenAI's API takes nests near it. */
+export const MAX_JSON_DEPTH = 100;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -34,6 +35,7 @@ export function parseChatRequest(text: string): ClientRequest {
     throw badRequest('the request body is not valid JSON', null, 'invalid_json');
   }
   if (!isObject(body)) throw badRequest('the request body must be a JSON object', null);
+  checkTree(body);
   if (typeof body.model !== 'string' || body.model === '') {
     throw badRequest('you must provide a model parameter', 'model');
   }
@@ -47,6 +49,7 @@ export function parseChatRequest(text: string): ClientRequest {
     if (!absent(body[key]) && typeof body[key] !== 'boolean') throw badRequest(`${key} must be a boolean`, key);
   }
   if (!absent(body.tools) && !Array.isArray(body.tools)) throw badRequest('tools must be an array', 'tools');
+  if (!absent(body.user) && typeof body.user !== 'string') throw badRequest('user must be a string', 'user');
   const options = body.stream_options;
   if (!absent(options) && !isObject(options)) throw badRequest('stream_options must be an object', 'stream_options');
   const stream = body.stream === true;
@@ -69,21 +72,29 @@ export function backendBody(req: ClientRequest, backendModel: string, ext: Exten
   return JSON.stringify(out);
 }
 
-/** Reads a request body up to MAX_BODY_BYTES (a 413 ApiError beyond). */
-export function readBody(req: import('node:http').IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new ApiError(413, `the request body is over ${MAX_BODY_BYTES} bytes`, null, 'request_too_large'));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+/**
+ * Walks the parsed body without recursion: nesting past MAX_JSON_DEPTH (the relayed body is serialized
+ * again, recursively) and lone UTF-16 surrogates (valid JSON escapes, but no text to tokenize or store)
+ * are refused, naming the top-level field.
+ */
+function checkTree(body: Record<string, unknown>): void {
+  const stack: [unknown, number, string | null][] = [[body, 1, null]];
+  while (stack.length) {
+    const [value, depth, field] = stack.pop()!;
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) throw badRequest(`${field ?? 'the body'} holds a lone UTF-16 surrogate`, field);
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth > MAX_JSON_DEPTH) throw badRequest(`the request body nests JSON more than ${MAX_JSON_DEPTH} levels deep`, field);
+    if (Array.isArray(value)) {
+      for (const item of value) stack.push([item, depth + 1, field]);
+      continue;
+    }
+    for (const [key, item] of Object.entries(value)) {
+      const name = field ?? key;
+      if (!key.isWellFormed()) throw badRequest(`${name} holds a lone UTF-16 surrogate`, name);
+      stack.push([item, depth + 1, name]);
+    }
+  }
 }

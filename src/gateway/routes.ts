@@ -5,7 +5,10 @@ import type { GatewayAuth } from './auth.js';
 import type { Backends } from './backends.js';
 import type { Capture } from './capture.js';
 import { forward, type Forwarded } from './forward.js';
-import { parseChatRequest, readBody } from './request.js';
+import { BodyRefused, readBody } from '../util/http-body.js';
+import type { Redactor } from '../store/redact.js';
+import type { GatewayLimits } from './limits.js';
+import { parseChatRequest } from './request.js';
 import type { Sessions } from './sessions.js';
 
 export interface RouteContext {
@@ -13,6 +16,9 @@ export interface RouteContext {
   backends: Backends;
   sessions: Sessions;
   capture: Capture;
+  limits: GatewayLimits;
+  /** What a backend says is passed on only through this: a backend may echo its own key. */
+  redactor: Redactor;
 }
 
 const CREATED = Math.floor(Date.now() / 1000);
@@ -24,6 +30,10 @@ export async function handleRequest(
 ): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
   try {
+    if (req.rawHeaders.length / 2 > ctx.limits.max_headers) {
+      const message = `the request has over ${ctx.limits.max_headers} headers (gateway.max_headers)`;
+      throw new ApiError(431, message, null, 'too_many_headers');
+    }
     if (path === '/health') return sendJson(res, 200, '{"status":"ok"}');
     const client = ctx.auth.check(req.headers.authorization, req.socket.remoteAddress);
     if (path === '/v1/models') {
@@ -38,9 +48,16 @@ export async function handleRequest(
     throw new ApiError(404, `no route ${req.method ?? 'GET'} ${path}`, null, 'unknown_url');
   } catch (err) {
     if (err instanceof ApiError) return sendError(res, err);
+    if (err instanceof BodyRefused) return sendError(res, refusedBody(err));
     sendError(res, new ApiError(500, 'the gateway failed on this request', null, 'internal_error'));
     throw err;
   }
+}
+
+function refusedBody(err: BodyRefused): ApiError {
+  return err.reason === 'too_large'
+    ? new ApiError(413, err.message, null, 'request_too_large')
+    : new ApiError(400, err.message, null, 'invalid_encoding');
 }
 
 function notAllowed(method: string | undefined): ApiError {
@@ -52,7 +69,7 @@ async function chat(
 ): Promise<void> {
   const startedAt = Date.now();
   const t0 = performance.now();
-  const request = parseChatRequest(await readBody(req));
+  const request = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
   const backend = await ctx.backends.get(request.model);
   const aborted = new AbortController();
   const onClose = () => {
@@ -61,7 +78,7 @@ async function chat(
   res.on('close', onClose);
   let forwarded: Forwarded;
   try {
-    forwarded = await forward(backend, request, res, aborted.signal);
+    forwarded = await forward(backend, request, res, aborted.signal, ctx.redactor);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     // a backend that could not answer: the client gets the error, the call is captured with it

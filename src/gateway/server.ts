@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { GatewayAuth } from './auth.js';
 import { Backends } from './backends.js';
 import { Capture, type CaptureStats } from './capture.js';
+import { guardConnections, serverOptions } from './limits.js';
 import { handleRequest } from './routes.js';
 import { Sessions } from './sessions.js';
 
@@ -39,13 +40,18 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const capture = new Capture(rt.store(), sessions, {
     flushMs: opts.flushMs ?? cfg.flush_ms, batchSize: opts.batchSize ?? cfg.batch_size, onError: opts.onError,
   });
-  const ctx = { auth, backends: new Backends(rt), sessions, capture };
+  const limits = cfg;
+  const ctx = { auth, backends: new Backends(rt), sessions, capture, limits, redactor: rt.store().redactor };
   const inflight = new Set<Promise<void>>();
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const server = http.createServer({ keepAliveTimeout: 65_000, ...serverOptions(limits) }, (req, res) => {
+    if (guard.refused.has(req.socket)) return;
+    res.on('error', () => {});
     const done = handleRequest(ctx, req, res).catch((err: unknown) => opts.onError?.(err));
     inflight.add(done);
     void done.finally(() => inflight.delete(done));
   });
+  server.maxHeadersCount = limits.max_headers + 1;
+  const guard = guardConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? cfg.port, host, () => resolve());
@@ -62,6 +68,7 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     capture: capture.stats,
     stop: () => (stopping ??= (async () => {
       clearInterval(sweep);
+      guard.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await Promise.allSettled([...inflight]);

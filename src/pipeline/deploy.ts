@@ -3,7 +3,7 @@ import { canaryGates, type CanaryState } from '../evaluation/canary.js';
 import { resolveSet } from '../evaluation/candidates.js';
 import { primaryMetric, type Comparison } from '../evaluation/compare.js';
 import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
-import { switchProduction } from '../resources/production.js';
+import { switchProduction } from '../resources/production-switch.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../store/index.js';
 import { checkPublish, publish, type PublishOptions, type Published } from './publish.js';

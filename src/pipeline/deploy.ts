@@ -96,7 +96,7 @@ export async function promoteCanary(rt: Runtime, opts: { force?: boolean; reason
 }
 
 /** The canary becomes production (one transaction with its audit record), the canary pointer is cleared. */
-export async function promote(rt: Runtime, state: CanaryState, production: ResourceSet, trigger: 'cli' | 'loop' | 'collect', reason: string, publishing: PublishOptions = {}): Promise<{ auditId: number; published: Published }> {
+export async function promote(rt: Runtime, state: CanaryState, production: ResourceSet, trigger: 'cli' | 'loop', reason: string, publishing: PublishOptions = {}): Promise<{ auditId: number; published: Published }> {
   const store = rt.store();
   const auditId = switchProduction(store, rt.paths.dataDir, { to: state.set, action: 'canary-promote', trigger, evalRunId: state.evalRunId, reason, detail: { comparison: state.comparison, gates: state.gates }, clearCanary: true });
   rt.forgetWeights();

@@ -53,8 +53,8 @@ const pkg = (names) => `(^|node_modules/)(${names.join('|')})(/|$)`;
 
 /** The modules that may switch production (or make outside targets follow a switch). */
 const switchers = [
-  'pipeline/deploy.ts', 'pipeline/publish.ts', 'pipeline/review.ts', 'pipeline/loop.ts', 'cli/commands/deploy.ts', 'cli/commands/review.ts',
-  'resources/production.ts',
+  'pipeline/deploy.ts', 'pipeline/publish.ts', 'pipeline/review.ts', 'pipeline/loop.ts',
+  'cli/commands/deploy.ts', 'cli/commands/review.ts', 'resources/production.ts',
 ];
 
 const ownership = [
@@ -69,7 +69,9 @@ const ownership = [
   { name: 'cron-only-in-scheduler', comment: 'node-cron only in src/scheduler/', from: { path: '^src/', pathNot: '^src/scheduler/' }, to: { path: pkg(['node-cron', 'croner']) } },
   {
     name: 'production-switches-only-in-deploy-and-review',
-    comment: 'production changes only in the deploy stage (deploy, rollback, canary promotion) and the review stage (a canary promoted or stopped, a regressed deploy rolled back), their commands and the loop that runs them; resources/production.ts follows config edits. Collect and the rest record and read only (type imports are fine)',
+    comment: 'production changes only in the deploy stage (deploy, rollback, canary promotion) and the review stage '
+      + '(a canary promoted or stopped, a regressed deploy rolled back), their commands and the loop that runs them; '
+      + 'resources/production.ts follows config edits. Collect and the rest record and read only (type imports are fine)',
     from: { path: '^src/', pathNot: switchers.map((f) => `^src/${f.replace('.', '\\.')}$`).join('|') },
     to: { path: '^src/(pipeline/(deploy|publish|review)|resources/production-switch)\\.ts$', dependencyTypesNot: ['type-only'] },
   },

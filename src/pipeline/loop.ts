@@ -2,7 +2,8 @@ import { errorMessage, GateError, UserError } from '../errors.js';
 import os from 'node:os';
 import { resolveStart } from '../resources/training-start.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { cycleSteps, openCycle, saveCycle, type CycleState, type Stage, type StageBase, type StageRecord, type StageResult } from '../scheduler/cycles.js';
+import { cycleSteps, openCycle, saveCycle, type CycleState, type Stage } from '../scheduler/cycles.js';
+import type { StageBase, StageRecord, StageResult } from '../scheduler/cycles.js';
 import { acquireCycleLock } from '../scheduler/lock.js';
 import { stopLeftover } from '../trainers/process-group.js';
 import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
@@ -43,7 +44,9 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
   const lock = acquireCycleLock(store, loop.stale_lock_min * 60_000);
   try {
     const { steps, impliedReview } = cycleSteps(loop.steps);
-    if (impliedReview) opts.onStage?.('review', 'loop.steps lists collect without review: review runs after it (collect reviewed production itself before); add review to loop.steps');
+    const implied = 'loop.steps lists collect without review: review runs after it '
+      + '(collect reviewed production itself before); add review to loop.steps';
+    if (impliedReview) opts.onStage?.('review', implied);
     const { id, state, resumed } = openCycle(store, steps);
     const cycleTimer = AbortSignal.timeout(loop.max_runtime_min * 60_000);
     const signal = AbortSignal.any([lock.lost, cycleTimer, ...(opts.signal ? [opts.signal] : [])]);
@@ -124,7 +127,8 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
   async review(rt) {
     const r = await reviewProduction(rt, 'loop');
     const detail = describeReview(r).join('; ');
-    return { status: 'done', canary: r.canary?.verdict ?? null, watch: r.watch?.verdict ?? null, ...(detail ? { detail } : {}) };
+    const verdicts = { canary: r.canary?.verdict ?? null, watch: r.watch?.verdict ?? null };
+    return { status: 'done', ...verdicts, ...(detail ? { detail } : {}) };
   },
 
   async train(rt, state, c) {

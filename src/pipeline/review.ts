@@ -42,9 +42,10 @@ export async function reviewProduction(rt: Runtime, trigger: 'cli' | 'loop'): Pr
 
 /** A line per verdict, for the review command and the loop's review record. */
 export function describeReview(r: Review): string[] {
+  const { canary: c, watch: w } = r;
   return [
-    ...(r.canary ? [`canary set v${r.canary.set.version}: ${r.canary.verdict}, ${r.canary.rollouts} of ${r.canary.needed} rollouts (${r.canary.detail})`] : []),
-    ...(r.watch ? [`production set v${r.watch.deployedSet.version} since its deploy: ${r.watch.verdict} (${r.watch.detail})`] : []),
+    ...(c ? [`canary set v${c.set.version}: ${c.verdict}, ${c.rollouts} of ${c.needed} rollouts (${c.detail})`] : []),
+    ...(w ? [`production set v${w.deployedSet.version} since its deploy: ${w.verdict} (${w.detail})`] : []),
   ];
 }
 

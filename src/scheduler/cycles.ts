@@ -59,8 +59,10 @@ export function saveCycle(store: Store, id: string, state: CycleState, step: Sta
 /** The latest cycles; one whose state does not parse is listed with its number and no stages. */
 export function cycles(store: Store, limit: number): (RunRecord & { state: CycleState })[] {
   return store.loopRuns.latest(limit).map((r) => ({
-    ...r, state: readCycle(r.detail) ?? { cycle: cycleNumber(r.detail) ?? 0, started_at: r.startedAt, resumed: 0, stages: {} },
+    ...r,
+    state: readCycle(r.detail) ?? { cycle: cycleNumber(r.detail) ?? 0, started_at: r.startedAt, resumed: 0, stages: {} },
   }));
 }
 
-const cycleNumber = (detail: Record<string, unknown> | undefined) => (typeof detail?.cycle === 'number' ? detail.cycle : undefined);
+const cycleNumber = (detail: Record<string, unknown> | undefined) =>
+  typeof detail?.cycle === 'number' ? detail.cycle : undefined;

@@ -39,14 +39,15 @@ const train = z.object({
 });
 
 const apo = z.object({
-  ...base, apo_run_id: z.string().optional(), candidate_set: setId, best: z.string().nullable().optional(), best_mean: num,
-  baseline_mean: num, rollouts: num, optimizer_tokens: num,
+  ...base, apo_run_id: z.string().optional(), candidate_set: setId, best: z.string().nullable().optional(),
+  best_mean: num, baseline_mean: num, rollouts: num, optimizer_tokens: num,
 });
 
 const interval = z.object({ mean: num, low: num, high: num, level: num, resamples: num });
 const evaluation = z.object({
-  ...base, eval_run_id: z.string().optional(), candidate_set: z.string().optional(), baseline_set: z.string().optional(),
-  passed: z.boolean().optional(), metric: z.string().optional(), baseline: num, candidate: num, diff: interval.nullable().optional(),
+  ...base, eval_run_id: z.string().optional(), candidate_set: z.string().optional(),
+  baseline_set: z.string().optional(), passed: z.boolean().optional(), metric: z.string().optional(),
+  baseline: num, candidate: num, diff: interval.nullable().optional(),
   failed_gates: z.array(z.string()).optional(),
   /** The HTML report, written once the cycle is decided. */
   report: z.string().optional(),
@@ -54,8 +55,8 @@ const evaluation = z.object({
 
 const gate = z.object({ gate: z.string(), passed: z.boolean(), detail: z.string() });
 const deploy = z.object({
-  ...base, action: z.enum(['promoted', 'forced', 'canary started', 'not promoted']).optional(), audit_id: z.number().nullable().optional(),
-  eval_run_id: z.string().nullable().optional(), gates: z.array(gate).optional(),
+  ...base, action: z.enum(['promoted', 'forced', 'canary started', 'not promoted']).optional(),
+  audit_id: z.number().nullable().optional(), eval_run_id: z.string().nullable().optional(), gates: z.array(gate).optional(),
 });
 
 /** What each stage saves in the cycle, checked when a stored cycle is read back. */
@@ -73,7 +74,10 @@ export const CYCLE_STATE = z.object({
   started_at: z.number(),
   /** How many times an interrupted cycle was taken up again. */
   resumed: z.number().default(0),
-  stages: z.object({ collect: collect.optional(), review: review.optional(), train: train.optional(), apo: apo.optional(), eval: evaluation.optional(), deploy: deploy.optional() }),
+  stages: z.object({
+    collect: collect.optional(), review: review.optional(), train: train.optional(), apo: apo.optional(),
+    eval: evaluation.optional(), deploy: deploy.optional(),
+  }),
   outcome: z.string().optional(),
 });
 

@@ -5,7 +5,8 @@ import type { Ui } from '../ui/output.js';
 export const registerReview: Register = (program, ctx) => {
   program
     .command('review')
-    .description('judge the last change of production on the rollouts since: promote a canary that passes its gates, roll back a deploy that regressed (with an audit record)')
+    .description('judge the last change of production on the rollouts since: promote a canary that passes its gates, '
+      + 'roll back a deploy that regressed (with an audit record)')
     .action(async () => {
       const { ui, runtime } = ctx();
       const { reviewProduction } = await import('../../pipeline/review.js');
@@ -25,8 +26,12 @@ function render(ui: Ui, r: Review, watching: boolean): void {
     ui.print(`  ${c.detail}`);
   }
   const w = r.watch;
-  if (!w) return ui.print(watching ? 'watch: nothing to watch (the last change of production was not a deploy)' : 'watch: off (deploy.rollback_on_regression is false)');
+  if (!w) {
+    const why = watching ? 'nothing to watch (the last change of production was not a deploy)' : 'off (deploy.rollback_on_regression is false)';
+    return ui.print(`watch: ${why}`);
+  }
   const mark = w.verdict === 'rolled back' ? ui.c.yellow('!') : w.verdict === 'held' ? ui.c.green('✓') : '-';
-  ui.print(`${mark} production set v${w.deployedSet.version} since its deploy: ${w.verdict}, ${w.rollouts} of ${w.needed} rollouts`);
+  const what = `production set v${w.deployedSet.version} since its deploy`;
+  ui.print(`${mark} ${what}: ${w.verdict}, ${w.rollouts} of ${w.needed} rollouts`);
   ui.print(`  ${w.detail}`);
 }

@@ -51,6 +51,12 @@ const layerRules = LAYERS.flatMap((layer, i) => {
 /** A package (resolved into node_modules, or named as is when it cannot be resolved). */
 const pkg = (names) => `(^|node_modules/)(${names.join('|')})(/|$)`;
 
+/** The modules that may switch production (or make outside targets follow a switch). */
+const switchers = [
+  'pipeline/deploy.ts', 'pipeline/publish.ts', 'pipeline/review.ts', 'pipeline/loop.ts',
+  'cli/commands/deploy.ts', 'cli/commands/review.ts', 'resources/production.ts',
+];
+
 const ownership = [
   { name: 'only-cli-imports-cli', comment: 'nothing imports the CLI: it is the top of the one-way flow', from: { path: '^src/', pathNot: '^src/cli/' }, to: { path: '^src/cli/' } },
   { name: 'database-drivers-only-in-store', comment: 'src/store/ is the only importer of the database drivers', from: { path: '^src/', pathNot: '^src/store/' }, to: { path: pkg(['better-sqlite3', 'pg', 'postgres', 'pg-boss', 'graphile-worker']) } },
@@ -61,6 +67,14 @@ const ownership = [
     from: { path: '^src/', pathNot: '^src/(python|trainers|serving|tools)/|^src/rewards/custom\\.ts$' }, to: { path: pkg(['execa']) },
   },
   { name: 'cron-only-in-scheduler', comment: 'node-cron only in src/scheduler/', from: { path: '^src/', pathNot: '^src/scheduler/' }, to: { path: pkg(['node-cron', 'croner']) } },
+  {
+    name: 'production-switches-only-in-deploy-and-review',
+    comment: 'production changes only in the deploy stage (deploy, rollback, canary promotion) and the review stage '
+      + '(a canary promoted or stopped, a regressed deploy rolled back), their commands and the loop that runs them; '
+      + 'resources/production.ts follows config edits. Collect and the rest record and read only (type imports are fine)',
+    from: { path: '^src/', pathNot: switchers.map((f) => `^src/${f.replace('.', '\\.')}$`).join('|') },
+    to: { path: '^src/(pipeline/(deploy|publish|review)|resources/production-switch)\\.ts$', dependencyTypesNot: ['type-only'] },
+  },
 ].map((r) => ({ severity: 'error', ...r }));
 
 const placed = {

@@ -11,6 +11,7 @@ import { registerInit } from './commands/init.js';
 import { registerLoop } from './commands/loop.js';
 import { registerReport } from './commands/report.js';
 import { registerResources } from './commands/resources.js';
+import { registerReview } from './commands/review.js';
 import { registerRewards } from './commands/rewards.js';
 import { registerServe } from './commands/serve.js';
 import { registerStatus } from './commands/status.js';
@@ -48,7 +49,7 @@ export function buildProgram(): Program {
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerTasks, registerStatus, registerTraces, registerServe, registerGateway, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerResources, registerLoop, registerStore] satisfies Register[]) {
+  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerTasks, registerStatus, registerTraces, registerServe, registerGateway, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerReview, registerResources, registerLoop, registerStore] satisfies Register[]) {
     register(program, ctx);
   }
   return {

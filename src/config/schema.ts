@@ -12,9 +12,9 @@ export const REWARD_FAMILIES = [
   'judge', 'coordination', 'voting', 'tool', 'peer_vote', 'custom', 'human',
 ] as const;
 export const ALGOS = ['grpo', 'sft', 'dpo', 'ppo'] as const;
-export const LOOP_STEPS = ['collect', 'train', 'apo', 'eval', 'deploy'] as const;
+export const LOOP_STEPS = ['collect', 'review', 'train', 'apo', 'eval', 'deploy'] as const;
 /** The loop's stages unless loop.steps says otherwise (prompt optimization, `apo`, runs only when listed). */
-export const DEFAULT_LOOP_STEPS = ['collect', 'train', 'eval', 'deploy'] as const;
+export const DEFAULT_LOOP_STEPS = ['collect', 'review', 'train', 'eval', 'deploy'] as const;
 /** The orchestration decisions a learned policy can take (`train --algo bandit --policy KIND`). */
 export const POLICY_KINDS = ['routing', 'stop', 'tool', 'delegate'] as const;
 export const POLICY_ALGORITHMS = ['linucb', 'thompson', 'beta'] as const;
@@ -389,7 +389,7 @@ const deploy = z.strictObject({
 
 const loop = z.strictObject({
   schedule: z.string().default('0 2 * * *').describe('cron expression (5 or 6 fields)'),
-  steps: z.array(z.enum(LOOP_STEPS)).min(1).default([...DEFAULT_LOOP_STEPS]).describe('stages of a cycle, run in the order collect, train, apo, eval, deploy (apo: prompt optimization; eval takes the newest candidate)'),
+  steps: z.array(z.enum(LOOP_STEPS)).min(1).default([...DEFAULT_LOOP_STEPS]).describe('stages of a cycle, run in the order collect, review, train, apo, eval, deploy (review: a canary or a deploy judged on the rollouts since; apo: prompt optimization; eval takes the newest candidate)'),
   max_runtime_min: count(WEEK_S / 60).default(360).describe('a cycle stops (resumable) after this many minutes'),
   stage_timeout_min: z.partialRecord(z.enum(LOOP_STEPS), count(WEEK_S / 60)).default({}).describe('per stage limits in minutes'),
   collect_n: count(MAX_TASKS).optional().describe('tasks per cycle collect (default collect.n)'),

@@ -10,7 +10,6 @@ import { TaskConflictError } from '../store/index.js';
 import { tasksWithShortfall, type Shortfall } from '../tasks/for-run.js';
 import type { SplitSelector, SplitTask } from '../tasks/types.js';
 import { createToolRunner } from '../tools/runner.js';
-import { reviewProduction, type Review } from './watch.js';
 
 export interface CollectOptions {
   /** A built-in suite name or a task file; replaces tasks.sources. */
@@ -54,8 +53,6 @@ export interface CollectSummary {
   /** The production resource set that served the run, and the canary's when one ran. */
   resourceSet: { id: string; version: number };
   canary: { id: string; version: number; fraction: number; rollouts: number } | null;
-  /** What this collect says about the last production change: canary promotion, post-deploy watch. */
-  review: Review | null;
   /** Why rollouts failed: each distinct error with how many rollouts it ended, most frequent first. */
   failureReasons: { error: string; count: number }[];
   /** n asked for more tasks than the split holds: all of the split ran, and this says so. */
@@ -81,7 +78,10 @@ export function tasksToCollect(rt: Runtime, opts: Pick<CollectOptions, 'tasks' |
   return { tasks, shortfall, split };
 }
 
-/** Runs tasks through the agent team, concurrently, recording and scoring every orchestration. */
+/**
+ * Runs tasks through the agent team, concurrently, recording and scoring every orchestration. It never
+ * switches production: what the rollouts say about a canary or a deploy is the review stage's (review.ts).
+ */
 export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<CollectSummary> {
   const { config } = rt;
   const { tasks, shortfall, split } = tasksToCollect(rt, opts);
@@ -115,12 +115,10 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
     ...summarize(runId, tasks.length, done, performance.now() - started, locked.signal.aborted),
     resourceSet: { id: production.set.id, version: production.set.version },
     canary: candidate ? { id: candidate.set.id, version: candidate.set.version, fraction: trial!.fraction, rollouts: onCanaryCount } : null,
-    review: null as Review | null,
     shortfall,
   };
   if (locked.error) throw await locked.end(store, summary);
   await store.write(() => store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined }));
-  if (summary.status === 'completed') summary.review = await reviewProduction(rt, opts.trigger ?? 'collect');
   return summary;
 }
 
@@ -142,7 +140,7 @@ function progress(done: RolloutSummary[], total: number, started: number, last: 
   };
 }
 
-function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'resourceSet' | 'canary' | 'review' | 'shortfall'> {
+function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'resourceSet' | 'canary' | 'shortfall'> {
   const completed = rollouts.filter((r) => r.status === 'completed');
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
   const scored = completed.filter((r) => r.quality !== null);

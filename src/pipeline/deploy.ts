@@ -3,7 +3,7 @@ import { canaryGates, type CanaryState } from '../evaluation/canary.js';
 import { resolveSet } from '../evaluation/candidates.js';
 import { primaryMetric, type Comparison } from '../evaluation/compare.js';
 import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
-import { switchProduction } from '../resources/production.js';
+import { switchProduction } from '../resources/production-switch.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../store/index.js';
 import { checkPublish, publish, type PublishOptions, type Published } from './publish.js';
@@ -96,7 +96,7 @@ export async function promoteCanary(rt: Runtime, opts: { force?: boolean; reason
 }
 
 /** The canary becomes production (one transaction with its audit record), the canary pointer is cleared. */
-export async function promote(rt: Runtime, state: CanaryState, production: ResourceSet, trigger: 'cli' | 'loop' | 'collect', reason: string, publishing: PublishOptions = {}): Promise<{ auditId: number; published: Published }> {
+export async function promote(rt: Runtime, state: CanaryState, production: ResourceSet, trigger: 'cli' | 'loop', reason: string, publishing: PublishOptions = {}): Promise<{ auditId: number; published: Published }> {
   const store = rt.store();
   const auditId = switchProduction(store, rt.paths.dataDir, { to: state.set, action: 'canary-promote', trigger, evalRunId: state.evalRunId, reason, detail: { comparison: state.comparison, gates: state.gates }, clearCanary: true });
   rt.forgetWeights();

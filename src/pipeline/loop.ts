@@ -1,9 +1,9 @@
-import { LOOP_STEPS } from '../config/schema.js';
 import { errorMessage, GateError, UserError } from '../errors.js';
 import os from 'node:os';
 import { resolveStart } from '../resources/training-start.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { openCycle, saveCycle, type CycleState, type Stage, type StageRecord } from '../scheduler/cycles.js';
+import { cycleSteps, openCycle, saveCycle, type CycleState, type Stage } from '../scheduler/cycles.js';
+import type { StageBase, StageRecord, StageResult } from '../scheduler/cycles.js';
 import { acquireCycleLock } from '../scheduler/lock.js';
 import { stopLeftover } from '../trainers/process-group.js';
 import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
@@ -14,6 +14,7 @@ import { deploy, latestEvaluation } from './deploy.js';
 import { latestCandidate } from '../evaluation/candidates.js';
 import { evaluate } from './evaluate.js';
 import { writeReport } from './report.js';
+import { describeReview, reviewProduction } from './review.js';
 import { train } from './train.js';
 import { trainApo } from './train-apo.js';
 
@@ -31,11 +32,9 @@ export interface CycleResult {
   outcome: string;
 }
 
-type StageResult = Omit<StageRecord, 'started_at'>;
-
 /**
- * One cycle, collect → train → apo → eval → deploy (loop.steps), under the cross-process cycle lock. The
- * state is saved at every stage change, so a crash, a kill or a time limit resumes the cycle at its
+ * One cycle, collect → review → train → apo → eval → deploy (loop.steps), under the cross-process cycle
+ * lock. The state is saved at every stage change, so a crash, a kill or a time limit resumes the cycle at its
  * stage: a training run is resumed or its registered checkpoint taken, an evaluation reuses what it
  * measured, and deploy only ever promotes the candidate this cycle evaluated against current production.
  */
@@ -44,7 +43,10 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
   const loop = rt.config.loop;
   const lock = acquireCycleLock(store, loop.stale_lock_min * 60_000);
   try {
-    const steps = LOOP_STEPS.filter((s) => loop.steps.includes(s));
+    const { steps, impliedReview } = cycleSteps(loop.steps);
+    const implied = 'loop.steps lists collect without review: review runs after it '
+      + '(collect reviewed production itself before); add review to loop.steps';
+    if (impliedReview) opts.onStage?.('review', implied);
     const { id, state, resumed } = openCycle(store, steps);
     const cycleTimer = AbortSignal.timeout(loop.max_runtime_min * 60_000);
     const signal = AbortSignal.any([lock.lost, cycleTimer, ...(opts.signal ? [opts.signal] : [])]);
@@ -54,24 +56,26 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
       store.loopRuns.finish(id, status, undefined, status === 'completed' ? undefined : outcome);
       return { loopRunId: id, cycle: state.cycle, resumed, status, stages: state.stages, outcome };
     };
-    for (const stage of steps) {
+    // Generic in the stage, so each stage's record keeps its own type.
+    const run = async <S extends Stage>(stage: S): Promise<CycleResult | undefined> => {
       const previous = state.stages[stage];
-      if (previous?.status === 'done' || previous?.status === 'skipped') continue;
-      state.stages[stage] = { ...previous, status: 'running', started_at: Date.now() };
-      saveCycle(store, id, state, stage);
-      const limit = loop.stage_timeout_min[stage];
-      const stageSignal = limit ? AbortSignal.any([signal, AbortSignal.timeout(limit * 60_000)]) : signal;
-      const record = (r: StageResult) => {
-        state.stages[stage] = { ...state.stages[stage]!, ...r, finished_at: Date.now() };
+      if (previous?.status === 'done' || previous?.status === 'skipped') return undefined;
+      // The fields every record holds, or the stage's own: TypeScript cannot see that both fit a generic S.
+      const save = (fields: Partial<StageBase> | Partial<StageRecord<S>> | StageResult<S>) => {
+        state.stages[stage] = { ...state.stages[stage], ...fields } as StageRecord<S>;
         saveCycle(store, id, state, stage);
       };
+      save({ status: 'running', started_at: Date.now() });
+      const limit = loop.stage_timeout_min[stage];
+      const stageSignal = limit ? AbortSignal.any([signal, AbortSignal.timeout(limit * 60_000)]) : signal;
+      const record = (r: Partial<StageBase> | StageResult<S>) => save({ ...r, finished_at: Date.now() });
       try {
         opts.onStage?.(stage, `${stage}…`);
-        record(await STAGES[stage](rt, state, { signal: stageSignal, note: (m) => opts.onStage?.(stage, m), save: (fields) => {
-          state.stages[stage] = { ...state.stages[stage]!, ...fields };
-          saveCycle(store, id, state, stage);
-        } }));
-        opts.onStage?.(stage, `${stage}: ${state.stages[stage]!.status}${state.stages[stage]!.reason ? ` (${state.stages[stage]!.reason})` : ''}`);
+        const stageFn: StageFn<S> = STAGES[stage];
+        record(await stageFn(rt, state, { signal: stageSignal, note: (m) => opts.onStage?.(stage, m), save }));
+        const r = state.stages[stage]!;
+        opts.onStage?.(stage, `${stage}: ${r.status}${r.reason ? ` (${r.reason})` : ''}`);
+        return undefined;
       } catch (err) {
         if (stageSignal.aborted) {
           const why = opts.signal?.aborted ? 'interrupted' : lock.lost.aborted ? 'the cycle lock was taken over' : cycleTimer.aborted ? `loop.max_runtime_min (${loop.max_runtime_min}) reached` : `loop.stage_timeout_min.${stage} (${limit}) reached`;
@@ -81,10 +85,14 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
         record({ status: 'failed', reason: errorMessage(err) });
         return done('failed', `${stage} failed: ${errorMessage(err)}`);
       }
+    };
+    for (const stage of steps) {
+      const stopped = await run(stage);
+      if (stopped) return stopped;
     }
     // The report is written once the cycle is decided, so it shows the deploy and the cycle's numbers.
     const ev = state.stages.eval;
-    if (rt.config.eval.report && ev?.status === 'done' && typeof ev.eval_run_id === 'string') {
+    if (rt.config.eval.report && ev?.status === 'done' && ev.eval_run_id) {
       ev.report = (await writeReport(rt, { evalRunId: ev.eval_run_id })).file;
     }
     return done('completed', outcomeOf(state));
@@ -93,14 +101,16 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
   }
 }
 
-interface StageContext {
+interface StageContext<S extends Stage> {
   signal: AbortSignal;
   note(message: string): void;
   /** Persists fields of the running stage at once (a training run's id, so a crash can resume it). */
-  save(fields: Record<string, unknown>): void;
+  save(fields: Partial<StageRecord<S>>): void;
 }
 
-const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) => Promise<StageResult>> = {
+type StageFn<S extends Stage> = (rt: Runtime, state: CycleState, c: StageContext<S>) => Promise<StageResult<S>>;
+
+const STAGES: { [S in Stage]: StageFn<S> } = {
   async collect(rt, state, c) {
     if (rt.config.queue.distributed) return collectOnWorkers(rt, state, c);
     const s = await collect(rt, {
@@ -110,14 +120,21 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
     if (s.status === 'cancelled') throw c.signal.reason ?? new Error('collect interrupted');
     return {
       status: 'done', run_id: s.runId, tasks: s.tasks, completed: s.completed, failed: s.failed, mean_reward: s.meanReward, tokens: s.tokens,
-      set: s.resourceSet.version, canary: s.review?.canary?.verdict ?? null, watch: s.review?.watch?.verdict ?? null,
+      set: s.resourceSet.version,
     };
+  },
+
+  async review(rt) {
+    const r = await reviewProduction(rt, 'loop');
+    const detail = describeReview(r).join('; ');
+    const verdicts = { canary: r.canary?.verdict ?? null, watch: r.watch?.verdict ?? null };
+    return { status: 'done', ...verdicts, ...(detail ? { detail } : {}) };
   },
 
   async train(rt, state, c) {
     const rec = state.stages.train;
     const store = rt.store();
-    const prior = typeof rec?.training_run_id === 'string' ? store.trainingRuns.get(rec.training_run_id) : undefined;
+    const prior = rec?.training_run_id ? store.trainingRuns.get(rec.training_run_id) : undefined;
     if (prior?.status === 'completed') return trained(rt, prior.id, String(prior.result?.checkpoint_id ?? ''));
     const algo = rt.config.train.algo;
     const detail = prior?.detail as TrainRunDetail | undefined;
@@ -134,7 +151,7 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
         ...(resumable ? { resume: resumable.id } : {}), signal: c.signal, onStage: c.note, onRunStart: (runId) => c.save({ training_run_id: runId }),
         onProgress: (p) => c.note(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''} loss ${p.loss?.toFixed(4) ?? '—'}`),
       });
-      return { status: 'done', training_run_id: r.runId, checkpoint_id: r.checkpoint.id, weights: `${r.weight.name} v${r.weight.version}`, candidate_set: r.candidateSet?.id ?? null, steps: r.steps, final_loss: r.metrics.final_loss ?? null };
+      return { status: 'done', training_run_id: r.runId, checkpoint_id: r.checkpoint.id, weights: `${r.weight.name} v${r.weight.version}`, candidate_set: r.candidateSet?.id ?? null, steps: r.steps, final_loss: typeof r.metrics.final_loss === 'number' ? r.metrics.final_loss : null };
     } catch (err) {
       if (c.signal.aborted) throw err;
       // Too little or too poor data is a reason to wait for the next cycle, not a failure.
@@ -146,8 +163,8 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
   async apo(rt, state, c) {
     const store = rt.store();
     const rec = state.stages.apo;
-    const prior = typeof rec?.apo_run_id === 'string' ? store.trainingRuns.get(rec.apo_run_id) : undefined;
-    if (prior?.status === 'completed') return { status: 'done', apo_run_id: prior.id, candidate_set: prior.result?.candidate_set ?? null, reason: 'taken from the completed prompt-optimization run' };
+    const prior = rec?.apo_run_id ? store.trainingRuns.get(rec.apo_run_id) : undefined;
+    if (prior?.status === 'completed') return { status: 'done', apo_run_id: prior.id, candidate_set: str(prior.result?.candidate_set), reason: 'taken from the completed prompt-optimization run' };
     const r = await trainApo(rt, {
       ...(prior && prior.status !== 'running' ? { resume: prior.id } : {}), trigger: 'loop', signal: c.signal, onStage: c.note,
       onRunStart: (runId) => c.save({ apo_run_id: runId }),
@@ -178,7 +195,7 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
 
   async deploy(rt, state) {
     const ev = state.stages.eval;
-    if (!ev || ev.status !== 'done' || typeof ev.candidate_set !== 'string') return { status: 'skipped', reason: 'nothing was evaluated in this cycle' };
+    if (!ev || ev.status !== 'done' || !ev.candidate_set) return { status: 'skipped', reason: 'nothing was evaluated in this cycle' };
     const candidate = ev.candidate_set;
     const production = rt.production('loop');
     if (production.id === candidate) return { status: 'done', action: 'promoted', reason: 'production is this candidate already' };
@@ -197,7 +214,7 @@ const STAGES: Record<Stage, (rt: Runtime, state: CycleState, c: StageContext) =>
 function candidateOf(rt: Runtime, state: CycleState): string | undefined {
   for (const stage of ['apo', 'train'] as const) {
     const s = state.stages[stage];
-    if (s?.status === 'done' && typeof s.candidate_set === 'string') return s.candidate_set;
+    if (s?.status === 'done' && s.candidate_set) return s.candidate_set;
   }
   if (rt.config.loop.steps.includes('train') || rt.config.loop.steps.includes('apo')) return undefined;
   const production = rt.production('loop');
@@ -209,7 +226,7 @@ function candidateOf(rt: Runtime, state: CycleState): string | undefined {
   }
 }
 
-function trained(rt: Runtime, runId: string, checkpointId: string): StageResult {
+function trained(rt: Runtime, runId: string, checkpointId: string): StageResult<'train'> {
   const sets = rt.store().sets.list(500).filter((s) => s.origin.training_run_id === runId);
   return { status: 'done', training_run_id: runId, checkpoint_id: checkpointId, candidate_set: sets.at(-1)?.id ?? null, reason: 'taken from the completed training run' };
 }
@@ -217,17 +234,17 @@ function trained(rt: Runtime, runId: string, checkpointId: string): StageResult 
 function outcomeOf(state: CycleState): string {
   const d = state.stages.deploy;
   const e = state.stages.eval;
-  const gates = Array.isArray(e?.failed_gates) && e.failed_gates.length ? ` (failed gates: ${(e.failed_gates as string[]).join(', ')})` : '';
-  if (d?.status === 'done') return `${String(d.action)}${d.action === 'not promoted' ? gates : ''}${d.reason ? `: ${String(d.reason)}` : ''}`;
+  const gates = e?.failed_gates?.length ? ` (failed gates: ${e.failed_gates.join(', ')})` : '';
+  if (d?.status === 'done') return `${d.action ?? ''}${d.action === 'not promoted' ? gates : ''}${d.reason ? `: ${d.reason}` : ''}`;
   const skipped = (['deploy', 'eval', 'apo', 'train', 'collect'] as const).map((s) => state.stages[s]).find((s) => s?.status === 'skipped');
   return skipped ? `not promoted: ${skipped.reason ?? 'a stage was skipped'}` : 'completed';
 }
 
 /** The collect stage spread over `collect --worker` machines: the run queued once (its id saved, so a resumed cycle waits for it), then waited for. */
-async function collectOnWorkers(rt: Runtime, state: CycleState, c: StageContext): Promise<StageResult> {
+async function collectOnWorkers(rt: Runtime, state: CycleState, c: StageContext<'collect'>): Promise<StageResult<'collect'>> {
   const saved = state.stages.collect?.run_id;
   const store = rt.store();
-  let runId = typeof saved === 'string' && store.collectRuns.get(saved) ? saved : undefined;
+  let runId = saved && store.collectRuns.get(saved) ? saved : undefined;
   if (!runId) {
     runId = (await enqueueCollect(rt, { n: rt.config.loop.collect_n, trigger: 'loop' })).runId;
     c.save({ run_id: runId });
@@ -236,3 +253,5 @@ async function collectOnWorkers(rt: Runtime, state: CycleState, c: StageContext)
   const r = (run.result ?? {}) as { tasks?: number; completed?: number; failed?: number; meanReward?: number | null; tokens?: number };
   return { status: 'done', run_id: runId, tasks: r.tasks ?? 0, completed: r.completed ?? 0, failed: r.failed ?? 0, mean_reward: r.meanReward ?? null, tokens: r.tokens ?? 0, on_workers: true };
 }
+
+const str = (x: unknown) => (typeof x === 'string' ? x : null);

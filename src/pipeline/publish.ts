@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { remoteUrls } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
-import { PRODUCTION_FILE } from '../resources/production.js';
+import { PRODUCTION_FILE } from '../resources/production-switch.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { liveServers, updateServer, type ServerEntry } from '../serving/registry.js';
 import { swapServedWeights, type SwapCall } from '../serving/swap.js';

@@ -1,6 +1,6 @@
 import { errorMessage } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { cycles, type CycleState } from '../scheduler/cycles.js';
+import { cycles, cycleSteps, type CycleState } from '../scheduler/cycles.js';
 import { nextRuns, startSchedule } from '../scheduler/cron.js';
 import { CYCLE_LOCK } from '../scheduler/lock.js';
 import type { LockHolder } from '../store/index.js';
@@ -16,8 +16,8 @@ export interface LoopStatus {
 
 /** The schedule and its next runs, a cycle running now (the lock holder), and the last cycles stage by stage. */
 export function loopStatus(rt: Runtime, limit = 10): LoopStatus {
-  const { schedule, steps } = rt.config.loop;
-  const base = { schedule, next: nextRuns(schedule, 3).map((d) => d.toISOString()), steps };
+  const { schedule } = rt.config.loop;
+  const base = { schedule, next: nextRuns(schedule, 3).map((d) => d.toISOString()), steps: cycleSteps(rt.config.loop.steps).steps };
   if (!rt.storeExists()) return { ...base, running: null, cycles: [] };
   const store = rt.existingStore();
   return {

@@ -1,31 +1,33 @@
-import type { LOOP_STEPS } from '../config/schema.js';
+import { LOOP_STEPS } from '../config/schema.js';
 import type { RunRecord, Store } from '../store/index.js';
+import { CYCLE_STATE, type CycleState, type Stage } from './stage-records.js';
 
-export type Stage = (typeof LOOP_STEPS)[number];
-
-export interface StageRecord {
-  status: 'running' | 'done' | 'skipped' | 'failed' | 'cancelled';
-  started_at: number;
-  finished_at?: number;
-  /** Why it was skipped, failed or stopped. */
-  reason?: string;
-  [key: string]: unknown;
-}
-
-/** A loop cycle as persisted in loop_runs.state after every stage change. */
-export interface CycleState {
-  cycle: number;
-  started_at: number;
-  /** How many times an interrupted cycle was taken up again. */
-  resumed: number;
-  stages: Partial<Record<Stage, StageRecord>>;
-  outcome?: string;
-}
+export type { CycleState, Stage, StageBase, StageRecord, StageRecords, StageResult } from './stage-records.js';
 
 export interface OpenCycle {
   id: string;
   state: CycleState;
   resumed: boolean;
+}
+
+/**
+ * The stages a cycle runs for loop.steps, in their fixed order. A list with collect but no review gets
+ * review after collect: collect reviewed production itself before review was a stage, and configs
+ * written then list no review.
+ */
+export function cycleSteps(steps: readonly Stage[]): { steps: Stage[]; impliedReview: boolean } {
+  const impliedReview = steps.includes('collect') && !steps.includes('review');
+  return { steps: LOOP_STEPS.filter((s) => steps.includes(s) || (impliedReview && s === 'review')), impliedReview };
+}
+
+/**
+ * A stored cycle's state, checked once as it is read: undefined when the run holds none this version
+ * can take up (an older layout, or a record that does not parse), so it is shown without stages and a
+ * new cycle starts instead of resuming it.
+ */
+export function readCycle(detail: Record<string, unknown>): CycleState | undefined {
+  const parsed = CYCLE_STATE.safeParse(detail);
+  return parsed.success ? parsed.data : undefined;
 }
 
 /**
@@ -35,25 +37,32 @@ export interface OpenCycle {
  */
 export function openCycle(store: Store, stages: readonly Stage[]): OpenCycle {
   const last = store.loopRuns.latest(1)[0];
-  const state = last ? (last.detail as unknown as CycleState) : undefined;
-  const finished = (s: StageRecord | undefined) => s?.status === 'done' || s?.status === 'skipped';
-  if (last && state?.stages && last.status !== 'completed' && stages.some((s) => !finished(state.stages[s]))) {
-    const next = { ...state, resumed: (state.resumed ?? 0) + 1 };
+  const state = last && readCycle(last.detail);
+  const finished = (s: Stage) => state?.stages[s]?.status === 'done' || state?.stages[s]?.status === 'skipped';
+  if (last && state && last.status !== 'completed' && stages.some((s) => !finished(s))) {
+    const next = { ...state, resumed: state.resumed + 1 };
     store.transaction(() => {
       store.loopRuns.reopen(last.id);
-      store.loopRuns.setDetail(last.id, next as unknown as Record<string, unknown>, last.step ?? null);
+      store.loopRuns.setDetail(last.id, next, last.step ?? null);
     });
     return { id: last.id, state: next, resumed: true };
   }
-  const cycle = (state?.cycle ?? 0) + 1;
+  const cycle = (state?.cycle ?? cycleNumber(last?.detail) ?? 0) + 1;
   const fresh: CycleState = { cycle, started_at: Date.now(), resumed: 0, stages: {} };
-  return { id: store.loopRuns.start(fresh as unknown as Record<string, unknown>), state: fresh, resumed: false };
+  return { id: store.loopRuns.start(fresh), state: fresh, resumed: false };
 }
 
 export function saveCycle(store: Store, id: string, state: CycleState, step: Stage | null): void {
-  store.loopRuns.setDetail(id, state as unknown as Record<string, unknown>, step);
+  store.loopRuns.setDetail(id, state, step);
 }
 
+/** The latest cycles; one whose state does not parse is listed with its number and no stages. */
 export function cycles(store: Store, limit: number): (RunRecord & { state: CycleState })[] {
-  return store.loopRuns.latest(limit).map((r) => ({ ...r, state: r.detail as unknown as CycleState }));
+  return store.loopRuns.latest(limit).map((r) => ({
+    ...r,
+    state: readCycle(r.detail) ?? { cycle: cycleNumber(r.detail) ?? 0, started_at: r.startedAt, resumed: 0, stages: {} },
+  }));
 }
+
+const cycleNumber = (detail: Record<string, unknown> | undefined) =>
+  typeof detail?.cycle === 'number' ? detail.cycle : undefined;

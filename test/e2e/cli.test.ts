@@ -9,7 +9,7 @@ describe('massgen-rl CLI', () => {
   it('prints help with every command and exits 0', async () => {
     const r = await runCli(['--help'], { cwd: tempDir() });
     expect(r.exitCode).toBe(0);
-    for (const cmd of ['init', 'doctor', 'collect', 'train', 'eval', 'report', 'deploy', 'loop', 'status', 'traces', 'serve']) expect(r.stdout).toContain(cmd);
+    for (const cmd of ['init', 'doctor', 'collect', 'train', 'eval', 'report', 'deploy', 'review', 'loop', 'status', 'traces', 'serve']) expect(r.stdout).toContain(cmd);
   });
 
   it('exits 2 on unknown commands and options', async () => {
@@ -36,9 +36,9 @@ describe('massgen-rl CLI', () => {
     expect(fs.existsSync(path.join(dir, '.massgen-rl'))).toBe(false);
   });
 
-  it('deploy, rollback and resources need a store, and say so without creating one', async () => {
+  it('deploy, rollback, review and resources need a store, and say so without creating one', async () => {
     const dir = tempDir();
-    for (const args of [['deploy', '--candidate', 'x'], ['rollback'], ['resources', 'show'], ['deploy', '--promote-canary']]) {
+    for (const args of [['deploy', '--candidate', 'x'], ['rollback'], ['review'], ['resources', 'show'], ['deploy', '--promote-canary']]) {
       const r = await runCli(args, { cwd: dir });
       expect(r.exitCode, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/no store at .*store\.sqlite yet/);

@@ -4,8 +4,10 @@ import { collect } from '../../src/pipeline/collect.js';
 import { deploy, rollback } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
 import { runCycle } from '../../src/pipeline/loop.js';
+import type { Review } from '../../src/pipeline/review.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
+import { runCli } from '../helpers.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 let project: LoopProject | undefined;
@@ -14,7 +16,7 @@ afterEach(async () => {
   project = undefined;
 });
 
-describe('a cycle: collect → train → eval → deploy', () => {
+describe('a cycle: collect → review → train → eval → deploy', () => {
   it('promotes a better candidate: its adapter is loaded, evaluated on the same tasks and seeds, and serves later collects', async () => {
     project = await loopProject();
     const loaded = project.load(['eval.report=true']);
@@ -23,6 +25,7 @@ describe('a cycle: collect → train → eval → deploy', () => {
     expect(r).toMatchObject({ cycle: 1, resumed: false, status: 'completed' });
     expect(r.outcome).toMatch(/^promoted/);
     expect(r.stages.collect).toMatchObject({ status: 'done', tasks: 4, completed: 4 });
+    expect(r.stages.review).toMatchObject({ status: 'done', canary: null, watch: null });
     expect(r.stages.train).toMatchObject({ status: 'done', weights: 'base v1' });
     expect(r.stages.eval).toMatchObject({ status: 'done', passed: true, metric: 'reward' });
     expect(r.stages.deploy).toMatchObject({ status: 'done', action: 'promoted' });
@@ -60,8 +63,12 @@ describe('a cycle: collect → train → eval → deploy', () => {
 
   it('does not promote a candidate that is no better: the failed gates and their numbers are the outcome', async () => {
     project = await loopProject(adapterScript({ good: () => true }));
-    const r = await withRuntime(project.load(), (rt) => runCycle(rt));
+    // loop.steps as configs written before review was a stage list them: review runs after collect, and says why.
+    const notes: string[] = [];
+    const r = await withRuntime(project.load(['loop.steps=[collect, train, eval, deploy]']), (rt) => runCycle(rt, { onStage: (s, m) => notes.push(`${s}: ${m}`) }));
     expect(r.status).toBe('completed');
+    expect(Object.keys(r.stages)).toEqual(['collect', 'review', 'train', 'eval', 'deploy']);
+    expect(notes[0]).toMatch(/^review: loop.steps lists collect without review: review runs after it .*add review to loop.steps$/);
     expect(r.stages.deploy).toMatchObject({ status: 'done', action: 'not promoted' });
     expect(r.outcome).toMatch(/^not promoted \(failed gates: min_improvement, ci_lower_above_zero\)/);
     const gates = r.stages.deploy!.gates as { gate: string; passed: boolean; detail: string }[];
@@ -104,7 +111,7 @@ describe('a cycle: collect → train → eval → deploy', () => {
     s3.close();
   }, 240_000);
 
-  it('starts a canary on a share of later collects and promotes it once it passes its gates on enough rollouts', async () => {
+  it('starts a canary on a share of later collects, which never switch production: review promotes it once it passes its gates', async () => {
     project = await loopProject();
     const loaded = project.load([]);
     const overrides = ['deploy.canary.min_rollouts=3', 'deploy.gates.ci_lower_above_zero=false'];
@@ -115,17 +122,26 @@ describe('a cycle: collect → train → eval → deploy', () => {
     await withRuntime(loaded, (rt) => rollback(rt, {}));
     const started = await withRuntime(withCanary, (rt) => deploy(rt, { candidate: 'base@1', canary: 0.5 }));
     expect(started.action).toBe('canary started');
+    const review = async () => {
+      const r = await runCli(['--json', ...overrides.flatMap((o) => ['--set', o]), 'review'], { cwd: project!.dir });
+      expect(r.exitCode, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as Review & { ok: boolean };
+    };
     let promoted = false;
     for (let i = 0; i < 6 && !promoted; i++) {
       const c = await withRuntime(withCanary, (rt) => collect(rt));
       expect(c.canary).toMatchObject({ fraction: 0.5 });
-      promoted = c.review?.canary?.verdict === 'promoted';
+      expect(c).not.toHaveProperty('review');
+      expect(pointers(loaded)).toEqual({ production: started.before.id, canary: started.candidate.id });
+      const r = await review();
+      expect(r).toMatchObject({ ok: true, canary: { set: { id: started.candidate.id } } });
+      promoted = r.canary?.verdict === 'promoted';
     }
     expect(promoted).toBe(true);
     const store = openStore(loaded);
     try {
       const [latest] = store.audit.list({ limit: 1 });
-      expect(latest).toMatchObject({ action: 'canary-promote', trigger: 'collect' });
+      expect(latest).toMatchObject({ action: 'canary-promote', trigger: 'cli' });
       expect(store.sets.pointer('canary')).toBeUndefined();
       const canaryRollouts = store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.canary') = 1").pluck().get() as number;
       expect(canaryRollouts).toBeGreaterThanOrEqual(3);
@@ -133,6 +149,10 @@ describe('a cycle: collect → train → eval → deploy', () => {
     } finally {
       store.close();
     }
+    const text = await runCli(['review'], { cwd: project.dir });
+    expect(text.exitCode, text.stderr).toBe(0);
+    expect(text.stdout).toContain('canary: none running');
+    expect(text.stdout).toMatch(/production set v\d+ since its deploy: waiting, 0 of 4 rollouts/);
   }, 240_000);
 
   it('rolls back automatically when production drops significantly after a deploy', async () => {
@@ -146,19 +166,36 @@ describe('a cycle: collect → train → eval → deploy', () => {
     expect(cycle.stages.train?.status).toBe('done');
     if (cycle.stages.deploy?.action !== 'promoted') await withRuntime(loaded, (rt) => deploy(rt, { candidate: 'base@1', force: true }));
     broken = true;
+    const deployed = pointers(loaded).production;
+    // The collect that used to roll back records its rollouts and leaves production as it is.
     const after = await withRuntime(loaded, (rt) => collect(rt));
-    expect(after.review?.watch).toMatchObject({ verdict: 'rolled back' });
+    expect(after).not.toHaveProperty('review');
+    expect(pointers(loaded).production).toBe(deployed);
+    // The loop's review stage rolls back.
+    const reviewed = await withRuntime(project.load(['loop.steps=[review]']), (rt) => runCycle(rt));
+    expect(reviewed.stages.review).toMatchObject({ status: 'done', canary: null, watch: 'rolled back', detail: expect.stringMatching(/rolled back \(mean reward/) });
+    expect(Object.keys(reviewed.stages)).toEqual(['review']);
     const store = openStore(loaded);
     try {
       const latest = store.audit.list({ limit: 1 })[0]!;
       expect(latest).toMatchObject({ action: 'auto-rollback', trigger: 'watch' });
       expect(latest.reason).toMatch(/production regressed after the deploy: mean reward .* drop .* one-sided p/);
+      expect(store.sets.pointer('production')!.setId).not.toBe(deployed);
       expect(store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights ?? '')).toBeUndefined();
     } finally {
       store.close();
     }
   }, 240_000);
 });
+
+function pointers(loaded: ReturnType<LoopProject['load']>): { production: string | undefined; canary: string | undefined } {
+  const store = openStore(loaded);
+  try {
+    return { production: store.sets.pointer('production')?.setId, canary: store.sets.pointer('canary')?.setId };
+  } finally {
+    store.close();
+  }
+}
 
 function openVersion(loaded: ReturnType<LoopProject['load']>, id: string): number {
   const store = openStore(loaded);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { collect, type CollectSummary } from '../../src/pipeline/collect.js';
 import { evaluate, type EvalSummary } from '../../src/pipeline/evaluate.js';
-import { switchProduction } from '../../src/resources/production.js';
+import { switchProduction } from '../../src/resources/production-switch.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { startScriptedServer, type Script, type ScriptedServer } from './scripted-server.js';
 import { shownLabels } from './team.js';

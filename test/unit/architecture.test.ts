@@ -33,7 +33,9 @@ describe('import rules (docs/architecture.md)', () => {
       'tsconfig.json': fs.readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8'),
       '.dependency-cruiser.cjs': fs.readFileSync(path.join(ROOT, '.dependency-cruiser.cjs'), 'utf8'),
       'src/cli/main.ts': "import { run } from '../pipeline/collect.js';\nexport const main = run;\n",
-      'src/pipeline/collect.ts': "export const run = 1;\n",
+      // a collect that would switch production (a type import of what review says is fine)
+      'src/pipeline/collect.ts': "import { reviewProduction } from './review.js';\nimport type { Review } from './review.js';\nexport const run: [number, Review?] = [reviewProduction];\n",
+      'src/pipeline/review.ts': "export const reviewProduction = 1;\nexport type Review = { verdict: string };\n",
       // upward: store sits below cli and datasets
       'src/store/export.ts': "import { main } from '../cli/main.js';\nimport { rows } from '../datasets/rows.js';\nexport const x = [main, rows];\n",
       'src/datasets/rows.ts': "import { weights } from '../resources/weights.js';\nexport const rows = weights;\n", // a sibling of its layer
@@ -47,7 +49,7 @@ describe('import rules (docs/architecture.md)', () => {
     const names = new Set((await cruise(dir)).map((v) => v.rule.name));
     expect([...names].sort()).toEqual([
       'database-drivers-only-in-store', 'layer-datasets-sibling', 'layer-store-upward', 'no-circular', 'only-cli-imports-cli',
-      'processes-only-in-their-owners', 'terminal-ui-only-in-cli-ui',
+      'processes-only-in-their-owners', 'production-switches-only-in-deploy-and-review', 'terminal-ui-only-in-cli-ui',
     ]);
   }, 120_000);
 });

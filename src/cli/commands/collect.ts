@@ -55,6 +55,8 @@ export const registerCollect: Register = (program, ctx) => {
           ]]);
           for (const f of summary.failureReasons.slice(0, 5)) ui.print(`  failed ×${f.count}: ${f.error}`);
           if (summary.shortfall) ui.print(`  note: ${summary.shortfall.hint}`);
+          const c = summary.canary;
+          if (c) ui.print(`  canary set v${c.version} served ${c.rollouts} rollout(s); \`massgen-rl review\` promotes it once it passes its gates`);
         }
         if (nothingCompleted) {
           const reasons = summary.failureReasons.slice(0, 3).map((f) => `${f.count} × ${f.error}`).join('; ');

@@ -7,7 +7,7 @@ import type { Ui } from '../ui/output.js';
 export const registerLoop: Register = (program, ctx) => {
   const loop = program
     .command('loop')
-    .description('run collect → train → eval → deploy on loop.schedule in the foreground (--once: one cycle now)')
+    .description('run collect → review → train → eval → deploy on loop.schedule in the foreground (--once: one cycle now)')
     .option('--once', 'run one cycle now (or resume the interrupted one) and exit')
     .action(async (flags: { once?: boolean }) => {
       const c = ctx();
@@ -30,10 +30,10 @@ export const registerLoop: Register = (program, ctx) => {
         return;
       }
       const [{ runScheduled }, { Runtime }] = await Promise.all([import('../../pipeline/schedule.js'), import('../../runtime/runtime.js')]);
-      const { loadConfig } = await import('../../config/load.js');
+      const [{ loadConfig }, { cycleSteps }] = await Promise.all([import('../../config/load.js'), import('../../scheduler/cycles.js')]);
       const first = await c.loadConfig();
       const fresh = async () => new Runtime(loadConfig({ configPath: c.opts.config, overrides: c.opts.set }));
-      ui.info(`loop: ${first.config.loop.schedule} (${first.config.loop.steps.join(' → ')}); Ctrl-C stops`);
+      ui.info(`loop: ${first.config.loop.schedule} (${cycleSteps(first.config.loop.steps).steps.join(' → ')}); Ctrl-C stops`);
       await withInterrupt(ui, 'stopping the loop: a running cycle ends its stage cleanly and resumes at the next start', (signal) =>
         runScheduled(fresh, first.config.loop.schedule, {
           signal, onStage: (stage, m) => ui.info(`[${stage}] ${m}`),
@@ -51,26 +51,28 @@ export const registerLoop: Register = (program, ctx) => {
     ui.print(`schedule: ${s.schedule} (${s.steps.join(' → ')}); next: ${s.next.join(', ')}`);
     ui.print(s.running ? `running now: process ${s.running.pid} on ${s.running.host} since ${formatTime(s.running.acquiredAt)}` : 'no cycle running');
     if (!s.cycles.length) return ui.print('no cycles yet (`massgen-rl loop --once` runs one)');
-    ui.table(['cycle', 'status', 'started', 'collect', 'train', 'eval', 'deploy', 'outcome'], s.cycles.map((cy) => [
-      cy.cycle, cy.status, formatTime(cy.startedAt), ...(['collect', 'train', 'eval', 'deploy'] as const).map((st) => cy.stages[st]?.status ?? '—'), cy.outcome ?? cy.error ?? '',
+    ui.table(['cycle', 'status', 'started', 'collect', 'review', 'train', 'eval', 'deploy', 'outcome'], s.cycles.map((cy) => [
+      cy.cycle, cy.status, formatTime(cy.startedAt), ...(['collect', 'review', 'train', 'eval', 'deploy'] as const).map((st) => cy.stages[st]?.status ?? '—'), cy.outcome ?? cy.error ?? '',
     ]));
   });
 };
 
-const num = (x: unknown) => (typeof x === 'number' ? x.toFixed(3) : '—');
+const num = (x: number | null | undefined) => (typeof x === 'number' ? x.toFixed(3) : '—');
 
 function renderCycle(ui: Ui, r: CycleResult): void {
   const s = r.stages;
   const rows: (string | number)[][] = [];
-  if (s.collect) rows.push(['collect', s.collect.status, s.collect.run_id ? `${String(s.collect.run_id)}: ${String(s.collect.completed)}/${String(s.collect.tasks)} completed, mean reward ${num(s.collect.mean_reward)}` : s.collect.reason ?? '']);
-  if (s.train) rows.push(['train', s.train.status, s.train.checkpoint_id ? `${String(s.train.checkpoint_id)} (${String(s.train.weights ?? '')}), final loss ${num(s.train.final_loss)}` : s.train.reason ?? '']);
+  if (s.collect) rows.push(['collect', s.collect.status, s.collect.run_id ? `${s.collect.run_id}: ${s.collect.completed ?? '—'}/${s.collect.tasks ?? '—'} completed, mean reward ${num(s.collect.mean_reward)}` : s.collect.reason ?? '']);
+  if (s.review) rows.push(['review', s.review.status, s.review.status === 'done' ? `canary ${s.review.canary ?? 'none'}, watch ${s.review.watch ?? 'none'}` : s.review.reason ?? '']);
+  if (s.train) rows.push(['train', s.train.status, s.train.checkpoint_id ? `${s.train.checkpoint_id} (${s.train.weights ?? ''}), final loss ${num(s.train.final_loss)}` : s.train.reason ?? '']);
   if (s.eval) {
-    const diff = s.eval.diff as { mean: number; low: number; high: number } | null | undefined;
-    rows.push(['eval', s.eval.status, s.eval.eval_run_id ? `${String(s.eval.metric)}: baseline ${num(s.eval.baseline)}, candidate ${num(s.eval.candidate)}, difference ${num(diff?.mean)} [${num(diff?.low)}, ${num(diff?.high)}]` : s.eval.reason ?? '']);
+    const diff = s.eval.diff;
+    rows.push(['eval', s.eval.status, s.eval.eval_run_id ? `${s.eval.metric ?? ''}: baseline ${num(s.eval.baseline)}, candidate ${num(s.eval.candidate)}, difference ${num(diff?.mean)} [${num(diff?.low)}, ${num(diff?.high)}]` : s.eval.reason ?? '']);
   }
-  if (s.deploy) rows.push(['deploy', s.deploy.status, `${String(s.deploy.action ?? '')}${s.deploy.reason ? ` (${String(s.deploy.reason)})` : ''}`]);
+  if (s.deploy) rows.push(['deploy', s.deploy.status, `${s.deploy.action ?? ''}${s.deploy.reason ? ` (${s.deploy.reason})` : ''}`]);
   ui.table([`cycle ${r.cycle}${r.resumed ? ' (resumed)' : ''}`, 'status', 'result'], rows);
-  for (const g of (s.deploy?.gates as { gate: string; passed: boolean; detail: string }[] | undefined) ?? []) ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);
+  if (s.review?.detail) ui.print(`  review: ${s.review.detail}`);
+  for (const g of s.deploy?.gates ?? []) ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);
   ui.print(`${r.status === 'completed' ? ui.c.bold(r.outcome) : ui.c.yellow(r.outcome)}`);
-  if (typeof s.eval?.report === 'string') ui.print(`report: ${s.eval.report}`);
+  if (s.eval?.report) ui.print(`report: ${s.eval.report}`);
 }

@@ -28,17 +28,28 @@ export interface Review {
 }
 
 /**
- * What later collects say about the last change of production: a canary that has served enough
- * rollouts is promoted when it passes the gates against production's rollouts of the same period (and
- * stopped once it had three times that many without passing); after a deploy, production's rewards
- * are compared with the rewards before it, and a drop beyond deploy.watch.max_drop that a one-sided
- * permutation test finds significant rolls back, with an audit record.
+ * The review stage: what the rollouts collected since the last change of production say about it. A
+ * canary that has served enough rollouts is promoted when it passes the gates against production's
+ * rollouts of the same period (and stopped once it had three times that many without passing); after a
+ * deploy, production's rewards are compared with the rewards before it, and a drop beyond
+ * deploy.watch.max_drop that a one-sided permutation test finds significant rolls back, with an audit
+ * record. Collect only records rollouts; this is where they may switch production.
  */
-export async function reviewProduction(rt: Runtime, trigger: 'cli' | 'loop' | 'collect' = 'collect'): Promise<Review> {
+export async function reviewProduction(rt: Runtime, trigger: 'cli' | 'loop'): Promise<Review> {
+  rt.existingStore();
   return { canary: await reviewCanary(rt, trigger), watch: rt.config.deploy.rollback_on_regression ? await watch(rt) : null };
 }
 
-async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop' | 'collect'): Promise<CanaryReview | null> {
+/** A line per verdict, for the review command and the loop's review record. */
+export function describeReview(r: Review): string[] {
+  const { canary: c, watch: w } = r;
+  return [
+    ...(c ? [`canary set v${c.set.version}: ${c.verdict}, ${c.rollouts} of ${c.needed} rollouts (${c.detail})`] : []),
+    ...(w ? [`production set v${w.deployedSet.version} since its deploy: ${w.verdict} (${w.detail})`] : []),
+  ];
+}
+
+async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop'): Promise<CanaryReview | null> {
   const store = rt.store();
   const production = rt.production(trigger);
   const state = canaryGates(store, rt.config, production);
@@ -49,13 +60,13 @@ async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop' | 'collect'): P
   const detail = state.gates.map((g) => `${g.passed ? '✓' : '✗'} ${g.detail}`).join('; ');
   if (cmp.n.after < needed) return { ...base, verdict: 'waiting', detail };
   if (gatesPass(state.gates)) {
-    await promote(rt, state, production, trigger === 'loop' ? 'loop' : 'collect', `the canary passed its gates: ${detail}`);
+    await promote(rt, state, production, trigger, `the canary passed its gates: ${detail}`);
     return { ...base, verdict: 'promoted', detail };
   }
   if (cmp.n.after >= 3 * needed) {
     store.transaction(() => {
       store.sets.setPointer('canary', null);
-      store.audit.add({ action: 'canary-stop', trigger: trigger === 'loop' ? 'loop' : 'collect', beforeSet: state.set.id, afterSet: production.id, reason: `the canary did not pass its gates in ${cmp.n.after} rollouts: ${detail}`, detail: { comparison: cmp, gates: state.gates } });
+      store.audit.add({ action: 'canary-stop', trigger, beforeSet: state.set.id, afterSet: production.id, reason: `the canary did not pass its gates in ${cmp.n.after} rollouts: ${detail}`, detail: { comparison: cmp, gates: state.gates } });
     });
     return { ...base, verdict: 'stopped', detail };
   }

@@ -42,6 +42,7 @@ export function createContext(opts: GlobalOptions): Context {
     redactor = redactorFor(result.config, result.env);
     ui.setRedactor(redactor);
     ui.debug(`config: ${result.file ?? '<embedded defaults>'} (hash ${result.hash})`);
+    for (const note of result.deprecations) ui.warn(`${result.file ?? 'config'}: ${note}`);
     return result;
   })());
   return {

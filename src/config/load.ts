@@ -9,6 +9,7 @@ import { applyOverrides } from './overrides.js';
 import { resolvePaths, type ResolvedPaths } from './paths.js';
 import { checkRules } from './rules.js';
 import { configSchema, type RLConfig } from './schema.js';
+import { migrateOverride, migrateTrainKeys } from './train-migration.js';
 import { YamlSource, type ConfigPath } from './yaml-source.js';
 
 export interface LoadOptions {
@@ -27,6 +28,8 @@ export interface LoadedConfig {
   hash: string;
   /** The environment the config was read with: API keys and secrets to scrub come from it. */
   env: NodeJS.ProcessEnv;
+  /** Old spellings read and what they now are (each names the old key and the new one). */
+  deprecations: string[];
 }
 
 export class ConfigError extends UserError {
@@ -70,8 +73,13 @@ export function fromRaw(
   const interpolated = interpolateEnv(raw, opts.env, envIssues) as Record<string, unknown>;
   if (envIssues.length) throw new ConfigError(envIssues.map((i) => format((p) => source.locate(p), i.path, i.message)));
 
+  const deprecations = migrateTrainKeys(interpolated);
   withDefaultTeam(interpolated);
-  const overrides = opts.overrides ?? [];
+  const overrides = (opts.overrides ?? []).flatMap((spec) => {
+    const specs = migrateOverride(spec);
+    if (specs[0] !== spec) deprecations.push(`--set ${spec.slice(0, spec.indexOf('='))} is deprecated: use --set ${specs.map((o) => o.slice(0, o.indexOf('='))).join(', --set ')}`);
+    return specs;
+  });
   // Overrides apply on top of the defaults, so `--set agents.0.temperature=0` edits the default team.
   const defaulted = overrides.length ? configSchema.safeParse(interpolated) : undefined;
   const withOverrides = applyOverrides(structuredClone(defaulted?.success ? defaulted.data : interpolated), overrides);
@@ -83,7 +91,7 @@ export function fromRaw(
   const ruleIssues = checkRules(result.data, baseDir);
   if (ruleIssues.length) throw new ConfigError(ruleIssues.map((i) => format(located, i.path, i.message)));
 
-  return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data), env: opts.env };
+  return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data), env: opts.env, deprecations };
 }
 
 /**
@@ -99,7 +107,7 @@ function withDefaultTeam(raw: Record<string, unknown>): void {
   const sft = section(train, 'sft');
   if (!sft) return;
   const r = DEFAULT_RECIPE;
-  raw.train = { ...train, algo: r.algo, sft: { select: r.select, ...sft }, learning_rate: train.learning_rate ?? r.learning_rate, epochs: train.epochs ?? r.epochs };
+  raw.train = { ...train, algo: r.algo, sft: { select: r.select, learning_rate: r.learning_rate, num_train_epochs: r.num_train_epochs, ...sft } };
   if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn: r.samples_per_turn };
 }
 

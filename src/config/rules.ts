@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { linkTarget } from './input-file.js';
 import { fixedPort, type RLConfig } from './schema.js';
-import { machineIssues, vllmIssues } from './train-rules.js';
+import { machineIssues } from './train-rules.js';
 import type { ConfigPath } from './yaml-source.js';
 
 export interface RuleIssue {
@@ -100,11 +100,8 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (file) requireFile(baseDir, file, ['train', key], add);
   }
   const t = config.train;
-  for (const issue of [...machineIssues(t), ...vllmIssues(t)]) add(issue.path, issue.message);
-  const completions = t.batch_size * t.num_processes * t.gradient_accumulation_steps;
-  if (t.algo === 'grpo' && completions % t.grpo.num_generations) {
-    add(['train', 'grpo', 'num_generations'], `batch_size × num_processes × gradient_accumulation_steps (${completions}) counts completions and must be a multiple of num_generations (${t.grpo.num_generations})`);
-  }
+  // The trainers' settings (train.<algo> beyond its data selection) are checked by the trainers: train.check.
+  for (const issue of machineIssues(t)) add(issue.path, issue.message);
   config.privacy.redact_patterns.forEach((p, i) => {
     const problem = redactPatternProblem(p);
     if (problem) add(['privacy', 'redact_patterns', i], problem);

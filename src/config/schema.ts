@@ -248,29 +248,48 @@ const queue = z.strictObject({
 });
 
 const agentMatch = z.union([z.array(name).min(1), z.string().min(1)]).describe('agent ids, or a regular expression matched against the id');
-/** Truncated importance sampling against the serving/training logprob mismatch (GRPO offline, PPO). */
-const isCorrection = {
-  is_correction: z.enum(['auto', 'on', 'off']).default('auto').describe('weight each token by min(exp(trainer logprob - recorded logprob), is_cap) where the traces recorded logprobs: auto when a batch\'s mean |difference| exceeds is_threshold, on always, off never'),
-  is_threshold: z.number().nonnegative().max(100).default(0.02).describe('mean |trainer - recorded| logprob (nats) over a batch above which is_correction: auto corrects'),
-  is_cap: z.number().min(1).max(1e6).default(3).describe('upper bound of the per-token importance weight'),
-};
+/**
+ * A train.<algo> section: the data selection declared here, and the trainer's settings (TRL's names:
+ * num_train_epochs, per_device_train_batch_size, num_generations, beta, …) passed through as they are. The
+ * trainer's dataclass declares and checks those (trainers/massgen_rl_trainers/train/<algo>.py, run as
+ * train.check by doctor and train).
+ */
+function trainerSection<S extends z.core.$ZodLooseShape>(shape: S) {
+  const section = z.looseObject(shape);
+  return section.prefault({} as z.input<typeof section>);
+}
 
 const hostName = z.string().regex(/^[A-Za-z0-9:]([A-Za-z0-9.:-]*[A-Za-z0-9])?$/, 'a host name or an IP address, e.g. 10.0.0.1');
 const port = z.int().min(1).max(65535);
 
-/** TRL's vLLM generation for online GRPO (GRPOConfig use_vllm, vllm_mode, vllm_server_*, vllm_*). */
-const vllm = z.strictObject({
-  enabled: z.boolean().default(false),
-  mode: z.enum(['server', 'colocate']).default('server').describe('server: a separate `trl vllm-serve` process on its own GPUs generates; colocate: vLLM runs inside every training process, sharing its GPU'),
-  server_base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL, e.g. http://10.0.0.2:8000' }).optional().describe('server mode: the `trl vllm-serve` address (instead of server_host and server_port)'),
-  server_host: hostName.default('127.0.0.1').describe('server mode: host of `trl vllm-serve`'),
-  server_port: port.default(8000).describe('server mode: port of `trl vllm-serve` (its --port)'),
-  server_timeout_s: timeoutS().default(240).describe('server mode: how long to wait for the server to be up'),
-  group_port: port.default(51216).describe('server mode: port of the NCCL group that pushes the trained weights into the server'),
-  gpu_memory_utilization: z.number().gt(0).max(1).default(0.3).describe('colocate mode: share of each GPU vLLM may take (server mode: `trl vllm-serve --gpu_memory_utilization`)'),
-  tensor_parallel_size: count(1024).default(1).describe('colocate mode: GPUs per vLLM engine (server mode: `trl vllm-serve --tensor_parallel_size`)'),
-  max_model_length: count(1_048_576).optional().describe('vLLM context window: at least the longest prompt plus max_completion_length (default: the model\'s)'),
-});
+/** The data selection of each train.<algo> section: what the dataset of a run takes from the traces. */
+const selection = {
+  sft: {
+    reward_threshold: amount.nullable().default(0.5).describe('minimum reward of a turn (or its rollout) to learn from; null keeps all'),
+    agents: agentMatch.optional(),
+    include_presentation: z.boolean().default(true),
+    select: z.enum(['reward', 'verified']).default('reward').describe('reward: answers and presentations whose reward reaches reward_threshold; verified: rejection-sampling fine-tuning, only completions (answers and collect.samples_per_turn samples) that an exact or numeric reward verified right'),
+    max_per_task: count(10_000).default(4).describe('select verified: rows per task at most, so tasks the model already solves do not crowd out the rest'),
+  },
+  grpo: {
+    agents: agentMatch.optional(),
+    min_group_size: z.int().min(2).max(1024).default(2),
+  },
+  dpo: {
+    min_margin: z.number().nonnegative().max(1e6).default(0),
+    system_prompt: z.string().min(1).optional(),
+    max_pairs_per_task: count(100_000).default(16),
+    pairs: z.enum(['winner', 'correctness']).default('winner').describe('winner: the winner\'s answer against the others of its rollout, and better final answers of a task against worse (by reward); correctness: every verified-correct answer of a task (exact or numeric reward 1) against its verified-wrong ones, whoever won'),
+  },
+  ppo: {
+    credit: z.enum(['final', 'discounted']).default('final'),
+    gamma: z.number().gt(0).max(1).default(0.9),
+    agents: agentMatch.optional(),
+  },
+} satisfies Record<Algo, z.core.$ZodLooseShape>;
+
+/** The keys of train.<algo> that select data; the others are the trainer's settings. */
+export const SELECTION_KEYS = Object.fromEntries(ALGOS.map((a) => [a, Object.keys(selection[a])])) as Record<Algo, string[]>;
 
 const train = z.strictObject({
   algo: z.enum(ALGOS).default('grpo'),
@@ -282,16 +301,6 @@ const train = z.strictObject({
     dropout: z.number().min(0).max(1).default(0.05),
     target_modules: z.union([z.literal('all-linear'), z.array(z.string())]).default('all-linear'),
   }).prefault({}),
-  epochs: z.number().positive().max(10_000).default(1),
-  max_steps: count(MAX_STEPS).optional(),
-  learning_rate: z.number().positive().max(1).default(1e-5),
-  batch_size: count(65_536).default(4).describe('examples per device per micro-batch (for grpo: completions)'),
-  gradient_accumulation_steps: count(65_536).default(1),
-  max_length: count(1_048_576).default(1024).describe('maximum tokens per training sequence'),
-  seed: seed.default(42),
-  save_steps: nonNegInt.max(MAX_STEPS).default(50).describe('save a resumable checkpoint every N steps (0: only when stopped)'),
-  logging_steps: count(MAX_STEPS).default(1),
-  gradient_checkpointing: z.boolean().default(false),
   timeout_min: count(WEEK_S / 60).optional().describe('stop the trainer (with a checkpoint) after this many minutes'),
   check_memory: z.boolean().default(true).describe('refuse to start when free RAM / GPU memory looks too small for the model'),
   gpus: z.union([z.literal('auto'), z.literal('none'), z.string().regex(/^\d+(,\d+)*$/)]).default('auto'),
@@ -306,41 +315,10 @@ const train = z.strictObject({
   venv: z.string().optional().describe('trainer virtualenv (default: the shared cache dir)'),
   deepspeed: z.string().optional(),
   fsdp: z.string().optional(),
-  sft: z.strictObject({
-    reward_threshold: amount.nullable().default(0.5).describe('minimum reward of a turn (or its rollout) to learn from; null keeps all'),
-    agents: agentMatch.optional(),
-    include_presentation: z.boolean().default(true),
-    select: z.enum(['reward', 'verified']).default('reward').describe('reward: answers and presentations whose reward reaches reward_threshold; verified: rejection-sampling fine-tuning, only completions (answers and collect.samples_per_turn samples) that an exact or numeric reward verified right'),
-    max_per_task: count(10_000).default(4).describe('select verified: rows per task at most, so tasks the model already solves do not crowd out the rest'),
-  }).prefault({}),
-  grpo: z.strictObject({
-    agents: agentMatch.optional(),
-    min_group_size: z.int().min(2).max(1024).default(2),
-    mode: z.enum(['offline', 'online']).default('offline').describe('offline replays recorded completions; online samples from the policy, scored by the reward bridge'),
-    num_generations: z.int().min(2).max(1024).default(4).describe('completions per prompt in a training group'),
-    beta: z.number().nonnegative().max(1e6).default(0).describe('KL penalty towards the starting policy'),
-    max_completion_length: count(1_048_576).default(256),
-    temperature: z.number().positive().max(100).default(1.0).describe('sampling temperature (online mode)'),
-    vllm: vllm.prefault({}).describe('generate online samples with vLLM (TRL\'s use_vllm): a `trl vllm-serve` server on other GPUs, or colocated in the training processes'),
-    ...isCorrection,
-  }).prefault({}),
-  dpo: z.strictObject({
-    beta: z.number().positive().max(1e6).default(0.1),
-    min_margin: z.number().nonnegative().max(1e6).default(0),
-    system_prompt: z.string().min(1).optional(),
-    max_pairs_per_task: count(100_000).default(16),
-    pairs: z.enum(['winner', 'correctness']).default('winner').describe('winner: the winner\'s answer against the others of its rollout, and better final answers of a task against worse (by reward); correctness: every verified-correct answer of a task (exact or numeric reward 1) against its verified-wrong ones, whoever won'),
-  }).prefault({}),
-  ppo: z.strictObject({
-    beta: z.number().nonnegative().max(1e6).default(0),
-    clip_epsilon: z.number().positive().max(100).default(0.2),
-    old_logprobs: z.enum(['recompute', 'recorded']).default('recompute').describe('recompute: treat the data as sampled from the start weights; recorded: use the logprobs stored with the traces (only with is_correction: off)'),
-    max_completion_length: count(1_048_576).default(256),
-    credit: z.enum(['final', 'discounted']).default('final'),
-    gamma: z.number().gt(0).max(1).default(0.9),
-    agents: agentMatch.optional(),
-    ...isCorrection,
-  }).prefault({}),
+  sft: trainerSection(selection.sft),
+  grpo: trainerSection(selection.grpo),
+  dpo: trainerSection(selection.dpo),
+  ppo: trainerSection(selection.ppo),
   gates: z.strictObject({
     min_examples: count(MAX_STEPS).default(8),
     min_clean_share: z.number().min(0).max(1).default(0.5),

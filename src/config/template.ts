@@ -57,9 +57,9 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
     algo: answers.algo,
     // The measured recipe for the small local model (DEFAULT_RECIPE); the schema's defaults otherwise.
     samples: local ? `  samples_per_turn: ${DEFAULT_RECIPE.samples_per_turn}     # completions per decision: the extra ones are training samples, they do not act\n` : '',
-    sft: answers.algo === 'sft' ? '  sft:\n    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n' : '',
+    select: answers.algo === 'sft' ? '    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n' : '',
     learning_rate: local ? DEFAULT_RECIPE.learning_rate.toExponential(1) : '1.0e-5',
-    epochs: local ? String(DEFAULT_RECIPE.epochs) : '1',
+    epochs: local ? String(DEFAULT_RECIPE.num_train_epochs) : '1',
   };
   const template = fs.readFileSync(`${TEMPLATES_DIR}/massgen-rl.yaml.tmpl`, 'utf8');
   return template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => vars[key] ?? '');

@@ -21,17 +21,3 @@ export function machineIssues(t: TrainConfig): TrainIssue[] {
   }
   return issues;
 }
-
-/** vLLM generation for GRPO: only online GRPO samples, on CUDA GPUs, with engines that split the processes evenly. */
-export function vllmIssues(t: TrainConfig): TrainIssue[] {
-  const v = t.grpo.vllm;
-  if (!v.enabled) return [];
-  const issues: TrainIssue[] = [];
-  const at = (key: string): ConfigPath => ['train', 'grpo', 'vllm', key];
-  if (t.grpo.mode !== 'online') issues.push({ path: at('enabled'), message: 'vLLM generates samples, which only online GRPO does (train.grpo.mode: online); offline GRPO replays recorded completions' });
-  if (t.gpus === 'none') issues.push({ path: at('enabled'), message: 'vLLM needs CUDA GPUs, but train.gpus is none' });
-  if (v.mode === 'colocate' && t.num_processes % v.tensor_parallel_size) {
-    issues.push({ path: at('tensor_parallel_size'), message: `colocated engines split the ${t.num_processes} training process(es) (train.num_processes) into groups of ${v.tensor_parallel_size}: use a divisor of it` });
-  }
-  return issues;
-}

@@ -3,7 +3,10 @@ import path from 'node:path';
 import { UserError } from '../errors.js';
 import { provisionDefaultModel, readModelManifest, recordBaseWeights, smokeGenerate } from '../resources/default-model.js';
 import { isPostgresUrl, type Store } from '../store/index.js';
+import { ALGOS, type TrainConfig } from '../config/schema.js';
 import { freeBytes, listGpus } from '../trainers/hardware.js';
+import { checkTrainerSettings } from '../trainers/settings-check.js';
+import { sectionSettings } from '../trainers/trainer-config.js';
 import { failureReason, runPythonModule } from '../python/module.js';
 import { pinnedVersions, readRequirements } from '../python/requirements.js';
 import { ensureVenv, inspectVenv, probePython, pythonTooOld, type VenvInfo } from '../python/venv.js';
@@ -12,7 +15,7 @@ import type { Runtime } from '../runtime/runtime.js';
 export type CheckStatus = 'ok' | 'fail' | 'warn' | 'info';
 
 export interface DoctorCheck {
-  id: 'node' | 'python' | 'venv' | 'packages' | 'gpu' | 'model' | 'engine' | 'store' | 'disk';
+  id: 'node' | 'python' | 'venv' | 'packages' | 'train' | 'gpu' | 'model' | 'engine' | 'store' | 'disk';
   title: string;
   status: CheckStatus;
   detail: string;
@@ -87,6 +90,8 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
     add({ id: 'packages', title: 'Trainer packages', status: 'fail', detail: 'no working virtualenv', fix: FIX });
   }
 
+  if (venvOk) add(await checkSettings(venv.python, config.train));
+
   const gpus = await listGpus();
   add({
     id: 'gpu', title: 'GPU', status: 'info',
@@ -122,6 +127,19 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
   add({ id: 'disk', title: 'Disk space', status: free >= need ? 'ok' : 'warn', detail: `${(free / GB).toFixed(1)} GB free for ${paths.cacheDir}`, fix: free >= need ? undefined : `free at least ${need / GB} GB` });
 
   return { ok: !checks.some((c) => c.status === 'fail'), checks };
+}
+
+/** Every train.<algo> section's trainer settings, checked by the trainers themselves; a bad one throws (exit 2). */
+async function checkSettings(python: string, train: TrainConfig): Promise<DoctorCheck> {
+  const title = 'Trainer settings';
+  try {
+    const checked = await checkTrainerSettings({ python, train, algos: ALGOS });
+    const set = ALGOS.map((a) => `train.${a}: ${Object.keys(sectionSettings(train, a)).length} set`).join(', ');
+    return { id: 'train', title, status: 'ok', detail: `${set}; ${Object.keys(checked).length} trainers accept them` };
+  } catch (err) {
+    if (err instanceof UserError) throw err;
+    return { id: 'train', title, status: 'fail', detail: (err as Error).message, fix: FIX };
+  }
 }
 
 /** The engine `serve` picks, its threads and weights, and single-stream tokens/s over 3 seconds. */

@@ -39,9 +39,9 @@ export async function trainWorker(rt: Runtime, opts: TrainWorkerOptions = {}): P
   if (!rt.storeExists()) throw new UserError(`machine ${rank} builds its share of the dataset from the same traces as machine 0, but there is no store at ${rt.paths.storePath}`, 'copy the project with its data dir from machine 0, or share it');
   const store = rt.existingStore();
   const devices = await selectDevices(t.gpus);
-  const prepared = await newRun(rt, store, devices.cpu, opts, `-machine${rank}`);
+  const prepared = await newRun(rt, store, devices.cpu, { ...opts, python }, `-machine${rank}`);
   const { detail } = prepared;
-  checkRoom(rt, detail, devices, true);
+  checkRoom(rt, prepared, devices, true);
   const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo: detail.algo as Algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: t.num_processes, machineRank: rank });
   // Online GRPO: this machine's processes score their samples through a bridge of their own.
   return withTrainerConfig(rt, store, prepared, opts.signal, async () => {

@@ -18,6 +18,7 @@ import { machineRank, processesPerMachine } from '../trainers/machines.js';
 import { stopLeftover } from '../trainers/process-group.js';
 import { checkDisk, checkMemory, requireVenv, selectDevices, type Devices } from '../trainers/preflight.js';
 import { findResumable, type TrainRunDetail } from '../trainers/resume.js';
+import { checkTrainerSettings } from '../trainers/settings-check.js';
 import { needsRewardBridge, readTrainerConfig, trainerConfig, trainerConfigHash, writeTrainerConfig, type TrainerConfig } from '../trainers/trainer-config.js';
 
 export type { TrainProgress } from '../trainers/execute.js';
@@ -81,10 +82,10 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
   if (!rt.storeExists()) throw new UserError(`there are no traces to train on yet (no store at ${rt.paths.storePath})`, 'run `massgen-rl collect` first');
   const store = rt.existingStore();
   const devices = await selectDevices(t.gpus);
-  const prepared = opts.resume ? await resumeRun(store, opts.resume) : await newRun(rt, store, devices.cpu, opts);
+  const prepared = opts.resume ? await resumeRun(store, opts.resume) : await newRun(rt, store, devices.cpu, { ...opts, python });
   const { detail } = prepared;
   const algo = detail.algo as Algo;
-  checkRoom(rt, detail, devices, !prepared.resumed);
+  checkRoom(rt, prepared, devices, !prepared.resumed);
   const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: detail.num_processes, machineRank: 0 });
   return withTrainerConfig(rt, store, prepared, opts.signal, async () => {
     const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, { algo, dataset_hash: detail.dataset.hash, log_path: detail.log_file });
@@ -123,15 +124,13 @@ export async function withTrainerConfig<T>(rt: Runtime, store: Store, { detail, 
 }
 
 /** A new run's dataset, start weights and trainer config (built alike on every machine of a multi-machine run). */
-export async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOptions, runTag = ''): Promise<PreparedRun> {
+export async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOptions & { python: string }, runTag = ''): Promise<PreparedRun> {
   const t = rt.config.train;
   const algo = (opts.algo ?? t.algo) as Algo;
   if (!(ALGOS as readonly string[]).includes(algo)) throw new UserError(`unknown algorithm "${opts.algo}"; choose one of ${ALGOS.join(', ')}`);
   if (opts.maxSteps !== undefined && (!Number.isInteger(opts.maxSteps) || opts.maxSteps < 1)) throw new UserError(`--max-steps ${opts.maxSteps}: expected a positive whole number`);
-  const batch = t.batch_size * t.num_processes * t.gradient_accumulation_steps;
-  if (algo === 'grpo' && batch % t.grpo.num_generations) {
-    throw new UserError(`train.batch_size × train.num_processes × train.gradient_accumulation_steps (${batch}) must be a multiple of train.grpo.num_generations (${t.grpo.num_generations}) for grpo`);
-  }
+  const extra = opts.maxSteps === undefined ? undefined : { max_steps: opts.maxSteps };
+  const settings = (await checkTrainerSettings({ python: opts.python, train: t, algos: [algo], extra, signal: opts.signal }))[algo]!;
   const start = resolveStart(store, { baseModel: t.base_model, weights: (ref, where) => rt.weights(ref, where) }, algo, opts.from);
   opts.onStage?.(`building the ${algo} dataset from traces${opts.all ? '' : ` after rollout #${start.watermark}`}`);
   const ds = await buildDataset(store, {
@@ -142,7 +141,7 @@ export async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: Trai
   assertGates({ ...ds.stats, algo }, t.gates);
   const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}${runTag}`);
   const outputDir = path.join(runDir, 'output');
-  const config = trainerConfig(algo, { train: t, modelPath: start.dir, outputDir, datasetPath: path.join(ds.dir, 'data.jsonl'), cpu, maxSteps: opts.maxSteps, baseDir: rt.paths.baseDir });
+  const config = trainerConfig(algo, { train: t, settings, modelPath: start.dir, outputDir, datasetPath: path.join(ds.dir, 'data.jsonl'), cpu, baseDir: rt.paths.baseDir });
   const detail: TrainRunDetail = {
     algo,
     start: { ref: start.ref, line: start.line, dir: start.dir, adapter: start.adapter, base_dir: start.baseDir, resource_id: start.resource?.id ?? null, checkpoint_id: start.checkpoint?.id ?? null, watermark: start.watermark },
@@ -167,11 +166,11 @@ async function resumeRun(store: Store, resume: true | string): Promise<PreparedR
 }
 
 /** Refuses a run that cannot fit on this machine: its memory (unless asked not to) and disk. */
-export function checkRoom(rt: Runtime, detail: TrainRunDetail, devices: Devices, memory: boolean): void {
+export function checkRoom(rt: Runtime, { detail, config }: Pick<PreparedRun, 'detail' | 'config'>, devices: Devices, memory: boolean): void {
   const t = rt.config.train;
   const algo = detail.algo as Algo;
   if (t.check_memory && memory) {
-    const needsRef = (algo === 'dpo') || (algo === 'grpo' && t.grpo.beta > 0) || (algo === 'ppo' && t.ppo.beta > 0);
+    const needsRef = algo === 'dpo' || ((algo === 'grpo' || algo === 'ppo') && Number(config.beta) > 0);
     checkMemory(startOf(detail), algo, t.lora.enabled, needsRef, processesPerMachine(t, detail.num_processes), devices);
   }
   checkDisk(rt.paths.dataDir, startOf(detail), t.lora.enabled);

@@ -2,8 +2,10 @@ import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { ALGOS } from '../../src/config/schema.js';
+import { loadConfig } from '../../src/config/load.js';
+import { ALGOS, type Algo } from '../../src/config/schema.js';
+import { UserError } from '../../src/errors.js';
+import { checkTrainerSettings } from '../../src/trainers/settings-check.js';
 import { checkMemory, selectDevices } from '../../src/trainers/preflight.js';
 import type { TrainStart } from '../../src/resources/training-start.js';
 import { needsRewardBridge, trainerConfig, trainerConfigHash, writeTrainerConfig } from '../../src/trainers/trainer-config.js';
@@ -13,47 +15,53 @@ import { configIn, configIssues, tempDir } from '../helpers.js';
 
 const ARGS = { sft: 'SFTArgs', dpo: 'DPOArgs', grpo: 'GRPOArgs', ppo: 'PPOArgs' } as const;
 
+async function checked(dir: string, algos: readonly Algo[] = ALGOS) {
+  const loaded = loadConfig({ cwd: dir });
+  const settings = await checkTrainerSettings({ python: venvPython(loaded.paths.venvDir), train: loaded.config.train, algos });
+  return { loaded, settings };
+}
+
 describe('the trainer config train writes', () => {
-  it('is accepted by every bundled trainer, key for key (the TypeScript and Python sides agree)', async () => {
+  it('is accepted by every bundled trainer, key for key: the settings train.check returns and the run keys', async () => {
     const yaml = 'train:\n  lora: { r: 4 }\n  max_steps: 3\n  grpo: { is_correction: "on", is_cap: 2 }\n  ppo: { is_threshold: 0.1 }\n';
     const dir = tempDir({ 'massgen-rl.yaml': yaml, 'model/config.json': '{}', 'data.jsonl': '{}\n' });
     const tis = { sft: [null, null, null], dpo: [null, null, null], grpo: ['on', 0.02, 2], ppo: ['auto', 0.1, 3] };
-    const loaded = loadConfig({ cwd: dir });
+    const { loaded, settings } = await checked(dir);
     for (const algo of ALGOS) {
-      const cfg = trainerConfig(algo, { train: loaded.config.train, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir });
-      if (needsRewardBridge(cfg) || 'mode' in cfg) Object.assign(cfg, { reward_url: 'http://127.0.0.1:1/rewards' });
+      const cfg = trainerConfig(algo, { train: loaded.config.train, settings: settings[algo]!, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir });
       const file = path.join(dir, `${algo}.yaml`);
       writeTrainerConfig(file, cfg);
-      const code = `from massgen_rl_trainers.train.${algo} import ${ARGS[algo]}\nfrom massgen_rl_trainers.train.args import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu, 'tis': [getattr(a, k, None) for k in ('is_correction', 'is_threshold', 'is_cap')]}))`;
+      const code = `from massgen_rl_trainers.train.${algo} import ${ARGS[algo]}\nfrom massgen_rl_trainers.train.args import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu, 'batch': a.per_device_train_batch_size, 'tis': [getattr(a, k, None) for k in ('is_correction', 'is_threshold', 'is_cap')]}))`;
       const r = await execa(venvPython(loaded.paths.venvDir), ['-c', code], { env: pythonEnv(), reject: false });
       expect(r.exitCode, `${algo}: ${r.stderr}`).toBe(0);
-      expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ max_steps: 3, lora: { r: 4 }, use_cpu: true, tis: tis[algo] });
+      expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ max_steps: 3, lora: { r: 4 }, use_cpu: true, batch: 4, tis: tis[algo] });
     }
   }, 120_000);
 
-  it('checks the mismatch correction settings (train.grpo / train.ppo is_*) with their paths', () => {
-    const dir = tempDir({ 'massgen-rl.yaml': 'train:\n  grpo: { is_correction: sometimes }\n  ppo: { is_cap: 0.5, is_threshold: -1 }\n' });
-    let issues: string[] = [];
-    try {
-      loadConfig({ cwd: dir });
-    } catch (err) {
-      issues = (err as ConfigError).issues;
-    }
-    expect(issues).toEqual([
-      expect.stringMatching(/^train\.grpo\.is_correction: .*"auto"\|"on"\|"off"/),
-      expect.stringMatching(/^train\.ppo\.is_cap: /),
-      expect.stringMatching(/^train\.ppo\.is_threshold: /),
+  it('is checked by the trainers before a run, each problem naming its key path (exit 2)', async () => {
+    const yaml = 'train:\n  num_processes: 3\n  grpo: { is_correction: sometimes, num_generations: 4 }\n  ppo: { is_cap: 0.5, clip_epsilon: 0.1 }\n  sft: { num_train_epoch: 2 }\n';
+    const err = await checked(tempDir({ 'massgen-rl.yaml': yaml })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as UserError).message.split('\n').slice(1).map((l) => l.trim())).toEqual([
+      expect.stringMatching(/^train\.grpo\.is_correction must be 'auto', 'on' or 'off'/),
+      expect.stringMatching(/^train\.sft\.num_train_epoch: unknown setting of the sft trainer/),
+      expect.stringMatching(/^train\.ppo\.is_cap must be a number from 1/),
     ]);
-  });
+    const batch = await checked(tempDir({ 'massgen-rl.yaml': 'train:\n  num_processes: 3\n  grpo: { num_generations: 8 }\n' }), ['grpo']).catch((e: unknown) => e);
+    expect((batch as Error).message).toMatch(/train\.grpo\.num_generations \(8\): per_device_train_batch_size x processes x gradient_accumulation_steps \(12\)/);
+    const vllm = await checked(tempDir({ 'massgen-rl.yaml': 'train:\n  gpus: none\n  grpo: { mode: online, vllm: { mode: colocate } }\n' }), ['grpo']).catch((e: unknown) => e);
+    expect((vllm as Error).message).toMatch(/train\.grpo\.vllm needs CUDA GPUs, but train\.gpus is none/);
+  }, 60_000);
 
   it('passes train.grpo.vllm through to TRL\'s GRPOConfig (use_vllm, vllm_mode, vllm_server_*, vllm_*)', async () => {
-    const yaml = 'train:\n  gpus: "0"\n  grpo:\n    mode: online\n    vllm: { enabled: true, server_host: 10.0.0.2, server_port: 8001, group_port: 51300, server_timeout_s: 600, max_model_length: 2048 }\n';
+    const yaml = 'train:\n  gpus: "0"\n  grpo:\n    mode: online\n    num_generations: 2\n    vllm: { server_host: 10.0.0.2, server_port: 8001, group_port: 51300, server_timeout: 600, max_model_length: 2048 }\n';
     const dir = tempDir({ 'massgen-rl.yaml': yaml, 'model/config.json': '{}', 'data.jsonl': '{}\n' });
-    const loaded = loadConfig({ cwd: dir });
-    const cfg = trainerConfig('grpo', { train: loaded.config.train, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir });
+    const { loaded, settings } = await checked(dir, ['grpo']);
+    const input = { train: loaded.config.train, modelPath: path.join(dir, 'model'), outputDir: path.join(dir, 'out'), datasetPath: path.join(dir, 'data.jsonl'), cpu: true, baseDir: dir };
+    const cfg = trainerConfig('grpo', { ...input, settings: settings.grpo! });
     expect(cfg.vllm).toEqual({ mode: 'server', server_base_url: null, server_host: '10.0.0.2', server_port: 8001, server_timeout: 600, group_port: 51300, gpu_memory_utilization: 0.3, tensor_parallel_size: 1, max_model_length: 2048 });
-    expect(trainerConfig('grpo', { train: configIn('').config.train, modelPath: '/m', outputDir: '/o', datasetPath: '/d', cpu: true, baseDir: '/' }).vllm).toBeNull();
-    writeTrainerConfig(path.join(dir, 'grpo.yaml'), { ...cfg, reward_url: 'http://127.0.0.1:1/rewards', num_generations: 2, per_device_train_batch_size: 2 });
+    expect(needsRewardBridge(cfg)).toBe(true);
+    writeTrainerConfig(path.join(dir, 'grpo.yaml'), { ...cfg, reward_url: 'http://127.0.0.1:1/rewards' });
     const fields = ['use_vllm', 'vllm_mode', 'vllm_server_base_url', 'vllm_server_host', 'vllm_server_port', 'vllm_server_timeout', 'vllm_group_port', 'vllm_gpu_memory_utilization', 'vllm_tensor_parallel_size', 'vllm_max_model_length'];
     const code = `import json\nfrom massgen_rl_trainers.train.args import parse_train_args\nfrom massgen_rl_trainers.train.grpo import GRPOArgs, grpo_config\nc = grpo_config(parse_train_args(GRPOArgs, ['--config', '${path.join(dir, 'grpo.yaml')}']))\nprint(json.dumps({k: getattr(c, k) for k in ${JSON.stringify(fields)}}))`;
     const r = await execa(venvPython(loaded.paths.venvDir), ['-c', code], { env: pythonEnv(), reject: false });
@@ -63,11 +71,11 @@ describe('the trainer config train writes', () => {
       vllm_group_port: 51300, vllm_gpu_memory_utilization: 0.3, vllm_tensor_parallel_size: 1, vllm_max_model_length: 2048,
     });
     // where the server runs is not what the run learns with
-    const moved = trainerConfig('grpo', { train: { ...loaded.config.train, grpo: { ...loaded.config.train.grpo, vllm: { ...loaded.config.train.grpo.vllm, server_host: 'other' } } }, modelPath: '/m', outputDir: '/o', datasetPath: '/d', cpu: true, baseDir: '/' });
-    expect(trainerConfigHash(moved)).toBe(trainerConfigHash({ ...cfg, model_path: '/m' }));
+    const moved = trainerConfig('grpo', { ...input, settings: { ...settings.grpo, vllm: { ...(cfg.vllm as object), server_host: 'other' } } });
+    expect(trainerConfigHash(moved)).toBe(trainerConfigHash(cfg));
   }, 120_000);
 
-  it('checks machines and vLLM with their paths', () => {
+  it('checks machines with their paths', () => {
     expect(configIssues('train:\n  num_machines: 2\n  machine_rank: 2\n  num_processes: 3\n  main_process_port: 70000\n')).toEqual([
       expect.stringMatching(/^train\.main_process_port: .*65535/),
     ]);
@@ -81,33 +89,23 @@ describe('the trainer config train writes', () => {
     ]);
     expect(configIssues('train:\n  machine_rank: 1\n')).toEqual([expect.stringMatching(/^train\.machine_rank: rank 1 is out of range: train\.num_machines is 1, so a machine's rank is 0 /)]);
     expect(configIn('train:\n  num_machines: 2\n  num_processes: 16\n  machine_rank: 1\n  main_process_ip: 10.0.0.1\n').config.train).toMatchObject({ num_machines: 2, machine_rank: 1, main_process_ip: '10.0.0.1' });
-    expect(configIssues('train:\n  gpus: none\n  num_processes: 3\n  grpo:\n    vllm: { enabled: true, mode: colocate, tensor_parallel_size: 2 }\n')).toEqual([
-      expect.stringMatching(/^train\.grpo\.vllm\.enabled: vLLM generates samples, which only online GRPO does/),
-      expect.stringMatching(/^train\.grpo\.vllm\.enabled: vLLM needs CUDA GPUs, but train\.gpus is none/),
-      expect.stringMatching(/^train\.grpo\.vllm\.tensor_parallel_size: colocated engines split the 3 training process\(es\)/),
-    ]);
-    expect(configIssues('train:\n  grpo: { vllm: { server_port: 0, mode: remote } }\n')).toEqual([
-      expect.stringMatching(/^train\.grpo\.vllm\.server_port: .*>=1/),
-      expect.stringMatching(/^train\.grpo\.vllm\.mode: .*"server"\|"colocate"/),
-    ]);
   });
 
   it('hashes what the run learns with, not where it runs', () => {
     const { config } = loadConfig({ cwd: tempDir() });
-    const at = (dir: string, lr = config.train.learning_rate) => trainerConfig('sft', { train: { ...config.train, learning_rate: lr }, modelPath: `${dir}/m`, outputDir: `${dir}/o`, datasetPath: `${dir}/d`, cpu: true, baseDir: dir });
+    const at = (dir: string, lr = 1e-5) => trainerConfig('sft', { train: config.train, settings: { learning_rate: lr }, modelPath: `${dir}/m`, outputDir: `${dir}/o`, datasetPath: `${dir}/d`, cpu: true, baseDir: dir });
     expect(trainerConfigHash(at('/a'))).toBe(trainerConfigHash(at('/b')));
     expect(trainerConfigHash(at('/a', 1e-3))).not.toBe(trainerConfigHash(at('/a')));
   });
 
-  it('is one typed object per algorithm with exactly its keys', () => {
+  it('is the run keys and the section\'s settings (grpo also the reward bridge\'s address)', () => {
     const { config } = loadConfig({ cwd: tempDir() });
     const input = { train: config.train, modelPath: '/m', outputDir: '/o', datasetPath: '/d', cpu: true, baseDir: '/' };
-    const sft = Object.keys(trainerConfig('sft', input));
-    expect(Object.keys(trainerConfig('dpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta']);
-    expect(Object.keys(trainerConfig('grpo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'num_generations', 'mode', 'reward_url', 'max_completion_length', 'temperature', 'vllm', 'is_correction', 'is_threshold', 'is_cap']);
-    expect(Object.keys(trainerConfig('ppo', input)).filter((k) => !sft.includes(k))).toEqual(['beta', 'clip_epsilon', 'max_completion_length', 'old_logprobs', 'is_correction', 'is_threshold', 'is_cap']);
-    expect(needsRewardBridge(trainerConfig('grpo', { ...input, train: { ...config.train, grpo: { ...config.train.grpo, mode: 'online' } } }))).toBe(true);
-    expect(needsRewardBridge(trainerConfig('grpo', input))).toBe(false);
+    const sft = trainerConfig('sft', { ...input, settings: { num_train_epochs: 2 } });
+    expect(Object.keys(sft).sort()).toEqual(['bf16', 'dataset_path', 'deepspeed', 'fsdp', 'lora', 'model_path', 'num_train_epochs', 'output_dir', 'resume_from_checkpoint', 'use_cpu']);
+    expect(trainerConfig('grpo', { ...input, settings: { mode: 'offline' } })).toMatchObject({ reward_url: null, mode: 'offline' });
+    expect(needsRewardBridge(trainerConfig('grpo', { ...input, settings: { mode: 'online' } }))).toBe(true);
+    expect(needsRewardBridge(trainerConfig('grpo', { ...input, settings: { mode: 'offline' } }))).toBe(false);
   });
 });
 

@@ -43,23 +43,24 @@ describe('loadConfig', () => {
 
   it('gives the embedded default team its measured recipe (rejection-sampling SFT on 4 completions per decision) unless train.algo is set; set keys win', () => {
     const { config } = configIn('');
-    expect(config.train).toMatchObject({ algo: 'sft', learning_rate: 2e-4, epochs: 2, sft: { select: 'verified', reward_threshold: 0.5 } });
+    expect(config.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', reward_threshold: 0.5, learning_rate: 2e-4, num_train_epochs: 2 } });
     expect(config.collect.samples_per_turn).toBe(4);
-    const tuned = configIn('train:\n  learning_rate: 0.001\n  sft: { max_per_task: 2 }\ncollect:\n  samples_per_turn: 2\n').config;
-    expect(tuned.train).toMatchObject({ algo: 'sft', learning_rate: 0.001, epochs: 2, sft: { select: 'verified', max_per_task: 2 } });
+    const tuned = configIn('train:\n  sft: { max_per_task: 2, learning_rate: 0.001 }\ncollect:\n  samples_per_turn: 2\n').config;
+    expect(tuned.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', max_per_task: 2, learning_rate: 0.001, num_train_epochs: 2 } });
     expect(tuned.collect.samples_per_turn).toBe(2);
     const chosen = configIn('train:\n  algo: grpo\n').config;
-    expect(chosen.train).toMatchObject({ algo: 'grpo', learning_rate: 1e-5, epochs: 1, sft: { select: 'reward' } });
+    expect(chosen.train).toMatchObject({ algo: 'grpo', sft: { select: 'reward' } });
+    expect(chosen.train.sft).not.toHaveProperty('learning_rate'); // the trainer's default
     expect(chosen.collect.samples_per_turn).toBe(1);
     // A team of one's own gets the schema's defaults.
     const own = configIn('agents:\n  - id: solo\n    model: local\n    tool_mode: text\n').config;
     expect(own.train).toMatchObject({ algo: 'grpo', sft: { select: 'reward' } });
     // The init template writes the same recipe for a local model, and not for a remote one.
     const rendered = configIn(renderConfig(DEFAULT_ANSWERS)).config;
-    expect(rendered.train).toMatchObject({ algo: 'sft', learning_rate: 2e-4, epochs: 2, sft: { select: 'verified' } });
+    expect(rendered.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', learning_rate: 2e-4, num_train_epochs: 2 } });
     expect(rendered.collect.samples_per_turn).toBe(4);
     const remote = configIn(renderConfig({ ...DEFAULT_ANSWERS, endpoint: { kind: 'remote', baseUrl: 'http://localhost:8000/v1', model: 'qwen' } })).config;
-    expect(remote.train).toMatchObject({ algo: 'sft', learning_rate: 1e-5, epochs: 1, sft: { select: 'verified' } });
+    expect(remote.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', learning_rate: 1e-5, num_train_epochs: 1 } });
     expect(remote.collect.samples_per_turn).toBe(1);
   });
 

@@ -98,7 +98,18 @@ def load_config(path: str) -> dict[str, Any]:
 
 
 def _coerce(name: str, kind: Any, value: Any, optional: bool, path: str) -> Any:
-    where = f"config file {path}: key {name!r}"
+    return coerce_value(f"config file {path}: key {name!r}", kind, value, optional)
+
+
+def field_kind(cls: type, name: str) -> tuple[Any, bool]:
+    """A dataclass field's scalar type and whether it may be null (`int | None` -> (int, True))."""
+    hint = typing.get_type_hints(cls)[name]
+    kind = _scalar_type(hint)
+    return kind, kind is not hint
+
+
+def coerce_value(where: str, kind: Any, value: Any, optional: bool) -> Any:
+    """A config value as the field's type (an int where a float goes, a number's string); UsageError naming `where`."""
     if value is None:
         if optional:
             return None

@@ -94,7 +94,7 @@ def test_missing_model_folder_exits_2(tmp_path):
     assert run.returncode == 2 and run.last["kind"] == "usage" and "model_path" in run.last["message"]
 
 
-def test_grpo_vllm_server_mode_reaches_grpoconfig(tmp_path):
+def test_grpo_vllm_server_mode_reaches_grpoconfig(tmp_path, monkeypatch):
     from massgen_rl_trainers.train.grpo import grpo_config
 
     vllm = {"mode": "server", "server_host": "10.0.0.2", "server_port": 8001, "group_port": 51300}
@@ -108,8 +108,10 @@ def test_grpo_vllm_server_mode_reaches_grpoconfig(tmp_path):
     assert (trl.use_vllm, trl.vllm_mode, trl.vllm_server_host, trl.vllm_server_port, trl.vllm_group_port) == (
         True, "server", "10.0.0.2", 8001, 51300)
     assert trl.vllm_server_base_url is None and trl.vllm_server_timeout == 240.0
+    monkeypatch.setenv("WORLD_SIZE", "2")  # colocated engines of 2 GPUs split the processes
     colocate = parse_train_args(GRPOArgs, ["--config", str(config), "--vllm",
                                            '{"mode": "colocate", "gpu_memory_utilization": 0.5, "tensor_parallel_size": 2}'])
+    monkeypatch.delenv("WORLD_SIZE")  # (TrainingArguments would look for the other process)
     trl = grpo_config(colocate)
     assert (trl.vllm_mode, trl.vllm_gpu_memory_utilization, trl.vllm_tensor_parallel_size) == ("colocate", 0.5, 2)
     assert grpo_config(parse_train_args(GRPOArgs, ["--config", str(config), "--vllm", "null"])).use_vllm is False

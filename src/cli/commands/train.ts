@@ -27,7 +27,7 @@ export const registerTrain: Register = (program, ctx) => {
     .addOption(new Option('--policy <kind>', 'with --algo bandit: the decision to learn').choices([...POLICY_KINDS]))
     .option('--all', 'train on every stored trace, not only those since the start weights were trained')
     .option('--from <checkpoint|weights>', 'start from this checkpoint id or weights reference instead of train.base_model')
-    .option('--max-steps <n>', 'stop after n optimizer steps (default train.max_steps, else train.epochs)')
+    .option('--max-steps <n>', 'stop after n optimizer steps (default train.<algo>.max_steps, else train.<algo>.num_train_epochs)')
     .option('--resume [run]', 'continue a stopped training run from its last checkpoint (default: the newest one)')
     .option('--machine-rank <n>', 'this machine\'s rank when train.num_machines > 1 (default train.machine_rank): 0 records the run, the others train along with it')
     .action(async (flags: TrainFlags) => {

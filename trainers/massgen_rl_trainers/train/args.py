@@ -12,7 +12,8 @@ from .tis import DEFAULT_CAP, DEFAULT_THRESHOLD, validate_tis
 T = TypeVar("T")
 
 LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
-MAPPING_FIELDS = ("lora", "vllm")  # config keys whose value is a mapping (a JSON object on the command line)
+MAPPING_FIELDS = ("lora", "vllm")
+MAX_STEPS = 10_000_000  # config keys whose value is a mapping (a JSON object on the command line)
 
 
 @dataclass
@@ -27,12 +28,13 @@ class TrainArgs:
     learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate (AdamW, linear decay)."})
     num_train_epochs: float = field(default=1.0, metadata={"help": "Epochs over the dataset when max_steps is -1."})
     max_steps: int = field(default=-1, metadata={"help": "Optimizer steps; -1: run num_train_epochs."})
-    per_device_train_batch_size: int = field(default=1, metadata={"help": "Examples per device per micro-batch."})
+    per_device_train_batch_size: int = field(default=4, metadata={
+        "help": "Examples per device per micro-batch (grpo: completions)."})
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer step."})
     seed: int = field(default=42, metadata={"help": "Random seed (data order, LoRA init, sampling)."})
     use_cpu: bool | None = field(default=None, metadata={"help": "Train on CPU; null: CPU only when CUDA is absent."})
     bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; null: on CUDA with bf16 support."})
-    save_steps: int = field(default=500, metadata={"help": "Save checkpoint-<step>/ every N steps; 0: only on stop."})
+    save_steps: int = field(default=50, metadata={"help": "Save checkpoint-<step>/ every N steps; 0: only on stop."})
     logging_steps: int = field(default=1, metadata={"help": "Emit a step event every N optimizer steps."})
     resume_from_checkpoint: str | None = field(default=None, metadata={
         "help": "A checkpoint-<step> folder to resume from, or 'latest' for the newest one in output_dir."})
@@ -42,8 +44,14 @@ class TrainArgs:
     gradient_checkpointing: bool = field(default=False, metadata={"help": "Trade compute for memory."})
     save_total_limit: int | None = field(default=None, metadata={"help": "Keep at most N checkpoint folders."})
 
-    def validate(self) -> None:
-        """Raise UsageError on bad values; subclasses extend it."""
+    def validate(self, processes: int | None = None) -> None:
+        """Raise UsageError on bad values: the settings, then what the run is given (paths)."""
+        self.validate_settings(processes)
+        validate_run(self)
+
+    def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
+        """The settings alone (what `train.check` checks before a run); subclasses extend it. `processes`: the
+        run's process count (default: this launch's world size); `cpu_only`: the run may not use a GPU."""
         validate_common(self)
 
 
@@ -101,31 +109,39 @@ class MismatchArgs(TrainArgs):
         "help": "Mean |trainer - recorded| logprob (nats) over a batch's tokens above which auto corrects."})
     is_cap: float = field(default=DEFAULT_CAP, metadata={"help": "Upper bound of the per-token importance weight."})
 
-    def validate(self) -> None:
-        super().validate()
+    def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
+        super().validate_settings(processes, cpu_only)
         validate_tis(self.is_correction, self.is_threshold, self.is_cap)
 
 
 def validate_common(args: TrainArgs) -> None:
     args.lora = normalize_lora(args.lora)
+    # Every number has a ceiling: counts drive allocations and loops.
+    ceilings = {"learning_rate": 1, "per_device_train_batch_size": 65_536, "gradient_accumulation_steps": 65_536,
+                "logging_steps": MAX_STEPS}
+    for name, high in ceilings.items():
+        value = getattr(args, name)
+        if not 0 < value <= high:
+            raise UsageError(f"{name} must be positive and at most {high:g}, got {value!r}")
+    if args.max_steps == 0 or not -1 <= args.max_steps <= MAX_STEPS:
+        raise UsageError(f"max_steps must be -1 (use num_train_epochs) or 1 to {MAX_STEPS}, got {args.max_steps}")
+    if not (args.max_steps != -1 or 0 < args.num_train_epochs <= 10_000):
+        raise UsageError(f"num_train_epochs must be positive and at most 10000, got {args.num_train_epochs!r}")
+    if not 0 <= args.save_steps <= MAX_STEPS:
+        raise UsageError(f"save_steps must be 0 (only on stop) or at most {MAX_STEPS}, got {args.save_steps}")
+    if args.max_length is not None and not 8 <= args.max_length <= 1 << 20:
+        raise UsageError(f"max_length must be 8 to {1 << 20}, got {args.max_length}")
+    if not 0 <= args.seed < 1 << 32:
+        raise UsageError(f"seed must be 0 to {(1 << 32) - 1} (a 32-bit seed), got {args.seed}")
+
+
+def validate_run(args: TrainArgs) -> None:
+    """What each run is given: the start weights, the dataset, a DeepSpeed file, the checkpoint to resume."""
     model = Path(args.model_path).expanduser()
     if not ((model / "config.json").is_file() or (model / "adapter_config.json").is_file()):
         raise UsageError(f"model_path {model} is neither a model folder (config.json) nor a LoRA adapter folder")
     if not Path(args.dataset_path).expanduser().is_file():
         raise UsageError(f"dataset_path {args.dataset_path} does not exist")
-    positive = {"learning_rate": args.learning_rate, "per_device_train_batch_size": args.per_device_train_batch_size,
-                "gradient_accumulation_steps": args.gradient_accumulation_steps, "logging_steps": args.logging_steps}
-    for name, value in positive.items():
-        if not value > 0:
-            raise UsageError(f"{name} must be positive, got {value!r}")
-    if args.max_steps == 0 or args.max_steps < -1:
-        raise UsageError(f"max_steps must be -1 (use num_train_epochs) or positive, got {args.max_steps}")
-    if args.max_steps == -1 and not args.num_train_epochs > 0:
-        raise UsageError("num_train_epochs must be positive when max_steps is -1")
-    if args.save_steps < 0:
-        raise UsageError(f"save_steps must be 0 (only on stop) or positive, got {args.save_steps}")
-    if args.max_length is not None and args.max_length < 8:
-        raise UsageError(f"max_length must be at least 8, got {args.max_length}")
     if args.deepspeed is not None and not Path(args.deepspeed).expanduser().is_file():
         raise UsageError(f"deepspeed config {args.deepspeed} does not exist")
     if args.resume_from_checkpoint not in (None, "latest"):

@@ -32,10 +32,10 @@ class DPOArgs(TrainArgs):
 
     beta: float = field(default=0.1, metadata={"help": "DPO temperature: how far the policy may move from the reference."})
 
-    def validate(self) -> None:
-        super().validate()
-        if not self.beta > 0:
-            raise UsageError(f"beta must be positive for DPO, got {self.beta}")
+    def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
+        super().validate_settings(processes, cpu_only)
+        if not 0 < self.beta <= 1e6:
+            raise UsageError(f"beta must be positive (at most 1e6) for DPO, got {self.beta}")
 
 
 def load_rows(args: DPOArgs) -> list[dict[str, Any]]:

@@ -45,7 +45,7 @@ from .reward_bridge import make_bridge_reward
 from .runner import run_trainer
 from .settings import training_kwargs
 from .tis import usable_logprobs
-from .vllm import grpo_vllm_kwargs, normalize_vllm
+from .vllm import check_vllm_run, grpo_vllm_kwargs, normalize_vllm
 
 
 @dataclass
@@ -63,28 +63,33 @@ class GRPOArgs(MismatchArgs):
         "help": "Online mode: sample with vLLM {mode: server|colocate, server_host, server_port, ...} (train/vllm.py; "
                 "JSON on the command line); null: the policy's own generate."})
 
-    def validate(self) -> None:
-        super().validate()
-        self.vllm = normalize_vllm(self.vllm)
-        if self.vllm is not None and self.mode != "online":
-            raise UsageError("vllm generates samples, which only mode 'online' does (offline replays recorded ones)")
-        if self.mode not in ("offline", "online"):
-            raise UsageError(f"mode must be 'offline' or 'online', got {self.mode!r}")
+    def validate(self, processes: int | None = None) -> None:
+        super().validate(processes)
         if self.mode == "online":
             parsed = urllib.parse.urlparse(self.reward_url or "")
             if parsed.scheme not in ("http", "https") or not parsed.netloc:
                 raise UsageError(f"online mode needs reward_url, an http(s) URL; got {self.reward_url!r}")
-        if self.num_generations < 2:
-            raise UsageError(f"num_generations must be at least 2 (a group), got {self.num_generations}")
-        if self.beta < 0:
-            raise UsageError(f"beta must not be negative, got {self.beta}")
-        if self.max_completion_length < 1 or not self.temperature > 0 or not self.reward_timeout > 0:
-            raise UsageError("max_completion_length, temperature and reward_timeout must be positive")
-        batch = self.per_device_train_batch_size * world_size() * self.gradient_accumulation_steps
+
+    def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
+        super().validate_settings(processes, cpu_only)
+        processes = world_size() if processes is None else processes
+        if self.mode not in ("offline", "online"):
+            raise UsageError(f"mode must be 'offline' or 'online', got {self.mode!r}")
+        self.vllm = normalize_vllm(self.vllm)
+        check_vllm_run(self.vllm, self.mode, cpu_only, processes)
+        if not 2 <= self.num_generations <= 1024:
+            raise UsageError(f"num_generations must be 2 (a group) to 1024, got {self.num_generations}")
+        if not 0 <= self.beta <= 1e6:
+            raise UsageError(f"beta must be 0 to 1e6, got {self.beta}")
+        if not 1 <= self.max_completion_length <= 1 << 20:
+            raise UsageError(f"max_completion_length must be 1 to {1 << 20}, got {self.max_completion_length}")
+        if not 0 < self.temperature <= 100 or not 0 < self.reward_timeout <= 7 * 24 * 3600:
+            raise UsageError("temperature (at most 100) and reward_timeout (at most a week) must be positive")
+        batch = self.per_device_train_batch_size * processes * self.gradient_accumulation_steps
         if batch % self.num_generations:
             raise UsageError(
-                f"per_device_train_batch_size x processes x gradient_accumulation_steps ({batch}) counts completions "
-                f"and must be a multiple of num_generations ({self.num_generations})")
+                f"num_generations ({self.num_generations}): per_device_train_batch_size x processes x "
+                f"gradient_accumulation_steps ({batch}) counts completions and must be a multiple of num_generations")
 
 
 def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:

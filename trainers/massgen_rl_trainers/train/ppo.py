@@ -59,14 +59,17 @@ class PPOArgs(MismatchArgs):
     old_logprobs: str = field(default="recompute", metadata={
         "help": "recompute: the starting policy's log-probs are the behaviour policy; recorded: the row's logprobs."})
     whiten_advantages: bool = field(default=True, metadata={"help": "Divide advantages by the returns' std."})
-    def validate(self) -> None:
-        super().validate()
+
+    def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
+        super().validate_settings(processes, cpu_only)
         if self.old_logprobs not in ("recompute", "recorded"):
             raise UsageError(f"old_logprobs must be 'recompute' or 'recorded', got {self.old_logprobs!r}")
         if not 0 < self.clip_epsilon < 1:
             raise UsageError(f"clip_epsilon must be in (0, 1), got {self.clip_epsilon}")
-        if self.beta < 0 or self.max_completion_length < 1:
-            raise UsageError("beta must not be negative and max_completion_length must be positive")
+        if not 0 <= self.beta <= 1e6:
+            raise UsageError(f"beta must be 0 to 1e6, got {self.beta}")
+        if not 1 <= self.max_completion_length <= 1 << 20:
+            raise UsageError(f"max_completion_length must be 1 to {1 << 20}, got {self.max_completion_length}")
 
 
 # -- dataset ------------------------------------------------------------------------------------------------------

@@ -28,10 +28,10 @@ def validate_tis(mode: str, threshold: float, cap: float) -> None:
     if mode not in MODES:
         raise UsageError(f"is_correction must be 'auto', 'on' or 'off', got {mode!r}")
     if isinstance(threshold, bool) or not (isinstance(threshold, (int, float)) and math.isfinite(threshold)
-                                           and threshold >= 0):
-        raise UsageError(f"is_threshold must be a non-negative number (nats), got {threshold!r}")
-    if isinstance(cap, bool) or not (isinstance(cap, (int, float)) and math.isfinite(cap) and cap >= 1):
-        raise UsageError(f"is_cap must be a number of at least 1, got {cap!r}")
+                                           and 0 <= threshold <= 100):
+        raise UsageError(f"is_threshold must be a number from 0 to 100 (nats), got {threshold!r}")
+    if isinstance(cap, bool) or not (isinstance(cap, (int, float)) and math.isfinite(cap) and 1 <= cap <= 1e6):
+        raise UsageError(f"is_cap must be a number from 1 to 1e6, got {cap!r}")
 
 
 @dataclass

@@ -54,6 +54,19 @@ def normalize_vllm(value: Any) -> dict[str, Any] | None:
     return v
 
 
+def check_vllm_run(vllm: dict[str, Any] | None, mode: str, cpu_only: bool, processes: int) -> None:
+    """vLLM only samples (online mode), on CUDA GPUs, with colocated engines that split the processes evenly."""
+    if vllm is None:
+        return
+    if mode != "online":
+        raise UsageError("vllm generates samples, which only mode 'online' does (offline replays recorded ones)")
+    if cpu_only:
+        raise UsageError("vllm needs CUDA GPUs, but train.gpus is none")
+    if vllm["mode"] == "colocate" and processes % vllm["tensor_parallel_size"]:
+        raise UsageError(f"vllm.tensor_parallel_size ({vllm['tensor_parallel_size']}): colocated engines split the "
+                         f"{processes} training process(es) into groups of it, so use a divisor of {processes}")
+
+
 def grpo_vllm_kwargs(vllm: dict[str, Any] | None) -> dict[str, Any]:
     """GRPOConfig keyword arguments for a normalized `vllm` mapping (use_vllm False when None)."""
     if vllm is None:

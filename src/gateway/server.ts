@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { GatewayAuth } from './auth.js';
 import { Backends } from './backends.js';
 import { Capture, type CaptureStats } from './capture.js';
+import { GatewayMetrics } from './metrics.js';
 import { handleRequest } from './routes.js';
 import { Sessions } from './sessions.js';
 
@@ -38,8 +39,12 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const sessions = new Sessions(idleMs);
   const capture = new Capture(rt.store(), sessions, {
     flushMs: opts.flushMs ?? cfg.flush_ms, batchSize: opts.batchSize ?? cfg.batch_size, onError: opts.onError,
+    weights: rt.config.rewards.weights,
   });
-  const ctx = { auth, backends: new Backends(rt), sessions, capture };
+  const metrics = new GatewayMetrics({ capture: capture.stats, openSessions: () => sessions.size });
+  const ctx = {
+    auth, backends: new Backends(rt), sessions, capture, metrics, store: rt.store(), weights: rt.config.rewards.weights,
+  };
   const inflight = new Set<Promise<void>>();
   const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     const done = handleRequest(ctx, req, res).catch((err: unknown) => opts.onError?.(err));

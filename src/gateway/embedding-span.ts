@@ -22,7 +22,8 @@ function shape(body: EmbeddingsBody): { count: number; dimensions: number | null
 
 function keptInputs(input: unknown): unknown[] {
   const items = Array.isArray(input) && (input.length === 0 || typeof input[0] !== 'number') ? input : [input];
-  return items.slice(0, KEPT_INPUTS).map((x) => (typeof x === 'string' ? x.slice(0, KEPT_CHARS) : { tokens: (x as unknown[]).length }));
+  return items.slice(0, KEPT_INPUTS)
+    .map((x) => (typeof x === 'string' ? x.slice(0, KEPT_CHARS) : { tokens: (x as unknown[]).length }));
 }
 
 function count(input: unknown): number {
@@ -58,11 +59,15 @@ export function embeddingSpan(c: CapturedCall): { span: SpanInput; usage: CallUs
   const payload = {
     kind: 'embeddings', turn_id: c.callId, request, response: error ? null : response,
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }, latency_ms: c.latencyMs,
-    gateway: { client: c.client, backend: c.backend.name, backend_model: backendModel, stream: false, status: f.status },
+    gateway: {
+      client: c.client, backend: c.backend.name, backend_model: backendModel, stream: false, status: f.status,
+    },
     ...(error ? { error } : {}),
   };
   return {
-    span: { type: 'message', name: 'embeddings', agent: c.agent, startedAt: c.startedAt, durationMs: c.latencyMs, payload },
+    span: {
+      type: 'message', name: 'embeddings', agent: c.agent, startedAt: c.startedAt, durationMs: c.latencyMs, payload,
+    },
     usage: { prompt: promptTokens, completion: 0 },
   };
 }

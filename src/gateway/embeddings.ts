@@ -29,17 +29,22 @@ export function parseEmbeddingsRequest(text: string): { body: Record<string, unk
     throw badRequest('the request body is not valid JSON', null, 'invalid_json');
   }
   if (!isObject(body)) throw badRequest('the request body must be a JSON object', null);
-  if (typeof body.model !== 'string' || body.model === '') throw badRequest('you must provide a model parameter', 'model');
+  if (typeof body.model !== 'string' || body.model === '') {
+    throw badRequest('you must provide a model parameter', 'model');
+  }
   const input = body.input;
   const inputs = typeof input === 'string' || isTokens(input) ? [input] : input;
   if (!Array.isArray(inputs) || inputs.length === 0) {
     throw badRequest('input must be a string, an array of strings, or an array of token arrays, not empty', 'input');
   }
-  if (inputs.length > MAX_INPUTS) throw badRequest(`input must have at most ${MAX_INPUTS} items, got ${inputs.length}`, 'input');
+  if (inputs.length > MAX_INPUTS) {
+    throw badRequest(`input must have at most ${MAX_INPUTS} items, got ${inputs.length}`, 'input');
+  }
   const kind = typeof inputs[0] === 'string' ? 'string' : 'tokens';
   const bad = inputs.findIndex((x) => (kind === 'string' ? typeof x !== 'string' || x === '' : !isTokens(x)));
   if (bad >= 0) {
-    const what = kind === 'string' ? 'a non-empty string, as the first is' : 'a non-empty array of token ids (integers >= 0)';
+    const what = kind === 'string' ? 'a non-empty string, as the first is'
+      : 'a non-empty array of token ids (integers >= 0)';
     throw badRequest(`input[${bad}] must be ${what}`, 'input');
   }
   const format = body.encoding_format;
@@ -58,7 +63,7 @@ export function parseEmbeddingsRequest(text: string): { body: Record<string, unk
 
 const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND']);
 
-/** Sends the request to the backend's /embeddings and its answer back as it came (a network failure: the next replica). */
+/** Sends the request to the backend's /embeddings, its answer back as it came; a network failure: the next replica. */
 export async function forwardEmbeddings(
   backend: Backend, body: Record<string, unknown>, res: http.ServerResponse, signal: AbortSignal,
 ): Promise<Forwarded> {

@@ -41,7 +41,9 @@ export function parseFeedbackRequest(text: string): FeedbackRequest {
     throw badRequest('give exactly one of session_id (X-Session-Id or user) and call_id (x-request-id)',
       sessionId === undefined ? 'session_id' : 'call_id');
   }
-  if (typeof b.score !== 'number' || !Number.isFinite(b.score)) throw badRequest('score must be a finite number', 'score');
+  if (typeof b.score !== 'number' || !Number.isFinite(b.score)) {
+    throw badRequest('score must be a finite number', 'score');
+  }
   return {
     sessionId, callId, score: b.score, agent: optionalText(b, 'agent'), note: optionalText(b, 'note', MAX_NOTE_CHARS),
   };
@@ -67,7 +69,9 @@ export async function feedback(
   } else {
     session = ctx.sessions.named(client, fb.sessionId!);
     rolloutId = session?.rolloutId ?? ctx.store.rollouts.gatewaySession(client, fb.sessionId!)?.id;
-    if (!rolloutId) throw new ApiError(404, `no session ${fb.sessionId} of this client`, 'session_id', 'session_not_found');
+    if (!rolloutId) {
+      throw new ApiError(404, `no session ${fb.sessionId} of this client`, 'session_id', 'session_not_found');
+    }
   }
   const ids = { rollout_id: rolloutId, session_id: fb.sessionId ?? null, call_id: fb.callId ?? null };
   if (session && !session.done) {

@@ -72,7 +72,8 @@ export class Histogram {
         out += `${this.name}_bucket${labelText({ ...s.labels, le: num(le) })} ${s.counts[i]}\n`;
       });
       out += `${this.name}_bucket${labelText({ ...s.labels, le: '+Inf' })} ${s.count}\n`;
-      out += `${this.name}_sum${labelText(s.labels)} ${num(s.sum)}\n${this.name}_count${labelText(s.labels)} ${s.count}\n`;
+      out += `${this.name}_sum${labelText(s.labels)} ${num(s.sum)}\n`;
+      out += `${this.name}_count${labelText(s.labels)} ${s.count}\n`;
     }
     return out;
   }

@@ -112,7 +112,8 @@ describe('POST /v1/embeddings', () => {
     const body = await res.json() as { data: { embedding: number[] }[]; usage: { prompt_tokens: number } };
     expect(body.data.map((d) => d.embedding)).toEqual([[0, 1, 0, 0], [1, 1, 0, 0]]);
     expect(p.backend.seen[0]!.body).toEqual({ model: 'backend-model', input: ['one', 'two'] });
-    const b64 = await (await call(p, 'embeddings', { model: 'scripted', input: 'x', encoding_format: 'base64' })).json();
+    const asB64 = { model: 'scripted', input: 'x', encoding_format: 'base64' };
+    const b64 = await (await call(p, 'embeddings', asB64)).json();
     const bytes = Buffer.from((b64 as { data: { embedding: string }[] }).data[0]!.embedding, 'base64');
     const vector = new Float32Array(Uint8Array.from(bytes).buffer);
     expect([...vector]).toEqual([0, 1, 0, 0]);
@@ -149,7 +150,8 @@ describe('POST /v1/embeddings', () => {
     ];
     for (const [body, param, status] of cases) {
       const res = await call(p, 'embeddings', body);
-      expect([res.status, ((await res.json()) as ErrorBody).error.param], JSON.stringify(body)).toEqual([status ?? 400, param]);
+      const got = [res.status, ((await res.json()) as ErrorBody).error.param];
+      expect(got, JSON.stringify(body)).toEqual([status ?? 400, param]);
     }
     expect((await call(p, 'embeddings', { model: 'scripted', input: 'x' }, {}, 'wrong')).status).toBe(401);
     expect(p.backend.seen).toHaveLength(0);
@@ -169,9 +171,12 @@ describe('POST /v1/feedback', () => {
     const [r] = await stored(p);
     expect(r!.rollout).toMatchObject({ id: body.rollout_id, status: 'completed', totalReward: -0.25 });
     expect(r!.rewards.map((w) => [w.family, w.channel, w.agent, w.value, w.reason])).toEqual([
-      ['human', 'agent', 'writer', 1, 'good draft'], ['human', 'rollout', null, -0.5, 'feedback from GW_KEY_A through the gateway'],
+      ['human', 'agent', 'writer', 1, 'good draft'],
+      ['human', 'rollout', null, -0.5, 'feedback from GW_KEY_A through the gateway'],
     ]);
-    expect(r!.spans.map((s) => [s.seq, s.type, s.name])).toEqual([[1, 'prompt', 'chat'], [2, 'reward', 'human'], [3, 'reward', 'human']]);
+    expect(r!.spans.map((s) => [s.seq, s.type, s.name])).toEqual([
+      [1, 'prompt', 'chat'], [2, 'reward', 'human'], [3, 'reward', 'human'],
+    ]);
   });
 
   it('applies feedback on a finished session at once, by call id or session id, across a restart', async () => {
@@ -186,7 +191,8 @@ describe('POST /v1/feedback', () => {
     await p.rt.close();
     // a later gateway on the same store finds the closed session and the call in the store
     const again = await project({}, p.dir);
-    expect(await (await call(again, 'feedback', { session_id: 'conv-2', score: 0 })).json()).toMatchObject({ total_reward: 0.25 });
+    const bySession = await call(again, 'feedback', { session_id: 'conv-2', score: 0 });
+    expect(await bySession.json()).toMatchObject({ total_reward: 0.25 });
     expect((await call(again, 'feedback', { call_id: callId, score: 1 })).status).toBe(200);
     expect((await call(again, 'feedback', { call_id: callId, score: 1 }, {}, OTHER_KEY)).status).toBe(404);
     const [r] = await stored(again);
@@ -198,15 +204,18 @@ describe('POST /v1/feedback', () => {
     const p = await project();
     await call(p, 'chat/completions', HELLO, { 'x-session-id': 'mine', 'x-agent-id': 'writer' });
     const cases: [unknown, number, string | null][] = [
-      ['not json', 400, null], [{ score: 1 }, 400, 'session_id'], [{ session_id: 'mine', call_id: 'c', score: 1 }, 400, 'call_id'],
+      ['not json', 400, null], [{ score: 1 }, 400, 'session_id'],
+      [{ session_id: 'mine', call_id: 'c', score: 1 }, 400, 'call_id'],
       [{ session_id: 'mine' }, 400, 'score'], [{ session_id: 'mine', score: '1' }, 400, 'score'],
-      [{ session_id: 'mine', score: 1, agent: 'editor' }, 400, 'agent'], [{ session_id: 'mine', score: 1, note: 5 }, 400, 'note'],
+      [{ session_id: 'mine', score: 1, agent: 'editor' }, 400, 'agent'],
+      [{ session_id: 'mine', score: 1, note: 5 }, 400, 'note'],
       [{ session_id: 'mine', score: 1, note: 'x'.repeat(4001) }, 400, 'note'],
       [{ session_id: 'other', score: 1 }, 404, 'session_id'], [{ call_id: 'call_nope', score: 1 }, 404, 'call_id'],
     ];
     for (const [body, status, param] of cases) {
       const res = await call(p, 'feedback', body);
-      expect([res.status, ((await res.json()) as ErrorBody).error.param], JSON.stringify(body)).toEqual([status, param]);
+      const got = [res.status, ((await res.json()) as ErrorBody).error.param];
+      expect(got, JSON.stringify(body)).toEqual([status, param]);
     }
     expect((await call(p, 'feedback', { session_id: 'mine', score: 1 }, {}, OTHER_KEY)).status).toBe(404);
     await p.gw.stop();
@@ -223,7 +232,8 @@ describe('POST /v1/feedback', () => {
     expect(early.exitCode).toBe(2);
     expect(early.stderr).toMatch(/gateway session still open/);
     await p.gw.stop();
-    const ok = await runCli(['feedback', id.slice(0, 12), '--score', '1', '--agent', 'planner', '--json'], { cwd: p.dir, env });
+    const args = ['feedback', id.slice(0, 12), '--score', '1', '--agent', 'planner', '--json'];
+    const ok = await runCli(args, { cwd: p.dir, env });
     expect(ok.exitCode, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ rolloutId: id, reward: { agent: 'planner', value: 1 } });
     const bad = await runCli(['feedback', id, '--score', '1', '--agent', 'zed'], { cwd: p.dir, env });

@@ -27,7 +27,7 @@ function logprobs(i: number) {
 /** Embeddings of 4 dimensions, [i, 1, 0, 0] for input i; 3 tokens an input; any other dimensions refused. */
 function embed(body: Record<string, unknown>, res: http.ServerResponse): void {
   if (body.dimensions !== undefined && body.dimensions !== 4) {
-    const error = { message: 'this model has 4 dimensions', type: 'invalid_request_error', param: 'dimensions', code: null };
+    const error = { message: 'this model has 4 dimensions', type: 'invalid_request_error', param: 'dimensions' };
     res.writeHead(400, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error }));
     return;
@@ -35,7 +35,8 @@ function embed(body: Record<string, unknown>, res: http.ServerResponse): void {
   const inputs = Array.isArray(body.input) && typeof body.input[0] !== 'number' ? body.input : [body.input];
   const data = inputs.map((_, i) => {
     const v = [i, 1, 0, 0];
-    const embedding = body.encoding_format === 'base64' ? Buffer.from(new Float32Array(v).buffer).toString('base64') : v;
+    const packed = Buffer.from(new Float32Array(v).buffer).toString('base64');
+    const embedding = body.encoding_format === 'base64' ? packed : v;
     return { object: 'embedding', index: i, embedding };
   });
   const usage = { prompt_tokens: 3 * inputs.length, total_tokens: 3 * inputs.length };

@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 describe('the official openai npm SDK through the gateway to the bundled model', () => {
-  it('answers plain and streamed alike, no logprobs not asked for; spans hold token ids, logprobs; embeds', async () => {
+  it('answers plain and streamed alike without unasked logprobs; spans hold token ids, logprobs; embeds', async () => {
     const plain = await client.chat.completions.create(REQUEST, { headers: { 'X-Session-Id': 'e2e' } });
     expect(plain.object).toBe('chat.completion');
     const content = plain.choices[0]!.message.content;

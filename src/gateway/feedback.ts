@@ -80,6 +80,11 @@ export async function feedback(
     return sendJson(res, 202, JSON.stringify(body));
   }
   const rollout = ctx.store.rollouts.get(rolloutId)!;
+  if (rollout.status === 'running') {
+    // open in another gateway on this store (this one keeps its open sessions in memory)
+    throw new ApiError(409, `session ${rolloutId} is still open elsewhere; try again once it has closed`,
+      fb.callId === undefined ? 'session_id' : 'call_id', 'session_open');
+  }
   const input = reward(fb, rolloutId, feedbackAgents(ctx.store, rollout), reason);
   let total: number;
   try {

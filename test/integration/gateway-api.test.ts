@@ -218,6 +218,10 @@ describe('POST /v1/feedback', () => {
       expect(got, JSON.stringify(body)).toEqual([status, param]);
     }
     expect((await call(p, 'feedback', { session_id: 'mine', score: 1 }, {}, OTHER_KEY)).status).toBe(404);
+    // a session another gateway on this store still has open
+    p.rt.store().rollouts.start({ source: 'gateway', metadata: { client: 'GW_KEY_A', session: 'theirs' } });
+    const elsewhere = await call(p, 'feedback', { session_id: 'theirs', score: 1 });
+    expect([elsewhere.status, ((await elsewhere.json()) as ErrorBody).error.code]).toEqual([409, 'session_open']);
     await p.gw.stop();
     expect((await stored(p))[0]!.rewards).toEqual([]);
   });

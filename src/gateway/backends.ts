@@ -12,6 +12,8 @@ export interface Backend {
   /** The model name the backend serves (models.<name>.model). */
   model: string;
   replicas: Replicas<JsonEndpoint>;
+  /** The same replicas' /embeddings. */
+  embeddings: Replicas<JsonEndpoint>;
   /** Learned: a backend that refused an extension once is not asked again. */
   caps: Extensions;
   timeoutMs: number;
@@ -54,10 +56,11 @@ export class Backends {
     } catch (err) {
       throw new ApiError(503, `model ${name} is not available: ${errorMessage(err)}`, 'model', 'model_unavailable');
     }
-    const endpoints = endpointsOf(baseUrl, 'chat/completions', apiKey);
-    const replicas = new Replicas(endpoints, { baseBackoffMs: 250, maxBackoffMs: 10_000 });
+    const backoff = { baseBackoffMs: 250, maxBackoffMs: 10_000 };
+    const replicas = new Replicas(endpointsOf(baseUrl, 'chat/completions', apiKey), backoff);
+    const embeddings = new Replicas(endpointsOf(baseUrl, 'embeddings', apiKey), backoff);
     return {
-      name, model: m.model, replicas, caps: { logprobs: m.logprobs, tokenIds: m.logprobs },
+      name, model: m.model, replicas, embeddings, caps: { logprobs: m.logprobs, tokenIds: m.logprobs },
       timeoutMs: m.timeout_ms, maxRetries: m.max_retries,
     };
   }

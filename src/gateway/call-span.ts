@@ -20,12 +20,20 @@ export interface CapturedCall {
   backend: { name: string; model: string };
   stream: boolean;
   forwarded: Forwarded;
+  /** chat (the default) or embeddings. */
+  kind?: 'chat' | 'embeddings';
+}
+
+/** A captured call's tokens, as its usage reported them. */
+export interface CallUsage {
+  prompt: number;
+  completion: number;
 }
 
 const REQUEST_KEYS = ['temperature', 'max_tokens', 'tools', 'seed'] as const;
 
 /** The call's prompt span: the payload collect's LLM-call spans have, plus what the gateway knows. */
-export function callSpan(c: CapturedCall): { span: SpanInput; tokens: number } {
+export function callSpan(c: CapturedCall): { span: SpanInput; usage: CallUsage } {
   const f = c.forwarded;
   let result: ChatResult | undefined = f.result;
   let error = f.error;
@@ -64,6 +72,6 @@ export function callSpan(c: CapturedCall): { span: SpanInput; tokens: number } {
     };
   return {
     span: { type: 'prompt', name: 'chat', agent: c.agent, startedAt: c.startedAt, durationMs: c.latencyMs, payload },
-    tokens: payload.usage.total_tokens,
+    usage: { prompt: payload.usage.prompt_tokens, completion: payload.usage.completion_tokens },
   };
 }

@@ -1,6 +1,9 @@
+import { storeFeedback } from '../rewards/feedback.js';
 import type { SpanWriter, Store } from '../store/index.js';
+import type { RewardInput } from '../trace/records.js';
 import { GATEWAY_SOURCE } from '../store/rollouts.js';
 import { callSpan, type CapturedCall } from './call-span.js';
+import { embeddingSpan } from './embedding-span.js';
 import type { Session, Sessions } from './sessions.js';
 
 /** Calls made into spans between two turns of the event loop. */
@@ -9,6 +12,8 @@ const BUILD_SLICE = 32;
 export interface CaptureOptions {
   flushMs: number;
   batchSize: number;
+  /** rewards.weights: the total of a rollout that got feedback while its session was open. */
+  weights?: Partial<Record<string, number>>;
   onError?: (err: unknown) => void;
 }
 
@@ -19,6 +24,10 @@ export interface CaptureStats {
   pending: number;
   /** Time spent making spans and writing them (ms, the waits between slices left out). */
   writeMs: number;
+  /** Writes the store refused (each tried again). */
+  errors: number;
+  /** Tokens of the captured calls per config model, as their usage reported them. */
+  tokens: Map<string, { prompt: number; completion: number }>;
 }
 
 /**
@@ -35,9 +44,13 @@ export class Capture {
   /** Spans in the dirty writers. */
   private buffered = 0;
   private ending: Session[] = [];
+  /** Feedback that reached a session between its finish's commit and its marking as done. */
+  private late: { rolloutId: string; rewards: RewardInput[] }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
-  readonly stats: CaptureStats = { captured: 0, written: 0, batches: 0, pending: 0, writeMs: 0 };
+  readonly stats: CaptureStats = {
+    captured: 0, written: 0, batches: 0, pending: 0, writeMs: 0, errors: 0, tokens: new Map(),
+  };
 
   constructor(
     private readonly store: Store, private readonly sessions: Sessions, private readonly opts: CaptureOptions,
@@ -56,8 +69,9 @@ export class Capture {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.running = this.running.then(() => this.write()).catch((err: unknown) => {
+      this.stats.errors++;
       this.opts.onError?.(err);
-      if (this.queue.length || this.ending.length || this.dirty.size) this.schedule(this.opts.flushMs);
+      if (this.waiting()) this.schedule(this.opts.flushMs);
     });
     return this.running;
   }
@@ -76,7 +90,11 @@ export class Capture {
     await this.flush();
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.queue.length || this.ending.length || this.dirty.size) await this.write();
+    if (this.waiting()) await this.write();
+  }
+
+  private waiting(): boolean {
+    return this.queue.length > 0 || this.ending.length > 0 || this.dirty.size > 0 || this.late.length > 0;
   }
 
   private schedule(ms: number): void {
@@ -87,9 +105,11 @@ export class Capture {
   private async write(): Promise<void> {
     const calls = this.queue;
     const ending = this.ending;
-    if (!calls.length && !ending.length && !this.dirty.size) return;
+    const late = this.late;
+    if (!this.waiting()) return;
     this.queue = [];
     this.ending = [];
+    this.late = [];
     let t0 = performance.now();
     try {
       for (let i = 0; i < calls.length; i++) {
@@ -100,8 +120,9 @@ export class Capture {
           t0 = performance.now();
         }
         const call = calls[i]!;
-        const { span, tokens } = callSpan(call);
-        call.session.tokens += tokens;
+        const { span, usage } = call.kind === 'embeddings' ? embeddingSpan(call) : callSpan(call);
+        call.session.tokens += usage.prompt + usage.completion;
+        this.count(call.backend.name, usage);
         const w = this.writer(call.session);
         w.add(span);
         this.buffered++;
@@ -112,16 +133,27 @@ export class Capture {
       await this.store.write(() => {
         for (const w of this.dirty) w.flush();
         for (const s of ending) this.finish(s);
+        for (const l of late) storeFeedback(this.store, l.rolloutId, l.rewards, this.opts.weights ?? {});
       });
     } catch (err) {
       // the spans stay in their writers; the sessions are ended again by the next write
       this.ending = ending.concat(this.ending);
+      this.late = late.concat(this.late);
       throw err;
     } finally {
       this.stats.writeMs += performance.now() - t0;
     }
     this.dirty.clear();
-    for (const s of ending) this.writers.delete(s.rolloutId);
+    for (const s of ending) {
+      this.writers.delete(s.rolloutId);
+      s.done = true;
+      const after = s.feedback.slice(s.feedbackStored);
+      s.feedback = [];
+      if (after.length) {
+        this.late.push({ rolloutId: s.rolloutId, rewards: after });
+        this.schedule(0);
+      }
+    }
     this.stats.written += this.buffered;
     this.stats.pending -= this.buffered;
     this.buffered = 0;
@@ -145,5 +177,16 @@ export class Capture {
     this.store.rollouts.finish(s.rolloutId, {
       status: 'completed', tokens: s.tokens, messages: s.calls, wallMs: s.lastAt - s.startedAt,
     });
+    // a fresh writer: its sequence numbers follow what was just flushed, and a retried write adds no span twice
+    s.feedbackStored = s.feedback.length;
+    if (s.feedbackStored) storeFeedback(this.store, s.rolloutId, s.feedback, this.opts.weights ?? {});
+  }
+
+  private count(model: string, usage: { prompt: number; completion: number }): void {
+    const t = this.stats.tokens.get(model);
+    if (t) {
+      t.prompt += usage.prompt;
+      t.completion += usage.completion;
+    } else this.stats.tokens.set(model, { ...usage });
   }
 }

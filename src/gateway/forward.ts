@@ -78,17 +78,31 @@ export async function forward(
     }
     if (r.status === 429 || r.status >= 500) backend.replicas.failed(lease);
     else backend.replicas.succeeded(lease);
-    const ok = r.status >= 200 && r.status < 300;
-    if (r.status === 401 || r.status === 403) {
-      // the backend refused the gateway's own key: not the client's to fix
-      const said = redactor.scrub(`backend ${lease.item.url.origin} refused the gateway's key (${r.status}): ${r.body.slice(0, 500)}`);
-      sendJson(res, 502, new ApiError(502, said, null, 'backend_auth').body());
-      return { status: 502, attempts, error: said };
-    }
-    const said = ok ? stripBody(r.body, req.wants) : redactor.scrub(r.body);
-    sendJson(res, r.status, said, retryAfter(r));
-    return { status: r.status, attempts, ...(ok ? { body: r.body } : { error: said.slice(0, 2000) }) };
+    return passOn(res, r, lease.item.url.origin, redactor, attempts, (body) => stripBody(body, req.wants));
   }
+}
+
+/**
+ * A backend's whole answer to the client: a success as `ok` makes it, an error through the redactor (a
+ * backend may echo the key it was sent), a refusal of the gateway's own key as the gateway's 502.
+ */
+export function passOn(
+  res: http.ServerResponse, r: HttpResponse, origin: string, redactor: Redactor, attempts: number,
+  ok: (body: string) => string = (body) => body,
+): Forwarded {
+  if (r.status === 401 || r.status === 403) {
+    // the backend refused the gateway's own key: not the client's to fix
+    const said = redactor.scrub(`backend ${origin} refused the gateway's key (${r.status}): ${r.body.slice(0, 500)}`);
+    sendJson(res, 502, new ApiError(502, said, null, 'backend_auth').body());
+    return { status: 502, attempts, error: said };
+  }
+  if (r.status >= 200 && r.status < 300) {
+    sendJson(res, r.status, ok(r.body), retryAfter(r));
+    return { status: r.status, attempts, body: r.body };
+  }
+  const said = redactor.scrub(r.body);
+  sendJson(res, r.status, said, retryAfter(r));
+  return { status: r.status, attempts, error: said.slice(0, 2000) };
 }
 
 function retryAfter(r: HttpResponse): Record<string, string> {

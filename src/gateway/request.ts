@@ -26,8 +26,8 @@ function absent(v: unknown): boolean {
   return v === undefined || v === null;
 }
 
-/** Parses and checks a request body: a 400 ApiError naming the `param` at fault. */
-export function parseChatRequest(text: string): ClientRequest {
+/** A request body as a JSON object, its depth and text checked (every route's first step). */
+export function parseJsonObject(text: string): Record<string, unknown> {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -36,6 +36,12 @@ export function parseChatRequest(text: string): ClientRequest {
   }
   if (!isObject(body)) throw badRequest('the request body must be a JSON object', null);
   checkTree(body);
+  return body;
+}
+
+/** Parses and checks a chat request body: a 400 ApiError naming the `param` at fault. */
+export function parseChatRequest(text: string): ClientRequest {
+  const body = parseJsonObject(text);
   if (typeof body.model !== 'string' || body.model === '') {
     throw badRequest('you must provide a model parameter', 'model');
   }

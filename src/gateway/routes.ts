@@ -1,41 +1,50 @@
 import type http from 'node:http';
 import { newId } from '../util/ids.js';
 import { ApiError, sendError, sendJson } from './api-error.js';
-import type { GatewayAuth } from './auth.js';
-import type { Backends } from './backends.js';
-import type { Capture } from './capture.js';
+import { isLoopback } from './auth.js';
+import { headerText, type RouteContext } from './context.js';
+import { embeddings } from './embeddings.js';
+import { feedback } from './feedback.js';
 import { forward, type Forwarded } from './forward.js';
-import { BodyRefused, readBody } from '../util/http-body.js';
-import type { Redactor } from '../store/redact.js';
-import type { GatewayLimits } from './limits.js';
+import type { RequestRecord } from './metrics.js';
+import { PROM_CONTENT_TYPE } from './prom-text.js';
 import { parseChatRequest } from './request.js';
-import type { Sessions } from './sessions.js';
+import { BodyRefused, readBody } from '../util/http-body.js';
 
-export interface RouteContext {
-  auth: GatewayAuth;
-  backends: Backends;
-  sessions: Sessions;
-  capture: Capture;
-  limits: GatewayLimits;
-  /** What a backend says is passed on only through this: a backend may echo its own key. */
-  redactor: Redactor;
-}
+export type { RouteContext } from './context.js';
 
 const CREATED = Math.floor(Date.now() / 1000);
 const OWNER = 'massgen-rl';
 
-/** One HTTP request: /health, /v1/models, /v1/chat/completions; OpenAI-shaped errors for the rest. */
+/**
+ * One HTTP request: /health, /metrics, /v1/models, /v1/chat/completions, /v1/embeddings, /v1/feedback;
+ * OpenAI-shaped errors for the rest. Each is counted in the metrics when its response ends.
+ */
 export async function handleRequest(
   ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse,
 ): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
+  const rec: RequestRecord = { route: path, model: '' };
+  const t0 = performance.now();
+  res.once('close', () => {
+    ctx.metrics.record(rec, res.headersSent ? res.statusCode : 499, (performance.now() - t0) / 1000);
+  });
   try {
     if (req.rawHeaders.length / 2 > ctx.limits.max_headers) {
       const message = `the request has over ${ctx.limits.max_headers} headers (gateway.max_headers)`;
       throw new ApiError(431, message, null, 'too_many_headers');
     }
     if (path === '/health') return sendJson(res, 200, '{"status":"ok"}');
-    const client = ctx.auth.check(req.headers.authorization, req.socket.remoteAddress);
+    const remote = req.socket.remoteAddress;
+    // a scraper on this host needs no key; from elsewhere /metrics is a client route like the others
+    const client = path === '/metrics' && remote !== undefined && isLoopback(remote) ? 'loopback'
+      : ctx.auth.check(req.headers.authorization, remote);
+    if (path === '/metrics') {
+      if (req.method !== 'GET') throw notAllowed(req.method);
+      const text = ctx.metrics.render();
+      res.writeHead(200, { 'content-type': PROM_CONTENT_TYPE, 'content-length': Buffer.byteLength(text) });
+      return void res.end(text);
+    }
     if (path === '/v1/models') {
       if (req.method !== 'GET') throw notAllowed(req.method);
       const data = ctx.backends.names().map((id) => ({ id, object: 'model', created: CREATED, owned_by: OWNER }));
@@ -43,7 +52,15 @@ export async function handleRequest(
     }
     if (path === '/v1/chat/completions') {
       if (req.method !== 'POST') throw notAllowed(req.method);
-      return await chat(ctx, req, res, client);
+      return await chat(ctx, req, res, client, rec);
+    }
+    if (path === '/v1/embeddings') {
+      if (req.method !== 'POST') throw notAllowed(req.method);
+      return await embeddings(ctx, req, res, client, rec);
+    }
+    if (path === '/v1/feedback') {
+      if (req.method !== 'POST') throw notAllowed(req.method);
+      return await feedback(ctx, req, res, client);
     }
     throw new ApiError(404, `no route ${req.method ?? 'GET'} ${path}`, null, 'unknown_url');
   } catch (err) {
@@ -65,12 +82,16 @@ function notAllowed(method: string | undefined): ApiError {
 }
 
 async function chat(
-  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string,
+  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string, rec: RequestRecord,
 ): Promise<void> {
   const startedAt = Date.now();
   const t0 = performance.now();
   const request = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
   const backend = await ctx.backends.get(request.model);
+  rec.model = backend.name;
+  // the client's handle on this call for /v1/feedback (OpenAI's SDKs expose it as the request id)
+  const callId = newId('call');
+  res.setHeader('x-request-id', callId);
   const aborted = new AbortController();
   const onClose = () => {
     if (!res.writableFinished) aborted.abort(new Error('the client closed the connection'));
@@ -87,18 +108,17 @@ async function chat(
   } finally {
     res.off('close', onClose);
   }
+  if (forwarded.cancelled) rec.status = 499;
+  const ttft = forwarded.result?.ttftMs;
+  if (typeof ttft === 'number') rec.ttftS = ttft / 1000;
+  const agent = headerText(req.headers['x-agent-id']) ?? null;
   const session = ctx.sessions.touch({
     header: headerText(req.headers['x-session-id']), user: request.body.user, client,
     remote: req.socket.remoteAddress ?? '',
-  }, startedAt);
+  }, startedAt, callId, agent);
   ctx.capture.add({
-    callId: newId('call'), session, agent: headerText(req.headers['x-agent-id']) ?? null, client, startedAt,
+    callId, session, agent, client, startedAt,
     latencyMs: performance.now() - t0, request: request.body, backend: { name: backend.name, model: backend.model },
     stream: request.stream, forwarded,
   });
-}
-
-function headerText(v: string | string[] | undefined): string | undefined {
-  const s = Array.isArray(v) ? v[0] : v;
-  return s === undefined || s.trim() === '' ? undefined : s.trim();
 }

@@ -5,6 +5,7 @@ import { GatewayAuth } from './auth.js';
 import { Backends } from './backends.js';
 import { Capture, type CaptureStats } from './capture.js';
 import { guardConnections, serverOptions } from './limits.js';
+import { GatewayMetrics } from './metrics.js';
 import { handleRequest } from './routes.js';
 import { Sessions } from './sessions.js';
 
@@ -39,9 +40,14 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const sessions = new Sessions(idleMs);
   const capture = new Capture(rt.store(), sessions, {
     flushMs: opts.flushMs ?? cfg.flush_ms, batchSize: opts.batchSize ?? cfg.batch_size, onError: opts.onError,
+    weights: rt.config.rewards.weights,
   });
   const limits = cfg;
-  const ctx = { auth, backends: new Backends(rt), sessions, capture, limits, redactor: rt.store().redactor };
+  const metrics = new GatewayMetrics({ capture: capture.stats, openSessions: () => sessions.size });
+  const ctx = {
+    auth, backends: new Backends(rt), sessions, capture, metrics, store: rt.store(), weights: rt.config.rewards.weights,
+    limits, redactor: rt.store().redactor,
+  };
   const inflight = new Set<Promise<void>>();
   const server = http.createServer({ keepAliveTimeout: 65_000, ...serverOptions(limits) }, (req, res) => {
     if (guard.refused.has(req.socket)) return;

@@ -1,3 +1,4 @@
+import type { RewardInput } from '../trace/records.js';
 import { newId } from '../util/ids.js';
 
 /** One session's rollout while it is open. */
@@ -13,6 +14,14 @@ export interface Session {
   tokens: number;
   /** Its rollout row is not written yet. */
   fresh: boolean;
+  /** Human feedback that arrived while it was open: stored with its rollout's finish. */
+  feedback: RewardInput[];
+  /** How many of them the latest finish stored (more may arrive before it is marked done). */
+  feedbackStored: number;
+  /** The agents its calls named (X-Agent-Id). */
+  agents: Set<string>;
+  /** Its rollout is finished in the store (feedback now goes there directly). */
+  done: boolean;
 }
 
 export interface SessionSource {
@@ -26,6 +35,8 @@ export interface SessionSource {
 }
 
 const MAX_ID_CHARS = 256;
+/** Recent call ids remembered with their sessions, for feedback on a call (older ones are looked up in the store). */
+const MAX_CALLS = 100_000;
 
 /**
  * Calls grouped into sessions, each one rollout: by the X-Session-Id header, else the request's `user`,
@@ -36,11 +47,12 @@ export class Sessions {
   private readonly open = new Map<string, Session>();
   /** Sessions a new one replaced after their idle time, not yet returned by close(). */
   private ended: Session[] = [];
+  private readonly calls = new Map<string, Session>();
 
   constructor(private readonly idleMs: number, private readonly now: () => number = Date.now) {}
 
   /** The session of a call that arrived at `startedAt` and has just ended (opened if none is open). */
-  touch(src: SessionSource, startedAt: number): Session {
+  touch(src: SessionSource, startedAt: number, callId?: string, agent?: string | null): Session {
     const { key, metadata } = keyOf(src);
     const now = this.now();
     let s = this.open.get(key);
@@ -49,12 +61,31 @@ export class Sessions {
       s = undefined;
     }
     if (!s) {
-      s = { key, rolloutId: newId('ro'), metadata, startedAt, lastAt: now, calls: 0, tokens: 0, fresh: true };
+      s = {
+        key, rolloutId: newId('ro'), metadata, startedAt, lastAt: now, calls: 0, tokens: 0, fresh: true,
+        feedback: [], feedbackStored: 0, agents: new Set(), done: false,
+      };
       this.open.set(key, s);
     }
     s.lastAt = now;
     s.calls++;
+    if (agent) s.agents.add(agent);
+    if (callId !== undefined) {
+      this.calls.set(callId, s);
+      if (this.calls.size > MAX_CALLS) this.calls.delete(this.calls.keys().next().value!);
+    }
     return s;
+  }
+
+  /** The open session a client named (X-Session-Id, else `user`). */
+  named(client: string, id: string): Session | undefined {
+    const cut = id.slice(0, MAX_ID_CHARS);
+    return this.open.get(`h\0${client}\0${cut}`) ?? this.open.get(`u\0${client}\0${cut}`);
+  }
+
+  /** The session of a recent call (open or ended). */
+  ofCall(callId: string): Session | undefined {
+    return this.calls.get(callId);
   }
 
   /** Removes and returns the sessions idle for longer than idleMs (all of them with `all`). */

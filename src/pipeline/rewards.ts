@@ -3,10 +3,12 @@ import { UserError } from '../errors.js';
 import { computeRewards } from '../rewards/compute.js';
 import { delegationCredit, delegationsFromSpans } from '../rewards/delegation-credit.js';
 import { samplesOf, sampleRewards } from '../rewards/samples.js';
+import { feedbackAgents, FeedbackError, feedbackReward, storeFeedback, type Feedback } from '../rewards/feedback.js';
 import { rewardSpan } from '../rewards/spans.js';
 import { totalFromRewards } from '../rewards/total.js';
 import { outcomeFromSpans } from '../rollouts/outcome.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { GATEWAY_SOURCE } from '../store/rollouts.js';
 import type { Reward, RewardInput, RolloutFilter } from '../store/types.js';
 
 export interface RecomputeSummary {
@@ -51,31 +53,26 @@ export async function recomputeRewards(rt: Runtime, filter: RolloutFilter = {}):
   return { rollouts: rollouts.length, changed, meanBefore: mean(before), meanAfter: mean(after) };
 }
 
-export interface Feedback {
-  score: number;
-  agent?: string;
-  note?: string;
-}
+export type { Feedback } from '../rewards/feedback.js';
 
 /** Adds a human reward to a rollout (or one of its agents) and updates the rollout's total. */
 export async function addFeedback(rt: Runtime, rolloutRef: string, fb: Feedback): Promise<{ rolloutId: string; reward: Reward; total: number }> {
-  if (!Number.isFinite(fb.score)) throw new UserError(`--score must be a number, got ${fb.score}`);
   const store = rt.store();
   const rollout = store.rollouts.resolve(rolloutRef);
   if (!rollout) throw new UserError(`no rollout "${rolloutRef}" in ${rt.paths.storePath}`, 'list them with `massgen-rl traces list`');
-  const agents = Array.isArray(rollout.metadata.agents) ? (rollout.metadata.agents as string[]) : [];
-  if (fb.agent && !agents.includes(fb.agent)) throw new UserError(`rollout ${rollout.id} has no agent "${fb.agent}"; agents: ${agents.join(', ') || 'none recorded'}`);
-  const input: RewardInput = { channel: fb.agent ? 'agent' : 'rollout', family: 'human', value: fb.score, reason: fb.note ?? `feedback from ${os.userInfo().username}`, agent: fb.agent ?? null };
-  return store.transaction(() => {
-    const writer = store.spans.writer(rollout.id);
-    writer.add(rewardSpan(input));
-    writer.flush();
-    store.rewards.add(rollout.id, [input]);
-    const all = store.rewards.list(rollout.id);
-    const total = totalFromRewards(all, rt.config.rewards.weights);
-    store.rollouts.setTotalReward(rollout.id, total);
-    return { rolloutId: rollout.id, reward: all[all.length - 1]!, total };
-  });
+  if (rollout.source === GATEWAY_SOURCE && rollout.status === 'running') {
+    // the gateway still writes this rollout's spans; its finish would also reset the total
+    throw new UserError(`rollout ${rollout.id} is a gateway session still open`,
+      'send the feedback to the gateway (POST /v1/feedback), which stores it when the session closes, or try again once it has closed (gateway.session_idle_s)');
+  }
+  let input: RewardInput;
+  try {
+    input = feedbackReward(fb, rollout.id, feedbackAgents(store, rollout), `feedback from ${os.userInfo().username}`);
+  } catch (err) {
+    if (!(err instanceof FeedbackError)) throw err;
+    throw new UserError(err.field === 'agent' ? err.message : `--${err.message}`);
+  }
+  return store.transaction(() => ({ rolloutId: rollout.id, ...storeFeedback(store, rollout.id, [input], rt.config.rewards.weights) }));
 }
 
 function mean(xs: number[]): number | null {

@@ -93,6 +93,14 @@ export class RolloutRepository {
     return rows.map(toRollout);
   }
 
+  /** The newest rollout of a gateway session that a client named (X-Session-Id or `user`). */
+  gatewaySession(client: string, session: string): Rollout | undefined {
+    const row = this.db.prepare(`SELECT * FROM rollouts WHERE source = ? AND ${jsonText(this.db, 'metadata', 'client')} = ?
+      AND ${jsonText(this.db, 'metadata', 'session')} = ? ORDER BY num DESC LIMIT 1`)
+      .get(GATEWAY_SOURCE, client, session) as RolloutRaw | undefined;
+    return row && toRollout(row);
+  }
+
   /** Rollouts whose metadata has this top-level key with this string value (e.g. the prompt-optimization run that ran them). */
   countTagged(key: string, value: string): number {
     return this.db.prepare(`SELECT COUNT(*) FROM rollouts WHERE ${jsonText(this.db, 'metadata', key)} = ?`).pluck().get(value) as number;

@@ -89,6 +89,20 @@ export class SpanRepository {
     return (this.listStmt.all(rolloutId) as SpanRowRaw[]).map(toSpan);
   }
 
+  /** The agents a rollout's spans name, in order of first appearance. */
+  agents(rolloutId: string): string[] {
+    return this.db.prepare(`SELECT agent FROM spans WHERE rollout_id = ? AND agent IS NOT NULL
+      GROUP BY agent ORDER BY MIN(seq)`).pluck().all(rolloutId) as string[];
+  }
+
+  /** The gateway rollout holding a captured call (its span's turn_id), if the client is the one that sent it. */
+  gatewayCall(callId: string, client: string): string | undefined {
+    return this.db.prepare(`SELECT s.rollout_id FROM spans s JOIN rollouts r ON r.id = s.rollout_id
+      WHERE r.source = 'gateway' AND ${jsonText(this.db, 'r.metadata', 'client')} = ?
+        AND s.type IN ('prompt', 'message') AND ${jsonText(this.db, 's.payload', 'turn_id')} = ? LIMIT 1`)
+      .pluck().get(client, callId) as string | undefined;
+  }
+
   /**
    * The policy decisions of one kind recorded by completed training-source rollouts (evaluation rollouts
    * decide greedily and are left out), in rollout then decision order, with what each rollout earned.

@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 describe('the official openai npm SDK through the gateway to the bundled model', () => {
-  it('answers plain and streamed alike, no logprobs not asked for; spans hold token ids and logprobs', async () => {
+  it('answers plain and streamed alike without unasked logprobs; spans hold token ids, logprobs; embeds', async () => {
     const plain = await client.chat.completions.create(REQUEST, { headers: { 'X-Session-Id': 'e2e' } });
     expect(plain.object).toBe('chat.completion');
     const content = plain.choices[0]!.message.content;
@@ -62,12 +62,29 @@ describe('the official openai npm SDK through the gateway to the bundled model',
     for await (const m of client.models.list()) models.push(m.id);
     expect(models).toEqual(['smol']);
 
+    // the SDK asks for base64 and decodes it: unit vectors of the model's hidden size
+    const embedded = await client.embeddings.create({ model: 'smol', input: ['red', 'blue'] }, session);
+    expect(embedded.data.map((d) => d.embedding.length)).toEqual([576, 576]);
+    expect(Math.hypot(...embedded.data[0]!.embedding)).toBeCloseTo(1, 4);
+    const fb = await fetch(`${gw.url}/v1/feedback`, {
+      method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: 'e2e', score: 1, note: 'right' }),
+    });
+    expect(fb.status).toBe(202);
+
     await gw.stop();
     const store = openStore(loaded);
     try {
       const [rollout] = store.rollouts.list().filter((r) => r.source === 'gateway');
       expect(rollout!.metadata.session).toBe('e2e');
-      const spans = store.spans.list(rollout!.id).map((s) => s.payload as PromptPayload);
+      const all = store.spans.list(rollout!.id);
+      expect(all.map((s) => [s.type, s.name])).toEqual([
+        ['prompt', 'chat'], ['prompt', 'chat'], ['message', 'embeddings'], ['reward', 'human'],
+      ]);
+      expect(all[2]!.payload).toMatchObject({ response: { count: 2, dimensions: 576 }, request: { input_count: 2 } });
+      const rewards = store.rewards.list(rollout!.id).map((r) => [r.family, r.value, r.reason]);
+      expect(rewards).toEqual([['human', 1, 'right']]);
+      const spans = all.filter((s) => s.type === 'prompt').map((s) => s.payload as PromptPayload);
       expect(spans).toHaveLength(2);
       for (const p of spans) {
         expect(p.response!.content).toBe(content);

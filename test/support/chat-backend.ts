@@ -24,8 +24,28 @@ function logprobs(i: number) {
   return { content: [{ token: WORDS[i], logprob: LOGPROBS[i], bytes: null, top_logprobs: [] }] };
 }
 
+/** Embeddings of 4 dimensions, [i, 1, 0, 0] for input i; 3 tokens an input; any other dimensions refused. */
+function embed(body: Record<string, unknown>, res: http.ServerResponse): void {
+  if (body.dimensions !== undefined && body.dimensions !== 4) {
+    const error = { message: 'this model has 4 dimensions', type: 'invalid_request_error', param: 'dimensions' };
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error }));
+    return;
+  }
+  const inputs = Array.isArray(body.input) && typeof body.input[0] !== 'number' ? body.input : [body.input];
+  const data = inputs.map((_, i) => {
+    const v = [i, 1, 0, 0];
+    const packed = Buffer.from(new Float32Array(v).buffer).toString('base64');
+    const embedding = body.encoding_format === 'base64' ? packed : v;
+    return { object: 'embedding', index: i, embedding };
+  });
+  const usage = { prompt_tokens: 3 * inputs.length, total_tokens: 3 * inputs.length };
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ object: 'list', data, model: `${String(body.model)}-served`, usage }));
+}
+
 /**
- * A scripted OpenAI-compatible chat backend: replies "Hello" (two tokens) whole or streamed, with
+ * A scripted OpenAI-compatible chat backend (and /embeddings): replies "Hello" (two tokens) whole or streamed, with
  * logprobs and token ids (vLLM's return_token_ids) when asked, and a usage chunk when include_usage is.
  */
 export async function startChatBackend(): Promise<ChatBackend> {
@@ -37,6 +57,7 @@ export async function startChatBackend(): Promise<ChatBackend> {
     req.on('end', () => void (async () => {
       const body = JSON.parse(text) as Record<string, unknown>;
       seen.push({ authorization: req.headers.authorization, body });
+      if (req.url?.endsWith('/embeddings')) return embed(body, res);
       const lp = body.logprobs === true;
       const ids = body.return_token_ids === true;
       const model = `${String(body.model)}-served`;

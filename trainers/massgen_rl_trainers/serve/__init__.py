@@ -47,6 +47,13 @@ HTTP (llama.cpp and transformers engines):
                               malformed JSON or invalid fields (param: the top-level field at fault),
                               404 for a name it does not serve; an error after a stream began is sent as a
                               `data: {"error": ...}` event. Unknown fields are ignored, as vLLM does.
+  POST /v1/embeddings         OpenAI embeddings: model, input (a string, strings, token ids or arrays of them),
+                              encoding_format (float, base64); each vector the mean over the input's tokens
+                              of the last hidden state (after the final norm), L2-normalized, on the weights
+                              `model` names (llama.cpp: a second context with mean pooling on the loaded
+                              model, made on the first request; 4096 tokens an input at most). dimensions
+                              other than the hidden size is a 400 (param: dimensions): these vectors do not
+                              shorten. Embeddings run between two generation steps.
   GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
                               "adapters": [{name, path, state, in_flight, default}], "threads", llama.cpp:
                               "compactions", "prefix_cache", "prefix_cache_kept",
@@ -110,6 +117,6 @@ and `request_tools` (the tool format and fields), `grammar` (llama.cpp's grammar
 `llama_setup` (builds llama-cpp-python), `probe` (doctor's tokens/s), `agreement` (served vs trainer
 logprobs), `adapters` (which weights each name gets, in-flight holds), `lora` (PEFT adapters in the model,
 changed between forward steps), `lora_routes` (the runtime LoRA endpoints), `http_transport`, `limits` and
-`json_body` (what HTTP may bring in), `vllm_backend` (launching and supervising vLLM), `lifecycle` (signals,
+`json_body` (what HTTP may bring in), `embeddings_api` and `llama_embed` (/v1/embeddings), `vllm_backend` (launching and supervising vLLM), `lifecycle` (signals,
 parent watch); `__main__` runs `server`.
 """

@@ -13,8 +13,8 @@ from .chat import prepare
 from .lora_routes import LoraRoutes
 from .openai_api import ApiError, SamplingKey, build_response, parse_chat_request
 
-POST_PATHS = ("/v1/chat/completions", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/v1/set_default_adapter",
-              "/threads")
+POST_PATHS = ("/v1/chat/completions", "/v1/embeddings", "/v1/load_lora_adapter", "/v1/unload_lora_adapter",
+              "/v1/set_default_adapter", "/threads")
 MAX_THREADS = 1024
 
 
@@ -100,6 +100,29 @@ class App:
             self._release(adapter)
         return build_response(req, prepared.prompt_ids, completions, debug=info.as_dict()), {}
 
+    def embeddings(self, body: Any) -> dict[str, Any]:
+        """POST /v1/embeddings: mean-pooled, L2-normalized last hidden states, on the weights `model` names."""
+        from .embeddings_api import (build_embeddings_response, check_dimensions, input_ids, normalized,
+                                     parse_embeddings_request)
+
+        with self._lock:
+            self.requests += 1
+        adapter = None
+        try:
+            if self.stopping:
+                raise ApiError(503, "the server is shutting down")
+            req = parse_embeddings_request(body)
+            adapter = self.adapters.acquire(req.model)
+            check_dimensions(req, self.engine.embedding_size)
+            ids = input_ids(self.engine, req.inputs, self.engine.embed_max_tokens)
+            vectors = normalized(self.engine.embed(ids, adapter.slot if adapter else None))
+        except Exception:
+            self._failed()
+            raise
+        finally:
+            self._release(adapter)
+        return build_embeddings_response(req, req.model, vectors, sum(len(x) for x in ids))
+
     def _stream(self, req: Any, adapter: Any) -> Iterator[dict[str, Any]]:
         from .chat_stream import stream_chunks
         from .sampling import Stream
@@ -156,6 +179,8 @@ class App:
         """A POST_PATHS route, the body decoded."""
         if path == "/v1/chat/completions":
             return self.chat(body)
+        if path == "/v1/embeddings":
+            return self.embeddings(body), {}
         routes = {"/v1/load_lora_adapter": self.lora.load, "/v1/unload_lora_adapter": self.lora.unload,
                   "/v1/set_default_adapter": self.lora.set_default, "/threads": self.threads}
         if self.stopping:

@@ -70,6 +70,43 @@ class Engine(ChatTokens):
         dtype = str(self.model.dtype).removeprefix("torch.")
         return {"engine": "transformers", "weights": _SHORT_DTYPES.get(dtype, dtype), "threads": torch.get_num_threads()}
 
+    # -- embeddings (any thread) -----------------------------------------------------------------
+
+    EMBED_BATCH = 16
+
+    @property
+    def embedding_size(self) -> int:
+        config = self.model.config
+        return int((config.get_text_config() if hasattr(config, "get_text_config") else config).hidden_size)
+
+    @property
+    def embed_max_tokens(self) -> int:
+        return self.context_len
+
+    @torch.inference_mode()
+    def embed(self, inputs: Sequence[list[int]], adapter: str | None = None) -> Any:
+        """The mean over each input's tokens of the last hidden state (numpy, float32, not normalized). Runs
+        as a change of the model (the generation thread waits between two steps, then re-applies its adapter)."""
+        import numpy as np
+
+        out = []
+        with self.lora.guard.change():
+            self.lora.activate(adapter)
+            for start in range(0, len(inputs), self.EMBED_BATCH):
+                chunk = inputs[start:start + self.EMBED_BATCH]
+                width = max(len(ids) for ids in chunk)
+                ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
+                mask = torch.zeros((len(chunk), width), dtype=torch.long)
+                for b, row in enumerate(chunk):  # right padding: causal attention keeps it out of the real tokens
+                    ids[b, :len(row)] = torch.tensor(row, dtype=torch.long)
+                    mask[b, :len(row)] = 1
+                ids, mask = ids.to(self.device), mask.to(self.device)
+                hidden = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
+                                    logits_to_keep=1).hidden_states[-1].to(torch.float32)
+                weights = mask.unsqueeze(-1).to(torch.float32)
+                out.append(((hidden * weights).sum(dim=1) / weights.sum(dim=1)).cpu().numpy())
+        return np.concatenate(out)
+
     # -- generation (the generation thread only) -------------------------------------------------
 
     def run_batch(self, key: BatchKey, jobs: Sequence[list[Row]]) -> list[list[Completion]]:

@@ -62,6 +62,7 @@ class LlamaEngine(ChatTokens):
         self.weight_type = weight_type
         self.threads = threads
         self.lora = LlamaLora(self)
+        self._embedder: Any = None
         self.tok_lock = threading.Lock()
         self.cancel = threading.Event()
         eos = {tokenizer.eos_token_id}
@@ -77,6 +78,30 @@ class LlamaEngine(ChatTokens):
         # a request's prompt and completion must fit the cells of one sequence
         self.context_len = min(llama.n_ctx_train, llama.seq_cells)
 
+    # -- embeddings: a second context on the same model, made on the first request -------------------
+
+    @property
+    def embedding_size(self) -> int:
+        return int(self.llama.lib.llama_model_n_embd(self.llama.model))
+
+    @property
+    def embed_max_tokens(self) -> int:
+        return min(self.context_len, EMBED_CONTEXT)
+
+    def embed(self, inputs: list[list[int]], adapter: str | None = None) -> Any:
+        """Mean-pooled last hidden states (numpy, float32, not normalized), one llama.cpp decode per input.
+        Runs as a change of the model: no decode step, adapter load or drop runs meanwhile."""
+        import numpy as np
+
+        from .llama_embed import LlamaEmbedder
+
+        with self.lora.guard.change():
+            if self._embedder is None:
+                self._embedder = LlamaEmbedder(self.llama, self.embed_max_tokens, self.threads,
+                                               kv_f32=self.weight_type == "f32")
+            self._embedder.use_adapter(None if adapter is None else self.lora.slots[adapter])
+            return np.stack([self._embedder.embed(ids) for ids in inputs])
+
     def set_threads(self, threads: int) -> None:
         """Changes the decode threads between two steps: servers that share a machine divide its cores among them."""
         with self.lora.guard.change():
@@ -90,6 +115,7 @@ class LlamaEngine(ChatTokens):
 
 
 DEFAULT_KV_TOKENS = 32768
+EMBED_CONTEXT = 4096  # the longest input /v1/embeddings takes (one decode: its compute buffer grows with this)
 
 
 def default_threads() -> int:

@@ -1,0 +1,29 @@
+import type { Store } from '../store/index.js';
+import type { Redactor } from '../store/redact.js';
+import type { GatewayAuth } from './auth.js';
+import type { Backends } from './backends.js';
+import type { Capture } from './capture.js';
+import type { GatewayLimits } from './limits.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { Sessions } from './sessions.js';
+
+/** What every route handler shares. */
+export interface RouteContext {
+  auth: GatewayAuth;
+  backends: Backends;
+  sessions: Sessions;
+  capture: Capture;
+  metrics: GatewayMetrics;
+  /** Where /v1/feedback stores feedback on rollouts already finished, and the reward weights of their totals. */
+  store: Store;
+  weights: Partial<Record<string, number>>;
+  limits: GatewayLimits;
+  /** What a backend says is passed on only through this: a backend may echo its own key. */
+  redactor: Redactor;
+}
+
+/** A header's value, trimmed (undefined when absent or blank). */
+export function headerText(v: string | string[] | undefined): string | undefined {
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === undefined || s.trim() === '' ? undefined : s.trim();
+}

@@ -1,0 +1,131 @@
+import type http from 'node:http';
+import { errorMessage } from '../errors.js';
+import { HttpTimeoutError, postJson, type HttpResponse } from '../llm/http.js';
+import type { Redactor } from '../store/redact.js';
+import { newId } from '../util/ids.js';
+import { ApiError, badRequest, sendError, sendJson } from './api-error.js';
+import type { Backend } from './backends.js';
+import { headerText, type RouteContext } from './context.js';
+import { passOn, type Forwarded } from './forward.js';
+import type { RequestRecord } from './metrics.js';
+import { readBody } from '../util/http-body.js';
+import { parseJsonObject } from './request.js';
+
+/** OpenAI's limit on the inputs of one request. */
+export const MAX_INPUTS = 2048;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isTokens(v: unknown): v is number[] {
+  return Array.isArray(v) && v.length > 0 && v.every((t) => Number.isInteger(t) && (t as number) >= 0);
+}
+
+/** Checks an embeddings request: a 400 ApiError naming the `param` at fault. */
+export function parseEmbeddingsRequest(text: string): { body: Record<string, unknown>; model: string } {
+  const body = parseJsonObject(text);
+  if (typeof body.model !== 'string' || body.model === '') {
+    throw badRequest('you must provide a model parameter', 'model');
+  }
+  const input = body.input;
+  const inputs = typeof input === 'string' || isTokens(input) ? [input] : input;
+  if (!Array.isArray(inputs) || inputs.length === 0) {
+    throw badRequest('input must be a string, an array of strings, or an array of token arrays, not empty', 'input');
+  }
+  if (inputs.length > MAX_INPUTS) {
+    throw badRequest(`input must have at most ${MAX_INPUTS} items, got ${inputs.length}`, 'input');
+  }
+  const kind = typeof inputs[0] === 'string' ? 'string' : 'tokens';
+  const bad = inputs.findIndex((x) => (kind === 'string' ? typeof x !== 'string' || x === '' : !isTokens(x)));
+  if (bad >= 0) {
+    const what = kind === 'string' ? 'a non-empty string, as the first is'
+      : 'a non-empty array of token ids (integers >= 0)';
+    throw badRequest(`input[${bad}] must be ${what}`, 'input');
+  }
+  const format = body.encoding_format;
+  if (format !== undefined && format !== null && format !== 'float' && format !== 'base64') {
+    throw badRequest("encoding_format must be 'float' or 'base64'", 'encoding_format');
+  }
+  const dims = body.dimensions;
+  if (dims !== undefined && dims !== null && !(Number.isInteger(dims) && (dims as number) >= 1)) {
+    throw badRequest('dimensions must be a whole number of at least 1', 'dimensions');
+  }
+  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') {
+    throw badRequest('user must be a string', 'user');
+  }
+  return { body, model: body.model };
+}
+
+const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND']);
+
+/** Sends the request to the backend's /embeddings, its answer back as it came; a network failure: the next replica. */
+export async function forwardEmbeddings(
+  backend: Backend, body: Record<string, unknown>, res: http.ServerResponse, signal: AbortSignal, redactor: Redactor,
+): Promise<Forwarded> {
+  const text = JSON.stringify({ ...body, model: backend.model });
+  for (let attempts = 1; ; attempts++) {
+    const pick = backend.embeddings.acquire();
+    if ('waitMs' in pick) {
+      const message = `every backend of ${backend.name} is down; try again in ${Math.ceil(pick.waitMs)} ms`;
+      throw new ApiError(503, message, null, 'backend_down');
+    }
+    const { lease } = pick;
+    let r: HttpResponse;
+    try {
+      r = await postJson(lease.item, text, backend.timeoutMs, signal);
+    } catch (err) {
+      if (signal.aborted) {
+        backend.embeddings.released(lease);
+        return { status: 499, attempts, cancelled: true, error: 'the client closed the connection' };
+      }
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has(code);
+      if (retriable) backend.embeddings.failed(lease);
+      else backend.embeddings.released(lease);
+      if (retriable && attempts <= backend.maxRetries) continue;
+      const message = redactor.scrub(`backend ${lease.item.url.origin}: ${errorMessage(err)}`);
+      throw new ApiError(err instanceof HttpTimeoutError ? 504 : 502, message, null, 'backend_error');
+    }
+    if (r.status === 429 || r.status >= 500) backend.embeddings.failed(lease);
+    else backend.embeddings.succeeded(lease);
+    return passOn(res, r, lease.item.url.origin, redactor, attempts);
+  }
+}
+
+/** POST /v1/embeddings: routed like a chat request, captured as an `embeddings` span of the session. */
+export async function embeddings(
+  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string, rec: RequestRecord,
+): Promise<void> {
+  const startedAt = Date.now();
+  const t0 = performance.now();
+  const { body, model } = parseEmbeddingsRequest(await readBody(req, ctx.limits.max_body_bytes));
+  const backend = await ctx.backends.get(model);
+  rec.model = backend.name;
+  const callId = newId('call');
+  res.setHeader('x-request-id', callId);
+  const aborted = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) aborted.abort(new Error('the client closed the connection'));
+  };
+  res.on('close', onClose);
+  let forwarded: Forwarded;
+  try {
+    forwarded = await forwardEmbeddings(backend, body, res, aborted.signal, ctx.redactor);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    sendError(res, err);
+    forwarded = { status: err.status, attempts: 1, error: err.message };
+  } finally {
+    res.off('close', onClose);
+  }
+  if (forwarded.cancelled) rec.status = 499;
+  const agent = headerText(req.headers['x-agent-id']) ?? null;
+  const session = ctx.sessions.touch({
+    header: headerText(req.headers['x-session-id']), user: body.user, client, remote: req.socket.remoteAddress ?? '',
+  }, startedAt, callId, agent);
+  ctx.capture.add({
+    callId, session, agent, client, startedAt, latencyMs: performance.now() - t0, request: body,
+    backend: { name: backend.name, model: backend.model }, stream: false, forwarded, kind: 'embeddings',
+  });
+}

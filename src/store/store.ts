@@ -18,6 +18,7 @@ import { RunRepository } from './runs.js';
 import { SpanRepository } from './spans.js';
 import { TaskRepository } from './tasks.js';
 import { TrainingMetricsRepository } from './training-metrics.js';
+import { TrainingTraceRepository } from './training-traces.js';
 
 export interface StoreOptions extends OpenOptions {
   /** A SQLite file, or a postgres:// URL (its password from the environment variable passwordEnv). */
@@ -50,6 +51,7 @@ export class Store {
   readonly loopRuns: RunRepository;
   readonly checkpoints: CheckpointRepository;
   readonly trainingMetrics: TrainingMetricsRepository;
+  readonly trainingTraces: TrainingTraceRepository;
   readonly sets: ResourceSetRepository;
   readonly audit: AuditRepository;
   readonly evaluations: EvaluationRepository;
@@ -74,6 +76,7 @@ export class Store {
     this.loopRuns = new RunRepository(db, redactor, 'loop');
     this.checkpoints = new CheckpointRepository(db, redactor);
     this.trainingMetrics = new TrainingMetricsRepository(db, redactor);
+    this.trainingTraces = new TrainingTraceRepository(db);
     this.sets = new ResourceSetRepository(db, redactor);
     this.audit = new AuditRepository(db, redactor);
     this.evaluations = new EvaluationRepository(db, redactor);

@@ -39,6 +39,16 @@ export interface StoreStats {
 const COUNTED = ['tasks', 'collect_runs', 'rollouts', 'spans', 'rewards', 'resources', 'resource_sets', 'checkpoints',
   'training_runs', 'eval_runs', 'eval_results', 'audit', 'loop_runs'] as const;
 
+let dbOf: (store: Store) => Db;
+
+/**
+ * The database under a store, for the modules of src/store/ and for tests: the rest of src/ reads and
+ * writes through the repositories (test/unit/architecture.test.ts fails on SQL or this call elsewhere).
+ */
+export function storeDb(store: Store): Db {
+  return dbOf(store);
+}
+
 /** The trace store. Opening it applies migrations and marks rows orphaned by dead processes as failed. */
 export class Store {
   readonly tasks: TaskRepository;
@@ -61,10 +71,16 @@ export class Store {
   /** How long writes have been refused by a lock; write() gives up after PATIENCE_FACTOR × busy_timeout_ms. */
   readonly busy: BusyClock;
   private readonly runInTransaction: { immediate(fn: () => unknown): unknown };
+  readonly #db: Db;
+
+  static {
+    dbOf = (store) => store.#db;
+  }
 
   private constructor(
-    readonly path: string, readonly db: Db, readonly redactor: Redactor, private readonly busyTimeoutMs: number,
+    readonly path: string, db: Db, readonly redactor: Redactor, private readonly busyTimeoutMs: number,
   ) {
+    this.#db = db;
     this.busy = new BusyClock(path, PATIENCE_FACTOR * busyTimeoutMs);
     this.tasks = new TaskRepository(db, redactor);
     this.rollouts = new RolloutRepository(db, redactor);
@@ -100,7 +116,7 @@ export class Store {
 
   /** How other clients (the job queue) reach a PostgreSQL store, password included; undefined for SQLite. */
   connection(): string | undefined {
-    return this.db instanceof PgDb ? this.db.connectionString() : undefined;
+    return this.#db instanceof PgDb ? this.#db.connectionString() : undefined;
   }
 
   /**
@@ -132,7 +148,7 @@ export class Store {
   async write<T>(fn: () => T): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = briefly(this.db, () => this.lockedTransaction(fn));
+        const result = briefly(this.#db, () => this.lockedTransaction(fn));
         this.busy.succeeded();
         return result;
       } catch (err) {
@@ -144,23 +160,24 @@ export class Store {
   }
 
   stats(): StoreStats {
+    const db = this.#db;
     const counts = Object.fromEntries(
-      COUNTED.map((t) => [t, this.db.prepare(`SELECT COUNT(*) FROM ${t}`).pluck().get() as number]),
+      COUNTED.map((t) => [t, db.prepare(`SELECT COUNT(*) FROM ${t}`).pluck().get() as number]),
     );
-    const byStatus = this.db.prepare('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as { status: string; n: number }[];
-    const pg = this.db.dialect === 'postgres';
+    const byStatus = db.prepare('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as { status: string; n: number }[];
+    const pg = db.dialect === 'postgres';
     return {
       path: this.path,
-      backend: this.db.dialect,
-      bytes: pg ? (this.db.prepare('SELECT pg_database_size(current_database())').pluck().get() as number) : fileSize(this.path) + fileSize(`${this.path}-wal`),
-      schemaVersion: this.db.prepare('SELECT COALESCE(MAX(version), 0) FROM schema_migrations').pluck().get() as number,
+      backend: db.dialect,
+      bytes: pg ? (db.prepare('SELECT pg_database_size(current_database())').pluck().get() as number) : fileSize(this.path) + fileSize(`${this.path}-wal`),
+      schemaVersion: db.prepare('SELECT COALESCE(MAX(version), 0) FROM schema_migrations').pluck().get() as number,
       counts,
       rolloutsByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),
     };
   }
 
   close(): void {
-    this.db.close();
+    this.#db.close();
   }
 }
 

@@ -6,6 +6,7 @@ import { evaluate } from '../../src/pipeline/evaluate.js';
 import { runCycle } from '../../src/pipeline/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
+import { storeDb } from '../../src/store/store.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 let project: LoopProject | undefined;
@@ -47,7 +48,7 @@ describe('a cycle: collect → train → eval → deploy', () => {
       expect(audit[0]).toMatchObject({ action: 'deploy', trigger: 'loop', afterSet: prod.id, evalRunId: r.stages.eval!.eval_run_id });
       expect(store.loopRuns.get(r.loopRunId)).toMatchObject({ status: 'completed' });
       // Evaluation rollouts are kept apart from training data.
-      const sources = store.db.prepare('SELECT source, COUNT(*) AS n FROM rollouts GROUP BY source').all();
+      const sources = storeDb(store).prepare('SELECT source, COUNT(*) AS n FROM rollouts GROUP BY source').all();
       expect(sources).toEqual(expect.arrayContaining([{ source: 'collect', n: 4 }, { source: 'eval', n: 16 }]));
     } finally {
       store.close();
@@ -127,7 +128,7 @@ describe('a cycle: collect → train → eval → deploy', () => {
       const [latest] = store.audit.list({ limit: 1 });
       expect(latest).toMatchObject({ action: 'canary-promote', trigger: 'collect' });
       expect(store.sets.pointer('canary')).toBeUndefined();
-      const canaryRollouts = store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.canary') = 1").pluck().get() as number;
+      const canaryRollouts = storeDb(store).prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.canary') = 1").pluck().get() as number;
       expect(canaryRollouts).toBeGreaterThanOrEqual(3);
       expect(store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights!)).toMatchObject({ name: 'base', version: 1 });
     } finally {

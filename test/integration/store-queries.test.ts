@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SpanInput, Store } from '../../src/store/index.js';
+import { storeDb } from '../../src/store/store.js';
 import { tempDir } from '../helpers.js';
 import { BACKENDS, openStoreOn } from '../support/postgres.js';
 
@@ -45,7 +46,7 @@ describe.each(BACKENDS)('store queries on %s', (backend) => {
     const id = rollout(store, 'massgen-import');
     store.transaction(() => store.rollouts.setImportedTimes(id, 1_000, 4_500));
     expect(store.rollouts.get(id)).toMatchObject({ startedAt: 1_000, finishedAt: 4_500, status: 'completed' });
-    const owner = store.db.prepare('SELECT pid, host FROM rollouts WHERE id = ?').get(id);
+    const owner = storeDb(store).prepare('SELECT pid, host FROM rollouts WHERE id = ?').get(id);
     expect(owner).toEqual({ pid: null, host: null });
   });
 

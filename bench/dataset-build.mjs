@@ -126,7 +126,7 @@ function orchestration(rng, task) {
 }
 
 async function buildOrchestrationStore(file, targetSpans, seed) {
-  const { Store } = await import('../dist/store/index.js');
+  const [{ Store }, { storeDb }] = await Promise.all([import('../dist/store/index.js'), import('../dist/store/store.js')]);
   const rng = createRng(seed);
   const store = Store.open({ path: file });
   try {
@@ -136,7 +136,7 @@ async function buildOrchestrationStore(file, targetSpans, seed) {
       metadata: {}, source: 'bench', split: 'train',
     }));
     store.tasks.upsertMany(tasks);
-    const db = store.db;
+    const db = storeDb(store);
     const insert = rolloutInserter(db, solver.id);
     let spans = 0;
     let rollouts = 0;

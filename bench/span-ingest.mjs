@@ -2,6 +2,7 @@
 // of the same rows, in the same transaction sizes, into identically created store files.
 import path from 'node:path';
 import { Redactor, Store } from '../dist/store/index.js';
+import { storeDb } from '../dist/store/store.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { agentName, chatPayload } from './lib/payloads.mjs';
 import { createRng } from './lib/random.mjs';
@@ -59,8 +60,8 @@ function writeThroughApi(store, rolloutIds, pool, batchSize) {
 
 /** The baseline: what a hand-written writer does (serialize, buffer, one IMMEDIATE transaction per batch). */
 function writeRaw(store, rolloutIds, pool, batchSize) {
-  const insert = store.db.prepare(SPAN_INSERT_SQL);
-  const insertRows = store.db.transaction((rows) => {
+  const insert = storeDb(store).prepare(SPAN_INSERT_SQL);
+  const insertRows = storeDb(store).transaction((rows) => {
     for (const row of rows) insert.run(row);
   });
   let i = 0;
@@ -121,8 +122,8 @@ async function warmUpAndVerify(variants, pool) {
   const checks = {};
   for (const variant of variants) {
     await ingestSample(variant, pool, SPANS_PER_ROLLOUT * 2, (store) => {
-      const rows = store.db.prepare('SELECT COUNT(*) FROM spans').pluck().get();
-      const leaks = store.db.prepare("SELECT COUNT(*) FROM spans WHERE payload LIKE '%sk-bench-secret%'").pluck().get();
+      const rows = storeDb(store).prepare('SELECT COUNT(*) FROM spans').pluck().get();
+      const leaks = storeDb(store).prepare("SELECT COUNT(*) FROM spans WHERE payload LIKE '%sk-bench-secret%'").pluck().get();
       checks[variant.name] = { rows, rowsWithSecret: leaks };
     });
   }

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { copyStore, Store } from '../dist/store/index.js';
+import { storeDb } from '../dist/store/store.js';
 import { startPostgres } from '../test/support/postgres-server.mjs';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { headline, progress, writeResult } from './lib/report.mjs';
@@ -91,7 +92,7 @@ async function ingestSample(backend, writers, spans, server, dir) {
     });
     await Promise.all(procs.map((p) => p.exited));
     const store = Store.open({ path: location, mustExist: true });
-    const rows = store.db.prepare('SELECT COUNT(*) AS n, SUM(LENGTH(payload)) AS chars FROM spans').get();
+    const rows = storeDb(store).prepare('SELECT COUNT(*) AS n, SUM(LENGTH(payload)) AS chars FROM spans').get();
     store.close();
     if (rows.n !== spans) throw new Error(`${backend} × ${writers} wrote ${rows.n} spans, expected ${spans}`);
     return { seconds, chars: rows.chars };
@@ -153,7 +154,7 @@ async function main() {
     const source = Store.open({ path: file, mustExist: true });
     let copy;
     const copySeconds = await timeSeconds(async () => {
-      copy = await copyStore(source.db, url);
+      copy = await copyStore(source, url);
     });
     source.close();
     if (!copy.ok) throw new Error('the copy to postgres did not verify');

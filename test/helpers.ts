@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { ConfigError, loadConfig, type LoadedConfig } from '../src/config/load.js';
+import { storeDb, type Store } from '../src/store/store.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const BIN = path.join(ROOT, 'bin', 'massgen-rl.js');
@@ -77,8 +78,8 @@ export function pidAlive(pid: number): boolean {
 }
 
 /** The better-sqlite3 handle under a SQLite store, for pragmas and other SQLite-only checks. */
-export function sqliteOf(store: { db: unknown }): import('better-sqlite3').Database {
-  const db = store.db as { dialect?: string; native?: import('better-sqlite3').Database };
+export function sqliteOf(store: Store): import('better-sqlite3').Database {
+  const db = storeDb(store) as { dialect?: string; native?: import('better-sqlite3').Database };
   if (db.dialect !== 'sqlite' || !db.native) throw new Error('not a SQLite store');
   return db.native;
 }

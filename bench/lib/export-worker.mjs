@@ -18,7 +18,7 @@ async function exportToFile(storeFile, outFile) {
     let result;
     const seconds = await timeSeconds(async () => {
       const out = fs.createWriteStream(outFile);
-      result = await exportRollouts(store.db, out, {});
+      result = await exportRollouts(store, out, {});
       out.end();
       await once(out, 'finish');
     });

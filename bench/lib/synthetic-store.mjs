@@ -1,4 +1,5 @@
 import { Store } from '../../dist/store/index.js';
+import { storeDb } from '../../dist/store/store.js';
 import { agentName, chatPayload } from './payloads.mjs';
 import { createRng } from './random.mjs';
 import { SPAN_INSERT_SQL, spanRow } from './span-rows.mjs';
@@ -20,7 +21,7 @@ export function buildSyntheticStore(file, { spans, spansPerRollout = 100, seed =
   const payloads = Array.from({ length: PAYLOAD_POOL }, () => JSON.stringify(chatPayload(rng, { targetBytes: rng.int(300, 500) })));
   const store = Store.open({ path: file });
   try {
-    const db = store.db;
+    const db = storeDb(store);
     const insertRollout = db.prepare(ROLLOUT_INSERT_SQL);
     const insertSpan = db.prepare(SPAN_INSERT_SQL);
     const insertReward = db.prepare(REWARD_INSERT_SQL);

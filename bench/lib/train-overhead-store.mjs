@@ -12,6 +12,7 @@
 // rollouts so the round-1 prompts (identical across agents and rollouts of a task) form GRPO groups with
 // mixed rewards.
 import { Store } from '../../dist/store/index.js';
+import { storeDb } from '../../dist/store/store.js';
 import { createRng } from './random.mjs';
 import { AGENTS, LABEL, promptPayload, rolloutInserter } from './synthetic-rollouts.mjs';
 
@@ -144,7 +145,7 @@ export function buildTrainStore(file, { tasks: taskCount, rolloutsPerTask, seed 
       return { id: `task-${i}`, category: kind.category, ...kind.make(rng) };
     });
     store.tasks.upsertMany(tasks.map((t) => ({ id: t.id, prompt: t.prompt, reference: String(t.reference), category: t.category, metadata: {}, source: 'bench', split: 'train' })));
-    const db = store.db;
+    const db = storeDb(store);
     const insert = rolloutInserter(db, solver.id);
     let spans = 0;
     let rollouts = 0;

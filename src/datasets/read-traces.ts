@@ -1,22 +1,12 @@
-import type { Store, StoredTask } from '../store/index.js';
-import { toReward } from '../store/rewards.js';
-import { EVAL_SOURCE, GATEWAY_SOURCE, toRollout } from '../store/rollouts.js';
+import type { Store, StoredTask, TraceSpan } from '../store/index.js';
 import type { Reward, Rollout } from '../trace/records.js';
-import { groupBy, inListQuery } from '../store/query.js';
+
+export type { TraceSpan } from '../store/index.js';
 
 /**
- * The only place the dataset builders read the store with SQL (read-only). Rollouts stream oldest
- * first, a page at a time, so memory holds one page of spans however large the store is.
+ * How the dataset builders read the store (read-only, through store.trainingTraces). Rollouts stream
+ * oldest first, a page at a time, so memory holds one page of spans however large the store is.
  */
-
-/** A prompt or coordination span with its payload still as JSON text (parsed on demand by RolloutView). */
-export interface TraceSpan {
-  seq: number;
-  type: 'prompt' | 'coordination';
-  name: string;
-  agent: string | null;
-  payload: string;
-}
 
 export interface TraceRecord {
   rollout: Rollout;
@@ -26,12 +16,6 @@ export interface TraceRecord {
   rewards: Reward[];
 }
 
-type RolloutRow = Parameters<typeof toRollout>[0];
-type RewardRow = Parameters<typeof toReward>[0];
-type SpanTuple = [rolloutId: string, seq: number, type: TraceSpan['type'], name: string, agent: string | null, payload: string];
-
-const SPAN_COLUMNS = 'rollout_id, seq, type, name, agent, payload';
-
 export class TraceReader {
   /** The largest rollout num read so far (the next watermark). */
   watermark: number;
@@ -39,10 +23,6 @@ export class TraceReader {
   spansRead = 0;
   /** The num of the running rollout reading stopped before, if any. */
   stoppedAt: number | null = null;
-  private readonly page;
-  private readonly spanAt;
-  private readonly spansOf;
-  private readonly rewardsOf;
   private readonly tasks = new Map<string, StoredTask | null>();
   private tasksLoaded = false;
   private readonly prompts = new Map<string, string | null>();
@@ -52,18 +32,13 @@ export class TraceReader {
    * fetch the few they need with span()). Fetching every prompt span one by one costs more than reading
    * them with the page, so builders that use several per rollout read them all.
    */
-  constructor(private readonly store: Store, after: number, private readonly pageSize = 50, coordinationOnly = false) {
+  constructor(
+    private readonly store: Store,
+    after: number,
+    private readonly pageSize = 50,
+    private readonly coordinationOnly = false,
+  ) {
     this.watermark = after;
-    const db = store.db;
-    // Evaluation rollouts never become training data (they would leak the eval split into training).
-    // Captured gateway sessions are not read yet: they have no task or reward, and an open session,
-    // still running, would hold the watermark back for as long as its agents keep calling.
-    this.page = db.prepare(`SELECT * FROM rollouts WHERE num > ? AND source NOT IN ('${EVAL_SOURCE}', '${GATEWAY_SOURCE}')
-      ORDER BY num LIMIT ?`);
-    this.spanAt = db.prepare(`SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id = ? AND seq = ?`).raw(true);
-    const types = coordinationOnly ? "type = 'coordination'" : "type IN ('prompt', 'coordination')";
-    this.spansOf = inListQuery(db, `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) AND ${types} ORDER BY rollout_id, seq`, true);
-    this.rewardsOf = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
   }
 
   /**
@@ -72,7 +47,7 @@ export class TraceReader {
    */
   *pages(): Generator<TraceRecord[]> {
     while (this.stoppedAt === null) {
-      let rows = this.page.all(this.watermark, this.pageSize) as RolloutRow[];
+      let rows = this.store.trainingTraces.rollouts(this.watermark, this.pageSize);
       if (!rows.length) return;
       const running = rows.findIndex((r) => r.status === 'running');
       if (running >= 0) {
@@ -83,20 +58,20 @@ export class TraceReader {
       this.watermark = rows[rows.length - 1]!.num;
       this.rolloutsScanned += rows.length;
       const done = rows.filter((r) => r.status === 'completed').map((r) => r.id);
-      const spans = done.length ? groupBy(this.spansOf(done) as SpanTuple[], (s) => s[0]) : new Map<string, SpanTuple[]>();
-      const rewards = done.length ? groupBy(this.rewardsOf(done) as RewardRow[], (r) => r.rollout_id) : new Map<string, RewardRow[]>();
-      yield rows.map((row) => {
-        const own = spans.get(row.id) ?? [];
+      const traces = this.store.trainingTraces;
+      const spans = done.length ? traces.spans(done, this.coordinationOnly) : new Map<string, TraceSpan[]>();
+      const rewards = done.length ? traces.rewards(done) : new Map<string, Reward[]>();
+      yield rows.map((rollout) => {
+        const own = spans.get(rollout.id) ?? [];
         this.spansRead += own.length;
-        return { rollout: toRollout(row), task: this.task(row.task_id), spans: own.map(toTraceSpan), rewards: (rewards.get(row.id) ?? []).map(toReward) };
+        return { rollout, task: this.task(rollout.taskId), spans: own, rewards: rewards.get(rollout.id) ?? [] };
       });
     }
   }
 
   /** One span by its key, payload included. */
   span(rolloutId: string, seq: number): TraceSpan | undefined {
-    const row = this.spanAt.get(rolloutId, seq) as SpanTuple | undefined;
-    return row && toTraceSpan(row);
+    return this.store.trainingTraces.span(rolloutId, seq);
   }
 
   /** A rollout's task row (all rows are read once, in one query; ones added since are looked up). */
@@ -115,8 +90,4 @@ export class TraceReader {
     if (!this.prompts.has(resourceId)) this.prompts.set(resourceId, this.store.resources.get(resourceId)?.content ?? null);
     return this.prompts.get(resourceId)!;
   }
-}
-
-function toTraceSpan([, seq, type, name, agent, payload]: SpanTuple): TraceSpan {
-  return { seq, type, name, agent, payload };
 }

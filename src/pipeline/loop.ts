@@ -143,7 +143,7 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
     const resumable = rt.config.train.num_machines === 1 && prior && (prior.status === 'cancelled' || prior.status === 'failed') && detail?.output_dir && lastCheckpoint(detail.output_dir) ? prior : undefined;
     if (!resumable) {
       const start = resolveStart(store, { baseModel: rt.config.train.base_model, weights: (ref, where) => rt.weights(ref, where) }, algo);
-      const fresh = store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE num > ? AND status = 'completed' AND source = 'collect'").pluck().get(start.watermark) as number;
+      const fresh = store.rollouts.countCollectedAfter(start.watermark);
       if (fresh < rt.config.loop.min_new_traces) return { status: 'skipped', reason: `${fresh} new completed rollout(s) since the last ${algo} run on ${start.line}; loop.min_new_traces is ${rt.config.loop.min_new_traces}` };
     }
     try {

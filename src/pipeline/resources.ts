@@ -76,7 +76,7 @@ export function traceResource(store: Store, id: string): ResourceTrace | null {
   const runId = ck?.trainingRunId ?? (typeof r.metadata.training_run_id === 'string' ? r.metadata.training_run_id : null);
   const run = runId ? store.trainingRuns.get(runId) : undefined;
   const wm = (run?.detail.dataset as { watermark?: { from: number; to: number } } | undefined)?.watermark;
-  const traces = wm ? { ...wm, rollouts: store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE num > ? AND num <= ? AND source <> 'eval'").pluck().get(wm.from, wm.to) as number } : null;
+  const traces = wm ? { ...wm, rollouts: store.rollouts.countInWindow(wm.from, wm.to) } : null;
   return {
     id: r.id, kind: r.kind, name: r.name, version: r.version, source: sourceOf(r), lineage,
     checkpoint: ck ? { id: ck.id, algo: ck.algo, parent: ck.parentId, datasetHash: ck.datasetHash } : null,

@@ -38,8 +38,7 @@ export async function recomputeRewards(rt: Runtime, filter: RolloutFilter = {}):
     // Samples are credited on their own spans, after the total.
     scored.rewards.push(...await sampleRewards(r.id, samplesOf(spans), task, { config: config.rewards, judge }));
     store.transaction(() => {
-      store.db.prepare("DELETE FROM rewards WHERE rollout_id = ? AND family <> 'human'").run(r.id);
-      store.db.prepare("DELETE FROM spans WHERE rollout_id = ? AND type = 'reward' AND name <> 'human'").run(r.id);
+      store.rewards.removeComputed(r.id);
       const writer = store.spans.writer(r.id);
       for (const w of scored.rewards) writer.add(rewardSpan(w));
       writer.flush();

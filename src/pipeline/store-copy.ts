@@ -15,7 +15,7 @@ export interface StoreCopyOptions {
 /** Copies the configured store (store.url or store.path) to another backend or file, resumably, and verifies it. */
 export function copyStoreTo(rt: Runtime, opts: StoreCopyOptions): Promise<CopyResult> {
   const source = rt.existingStore();
-  return copyStore(source.db, opts.to, {
+  return copyStore(source, opts.to, {
     passwordEnv: opts.passwordEnv ?? rt.config.store.password_env,
     busyTimeoutMs: rt.config.store.busy_timeout_ms,
     batchSize: opts.batchSize,

@@ -25,6 +25,6 @@ export function showTrace(rt: Runtime, id: string): TraceDetail {
 /** Exports matching rollouts as JSONL to a file (see writeExportFile: what may be overwritten, and how) or to the given stream. */
 export async function exportTraces(rt: Runtime, filter: ExportOptions, out: string | Writable): Promise<ExportResult & { file?: string }> {
   const store = rt.existingStore();
-  if (typeof out !== 'string') return exportRollouts(store.db, out, filter);
-  return writeExportFile(out, (stream) => exportRollouts(store.db, stream, filter));
+  if (typeof out !== 'string') return exportRollouts(store, out, filter);
+  return writeExportFile(out, (stream) => exportRollouts(store, stream, filter));
 }

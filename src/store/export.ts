@@ -5,6 +5,7 @@ import type { Db } from './database.js';
 import { toReward } from './rewards.js';
 import { toRollout, whereClause } from './rollouts.js';
 import { toSpan } from './spans.js';
+import { storeDb, type Store } from './store.js';
 import type { Reward, Rollout, RolloutFilter } from './types.js';
 import { groupBy, inListQuery } from './query.js';
 
@@ -37,7 +38,8 @@ const SPAN_COLUMNS = 'rollout_id, seq, parent_seq, type, name, agent, started_at
  * Span payloads are stored as JSON text and spliced in without a parse/serialize round trip.
  * Pages are small so each chunk stays a few MB: large pages cost more in GC than they save in queries.
  */
-export async function exportRollouts(db: Db, out: Writable, opts: ExportOptions = {}): Promise<ExportResult> {
+export async function exportRollouts(store: Store, out: Writable, opts: ExportOptions = {}): Promise<ExportResult> {
+  const db = storeDb(store);
   const format = opts.format ?? 'jsonl';
   if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new Error(`unknown export format ${String(format)}`);
   if (format === 'jsonl') {

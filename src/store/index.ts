@@ -10,6 +10,7 @@ export type { Resource, ResourceKind, ResourceInput } from './resources.js';
 export type { RunRecord, RunKind } from './runs.js';
 export type { Checkpoint, CheckpointFilter, CheckpointInput } from './checkpoints.js';
 export type { MetricsWriter, StepMetrics, StoredStepMetrics } from './training-metrics.js';
+export type { TraceSpan } from './training-traces.js';
 export { TaskConflictError, type StoredTask, type TaskConflict, type TaskFilter, type UpsertResult } from './tasks.js';
 export * from './types.js';
 export type { AuditAction, AuditInput, AuditRecord } from './audit.js';

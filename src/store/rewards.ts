@@ -26,6 +26,16 @@ export class RewardRepository {
     this.db.append(() => this.insertAll(rolloutId, rewards));
   }
 
+  /**
+   * Deletes a rollout's computed rewards and their reward spans, keeping human feedback, before they
+   * are computed again; run it in the caller's transaction, with the writes that replace them.
+   */
+  removeComputed(rolloutId: string): void {
+    this.db.prepare("DELETE FROM rewards WHERE rollout_id = ? AND family <> 'human'").run(rolloutId);
+    this.db.prepare("DELETE FROM spans WHERE rollout_id = ? AND type = 'reward' AND name <> 'human'")
+      .run(rolloutId);
+  }
+
   list(rolloutId: string): Reward[] {
     return (this.db.prepare('SELECT * FROM rewards WHERE rollout_id = ? ORDER BY id').all(rolloutId) as RewardRaw[]).map(toReward);
   }

@@ -66,6 +66,15 @@ export class RolloutRepository {
     return rows.reverse();
   }
 
+  /**
+   * An imported rollout's own timings, and no owner process: it ran elsewhere, before the import, so
+   * orphan recovery must never take it for one of ours.
+   */
+  setImportedTimes(id: string, startedAt: number, finishedAt: number | null): void {
+    this.db.prepare('UPDATE rollouts SET started_at = ?, finished_at = ?, pid = NULL, host = NULL WHERE id = ?')
+      .run(startedAt, finishedAt, id);
+  }
+
   setTotalReward(id: string, value: number | null): void {
     this.db.prepare('UPDATE rollouts SET total_reward = ? WHERE id = ?').run(value, id);
   }
@@ -109,6 +118,18 @@ export class RolloutRepository {
   /** Deletes a rollout with its spans and rewards (an abandoned attempt that is run again). */
   discard(id: string): void {
     this.db.prepare('DELETE FROM rollouts WHERE id = ?').run(id);
+  }
+
+  /** Completed collect rollouts numbered after `afterNum` (the data a training run has that the last did not). */
+  countCollectedAfter(afterNum: number): number {
+    const sql = "SELECT COUNT(*) FROM rollouts WHERE num > ? AND status = 'completed' AND source = 'collect'";
+    return this.db.prepare(sql).pluck().get(afterNum) as number;
+  }
+
+  /** Rollouts other than evaluations numbered after `afterNum` up to `throughNum` (a training dataset's window). */
+  countInWindow(afterNum: number, throughNum: number): number {
+    return this.db.prepare('SELECT COUNT(*) FROM rollouts WHERE num > ? AND num <= ? AND source <> ?')
+      .pluck().get(afterNum, throughNum, EVAL_SOURCE) as number;
   }
 
   count(filter: RolloutFilter = {}): number {

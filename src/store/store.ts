@@ -18,6 +18,7 @@ import { RunRepository } from './runs.js';
 import { SpanRepository } from './spans.js';
 import { TaskRepository } from './tasks.js';
 import { TrainingMetricsRepository } from './training-metrics.js';
+import { TrainingTraceRepository } from './training-traces.js';
 
 export interface StoreOptions extends OpenOptions {
   /** A SQLite file, or a postgres:// URL (its password from the environment variable passwordEnv). */
@@ -38,6 +39,16 @@ export interface StoreStats {
 const COUNTED = ['tasks', 'collect_runs', 'rollouts', 'spans', 'rewards', 'resources', 'resource_sets', 'checkpoints',
   'training_runs', 'eval_runs', 'eval_results', 'audit', 'loop_runs'] as const;
 
+let dbOf: (store: Store) => Db;
+
+/**
+ * The database under a store, for the modules of src/store/ and for tests: the rest of src/ reads and
+ * writes through the repositories (test/unit/architecture.test.ts fails on SQL or this call elsewhere).
+ */
+export function storeDb(store: Store): Db {
+  return dbOf(store);
+}
+
 /** The trace store. Opening it applies migrations and marks rows orphaned by dead processes as failed. */
 export class Store {
   readonly tasks: TaskRepository;
@@ -50,6 +61,7 @@ export class Store {
   readonly loopRuns: RunRepository;
   readonly checkpoints: CheckpointRepository;
   readonly trainingMetrics: TrainingMetricsRepository;
+  readonly trainingTraces: TrainingTraceRepository;
   readonly sets: ResourceSetRepository;
   readonly audit: AuditRepository;
   readonly evaluations: EvaluationRepository;
@@ -59,10 +71,16 @@ export class Store {
   /** How long writes have been refused by a lock; write() gives up after PATIENCE_FACTOR × busy_timeout_ms. */
   readonly busy: BusyClock;
   private readonly runInTransaction: { immediate(fn: () => unknown): unknown };
+  readonly #db: Db;
+
+  static {
+    dbOf = (store) => store.#db;
+  }
 
   private constructor(
-    readonly path: string, readonly db: Db, readonly redactor: Redactor, private readonly busyTimeoutMs: number,
+    readonly path: string, db: Db, readonly redactor: Redactor, private readonly busyTimeoutMs: number,
   ) {
+    this.#db = db;
     this.busy = new BusyClock(path, PATIENCE_FACTOR * busyTimeoutMs);
     this.tasks = new TaskRepository(db, redactor);
     this.rollouts = new RolloutRepository(db, redactor);
@@ -74,6 +92,7 @@ export class Store {
     this.loopRuns = new RunRepository(db, redactor, 'loop');
     this.checkpoints = new CheckpointRepository(db, redactor);
     this.trainingMetrics = new TrainingMetricsRepository(db, redactor);
+    this.trainingTraces = new TrainingTraceRepository(db);
     this.sets = new ResourceSetRepository(db, redactor);
     this.audit = new AuditRepository(db, redactor);
     this.evaluations = new EvaluationRepository(db, redactor);
@@ -97,7 +116,7 @@ export class Store {
 
   /** How other clients (the job queue) reach a PostgreSQL store, password included; undefined for SQLite. */
   connection(): string | undefined {
-    return this.db instanceof PgDb ? this.db.connectionString() : undefined;
+    return this.#db instanceof PgDb ? this.#db.connectionString() : undefined;
   }
 
   /**
@@ -129,7 +148,7 @@ export class Store {
   async write<T>(fn: () => T): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = briefly(this.db, () => this.lockedTransaction(fn));
+        const result = briefly(this.#db, () => this.lockedTransaction(fn));
         this.busy.succeeded();
         return result;
       } catch (err) {
@@ -141,23 +160,24 @@ export class Store {
   }
 
   stats(): StoreStats {
+    const db = this.#db;
     const counts = Object.fromEntries(
-      COUNTED.map((t) => [t, this.db.prepare(`SELECT COUNT(*) FROM ${t}`).pluck().get() as number]),
+      COUNTED.map((t) => [t, db.prepare(`SELECT COUNT(*) FROM ${t}`).pluck().get() as number]),
     );
-    const byStatus = this.db.prepare('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as { status: string; n: number }[];
-    const pg = this.db.dialect === 'postgres';
+    const byStatus = db.prepare('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as { status: string; n: number }[];
+    const pg = db.dialect === 'postgres';
     return {
       path: this.path,
-      backend: this.db.dialect,
-      bytes: pg ? (this.db.prepare('SELECT pg_database_size(current_database())').pluck().get() as number) : fileSize(this.path) + fileSize(`${this.path}-wal`),
-      schemaVersion: this.db.prepare('SELECT COALESCE(MAX(version), 0) FROM schema_migrations').pluck().get() as number,
+      backend: db.dialect,
+      bytes: pg ? (db.prepare('SELECT pg_database_size(current_database())').pluck().get() as number) : fileSize(this.path) + fileSize(`${this.path}-wal`),
+      schemaVersion: db.prepare('SELECT COALESCE(MAX(version), 0) FROM schema_migrations').pluck().get() as number,
       counts,
       rolloutsByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),
     };
   }
 
   close(): void {
-    this.db.close();
+    this.#db.close();
   }
 }
 

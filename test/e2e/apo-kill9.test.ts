@@ -8,6 +8,7 @@ import type { ApoState } from '../../src/pipeline/apo/state.js';
 import type { ApoResult } from '../../src/pipeline/train-apo.js';
 import { openStore } from '../../src/runtime/store.js';
 import { ResourceSetRepository } from '../../src/store/resource-sets.js';
+import { storeDb } from '../../src/store/store.js';
 import { BIN, sqliteOf } from '../helpers.js';
 import { apoProject, apoScript, isOptimizer, measuredTwice } from '../support/apo-project.js';
 import { startScriptedServer, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
@@ -114,8 +115,8 @@ describe('kill -9 in the middle of train --algo apo', () => {
       expect(tagged).toBeLessThanOrEqual(BUDGET.rollouts);
       expect(r.spent.rollouts).toBe(tagged);
       // Rollouts the kill cut off are failed, and tagged: they count against the budget.
-      expect(store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE status = 'failed' AND json_extract(metadata, '$.apo_run') = ?").pluck().get(runId)).toBe(cutOff);
-      expect(store.db.prepare('SELECT COUNT(*) FROM (SELECT 1 FROM eval_results GROUP BY serving_hash, task_hash, seed, settings_hash HAVING COUNT(*) > 1)').pluck().get()).toBe(0);
+      expect(storeDb(store).prepare("SELECT COUNT(*) FROM rollouts WHERE status = 'failed' AND json_extract(metadata, '$.apo_run') = ?").pluck().get(runId)).toBe(cutOff);
+      expect(storeDb(store).prepare('SELECT COUNT(*) FROM (SELECT 1 FROM eval_results GROUP BY serving_hash, task_hash, seed, settings_hash HAVING COUNT(*) > 1)').pluck().get()).toBe(0);
       const keys = state.valTasks.flatMap((t) => state.seeds.map((s) => `${t}:${s}`)).sort();
       const onFront = r.candidates.filter((c) => c.onFront);
       expect(onFront.length).toBeGreaterThan(0);
@@ -123,7 +124,7 @@ describe('kill -9 in the middle of train --algo apo', () => {
         const rec = state.candidates.find((x) => x.id === c.id)!;
         expect(Object.keys(rec.val!).sort(), c.id).toEqual(keys);
         const serving = ResourceSetRepository.servingHash(store.sets.get(rec.setId)!.members);
-        const results = store.db.prepare('SELECT task_id AS task, seed FROM eval_results WHERE serving_hash = ?').all(serving) as { task: string; seed: number }[];
+        const results = storeDb(store).prepare('SELECT task_id AS task, seed FROM eval_results WHERE serving_hash = ?').all(serving) as { task: string; seed: number }[];
         expect(keys.every((k) => results.some((x) => `${x.task}:${x.seed}` === k)), c.id).toBe(true);
       }
     } finally {

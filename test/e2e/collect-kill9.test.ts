@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
+import { storeDb } from '../../src/store/store.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
 import { BIN, sqliteOf, tempDir } from '../helpers.js';
@@ -80,7 +81,7 @@ collect: { concurrency: 3, split: all }\n`,
       }
       expect(store.collectRuns.latest(KILL_AFTER.length).map((run) => run.status)).toEqual(Array(KILL_AFTER.length).fill('failed'));
       for (const [table, column] of [['spans', 'payload'], ['rollouts', 'metadata'], ['tasks', 'metadata'], ['collect_runs', 'params'], ['resources', 'metadata']]) {
-        for (const text of store.db.prepare(`SELECT ${column} FROM ${table}`).pluck().all() as string[]) expect(() => JSON.parse(text), `${table}.${column}`).not.toThrow();
+        for (const text of storeDb(store).prepare(`SELECT ${column} FROM ${table}`).pluck().all() as string[]) expect(() => JSON.parse(text), `${table}.${column}`).not.toThrow();
       }
       expect(sqliteOf(store).pragma('integrity_check', { simple: true })).toBe('ok');
     } finally {

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/runtime/store.js';
+import { storeDb } from '../../src/store/store.js';
 import { BIN, FIXTURES, hasStack, runCli, sqliteOf } from '../helpers.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
@@ -67,7 +68,7 @@ describe('loop --once under kill -9', () => {
 
     const store = openStore(project.load());
     try {
-      const completed = store.db.prepare("SELECT COUNT(*) FROM checkpoints").pluck().get();
+      const completed = storeDb(store).prepare("SELECT COUNT(*) FROM checkpoints").pluck().get();
       expect(completed).toBe(1);
       const deploys = store.audit.list({ actions: ['deploy', 'force-deploy'] });
       expect(deploys).toHaveLength(1);

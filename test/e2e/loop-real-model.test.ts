@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
+import { storeDb } from '../../src/store/store.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';
 
 // One unattended cycle with the real parts, as a user runs it: the bundled model served by our server,
@@ -49,7 +50,7 @@ describe('loop --once with the default local model', () => {
       const ev = store.evaluations.run(cycle.stages.eval!.eval_run_id as string)!;
       expect(ev.status).toBe('completed');
       // Base and adapter each ran the 2 eval tasks with seed 1, through two local servers.
-      const results = store.db.prepare('SELECT set_id, COUNT(*) AS n FROM eval_results GROUP BY set_id').all() as { set_id: string; n: number }[];
+      const results = storeDb(store).prepare('SELECT set_id, COUNT(*) AS n FROM eval_results GROUP BY set_id').all() as { set_id: string; n: number }[];
       expect(results.map((x) => x.n)).toEqual([2, 2]);
       const production = JSON.parse(fs.readFileSync(path.join(loaded.paths.dataDir, 'production.json'), 'utf8')) as { set: { id: string } };
       expect(production.set.id).toBe(store.sets.pointer('production')!.setId);

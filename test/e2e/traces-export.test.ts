@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/index.js';
+import { storeDb } from '../../src/store/store.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';
 
 /** A project whose store holds `n` completed rollouts. */
@@ -94,7 +95,7 @@ describe('traces export -o PATH', () => {
     const { dir, storePath } = project(30);
     const store = Store.open({ path: storePath });
     // The last rollout (on the second page) cannot be read: the export fails after writing the first page.
-    store.db.prepare("UPDATE rollouts SET metadata = 'not json' WHERE num = 30").run();
+    storeDb(store).prepare("UPDATE rollouts SET metadata = 'not json' WHERE num = 30").run();
     store.close();
     const good = path.join(dir, 'good.jsonl');
     fs.writeFileSync(good, '{"good":true}\n');

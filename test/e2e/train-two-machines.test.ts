@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/runtime/store.js';
 import type { LoadedConfig } from '../../src/config/load.js';
+import { storeDb } from '../../src/store/store.js';
 import type { ScriptedServer } from '../support/scripted-server.js';
 import { teamCollect } from '../support/team-collect.js';
 import { runCli, tempDir } from '../helpers.js';
@@ -36,7 +37,7 @@ afterEach(async () => {
 function storeCounts(loaded: LoadedConfig, dir: string): { runs: number; checkpoints: number; weights: number } {
   const store = openStore({ ...loaded, paths: { ...loaded.paths, storePath: path.join(dir, '.massgen-rl', 'store.sqlite') } });
   try {
-    const count = (sql: string) => store.db.prepare(sql).pluck().get() as number;
+    const count = (sql: string) => storeDb(store).prepare(sql).pluck().get() as number;
     return { runs: count('SELECT COUNT(*) FROM training_runs'), checkpoints: count('SELECT COUNT(*) FROM checkpoints'), weights: count("SELECT COUNT(*) FROM resources WHERE kind = 'weight'") };
   } finally {
     store.close();

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { exportRollouts, Redactor, Store } from '../../src/store/index.js';
+import { storeDb } from '../../src/store/store.js';
 import { tempDir } from '../helpers.js';
 import { SETTINGS } from './support/settings.js';
 
@@ -186,11 +187,11 @@ describe('property: redaction over random JSON with planted secrets', () => {
         ]);
         const answer = (p.value as { planted: string }).planted;
         store.rollouts.finish(id, { status: 'completed', finalAnswer: answer, error: null });
-        const json = store.db.prepare('SELECT payload FROM spans UNION ALL SELECT metadata FROM rollouts').pluck().all() as string[];
+        const json = storeDb(store).prepare('SELECT payload FROM spans UNION ALL SELECT metadata FROM rollouts').pluck().all() as string[];
         let exported = '';
-        await exportRollouts(store.db, new Writable({ write: (chunk, _enc, done) => { exported += String(chunk); done(); } }));
+        await exportRollouts(store, new Writable({ write: (chunk, _enc, done) => { exported += String(chunk); done(); } }));
         for (const text of [...json, ...exported.trim().split('\n')]) expect(survivors(p, strings(JSON.parse(text)))).toEqual([]);
-        const stored = store.db.prepare('SELECT final_answer FROM rollouts').pluck().get() as string;
+        const stored = storeDb(store).prepare('SELECT final_answer FROM rollouts').pluck().get() as string;
         expect(stored).toBe(store.redactor.scrub(answer));
         expect(survivors(p, [stored])).toEqual([]);
         for (const span of store.spans.list(id)) expect(sameApartFromStrings(store.redactor, JSON.parse(JSON.stringify(p.value)), span.payload)).toBeNull();

@@ -8,6 +8,7 @@ import type { Review } from '../../src/pipeline/review.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { runCli } from '../helpers.js';
+import { storeDb } from '../../src/store/store.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 let project: LoopProject | undefined;
@@ -50,7 +51,7 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
       expect(audit[0]).toMatchObject({ action: 'deploy', trigger: 'loop', afterSet: prod.id, evalRunId: r.stages.eval!.eval_run_id });
       expect(store.loopRuns.get(r.loopRunId)).toMatchObject({ status: 'completed' });
       // Evaluation rollouts are kept apart from training data.
-      const sources = store.db.prepare('SELECT source, COUNT(*) AS n FROM rollouts GROUP BY source').all();
+      const sources = storeDb(store).prepare('SELECT source, COUNT(*) AS n FROM rollouts GROUP BY source').all();
       expect(sources).toEqual(expect.arrayContaining([{ source: 'collect', n: 4 }, { source: 'eval', n: 16 }]));
     } finally {
       store.close();
@@ -143,7 +144,7 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
       const [latest] = store.audit.list({ limit: 1 });
       expect(latest).toMatchObject({ action: 'canary-promote', trigger: 'cli' });
       expect(store.sets.pointer('canary')).toBeUndefined();
-      const canaryRollouts = store.db.prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.canary') = 1").pluck().get() as number;
+      const canaryRollouts = storeDb(store).prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.canary') = 1").pluck().get() as number;
       expect(canaryRollouts).toBeGreaterThanOrEqual(3);
       expect(store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights!)).toMatchObject({ name: 'base', version: 1 });
     } finally {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runCycle } from '../../src/pipeline/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
+import { storeDb } from '../../src/store/store.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { BIN } from '../helpers.js';
@@ -33,7 +34,7 @@ describe('loop on a coordinator, orchestrations on collect workers', () => {
     const store = openStore(loaded);
     try {
       const pids = new Set(workers.map((w) => w.pid));
-      const rows = store.db.prepare('SELECT source, pid FROM rollouts').all() as { source: string; pid: number | null }[];
+      const rows = storeDb(store).prepare('SELECT source, pid FROM rollouts').all() as { source: string; pid: number | null }[];
       expect(rows.filter((x) => x.source === 'collect')).toHaveLength(4);
       expect(rows.filter((x) => x.source === 'eval')).toHaveLength(16);
       // Every orchestration ran in a worker: none in this (coordinating) process.
@@ -68,7 +69,7 @@ describe('loop on a coordinator, orchestrations on collect workers', () => {
     expect(summary.refused[0]).toMatch(/config differs from the evaluating machine's/);
     const store = openStore(loaded);
     try {
-      const pids = (store.db.prepare("SELECT DISTINCT pid FROM rollouts WHERE source = 'eval'").pluck().all() as number[]);
+      const pids = (storeDb(store).prepare("SELECT DISTINCT pid FROM rollouts WHERE source = 'eval'").pluck().all() as number[]);
       expect(pids).toEqual([process.pid]);
       expect(store.evaluations.run(String(r.stages.eval!.eval_run_id))?.summary).toMatchObject({ measured: 16, reused: 0 });
     } finally {

@@ -13,6 +13,7 @@ import type { PolicyDecisionPayload } from '../../src/trace/payloads.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';
 import { planRollout } from '../../src/rollouts/decide.js';
 import { TeamPolicies } from '../../src/rollouts/team-policies.js';
+import { storeDb } from '../../src/store/store.js';
 import { team } from '../support/team.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
@@ -118,8 +119,8 @@ describe('a learned stop policy, end to end', () => {
     await withRuntime(load(), (rt) => collect(rt, { n: 3 }));
     const store = openStore(load());
     try {
-      expect(store.db.prepare("SELECT COUNT(*) FROM spans WHERE name = 'policy_decision'").pluck().get()).toBe(0);
-      const rollouts = store.db.prepare("SELECT metadata FROM rollouts").pluck().all() as string[];
+      expect(storeDb(store).prepare("SELECT COUNT(*) FROM spans WHERE name = 'policy_decision'").pluck().get()).toBe(0);
+      const rollouts = storeDb(store).prepare("SELECT metadata FROM rollouts").pluck().all() as string[];
       expect(rollouts.every((m) => !('routing' in JSON.parse(m)))).toBe(true);
     } finally {
       store.close();

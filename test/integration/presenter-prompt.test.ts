@@ -10,6 +10,7 @@ import { describeMembers } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { Store } from '../../src/store/index.js';
+import { storeDb } from '../../src/store/store.js';
 import { startScriptedServer, type Script, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
 import { runCli, tempDir } from '../helpers.js';
@@ -127,7 +128,7 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
       const candidate = store.sets.get(ev.candidate.id)!;
       expect(candidate.members).toEqual({ ...before.members, presenter: v2.id, presenter_from_config: false });
       expect(candidate.origin).toMatchObject({ kind: 'candidate', spec: 'presenter@2', prompt_id: v2.id });
-      const rollouts = store.db.prepare("SELECT metadata FROM rollouts WHERE source = 'eval'").pluck().all().map((m) => JSON.parse(m as string) as Record<string, unknown>);
+      const rollouts = storeDb(store).prepare("SELECT metadata FROM rollouts WHERE source = 'eval'").pluck().all().map((m) => JSON.parse(m as string) as Record<string, unknown>);
       expect(rollouts).toHaveLength(12);
       const bySet = (id: string) => rollouts.filter((m) => (m.resource_set as { id: string }).id === id);
       expect(bySet(before.id).map((m) => m.presenter_prompt)).toEqual(Array(6).fill(v1.id));

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
+import { storeDb } from '../../src/store/store.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';
@@ -46,7 +47,7 @@ describe('redaction never corrupts stored JSON', () => {
     let startedAt: number;
     try {
       for (const [table, column] of [['spans', 'payload'], ['rollouts', 'metadata'], ['tasks', 'metadata'], ['collect_runs', 'params'], ['collect_runs', 'summary']]) {
-        for (const text of store.db.prepare(`SELECT ${column} FROM ${table}`).pluck().all() as string[]) expect(() => JSON.parse(text), `${table}.${column}: ${text}`).not.toThrow();
+        for (const text of storeDb(store).prepare(`SELECT ${column} FROM ${table}`).pluck().all() as string[]) expect(() => JSON.parse(text), `${table}.${column}: ${text}`).not.toThrow();
       }
       expect(store.tasks.get('mul')!.metadata.account).toBe(Number(CARD));
       const rollout = store.rollouts.list()[0]!;

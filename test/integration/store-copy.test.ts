@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/index.js';
 import { SyncPgConnection } from '../../src/store/postgres/bridge.js';
+import { storeDb } from '../../src/store/store.js';
 import { BIN, FIXTURES, hasStack, runCli, sha, tempDir } from '../helpers.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 import { buildReportStore, type ReportStore } from '../support/report-store.js';
@@ -83,7 +84,7 @@ function enrich(location: string, rollouts: number): void {
       store.rollouts.finish(id, { status: i % 5 ? 'completed' : 'failed', tokens: i, wallMs: i / 7 });
     }
     const gone = store.rollouts.start({ source: 'deleted' });
-    store.db.prepare('DELETE FROM rollouts WHERE id = ?').run(gone);
+    storeDb(store).prepare('DELETE FROM rollouts WHERE id = ?').run(gone);
   } finally {
     store.close();
   }
@@ -144,7 +145,7 @@ describe('store copy: SQLite → PostgreSQL', () => {
 
     // New rows take ids after the copied ones (and after the deleted rollout's number).
     const sourceStore = Store.open({ path: source });
-    const deletedNum = Number(sourceStore.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'rollouts'").pluck().get());
+    const deletedNum = Number(storeDb(sourceStore).prepare("SELECT seq FROM sqlite_sequence WHERE name = 'rollouts'").pluck().get());
     const tasksBefore = sourceStore.tasks.list().map((t) => t.id);
     sourceStore.close();
     expect(deletedNum).toBeGreaterThan(maxOf(source, 'rollouts', 'num'));

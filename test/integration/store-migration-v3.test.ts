@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/index.js';
 import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../../src/store/migrations.js';
+import { storeDb } from '../../src/store/store.js';
 import { sqliteOf, tempDir } from '../helpers.js';
 
 /** A store as massgen-rl left it at schema version 2: a prompt resource, production pointing at it, a child version. */
@@ -36,7 +37,7 @@ describe('schema version 3: policy resources', () => {
       expect(sqliteOf(store).pragma('foreign_key_check')).toEqual([]);
       expect(sqliteOf(store).pragma('foreign_keys', { simple: true })).toBe(1);
       // References are still enforced after the rebuild.
-      expect(() => store.db.prepare("INSERT INTO production (kind, name, resource_id, updated_at) VALUES ('policy', 'x', 'po_missing', 1)").run()).toThrow(/FOREIGN KEY/);
+      expect(() => storeDb(store).prepare("INSERT INTO production (kind, name, resource_id, updated_at) VALUES ('policy', 'x', 'po_missing', 1)").run()).toThrow(/FOREIGN KEY/);
     } finally {
       store.close();
     }

@@ -4,6 +4,7 @@ import { UserError } from '../../src/errors.js';
 import { LATEST_SCHEMA_VERSION, Store } from '../../src/store/index.js';
 import { MIGRATIONS, postgresSql } from '../../src/store/migrations.js';
 import { SyncPgConnection } from '../../src/store/postgres/bridge.js';
+import { storeDb } from '../../src/store/store.js';
 import { FIXTURES, hasStack, runCli, tempDir } from '../helpers.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 // @ts-expect-error plain ES module
@@ -23,10 +24,10 @@ describe('PostgreSQL store', () => {
     const url = freshPostgresUrl();
     const store = Store.open({ path: url });
     expect(store.stats()).toMatchObject({ backend: 'postgres', schemaVersion: LATEST_SCHEMA_VERSION });
-    expect(store.db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
+    expect(storeDb(store).prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
     // The v3 CHECK is in force: a policy resource is accepted, an unknown kind is not.
     store.resources.add({ kind: 'policy', name: 'routing', content: '{}' });
-    expect(() => store.db.prepare("INSERT INTO resources (id, kind, name, version, created_at) VALUES ('x', 'other', 'n', 1, 0)").run()).toThrow(/check constraint/);
+    expect(() => storeDb(store).prepare("INSERT INTO resources (id, kind, name, version, created_at) VALUES ('x', 'other', 'n', 1, 0)").run()).toThrow(/check constraint/);
     store.close();
   });
 
@@ -82,8 +83,8 @@ describe('PostgreSQL store', () => {
     expect(ok.stdout + ok.stderr).not.toContain(password);
     try {
       expect(store.stats().backend).toBe('postgres');
-      const dump = (store.db.prepare("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").pluck().all() as string[])
-        .map((t) => (store.db.prepare(`SELECT t::text FROM ${t} t`).pluck().all() as string[]).join('\n')).join('\n');
+      const dump = (storeDb(store).prepare("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").pluck().all() as string[])
+        .map((t) => (storeDb(store).prepare(`SELECT t::text FROM ${t} t`).pluck().all() as string[]).join('\n')).join('\n');
       expect(dump).not.toContain(password);
     } finally {
       store.close();

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
 import { LATEST_SCHEMA_VERSION, Redactor, Store, exportRollouts } from '../../src/store/index.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
+import { storeDb } from '../../src/store/store.js';
 import { FIXTURES, sha, sqliteOf, tempDir } from '../helpers.js';
 import { BACKENDS, openStoreOn, storeLocation } from '../support/postgres.js';
 
@@ -18,7 +19,7 @@ describe('store (SQLite file)', () => {
     expect(sqliteOf(store).pragma('journal_mode', { simple: true })).toBe('wal');
     expect(sqliteOf(store).pragma('foreign_keys', { simple: true })).toBe(1);
     expect(sqliteOf(store).pragma('user_version', { simple: true })).toBe(LATEST_SCHEMA_VERSION);
-    const applied = store.db.prepare('SELECT version, name FROM schema_migrations').all();
+    const applied = storeDb(store).prepare('SELECT version, name FROM schema_migrations').all();
     expect(applied).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })));
     store.close();
   });
@@ -161,7 +162,7 @@ describe.each(BACKENDS)('store on %s', (backend) => {
     const out = new PassThrough();
     const chunks: Buffer[] = [];
     out.on('data', (c: Buffer) => chunks.push(c));
-    const result = await exportRollouts(store.db, out, { pageSize: 2 });
+    const result = await exportRollouts(store, out, { pageSize: 2 });
     const lines = Buffer.concat(chunks).toString().trim().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
     expect(result).toMatchObject({ rollouts: 3, spans: 6 });
     expect(lines.map((l) => l.id)).toEqual(ids);
@@ -171,7 +172,7 @@ describe.each(BACKENDS)('store on %s', (backend) => {
     const filtered = new PassThrough();
     const got: Buffer[] = [];
     filtered.on('data', (c: Buffer) => got.push(c));
-    await exportRollouts(store.db, filtered, { status: 'completed', minReward: 1 });
+    await exportRollouts(store, filtered, { status: 'completed', minReward: 1 });
     expect(Buffer.concat(got).toString().trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id)).toEqual([ids[2]]);
     store.close();
   });
@@ -191,10 +192,10 @@ describe.each(BACKENDS)('store on %s', (backend) => {
 
 /** Everything a store holds, as bytes: the SQLite files, or every PostgreSQL table's rows as text. */
 function storedBytes(store: Store, dir: string): string {
-  if (store.db.dialect === 'sqlite') {
+  if (storeDb(store).dialect === 'sqlite') {
     sqliteOf(store).pragma('wal_checkpoint(TRUNCATE)');
     return Buffer.concat(fs.readdirSync(dir).map((f) => fs.readFileSync(path.join(dir, f)))).toString('latin1');
   }
-  const tables = store.db.prepare("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").pluck().all() as string[];
-  return tables.map((t) => (store.db.prepare(`SELECT t::text FROM ${t} t`).pluck().all() as string[]).join('\n')).join('\n');
+  const tables = storeDb(store).prepare("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").pluck().all() as string[];
+  return tables.map((t) => (storeDb(store).prepare(`SELECT t::text FROM ${t} t`).pluck().all() as string[]).join('\n')).join('\n');
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Redactor, Store, TaskConflictError } from '../../src/store/index.js';
+import { storeDb } from '../../src/store/store.js';
 import { loadTasks, type SplitTask } from '../../src/tasks/index.js';
 import { FIXTURES, tempDir } from '../helpers.js';
 import { BACKENDS, openStoreOn } from '../support/postgres.js';
@@ -43,7 +44,7 @@ describe.each(BACKENDS)('TaskRepository on %s', (backend) => {
     const all = tasks();
     store.tasks.upsertMany(all);
     const created = store.tasks.get('geo-1')!.createdAt;
-    store.db.prepare('UPDATE tasks SET created_at = 1').run();
+    storeDb(store).prepare('UPDATE tasks SET created_at = 1').run();
 
     // Same content, metadata keys in another order: nothing to do.
     const reordered = all.map((t) => ({ ...t, metadata: Object.fromEntries(Object.entries(t.metadata).reverse()) }));

@@ -1,6 +1,7 @@
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
 import { ResourceSetRepository } from '../../src/store/resource-sets.js';
+import { storeDb } from '../../src/store/store.js';
 import { tempDir } from '../helpers.js';
 import type { ScriptedReply, ScriptedRequest } from './scripted-server.js';
 import { shownLabels } from './team.js';
@@ -110,7 +111,7 @@ ${apoYaml}`;
 export function measuredTwice(loaded: LoadedConfig): { key: string; n: number }[] {
   const store = openStore(loaded);
   try {
-    const rows = store.db.prepare(`SELECT task_id AS task, json_extract(metadata, '$.seed') AS seed, json_extract(metadata, '$.resource_set.id') AS setId
+    const rows = storeDb(store).prepare(`SELECT task_id AS task, json_extract(metadata, '$.seed') AS seed, json_extract(metadata, '$.resource_set.id') AS setId
       FROM rollouts WHERE source = 'eval' AND status = 'completed'`).all() as { task: string; seed: number; setId: string }[];
     const counts = new Map<string, number>();
     for (const r of rows) {

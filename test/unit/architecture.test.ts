@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, tempDir } from '../helpers.js';
+import { sourceFiles, sqlFindings, sqlOutsideStore, type SqlFinding } from '../support/sql-scan.js';
 
 interface Violation {
   from: string;
@@ -52,4 +53,49 @@ describe('import rules (docs/architecture.md)', () => {
       'processes-only-in-their-owners', 'production-switches-only-in-deploy-and-review', 'terminal-ui-only-in-cli-ui',
     ]);
   }, 120_000);
+});
+
+const where = (found: SqlFinding[]) => found.map((f) => `${f.file}:${f.line}: ${f.text}`);
+
+describe('SQL only in src/store/ (docs/architecture.md)', () => {
+  it('holds for the source tree: the rest of src/ calls repository methods', () => {
+    expect(where(sqlOutsideStore(ROOT))).toEqual([]);
+  });
+
+  it('recognizes the statements the store writes', () => {
+    const prepares = (f: string) => /\.(prepare|exec)\(['"`]/.test(fs.readFileSync(path.join(ROOT, f), 'utf8'));
+    const preparing = sourceFiles(ROOT).filter((f) => f.startsWith('src/store/') && prepares(f));
+    expect(preparing.length).toBeGreaterThan(10);
+    for (const file of preparing) expect(sqlFindings(ROOT, file).length, file).toBeGreaterThan(0);
+  });
+
+  it('catches SQL, the .db handle and storeDb outside the store, not prose, comments or the store itself', () => {
+    const dir = tempDir({
+      'src/pipeline/count.ts': [
+        '// SELECT COUNT(*) FROM rollouts, in a comment, is prose',
+        'export const count = (store: any) =>',
+        '  store.db.prepare(`SELECT COUNT(*) FROM rollouts WHERE num > ?`).pluck().get(1);',
+      ].join('\n'),
+      'src/datasets/page.ts': [
+        "import { storeDb } from '../store/store.js';",
+        'export const q = "DELETE FROM rewards WHERE rollout_id = ?";',
+      ].join('\n'),
+      'src/gateway/words.ts': [
+        "export const u = 'UPDATE rollouts SET status = ?';",
+        'export const i = (n: number) => `INSERT INTO spans (seq) VALUES (${n})`;',
+        "export const s = (cols: string[], t: string) => db.prepare(`SELECT ${cols.join(', ')} FROM ${t}`);",
+        "export const help = 'select a model from the list; SELECT the rows you want';",
+      ].join('\n'),
+      'src/store/rollouts.ts': "export const ok = 'SELECT * FROM rollouts';\n",
+    });
+    expect(where(sqlOutsideStore(dir))).toEqual([
+      'src/datasets/page.ts:1: storeDb',
+      'src/datasets/page.ts:2: DELETE FROM rewards WHERE rollout_id = ?',
+      'src/gateway/words.ts:1: UPDATE rollouts SET status = ?',
+      'src/gateway/words.ts:2: `INSERT INTO spans (seq) VALUES (${n})`',
+      "src/gateway/words.ts:3: `SELECT ${cols.join(', ')} FROM ${t}`",
+      'src/pipeline/count.ts:3: store.db',
+      'src/pipeline/count.ts:3: SELECT COUNT(*) FROM rollouts WHERE num > ?',
+    ]);
+  });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildDataset, DEFAULT_SYSTEM_PROMPT, type DpoRow } from '../../src/datasets/index.js';
+import { storeDb } from '../../src/store/store.js';
 import { fixtureStore, readRows, teamRollout } from '../fixtures/datasets/team-rollouts.js';
 
 const inRollout = (rows: DpoRow[]) => rows.filter((r) => r.meta.kind === 'in_rollout');
@@ -98,7 +99,7 @@ describe('DPO dataset', () => {
   it('reads the task from the first prompt when the rollout has no task row', async () => {
     const { store, dir } = fixtureStore();
     const r = teamRollout(store, { taskId: 'mul', first: { agent: 'a', content: '42' }, second: { agent: 'c', content: '41' } });
-    store.db.prepare('UPDATE rollouts SET task_id = NULL WHERE id = ?').run(r.id);
+    storeDb(store).prepare('UPDATE rollouts SET task_id = NULL WHERE id = ?').run(r.id);
     const built = await buildDataset(store, { algo: 'dpo', dataDir: dir });
     const rows = readRows<DpoRow>(built.dir);
     expect(rows.map((p) => [p.prompt[1]!.content, p.chosen[0].content, p.meta.task_id, p.meta.category])).toEqual([['What is 6 x 7?', '42', null, 'arithmetic']]);

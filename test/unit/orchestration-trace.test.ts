@@ -7,6 +7,7 @@ import type {
   CancelPayload, DelegateAggregatePayload, DelegatePayload, DelegateReturnPayload, InvalidActionPayload, NewAnswerPayload, PresentationPayload, PromptPayload, RoundPayload, SelectionPayload, ToolPayload, VotePayload,
 } from '../../src/trace/payloads.js';
 import { exportRollouts, Store, type SpanInput } from '../../src/store/index.js';
+import { storeDb } from '../../src/store/store.js';
 import { tempDir } from '../helpers.js';
 import { traceProblems as problems } from '../support/trace-schema.js';
 
@@ -62,7 +63,7 @@ function storeWith(opts: { tools: boolean }) {
     { channel: 'turn', family: 'coordination', value: -0.2, agent: 'b', targetSeq: 10 },
   ]);
   store.rollouts.finish(id, { status: 'completed', finalAnswer: 'Final answer: 42', winner: 'a', totalReward: 1, tokens: 141, toolCalls: opts.tools ? 1 : 0, messages: 9, wallMs: 3451.5 });
-  store.db.prepare('UPDATE rollouts SET started_at = ? WHERE id = ?').run(T0, id);
+  storeDb(store).prepare('UPDATE rollouts SET started_at = ? WHERE id = ?').run(T0, id);
   return { store, id };
 }
 
@@ -70,7 +71,7 @@ async function exportAll(store: Store): Promise<{ traces: OrchestrationTrace[]; 
   const out = new PassThrough();
   const chunks: Buffer[] = [];
   out.on('data', (c: Buffer) => chunks.push(c));
-  const result = await exportRollouts(store.db, out, { format: 'orchestration-trace', pageSize: 1 });
+  const result = await exportRollouts(store, out, { format: 'orchestration-trace', pageSize: 1 });
   out.end();
   const text = Buffer.concat(chunks).toString('utf8');
   const traces = text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as OrchestrationTrace);
@@ -181,8 +182,8 @@ describe('orchestration-trace export', () => {
       const out = new PassThrough();
       const chunks: Buffer[] = [];
       out.on('data', (c: Buffer) => chunks.push(c));
-      await exportRollouts(store.db, out, {});
-      await exportRollouts(store.db, out, { format: 'jsonl' });
+      await exportRollouts(store, out, {});
+      await exportRollouts(store, out, { format: 'jsonl' });
       out.end();
       const [a, b] = Buffer.concat(chunks).toString('utf8').trim().split('\n');
       expect(a).toBe(b);
@@ -236,7 +237,7 @@ describe('orchestration-trace export of a delegation', () => {
       const id = store.rollouts.start({ id: 'ro_delegation', metadata: { agents: ['a', 'b'] } });
       store.spans.append(id, delegation());
       store.rollouts.finish(id, { status: 'completed', finalAnswer: 'Final answer: 42', winner: 'a', totalReward: 1, tokens: 110, toolCalls: 1, messages: 9, wallMs: 509 });
-      store.db.prepare('UPDATE rollouts SET started_at = ? WHERE id = ?').run(T0, id);
+      storeDb(store).prepare('UPDATE rollouts SET started_at = ? WHERE id = ?').run(T0, id);
       const trace = toOrchestrationTrace(store.rollouts.get(id)!, store.spans.list(id), []);
       expect(problems(trace)).toEqual([]);
       expect(trace.topology).toBe('hierarchical');

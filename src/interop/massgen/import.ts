@@ -180,7 +180,7 @@ export function writeImportedRollout(store: Store, r: ConvertedRollout): boolean
     const seqs = store.spans.append(r.id, r.spans);
     if (seqs.length && seqs[0] !== 1) throw new Error(`rollout ${r.id}: spans did not start at seq 1`);
     store.rollouts.finish(r.id, r.finish);
-    store.db.prepare('UPDATE rollouts SET started_at = ?, finished_at = ?, pid = NULL, host = NULL WHERE id = ?').run(r.startedAt, r.finishedAt, r.id);
+    store.rollouts.setImportedTimes(r.id, r.startedAt, r.finishedAt);
     return true;
   });
 }

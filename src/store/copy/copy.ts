@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import { errorMessage, InterruptedError } from '../../errors.js';
 import { multiRowInsert, type SqlDb } from '../sql.js';
+import { storeDb, type Store } from '../store.js';
 import { advanceCounters } from './counters.js';
 import { afterKey, copiedColumns, keyOrder, PROGRESS_TABLE, tablesOf, type TableInfo } from './schema.js';
 import { openTarget, type TargetOptions } from './target.js';
@@ -46,12 +47,13 @@ interface TableProgress {
 const MAX_PARAMS = 32_000;
 
 /**
- * Copies every table of source into the target (`to`: a postgres:// URL or a SQLite file) in copy-key
+ * Copies every table of the store into the target (`to`: a postgres:// URL or a SQLite file) in copy-key
  * order, batch by batch; each batch commits together with the target's progress row, so a copy stopped
  * at any point (Ctrl-C, kill -9) goes on after its last committed batch when run again, and no row is
  * written twice. The source is read in one snapshot; then counts and hashes of both sides are compared.
  */
-export async function copyStore(source: SqlDb, to: string, opts: CopyOptions = {}): Promise<CopyResult> {
+export async function copyStore(store: Store, to: string, opts: CopyOptions = {}): Promise<CopyResult> {
+  const source = storeDb(store);
   const batchSize = opts.batchSize ?? 500;
   const { db: target, resumed } = openTarget(to, source, opts);
   try {

@@ -4,6 +4,7 @@ import type { RewardInput } from '../trace/records.js';
 import { GATEWAY_SOURCE } from '../store/rollouts.js';
 import { callSpan, type CapturedCall } from './call-span.js';
 import { embeddingSpan } from './embedding-span.js';
+import type { CaptureJournal } from './journal.js';
 import type { Session, Sessions } from './sessions.js';
 
 /** Calls made into spans between two turns of the event loop. */
@@ -14,6 +15,8 @@ export interface CaptureOptions {
   batchSize: number;
   /** rewards.weights: the total of a rollout that got feedback while its session was open. */
   weights?: Partial<Record<string, number>>;
+  /** Where each call is appended the moment it completes, until its batch is in the store. */
+  journal?: CaptureJournal;
   onError?: (err: unknown) => void;
 }
 
@@ -57,6 +60,7 @@ export class Capture {
   ) {}
 
   add(call: CapturedCall): void {
+    this.opts.journal?.append(call);
     this.queue.push(call);
     this.stats.captured++;
     this.stats.pending++;
@@ -91,6 +95,7 @@ export class Capture {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.waiting()) await this.write();
+    this.opts.journal?.close();
   }
 
   private waiting(): boolean {
@@ -107,6 +112,7 @@ export class Capture {
     const ending = this.ending;
     const late = this.late;
     if (!this.waiting()) return;
+    const segments = this.opts.journal?.rotate() ?? [];
     this.queue = [];
     this.ending = [];
     this.late = [];
@@ -144,6 +150,7 @@ export class Capture {
       this.stats.writeMs += performance.now() - t0;
     }
     this.dirty.clear();
+    this.opts.journal?.committed(segments);
     for (const s of ending) {
       this.writers.delete(s.rolloutId);
       s.done = true;

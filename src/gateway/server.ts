@@ -1,11 +1,14 @@
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Runtime } from '../runtime/runtime.js';
 import { GatewayAuth } from './auth.js';
 import { Backends } from './backends.js';
 import { Capture, type CaptureStats } from './capture.js';
+import { CaptureJournal } from './journal.js';
 import { guardConnections, serverOptions } from './limits.js';
 import { GatewayMetrics } from './metrics.js';
+import { recoverJournals, type Recovered } from './recover.js';
 import { handleRequest } from './routes.js';
 import { Sessions } from './sessions.js';
 
@@ -26,6 +29,8 @@ export interface Gateway {
   open: boolean;
   models: string[];
   capture: CaptureStats;
+  /** What a gateway of this host that died had journaled but not stored, written at this start. */
+  recovered: Recovered;
   /** Stops taking requests, lets those in flight finish, ends every session and writes every captured call. */
   stop(): Promise<void>;
 }
@@ -38,7 +43,11 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   auth.checkHost(host);
   const idleMs = opts.sessionIdleMs ?? cfg.session_idle_s * 1000;
   const sessions = new Sessions(idleMs);
+  const journalDir = path.join(rt.paths.dataDir, 'gateway');
+  const recovered = await recoverJournals(rt.store(), journalDir);
+  const journal = new CaptureJournal(journalDir, rt.store().redactor);
   const capture = new Capture(rt.store(), sessions, {
+    journal,
     flushMs: opts.flushMs ?? cfg.flush_ms, batchSize: opts.batchSize ?? cfg.batch_size, onError: opts.onError,
     weights: rt.config.rewards.weights,
   });
@@ -59,7 +68,10 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   server.maxHeadersCount = limits.max_headers + 1;
   const guard = guardConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => {
+      journal.close();
+      reject(err);
+    });
     server.listen(opts.port ?? cfg.port, host, () => resolve());
   });
   server.on('error', (err) => opts.onError?.(err));
@@ -72,6 +84,7 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     open: auth.open,
     models: ctx.backends.names(),
     capture: capture.stats,
+    recovered,
     stop: () => (stopping ??= (async () => {
       clearInterval(sweep);
       guard.stop();

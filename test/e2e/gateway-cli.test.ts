@@ -67,3 +67,77 @@ agents:
     }
   });
 });
+
+describe('massgen-rl gateway killed with SIGKILL under load', () => {
+  it('loses no completed call: the next gateway stores what the killed one had journaled, the store intact', async () => {
+    backend = await startChatBackend();
+    const dir = tempDir({
+      'massgen-rl.yaml': `models:
+  scripted: { base_url: "${backend.baseUrl}", model: m }
+agents:
+  - { id: a, model: scripted }
+gateway: { flush_ms: 5000, batch_size: 100000 }
+`,
+    });
+    const start = () => {
+      const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', '0'], {
+        cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' },
+      });
+      const ready = new Promise<{ baseUrl: string; recovered?: { calls: number } }>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (c: Buffer) => {
+          out += c.toString();
+          try {
+            resolve(JSON.parse(out) as { baseUrl: string });
+          } catch { /* not all of it yet */ }
+        });
+        void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
+      });
+      return { child, ready };
+    };
+    const first = start();
+    const { baseUrl } = await first.ready;
+    const completed: string[] = [];
+    let stop = false;
+    const client = async (n: number) => {
+      for (let i = 0; !stop; i++) {
+        try {
+          const res = await fetch(`${baseUrl}/chat/completions`, {
+            method: 'POST', headers: { 'x-session-id': `s${n}` },
+            body: JSON.stringify({ ...HELLO, stream: i % 2 === 0 }),
+          });
+          await res.text();
+          if (res.status === 200) completed.push(res.headers.get('x-request-id')!);
+        } catch {
+          return; // the gateway is gone
+        }
+      }
+    };
+    const clients = Array.from({ length: 8 }, (_, n) => client(n));
+    while (completed.length < 150) await new Promise((r) => setTimeout(r, 20));
+    first.child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(clients);
+    await first.child;
+
+    // nothing was written by the killed gateway (flush_ms 5 s): all of it comes from its journal
+    const second = start();
+    const info = await second.ready;
+    second.child.kill('SIGTERM');
+    await second.child;
+    expect(info.recovered?.calls).toBeGreaterThanOrEqual(completed.length);
+
+    const store = openStore(loadConfig({ cwd: dir }));
+    try {
+      const turns = new Set(store.rollouts.list().flatMap((r) => store.spans.list(r.id))
+        .map((s) => (s.payload as { turn_id: string }).turn_id));
+      expect(completed.filter((id) => !turns.has(id))).toEqual([]);
+      expect(store.rollouts.list().every((r) => r.status === 'completed')).toBe(true);
+    } finally {
+      store.close();
+    }
+    const sqlite = (await import('better-sqlite3')).default(`${dir}/.massgen-rl/store.sqlite`, { readonly: true });
+    expect(sqlite.pragma('integrity_check', { simple: true })).toBe('ok');
+    sqlite.close();
+  });
+});

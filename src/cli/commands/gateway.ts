@@ -25,8 +25,12 @@ export const registerGateway: Register = (program, ctx) => {
           host: flags.host, port: flags.port, onError: (err) => ui.warn(`gateway: ${errorMessage(err)}`),
         });
         const auth = gw.open ? 'loopback-only' : 'keys';
-        if (ui.opts.json) ui.json({ ok: true, baseUrl: `${gw.url}/v1`, models: gw.models, auth });
+        const { recovered } = gw;
+        if (ui.opts.json) ui.json({ ok: true, baseUrl: `${gw.url}/v1`, models: gw.models, auth, recovered });
         else {
+          if (recovered.calls) {
+            ui.info(`stored ${recovered.calls} calls that a gateway which stopped without writing them had journaled`);
+          }
           ui.print(`${gw.url}/v1`);
           ui.info(`models: ${gw.models.join(', ')}`);
           ui.info(gw.open

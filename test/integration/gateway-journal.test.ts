@@ -1,0 +1,77 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { readJournal } from '../../src/gateway/journal.js';
+import { gateway } from '../../src/pipeline/gateway.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { HOST } from '../../src/store/process-owner.js';
+import { tempDir } from '../helpers.js';
+import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+
+const KEY = 'sk-journal-backend-secret-0123456789';
+let backend: ChatBackend | undefined;
+afterEach(async () => {
+  await backend?.close();
+  backend = undefined;
+});
+
+const HELLO = { model: 'scripted', messages: [{ role: 'user', content: `my key is ${KEY}` }] };
+
+async function project() {
+  backend = await startChatBackend();
+  const dir = tempDir({ 'massgen-rl.yaml': `models:
+  scripted: { base_url: "${backend.baseUrl}", model: m, api_key_env: BACKEND_KEY }
+agents:
+  - { id: a, model: scripted }
+` });
+  return new Runtime(loadConfig({ cwd: dir, env: { ...process.env, BACKEND_KEY: KEY } }));
+}
+
+describe('the capture journal', () => {
+  it('holds each call (redacted) until its batch is stored, then goes; a clean stop leaves no file', async () => {
+    const rt = await project();
+    const gw = await gateway(rt, { port: 0, flushMs: 60_000 });
+    const dir = path.join(rt.paths.dataDir, 'gateway');
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(HELLO) });
+    expect(res.status).toBe(200);
+    const [file, ...more] = fs.readdirSync(dir);
+    expect(more).toEqual([]);
+    const { entries } = readJournal(path.join(dir, file!));
+    expect(entries.map((e) => e.callId)).toEqual([res.headers.get('x-request-id')]);
+    expect(fs.readFileSync(path.join(dir, file!), 'utf8')).not.toContain(KEY);
+    await gw.stop();
+    expect(fs.readdirSync(dir)).toEqual([]);
+    await rt.close();
+  });
+
+  it('a dead gateway\'s journal is stored by the next start, each call once even when some were stored already', async () => {
+    const rt = await project();
+    let gw = await gateway(rt, { port: 0, flushMs: 60_000 });
+    const dir = path.join(rt.paths.dataDir, 'gateway');
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', body: JSON.stringify(HELLO), headers: { 'x-session-id': 'one' },
+      });
+      ids.push(res.headers.get('x-request-id')!);
+    }
+    // what a kill between the store's commit and the journal's removal leaves: the calls in both places
+    const [file] = fs.readdirSync(dir);
+    const text = fs.readFileSync(path.join(dir, file!), 'utf8');
+    await gw.stop();
+    const dead = path.join(dir, `capture-${HOST.replace(/[^\w.]/g, '_')}-999999-1-0.jsonl`);
+    const extra = JSON.parse(text.split('\n')[0]!) as { callId: string };
+    extra.callId = 'call_only_in_journal';
+    fs.writeFileSync(dead, `${text}${JSON.stringify(extra)}\n{"cut short by the ki`);
+    gw = await gateway(rt, { port: 0 });
+    expect(gw.recovered).toEqual({ files: 1, calls: 1, rollouts: 1, skipped: 1 });
+    await gw.stop();
+    const [rollout] = rt.store().rollouts.list();
+    const turns = rt.store().spans.list(rollout!.id).map((s) => (s.payload as { turn_id: string }).turn_id);
+    expect(turns).toEqual([...ids, 'call_only_in_journal']);
+    expect(rollout).toMatchObject({ status: 'completed', messages: 4 });
+    expect(fs.readdirSync(dir)).toEqual([]);
+    await rt.close();
+  });
+});

@@ -1,5 +1,5 @@
 /**
- * Import rules of massgen-rl (docs/architecture.md). `npm test` checks them (test/unit/architecture.test.ts);
+ * Import rules of massgen-rl (docs/architecture.md). `npm test` checks them (test/integration/architecture.test.ts);
  * `npx depcruise src` shows every violation with its path.
  *
  * LAYERS runs from the top down: a folder may import its own files and any folder of a lower layer,

@@ -1,12 +1,30 @@
 import { defineConfig } from 'vitest/config';
 
+// Tests in tiers, one project each (CONTRIBUTING.md): `vitest run --project unit` runs one, `vitest run` all.
+const POSTGRES = ['test/support/postgres-setup.ts'];
+const SETUP = 'test/support/setup.ts';
+
+interface Tier {
+  globalSetup?: string[];
+  setupFiles?: string[];
+}
+const tier = (name: string, include: string[], more: Tier = {}) => ({
+  extends: true as const,
+  test: { name, include, ...more, setupFiles: [SETUP, ...(more.setupFiles ?? [])] },
+});
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/postgres-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,
     env: { HF_HUB_OFFLINE: '1', NO_COLOR: '1' },
+    projects: [
+      // No global setup, and the guard throws on a child process or a listening socket.
+      tier('unit', ['test/unit/**/*.test.ts'], { setupFiles: ['test/support/unit-guard.ts'] }),
+      tier('integration', ['test/integration/**/*.test.ts'], { globalSetup: POSTGRES }),
+      tier('e2e', ['test/e2e/**/*.test.ts', 'test/fuzz/**/*.test.ts'], { globalSetup: POSTGRES }),
+      tier('real-model', ['test/real-model/**/*.test.ts'], { globalSetup: POSTGRES }),
+    ],
   },
 });

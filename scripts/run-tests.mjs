@@ -1,32 +1,28 @@
-// Runs every suite (vitest, then pytest in the trainer venv) and ends with one line: "N passed, N failed".
-// First it makes sure the trainer venv and the default model exist (massgen-rl doctor --fix), with progress,
-// and the real MassGen the interop tests run.
+// Runs every suite (vitest: all four tiers of vitest.config.ts, then pytest in the trainer venv) and ends with
+// one line: "N passed, N failed". First it prepares the trainer venv, the default model and the real MassGen
+// the real-model tier runs (scripts/prepare-tests.mjs).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheDir } from '../dist/config/paths.js';
+import { prepareTestEnvironment } from './prepare-tests.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-tests-'));
 const env = { ...process.env, HF_HUB_OFFLINE: '1', NO_COLOR: '1' };
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: 'inherit', env, cwd: root, ...opts }).status ?? 1;
 
-console.log('== environment: massgen-rl doctor --fix (creates the trainer venv and the default model once) ==');
-if (run(process.execPath, [path.join(root, 'bin/massgen-rl.js'), 'doctor', '--fix'], { cwd: work }) !== 0) {
-  console.error('the environment could not be prepared; see above');
+if (!prepareTestEnvironment(env)) {
+  fs.rmSync(work, { recursive: true, force: true });
   console.log('0 passed, 1 failed');
   process.exit(1);
 }
 
-// The real MassGen (from PyPI, in its own venv under the cache) for the tests that run it; once, then reused.
-console.log('\n== environment: massgen 0.1.97 for the tests that run the real MassGen ==');
-if (run('sh', [path.join(root, 'scripts', 'setup-massgen-venv.sh')]) !== 0) console.log('massgen could not be installed (see above): the tests that need it skip locally and fail in CI');
-
 const totals = { passed: 0, failed: 0, skipped: 0 };
 
-console.log('\n== vitest ==');
+console.log('\n== vitest (tiers unit, integration, e2e, real-model) ==');
 const vitestJson = path.join(work, 'vitest.json');
 const vitestCode = run(path.join(root, 'node_modules/.bin/vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile=${vitestJson}`]);
 tally('vitest', vitestCode, () => {

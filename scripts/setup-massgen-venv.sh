@@ -5,7 +5,7 @@
 # MassGen pins many dependencies and pip's resolver backtracks for a long time on them, so the install goes
 # through uv (itself installed from PyPI into a small side venv). Version: $MASSGEN_VERSION (default 0.1.97).
 # The official `openai` Python SDK is installed explicitly, at the version MassGen 0.1.97 pins ($OPENAI_SDK_VERSION,
-# default 2.2.0): tests run it against our server (test/e2e/openai-sdk-real-model.test.ts).
+# default 2.2.0): tests run it against our server (test/real-model/openai-sdk-real-model.test.ts).
 # Idempotent: a venv that already holds both versions is left as it is. Needs Python 3.11+ ($PYTHON, default python3).
 set -eu
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/massgen-rl"

@@ -1,31 +1,16 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach } from 'vitest';
 import { ConfigError, loadConfig, type LoadedConfig } from '../src/config/load.js';
 import { storeDb, type Store } from '../src/store/store.js';
+import { tempDir } from './support/temp-dirs.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const BIN = path.join(ROOT, 'bin', 'massgen-rl.js');
 export const FIXTURES = path.join(ROOT, 'test', 'fixtures');
 
-const made: string[] = [];
-afterEach(() => {
-  while (made.length) fs.rmSync(made.pop()!, { recursive: true, force: true });
-});
-
-/** A fresh temp dir, removed after the test; optional files (relative path → content) are written into it. */
-export function tempDir(files: Record<string, string> = {}): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-test-'));
-  made.push(dir);
-  for (const [rel, content] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
-    fs.writeFileSync(path.join(dir, rel), content);
-  }
-  return dir;
-}
+export { tempDir };
 
 /** Writes a config into a temp dir and loads it. */
 export function configIn(yaml: string, files: Record<string, string> = {}, env: NodeJS.ProcessEnv = process.env): LoadedConfig {

@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { configSchema } from '../../src/config/schema.js';
 import { StatsCollector } from '../../src/datasets/stats.js';
 import { parseJudgeReply } from '../../src/rewards/judge-reply.js';
-import { createToolRunner } from '../../src/tools/runner.js';
 import { rewardsByChannel } from '../../src/trace/orchestration-trace.js';
 import type { Reward } from '../../src/trace/records.js';
 import { stepMetrics, type StepEvent } from '../../src/trainers/trainer-events.js';
-import { configIn, configIssues, tempDir } from '../helpers.js';
+import { configIn, configIssues } from '../helpers.js';
 
 /** Names every plain object already "has". */
 const PROTO_NAMES = ['constructor', 'toString', 'hasOwnProperty', 'valueOf'];
@@ -41,17 +39,6 @@ agents:
 `, {}, {});
     expect(Object.keys(config.models)).toEqual(['constructor']);
     expect(config.agents[0]).toMatchObject({ id: 'valueOf', model: 'constructor', system_prompt: 'toString', tools: ['hasOwnProperty'] });
-  });
-
-  it('are unknown tools to the tool runner, and empty placeholders in a command', async () => {
-    const tools = configSchema.parse({ tools: { echo: { type: 'command', command: [process.execPath, '-e', 'console.log(JSON.stringify(process.argv.slice(1)))', '{constructor}', '{text}'] } } }).tools;
-    const runner = createToolRunner(tools, tempDir());
-    const signal = new AbortController().signal;
-    for (const name of PROTO_NAMES) {
-      expect(await runner.run(name, {}, signal)).toEqual({ result: `unknown tool ${name}`, success: false, error: 'unknown tool' });
-    }
-    const r = await runner.run('echo', { text: 'hi' }, signal);
-    expect(JSON.parse(r.result)).toEqual(['', 'hi']);
   });
 
   it('count as task categories, reward channels, judge criteria and trainer metrics', () => {

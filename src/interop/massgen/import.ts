@@ -7,7 +7,7 @@
  * answer labels), massgen/orchestrator.py (_save_agent_snapshot: answer.txt, vote.json, context.txt,
  * final/; restart attempts), massgen/message_templates.py (context contents, restart feedback) and
  * massgen/cli.py (turn numbering, copying the last attempt's final/ to the turn). Checked against logs written by
- * the real massgen 0.1.97 from PyPI (test/fixtures/massgen-real, test/integration/massgen-real.test.ts), which
+ * the real massgen 0.1.97 from PyPI (test/fixtures/massgen-real, test/real-model/massgen-real.test.ts), which
  * adds the metrics files and always writes attempt_1/.
  *
  *   .massgen/massgen_logs/log_<YYYYMMDD_HHMMSS_ffffff>/   one CLI session (get_log_session_dir)

@@ -23,7 +23,7 @@ const OWNER = 'massgen-rl';
 export async function handleRequest(
   ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse,
 ): Promise<void> {
-  const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
+  let path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
   const rec: RequestRecord = { route: path, model: '' };
   const t0 = performance.now();
   res.once('close', () => {
@@ -34,6 +34,8 @@ export async function handleRequest(
       const message = `the request has over ${ctx.limits.max_headers} headers (gateway.max_headers)`;
       throw new ApiError(431, message, null, 'too_many_headers');
     }
+    path = tagsFromPath(req, path);
+    rec.route = path;
     if (path === '/health') return sendJson(res, 200, '{"status":"ok"}');
     const remote = req.socket.remoteAddress;
     // a scraper on this host needs no key; from elsewhere /metrics is a client route like the others
@@ -69,6 +71,27 @@ export async function handleRequest(
     sendError(res, new ApiError(500, 'the gateway failed on this request', null, 'internal_error'));
     throw err;
   }
+}
+
+const TAGGED = /^\/session\/([^/]+)(?:\/agent\/([^/]+))?(\/v1\/.*)$/;
+
+/**
+ * A base URL that names its session and agent (`/session/<id>/agent/<id>/v1`), for clients that can set
+ * nothing but the base URL (MassGen's configs): the same as sending X-Session-Id and X-Agent-Id.
+ */
+function tagsFromPath(req: http.IncomingMessage, path: string): string {
+  const m = TAGGED.exec(path);
+  if (!m) return path;
+  const decode = (v: string) => {
+    try {
+      return decodeURIComponent(v);
+    } catch {
+      throw new ApiError(400, `the URL's session or agent is not valid percent-encoding: ${v.slice(0, 80)}`, null, 'invalid_url');
+    }
+  };
+  req.headers['x-session-id'] = decode(m[1]!);
+  if (m[2] !== undefined) req.headers['x-agent-id'] = decode(m[2]);
+  return m[3]!;
 }
 
 function refusedBody(err: BodyRefused): ApiError {

@@ -21,8 +21,9 @@ export function importMassgenLogs(rt: Runtime, opts: ImportOptions): ImportSumma
   for (const { unit, rollout } of parsed.converted) {
     const ref = { log: unit.log, turn: unit.turn, attempt: unit.attempt };
     if (writeImportedRollout(store, rollout)) {
+      const joined = store.rollouts.get(rollout.id)?.metadata.gateway_calls;
       summary.imported.push({
-        ...ref, rollout_id: rollout.id, status: rollout.finish.status, winner: rollout.finish.winner ?? null,
+        ...ref, rollout_id: rollout.id, ...(typeof joined === 'number' ? { gateway_calls: joined } : {}), status: rollout.finish.status, winner: rollout.finish.winner ?? null,
         answers: rollout.stats.answers, votes: rollout.stats.votes, rounds: rollout.stats.rounds, spans: rollout.spans.length,
       });
     } else {

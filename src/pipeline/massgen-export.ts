@@ -12,9 +12,14 @@ export function massgenTargets(rt: Runtime, flag?: string): string[] {
 }
 
 /** The MassGen config of a set under today's config. */
-export function massgenOf(rt: Runtime, set: ResourceSet): MassgenExport {
+export function massgenOf(rt: Runtime, set: ResourceSet, gateway?: MassgenGateway): MassgenExport {
   const store = rt.store();
-  return massgenExport({ config: rt.config, set, resource: (id) => store.resources.get(id) });
+  return massgenExport({ config: rt.config, set, resource: (id) => store.resources.get(id), gateway });
+}
+
+export interface MassgenGateway {
+  url: string;
+  session: string;
 }
 
 /** Before production switches: each export can be made and written (a UserError otherwise, and nothing has changed). */
@@ -28,8 +33,10 @@ export function checkMassgenTargets(rt: Runtime, set: ResourceSet, files: string
  * Writes the set's MassGen config to `file` for MassGen to read: to a temporary file beside it,
  * renamed into place, so a reader sees the old config or the new one, never half of one.
  */
-export function writeMassgen(rt: Runtime, set: ResourceSet, file: string): { file: string; config: MassgenExport['config'] } {
-  const out = massgenOf(rt, set);
+export function writeMassgen(
+  rt: Runtime, set: ResourceSet, file: string, gateway?: MassgenGateway,
+): { file: string; config: MassgenExport['config'] } {
+  const out = massgenOf(rt, set, gateway);
   checkTarget(file);
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}-${Date.now().toString(36)}.tmp`);
   try {

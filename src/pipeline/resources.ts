@@ -2,7 +2,7 @@ import path from 'node:path';
 import { UserError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { AuditRecord, Resource, ResourceKind, ResourceSet, Store } from '../store/index.js';
-import { writeMassgen } from './massgen-export.js';
+import { writeMassgen, type MassgenGateway } from './massgen-export.js';
 
 export interface SetRow {
   id: string;
@@ -109,9 +109,11 @@ export interface MassgenExportResult {
  * config to `file` (relative to the cwd), without deploying anything. Production needs no earlier
  * command: like collect's, its first use creates the store and the base set the config implies.
  */
-export function exportMassgenConfig(rt: Runtime, file: string, opts: { set?: string } = {}): MassgenExportResult {
+export function exportMassgenConfig(
+  rt: Runtime, file: string, opts: { set?: string; gateway?: MassgenGateway } = {},
+): MassgenExportResult {
   const set = !opts.set || opts.set === 'production' ? rt.production() : findSet(rt.existingStore(), opts.set);
-  const { file: written, config } = writeMassgen(rt, set, path.resolve(file));
+  const { file: written, config } = writeMassgen(rt, set, path.resolve(file), opts.gateway);
   const roles = listSets(rt, 1000).find((s) => s.id === set.id)?.roles ?? [];
   return { file: written, set: { id: set.id, version: set.version, roles }, agents: config.agents.map((a) => ({ id: a.id, model: a.backend.model, baseUrl: a.backend.base_url })) };
 }

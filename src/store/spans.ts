@@ -104,6 +104,18 @@ export class SpanRepository {
   }
 
   /**
+   * The chat calls a gateway captured for one session (X-Session-Id or a session base URL) between two
+   * times (epoch ms, by when each call began), in the order they began.
+   */
+  gatewaySessionCalls(session: string, from: number, to: number): Span[] {
+    const rows = this.db.prepare(`SELECT s.* FROM spans s JOIN rollouts r ON r.id = s.rollout_id
+      WHERE r.source = 'gateway' AND ${jsonText(this.db, 'r.metadata', 'session')} = ?
+        AND s.type = 'prompt' AND s.started_at >= ? AND s.started_at <= ?
+      ORDER BY s.started_at, s.rollout_id, s.seq`).all(session, from, to) as SpanRowRaw[];
+    return rows.map(toSpan);
+  }
+
+  /**
    * The policy decisions of one kind recorded by completed training-source rollouts (evaluation rollouts
    * decide greedily and are left out), in rollout then decision order, with what each rollout earned.
    */

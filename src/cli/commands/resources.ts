@@ -1,3 +1,4 @@
+import { UserError } from '../../errors.js';
 import { MAX_LIST, positiveInt } from '../flags.js';
 import type { Register } from '../register.js';
 import { formatTime } from '../ui/format.js';
@@ -18,10 +19,13 @@ export const registerResources: Register = (program, ctx) => {
 
   // The set is an argument, as for `show`: --set is the global config override.
   cmd.command('export-massgen <file> [set]').description('write a set (production, canary, set:N, vN or an rs_ id; default production) as a MassGen config, without deploying')
-    .action(async (file: string, ref: string | undefined) => {
+    .option('--gateway <url>', 'send every agent through massgen-rl\'s gateway at this address (its calls captured and joined on import)')
+    .option('--session <id>', 'with --gateway: the session its calls are captured under (default: a new id)')
+    .action(async (file: string, ref: string | undefined, flags: { gateway?: string; session?: string }) => {
       const { ui, runtime } = ctx();
       const { exportMassgenConfig } = await import('../../pipeline/resources.js');
-      const r = exportMassgenConfig(await runtime(), file, { set: ref ?? 'production' });
+      const gateway = gatewayFlags(flags);
+      const r = exportMassgenConfig(await runtime(), file, { set: ref ?? 'production', gateway });
       if (ui.opts.json) return ui.json({ ok: true, ...r });
       ui.print(`${ui.c.green('✓')} wrote ${r.file}: MassGen config of set v${r.set.version}${r.set.roles.length ? ` (${r.set.roles.join(', ')})` : ''}`);
       for (const a of r.agents) ui.print(`  ${a.id}: ${a.model} at ${a.baseUrl}`);
@@ -62,3 +66,22 @@ export const registerResources: Register = (program, ctx) => {
       }
     });
 };
+
+const SESSION = /^[\w.-]{1,128}$/;
+
+function gatewayFlags(flags: { gateway?: string; session?: string }): { url: string; session: string } | undefined {
+  if (flags.gateway === undefined) {
+    if (flags.session !== undefined) throw new UserError('--session names the gateway session: give --gateway too');
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(flags.gateway);
+  } catch {
+    throw new UserError(`--gateway ${flags.gateway}: not a URL (e.g. http://127.0.0.1:8330)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UserError(`--gateway ${flags.gateway}: expected an http(s) URL`);
+  const session = flags.session ?? `massgen-${Date.now().toString(36)}`;
+  if (!SESSION.test(session)) throw new UserError(`--session ${session}: letters, digits, '.', '_' and '-' only, at most 128`);
+  return { url: url.href, session };
+}

@@ -20,7 +20,8 @@ export function registerTracesImport(traces: Command, ctx: () => Context): void 
       if (ui.opts.json) return ui.json({ ok: true, ...summary });
       const where = (u: { log: string; turn: number; attempt: number | null }) => `${u.log} turn ${u.turn}${u.attempt === null ? '' : ` attempt ${u.attempt}`}`;
       const rows: (string | number)[][] = [
-        ...summary.imported.map((u) => [where(u), 'imported', u.rollout_id, `${u.status}, winner ${u.winner ?? '—'}, ${u.answers} answers, ${u.votes} votes, ${u.rounds} rounds`]),
+        ...summary.imported.map((u) => [where(u), 'imported', u.rollout_id, `${u.status}, winner ${u.winner ?? '—'}, ${u.answers} answers, ${u.votes} votes, ${u.rounds} rounds`
+          + (u.gateway_calls === undefined ? '' : `, ${u.gateway_calls} captured calls joined`)]),
         ...summary.skipped.map((u) => [where(u), `skipped (${u.reason})`, u.rollout_id ?? '—', u.detail]),
         ...summary.failed.map((u) => [where(u), ui.c.red('failed'), '—', u.message]),
       ];

@@ -97,11 +97,15 @@ interface ExecutionInfo {
   query: string | null;
   models: Record<string, string>;
   massgenVersion: string | null;
+  /** Agents whose base URL is a massgen-rl gateway session's (`.../session/<id>/agent/<id>/v1`): the session. */
+  gatewaySession: string | null;
 }
+
+const GATEWAY_PATH = /\/session\/([^/]+)\/agent\/([^/]+)\/v1\/?$/;
 
 function readExecutionMetadata(unit: MassgenUnit, reader: FileReader): ExecutionInfo {
   const file = [path.join(unit.dir, 'execution_metadata.yaml'), path.join(unit.turnDir, 'execution_metadata.yaml')].find((f) => reader.exists(f));
-  const info: ExecutionInfo = { query: null, models: {}, massgenVersion: null };
+  const info: ExecutionInfo = { query: null, models: {}, massgenVersion: null, gatewaySession: null };
   if (!file) return info;
   const doc = reader.yaml(file);
   if (!isRecord(doc)) throw new MassgenInputError(reader.display(file), 'not a MassGen execution_metadata.yaml: expected a mapping at the top level', { line: 1, column: 1 });
@@ -111,8 +115,19 @@ function readExecutionMetadata(unit: MassgenUnit, reader: FileReader): Execution
   const agents = Array.isArray(config.agents) ? config.agents : isRecord(config.agent) ? [config.agent] : [];
   for (const a of agents) {
     if (isRecord(a) && typeof a.id === 'string' && isRecord(a.backend) && typeof a.backend.model === 'string') info.models[a.id] = a.backend.model;
+    const tagged = isRecord(a) && isRecord(a.backend) && typeof a.backend.base_url === 'string'
+      ? GATEWAY_PATH.exec(a.backend.base_url) : null;
+    if (tagged) info.gatewaySession = safeDecode(tagged[1]!);
   }
   return info;
+}
+
+function safeDecode(v: string): string {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -194,6 +209,7 @@ class Converter {
       labels: Object.fromEntries(this.labels),
       ...(Object.keys(this.execution.models).length ? { models: this.execution.models } : {}),
       ...(this.execution.massgenVersion ? { massgen_version: this.execution.massgenVersion } : {}),
+      ...(this.execution.gatewaySession !== null ? { gateway_session: this.execution.gatewaySession } : {}),
       ...(ownFeedback !== null ? { restart_feedback: ownFeedback } : {}),
       ...(usage ? { massgen_usage: usage } : {}),
       restarted: this.unit.nextAttemptDir !== null,

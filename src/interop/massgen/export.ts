@@ -47,6 +47,8 @@ export interface ExportInput {
   /** A stored resource by id. */
   resource(id: string): Resource | undefined;
   generatedAt?: Date;
+  /** Every agent through massgen-rl's gateway, its base URL naming the session and the agent (captured, joinable). */
+  gateway?: { url: string; session: string };
 }
 
 export interface MassgenExport {
@@ -81,8 +83,9 @@ export function massgenExport(input: ExportInput): MassgenExport {
     const weights = member.weights ? input.resource(member.weights) : undefined;
     if (!prompt || (member.weights && !weights)) throw new Error(`resource set v${set.version}: a resource of agent ${a.id} is missing from the store`);
     const model = config.models[a.model]!;
-    const served = model.local ? localAddress(a.model, model, weights, a.id, set) : remoteAddress(a.model, model, weights);
-    if (model.local) {
+    const direct = model.local ? localAddress(a.model, model, weights, a.id, set) : remoteAddress(a.model, model, weights);
+    const served = input.gateway ? gatewayAddress(input.gateway, a.id, a.model, direct.note) : direct;
+    if (model.local && !input.gateway) {
       const taken = addresses.get(served.base_url);
       if (taken !== undefined && taken !== a.model) {
         throw new UserError(`models.${taken} and models.${a.model} would both be served at ${served.base_url} (local.port ${model.local.port || `unset: the default ${fixedPort(model.local)}`})`,
@@ -141,6 +144,13 @@ function localAddress(name: string, model: ModelConfig, weights: Resource | unde
   if (!weights) throw new Error(`resource set v${set.version} has no weights for agent ${agent} of local models.${name}`);
   const base_url = `http://${urlHost(l.host)}:${fixedPort(l)}/v1`;
   return { base_url, model: model.model, note: `weights ${label(weights)} (${weights.path}) must be served at ${base_url}: massgen-rl serve --model ${name} --weights resource:${weights.name}@${weights.version}` };
+}
+
+/** The gateway's address for one agent: it routes models.<name> itself, so the model is the config's name. */
+function gatewayAddress(gw: { url: string; session: string }, agent: string, name: string, behind: string) {
+  const root = gw.url.replace(/\/+$/, '').replace(/\/v1$/, '');
+  const base_url = `${root}/session/${encodeURIComponent(gw.session)}/agent/${encodeURIComponent(agent)}/v1`;
+  return { base_url, model: name, note: `through the gateway at ${root} (session ${gw.session}), which routes models.${name}: ${behind}` };
 }
 
 const label = (r: Resource) => `${r.name} v${r.version}`;

@@ -90,6 +90,7 @@
 import path from 'node:path';
 import { UserError } from '../../errors.js';
 import type { Store } from '../../store/store.js';
+import type { SpanInput } from '../../trace/records.js';
 import { convertUnit, MASSGEN_IMPORT_SOURCE, unitName, type ConvertedRollout } from './convert.js';
 import { discoverMassgenLogs, type MassgenUnit } from './discover.js';
 import { FileReader, MassgenInputError } from './files.js';
@@ -104,6 +105,8 @@ export interface ImportUnitRef {
 
 export interface ImportedUnit extends ImportUnitRef {
   rollout_id: string;
+  /** The run went through a gateway session: its captured calls joined (0 when none were found). */
+  gateway_calls?: number;
   status: string;
   winner: string | null;
   answers: number;
@@ -169,6 +172,24 @@ export function parseMassgenLogs(dir: string): Parsed & { root: string; logs: nu
   return { ...parsed, root: discovery.root, logs: discovery.logDirs.length };
 }
 
+/** How far a captured call may begin outside MassGen's session times (its clock rounds to the second). */
+const JOIN_SLACK_MS = 2000;
+
+/**
+ * The chat calls a gateway captured for the run (its config sent every agent through a gateway session's
+ * base URL), as prompt spans of the imported rollout: token ids and logprobs next to MassGen's answers,
+ * votes and winner. Null when the run did not go through a gateway.
+ */
+function joinedCalls(store: Store, r: ConvertedRollout): SpanInput[] | null {
+  const session = r.metadata.gateway_session;
+  if (typeof session !== 'string') return null;
+  return store.spans.gatewaySessionCalls(session, r.startedAt - JOIN_SLACK_MS, r.finishedAt + JOIN_SLACK_MS)
+    .map((s) => ({
+      type: s.type, name: s.name, agent: s.agent, startedAt: s.startedAt, durationMs: s.durationMs,
+      payload: { ...(s.payload as Record<string, unknown>), joined_from: { rollout_id: s.rolloutId, seq: s.seq } },
+    }));
+}
+
 /**
  * Writes one converted rollout in one transaction: the rollout, its spans and its timings land
  * together or not at all. Returns false when a rollout with this id is already stored.
@@ -176,8 +197,10 @@ export function parseMassgenLogs(dir: string): Parsed & { root: string; logs: nu
 export function writeImportedRollout(store: Store, r: ConvertedRollout): boolean {
   return store.transaction(() => {
     if (store.rollouts.get(r.id)) return false;
-    store.rollouts.start({ id: r.id, source: MASSGEN_IMPORT_SOURCE, metadata: r.metadata });
-    const seqs = store.spans.append(r.id, r.spans);
+    const calls = joinedCalls(store, r);
+    const metadata = calls ? { ...r.metadata, gateway_calls: calls.length } : r.metadata;
+    store.rollouts.start({ id: r.id, source: MASSGEN_IMPORT_SOURCE, metadata });
+    const seqs = store.spans.append(r.id, [...r.spans, ...(calls ?? [])]);
     if (seqs.length && seqs[0] !== 1) throw new Error(`rollout ${r.id}: spans did not start at seq 1`);
     store.rollouts.finish(r.id, r.finish);
     store.rollouts.setImportedTimes(r.id, r.startedAt, r.finishedAt);

@@ -18,7 +18,7 @@ export const defaultModels = {
 export const defaultPrompts = { solver: { text: DEFAULT_SYSTEM_PROMPT } };
 
 /**
- * The default team, chosen by measurement with the bundled 135M model (README, "The default team"): three
+ * The default team, chosen by measurement with the bundled 135M model (docs/collect.md, "The default team"): three
  * agents answer independently (prompt_layout independent), the first greedily and the others sampling, so
  * the team's answer is the greedy one unless two samples agree on another; the protocol layout's markup
  * made the same team worse than one agent.
@@ -27,7 +27,7 @@ export const DEFAULT_PROMPT_LAYOUT = 'independent' as const;
 
 /**
  * The default team's training recipe on verifiable tasks, chosen by measurement (`npm run bench -- --only
- * efficacy`, README "What to expect"): rejection-sampling fine-tuning (SFT on the answers and samples an
+ * efficacy`, docs/benchmarks.md): rejection-sampling fine-tuning (SFT on the answers and samples an
  * exact or numeric reward verified right) beat DPO on correctness pairs and offline GRPO on the same traces.
  * Four completions per decision give it right samples to learn from; a LoRA adapter needs a learning rate
  * far above full fine-tuning's.

@@ -30,7 +30,7 @@ export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Pr
   const { config } = rt;
   const { tasks, split } = tasksToCollect(rt, opts);
   const store = rt.store();
-  if (!store.connection()) throw new UserError('collect --enqueue needs a PostgreSQL store that the workers share', 'set store.url (see README: More than one machine)');
+  if (!store.connection()) throw new UserError('collect --enqueue needs a PostgreSQL store that the workers share', 'set store.url (see docs/multi-machine.md)');
   const queue = await JobQueue.open(store);
   try {
     const set = (await setupTeam(rt, rt.production(opts.trigger ?? 'collect'))).set;

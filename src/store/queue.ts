@@ -32,7 +32,7 @@ export class JobQueue {
 
   static async open(store: Store): Promise<JobQueue> {
     const connectionString = store.connection();
-    if (!connectionString) throw new UserError(`the job queue needs a PostgreSQL store; ${store.path} is a SQLite file`, 'set store.url to a postgres:// URL every machine can reach (see README: More than one machine)');
+    if (!connectionString) throw new UserError(`the job queue needs a PostgreSQL store; ${store.path} is a SQLite file`, 'set store.url to a postgres:// URL every machine can reach (see docs/multi-machine.md)');
     const boss = new PgBoss({ connectionString, schema: 'massgen_rl_queue', max: 4, schedule: false, supervise: true, application_name: 'massgen-rl-queue' });
     let failure: unknown;
     boss.on('error', (err) => { failure ??= err; });

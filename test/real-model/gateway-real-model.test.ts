@@ -1,3 +1,7 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { OpenAI } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
@@ -5,7 +9,9 @@ import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';
-import { tempDir } from '../helpers.js';
+import { FIXTURES, tempDir } from '../helpers.js';
+import { describeWithMassgen } from '../support/massgen-describe.js';
+import { massgenEnv, massgenVenv } from '../support/massgen.js';
 
 // The official openai npm SDK through the gateway to the bundled model (a llama.cpp server the gateway
 // starts on the first request, as collect does). Greedy decoding: the streamed reply is the plain one.
@@ -99,4 +105,30 @@ describe('the official openai npm SDK through the gateway to the bundled model',
       store.close();
     }
   }, 300_000);
+});
+
+describeWithMassgen('the official openai Python SDK (the MassGen venv) through the gateway', () => {
+  it('plain and streamed alike, tool calls valid, a bad request a BadRequestError naming its param', async () => {
+    const second = await gateway(rt, { port: 0, flushMs: 20 });
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-openai-py-'));
+    try {
+      const r = await execa(path.join(massgenVenv(), 'bin', 'python'), [
+        path.join(FIXTURES, 'openai-sdk', 'check_sdk.py'), `${second.url}/v1`, 'smol',
+      ], { env: massgenEnv(home, path.join(home, 'egress.log'), { OPENAI_API_KEY: KEY }), extendEnv: false,
+        reject: false, stdin: 'ignore', timeout: 600_000 });
+      expect(r.exitCode, String(r.stderr).slice(-4000)).toBe(0);
+      const out = JSON.parse(String(r.stdout).trim().split('\n').at(-1)!);
+      expect(out.plain).toMatchObject({ object: 'chat.completion', finish_reason: 'stop' });
+      expect(out.stream).toMatchObject({ objects: ['chat.completion.chunk'], content: out.plain.content });
+      for (const reply of [out.required, out.named, out.tool_stream]) {
+        expect(reply).toMatchObject({ finish_reason: 'tool_calls', call: { count: 1, type: 'function' } });
+        expect(() => JSON.parse(reply.call.arguments)).not.toThrow();
+      }
+      expect(out.parse.parsed).toEqual(JSON.parse(out.parse.content));
+      expect(out.bad_request).toMatchObject({ status: 400, param: 'tool_choice' });
+    } finally {
+      await second.stop();
+      fs.rmSync(home, { recursive: true, force: true });
+    }
+  }, 900_000);
 });

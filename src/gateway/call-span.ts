@@ -22,6 +22,8 @@ export interface CapturedCall {
   forwarded: Forwarded;
   /** chat (the default) or embeddings. */
   kind?: 'chat' | 'embeddings';
+  /** The production resource set when the call was written (what a deploy had put behind the models). */
+  resourceSetId?: string | null;
 }
 
 /** A captured call's tokens, as its usage reported them. */
@@ -50,7 +52,7 @@ export function callSpan(c: CapturedCall): { span: SpanInput; usage: CallUsage }
   }
   const gateway = {
     client: c.client, backend: c.backend.name, backend_model: result?.model ?? c.backend.model,
-    stream: c.stream, status: f.status,
+    stream: c.stream, status: f.status, resource_set_id: c.resourceSetId ?? null,
   };
   const base = { turn_id: c.callId, round: 0, attempt: f.attempts, request, latency_ms: c.latencyMs, gateway };
   const payload: PromptPayload = result && !error

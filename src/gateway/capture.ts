@@ -118,6 +118,7 @@ export class Capture {
     this.late = [];
     let t0 = performance.now();
     try {
+      const production = calls.length ? this.store.sets.pointer('production')?.setId ?? null : null;
       for (let i = 0; i < calls.length; i++) {
         // spans are made (parsed, encoded, redacted) a slice at a time: requests in flight go on in between
         if (i > 0 && i % BUILD_SLICE === 0) {
@@ -126,10 +127,11 @@ export class Capture {
           t0 = performance.now();
         }
         const call = calls[i]!;
+        call.resourceSetId = production;
         const { span, usage } = call.kind === 'embeddings' ? embeddingSpan(call) : callSpan(call);
         call.session.tokens += usage.prompt + usage.completion;
         this.count(call.backend.name, usage);
-        const w = this.writer(call.session);
+        const w = this.writer(call.session, production);
         w.add(span);
         this.buffered++;
         this.dirty.add(w);
@@ -167,10 +169,10 @@ export class Capture {
     this.stats.batches++;
   }
 
-  private writer(s: Session): SpanWriter {
+  private writer(s: Session, resourceSetId?: string | null): SpanWriter {
     let w = this.writers.get(s.rolloutId);
     if (!w) {
-      const row = { id: s.rolloutId, source: GATEWAY_SOURCE, metadata: s.metadata };
+      const row = { id: s.rolloutId, source: GATEWAY_SOURCE, metadata: s.metadata, resourceSetId: resourceSetId ?? undefined };
       const open = s.fresh ? this.store.rollouts.prepare(row).insert : undefined;
       s.fresh = false;
       w = this.store.spans.writer(s.rolloutId, Number.POSITIVE_INFINITY, undefined, open);

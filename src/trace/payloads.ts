@@ -42,6 +42,8 @@ export interface GatewayCallInfo {
   stream: boolean;
   /** The HTTP status the client got (499: it closed the connection first). */
   status: number;
+  /** The production resource set when the call was stored (older captures: absent). */
+  resource_set_id?: string | null;
 }
 
 export interface ToolPayload {

@@ -173,6 +173,7 @@ describe('the gateway on a scripted backend', () => {
 
   it('captures every call as a prompt span, grouped by X-Session-Id, then user, then client', async () => {
     const p = await project();
+    const production = p.rt.production().id;
     await post(p, HELLO, { 'x-session-id': 'sess-1', 'x-agent-id': 'planner' });
     await (await post(p, { ...HELLO, stream: true }, { 'x-session-id': 'sess-1' })).text();
     await post(p, { ...HELLO, user: 'alice' });
@@ -182,7 +183,7 @@ describe('the gateway on a scripted backend', () => {
     expect(rollouts.map((r) => [r.rollout.metadata.session, r.rollout.metadata.client, r.spans.length])).toEqual([
       ['sess-1', 'GW_KEY_A', 2], ['alice', 'GW_KEY_A', 1], [null, 'GW_KEY_A', 1], [null, 'GW_KEY_B', 1],
     ]);
-    expect(rollouts.every((r) => r.rollout.status === 'completed')).toBe(true);
+    expect(rollouts.every((r) => r.rollout.status === 'completed' && r.rollout.resourceSetId === production)).toBe(true);
     expect(rollouts[0]!.rollout.tokens).toBe(14);
     const [plain, streamed] = rollouts[0]!.spans;
     expect(plain!).toMatchObject({ type: 'prompt', name: 'chat', agent: 'planner' });
@@ -194,6 +195,7 @@ describe('the gateway on a scripted backend', () => {
       logprobs: [{ token: 'Hel', logprob: -0.25 }, { token: 'lo', logprob: -0.5 }],
       gateway: {
         client: 'GW_KEY_A', backend: 'scripted', backend_model: 'backend-model-served', stream: false, status: 200,
+        resource_set_id: production,
       },
     });
     expect(plain!.payload.latency_ms).toBeGreaterThan(0);

@@ -1,11 +1,13 @@
 // Prepares what the real-model tier needs, once, then reuses it: the trainer venv and the default model
-// (massgen-rl doctor --fix, with progress) and the real MassGen in its own venv. Run by `npm test` and
-// `npm run test:real-model`; alone, it exits 1 when the environment could not be prepared.
+// (massgen-rl doctor --fix, with progress), ruff in that venv for the lint suite, and the real MassGen in its own
+// venv. Run by `npm test` and `npm run test:real-model`; alone, it exits 1 when the environment could not be
+// prepared.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ruffSpec, trainerVenv } from './lint.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -21,6 +23,15 @@ export function prepareTestEnvironment(env = process.env) {
     }
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
+  }
+  // ruff for the lint suite: a development tool, so the trainer venv gets it here and not from doctor.
+  const spec = ruffSpec();
+  const venvBin = path.join(trainerVenv(env), 'bin');
+  const version = spawnSync(path.join(venvBin, 'ruff'), ['--version'], { encoding: 'utf8' }).stdout?.trim();
+  if (version !== spec.replace('==', ' ')) {
+    console.log(`\n== environment: ${spec} in the trainer venv, for the lint suite ==`);
+    const pip = ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', spec];
+    if (run(path.join(venvBin, 'python'), pip) !== 0) console.log('ruff could not be installed (see above): the lint suite fails');
   }
   // The real MassGen (from PyPI, in its own venv under the cache) for the tests that run it; once, then reused.
   console.log('\n== environment: massgen 0.1.97 for the tests that run the real MassGen ==');

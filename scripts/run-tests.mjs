@@ -1,12 +1,14 @@
-// Runs every suite (vitest: all four tiers of vitest.config.ts, then pytest in the trainer venv) and ends with
-// one line: "N passed, N failed". First it prepares the trainer venv, the default model and the real MassGen
-// the real-model tier runs (scripts/prepare-tests.mjs).
+// Runs every suite (lint: prettier, eslint, ruff check and ruff format, one count each; vitest: all four tiers of
+// vitest.config.ts; then pytest in the trainer venv) and ends with one line: "N passed, N failed". First it
+// prepares the trainer venv, the default model and the real MassGen the real-model tier runs
+// (scripts/prepare-tests.mjs).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheDir } from '../dist/config/paths.js';
+import { lint } from './lint.mjs';
 import { prepareTestEnvironment } from './prepare-tests.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -21,6 +23,10 @@ if (!prepareTestEnvironment(env)) {
 }
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
+
+console.log('\n== lint (prettier, eslint, ruff) ==');
+const lintCounts = lint({ env });
+tally('lint', lintCounts.failed ? 1 : 0, () => lintCounts);
 
 console.log('\n== vitest (tiers unit, integration, e2e, real-model) ==');
 const vitestJson = path.join(work, 'vitest.json');

@@ -3,7 +3,7 @@ import { errorMessage } from '../errors.js';
 import { HttpTimeoutError, postJson, type HttpResponse } from '../llm/http.js';
 import type { Redactor } from '../store/redact.js';
 import { newId } from '../util/ids.js';
-import { ApiError, badRequest, sendError, sendJson } from './api-error.js';
+import { ApiError, badRequest, sendError } from './api-error.js';
 import type { Backend } from './backends.js';
 import { headerText, type RouteContext } from './context.js';
 import { passOn, type Forwarded } from './forward.js';
@@ -13,10 +13,6 @@ import { parseJsonObject } from './request.js';
 
 /** OpenAI's limit on the inputs of one request. */
 export const MAX_INPUTS = 2048;
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function isTokens(v: unknown): v is number[] {
   return Array.isArray(v) && v.length > 0 && v.every((t) => Number.isInteger(t) && (t as number) >= 0);

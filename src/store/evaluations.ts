@@ -69,8 +69,14 @@ export class EvaluationRepository {
   runs(opts: { limit?: number; candidateSet?: string; status?: RunStatus } = {}): EvalRun[] {
     const where: string[] = [];
     const params: unknown[] = [];
-    if (opts.candidateSet) where.push('candidate_set = ?'), params.push(opts.candidateSet);
-    if (opts.status) where.push('status = ?'), params.push(opts.status);
+    if (opts.candidateSet) {
+      where.push('candidate_set = ?');
+      params.push(opts.candidateSet);
+    }
+    if (opts.status) {
+      where.push('status = ?');
+      params.push(opts.status);
+    }
     const sql = `SELECT * FROM eval_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY started_at DESC, rowid DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...params, opts.limit ?? 50) as Record<string, unknown>[]).map(toRun);
   }

@@ -3,7 +3,6 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
 import { describeCheckpoint, forkCheckpoint, pruneCheckpoints, registerCheckpoint } from '../../src/resources/checkpoints.js';
-import { Store } from '../../src/store/index.js';
 import { tempDir } from '../helpers.js';
 import { BACKENDS, openStoreOn, type Backend } from '../support/postgres.js';
 

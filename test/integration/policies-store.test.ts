@@ -1,6 +1,4 @@
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/index.js';
 import { tempDir } from '../helpers.js';
 import { BACKENDS, openStoreOn } from '../support/postgres.js';
 

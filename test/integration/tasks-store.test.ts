@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Redactor, Store, TaskConflictError } from '../../src/store/index.js';
+import { Redactor, TaskConflictError } from '../../src/store/index.js';
 import { storeDb } from '../../src/store/store.js';
 import { loadTasks, type SplitTask } from '../../src/tasks/index.js';
 import { FIXTURES, tempDir } from '../helpers.js';

@@ -7,7 +7,7 @@ import { serve } from '../../src/pipeline/serve.js';
 import { pythonEnv } from '../../src/python/module.js';
 import { venvPython } from '../../src/python/venv.js';
 import { registerCheckpoint } from '../../src/resources/checkpoints.js';
-import { Runtime, withRuntime } from '../../src/runtime/runtime.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { startLocalServer } from '../../src/serving/local-server.js';
 import { liveServers, registerServer, type ServerEntry } from '../../src/serving/registry.js';
 import { HOST } from '../../src/store/process-owner.js';

@@ -29,7 +29,7 @@ describe('a run\'s llama.cpp servers share the cores', () => {
 agents: [{ id: a, model: base }, { id: b, model: tuned }]
 `);
     await withRuntime(loaded, async (rt) => {
-      const [base, tuned] = await Promise.all([rt.client('base'), rt.client('tuned')]); // starts both servers
+      const [base] = await Promise.all([rt.client('base'), rt.client('tuned')]); // starts both servers
       const [baseServer, tunedServer] = await Promise.all([rt.servers.server('base'), rt.servers.server('tuned')]);
       expect(baseServer.pid).not.toBe(tunedServer.pid);
       const cores = baseServer.ready.threads as number;
@@ -38,7 +38,7 @@ agents: [{ id: a, model: base }, { id: b, model: tuned }]
       const raw = { chat: async () => (await fetch(`${tunedServer.baseUrl}/chat/completions`, {
         method: 'POST', headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'smol', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 600, temperature: 0, ignore_eos: true }),
-      })).json() } as unknown as typeof tuned;
+      })).json() } as unknown as typeof base;
       const ask = (client: typeof base, maxTokens: number) => client.chat({ model: 'smol', messages: [{ role: 'user', content: 'Hi' }], max_tokens: maxTokens, temperature: 0 });
       const long = rt.servers.track(tunedServer, raw).chat({ model: 'smol', messages: [] });
       await threadsBecome(tunedServer.baseUrl, cores); // alone: every core

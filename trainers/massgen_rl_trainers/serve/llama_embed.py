@@ -13,7 +13,8 @@ from .llama_context import LlamaContext
 class LlamaEmbedder(LlamaContext):
     """Shares `llama`'s model (its use_adapter sets this context's adapter only); never frees the model."""
 
-    def __init__(self, llama: LlamaContext, n_ctx: int, threads: int, kv_f32: bool = False) -> None:  # noqa: super
+    # Not LlamaContext.__init__: that would load the model a second time.
+    def __init__(self, llama: LlamaContext, n_ctx: int, threads: int, kv_f32: bool = False) -> None:
         lib = self.lib = llama.lib
         self.model = llama.model
         cparams = lib.llama_context_default_params()

@@ -43,7 +43,7 @@ def cpu_flags() -> set[str]:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return set()
-    line = next((l for l in text.splitlines() if l.startswith("flags")), "")
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
     return set(line.partition(":")[2].split())
 
 

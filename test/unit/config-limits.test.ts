@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { positiveInt } from '../../src/cli/flags.js';
+import { wholeNumber } from '../../src/cli/flags.js';
 import { configSchema } from '../../src/config/schema.js';
 import { UserError } from '../../src/errors.js';
 import { configIn, configIssues, FIXTURES, hasStack, runCli, tempDir } from '../helpers.js';
@@ -102,10 +102,14 @@ describe('models.*.base_url must be http or https', () => {
 });
 
 describe('numeric CLI flags have a ceiling', () => {
-  it('positiveInt refuses values over its maximum and non-numbers', () => {
-    expect(positiveInt('--n', '50', 100)).toBe(50);
-    expect(() => positiveInt('--n', '1e12', 100)).toThrow(new UserError('--n 1e12: at most 100'));
-    expect(() => positiveInt('--n', ' ', 100)).toThrow(/expected a positive whole number/);
+  it('wholeNumber refuses values over its maximum, under its minimum and non-numbers', () => {
+    expect(wholeNumber('--n', '50', 100)).toBe(50);
+    expect(wholeNumber('--rank', '0', 100, 0)).toBe(0);
+    expect(() => wholeNumber('--n', '0', 100)).toThrow(new UserError('--n 0: expected a positive whole number'));
+    expect(() => wholeNumber('--rank', '-1', 100, 0)).toThrow(new UserError('--rank -1: expected a whole number (0, 1, …)'));
+    expect(() => wholeNumber('--rank', '0x1', 100, 0)).toThrow(/expected a whole number/);
+    expect(() => wholeNumber('--n', '1e12', 100)).toThrow(new UserError('--n 1e12: at most 100'));
+    expect(() => wholeNumber('--n', ' ', 100)).toThrow(/expected a positive whole number/);
   });
 
   it.each([

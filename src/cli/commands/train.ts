@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { ALGOS, MAX_STEPS, POLICY_KINDS } from '../../config/schema.js';
-import { DECIMAL, positiveInt } from '../flags.js';
+import { wholeNumber } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
@@ -32,7 +32,7 @@ export const registerTrain: Register = (program, ctx) => {
     .option('--machine-rank <n>', 'this machine\'s rank when train.num_machines > 1 (default train.machine_rank): 0 records the run, the others train along with it')
     .action(async (flags: TrainFlags) => {
       const { ui, runtime } = ctx();
-      const rankFlag = flags.machineRank === undefined ? undefined : wholeNumber('--machine-rank', flags.machineRank);
+      const rankFlag = flags.machineRank === undefined ? undefined : wholeNumber('--machine-rank', flags.machineRank, Number.MAX_SAFE_INTEGER, 0);
       if (rankFlag !== undefined && (flags.algo === 'bandit' || flags.algo === 'apo')) throw new UserError(`--machine-rank goes with the trainers (${ALGOS.join(', ')}), not --algo ${flags.algo}`);
       if (flags.algo === 'bandit') return renderPolicy(ui, await (await import('../../pipeline/train-policy.js')).trainPolicy(await runtime(), { policy: flags.policy }));
       if (flags.policy) throw new UserError('--policy goes with --algo bandit');
@@ -55,7 +55,7 @@ export const registerTrain: Register = (program, ctx) => {
       const stopping = 'stopping: the trainer saves a resumable checkpoint first (this can take a minute)';
       try {
         const r = await withInterrupt(ui, stopping, (signal) => train(rt, {
-          algo: flags.algo, all: flags.all, from: flags.from, maxSteps: positiveInt('--max-steps', flags.maxSteps, MAX_STEPS), resume: flags.resume, signal, machineRank: rankFlag,
+          algo: flags.algo, all: flags.all, from: flags.from, maxSteps: wholeNumber('--max-steps', flags.maxSteps, MAX_STEPS), resume: flags.resume, signal, machineRank: rankFlag,
           onStage: (m) => bar.update(m),
           onProgress: (p) => bar.update(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''}  loss ${p.loss?.toFixed(4) ?? '—'}  reward ${p.reward?.toFixed(3) ?? '—'}${p.etaMs !== null ? `  ETA ${formatDuration(p.etaMs)}` : ''}`),
         }));
@@ -82,7 +82,7 @@ async function trainAlong(ui: Ui, rt: Runtime, flags: TrainFlags, rank: number |
   const bar = ui.progress('preparing');
   try {
     const r = await withInterrupt(ui, 'stopping: every machine saves the checkpoint step first', (signal) => trainWorker(rt, {
-      algo: flags.algo, all: flags.all, from: flags.from, maxSteps: positiveInt('--max-steps', flags.maxSteps, MAX_STEPS), machineRank: rank, signal,
+      algo: flags.algo, all: flags.all, from: flags.from, maxSteps: wholeNumber('--max-steps', flags.maxSteps, MAX_STEPS), machineRank: rank, signal,
       onStage: (m) => bar.update(m),
     }));
     bar.stop();
@@ -93,14 +93,6 @@ async function trainAlong(ui: Ui, rt: Runtime, flags: TrainFlags, rank: number |
     bar.stop();
     throw err;
   }
-}
-
-function wholeNumber(flag: string, v: string): number {
-  const n = Number(v);
-  if (!DECIMAL.test(v) || !Number.isInteger(n) || n < 0) {
-    throw new UserError(`${flag} ${v}: expected a whole number (0, 1, …)`);
-  }
-  return n;
 }
 
 type PolicyResult = Awaited<ReturnType<typeof import('../../pipeline/train-policy.js').trainPolicy>>;

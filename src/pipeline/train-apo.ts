@@ -1,6 +1,6 @@
 import { UserError } from '../errors.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
-import { rolloutView } from '../rollouts/rollout-view.js';
+import { rolloutDigest } from '../rollouts/rollout-digest.js';
 import { scoreBatch } from '../rollouts/score-batch.js';
 import { checkTeamInputs, setupTeam, type TeamSetup } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -113,7 +113,7 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
     await search({
       store, state, seed: a.seed, edit, rounds: a.rounds, minibatch: a.minibatch, examples: a.examples, mergeEvery: a.merge_every, maxPromptChars: a.max_prompt_chars,
       optimizer: { client, model: optimizer.model, maxTokens: a.max_tokens, temperature: a.temperature }, signal, interrupted, score,
-      view: (r) => (r.rolloutId ? rolloutView(store, r.rolloutId, byId.get(r.taskId)!.task, config.rewards) : null),
+      digest: (r) => (r.rolloutId ? rolloutDigest(store, r.rolloutId, byId.get(r.taskId)!.task, config.rewards) : null),
       text: (id) => store.resources.get(id)?.content ?? '',
       create: (input) => {
         const id = `c${state.candidates.length}`;

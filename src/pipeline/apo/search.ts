@@ -1,7 +1,7 @@
 import type { LlmClient } from '../../llm/types.js';
 import {
   adviceMessages, blame, commonAncestor, drawParent, meanScore, mergeTexts, paretoFront, parseAdvice, parseProposal, pickComponent, reflectionMessages,
-  type Candidate, type Component, type RolloutView,
+  type Candidate, type Component, type RolloutDigest,
 } from '../../prompt-opt/index.js';
 import { valueOf } from '../../evaluation/compare.js';
 import type { EvalResult, Store } from '../../store/index.js';
@@ -28,7 +28,7 @@ export interface SearchDeps {
   interrupted: AbortSignal;
   /** Scores a candidate on tasks (ids) × the run's seeds; null when the budget or time ran out first. */
   score(c: CandidateRecord, taskIds: readonly string[]): Promise<Map<string, EvalResult> | null>;
-  view(r: EvalResult): RolloutView | null;
+  digest(r: EvalResult): RolloutDigest | null;
   create(input: Omit<CandidateRecord, 'id' | 'setId' | 'prompts' | 'val'> & { texts: Record<string, string>; parentPrompts: Record<string, string> }): CandidateRecord;
   text(promptId: string): string;
   save(): void;
@@ -113,7 +113,7 @@ export async function search(d: SearchDeps): Promise<void> {
       if (state.budget.optimizerTokens - state.spent.optimizerTokens < 128 + Math.min(d.optimizer.maxTokens, 64)) return { ...base, detail: 'optimizer token budget spent' };
       const parentScores = await d.score(parent, mb);
       if (!parentScores) return { ...base, detail: 'budget spent while scoring the parent on the minibatch' };
-      const views = [...parentScores.values()].map((r) => ({ r, v: d.view(r) })).filter((x) => x.v) as { r: EvalResult; v: RolloutView }[];
+      const views = [...parentScores.values()].map((r) => ({ r, v: d.digest(r) })).filter((x) => x.v) as { r: EvalResult; v: RolloutDigest }[];
       const blames = blame(comps, views.map((x) => x.v));
       const component = pickComponent(blames, rng.next());
       const comp = comps.find((c) => c.name === component)!;

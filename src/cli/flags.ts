@@ -27,7 +27,8 @@ export function wholeNumber(flag: string, v: string | undefined, max: number, mi
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!DECIMAL.test(v) || !Number.isInteger(n) || n < min) {
-    throw new UserError(`${flag} ${v}: expected ${min === 1 ? 'a positive whole number' : 'a whole number (0, 1, …)'}`);
+    const expected = min === 1 ? 'a positive whole number' : 'a whole number (0, 1, …)';
+    throw new UserError(`${flag} ${v}: expected ${expected}`);
   }
   if (n > max) throw new UserError(`${flag} ${v}: at most ${max}`);
   return n;

@@ -53,7 +53,7 @@ describe('every numeric config key has a maximum the runtime can honour', () => 
     ['orchestrator.agent_timeout_s: 1e10', 'orchestrator:\n  agent_timeout_s: 1e10\n', /^orchestrator\.agent_timeout_s: at most 86400 s \(1 day\) \(massgen-rl\.yaml:2:20\)$/],
     ['tasks.sources[0].n: 1e9', 'tasks:\n  sources: [{ suite: arithmetic, n: 1000000000 }]\n', /^tasks\.sources\[0\]\.n: .*100000.* \(massgen-rl\.yaml:2:37\)$/],
     ['collect.samples_per_turn: 100000', 'collect:\n  samples_per_turn: 100000\n', /^collect\.samples_per_turn: .*64/],
-    ['apo.seed: 2^53', 'apo:\n  seed: 9007199254740991\n', /^apo\.seed: at most 4294967295 \(a 32-bit seed\)/],
+    ['prompt_opt.seed: 2^53', 'prompt_opt:\n  seed: 9007199254740991\n', /^prompt_opt\.seed: at most 4294967295 \(a 32-bit seed\)/],
   ])('refuses %s with its location', (_name, yaml, message) => {
     expect(configIssues(yaml)).toEqual([expect.stringMatching(message)]);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatRequest, ChatResult, LlmClient } from '../../src/llm/types.js';
-import { callOptimizer, promptTokenBound } from '../../src/pipeline/apo/optimizer.js';
+import { callOptimizer, promptTokenBound } from '../../src/pipeline/prompt-opt/optimizer.js';
 import {
   blame, commonAncestor, drawParent, mergeTexts, paretoFront, parseProposal, pickComponent, reflectionMessages,
   type Blame, type Candidate, type ChatTurn, type Component, type RolloutDigest, type ScoreTable,

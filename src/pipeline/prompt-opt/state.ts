@@ -28,7 +28,7 @@ export interface ProposalRecord {
 }
 
 /** The whole resumable state of a prompt-optimization run, saved as its training run's detail after every step. */
-export interface ApoState {
+export interface PromptOptState {
   algo: 'apo';
   components: { name: string; agents: string[]; presenter: boolean }[];
   baseSet: string;

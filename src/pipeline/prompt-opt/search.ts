@@ -6,13 +6,13 @@ import {
 import { valueOf } from '../../evaluation/compare.js';
 import type { EvalResult, Store } from '../../store/index.js';
 import { Rng } from '../../tasks/prng.js';
-import type { ApoState, CandidateRecord, ProposalRecord } from './state.js';
+import type { PromptOptState, CandidateRecord, ProposalRecord } from './state.js';
 import { callOptimizer } from './optimizer.js';
 
 /** What the search needs from the stage: scoring, reading rollouts, making candidates, the optimizer. */
 export interface SearchDeps {
   store: Store;
-  state: ApoState;
+  state: PromptOptState;
   seed: number;
   rounds: number;
   minibatch: number;
@@ -35,14 +35,14 @@ export interface SearchDeps {
   onStep?(p: ProposalRecord, front: { best: string | null; bestMean: number; size: number }): void;
 }
 
-const value = (metric: ApoState['metric'], r: EvalResult) => valueOf(r, metric) ?? 0;
+const value = (metric: PromptOptState['metric'], r: EvalResult) => valueOf(r, metric) ?? 0;
 
 /** A candidate's validation scores (task × seed → the run's metric) from its results. */
-export function valScores(metric: ApoState['metric'], results: ReadonlyMap<string, EvalResult>): Record<string, number> {
+export function valScores(metric: PromptOptState['metric'], results: ReadonlyMap<string, EvalResult>): Record<string, number> {
   return Object.fromEntries([...results].map(([k, r]) => [k, value(metric, r)]));
 }
 
-export function frontOf(state: ApoState) {
+export function frontOf(state: PromptOptState) {
   const table = new Map(state.candidates.filter((c) => c.val).map((c) => [c.id, new Map(Object.entries(c.val!))]));
   const keys = [...new Set([...table.values()].flatMap((m) => [...m.keys()]))];
   const front = paretoFront(table, keys);

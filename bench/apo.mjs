@@ -1,5 +1,5 @@
 // Prompt optimization side by side, on the same tasks, seeds, model endpoint and rollout budget:
-// our optimizer (`train --algo apo`) against GEPA (the `gepa` package from PyPI, its default adapter
+// our optimizer (`train prompts`) against GEPA (the `gepa` package from PyPI, its default adapter
 // optimizing the same system prompt, its task and reflection calls sent to the same local server) and
 // against the unoptimized prompt. Both optimizers use the bundled model as the optimizer as well.
 //
@@ -17,7 +17,7 @@ import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../dist/config/defaults.js';
 import { evaluate } from '../dist/pipeline/evaluate.js';
-import { trainApo } from '../dist/pipeline/train-apo.js';
+import { trainPrompts } from '../dist/pipeline/train-prompts.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { loadTasks } from '../dist/tasks/load.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
@@ -54,7 +54,7 @@ function yaml(kind) {
     'rewards: { weights: { exact: 1, numeric: 1 } }',
     'collect: { concurrency: 2 }',
     `eval: { split: eval, n: ${sz.evalN}, seeds: 1, report: false }`,
-    `apo: { rounds: ${sz.rounds}, val_n: ${sz.val}, minibatch: ${sz.minibatch}, seed: ${SEED}, merge_every: 3, budget: { rollouts: ${sz.budget}, optimizer_tokens: ${sz.optimizerTokens}, wall_min: 240 } }`,
+    `prompt_opt: { rounds: ${sz.rounds}, val_n: ${sz.val}, minibatch: ${sz.minibatch}, seed: ${SEED}, merge_every: 3, budget: { rollouts: ${sz.budget}, optimizer_tokens: ${sz.optimizerTokens}, wall_min: 240 } }`,
   ].join('\n');
 }
 
@@ -82,8 +82,8 @@ async function runCase(kind) {
   const started = Date.now();
   try {
     const out = { case: kind, sizes: sz, suites: SUITES };
-    progress(`${kind}: train --algo apo (budget ${sz.budget} rollouts)`);
-    const ours = await withRuntime(load(), (rt) => trainApo(rt, { onStep: (p, f, s) => progress(`  round ${p.step + 1}: ${p.kind} ${p.outcome} (${p.detail}); best ${f.best} ${roundTo(f.bestMean, 3)}; ${s.rollouts} rollouts`) }));
+    progress(`${kind}: train prompts (budget ${sz.budget} rollouts)`);
+    const ours = await withRuntime(load(), (rt) => trainPrompts(rt, { onStep: (p, f, s) => progress(`  round ${p.step + 1}: ${p.kind} ${p.outcome} (${p.detail}); best ${f.best} ${roundTo(f.bestMean, 3)}; ${s.rollouts} rollouts`) }));
     out.ours = apoSummary(ours);
     if (kind === 'team') {
       if (ours.candidateSet) {
@@ -106,7 +106,7 @@ async function runCase(kind) {
         progress(`${kind}: GEPA (max_metric_calls ${calls}, worst case ${gepaWorstCaseCalls(calls, sz.minibatch, state.valTasks.length)} ≤ ${sz.budget}) on ${server.baseUrl}`);
         const g = await runGepa({
           baseUrl: server.baseUrl, model: rt.model('local').model, seedPrompt: DEFAULT_SYSTEM_PROMPT, trainset: state.poolTasks.map(item), valset: state.valTasks.map(item),
-          maxMetricCalls: calls, seed: SEED, reflectionMinibatchSize: sz.minibatch, maxTokens: 96, reflectionMaxTokens: rt.config.apo.max_tokens,
+          maxMetricCalls: calls, seed: SEED, reflectionMinibatchSize: sz.minibatch, maxTokens: 96, reflectionMaxTokens: rt.config.prompt_opt.max_tokens,
         });
         const parent = store.resources.list('prompt').find((r) => r.name === 'solver' && r.version === 1);
         const r = g.bestPrompt.trim() === DEFAULT_SYSTEM_PROMPT ? parent : store.resources.add({ kind: 'prompt', name: 'solver', content: g.bestPrompt, parentId: parent.id, metadata: { source: 'gepa' } });

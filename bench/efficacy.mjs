@@ -46,7 +46,7 @@ const RECIPE = {
   rft: { train: 'algo: sft, sft: { select: verified, max_per_task: 4 }', steps: ['train', 'eval'] },
   dpo: { train: 'algo: dpo, dpo: { pairs: correctness }', steps: ['train', 'eval'] },
   grpo: { train: 'algo: grpo, grpo: { mode: offline }', steps: ['train', 'eval'] },
-  apo: { train: 'algo: sft', steps: ['apo', 'eval'] },
+  apo: { train: 'algo: sft', steps: ['prompt_opt', 'eval'] },
 };
 
 function yaml(recipe, steps) {

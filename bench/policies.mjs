@@ -3,7 +3,7 @@
 // (max_rounds / consensus), and a routing policy against everyone working on every task.
 //
 // For each backend (a scripted stub team, then the bundled local model) and each decision: collect the train split
-// with uniform exploration of that decision alone (policies.bootstrap), fit the policy (train --algo bandit),
+// with uniform exploration of that decision alone (policies.bootstrap), fit the policy (train policy KIND),
 // value it off-policy (IPS, SNIPS, DR), then `eval` it against production on the eval split, same tasks and
 // seeds: success and tokens per task with paired-bootstrap 95 % CIs, and the on-policy value next to the
 // off-policy estimates. The stub team: agent_a is right on arithmetic, agent_b on unit conversion, agent_c
@@ -114,7 +114,7 @@ async function runBackend(backend) {
         // Every train-split task (both suites), not the first n: collect takes tasks in suite order.
         await withRuntime(load([`policies.bootstrap=[${kind}]`]), (rt) => collect(rt, { split: 'train' }));
       }
-      progress(`${backend}: train --algo bandit --policy ${kind}`);
+      progress(`${backend}: train policy ${kind}`);
       const t = await withRuntime(load(), (rt) => trainPolicy(rt, { policy: kind }));
       progress(`${backend}: eval policy:${kind}@${t.policy.version} against production (${sz.eval} eval tasks)`);
       const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: `policy:${kind}@${t.policy.version}`, split: 'eval', seeds: 1 }));

@@ -17,14 +17,18 @@ export function decimalNumber(flag: string, v: string | undefined): number | und
   return n;
 }
 
-/** A flag value that must be a whole number from 1 to max; undefined stays undefined. */
-export function positiveInt(flag: string, v: string, max: number): number;
-export function positiveInt(flag: string, v: string | undefined, max: number): number | undefined;
-export function positiveInt(flag: string, v: string | undefined, max: number): number | undefined {
+/**
+ * A flag value that must be a whole number (written in decimal) from min (1 unless 0) to max; undefined
+ * stays undefined. The one parser of integer flags.
+ */
+export function wholeNumber(flag: string, v: string, max: number, min?: 0 | 1): number;
+export function wholeNumber(flag: string, v: string | undefined, max: number, min?: 0 | 1): number | undefined;
+export function wholeNumber(flag: string, v: string | undefined, max: number, min: 0 | 1 = 1): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!DECIMAL.test(v) || !Number.isInteger(n) || n < 1) {
-    throw new UserError(`${flag} ${v}: expected a positive whole number`);
+  if (!DECIMAL.test(v) || !Number.isInteger(n) || n < min) {
+    const expected = min === 1 ? 'a positive whole number' : 'a whole number (0, 1, …)';
+    throw new UserError(`${flag} ${v}: expected ${expected}`);
   }
   if (n > max) throw new UserError(`${flag} ${v}: at most ${max}`);
   return n;

@@ -7,6 +7,7 @@ import { InputFileError, present, readRegularFile } from './input-file.js';
 import { interpolateEnv, type InterpolationIssue } from './interpolate.js';
 import { applyOverrides } from './overrides.js';
 import { resolvePaths, type ResolvedPaths } from './paths.js';
+import { migrateLoopSteps, migrateRenamedKeys, migrateRenamedOverride } from './renamed-keys.js';
 import { checkRules } from './rules.js';
 import { configSchema, type RLConfig } from './schema.js';
 import { migrateOverride, migrateTrainKeys } from './train-migration.js';
@@ -73,16 +74,17 @@ export function fromRaw(
   const interpolated = interpolateEnv(raw, opts.env, envIssues) as Record<string, unknown>;
   if (envIssues.length) throw new ConfigError(envIssues.map((i) => format((p) => source.locate(p), i.path, i.message)));
 
-  const deprecations = migrateTrainKeys(interpolated);
+  const deprecations = [...migrateRenamedKeys(interpolated), ...migrateTrainKeys(interpolated)];
   withDefaultTeam(interpolated);
   const overrides = (opts.overrides ?? []).flatMap((spec) => {
-    const specs = migrateOverride(spec);
+    const specs = migrateOverride(migrateRenamedOverride(spec));
     if (specs[0] !== spec) deprecations.push(`--set ${spec.slice(0, spec.indexOf('='))} is deprecated: use --set ${specs.map((o) => o.slice(0, o.indexOf('='))).join(', --set ')}`);
     return specs;
   });
   // Overrides apply on top of the defaults, so `--set agents.0.temperature=0` edits the default team.
   const defaulted = overrides.length ? configSchema.safeParse(interpolated) : undefined;
   const withOverrides = applyOverrides(structuredClone(defaulted?.success ? defaulted.data : interpolated), overrides);
+  if (overrides.length) deprecations.push(...migrateLoopSteps(withOverrides));
   const located = locator(source, overrides);
   const result = configSchema.safeParse(withOverrides);
   if (!result.success) throw new ConfigError(byLine(flattenIssues(result.error.issues).map((i) => formatZod(located, i))));

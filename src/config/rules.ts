@@ -61,11 +61,11 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
       if (!agentIds.includes(id)) add(['policies', 'routing', 'arms', arm, j], `unknown agent "${id}"; agents: ${agentIds.join(', ')}`);
     });
   }
-  config.apo.prompts?.forEach((name, i) => {
-    if (!Object.hasOwn(config.prompts, name)) add(['apo', 'prompts', i], `unknown prompt "${name}"; ${known('prompts', prompts)}`);
+  config.prompt_opt.prompts?.forEach((name, i) => {
+    if (!Object.hasOwn(config.prompts, name)) add(['prompt_opt', 'prompts', i], `unknown prompt "${name}"; ${known('prompts', prompts)}`);
   });
-  const optimizer = config.apo.optimizer_model;
-  if (optimizer && !Object.hasOwn(config.models, optimizer)) add(['apo', 'optimizer_model'], `unknown model "${optimizer}"; ${known('models', models)}`);
+  const optimizer = config.prompt_opt.optimizer_model;
+  if (optimizer && !Object.hasOwn(config.models, optimizer)) add(['prompt_opt', 'optimizer_model'], `unknown model "${optimizer}"; ${known('models', models)}`);
   const emb = config.policies.embedding_model;
   if (emb && !Object.hasOwn(config.models, emb)) add(['policies', 'embedding_model'], `unknown model "${emb}"; ${known('models', models)}`);
   if (config.orchestrator.delegation?.enabled && Object.hasOwn(config.tools, 'delegate')) {

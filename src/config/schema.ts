@@ -12,10 +12,10 @@ export const REWARD_FAMILIES = [
   'judge', 'coordination', 'voting', 'tool', 'peer_vote', 'custom', 'human',
 ] as const;
 export const ALGOS = ['grpo', 'sft', 'dpo', 'ppo'] as const;
-export const LOOP_STEPS = ['collect', 'review', 'train', 'apo', 'eval', 'deploy'] as const;
-/** The loop's stages unless loop.steps says otherwise (prompt optimization, `apo`, runs only when listed). */
+export const LOOP_STEPS = ['collect', 'review', 'train', 'prompt_opt', 'eval', 'deploy'] as const;
+/** The loop's stages unless loop.steps says otherwise (prompt optimization, `prompt_opt`, runs only when listed). */
 export const DEFAULT_LOOP_STEPS = ['collect', 'review', 'train', 'eval', 'deploy'] as const;
-/** The orchestration decisions a learned policy can take (`train --algo bandit --policy KIND`). */
+/** The orchestration decisions a learned policy can take (`train policy KIND`). */
 export const POLICY_KINDS = ['routing', 'stop', 'tool', 'delegate'] as const;
 export const POLICY_ALGORITHMS = ['linucb', 'thompson', 'beta'] as const;
 
@@ -160,10 +160,10 @@ const policies = z.strictObject({
     arms: z.record(name, z.array(name).min(1)).optional().describe('arm name → the agent ids that take part (default: each agent alone, and the whole team as "team")'),
   }).prefault({}),
   embedding_model: name.optional().describe('a model (models.*) with an OpenAI /v1/embeddings endpoint: its embedding of the task joins the routing, tool and delegate features'),
-  min_decisions: count(1_000_000).default(20).describe('train --algo bandit refuses to fit a policy on fewer logged decisions'),
+  min_decisions: count(1_000_000).default(20).describe('train policy refuses to fit a policy on fewer logged decisions'),
 });
 
-const apo = z.strictObject({
+const promptOpt = z.strictObject({
   prompts: z.array(name).min(1).optional().describe('prompts (keys under prompts) optimized together (default: every agent\'s system prompt, and orchestrator.presenter_prompt when set)'),
   optimizer_model: name.optional().describe('the model (models.*) that reads traces and proposes edits (default: the first agent\'s model; a 135M model is a weak optimizer, a stronger endpoint helps)'),
   rounds: count(1000).default(4).describe('proposals (reflective mutations or merges) tried'),
@@ -367,7 +367,7 @@ const deploy = z.strictObject({
 
 const loop = z.strictObject({
   schedule: z.string().default('0 2 * * *').describe('cron expression (5 or 6 fields)'),
-  steps: z.array(z.enum(LOOP_STEPS)).min(1).default([...DEFAULT_LOOP_STEPS]).describe('stages of a cycle, run in the order collect, review, train, apo, eval, deploy (review: a canary or a deploy judged on the rollouts since; apo: prompt optimization; eval takes the newest candidate)'),
+  steps: z.array(z.enum(LOOP_STEPS)).min(1).default([...DEFAULT_LOOP_STEPS]).describe('stages of a cycle, run in the order collect, review, train, prompt_opt, eval, deploy (review: a canary or a deploy judged on the rollouts since; prompt_opt: prompt optimization (train prompts); eval takes the newest candidate)'),
   max_runtime_min: count(WEEK_S / 60).default(360).describe('a cycle stops (resumable) after this many minutes'),
   stage_timeout_min: z.partialRecord(z.enum(LOOP_STEPS), count(WEEK_S / 60)).default({}).describe('per stage limits in minutes'),
   collect_n: count(MAX_TASKS).optional().describe('tasks per cycle collect (default collect.n)'),
@@ -426,7 +426,7 @@ export const configSchema = z.strictObject({
   train: train.prefault({}),
   eval: evaluation.prefault({}),
   deploy: deploy.prefault({}),
-  apo: apo.prefault({}),
+  prompt_opt: promptOpt.prefault({}),
   loop: loop.prefault({}),
   privacy: privacy.prefault({}),
   gateway: gateway.prefault({}),

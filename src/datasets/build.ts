@@ -8,7 +8,7 @@ import { grpoBuilder } from './grpo.js';
 import { resolveDatasetOptions, type DatasetOptionsInput } from './options.js';
 import { ppoBuilder } from './ppo.js';
 import { TraceReader } from './read-traces.js';
-import { RolloutView } from './rollout-view.js';
+import { RolloutIndex } from './rollout-index.js';
 import { sftBuilder } from './sft.js';
 import { StatsCollector, type DatasetStats } from './stats.js';
 import type { Algo, BuilderContext, DatasetBuilder, RowSink } from './types.js';
@@ -73,7 +73,7 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
     for (const page of reader.pages()) {
       for (const record of page) {
         stats.status(record.rollout.status);
-        if (record.rollout.status === 'completed') builder.add(new RolloutView(record, options.weights, load), emit);
+        if (record.rollout.status === 'completed') builder.add(new RolloutIndex(record, options.weights, load), emit);
       }
       input.onProgress?.({ rollouts: reader.rolloutsScanned, rows: stats.rows, watermark: reader.watermark });
       // Let timers and signals run between pages (a large build takes seconds).

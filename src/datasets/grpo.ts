@@ -1,7 +1,7 @@
 import type { PromptPayload } from '../trace/payloads.js';
 import { chatMessages, completionText, logprobValues, promptKey, tokenIds } from './messages.js';
 import { agentMatcher } from './options.js';
-import type { RolloutView } from './rollout-view.js';
+import type { RolloutIndex } from './rollout-index.js';
 import type { BuilderContext, DatasetBuilder, GrpoCompletion, GrpoRow } from './types.js';
 
 /** A completion kept by reference (rollout, prompt span seq): payloads are read again only for groups that survive. */
@@ -29,7 +29,7 @@ export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
   const matches = agentMatcher(ctx.options.grpo.agents, 'grpo.agents');
   const groups = new Map<string, Member[]>();
 
-  function member(view: RolloutView, seq: number, agent: string | null, reward: number | null, p: PromptPayload, request: PromptPayload['request'] | undefined, extra: Record<string, unknown>): void {
+  function member(view: RolloutIndex, seq: number, agent: string | null, reward: number | null, p: PromptPayload, request: PromptPayload['request'] | undefined, extra: Record<string, unknown>): void {
     if (!matches(agent)) return stats.drop('agent_filter');
     if (completionText(p) === null || !request?.messages) return stats.drop('no_completion');
     if (reward === null) return stats.drop(extra.kind === 'sample' ? 'unrewarded_sample' : 'no_reward');

@@ -6,7 +6,7 @@ export {
   type AgentMatch, type DatasetOptions, type DatasetOptionsInput, type DpoOptions, type GrpoOptions, type PpoOptions, type SftOptions,
 } from './options.js';
 export { TraceReader, type TraceRecord, type TraceSpan } from './read-traces.js';
-export { RolloutView, UNCATEGORIZED } from './rollout-view.js';
+export { RolloutIndex, UNCATEGORIZED } from './rollout-index.js';
 export type { DatasetStats, RowInfo } from './stats.js';
 export type { Algo, DatasetRow, DpoRow, GrpoCompletion, GrpoRow, PpoRow, SftRow } from './types.js';
 export { readManifest, type DatasetManifest } from './writer.js';

@@ -1,7 +1,7 @@
 import type { PromptPayload } from '../trace/payloads.js';
 import { chatMessages, completionText, promptKey } from './messages.js';
 import { agentMatcher } from './options.js';
-import type { RolloutView } from './rollout-view.js';
+import type { RolloutIndex } from './rollout-index.js';
 import { normalizeText } from './task-prompt.js';
 import type { BuilderContext, DatasetBuilder, RowSink } from './types.js';
 
@@ -20,7 +20,7 @@ export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
   const seen = new Set<string>();
   const perTask = new Map<string, number>();
 
-  function example(view: RolloutView, emit: RowSink, agent: string | null, verifiedSeq: number, promptSeq: number, p: PromptPayload | null, request: PromptPayload['request'] | undefined, extra: Record<string, unknown>): void {
+  function example(view: RolloutIndex, emit: RowSink, agent: string | null, verifiedSeq: number, promptSeq: number, p: PromptPayload | null, request: PromptPayload['request'] | undefined, extra: Record<string, unknown>): void {
     if (!matches(agent)) return stats.drop('agent_filter');
     const verified = view.verified(verifiedSeq);
     if (verified === null) return stats.drop('not_verified');

@@ -1,6 +1,6 @@
 import { chatMessages, completionText } from './messages.js';
 import { agentMatcher } from './options.js';
-import type { RolloutView } from './rollout-view.js';
+import type { RolloutIndex } from './rollout-index.js';
 import { verifiedSftBuilder } from './sft-verified.js';
 import type { BuilderContext, DatasetBuilder, RowSink, SftRow } from './types.js';
 
@@ -17,7 +17,7 @@ export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
   const opts = ctx.options.sft;
   const matches = agentMatcher(opts.agents, 'sft.agents');
 
-  function example(view: RolloutView, emit: RowSink, agent: string, promptSeq: number, reward: number | null, kind: string, extra: Record<string, unknown>): void {
+  function example(view: RolloutIndex, emit: RowSink, agent: string, promptSeq: number, reward: number | null, kind: string, extra: Record<string, unknown>): void {
     if (!matches(agent)) return stats.drop('agent_filter');
     const p = view.prompt(promptSeq);
     const completion = p && completionText(p);

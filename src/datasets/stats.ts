@@ -3,7 +3,7 @@ import { dict } from '../util/dict.js';
 
 /** What one dataset row drew on, for the quality gates and the manifest. */
 export interface RowInfo {
-  /** Every (rollout, agent) the row came from is clean (see RolloutView.clean). */
+  /** Every (rollout, agent) the row came from is clean (see RolloutIndex.clean). */
   clean: boolean;
   /** The task categories of its rollouts. */
   categories: Iterable<string>;

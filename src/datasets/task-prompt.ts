@@ -2,7 +2,7 @@ import type { PromptPayload } from '../trace/payloads.js';
 import type { ChatMessage } from './messages.js';
 import { DEFAULT_SYSTEM_PROMPT } from './options.js';
 import type { TraceReader } from './read-traces.js';
-import type { RolloutView } from './rollout-view.js';
+import type { RolloutIndex } from './rollout-index.js';
 
 const ORIGINAL = /<ORIGINAL MESSAGE>\n([\s\S]*?)\n<\/ORIGINAL MESSAGE>/;
 
@@ -13,13 +13,13 @@ const ORIGINAL = /<ORIGINAL MESSAGE>\n([\s\S]*?)\n<\/ORIGINAL MESSAGE>/;
  * System: `systemPrompt` when given, else the agent's system prompt resource recorded in the rollout's
  * metadata.prompts, else DEFAULT_SYSTEM_PROMPT.
  */
-export function taskPrompt(view: RolloutView, agent: string, reader: TraceReader, systemPrompt: string | null): ChatMessage[] | null {
+export function taskPrompt(view: RolloutIndex, agent: string, reader: TraceReader, systemPrompt: string | null): ChatMessage[] | null {
   const user = taskText(view);
   if (user === null) return null;
   return [{ role: 'system', content: systemPrompt ?? agentSystemPrompt(view, agent, reader) ?? DEFAULT_SYSTEM_PROMPT }, { role: 'user', content: user }];
 }
 
-export function taskText(view: RolloutView): string | null {
+export function taskText(view: RolloutIndex): string | null {
   if (view.record.task) return view.record.task.prompt;
   const original = view.rollout.metadata.original_task;
   if (typeof original === 'string' && original.trim()) return original;
@@ -33,7 +33,7 @@ export function taskText(view: RolloutView): string | null {
   return null;
 }
 
-function agentSystemPrompt(view: RolloutView, agent: string, reader: TraceReader): string | null {
+function agentSystemPrompt(view: RolloutIndex, agent: string, reader: TraceReader): string | null {
   const prompts = view.rollout.metadata.prompts;
   const id = prompts && typeof prompts === 'object' ? (prompts as Record<string, unknown>)[agent] : undefined;
   const text = typeof id === 'string' ? reader.promptText(id) : null;

@@ -1,7 +1,7 @@
 import type { ChatMessage } from './messages.js';
 import type { DatasetOptions } from './options.js';
 import type { TraceReader } from './read-traces.js';
-import type { RolloutView } from './rollout-view.js';
+import type { RolloutIndex } from './rollout-index.js';
 import type { RowInfo, StatsCollector } from './stats.js';
 
 export type { Algo } from '../config/schema.js';
@@ -64,6 +64,6 @@ export interface BuilderContext {
  * it can (sft, ppo) or at the end (grpo groups and cross-rollout dpo pairs span rollouts).
  */
 export interface DatasetBuilder {
-  add(view: RolloutView, emit: RowSink): void;
+  add(view: RolloutIndex, emit: RowSink): void;
   finish(emit: RowSink): void;
 }

@@ -33,7 +33,7 @@ export function resolveSet(ctx: SetContext, production: ResourceSet, spec: strin
   const pol = /^policy:([a-z]+)@(\d+)$/.exec(ref);
   if (pol) {
     const policy = store.resources.list('policy').find((r) => r.name === pol[1] && r.version === Number(pol[2]));
-    if (!policy) throw new UserError(`${what} ${ref}: no ${pol[1]} policy has version ${pol[2]}`, 'see `massgen-rl resources list`; train one with `massgen-rl train --algo bandit`');
+    if (!policy) throw new UserError(`${what} ${ref}: no ${pol[1]} policy has version ${pol[2]}`, `see \`massgen-rl resources list\`; train one with \`massgen-rl train policy ${pol[1]}\``);
     return swap(withPolicy(production.members, policy), { kind: 'candidate', spec: ref, policy_id: policy.id });
   }
   const m = /^(?:(resource):)?([A-Za-z0-9][A-Za-z0-9_.-]*)@(\d+)$/.exec(ref);

@@ -16,7 +16,7 @@ import { evaluate } from './evaluate.js';
 import { writeReport } from './report.js';
 import { describeReview, reviewProduction } from './review.js';
 import { train } from './train.js';
-import { trainApo } from './train-apo.js';
+import { trainPrompts } from './train-prompts.js';
 
 export interface CycleOptions {
   signal?: AbortSignal;
@@ -33,7 +33,7 @@ export interface CycleResult {
 }
 
 /**
- * One cycle, collect → review → train → apo → eval → deploy (loop.steps), under the cross-process cycle
+ * One cycle, collect → review → train → prompt_opt → eval → deploy (loop.steps), under the cross-process cycle
  * lock. The state is saved at every stage change, so a crash, a kill or a time limit resumes the cycle at its
  * stage: a training run is resumed or its registered checkpoint taken, an evaluation reuses what it
  * measured, and deploy only ever promotes the candidate this cycle evaluated against current production.
@@ -160,19 +160,19 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
     }
   },
 
-  async apo(rt, state, c) {
+  async prompt_opt(rt, state, c) {
     const store = rt.store();
-    const rec = state.stages.apo;
-    const prior = rec?.apo_run_id ? store.trainingRuns.get(rec.apo_run_id) : undefined;
-    if (prior?.status === 'completed') return { status: 'done', apo_run_id: prior.id, candidate_set: str(prior.result?.candidate_set), reason: 'taken from the completed prompt-optimization run' };
-    const r = await trainApo(rt, {
+    const rec = state.stages.prompt_opt;
+    const prior = rec?.training_run_id ? store.trainingRuns.get(rec.training_run_id) : undefined;
+    if (prior?.status === 'completed') return { status: 'done', training_run_id: prior.id, candidate_set: str(prior.result?.candidate_set), reason: 'taken from the completed prompt-optimization run' };
+    const r = await trainPrompts(rt, {
       ...(prior && prior.status !== 'running' ? { resume: prior.id } : {}), trigger: 'loop', signal: c.signal, onStage: c.note,
-      onRunStart: (runId) => c.save({ apo_run_id: runId }),
+      onRunStart: (runId) => c.save({ training_run_id: runId }),
       onStep: (p, f, spent) => c.note(`round ${p.step + 1}: ${p.kind} ${p.outcome}; best ${f.best ?? '—'} ${Number.isFinite(f.bestMean) ? f.bestMean.toFixed(3) : '—'}; ${spent.rollouts} rollouts`),
     });
     if (r.status === 'cancelled') throw c.signal.reason ?? new Error('prompt optimization interrupted');
     return {
-      status: 'done', apo_run_id: r.runId, candidate_set: r.candidateSet?.id ?? null, best: r.best?.id ?? null, best_mean: r.best?.valMean ?? null,
+      status: 'done', training_run_id: r.runId, candidate_set: r.candidateSet?.id ?? null, best: r.best?.id ?? null, best_mean: r.best?.valMean ?? null,
       baseline_mean: r.baselineMean, rollouts: r.spent.rollouts, optimizer_tokens: r.spent.optimizerTokens, ...(r.candidateSet ? {} : { reason: 'no candidate beat the current prompts' }),
     };
   },
@@ -212,11 +212,11 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
  * run's; with neither stage in loop.steps, the newest candidate (as `eval` without --candidate picks it).
  */
 function candidateOf(rt: Runtime, state: CycleState): string | undefined {
-  for (const stage of ['apo', 'train'] as const) {
+  for (const stage of ['prompt_opt', 'train'] as const) {
     const s = state.stages[stage];
     if (s?.status === 'done' && s.candidate_set) return s.candidate_set;
   }
-  if (rt.config.loop.steps.includes('train') || rt.config.loop.steps.includes('apo')) return undefined;
+  if (rt.config.loop.steps.includes('train') || rt.config.loop.steps.includes('prompt_opt')) return undefined;
   const production = rt.production('loop');
   try {
     return latestCandidate(rt.setContext(), production).id;
@@ -236,7 +236,7 @@ function outcomeOf(state: CycleState): string {
   const e = state.stages.eval;
   const gates = e?.failed_gates?.length ? ` (failed gates: ${e.failed_gates.join(', ')})` : '';
   if (d?.status === 'done') return `${d.action ?? ''}${d.action === 'not promoted' ? gates : ''}${d.reason ? `: ${d.reason}` : ''}`;
-  const skipped = (['deploy', 'eval', 'apo', 'train', 'collect'] as const).map((s) => state.stages[s]).find((s) => s?.status === 'skipped');
+  const skipped = (['deploy', 'eval', 'prompt_opt', 'train', 'collect'] as const).map((s) => state.stages[s]).find((s) => s?.status === 'skipped');
   return skipped ? `not promoted: ${skipped.reason ?? 'a stage was skipped'}` : 'completed';
 }
 

@@ -35,13 +35,13 @@ export function decisionShape(rt: Runtime, kind: PolicyKind): { arms: string[]; 
 }
 
 /**
- * `train --algo bandit --policy KIND`: fits a contextual bandit on the decisions stored traces logged
+ * `train policy KIND`: fits a contextual bandit on the decisions stored traces logged
  * (context, arm, propensity, the rollout's reward), values it off-policy, and records it as the next
  * version of the policy resource with a candidate set (production plus the policy) for `eval` and `deploy`.
  */
 export async function trainPolicy(rt: Runtime, opts: PolicyTrainOptions): Promise<PolicyTrainResult> {
   const kind = opts.policy as PolicyKind;
-  if (!opts.policy) throw new UserError(`train --algo bandit needs --policy, one of ${POLICY_KINDS.join(', ')}`);
+  if (!opts.policy) throw new UserError(`train policy needs the decision to learn, one of ${POLICY_KINDS.join(', ')}`);
   if (!(POLICY_KINDS as readonly string[]).includes(kind)) throw new UserError(`unknown policy "${opts.policy}"; choose one of ${POLICY_KINDS.join(', ')}`);
   if (!rt.storeExists()) throw new UserError(`there are no traces to train on yet (no store at ${rt.paths.storePath})`, 'run `massgen-rl collect` first');
   const store = rt.existingStore();

@@ -1,4 +1,4 @@
-import type { Component, RolloutView } from './types.js';
+import type { Component, RolloutDigest } from './types.js';
 
 /** Why a component deserves the next edit, summed over the rollouts read. */
 export interface Blame {
@@ -21,7 +21,7 @@ const isWrong = (q: number | null) => q !== null && q < 1;
  * answers are wrong, puts its prompt up for editing; the presenter's prompt is blamed for wrong final
  * answers, most of all when a right answer was available.
  */
-export function blame(components: readonly Component[], views: readonly RolloutView[]): Blame[] {
+export function blame(components: readonly Component[], views: readonly RolloutDigest[]): Blame[] {
   return components.map((c) => {
     const b: Blame = { component: c.name, lostVotes: 0, wrongVotes: 0, wrongAnswers: 0, badPresentations: 0, score: 0 };
     for (const v of views) {

@@ -1,5 +1,5 @@
 import type { Blame } from './credit.js';
-import type { Component, RolloutView } from './types.js';
+import type { Component, RolloutDigest } from './types.js';
 
 export interface ChatTurn { role: 'system' | 'user'; content: string }
 
@@ -7,7 +7,7 @@ const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s
 const verdict = (q: number | null) => (q === null ? '' : q >= 1 ? ' [correct]' : ' [wrong]');
 
 /** One rollout as the optimizer reads it, from the component's side: its agents' answers with the votes for and against them. */
-export function describeRollout(c: Component, v: RolloutView, n: number): string {
+export function describeRollout(c: Component, v: RolloutDigest, n: number): string {
   const lines = [`### Example ${n} (reward ${v.reward === null ? 'none' : v.reward.toFixed(2)}${verdict(v.success)})`, `Task: ${clip(v.task, 600)}`];
   if (v.reference !== null) lines.push(`Expected answer: ${clip(v.reference, 200)}`);
   for (const a of v.answers.filter((x) => c.agents.includes(x.agent))) {
@@ -29,7 +29,7 @@ export function describeRollout(c: Component, v: RolloutView, n: number): string
  * The reflective-mutation request: the prompt, what it is for, why it was chosen (the credit), rollouts
  * that went badly and well with the vote reasons the other agents gave, and the reply format.
  */
-export function reflectionMessages(c: Component, text: string, why: Blame, low: readonly RolloutView[], high: readonly RolloutView[], maxChars: number): ChatTurn[] {
+export function reflectionMessages(c: Component, text: string, why: Blame, low: readonly RolloutDigest[], high: readonly RolloutDigest[], maxChars: number): ChatTurn[] {
   const role = [c.agents.length ? `the system prompt of agent(s) ${c.agents.join(', ')}` : '', c.presenter ? 'the prompt of the agent presenting the team\'s final answer' : '']
     .filter(Boolean).join(' and ');
   const credit = `In these runs its agents' answers lost the vote ${why.lostVotes} time(s), were wrong ${why.wrongAnswers} time(s), and voted for a wrong answer ${why.wrongVotes} time(s)${c.presenter ? `; ${why.badPresentations} presented final answer(s) were wrong` : ''}.`;
@@ -72,7 +72,7 @@ export function parseProposal(reply: string, current: string, maxChars: number):
 }
 
 /** One mistake (or success) in a line or two: what was asked, what the component's agents answered, what the teammates said. */
-function briefly(c: Component, v: RolloutView): string {
+function briefly(c: Component, v: RolloutDigest): string {
   const mine = v.answers.filter((a) => c.agents.includes(a.agent)).at(-1);
   const given = c.presenter || !mine ? v.finalAnswer : mine.content;
   const said = v.votes.filter((x) => !c.agents.includes(x.voter) || c.presenter).map((x) => x.reason).filter(Boolean).slice(0, 2);
@@ -84,7 +84,7 @@ function briefly(c: Component, v: RolloutView): string {
  * The advice request, for small optimizer models that cannot rewrite a whole prompt: the mistakes and the
  * teammates' vote reasons in a few lines, and one sentence of general advice asked for, which is added to the prompt.
  */
-export function adviceMessages(c: Component, text: string, low: readonly RolloutView[], high: readonly RolloutView[]): ChatTurn[] {
+export function adviceMessages(c: Component, text: string, low: readonly RolloutDigest[], high: readonly RolloutDigest[]): ChatTurn[] {
   const good = high.length ? `\n\nDone right with it:\n${high.map((v) => briefly(c, v)).join('\n')}` : '';
   return [
     { role: 'system', content: 'You give short, general advice to improve instructions for AI agents.' },

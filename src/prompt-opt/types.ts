@@ -1,5 +1,5 @@
 /** What prompt optimization reads of one scored orchestration (built from its stored trace). */
-export interface RolloutView {
+export interface RolloutDigest {
   rolloutId: string;
   taskId: string;
   task: string;
@@ -10,13 +10,13 @@ export interface RolloutView {
   finalAnswer: string | null;
   /** The agent whose answer won (null: none). */
   winner: string | null;
-  answers: ViewAnswer[];
-  votes: ViewVote[];
+  answers: DigestAnswer[];
+  votes: DigestVote[];
   /** Judge reasons and other reward explanations worth showing the optimizer. */
   feedback: string[];
 }
 
-export interface ViewAnswer {
+export interface DigestAnswer {
   agent: string;
   label: string;
   content: string;
@@ -24,7 +24,7 @@ export interface ViewAnswer {
   quality: number | null;
 }
 
-export interface ViewVote {
+export interface DigestVote {
   voter: string;
   /** The agent whose answer the vote went to. */
   target: string;

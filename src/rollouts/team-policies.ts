@@ -86,7 +86,7 @@ export class TeamPolicies {
 function checkCompatible(kind: PolicyKind, p: Loaded, d: DecisionInput): void {
   const where = `policy ${kind} v${p.version}`;
   if (p.spec.features.join('\n') !== d.featureNames.join('\n')) {
-    throw new UserError(`${where} was trained on other features (${p.spec.features.length}) than this team computes (${d.featureNames.length})`, 'train it again on new traces (`massgen-rl train --algo bandit --policy ' + kind + '`)');
+    throw new UserError(`${where} was trained on other features (${p.spec.features.length}) than this team computes (${d.featureNames.length})`, 'train it again on new traces (`massgen-rl train policy ' + kind + '`)');
   }
   const missing = d.arms.filter((a) => !p.spec.arms.includes(a));
   if (missing.length) throw new UserError(`${where} knows the arms ${p.spec.arms.join(', ')}, not ${missing.join(', ')} (the config changed since it was trained)`, `train it again, or deploy a set without it`);

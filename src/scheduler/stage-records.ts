@@ -38,8 +38,8 @@ const train = z.object({
   candidate_set: setId, steps: num, final_loss: num,
 });
 
-const apo = z.object({
-  ...base, apo_run_id: z.string().optional(), candidate_set: setId, best: z.string().nullable().optional(),
+const promptOpt = z.object({
+  ...base, training_run_id: z.string().optional(), candidate_set: setId, best: z.string().nullable().optional(),
   best_mean: num, baseline_mean: num, rollouts: num, optimizer_tokens: num,
 });
 
@@ -60,7 +60,7 @@ const deploy = z.object({
 });
 
 /** What each stage saves in the cycle, checked when a stored cycle is read back. */
-export const STAGE_RECORDS = { collect, review, train, apo, eval: evaluation, deploy } satisfies Record<Stage, z.ZodType>;
+export const STAGE_RECORDS = { collect, review, train, prompt_opt: promptOpt, eval: evaluation, deploy } satisfies Record<Stage, z.ZodType>;
 
 /** What every stage's record holds. */
 export type StageBase = z.infer<z.ZodObject<typeof base>>;
@@ -69,15 +69,25 @@ export type StageRecord<S extends Stage = Stage> = StageRecords[S];
 /** What a stage returns: its record without the start time, which the loop sets. */
 export type StageResult<S extends Stage> = Omit<StageRecord<S>, 'started_at'>;
 
+/** A cycle saved before prompt optimization's stage was prompt_opt: its `apo` record, with apo_run_id. */
+function renamedStages(stages: unknown): unknown {
+  if (typeof stages !== 'object' || stages === null || !('apo' in stages)) return stages;
+  const { apo, ...rest } = stages as { apo: unknown };
+  if (typeof apo !== 'object' || apo === null) return rest;
+  const { apo_run_id: runId, ...record } = apo as { apo_run_id?: unknown };
+  return { prompt_opt: { ...record, ...(runId === undefined ? {} : { training_run_id: runId }) }, ...rest };
+}
+
 export const CYCLE_STATE = z.object({
   cycle: z.number(),
   started_at: z.number(),
   /** How many times an interrupted cycle was taken up again. */
   resumed: z.number().default(0),
-  stages: z.object({
-    collect: collect.optional(), review: review.optional(), train: train.optional(), apo: apo.optional(),
+  stages: z.preprocess(renamedStages, z.object({
+    collect: collect.optional(), review: review.optional(), train: train.optional(),
+    prompt_opt: promptOpt.optional(),
     eval: evaluation.optional(), deploy: deploy.optional(),
-  }),
+  })),
   outcome: z.string().optional(),
 });
 

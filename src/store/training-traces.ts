@@ -4,7 +4,7 @@ import { toReward } from './rewards.js';
 import { EVAL_SOURCE, GATEWAY_SOURCE, toRollout } from './rollouts.js';
 import type { Reward, Rollout } from './types.js';
 
-/** A prompt or coordination span with its payload still as JSON text (parsed on demand by RolloutView). */
+/** A prompt or coordination span with its payload still as JSON text (parsed on demand by RolloutIndex). */
 export interface TraceSpan {
   seq: number;
   type: 'prompt' | 'coordination';

@@ -12,6 +12,22 @@ describe('massgen-rl CLI', () => {
     for (const cmd of ['init', 'doctor', 'collect', 'train', 'eval', 'report', 'deploy', 'review', 'loop', 'status', 'traces', 'serve']) expect(r.stdout).toContain(cmd);
   });
 
+  it('lists the kinds of training under train, each with only its own options', async () => {
+    const dir = tempDir();
+    const train = await runCli(['train', '--help'], { cwd: dir });
+    expect(train.exitCode).toBe(0);
+    expect(train.stdout).toMatch(/^\s+weights \[options\]/m);
+    expect(train.stdout).toMatch(/^\s+policy <kind>/m);
+    expect(train.stdout).toMatch(/^\s+prompts \[options\]/m);
+    expect(train.stdout).not.toContain('--algo');
+    const weights = (await runCli(['train', 'weights', '--help'], { cwd: dir })).stdout;
+    const prompts = (await runCli(['train', 'prompts', '--help'], { cwd: dir })).stdout;
+    expect(weights).toContain('--max-steps');
+    expect(weights).not.toContain('--policy');
+    expect(prompts).toContain('--resume');
+    expect(prompts).not.toMatch(/--algo|--all|--from|--max-steps|--machine-rank/);
+  });
+
   it('exits 2 on unknown commands and options', async () => {
     const dir = tempDir();
     expect((await runCli(['frobnicate'], { cwd: dir })).exitCode).toBe(2);
@@ -85,7 +101,7 @@ describe('massgen-rl CLI', () => {
   it.each([
     ['malformed YAML', 'agents: [\n', /massgen-rl\.yaml:\d+:\d+: invalid YAML/],
     ['an unknown key', 'store:\n  pth: x.db\n', /store\.pth: unknown key \(massgen-rl\.yaml:2:3\)/],
-    ['a wrong type', 'train:\n  epochs: two\n', /train\.epochs: .*expected number.*\(massgen-rl\.yaml:2:11\)/],
+    ['a wrong type', 'collect:\n  concurrency: two\n', /collect\.concurrency: .*expected number.*\(massgen-rl\.yaml:2:16\)/],
     ['a missing referenced file', 'prompts:\n  solver:\n    file: nowhere.md\n', /prompts\.solver\.file: file not found: .*nowhere\.md \(massgen-rl\.yaml:3:11\)/],
   ])('rejects %s with exit 2, the location and no stack trace', async (_name, yaml, message) => {
     const dir = tempDir({ 'massgen-rl.yaml': yaml });

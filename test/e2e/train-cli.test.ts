@@ -35,7 +35,17 @@ describe('massgen-rl train (the CLI)', () => {
       [['train', '--resume', '--algo', 'sft'], 2, /--resume continues a run as it was started/],
       [['train', '--machine-rank', '1'], 2, /--machine-rank 1: rank 1 is out of range: train\.num_machines is 1, so a machine's rank is 0/],
       [['train', '--machine-rank', 'one'], 2, /--machine-rank one: expected a whole number/],
-      [['train', '--algo', 'apo', '--machine-rank', '0'], 2, /--machine-rank goes with the trainers \(grpo, sft, dpo, ppo\), not --algo apo/],
+      // Each kind of training takes its own options only (commander's refusal, exit 2).
+      [['train', 'prompts', '--machine-rank', '0'], 2, /unknown option '--machine-rank'/],
+      [['train', 'prompts', '--all'], 2, /unknown option '--all'/],
+      [['train', 'policy', 'stop', '--max-steps', '2'], 2, /unknown option '--max-steps'/],
+      [['train', 'weights', '--policy', 'stop'], 2, /unknown option '--policy'/],
+      [['train', '--algo', 'sft', 'weights'], 2, /--algo goes after the kind of training: massgen-rl train weights --algo sft/],
+      [['train', '--algo', 'apo', '--from', 'x'], 2, /train --algo apo is deprecated: use massgen-rl train prompts\n.*unknown option '--from'/],
+      [['train', 'weights', '--max-steps', '0'], 2, /--max-steps 0: expected a positive whole number/],
+      [['train', 'policy', 'stop'], 2, /only 0 usable stop decision\(s\) in the store/],
+      // The old spelling runs the same command, after one deprecation line.
+      [['train', '--algo', 'bandit', '--policy', 'stop'], 2, /^warning train --algo bandit is deprecated: use massgen-rl train policy stop\nerror: only 0 usable stop decision\(s\) in the store/],
       [['train', '--set', 'train.num_machines=2'], 2, /train\.main_process_ip: required with num_machines 2/],
       [['train', '--resume', '--set', 'train.num_machines=2', '--set', 'train.num_processes=2', '--set', 'train.main_process_ip=127.0.0.1'], 2, /--resume: a run over 2 machines cannot be resumed/],
       [['train', '--resume', '--machine-rank', '1', '--set', 'train.num_machines=2', '--set', 'train.num_processes=2', '--set', 'train.main_process_ip=127.0.0.1'], 2, /--resume: a run over several machines cannot be resumed; machine 0 holds its checkpoint/],

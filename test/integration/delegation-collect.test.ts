@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { RolloutView } from '../../src/datasets/rollout-view.js';
+import { RolloutIndex } from '../../src/datasets/rollout-index.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { recomputeRewards } from '../../src/pipeline/rewards.js';
 import { totalFromRewards } from '../../src/rewards/total.js';
@@ -85,7 +85,7 @@ orchestrator: { agent_timeout_s: 5, total_timeout_s: 30, delegation: { enabled: 
         expect(outcome.answers.map((a) => [a.agent, a.content])).toEqual([['a', '42']]);
         expect(outcome.rounds).toBe(2);
         // So do datasets: the team's actions and presentation, not the child's.
-        const view = new RolloutView({
+        const view = new RolloutIndex({
           rollout: r, task: null, rewards,
           spans: spans.filter((s) => s.type === 'prompt' || s.type === 'coordination').map((s) => ({ seq: s.seq, type: s.type as 'prompt' | 'coordination', name: s.name, agent: s.agent, payload: JSON.stringify(s.payload) })),
         }, weights);

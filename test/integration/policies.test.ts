@@ -250,15 +250,18 @@ policies: { bootstrap: [tool] }`);
     }
   }, 120_000);
 
-  it('refuses --policy without --algo bandit, and --algo bandit without --policy, with exit 2 and no stack', async () => {
+  it('refuses --policy outside train policy, and train policy without a known kind, with exit 2 and no stack', async () => {
     server = await startScriptedServer(costlyTeam);
     const cwd = path.dirname(project(server.baseUrl, '')().file!);
     const a = await runCli(['train', '--policy', 'stop'], { cwd });
     expect(a.exitCode).toBe(2);
-    expect(a.stderr).toContain('--policy goes with --algo bandit');
-    const b = await runCli(['train', '--algo', 'bandit'], { cwd });
+    expect(a.stderr).toContain("unknown option '--policy'");
+    const b = await runCli(['train', 'policy'], { cwd });
     expect(b.exitCode).toBe(2);
-    expect(b.stderr).toContain('train --algo bandit needs --policy, one of routing, stop, tool, delegate');
-    expect(hasStack(a.stderr + b.stderr)).toBe(false);
+    expect(b.stderr).toContain("missing required argument 'kind'");
+    const c = await runCli(['train', '--algo', 'bandit', '--policy', 'nope'], { cwd });
+    expect(c.exitCode).toBe(2);
+    expect(c.stderr).toMatch(/train --algo bandit is deprecated: use massgen-rl train policy nope\n.*'nope' is invalid for argument 'kind'\. Allowed choices are routing, stop, tool, delegate/);
+    expect(hasStack(a.stderr + b.stderr + c.stderr)).toBe(false);
   });
 });

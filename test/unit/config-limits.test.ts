@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { positiveInt } from '../../src/cli/flags.js';
+import { wholeNumber } from '../../src/cli/flags.js';
 import { configSchema } from '../../src/config/schema.js';
 import { UserError } from '../../src/errors.js';
 import { configIn, configIssues } from '../helpers.js';
@@ -51,7 +51,7 @@ describe('every numeric config key has a maximum the runtime can honour', () => 
     ['orchestrator.agent_timeout_s: 1e10', 'orchestrator:\n  agent_timeout_s: 1e10\n', /^orchestrator\.agent_timeout_s: at most 86400 s \(1 day\) \(massgen-rl\.yaml:2:20\)$/],
     ['tasks.sources[0].n: 1e9', 'tasks:\n  sources: [{ suite: arithmetic, n: 1000000000 }]\n', /^tasks\.sources\[0\]\.n: .*100000.* \(massgen-rl\.yaml:2:37\)$/],
     ['collect.samples_per_turn: 100000', 'collect:\n  samples_per_turn: 100000\n', /^collect\.samples_per_turn: .*64/],
-    ['apo.seed: 2^53', 'apo:\n  seed: 9007199254740991\n', /^apo\.seed: at most 4294967295 \(a 32-bit seed\)/],
+    ['prompt_opt.seed: 2^53', 'prompt_opt:\n  seed: 9007199254740991\n', /^prompt_opt\.seed: at most 4294967295 \(a 32-bit seed\)/],
   ])('refuses %s with its location', (_name, yaml, message) => {
     expect(configIssues(yaml)).toEqual([expect.stringMatching(message)]);
   });
@@ -91,9 +91,13 @@ describe('models.*.base_url must be http or https', () => {
 });
 
 describe('numeric CLI flags have a ceiling', () => {
-  it('positiveInt refuses values over its maximum and non-numbers', () => {
-    expect(positiveInt('--n', '50', 100)).toBe(50);
-    expect(() => positiveInt('--n', '1e12', 100)).toThrow(new UserError('--n 1e12: at most 100'));
-    expect(() => positiveInt('--n', ' ', 100)).toThrow(/expected a positive whole number/);
+  it('wholeNumber refuses values over its maximum, under its minimum and non-numbers', () => {
+    expect(wholeNumber('--n', '50', 100)).toBe(50);
+    expect(wholeNumber('--rank', '0', 100, 0)).toBe(0);
+    expect(() => wholeNumber('--n', '0', 100)).toThrow(new UserError('--n 0: expected a positive whole number'));
+    expect(() => wholeNumber('--rank', '-1', 100, 0)).toThrow(new UserError('--rank -1: expected a whole number (0, 1, …)'));
+    expect(() => wholeNumber('--rank', '0x1', 100, 0)).toThrow(/expected a whole number/);
+    expect(() => wholeNumber('--n', '1e12', 100)).toThrow(new UserError('--n 1e12: at most 100'));
+    expect(() => wholeNumber('--n', ' ', 100)).toThrow(/expected a positive whole number/);
   });
 });

@@ -20,7 +20,7 @@ describe('the stages of a cycle', () => {
   it('keep their fixed order, and a list with collect but no review gets review after collect', () => {
     expect(cycleSteps(['deploy', 'collect', 'eval', 'train'])).toEqual({ steps: ['collect', 'review', 'train', 'eval', 'deploy'], impliedReview: true });
     expect(cycleSteps(['collect', 'review', 'eval'])).toEqual({ steps: ['collect', 'review', 'eval'], impliedReview: false });
-    expect(cycleSteps(['apo', 'eval', 'deploy'])).toEqual({ steps: ['apo', 'eval', 'deploy'], impliedReview: false });
+    expect(cycleSteps(['prompt_opt', 'eval', 'deploy'])).toEqual({ steps: ['prompt_opt', 'eval', 'deploy'], impliedReview: false });
     expect(cycleSteps(['review'])).toEqual({ steps: ['review'], impliedReview: false });
   });
 });

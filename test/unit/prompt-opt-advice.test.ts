@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { adviceMessages, parseAdvice, type RolloutView } from '../../src/prompt-opt/index.js';
+import { adviceMessages, parseAdvice, type RolloutDigest } from '../../src/prompt-opt/index.js';
 
-const view: RolloutView = {
+const view: RolloutDigest = {
   rolloutId: 'r1', taskId: 't1', task: 'Convert 4 km to m.', reference: '4000', reward: 0, success: 0, finalAnswer: '300 m', winner: 'a',
   answers: [{ agent: 'a', label: 'agent1', content: '300 m', quality: 0 }, { agent: 'b', label: 'agent2', content: '4000 m', quality: 1 }],
   votes: [{ voter: 'b', target: 'b', targetLabel: 'agent2', reason: 'agent1 forgot to multiply by 1000', targetQuality: 1 }],

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatRequest, ChatResult, LlmClient } from '../../src/llm/types.js';
-import { callOptimizer, promptTokenBound } from '../../src/pipeline/apo/optimizer.js';
+import { callOptimizer, promptTokenBound } from '../../src/pipeline/prompt-opt/optimizer.js';
 import {
   blame, commonAncestor, drawParent, mergeTexts, paretoFront, parseProposal, pickComponent, reflectionMessages,
-  type Blame, type Candidate, type ChatTurn, type Component, type RolloutView, type ScoreTable,
+  type Blame, type Candidate, type ChatTurn, type Component, type RolloutDigest, type ScoreTable,
 } from '../../src/prompt-opt/index.js';
 import { Rng } from '../../src/tasks/prng.js';
 
@@ -62,7 +62,7 @@ const P1: Component = { name: 'p1', agents: ['a', 'b'], presenter: false };
 const P2: Component = { name: 'p2', agents: ['c'], presenter: false };
 const PRES: Component = { name: 'pres', agents: [], presenter: true };
 
-function view(over: Partial<RolloutView> = {}): RolloutView {
+function view(over: Partial<RolloutDigest> = {}): RolloutDigest {
   return {
     rolloutId: 'r1', taskId: 't1', task: 'What is 40 + 2?', reference: '42', reward: 0, success: 0, finalAnswer: 'Final answer: 41', winner: 'c',
     answers: [

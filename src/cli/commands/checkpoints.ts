@@ -2,7 +2,7 @@ import { UserError } from '../../errors.js';
 import type { PruneResult } from '../../pipeline/checkpoints.js';
 import type { Checkpoint } from '../../store/checkpoints.js';
 import type { Context } from '../context.js';
-import { MAX_LIST, positiveInt } from '../flags.js';
+import { MAX_LIST, wholeNumber } from '../flags.js';
 import type { Register } from '../register.js';
 import { formatTime, truncate } from '../ui/format.js';
 
@@ -13,7 +13,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .action(async (flags: { algo?: string; limit: string }) => {
       const { ui, runtime } = ctx();
       const { listCheckpoints } = await import('../../pipeline/checkpoints.js');
-      const limit = positiveInt('--limit', flags.limit, MAX_LIST);
+      const limit = wholeNumber('--limit', flags.limit, MAX_LIST);
       const rows = listCheckpoints(await runtime(), { algo: flags.algo, limit });
       if (ui.opts.json) return ui.json({ checkpoints: rows });
       if (!rows.length) return ui.print('no checkpoints yet (`massgen-rl train` records them)');
@@ -48,7 +48,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .option('--dry-run', 'show what would be deleted', false)
     .action(async (flags: { keepLast: string; keepBest?: string; dryRun: boolean }) => {
       const c = ctx();
-      const keepLast = positiveInt('--keep-last', flags.keepLast, MAX_LIST);
+      const keepLast = wholeNumber('--keep-last', flags.keepLast, MAX_LIST);
       const { prune, parseKeepBest } = await import('../../pipeline/checkpoints.js');
       const keepBest = flags.keepBest === undefined ? undefined : parseKeepBest(flags.keepBest);
       const result = await prune(await c.runtime(), {

@@ -1,7 +1,7 @@
 import { Option } from 'commander';
 import { MAX_CONCURRENCY, MAX_TASKS } from '../../config/schema.js';
 import { GateError, InterruptedError } from '../../errors.js';
-import { positiveInt } from '../flags.js';
+import { wholeNumber } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
@@ -39,7 +39,7 @@ export const registerCollect: Register = (program, ctx) => {
       const stopping = 'stopping: running orchestrations are cancelled and recorded as such (Ctrl-C again does nothing; wait a moment)';
       try {
         const summary = await withInterrupt(ui, stopping, (signal) => collect(rt, {
-          tasks: flags.tasks, n: positiveInt('--n', flags.n, MAX_TASKS), concurrency: positiveInt('--concurrency', flags.concurrency, MAX_CONCURRENCY), split: flags.split,
+          tasks: flags.tasks, n: wholeNumber('--n', flags.n, MAX_TASKS), concurrency: wholeNumber('--concurrency', flags.concurrency, MAX_CONCURRENCY), split: flags.split,
           signal,
           onStage: (m) => bar.update(m),
           onProgress: (p) => bar.update(`${p.done}/${p.total} done, ${p.failed} failed${p.etaMs !== null ? `, ETA ${formatDuration(p.etaMs)}` : ''}  last: ${p.last?.taskId ?? ''} ${p.last?.status ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),

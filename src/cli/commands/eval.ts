@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { MAX_CONCURRENCY, MAX_TASKS } from '../../config/schema.js';
-import { positiveInt } from '../flags.js';
+import { wholeNumber } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
@@ -31,7 +31,7 @@ export const registerEval: Register = (program, ctx) => {
     .action(async (flags: EvalFlags) => {
       const { ui, runtime } = ctx();
       const [{ evaluate }, { renderEvaluation }] = await Promise.all([import('../../pipeline/evaluate.js'), import('../ui/evaluation.js')]);
-      const opts = { candidate: flags.candidate, baseline: flags.baseline, tasks: flags.tasks, split: flags.split, n: positiveInt('--n', flags.n, MAX_TASKS), seeds: positiveInt('--seeds', flags.seeds, 100), concurrency: positiveInt('--concurrency', flags.concurrency, MAX_CONCURRENCY) };
+      const opts = { candidate: flags.candidate, baseline: flags.baseline, tasks: flags.tasks, split: flags.split, n: wholeNumber('--n', flags.n, MAX_TASKS), seeds: wholeNumber('--seeds', flags.seeds, 100), concurrency: wholeNumber('--concurrency', flags.concurrency, MAX_CONCURRENCY) };
       const rt = await runtime();
       const bar = ui.progress('preparing the baseline and candidate teams');
       const stopping = 'stopping: running orchestrations are cancelled; what finished is kept and reused next time';

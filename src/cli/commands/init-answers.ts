@@ -2,7 +2,7 @@ import { ALGOS, BUILTIN_SUITES } from '../../config/schema.js';
 import { DEFAULT_ANSWERS, type Endpoint, type InitAnswers } from '../../config/template.js';
 import { UserError } from '../../errors.js';
 import type { Context } from '../context.js';
-import { DECIMAL } from '../flags.js';
+import { wholeNumber } from '../flags.js';
 import { input, number, select } from '../ui/prompts.js';
 
 export interface InitAnswerFlags {
@@ -30,7 +30,7 @@ export async function initAnswers(flags: InitAnswerFlags, ctx: Context): Promise
   };
 
   const projectName = await need('--name', flags.name, DEFAULT_ANSWERS.projectName, () => input({ message: 'Project name', default: DEFAULT_ANSWERS.projectName }));
-  const teamSize = await need('--team-size', flags.teamSize === undefined ? undefined : parseTeamSize(flags.teamSize), DEFAULT_ANSWERS.teamSize, async () =>
+  const teamSize = await need('--team-size', wholeNumber('--team-size', flags.teamSize, 64), DEFAULT_ANSWERS.teamSize, async () =>
     (await number({ message: 'How many agents in the team?', default: 3, min: 1, max: 16, required: true }))!);
   const endpointKind = await need('--endpoint', flags.endpoint, 'local', () =>
     select({ message: 'Which model should the agents use?', choices: [
@@ -56,14 +56,6 @@ export async function initAnswers(flags: InitAnswerFlags, ctx: Context): Promise
     throw new UserError(`init needs answers but there is no terminal to ask: pass ${missing.join(', ')}`, 'or pass --yes for the offline defaults');
   }
   return { projectName, teamSize, endpoint, suite, algo };
-}
-
-function parseTeamSize(v: string): number {
-  const n = Number(v);
-  if (!DECIMAL.test(v) || !Number.isInteger(n) || n < 1 || n > 64) {
-    throw new UserError(`--team-size ${v}: expected a whole number from 1 to 64`);
-  }
-  return n;
 }
 
 function oneOf<T extends string>(flag: string, v: string, allowed: readonly T[]): T {

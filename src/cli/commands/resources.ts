@@ -1,5 +1,5 @@
 import { UserError } from '../../errors.js';
-import { MAX_LIST, positiveInt } from '../flags.js';
+import { MAX_LIST, wholeNumber } from '../flags.js';
 import type { Register } from '../register.js';
 import { formatTime } from '../ui/format.js';
 
@@ -9,7 +9,7 @@ export const registerResources: Register = (program, ctx) => {
   cmd.command('list').description('resource sets, newest first').option('--limit <n>', 'at most n', '30').action(async (flags: { limit: string }) => {
     const { ui, runtime } = ctx();
     const { listSets } = await import('../../pipeline/resources.js');
-    const sets = listSets(await runtime(), positiveInt('--limit', flags.limit, MAX_LIST));
+    const sets = listSets(await runtime(), wholeNumber('--limit', flags.limit, MAX_LIST));
     if (ui.opts.json) return ui.json({ sets });
     if (!sets.length) return ui.print('no resource sets yet (the first collect creates production from the config)');
     ui.table(['set', 'id', 'role', 'origin', 'created'], sets.map((s) => [

@@ -1,5 +1,5 @@
 import type { CopyProgress, CopyResult } from '../../store/index.js';
-import { positiveInt } from '../flags.js';
+import { wholeNumber } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import type { Ui } from '../ui/output.js';
@@ -22,7 +22,7 @@ export const registerStore: Register = (program, ctx) => {
     .option('--batch-size <n>', 'rows per committed batch', '500')
     .action(async (flags: CopyFlags) => {
       const { ui, runtime } = ctx();
-      const batchSize = positiveInt('--batch-size', flags.batchSize, 100_000);
+      const batchSize = wholeNumber('--batch-size', flags.batchSize, 100_000);
       const [{ copyStoreTo, mismatch }, { redactUrl }] = await Promise.all([import('../../pipeline/store-copy.js'), import('../../store/index.js')]);
       const rt = await runtime();
       const progress = ui.opts.json ? undefined : ui.progress(`copying the store to ${redactUrl(flags.to)}`);

@@ -6,7 +6,7 @@ export const registerTasks: Register = (program, ctx) => {
     .description('the built-in task suites: their difficulty levels (tasks.sources[].difficulty; the default marked) and the templates held out for eval (tasks.split.holdout_templates)')
     .action(async () => {
       const { ui, loadConfig } = ctx();
-      const { describeSuites } = await import('../../pipeline/suites.js');
+      const { describeSuites } = await import('../../pipeline/tasks.js');
       const suites = describeSuites((await loadConfig()).config);
       if (ui.opts.json) return ui.json(suites);
       for (const suite of suites) {

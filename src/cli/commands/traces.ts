@@ -1,7 +1,7 @@
 import { Option } from 'commander';
 import type { ExportFormat, ExportOptions } from '../../store/export.js';
 import type { RolloutFilter } from '../../store/types.js';
-import { decimalNumber, MAX_LIST, positiveInt } from '../flags.js';
+import { decimalNumber, MAX_LIST, wholeNumber } from '../flags.js';
 import type { Register } from '../register.js';
 import { renderTraceTree } from '../ui/trace-tree.js';
 import { formatDuration, formatTime, taskOf, truncate } from '../ui/format.js';
@@ -68,7 +68,7 @@ function toFilter(f: FilterFlags): RolloutFilter {
   return {
     runId: f.run, status: f.status, taskId: f.task,
     minReward: decimalNumber('--min-reward', f.minReward), maxReward: decimalNumber('--max-reward', f.maxReward),
-    limit: f.limit === undefined ? undefined : positiveInt('--limit', f.limit, MAX_LIST),
+    limit: f.limit === undefined ? undefined : wholeNumber('--limit', f.limit, MAX_LIST),
   };
 }
 

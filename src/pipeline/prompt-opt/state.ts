@@ -28,7 +28,8 @@ export interface ProposalRecord {
 }
 
 /** The whole resumable state of a prompt-optimization run, saved as its training run's detail after every step. */
-export interface ApoState {
+export interface PromptOptState {
+  /** The stored name of prompt-optimization runs (stores written before the rename resume by it). */
   algo: 'apo';
   components: { name: string; agents: string[]; presenter: boolean }[];
   baseSet: string;

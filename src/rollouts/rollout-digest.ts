@@ -1,5 +1,5 @@
 import type { RLConfig } from '../config/schema.js';
-import type { RolloutView } from '../prompt-opt/index.js';
+import type { RolloutDigest } from '../prompt-opt/index.js';
 import { answerQuality } from '../rewards/index.js';
 import type { Store } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
@@ -10,7 +10,7 @@ import { nestedDepth, type NewAnswerPayload, type VotePayload } from '../trace/p
  * of the orchestration, each answer checked against the task's reference, the final answer, the
  * reward, and the reasons the reward families gave (a judge's feedback among them).
  */
-export function rolloutView(store: Store, rolloutId: string, task: Task, rewards: RLConfig['rewards']): RolloutView | null {
+export function rolloutDigest(store: Store, rolloutId: string, task: Task, rewards: RLConfig['rewards']): RolloutDigest | null {
   const rollout = store.rollouts.get(rolloutId);
   if (!rollout || rollout.status !== 'completed') return null;
   const quality = (text: string | null) => answerQuality(text, task, rewards)?.value ?? null;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { deploy } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
-import { trainApo } from '../../src/pipeline/train-apo.js';
+import { trainPrompts } from '../../src/pipeline/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { tempDir } from '../helpers.js';
@@ -23,11 +23,11 @@ describe('prompt optimization with the default local model', () => {
         'collect: { concurrency: 2 }',
         'eval: { split: eval, n: 2, seeds: 1, report: false }',
         'deploy: { gates: { min_pairs: 1, ci_lower_above_zero: false, min_improvement: -1, max_category_regression: 1, max_cost_increase: null } }',
-        'apo: { rounds: 1, val_n: 2, minibatch: 2, merge_every: 0, max_tokens: 160, budget: { rollouts: 8, optimizer_tokens: 3000, wall_min: 30 } }',
+        'prompt_opt: { rounds: 1, val_n: 2, minibatch: 2, merge_every: 0, max_tokens: 160, budget: { rollouts: 8, optimizer_tokens: 3000, wall_min: 30 } }',
       ].join('\n'),
     });
     const loaded = loadConfig({ cwd: dir });
-    const r = await withRuntime(loaded, (rt) => trainApo(rt));
+    const r = await withRuntime(loaded, (rt) => trainPrompts(rt));
     expect(r.status).toBe('completed');
     expect(r.spent.rollouts).toBeLessThanOrEqual(8);
     expect(r.spent.optimizerTokens).toBeLessThanOrEqual(3000);

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ApoState } from '../../src/pipeline/apo/state.js';
-import { trainApo, type ApoResult } from '../../src/pipeline/train-apo.js';
+import type { PromptOptState } from '../../src/pipeline/prompt-opt/state.js';
+import { trainPrompts, type PromptOptResult } from '../../src/pipeline/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
-import { apoProject, apoScript } from '../support/apo-project.js';
+import { promptOptProject, promptOptScript } from '../support/prompt-opt-project.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 
 let server: ScriptedServer | undefined;
@@ -27,23 +27,23 @@ const propose = (current: string, agents: string[]) => {
 };
 
 function twoPrompts(url: string, seed: number, rounds: number) {
-  return apoProject(url, `  prompts: [p1, p2]\n  seed: ${seed}\n  rounds: ${rounds}\n  val_n: 6\n  minibatch: 3\n  merge_every: 2\n  budget: { rollouts: 300, optimizer_tokens: 50000 }\n`, {
+  return promptOptProject(url, `  prompts: [p1, p2]\n  seed: ${seed}\n  rounds: ${rounds}\n  val_n: 6\n  minibatch: 3\n  merge_every: 2\n  budget: { rollouts: 300, optimizer_tokens: 50000 }\n`, {
     tasks: 20,
     prompts: '  p1: { text: "You are solver one." }\n  p2: { text: "You are solver two." }',
     agents: '  - { id: a, model: stub, tool_mode: text, system_prompt: p1 }\n  - { id: b, model: stub, tool_mode: text, system_prompt: p1 }\n  - { id: c, model: stub, tool_mode: text, system_prompt: p2 }',
   });
 }
 
-const validatedTwice = (r: ApoResult) => {
+const validatedTwice = (r: PromptOptResult) => {
   const validated = r.candidates.filter((c) => c.valMean !== null).map((c) => JSON.stringify(c.prompts));
   return validated.length - new Set(validated).size;
 };
 
-describe('train --algo apo merges', () => {
+describe('train prompts: merges', () => {
   it('merges two front candidates that changed different prompts into the team that takes both changes', async () => {
-    server = await startScriptedServer(apoScript({ right, propose }));
+    server = await startScriptedServer(promptOptScript({ right, propose }));
     const p = twoPrompts(server.baseUrl, 7, 4);
-    const r = await withRuntime(p.load(), (rt) => trainApo(rt));
+    const r = await withRuntime(p.load(), (rt) => trainPrompts(rt));
     expect(r.status).toBe('completed');
     // Merges come only at every second proposal, and only when the front holds two candidates to merge.
     expect(r.proposals.filter((x) => x.kind === 'merge').every((x) => (x.step + 1) % 2 === 0)).toBe(true);
@@ -62,7 +62,7 @@ describe('train --algo apo merges', () => {
     const store = openStore(p.load());
     try {
       const run = store.trainingRuns.get(r.runId)!;
-      const promptIds = (id: string) => (run.detail as unknown as ApoState).candidates.find((c) => c.id === id)!.prompts;
+      const promptIds = (id: string) => (run.detail as unknown as PromptOptState).candidates.find((c) => c.id === id)!.prompts;
       const fromP1 = a!.edited === 'p1' ? a! : b!;
       const fromP2 = a!.edited === 'p2' ? a! : b!;
       // The merged team serves the very prompt versions its parents made: no new version is written.
@@ -79,9 +79,9 @@ describe('train --algo apo merges', () => {
   }, 120_000);
 
   it('refuses a proposal of a team already validated, and never merges an ancestor with its descendant', async () => {
-    server = await startScriptedServer(apoScript({ right, propose }));
+    server = await startScriptedServer(promptOptScript({ right, propose }));
     // The seed's front keeps c0 next to its child c1: drawn again, c0 gets the same edit proposed.
-    const r = await withRuntime(twoPrompts(server.baseUrl, 16, 8).load(), (rt) => trainApo(rt));
+    const r = await withRuntime(twoPrompts(server.baseUrl, 16, 8).load(), (rt) => trainPrompts(rt));
     expect(r.proposals[0]).toMatchObject({ kind: 'reflect', parents: ['c0'], outcome: 'accepted', candidate: 'c1' });
     const again = r.proposals.filter((x) => x.detail === 'the same prompts as c1');
     expect(again.length).toBeGreaterThan(0);

@@ -1,6 +1,6 @@
 import { UserError } from '../errors.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
-import { rolloutView } from '../rollouts/rollout-view.js';
+import { rolloutDigest } from '../rollouts/rollout-digest.js';
 import { scoreBatch } from '../rollouts/score-batch.js';
 import { checkTeamInputs, setupTeam, type TeamSetup } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -9,15 +9,15 @@ import { Rng } from '../tasks/prng.js';
 import { tasksForRun } from '../tasks/for-run.js';
 import type { Task } from '../tasks/types.js';
 import { createToolRunner } from '../tools/runner.js';
-import { components, materialize, servedPrompt } from './apo/components.js';
-import { frontOf, search, valScores } from './apo/search.js';
-import type { ApoState, CandidateRecord, ProposalRecord } from './apo/state.js';
-import { findApoRun, newApoState } from './apo/run.js';
-import { summarize, type ApoResult } from './apo/summary.js';
+import { components, materialize, servedPrompt } from './prompt-opt/components.js';
+import { frontOf, search, valScores } from './prompt-opt/search.js';
+import type { PromptOptState, CandidateRecord, ProposalRecord } from './prompt-opt/state.js';
+import { findPromptOptRun, newPromptOptState } from './prompt-opt/run.js';
+import { summarize, type PromptOptResult } from './prompt-opt/summary.js';
 
-export type { ApoResult } from './apo/summary.js';
+export type { PromptOptResult } from './prompt-opt/summary.js';
 
-export interface ApoOptions {
+export interface PromptOptOptions {
   /** Continue a stopped run (true: the newest one). */
   resume?: boolean | string;
   trigger?: 'cli' | 'loop';
@@ -25,18 +25,18 @@ export interface ApoOptions {
   onStage?: (message: string) => void;
   /** Called with the run's id as soon as it is recorded (the loop keeps it to resume the run). */
   onRunStart?: (runId: string) => void;
-  onStep?: (p: ProposalRecord, front: { best: string | null; bestMean: number; size: number }, spent: ApoResult['spent']) => void;
+  onStep?: (p: ProposalRecord, front: { best: string | null; bestMean: number; size: number }, spent: PromptOptResult['spent']) => void;
 }
 
 /**
- * `train --algo apo`: optimizes the team's prompts together (each agent's system prompt and the
+ * `train prompts`: optimizes the team's prompts together (each agent's system prompt and the
  * presenter's), GEPA-style: reflective mutations written by an optimizer model from traces (with the
  * vote reasons other agents gave) and merges, accepted on a minibatch, kept on a Pareto front over a
  * validation batch of real orchestrations with fixed tasks and seeds, within hard budgets, resumable.
  */
-export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoResult> {
+export async function trainPrompts(rt: Runtime, opts: PromptOptOptions = {}): Promise<PromptOptResult> {
   const { config } = rt;
-  const a = config.apo;
+  const a = config.prompt_opt;
   const comps = components(config);
   const optimizerModel = a.optimizer_model ?? config.agents[0]!.model;
   checkTeamInputs(rt);
@@ -45,16 +45,16 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
   if (tasks.length < 2) throw new UserError(`prompt optimization needs at least 2 train-split tasks; tasks.sources give ${tasks.length}`, 'add tasks or lower tasks.split.eval_fraction');
   const store = rt.store();
   const started = Date.now();
-  const resumed = opts.resume ? findApoRun(store, opts.resume) : undefined;
+  const resumed = opts.resume ? findPromptOptRun(store, opts.resume) : undefined;
   const production = rt.production(opts.trigger ?? 'cli');
   let runId: string;
-  let state: ApoState;
+  let state: PromptOptState;
   if (resumed) {
     ({ runId, state } = resumed);
     store.trainingRuns.reopen(runId);
   } else {
     const val = tasks.slice(0, Math.min(a.val_n, tasks.length - 1));
-    state = newApoState(store, production, comps, {
+    state = newPromptOptState(store, production, comps, {
       valTasks: val.map((t) => t.id), poolTasks: tasks.slice(val.length).map((t) => t.id), seeds: Array.from({ length: a.seeds }, (_, i) => i + 1),
       metric: config.eval.metric === 'success_rate' ? 'success' : 'reward', budget: a.budget,
     });
@@ -113,7 +113,7 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
     await search({
       store, state, seed: a.seed, edit, rounds: a.rounds, minibatch: a.minibatch, examples: a.examples, mergeEvery: a.merge_every, maxPromptChars: a.max_prompt_chars,
       optimizer: { client, model: optimizer.model, maxTokens: a.max_tokens, temperature: a.temperature }, signal, interrupted, score,
-      view: (r) => (r.rolloutId ? rolloutView(store, r.rolloutId, byId.get(r.taskId)!.task, config.rewards) : null),
+      digest: (r) => (r.rolloutId ? rolloutDigest(store, r.rolloutId, byId.get(r.taskId)!.task, config.rewards) : null),
       text: (id) => store.resources.get(id)?.content ?? '',
       create: (input) => {
         const id = `c${state.candidates.length}`;
@@ -135,7 +135,7 @@ export async function trainApo(rt: Runtime, opts: ApoOptions = {}): Promise<ApoR
   }
   save();
   if (interrupted.aborted) {
-    store.trainingRuns.finish(runId, 'cancelled', undefined, 'interrupted: resume with `massgen-rl train --algo apo --resume`');
+    store.trainingRuns.finish(runId, 'cancelled', undefined, 'interrupted: resume with `massgen-rl train prompts --resume`');
     return summarize(store, runId, state, frontOf(state), spent(), 'cancelled');
   }
   return summarize(store, runId, state, frontOf(state), spent(), 'completed');

@@ -3,10 +3,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { writeReport } from '../../src/pipeline/report.js';
 import { deploy } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
-import { trainApo } from '../../src/pipeline/train-apo.js';
+import { trainPrompts } from '../../src/pipeline/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
-import { apoProject, apoScript, MAGIC } from '../support/apo-project.js';
+import { promptOptProject, promptOptScript, MAGIC } from '../support/prompt-opt-project.js';
 import { startScriptedServer, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
 
 let server: ScriptedServer | undefined;
@@ -15,12 +15,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-describe('train --algo apo', () => {
+describe('train prompts', () => {
   it('finds the better prompt from traces, records its lineage, and it goes through eval and deploy', async () => {
     const calls: ScriptedRequest[] = [];
-    server = await startScriptedServer(apoScript({ optimizerCalls: calls }));
-    const p = apoProject(server.baseUrl, '  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40, optimizer_tokens: 5000 }\n');
-    const r = await withRuntime(p.load(), (rt) => trainApo(rt));
+    server = await startScriptedServer(promptOptScript({ optimizerCalls: calls }));
+    const p = promptOptProject(server.baseUrl, '  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40, optimizer_tokens: 5000 }\n');
+    const r = await withRuntime(p.load(), (rt) => trainPrompts(rt));
     expect(r.status).toBe('completed');
     expect(r.candidateSet).not.toBeNull();
     expect(r.best!.valMean).toBe(1);

@@ -7,7 +7,7 @@ import type { ScriptedReply, ScriptedRequest } from './scripted-server.js';
 import { shownLabels } from './team.js';
 
 /** Tasks "What is n + 12?" for n = 30, 31, …, with their reference. */
-export function apoTasks(count: number): string {
+export function promptOptTasks(count: number): string {
   return Array.from({ length: count }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: `What is ${30 + i} + 12?`, reference: String(42 + i), category: i % 2 ? 'odd' : 'even' })).join('\n');
 }
 
@@ -28,7 +28,7 @@ export function editRequest(req: ScriptedRequest): { current: string; agents: st
   return { current, agents };
 }
 
-export interface ApoScriptOptions {
+export interface PromptOptScriptOptions {
   /** Whether an agent with this system prompt answers task n right (default: MAGIC in it, or n divisible by 3). */
   right?: (system: string, n: number) => boolean;
   /** The optimizer's proposal for a prompt (default: MAGIC appended; the same text again once it holds MAGIC). */
@@ -49,7 +49,7 @@ export interface ApoScriptOptions {
  * label); the winner presents its own answer. The
  * optimizer (model `optimizer-model`) proposes `propose(current prompt)` and reports 340 tokens used unless told.
  */
-export function apoScript(o: ApoScriptOptions = {}) {
+export function promptOptScript(o: PromptOptScriptOptions = {}) {
   const right = o.right ?? ((s, n) => s.includes(MAGIC) || n % 3 === 0);
   const propose = o.propose ?? ((current) => (current.includes(MAGIC) ? current : `${current} ${MAGIC}`));
   return (req: ScriptedRequest): ScriptedReply => {
@@ -72,16 +72,16 @@ export function apoScript(o: ApoScriptOptions = {}) {
   };
 }
 
-export interface ApoProject {
+export interface PromptOptProject {
   dir: string;
   load(overrides?: string[]): LoadedConfig;
 }
 
 /**
  * A project of three agents on the scripted server and an optimizer model: by default one prompt
- * (`solver`) for all three; `prompts`/`agents` YAML replace those sections; `apoYaml` goes under apo:.
+ * (`solver`) for all three; `prompts`/`agents` YAML replace those sections; `promptOptYaml` goes under prompt_opt:.
  */
-export function apoProject(url: string, apoYaml: string, o: { tasks?: number; prompts?: string; agents?: string; extra?: string } = {}): ApoProject {
+export function promptOptProject(url: string, promptOptYaml: string, o: { tasks?: number; prompts?: string; agents?: string; extra?: string } = {}): PromptOptProject {
   const yaml = `models:
   stub: { base_url: "${url}", model: team-model }
   opt: { base_url: "${url}", model: ${OPTIMIZER_MODEL} }
@@ -100,10 +100,10 @@ eval: { seeds: 1, report: false, split: eval }
 deploy:
   gates: { min_pairs: 3, max_cost_increase: null, max_category_regression: 1 }
 ${o.extra ?? ''}
-apo:
+prompt_opt:
   optimizer_model: opt
-${apoYaml}`;
-  const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': apoTasks(o.tasks ?? 16) });
+${promptOptYaml}`;
+  const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': promptOptTasks(o.tasks ?? 16) });
   return { dir, load: (overrides: string[] = []) => loadConfig({ cwd: dir, overrides }) };
 }
 

@@ -4,13 +4,13 @@ import type { Component } from '../../prompt-opt/index.js';
 import { withPrompt } from '../../resources/sets.js';
 import type { Resource, ResourceSet, Store } from '../../store/index.js';
 
-/** The prompts optimized together (apo.prompts, else every agent's system prompt and the presenter's) with the agents each serves. */
+/** The prompts optimized together (prompt_opt.prompts, else every agent's system prompt and the presenter's) with the agents each serves. */
 export function components(config: RLConfig): Component[] {
   const presenter = config.orchestrator.presenter_prompt;
   const inUse = [...new Set([...config.agents.map((a) => a.system_prompt), ...(presenter ? [presenter] : [])])];
-  const names = config.apo.prompts ?? inUse;
+  const names = config.prompt_opt.prompts ?? inUse;
   return names.map((name, i) => {
-    if (!inUse.includes(name)) throw new UserError(`apo.prompts[${i}]: prompt "${name}" is the system prompt of no agent${presenter ? ' and not orchestrator.presenter_prompt' : ''}; prompts in use: ${inUse.join(', ')}`);
+    if (!inUse.includes(name)) throw new UserError(`prompt_opt.prompts[${i}]: prompt "${name}" is the system prompt of no agent${presenter ? ' and not orchestrator.presenter_prompt' : ''}; prompts in use: ${inUse.join(', ')}`);
     return { name, agents: config.agents.filter((a) => a.system_prompt === name).map((a) => a.id), presenter: name === presenter };
   });
 }

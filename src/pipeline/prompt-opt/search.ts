@@ -1,18 +1,18 @@
 import type { LlmClient } from '../../llm/types.js';
 import {
   adviceMessages, blame, commonAncestor, drawParent, meanScore, mergeTexts, paretoFront, parseAdvice, parseProposal, pickComponent, reflectionMessages,
-  type Candidate, type Component, type RolloutView,
+  type Candidate, type Component, type RolloutDigest,
 } from '../../prompt-opt/index.js';
 import { valueOf } from '../../evaluation/compare.js';
 import type { EvalResult, Store } from '../../store/index.js';
 import { Rng } from '../../tasks/prng.js';
-import type { ApoState, CandidateRecord, ProposalRecord } from './state.js';
+import type { PromptOptState, CandidateRecord, ProposalRecord } from './state.js';
 import { callOptimizer } from './optimizer.js';
 
 /** What the search needs from the stage: scoring, reading rollouts, making candidates, the optimizer. */
 export interface SearchDeps {
   store: Store;
-  state: ApoState;
+  state: PromptOptState;
   seed: number;
   rounds: number;
   minibatch: number;
@@ -28,21 +28,21 @@ export interface SearchDeps {
   interrupted: AbortSignal;
   /** Scores a candidate on tasks (ids) × the run's seeds; null when the budget or time ran out first. */
   score(c: CandidateRecord, taskIds: readonly string[]): Promise<Map<string, EvalResult> | null>;
-  view(r: EvalResult): RolloutView | null;
+  digest(r: EvalResult): RolloutDigest | null;
   create(input: Omit<CandidateRecord, 'id' | 'setId' | 'prompts' | 'val'> & { texts: Record<string, string>; parentPrompts: Record<string, string> }): CandidateRecord;
   text(promptId: string): string;
   save(): void;
   onStep?(p: ProposalRecord, front: { best: string | null; bestMean: number; size: number }): void;
 }
 
-const value = (metric: ApoState['metric'], r: EvalResult) => valueOf(r, metric) ?? 0;
+const value = (metric: PromptOptState['metric'], r: EvalResult) => valueOf(r, metric) ?? 0;
 
 /** A candidate's validation scores (task × seed → the run's metric) from its results. */
-export function valScores(metric: ApoState['metric'], results: ReadonlyMap<string, EvalResult>): Record<string, number> {
+export function valScores(metric: PromptOptState['metric'], results: ReadonlyMap<string, EvalResult>): Record<string, number> {
   return Object.fromEntries([...results].map(([k, r]) => [k, value(metric, r)]));
 }
 
-export function frontOf(state: ApoState) {
+export function frontOf(state: PromptOptState) {
   const table = new Map(state.candidates.filter((c) => c.val).map((c) => [c.id, new Map(Object.entries(c.val!))]));
   const keys = [...new Set([...table.values()].flatMap((m) => [...m.keys()]))];
   const front = paretoFront(table, keys);
@@ -113,7 +113,7 @@ export async function search(d: SearchDeps): Promise<void> {
       if (state.budget.optimizerTokens - state.spent.optimizerTokens < 128 + Math.min(d.optimizer.maxTokens, 64)) return { ...base, detail: 'optimizer token budget spent' };
       const parentScores = await d.score(parent, mb);
       if (!parentScores) return { ...base, detail: 'budget spent while scoring the parent on the minibatch' };
-      const views = [...parentScores.values()].map((r) => ({ r, v: d.view(r) })).filter((x) => x.v) as { r: EvalResult; v: RolloutView }[];
+      const views = [...parentScores.values()].map((r) => ({ r, v: d.digest(r) })).filter((x) => x.v) as { r: EvalResult; v: RolloutDigest }[];
       const blames = blame(comps, views.map((x) => x.v));
       const component = pickComponent(blames, rng.next());
       const comp = comps.find((c) => c.name === component)!;

@@ -29,7 +29,7 @@ const VERIFIED_FAMILIES = new Set(['exact', 'numeric']);
  * Coordination spans of child orchestrations (delegation: payloads marked with a depth) are not the
  * team's actions and are left out; the agents' prompt spans in them stay (their calls are theirs).
  */
-export class RolloutView {
+export class RolloutIndex {
   readonly actions: ActionRef[] = [];
   presentation: { seq: number; agent: string; content: string; promptSeq: number } | null = null;
   readonly promptSpans: TraceSpan[] = [];

@@ -2,12 +2,12 @@ import type { RLConfig } from '../../config/schema.js';
 import { UserError } from '../../errors.js';
 import type { Component } from '../../prompt-opt/index.js';
 import type { ResourceSet, Store } from '../../store/index.js';
-import type { ApoState } from './state.js';
+import type { PromptOptState } from './state.js';
 
 /** A fresh run's state (its evaluation run, where every result it measures is recorded, started now). */
-export function newApoState(store: Store, base: ResourceSet, comps: readonly Component[], o: {
-  valTasks: string[]; poolTasks: string[]; seeds: number[]; metric: ApoState['metric']; budget: RLConfig['apo']['budget'];
-}): ApoState {
+export function newPromptOptState(store: Store, base: ResourceSet, comps: readonly Component[], o: {
+  valTasks: string[]; poolTasks: string[]; seeds: number[]; metric: PromptOptState['metric']; budget: RLConfig['prompt_opt']['budget'];
+}): PromptOptState {
   const evalRunId = store.evaluations.startRun(base.id, base.id, { apo: true, val_tasks: o.valTasks, seeds: o.seeds }, 'apo');
   return {
     algo: 'apo', components: comps.map((c) => ({ ...c })), baseSet: base.id, evalRunId, valTasks: o.valTasks, poolTasks: o.poolTasks,
@@ -20,13 +20,13 @@ export function newApoState(store: Store, base: ResourceSet, comps: readonly Com
  * The run `--resume` continues: the named one, or the newest prompt-optimization run that stopped before
  * its end (interrupted, killed, failed). Its budgets are the ones it started with.
  */
-export function findApoRun(store: Store, ref: true | string): { runId: string; state: ApoState } {
+export function findPromptOptRun(store: Store, ref: true | string): { runId: string; state: PromptOptState } {
   const runs = store.trainingRuns.latest(500).filter((r) => r.detail.algo === 'apo');
   const run = ref === true ? runs.find((r) => r.status !== 'completed' && r.status !== 'running') : runs.find((r) => r.id === ref || r.id.startsWith(ref));
-  if (!run) throw new UserError(ref === true ? 'no stopped prompt-optimization run to resume' : `no prompt-optimization run ${ref}`, 'start one with `massgen-rl train --algo apo`');
+  if (!run) throw new UserError(ref === true ? 'no stopped prompt-optimization run to resume' : `no prompt-optimization run ${ref}`, 'start one with `massgen-rl train prompts`');
   if (run.status === 'completed') throw new UserError(`prompt-optimization run ${run.id} completed; nothing to resume`);
   if (run.status === 'running') throw new UserError(`prompt-optimization run ${run.id} is running in another process`);
-  const state = run.detail as unknown as ApoState;
+  const state = run.detail as unknown as PromptOptState;
   // A call in flight when the process died is counted at its worst case.
   state.spent.optimizerTokens += state.inFlightTokens;
   state.inFlightTokens = 0;

@@ -1,8 +1,8 @@
 import { meanScore, type Front } from '../../prompt-opt/index.js';
 import type { Store } from '../../store/index.js';
-import type { ApoState, ProposalRecord } from './state.js';
+import type { PromptOptState, ProposalRecord } from './state.js';
 
-export interface ApoCandidateSummary {
+export interface PromptOptCandidate {
   id: string;
   parents: string[];
   edited: string | null;
@@ -12,27 +12,27 @@ export interface ApoCandidateSummary {
   prompts: { name: string; version: number }[];
 }
 
-export interface ApoResult {
+export interface PromptOptResult {
   runId: string;
   algo: 'apo';
   status: 'completed' | 'cancelled';
   stopReason: string | null;
-  metric: ApoState['metric'];
+  metric: PromptOptState['metric'];
   /** The best candidate's set for `eval` and `deploy` (null: nothing beat the current prompts). */
   candidateSet: { id: string; version: number } | null;
-  best: ApoCandidateSummary | null;
+  best: PromptOptCandidate | null;
   baselineMean: number | null;
-  candidates: ApoCandidateSummary[];
+  candidates: PromptOptCandidate[];
   proposals: ProposalRecord[];
   spent: { rollouts: number; optimizerTokens: number; wallMs: number };
-  budget: ApoState['budget'];
+  budget: PromptOptState['budget'];
 }
 
 /**
  * The run's outcome: every candidate with its validation mean; when completed, the new prompt versions
  * annotated with their scores per task and the run finished with the best set as its candidate.
  */
-export function summarize(store: Store, runId: string, state: ApoState, f: { front: Front }, spent: ApoResult['spent'], status: ApoResult['status']): ApoResult {
+export function summarize(store: Store, runId: string, state: PromptOptState, f: { front: Front }, spent: PromptOptResult['spent'], status: PromptOptResult['status']): PromptOptResult {
   const mean = (val: Record<string, number> | undefined) => (val ? meanScore(Object.values(val)) : null);
   const candidates = state.candidates.map((c) => ({
     id: c.id, parents: c.parents, edited: c.edited, valMean: mean(c.val), onFront: f.front.wins.has(c.id),
@@ -43,7 +43,7 @@ export function summarize(store: Store, runId: string, state: ApoState, f: { fro
   const seed = candidates[0];
   const improved = best !== null && best.id !== 'c0' && (best.valMean ?? -Infinity) > (seed?.valMean ?? -Infinity);
   const set = improved ? store.sets.get(state.candidates.find((c) => c.id === bestId)!.setId)! : null;
-  const result: ApoResult = {
+  const result: PromptOptResult = {
     runId, algo: 'apo', status, stopReason: state.stopReason, metric: state.metric, candidateSet: set ? { id: set.id, version: set.version } : null,
     best, baselineMean: seed?.valMean ?? null, candidates, proposals: state.proposals, spent, budget: state.budget,
   };

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { deploy } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
-import { trainApo } from '../../src/pipeline/train-apo.js';
+import { trainPrompts } from '../../src/pipeline/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
-import { apoProject, apoScript } from '../support/apo-project.js';
+import { promptOptProject, promptOptScript } from '../support/prompt-opt-project.js';
 import { startScriptedServer, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
 
 let server: ScriptedServer | undefined;
@@ -20,7 +20,7 @@ const FIX = 'Present the answer the votes chose, unchanged.';
  * The optimizer proposes FIX for whatever prompt it is asked about.
  */
 function script(calls: ScriptedRequest[]) {
-  const team = apoScript({ right: () => true, optimizerCalls: calls, propose: (current) => (current.includes(FIX) ? current : `${current} ${FIX}`) });
+  const team = promptOptScript({ right: () => true, optimizerCalls: calls, propose: (current) => (current.includes(FIX) ? current : `${current} ${FIX}`) });
   return (req: ScriptedRequest) => {
     const system = String(req.messages[0]?.content ?? '');
     if (/was selected/.test(system) && !system.includes(FIX)) return { content: 'Final answer: 0' };
@@ -28,15 +28,15 @@ function script(calls: ScriptedRequest[]) {
   };
 }
 
-describe('train --algo apo with the presenter\'s prompt', () => {
+describe('train prompts with the presenter\'s prompt', () => {
   it('blames the presenter for wrong presentations of right answers, edits its prompt, and deploys it as the presenter', async () => {
     const calls: ScriptedRequest[] = [];
     server = await startScriptedServer(script(calls));
-    const p = apoProject(server.baseUrl, '  prompts: [solver, presenter]\n  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40 }\n', {
+    const p = promptOptProject(server.baseUrl, '  prompts: [solver, presenter]\n  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40 }\n', {
       prompts: '  solver: { text: "You are a problem solver." }\n  presenter: { text: "You present the team\'s answer." }'
     });
     const load = () => p.load(['orchestrator.presenter_prompt=presenter']);
-    const r = await withRuntime(load(), (rt) => trainApo(rt));
+    const r = await withRuntime(load(), (rt) => trainPrompts(rt));
     expect(r.baselineMean).toBe(0);
     expect(r.best!.valMean).toBe(1);
     // Every agent answered right, so the credit went to the presenter: it was asked about the presenter's prompt.

@@ -118,8 +118,14 @@ export function typeOf(node) {
 function numberBounds(n) {
   const int = n.type === 'integer';
   let lo = n.minimum, hi = n.maximum, loX, hiX;
-  if (n.exclusiveMinimum !== undefined) int ? (lo = n.exclusiveMinimum + 1) : (loX = n.exclusiveMinimum);
-  if (n.exclusiveMaximum !== undefined) int ? (hi = n.exclusiveMaximum - 1) : (hiX = n.exclusiveMaximum);
+  if (n.exclusiveMinimum !== undefined) {
+    if (int) lo = n.exclusiveMinimum + 1;
+    else loX = n.exclusiveMinimum;
+  }
+  if (n.exclusiveMaximum !== undefined) {
+    if (int) hi = n.exclusiveMaximum - 1;
+    else hiX = n.exclusiveMaximum;
+  }
   if (lo !== undefined && hi !== undefined) return ` ${num(lo)}${lo < 0 ? ' to ' : '–'}${num(hi)}`;
   const parts = [lo !== undefined && `≥ ${num(lo)}`, loX !== undefined && `> ${num(loX)}`,
     hi !== undefined && `≤ ${num(hi)}`, hiX !== undefined && `< ${num(hiX)}`].filter(Boolean);

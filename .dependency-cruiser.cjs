@@ -30,20 +30,28 @@ const layerRules = LAYERS.flatMap((layer, i) => {
   return layer.flatMap((name) => {
     const siblings = layer.filter((other) => other !== name);
     return [
-      ...(above.length ? [{
-        name: `layer-${name.replace('.ts', '')}-upward`,
-        comment: `${name} sits below ${above.join(', ')}: it must not import them (data flows one way)`,
-        severity: 'error',
-        from: { path: `^${folder(name)}` },
-        to: { path: any(above) },
-      }] : []),
-      ...(siblings.length ? [{
-        name: `layer-${name.replace('.ts', '')}-sibling`,
-        comment: `${name} and ${siblings.join(', ')} share a layer: neither imports the other`,
-        severity: 'error',
-        from: { path: `^${folder(name)}` },
-        to: { path: any(siblings) },
-      }] : []),
+      ...(above.length
+        ? [
+            {
+              name: `layer-${name.replace('.ts', '')}-upward`,
+              comment: `${name} sits below ${above.join(', ')}: it must not import them (data flows one way)`,
+              severity: 'error',
+              from: { path: `^${folder(name)}` },
+              to: { path: any(above) },
+            },
+          ]
+        : []),
+      ...(siblings.length
+        ? [
+            {
+              name: `layer-${name.replace('.ts', '')}-sibling`,
+              comment: `${name} and ${siblings.join(', ')} share a layer: neither imports the other`,
+              severity: 'error',
+              from: { path: `^${folder(name)}` },
+              to: { path: any(siblings) },
+            },
+          ]
+        : []),
     ];
   });
 });
@@ -53,34 +61,74 @@ const pkg = (names) => `(^|node_modules/)(${names.join('|')})(/|$)`;
 
 /** The modules that may switch production (or make outside targets follow a switch). */
 const switchers = [
-  'pipeline/deploy.ts', 'pipeline/publish.ts', 'pipeline/review.ts', 'pipeline/loop.ts',
-  'cli/commands/deploy.ts', 'cli/commands/review.ts', 'resources/production.ts',
+  'pipeline/deploy.ts',
+  'pipeline/publish.ts',
+  'pipeline/review.ts',
+  'pipeline/loop.ts',
+  'cli/commands/deploy.ts',
+  'cli/commands/review.ts',
+  'resources/production.ts',
 ];
 
 const ownership = [
-  { name: 'only-cli-imports-cli', comment: 'nothing imports the CLI: it is the top of the one-way flow', from: { path: '^src/', pathNot: '^src/cli/' }, to: { path: '^src/cli/' } },
-  { name: 'database-drivers-only-in-store', comment: 'src/store/ is the only importer of the database drivers', from: { path: '^src/', pathNot: '^src/store/' }, to: { path: pkg(['better-sqlite3', 'pg', 'postgres', 'pg-boss', 'graphile-worker']) } },
-  { name: 'terminal-ui-only-in-cli-ui', comment: 'src/cli/ui/ is the only importer of ora, cli-table3 and @inquirer/prompts', from: { path: '^src/', pathNot: '^src/cli/ui/' }, to: { path: pkg(['ora', 'cli-table3', '@inquirer/[^/]+']) } },
-  { name: 'commander-only-in-cli', comment: 'flags are parsed in src/cli/ only', from: { path: '^src/', pathNot: '^src/cli/' }, to: { path: pkg(['commander']) } },
   {
-    name: 'processes-only-in-their-owners', comment: 'execa only in the modules that own processes: python/, trainers/, serving/, tools/ and the custom reward command',
-    from: { path: '^src/', pathNot: '^src/(python|trainers|serving|tools)/|^src/rewards/custom\\.ts$' }, to: { path: pkg(['execa']) },
+    name: 'only-cli-imports-cli',
+    comment: 'nothing imports the CLI: it is the top of the one-way flow',
+    from: { path: '^src/', pathNot: '^src/cli/' },
+    to: { path: '^src/cli/' },
   },
-  { name: 'cron-only-in-scheduler', comment: 'node-cron only in src/scheduler/', from: { path: '^src/', pathNot: '^src/scheduler/' }, to: { path: pkg(['node-cron', 'croner']) } },
+  {
+    name: 'database-drivers-only-in-store',
+    comment: 'src/store/ is the only importer of the database drivers',
+    from: { path: '^src/', pathNot: '^src/store/' },
+    to: { path: pkg(['better-sqlite3', 'pg', 'postgres', 'pg-boss', 'graphile-worker']) },
+  },
+  {
+    name: 'terminal-ui-only-in-cli-ui',
+    comment: 'src/cli/ui/ is the only importer of ora, cli-table3 and @inquirer/prompts',
+    from: { path: '^src/', pathNot: '^src/cli/ui/' },
+    to: { path: pkg(['ora', 'cli-table3', '@inquirer/[^/]+']) },
+  },
+  {
+    name: 'commander-only-in-cli',
+    comment: 'flags are parsed in src/cli/ only',
+    from: { path: '^src/', pathNot: '^src/cli/' },
+    to: { path: pkg(['commander']) },
+  },
+  {
+    name: 'processes-only-in-their-owners',
+    comment:
+      'execa only in the modules that own processes: python/, trainers/, serving/, tools/ and the custom reward command',
+    from: { path: '^src/', pathNot: '^src/(python|trainers|serving|tools)/|^src/rewards/custom\\.ts$' },
+    to: { path: pkg(['execa']) },
+  },
+  {
+    name: 'cron-only-in-scheduler',
+    comment: 'node-cron only in src/scheduler/',
+    from: { path: '^src/', pathNot: '^src/scheduler/' },
+    to: { path: pkg(['node-cron', 'croner']) },
+  },
   {
     name: 'production-switches-only-in-deploy-and-review',
-    comment: 'production changes only in the deploy stage (deploy, rollback, canary promotion) and the review stage '
+    comment:
+      'production changes only in the deploy stage (deploy, rollback, canary promotion) and the review stage '
       + '(a canary promoted or stopped, a regressed deploy rolled back), their commands and the loop that runs them; '
       + 'resources/production.ts follows config edits. Collect and the rest record and read only (type imports are fine)',
     from: { path: '^src/', pathNot: switchers.map((f) => `^src/${f.replace('.', '\\.')}$`).join('|') },
-    to: { path: '^src/(pipeline/(deploy|publish|review)|resources/production-switch)\\.ts$', dependencyTypesNot: ['type-only'] },
+    to: {
+      path: '^src/(pipeline/(deploy|publish|review)|resources/production-switch)\\.ts$',
+      dependencyTypesNot: ['type-only'],
+    },
   },
 ].map((r) => ({ severity: 'error', ...r }));
 
 const placed = {
-  name: 'every-module-has-a-layer', severity: 'error',
-  comment: 'every file under src/ lives in a folder of the layer table (add a new folder to LAYERS and docs/architecture.md)',
-  from: { path: '^src/', pathNot: `${any(LAYERS.flat())}|^src/[^/]+\\.ts$` }, to: {},
+  name: 'every-module-has-a-layer',
+  severity: 'error',
+  comment:
+    'every file under src/ lives in a folder of the layer table (add a new folder to LAYERS and docs/architecture.md)',
+  from: { path: '^src/', pathNot: `${any(LAYERS.flat())}|^src/[^/]+\\.ts$` },
+  to: {},
 };
 
 module.exports = {
@@ -88,7 +136,13 @@ module.exports = {
     placed,
     ...ownership,
     ...layerRules,
-    { name: 'no-circular', comment: 'no import cycles, type-only imports included', severity: 'error', from: {}, to: { circular: true } },
+    {
+      name: 'no-circular',
+      comment: 'no import cycles, type-only imports included',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

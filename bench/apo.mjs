@@ -14,8 +14,8 @@
 // APO_CASES=single,team picks the cases; APO_GEPA=0 skips GEPA.
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadConfig } from '../dist/config/load.js';
 import { DEFAULT_SYSTEM_PROMPT } from '../dist/config/defaults.js';
+import { loadConfig } from '../dist/config/load.js';
 import { evaluate } from '../dist/pipeline/evaluate.js';
 import { trainPrompts } from '../dist/pipeline/train-prompts.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
@@ -28,25 +28,54 @@ import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const args = parseBenchArgs();
 const SIZES = {
-  full: { perSuite: 30, evalFraction: 0.4, val: 6, minibatch: 3, rounds: 8, budget: 60, evalN: 20, optimizerTokens: 40000 },
-  quick: { perSuite: 6, evalFraction: 0.4, val: 2, minibatch: 2, rounds: 1, budget: 8, evalN: 3, optimizerTokens: 4000 },
+  full: {
+    perSuite: 30,
+    evalFraction: 0.4,
+    val: 6,
+    minibatch: 3,
+    rounds: 8,
+    budget: 60,
+    evalN: 20,
+    optimizerTokens: 40000,
+  },
+  quick: {
+    perSuite: 6,
+    evalFraction: 0.4,
+    val: 2,
+    minibatch: 2,
+    rounds: 1,
+    budget: 8,
+    evalN: 3,
+    optimizerTokens: 4000,
+  },
 };
 const sz = SIZES[args.quick ? 'quick' : 'full'];
 const SUITES = ['unit_conversion', 'arithmetic'];
 const CASES = (process.env.APO_CASES ?? 'single,team').split(',');
 const SEED = 7;
 
-
 function yaml(kind) {
-  const agents = kind === 'single' ? [['agent_a', 'solver']] : [['agent_a', 'solver_a'], ['agent_b', 'solver_b'], ['agent_c', 'solver_c']];
+  const agents =
+    kind === 'single'
+      ? [['agent_a', 'solver']]
+      : [
+          ['agent_a', 'solver_a'],
+          ['agent_b', 'solver_b'],
+          ['agent_c', 'solver_c'],
+        ];
   const prompts = [...new Set(agents.map(([, p]) => p))];
   const text = JSON.stringify(DEFAULT_SYSTEM_PROMPT);
   return [
     'prompts:',
     ...prompts.map((p) => `  ${p}: { text: ${text} }`),
-    ...(kind === 'team' ? ['  presenter: { text: "You present the team\'s final answer: restate the answer the votes chose, briefly." }'] : []),
+    ...(kind === 'team'
+      ? ['  presenter: { text: "You present the team\'s final answer: restate the answer the votes chose, briefly." }']
+      : []),
     'agents:',
-    ...agents.map(([id, p]) => `  - { id: ${id}, model: local, system_prompt: ${p}, tool_mode: text, implicit_answer: true, max_tokens: 96 }`),
+    ...agents.map(
+      ([id, p]) =>
+        `  - { id: ${id}, model: local, system_prompt: ${p}, tool_mode: text, implicit_answer: true, max_tokens: 96 }`,
+    ),
     `orchestrator: { max_rounds: 2, max_action_retries: 1, agent_timeout_s: 300, total_timeout_s: 900${kind === 'team' ? ', presenter_prompt: presenter' : ''} }`,
     'tasks:',
     `  sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${sz.perSuite} }`).join(', ')}]`,
@@ -62,17 +91,34 @@ function comparison(ev) {
   const m = (name) => ev.comparison.overall.find((x) => x.metric === name);
   const [reward, success, tokens] = [m('reward'), m('success'), m('tokens')];
   return {
-    pairs: ev.comparison.pairs, measured: ev.measured, reused: ev.reused,
-    reward: { baseline: roundTo(reward?.baseline ?? NaN, 4), candidate: roundTo(reward?.candidate ?? NaN, 4), diff: ci(reward?.diff) },
-    success: { baseline: roundTo(success?.baseline ?? NaN, 4), candidate: roundTo(success?.candidate ?? NaN, 4), diff: ci(success?.diff) },
+    pairs: ev.comparison.pairs,
+    measured: ev.measured,
+    reused: ev.reused,
+    reward: {
+      baseline: roundTo(reward?.baseline ?? NaN, 4),
+      candidate: roundTo(reward?.candidate ?? NaN, 4),
+      diff: ci(reward?.diff),
+    },
+    success: {
+      baseline: roundTo(success?.baseline ?? NaN, 4),
+      candidate: roundTo(success?.candidate ?? NaN, 4),
+      diff: ci(success?.diff),
+    },
     tokensPerTask: { baseline: roundTo(tokens?.baseline ?? NaN, 1), candidate: roundTo(tokens?.candidate ?? NaN, 1) },
   };
 }
 
 const apoSummary = (r) => ({
-  runId: r.runId, status: r.status, stopReason: r.stopReason, rolloutsSpent: r.spent.rollouts, optimizerTokens: r.spent.optimizerTokens,
-  wallSeconds: roundTo(r.spent.wallMs / 1000, 1), candidates: r.candidates.length, proposals: r.proposals.map((p) => `${p.kind}:${p.outcome}`),
-  validation: { current: r.baselineMean, best: r.best?.valMean ?? null }, chosen: r.candidateSet ? r.best.prompts : null,
+  runId: r.runId,
+  status: r.status,
+  stopReason: r.stopReason,
+  rolloutsSpent: r.spent.rollouts,
+  optimizerTokens: r.spent.optimizerTokens,
+  wallSeconds: roundTo(r.spent.wallMs / 1000, 1),
+  candidates: r.candidates.length,
+  proposals: r.proposals.map((p) => `${p.kind}:${p.outcome}`),
+  validation: { current: r.baselineMean, best: r.best?.valMean ?? null },
+  chosen: r.candidateSet ? r.best.prompts : null,
 });
 
 async function runCase(kind) {
@@ -83,12 +129,21 @@ async function runCase(kind) {
   try {
     const out = { case: kind, sizes: sz, suites: SUITES };
     progress(`${kind}: train prompts (budget ${sz.budget} rollouts)`);
-    const ours = await withRuntime(load(), (rt) => trainPrompts(rt, { onStep: (p, f, s) => progress(`  round ${p.step + 1}: ${p.kind} ${p.outcome} (${p.detail}); best ${f.best} ${roundTo(f.bestMean, 3)}; ${s.rollouts} rollouts`) }));
+    const ours = await withRuntime(load(), (rt) =>
+      trainPrompts(rt, {
+        onStep: (p, f, s) =>
+          progress(
+            `  round ${p.step + 1}: ${p.kind} ${p.outcome} (${p.detail}); best ${f.best} ${roundTo(f.bestMean, 3)}; ${s.rollouts} rollouts`,
+          ),
+      }),
+    );
     out.ours = apoSummary(ours);
     if (kind === 'team') {
       if (ours.candidateSet) {
         progress(`${kind}: eval of the chosen candidate against the current prompts (${sz.evalN} eval tasks)`);
-        out.ours.eval = comparison(await withRuntime(load(), (rt) => evaluate(rt, { candidate: `set:${ours.candidateSet.version}` })));
+        out.ours.eval = comparison(
+          await withRuntime(load(), (rt) => evaluate(rt, { candidate: `set:${ours.candidateSet.version}` })),
+        );
       }
       return { ...out, wallSeconds: roundTo((Date.now() - started) / 1000, 1) };
     }
@@ -103,20 +158,49 @@ async function runCase(kind) {
         // GEPA checks its budget between iterations only: give it the largest max_metric_calls whose worst case stays within B.
         let calls = sz.budget;
         while (calls > 1 && gepaWorstCaseCalls(calls, sz.minibatch, state.valTasks.length) > sz.budget) calls--;
-        progress(`${kind}: GEPA (max_metric_calls ${calls}, worst case ${gepaWorstCaseCalls(calls, sz.minibatch, state.valTasks.length)} ≤ ${sz.budget}) on ${server.baseUrl}`);
+        progress(
+          `${kind}: GEPA (max_metric_calls ${calls}, worst case ${gepaWorstCaseCalls(calls, sz.minibatch, state.valTasks.length)} ≤ ${sz.budget}) on ${server.baseUrl}`,
+        );
         const g = await runGepa({
-          baseUrl: server.baseUrl, model: rt.model('local').model, seedPrompt: DEFAULT_SYSTEM_PROMPT, trainset: state.poolTasks.map(item), valset: state.valTasks.map(item),
-          maxMetricCalls: calls, seed: SEED, reflectionMinibatchSize: sz.minibatch, maxTokens: 96, reflectionMaxTokens: rt.config.prompt_opt.max_tokens,
+          baseUrl: server.baseUrl,
+          model: rt.model('local').model,
+          seedPrompt: DEFAULT_SYSTEM_PROMPT,
+          trainset: state.poolTasks.map(item),
+          valset: state.valTasks.map(item),
+          maxMetricCalls: calls,
+          seed: SEED,
+          reflectionMinibatchSize: sz.minibatch,
+          maxTokens: 96,
+          reflectionMaxTokens: rt.config.prompt_opt.max_tokens,
         });
         const parent = store.resources.list('prompt').find((r) => r.name === 'solver' && r.version === 1);
-        const r = g.bestPrompt.trim() === DEFAULT_SYSTEM_PROMPT ? parent : store.resources.add({ kind: 'prompt', name: 'solver', content: g.bestPrompt, parentId: parent.id, metadata: { source: 'gepa' } });
+        const r =
+          g.bestPrompt.trim() === DEFAULT_SYSTEM_PROMPT
+            ? parent
+            : store.resources.add({
+                kind: 'prompt',
+                name: 'solver',
+                content: g.bestPrompt,
+                parentId: parent.id,
+                metadata: { source: 'gepa' },
+              });
         return {
-          version: r.version, maxMetricCalls: calls, metricCallsUsed: g.metricCallsUsed, reflectionCalls: g.reflectionCalls, reflectionTokens: g.reflectionTokens, taskLmTokens: g.taskLmTokens ?? null,
-          wallSeconds: roundTo(g.wallS, 1), validation: { seed: g.seedValScore, best: g.bestValScore }, prompt: g.bestPrompt,
+          version: r.version,
+          maxMetricCalls: calls,
+          metricCallsUsed: g.metricCallsUsed,
+          reflectionCalls: g.reflectionCalls,
+          reflectionTokens: g.reflectionTokens,
+          taskLmTokens: g.taskLmTokens ?? null,
+          wallSeconds: roundTo(g.wallS, 1),
+          validation: { seed: g.seedValScore, best: g.bestValScore },
+          prompt: g.bestPrompt,
         };
       });
     }
-    const evalOf = async (spec, baseline) => comparison(await withRuntime(load(), (rt) => evaluate(rt, { candidate: spec, ...(baseline ? { baseline } : {}) })));
+    const evalOf = async (spec, baseline) =>
+      comparison(
+        await withRuntime(load(), (rt) => evaluate(rt, { candidate: spec, ...(baseline ? { baseline } : {}) })),
+      );
     if (oursPrompt) {
       progress(`${kind}: eval ours (solver v${oursPrompt.version}) against the unoptimized prompt`);
       out.ours.eval = await evalOf(`solver@${oursPrompt.version}`);
@@ -124,7 +208,8 @@ async function runCase(kind) {
     if (out.gepa && out.gepa.version !== 1) {
       progress(`${kind}: eval GEPA's (solver v${out.gepa.version}) against the unoptimized prompt`);
       out.gepa.eval = await evalOf(`solver@${out.gepa.version}`);
-      if (oursPrompt && oursPrompt.version !== out.gepa.version) out.oursVsGepa = await evalOf(`solver@${oursPrompt.version}`, `solver@${out.gepa.version}`);
+      if (oursPrompt && oursPrompt.version !== out.gepa.version)
+        out.oursVsGepa = await evalOf(`solver@${oursPrompt.version}`, `solver@${out.gepa.version}`);
     }
     return { ...out, wallSeconds: roundTo((Date.now() - started) / 1000, 1) };
   } finally {

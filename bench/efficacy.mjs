@@ -66,13 +66,27 @@ function yaml(recipe, steps) {
 const metricOf = (list, name) => list.find((m) => m.metric === name);
 
 function comparison(ev) {
-  const pick = (list) => Object.fromEntries(['success', 'reward'].map((name) => {
-    const m = metricOf(list, name);
-    return [name, { base: roundTo(m?.baseline ?? NaN, 4), production: roundTo(m?.candidate ?? NaN, 4), diff: ci(m?.diff), pValue: roundTo(m?.pValue ?? NaN, 4) }];
-  }));
+  const pick = (list) =>
+    Object.fromEntries(
+      ['success', 'reward'].map((name) => {
+        const m = metricOf(list, name);
+        return [
+          name,
+          {
+            base: roundTo(m?.baseline ?? NaN, 4),
+            production: roundTo(m?.candidate ?? NaN, 4),
+            diff: ci(m?.diff),
+            pValue: roundTo(m?.pValue ?? NaN, 4),
+          },
+        ];
+      }),
+    );
   const tokens = metricOf(ev.comparison.overall, 'tokens');
   return {
-    pairs: ev.comparison.pairs, measured: ev.measured, reused: ev.reused, ...pick(ev.comparison.overall),
+    pairs: ev.comparison.pairs,
+    measured: ev.measured,
+    reused: ev.reused,
+    ...pick(ev.comparison.overall),
     tokensPerTask: { base: roundTo(tokens?.baseline ?? NaN, 1), production: roundTo(tokens?.candidate ?? NaN, 1) },
     categories: ev.comparison.categories.map((c) => ({ category: c.category, pairs: c.pairs, ...pick(c.metrics) })),
   };
@@ -85,33 +99,63 @@ async function againstBase(load, baseVersion) {
     const pointer = sets.pointer('production');
     const version = pointer ? sets.get(pointer.setId).version : baseVersion;
     if (version === baseVersion) return { production: version, comparison: null };
-    return { production: version, comparison: comparison(await evaluate(rt, { candidate: `set:${version}`, baseline: `set:${baseVersion}` })) };
+    return {
+      production: version,
+      comparison: comparison(await evaluate(rt, { candidate: `set:${version}`, baseline: `set:${baseVersion}` })),
+    };
   });
 }
 
 /** One `loop --once`, with what it cost and what its eval stage measured (the new candidate against production). */
 async function cycle(load, label) {
   return withRuntime(load(), async (rt) => {
-    const t0 = Date.now(), c0 = cpuSeconds();
+    const t0 = Date.now(),
+      c0 = cpuSeconds();
     const r = await runCycle(rt, { onStage: (stage, m) => progress(`${label} ${stage}: ${m}`) });
-    const wallSeconds = roundTo((Date.now() - t0) / 1000, 1), cpu = roundTo(cpuSeconds() - c0, 1);
+    const wallSeconds = roundTo((Date.now() - t0) / 1000, 1),
+      cpu = roundTo(cpuSeconds() - c0, 1);
     const { train, eval: ev, deploy, collect: col } = r.stages;
     const store = rt.store();
     const run = typeof train?.training_run_id === 'string' ? store.trainingRuns.get(train.training_run_id) : undefined;
     const evalRun = typeof ev?.eval_run_id === 'string' ? store.evaluations.run(ev.eval_run_id) : undefined;
     return {
-      status: r.status, outcome: r.outcome, promoted: deploy?.action === 'promoted',
-      deploy: deploy ? { status: deploy.status, action: deploy.action ?? null, reason: deploy.reason ?? null, failedGates: (deploy.gates ?? []).filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`) } : null,
-      examplesTrained: run?.detail?.dataset?.rows ?? null, trainSteps: train?.steps ?? null, collectTokens: col?.tokens ?? 0,
+      status: r.status,
+      outcome: r.outcome,
+      promoted: deploy?.action === 'promoted',
+      deploy: deploy
+        ? {
+            status: deploy.status,
+            action: deploy.action ?? null,
+            reason: deploy.reason ?? null,
+            failedGates: (deploy.gates ?? []).filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`),
+          }
+        : null,
+      examplesTrained: run?.detail?.dataset?.rows ?? null,
+      trainSteps: train?.steps ?? null,
+      collectTokens: col?.tokens ?? 0,
       candidateSet: evalRun?.summary?.candidate?.version ?? null,
       candidateVsProduction: evalRun?.summary ? comparison(evalRun.summary) : null,
       gatesPassed: evalRun?.summary?.passed ?? null,
-      wallSeconds, cpuSeconds: cpu,
+      wallSeconds,
+      cpuSeconds: cpu,
     };
   });
 }
 
-const results = { benchmark: 'efficacy', quick: args.quick, sizes: sz, concurrency: CONCURRENCY, difficulty: DIFFICULTY, suites: SUITES, cycles: CYCLES, main: MAIN, recipes: RECIPES, base: null, perCycle: [], ablation: [] };
+const results = {
+  benchmark: 'efficacy',
+  quick: args.quick,
+  sizes: sz,
+  concurrency: CONCURRENCY,
+  difficulty: DIFFICULTY,
+  suites: SUITES,
+  cycles: CYCLES,
+  main: MAIN,
+  recipes: RECIPES,
+  base: null,
+  perCycle: [],
+  ablation: [],
+};
 const jsonFile = args.out ?? path.join('bench-results', 'efficacy.json');
 const htmlFile = path.join(path.dirname(jsonFile), 'efficacy.html');
 // Written after every step, so a run stopped part-way still leaves what it measured.
@@ -125,10 +169,26 @@ try {
   const useRecipe = (recipe, steps) => fs.writeFileSync(path.join(root, 'massgen-rl.yaml'), yaml(recipe, steps));
   // One collect from a fresh store: the traces every recipe's first cycle trains on.
   useRecipe(MAIN, ['collect']);
-  const t0 = Date.now(), c0 = cpuSeconds();
-  progress(`collect: the default team on the train split (${SUITES.join(', ')}, ${sz.perSuite} tasks each before the split, ${sz.samples} samples per decision)`);
-  const col = await withRuntime(load(), (rt) => collect(rt, { onProgress: (p) => progress(`  ${p.done}/${p.total} done, ${p.failed} failed`) }));
-  results.base = { set: col.resourceSet.version, collect: { tasks: col.tasks, completed: col.completed, failed: col.failed, meanReward: col.meanReward, tokens: col.tokens, wallSeconds: roundTo((Date.now() - t0) / 1000, 1), cpuSeconds: roundTo(cpuSeconds() - c0, 1) } };
+  const t0 = Date.now(),
+    c0 = cpuSeconds();
+  progress(
+    `collect: the default team on the train split (${SUITES.join(', ')}, ${sz.perSuite} tasks each before the split, ${sz.samples} samples per decision)`,
+  );
+  const col = await withRuntime(load(), (rt) =>
+    collect(rt, { onProgress: (p) => progress(`  ${p.done}/${p.total} done, ${p.failed} failed`) }),
+  );
+  results.base = {
+    set: col.resourceSet.version,
+    collect: {
+      tasks: col.tasks,
+      completed: col.completed,
+      failed: col.failed,
+      meanReward: col.meanReward,
+      tokens: col.tokens,
+      wallSeconds: roundTo((Date.now() - t0) / 1000, 1),
+      cpuSeconds: roundTo(cpuSeconds() - c0, 1),
+    },
+  };
   const baseVersion = col.resourceSet.version;
   save();
 
@@ -140,7 +200,13 @@ try {
       useRecipe(recipe, RECIPE[recipe].steps);
       progress(`ablation ${recipe}: ${RECIPE[recipe].steps.join(' → ')} on the first collect's traces`);
       const c = await cycle(load, `  ${recipe}`);
-      const entry = { recipe, ...c, collectTokens: bc.tokens, wallSeconds: roundTo(c.wallSeconds + bc.wallSeconds, 1), cpuSeconds: roundTo(c.cpuSeconds + bc.cpuSeconds, 1) };
+      const entry = {
+        recipe,
+        ...c,
+        collectTokens: bc.tokens,
+        wallSeconds: roundTo(c.wallSeconds + bc.wallSeconds, 1),
+        cpuSeconds: roundTo(c.cpuSeconds + bc.cpuSeconds, 1),
+      };
       results.ablation.push(entry);
       if (recipe === MAIN) main = entry;
       save();
@@ -153,12 +219,25 @@ try {
   // Cycle 1 of the main recipe: its candidate through the deploy gates.
   if (main) {
     if (main.candidateSet) {
-      const d = await withRuntime(load(), (rt) => deploy(rt, { candidate: `set:${main.candidateSet}`, trigger: 'loop' }));
+      const d = await withRuntime(load(), (rt) =>
+        deploy(rt, { candidate: `set:${main.candidateSet}`, trigger: 'loop' }),
+      );
       main.promoted = d.action === 'promoted';
-      main.deploy = { status: 'done', action: d.action, reason: null, failedGates: d.gates.filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`) };
+      main.deploy = {
+        status: 'done',
+        action: d.action,
+        reason: null,
+        failedGates: d.gates.filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`),
+      };
     }
     const against = await againstBase(load, baseVersion);
-    results.perCycle.push({ cycle: 1, ...main, recipe: undefined, production: against.production, vsBase: against.comparison });
+    results.perCycle.push({
+      cycle: 1,
+      ...main,
+      recipe: undefined,
+      production: against.production,
+      vsBase: against.comparison,
+    });
     save();
   }
 

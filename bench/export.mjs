@@ -42,7 +42,11 @@ async function buildStores(dir, sizes) {
 }
 
 function checkSample(store, sample) {
-  if (sample.spans !== store.spans || sample.rollouts !== store.rollouts || sample.firstLineSpans !== SPANS_PER_ROLLOUT) {
+  if (
+    sample.spans !== store.spans
+    || sample.rollouts !== store.rollouts
+    || sample.firstLineSpans !== SPANS_PER_ROLLOUT
+  ) {
     throw new Error(`export of ${store.spans} spans returned ${sample.rollouts} rollouts / ${sample.spans} spans`);
   }
 }
@@ -72,8 +76,9 @@ function summarizeSize(store, samples) {
 function headlines(sizes) {
   const smallest = sizes[0];
   const largest = sizes[sizes.length - 1];
-  const lines = sizes.map((s) => headline(`export ${s.spans} spans`, s.medianS, 's',
-    s.spans === 1_000_000 ? TARGET_SECONDS_AT_1M : undefined));
+  const lines = sizes.map((s) =>
+    headline(`export ${s.spans} spans`, s.medianS, 's', s.spans === 1_000_000 ? TARGET_SECONDS_AT_1M : undefined),
+  );
   lines.push(headline(`export rate at ${largest.spans}`, largest.spansPerSec, 'spans/s'));
   lines.push(headline(`written at ${largest.spans}`, largest.mbWritten, 'MB'));
   lines.push(headline(`linearity (µs/span at ${largest.spans} / at ${smallest.spans})`, linearity(sizes), 'x'));
@@ -101,13 +106,20 @@ async function main() {
       },
     }));
     const samples = await runInterleaved(variants, size.rounds, (name, round, s) => {
-      progress(`round ${round + 1}/${size.rounds} export ${name.padEnd(8)} ${s.seconds.toFixed(2)} s, peak RSS ${(s.maxRss / MB).toFixed(0)} MB`);
+      progress(
+        `round ${round + 1}/${size.rounds} export ${name.padEnd(8)} ${s.seconds.toFixed(2)} s, peak RSS ${(s.maxRss / MB).toFixed(0)} MB`,
+      );
     });
     const sizes = stores.map((store) => summarizeSize(store, samples[String(store.spans)]));
     writeResult(args.out, {
       name: 'export',
       quick: args.quick,
-      params: { ...size, spansPerRollout: SPANS_PER_ROLLOUT, payloadBytes: '300-500', cache: 'warm (stores just built)' },
+      params: {
+        ...size,
+        spansPerRollout: SPANS_PER_ROLLOUT,
+        payloadBytes: '300-500',
+        cache: 'warm (stores just built)',
+      },
       sizes,
       linearity: linearity(sizes),
       headline: headlines(sizes),

@@ -25,12 +25,14 @@ const MESSAGES = [
 
 function startGatewayProcess(dir) {
   const child = fork(fileURLToPath(new URL('./lib/gateway-child.mjs', import.meta.url)), [dir], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, BENCH_GW_KEY: KEY },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, BENCH_GW_KEY: KEY },
   });
-  const next = () => new Promise((resolve, reject) => {
-    child.once('message', resolve);
-    child.once('exit', (code) => reject(new Error(`the gateway exited (${code})`)));
-  });
+  const next = () =>
+    new Promise((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`the gateway exited (${code})`)));
+    });
   return next().then(({ url }) => ({
     baseUrl: `${url}/v1`,
     stats: () => (child.send('stats'), next()),
@@ -61,12 +63,14 @@ async function throughput(send, concurrency, seconds) {
   let done = 0;
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < deadline) {
-      await send(false);
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        await send(false);
+        done++;
+      }
+    }),
+  );
   return done / ((performance.now() - t0) / 1000);
 }
 
@@ -79,12 +83,15 @@ async function main() {
   const size = args.quick ? SIZES.quick : SIZES.full;
   const dir = makeTempDir('gateway-bench');
   const stub = await startStub();
-  fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), `models:
+  fs.writeFileSync(
+    path.join(dir, 'massgen-rl.yaml'),
+    `models:
   stub: { base_url: "${stub.baseUrl}", model: stub-model, max_retries: 0 }
 agents:
   - { id: a, model: stub }
 gateway: { api_keys_env: [BENCH_GW_KEY] }
-`);
+`,
+  );
   const gw = await startGatewayProcess(dir);
   const targets = { direct: client(stub.baseUrl), gateway: client(gw.baseUrl) };
   try {
@@ -102,20 +109,28 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
     }
     const final = await gw.stop();
     const fig = (name) => ({
-      plain: latencyFigures(samples[name].plain), stream: latencyFigures(samples[name].stream),
+      plain: latencyFigures(samples[name].plain),
+      stream: latencyFigures(samples[name].stream),
       rps: roundTo(median(samples[name].rps), 1),
     });
     const direct = fig('direct');
     const through = fig('gateway');
     const added = {
-      p50Ms: roundTo(through.plain.p50 - direct.plain.p50, 3), p99Ms: roundTo(through.plain.p99 - direct.plain.p99, 3),
+      p50Ms: roundTo(through.plain.p50 - direct.plain.p50, 3),
+      p99Ms: roundTo(through.plain.p99 - direct.plain.p99, 3),
       streamP50Ms: roundTo(through.stream.p50 - direct.stream.p50, 3),
     };
     const ratio = roundTo(through.rps / direct.rps, 3);
     const rowsPerSec = Math.round(final.stats.written / (final.stats.writeMs / 1000));
     const capture = { ...final.stats, stopMs: roundTo(final.stopMs, 1), rowsPerSec };
     writeResult(args.out, {
-      name: 'gateway', quick: args.quick, params: size, direct, gateway: through, added, throughputRatio: ratio,
+      name: 'gateway',
+      quick: args.quick,
+      params: size,
+      direct,
+      gateway: through,
+      added,
+      throughputRatio: ratio,
       capture,
       headline: [
         headline('added p50 latency (plain, c1)', added.p50Ms, 'ms', 2),
@@ -124,8 +139,11 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
         headline(`direct req/s (c${size.concurrency})`, direct.rps, 'req/s'),
         headline(`gateway req/s (c${size.concurrency})`, through.rps, 'req/s'),
         {
-          label: `gateway / direct throughput (c${size.concurrency})`, value: ratio, unit: 'x',
-          target: '>= 0.9', ok: ratio >= 0.9,
+          label: `gateway / direct throughput (c${size.concurrency})`,
+          value: ratio,
+          unit: 'x',
+          target: '>= 0.9',
+          ok: ratio >= 0.9,
         },
         headline('capture rows/s (span build + write)', capture.rowsPerSec, 'rows/s'),
         headline('calls captured (all written on stop)', capture.written, 'calls'),

@@ -100,7 +100,13 @@ def examples(rows, field):
         if not isinstance(row, dict) or "input" not in row or "answer" not in row:
             raise SystemExit(f"{field}[{i}]: needs input and answer")
         context = row.get("additional_context") or {}
-        out.append({"input": str(row["input"]), "answer": str(row["answer"]), "additional_context": {str(k): str(v) for k, v in context.items()}})
+        out.append(
+            {
+                "input": str(row["input"]),
+                "answer": str(row["answer"]),
+                "additional_context": {str(k): str(v) for k, v in context.items()},
+            }
+        )
     return out
 
 
@@ -125,7 +131,9 @@ def optimize(cfg, trainset, valset, adapter, reflection_lm):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Optimize a system prompt with GEPA's default adapter against a local OpenAI-compatible server.")
+    parser = argparse.ArgumentParser(
+        description="Optimize a system prompt with GEPA's default adapter against a local OpenAI-compatible server."
+    )
     parser.add_argument("--input", required=True, help="input JSON file (see the module docstring)")
     parser.add_argument("--output", required=True, help="where to write the result JSON")
     args = parser.parse_args()
@@ -140,7 +148,9 @@ def main() -> None:
         max_litellm_workers=int(cfg.get("max_workers") or 10),
         litellm_batch_completion_kwargs={**connection, **sampling, "max_tokens": int(cfg["max_tokens"])},
     )
-    reflection_lm = ReflectionLM(model, max_tokens=int(cfg.get("reflection_max_tokens") or 1024), **connection, **sampling)
+    reflection_lm = ReflectionLM(
+        model, max_tokens=int(cfg.get("reflection_max_tokens") or 1024), **connection, **sampling
+    )
     trainset = examples(cfg["trainset"], "trainset")
     valset = examples(cfg["valset"], "valset")
 
@@ -167,9 +177,15 @@ def main() -> None:
         "num_full_val_evals": result.num_full_val_evals,
         "reflection_calls": len(reflection_lm.outputs),
         "reflection_tokens": tokens(reflection_lm.total_tokens_in, reflection_lm.total_tokens_out),
-        "task_lm_tokens": tokens(task_lm.total_tokens_in, task_lm.total_tokens_out) if isinstance(task_lm, LM) else None,
+        "task_lm_tokens": tokens(task_lm.total_tokens_in, task_lm.total_tokens_out)
+        if isinstance(task_lm, LM)
+        else None,
         "reflections": [
-            {"has_code_block": o.count("```") >= 2, "proposed": InstructionProposalSignature.output_extractor(o)["new_instruction"], "raw": o[:4000]}
+            {
+                "has_code_block": o.count("```") >= 2,
+                "proposed": InstructionProposalSignature.output_extractor(o)["new_instruction"],
+                "raw": o[:4000],
+            }
             for o in reflection_lm.outputs
         ],
         "evaluator": "ContainsAnswerEvaluator: score 1 if the reference answer is a substring of the response",

@@ -10,8 +10,8 @@
 // rarely; every agent adds its own answer before voting, so going on past the first round costs tokens.
 // POLICIES_BACKENDS=stub (or local) runs one backend only; POLICIES_COST sets policies.cost_per_1k_tokens (default 0.05).
 import { createHash } from 'node:crypto';
-import http from 'node:http';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
 import { collect } from '../dist/pipeline/collect.js';
@@ -34,14 +34,20 @@ const SUITES = ['arithmetic', 'unit_conversion'];
 const COST = Number(process.env.POLICIES_COST ?? 0.05);
 
 const unit = (text) => createHash('sha256').update(text).digest().readUInt32BE(0) / 2 ** 32;
-const SKILL = { a: { arithmetic: 0.9, unit_conversion: 0.2 }, b: { arithmetic: 0.2, unit_conversion: 0.9 }, c: { arithmetic: 0.3, unit_conversion: 0.3 } };
+const SKILL = {
+  a: { arithmetic: 0.9, unit_conversion: 0.2 },
+  b: { arithmetic: 0.2, unit_conversion: 0.9 },
+  c: { arithmetic: 0.3, unit_conversion: 0.3 },
+};
 
 /** The stub team: answers by skill (seeded by task and agent), each agent answers once, then votes for a right answer it recognises. */
 async function startStubTeam(tasks) {
   const byPrompt = new Map(tasks.map((t) => [t.prompt, t]));
   const server = http.createServer((req, res) => {
     let body = '';
-    req.on('data', (c) => { body += c; });
+    req.on('data', (c) => {
+      body += c;
+    });
     req.on('end', () => {
       const q = JSON.parse(body);
       const agent = q.model;
@@ -53,13 +59,22 @@ async function startStubTeam(tasks) {
       const shown = [...user.matchAll(/^<(agent\d+)>\n([^\n]*)/gm)].map((m) => ({ label: m[1], text: m[2] }));
       let content;
       let completion = 30;
-      if ((q.messages[0]?.content ?? '').includes('was selected')) content = `Final answer: ${(shown.find((s) => s.text.includes(`(by ${agent})`))?.text ?? mine).replace(/ \(by \w+\)$/, '')}`;
-      else if (shown.length < 3 && !shown.some((s) => s.text.includes(`by ${agent}`))) { content = `ANSWER: ${mine} (by ${agent})`; completion = 300; }
-      else {
+      if ((q.messages[0]?.content ?? '').includes('was selected'))
+        content = `Final answer: ${(shown.find((s) => s.text.includes(`(by ${agent})`))?.text ?? mine).replace(/ \(by \w+\)$/, '')}`;
+      else if (shown.length < 3 && !shown.some((s) => s.text.includes(`by ${agent}`))) {
+        content = `ANSWER: ${mine} (by ${agent})`;
+        completion = 300;
+      } else {
         const good = shown.find((s) => knows && s.text.startsWith(right)) ?? shown[0];
         content = `VOTE: ${good?.label ?? 'agent1'} | ${knows ? 'correct' : 'looks fine'}`;
       }
-      const reply = { id: 'x', object: 'chat.completion', model: agent, choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 200, completion_tokens: completion, total_tokens: 200 + completion } };
+      const reply = {
+        id: 'x',
+        object: 'chat.completion',
+        model: agent,
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 200, completion_tokens: completion, total_tokens: 200 + completion },
+      };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(reply));
     });
@@ -69,9 +84,10 @@ async function startStubTeam(tasks) {
 }
 
 function projectYaml(backend, url, sz) {
-  const models = backend === 'stub'
-    ? `models:\n${['a', 'b', 'c'].map((m) => `  ${m}: { base_url: "${url}", model: ${m} }`).join('\n')}\nagents:\n${['a', 'b', 'c'].map((m) => `  - { id: ${m}, model: ${m}, tool_mode: text }`).join('\n')}\n`
-    : '';
+  const models =
+    backend === 'stub'
+      ? `models:\n${['a', 'b', 'c'].map((m) => `  ${m}: { base_url: "${url}", model: ${m} }`).join('\n')}\nagents:\n${['a', 'b', 'c'].map((m) => `  - { id: ${m}, model: ${m}, tool_mode: text }`).join('\n')}\n`
+      : '';
   return `${models}tasks:
   sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${Math.ceil((sz.train + sz.eval) / SUITES.length)} }`).join(', ')}]
   split: { eval_fraction: ${roundTo(sz.eval / (sz.train + sz.eval), 4)} }
@@ -82,7 +98,8 @@ policies: { cost_per_1k_tokens: ${COST}, min_decisions: 4 }
 `;
 }
 
-const est = (e) => e && { ips: ci(e.ips), snips: ci(e.snips), dr: ci(e.dr), effectiveSampleSize: roundTo(e.effectiveSampleSize, 1) };
+const est = (e) =>
+  e && { ips: ci(e.ips), snips: ci(e.snips), dr: ci(e.dr), effectiveSampleSize: roundTo(e.effectiveSampleSize, 1) };
 
 function summarizeEval(ev) {
   const m = (name) => ev.comparison.overall.find((x) => x.metric === name);
@@ -90,8 +107,17 @@ function summarizeEval(ev) {
   const value = (side) => (success?.[side] ?? 0) - COST * ((tokens?.[side] ?? 0) / 1000);
   return {
     pairs: ev.comparison.pairs,
-    success: { baseline: roundTo(success?.baseline ?? NaN, 4), candidate: roundTo(success?.candidate ?? NaN, 4), diff: ci(success?.diff) },
-    tokens: { baseline: roundTo(tokens?.baseline ?? NaN, 1), candidate: roundTo(tokens?.candidate ?? NaN, 1), diff: ci(tokens?.diff), saved_share: roundTo(1 - (tokens.candidate / tokens.baseline), 4) },
+    success: {
+      baseline: roundTo(success?.baseline ?? NaN, 4),
+      candidate: roundTo(success?.candidate ?? NaN, 4),
+      diff: ci(success?.diff),
+    },
+    tokens: {
+      baseline: roundTo(tokens?.baseline ?? NaN, 1),
+      candidate: roundTo(tokens?.candidate ?? NaN, 1),
+      diff: ci(tokens?.diff),
+      saved_share: roundTo(1 - tokens.candidate / tokens.baseline, 4),
+    },
     onPolicyValue: { baseline: roundTo(value('baseline'), 4), candidate: roundTo(value('candidate'), 4) },
     gatesPassed: ev.passed,
   };
@@ -101,12 +127,21 @@ async function runBackend(backend) {
   const sz = size[backend];
   const dir = makeTempDir(`policies-${backend}`);
   const probe = loadConfig({ cwd: dir, overrides: [] });
-  const stub = backend === 'stub' ? await startStubTeam(loadTasks({ ...probe.config.tasks, sources: SUITES.map((s) => ({ suite: s, n: 200, seed: 1 })) }, dir)) : null;
+  const stub =
+    backend === 'stub'
+      ? await startStubTeam(
+          loadTasks({ ...probe.config.tasks, sources: SUITES.map((s) => ({ suite: s, n: 200, seed: 1 })) }, dir),
+        )
+      : null;
   fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), projectYaml(backend, stub?.url, sz));
   const load = (overrides = []) => loadConfig({ cwd: dir, overrides });
   const started = Date.now();
   try {
-    const out = { backend, tasks: { train: sz.train, eval: sz.eval, collects: sz.collects, suites: SUITES }, costPer1kTokens: COST };
+    const out = {
+      backend,
+      tasks: { train: sz.train, eval: sz.eval, collects: sz.collects, suites: SUITES },
+      costPer1kTokens: COST,
+    };
     for (const kind of ['stop', 'routing']) {
       // One decision explored at a time, so the logged rollouts are the team the evaluation runs, but for that decision.
       for (let i = 0; i < sz.collects; i++) {
@@ -117,13 +152,25 @@ async function runBackend(backend) {
       progress(`${backend}: train policy ${kind}`);
       const t = await withRuntime(load(), (rt) => trainPolicy(rt, { policy: kind }));
       progress(`${backend}: eval policy:${kind}@${t.policy.version} against production (${sz.eval} eval tasks)`);
-      const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: `policy:${kind}@${t.policy.version}`, split: 'eval', seeds: 1 }));
+      const ev = await withRuntime(load(), (rt) =>
+        evaluate(rt, { candidate: `policy:${kind}@${t.policy.version}`, split: 'eval', seeds: 1 }),
+      );
       const evalSummary = summarizeEval(ev);
       // The off-policy estimates value the train split's logged tasks, the evaluation the eval split's: their gains over no policy compare.
-      const gain = (m) => (t.noPolicy && Number.isFinite(t.ope[m].mean) && Number.isFinite(t.noPolicy[m].mean) ? roundTo(t.ope[m].mean - t.noPolicy[m].mean, 4) : null);
+      const gain = (m) =>
+        t.noPolicy && Number.isFinite(t.ope[m].mean) && Number.isFinite(t.noPolicy[m].mean)
+          ? roundTo(t.ope[m].mean - t.noPolicy[m].mean, 4)
+          : null;
       out[kind] = {
-        decisions: t.decisions, rollouts: t.rollouts, armCounts: t.armCounts,
-        offPolicy: { learned: est(t.ope), noPolicy: est(t.noPolicy), logged: ci(t.ope.logged), gainOverNoPolicy: { ips: gain('ips'), snips: gain('snips'), dr: gain('dr') } },
+        decisions: t.decisions,
+        rollouts: t.rollouts,
+        armCounts: t.armCounts,
+        offPolicy: {
+          learned: est(t.ope),
+          noPolicy: est(t.noPolicy),
+          logged: ci(t.ope.logged),
+          gainOverNoPolicy: { ips: gain('ips'), snips: gain('snips'), dr: gain('dr') },
+        },
         eval: evalSummary,
         onPolicyGain: roundTo(evalSummary.onPolicyValue.candidate - evalSummary.onPolicyValue.baseline, 4),
       };

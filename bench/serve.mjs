@@ -31,15 +31,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { cacheDir } from '../dist/config/paths.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { progress, writeResult } from './lib/report.mjs';
-import { roundTo } from './lib/stats.mjs';
 import { postJson, postStream } from './lib/serve-http.mjs';
 import { runCell } from './lib/serve-load.mjs';
-import { chatBody, MODES, toolBody } from './lib/serve-requests.mjs';
 import { modeRatios, modesTable, modeTargets, ratios, summarize, table, targets } from './lib/serve-report.mjs';
-import { cacheDir } from '../dist/config/paths.js';
+import { chatBody, MODES, toolBody } from './lib/serve-requests.mjs';
 import { defaultModelDir, startOurServer, startReferenceServer } from './lib/serve-servers.mjs';
+import { roundTo } from './lib/stats.mjs';
 
 const REFERENCE = 'llama-cpp-python-server';
 const MAX_TOKENS = 128;
@@ -51,23 +51,51 @@ const MODES_ENGINE = 'llama.cpp';
  * on the machine's other load, far more than on cellS. quick: no sampled cell, one round, concurrency 1 and 4.
  */
 const SIZES = {
-  full: { rounds: 3, cellS: 6, concurrency: [1, 4, 16, 32], sampledAt: 4, probes: 2, modesConcurrency: [1, 16],
-    modesMinRequests: 3 },
-  quick: { rounds: 1, cellS: 2, concurrency: [1, 4], sampledAt: null, probes: 1, modesConcurrency: [1, 16],
-    modesMinRequests: 1 },
+  full: {
+    rounds: 3,
+    cellS: 6,
+    concurrency: [1, 4, 16, 32],
+    sampledAt: 4,
+    probes: 2,
+    modesConcurrency: [1, 16],
+    modesMinRequests: 3,
+  },
+  quick: {
+    rounds: 1,
+    cellS: 2,
+    concurrency: [1, 4],
+    sampledAt: null,
+    probes: 1,
+    modesConcurrency: [1, 16],
+    modesMinRequests: 1,
+  },
 };
 
 function parseArgs(argv) {
   const env = process.env;
-  const own = { engines: env.BENCH_SERVE_ENGINES, concurrency: env.BENCH_SERVE_CONCURRENCY,
-    rounds: env.BENCH_SERVE_ROUNDS, cellS: env.BENCH_SERVE_CELL_S, sampledAt: env.BENCH_SERVE_SAMPLED_AT,
-    reference: env.BENCH_SERVE_REFERENCE !== '0', modes: env.BENCH_SERVE_MODES,
-    modesConcurrency: env.BENCH_SERVE_MODES_CONCURRENCY, toolMaxTokens: env.BENCH_SERVE_TOOL_MAX_TOKENS,
-    modesMinRequests: env.BENCH_SERVE_MODES_REQUESTS };
-  const flags = { '--engines': 'engines', '--concurrency': 'concurrency', '--rounds': 'rounds',
-    '--cell-seconds': 'cellS', '--sampled-at': 'sampledAt', '--modes': 'modes',
-    '--modes-concurrency': 'modesConcurrency', '--tool-max-tokens': 'toolMaxTokens',
-    '--modes-requests': 'modesMinRequests' };
+  const own = {
+    engines: env.BENCH_SERVE_ENGINES,
+    concurrency: env.BENCH_SERVE_CONCURRENCY,
+    rounds: env.BENCH_SERVE_ROUNDS,
+    cellS: env.BENCH_SERVE_CELL_S,
+    sampledAt: env.BENCH_SERVE_SAMPLED_AT,
+    reference: env.BENCH_SERVE_REFERENCE !== '0',
+    modes: env.BENCH_SERVE_MODES,
+    modesConcurrency: env.BENCH_SERVE_MODES_CONCURRENCY,
+    toolMaxTokens: env.BENCH_SERVE_TOOL_MAX_TOKENS,
+    modesMinRequests: env.BENCH_SERVE_MODES_REQUESTS,
+  };
+  const flags = {
+    '--engines': 'engines',
+    '--concurrency': 'concurrency',
+    '--rounds': 'rounds',
+    '--cell-seconds': 'cellS',
+    '--sampled-at': 'sampledAt',
+    '--modes': 'modes',
+    '--modes-concurrency': 'modesConcurrency',
+    '--tool-max-tokens': 'toolMaxTokens',
+    '--modes-requests': 'modesMinRequests',
+  };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--no-reference') own.reference = false;
@@ -76,11 +104,17 @@ function parseArgs(argv) {
   }
   const args = parseBenchArgs(rest);
   const size = { ...(args.quick ? SIZES.quick : SIZES.full) };
-  const list = (v, name) => v.split(',').map((x) => { const n = Number(x); if (!(n >= 1)) throw new Error(`${name}: ${v}`); return n; });
+  const list = (v, name) =>
+    v.split(',').map((x) => {
+      const n = Number(x);
+      if (!(n >= 1)) throw new Error(`${name}: ${v}`);
+      return n;
+    });
   if (own.concurrency) size.concurrency = list(own.concurrency, '--concurrency');
   if (own.rounds) size.rounds = list(own.rounds, '--rounds')[0];
   if (own.cellS) size.cellS = list(own.cellS, '--cell-seconds')[0];
-  if (own.sampledAt !== undefined) size.sampledAt = own.sampledAt === '0' ? null : list(own.sampledAt, '--sampled-at')[0];
+  if (own.sampledAt !== undefined)
+    size.sampledAt = own.sampledAt === '0' ? null : list(own.sampledAt, '--sampled-at')[0];
   if (own.modesConcurrency) size.modesConcurrency = list(own.modesConcurrency, '--modes-concurrency');
   if (own.modesMinRequests) size.modesMinRequests = list(own.modesMinRequests, '--modes-requests')[0];
   size.toolMaxTokens = own.toolMaxTokens ? list(own.toolMaxTokens, '--tool-max-tokens')[0] : MAX_TOKENS;
@@ -99,11 +133,17 @@ function labels(engines) {
 
 async function startAll(args, logDir) {
   const modelDir = defaultModelDir();
-  if (!fs.existsSync(path.join(modelDir, 'config.json'))) throw new Error(`no model at ${modelDir} (run \`massgen-rl doctor --fix\`, or set MASSGEN_RL_DEFAULT_MODEL_DIR)`);
+  if (!fs.existsSync(path.join(modelDir, 'config.json')))
+    throw new Error(`no model at ${modelDir} (run \`massgen-rl doctor --fix\`, or set MASSGEN_RL_DEFAULT_MODEL_DIR)`);
   const servers = {};
   for (const [i, label] of labels(args.engines).entries()) {
     progress(`starting ${label} on ${modelDir}`);
-    servers[label] = await startOurServer({ engine: args.engines[i], modelDir, maxBatchSize: MAX_BATCH_SIZE, logFile: path.join(logDir, `${label}.log`) });
+    servers[label] = await startOurServer({
+      engine: args.engines[i],
+      modelDir,
+      maxBatchSize: MAX_BATCH_SIZE,
+      logFile: path.join(logDir, `${label}.log`),
+    });
     progress(`${label} ready in ${servers[label].ready.load_seconds} s (pid ${servers[label].pid})`);
   }
   let modesServer = null;
@@ -121,10 +161,18 @@ async function startAll(args, logDir) {
     const gguf = Object.values(servers).find((s) => s.ready.gguf)?.ready.gguf ?? newestGguf();
     const threads = os.availableParallelism();
     try {
-      if (!gguf) throw new Error(`no GGUF: the llama.cpp engine was not started and ${path.join(cacheDir(), 'gguf')} has none`);
+      if (!gguf)
+        throw new Error(`no GGUF: the llama.cpp engine was not started and ${path.join(cacheDir(), 'gguf')} has none`);
       progress(`starting llama_cpp.server on ${gguf} (${threads} threads)`);
-      servers[REFERENCE] = await startReferenceServer({ gguf, threads, logFile: path.join(logDir, `${REFERENCE}.log`) });
-      reference = { ...servers[REFERENCE].ready, settings: `defaults, but n_threads = n_threads_batch = ${threads} (the cores)` };
+      servers[REFERENCE] = await startReferenceServer({
+        gguf,
+        threads,
+        logFile: path.join(logDir, `${REFERENCE}.log`),
+      });
+      reference = {
+        ...servers[REFERENCE].ready,
+        settings: `defaults, but n_threads = n_threads_batch = ${threads} (the cores)`,
+      };
     } catch (err) {
       reference = { skipped: err.message };
       progress(`reference skipped: ${err.message}`);
@@ -172,8 +220,16 @@ async function runModes(args, server) {
       for (let i = 0; i < modes.length; i++) {
         const mode = modes[(i + round + ci) % modes.length];
         const maxTokens = mode.startsWith('tools') ? size.toolMaxTokens : MAX_TOKENS;
-        const r = await runCell(server, { concurrency: cell.concurrency, seconds: size.cellS, maxTokens,
-          sampled: false, probes: size.probes, ignoreEos: true, mode, minRequests: size.modesMinRequests });
+        const r = await runCell(server, {
+          concurrency: cell.concurrency,
+          seconds: size.cellS,
+          maxTokens,
+          sampled: false,
+          probes: size.probes,
+          ignoreEos: true,
+          mode,
+          minRequests: size.modesMinRequests,
+        });
         samples[cell.key][mode].push(r);
         const tps = (r.completionTokens / r.wallS).toFixed(1).padStart(7);
         const line = `${tps} tok/s  ${r.requests} req in ${r.wallS.toFixed(1)} s`;
@@ -183,13 +239,25 @@ async function runModes(args, server) {
   }
   const results = summarize(samples);
   const byCell = modeRatios(samples, results);
-  return { server: server.engine, weights: server.ready.weights, modes, checks, results, ratios: byCell,
-    targets: modeTargets(byCell) };
+  return {
+    server: server.engine,
+    weights: server.ready.weights,
+    modes,
+    checks,
+    results,
+    ratios: byCell,
+    targets: modeTargets(byCell),
+  };
 }
 
 function newestGguf() {
   const dir = path.join(cacheDir(), 'gguf');
-  const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.gguf')).map((f) => path.join(dir, f)) : [];
+  const files = fs.existsSync(dir)
+    ? fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith('.gguf'))
+        .map((f) => path.join(dir, f))
+    : [];
   return files.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0] ?? null;
 }
 
@@ -207,7 +275,7 @@ const MODE_NOTES = [
     + 'ends it even with ignore_eos), so tool calls may make fewer tokens per request than plain requests '
     + '(completionTokensPerRequest): compare tokens/s and msPerOutputToken, not requests/s. toolSlowdown = '
     + 'plain/tools tokens/s (above 1: tool calls slower); it includes the longer prompt (promptTokensPerRequest).',
-  'tools-text sends the tools request\'s prompt (the tool instructions and schemas as text, as the server\'s generic '
+  "tools-text sends the tools request's prompt (the tool instructions and schemas as text, as the server's generic "
     + 'format writes them) without tools: grammarSlowdown = tools-text/tools tokens/s is the grammar and the call '
     + 'parsing alone.',
   'calls.validShare: replies whose message.tool_calls is exactly one call of new_answer or vote with arguments '
@@ -218,8 +286,12 @@ const MODE_NOTES = [
 
 /** The summary lines of the request modes: tokens/s ratios with their targets, streamed TTFT, valid calls. */
 function modeHeadline(modes) {
-  const lines = modes.targets.map((g) => ({ label: g.name, value: g.value, unit: '×',
-    ...(g.met === null ? {} : { target: g.target, ok: g.met }) }));
+  const lines = modes.targets.map((g) => ({
+    label: g.name,
+    value: g.value,
+    unit: '×',
+    ...(g.met === null ? {} : { target: g.target, ok: g.met }),
+  }));
   for (const [cell, byMode] of Object.entries(modes.results)) {
     for (const mode of ['plain', 'stream', 'tools']) {
       const tps = byMode[mode]?.tokensPerS;
@@ -250,9 +322,15 @@ async function main() {
   try {
     const names = Object.keys(servers);
     const ignoreEos = (name) => name !== REFERENCE;
-    for (const name of names) await postJson(`${servers[name].baseUrl}/chat/completions`, chatBody(0, { maxTokens: 8, sampled: false, ignoreEos: ignoreEos(name) }));
-    const cells = [...size.concurrency.map((c) => ({ key: `c${c}`, concurrency: c, sampled: false })),
-      ...(size.sampledAt ? [{ key: `c${size.sampledAt}-sampled`, concurrency: size.sampledAt, sampled: true }] : [])];
+    for (const name of names)
+      await postJson(
+        `${servers[name].baseUrl}/chat/completions`,
+        chatBody(0, { maxTokens: 8, sampled: false, ignoreEos: ignoreEos(name) }),
+      );
+    const cells = [
+      ...size.concurrency.map((c) => ({ key: `c${c}`, concurrency: c, sampled: false })),
+      ...(size.sampledAt ? [{ key: `c${size.sampledAt}-sampled`, concurrency: size.sampledAt, sampled: true }] : []),
+    ];
     const plan = `${size.rounds} round(s) x ${cells.length} cells x ${names.length} servers, ${size.cellS} s per cell`;
     if (names.length) progress(`${plan}, ${MAX_TOKENS} tokens per request`);
     const samples = Object.fromEntries(cells.map((c) => [c.key, Object.fromEntries(names.map((n) => [n, []]))]));
@@ -260,17 +338,27 @@ async function main() {
       for (const [ci, cell] of cells.entries()) {
         for (let i = 0; i < names.length; i++) {
           const name = names[(i + round + ci) % names.length];
-          const r = await runCell(servers[name], { ...cell, seconds: size.cellS, maxTokens: MAX_TOKENS, probes: size.probes, ignoreEos: ignoreEos(name) });
+          const r = await runCell(servers[name], {
+            ...cell,
+            seconds: size.cellS,
+            maxTokens: MAX_TOKENS,
+            probes: size.probes,
+            ignoreEos: ignoreEos(name),
+          });
           samples[cell.key][name].push(r);
-          progress(`round ${round + 1} ${cell.key.padEnd(11)} ${name.padEnd(24)} ${(r.completionTokens / r.wallS).toFixed(1).padStart(7)} tok/s  ${r.requests} req in ${r.wallS.toFixed(1)} s`);
+          progress(
+            `round ${round + 1} ${cell.key.padEnd(11)} ${name.padEnd(24)} ${(r.completionTokens / r.wallS).toFixed(1).padStart(7)} tok/s  ${r.requests} req in ${r.wallS.toFixed(1)} s`,
+          );
         }
       }
     }
     const results = summarize(samples);
     const [current, newer] = labels(args.engines);
     const newOverCurrent = newer ? ratios(samples, results, newer, current) : null;
-    const ratioSets = { ...(newOverCurrent ? { [`${newer}/${current}`]: newOverCurrent } : {}),
-      ...(servers[REFERENCE] && newer ? { [`${newer}/reference`]: ratios(samples, results, newer, REFERENCE) } : {}) };
+    const ratioSets = {
+      ...(newOverCurrent ? { [`${newer}/${current}`]: newOverCurrent } : {}),
+      ...(servers[REFERENCE] && newer ? { [`${newer}/reference`]: ratios(samples, results, newer, REFERENCE) } : {}),
+    };
     const goals = names.length ? targets(newOverCurrent) : [];
     if (names.length) process.stderr.write(`${table(results, ratioSets)}\n`);
     const modes = modesServer ? await runModes(args, modesServer) : null;
@@ -303,7 +391,12 @@ async function main() {
           { label: `${n} c1: output tokens/s`, value: fig('c1', n) ?? null, unit: 'tok/s' },
           { label: `${n} ${top}: output tokens/s`, value: fig(top, n) ?? null, unit: 'tok/s' },
         ]),
-        ...goals.map((g) => ({ label: g.name, value: g.value, unit: '×', ...(g.met === null ? {} : { target: g.target, ok: g.met }) })),
+        ...goals.map((g) => ({
+          label: g.name,
+          value: g.value,
+          unit: '×',
+          ...(g.met === null ? {} : { target: g.target, ok: g.met }),
+        })),
         ...(modes ? modeHeadline(modes) : []),
       ],
     });

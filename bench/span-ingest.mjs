@@ -41,7 +41,9 @@ function promptSpanPool(size) {
     agent: agentName(rng),
     startedAt: start + i * 37.5,
     durationMs: rng.int(80, 9000),
-    payload: asParsed(chatPayload(rng, { targetBytes: rng.int(600, 2000), secretRate: SECRET_RATE, envSecret: SECRET_ENV.BENCH_KEY })),
+    payload: asParsed(
+      chatPayload(rng, { targetBytes: rng.int(600, 2000), secretRate: SECRET_RATE, envSecret: SECRET_ENV.BENCH_KEY }),
+    ),
   }));
 }
 
@@ -105,11 +107,12 @@ function ingestVariants() {
 
 /** Serialization alone, without the database: isolates what the redactor adds per span. */
 function encodeVariants(pool, spans) {
-  const encode = (fn) => () => timeSeconds(() => {
-    let bytes = 0;
-    for (let i = 0; i < spans; i++) bytes += fn(pool[i % pool.length].payload).length;
-    return bytes;
-  });
+  const encode = (fn) => () =>
+    timeSeconds(() => {
+      let bytes = 0;
+      for (let i = 0; i < spans; i++) bytes += fn(pool[i % pool.length].payload).length;
+      return bytes;
+    });
   const redactor = realisticRedactor();
   return [
     { name: 'encode-stringify', run: encode((p) => JSON.stringify(p)) },
@@ -123,13 +126,18 @@ async function warmUpAndVerify(variants, pool) {
   for (const variant of variants) {
     await ingestSample(variant, pool, SPANS_PER_ROLLOUT * 2, (store) => {
       const rows = storeDb(store).prepare('SELECT COUNT(*) FROM spans').pluck().get();
-      const leaks = storeDb(store).prepare("SELECT COUNT(*) FROM spans WHERE payload LIKE '%sk-bench-secret%'").pluck().get();
+      const leaks = storeDb(store)
+        .prepare("SELECT COUNT(*) FROM spans WHERE payload LIKE '%sk-bench-secret%'")
+        .pluck()
+        .get();
       checks[variant.name] = { rows, rowsWithSecret: leaks };
     });
   }
   for (const [name, c] of Object.entries(checks)) {
-    if (c.rows !== SPANS_PER_ROLLOUT * 2) throw new Error(`${name} wrote ${c.rows} rows, expected ${SPANS_PER_ROLLOUT * 2}`);
-    if (name.startsWith('api-redact') && c.rowsWithSecret) throw new Error(`${name} stored ${c.rowsWithSecret} unscrubbed secrets`);
+    if (c.rows !== SPANS_PER_ROLLOUT * 2)
+      throw new Error(`${name} wrote ${c.rows} rows, expected ${SPANS_PER_ROLLOUT * 2}`);
+    if (name.startsWith('api-redact') && c.rowsWithSecret)
+      throw new Error(`${name} stored ${c.rowsWithSecret} unscrubbed secrets`);
   }
   return checks;
 }
@@ -137,27 +145,43 @@ async function warmUpAndVerify(variants, pool) {
 function payloadStats(pool) {
   const sizes = pool.map((s) => JSON.stringify(s.payload).length);
   const withSecret = pool.filter((s) => realisticRedactor().json(s.payload) !== JSON.stringify(s.payload)).length;
-  return { ...describe(sizes), mean: Math.round(sizes.reduce((a, b) => a + b, 0) / sizes.length), shareWithSecret: withSecret / pool.length };
+  return {
+    ...describe(sizes),
+    mean: Math.round(sizes.reduce((a, b) => a + b, 0) / sizes.length),
+    shareWithSecret: withSecret / pool.length,
+  };
 }
 
 function summarize(samples, spansPerSample) {
-  const variants = Object.fromEntries(Object.entries(samples).map(([name, s]) => {
-    const d = describe(s);
-    return [name, {
-      samplesS: s.map((x) => roundTo(x, 4)),
-      medianS: roundTo(d.median, 4), minS: roundTo(d.min, 4), maxS: roundTo(d.max, 4),
-      spansPerSec: Math.round(spansPerSample / d.median),
-    }];
-  }));
+  const variants = Object.fromEntries(
+    Object.entries(samples).map(([name, s]) => {
+      const d = describe(s);
+      return [
+        name,
+        {
+          samplesS: s.map((x) => roundTo(x, 4)),
+          medianS: roundTo(d.median, 4),
+          minS: roundTo(d.min, 4),
+          maxS: roundTo(d.max, 4),
+          spansPerSec: Math.round(spansPerSample / d.median),
+        },
+      ];
+    }),
+  );
   const ratio = (a, b) => ({
     ofMedians: roundTo(median(samples[a]) / median(samples[b])),
     pairedMedian: roundTo(pairedRatio(samples[a], samples[b])),
   });
-  const ratios = Object.fromEntries(BATCH_SIZES.map((b) => [b, {
-    apiRedactOverRaw: ratio(`api-redact/${b}`, `raw/${b}`),
-    apiPlainOverRaw: ratio(`api-plain/${b}`, `raw/${b}`),
-    apiRedactOverApiPlain: ratio(`api-redact/${b}`, `api-plain/${b}`),
-  }]));
+  const ratios = Object.fromEntries(
+    BATCH_SIZES.map((b) => [
+      b,
+      {
+        apiRedactOverRaw: ratio(`api-redact/${b}`, `raw/${b}`),
+        apiPlainOverRaw: ratio(`api-plain/${b}`, `raw/${b}`),
+        apiRedactOverApiPlain: ratio(`api-redact/${b}`, `api-plain/${b}`),
+      },
+    ]),
+  );
   const encodeUs = (name) => (median(samples[name]) / spansPerSample) * 1e6;
   const encode = {
     stringifyUsPerSpan: roundTo(encodeUs('encode-stringify'), 2),
@@ -173,7 +197,9 @@ function headlines({ variants, ratios, encode }) {
     for (const kind of ['raw', 'api-plain', 'api-redact']) {
       lines.push(headline(`${kind} spans/s (batch ${b})`, variants[`${kind}/${b}`].spansPerSec, 'spans/s'));
     }
-    lines.push(headline(`api+redactor / raw time (batch ${b})`, ratios[b].apiRedactOverRaw.ofMedians, 'x', TARGET_RATIO));
+    lines.push(
+      headline(`api+redactor / raw time (batch ${b})`, ratios[b].apiRedactOverRaw.ofMedians, 'x', TARGET_RATIO),
+    );
     lines.push(headline(`api no redactor / raw time (batch ${b})`, ratios[b].apiPlainOverRaw.ofMedians, 'x'));
   }
   lines.push(headline('redaction cost (encode only)', encode.redactionUsPerSpan, 'µs/span'));
@@ -193,13 +219,20 @@ async function main() {
     ...encodeVariants(pool, spansPerSample),
   ];
   const samples = await runInterleaved(all, size.rounds, (name, round, s) => {
-    if (!name.startsWith('encode')) progress(`round ${round + 1}/${size.rounds} ${name.padEnd(15)} ${Math.round(spansPerSample / s)} spans/s`);
+    if (!name.startsWith('encode'))
+      progress(`round ${round + 1}/${size.rounds} ${name.padEnd(15)} ${Math.round(spansPerSample / s)} spans/s`);
   });
   const summary = summarize(samples, spansPerSample);
   writeResult(args.out, {
     name: 'span-ingest',
     quick: args.quick,
-    params: { ...size, spansPerSample, spansPerRollout: SPANS_PER_ROLLOUT, batchSizes: BATCH_SIZES, poolSize: POOL_SIZE },
+    params: {
+      ...size,
+      spansPerSample,
+      spansPerRollout: SPANS_PER_ROLLOUT,
+      batchSizes: BATCH_SIZES,
+      poolSize: POOL_SIZE,
+    },
     payloadBytes: payloadStats(pool),
     checks,
     ...summary,

@@ -50,7 +50,10 @@ async function freshLocation(backend, server, dir) {
   const name = `bench_${++databases}`;
   if (backend === 'sqlite') {
     const file = path.join(dir, `${name}.sqlite`);
-    return { location: file, drop: async () => ['', '-wal', '-shm'].forEach((end) => fs.rmSync(`${file}${end}`, { force: true })) };
+    return {
+      location: file,
+      drop: async () => ['', '-wal', '-shm'].forEach((end) => fs.rmSync(`${file}${end}`, { force: true })),
+    };
   }
   await admin(server.url, `CREATE DATABASE ${name}`);
   const url = new URL(server.url);
@@ -59,7 +62,11 @@ async function freshLocation(backend, server, dir) {
 }
 
 function startWriter(location, spans, index) {
-  const child = spawn(process.execPath, [WRITER, location, String(spans), String(index), String(SPANS_PER_ROLLOUT), String(BATCH)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [WRITER, location, String(spans), String(index), String(SPANS_PER_ROLLOUT), String(BATCH)],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   const lines = [];
   let buffer = '';
   const waiters = [];
@@ -71,9 +78,17 @@ function startWriter(location, spans, index) {
       waiters.shift()?.();
     }
   });
-  const exited = new Promise((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${index} exited with ${code}`)))));
+  const exited = new Promise((resolve, reject) =>
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${index} exited with ${code}`)))),
+  );
   const line = async (n) => {
-    while (lines.length < n) await Promise.race([new Promise((r) => waiters.push(r)), exited.then(() => { throw new Error(`writer ${index} ended early`); })]);
+    while (lines.length < n)
+      await Promise.race([
+        new Promise((r) => waiters.push(r)),
+        exited.then(() => {
+          throw new Error(`writer ${index} ended early`);
+        }),
+      ]);
     return lines[n - 1];
   };
   return { child, line, exited };
@@ -111,21 +126,41 @@ function summarizeIngest(samples, spans) {
   for (const writers of WRITERS) {
     const rate = (backend) => {
       const d = describe(samples[`${backend}/${writers}`].map((s) => s.seconds));
-      return { medianS: roundTo(d.median, 3), minS: roundTo(d.min, 3), maxS: roundTo(d.max, 3), spansPerSec: Math.round(spans / d.median) };
+      return {
+        medianS: roundTo(d.median, 3),
+        minS: roundTo(d.min, 3),
+        maxS: roundTo(d.max, 3),
+        spansPerSec: Math.round(spans / d.median),
+      };
     };
     const sqlite = rate('sqlite');
     const postgres = rate('postgres');
     const secs = (backend) => samples[`${backend}/${writers}`].map((s) => s.seconds);
-    rows[writers] = { sqlite, postgres, postgresOverSqlite: roundTo(postgres.spansPerSec / sqlite.spansPerSec), pairedSpeedRatio: roundTo(pairedRatio(secs('sqlite'), secs('postgres'))) };
+    rows[writers] = {
+      sqlite,
+      postgres,
+      postgresOverSqlite: roundTo(postgres.spansPerSec / sqlite.spansPerSec),
+      pairedSpeedRatio: roundTo(pairedRatio(secs('sqlite'), secs('postgres'))),
+    };
   }
   return rows;
 }
 
 function summarizeExport(samples, built) {
-  return Object.fromEntries(BACKENDS.map((backend) => {
-    const d = describe(samples[backend].map((s) => s.seconds));
-    return [backend, { medianS: roundTo(d.median, 3), rolloutsPerSec: Math.round(built.rollouts / d.median), spansPerSec: Math.round(built.spans / d.median), mbWritten: roundTo(samples[backend][0].fileBytes / 2 ** 20, 1) }];
-  }));
+  return Object.fromEntries(
+    BACKENDS.map((backend) => {
+      const d = describe(samples[backend].map((s) => s.seconds));
+      return [
+        backend,
+        {
+          medianS: roundTo(d.median, 3),
+          rolloutsPerSec: Math.round(built.rollouts / d.median),
+          spansPerSec: Math.round(built.spans / d.median),
+          mbWritten: roundTo(samples[backend][0].fileBytes / 2 ** 20, 1),
+        },
+      ];
+    }),
+  );
 }
 
 async function main() {
@@ -136,17 +171,28 @@ async function main() {
   const server = await startPostgres();
   process.on('exit', () => server.stop());
   try {
-    progress(`store: ingest ${size.ingestSpans} spans by ${WRITERS.join('/')} writers into sqlite and postgres, ${size.rounds} round(s), interleaved`);
-    const ingestVariants = BACKENDS.flatMap((backend) => WRITERS.map((writers) => ({
-      name: `${backend}/${writers}`,
-      run: () => ingestSample(backend, writers, size.ingestSpans, server, dir),
-    })));
+    progress(
+      `store: ingest ${size.ingestSpans} spans by ${WRITERS.join('/')} writers into sqlite and postgres, ${size.rounds} round(s), interleaved`,
+    );
+    const ingestVariants = BACKENDS.flatMap((backend) =>
+      WRITERS.map((writers) => ({
+        name: `${backend}/${writers}`,
+        run: () => ingestSample(backend, writers, size.ingestSpans, server, dir),
+      })),
+    );
     await ingestSample('postgres', 1, SPANS_PER_ROLLOUT, server, dir);
     const ingest = await runInterleaved(ingestVariants, size.rounds, (name, round, s) => {
-      progress(`round ${round + 1}/${size.rounds} ingest ${name.padEnd(11)} ${Math.round(size.ingestSpans / s.seconds)} spans/s`);
+      progress(
+        `round ${round + 1}/${size.rounds} ingest ${name.padEnd(11)} ${Math.round(size.ingestSpans / s.seconds)} spans/s`,
+      );
     });
-    const chars = new Set(Object.values(ingest).flat().map((s) => s.chars));
-    if (chars.size !== 1) throw new Error(`the backends stored different payloads (${[...chars].join(', ')} characters)`);
+    const chars = new Set(
+      Object.values(ingest)
+        .flat()
+        .map((s) => s.chars),
+    );
+    if (chars.size !== 1)
+      throw new Error(`the backends stored different payloads (${[...chars].join(', ')} characters)`);
 
     const file = path.join(dir, 'export.sqlite');
     const built = buildSyntheticStore(file, { spans: size.exportSpans, spansPerRollout: 100, seed: 7 });
@@ -161,14 +207,22 @@ async function main() {
     const copiedRows = copy.tables.reduce((n, t) => n + t.sourceRows, 0);
     progress(`copied ${copiedRows} rows to postgres in ${copySeconds.toFixed(1)} s (with verification)`);
     const locations = { sqlite: file, postgres: url };
-    const exports = await runInterleaved(BACKENDS.map((backend) => ({
-      name: backend,
-      run: async () => {
-        const s = await exportSample(locations[backend], path.join(dir, `export-${backend}.jsonl`));
-        if (s.spans !== built.spans || s.rollouts !== built.rollouts) throw new Error(`${backend} exported ${s.rollouts} rollouts / ${s.spans} spans`);
-        return s;
-      },
-    })), size.rounds, (name, round, s) => progress(`round ${round + 1}/${size.rounds} export ${name.padEnd(8)} ${Math.round(built.spans / s.seconds)} spans/s`));
+    const exports = await runInterleaved(
+      BACKENDS.map((backend) => ({
+        name: backend,
+        run: async () => {
+          const s = await exportSample(locations[backend], path.join(dir, `export-${backend}.jsonl`));
+          if (s.spans !== built.spans || s.rollouts !== built.rollouts)
+            throw new Error(`${backend} exported ${s.rollouts} rollouts / ${s.spans} spans`);
+          return s;
+        },
+      })),
+      size.rounds,
+      (name, round, s) =>
+        progress(
+          `round ${round + 1}/${size.rounds} export ${name.padEnd(8)} ${Math.round(built.spans / s.seconds)} spans/s`,
+        ),
+    );
 
     const ingestSummary = summarizeIngest(ingest, size.ingestSpans);
     const exportSummary = summarizeExport(exports, built);
@@ -179,13 +233,30 @@ async function main() {
       lines.push(headline(`ingest postgres, ${w} writer(s)`, r.postgres.spansPerSec, 'spans/s'));
       lines.push(headline(`ingest postgres / sqlite, ${w} writer(s)`, r.postgresOverSqlite, 'x'));
     }
-    for (const backend of BACKENDS) lines.push(headline(`export ${backend} (${built.spans} spans)`, exportSummary[backend].spansPerSec, 'spans/s'));
-    lines.push(headline('export postgres / sqlite', roundTo(exportSummary.postgres.spansPerSec / exportSummary.sqlite.spansPerSec), 'x'));
-    lines.push(headline('store copy sqlite → postgres (with verification)', Math.round(copiedRows / copySeconds), 'rows/s'));
+    for (const backend of BACKENDS)
+      lines.push(headline(`export ${backend} (${built.spans} spans)`, exportSummary[backend].spansPerSec, 'spans/s'));
+    lines.push(
+      headline(
+        'export postgres / sqlite',
+        roundTo(exportSummary.postgres.spansPerSec / exportSummary.sqlite.spansPerSec),
+        'x',
+      ),
+    );
+    lines.push(
+      headline('store copy sqlite → postgres (with verification)', Math.round(copiedRows / copySeconds), 'rows/s'),
+    );
     writeResult(args.out, {
       name: 'store',
       size: sizeName,
-      params: { ...size, writers: WRITERS, batch: BATCH, spansPerRollout: SPANS_PER_ROLLOUT, payloadBytes: '600-2000', redactor: 'none', postgres: 'local server, fsync off' },
+      params: {
+        ...size,
+        writers: WRITERS,
+        batch: BATCH,
+        spansPerRollout: SPANS_PER_ROLLOUT,
+        payloadBytes: '600-2000',
+        redactor: 'none',
+        postgres: 'local server, fsync off',
+      },
       ingest: ingestSummary,
       export: { rollouts: built.rollouts, spans: built.spans, ...exportSummary },
       copy: { rows: copiedRows, seconds: roundTo(copySeconds, 2), rowsPerSec: Math.round(copiedRows / copySeconds) },

@@ -61,8 +61,20 @@ const TARGET_SLOWDOWN_PCT = 3;
  * sizes (e.g. 30 steps on a quiet machine).
  */
 const SIZES = {
-  full: { steps: envInt('BENCH_TRAIN_OVERHEAD_STEPS', 12), rounds: envInt('BENCH_TRAIN_OVERHEAD_ROUNDS', 3, 1), warmupSteps: 1, tasks: 24, rolloutsPerTask: 6 },
-  quick: { steps: envInt('BENCH_TRAIN_OVERHEAD_STEPS', 4), rounds: envInt('BENCH_TRAIN_OVERHEAD_ROUNDS', 1, 1), warmupSteps: 1, tasks: 12, rolloutsPerTask: 4 },
+  full: {
+    steps: envInt('BENCH_TRAIN_OVERHEAD_STEPS', 12),
+    rounds: envInt('BENCH_TRAIN_OVERHEAD_ROUNDS', 3, 1),
+    warmupSteps: 1,
+    tasks: 24,
+    rolloutsPerTask: 6,
+  },
+  quick: {
+    steps: envInt('BENCH_TRAIN_OVERHEAD_STEPS', 4),
+    rounds: envInt('BENCH_TRAIN_OVERHEAD_ROUNDS', 1, 1),
+    warmupSteps: 1,
+    tasks: 12,
+    rolloutsPerTask: 4,
+  },
 };
 
 function envInt(name, fallback, min = 2) {
@@ -107,9 +119,14 @@ function projectYaml(algo) {
 function baseEnv() {
   return {
     ...process.env,
-    OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1',
-    HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', HF_DATASETS_OFFLINE: '1', HF_HUB_DISABLE_TELEMETRY: '1',
-    TOKENIZERS_PARALLELISM: 'false', PYTHONUNBUFFERED: '1',
+    OMP_NUM_THREADS: '1',
+    MKL_NUM_THREADS: '1',
+    HF_HUB_OFFLINE: '1',
+    TRANSFORMERS_OFFLINE: '1',
+    HF_DATASETS_OFFLINE: '1',
+    HF_HUB_DISABLE_TELEMETRY: '1',
+    TOKENIZERS_PARALLELISM: 'false',
+    PYTHONUNBUFFERED: '1',
     PYTHONPATH: [SITE, process.env.PYTHONPATH].filter(Boolean).join(':'),
     NO_COLOR: '1',
   };
@@ -171,7 +188,11 @@ function runCommand(command, args, { cwd, env, stderrFile, pollCpu = false }) {
       const stdout = Buffer.concat(chunks).toString('utf8');
       if (code !== 0) {
         const tail = fs.readFileSync(stderrFile, 'utf8').split('\n').filter(Boolean).slice(-15).join('\n');
-        return reject(new Error(`${path.basename(command)} ${args.slice(0, 3).join(' ')} exited ${code ?? signal}\n${stdout.slice(-2000)}\n${tail}`));
+        return reject(
+          new Error(
+            `${path.basename(command)} ${args.slice(0, 3).join(' ')} exited ${code ?? signal}\n${stdout.slice(-2000)}\n${tail}`,
+          ),
+        );
       }
       resolve({ wallS, startedAt, endedAt: Date.now(), stdout, polls });
     });
@@ -179,10 +200,12 @@ function runCommand(command, args, { cwd, env, stderrFile, pollCpu = false }) {
 }
 
 function readClock(file, expectSteps) {
-  if (!fs.existsSync(file)) throw new Error(`no step clock at ${file}: the bench sitecustomize was not loaded (PYTHONPATH?)`);
+  if (!fs.existsSync(file))
+    throw new Error(`no step clock at ${file}: the bench sitecustomize was not loaded (PYTHONPATH?)`);
   const c = JSON.parse(fs.readFileSync(file, 'utf8'));
   fs.rmSync(file);
-  if (c.steps.length !== expectSteps || c.global_step !== expectSteps) throw new Error(`expected ${expectSteps} steps, the clock saw ${c.steps.length} (global_step ${c.global_step})`);
+  if (c.steps.length !== expectSteps || c.global_step !== expectSteps)
+    throw new Error(`expected ${expectSteps} steps, the clock saw ${c.steps.length} (global_step ${c.global_step})`);
   return c;
 }
 
@@ -216,24 +239,44 @@ function sample(clock, run, hfStepsPerS, extra = {}) {
 /** CPU cost of ProtocolCallback per step, its events piped to us as in a trainer run (deterministic, noise-free). */
 async function protocolCost(dir, env, python) {
   const stderrFile = path.join(dir, 'protocol-cost.stderr');
-  await runCommand(python, [PROTOCOL_COST, '--steps', '5000'], { cwd: dir, env: { ...env, PYTHONPATH: [TRAINERS, process.env.PYTHONPATH].filter(Boolean).join(':') }, stderrFile });
+  await runCommand(python, [PROTOCOL_COST, '--steps', '5000'], {
+    cwd: dir,
+    env: { ...env, PYTHONPATH: [TRAINERS, process.env.PYTHONPATH].filter(Boolean).join(':') },
+    stderrFile,
+  });
   return JSON.parse(fs.readFileSync(stderrFile, 'utf8').trim().split('\n').at(-1));
 }
 
 async function wrapperRun(dir, algo, steps, env) {
   const clockFile = path.join(dir, `clock-wrapper-${algo}.json`);
-  const run = await runCommand(process.execPath, [BIN, '--json', 'train', '--algo', algo, '--all', '--max-steps', String(steps)], {
-    cwd: dir, env: { ...env, MASSGEN_BENCH_STEP_CLOCK: clockFile }, stderrFile: path.join(dir, `wrapper-${algo}.stderr`), pollCpu: true,
-  });
+  const run = await runCommand(
+    process.execPath,
+    [BIN, '--json', 'train', '--algo', algo, '--all', '--max-steps', String(steps)],
+    {
+      cwd: dir,
+      env: { ...env, MASSGEN_BENCH_STEP_CLOCK: clockFile },
+      stderrFile: path.join(dir, `wrapper-${algo}.stderr`),
+      pollCpu: true,
+    },
+  );
   const result = JSON.parse(run.stdout);
   const clock = readClock(clockFile, steps);
   const runDir = path.dirname(result.logFile);
   const trainerYaml = path.join(runDir, 'trainer.yaml');
   const cfg = parseYaml(fs.readFileSync(trainerYaml, 'utf8'));
-  const python = fs.readFileSync(result.logFile, 'utf8').split('\n')[0].match(/ \$ (\S+) -m massgen_rl_trainers\./)?.[1];
+  const python = fs
+    .readFileSync(result.logFile, 'utf8')
+    .split('\n')[0]
+    .match(/ \$ (\S+) -m massgen_rl_trainers\./)?.[1];
   if (!python) throw new Error(`cannot tell the trainer command from ${result.logFile}`);
   return {
-    run, clock, result, trainerYaml, cfg, python, runDir,
+    run,
+    clock,
+    result,
+    trainerYaml,
+    cfg,
+    python,
+    runDir,
     sample: sample(clock, run, result.metrics.train_steps_per_second ?? null, { datasetReused: result.dataset.reused }),
   };
 }
@@ -242,27 +285,47 @@ async function directRun(dir, algo, steps, env, python, configFile) {
   const clockFile = path.join(dir, `clock-direct-${algo}.json`);
   const out = path.join(dir, 'direct', algo);
   fs.rmSync(out, { recursive: true, force: true });
-  const pyEnv = { ...env, PYTHONPATH: [SITE, TRAINERS, process.env.PYTHONPATH].filter(Boolean).join(':'), MASSGEN_BENCH_STEP_CLOCK: clockFile };
-  const run = await runCommand(python, [DIRECT, '--algo', algo, '--config', configFile, '--output-dir', out], { cwd: dir, env: pyEnv, stderrFile: path.join(dir, `direct-${algo}.stderr`) });
+  const pyEnv = {
+    ...env,
+    PYTHONPATH: [SITE, TRAINERS, process.env.PYTHONPATH].filter(Boolean).join(':'),
+    MASSGEN_BENCH_STEP_CLOCK: clockFile,
+  };
+  const run = await runCommand(python, [DIRECT, '--algo', algo, '--config', configFile, '--output-dir', out], {
+    cwd: dir,
+    env: pyEnv,
+    stderrFile: path.join(dir, `direct-${algo}.stderr`),
+  });
   // The last stdout line is the script's summary; TRL's own log prints (PrinterCallback) come before it.
   const summary = JSON.parse(run.stdout.trim().split('\n').at(-1));
   const clock = readClock(clockFile, steps);
-  return { run, clock, summary, sample: sample(clock, run, summary.metrics.train_steps_per_second ?? null, { loadS: summary.load_s, saveS: summary.save_s }) };
+  return {
+    run,
+    clock,
+    summary,
+    sample: sample(clock, run, summary.metrics.train_steps_per_second ?? null, {
+      loadS: summary.load_s,
+      saveS: summary.save_s,
+    }),
+  };
 }
 
 /** TrainingArguments that differ between the sides, output paths aside (should be none). */
 function argDiff(a, b) {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-  return [...keys].filter((k) => !PATH_ARGS.has(k) && JSON.stringify(a[k]) !== JSON.stringify(b[k])).map((k) => ({ key: k, wrapper: a[k], direct: b[k] }));
+  return [...keys]
+    .filter((k) => !PATH_ARGS.has(k) && JSON.stringify(a[k]) !== JSON.stringify(b[k]))
+    .map((k) => ({ key: k, wrapper: a[k], direct: b[k] }));
 }
 
 function checkSame(algo, w, d) {
   const diff = argDiff(w.clock.args, d.clock.args);
   if (diff.length) throw new Error(`${algo}: the sides' TrainingArguments differ: ${JSON.stringify(diff)}`);
   for (const k of ['train_rows', 'trainable_params', 'max_steps']) {
-    if (w.clock[k] !== d.clock[k]) throw new Error(`${algo}: ${k} differs (wrapper ${w.clock[k]}, direct ${d.clock[k]})`);
+    if (w.clock[k] !== d.clock[k])
+      throw new Error(`${algo}: ${k} differs (wrapper ${w.clock[k]}, direct ${d.clock[k]})`);
   }
-  if (path.resolve(w.cfg.dataset_path) !== path.resolve(d.cfg.dataset_path)) throw new Error(`${algo}: the wrapper trained on ${w.cfg.dataset_path}, the direct side on ${d.cfg.dataset_path}`);
+  if (path.resolve(w.cfg.dataset_path) !== path.resolve(d.cfg.dataset_path))
+    throw new Error(`${algo}: the wrapper trained on ${w.cfg.dataset_path}, the direct side on ${d.cfg.dataset_path}`);
 }
 
 function fmt(s) {
@@ -274,17 +337,37 @@ function summarize(algo, rounds) {
   const w = rounds.map((r) => r.wrapper.sample);
   const d = rounds.map((r) => r.direct.sample);
   const med = (list, k) => median(list.map((s) => s[k]));
-  const ratio = pairedRatio(w.map((s) => s.stepsPerS), d.map((s) => s.stepsPerS));
+  const ratio = pairedRatio(
+    w.map((s) => s.stepsPerS),
+    d.map((s) => s.stepsPerS),
+  );
   const perRound = w.map((s, i) => s.stepsPerS / d[i].stepsPerS);
-  const cpuWithNodeRatio = pairedRatio(w.map((s) => s.cpuWithNodeStepsPerS), d.map((s) => s.cpuStepsPerS));
-  const hfRatio = w.every((s) => s.hfStepsPerS) && d.every((s) => s.hfStepsPerS) ? pairedRatio(w.map((s) => s.hfStepsPerS), d.map((s) => s.hfStepsPerS)) : null;
+  const cpuWithNodeRatio = pairedRatio(
+    w.map((s) => s.cpuWithNodeStepsPerS),
+    d.map((s) => s.cpuStepsPerS),
+  );
+  const hfRatio =
+    w.every((s) => s.hfStepsPerS) && d.every((s) => s.hfStepsPerS)
+      ? pairedRatio(
+          w.map((s) => s.hfStepsPerS),
+          d.map((s) => s.hfStepsPerS),
+        )
+      : null;
   const side = (list) => ({
-    stepsPerS: roundTo(med(list, 'stepsPerS'), 4), medianStepS: roundTo(med(list, 'medianStepS'), 3), firstStepS: roundTo(med(list, 'firstStepS'), 2),
-    hfStepsPerS: roundTo(med(list, 'hfStepsPerS'), 4), wallS: roundTo(med(list, 'wallS'), 1), beforeTrainS: roundTo(med(list, 'beforeTrainS'), 1),
-    trainLoopS: roundTo(med(list, 'trainLoopS'), 1), afterTrainS: roundTo(med(list, 'afterTrainS'), 1),
-    cpuStepsPerS: roundTo(med(list, 'cpuStepsPerS'), 4), trainerCpuShare: roundTo(med(list, 'trainerCpuShare'), 3),
+    stepsPerS: roundTo(med(list, 'stepsPerS'), 4),
+    medianStepS: roundTo(med(list, 'medianStepS'), 3),
+    firstStepS: roundTo(med(list, 'firstStepS'), 2),
+    hfStepsPerS: roundTo(med(list, 'hfStepsPerS'), 4),
+    wallS: roundTo(med(list, 'wallS'), 1),
+    beforeTrainS: roundTo(med(list, 'beforeTrainS'), 1),
+    trainLoopS: roundTo(med(list, 'trainLoopS'), 1),
+    afterTrainS: roundTo(med(list, 'afterTrainS'), 1),
+    cpuStepsPerS: roundTo(med(list, 'cpuStepsPerS'), 4),
+    trainerCpuShare: roundTo(med(list, 'trainerCpuShare'), 3),
     nodeCpuMsPerStep: list[0].nodeCpuMsPerStep === null ? null : roundTo(med(list, 'nodeCpuMsPerStep'), 2),
-    samples: list.map((s) => Object.fromEntries(Object.entries(s).map(([k, v]) => [k, typeof v === 'number' ? roundTo(v, 4) : v]))),
+    samples: list.map((s) =>
+      Object.fromEntries(Object.entries(s).map(([k, v]) => [k, typeof v === 'number' ? roundTo(v, 4) : v])),
+    ),
   });
   return {
     algo,
@@ -294,12 +377,24 @@ function summarize(algo, rounds) {
     ratioOfMedians: roundTo(med(w, 'stepsPerS') / med(d, 'stepsPerS'), 4),
     perRoundRatios: perRound.map((x) => roundTo(x, 4)),
     slowdownPct: roundTo((1 - ratio) * 100, 2),
-    cpuRatio: roundTo(pairedRatio(w.map((s) => s.cpuStepsPerS), d.map((s) => s.cpuStepsPerS)), 4),
+    cpuRatio: roundTo(
+      pairedRatio(
+        w.map((s) => s.cpuStepsPerS),
+        d.map((s) => s.cpuStepsPerS),
+      ),
+      4,
+    ),
     cpuWithNodeRatio: roundTo(cpuWithNodeRatio, 4),
     cpuSlowdownBoundPct: roundTo((1 - cpuWithNodeRatio) * 100, 2),
     perRoundSpreadPct: roundTo(((Math.max(...perRound) - Math.min(...perRound)) / ratio) * 100, 1),
     hfRatio: hfRatio === null ? null : roundTo(hfRatio, 4),
-    wallRatio: roundTo(pairedRatio(w.map((s) => s.wallS), d.map((s) => s.wallS)), 3),
+    wallRatio: roundTo(
+      pairedRatio(
+        w.map((s) => s.wallS),
+        d.map((s) => s.wallS),
+      ),
+      3,
+    ),
     wallExtraS: roundTo(median(w.map((s, i) => s.wallS - d[i].wallS)), 1),
     beforeTrainExtraS: roundTo(median(w.map((s, i) => s.beforeTrainS - d[i].beforeTrainS)), 2),
     afterTrainExtraS: roundTo(median(w.map((s, i) => s.afterTrainS - d[i].afterTrainS)), 2),
@@ -322,10 +417,15 @@ async function main() {
       const project = path.join(dir, algo);
       fs.mkdirSync(path.join(project, '.massgen-rl'), { recursive: true });
       fs.writeFileSync(path.join(project, 'massgen-rl.yaml'), projectYaml(algo));
-      store = buildTrainStore(path.join(project, '.massgen-rl', 'store.sqlite'), { tasks: size.tasks, rolloutsPerTask: size.rolloutsPerTask });
+      store = buildTrainStore(path.join(project, '.massgen-rl', 'store.sqlite'), {
+        tasks: size.tasks,
+        rolloutsPerTask: size.rolloutsPerTask,
+      });
       projects[algo] = project;
     }
-    progress(`train-overhead: a store of ${store.rollouts} rollouts (${store.spans} spans, ${store.tasks} tasks) per algorithm; ${size.rounds} round(s) of ${size.steps} steps per side and algorithm`);
+    progress(
+      `train-overhead: a store of ${store.rollouts} rollouts (${store.spans} spans, ${store.tasks} tasks) per algorithm; ${size.rounds} round(s) of ${size.steps} steps per side and algorithm`,
+    );
 
     // Untimed: one short wrapper run per algorithm builds the dataset, writes the trainer.yaml the direct side
     // reads (max_steps raised to the timed value) and warms the page cache and bytecode caches.
@@ -336,7 +436,9 @@ async function main() {
       const file = path.join(projects[algo], 'direct.yaml');
       fs.writeFileSync(file, stringifyYaml(cfg));
       direct[algo] = { file, python: warm.python, cfg };
-      progress(`warm-up ${algo}: ${warm.clock.train_rows} rows, ${warm.run.wallS.toFixed(1)} s (python ${warm.python})`);
+      progress(
+        `warm-up ${algo}: ${warm.clock.train_rows} rows, ${warm.run.wallS.toFixed(1)} s (python ${warm.python})`,
+      );
     }
 
     const rounds = Object.fromEntries(ALGOS.map((a) => [a, []]));
@@ -363,50 +465,76 @@ async function main() {
     const target = args.quick ? undefined : TARGET_SLOWDOWN_PCT; // a quick run's 3 step intervals are too few to judge
     for (const r of results) {
       r.protocolCallbackShareOfStepPct = roundTo((cost.cpu_us_per_step / 1e6 / r.direct.medianStepS) * 100, 4);
-      r.attributablePct = roundTo(((cost.cpu_us_per_step / 1e6 + (r.wrapper.nodeCpuMsPerStep ?? 0) / 1e3) / r.direct.medianStepS) * 100, 3);
+      r.attributablePct = roundTo(
+        ((cost.cpu_us_per_step / 1e6 + (r.wrapper.nodeCpuMsPerStep ?? 0) / 1e3) / r.direct.medianStepS) * 100,
+        3,
+      );
     }
-    progress(`ProtocolCallback alone: ${cost.cpu_us_per_step} µs CPU per step (${results.map((r) => `${r.protocolCallbackShareOfStepPct} % of a ${r.algo} step`).join(', ')})`);
+    progress(
+      `ProtocolCallback alone: ${cost.cpu_us_per_step} µs CPU per step (${results.map((r) => `${r.protocolCallbackShareOfStepPct} % of a ${r.algo} step`).join(', ')})`,
+    );
     for (const r of results) {
-      progress(`${r.algo}: wrapper ${r.wrapper.stepsPerS} steps/s, direct ${r.direct.stepsPerS} steps/s, ratio ${r.ratio} (per round ${r.perRoundRatios.join(', ')}; per trainer CPU s ${r.cpuRatio}; slowdown bound from trainer + Node CPU ${r.cpuSlowdownBoundPct} %); wall ${r.wrapper.wallS} s vs ${r.direct.wallS} s`);
+      progress(
+        `${r.algo}: wrapper ${r.wrapper.stepsPerS} steps/s, direct ${r.direct.stepsPerS} steps/s, ratio ${r.ratio} (per round ${r.perRoundRatios.join(', ')}; per trainer CPU s ${r.cpuRatio}; slowdown bound from trainer + Node CPU ${r.cpuSlowdownBoundPct} %); wall ${r.wrapper.wallS} s vs ${r.direct.wallS} s`,
+      );
     }
     writeResult(args.out, {
       benchmark: 'train-overhead',
       quick: args.quick,
       loadAverage: { start: loadAtStart, end: os.loadavg().map((x) => roundTo(x, 2)) },
       params: {
-        ...size, algos: ALGOS, model: 'builtin:smollm2-135m-instruct (float32, CPU)', projects: Object.fromEntries(ALGOS.map((a) => [a, projectYaml(a)])), threads: 'OMP_NUM_THREADS=1, MKL_NUM_THREADS=1 on both sides',
+        ...size,
+        algos: ALGOS,
+        model: 'builtin:smollm2-135m-instruct (float32, CPU)',
+        projects: Object.fromEntries(ALGOS.map((a) => [a, projectYaml(a)])),
+        threads: 'OMP_NUM_THREADS=1, MKL_NUM_THREADS=1 on both sides',
         store: { rollouts: store.rollouts, spans: store.spans, tasks: store.tasks },
         config: { sft: direct.sft.cfg, grpo: direct.grpo.cfg },
       },
       definitions: {
-        wrapper: '`massgen-rl --json train --algo ALGO --all --max-steps N` (CLI process: config, dataset build from the store, preflight, trainer.yaml, bundled trainer with ProtocolCallback and JSON-lines events read by Node, checkpoint registration)',
-        direct: 'bench/lib/trl_direct.py: plain TRL SFTTrainer / GRPOTrainer with the values of the wrapper\'s trainer.yaml (same model folder, LoRA config, data.jsonl, TrainingArguments; checked equal), trainer.train() then save_model(); no Node, no protocol callback, no events; GRPO offline replay uses massgen_rl_trainers.train.grpo\'s load_groups and train.grpo_replay\'s replay_chunks/Replay/recorded_reward and the same GRPOTrainer subclass',
-        stepsPerS: '(steps - 1) / (last - first optimizer step end), timed by the same TrainerCallback on both sides (bench/lib/train-overhead-site/sitecustomize.py); excludes loading and the first step',
-        ratio: 'median over rounds of wrapper steps/s / direct steps/s (runs of a round adjacent, order alternating); slowdownPct = (1 - ratio) x 100',
+        wrapper:
+          '`massgen-rl --json train --algo ALGO --all --max-steps N` (CLI process: config, dataset build from the store, preflight, trainer.yaml, bundled trainer with ProtocolCallback and JSON-lines events read by Node, checkpoint registration)',
+        direct:
+          "bench/lib/trl_direct.py: plain TRL SFTTrainer / GRPOTrainer with the values of the wrapper's trainer.yaml (same model folder, LoRA config, data.jsonl, TrainingArguments; checked equal), trainer.train() then save_model(); no Node, no protocol callback, no events; GRPO offline replay uses massgen_rl_trainers.train.grpo's load_groups and train.grpo_replay's replay_chunks/Replay/recorded_reward and the same GRPOTrainer subclass",
+        stepsPerS:
+          '(steps - 1) / (last - first optimizer step end), timed by the same TrainerCallback on both sides (bench/lib/train-overhead-site/sitecustomize.py); excludes loading and the first step',
+        ratio:
+          'median over rounds of wrapper steps/s / direct steps/s (runs of a round adjacent, order alternating); slowdownPct = (1 - ratio) x 100',
         hfStepsPerS: 'HF Trainer train_steps_per_second (max_steps / train_runtime over all of trainer.train())',
-        cpuStepsPerS: 'steps per CPU second of the trainer process over the same steps (time.process_time(); insensitive to other load taking the core); cpuRatio: paired median wrapper / direct',
+        cpuStepsPerS:
+          'steps per CPU second of the trainer process over the same steps (time.process_time(); insensitive to other load taking the core); cpuRatio: paired median wrapper / direct',
         trainerCpuShare: 'trainer process CPU seconds / wall seconds over the steps (below 1: preempted by other work)',
-        cpuSlowdownBoundPct: 'noise-robust bound: 1 - paired median of direct CPU steps/s over wrapper steps per (trainer + Node CPU) second, in per cent (as if all of Node\'s CPU during the steps were taken from the trainer); catches extra work, not waiting',
-        perRoundSpreadPct: '(max - min) / median of the per-round wall ratios: the noise the wall-clock ratio carries on this machine',
-        attributablePct: '(ProtocolCallback CPU per step, measured outside training + wrapper Node CPU per step) / direct median step time, in per cent',
-        nodeCpuMsPerStep: 'CPU of the wrapper\'s Node process (the CLI, not its trainer child) during the steps, per step, from /proc polled every 250 ms',
-        wallS: 'whole command, spawn to exit; beforeTrainS / afterTrainS: spawn to train begin / train end to exit; *ExtraS: paired median wrapper - direct',
+        cpuSlowdownBoundPct:
+          "noise-robust bound: 1 - paired median of direct CPU steps/s over wrapper steps per (trainer + Node CPU) second, in per cent (as if all of Node's CPU during the steps were taken from the trainer); catches extra work, not waiting",
+        perRoundSpreadPct:
+          '(max - min) / median of the per-round wall ratios: the noise the wall-clock ratio carries on this machine',
+        attributablePct:
+          '(ProtocolCallback CPU per step, measured outside training + wrapper Node CPU per step) / direct median step time, in per cent',
+        nodeCpuMsPerStep:
+          "CPU of the wrapper's Node process (the CLI, not its trainer child) during the steps, per step, from /proc polled every 250 ms",
+        wallS:
+          'whole command, spawn to exit; beforeTrainS / afterTrainS: spawn to train begin / train end to exit; *ExtraS: paired median wrapper - direct',
       },
-      protocolCallback: { ...cost, what: 'bench/lib/protocol_callback_cost.py: on_step_end + on_log with a GRPO-sized logs dict, step events piped to the bench' },
+      protocolCallback: {
+        ...cost,
+        what: 'bench/lib/protocol_callback_cost.py: on_step_end + on_log with a GRPO-sized logs dict, step events piped to the bench',
+      },
       results,
-      headline: results.flatMap((r) => [
-        headline(`${r.algo}: wrapper steps/s`, r.wrapper.stepsPerS, 'steps/s'),
-        headline(`${r.algo}: direct TRL steps/s`, r.direct.stepsPerS, 'steps/s'),
-        headline(`${r.algo}: steps/s ratio wrapper / direct`, r.ratio, '×'),
-        headline(`${r.algo}: wrapper slowdown`, r.slowdownPct, '%', target),
-        headline(`${r.algo}: per-round ratio spread (noise)`, r.perRoundSpreadPct, '%'),
-        headline(`${r.algo}: ratio per trainer CPU second`, r.cpuRatio, '×'),
-        headline(`${r.algo}: slowdown bound, trainer + Node CPU`, r.cpuSlowdownBoundPct, '%', target),
-        headline(`${r.algo}: wrapper Node CPU per step`, r.wrapper.nodeCpuMsPerStep, 'ms'),
-        headline(`${r.algo}: wrapper work per step (callback + Node CPU)`, r.attributablePct, '% of a step'),
-        headline(`${r.algo}: wall time wrapper (whole command)`, r.wrapper.wallS, 's'),
-        headline(`${r.algo}: wall time direct (whole command)`, r.direct.wallS, 's'),
-      ]).concat([headline('ProtocolCallback CPU per step (outside training)', cost.cpu_us_per_step, 'µs')]),
+      headline: results
+        .flatMap((r) => [
+          headline(`${r.algo}: wrapper steps/s`, r.wrapper.stepsPerS, 'steps/s'),
+          headline(`${r.algo}: direct TRL steps/s`, r.direct.stepsPerS, 'steps/s'),
+          headline(`${r.algo}: steps/s ratio wrapper / direct`, r.ratio, '×'),
+          headline(`${r.algo}: wrapper slowdown`, r.slowdownPct, '%', target),
+          headline(`${r.algo}: per-round ratio spread (noise)`, r.perRoundSpreadPct, '%'),
+          headline(`${r.algo}: ratio per trainer CPU second`, r.cpuRatio, '×'),
+          headline(`${r.algo}: slowdown bound, trainer + Node CPU`, r.cpuSlowdownBoundPct, '%', target),
+          headline(`${r.algo}: wrapper Node CPU per step`, r.wrapper.nodeCpuMsPerStep, 'ms'),
+          headline(`${r.algo}: wrapper work per step (callback + Node CPU)`, r.attributablePct, '% of a step'),
+          headline(`${r.algo}: wall time wrapper (whole command)`, r.wrapper.wallS, 's'),
+          headline(`${r.algo}: wall time direct (whole command)`, r.direct.wallS, 's'),
+        ])
+        .concat([headline('ProtocolCallback CPU per step (outside training)', cost.cpu_us_per_step, 'µs')]),
     });
   } finally {
     removeTempDir(dir);

@@ -29,7 +29,10 @@ import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 import { collectGarbage, runInterleaved } from './lib/timing.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const VENV = process.env.MASSGEN_VENV ?? process.env.MASSGEN_BENCH_VENV ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'massgen-rl', 'massgen-bench-venv');
+const VENV =
+  process.env.MASSGEN_VENV
+  ?? process.env.MASSGEN_BENCH_VENV
+  ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'massgen-rl', 'massgen-bench-venv');
 const MODEL = 'gpt-4o-mini'; // a name in MassGen's (LiteLLM's) pricing table, so its cost tracking takes its normal path
 const AGENTS = ['agent_a', 'agent_b', 'agent_c'];
 const TARGET_RATIO = 20;
@@ -42,12 +45,21 @@ const SIZES = {
 /** The same 100 (or 10) simple prompts for both systems. */
 function makeTasks(n) {
   const rng = createRng(20240611);
-  const ops = [['+', (a, b) => a + b], ['-', (a, b) => a - b], ['x', (a, b) => a * b]];
+  const ops = [
+    ['+', (a, b) => a + b],
+    ['-', (a, b) => a - b],
+    ['x', (a, b) => a * b],
+  ];
   return Array.from({ length: n }, (_, i) => {
     const [sym, fn] = rng.pick(ops);
     const a = rng.int(2, 99);
     const b = rng.int(2, 99);
-    return { id: `t${String(i).padStart(3, '0')}`, prompt: `What is ${a} ${sym} ${b}?`, reference: String(fn(a, b)), category: 'arithmetic' };
+    return {
+      id: `t${String(i).padStart(3, '0')}`,
+      prompt: `What is ${a} ${sym} ${b}?`,
+      reference: String(fn(a, b)),
+      category: 'arithmetic',
+    };
   });
 }
 
@@ -83,9 +95,17 @@ async function rlSample(stub, tasks, { toolMode, concurrency }) {
     const cpu = process.cpuUsage(cpu0);
     const stats = await stub.stats();
     return {
-      wallS, cpuMs: (cpu.user + cpu.system) / 1000, cpuSysMs: cpu.system / 1000, calls: stats.requests, connections: stats.connections, orchestrations: tasks.length,
-      completed: summary.completed, correctRate: summary.correctRate, consensusRate: summary.consensusRate,
-      byKind: stats.byKind, stubCpuMs: stats.cpuMs,
+      wallS,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      cpuSysMs: cpu.system / 1000,
+      calls: stats.requests,
+      connections: stats.connections,
+      orchestrations: tasks.length,
+      completed: summary.completed,
+      correctRate: summary.correctRate,
+      consensusRate: summary.consensusRate,
+      byKind: stats.byKind,
+      stubCpuMs: stats.cpuMs,
     };
   } finally {
     removeTempDir(dir);
@@ -108,14 +128,32 @@ function massgenConfig(baseUrl) {
 function massgenEnv(stub, home, egressLog) {
   return {
     PATH: `${path.join(VENV, 'bin')}:/usr/local/bin:/usr/bin:/bin`,
-    HOME: home, TMPDIR: home, XDG_CACHE_HOME: path.join(home, '.cache'), XDG_CONFIG_HOME: path.join(home, '.config'),
-    OPENAI_API_KEY: 'sk-bench-dummy', OPENAI_BASE_URL: stub.baseUrl,
-    MASSGEN_BENCH_EGRESS_LOG: egressLog, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost',
-    HF_HUB_OFFLINE: '1', HF_DATASETS_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-    MASSGEN_LOGFIRE_ENABLED: 'false', MEM0_TELEMETRY: 'False', ANONYMIZED_TELEMETRY: 'False', DO_NOT_TRACK: '1',
-    LANGCHAIN_TRACING_V2: 'false', LANGSMITH_TRACING: 'false', LITELLM_TELEMETRY: 'False', GIT_PYTHON_REFRESH: 'quiet',
-    PYTHONWARNINGS: 'ignore', PYTHONUNBUFFERED: '1', PYTHONPATH: path.join(HERE, 'lib', 'massgen-site'),
-    NO_COLOR: '1', TERM: 'dumb',
+    HOME: home,
+    TMPDIR: home,
+    XDG_CACHE_HOME: path.join(home, '.cache'),
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    OPENAI_API_KEY: 'sk-bench-dummy',
+    OPENAI_BASE_URL: stub.baseUrl,
+    MASSGEN_BENCH_EGRESS_LOG: egressLog,
+    NO_PROXY: '127.0.0.1,localhost',
+    no_proxy: '127.0.0.1,localhost',
+    HF_HUB_OFFLINE: '1',
+    HF_DATASETS_OFFLINE: '1',
+    TRANSFORMERS_OFFLINE: '1',
+    LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+    MASSGEN_LOGFIRE_ENABLED: 'false',
+    MEM0_TELEMETRY: 'False',
+    ANONYMIZED_TELEMETRY: 'False',
+    DO_NOT_TRACK: '1',
+    LANGCHAIN_TRACING_V2: 'false',
+    LANGSMITH_TRACING: 'false',
+    LITELLM_TELEMETRY: 'False',
+    GIT_PYTHON_REFRESH: 'quiet',
+    PYTHONWARNINGS: 'ignore',
+    PYTHONUNBUFFERED: '1',
+    PYTHONPATH: path.join(HERE, 'lib', 'massgen-site'),
+    NO_COLOR: '1',
+    TERM: 'dumb',
   };
 }
 
@@ -124,11 +162,18 @@ async function startMassgenRunner(env, cwd, logFile) {
   const python = path.join(VENV, 'bin', 'python');
   if (!fs.existsSync(python)) {
     progress(`no MassGen venv at ${VENV}: creating it once (scripts/setup-massgen-venv.sh)`);
-    const setup = spawnSync('sh', [path.join(HERE, '..', 'scripts', 'setup-massgen-venv.sh')], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, MASSGEN_VENV: VENV } });
+    const setup = spawnSync('sh', [path.join(HERE, '..', 'scripts', 'setup-massgen-venv.sh')], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, MASSGEN_VENV: VENV },
+    });
     if (setup.status !== 0) throw new Error(`could not create the MassGen venv at ${VENV} (exit ${setup.status})`);
   }
   const log = fs.openSync(logFile, 'a');
-  const child = spawn(python, [path.join(HERE, 'lib', 'massgen_runner.py')], { cwd, env, stdio: ['pipe', 'pipe', log] });
+  const child = spawn(python, [path.join(HERE, 'lib', 'massgen_runner.py')], {
+    cwd,
+    env,
+    stdio: ['pipe', 'pipe', log],
+  });
   const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const next = async () => {
     const { value, done } = await lines.next();
@@ -161,10 +206,20 @@ async function massgenSample(stub, runner, cmd, orchestrations, egressLog) {
   const egress = fs.existsSync(egressLog) ? fs.readFileSync(egressLog, 'utf8').split('\n').filter(Boolean) : [];
   const failed = r.results.filter((x) => !x.ok);
   return {
-    wallS: r.wallS, cpuMs: (r.cpuS + r.childCpuS) * 1000, cpuSysMs: r.sysS === undefined ? null : r.sysS * 1000, calls: stats.requests, connections: stats.connections, orchestrations,
-    completed: r.results.length - failed.length, firstError: failed[0]?.error ?? failed[0]?.tail ?? null,
-    selected: countBy(r.results.map((x) => x.selected ?? 'none')), byKind: stats.byKind, streamed: stats.streamed,
-    egress, stubCpuMs: stats.cpuMs, ...(r.results[0]?.wallS !== undefined ? { perTaskWallS: r.results.map((x) => roundTo(x.wallS, 3)) } : {}),
+    wallS: r.wallS,
+    cpuMs: (r.cpuS + r.childCpuS) * 1000,
+    cpuSysMs: r.sysS === undefined ? null : r.sysS * 1000,
+    calls: stats.requests,
+    connections: stats.connections,
+    orchestrations,
+    completed: r.results.length - failed.length,
+    firstError: failed[0]?.error ?? failed[0]?.tail ?? null,
+    selected: countBy(r.results.map((x) => x.selected ?? 'none')),
+    byKind: stats.byKind,
+    streamed: stats.streamed,
+    egress,
+    stubCpuMs: stats.cpuMs,
+    ...(r.results[0]?.wallS !== undefined ? { perTaskWallS: r.results.map((x) => roundTo(x.wallS, 3)) } : {}),
   };
 }
 
@@ -176,26 +231,46 @@ function countBy(values) {
 
 function summarize(samples) {
   const perSample = (s) => ({
-    orchPerSec: s.orchestrations / s.wallS, cpuMsPerCall: s.cpuMs / s.calls, callsPerOrch: s.calls / s.orchestrations,
-    cpuMsPerOrch: s.cpuMs / s.orchestrations, wallMsPerOrch: (s.wallS * 1000) / s.orchestrations,
+    orchPerSec: s.orchestrations / s.wallS,
+    cpuMsPerCall: s.cpuMs / s.calls,
+    callsPerOrch: s.calls / s.orchestrations,
+    cpuMsPerOrch: s.cpuMs / s.orchestrations,
+    wallMsPerOrch: (s.wallS * 1000) / s.orchestrations,
   });
-  return Object.fromEntries(Object.entries(samples).map(([name, list]) => {
-    const m = list.map(perSample);
-    const med = (k) => median(m.map((x) => x[k]));
-    return [name, {
-      orchPerSec: roundTo(med('orchPerSec'), 2), wallMsPerOrch: roundTo(med('wallMsPerOrch'), 2),
-      callsPerOrch: roundTo(med('callsPerOrch'), 2), cpuMsPerCall: roundTo(med('cpuMsPerCall'), 3), cpuMsPerOrch: roundTo(med('cpuMsPerOrch'), 2),
-      cpuUtilization: roundTo(median(list.map((s) => s.cpuMs / (s.wallS * 1000))), 2),
-      orchPerSecRange: describe(m.map((x) => roundTo(x.orchPerSec, 2))),
-      samples: list.map((s) => ({ ...s, wallS: roundTo(s.wallS, 3), cpuMs: roundTo(s.cpuMs, 1), stubCpuMs: roundTo(s.stubCpuMs, 1) })),
-    }];
-  }));
+  return Object.fromEntries(
+    Object.entries(samples).map(([name, list]) => {
+      const m = list.map(perSample);
+      const med = (k) => median(m.map((x) => x[k]));
+      return [
+        name,
+        {
+          orchPerSec: roundTo(med('orchPerSec'), 2),
+          wallMsPerOrch: roundTo(med('wallMsPerOrch'), 2),
+          callsPerOrch: roundTo(med('callsPerOrch'), 2),
+          cpuMsPerCall: roundTo(med('cpuMsPerCall'), 3),
+          cpuMsPerOrch: roundTo(med('cpuMsPerOrch'), 2),
+          cpuUtilization: roundTo(median(list.map((s) => s.cpuMs / (s.wallS * 1000))), 2),
+          orchPerSecRange: describe(m.map((x) => roundTo(x.orchPerSec, 2))),
+          samples: list.map((s) => ({
+            ...s,
+            wallS: roundTo(s.wallS, 3),
+            cpuMs: roundTo(s.cpuMs, 1),
+            stubCpuMs: roundTo(s.stubCpuMs, 1),
+          })),
+        },
+      ];
+    }),
+  );
 }
 
 function check(name, s) {
-  if (s.completed !== s.orchestrations) throw new Error(`${name}: ${s.orchestrations - s.completed} orchestration(s) did not complete${s.firstError ? `: ${s.firstError}` : ''}`);
+  if (s.completed !== s.orchestrations)
+    throw new Error(
+      `${name}: ${s.orchestrations - s.completed} orchestration(s) did not complete${s.firstError ? `: ${s.firstError}` : ''}`,
+    );
   if (s.egress?.length) throw new Error(`${name}: tried to reach ${[...new Set(s.egress)].join(', ')} (refused)`);
-  if (!s.byKind.native_vote && !s.byKind.text_vote) throw new Error(`${name}: no votes were cast; the stub did not drive a coordination`);
+  if (!s.byKind.native_vote && !s.byKind.text_vote)
+    throw new Error(`${name}: no votes were cast; the stub did not drive a coordination`);
 }
 
 async function main() {
@@ -234,49 +309,102 @@ async function main() {
     // Warm-up, untimed: JIT, imports on first use, connection pools; also checks both systems complete.
     for (const v of rlVariants) check(`${v.name} warm-up`, await rlSample(stub, tasks.slice(0, size.rlWarmupTasks), v));
     for (const v of mgVariants) {
-      check(`${v.name} warm-up`, await massgenSample(stub, runner, { cmd: 'run', tasks: prompts.slice(0, size.massgenWarmupTasks), config, concurrency: v.concurrency }, size.massgenWarmupTasks, egressLog));
+      check(
+        `${v.name} warm-up`,
+        await massgenSample(
+          stub,
+          runner,
+          { cmd: 'run', tasks: prompts.slice(0, size.massgenWarmupTasks), config, concurrency: v.concurrency },
+          size.massgenWarmupTasks,
+          egressLog,
+        ),
+      );
     }
     progress(`warm-up done; ${size.rounds} round(s) of ${tasks.length} tasks per variant`);
 
     const variants = [
       ...rlVariants.map((v) => ({ name: v.name, run: () => rlSample(stub, tasks, v) })),
-      ...mgVariants.map((v) => ({ name: v.name, run: () => massgenSample(stub, runner, { cmd: 'run', tasks: prompts, config, concurrency: v.concurrency }, tasks.length, egressLog) })),
+      ...mgVariants.map((v) => ({
+        name: v.name,
+        run: () =>
+          massgenSample(
+            stub,
+            runner,
+            { cmd: 'run', tasks: prompts, config, concurrency: v.concurrency },
+            tasks.length,
+            egressLog,
+          ),
+      })),
     ];
     const samples = await runInterleaved(variants, size.rounds, (name, round, s) => {
       check(name, s);
-      progress(`round ${round + 1} ${name.padEnd(22)} ${(s.orchestrations / s.wallS).toFixed(2).padStart(8)} orch/s  ${(s.calls / s.orchestrations).toFixed(2)} calls/orch  ${(s.cpuMs / s.calls).toFixed(3)} CPU ms/call`);
+      progress(
+        `round ${round + 1} ${name.padEnd(22)} ${(s.orchestrations / s.wallS).toFixed(2).padStart(8)} orch/s  ${(s.calls / s.orchestrations).toFixed(2)} calls/orch  ${(s.cpuMs / s.calls).toFixed(3)} CPU ms/call`,
+      );
     });
 
     // The CLI, one process per task (interpreter start-up and imports every time); a few tasks only.
     const cfgFile = path.join(work, 'massgen-config.yaml');
     fs.writeFileSync(cfgFile, `${JSON.stringify(config, null, 2)}\n`); // JSON is YAML
-    const cliCmd = { cmd: 'cli', tasks: prompts.slice(0, size.cliTasks), argv: [path.join(VENV, 'bin', 'massgen'), '--automation', '--no-session-registry', '--config', cfgFile], env };
+    const cliCmd = {
+      cmd: 'cli',
+      tasks: prompts.slice(0, size.cliTasks),
+      argv: [path.join(VENV, 'bin', 'massgen'), '--automation', '--no-session-registry', '--config', cfgFile],
+      env,
+    };
     const cli = await massgenSample(stub, runner, cliCmd, size.cliTasks, egressLog);
     check('massgen/cli', cli);
     progress(`massgen/cli: ${(cli.wallS / size.cliTasks).toFixed(1)} s per task`);
     samples['massgen/cli/c1'] = [cli];
 
     const results = summarize(samples);
-    const ratio = (a, b) => roundTo(pairedRatio(samples[a].map((s) => s.orchestrations / s.wallS), samples[b].map((s) => s.orchestrations / s.wallS)), 1);
+    const ratio = (a, b) =>
+      roundTo(
+        pairedRatio(
+          samples[a].map((s) => s.orchestrations / s.wallS),
+          samples[b].map((s) => s.orchestrations / s.wallS),
+        ),
+        1,
+      );
     const ratios = {
       'native c1 / MassGen api c1': ratio('massgen-rl/native/c1', 'massgen/api/c1'),
       'native c4 / MassGen api c4': ratio('massgen-rl/native/c4', 'massgen/api/c4'),
       'native c4 / MassGen api c1': ratio('massgen-rl/native/c4', 'massgen/api/c1'),
       'text c4 / MassGen api c4': ratio('massgen-rl/text/c4', 'massgen/api/c4'),
-      'native c1 / MassGen cli (per task)': roundTo(results['massgen-rl/native/c1'].orchPerSec / results['massgen/cli/c1'].orchPerSec, 1),
-      'CPU per orchestration, MassGen api c1 / native c1': roundTo(results['massgen/api/c1'].cpuMsPerOrch / results['massgen-rl/native/c1'].cpuMsPerOrch, 1),
+      'native c1 / MassGen cli (per task)': roundTo(
+        results['massgen-rl/native/c1'].orchPerSec / results['massgen/cli/c1'].orchPerSec,
+        1,
+      ),
+      'CPU per orchestration, MassGen api c1 / native c1': roundTo(
+        results['massgen/api/c1'].cpuMsPerOrch / results['massgen-rl/native/c1'].cpuMsPerOrch,
+        1,
+      ),
     };
     const rl = results['massgen-rl/native/c1'];
     const rl4 = results['massgen-rl/native/c4'];
     const mg = results['massgen/api/c1'];
-    const ratioLine = (label, value) => ({ label, value, unit: '×', target: `>= ${TARGET_RATIO}`, ok: value >= TARGET_RATIO });
+    const ratioLine = (label, value) => ({
+      label,
+      value,
+      unit: '×',
+      target: `>= ${TARGET_RATIO}`,
+      ok: value >= TARGET_RATIO,
+    });
     writeResult(args.out, {
       benchmark: 'vs-massgen',
       quick: args.quick,
       // Other work on this 2-core machine skews absolute figures; the variants are interleaved so ratios suffer less.
       loadAverage: { start: loadAtStart, end: os.loadavg().map((x) => roundTo(x, 2)) },
       sizes: { ...size, agents: AGENTS.length, model: MODEL },
-      massgen: { version, python, venv: VENV, importS: roundTo(importS, 2), importCpuS: roundTo(importCpuS, 2), mode: 'massgen.run(query, config_dict) in one process; CLI: massgen --automation --no-session-registry --config FILE QUESTION', log: logFile },
+      massgen: {
+        version,
+        python,
+        venv: VENV,
+        importS: roundTo(importS, 2),
+        importCpuS: roundTo(importCpuS, 2),
+        mode: 'massgen.run(query, config_dict) in one process; CLI: massgen --automation --no-session-registry --config FILE QUESTION',
+        log: logFile,
+      },
       results,
       ratios,
       headline: [
@@ -291,7 +419,11 @@ async function main() {
         headline('MassGen api c1: CPU ms per LLM call', mg.cpuMsPerCall, 'ms'),
         headline('massgen-rl native c1: LLM calls per orchestration', rl.callsPerOrch, 'calls'),
         headline('MassGen api c1: LLM calls per orchestration', mg.callsPerOrch, 'calls'),
-        headline('MassGen CLI: seconds per task (one process each)', roundTo(results['massgen/cli/c1'].wallMsPerOrch / 1000, 2), 's'),
+        headline(
+          'MassGen CLI: seconds per task (one process each)',
+          roundTo(results['massgen/cli/c1'].wallMsPerOrch / 1000, 2),
+          's',
+        ),
       ],
     });
   } finally {

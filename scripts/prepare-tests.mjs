@@ -31,7 +31,8 @@ export function prepareTestEnvironment(env = process.env) {
   if (version !== spec.replace('==', ' ')) {
     console.log(`\n== environment: ${spec} in the trainer venv, for the lint suite ==`);
     const pip = ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', spec];
-    if (run(path.join(venvBin, 'python'), pip) !== 0) console.log('ruff could not be installed (see above): the lint suite fails');
+    if (run(path.join(venvBin, 'python'), pip) !== 0)
+      console.log('ruff could not be installed (see above): the lint suite fails');
   }
   // The real MassGen (from PyPI, in its own venv under the cache) for the tests that run it; once, then reused.
   console.log('\n== environment: massgen 0.1.97 for the tests that run the real MassGen ==');

@@ -18,8 +18,14 @@ const step = (args) => {
 
 // A demo-sized cycle on CPU: 3 tasks to learn from (the example gate lowered to match), a DPO run of 4
 // steps, 3 eval tasks. A real deployment sets these in massgen-rl.yaml (collect.n, loop.*, eval.n).
-const demo = ['loop.collect_n=3', 'train.algo=dpo', 'train.max_steps=4', 'train.gates.min_examples=1', 'train.gates.min_clean_share=0', 'eval.n=3']
-  .flatMap((kv) => ['--set', kv]);
+const demo = [
+  'loop.collect_n=3',
+  'train.algo=dpo',
+  'train.max_steps=4',
+  'train.gates.min_examples=1',
+  'train.gates.min_clean_share=0',
+  'eval.n=3',
+].flatMap((kv) => ['--set', kv]);
 
 if (!fs.existsSync(path.resolve(process.env.MASSGEN_RL_CONFIG ?? 'massgen-rl.yaml'))) step(['init', '--yes']);
 step(['doctor', '--fix']);

@@ -31,7 +31,11 @@ function requireValue(argv, index, flag) {
 }
 
 function discoverBenchmarks(only) {
-  const all = fs.readdirSync(BENCH_DIR).filter((f) => f.endsWith('.mjs')).map((f) => f.slice(0, -4)).sort();
+  const all = fs
+    .readdirSync(BENCH_DIR)
+    .filter((f) => f.endsWith('.mjs'))
+    .map((f) => f.slice(0, -4))
+    .sort();
   const unknown = only.filter((name) => !all.includes(name));
   if (unknown.length) throw new Error(`no benchmark named ${unknown.join(', ')} (have: ${all.join(', ')})`);
   return only.length ? all.filter((name) => only.includes(name)) : all;
@@ -41,7 +45,14 @@ function discoverBenchmarks(only) {
 function runBenchmark(name, { quick, large }) {
   const outFile = path.join(RESULTS_DIR, `${name}.json`);
   fs.rmSync(outFile, { force: true });
-  const argv = ['--expose-gc', path.join(BENCH_DIR, `${name}.mjs`), '--out', outFile, ...(quick ? ['--quick'] : []), ...(large ? ['--large'] : [])];
+  const argv = [
+    '--expose-gc',
+    path.join(BENCH_DIR, `${name}.mjs`),
+    '--out',
+    outFile,
+    ...(quick ? ['--quick'] : []),
+    ...(large ? ['--large'] : []),
+  ];
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -74,8 +85,12 @@ function writeSummary(runs, args, started) {
     quick: args.quick,
     node: process.version,
     benchmarks: runs.map((r) => ({
-      name: r.name, ok: r.ok, exitCode: r.exitCode, seconds: r.seconds,
-      peakRssMb: r.result?.peakRssMb ?? null, headline: r.result?.headline ?? [],
+      name: r.name,
+      ok: r.ok,
+      exitCode: r.exitCode,
+      seconds: r.seconds,
+      peakRssMb: r.result?.peakRssMb ?? null,
+      headline: r.result?.headline ?? [],
     })),
   };
   fs.writeFileSync(path.join(RESULTS_DIR, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
@@ -84,7 +99,8 @@ function writeSummary(runs, args, started) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  if (!fs.existsSync(DIST_ENTRY)) throw new Error('dist/ is missing: run `npm run build` first (or use `npm run bench`)');
+  if (!fs.existsSync(DIST_ENTRY))
+    throw new Error('dist/ is missing: run `npm run build` first (or use `npm run bench`)');
   const names = discoverBenchmarks(args.only);
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
   const started = Date.now();
@@ -96,7 +112,9 @@ async function main() {
   runs.forEach(printSummary);
   const summary = writeSummary(runs, args, started);
   const misses = runs.flatMap((r) => (r.result?.headline ?? []).filter((l) => l.ok === false)).length;
-  console.log(`\n${runs.length} benchmark(s) in ${summary.seconds.toFixed(0)} s; ${misses} target(s) missed; results in ${path.relative(process.cwd(), RESULTS_DIR) || '.'}/`);
+  console.log(
+    `\n${runs.length} benchmark(s) in ${summary.seconds.toFixed(0)} s; ${misses} target(s) missed; results in ${path.relative(process.cwd(), RESULTS_DIR) || '.'}/`,
+  );
   if (runs.some((r) => !r.ok)) process.exitCode = 1;
 }
 

@@ -30,7 +30,12 @@ tally('lint', lintCounts.failed ? 1 : 0, () => lintCounts);
 
 console.log('\n== vitest (tiers unit, integration, e2e, real-model) ==');
 const vitestJson = path.join(work, 'vitest.json');
-const vitestCode = run(path.join(root, 'node_modules/.bin/vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile=${vitestJson}`]);
+const vitestCode = run(path.join(root, 'node_modules/.bin/vitest'), [
+  'run',
+  '--reporter=default',
+  '--reporter=json',
+  `--outputFile=${vitestJson}`,
+]);
 tally('vitest', vitestCode, () => {
   const r = JSON.parse(fs.readFileSync(vitestJson, 'utf8'));
   return { passed: r.numPassedTests, failed: r.numFailedTests, skipped: r.numPendingTests + r.numTodoTests };

@@ -1,7 +1,10 @@
 /** An error caused by the user's input or environment: printed without a stack, exit code 2. */
 export class UserError extends Error {
   readonly exitCode: number = 2;
-  constructor(message: string, readonly hint?: string) {
+  constructor(
+    message: string,
+    readonly hint?: string,
+  ) {
     super(message);
     this.name = 'UserError';
   }

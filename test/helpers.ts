@@ -13,7 +13,11 @@ export const FIXTURES = path.join(ROOT, 'test', 'fixtures');
 export { tempDir };
 
 /** Writes a config into a temp dir and loads it. */
-export function configIn(yaml: string, files: Record<string, string> = {}, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export function configIn(
+  yaml: string,
+  files: Record<string, string> = {},
+  env: NodeJS.ProcessEnv = process.env,
+): LoadedConfig {
   const dir = tempDir({ 'massgen-rl.yaml': yaml, ...files });
   return loadConfig({ cwd: dir, env });
 }
@@ -25,9 +29,16 @@ export interface CliResult {
 }
 
 /** Runs the built CLI as a user would (no TTY). */
-export async function runCli(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CliResult> {
+export async function runCli(
+  args: string[],
+  opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<CliResult> {
   const r = await execa(process.execPath, [BIN, ...args], {
-    cwd: opts.cwd, env: { NO_COLOR: '1', ...opts.env }, reject: false, stdin: 'ignore', timeout: opts.timeoutMs ?? 60_000,
+    cwd: opts.cwd,
+    env: { NO_COLOR: '1', ...opts.env },
+    reject: false,
+    stdin: 'ignore',
+    timeout: opts.timeoutMs ?? 60_000,
   });
   return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
 }

@@ -10,7 +10,10 @@ export function cpuSeconds() {
       // Fields after the command name (which may hold spaces): state ppid … utime stime cutime cstime.
       const raw = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
-      stats.set(Number(pid), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+      stats.set(Number(pid), {
+        ppid: Number(f[1]),
+        ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]),
+      });
     } catch {
       // gone meanwhile
     }
@@ -19,33 +22,82 @@ export function cpuSeconds() {
   let grew = true;
   while (grew) {
     grew = false;
-    for (const [pid, s] of stats) if (!ours.has(pid) && ours.has(s.ppid)) { ours.add(pid); grew = true; }
+    for (const [pid, s] of stats)
+      if (!ours.has(pid) && ours.has(s.ppid)) {
+        ours.add(pid);
+        grew = true;
+      }
   }
   let ticks = 0;
   for (const pid of ours) ticks += stats.get(pid)?.ticks ?? 0;
   return ticks / TICK;
 }
 
-const esc = (v) => String(v ?? '—').replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+const esc = (v) =>
+  String(v ?? '—').replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)} %` : '—');
-const pts = (d) => (d ? `${(d.mean * 100).toFixed(1)} [${(d.low * 100).toFixed(1)}, ${(d.high * 100).toFixed(1)}]` : '—');
+const pts = (d) =>
+  d ? `${(d.mean * 100).toFixed(1)} [${(d.low * 100).toFixed(1)}, ${(d.high * 100).toFixed(1)}]` : '—';
 
 function table(head, rows) {
   return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
 }
 
 function categoryRows(vs) {
-  return (vs?.categories ?? []).map((c) => [c.category, c.pairs, pct(c.success.base), pct(c.success.production), pts(c.success.diff)]);
+  return (vs?.categories ?? []).map((c) => [
+    c.category,
+    c.pairs,
+    pct(c.success.base),
+    pct(c.success.production),
+    pts(c.success.diff),
+  ]);
 }
 
 /** The benchmark's HTML page: per-cycle results against the base, per category, and the ablation. */
 export function efficacyHtml(r) {
   // Production still the base set: no change to measure.
   const same = (c) => c.production === r.base?.set;
-  const cycles = r.perCycle.map((c) => [c.cycle, c.promoted ? 'yes' : 'no', (c.deploy?.failedGates ?? []).join('; ') || '—', `set v${c.production}${same(c) ? ' (the base)' : ''}`, pct(c.vsBase?.success.base), pct(c.vsBase?.success.production), same(c) ? '0' : pts(c.vsBase?.success.diff), same(c) ? '0' : pts(c.vsBase?.reward.diff), c.examplesTrained, c.collectTokens, c.wallSeconds, c.cpuSeconds]);
-  const ablation = r.ablation.map((a) => a.error ? [a.recipe, 'error', a.error, '', '', '', ''] : [a.recipe, a.gatesPassed === null ? '—' : a.gatesPassed ? 'yes' : 'no', pct(a.candidateVsProduction?.success.base), pct(a.candidateVsProduction?.success.production), pts(a.candidateVsProduction?.success.diff), a.examplesTrained, a.wallSeconds]);
-  const perCategory = r.perCycle.filter((c) => c.vsBase).map((c) => `<h3>Cycle ${c.cycle} by category</h3>${table(['category', 'pairs', 'base', 'production', 'Δ success, points [95 % CI]'], categoryRows(c.vsBase))}`).join('');
-  const candidates = r.ablation.filter((a) => a.candidateVsProduction).map((a) => `<h3>${esc(a.recipe)} candidate by category</h3>${table(['category', 'pairs', 'base', 'candidate', 'Δ success, points [95 % CI]'], categoryRows(a.candidateVsProduction))}`).join('');
+  const cycles = r.perCycle.map((c) => [
+    c.cycle,
+    c.promoted ? 'yes' : 'no',
+    (c.deploy?.failedGates ?? []).join('; ') || '—',
+    `set v${c.production}${same(c) ? ' (the base)' : ''}`,
+    pct(c.vsBase?.success.base),
+    pct(c.vsBase?.success.production),
+    same(c) ? '0' : pts(c.vsBase?.success.diff),
+    same(c) ? '0' : pts(c.vsBase?.reward.diff),
+    c.examplesTrained,
+    c.collectTokens,
+    c.wallSeconds,
+    c.cpuSeconds,
+  ]);
+  const ablation = r.ablation.map((a) =>
+    a.error
+      ? [a.recipe, 'error', a.error, '', '', '', '']
+      : [
+          a.recipe,
+          a.gatesPassed === null ? '—' : a.gatesPassed ? 'yes' : 'no',
+          pct(a.candidateVsProduction?.success.base),
+          pct(a.candidateVsProduction?.success.production),
+          pts(a.candidateVsProduction?.success.diff),
+          a.examplesTrained,
+          a.wallSeconds,
+        ],
+  );
+  const perCategory = r.perCycle
+    .filter((c) => c.vsBase)
+    .map(
+      (c) =>
+        `<h3>Cycle ${c.cycle} by category</h3>${table(['category', 'pairs', 'base', 'production', 'Δ success, points [95 % CI]'], categoryRows(c.vsBase))}`,
+    )
+    .join('');
+  const candidates = r.ablation
+    .filter((a) => a.candidateVsProduction)
+    .map(
+      (a) =>
+        `<h3>${esc(a.recipe)} candidate by category</h3>${table(['category', 'pairs', 'base', 'candidate', 'Δ success, points [95 % CI]'], categoryRows(a.candidateVsProduction))}`,
+    )
+    .join('');
   return `<!doctype html><meta charset="utf-8"><title>massgen-rl efficacy</title>
 <style>body{font:14px system-ui;margin:2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}</style>
 <h1>Efficacy: ${esc(r.cycles)} cycle(s) of ${esc(r.main)} on ${esc(r.suites.join(', '))}</h1>

@@ -1,7 +1,7 @@
 // Child process for bench/export.mjs: exports one store to a file and prints its measurements as JSON.
 // Running each export in a fresh process keeps its peak RSS separate from the parent and from other sizes.
-import fs from 'node:fs';
 import { once } from 'node:events';
+import fs from 'node:fs';
 import { exportRollouts, Store } from '../../dist/store/index.js';
 import { timeSeconds } from './timing.mjs';
 

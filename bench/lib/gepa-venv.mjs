@@ -31,7 +31,11 @@ export function gepaVenvStatus(env = process.env) {
   if (!fs.existsSync(gepaPython(env))) return { ok: false, reason: `no GEPA venv at ${venv}` };
   const marker = path.join(venv, MARKER);
   const pins = fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8').trim() : '';
-  if (pins !== GEPA_PINS.join(' ')) return { ok: false, reason: `${venv} does not hold ${GEPA_PINS.join(' ')} (${pins ? `it holds ${pins}` : 'no completed install'})` };
+  if (pins !== GEPA_PINS.join(' '))
+    return {
+      ok: false,
+      reason: `${venv} does not hold ${GEPA_PINS.join(' ')} (${pins ? `it holds ${pins}` : 'no completed install'})`,
+    };
   return { ok: true, venv };
 }
 
@@ -44,7 +48,11 @@ const pending = new Map();
 export function ensureGepaVenv({ env = process.env, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
   if (gepaVenvStatus(env).ok) return Promise.resolve(gepaPython(env));
   const venv = gepaVenv(env);
-  if (!pending.has(venv)) pending.set(venv, createVenv(env, log).finally(() => pending.delete(venv)));
+  if (!pending.has(venv))
+    pending.set(
+      venv,
+      createVenv(env, log).finally(() => pending.delete(venv)),
+    );
   return pending.get(venv);
 }
 
@@ -58,12 +66,17 @@ async function createVenv(env, log) {
     try {
       await execa(cmd, args, { env: { ...env, HF_HUB_OFFLINE: '1', LITELLM_LOCAL_MODEL_COST_MAP: 'True' }, all: true });
     } catch (err) {
-      throw new Error(`could not create the GEPA venv at ${venv}: ${what} failed (${err.shortMessage ?? err.message})\n${(err.all ?? '').trim().split('\n').slice(-15).join('\n')}`);
+      throw new Error(
+        `could not create the GEPA venv at ${venv}: ${what} failed (${err.shortMessage ?? err.message})\n${(err.all ?? '').trim().split('\n').slice(-15).join('\n')}`,
+      );
     }
   };
   log(`creating the GEPA venv at ${venv} (${GEPA_PINS.join(', ')}; once)`);
   const t0 = performance.now();
-  await step(`${python} 3.10+`, python, ['-c', 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "gepa needs Python 3.10+ (set PYTHON=...)")']);
+  await step(`${python} 3.10+`, python, [
+    '-c',
+    'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "gepa needs Python 3.10+ (set PYTHON=...)")',
+  ]);
   fs.mkdirSync(cache, { recursive: true });
   if (!fs.existsSync(uv)) {
     await step('creating the uv side venv', python, ['-m', 'venv', uvVenv]);
@@ -71,7 +84,14 @@ async function createVenv(env, log) {
   }
   fs.rmSync(venv, { recursive: true, force: true });
   await step('creating the venv', python, ['-m', 'venv', venv]);
-  await step(`installing ${GEPA_PINS.join(' ')}`, uv, ['pip', 'install', '--compile-bytecode', '--python', gepaPython(env), ...GEPA_PINS]);
+  await step(`installing ${GEPA_PINS.join(' ')}`, uv, [
+    'pip',
+    'install',
+    '--compile-bytecode',
+    '--python',
+    gepaPython(env),
+    ...GEPA_PINS,
+  ]);
   await step('importing gepa and litellm', gepaPython(env), ['-c', 'import gepa, litellm']);
   fs.writeFileSync(path.join(venv, MARKER), `${GEPA_PINS.join(' ')}\n`);
   log(`GEPA venv ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);

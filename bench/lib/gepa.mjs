@@ -30,27 +30,63 @@ export function gepaWorstCaseCalls(maxMetricCalls, reflectionMinibatchSize, valS
  * reflections, egressRefused, wallS }.
  */
 export async function runGepa({
-  baseUrl, model, seedPrompt, trainset, valset, maxMetricCalls, seed = 0, reflectionMinibatchSize = 3,
-  maxTokens = 256, reflectionMaxTokens = 1024, temperature, maxWorkers, apiKey, timeoutMs = 30 * 60_000,
-  env = process.env, log,
+  baseUrl,
+  model,
+  seedPrompt,
+  trainset,
+  valset,
+  maxMetricCalls,
+  seed = 0,
+  reflectionMinibatchSize = 3,
+  maxTokens = 256,
+  reflectionMaxTokens = 1024,
+  temperature,
+  maxWorkers,
+  apiKey,
+  timeoutMs = 30 * 60_000,
+  env = process.env,
+  log,
 }) {
   const python = await ensureGepaVenv({ env, log });
   const dir = makeTempDir('gepa');
   try {
     const input = path.join(dir, 'input.json');
     const output = path.join(dir, 'output.json');
-    fs.writeFileSync(input, JSON.stringify({
-      seed_prompt: seedPrompt, trainset, valset, base_url: baseUrl, model, max_metric_calls: maxMetricCalls, seed,
-      reflection_minibatch_size: reflectionMinibatchSize, max_tokens: maxTokens, reflection_max_tokens: reflectionMaxTokens,
-      temperature, max_workers: maxWorkers, api_key: apiKey,
-    }));
+    fs.writeFileSync(
+      input,
+      JSON.stringify({
+        seed_prompt: seedPrompt,
+        trainset,
+        valset,
+        base_url: baseUrl,
+        model,
+        max_metric_calls: maxMetricCalls,
+        seed,
+        reflection_minibatch_size: reflectionMinibatchSize,
+        max_tokens: maxTokens,
+        reflection_max_tokens: reflectionMaxTokens,
+        temperature,
+        max_workers: maxWorkers,
+        api_key: apiKey,
+      }),
+    );
     try {
       await execa(python, [SCRIPT, '--input', input, '--output', output], {
-        cwd: dir, timeout: timeoutMs, all: true,
+        cwd: dir,
+        timeout: timeoutMs,
+        all: true,
         env: {
-          ...env, HOME: dir, XDG_CACHE_HOME: path.join(dir, '.cache'), HF_HUB_OFFLINE: '1', LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-          LITELLM_TELEMETRY: 'False', DO_NOT_TRACK: '1', NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost',
-          PYTHONUNBUFFERED: '1', PYTHONWARNINGS: 'ignore',
+          ...env,
+          HOME: dir,
+          XDG_CACHE_HOME: path.join(dir, '.cache'),
+          HF_HUB_OFFLINE: '1',
+          LITELLM_LOCAL_MODEL_COST_MAP: 'True',
+          LITELLM_TELEMETRY: 'False',
+          DO_NOT_TRACK: '1',
+          NO_PROXY: '127.0.0.1,localhost',
+          no_proxy: '127.0.0.1,localhost',
+          PYTHONUNBUFFERED: '1',
+          PYTHONWARNINGS: 'ignore',
         },
       });
     } catch (err) {
@@ -66,5 +102,7 @@ export async function runGepa({
 function camel(value) {
   if (Array.isArray(value)) return value.map(camel);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), camel(v)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), camel(v)]),
+  );
 }

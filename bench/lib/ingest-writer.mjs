@@ -16,11 +16,17 @@ const writer = Number(writerArg);
 // writer w writes spans w·n … (w+1)·n − 1.
 const rng = createRng(1000);
 const pool = Array.from({ length: 512 }, (_, i) => ({
-  type: 'prompt', name: 'chat.completion', agent: agentName(rng), startedAt: Date.UTC(2025, 0, 1) + i * 37.5, durationMs: rng.int(80, 9000),
+  type: 'prompt',
+  name: 'chat.completion',
+  agent: agentName(rng),
+  startedAt: Date.UTC(2025, 0, 1) + i * 37.5,
+  durationMs: rng.int(80, 9000),
   payload: JSON.parse(JSON.stringify(chatPayload(rng, { targetBytes: rng.int(600, 2000) }))),
 }));
 const store = Store.open({ path: location, mustExist: true });
-const rollouts = Array.from({ length: Math.ceil(spans / spansPerRollout) }, () => store.rollouts.start({ source: `bench-w${writer}` }));
+const rollouts = Array.from({ length: Math.ceil(spans / spansPerRollout) }, () =>
+  store.rollouts.start({ source: `bench-w${writer}` }),
+);
 
 process.stdin.once('data', () => {
   const start = performance.now();

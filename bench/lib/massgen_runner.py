@@ -10,6 +10,7 @@ Commands:
   {"cmd": "exit"}
 On start it reports {"ready": true, "version", "importS", "importCpuS"}: the cost of `import massgen`.
 """
+
 import asyncio
 import json
 import os
@@ -79,16 +80,33 @@ def run_cli(tasks, argv, env):
     for prompt in tasks:
         t = time.perf_counter()
         p = subprocess.run([*argv, prompt], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        winner = next((line.split(":", 1)[1].strip() for line in p.stdout.splitlines() if line.startswith("WINNER:")), None)
-        results.append({"ok": p.returncode == 0 and winner is not None, "exitCode": p.returncode, "selected": winner,
-                        "wallS": time.perf_counter() - t, **({} if p.returncode == 0 else {"tail": p.stdout[-800:]})})
+        winner = next(
+            (line.split(":", 1)[1].strip() for line in p.stdout.splitlines() if line.startswith("WINNER:")), None
+        )
+        results.append(
+            {
+                "ok": p.returncode == 0 and winner is not None,
+                "exitCode": p.returncode,
+                "selected": winner,
+                "wallS": time.perf_counter() - t,
+                **({} if p.returncode == 0 else {"tail": p.stdout[-800:]}),
+            }
+        )
     return {"wallS": time.perf_counter() - wall0, "cpuS": 0.0, "childCpuS": children_cpu() - child0, "results": results}
 
 
 def main():
     loop = asyncio.new_event_loop()  # one loop for the whole process, as in a long-lived service
     asyncio.set_event_loop(loop)
-    reply({"ready": True, "version": massgen.__version__, "python": sys.version.split()[0], "importS": IMPORT_S, "importCpuS": IMPORT_CPU_S})
+    reply(
+        {
+            "ready": True,
+            "version": massgen.__version__,
+            "python": sys.version.split()[0],
+            "importS": IMPORT_S,
+            "importCpuS": IMPORT_CPU_S,
+        }
+    )
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -4,8 +4,32 @@
  * so the redactor's replace path runs too, as it would on real traces.
  */
 
-const SYLLABLES = ['ka', 'lo', 'mi', 'tra', 'ven', 'so', 'rix', 'pel', 'dun', 'ga', 'the', 'or', 'an', 'qui',
-  'zel', 'mor', 'ta', 'ne', 'sil', 'bo', 'fen', 'ul', 'cra', 'di'];
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'tra',
+  'ven',
+  'so',
+  'rix',
+  'pel',
+  'dun',
+  'ga',
+  'the',
+  'or',
+  'an',
+  'qui',
+  'zel',
+  'mor',
+  'ta',
+  'ne',
+  'sil',
+  'bo',
+  'fen',
+  'ul',
+  'cra',
+  'di',
+];
 const MODELS = ['qwen2.5-7b-instruct', 'llama-3.1-8b-instruct', 'gpt-4o-mini', 'mistral-small-latest'];
 const AGENTS = ['agent_a', 'agent_b', 'agent_c', 'judge'];
 const ROLES_AFTER_SYSTEM = ['user', 'assistant'];
@@ -37,9 +61,12 @@ const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 function secretText(rng, envSecret) {
   switch (rng.int(0, 2)) {
-    case 0: return `my key is ${envSecret}`;
-    case 1: return `Authorization: Bearer ${token(rng, ALNUM, 40)}`;
-    default: return `use sk-${token(rng, ALNUM, 32)} for the api`;
+    case 0:
+      return `my key is ${envSecret}`;
+    case 1:
+      return `Authorization: Bearer ${token(rng, ALNUM, 40)}`;
+    default:
+      return `use sk-${token(rng, ALNUM, 32)} for the api`;
   }
 }
 

@@ -29,14 +29,32 @@ def main() -> int:
     args = TrainingArguments(output_dir="/tmp/unused-protocol-cost", use_cpu=True, report_to="none")
     state = TrainerState(max_steps=opts.steps, num_input_tokens_seen=0)
     control = TrainerControl()
-    logs = {"loss": -0.0643, "grad_norm": 1.123, "learning_rate": 1e-05, "num_tokens": 394.0,
-            "completions/mean_length": 11.0, "completions/min_length": 10.0, "completions/max_length": 12.0,
-            "completions/clipped_ratio": 0.0, "completions/mean_terminated_length": 11.0,
-            "completions/min_terminated_length": 10.0, "completions/max_terminated_length": 12.0,
-            "rewards/recorded_reward/mean": 0.125, "rewards/recorded_reward/std": 0.5303, "reward": 0.125,
-            "reward_std": 0.5303, "frac_reward_zero_std": 0.0, "entropy": 2.974, "clip_ratio/low_mean": 0.0,
-            "clip_ratio/high_mean": 0.0, "clip_ratio/region_mean": 0.0, "clip_ratio/low_min": 0.0,
-            "clip_ratio/high_max": 0.0, "step_time": 2.5, "epoch": 0.0044}
+    logs = {
+        "loss": -0.0643,
+        "grad_norm": 1.123,
+        "learning_rate": 1e-05,
+        "num_tokens": 394.0,
+        "completions/mean_length": 11.0,
+        "completions/min_length": 10.0,
+        "completions/max_length": 12.0,
+        "completions/clipped_ratio": 0.0,
+        "completions/mean_terminated_length": 11.0,
+        "completions/min_terminated_length": 10.0,
+        "completions/max_terminated_length": 12.0,
+        "rewards/recorded_reward/mean": 0.125,
+        "rewards/recorded_reward/std": 0.5303,
+        "reward": 0.125,
+        "reward_std": 0.5303,
+        "frac_reward_zero_std": 0.0,
+        "entropy": 2.974,
+        "clip_ratio/low_mean": 0.0,
+        "clip_ratio/high_mean": 0.0,
+        "clip_ratio/region_mean": 0.0,
+        "clip_ratio/low_min": 0.0,
+        "clip_ratio/high_max": 0.0,
+        "step_time": 2.5,
+        "epoch": 0.0044,
+    }
     callback.on_train_begin(args, state, control)
     wall0, cpu0 = time.perf_counter(), time.process_time()
     for step in range(1, opts.steps + 1):
@@ -46,8 +64,16 @@ def main() -> int:
         callback.on_step_end(args, state, control)
         callback.on_log(args, state, control, logs=dict(logs))
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-    sys.stderr.write(json.dumps({"steps": opts.steps, "us_per_step": round(wall / opts.steps * 1e6, 1),
-                                 "cpu_us_per_step": round(cpu / opts.steps * 1e6, 1)}) + "\n")
+    sys.stderr.write(
+        json.dumps(
+            {
+                "steps": opts.steps,
+                "us_per_step": round(wall / opts.steps * 1e6, 1),
+                "cpu_us_per_step": round(cpu / opts.steps * 1e6, 1),
+            }
+        )
+        + "\n"
+    )
     return 0
 
 

@@ -1,8 +1,8 @@
 // The HTTP client of the serve benchmark: one non-streaming POST, or one streamed chat completion read as
 // server-sent events, checked against OpenAI's chunk format and timed to its first content.
+import { createParser } from 'eventsource-parser';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { createParser } from 'eventsource-parser';
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 const REQUEST_TIMEOUT_MS = 900_000; // a batch of 32 long completions on a busy 2-core machine can take minutes
@@ -26,18 +26,23 @@ function readAll(res, done) {
 export function postJson(url, body) {
   const start = performance.now();
   return new Promise((resolve, reject) => {
-    post(url, body, (res) => {
-      res.on('error', reject);
-      readAll(res, (text) => {
-        const latencyS = (performance.now() - start) / 1000;
-        if (res.statusCode >= 300) return reject(new Error(`${url}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
-        try {
-          resolve({ body: JSON.parse(text), latencyS });
-        } catch {
-          reject(new Error(`${url}: not JSON: ${text.slice(0, 200)}`));
-        }
-      });
-    }, reject);
+    post(
+      url,
+      body,
+      (res) => {
+        res.on('error', reject);
+        readAll(res, (text) => {
+          const latencyS = (performance.now() - start) / 1000;
+          if (res.statusCode >= 300) return reject(new Error(`${url}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
+          try {
+            resolve({ body: JSON.parse(text), latencyS });
+          } catch {
+            reject(new Error(`${url}: not JSON: ${text.slice(0, 200)}`));
+          }
+        });
+      },
+      reject,
+    );
   });
 }
 
@@ -54,34 +59,46 @@ export function postStream(url, body) {
   let done = false;
   const onData = (data, fail) => {
     if (done) return problems.push('an event after [DONE]');
-    if (data === '[DONE]') { done = true; return undefined; }
+    if (data === '[DONE]') {
+      done = true;
+      return undefined;
+    }
     let chunk;
-    try { chunk = JSON.parse(data); } catch { return problems.push(`an event that is not JSON: ${data.slice(0, 80)}`); }
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return problems.push(`an event that is not JSON: ${data.slice(0, 80)}`);
+    }
     if (chunk.error) return fail(new Error(`${url}: error event: ${JSON.stringify(chunk.error).slice(0, 300)}`));
     readChunk(s, chunk, problems);
     return undefined;
   };
   return new Promise((resolve, reject) => {
-    post(url, { ...body, stream: true, stream_options: { include_usage: true } }, (res) => {
-      res.on('error', reject);
-      if (res.statusCode >= 300) {
-        return readAll(res, (text) => reject(new Error(`${url}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`)));
-      }
-      const type = String(res.headers['content-type']);
-      if (!type.startsWith('text/event-stream')) problems.push(`content-type ${type}`);
-      const parser = createParser({ onEvent: (event) => onData(event.data, reject) });
-      res.setEncoding('utf8'); // a character split across two reads is joined before the parser sees it
-      res.on('data', (text) => {
-        parser.feed(text);
-        if (s.ttftS === null && s.contentChunks) s.ttftS = (performance.now() - start) / 1000;
-      });
-      res.on('end', () => {
-        if (!done) problems.push('no [DONE]');
-        if (s.finish === null) problems.push('no chunk with finish_reason');
-        if (!s.usage) problems.push('no usage chunk (include_usage was asked)');
-        resolve({ ...s, latencyS: (performance.now() - start) / 1000, problems });
-      });
-    }, reject);
+    post(
+      url,
+      { ...body, stream: true, stream_options: { include_usage: true } },
+      (res) => {
+        res.on('error', reject);
+        if (res.statusCode >= 300) {
+          return readAll(res, (text) => reject(new Error(`${url}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`)));
+        }
+        const type = String(res.headers['content-type']);
+        if (!type.startsWith('text/event-stream')) problems.push(`content-type ${type}`);
+        const parser = createParser({ onEvent: (event) => onData(event.data, reject) });
+        res.setEncoding('utf8'); // a character split across two reads is joined before the parser sees it
+        res.on('data', (text) => {
+          parser.feed(text);
+          if (s.ttftS === null && s.contentChunks) s.ttftS = (performance.now() - start) / 1000;
+        });
+        res.on('end', () => {
+          if (!done) problems.push('no [DONE]');
+          if (s.finish === null) problems.push('no chunk with finish_reason');
+          if (!s.usage) problems.push('no usage chunk (include_usage was asked)');
+          resolve({ ...s, latencyS: (performance.now() - start) / 1000, problems });
+        });
+      },
+      reject,
+    );
   });
 }
 

@@ -22,7 +22,9 @@ export async function runCell(server, opts) {
   let completionTokens = 0;
   let sent = 0;
   let rssMaxMb = memoryMb(server.pid)?.rssMb ?? Number.NaN;
-  const poll = setInterval(() => { rssMaxMb = Math.max(rssMaxMb, memoryMb(server.pid)?.rssMb ?? 0); }, 250);
+  const poll = setInterval(() => {
+    rssMaxMb = Math.max(rssMaxMb, memoryMb(server.pid)?.rssMb ?? 0);
+  }, 250);
   const cpuAtStart = cpuSeconds(server.pid);
   const start = performance.now();
   const deadline = start + seconds * 1000;
@@ -53,8 +55,17 @@ export async function runCell(server, opts) {
     const mem = memoryMb(server.pid);
     const cpuS = cpuAtStart === null ? null : (cpuSeconds(server.pid) ?? Number.NaN) - cpuAtStart;
     return {
-      wallS, cpuS, requests: latencies.length, completionTokens, latencies, tokens, replies, probeLatencies,
-      rssMaxMb: Math.max(rssMaxMb, mem?.rssMb ?? 0), rssEndMb: mem?.rssMb ?? null, hwmMb: mem?.hwmMb ?? null,
+      wallS,
+      cpuS,
+      requests: latencies.length,
+      completionTokens,
+      latencies,
+      tokens,
+      replies,
+      probeLatencies,
+      rssMaxMb: Math.max(rssMaxMb, mem?.rssMb ?? 0),
+      rssEndMb: mem?.rssMb ?? null,
+      hwmMb: mem?.hwmMb ?? null,
     };
   } finally {
     clearInterval(poll);

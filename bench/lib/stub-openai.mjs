@@ -31,7 +31,7 @@ let dumpSeq = 0;
 
 function messageText(content) {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : p?.text ?? '')).join('\n');
+  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : (p?.text ?? ''))).join('\n');
   return '';
 }
 
@@ -63,7 +63,8 @@ function toolName(t) {
 }
 
 function voteTarget(tool, labels) {
-  const allowed = tool?.function?.parameters?.properties?.agent_id?.enum ?? tool?.parameters?.properties?.agent_id?.enum;
+  const allowed =
+    tool?.function?.parameters?.properties?.agent_id?.enum ?? tool?.parameters?.properties?.agent_id?.enum;
   const pool = labels.length ? labels : Array.isArray(allowed) ? allowed : [];
   return pool.includes('agent1') ? 'agent1' : (pool[0] ?? 'agent1');
 }
@@ -81,18 +82,34 @@ export function decide(body) {
   if (shown && (names.includes('new_answer') || names.includes('vote'))) {
     if (labels.length && names.includes('vote')) {
       const target = voteTarget(tools[names.indexOf('vote')], labels);
-      return { kind: 'native_vote', toolCalls: [{ name: 'vote', arguments: { agent_id: target, reason: 'correct and complete' } }] };
+      return {
+        kind: 'native_vote',
+        toolCalls: [{ name: 'vote', arguments: { agent_id: target, reason: 'correct and complete' } }],
+      };
     }
-    if (names.includes('new_answer')) return { kind: 'native_answer', toolCalls: [{ name: 'new_answer', arguments: { content: `The answer is ${answer}.` } }] };
+    if (names.includes('new_answer'))
+      return {
+        kind: 'native_answer',
+        toolCalls: [{ name: 'new_answer', arguments: { content: `The answer is ${answer}.` } }],
+      };
   }
-  const system = messages.filter((m) => m.role === 'system').map((m) => messageText(m.content)).join('\n');
+  const system = messages
+    .filter((m) => m.role === 'system')
+    .map((m) => messageText(m.content))
+    .join('\n');
   if (shown && TEXT_PROTOCOL.test(system)) {
     return labels.length
-      ? { kind: 'text_vote', content: `VOTE: ${labels.includes('agent1') ? 'agent1' : labels[0]} | correct and complete` }
+      ? {
+          kind: 'text_vote',
+          content: `VOTE: ${labels.includes('agent1') ? 'agent1' : labels[0]} | correct and complete`,
+        }
       : { kind: 'text_answer', content: `ANSWER: The answer is ${answer}.` };
   }
   if (/Reply with one line: CONFIRM/.test(system)) return { kind: 'review', content: 'CONFIRM' };
-  return { kind: names.length ? `plain_with_tools` : 'plain', content: `The answer is ${answer}.\nFinal answer: ${answer}` };
+  return {
+    kind: names.length ? `plain_with_tools` : 'plain',
+    content: `The answer is ${answer}.\nFinal answer: ${answer}`,
+  };
 }
 
 function usageFor(body, reply) {
@@ -106,14 +123,28 @@ function usageFor(body, reply) {
 
 let idSeq = 0;
 function toolCallsOut(reply) {
-  return reply.toolCalls?.map((c, i) => ({ id: `call_${++idSeq}_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+  return reply.toolCalls?.map((c, i) => ({
+    id: `call_${++idSeq}_${i}`,
+    type: 'function',
+    function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+  }));
 }
 
 function jsonCompletion(body, reply) {
   const toolCalls = toolCallsOut(reply);
   return {
-    id: `chatcmpl-stub-${idSeq}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: body.model ?? 'stub',
-    choices: [{ index: 0, message: { role: 'assistant', content: reply.content ?? null, ...(toolCalls ? { tool_calls: toolCalls } : {}) }, finish_reason: toolCalls ? 'tool_calls' : 'stop', logprobs: null }],
+    id: `chatcmpl-stub-${idSeq}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: body.model ?? 'stub',
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: reply.content ?? null, ...(toolCalls ? { tool_calls: toolCalls } : {}) },
+        finish_reason: toolCalls ? 'tool_calls' : 'stop',
+        logprobs: null,
+      },
+    ],
     usage: usageFor(body, reply),
   };
 }
@@ -122,13 +153,15 @@ function sseCompletion(body, reply) {
   const id = `chatcmpl-stub-${++idSeq}`;
   const created = Math.floor(Date.now() / 1000);
   const model = body.model ?? 'stub';
-  const chunk = (delta, finish = null, extra = {}) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra })}\n\n`;
+  const chunk = (delta, finish = null, extra = {}) =>
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra })}\n\n`;
   const toolCalls = toolCallsOut(reply);
   let out = chunk({ role: 'assistant', content: '' });
   if (toolCalls) out += chunk({ tool_calls: toolCalls.map((c, index) => ({ index, ...c })) });
   else out += chunk({ content: reply.content });
   out += chunk({}, toolCalls ? 'tool_calls' : 'stop');
-  if (body.stream_options?.include_usage) out += `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usageFor(body, reply) })}\n\n`;
+  if (body.stream_options?.include_usage)
+    out += `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usageFor(body, reply) })}\n\n`;
   return `${out}data: [DONE]\n\n`;
 }
 
@@ -155,7 +188,8 @@ function handle(req, res) {
     cpuAtReset = process.cpuUsage();
     return sendJson(res, 200, { ok: true });
   }
-  if (req.method === 'GET' && /\/models\/?$/.test(req.url)) return sendJson(res, 200, { object: 'list', data: [{ id: 'stub-model', object: 'model', owned_by: 'stub' }] });
+  if (req.method === 'GET' && /\/models\/?$/.test(req.url))
+    return sendJson(res, 200, { object: 'list', data: [{ id: 'stub-model', object: 'model', owned_by: 'stub' }] });
   if (req.method !== 'POST' || !/\/chat\/completions\/?$/.test(req.url.split('?')[0])) {
     counters.errors++;
     return sendJson(res, 404, { error: { message: `stub: no route ${req.method} ${req.url}` } });
@@ -170,7 +204,11 @@ function handle(req, res) {
       counters.errors++;
       return sendJson(res, 400, { error: { message: 'stub: body is not JSON' } });
     }
-    if (process.env.STUB_DUMP_DIR) fs.writeFileSync(path.join(process.env.STUB_DUMP_DIR, `${String(++dumpSeq).padStart(5, '0')}.json`), JSON.stringify(body, null, 1));
+    if (process.env.STUB_DUMP_DIR)
+      fs.writeFileSync(
+        path.join(process.env.STUB_DUMP_DIR, `${String(++dumpSeq).padStart(5, '0')}.json`),
+        JSON.stringify(body, null, 1),
+      );
     const reply = decide(body);
     count(body, reply);
     if (body.stream) {
@@ -205,7 +243,10 @@ function serve() {
  * opts.env: extra environment for the stub (e.g. STUB_DUMP_DIR).
  */
 export async function startStub(opts = {}) {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...opts.env } });
+  const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...opts.env },
+  });
   const port = await new Promise((resolve, reject) => {
     child.once('message', (m) => resolve(m.port));
     child.once('exit', (code) => reject(new Error(`stub exited early (${code})`)));
@@ -221,11 +262,12 @@ export async function startStub(opts = {}) {
     pid: child.pid,
     stats: () => call('GET', '/_stub/stats'),
     reset: () => call('POST', '/_stub/reset'),
-    stop: () => new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
   };
 }
 

@@ -18,7 +18,9 @@ const PAYLOAD_POOL = 4096;
  */
 export function buildSyntheticStore(file, { spans, spansPerRollout = 100, seed = 1 }) {
   const rng = createRng(seed);
-  const payloads = Array.from({ length: PAYLOAD_POOL }, () => JSON.stringify(chatPayload(rng, { targetBytes: rng.int(300, 500) })));
+  const payloads = Array.from({ length: PAYLOAD_POOL }, () =>
+    JSON.stringify(chatPayload(rng, { targetBytes: rng.int(300, 500) })),
+  );
   const store = Store.open({ path: file });
   try {
     const db = storeDb(store);
@@ -31,11 +33,28 @@ export function buildSyntheticStore(file, { spans, spansPerRollout = 100, seed =
         const id = `ro_bench${String(n).padStart(9, '0')}`;
         const startedAt = start + n * 60_000;
         const reward = roundReward(rng.next());
-        insertRollout.run(id, `answer ${n}`, agentName(rng), reward, rng.int(500, 40_000), rng.int(0, 30), spansPerRollout,
-          rng.int(1000, 90_000), JSON.stringify({ task: `t${n % 997}`, seed: n }), startedAt, startedAt + 55_000);
+        insertRollout.run(
+          id,
+          `answer ${n}`,
+          agentName(rng),
+          reward,
+          rng.int(500, 40_000),
+          rng.int(0, 30),
+          spansPerRollout,
+          rng.int(1000, 90_000),
+          JSON.stringify({ task: `t${n % 997}`, seed: n }),
+          startedAt,
+          startedAt + 55_000,
+        );
         for (let seq = 1; seq <= spansPerRollout; seq++) {
-          const span = { type: SPAN_TYPES[seq % SPAN_TYPES.length], name: `step.${seq % 7}`, agent: agentName(rng),
-            parentSeq: seq > 1 && seq % 3 === 0 ? seq - 1 : null, startedAt: startedAt + seq * 250.5, durationMs: rng.int(1, 5000) };
+          const span = {
+            type: SPAN_TYPES[seq % SPAN_TYPES.length],
+            name: `step.${seq % 7}`,
+            agent: agentName(rng),
+            parentSeq: seq > 1 && seq % 3 === 0 ? seq - 1 : null,
+            startedAt: startedAt + seq * 250.5,
+            durationMs: rng.int(1, 5000),
+          };
           insertSpan.run(spanRow(id, seq, span, payloads[(n * spansPerRollout + seq) % payloads.length]));
         }
         insertReward.run(id, 'judge', 'llm', reward, 'synthetic', null, null, startedAt + 56_000);

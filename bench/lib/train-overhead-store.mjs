@@ -17,7 +17,8 @@ import { createRng } from './random.mjs';
 import { AGENTS, LABEL, promptPayload, rolloutInserter } from './synthetic-rollouts.mjs';
 
 const SYSTEM = 'Solve the task.';
-const RULES = (hasAnswers) => (hasAnswers ? 'Vote (VOTE: agentN | reason) or answer (ANSWER: x).' : 'End with ANSWER: x.');
+const RULES = (hasAnswers) =>
+  hasAnswers ? 'Vote (VOTE: agentN | reason) or answer (ANSWER: x).' : 'End with ANSWER: x.';
 
 const ITEMS = ['pencils', 'notebooks', 'apples', 'tickets', 'bolts', 'candles', 'mugs', 'batteries'];
 const KINDS = [
@@ -85,7 +86,11 @@ function orchestration(rng, task) {
   const answers = [];
   let turn = 0;
   const answerRound = (round, who, ok) => {
-    add('coordination', 'round', null, { round, answer_labels: answers.map(([l]) => l), trigger: round === 1 ? 'start' : 'new_answer' });
+    add('coordination', 'round', null, {
+      round,
+      answer_labels: answers.map(([l]) => l),
+      trigger: round === 1 ? 'start' : 'new_answer',
+    });
     const msgs = messages(task, answers);
     const reply = answerText(rng, task, ok);
     add('prompt', 'chat', who, prompt(rng, `t${++turn}`, round, msgs, reply.text));
@@ -97,10 +102,19 @@ function orchestration(rng, task) {
         rewards.push(['turn', 'exact', good ? 1 : 0, who, spans.length]);
       }
     }
-    add('coordination', 'new_answer', who, { turn_id: `t${turn}`, label: LABEL[who], content: reply.value, round, answer_labels_seen: answers.map(([l]) => l), prompt_seq: promptSeq });
+    add('coordination', 'new_answer', who, {
+      turn_id: `t${turn}`,
+      label: LABEL[who],
+      content: reply.value,
+      round,
+      answer_labels_seen: answers.map(([l]) => l),
+      prompt_seq: promptSeq,
+    });
     rewards.push(['turn', 'exact', ok ? 1 : 0, who, spans.length], ['turn', 'numeric', ok ? 1 : 0, who, spans.length]);
-    for (const other of AGENTS.filter((x) => x !== who)) add('coordination', 'cancel', other, { turn_id: `t${turn + 1}`, round, reason: 'superseded' });
-    for (const other of AGENTS.filter((x) => x !== who)) add('prompt', 'chat', other, prompt(rng, `t${++turn}`, round, msgs, null));
+    for (const other of AGENTS.filter((x) => x !== who))
+      add('coordination', 'cancel', other, { turn_id: `t${turn + 1}`, round, reason: 'superseded' });
+    for (const other of AGENTS.filter((x) => x !== who))
+      add('prompt', 'chat', other, prompt(rng, `t${++turn}`, round, msgs, null));
     answers.push([LABEL[who], reply.text, who, spans.length, reply.value]);
   };
   const first = rng.pick(AGENTS);
@@ -117,19 +131,52 @@ function orchestration(rng, task) {
   const votes = {};
   for (const voter of AGENTS) {
     const target = rng.chance(0.8) ? winnerEntry : rng.pick(answers);
-    add('prompt', 'chat', voter, prompt(rng, `t${++turn}`, round, msgs, `VOTE: ${target[0]} | ${target === correct ? 'the arithmetic checks out' : 'looks complete'}`));
-    add('coordination', 'vote', voter, { turn_id: `t${turn}`, voter_label: LABEL[voter], target_label: target[0], target_agent: target[2], reason: 'correct', round, answer_labels_seen: answers.map(([l]) => l), prompt_seq: spans.length });
+    add(
+      'prompt',
+      'chat',
+      voter,
+      prompt(
+        rng,
+        `t${++turn}`,
+        round,
+        msgs,
+        `VOTE: ${target[0]} | ${target === correct ? 'the arithmetic checks out' : 'looks complete'}`,
+      ),
+    );
+    add('coordination', 'vote', voter, {
+      turn_id: `t${turn}`,
+      voter_label: LABEL[voter],
+      target_label: target[0],
+      target_agent: target[2],
+      reason: 'correct',
+      round,
+      answer_labels_seen: answers.map(([l]) => l),
+      prompt_seq: spans.length,
+    });
     rewards.push(['turn', 'voting', target === correct ? 1 : -0.5, voter, spans.length]);
     votes[target[0]] = (votes[target[0]] ?? 0) + 1;
   }
   const winner = winnerEntry[2];
-  add('coordination', 'final_selection', winner, { winner_agent: winner, winner_label: winnerEntry[0], votes, consensus: true, reason: 'votes', rounds: round });
+  add('coordination', 'final_selection', winner, {
+    winner_agent: winner,
+    winner_label: winnerEntry[0],
+    votes,
+    consensus: true,
+    reason: 'votes',
+    rounds: round,
+  });
   const final = `Final answer: ${winnerEntry[4]}`;
-  add('prompt', 'presentation', winner, prompt(rng, 'presentation', round, messages(task, answers), `${winnerEntry[1].split('\nANSWER:')[0]}\n${final}`));
+  add(
+    'prompt',
+    'presentation',
+    winner,
+    prompt(rng, 'presentation', round, messages(task, answers), `${winnerEntry[1].split('\nANSWER:')[0]}\n${final}`),
+  );
   add('coordination', 'presentation', winner, { content: final, prompt_seq: spans.length });
   const exact = winnerEntry[4] === String(task.reference) ? 1 : 0;
   rewards.push(['rollout', 'exact', exact, null, null], ['rollout', 'coordination', rng.int(-5, 30) / 10, null, null]);
-  for (const [channel, family, value, agent, target] of rewards) add('reward', family, agent, { channel, value, reason: null, target_seq: target });
+  for (const [channel, family, value, agent, target] of rewards)
+    add('reward', family, agent, { channel, value, reason: null, target_seq: target });
   const total = Math.round((2 * exact + 0.2 * rewards[rewards.length - 1][2]) * 1000) / 1000;
   return { status: 'completed', spans, rewards, final, total, winner };
 }
@@ -144,7 +191,17 @@ export function buildTrainStore(file, { tasks: taskCount, rolloutsPerTask, seed 
       const kind = KINDS[i % KINDS.length];
       return { id: `task-${i}`, category: kind.category, ...kind.make(rng) };
     });
-    store.tasks.upsertMany(tasks.map((t) => ({ id: t.id, prompt: t.prompt, reference: String(t.reference), category: t.category, metadata: {}, source: 'bench', split: 'train' })));
+    store.tasks.upsertMany(
+      tasks.map((t) => ({
+        id: t.id,
+        prompt: t.prompt,
+        reference: String(t.reference),
+        category: t.category,
+        metadata: {},
+        source: 'bench',
+        split: 'train',
+      })),
+    );
     const db = storeDb(store);
     const insert = rolloutInserter(db, solver.id);
     let spans = 0;

@@ -36,13 +36,24 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 def training_arguments(cfg: dict, output_dir: str) -> dict:
     save_steps = int(cfg["save_steps"])
     return dict(
-        output_dir=output_dir, learning_rate=cfg["learning_rate"], num_train_epochs=cfg["num_train_epochs"],
-        max_steps=cfg["max_steps"], per_device_train_batch_size=cfg["per_device_train_batch_size"],
-        gradient_accumulation_steps=cfg["gradient_accumulation_steps"], seed=cfg["seed"], use_cpu=bool(cfg["use_cpu"]),
-        bf16=bool(cfg["bf16"]), fp16=False, save_strategy="steps" if save_steps > 0 else "no",
-        save_steps=save_steps if save_steps > 0 else 500, logging_strategy="steps", logging_steps=cfg["logging_steps"],
-        report_to="none", gradient_checkpointing=bool(cfg["gradient_checkpointing"]),
-        dataloader_pin_memory=not cfg["use_cpu"], disable_tqdm=True,
+        output_dir=output_dir,
+        learning_rate=cfg["learning_rate"],
+        num_train_epochs=cfg["num_train_epochs"],
+        max_steps=cfg["max_steps"],
+        per_device_train_batch_size=cfg["per_device_train_batch_size"],
+        gradient_accumulation_steps=cfg["gradient_accumulation_steps"],
+        seed=cfg["seed"],
+        use_cpu=bool(cfg["use_cpu"]),
+        bf16=bool(cfg["bf16"]),
+        fp16=False,
+        save_strategy="steps" if save_steps > 0 else "no",
+        save_steps=save_steps if save_steps > 0 else 500,
+        logging_strategy="steps",
+        logging_steps=cfg["logging_steps"],
+        report_to="none",
+        gradient_checkpointing=bool(cfg["gradient_checkpointing"]),
+        dataloader_pin_memory=not cfg["use_cpu"],
+        disable_tqdm=True,
     )
 
 
@@ -58,9 +69,19 @@ def load_model(cfg: dict, padding_side: str):
     tokenizer.padding_side = padding_side
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     lora = cfg.get("lora")
-    peft_config = None if not lora else LoraConfig(
-        r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=lora["dropout"], target_modules=lora["target_modules"],
-        bias="none", task_type="CAUSAL_LM", base_model_name_or_path=path)
+    peft_config = (
+        None
+        if not lora
+        else LoraConfig(
+            r=lora["r"],
+            lora_alpha=lora["alpha"],
+            lora_dropout=lora["dropout"],
+            target_modules=lora["target_modules"],
+            bias="none",
+            task_type="CAUSAL_LM",
+            base_model_name_or_path=path,
+        )
+    )
     return model, tokenizer, peft_config
 
 
@@ -75,10 +96,16 @@ def sft_trainer(cfg: dict, output_dir: str):
                 chat = [{"role": m["role"], "content": m["content"]} for m in json.loads(line)["messages"]]
                 rows.append({"prompt": chat[:-1], "completion": chat[-1:]})
     model, tokenizer, peft_config = load_model(cfg, "right")
-    config = SFTConfig(**training_arguments(cfg, output_dir), max_length=cfg["max_length"], packing=False,
-                       completion_only_loss=True)
-    return SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                      peft_config=peft_config), len(rows)
+    config = SFTConfig(
+        **training_arguments(cfg, output_dir), max_length=cfg["max_length"], packing=False, completion_only_loss=True
+    )
+    return SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    ), len(rows)
 
 
 def grpo_trainer(cfg: dict, output_dir: str):
@@ -92,8 +119,13 @@ def grpo_trainer(cfg: dict, output_dir: str):
         raise SystemExit("trl_direct.py: only grpo mode offline (replay) is benchmarked")
     groups = load_groups(SimpleNamespace(dataset_path=cfg["dataset_path"], mode="offline"))
     model, tokenizer, peft_config = load_model(cfg, "left")
-    config = GRPOConfig(**training_arguments(cfg, output_dir), beta=cfg["beta"], num_generations=cfg["num_generations"],
-                        max_completion_length=cfg["max_completion_length"], temperature=cfg["temperature"])
+    config = GRPOConfig(
+        **training_arguments(cfg, output_dir),
+        beta=cfg["beta"],
+        num_generations=cfg["num_generations"],
+        max_completion_length=cfg["max_completion_length"],
+        temperature=cfg["temperature"],
+    )
     chunks = replay_chunks(groups, cfg["num_generations"], cfg["seed"])
     replay = Replay(tokenizer, groups, chunks, cfg["num_generations"], cfg["max_completion_length"], cfg["max_length"])
 
@@ -105,9 +137,15 @@ def grpo_trainer(cfg: dict, output_dir: str):
             finally:
                 self._massgen_inputs = None
 
-    trainer = ReplayGRPOTrainer(model=model, args=config, processing_class=tokenizer, peft_config=peft_config,
-                                reward_funcs=[recorded_reward], rollout_func=replay,
-                                train_dataset=Dataset.from_list(replay.dataset_rows(chunks, groups)))
+    trainer = ReplayGRPOTrainer(
+        model=model,
+        args=config,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        reward_funcs=[recorded_reward],
+        rollout_func=replay,
+        train_dataset=Dataset.from_list(replay.dataset_rows(chunks, groups)),
+    )
     return trainer, len(chunks)
 
 
@@ -129,9 +167,19 @@ def main() -> int:
     trainer.save_model(str(Path(output_dir) / "final"))
     saved = time.monotonic()
     metrics = {k: v for k, v in (output.metrics or {}).items() if isinstance(v, (int, float))}
-    sys.stdout.write(json.dumps({"rows": rows, "load_s": round(loaded - started, 3), "train_s": round(trained - loaded, 3),
-                                 "save_s": round(saved - trained, 3), "global_step": output.global_step,
-                                 "metrics": metrics}) + "\n")
+    sys.stdout.write(
+        json.dumps(
+            {
+                "rows": rows,
+                "load_s": round(loaded - started, 3),
+                "train_s": round(trained - loaded, 3),
+                "save_s": round(saved - trained, 3),
+                "global_step": output.global_step,
+                "metrics": metrics,
+            }
+        )
+        + "\n"
+    )
     return 0
 
 

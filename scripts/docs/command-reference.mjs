@@ -8,16 +8,23 @@ export function commandReference(program) {
   const help = program.createHelp();
   const out = ['## Global options', '', 'Every command takes these (before or after its own).', ''];
   out.push(optionTable(help, program), '');
-  out.push('## Commands', '', table(['command', 'what it does'], commands(help, program).map((c) => [
-    `[\`${c.path}\`](#${anchor(c.path)})`, cell(c.cmd.description()),
-  ])), '');
+  out.push(
+    '## Commands',
+    '',
+    table(
+      ['command', 'what it does'],
+      commands(help, program).map((c) => [`[\`${c.path}\`](#${anchor(c.path)})`, cell(c.cmd.description())]),
+    ),
+    '',
+  );
   for (const { cmd, path } of commands(help, program)) out.push(...section(help, cmd, path));
   return out.join('\n');
 }
 
 /** Every visible command under `root`, depth first, with its path after the program's name. */
 function commands(help, root, prefix = []) {
-  return help.visibleCommands(root)
+  return help
+    .visibleCommands(root)
     .filter((c) => c.name() !== 'help')
     .flatMap((cmd) => {
       const names = [...prefix, cmd.name()];
@@ -34,7 +41,14 @@ function programName(cmd) {
 function section(help, cmd, path) {
   const out = [`### ${path}`, '', '```', `${path}${usageTail(cmd)}`, '```', ''];
   if (cmd.description()) out.push(cell(cmd.description()), '');
-  if (cmd.aliases().length) out.push(`Also spelled: ${cmd.aliases().map((a) => `\`${a}\``).join(', ')}.`, '');
+  if (cmd.aliases().length)
+    out.push(
+      `Also spelled: ${cmd
+        .aliases()
+        .map((a) => `\`${a}\``)
+        .join(', ')}.`,
+      '',
+    );
   const args = cmd.registeredArguments;
   if (args.length) {
     const rows = args.map((a) => [code(argTerm(a)), cell(help.argumentDescription(a))]);
@@ -50,7 +64,10 @@ function section(help, cmd, path) {
 
 function optionTable(help, cmd) {
   const options = help.visibleOptions(cmd).filter((o) => o.long !== '--help');
-  return table(['option', 'description'], options.map((o) => [code(o.flags), cell(help.optionDescription(o))]));
+  return table(
+    ['option', 'description'],
+    options.map((o) => [code(o.flags), cell(help.optionDescription(o))]),
+  );
 }
 
 /** The usage after the command's path, e.g. " [options] <rollout>". */
@@ -66,5 +83,8 @@ function argTerm(a) {
 
 /** GitHub's heading anchor: lower case, spaces to '-', punctuation dropped. */
 function anchor(heading) {
-  return heading.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-');
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
 }

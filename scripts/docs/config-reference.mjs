@@ -66,15 +66,16 @@ function keyRows(node, key, rows, long, top = false, required = false) {
 /** The rows of each object branch, a key found in several once (its types joined). */
 function unionRows(branches, key, rows, long) {
   const start = rows.length;
-  for (const b of branches) for (const [k, v] of Object.entries(b.properties)) {
-    const sub = [];
-    keyRows(v, `${key}.${k}`, sub, long, false, b.required?.includes(k));
-    for (const r of sub) {
-      const same = rows.slice(start).find((x) => x.key === r.key);
-      if (!same) rows.push(r);
-      else if (same.type !== r.type) same.type = `${same.type} \\| ${r.type}`;
+  for (const b of branches)
+    for (const [k, v] of Object.entries(b.properties)) {
+      const sub = [];
+      keyRows(v, `${key}.${k}`, sub, long, false, b.required?.includes(k));
+      for (const r of sub) {
+        const same = rows.slice(start).find((x) => x.key === r.key);
+        if (!same) rows.push(r);
+        else if (same.type !== r.type) same.type = `${same.type} \\| ${r.type}`;
+      }
     }
-  }
 }
 
 function unionShape(branches) {
@@ -101,23 +102,31 @@ export function typeOf(node) {
   const branches = node.anyOf ?? node.oneOf;
   if (branches) return branches.map(typeOf).join(' or ');
   switch (node.type) {
-    case 'array': return `list of ${typeOf(node.items ?? {})}${countBounds(node)}`;
+    case 'array':
+      return `list of ${typeOf(node.items ?? {})}${countBounds(node)}`;
     case 'object': {
       if (!isRecord(node)) return 'object';
       const keys = node.propertyNames?.enum ? `(${node.propertyNames.enum.join(', ')})` : 'name';
       return `map of ${keys} → ${typeOf(node.additionalProperties)}`;
     }
     case 'integer':
-    case 'number': return `${node.type}${numberBounds(node)}`;
-    case 'string': return node.format === 'uri' ? 'URL' : 'string';
-    case undefined: return 'any';
-    default: return node.type;
+    case 'number':
+      return `${node.type}${numberBounds(node)}`;
+    case 'string':
+      return node.format === 'uri' ? 'URL' : 'string';
+    case undefined:
+      return 'any';
+    default:
+      return node.type;
   }
 }
 
 function numberBounds(n) {
   const int = n.type === 'integer';
-  let lo = n.minimum, hi = n.maximum, loX, hiX;
+  let lo = n.minimum,
+    hi = n.maximum,
+    loX,
+    hiX;
   if (n.exclusiveMinimum !== undefined) {
     if (int) lo = n.exclusiveMinimum + 1;
     else loX = n.exclusiveMinimum;
@@ -127,8 +136,12 @@ function numberBounds(n) {
     else hiX = n.exclusiveMaximum;
   }
   if (lo !== undefined && hi !== undefined) return ` ${num(lo)}${lo < 0 ? ' to ' : '–'}${num(hi)}`;
-  const parts = [lo !== undefined && `≥ ${num(lo)}`, loX !== undefined && `> ${num(loX)}`,
-    hi !== undefined && `≤ ${num(hi)}`, hiX !== undefined && `< ${num(hiX)}`].filter(Boolean);
+  const parts = [
+    lo !== undefined && `≥ ${num(lo)}`,
+    loX !== undefined && `> ${num(loX)}`,
+    hi !== undefined && `≤ ${num(hi)}`,
+    hiX !== undefined && `< ${num(hiX)}`,
+  ].filter(Boolean);
   return parts.length ? ` ${parts.join(', ')}` : '';
 }
 

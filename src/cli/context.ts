@@ -34,28 +34,31 @@ export function createContext(opts: GlobalOptions): Context {
   let loaded: Promise<LoadedConfig> | undefined;
   let runtime: Promise<Runtime> | undefined;
   let redactor: Redactor | undefined;
-  const loadConfig = () => (loaded ??= (async () => {
-    const [{ loadConfig: load }, { redactorFor }] = await Promise.all([
-      import('../config/load.js'), import('../runtime/store.js'),
-    ]);
-    const result = load({ configPath: opts.config, overrides: opts.set });
-    redactor = redactorFor(result.config, result.env);
-    ui.setRedactor(redactor);
-    ui.debug(`config: ${result.file ?? '<embedded defaults>'} (hash ${result.hash})`);
-    for (const note of result.deprecations) ui.warn(`${result.file ?? 'config'}: ${note}`);
-    return result;
-  })());
+  const loadConfig = () =>
+    (loaded ??= (async () => {
+      const [{ loadConfig: load }, { redactorFor }] = await Promise.all([
+        import('../config/load.js'),
+        import('../runtime/store.js'),
+      ]);
+      const result = load({ configPath: opts.config, overrides: opts.set });
+      redactor = redactorFor(result.config, result.env);
+      ui.setRedactor(redactor);
+      ui.debug(`config: ${result.file ?? '<embedded defaults>'} (hash ${result.hash})`);
+      for (const note of result.deprecations) ui.warn(`${result.file ?? 'config'}: ${note}`);
+      return result;
+    })());
   return {
     opts,
     ui,
     interactive,
     loadConfig,
-    runtime: () => (runtime ??= (async () => {
-      const [config, { Runtime }] = await Promise.all([loadConfig(), import('../runtime/runtime.js')]);
-      const rt = new Runtime(config, { onServerEvent: (e) => ui.debug(`[serve] ${JSON.stringify(e)}`) });
-      ui.setRedactor(rt.redactor);
-      return rt;
-    })()),
+    runtime: () =>
+      (runtime ??= (async () => {
+        const [config, { Runtime }] = await Promise.all([loadConfig(), import('../runtime/runtime.js')]);
+        const rt = new Runtime(config, { onServerEvent: (e) => ui.debug(`[serve] ${JSON.stringify(e)}`) });
+        ui.setRedactor(rt.redactor);
+        return rt;
+      })()),
     async close() {
       const rt = runtime && (await runtime.catch(() => undefined));
       await rt?.close();

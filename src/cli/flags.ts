@@ -37,6 +37,7 @@ export function wholeNumber(flag: string, v: string | undefined, max: number, mi
 /** A commander parser for --port: a whole number from 0 to 65535 (0 picks a free one). */
 export function portFlag(value: string): number {
   const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65535) throw new InvalidArgumentError('a port number from 0 to 65535 (0 picks a free one)');
+  if (!/^\d+$/.test(value) || port > 65535)
+    throw new InvalidArgumentError('a port number from 0 to 65535 (0 picks a free one)');
   return port;
 }

@@ -4,7 +4,11 @@ import type { Ui } from './ui/output.js';
  * Runs fn with a signal that Ctrl-C (SIGINT) or SIGTERM aborts once, after printing what stopping
  * means; the process keeps running so fn can finish cleanly (cancel, checkpoint, record).
  */
-export async function withInterrupt<T>(ui: Pick<Ui, 'warn'>, stopping: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withInterrupt<T>(
+  ui: Pick<Ui, 'warn'>,
+  stopping: string,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const controller = new AbortController();
   const onSignal = () => {
     if (controller.signal.aborted) return;

@@ -43,13 +43,38 @@ export function buildProgram(): Program {
     .option('-v, --verbose', 'more output', false)
     .option('-y, --yes', 'accept defaults, never prompt', false)
     .option('--no-color', 'disable colours (NO_COLOR is honoured too)')
-    .option('--set <key=value>', 'override a config value (repeatable), e.g. --set collect.concurrency=4', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option(
+      '--set <key=value>',
+      'override a config value (repeatable), e.g. --set collect.concurrency=4',
+      (v: string, prev: string[]) => [...prev, v],
+      [] as string[],
+    )
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
 
   let context: Context | undefined;
   const ctx = () => (context ??= createContext(program.opts<GlobalOptions>()));
-  for (const register of [registerInit, registerDoctor, registerCollect, registerFeedback, registerRewards, registerTasks, registerStatus, registerTraces, registerServe, registerGateway, registerTrain, registerCheckpoints, registerEval, registerReport, registerDeploy, registerReview, registerResources, registerLoop, registerStore] satisfies Register[]) {
+  for (const register of [
+    registerInit,
+    registerDoctor,
+    registerCollect,
+    registerFeedback,
+    registerRewards,
+    registerTasks,
+    registerStatus,
+    registerTraces,
+    registerServe,
+    registerGateway,
+    registerTrain,
+    registerCheckpoints,
+    registerEval,
+    registerReport,
+    registerDeploy,
+    registerReview,
+    registerResources,
+    registerLoop,
+    registerStore,
+  ] satisfies Register[]) {
     register(program, ctx);
   }
   return {

@@ -32,7 +32,13 @@ export const DEFAULT_PROMPT_LAYOUT = 'independent' as const;
  * Four completions per decision give it right samples to learn from; a LoRA adapter needs a learning rate
  * far above full fine-tuning's.
  */
-export const DEFAULT_RECIPE = { algo: 'sft', select: 'verified', learning_rate: 2e-4, num_train_epochs: 2, samples_per_turn: 4 } as const;
+export const DEFAULT_RECIPE = {
+  algo: 'sft',
+  select: 'verified',
+  learning_rate: 2e-4,
+  num_train_epochs: 2,
+  samples_per_turn: 4,
+} as const;
 
 export const defaultAgents = ['agent_a', 'agent_b', 'agent_c'].map((id, i) => ({
   id,

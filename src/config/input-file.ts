@@ -4,7 +4,13 @@ import { UserError } from '../errors.js';
 
 /** A file given as input (config, task file, prompt file) that is not something we can read as text. */
 export class InputFileError extends UserError {
-  constructor(readonly file: string, readonly code: string, readonly reason: string, what: string, hint?: string) {
+  constructor(
+    readonly file: string,
+    readonly code: string,
+    readonly reason: string,
+    what: string,
+    hint?: string,
+  ) {
     super(`${what} ${file}: ${reason}`, hint);
     this.name = 'InputFileError';
   }
@@ -20,7 +26,10 @@ export const MiB = 1024 * 1024;
  * the text chunk by chunk as it is read, and may throw to stop reading there.
  */
 export function readRegularFile(
-  file: string, what: string, maxBytes = 16 * MiB, inspect?: (chunk: string) => void,
+  file: string,
+  what: string,
+  maxBytes = 16 * MiB,
+  inspect?: (chunk: string) => void,
 ): string {
   const fail = (code: string, reason: string) => new InputFileError(file, code, reason, what);
   const check = (st: fs.Stats) => {
@@ -72,7 +81,11 @@ export function present(file: string): boolean {
   }
 }
 
-function errnoError(err: unknown, fail: (code: string, reason: string) => InputFileError, file?: string): InputFileError {
+function errnoError(
+  err: unknown,
+  fail: (code: string, reason: string) => InputFileError,
+  file?: string,
+): InputFileError {
   const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
   if ((code === 'ENOENT' || code === 'ELOOP') && file !== undefined) {
     const target = linkTarget(file);

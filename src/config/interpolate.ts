@@ -20,15 +20,16 @@ export function interpolateEnv(
       const found = env[name!];
       if (found !== undefined && found !== '') return found;
       if (fallback !== undefined) return fallback;
-      issues.push({ path, message: `environment variable ${name} is not set (use \${${name}:-default} for a fallback)` });
+      issues.push({
+        path,
+        message: `environment variable ${name} is not set (use \${${name}:-default} for a fallback)`,
+      });
       return match;
     });
   }
   if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, issues, [...path, i]));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, issues, [...path, k])]),
-    );
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolateEnv(v, env, issues, [...path, k])]));
   }
   return value;
 }

@@ -35,7 +35,9 @@ export interface LoadedConfig {
 
 export class ConfigError extends UserError {
   constructor(readonly issues: string[]) {
-    super(`invalid configuration (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n  ${issues.join('\n  ')}`);
+    super(
+      `invalid configuration (${issues.length} problem${issues.length === 1 ? '' : 's'}):\n  ${issues.join('\n  ')}`,
+    );
   }
 }
 
@@ -57,7 +59,9 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
     source = parsed.source;
     raw = parsed.value;
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-      throw new ConfigError([`${source.file}:1:1: the config must be a mapping of sections (project, models, agents, …)`]);
+      throw new ConfigError([
+        `${source.file}:1:1: the config must be a mapping of sections (project, models, agents, …)`,
+      ]);
     }
   }
   return fromRaw(raw as Record<string, unknown>, source, text === null ? null : file, { ...opts, cwd, env });
@@ -78,7 +82,10 @@ export function fromRaw(
   withDefaultTeam(interpolated);
   const overrides = (opts.overrides ?? []).flatMap((spec) => {
     const specs = migrateOverride(migrateRenamedOverride(spec));
-    if (specs[0] !== spec) deprecations.push(`--set ${spec.slice(0, spec.indexOf('='))} is deprecated: use --set ${specs.map((o) => o.slice(0, o.indexOf('='))).join(', --set ')}`);
+    if (specs[0] !== spec)
+      deprecations.push(
+        `--set ${spec.slice(0, spec.indexOf('='))} is deprecated: use --set ${specs.map((o) => o.slice(0, o.indexOf('='))).join(', --set ')}`,
+      );
     return specs;
   });
   // Overrides apply on top of the defaults, so `--set agents.0.temperature=0` edits the default team.
@@ -87,13 +94,21 @@ export function fromRaw(
   if (overrides.length) deprecations.push(...migrateLoopSteps(withOverrides));
   const located = locator(source, overrides);
   const result = configSchema.safeParse(withOverrides);
-  if (!result.success) throw new ConfigError(byLine(flattenIssues(result.error.issues).map((i) => formatZod(located, i))));
+  if (!result.success)
+    throw new ConfigError(byLine(flattenIssues(result.error.issues).map((i) => formatZod(located, i))));
 
   const baseDir = file ? path.dirname(file) : opts.cwd;
   const ruleIssues = checkRules(result.data, baseDir);
   if (ruleIssues.length) throw new ConfigError(ruleIssues.map((i) => format(located, i.path, i.message)));
 
-  return { config: result.data, file, paths: resolvePaths(result.data, baseDir, opts.env), hash: stableHash(result.data), env: opts.env, deprecations };
+  return {
+    config: result.data,
+    file,
+    paths: resolvePaths(result.data, baseDir, opts.env),
+    hash: stableHash(result.data),
+    env: opts.env,
+    deprecations,
+  };
 }
 
 /**
@@ -103,13 +118,19 @@ export function fromRaw(
 function withDefaultTeam(raw: Record<string, unknown>): void {
   if (raw.agents !== undefined) return;
   const orchestrator = section(raw, 'orchestrator');
-  if (orchestrator && orchestrator.prompt_layout === undefined) raw.orchestrator = { ...orchestrator, prompt_layout: DEFAULT_PROMPT_LAYOUT };
-  const train = section(raw, 'train'), collect = section(raw, 'collect');
+  if (orchestrator && orchestrator.prompt_layout === undefined)
+    raw.orchestrator = { ...orchestrator, prompt_layout: DEFAULT_PROMPT_LAYOUT };
+  const train = section(raw, 'train'),
+    collect = section(raw, 'collect');
   if (!train || !collect || train.algo !== undefined) return;
   const sft = section(train, 'sft');
   if (!sft) return;
   const r = DEFAULT_RECIPE;
-  raw.train = { ...train, algo: r.algo, sft: { select: r.select, learning_rate: r.learning_rate, num_train_epochs: r.num_train_epochs, ...sft } };
+  raw.train = {
+    ...train,
+    algo: r.algo,
+    sft: { select: r.select, learning_rate: r.learning_rate, num_train_epochs: r.num_train_epochs, ...sft },
+  };
   if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn: r.samples_per_turn };
 }
 
@@ -126,7 +147,8 @@ function readConfigText(file: string, explicit: boolean): string | null {
     return readRegularFile(file, 'config file');
   } catch (err) {
     if (!(err instanceof InputFileError)) throw err;
-    if (err.code === 'ENOENT') throw new UserError(`config file not found: ${file}`, 'create one with `massgen-rl init`');
+    if (err.code === 'ENOENT')
+      throw new UserError(`config file not found: ${file}`, 'create one with `massgen-rl init`');
     if (err.code === 'EISDIR') throw new UserError(`config path is a directory, not a file: ${file}`);
     throw err;
   }

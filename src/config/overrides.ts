@@ -22,7 +22,8 @@ export function applyOverrides(raw: Record<string, unknown>, overrides: readonly
       }
       const next = Object.hasOwn(slot, index) ? slot[index] : undefined;
       if (next === undefined || next === null) slot[index] = /^\d+$/.test(keys[i + 1]!) ? [] : {};
-      else if (typeof next !== 'object') throw new UserError(`--set ${spec}: ${keys.slice(0, i + 1).join('.')} is not a section`);
+      else if (typeof next !== 'object')
+        throw new UserError(`--set ${spec}: ${keys.slice(0, i + 1).join('.')} is not a section`);
       target = slot[index] as Record<string, unknown>;
     });
   }

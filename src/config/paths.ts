@@ -26,7 +26,9 @@ export function resolvePaths(config: RLConfig, baseDir: string, env: NodeJS.Proc
   return {
     baseDir,
     dataDir,
-    storePath: config.store.url ?? (config.store.path ? path.resolve(baseDir, config.store.path) : path.join(dataDir, 'store.sqlite')),
+    storePath:
+      config.store.url
+      ?? (config.store.path ? path.resolve(baseDir, config.store.path) : path.join(dataDir, 'store.sqlite')),
     cacheDir: cache,
     venvDir: config.train.venv ? path.resolve(baseDir, config.train.venv) : path.join(cache, 'venv'),
     defaultModelDir: path.join(cache, 'models', DEFAULT_MODEL_NAME),

@@ -17,7 +17,9 @@ export function migrateRenamedKeys(raw: Raw): string[] {
     const both = Object.hasOwn(raw, key);
     if (!both) raw[key] = raw[old];
     delete raw[old];
-    notes.push(`${old} is deprecated: use ${key} (the same keys)${both ? `; ${key} is set too, so ${old} is ignored` : ''}`);
+    notes.push(
+      `${old} is deprecated: use ${key} (the same keys)${both ? `; ${key} is set too, so ${old} is ignored` : ''}`,
+    );
   }
   return [...notes, ...migrateLoopSteps(raw)];
 }

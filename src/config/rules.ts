@@ -14,26 +14,49 @@ export interface RuleIssue {
 export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   const issues: RuleIssue[] = [];
   const add = (p: ConfigPath, message: string) => issues.push({ path: p, message });
-  const known = (kind: string, names: string[]) => (names.length ? `${kind}: ${names.join(', ')}` : `no ${kind} are defined`);
+  const known = (kind: string, names: string[]) =>
+    names.length ? `${kind}: ${names.join(', ')}` : `no ${kind} are defined`;
   const models = Object.keys(config.models);
   const prompts = Object.keys(config.prompts);
   const tools = Object.keys(config.tools);
 
   for (const [key, m] of Object.entries(config.models)) {
     const remote = Boolean(m.base_url || m.base_urls);
-    if (!remote && !m.local) add(['models', key], 'set either base_url (a running server), base_urls (replicas of it) or local (weights served by massgen-rl)');
-    if (m.base_url && m.base_urls) add(['models', key, 'base_urls'], 'base_url and base_urls are exclusive: list every replica under base_urls');
-    if (remote && m.local) add(['models', key, 'local'], `${m.base_url ? 'base_url' : 'base_urls'} and local are exclusive: local weights are served on their own address`);
-    if (m.lora && !remote) add(['models', key, 'lora'], 'lora names adapters on a server at base_url; a model with local weights serves its adapters itself');
+    if (!remote && !m.local)
+      add(
+        ['models', key],
+        'set either base_url (a running server), base_urls (replicas of it) or local (weights served by massgen-rl)',
+      );
+    if (m.base_url && m.base_urls)
+      add(['models', key, 'base_urls'], 'base_url and base_urls are exclusive: list every replica under base_urls');
+    if (remote && m.local)
+      add(
+        ['models', key, 'local'],
+        `${m.base_url ? 'base_url' : 'base_urls'} and local are exclusive: local weights are served on their own address`,
+      );
+    if (m.lora && !remote)
+      add(
+        ['models', key, 'lora'],
+        'lora names adapters on a server at base_url; a model with local weights serves its adapters itself',
+      );
     m.base_urls?.forEach((url, i) => {
       const first = m.base_urls!.findIndex((u) => sameEndpoint(u, url));
-      if (first < i) add(['models', key, 'base_urls', i], `${url} is listed already (base_urls[${first}]); each replica once`);
+      if (first < i)
+        add(['models', key, 'base_urls', i], `${url} is listed already (base_urls[${first}]); each replica once`);
     });
   }
-  if (config.store.url && config.store.path) add(['store', 'url'], 'store.url and store.path are exclusive: a store is a PostgreSQL database or a SQLite file');
-  if (config.queue.distributed && !config.store.url) add(['queue', 'distributed'], 'needs store.url: the workers on other machines share a PostgreSQL store and its queue');
+  if (config.store.url && config.store.path)
+    add(['store', 'url'], 'store.url and store.path are exclusive: a store is a PostgreSQL database or a SQLite file');
+  if (config.queue.distributed && !config.store.url)
+    add(
+      ['queue', 'distributed'],
+      'needs store.url: the workers on other machines share a PostgreSQL store and its queue',
+    );
   if (config.store.url && hasPassword(config.store.url)) {
-    add(['store', 'url'], `contains a password; put it in the environment variable ${config.store.password_env} (store.password_env) instead`);
+    add(
+      ['store', 'url'],
+      `contains a password; put it in the environment variable ${config.store.password_env} (store.password_env) instead`,
+    );
   }
   for (const [key, p] of Object.entries(config.prompts)) {
     if (Boolean(p.file) === Boolean(p.text)) add(['prompts', key], 'set exactly one of file or text');
@@ -43,31 +66,42 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   config.agents.forEach((a, i) => {
     if (seen.has(a.id)) add(['agents', i, 'id'], `duplicate agent id "${a.id}"`);
     seen.add(a.id);
-    if (!Object.hasOwn(config.models, a.model)) add(['agents', i, 'model'], `unknown model "${a.model}"; ${known('models', models)}`);
-    if (!Object.hasOwn(config.prompts, a.system_prompt)) add(['agents', i, 'system_prompt'], `unknown prompt "${a.system_prompt}"; ${known('prompts', prompts)}`);
+    if (!Object.hasOwn(config.models, a.model))
+      add(['agents', i, 'model'], `unknown model "${a.model}"; ${known('models', models)}`);
+    if (!Object.hasOwn(config.prompts, a.system_prompt))
+      add(['agents', i, 'system_prompt'], `unknown prompt "${a.system_prompt}"; ${known('prompts', prompts)}`);
     a.tools.forEach((t, j) => {
-      if (!Object.hasOwn(config.tools, t)) add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
+      if (!Object.hasOwn(config.tools, t))
+        add(['agents', i, 'tools', j], `unknown tool "${t}"; ${known('tools', tools)}`);
     });
     const layout = config.orchestrator.prompt_layout;
     if ((layout === 'answers' || layout === 'independent') && a.tool_mode !== 'text') {
-      add(['agents', i, 'tool_mode'], `orchestrator.prompt_layout ${layout} is for text-mode agents; set tool_mode: text, or use prompt_layout: protocol`);
+      add(
+        ['agents', i, 'tool_mode'],
+        `orchestrator.prompt_layout ${layout} is for text-mode agents; set tool_mode: text, or use prompt_layout: protocol`,
+      );
     }
   });
   const presenter = config.orchestrator.presenter_prompt;
-  if (presenter !== undefined && !Object.hasOwn(config.prompts, presenter)) add(['orchestrator', 'presenter_prompt'], `unknown prompt "${presenter}"; ${known('prompts', prompts)}`);
+  if (presenter !== undefined && !Object.hasOwn(config.prompts, presenter))
+    add(['orchestrator', 'presenter_prompt'], `unknown prompt "${presenter}"; ${known('prompts', prompts)}`);
   const agentIds = config.agents.map((a) => a.id);
   for (const [arm, ids] of Object.entries(config.policies.routing.arms ?? {})) {
     ids.forEach((id, j) => {
-      if (!agentIds.includes(id)) add(['policies', 'routing', 'arms', arm, j], `unknown agent "${id}"; agents: ${agentIds.join(', ')}`);
+      if (!agentIds.includes(id))
+        add(['policies', 'routing', 'arms', arm, j], `unknown agent "${id}"; agents: ${agentIds.join(', ')}`);
     });
   }
   config.prompt_opt.prompts?.forEach((name, i) => {
-    if (!Object.hasOwn(config.prompts, name)) add(['prompt_opt', 'prompts', i], `unknown prompt "${name}"; ${known('prompts', prompts)}`);
+    if (!Object.hasOwn(config.prompts, name))
+      add(['prompt_opt', 'prompts', i], `unknown prompt "${name}"; ${known('prompts', prompts)}`);
   });
   const optimizer = config.prompt_opt.optimizer_model;
-  if (optimizer && !Object.hasOwn(config.models, optimizer)) add(['prompt_opt', 'optimizer_model'], `unknown model "${optimizer}"; ${known('models', models)}`);
+  if (optimizer && !Object.hasOwn(config.models, optimizer))
+    add(['prompt_opt', 'optimizer_model'], `unknown model "${optimizer}"; ${known('models', models)}`);
   const emb = config.policies.embedding_model;
-  if (emb && !Object.hasOwn(config.models, emb)) add(['policies', 'embedding_model'], `unknown model "${emb}"; ${known('models', models)}`);
+  if (emb && !Object.hasOwn(config.models, emb))
+    add(['policies', 'embedding_model'], `unknown model "${emb}"; ${known('models', models)}`);
   if (config.orchestrator.delegation?.enabled && Object.hasOwn(config.tools, 'delegate')) {
     add(['tools', 'delegate'], 'orchestrator.delegation gives every agent a tool named delegate: rename this tool');
   }
@@ -83,18 +117,25 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
       const other = ports.get(port);
       if (other !== undefined) {
         const why = local.port ? '' : ` (unset: \`massgen-rl serve\` listens on ${port})`;
-        add(['models', key, 'local', 'port'], `deploy.export_massgen points MassGen at each local model's server, and models.${other} and models.${key} would both be on port ${port}${why}: give each its own local.port`);
+        add(
+          ['models', key, 'local', 'port'],
+          `deploy.export_massgen points MassGen at each local model's server, and models.${other} and models.${key} would both be on port ${port}${why}: give each its own local.port`,
+        );
       }
       ports.set(port, key);
     }
   }
   const judge = config.rewards.judge;
-  if (judge.model && !Object.hasOwn(config.models, judge.model)) add(['rewards', 'judge', 'model'], `unknown model "${judge.model}"; ${known('models', models)}`);
+  if (judge.model && !Object.hasOwn(config.models, judge.model))
+    add(['rewards', 'judge', 'model'], `unknown model "${judge.model}"; ${known('models', models)}`);
   if ((config.rewards.weights.judge ?? 0) !== 0) {
-    if (!judge.model) add(['rewards', 'judge', 'model'], 'the judge reward has a weight, so name the model that judges');
-    if (!judge.rubric.length) add(['rewards', 'judge', 'rubric'], 'the judge reward has a weight, so give at least one rubric criterion');
+    if (!judge.model)
+      add(['rewards', 'judge', 'model'], 'the judge reward has a weight, so name the model that judges');
+    if (!judge.rubric.length)
+      add(['rewards', 'judge', 'rubric'], 'the judge reward has a weight, so give at least one rubric criterion');
   }
-  if ((config.rewards.weights.custom ?? 0) !== 0 && !config.rewards.custom) add(['rewards', 'custom'], 'the custom reward has a weight, so set custom.command');
+  if ((config.rewards.weights.custom ?? 0) !== 0 && !config.rewards.custom)
+    add(['rewards', 'custom'], 'the custom reward has a weight, so set custom.command');
   for (const key of ['script', 'deepspeed', 'accelerate_config'] as const) {
     const file = config.train[key];
     if (file) requireFile(baseDir, file, ['train', key], add);
@@ -127,7 +168,12 @@ function requireFile(baseDir: string, file: string, p: ConfigPath, add: (p: Conf
     stat = fs.statSync(abs);
   } catch (err) {
     const link = linkTarget(abs);
-    add(p, link === null ? `file not found: ${abs}` : `a link to ${link}, which leads nowhere (${(err as NodeJS.ErrnoException).code}): ${abs}`);
+    add(
+      p,
+      link === null
+        ? `file not found: ${abs}`
+        : `a link to ${link}, which leads nowhere (${(err as NodeJS.ErrnoException).code}): ${abs}`,
+    );
     return;
   }
   if (!stat.isFile()) add(p, `not a file: ${abs}`);
@@ -145,7 +191,8 @@ export function redactPatternProblem(pattern: string): string | undefined {
     return `not a valid regular expression: ${(err as Error).message}`;
   }
   const probe = EMPTY_PROBES.find((text) => [...text.matchAll(re)].some((m) => m[0] === ''));
-  return probe === undefined ? undefined
+  return probe === undefined
+    ? undefined
     : `matches the empty string${probe ? ` (in ${JSON.stringify(probe)})` : ''}; a redaction pattern must match at least one character, e.g. use + instead of *`;
 }
 

@@ -32,7 +32,11 @@ export function parseYamlSafely(text: string, maxNesting = MAX_NESTING): SafeYam
   } catch (err) {
     // Most input too deep for the parser becomes one of its errors (below); some overflows escape it.
     if (!(err instanceof RangeError)) throw err;
-    return { doc: new Document(null) as Document.Parsed, lines, problems: [{ ...firstTooDeep(text, maxNesting), message: tooDeep }] };
+    return {
+      doc: new Document(null) as Document.Parsed,
+      lines,
+      problems: [{ ...firstTooDeep(text, maxNesting), message: tooDeep }],
+    };
   }
   const at = (offset: number | undefined, message: string): YamlProblem => {
     const pos = lines.linePos(offset ?? 0);
@@ -40,7 +44,11 @@ export function parseYamlSafely(text: string, maxNesting = MAX_NESTING): SafeYam
   };
   if (doc.errors.length) {
     const problems = doc.errors.map((e) =>
-      at(e.pos[0], /Maximum call stack/.test(e.message) ? tooDeep : `invalid YAML: ${e.message.split('\n')[0] ?? e.message}`));
+      at(
+        e.pos[0],
+        /Maximum call stack/.test(e.message) ? tooDeep : `invalid YAML: ${e.message.split('\n')[0] ?? e.message}`,
+      ),
+    );
     return { doc, lines, problems };
   }
   const problems: YamlProblem[] = [];
@@ -49,7 +57,9 @@ export function parseYamlSafely(text: string, maxNesting = MAX_NESTING): SafeYam
   while (stack.length) {
     const [node, depth] = stack.pop()!;
     if (isAlias(node)) {
-      problems.push(at(node.range?.[0], `YAML aliases are not supported (*${node.source}): write the value out in full`));
+      problems.push(
+        at(node.range?.[0], `YAML aliases are not supported (*${node.source}): write the value out in full`),
+      );
     } else if (isMap(node) || isSeq(node)) {
       if (depth >= maxNesting) {
         problems.push(at(node.range?.[0], tooDeep));
@@ -57,7 +67,8 @@ export function parseYamlSafely(text: string, maxNesting = MAX_NESTING): SafeYam
       }
       for (const item of node.items) {
         if (isPair(item)) {
-          if (isScalar(item.key) && item.key.value === '__proto__') problems.push(at(item.key.range?.[0], 'the key "__proto__" is not allowed'));
+          if (isScalar(item.key) && item.key.value === '__proto__')
+            problems.push(at(item.key.range?.[0], 'the key "__proto__" is not allowed'));
           stack.push([item.key, depth + 1], [item.value, depth + 1]);
         } else stack.push([item, depth + 1]);
       }

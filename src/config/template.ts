@@ -1,15 +1,13 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { ALGOS, BUILTIN_SUITES } from './schema.js';
 import { DEFAULT_MODEL_NAME, DEFAULT_MODEL_REF, DEFAULT_PROMPT_LAYOUT, DEFAULT_RECIPE } from './defaults.js';
+import { ALGOS, BUILTIN_SUITES } from './schema.js';
 
 export const TEMPLATES_DIR = fileURLToPath(new URL('../../templates', import.meta.url));
 export const SCHEMA_FILE = fileURLToPath(new URL('../../schema/massgen-rl.schema.json', import.meta.url));
 
-export type Endpoint =
-  | { kind: 'local' }
-  | { kind: 'remote'; baseUrl: string; model: string; apiKeyEnv?: string };
+export type Endpoint = { kind: 'local' } | { kind: 'remote'; baseUrl: string; model: string; apiKeyEnv?: string };
 
 export interface InitAnswers {
   projectName: string;
@@ -33,7 +31,13 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
   const model =
     answers.endpoint.kind === 'local'
       ? { local: { model: DEFAULT_MODEL_NAME, local: { weights: DEFAULT_MODEL_REF } } }
-      : { main: { base_url: answers.endpoint.baseUrl, model: answers.endpoint.model, ...(answers.endpoint.apiKeyEnv ? { api_key_env: answers.endpoint.apiKeyEnv } : {}) } };
+      : {
+          main: {
+            base_url: answers.endpoint.baseUrl,
+            model: answers.endpoint.model,
+            ...(answers.endpoint.apiKeyEnv ? { api_key_env: answers.endpoint.apiKeyEnv } : {}),
+          },
+        };
   const modelName = Object.keys(model)[0]!;
   const agents = Array.from({ length: answers.teamSize }, (_, i) => ({
     id: `agent_${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`,
@@ -56,8 +60,13 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
       : '',
     algo: answers.algo,
     // The measured recipe for the small local model (DEFAULT_RECIPE); the schema's defaults otherwise.
-    samples: local ? `  samples_per_turn: ${DEFAULT_RECIPE.samples_per_turn}     # completions per decision: the extra ones are training samples, they do not act\n` : '',
-    select: answers.algo === 'sft' ? '    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n' : '',
+    samples: local
+      ? `  samples_per_turn: ${DEFAULT_RECIPE.samples_per_turn}     # completions per decision: the extra ones are training samples, they do not act\n`
+      : '',
+    select:
+      answers.algo === 'sft'
+        ? '    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n'
+        : '',
     learning_rate: local ? DEFAULT_RECIPE.learning_rate.toExponential(1) : '1.0e-5',
     epochs: local ? String(DEFAULT_RECIPE.num_train_epochs) : '1',
   };
@@ -66,5 +75,9 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
 }
 
 function indent(block: string): string {
-  return block.trimEnd().split('\n').map((l) => `  ${l}`).join('\n');
+  return block
+    .trimEnd()
+    .split('\n')
+    .map((l) => `  ${l}`)
+    .join('\n');
 }

@@ -37,15 +37,19 @@ export function migrateTrainKeys(raw: Raw): string[] {
       const section = isMap(train[algo]) ? train[algo] : (train[algo] ??= {});
       if (isMap(section) && !Object.hasOwn(section, key)) section[key] = value;
     }
-    notes.push(`train.${old} is deprecated: use train.<algo>.${key} (${ALGOS.map((a) => `train.${a}.${key}`).join(', ')})`);
+    notes.push(
+      `train.${old} is deprecated: use train.<algo>.${key} (${ALGOS.map((a) => `train.${a}.${key}`).join(', ')})`,
+    );
   }
   const grpo = train.grpo;
   if (isMap(grpo) && isMap(grpo.vllm) && ('enabled' in grpo.vllm || 'server_timeout_s' in grpo.vllm)) {
     const { enabled, server_timeout_s: timeout, ...rest } = grpo.vllm;
     if (enabled === true) grpo.vllm = { ...rest, ...(timeout === undefined ? {} : { server_timeout: timeout }) };
     else delete grpo.vllm;
-    if (enabled !== undefined) notes.push('train.grpo.vllm.enabled is deprecated: vLLM is on when train.grpo.vllm is set (null or absent: off)');
-    if (timeout !== undefined) notes.push('train.grpo.vllm.server_timeout_s is deprecated: use train.grpo.vllm.server_timeout');
+    if (enabled !== undefined)
+      notes.push('train.grpo.vllm.enabled is deprecated: vLLM is on when train.grpo.vllm is set (null or absent: off)');
+    if (timeout !== undefined)
+      notes.push('train.grpo.vllm.server_timeout_s is deprecated: use train.grpo.vllm.server_timeout');
   }
   return notes;
 }

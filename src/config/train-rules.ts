@@ -11,13 +11,22 @@ export function machineIssues(t: TrainConfig): TrainIssue[] {
   const issues: TrainIssue[] = [];
   const n = t.num_machines;
   if (t.machine_rank >= n) {
-    issues.push({ path: ['train', 'machine_rank'], message: `rank ${t.machine_rank} is out of range: train.num_machines is ${n}, so a machine's rank is ${n === 1 ? '0' : `0 to ${n - 1}`}` });
+    issues.push({
+      path: ['train', 'machine_rank'],
+      message: `rank ${t.machine_rank} is out of range: train.num_machines is ${n}, so a machine's rank is ${n === 1 ? '0' : `0 to ${n - 1}`}`,
+    });
   }
   if (n > 1 && !t.main_process_ip) {
-    issues.push({ path: ['train', 'main_process_ip'], message: `required with num_machines ${n}: the address of machine 0 that every machine can reach` });
+    issues.push({
+      path: ['train', 'main_process_ip'],
+      message: `required with num_machines ${n}: the address of machine 0 that every machine can reach`,
+    });
   }
   if (t.num_processes % n) {
-    issues.push({ path: ['train', 'num_processes'], message: `counts the processes of all ${n} machines together (accelerate's --num_processes), so it must be a multiple of ${n}; got ${t.num_processes}` });
+    issues.push({
+      path: ['train', 'num_processes'],
+      message: `counts the processes of all ${n} machines together (accelerate's --num_processes), so it must be a multiple of ${n}; got ${t.num_processes}`,
+    });
   }
   return issues;
 }

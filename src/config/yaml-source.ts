@@ -45,7 +45,7 @@ function child(node: unknown, part: string | number, atKey = false): { node: unk
     if (!pair) return undefined;
     const keyOffset = rangeStart(pair.key);
     const valOffset = rangeStart(pair.value);
-    return { node: pair.value, offset: (atKey ? keyOffset : valOffset ?? keyOffset) ?? 0 };
+    return { node: pair.value, offset: (atKey ? keyOffset : (valOffset ?? keyOffset)) ?? 0 };
   }
   if (isSeq(node) && typeof part === 'number') {
     const item = node.items[part];

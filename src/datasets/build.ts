@@ -15,7 +15,10 @@ import type { Algo, BuilderContext, DatasetBuilder, RowSink } from './types.js';
 import { DatasetWriter, type DatasetManifest } from './writer.js';
 
 export const BUILDERS: Record<Algo, (ctx: BuilderContext) => DatasetBuilder> = {
-  sft: sftBuilder, grpo: grpoBuilder, dpo: dpoBuilder, ppo: ppoBuilder,
+  sft: sftBuilder,
+  grpo: grpoBuilder,
+  dpo: dpoBuilder,
+  ppo: ppoBuilder,
 };
 
 /** DPO needs no prompt spans (at most one, for a task without a row): it reads coordination spans only. */
@@ -57,11 +60,14 @@ export interface BuildDatasetResult {
  * as JSONL with a manifest per docs/trainer-protocol.md (content-hashed directory, written atomically).
  */
 export async function buildDataset(store: Store, input: BuildDatasetInput): Promise<BuildDatasetResult> {
-  if (!(ALGOS as readonly string[]).includes(input.algo)) throw new UserError(`unknown dataset algorithm "${input.algo}" (one of ${ALGOS.join(', ')})`);
+  if (!(ALGOS as readonly string[]).includes(input.algo))
+    throw new UserError(`unknown dataset algorithm "${input.algo}" (one of ${ALGOS.join(', ')})`);
   const options = resolveDatasetOptions(input.options);
   const from = input.all ? 0 : Math.max(0, input.sinceWatermark ?? 0);
   const reader = new TraceReader(store, from, input.pageSize, COORDINATION_ONLY[input.algo]);
-  const load = COORDINATION_ONLY[input.algo] ? (rolloutId: string, seq: number) => reader.span(rolloutId, seq)?.payload : undefined;
+  const load = COORDINATION_ONLY[input.algo]
+    ? (rolloutId: string, seq: number) => reader.span(rolloutId, seq)?.payload
+    : undefined;
   const stats = new StatsCollector();
   const builder = BUILDERS[input.algo]({ options, stats, reader });
   const writer = new DatasetWriter(path.join(input.dataDir, 'datasets'), input.algo);
@@ -84,7 +90,13 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
     const watermark = { from, to: reader.watermark };
     const snapshot = stats.snapshot(input.algo, watermark, reader.spansRead);
     const gates = input.gates ? checkGates({ ...snapshot }, input.gates) : null;
-    const { dir, manifest, reused } = writer.commit({ watermark, rollouts: snapshot.rollouts_used, config_hash: input.configHash ?? null, stats: snapshot, gates });
+    const { dir, manifest, reused } = writer.commit({
+      watermark,
+      rollouts: snapshot.rollouts_used,
+      config_hash: input.configHash ?? null,
+      stats: snapshot,
+      gates,
+    });
     return { dir, manifest, stats: snapshot, watermark: reader.watermark, reused, gates };
   } catch (err) {
     writer.discard();

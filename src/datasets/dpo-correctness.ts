@@ -39,34 +39,79 @@ export function correctnessDpoBuilder(ctx: BuilderContext): DatasetBuilder {
       for (const a of view.actions) {
         if (a.kind !== 'answer') continue;
         const verified = view.verified(a.seq);
-        if (verified === null || (verified > 0 && verified < 1)) { stats.drop('not_verified'); continue; }
+        if (verified === null || (verified > 0 && verified < 1)) {
+          stats.drop('not_verified');
+          continue;
+        }
         const prompt = taskPrompt(view, a.agent, reader, opts.system_prompt);
-        if (!prompt) { stats.drop('no_task_prompt'); continue; }
+        if (!prompt) {
+          stats.drop('no_task_prompt');
+          continue;
+        }
         if (!entry) tasks.set(taskId, (entry = { category: view.category, right: new Map(), wrong: new Map() }));
         const side = verified >= 1 ? entry.right : entry.wrong;
         const key = normalizeText(a.content);
-        if (!side.has(key)) side.set(key, { content: a.content, prompt, clean: view.clean(a.agent), rolloutId: view.rollout.id, agent: a.agent, seq: a.seq });
+        if (!side.has(key))
+          side.set(key, {
+            content: a.content,
+            prompt,
+            clean: view.clean(a.agent),
+            rolloutId: view.rollout.id,
+            agent: a.agent,
+            seq: a.seq,
+          });
       }
     },
     finish(emit) {
       const seen = new Set<string>();
       for (const [taskId, entry] of tasks) {
-        if (!entry.right.size || !entry.wrong.size) { stats.drop(entry.right.size ? 'no_wrong_answer' : 'no_right_answer'); continue; }
-        if (opts.min_margin > 1) { stats.drop('below_margin'); continue; }
+        if (!entry.right.size || !entry.wrong.size) {
+          stats.drop(entry.right.size ? 'no_wrong_answer' : 'no_right_answer');
+          continue;
+        }
+        if (opts.min_margin > 1) {
+          stats.drop('below_margin');
+          continue;
+        }
         let made = 0;
         for (const right of entry.right.values()) {
           for (const wrong of entry.wrong.values()) {
-            if (made >= opts.max_pairs_per_task) { stats.drop('over_pair_limit'); continue; }
-            const key = sha256(canonicalJson([right.prompt, normalizeText(right.content), normalizeText(wrong.content)]));
-            if (seen.has(key)) { stats.drop('duplicate_pair'); continue; }
+            if (made >= opts.max_pairs_per_task) {
+              stats.drop('over_pair_limit');
+              continue;
+            }
+            const key = sha256(
+              canonicalJson([right.prompt, normalizeText(right.content), normalizeText(wrong.content)]),
+            );
+            if (seen.has(key)) {
+              stats.drop('duplicate_pair');
+              continue;
+            }
             seen.add(key);
             made++;
             stats.count('correctness_pairs');
             const row: DpoRow = {
-              prompt: right.prompt, chosen: [{ role: 'assistant', content: right.content }], rejected: [{ role: 'assistant', content: wrong.content }], margin: 1,
-              meta: { kind: 'correctness', task_id: taskId, category: entry.category, rollout_id: right.rolloutId, agent: right.agent, seq: right.seq, rejected_rollout_id: wrong.rolloutId, rejected_agent: wrong.agent, rejected_seq: wrong.seq },
+              prompt: right.prompt,
+              chosen: [{ role: 'assistant', content: right.content }],
+              rejected: [{ role: 'assistant', content: wrong.content }],
+              margin: 1,
+              meta: {
+                kind: 'correctness',
+                task_id: taskId,
+                category: entry.category,
+                rollout_id: right.rolloutId,
+                agent: right.agent,
+                seq: right.seq,
+                rejected_rollout_id: wrong.rolloutId,
+                rejected_agent: wrong.agent,
+                rejected_seq: wrong.seq,
+              },
             };
-            emit(row, { clean: right.clean && wrong.clean, categories: [entry.category], rollouts: [...new Set([right.rolloutId, wrong.rolloutId])] });
+            emit(row, {
+              clean: right.clean && wrong.clean,
+              categories: [entry.category],
+              rollouts: [...new Set([right.rolloutId, wrong.rolloutId])],
+            });
           }
         }
       }

@@ -38,12 +38,27 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
   const seen = new Set<string>();
   const tasks = new Map<string, TaskEntry>();
 
-  function pair(emit: RowSink, prompt: ChatMessage[], chosen: string, rejected: string, margin: number, meta: Record<string, unknown>, info: RowInfo, kind: string): void {
+  function pair(
+    emit: RowSink,
+    prompt: ChatMessage[],
+    chosen: string,
+    rejected: string,
+    margin: number,
+    meta: Record<string, unknown>,
+    info: RowInfo,
+    kind: string,
+  ): void {
     const key = sha256(canonicalJson([prompt, normalizeText(chosen), normalizeText(rejected)]));
     if (seen.has(key)) return stats.drop('duplicate_pair');
     seen.add(key);
     stats.count(`${kind}_pairs`);
-    const row: DpoRow = { prompt, chosen: [{ role: 'assistant', content: chosen }], rejected: [{ role: 'assistant', content: rejected }], margin, meta: { kind, ...meta } };
+    const row: DpoRow = {
+      prompt,
+      chosen: [{ role: 'assistant', content: chosen }],
+      rejected: [{ role: 'assistant', content: rejected }],
+      margin,
+      meta: { kind, ...meta },
+    };
     emit(row, info);
   }
 
@@ -54,17 +69,41 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
       const standing = view.standingAnswers();
       const chosen = winner ? standing.get(winner) : undefined;
       const prompt = winner ? taskPrompt(view, winner, reader, opts.system_prompt) : null;
-      if (!winner || !chosen || !prompt) stats.drop(!prompt && winner && chosen ? 'no_task_prompt' : 'no_winner_answer');
+      if (!winner || !chosen || !prompt)
+        stats.drop(!prompt && winner && chosen ? 'no_task_prompt' : 'no_winner_answer');
       else {
         for (const [agent, other] of standing) {
           if (agent === winner) continue;
-          if (normalizeText(other.content) === normalizeText(chosen.content)) { stats.drop('same_content'); continue; }
+          if (normalizeText(other.content) === normalizeText(chosen.content)) {
+            stats.drop('same_content');
+            continue;
+          }
           const rc = view.rewardFor(chosen.seq);
           const rr = view.rewardFor(other.seq);
-          if (rc === null || rr === null) { stats.drop('no_reward'); continue; }
-          if (rc - rr < opts.min_margin) { stats.drop('below_margin'); continue; }
-          const meta = view.meta(winner, chosen.seq, { chosen_reward: rc, rejected_agent: agent, rejected_seq: other.seq, rejected_reward: rr });
-          pair(emit, prompt, chosen.content, other.content, rc - rr, meta, { clean: view.clean(winner) && view.clean(agent), categories: [view.category], rollouts: [r.id] }, 'in_rollout');
+          if (rc === null || rr === null) {
+            stats.drop('no_reward');
+            continue;
+          }
+          if (rc - rr < opts.min_margin) {
+            stats.drop('below_margin');
+            continue;
+          }
+          const meta = view.meta(winner, chosen.seq, {
+            chosen_reward: rc,
+            rejected_agent: agent,
+            rejected_seq: other.seq,
+            rejected_reward: rr,
+          });
+          pair(
+            emit,
+            prompt,
+            chosen.content,
+            other.content,
+            rc - rr,
+            meta,
+            { clean: view.clean(winner) && view.clean(agent), categories: [view.category], rollouts: [r.id] },
+            'in_rollout',
+          );
         }
       }
       // Candidates for cross-rollout pairs: the final answer and the rollout total.
@@ -73,19 +112,30 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
       const taskPromptMsgs = prompt ?? taskPrompt(view, winner ?? '', reader, opts.system_prompt);
       if (taskKey === null || taskPromptMsgs === null) return;
       let entry = tasks.get(taskKey);
-      if (!entry) tasks.set(taskKey, (entry = { prompt: taskPromptMsgs, taskId: r.taskId, category: view.category, answers: new Map() }));
+      if (!entry)
+        tasks.set(
+          taskKey,
+          (entry = { prompt: taskPromptMsgs, taskId: r.taskId, category: view.category, answers: new Map() }),
+        );
       const norm = normalizeText(r.finalAnswer);
       const c = entry.answers.get(norm);
       if (c) {
         c.rewards.push(view.total);
         c.clean &&= view.clean(winner);
       } else {
-        entry.answers.set(norm, { content: r.finalAnswer, rewards: [view.total], clean: view.clean(winner), first: { rollout_id: r.id, rollout_num: r.num, agent: winner, seq: view.presentation?.seq ?? null } });
+        entry.answers.set(norm, {
+          content: r.finalAnswer,
+          rewards: [view.total],
+          clean: view.clean(winner),
+          first: { rollout_id: r.id, rollout_num: r.num, agent: winner, seq: view.presentation?.seq ?? null },
+        });
       }
     },
     finish(emit) {
       for (const entry of tasks.values()) {
-        const ranked = [...entry.answers.values()].map((c) => ({ c, reward: c.rewards.reduce((a, b) => a + b, 0) / c.rewards.length })).sort((a, b) => b.reward - a.reward);
+        const ranked = [...entry.answers.values()]
+          .map((c) => ({ c, reward: c.rewards.reduce((a, b) => a + b, 0) / c.rewards.length }))
+          .sort((a, b) => b.reward - a.reward);
         const found: { hi: (typeof ranked)[number]; lo: (typeof ranked)[number]; margin: number }[] = [];
         const limit = opts.max_pairs_per_task * 8;
         for (let i = 0; i < ranked.length && found.length < limit; i++) {
@@ -98,8 +148,31 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
         found.sort((a, b) => b.margin - a.margin);
         stats.drop('over_pair_limit', Math.max(0, found.length - opts.max_pairs_per_task));
         for (const { hi, lo, margin } of found.slice(0, opts.max_pairs_per_task)) {
-          const meta = { ...hi.c.first, task_id: entry.taskId, category: entry.category, chosen_reward: hi.reward, chosen_rollouts: hi.c.rewards.length, rejected_reward: lo.reward, rejected_rollout_id: lo.c.first.rollout_id, rejected_agent: lo.c.first.agent, rejected_seq: lo.c.first.seq };
-          pair(emit, entry.prompt, hi.c.content, lo.c.content, margin, meta, { clean: hi.c.clean && lo.c.clean, categories: [entry.category], rollouts: [hi.c.first.rollout_id, lo.c.first.rollout_id] }, 'cross_rollout');
+          const meta = {
+            ...hi.c.first,
+            task_id: entry.taskId,
+            category: entry.category,
+            chosen_reward: hi.reward,
+            chosen_rollouts: hi.c.rewards.length,
+            rejected_reward: lo.reward,
+            rejected_rollout_id: lo.c.first.rollout_id,
+            rejected_agent: lo.c.first.agent,
+            rejected_seq: lo.c.first.seq,
+          };
+          pair(
+            emit,
+            entry.prompt,
+            hi.c.content,
+            lo.c.content,
+            margin,
+            meta,
+            {
+              clean: hi.c.clean && lo.c.clean,
+              categories: [entry.category],
+              rollouts: [hi.c.first.rollout_id, lo.c.first.rollout_id],
+            },
+            'cross_rollout',
+          );
         }
       }
       tasks.clear();

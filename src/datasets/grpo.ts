@@ -29,12 +29,27 @@ export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
   const matches = agentMatcher(ctx.options.grpo.agents, 'grpo.agents');
   const groups = new Map<string, Member[]>();
 
-  function member(view: RolloutIndex, seq: number, agent: string | null, reward: number | null, p: PromptPayload, request: PromptPayload['request'] | undefined, extra: Record<string, unknown>): void {
+  function member(
+    view: RolloutIndex,
+    seq: number,
+    agent: string | null,
+    reward: number | null,
+    p: PromptPayload,
+    request: PromptPayload['request'] | undefined,
+    extra: Record<string, unknown>,
+  ): void {
     if (!matches(agent)) return stats.drop('agent_filter');
     if (completionText(p) === null || !request?.messages) return stats.drop('no_completion');
     if (reward === null) return stats.drop(extra.kind === 'sample' ? 'unrewarded_sample' : 'no_reward');
     const key = promptKey(request);
-    const m: Member = { rolloutId: view.rollout.id, seq, reward, clean: view.clean(agent), category: view.category, meta: view.meta(agent, seq, extra) };
+    const m: Member = {
+      rolloutId: view.rollout.id,
+      seq,
+      reward,
+      clean: view.clean(agent),
+      category: view.category,
+      meta: view.meta(agent, seq, extra),
+    };
     const list = groups.get(key);
     if (list) list.push(m);
     else groups.set(key, [m]);
@@ -48,7 +63,11 @@ export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
           stats.drop('no_completion');
           continue;
         }
-        member(view, a.promptSeq, a.agent, view.rewardFor(a.seq), p, p.request, { kind: a.kind, action_seq: a.seq, ...turn(p) });
+        member(view, a.promptSeq, a.agent, view.rewardFor(a.seq), p, p.request, {
+          kind: a.kind,
+          action_seq: a.seq,
+          ...turn(p),
+        });
       }
       for (const s of view.promptSpans) {
         if (s.name !== 'sample') continue;
@@ -75,12 +94,23 @@ export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
         const completions: GrpoCompletion[] = members.map((m) => {
           const p = JSON.parse(reader.span(m.rolloutId, m.seq)!.payload) as PromptPayload;
           if (!prompt && p.request?.messages) prompt = chatMessages(p.request.messages);
-          return { content: completionText(p)!, reward: m.reward, advantage: (m.reward - mean) / std, token_ids: tokenIds(p), logprobs: logprobValues(p), meta: { ...m.meta, model: p.request?.model ?? null } };
+          return {
+            content: completionText(p)!,
+            reward: m.reward,
+            advantage: (m.reward - mean) / std,
+            token_ids: tokenIds(p),
+            logprobs: logprobValues(p),
+            meta: { ...m.meta, model: p.request?.model ?? null },
+          };
         });
         stats.count('groups');
         stats.count('completions', completions.length);
         const row: GrpoRow = { group_id: key.slice(0, 16), prompt: prompt ?? [], completions };
-        emit(row, { clean: members.every((m) => m.clean), categories: members.map((m) => m.category), rollouts: members.map((m) => m.rolloutId) });
+        emit(row, {
+          clean: members.every((m) => m.clean),
+          categories: members.map((m) => m.category),
+          rollouts: members.map((m) => m.rolloutId),
+        });
       }
       groups.clear();
     },

@@ -1,9 +1,25 @@
 export { buildDataset, BUILDERS, type BuildDatasetInput, type BuildDatasetResult } from './build.js';
-export { assertGates, checkGates, type GateCheck, type GateResult, type GateStats, type GateThresholds } from './gates.js';
+export {
+  assertGates,
+  checkGates,
+  type GateCheck,
+  type GateResult,
+  type GateStats,
+  type GateThresholds,
+} from './gates.js';
 export { chatMessages, completionText, promptKey, type ChatMessage } from './messages.js';
 export {
-  agentMatcher, DEFAULT_DATASET_OPTIONS, DEFAULT_SYSTEM_PROMPT, resolveDatasetOptions,
-  type AgentMatch, type DatasetOptions, type DatasetOptionsInput, type DpoOptions, type GrpoOptions, type PpoOptions, type SftOptions,
+  agentMatcher,
+  DEFAULT_DATASET_OPTIONS,
+  DEFAULT_SYSTEM_PROMPT,
+  resolveDatasetOptions,
+  type AgentMatch,
+  type DatasetOptions,
+  type DatasetOptionsInput,
+  type DpoOptions,
+  type GrpoOptions,
+  type PpoOptions,
+  type SftOptions,
 } from './options.js';
 export { TraceReader, type TraceRecord, type TraceSpan } from './read-traces.js';
 export { RolloutIndex, UNCATEGORIZED } from './rollout-index.js';

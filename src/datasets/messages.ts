@@ -22,7 +22,10 @@ export function chatMessages(raw: readonly unknown[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (const m of raw) {
     if (!isObj(m) || typeof m.role !== 'string') continue;
-    const msg: ChatMessage = { role: m.role, content: typeof m.content === 'string' ? m.content : m.content == null ? '' : canonicalJson(m.content) };
+    const msg: ChatMessage = {
+      role: m.role,
+      content: typeof m.content === 'string' ? m.content : m.content == null ? '' : canonicalJson(m.content),
+    };
     if (Array.isArray(m.tool_calls) && m.tool_calls.length) msg.tool_calls = m.tool_calls;
     if (typeof m.tool_call_id === 'string') msg.tool_call_id = m.tool_call_id;
     if (typeof m.name === 'string') msg.name = m.name;

@@ -82,15 +82,19 @@ export function resolveDatasetOptions(input: DatasetOptionsInput = {}): DatasetO
     ppo: { ...d.ppo, ...defined(input.ppo) },
     weights: input.weights ?? null,
   };
-  if (!Number.isInteger(o.grpo.min_group_size) || o.grpo.min_group_size < 2) bad('grpo.min_group_size', 'must be an integer ≥ 2');
+  if (!Number.isInteger(o.grpo.min_group_size) || o.grpo.min_group_size < 2)
+    bad('grpo.min_group_size', 'must be an integer ≥ 2');
   if (!(o.dpo.min_margin >= 0)) bad('dpo.min_margin', 'must be ≥ 0');
-  if (!Number.isInteger(o.dpo.max_pairs_per_task) || o.dpo.max_pairs_per_task < 1) bad('dpo.max_pairs_per_task', 'must be a positive integer');
+  if (!Number.isInteger(o.dpo.max_pairs_per_task) || o.dpo.max_pairs_per_task < 1)
+    bad('dpo.max_pairs_per_task', 'must be a positive integer');
   if (o.dpo.pairs !== 'winner' && o.dpo.pairs !== 'correctness') bad('dpo.pairs', 'must be winner or correctness');
   if (o.ppo.credit !== 'final' && o.ppo.credit !== 'discounted') bad('ppo.credit', 'must be final or discounted');
   if (!(o.ppo.gamma > 0 && o.ppo.gamma <= 1)) bad('ppo.gamma', 'must be in (0, 1]');
   if (o.sft.select !== 'reward' && o.sft.select !== 'verified') bad('sft.select', 'must be reward or verified');
-  if (!Number.isInteger(o.sft.max_per_task) || o.sft.max_per_task < 1) bad('sft.max_per_task', 'must be a positive integer');
-  if (o.sft.reward_threshold !== null && !Number.isFinite(o.sft.reward_threshold)) bad('sft.reward_threshold', 'must be a number or null');
+  if (!Number.isInteger(o.sft.max_per_task) || o.sft.max_per_task < 1)
+    bad('sft.max_per_task', 'must be a positive integer');
+  if (o.sft.reward_threshold !== null && !Number.isFinite(o.sft.reward_threshold))
+    bad('sft.reward_threshold', 'must be a number or null');
   for (const algo of ['sft', 'grpo', 'ppo'] as const) agentMatcher(o[algo].agents, `${algo}.agents`);
   return o;
 }
@@ -121,11 +125,25 @@ function bad(option: string, message: string): never {
 }
 
 /** The builder options from train.* and rewards.weights. */
-export function datasetOptionsFromConfig(train: TrainConfig, weights: Partial<Record<string, number>>): DatasetOptionsInput {
+export function datasetOptionsFromConfig(
+  train: TrainConfig,
+  weights: Partial<Record<string, number>>,
+): DatasetOptionsInput {
   return {
-    sft: { reward_threshold: train.sft.reward_threshold, agents: train.sft.agents ?? null, include_presentation: train.sft.include_presentation, select: train.sft.select, max_per_task: train.sft.max_per_task },
+    sft: {
+      reward_threshold: train.sft.reward_threshold,
+      agents: train.sft.agents ?? null,
+      include_presentation: train.sft.include_presentation,
+      select: train.sft.select,
+      max_per_task: train.sft.max_per_task,
+    },
     grpo: { agents: train.grpo.agents ?? null, min_group_size: train.grpo.min_group_size },
-    dpo: { min_margin: train.dpo.min_margin, system_prompt: train.dpo.system_prompt ?? null, max_pairs_per_task: train.dpo.max_pairs_per_task, pairs: train.dpo.pairs },
+    dpo: {
+      min_margin: train.dpo.min_margin,
+      system_prompt: train.dpo.system_prompt ?? null,
+      max_pairs_per_task: train.dpo.max_pairs_per_task,
+      pairs: train.dpo.pairs,
+    },
     ppo: { credit: train.ppo.credit, gamma: train.ppo.gamma, agents: train.ppo.agents ?? null },
     weights,
   };

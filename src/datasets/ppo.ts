@@ -41,7 +41,10 @@ export function ppoBuilder(ctx: BuilderContext): DatasetBuilder {
         else byAgent.set(s.agent, [turn]);
       }
       if (final === null) {
-        stats.drop('no_reward', [...byAgent.values()].reduce((n, l) => n + l.length, 0));
+        stats.drop(
+          'no_reward',
+          [...byAgent.values()].reduce((n, l) => n + l.length, 0),
+        );
         return;
       }
       // Rows in seq order across agents, as the calls happened.
@@ -51,11 +54,26 @@ export function ppoBuilder(ctx: BuilderContext): DatasetBuilder {
         turns.forEach(({ seq, name, p, completion }, t) => {
           const ret = credit === 'final' ? final : gamma ** (T - t) * final;
           rows.push({
-            seq, agent,
+            seq,
+            agent,
             row: {
-              prompt: chatMessages(p.request.messages), completion, reward: t === T ? final : 0, return: ret,
-              token_ids: tokenIds(p), logprobs: logprobValues(p),
-              meta: view.meta(agent, seq, { name, model: p.request.model, turn_id: p.turn_id, round: p.round, attempt: p.attempt, t, T, credit, final_reward: final }),
+              prompt: chatMessages(p.request.messages),
+              completion,
+              reward: t === T ? final : 0,
+              return: ret,
+              token_ids: tokenIds(p),
+              logprobs: logprobValues(p),
+              meta: view.meta(agent, seq, {
+                name,
+                model: p.request.model,
+                turn_id: p.turn_id,
+                round: p.round,
+                attempt: p.attempt,
+                t,
+                T,
+                credit,
+                final_reward: final,
+              }),
             },
           });
         });

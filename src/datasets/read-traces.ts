@@ -87,7 +87,8 @@ export class TraceReader {
 
   /** The text of a prompt resource (the system prompts recorded in rollout metadata), cached. */
   promptText(resourceId: string): string | null {
-    if (!this.prompts.has(resourceId)) this.prompts.set(resourceId, this.store.resources.get(resourceId)?.content ?? null);
+    if (!this.prompts.has(resourceId))
+      this.prompts.set(resourceId, this.store.resources.get(resourceId)?.content ?? null);
     return this.prompts.get(resourceId)!;
   }
 }

@@ -1,4 +1,10 @@
-import { nestedDepth, type NewAnswerPayload, type PresentationPayload, type PromptPayload, type VotePayload } from '../trace/payloads.js';
+import {
+  nestedDepth,
+  type NewAnswerPayload,
+  type PresentationPayload,
+  type PromptPayload,
+  type VotePayload,
+} from '../trace/payloads.js';
 import type { Reward } from '../trace/records.js';
 import type { TraceRecord, TraceSpan } from './read-traces.js';
 
@@ -44,7 +50,11 @@ export class RolloutIndex {
   private turnRequests: Map<string, PromptPayload['request']> | undefined;
 
   /** `load` fetches a prompt span's payload when the record has no prompt spans (coordination-only reads). */
-  constructor(readonly record: TraceRecord, private readonly weights: Partial<Record<string, number>> | null, private readonly load?: (rolloutId: string, seq: number) => string | undefined) {
+  constructor(
+    readonly record: TraceRecord,
+    private readonly weights: Partial<Record<string, number>> | null,
+    private readonly load?: (rolloutId: string, seq: number) => string | undefined,
+  ) {
     const meta = record.rollout.metadata.category;
     this.category = record.task?.category ?? (typeof meta === 'string' && meta ? meta : UNCATEGORIZED);
     for (const s of record.spans) this.index(s);
@@ -150,7 +160,15 @@ export class RolloutIndex {
       const p = JSON.parse(s.payload) as NewAnswerPayload & VotePayload;
       const kind = s.name === 'new_answer' ? 'answer' : 'vote';
       const content = kind === 'answer' ? p.content : `${p.target_label} | ${p.reason ?? ''}`;
-      this.actions.push({ kind, seq: s.seq, agent: s.agent, promptSeq: p.prompt_seq, content: content ?? '', round: p.round, implicit: p.implicit === true });
+      this.actions.push({
+        kind,
+        seq: s.seq,
+        agent: s.agent,
+        promptSeq: p.prompt_seq,
+        content: content ?? '',
+        round: p.round,
+        implicit: p.implicit === true,
+      });
     } else if (s.name === 'presentation' && s.agent) {
       const p = JSON.parse(s.payload) as PresentationPayload;
       this.presentation = { seq: s.seq, agent: s.agent, content: p.content, promptSeq: p.prompt_seq };

@@ -20,7 +20,16 @@ export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
   const seen = new Set<string>();
   const perTask = new Map<string, number>();
 
-  function example(view: RolloutIndex, emit: RowSink, agent: string | null, verifiedSeq: number, promptSeq: number, p: PromptPayload | null, request: PromptPayload['request'] | undefined, extra: Record<string, unknown>): void {
+  function example(
+    view: RolloutIndex,
+    emit: RowSink,
+    agent: string | null,
+    verifiedSeq: number,
+    promptSeq: number,
+    p: PromptPayload | null,
+    request: PromptPayload['request'] | undefined,
+    extra: Record<string, unknown>,
+  ): void {
     if (!matches(agent)) return stats.drop('agent_filter');
     const verified = view.verified(verifiedSeq);
     if (verified === null) return stats.drop('not_verified');
@@ -36,7 +45,11 @@ export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
     perTask.set(task, made + 1);
     stats.count(extra.kind === 'sample' ? 'verified_samples' : 'verified_answers');
     emit(
-      { messages: [...chatMessages(request.messages), { role: 'assistant', content: completion }], reward: verified, meta: view.meta(agent, promptSeq, { model: request.model, turn_id: p.turn_id, round: p.round, ...extra }) },
+      {
+        messages: [...chatMessages(request.messages), { role: 'assistant', content: completion }],
+        reward: verified,
+        meta: view.meta(agent, promptSeq, { model: request.model, turn_id: p.turn_id, round: p.round, ...extra }),
+      },
       { clean: view.clean(agent), categories: [view.category], rollouts: [view.rollout.id] },
     );
   }

@@ -17,7 +17,15 @@ export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
   const opts = ctx.options.sft;
   const matches = agentMatcher(opts.agents, 'sft.agents');
 
-  function example(view: RolloutIndex, emit: RowSink, agent: string, promptSeq: number, reward: number | null, kind: string, extra: Record<string, unknown>): void {
+  function example(
+    view: RolloutIndex,
+    emit: RowSink,
+    agent: string,
+    promptSeq: number,
+    reward: number | null,
+    kind: string,
+    extra: Record<string, unknown>,
+  ): void {
     if (!matches(agent)) return stats.drop('agent_filter');
     const p = view.prompt(promptSeq);
     const completion = p && completionText(p);
@@ -37,7 +45,10 @@ export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
     add(view, emit) {
       for (const a of view.actions) {
         if (a.kind !== 'answer') continue;
-        example(view, emit, a.agent, a.promptSeq, view.rewardFor(a.seq), 'answer', { action_seq: a.seq, ...(a.implicit ? { implicit: true } : {}) });
+        example(view, emit, a.agent, a.promptSeq, view.rewardFor(a.seq), 'answer', {
+          action_seq: a.seq,
+          ...(a.implicit ? { implicit: true } : {}),
+        });
       }
       const pres = view.presentation;
       if (opts.include_presentation && pres && pres.promptSeq > 0) {

@@ -62,7 +62,8 @@ export class StatsCollector {
   }
 
   snapshot(algo: Algo, watermark: { from: number; to: number }, spans: number): DatasetStats {
-    const sorted = <T>(o: Record<string, T>) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    const sorted = <T>(o: Record<string, T>) =>
+      Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     return {
       algo,
       watermark,

@@ -13,10 +13,18 @@ const ORIGINAL = /<ORIGINAL MESSAGE>\n([\s\S]*?)\n<\/ORIGINAL MESSAGE>/;
  * System: `systemPrompt` when given, else the agent's system prompt resource recorded in the rollout's
  * metadata.prompts, else DEFAULT_SYSTEM_PROMPT.
  */
-export function taskPrompt(view: RolloutIndex, agent: string, reader: TraceReader, systemPrompt: string | null): ChatMessage[] | null {
+export function taskPrompt(
+  view: RolloutIndex,
+  agent: string,
+  reader: TraceReader,
+  systemPrompt: string | null,
+): ChatMessage[] | null {
   const user = taskText(view);
   if (user === null) return null;
-  return [{ role: 'system', content: systemPrompt ?? agentSystemPrompt(view, agent, reader) ?? DEFAULT_SYSTEM_PROMPT }, { role: 'user', content: user }];
+  return [
+    { role: 'system', content: systemPrompt ?? agentSystemPrompt(view, agent, reader) ?? DEFAULT_SYSTEM_PROMPT },
+    { role: 'user', content: user },
+  ];
 }
 
 export function taskText(view: RolloutIndex): string | null {

@@ -37,7 +37,10 @@ export class DatasetWriter {
   private buffer: string[] = [];
   private buffered = 0;
 
-  constructor(private readonly root: string, private readonly algo: Algo) {
+  constructor(
+    private readonly root: string,
+    private readonly algo: Algo,
+  ) {
     ensureDir(root);
     removeStaleTemps(root);
     this.tmp = path.join(root, `.tmp-${algo}-${process.pid}-${randomBytes(4).toString('hex')}`);
@@ -53,7 +56,11 @@ export class DatasetWriter {
     if (this.buffered >= FLUSH_BYTES) this.flush();
   }
 
-  commit(fields: Omit<DatasetManifest, 'algo' | 'hash' | 'rows' | 'created_at'>): { dir: string; manifest: DatasetManifest; reused: boolean } {
+  commit(fields: Omit<DatasetManifest, 'algo' | 'hash' | 'rows' | 'created_at'>): {
+    dir: string;
+    manifest: DatasetManifest;
+    reused: boolean;
+  } {
     this.flush();
     fs.fsyncSync(this.fd);
     fs.closeSync(this.fd);
@@ -64,7 +71,13 @@ export class DatasetWriter {
       this.discard();
       return { dir, manifest: existing, reused: true };
     }
-    const manifest: DatasetManifest = { algo: this.algo, hash, rows: this.rows, created_at: new Date().toISOString(), ...fields };
+    const manifest: DatasetManifest = {
+      algo: this.algo,
+      hash,
+      rows: this.rows,
+      created_at: new Date().toISOString(),
+      ...fields,
+    };
     fs.writeFileSync(path.join(this.tmp, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
     fs.rmSync(dir, { recursive: true, force: true }); // a directory without a manifest is an interrupted copy
     try {

@@ -24,13 +24,39 @@ export function canaryGates(store: Store, config: RLConfig, production: Resource
   const pointer = store.sets.pointer('canary');
   if (!trial || !pointer) return undefined;
   const since = { after: pointer.updatedAt };
-  const cmp = compareGroups(store.rollouts.setRewards(production.id, since), store.rollouts.setRewards(trial.set.id, since), config.eval.bootstrap);
+  const cmp = compareGroups(
+    store.rollouts.setRewards(production.id, since),
+    store.rollouts.setRewards(trial.set.id, since),
+    config.eval.bootstrap,
+  );
   const { min_rollouts: needed } = config.deploy.canary;
   const g = config.deploy.gates;
   const gates: GateCheck[] = [
-    { gate: 'canary_rollouts', passed: cmp.n.after >= needed, value: cmp.n.after, threshold: needed, detail: `${cmp.n.after} canary rollout(s), ${cmp.n.before} production rollout(s) since the canary started; need ${needed}` },
-    { gate: 'min_improvement', passed: cmp.diff !== null && cmp.diff.mean >= g.min_improvement, value: cmp.diff?.mean ?? null, threshold: g.min_improvement, detail: `mean reward canary ${fmt(cmp.after)} vs production ${fmt(cmp.before)}: ${fmt(cmp.diff?.mean)} ≥ ${g.min_improvement}` },
-    ...(g.ci_lower_above_zero ? [{ gate: 'ci_lower_above_zero', passed: cmp.diff !== null && cmp.diff.low > 0, value: cmp.diff?.low ?? null, threshold: 0, detail: `bootstrap CI of the difference [${fmt(cmp.diff?.low)}, ${fmt(cmp.diff?.high)}] lies above 0` }] : []),
+    {
+      gate: 'canary_rollouts',
+      passed: cmp.n.after >= needed,
+      value: cmp.n.after,
+      threshold: needed,
+      detail: `${cmp.n.after} canary rollout(s), ${cmp.n.before} production rollout(s) since the canary started; need ${needed}`,
+    },
+    {
+      gate: 'min_improvement',
+      passed: cmp.diff !== null && cmp.diff.mean >= g.min_improvement,
+      value: cmp.diff?.mean ?? null,
+      threshold: g.min_improvement,
+      detail: `mean reward canary ${fmt(cmp.after)} vs production ${fmt(cmp.before)}: ${fmt(cmp.diff?.mean)} ≥ ${g.min_improvement}`,
+    },
+    ...(g.ci_lower_above_zero
+      ? [
+          {
+            gate: 'ci_lower_above_zero',
+            passed: cmp.diff !== null && cmp.diff.low > 0,
+            value: cmp.diff?.low ?? null,
+            threshold: 0,
+            detail: `bootstrap CI of the difference [${fmt(cmp.diff?.low)}, ${fmt(cmp.diff?.high)}] lies above 0`,
+          },
+        ]
+      : []),
   ];
   return { set: trial.set, fraction: trial.fraction, evalRunId: pointer.evalRunId, comparison: cmp, gates };
 }

@@ -19,35 +19,74 @@ export function resolveSet(ctx: SetContext, production: ResourceSet, spec: strin
   const setRef = /^set:(.+)$/.exec(ref)?.[1] ?? (/^(rs_[a-z0-9]+|v\d+)$/.test(ref) ? ref : undefined);
   if (setRef !== undefined) {
     const set = store.sets.resolve(setRef);
-    if (!set) throw new UserError(`${what} ${ref}: no such resource set (or the prefix is ambiguous)`, 'see `massgen-rl resources list`');
+    if (!set)
+      throw new UserError(
+        `${what} ${ref}: no such resource set (or the prefix is ambiguous)`,
+        'see `massgen-rl resources list`',
+      );
     const members = complete(set, configMembers(ctx));
-    return members === set.members || JSON.stringify(members) === JSON.stringify(set.members) ? set : store.sets.add(members, { kind: 'candidate', completed_from: set.id }, set.id);
+    return members === set.members || JSON.stringify(members) === JSON.stringify(set.members)
+      ? set
+      : store.sets.add(members, { kind: 'candidate', completed_from: set.id }, set.id);
   }
   const swap = (members: ResourceSet['members'], origin: SetOrigin) => store.sets.add(members, origin, production.id);
   if (/^ck_[a-z0-9]*$/.test(ref)) {
     const ck = store.checkpoints.resolve(ref);
-    if (!ck?.resourceId) throw new UserError(`${what} ${ref}: no checkpoint with this id (or the prefix is ambiguous)`, 'see `massgen-rl checkpoints list`');
+    if (!ck?.resourceId)
+      throw new UserError(
+        `${what} ${ref}: no checkpoint with this id (or the prefix is ambiguous)`,
+        'see `massgen-rl checkpoints list`',
+      );
     const weight = store.resources.get(ck.resourceId)!;
-    return swap(withWeights(production.members, store, weight, ctx.config), { kind: 'candidate', spec: ref, checkpoint_id: ck.id, weight_id: weight.id, training_run_id: ck.trainingRunId });
+    return swap(withWeights(production.members, store, weight, ctx.config), {
+      kind: 'candidate',
+      spec: ref,
+      checkpoint_id: ck.id,
+      weight_id: weight.id,
+      training_run_id: ck.trainingRunId,
+    });
   }
   const pol = /^policy:([a-z]+)@(\d+)$/.exec(ref);
   if (pol) {
     const policy = store.resources.list('policy').find((r) => r.name === pol[1] && r.version === Number(pol[2]));
-    if (!policy) throw new UserError(`${what} ${ref}: no ${pol[1]} policy has version ${pol[2]}`, `see \`massgen-rl resources list\`; train one with \`massgen-rl train policy ${pol[1]}\``);
+    if (!policy)
+      throw new UserError(
+        `${what} ${ref}: no ${pol[1]} policy has version ${pol[2]}`,
+        `see \`massgen-rl resources list\`; train one with \`massgen-rl train policy ${pol[1]}\``,
+      );
     return swap(withPolicy(production.members, policy), { kind: 'candidate', spec: ref, policy_id: policy.id });
   }
   const m = /^(?:(resource):)?([A-Za-z0-9][A-Za-z0-9_.-]*)@(\d+)$/.exec(ref);
   if (!m) {
-    throw new UserError(`${what} ${ref}: expected production, canary, set:N, a checkpoint id (ck_…), resource:NAME@VERSION, PROMPT@VERSION or policy:KIND@VERSION`);
+    throw new UserError(
+      `${what} ${ref}: expected production, canary, set:N, a checkpoint id (ck_…), resource:NAME@VERSION, PROMPT@VERSION or policy:KIND@VERSION`,
+    );
   }
   const [, explicit, name, v] = m as unknown as [string, string | undefined, string, string];
-  const find = (kind: 'weight' | 'prompt'): Resource | undefined => store.resources.list(kind).find((r) => r.name === name && r.version === Number(v));
+  const find = (kind: 'weight' | 'prompt'): Resource | undefined =>
+    store.resources.list(kind).find((r) => r.name === name && r.version === Number(v));
   const weight = find('weight');
   const prompt = explicit ? undefined : find('prompt');
-  if (weight && !prompt) return swap(withWeights(production.members, store, weight, ctx.config), { kind: 'candidate', spec: ref, weight_id: weight.id });
-  if (prompt && !weight) return swap(withPrompt(production.members, ctx.config, prompt), { kind: 'candidate', spec: ref, prompt_id: prompt.id });
-  if (prompt && weight) throw new UserError(`${what} ${ref}: both a prompt and a weight line are called "${name}"; write resource:${ref} for the weights`);
-  throw new UserError(`${what} ${ref}: no prompt or weight resource "${name}" has version ${v}`, 'see `massgen-rl resources list`');
+  if (weight && !prompt)
+    return swap(withWeights(production.members, store, weight, ctx.config), {
+      kind: 'candidate',
+      spec: ref,
+      weight_id: weight.id,
+    });
+  if (prompt && !weight)
+    return swap(withPrompt(production.members, ctx.config, prompt), {
+      kind: 'candidate',
+      spec: ref,
+      prompt_id: prompt.id,
+    });
+  if (prompt && weight)
+    throw new UserError(
+      `${what} ${ref}: both a prompt and a weight line are called "${name}"; write resource:${ref} for the weights`,
+    );
+  throw new UserError(
+    `${what} ${ref}: no prompt or weight resource "${name}" has version ${v}`,
+    'see `massgen-rl resources list`',
+  );
 }
 
 /**
@@ -59,15 +98,31 @@ export function latestCandidate(ctx: SetContext, production: ResourceSet): Resou
   for (const set of store.sets.list(200)) {
     if (set.id === production.id || !['training', 'prompt', 'policy'].includes(set.origin.kind)) continue;
     // A prompt-optimization run makes a set per candidate; only the one its run chose is a candidate here.
-    if (typeof set.origin.apo_run === 'string' && store.trainingRuns.get(set.origin.apo_run)?.result?.candidate_set !== set.id) continue;
-    const resource = (key: string) => (typeof set.origin[key] === 'string' ? store.resources.get(set.origin[key]) : undefined);
+    if (
+      typeof set.origin.apo_run === 'string'
+      && store.trainingRuns.get(set.origin.apo_run)?.result?.candidate_set !== set.id
+    )
+      continue;
+    const resource = (key: string) =>
+      typeof set.origin[key] === 'string' ? store.resources.get(set.origin[key]) : undefined;
     const [weight, prompt, policy] = [resource('weight_id'), resource('prompt_id'), resource('policy_id')];
-    const prompts = Array.isArray(set.origin.prompt_ids) ? (set.origin.prompt_ids as string[]).map((id) => store.resources.get(id)).filter((r) => r !== undefined) : [];
-    const members = weight ? withWeights(production.members, store, weight, ctx.config) : prompt ? withPrompt(production.members, ctx.config, prompt)
-      : prompts.length ? prompts.reduce((m, r) => withPrompt(m, ctx.config, r), production.members)
-      : policy ? withPolicy(production.members, policy) : set.members;
+    const prompts = Array.isArray(set.origin.prompt_ids)
+      ? (set.origin.prompt_ids as string[]).map((id) => store.resources.get(id)).filter((r) => r !== undefined)
+      : [];
+    const members = weight
+      ? withWeights(production.members, store, weight, ctx.config)
+      : prompt
+        ? withPrompt(production.members, ctx.config, prompt)
+        : prompts.length
+          ? prompts.reduce((m, r) => withPrompt(m, ctx.config, r), production.members)
+          : policy
+            ? withPolicy(production.members, policy)
+            : set.members;
     const candidate = store.sets.add(members, { ...set.origin, rebased_from: set.id }, production.id);
     if (candidate.id !== production.id) return candidate;
   }
-  throw new UserError('nothing to evaluate: no training run has produced a candidate since production was set', 'train one (`massgen-rl train`) or name one with --candidate');
+  throw new UserError(
+    'nothing to evaluate: no training run has produced a candidate since production was set',
+    'train one (`massgen-rl train`) or name one with --candidate',
+  );
 }

@@ -1,6 +1,13 @@
 import { mean } from 'simple-statistics';
 import type { EvalResult } from '../store/index.js';
-import { exactBinomialTwoSided, pairedBootstrap, winTieLoss, type BootstrapOptions, type Interval, type PairedCounts } from './stats.js';
+import {
+  exactBinomialTwoSided,
+  pairedBootstrap,
+  winTieLoss,
+  type BootstrapOptions,
+  type Interval,
+  type PairedCounts,
+} from './stats.js';
 
 export const METRICS = ['reward', 'success', 'consensus', 'rounds', 'tokens', 'wall_ms'] as const;
 export type MetricName = (typeof METRICS)[number];
@@ -40,12 +47,18 @@ export interface Comparison {
 
 export function valueOf(r: EvalResult, metric: MetricName): number | null {
   switch (metric) {
-    case 'reward': return r.reward;
-    case 'success': return r.success;
-    case 'consensus': return r.consensus ? 1 : 0;
-    case 'rounds': return r.rounds;
-    case 'tokens': return r.tokens;
-    case 'wall_ms': return r.wallMs;
+    case 'reward':
+      return r.reward;
+    case 'success':
+      return r.success;
+    case 'consensus':
+      return r.consensus ? 1 : 0;
+    case 'rounds':
+      return r.rounds;
+    case 'tokens':
+      return r.tokens;
+    case 'wall_ms':
+      return r.wallMs;
   }
 }
 
@@ -59,7 +72,8 @@ export function compareMetric(pairs: readonly Pair[], metric: MetricName, boot: 
   const better = LOWER_IS_BETTER.has(metric) ? diffs.map((d) => -d) : diffs;
   const counts = winTieLoss(better);
   return {
-    metric, n: both.length,
+    metric,
+    n: both.length,
     baseline: both.length ? mean(both.map((x) => x.b)) : null,
     candidate: both.length ? mean(both.map((x) => x.c)) : null,
     diff: both.length ? pairedBootstrap(diffs, boot) : null,
@@ -77,9 +91,13 @@ export function compare(pairs: readonly Pair[], boot: BootstrapOptions): Compari
   return {
     pairs: pairs.length,
     overall: METRICS.map((m) => compareMetric(pairs, m, boot)),
-    categories: [...byCategory.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([category, ps]) => ({
-      category, pairs: ps.length, metrics: (['reward', 'success'] as const).map((m) => compareMetric(ps, m, boot)),
-    })),
+    categories: [...byCategory.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([category, ps]) => ({
+        category,
+        pairs: ps.length,
+        metrics: (['reward', 'success'] as const).map((m) => compareMetric(ps, m, boot)),
+      })),
   };
 }
 

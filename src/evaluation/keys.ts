@@ -4,7 +4,9 @@ import { canonicalJson, sha256 } from '../util/hash.js';
 
 /** A task by its content: a result measured on it is reused only for the same prompt, reference and metadata. */
 export function taskHash(task: Task): string {
-  return sha256(canonicalJson({ prompt: task.prompt, reference: task.reference ?? null, metadata: task.metadata })).slice(0, 16);
+  return sha256(
+    canonicalJson({ prompt: task.prompt, reference: task.reference ?? null, metadata: task.metadata }),
+  ).slice(0, 16);
 }
 
 /**
@@ -13,14 +15,29 @@ export function taskHash(task: Task): string {
  * the tools and the rewards (which prompts serve, the presenter's included, is the set's). A stored result is reused only under the same settings.
  */
 export function settingsHash(config: RLConfig): string {
-  const models = Object.fromEntries([...new Set(config.agents.map((a) => a.model))].map((name) => {
-    const m = config.models[name]!;
-    // Replicas as a set (their order only spreads load); absent for other models, whose keys stay as they were.
-    const replicas = m.base_urls ? { base_urls: [...m.base_urls].sort() } : {};
-    return [name, { model: m.model, base_url: m.base_url ?? null, ...replicas, local: m.local ? { device: m.local.device, engine: m.local.engine, max_batch_size: m.local.max_batch_size } : null }];
-  }));
+  const models = Object.fromEntries(
+    [...new Set(config.agents.map((a) => a.model))].map((name) => {
+      const m = config.models[name]!;
+      // Replicas as a set (their order only spreads load); absent for other models, whose keys stay as they were.
+      const replicas = m.base_urls ? { base_urls: [...m.base_urls].sort() } : {};
+      return [
+        name,
+        {
+          model: m.model,
+          base_url: m.base_url ?? null,
+          ...replicas,
+          local: m.local
+            ? { device: m.local.device, engine: m.local.engine, max_batch_size: m.local.max_batch_size }
+            : null,
+        },
+      ];
+    }),
+  );
   // Which prompts serve is the set's (its serving hash), like the agents' system prompts.
   const agents = config.agents.map(({ system_prompt: _p, ...a }) => a);
   const { presenter_prompt: _pp, ...orchestrator } = config.orchestrator;
-  return sha256(canonicalJson({ orchestrator, agents, models, tools: config.tools, rewards: config.rewards })).slice(0, 16);
+  return sha256(canonicalJson({ orchestrator, agents, models, tools: config.tools, rewards: config.rewards })).slice(
+    0,
+    16,
+  );
 }

@@ -35,7 +35,13 @@ export function pairedBootstrap(diffs: readonly number[], opts: BootstrapOptions
   means.sort();
   const sorted = Array.from(means);
   const tail = (1 - level) / 2;
-  return { mean: m, low: quantileSorted(sorted, tail), high: quantileSorted(sorted, 1 - tail), level, resamples: opts.resamples };
+  return {
+    mean: m,
+    low: quantileSorted(sorted, tail),
+    high: quantileSorted(sorted, 1 - tail),
+    level,
+    resamples: opts.resamples,
+  };
 }
 
 /**

@@ -14,8 +14,18 @@ export interface UnpairedComparison {
 }
 
 /** Two independent groups of rollout rewards (production before and after a deploy; canary and production). */
-export function compareGroups(before: readonly number[], after: readonly number[], boot: BootstrapOptions): UnpairedComparison {
-  const out: UnpairedComparison = { n: { before: before.length, after: after.length }, before: null, after: null, diff: null, pLower: null };
+export function compareGroups(
+  before: readonly number[],
+  after: readonly number[],
+  boot: BootstrapOptions,
+): UnpairedComparison {
+  const out: UnpairedComparison = {
+    n: { before: before.length, after: after.length },
+    before: null,
+    after: null,
+    diff: null,
+    pLower: null,
+  };
   if (!before.length || !after.length) return out;
   out.before = mean([...before]);
   out.after = mean([...after]);
@@ -27,7 +37,13 @@ export function compareGroups(before: readonly number[], after: readonly number[
   };
   const diffs = Array.from({ length: boot.resamples }, () => draw(after) - draw(before)).sort((a, b) => a - b);
   const tail = (1 - boot.confidence) / 2;
-  out.diff = { mean: out.after - out.before, low: quantileSorted(diffs, tail), high: quantileSorted(diffs, 1 - tail), level: boot.confidence, resamples: boot.resamples };
+  out.diff = {
+    mean: out.after - out.before,
+    low: quantileSorted(diffs, tail),
+    high: quantileSorted(diffs, 1 - tail),
+    level: boot.confidence,
+    resamples: boot.resamples,
+  };
   // H1: after < before, i.e. after − before is lower than chance allows.
   out.pLower = permutationTest([...after], [...before], 'less', boot.resamples, () => rng.next());
   return out;

@@ -24,7 +24,10 @@ export function badRequest(message: string, param: string | null, code: string |
 
 /** Sends a JSON body (unless the response has begun: then the connection is closed). */
 export function sendJson(
-  res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {},
+  res: http.ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
 ): void {
   if (res.headersSent) {
     res.destroy();

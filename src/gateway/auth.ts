@@ -45,8 +45,10 @@ export class GatewayAuth {
   /** Refuses to listen on a non-loopback address without keys. */
   checkHost(host: string): void {
     if (this.open && !isLoopback(host)) {
-      throw new UserError(`the gateway listens on ${host} but has no client keys`,
-        'set gateway.api_keys_env (environment variables holding the keys), or listen on 127.0.0.1');
+      throw new UserError(
+        `the gateway listens on ${host} but has no client keys`,
+        'set gateway.api_keys_env (environment variables holding the keys), or listen on 127.0.0.1',
+      );
     }
   }
 

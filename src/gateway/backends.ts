@@ -52,7 +52,7 @@ export class Backends {
     let baseUrl: string | readonly string[];
     try {
       apiKey = this.rt.apiKey(name);
-      baseUrl = m.local ? (await this.rt.servers.server(name)).baseUrl : m.base_urls ?? m.base_url!;
+      baseUrl = m.local ? (await this.rt.servers.server(name)).baseUrl : (m.base_urls ?? m.base_url!);
     } catch (err) {
       throw new ApiError(503, `model ${name} is not available: ${errorMessage(err)}`, 'model', 'model_unavailable');
     }
@@ -60,8 +60,13 @@ export class Backends {
     const replicas = new Replicas(endpointsOf(baseUrl, 'chat/completions', apiKey), backoff);
     const embeddings = new Replicas(endpointsOf(baseUrl, 'embeddings', apiKey), backoff);
     return {
-      name, model: m.model, replicas, embeddings, caps: { logprobs: m.logprobs, tokenIds: m.logprobs },
-      timeoutMs: m.timeout_ms, maxRetries: m.max_retries,
+      name,
+      model: m.model,
+      replicas,
+      embeddings,
+      caps: { logprobs: m.logprobs, tokenIds: m.logprobs },
+      timeoutMs: m.timeout_ms,
+      maxRetries: m.max_retries,
     };
   }
 }

@@ -51,27 +51,35 @@ export function callSpan(c: CapturedCall): { span: SpanInput; usage: CallUsage }
     if (c.request[k] !== undefined && c.request[k] !== null) Object.assign(request, { [k]: c.request[k] });
   }
   const gateway = {
-    client: c.client, backend: c.backend.name, backend_model: result?.model ?? c.backend.model,
-    stream: c.stream, status: f.status, resource_set_id: c.resourceSetId ?? null,
+    client: c.client,
+    backend: c.backend.name,
+    backend_model: result?.model ?? c.backend.model,
+    stream: c.stream,
+    status: f.status,
+    resource_set_id: c.resourceSetId ?? null,
   };
   const base = { turn_id: c.callId, round: 0, attempt: f.attempts, request, latency_ms: c.latencyMs, gateway };
-  const payload: PromptPayload = result && !error
-    ? {
-      ...base,
-      response: { content: result.content, tool_calls: result.toolCalls, finish_reason: result.finishReason },
-      usage: {
-        prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens,
-        total_tokens: result.usage.totalTokens,
-      },
-      ...(typeof result.ttftMs === 'number' ? { ttft_ms: result.ttftMs } : {}),
-      logprobs: result.logprobs,
-      token_ids: result.tokenIds,
-      prompt_token_ids: result.promptTokenIds,
-    }
-    : {
-      ...base, response: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
-      ...(f.cancelled ? { cancelled: true } : { error: error ?? `status ${f.status}` }),
-    };
+  const payload: PromptPayload =
+    result && !error
+      ? {
+          ...base,
+          response: { content: result.content, tool_calls: result.toolCalls, finish_reason: result.finishReason },
+          usage: {
+            prompt_tokens: result.usage.promptTokens,
+            completion_tokens: result.usage.completionTokens,
+            total_tokens: result.usage.totalTokens,
+          },
+          ...(typeof result.ttftMs === 'number' ? { ttft_ms: result.ttftMs } : {}),
+          logprobs: result.logprobs,
+          token_ids: result.tokenIds,
+          prompt_token_ids: result.promptTokenIds,
+        }
+      : {
+          ...base,
+          response: null,
+          usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+          ...(f.cancelled ? { cancelled: true } : { error: error ?? `status ${f.status}` }),
+        };
   return {
     span: { type: 'prompt', name: 'chat', agent: c.agent, startedAt: c.startedAt, durationMs: c.latencyMs, payload },
     usage: { prompt: payload.usage.prompt_tokens, completion: payload.usage.completion_tokens },

@@ -1,7 +1,7 @@
 import { storeFeedback } from '../rewards/feedback.js';
 import type { SpanWriter, Store } from '../store/index.js';
-import type { RewardInput } from '../trace/records.js';
 import { GATEWAY_SOURCE } from '../store/rollouts.js';
+import type { RewardInput } from '../trace/records.js';
 import { callSpan, type CapturedCall } from './call-span.js';
 import { embeddingSpan } from './embedding-span.js';
 import type { CaptureJournal } from './journal.js';
@@ -52,11 +52,19 @@ export class Capture {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   readonly stats: CaptureStats = {
-    captured: 0, written: 0, batches: 0, pending: 0, writeMs: 0, errors: 0, tokens: new Map(),
+    captured: 0,
+    written: 0,
+    batches: 0,
+    pending: 0,
+    writeMs: 0,
+    errors: 0,
+    tokens: new Map(),
   };
 
   constructor(
-    private readonly store: Store, private readonly sessions: Sessions, private readonly opts: CaptureOptions,
+    private readonly store: Store,
+    private readonly sessions: Sessions,
+    private readonly opts: CaptureOptions,
   ) {}
 
   add(call: CapturedCall): void {
@@ -72,11 +80,13 @@ export class Capture {
   flush(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.running = this.running.then(() => this.write()).catch((err: unknown) => {
-      this.stats.errors++;
-      this.opts.onError?.(err);
-      if (this.waiting()) this.schedule(this.opts.flushMs);
-    });
+    this.running = this.running
+      .then(() => this.write())
+      .catch((err: unknown) => {
+        this.stats.errors++;
+        this.opts.onError?.(err);
+        if (this.waiting()) this.schedule(this.opts.flushMs);
+      });
     return this.running;
   }
 
@@ -118,7 +128,7 @@ export class Capture {
     this.late = [];
     let t0 = performance.now();
     try {
-      const production = calls.length ? this.store.sets.pointer('production')?.setId ?? null : null;
+      const production = calls.length ? (this.store.sets.pointer('production')?.setId ?? null) : null;
       for (let i = 0; i < calls.length; i++) {
         // spans are made (parsed, encoded, redacted) a slice at a time: requests in flight go on in between
         if (i > 0 && i % BUILD_SLICE === 0) {
@@ -172,7 +182,12 @@ export class Capture {
   private writer(s: Session, resourceSetId?: string | null): SpanWriter {
     let w = this.writers.get(s.rolloutId);
     if (!w) {
-      const row = { id: s.rolloutId, source: GATEWAY_SOURCE, metadata: s.metadata, resourceSetId: resourceSetId ?? undefined };
+      const row = {
+        id: s.rolloutId,
+        source: GATEWAY_SOURCE,
+        metadata: s.metadata,
+        resourceSetId: resourceSetId ?? undefined,
+      };
       const open = s.fresh ? this.store.rollouts.prepare(row).insert : undefined;
       s.fresh = false;
       w = this.store.spans.writer(s.rolloutId, Number.POSITIVE_INFINITY, undefined, open);
@@ -184,7 +199,10 @@ export class Capture {
   private finish(s: Session): void {
     this.writer(s).flush();
     this.store.rollouts.finish(s.rolloutId, {
-      status: 'completed', tokens: s.tokens, messages: s.calls, wallMs: s.lastAt - s.startedAt,
+      status: 'completed',
+      tokens: s.tokens,
+      messages: s.calls,
+      wallMs: s.lastAt - s.startedAt,
     });
     // a fresh writer: its sequence numbers follow what was just flushed, and a retried write adds no span twice
     s.feedbackStored = s.feedback.length;

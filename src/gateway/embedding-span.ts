@@ -15,14 +15,18 @@ interface EmbeddingsBody {
 function shape(body: EmbeddingsBody): { count: number; dimensions: number | null } {
   const data = Array.isArray(body.data) ? body.data : [];
   const first = data[0]?.embedding;
-  const dimensions = Array.isArray(first) ? first.length
-    : typeof first === 'string' ? Math.floor(Buffer.byteLength(first, 'base64') / 4) : null;
+  const dimensions = Array.isArray(first)
+    ? first.length
+    : typeof first === 'string'
+      ? Math.floor(Buffer.byteLength(first, 'base64') / 4)
+      : null;
   return { count: data.length, dimensions };
 }
 
 function keptInputs(input: unknown): unknown[] {
   const items = Array.isArray(input) && (input.length === 0 || typeof input[0] !== 'number') ? input : [input];
-  return items.slice(0, KEPT_INPUTS)
+  return items
+    .slice(0, KEPT_INPUTS)
     .map((x) => (typeof x === 'string' ? x.slice(0, KEPT_CHARS) : { tokens: (x as unknown[]).length }));
 }
 
@@ -53,20 +57,36 @@ export function embeddingSpan(c: CapturedCall): { span: SpanInput; usage: CallUs
   }
   const r = c.request;
   const request = {
-    model: c.backend.name, input_count: count(r.input), input: keptInputs(r.input),
-    encoding_format: r.encoding_format ?? 'float', ...(r.dimensions !== undefined ? { dimensions: r.dimensions } : {}),
+    model: c.backend.name,
+    input_count: count(r.input),
+    input: keptInputs(r.input),
+    encoding_format: r.encoding_format ?? 'float',
+    ...(r.dimensions !== undefined ? { dimensions: r.dimensions } : {}),
   };
   const payload = {
-    kind: 'embeddings', turn_id: c.callId, request, response: error ? null : response,
-    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens }, latency_ms: c.latencyMs,
+    kind: 'embeddings',
+    turn_id: c.callId,
+    request,
+    response: error ? null : response,
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+    latency_ms: c.latencyMs,
     gateway: {
-      client: c.client, backend: c.backend.name, backend_model: backendModel, stream: false, status: f.status,
+      client: c.client,
+      backend: c.backend.name,
+      backend_model: backendModel,
+      stream: false,
+      status: f.status,
     },
     ...(error ? { error } : {}),
   };
   return {
     span: {
-      type: 'message', name: 'embeddings', agent: c.agent, startedAt: c.startedAt, durationMs: c.latencyMs, payload,
+      type: 'message',
+      name: 'embeddings',
+      agent: c.agent,
+      startedAt: c.startedAt,
+      durationMs: c.latencyMs,
+      payload,
     },
     usage: { prompt: promptTokens, completion: 0 },
   };

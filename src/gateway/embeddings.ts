@@ -2,13 +2,13 @@ import type http from 'node:http';
 import { errorMessage } from '../errors.js';
 import { HttpTimeoutError, postJson, type HttpResponse } from '../llm/http.js';
 import type { Redactor } from '../store/redact.js';
+import { readBody } from '../util/http-body.js';
 import { newId } from '../util/ids.js';
 import { ApiError, badRequest, sendError } from './api-error.js';
 import type { Backend } from './backends.js';
 import { headerText, type RouteContext } from './context.js';
 import { passOn, type Forwarded } from './forward.js';
 import type { RequestRecord } from './metrics.js';
-import { readBody } from '../util/http-body.js';
 import { parseJsonObject } from './request.js';
 
 /** OpenAI's limit on the inputs of one request. */
@@ -35,8 +35,8 @@ export function parseEmbeddingsRequest(text: string): { body: Record<string, unk
   const kind = typeof inputs[0] === 'string' ? 'string' : 'tokens';
   const bad = inputs.findIndex((x) => (kind === 'string' ? typeof x !== 'string' || x === '' : !isTokens(x)));
   if (bad >= 0) {
-    const what = kind === 'string' ? 'a non-empty string, as the first is'
-      : 'a non-empty array of token ids (integers >= 0)';
+    const what =
+      kind === 'string' ? 'a non-empty string, as the first is' : 'a non-empty array of token ids (integers >= 0)';
     throw badRequest(`input[${bad}] must be ${what}`, 'input');
   }
   const format = body.encoding_format;
@@ -57,7 +57,11 @@ const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDO
 
 /** Sends the request to the backend's /embeddings, its answer back as it came; a network failure: the next replica. */
 export async function forwardEmbeddings(
-  backend: Backend, body: Record<string, unknown>, res: http.ServerResponse, signal: AbortSignal, redactor: Redactor,
+  backend: Backend,
+  body: Record<string, unknown>,
+  res: http.ServerResponse,
+  signal: AbortSignal,
+  redactor: Redactor,
 ): Promise<Forwarded> {
   const text = JSON.stringify({ ...body, model: backend.model });
   for (let attempts = 1; ; attempts++) {
@@ -91,7 +95,11 @@ export async function forwardEmbeddings(
 
 /** POST /v1/embeddings: routed like a chat request, captured as an `embeddings` span of the session. */
 export async function embeddings(
-  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string, rec: RequestRecord,
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  client: string,
+  rec: RequestRecord,
 ): Promise<void> {
   const startedAt = Date.now();
   const t0 = performance.now();
@@ -117,11 +125,28 @@ export async function embeddings(
   }
   if (forwarded.cancelled) rec.status = 499;
   const agent = headerText(req.headers['x-agent-id']) ?? null;
-  const session = ctx.sessions.touch({
-    header: headerText(req.headers['x-session-id']), user: body.user, client, remote: req.socket.remoteAddress ?? '',
-  }, startedAt, callId, agent);
+  const session = ctx.sessions.touch(
+    {
+      header: headerText(req.headers['x-session-id']),
+      user: body.user,
+      client,
+      remote: req.socket.remoteAddress ?? '',
+    },
+    startedAt,
+    callId,
+    agent,
+  );
   ctx.capture.add({
-    callId, session, agent, client, startedAt, latencyMs: performance.now() - t0, request: body,
-    backend: { name: backend.name, model: backend.model }, stream: false, forwarded, kind: 'embeddings',
+    callId,
+    session,
+    agent,
+    client,
+    startedAt,
+    latencyMs: performance.now() - t0,
+    request: body,
+    backend: { name: backend.name, model: backend.model },
+    stream: false,
+    forwarded,
+    kind: 'embeddings',
   });
 }

@@ -2,11 +2,11 @@ import type http from 'node:http';
 import { feedbackAgents, FeedbackError, feedbackReward, MAX_NOTE_CHARS, storeFeedback } from '../rewards/feedback.js';
 import { StoreBusyError } from '../store/index.js';
 import type { RewardInput } from '../trace/records.js';
+import { readBody } from '../util/http-body.js';
 import { ApiError, badRequest, sendJson } from './api-error.js';
 import type { RouteContext } from './context.js';
-import type { Session } from './sessions.js';
-import { readBody } from '../util/http-body.js';
 import { parseJsonObject } from './request.js';
+import type { Session } from './sessions.js';
 
 interface FeedbackRequest {
   sessionId?: string;
@@ -30,14 +30,20 @@ export function parseFeedbackRequest(text: string): FeedbackRequest {
   const sessionId = optionalText(b, 'session_id');
   const callId = optionalText(b, 'call_id');
   if ((sessionId === undefined) === (callId === undefined)) {
-    throw badRequest('give exactly one of session_id (X-Session-Id or user) and call_id (x-request-id)',
-      sessionId === undefined ? 'session_id' : 'call_id');
+    throw badRequest(
+      'give exactly one of session_id (X-Session-Id or user) and call_id (x-request-id)',
+      sessionId === undefined ? 'session_id' : 'call_id',
+    );
   }
   if (typeof b.score !== 'number' || !Number.isFinite(b.score)) {
     throw badRequest('score must be a finite number', 'score');
   }
   return {
-    sessionId, callId, score: b.score, agent: optionalText(b, 'agent'), note: optionalText(b, 'note', MAX_NOTE_CHARS),
+    sessionId,
+    callId,
+    score: b.score,
+    agent: optionalText(b, 'agent'),
+    note: optionalText(b, 'note', MAX_NOTE_CHARS),
   };
 }
 
@@ -47,7 +53,10 @@ export function parseFeedbackRequest(text: string): FeedbackRequest {
  * it is stored with the rollout's finish (202, `pending`); a finished rollout gets it now (200).
  */
 export async function feedback(
-  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string,
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  client: string,
 ): Promise<void> {
   const fb = parseFeedbackRequest(await readBody(req, ctx.limits.max_body_bytes));
   const reason = fb.note ?? `feedback from ${client} through the gateway`;
@@ -74,8 +83,12 @@ export async function feedback(
   const rollout = ctx.store.rollouts.get(rolloutId)!;
   if (rollout.status === 'running') {
     // open in another gateway on this store (this one keeps its open sessions in memory)
-    throw new ApiError(409, `session ${rolloutId} is still open elsewhere; try again once it has closed`,
-      fb.callId === undefined ? 'session_id' : 'call_id', 'session_open');
+    throw new ApiError(
+      409,
+      `session ${rolloutId} is still open elsewhere; try again once it has closed`,
+      fb.callId === undefined ? 'session_id' : 'call_id',
+      'session_open',
+    );
   }
   const input = reward(fb, rolloutId, feedbackAgents(ctx.store, rollout), reason);
   let total: number;

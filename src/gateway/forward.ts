@@ -29,7 +29,11 @@ const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDO
  * A network failure before anything reached the client goes to the next replica (max_retries).
  */
 export async function forward(
-  backend: Backend, req: ClientRequest, res: http.ServerResponse, signal: AbortSignal, redactor: Redactor,
+  backend: Backend,
+  req: ClientRequest,
+  res: http.ServerResponse,
+  signal: AbortSignal,
+  redactor: Redactor,
 ): Promise<Forwarded> {
   for (let attempts = 1; ; attempts++) {
     const pick = backend.replicas.acquire();
@@ -87,7 +91,11 @@ export async function forward(
  * backend may echo the key it was sent), a refusal of the gateway's own key as the gateway's 502.
  */
 export function passOn(
-  res: http.ServerResponse, r: HttpResponse, origin: string, redactor: Redactor, attempts: number,
+  res: http.ServerResponse,
+  r: HttpResponse,
+  origin: string,
+  redactor: Redactor,
+  attempts: number,
   ok: (body: string) => string = (body) => body,
 ): Forwarded {
   if (r.status === 401 || r.status === 403) {

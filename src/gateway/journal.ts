@@ -25,7 +25,10 @@ export class CaptureJournal {
   private readonly done: string[] = [];
   private readonly prefix: string;
 
-  constructor(dir: string, private readonly redactor: Redactor) {
+  constructor(
+    dir: string,
+    private readonly redactor: Redactor,
+  ) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.prefix = path.join(dir, `capture-${HOST.replace(/[^\w.]/g, '_')}-${process.pid}-${Date.now()}`);
     this.openSegment();
@@ -33,7 +36,10 @@ export class CaptureJournal {
 
   append(call: CapturedCall): void {
     const { session, ...rest } = call;
-    const entry: JournalEntry = { ...rest, session: { rolloutId: session.rolloutId, key: session.key, metadata: session.metadata } };
+    const entry: JournalEntry = {
+      ...rest,
+      session: { rolloutId: session.rolloutId, key: session.key, metadata: session.metadata },
+    };
     fs.writeSync(this.fd, `${this.redactor.stringify(entry)}\n`);
     this.lines++;
   }

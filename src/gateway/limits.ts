@@ -3,9 +3,16 @@ import type net from 'node:net';
 import type { RLConfig } from '../config/schema.js';
 import { ApiError } from './api-error.js';
 
-export type GatewayLimits = Pick<RLConfig['gateway'],
-  | 'max_body_bytes' | 'max_header_bytes' | 'max_headers' | 'max_connections' | 'max_connections_per_client'
-  | 'request_timeout_s' | 'write_timeout_s'>;
+export type GatewayLimits = Pick<
+  RLConfig['gateway'],
+  | 'max_body_bytes'
+  | 'max_header_bytes'
+  | 'max_headers'
+  | 'max_connections'
+  | 'max_connections_per_client'
+  | 'request_timeout_s'
+  | 'write_timeout_s'
+>;
 
 /** node:http's own limits, from the config: header bytes, and the time a request may take to arrive. */
 export function serverOptions(limits: GatewayLimits): http.ServerOptions {
@@ -20,7 +27,10 @@ export function serverOptions(limits: GatewayLimits): http.ServerOptions {
 }
 
 const REASONS: Record<number, string> = {
-  400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large',
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  413: 'Payload Too Large',
+  431: 'Request Header Fields Too Large',
   503: 'Service Unavailable',
 };
 
@@ -29,8 +39,10 @@ function answerRaw(socket: net.Socket, err: ApiError): void {
   if (socket.destroyed || !socket.writable) return void socket.destroy();
   const body = err.body();
   const retry = err.status === 503 || err.status === 429 ? 'retry-after: 1\r\n' : '';
-  socket.end(`HTTP/1.1 ${err.status} ${REASONS[err.status] ?? 'Error'}\r\ncontent-type: application/json\r\n`
-    + `content-length: ${Buffer.byteLength(body)}\r\n${retry}connection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${err.status} ${REASONS[err.status] ?? 'Error'}\r\ncontent-type: application/json\r\n`
+      + `content-length: ${Buffer.byteLength(body)}\r\n${retry}connection: close\r\n\r\n${body}`,
+  );
   // a client that never closes its side does not hold the socket
   setTimeout(() => socket.destroy(), 1000).unref();
 }
@@ -38,16 +50,23 @@ function answerRaw(socket: net.Socket, err: ApiError): void {
 /** What node:http could not parse, or did not get in time, answered in OpenAI's shape and closed. */
 function clientError(err: NodeJS.ErrnoException, socket: net.Socket): void {
   const code = err.code ?? '';
-  if (code === 'ECONNRESET' || (err as { bytesParsed?: number }).bytesParsed === 0 && code === 'HPE_INVALID_EOF_STATE') {
+  if (
+    code === 'ECONNRESET'
+    || ((err as { bytesParsed?: number }).bytesParsed === 0 && code === 'HPE_INVALID_EOF_STATE')
+  ) {
     return void socket.destroy();
   }
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return answerRaw(socket, new ApiError(408, 'the request did not arrive within gateway.request_timeout_s', null,
-      'request_timeout'));
+    return answerRaw(
+      socket,
+      new ApiError(408, 'the request did not arrive within gateway.request_timeout_s', null, 'request_timeout'),
+    );
   }
   if (code === 'HPE_HEADER_OVERFLOW') {
-    return answerRaw(socket, new ApiError(431, 'the request headers are over gateway.max_header_bytes', null,
-      'headers_too_large'));
+    return answerRaw(
+      socket,
+      new ApiError(431, 'the request headers are over gateway.max_header_bytes', null, 'headers_too_large'),
+    );
   }
   answerRaw(socket, new ApiError(400, `malformed HTTP request (${code || err.message})`, null, 'malformed_request'));
 }
@@ -57,7 +76,10 @@ function clientError(err: NodeJS.ErrnoException, socket: net.Socket): void {
  * 503 and closed before a request is read; a client that stops reading its response for write_timeout_s
  * is disconnected (a stream relay then holds its backend back instead of buffering). Returns a stop().
  */
-export function guardConnections(server: http.Server, limits: GatewayLimits): { refused: WeakSet<net.Socket>; stop(): void } {
+export function guardConnections(
+  server: http.Server,
+  limits: GatewayLimits,
+): { refused: WeakSet<net.Socket>; stop(): void } {
   const refused = new WeakSet<net.Socket>();
   const open = new Set<net.Socket>();
   const perClient = new Map<string, number>();
@@ -70,13 +92,24 @@ export function guardConnections(server: http.Server, limits: GatewayLimits): { 
     const client = socket.remoteAddress ?? '';
     const mine = perClient.get(client) ?? 0;
     // the gateway full is a 503 (try later); one client past its share, a 429 (its own doing)
-    const full = open.size >= limits.max_connections
-      ? new ApiError(503, `the gateway has ${limits.max_connections} connections open (gateway.max_connections)`,
-        null, 'too_many_connections')
-      : mine >= limits.max_connections_per_client
-        ? new ApiError(429, `${client} has ${limits.max_connections_per_client} connections open `
-          + '(gateway.max_connections_per_client)', null, 'too_many_connections', 'rate_limit_error')
-        : undefined;
+    const full =
+      open.size >= limits.max_connections
+        ? new ApiError(
+            503,
+            `the gateway has ${limits.max_connections} connections open (gateway.max_connections)`,
+            null,
+            'too_many_connections',
+          )
+        : mine >= limits.max_connections_per_client
+          ? new ApiError(
+              429,
+              `${client} has ${limits.max_connections_per_client} connections open `
+                + '(gateway.max_connections_per_client)',
+              null,
+              'too_many_connections',
+              'rate_limit_error',
+            )
+          : undefined;
     if (full) {
       refused.add(socket);
       return answerRaw(socket, full);
@@ -91,20 +124,23 @@ export function guardConnections(server: http.Server, limits: GatewayLimits): { 
     });
   });
   const writeMs = limits.write_timeout_s * 1000;
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const socket of open) {
-      const pending = socket.writableLength;
-      if (!pending) {
-        progress.delete(socket);
-        continue;
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const socket of open) {
+        const pending = socket.writableLength;
+        if (!pending) {
+          progress.delete(socket);
+          continue;
+        }
+        const sent = socket.bytesWritten - pending;
+        const last = progress.get(socket);
+        if (!last || last.sent !== sent) progress.set(socket, { sent, since: now });
+        else if (now - last.since >= writeMs) socket.destroy();
       }
-      const sent = socket.bytesWritten - pending;
-      const last = progress.get(socket);
-      if (!last || last.sent !== sent) progress.set(socket, { sent, since: now });
-      else if (now - last.since >= writeMs) socket.destroy();
-    }
-  }, Math.min(1000, writeMs / 4));
+    },
+    Math.min(1000, writeMs / 4),
+  );
   sweep.unref();
   return { refused, stop: () => clearInterval(sweep) };
 }

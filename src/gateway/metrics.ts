@@ -6,7 +6,12 @@ const TTFT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 3
 
 /** The routes counted by name; anything else is `other`, so a scan of made-up paths adds no series. */
 export const ROUTES = [
-  '/health', '/metrics', '/v1/models', '/v1/chat/completions', '/v1/embeddings', '/v1/feedback',
+  '/health',
+  '/metrics',
+  '/v1/models',
+  '/v1/chat/completions',
+  '/v1/embeddings',
+  '/v1/feedback',
 ] as const;
 
 /** What one request's metrics need, filled in as it is handled. */
@@ -32,13 +37,20 @@ export interface MetricSources {
  * the capture queue, rows written, write errors, open sessions.
  */
 export class GatewayMetrics {
-  private readonly requests = new Counter('massgen_gateway_requests_total',
-    'Requests answered, by route, model and HTTP status (499: the client closed the connection first).');
-  private readonly latency = new Histogram('massgen_gateway_request_duration_seconds',
-    'Time from a model request\'s arrival to the end of its answer (a stream\'s last byte), per route and model.',
-    LATENCY_BUCKETS);
-  private readonly ttft = new Histogram('massgen_gateway_time_to_first_token_seconds',
-    'Time from sending a streamed chat request to its backend to its first token, per model.', TTFT_BUCKETS);
+  private readonly requests = new Counter(
+    'massgen_gateway_requests_total',
+    'Requests answered, by route, model and HTTP status (499: the client closed the connection first).',
+  );
+  private readonly latency = new Histogram(
+    'massgen_gateway_request_duration_seconds',
+    "Time from a model request's arrival to the end of its answer (a stream's last byte), per route and model.",
+    LATENCY_BUCKETS,
+  );
+  private readonly ttft = new Histogram(
+    'massgen_gateway_time_to_first_token_seconds',
+    'Time from sending a streamed chat request to its backend to its first token, per model.',
+    TTFT_BUCKETS,
+  );
 
   constructor(private readonly sources: MetricSources) {}
 
@@ -54,19 +66,36 @@ export class GatewayMetrics {
     const c = this.sources.capture;
     const tokens = [...c.tokens];
     return [
-      this.requests.render(), this.latency.render(), this.ttft.render(),
-      sampled('massgen_gateway_prompt_tokens_total', 'Prompt (input) tokens of the captured calls, per model.',
-        'counter', tokens.map(([model, t]) => [{ model }, t.prompt])),
-      sampled('massgen_gateway_completion_tokens_total', 'Completion (output) tokens of the captured calls, per model.',
-        'counter', tokens.map(([model, t]) => [{ model }, t.completion])),
-      sampled('massgen_gateway_capture_queue_depth', 'Captured calls waiting to be written to the store.', 'gauge',
-        [[{}, c.pending]]),
-      sampled('massgen_gateway_captured_rows_total', 'Captured calls written to the store as spans.', 'counter',
-        [[{}, c.written]]),
-      sampled('massgen_gateway_capture_write_errors_total', 'Capture writes the store refused (each tried again).',
-        'counter', [[{}, c.errors]]),
-      sampled('massgen_gateway_open_sessions', 'Sessions open (their rollouts not finished yet).', 'gauge',
-        [[{}, this.sources.openSessions()]]),
+      this.requests.render(),
+      this.latency.render(),
+      this.ttft.render(),
+      sampled(
+        'massgen_gateway_prompt_tokens_total',
+        'Prompt (input) tokens of the captured calls, per model.',
+        'counter',
+        tokens.map(([model, t]) => [{ model }, t.prompt]),
+      ),
+      sampled(
+        'massgen_gateway_completion_tokens_total',
+        'Completion (output) tokens of the captured calls, per model.',
+        'counter',
+        tokens.map(([model, t]) => [{ model }, t.completion]),
+      ),
+      sampled('massgen_gateway_capture_queue_depth', 'Captured calls waiting to be written to the store.', 'gauge', [
+        [{}, c.pending],
+      ]),
+      sampled('massgen_gateway_captured_rows_total', 'Captured calls written to the store as spans.', 'counter', [
+        [{}, c.written],
+      ]),
+      sampled(
+        'massgen_gateway_capture_write_errors_total',
+        'Capture writes the store refused (each tried again).',
+        'counter',
+        [[{}, c.errors]],
+      ),
+      sampled('massgen_gateway_open_sessions', 'Sessions open (their rollouts not finished yet).', 'gauge', [
+        [{}, this.sources.openSessions()],
+      ]),
     ].join('');
   }
 }

@@ -7,8 +7,9 @@ export const PROM_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 type Labels = Record<string, string>;
 
 function labelText(labels: Labels): string {
-  const parts = Object.entries(labels)
-    .map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')}"`);
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')}"`,
+  );
   return parts.length ? `{${parts.join(',')}}` : '';
 }
 
@@ -25,7 +26,10 @@ function header(name: string, help: string, type: string): string {
 export class Counter {
   private readonly values = new Map<string, { labels: Labels; value: number }>();
 
-  constructor(readonly name: string, private readonly help: string) {}
+  constructor(
+    readonly name: string,
+    private readonly help: string,
+  ) {}
 
   inc(labels: Labels = {}, by = 1): void {
     const key = labelText(labels);
@@ -51,7 +55,11 @@ interface Series {
 export class Histogram {
   private readonly series = new Map<string, Series>();
 
-  constructor(readonly name: string, private readonly help: string, private readonly buckets: readonly number[]) {}
+  constructor(
+    readonly name: string,
+    private readonly help: string,
+    private readonly buckets: readonly number[],
+  ) {}
 
   observe(labels: Labels, value: number): void {
     const key = labelText(labels);
@@ -81,7 +89,10 @@ export class Histogram {
 
 /** A metric read at scrape time: a gauge, or a counter another part keeps (one sample per label set). */
 export function sampled(
-  name: string, help: string, type: 'gauge' | 'counter', samples: readonly [Labels, number][],
+  name: string,
+  help: string,
+  type: 'gauge' | 'counter',
+  samples: readonly [Labels, number][],
 ): string {
   return header(name, help, type) + samples.map(([l, v]) => `${name}${labelText(l)} ${num(v)}\n`).join('');
 }

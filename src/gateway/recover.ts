@@ -17,8 +17,16 @@ export interface Recovered {
 
 function sessionOf(e: JournalEntry): Session {
   return {
-    ...e.session, startedAt: e.startedAt, lastAt: e.startedAt, calls: 0, tokens: 0, fresh: false, feedback: [],
-    feedbackStored: 0, agents: new Set(), done: false,
+    ...e.session,
+    startedAt: e.startedAt,
+    lastAt: e.startedAt,
+    calls: 0,
+    tokens: 0,
+    fresh: false,
+    feedback: [],
+    feedbackStored: 0,
+    agents: new Set(),
+    done: false,
   };
 }
 
@@ -45,9 +53,13 @@ export async function recoverJournals(store: Store, dir: string): Promise<Recove
     for (const [rolloutId, entries] of byRollout) {
       const existing = store.rollouts.get(rolloutId);
       const stored = existing ? new Set(store.spans.list(rolloutId).map((s) => turnId(s.payload))) : new Set<unknown>();
-      const open = existing ? undefined : store.rollouts.prepare({
-        id: rolloutId, source: GATEWAY_SOURCE, metadata: entries[0]!.session.metadata,
-      }).insert;
+      const open = existing
+        ? undefined
+        : store.rollouts.prepare({
+            id: rolloutId,
+            source: GATEWAY_SOURCE,
+            metadata: entries[0]!.session.metadata,
+          }).insert;
       const writer = store.spans.writer(rolloutId, Number.POSITIVE_INFINITY, undefined, open);
       let tokens = 0;
       for (const e of entries) {
@@ -63,7 +75,10 @@ export async function recoverJournals(store: Store, dir: string): Promise<Recove
       const first = Math.min(...spans.map((s) => s.startedAt));
       const last = Math.max(...spans.map((s) => s.startedAt + s.durationMs));
       store.rollouts.finish(rolloutId, {
-        status: 'completed', tokens: (existing?.tokens ?? 0) + tokens, messages: spans.length, wallMs: last - first,
+        status: 'completed',
+        tokens: (existing?.tokens ?? 0) + tokens,
+        messages: spans.length,
+        wallMs: last - first,
       });
       out.rollouts++;
     }

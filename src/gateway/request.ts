@@ -60,7 +60,9 @@ export function parseChatRequest(text: string): ClientRequest {
   if (!absent(options) && !isObject(options)) throw badRequest('stream_options must be an object', 'stream_options');
   const stream = body.stream === true;
   return {
-    body, model: body.model, stream,
+    body,
+    model: body.model,
+    stream,
     wants: {
       logprobs: body.logprobs === true,
       tokenIds: body.return_token_ids === true,
@@ -92,7 +94,8 @@ function checkTree(body: Record<string, unknown>): void {
       continue;
     }
     if (typeof value !== 'object' || value === null) continue;
-    if (depth > MAX_JSON_DEPTH) throw badRequest(`the request body nests JSON more than ${MAX_JSON_DEPTH} levels deep`, field);
+    if (depth > MAX_JSON_DEPTH)
+      throw badRequest(`the request body nests JSON more than ${MAX_JSON_DEPTH} levels deep`, field);
     if (Array.isArray(value)) {
       for (const item of value) stack.push([item, depth + 1, field]);
       continue;

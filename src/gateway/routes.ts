@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { BodyRefused, readBody } from '../util/http-body.js';
 import { newId } from '../util/ids.js';
 import { ApiError, sendError, sendJson } from './api-error.js';
 import { isLoopback } from './auth.js';
@@ -9,7 +10,6 @@ import { forward, type Forwarded } from './forward.js';
 import type { RequestRecord } from './metrics.js';
 import { PROM_CONTENT_TYPE } from './prom-text.js';
 import { parseChatRequest } from './request.js';
-import { BodyRefused, readBody } from '../util/http-body.js';
 
 export type { RouteContext } from './context.js';
 
@@ -21,7 +21,9 @@ const OWNER = 'massgen-rl';
  * OpenAI-shaped errors for the rest. Each is counted in the metrics when its response ends.
  */
 export async function handleRequest(
-  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse,
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
 ): Promise<void> {
   let path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
   const rec: RequestRecord = { route: path, model: '' };
@@ -39,8 +41,10 @@ export async function handleRequest(
     if (path === '/health') return sendJson(res, 200, '{"status":"ok"}');
     const remote = req.socket.remoteAddress;
     // a scraper on this host needs no key; from elsewhere /metrics is a client route like the others
-    const client = path === '/metrics' && remote !== undefined && isLoopback(remote) ? 'loopback'
-      : ctx.auth.check(req.headers.authorization, remote);
+    const client =
+      path === '/metrics' && remote !== undefined && isLoopback(remote)
+        ? 'loopback'
+        : ctx.auth.check(req.headers.authorization, remote);
     if (path === '/metrics') {
       if (req.method !== 'GET') throw notAllowed(req.method);
       const text = ctx.metrics.render();
@@ -86,7 +90,12 @@ function tagsFromPath(req: http.IncomingMessage, path: string): string {
     try {
       return decodeURIComponent(v);
     } catch {
-      throw new ApiError(400, `the URL's session or agent is not valid percent-encoding: ${v.slice(0, 80)}`, null, 'invalid_url');
+      throw new ApiError(
+        400,
+        `the URL's session or agent is not valid percent-encoding: ${v.slice(0, 80)}`,
+        null,
+        'invalid_url',
+      );
     }
   };
   req.headers['x-session-id'] = decode(m[1]!);
@@ -105,7 +114,11 @@ function notAllowed(method: string | undefined): ApiError {
 }
 
 async function chat(
-  ctx: RouteContext, req: http.IncomingMessage, res: http.ServerResponse, client: string, rec: RequestRecord,
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  client: string,
+  rec: RequestRecord,
 ): Promise<void> {
   const startedAt = Date.now();
   const t0 = performance.now();
@@ -135,13 +148,27 @@ async function chat(
   const ttft = forwarded.result?.ttftMs;
   if (typeof ttft === 'number') rec.ttftS = ttft / 1000;
   const agent = headerText(req.headers['x-agent-id']) ?? null;
-  const session = ctx.sessions.touch({
-    header: headerText(req.headers['x-session-id']), user: request.body.user, client,
-    remote: req.socket.remoteAddress ?? '',
-  }, startedAt, callId, agent);
+  const session = ctx.sessions.touch(
+    {
+      header: headerText(req.headers['x-session-id']),
+      user: request.body.user,
+      client,
+      remote: req.socket.remoteAddress ?? '',
+    },
+    startedAt,
+    callId,
+    agent,
+  );
   ctx.capture.add({
-    callId, session, agent, client, startedAt,
-    latencyMs: performance.now() - t0, request: request.body, backend: { name: backend.name, model: backend.model },
-    stream: request.stream, forwarded,
+    callId,
+    session,
+    agent,
+    client,
+    startedAt,
+    latencyMs: performance.now() - t0,
+    request: request.body,
+    backend: { name: backend.name, model: backend.model },
+    stream: request.stream,
+    forwarded,
   });
 }

@@ -1,6 +1,6 @@
 import http from 'node:http';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { Runtime } from '../runtime/runtime.js';
 import { GatewayAuth } from './auth.js';
 import { Backends } from './backends.js';
@@ -48,14 +48,23 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const journal = new CaptureJournal(journalDir, rt.store().redactor);
   const capture = new Capture(rt.store(), sessions, {
     journal,
-    flushMs: opts.flushMs ?? cfg.flush_ms, batchSize: opts.batchSize ?? cfg.batch_size, onError: opts.onError,
+    flushMs: opts.flushMs ?? cfg.flush_ms,
+    batchSize: opts.batchSize ?? cfg.batch_size,
+    onError: opts.onError,
     weights: rt.config.rewards.weights,
   });
   const limits = cfg;
   const metrics = new GatewayMetrics({ capture: capture.stats, openSessions: () => sessions.size });
   const ctx = {
-    auth, backends: new Backends(rt), sessions, capture, metrics, store: rt.store(), weights: rt.config.rewards.weights,
-    limits, redactor: rt.store().redactor,
+    auth,
+    backends: new Backends(rt),
+    sessions,
+    capture,
+    metrics,
+    store: rt.store(),
+    weights: rt.config.rewards.weights,
+    limits,
+    redactor: rt.store().redactor,
   };
   const inflight = new Set<Promise<void>>();
   const server = http.createServer({ keepAliveTimeout: 65_000, ...serverOptions(limits) }, (req, res) => {
@@ -85,15 +94,16 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     models: ctx.backends.names(),
     capture: capture.stats,
     recovered,
-    stop: () => (stopping ??= (async () => {
-      clearInterval(sweep);
-      guard.stop();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      await Promise.allSettled([...inflight]);
-      server.closeAllConnections();
-      await closed;
-      await capture.close();
-    })()),
+    stop: () =>
+      (stopping ??= (async () => {
+        clearInterval(sweep);
+        guard.stop();
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        await Promise.allSettled([...inflight]);
+        server.closeAllConnections();
+        await closed;
+        await capture.close();
+      })()),
   };
 }

@@ -49,7 +49,10 @@ export class Sessions {
   private ended: Session[] = [];
   private readonly calls = new Map<string, Session>();
 
-  constructor(private readonly idleMs: number, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly idleMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** The session of a call that arrived at `startedAt` and has just ended (opened if none is open). */
   touch(src: SessionSource, startedAt: number, callId?: string, agent?: string | null): Session {
@@ -62,8 +65,18 @@ export class Sessions {
     }
     if (!s) {
       s = {
-        key, rolloutId: newId('ro'), metadata, startedAt, lastAt: now, calls: 0, tokens: 0, fresh: true,
-        feedback: [], feedbackStored: 0, agents: new Set(), done: false,
+        key,
+        rolloutId: newId('ro'),
+        metadata,
+        startedAt,
+        lastAt: now,
+        calls: 0,
+        tokens: 0,
+        fresh: true,
+        feedback: [],
+        feedbackStored: 0,
+        agents: new Set(),
+        done: false,
       };
       this.open.set(key, s);
     }

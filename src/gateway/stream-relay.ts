@@ -17,7 +17,10 @@ export class StreamRelay {
   private paused = false;
   private readonly events: EventSourceParser | undefined;
 
-  constructor(private readonly res: http.ServerResponse, private readonly wants: ClientRequest['wants']) {
+  constructor(
+    private readonly res: http.ServerResponse,
+    private readonly wants: ClientRequest['wants'],
+  ) {
     this.events = needsStrip(wants, true) ? createParser({ onEvent: (e) => this.event(e.data) }) : undefined;
   }
 
@@ -29,7 +32,9 @@ export class StreamRelay {
     this.started = true;
     this.flow = flow;
     this.res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no',
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
     });
     this.res.flushHeaders();
     const decoder = new TextDecoder();

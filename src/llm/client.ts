@@ -1,6 +1,6 @@
-import { endpointsOf, HttpTimeoutError, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
 import { BoundedCache } from '../util/bounded-cache.js';
 import { CompletionStream } from './completion-stream.js';
+import { endpointsOf, HttpTimeoutError, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
 import { encodeObject } from './json-text.js';
 import { parseCompletion, TruncatedResponseError } from './parse.js';
 import { Replicas, type Lease } from './replicas.js';
@@ -20,14 +20,27 @@ export interface ClientOptions {
 }
 
 export class LlmError extends Error {
-  constructor(message: string, readonly status: number | null, readonly attempts: number, readonly retriable: boolean) {
+  constructor(
+    message: string,
+    readonly status: number | null,
+    readonly attempts: number,
+    readonly retriable: boolean,
+  ) {
     super(message);
     this.name = 'LlmError';
   }
 }
 
 const RETRIABLE_STATUS = new Set([408, 409, 425, 429, 500, 502, 503, 504]);
-const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET']);
+const RETRIABLE_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+]);
 const MAX_BACKOFF_MS = 10_000;
 
 const clients = new BoundedCache<string, HttpLlmClient>(64);
@@ -69,7 +82,12 @@ class HttpLlmClient implements LlmClient {
       if ('waitMs' in pick) {
         // Every replica is down: wait for the first to come back, within the request's timeout.
         if (waitedMs + pick.waitMs > timeoutMs) {
-          throw new LlmError(`${this.downText()} for ${Math.ceil(pick.waitMs)} ms more, beyond the request's timeout of ${timeoutMs} ms`, null, attempts, true);
+          throw new LlmError(
+            `${this.downText()} for ${Math.ceil(pick.waitMs)} ms more, beyond the request's timeout of ${timeoutMs} ms`,
+            null,
+            attempts,
+            true,
+          );
         }
         await sleep(pick.waitMs, call.signal);
         waitedMs += pick.waitMs;
@@ -124,21 +142,32 @@ class HttpLlmClient implements LlmClient {
     const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has(code);
     if (retriable) this.replicas.failed(lease);
     else this.replicas.released(lease);
-    if (!retriable || attempts > this.opts.maxRetries) throw new LlmError(`${lease.item.url.origin}: ${(err as Error).message}`, null, attempts, retriable);
+    if (!retriable || attempts > this.opts.maxRetries)
+      throw new LlmError(`${lease.item.url.origin}: ${(err as Error).message}`, null, attempts, retriable);
   }
 
   /**
    * After an error status: 5xx and 429 put the replica down (for its Retry-After, or the backoff) and the
    * request goes on elsewhere; 408, 409 and 425 wait here first. Throws when there is no next attempt.
    */
-  private async retryAfterStatus(lease: Lease<JsonEndpoint>, res: HttpResponse, attempts: number, signal?: AbortSignal): Promise<void> {
+  private async retryAfterStatus(
+    lease: Lease<JsonEndpoint>,
+    res: HttpResponse,
+    attempts: number,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const down = res.status === 429 || res.status >= 500;
     const after = retryAfter(res);
     if (down) this.replicas.failed(lease, after);
     else this.replicas.succeeded(lease);
     const retriable = RETRIABLE_STATUS.has(res.status);
     if (!retriable || attempts > this.opts.maxRetries) {
-      throw new LlmError(`${lease.item.url.origin} answered ${res.status}: ${errorText(res.body)}`, res.status, attempts, retriable);
+      throw new LlmError(
+        `${lease.item.url.origin} answered ${res.status}: ${errorText(res.body)}`,
+        res.status,
+        attempts,
+        retriable,
+      );
     }
     if (!down) await sleep(after ?? backoff(this.retryBaseMs, attempts), signal);
   }

@@ -101,7 +101,7 @@ export class CompletionStream {
     }
     if (chunk.error) {
       const e = chunk.error;
-      const message = typeof e === 'string' ? e : e.message ?? data.slice(0, 200);
+      const message = typeof e === 'string' ? e : (e.message ?? data.slice(0, 200));
       throw new Error(`the server reported an error mid-stream: ${message}`);
     }
     this.model ??= chunk.model;

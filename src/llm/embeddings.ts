@@ -20,19 +20,31 @@ export function createEmbedder(opts: EmbedderOptions): Embedder {
   return async (texts, signal) => {
     const body = JSON.stringify({ model: opts.model, input: texts });
     const { res, endpoint } = await postAny(endpoints, turn++ % endpoints.length, body, opts.timeoutMs, signal);
-    if (res.status !== 200) throw new Error(`embeddings from ${endpoint.url.origin}: HTTP ${res.status}: ${res.body.slice(0, 200)}`);
+    if (res.status !== 200)
+      throw new Error(`embeddings from ${endpoint.url.origin}: HTTP ${res.status}: ${res.body.slice(0, 200)}`);
     const parsed = JSON.parse(res.body) as { data?: { index?: number; embedding?: unknown }[] };
     const data = [...(parsed.data ?? [])].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     const vectors = data.map((d) => d.embedding);
-    if (vectors.length !== texts.length || !vectors.every((v) => Array.isArray(v) && v.every((x) => typeof x === 'number' && Number.isFinite(x)))) {
-      throw new Error(`embeddings from ${endpoint.url.origin}: expected ${texts.length} numeric vectors, got ${vectors.length}`);
+    if (
+      vectors.length !== texts.length
+      || !vectors.every((v) => Array.isArray(v) && v.every((x) => typeof x === 'number' && Number.isFinite(x)))
+    ) {
+      throw new Error(
+        `embeddings from ${endpoint.url.origin}: expected ${texts.length} numeric vectors, got ${vectors.length}`,
+      );
     }
     return vectors as number[][];
   };
 }
 
 /** The reply of the first endpoint from `first` on that answers other than 5xx or 429 (else the last one's reply or error). */
-async function postAny(endpoints: JsonEndpoint[], first: number, body: string, timeoutMs: number, signal?: AbortSignal): Promise<{ res: HttpResponse; endpoint: JsonEndpoint }> {
+async function postAny(
+  endpoints: JsonEndpoint[],
+  first: number,
+  body: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<{ res: HttpResponse; endpoint: JsonEndpoint }> {
   for (let k = 0; ; k++) {
     const endpoint = endpoints[(first + k) % endpoints.length]!;
     const last = k === endpoints.length - 1;

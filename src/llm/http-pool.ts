@@ -48,7 +48,10 @@ export class ConnectionPool {
   private open = 0;
   private readonly waiting = new Set<ConnectionUser>();
 
-  constructor(private readonly origin: Origin, private readonly maxSockets = MAX_SOCKETS) {}
+  constructor(
+    private readonly origin: Origin,
+    private readonly maxSockets = MAX_SOCKETS,
+  ) {}
 
   /** Lends user a connection now, or once one is free (unless withdrawn first). */
   acquire(user: ConnectionUser): void {
@@ -87,9 +90,9 @@ export class ConnectionPool {
 
   private connect(): PooledSocket {
     const { host, port, secure } = this.origin;
-    const socket = (secure
-      ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host })
-      : net.connect({ host, port })) as PooledSocket;
+    const socket = (
+      secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port })
+    ) as PooledSocket;
     socket[USER] = undefined;
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 1000);

@@ -19,7 +19,9 @@ export interface BodyFlow {
 }
 
 export type BodySink = (
-  status: number, headers: ReadonlyMap<string, string>, flow: BodyFlow,
+  status: number,
+  headers: ReadonlyMap<string, string>,
+  flow: BodyFlow,
 ) => ((bytes: Buffer) => void) | undefined;
 
 const CRLF = Buffer.from('\r\n');
@@ -41,7 +43,12 @@ export class ResponseParser {
   private chunkLeft = -1;
   private toSink: ((bytes: Buffer) => void) | undefined;
 
-  constructor(private readonly sink?: (status: number, headers: ReadonlyMap<string, string>) => ((bytes: Buffer) => void) | undefined) {}
+  constructor(
+    private readonly sink?: (
+      status: number,
+      headers: ReadonlyMap<string, string>,
+    ) => ((bytes: Buffer) => void) | undefined,
+  ) {}
 
   push(chunk: Buffer): ParsedResponse | null {
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
@@ -134,7 +141,8 @@ export class ResponseParser {
       }
       if (this.chunkLeft === 0) return this.readTrailers();
       if (this.buf.length < this.chunkLeft + 2) return false;
-      if (this.buf[this.chunkLeft] !== 13 || this.buf[this.chunkLeft + 1] !== 10) throw new Error('malformed chunk: no CRLF after its data');
+      if (this.buf[this.chunkLeft] !== 13 || this.buf[this.chunkLeft + 1] !== 10)
+        throw new Error('malformed chunk: no CRLF after its data');
       this.take(this.buf.subarray(0, this.chunkLeft));
       this.buf = this.buf.subarray(this.chunkLeft + 2);
       this.chunkLeft = -1;

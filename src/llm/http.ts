@@ -39,8 +39,13 @@ export const ABORT_GRACE_MS = 5;
 
 const INVALID_HEADER_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 
-export function jsonEndpoint(url: URL, headers: Record<string, string> = {}, abortGraceMs = ABORT_GRACE_MS): JsonEndpoint {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`unsupported protocol ${url.protocol} in ${url.origin}`);
+export function jsonEndpoint(
+  url: URL,
+  headers: Record<string, string> = {},
+  abortGraceMs = ABORT_GRACE_MS,
+): JsonEndpoint {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new TypeError(`unsupported protocol ${url.protocol} in ${url.origin}`);
   const secure = url.protocol === 'https:';
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const all: Record<string, string> = { host: url.host, 'content-type': 'application/json', ...headers };
@@ -48,7 +53,8 @@ export function jsonEndpoint(url: URL, headers: Record<string, string> = {}, abo
     all.authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
   }
   const lines = Object.entries(all).map(([name, value]) => {
-    if (INVALID_HEADER_CHAR.test(name) || INVALID_HEADER_CHAR.test(value)) throw new TypeError(`invalid character in HTTP header ${name}`);
+    if (INVALID_HEADER_CHAR.test(name) || INVALID_HEADER_CHAR.test(value))
+      throw new TypeError(`invalid character in HTTP header ${name}`);
     return `${name}: ${value}\r\n`;
   });
   return {
@@ -69,7 +75,11 @@ export function jsonEndpoint(url: URL, headers: Record<string, string> = {}, abo
  * promise then resolves once the body is complete, and timeoutMs bounds the whole stream.
  */
 export function postJson(
-  endpoint: JsonEndpoint, body: string, timeoutMs: number, signal?: AbortSignal, sink?: BodySink,
+  endpoint: JsonEndpoint,
+  body: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+  sink?: BodySink,
 ): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
@@ -80,7 +90,9 @@ export function postJson(
 
 /** The connection closed after the response began but before its framing said it was complete. */
 function endedEarly(): Error {
-  return Object.assign(new Error('the response ended early (the connection closed before the whole body arrived)'), { code: 'ECONNRESET' });
+  return Object.assign(new Error('the response ended early (the connection closed before the whole body arrived)'), {
+    code: 'ECONNRESET',
+  });
 }
 
 function onTimeout(exchange: Exchange, ms: number): void {
@@ -182,9 +194,12 @@ class Exchange implements ConnectionUser, BodyFlow {
 
   /** A stream's bytes stop at the request's end: an aborted one's rest is drained, not handed on. */
   private guarded(to: ((bytes: Buffer) => void) | undefined): ((bytes: Buffer) => void) | undefined {
-    return to && ((bytes) => {
-      if (!this.settled) to(bytes);
-    });
+    return (
+      to
+      && ((bytes) => {
+        if (!this.settled) to(bytes);
+      })
+    );
   }
 
   private finish(): void {

@@ -22,7 +22,9 @@ interface RawCompletion {
 export class TruncatedResponseError extends Error {
   readonly code = 'ECONNRESET';
   constructor(body: string, what?: string) {
-    super(`the response ended early: ${what ?? `its body (${Buffer.byteLength(body)} bytes) is not complete JSON: ${body.slice(0, 200)}`}`);
+    super(
+      `the response ended early: ${what ?? `its body (${Buffer.byteLength(body)} bytes) is not complete JSON: ${body.slice(0, 200)}`}`,
+    );
     this.name = 'TruncatedResponseError';
   }
 }
@@ -37,7 +39,10 @@ export function usageOf(u: RawUsage): ChatResult['usage'] {
 }
 
 /** Reads an OpenAI chat.completion body, including vLLM's token-id extensions. */
-export function parseCompletion(body: string, meta: { latencyMs: number; attempts: number; model: string }): ChatResult {
+export function parseCompletion(
+  body: string,
+  meta: { latencyMs: number; attempts: number; model: string },
+): ChatResult {
   let raw: RawCompletion;
   try {
     raw = JSON.parse(body) as RawCompletion;
@@ -47,7 +52,8 @@ export function parseCompletion(body: string, meta: { latencyMs: number; attempt
   const choice = raw.choices?.[0];
   if (!choice?.message) throw new Error(`the server's response has no choices[0].message: ${body.slice(0, 200)}`);
   const usage = raw.usage ?? {};
-  const logprobs: TokenLogprob[] | null = choice.logprobs?.content?.map((t) => ({ token: t.token, logprob: t.logprob })) ?? null;
+  const logprobs: TokenLogprob[] | null =
+    choice.logprobs?.content?.map((t) => ({ token: t.token, logprob: t.logprob })) ?? null;
   return {
     content: choice.message.content ?? null,
     toolCalls: choice.message.tool_calls ?? [],

@@ -37,7 +37,10 @@ export class Replicas<T> {
   private readonly now: Clock;
   private cursor = 0;
 
-  constructor(readonly items: readonly T[], private readonly opts: ReplicaOptions) {
+  constructor(
+    readonly items: readonly T[],
+    private readonly opts: ReplicaOptions,
+  ) {
     if (!items.length) throw new Error('no replicas');
     this.state = items.map(() => ({ outstanding: 0, downUntil: 0, failures: 0, gen: 0 }));
     this.now = opts.now ?? Date.now;

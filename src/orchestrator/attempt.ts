@@ -2,7 +2,15 @@ import type { CancelPayload, DropPayload, NewAnswerPayload, RoundPayload, VotePa
 import { finalAnswerOf, sameFinalAnswer } from './answers-layout.js';
 import { usesAnswersLayout } from './prompts.js';
 import { runTurn, type TurnOutcome } from './turn.js';
-import type { Action, OrchestrationResult, OrchestratorConfig, StopPolicy, TeamAgent, ToolRunner, TraceSink } from './types.js';
+import type {
+  Action,
+  OrchestrationResult,
+  OrchestratorConfig,
+  StopPolicy,
+  TeamAgent,
+  ToolRunner,
+  TraceSink,
+} from './types.js';
 
 // Abort reasons, made once: an Error per cancel captures an (async) stack trace nobody reads, since a
 // cancelled call is recorded as cancelled, not by its error.
@@ -58,7 +66,13 @@ export class Attempt {
   private version = 0;
   private stopped = false;
 
-  constructor(private readonly input: AttemptInput, private readonly result: OrchestrationResult, private readonly abandoned: Promise<Settled>[], public turnCounter: number, restart: boolean) {
+  constructor(
+    private readonly input: AttemptInput,
+    private readonly result: OrchestrationResult,
+    private readonly abandoned: Promise<Settled>[],
+    public turnCounter: number,
+    restart: boolean,
+  ) {
     this.seq = this.openRound([], restart ? 'restart' : 'start');
   }
 
@@ -94,10 +108,28 @@ export class Attempt {
     const round = result.rounds;
     // In the answers layout every agent's first answer is its own: a small team's value is agreement between
     // independent samples, which a first turn that saw (and copied) another's answer would not be.
-    const independent = usesAnswersLayout(agent, input.config.prompt_layout) && (input.config.prompt_layout === 'independent' || !this.acted.has(agent.id));
-    const snapshot = { answers: independent ? new Map<string, string>() : this.answerView(), canAnswer: this.canAnswer(agent) };
-    const promise = runTurn({ agent, task: input.task, snapshot, teamSize: input.team.length, config: input.config, sink: input.sink, tools: input.tools, usage: result.usage, toolLog: result.toolCalls, round, roundSeq: this.seq, turnId, controller })
-      .then((outcome): Settled => ({ agent, outcome, version, round, turnId, independent }));
+    const independent =
+      usesAnswersLayout(agent, input.config.prompt_layout)
+      && (input.config.prompt_layout === 'independent' || !this.acted.has(agent.id));
+    const snapshot = {
+      answers: independent ? new Map<string, string>() : this.answerView(),
+      canAnswer: this.canAnswer(agent),
+    };
+    const promise = runTurn({
+      agent,
+      task: input.task,
+      snapshot,
+      teamSize: input.team.length,
+      config: input.config,
+      sink: input.sink,
+      tools: input.tools,
+      usage: result.usage,
+      toolLog: result.toolCalls,
+      round,
+      roundSeq: this.seq,
+      turnId,
+      controller,
+    }).then((outcome): Settled => ({ agent, outcome, version, round, turnId, independent }));
     this.running.set(agent.id, { controller, round, turnId, promise, independent });
   }
 
@@ -113,20 +145,52 @@ export class Attempt {
     else {
       // An independent answer that others reached meanwhile counts as a vote for the first of them.
       const same = settled.independent ? this.holderOfSameAnswer(outcome.action.content) : undefined;
-      if (same) this.vote(settled, { kind: 'vote', target: same, reason: `same final answer: ${finalAnswerOf(outcome.action.content)}`, implicit: true }, outcome.promptSeq);
+      if (same)
+        this.vote(
+          settled,
+          {
+            kind: 'vote',
+            target: same,
+            reason: `same final answer: ${finalAnswerOf(outcome.action.content)}`,
+            implicit: true,
+          },
+          outcome.promptSeq,
+        );
       else this.answer(settled, outcome.action, outcome.promptSeq);
     }
   }
 
   private holderOfSameAnswer(content: string): string | undefined {
-    return this.input.team.find((a) => this.answers.has(a.id) && sameFinalAnswer(content, this.answers.get(a.id)!.content))?.label;
+    return this.input.team.find(
+      (a) => this.answers.has(a.id) && sameFinalAnswer(content, this.answers.get(a.id)!.content),
+    )?.label;
   }
 
-  private vote({ agent, turnId }: Pick<Settled, 'agent' | 'turnId'>, action: Extract<Action, { kind: 'vote' }>, promptSeq: number): void {
+  private vote(
+    { agent, turnId }: Pick<Settled, 'agent' | 'turnId'>,
+    action: Extract<Action, { kind: 'vote' }>,
+    promptSeq: number,
+  ): void {
     const target = this.input.team.find((a) => a.label === action.target)!;
     const round = this.result.rounds;
-    const payload: VotePayload = { turn_id: turnId, voter_label: agent.label, target_label: target.label, target_agent: target.id, reason: action.reason, round, answer_labels_seen: this.labels(), prompt_seq: promptSeq, ...(action.implicit ? { implicit: true } : {}) };
-    const seq = this.input.sink.span({ type: 'coordination', name: 'vote', agent: agent.id, parentSeq: this.seq, payload });
+    const payload: VotePayload = {
+      turn_id: turnId,
+      voter_label: agent.label,
+      target_label: target.label,
+      target_agent: target.id,
+      reason: action.reason,
+      round,
+      answer_labels_seen: this.labels(),
+      prompt_seq: promptSeq,
+      ...(action.implicit ? { implicit: true } : {}),
+    };
+    const seq = this.input.sink.span({
+      type: 'coordination',
+      name: 'vote',
+      agent: agent.id,
+      parentSeq: this.seq,
+      payload,
+    });
     this.votes.set(agent.id, { target: target.id, reason: payload.reason, round, seq });
   }
 
@@ -134,14 +198,32 @@ export class Attempt {
     const { result } = this;
     const { content } = action;
     const round = result.rounds;
-    const payload: NewAnswerPayload = { turn_id: turnId, label: agent.label, content, round, answer_labels_seen: this.labels(), prompt_seq: promptSeq, ...(action.implicit ? { implicit: true } : {}) };
-    const seq = this.input.sink.span({ type: 'coordination', name: 'new_answer', agent: agent.id, parentSeq: this.seq, payload });
+    const payload: NewAnswerPayload = {
+      turn_id: turnId,
+      label: agent.label,
+      content,
+      round,
+      answer_labels_seen: this.labels(),
+      prompt_seq: promptSeq,
+      ...(action.implicit ? { implicit: true } : {}),
+    };
+    const seq = this.input.sink.span({
+      type: 'coordination',
+      name: 'new_answer',
+      agent: agent.id,
+      parentSeq: this.seq,
+      payload,
+    });
     this.answers.set(agent.id, { content, round, seq });
     this.answerCounts.set(agent.id, (this.answerCounts.get(agent.id) ?? 0) + 1);
     result.answers.push({ agent: agent.id, label: agent.label, content, round, seq });
     if (this.input.config.prompt_layout === 'independent' && agent.toolMode === 'text') {
       // One round of independent answers: an answer is its author's vote, and the answers stand together.
-      this.vote({ agent, turnId }, { kind: 'vote', target: agent.label, reason: 'own answer (independent layout)', implicit: true }, promptSeq);
+      this.vote(
+        { agent, turnId },
+        { kind: 'vote', target: agent.label, reason: 'own answer (independent layout)', implicit: true },
+        promptSeq,
+      );
       return;
     }
     if (this.policyStops()) return;
@@ -157,13 +239,22 @@ export class Attempt {
     if (!stopPolicy) return false;
     const holders = team.filter((a) => this.answers.has(a.id));
     const decision = stopPolicy({
-      round: this.result.rounds, maxRounds: config.max_rounds, teamSize: team.length, liveAgents: this.live().length,
+      round: this.result.rounds,
+      maxRounds: config.max_rounds,
+      teamSize: team.length,
+      liveAgents: this.live().length,
       answers: holders.map((a) => this.answers.get(a.id)!.content),
       voteCounts: holders.map((a) => [...this.votes.values()].filter((v) => v.target === a.id).length),
       tokens: this.result.usage.totalTokens,
     });
     if (!decision) return false;
-    sink.span({ type: 'coordination', name: 'policy_decision', agent: null, parentSeq: this.seq, payload: decision.payload });
+    sink.span({
+      type: 'coordination',
+      name: 'policy_decision',
+      agent: null,
+      parentSeq: this.seq,
+      payload: decision.payload,
+    });
     if (!decision.stop) return false;
     this.stopped = true;
     this.result.stoppedAfterRound = this.result.rounds;
@@ -173,7 +264,13 @@ export class Attempt {
   private drop(agent: TeamAgent, kind: DropPayload['kind'], reason: string): void {
     this.dropped.add(agent.id);
     this.result.dropped.push({ agent: agent.id, kind, reason });
-    this.input.sink.span({ type: 'coordination', name: 'drop', agent: agent.id, parentSeq: this.seq, payload: { kind, reason, round: this.result.rounds } satisfies DropPayload });
+    this.input.sink.span({
+      type: 'coordination',
+      name: 'drop',
+      agent: agent.id,
+      parentSeq: this.seq,
+      payload: { kind, reason, round: this.result.rounds } satisfies DropPayload,
+    });
   }
 
   private cancel(agentId: string, reason: CancelPayload['reason']): void {
@@ -182,7 +279,13 @@ export class Attempt {
     r.controller.abort(CANCELLED[reason]);
     this.running.delete(agentId);
     this.abandoned.push(r.promise);
-    this.input.sink.span({ type: 'coordination', name: 'cancel', agent: agentId, parentSeq: this.seq, payload: { turn_id: r.turnId, round: r.round, reason } satisfies CancelPayload });
+    this.input.sink.span({
+      type: 'coordination',
+      name: 'cancel',
+      agent: agentId,
+      parentSeq: this.seq,
+      payload: { turn_id: r.turnId, round: r.round, reason } satisfies CancelPayload,
+    });
   }
 
   /** Label → content of the current answers, in registration order: what a new turn is shown. */
@@ -201,10 +304,19 @@ export class Attempt {
 
   private canAnswer(agent: TeamAgent): boolean {
     const { config } = this.input;
-    return this.result.rounds < config.max_rounds && (config.max_new_answers_per_agent === undefined || (this.answerCounts.get(agent.id) ?? 0) < config.max_new_answers_per_agent);
+    return (
+      this.result.rounds < config.max_rounds
+      && (config.max_new_answers_per_agent === undefined
+        || (this.answerCounts.get(agent.id) ?? 0) < config.max_new_answers_per_agent)
+    );
   }
 
   private openRound(labels: string[], trigger: RoundPayload['trigger']): number {
-    return this.input.sink.span({ type: 'coordination', name: 'round', agent: null, payload: { round: ++this.result.rounds, answer_labels: labels, trigger } satisfies RoundPayload });
+    return this.input.sink.span({
+      type: 'coordination',
+      name: 'round',
+      agent: null,
+      payload: { round: ++this.result.rounds, answer_labels: labels, trigger } satisfies RoundPayload,
+    });
   }
 }

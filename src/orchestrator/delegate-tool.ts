@@ -5,10 +5,13 @@ export const DELEGATE = 'delegate';
 /** The tool agents get with delegation on (native mode: a function tool; text mode: `TOOL: delegate {...}`). */
 export const DELEGATE_TOOL: ToolDefinition = Object.freeze({
   name: DELEGATE,
-  description: 'Hand a self-contained subtask to a sub-team. It solves the subtask the same way (answers and votes) and its final answer comes back as the result. Then finish your turn as usual.',
+  description:
+    'Hand a self-contained subtask to a sub-team. It solves the subtask the same way (answers and votes) and its final answer comes back as the result. Then finish your turn as usual.',
   parameters: Object.freeze({
     type: 'object',
-    properties: { task: { type: 'string', description: 'the subtask, stated completely: the sub-team sees nothing else' } },
+    properties: {
+      task: { type: 'string', description: 'the subtask, stated completely: the sub-team sees nothing else' },
+    },
     required: ['task'],
   }),
 }) as ToolDefinition;
@@ -27,7 +30,9 @@ export const DELEGATE_TEXT_INSTRUCTIONS = [
 /** The subtask of a call, or why the call is not a valid one. */
 export function delegateTask(args: Record<string, unknown>): { task: string } | { error: ToolOutcome } {
   const task = typeof args.task === 'string' ? args.task.trim() : '';
-  return task ? { task } : { error: refusal('delegate needs {"task": "<the subtask>"} with a non-empty task', 'invalid arguments') };
+  return task
+    ? { task }
+    : { error: refusal('delegate needs {"task": "<the subtask>"} with a non-empty task', 'invalid arguments') };
 }
 
 /** An error result: the call is answered, never thrown, so the agent can go on with its turn. */

@@ -1,5 +1,5 @@
-import type { SpanInput } from '../trace/records.js';
 import { nestedDepth, type NestedMark } from '../trace/payloads.js';
+import type { SpanInput } from '../trace/records.js';
 import type { TraceSink } from './types.js';
 
 export interface ChildMark extends NestedMark {
@@ -22,7 +22,10 @@ export class LevelSink implements TraceSink {
   tokens = 0;
   private over = false;
 
-  constructor(private readonly out: TraceSink, private readonly mark: ChildMark | null) {}
+  constructor(
+    private readonly out: TraceSink,
+    private readonly mark: ChildMark | null,
+  ) {}
 
   span(s: SpanInput): number {
     const own = nestedDepth(s.payload) === 0;
@@ -39,12 +42,17 @@ export class LevelSink implements TraceSink {
     const payload = s.payload && typeof s.payload === 'object' ? s.payload : { value: s.payload ?? null };
     // The payload changes, so its pre-encoded JSON (prompt spans) no longer applies: the store encodes it.
     const { payloadJson: _encoded, ...rest } = s;
-    return { ...rest, parentSeq: s.parentSeq ?? mark.delegate_seq, payload: { ...payload, depth: mark.depth, delegate_seq: mark.delegate_seq } };
+    return {
+      ...rest,
+      parentSeq: s.parentSeq ?? mark.delegate_seq,
+      payload: { ...payload, depth: mark.depth, delegate_seq: mark.delegate_seq },
+    };
   }
 
   private count(s: SpanInput, mark: ChildMark): void {
     const usage = (s.payload as { usage?: { total_tokens?: unknown } } | undefined)?.usage;
-    if (typeof usage?.total_tokens === 'number' && Number.isFinite(usage.total_tokens)) this.tokens += usage.total_tokens;
+    if (typeof usage?.total_tokens === 'number' && Number.isFinite(usage.total_tokens))
+      this.tokens += usage.total_tokens;
     if (this.over || this.tokens <= mark.budget) return;
     this.over = true;
     // After the current turn has settled: the call that crossed the budget still acts, later calls are stopped.

@@ -25,9 +25,16 @@ export interface CallSite {
  * agent with `samples` k > 1 also asks the same request k − 1 more times, concurrently: `sample` spans
  * that feed training groups (GRPO) and never act; the call returns once they have settled.
  */
-export async function recordedCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: readonly ToolSpec[]): Promise<{ result: ChatResult; seq: number }> {
-  const k = site.name === undefined ? site.agent.samples ?? 1 : 1;
-  const samples = Array.from({ length: k - 1 }, (_, i) => singleCall({ ...site, name: 'sample' }, messages, attempt, tools, { sample_index: i + 1 }).catch(() => undefined));
+export async function recordedCall(
+  site: CallSite,
+  messages: ChatMessage[],
+  attempt: number,
+  tools?: readonly ToolSpec[],
+): Promise<{ result: ChatResult; seq: number }> {
+  const k = site.name === undefined ? (site.agent.samples ?? 1) : 1;
+  const samples = Array.from({ length: k - 1 }, (_, i) =>
+    singleCall({ ...site, name: 'sample' }, messages, attempt, tools, { sample_index: i + 1 }).catch(() => undefined),
+  );
   try {
     return await singleCall(site, messages, attempt, tools);
   } finally {
@@ -35,20 +42,44 @@ export async function recordedCall(site: CallSite, messages: ChatMessage[], atte
   }
 }
 
-async function singleCall(site: CallSite, messages: ChatMessage[], attempt: number, tools?: readonly ToolSpec[], extra?: { sample_index: number }): Promise<{ result: ChatResult; seq: number }> {
+async function singleCall(
+  site: CallSite,
+  messages: ChatMessage[],
+  attempt: number,
+  tools?: readonly ToolSpec[],
+  extra?: { sample_index: number },
+): Promise<{ result: ChatResult; seq: number }> {
   const { agent } = site;
   // A shallow copy: turns only append messages, never edit them.
   const seed = agent.seed === undefined ? undefined : callSeed(agent.seed, site, attempt, extra?.sample_index ?? 0);
   const request: PromptPayload['request'] = {
-    model: agent.model, messages: [...messages], temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools } : {}), ...(seed === undefined ? {} : { seed }),
+    model: agent.model,
+    messages: [...messages],
+    temperature: agent.temperature,
+    max_tokens: agent.maxTokens,
+    ...(tools?.length ? { tools } : {}),
+    ...(seed === undefined ? {} : { seed }),
   };
-  const call: PromptCall = { site, startedAt: Date.now(), t0: performance.now(), base: { turn_id: site.turnId, round: site.round, attempt, request, ...extra }, requestJson: encodeObject(request) };
+  const call: PromptCall = {
+    site,
+    startedAt: Date.now(),
+    t0: performance.now(),
+    base: { turn_id: site.turnId, round: site.round, attempt, request, ...extra },
+    requestJson: encodeObject(request),
+  };
   site.usage.llmCalls++;
   let result: ChatResult;
   try {
     // A native turn acts through one call at a time (prose is no action; an ordinary tool's result comes back first)
     result = await agent.client.chat(
-      { model: agent.model, messages, temperature: agent.temperature, max_tokens: agent.maxTokens, ...(tools?.length ? { tools, tool_choice: 'required', parallel_tool_calls: false } : {}), ...(seed === undefined ? {} : { seed }) },
+      {
+        model: agent.model,
+        messages,
+        temperature: agent.temperature,
+        max_tokens: agent.maxTokens,
+        ...(tools?.length ? { tools, tool_choice: 'required', parallel_tool_calls: false } : {}),
+        ...(seed === undefined ? {} : { seed }),
+      },
       { signal: site.signal },
     );
   } catch (err) {
@@ -75,7 +106,11 @@ function recordSuccess(call: PromptCall, result: ChatResult): number {
   return record(call, {
     ...call.base,
     response: { content: result.content, tool_calls: result.toolCalls, finish_reason: result.finishReason },
-    usage: { prompt_tokens: result.usage.promptTokens, completion_tokens: result.usage.completionTokens, total_tokens: result.usage.totalTokens },
+    usage: {
+      prompt_tokens: result.usage.promptTokens,
+      completion_tokens: result.usage.completionTokens,
+      total_tokens: result.usage.totalTokens,
+    },
     latency_ms: result.latencyMs,
     ...(typeof result.ttftMs === 'number' ? { ttft_ms: result.ttftMs } : {}),
     logprobs: result.logprobs,
@@ -86,7 +121,10 @@ function recordSuccess(call: PromptCall, result: ChatResult): number {
 
 function recordFailure(call: PromptCall, err: unknown): void {
   record(call, {
-    ...call.base, response: null, usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, latency_ms: performance.now() - call.t0,
+    ...call.base,
+    response: null,
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    latency_ms: performance.now() - call.t0,
     ...(call.site.signal.aborted ? { cancelled: true } : { error: (err as Error).message }),
   });
 }
@@ -94,8 +132,14 @@ function recordFailure(call: PromptCall, err: unknown): void {
 function record(call: PromptCall, payload: PromptPayload): number {
   const { site } = call;
   return site.sink.span({
-    type: 'prompt', name: site.name ?? 'chat', agent: site.agent.id, parentSeq: site.parentSeq, startedAt: call.startedAt, durationMs: performance.now() - call.t0,
-    payload, payloadJson: encodeObject(payload as unknown as Record<string, unknown>, { request: call.requestJson }),
+    type: 'prompt',
+    name: site.name ?? 'chat',
+    agent: site.agent.id,
+    parentSeq: site.parentSeq,
+    startedAt: call.startedAt,
+    durationMs: performance.now() - call.t0,
+    payload,
+    payloadJson: encodeObject(payload as unknown as Record<string, unknown>, { request: call.requestJson }),
   });
 }
 

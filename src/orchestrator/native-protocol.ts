@@ -1,6 +1,6 @@
 import { constantJson } from '../llm/json-text.js';
-import { BoundedCache } from '../util/bounded-cache.js';
 import type { ToolCall, ToolSpec } from '../llm/types.js';
+import { BoundedCache } from '../util/bounded-cache.js';
 import type { Action, ToolDefinition } from './types.js';
 
 export const NEW_ANSWER = 'new_answer';
@@ -11,7 +11,9 @@ const workflowCache = new BoundedCache<string, readonly ToolSpec[]>(256);
 const specCache = new WeakMap<ToolDefinition, ToolSpec>();
 
 export function workflowTools(labels: string[], canAnswer: boolean): readonly ToolSpec[] {
-  return workflowCache.get(`${canAnswer}|${labels.join(',')}`, () => constantJson(buildWorkflowTools(labels, canAnswer)));
+  return workflowCache.get(`${canAnswer}|${labels.join(',')}`, () =>
+    constantJson(buildWorkflowTools(labels, canAnswer)),
+  );
 }
 
 function buildWorkflowTools(labels: string[], canAnswer: boolean): ToolSpec[] {
@@ -23,7 +25,11 @@ function buildWorkflowTools(labels: string[], canAnswer: boolean): ToolSpec[] {
       parameters: {
         type: 'object',
         properties: {
-          agent_id: { type: 'string', enum: labels.length ? [...labels] : undefined, description: 'label of the answer, e.g. agent1' },
+          agent_id: {
+            type: 'string',
+            enum: labels.length ? [...labels] : undefined,
+            description: 'label of the answer, e.g. agent1',
+          },
           reason: { type: 'string', description: 'why this answer is the best' },
         },
         required: ['agent_id', 'reason'],
@@ -35,7 +41,11 @@ function buildWorkflowTools(labels: string[], canAnswer: boolean): ToolSpec[] {
     function: {
       name: NEW_ANSWER,
       description: 'Give a new or improved complete answer to the original message.',
-      parameters: { type: 'object', properties: { content: { type: 'string', description: 'the complete answer' } }, required: ['content'] },
+      parameters: {
+        type: 'object',
+        properties: { content: { type: 'string', description: 'the complete answer' } },
+        required: ['content'],
+      },
     },
   };
   return canAnswer ? [answer, vote] : [vote];
@@ -46,7 +56,10 @@ export function toolSpecs(tools: ToolDefinition[]): ToolSpec[] {
     let spec = specCache.get(t);
     if (!spec) {
       // A copy of the parameters: the constant is frozen, the tool definition stays the caller's.
-      spec = constantJson<ToolSpec>({ type: 'function', function: { name: t.name, description: t.description, parameters: structuredClone(t.parameters) } });
+      spec = constantJson<ToolSpec>({
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: structuredClone(t.parameters) },
+      });
       specCache.set(t, spec);
     }
     return spec;
@@ -55,15 +68,27 @@ export function toolSpecs(tools: ToolDefinition[]): ToolSpec[] {
 
 export type ParsedCalls =
   | { ok: true; action: Action; call: ToolCall }
-  | { ok: false; kind: 'no_action' | 'multiple_actions' | 'vote_and_answer' | 'malformed'; detail: string; call?: ToolCall };
+  | {
+      ok: false;
+      kind: 'no_action' | 'multiple_actions' | 'vote_and_answer' | 'malformed';
+      detail: string;
+      call?: ToolCall;
+    };
 
 /** Finds the one workflow call among a reply's tool calls (ordinary tool calls are handled before). */
 export function parseWorkflowCalls(calls: ToolCall[]): ParsedCalls {
   const flow = calls.filter((c) => c.function.name === NEW_ANSWER || c.function.name === VOTE);
   if (!flow.length) return { ok: false, kind: 'no_action', detail: `call ${NEW_ANSWER} or ${VOTE}` };
   const names = new Set(flow.map((c) => c.function.name));
-  if (names.size > 1) return { ok: false, kind: 'vote_and_answer', detail: 'the reply both votes and answers', call: flow[0] };
-  if (flow.length > 1) return { ok: false, kind: 'multiple_actions', detail: `${flow.length} ${flow[0]!.function.name} calls; make exactly one`, call: flow[0] };
+  if (names.size > 1)
+    return { ok: false, kind: 'vote_and_answer', detail: 'the reply both votes and answers', call: flow[0] };
+  if (flow.length > 1)
+    return {
+      ok: false,
+      kind: 'multiple_actions',
+      detail: `${flow.length} ${flow[0]!.function.name} calls; make exactly one`,
+      call: flow[0],
+    };
   const call = flow[0]!;
   let args: Record<string, unknown>;
   try {
@@ -73,9 +98,15 @@ export function parseWorkflowCalls(calls: ToolCall[]): ParsedCalls {
   }
   if (call.function.name === NEW_ANSWER) {
     const content = typeof args.content === 'string' ? args.content.trim() : '';
-    return content ? { ok: true, action: { kind: 'answer', content }, call } : { ok: false, kind: 'malformed', detail: 'new_answer needs a non-empty content', call };
+    return content
+      ? { ok: true, action: { kind: 'answer', content }, call }
+      : { ok: false, kind: 'malformed', detail: 'new_answer needs a non-empty content', call };
   }
   const target = typeof args.agent_id === 'string' ? args.agent_id.trim().toLowerCase().replace(/\s+/g, '') : '';
   if (!target) return { ok: false, kind: 'malformed', detail: 'vote needs agent_id', call };
-  return { ok: true, action: { kind: 'vote', target, reason: typeof args.reason === 'string' ? args.reason : '' }, call };
+  return {
+    ok: true,
+    action: { kind: 'vote', target, reason: typeof args.reason === 'string' ? args.reason : '' },
+    call,
+  };
 }

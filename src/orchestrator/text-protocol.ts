@@ -1,7 +1,9 @@
 import type { Action } from './types.js';
 import { jaccard, wordSet } from './validate.js';
 
-export type ParsedText = { ok: true; action: Action } | { ok: false; kind: 'no_action' | 'multiple_actions' | 'vote_and_answer' | 'malformed'; detail: string };
+export type ParsedText =
+  | { ok: true; action: Action }
+  | { ok: false; kind: 'no_action' | 'multiple_actions' | 'vote_and_answer' | 'malformed'; detail: string };
 
 // An action line: optional list/emphasis decoration, the keyword, a separator.
 const ACTION_LINE = /^[\s>*_`#-]*\**\s*(ANSWER|VOTE)\s*\**\s*[:\-–]?\s*\**\s*(.*)$/i;
@@ -23,16 +25,34 @@ export function parseTextAction(text: string): ParsedText {
   const kinds = new Set(hits.map((h) => h.kind));
   if (kinds.size > 1) return { ok: false, kind: 'vote_and_answer', detail: 'the reply both votes and answers' };
   if (hits.length > 1) {
-    return { ok: false, kind: 'multiple_actions', detail: `the reply has ${hits.length} ${hits[0]!.kind} lines; give exactly one` };
+    return {
+      ok: false,
+      kind: 'multiple_actions',
+      detail: `the reply has ${hits.length} ${hits[0]!.kind} lines; give exactly one`,
+    };
   }
   const hit = hits[0]!;
   if (hit.kind === 'ANSWER') {
-    const content = [hit.rest, ...lines.slice(hit.index + 1)].join('\n').replace(/\**\s*$/, '').trim();
-    return content ? { ok: true, action: { kind: 'answer', content } } : { ok: false, kind: 'malformed', detail: 'ANSWER: is empty' };
+    const content = [hit.rest, ...lines.slice(hit.index + 1)]
+      .join('\n')
+      .replace(/\**\s*$/, '')
+      .trim();
+    return content
+      ? { ok: true, action: { kind: 'answer', content } }
+      : { ok: false, kind: 'malformed', detail: 'ANSWER: is empty' };
   }
   const label = LABEL.exec(hit.rest);
-  if (!label) return { ok: false, kind: 'malformed', detail: `VOTE: needs an answer label such as agent1, got "${hit.rest.slice(0, 60)}"` };
-  const after = hit.rest.slice(label.index + label[0].length).replace(/^\s*[|:,\-–]\s*/, '').replace(/\**$/, '').trim();
+  if (!label)
+    return {
+      ok: false,
+      kind: 'malformed',
+      detail: `VOTE: needs an answer label such as agent1, got "${hit.rest.slice(0, 60)}"`,
+    };
+  const after = hit.rest
+    .slice(label.index + label[0].length)
+    .replace(/^\s*[|:,\-–]\s*/, '')
+    .replace(/\**$/, '')
+    .trim();
   return { ok: true, action: { kind: 'vote', target: `agent${Number(label[1])}`, reason: after } };
 }
 
@@ -56,7 +76,8 @@ export function implicitAction(text: string, answers: Map<string, string>, canAn
   const content = text.trim();
   if (!content) return undefined;
   const named = LABEL.exec(content);
-  if (named && answers.has(`agent${Number(named[1])}`)) return { kind: 'vote', target: `agent${Number(named[1])}`, reason: content, implicit: true };
+  if (named && answers.has(`agent${Number(named[1])}`))
+    return { kind: 'vote', target: `agent${Number(named[1])}`, reason: content, implicit: true };
   const words = wordSet(content);
   let best: { label: string; overlap: number } | undefined;
   for (const [label, existing] of answers) {
@@ -64,7 +85,12 @@ export function implicitAction(text: string, answers: Map<string, string>, canAn
     if (!best || overlap > best.overlap) best = { label, overlap };
   }
   if (best && (best.overlap >= REPEAT_OVERLAP || !canAnswer)) {
-    return { kind: 'vote', target: best.label, reason: `repeated this answer (${Math.round(best.overlap * 100)}% word overlap)`, implicit: true };
+    return {
+      kind: 'vote',
+      target: best.label,
+      reason: `repeated this answer (${Math.round(best.overlap * 100)}% word overlap)`,
+      implicit: true,
+    };
   }
   return { kind: 'answer', content, implicit: true };
 }

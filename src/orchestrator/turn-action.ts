@@ -1,9 +1,9 @@
 import type { ChatMessage, ChatResult, ToolCall } from '../llm/types.js';
-import { NEW_ANSWER, parseWorkflowCalls, VOTE } from './native-protocol.js';
+import type { InvalidActionPayload, InvalidKind } from '../trace/payloads.js';
 import { readAnswersLayoutReply, withoutMarkup } from './answers-layout.js';
+import { NEW_ANSWER, parseWorkflowCalls, VOTE } from './native-protocol.js';
 import { correction, usesAnswersLayout } from './prompts.js';
 import { implicitAction, parseTextAction } from './text-protocol.js';
-import type { InvalidActionPayload, InvalidKind } from '../trace/payloads.js';
 import type { TurnContext } from './turn-context.js';
 import type { Action } from './types.js';
 import { validateAction } from './validate.js';
@@ -13,7 +13,10 @@ export function isWorkflowCall(call: ToolCall): boolean {
 }
 
 /** The reply's action, checked against what the agent was shown, or why it is not a valid one. */
-export function readAction(ctx: TurnContext, result: ChatResult): { action: Action } | { invalid: { kind: InvalidKind; detail: string } } {
+export function readAction(
+  ctx: TurnContext,
+  result: ChatResult,
+): { action: Action } | { invalid: { kind: InvalidKind; detail: string } } {
   const { agent, snapshot } = ctx;
   const reply = result.content ?? '';
   if (usesAnswersLayout(agent, ctx.config.prompt_layout)) {
@@ -31,7 +34,13 @@ export function readAction(ctx: TurnContext, result: ChatResult): { action: Acti
   if (agent.toolMode === 'text' && parsed.action.kind === 'answer') {
     // Markup a small model copied from the prompt is never stored as (part of) an answer.
     const content = withoutMarkup(parsed.action.content);
-    if (!content) return { invalid: { kind: 'malformed', detail: 'the answer holds only protocol markup (tags such as <CURRENT ANSWERS>), no answer' } };
+    if (!content)
+      return {
+        invalid: {
+          kind: 'malformed',
+          detail: 'the answer holds only protocol markup (tags such as <CURRENT ANSWERS>), no answer',
+        },
+      };
     parsed = { ok: true, action: { ...parsed.action, content } };
   }
   const invalid = validateAction(parsed.action, snapshot, ctx.config.answer_novelty_requirement);
@@ -39,14 +48,28 @@ export function readAction(ctx: TurnContext, result: ChatResult): { action: Acti
 }
 
 /** Records an invalid action and appends the correction the agent sees on its next attempt. */
-export function correct(ctx: TurnContext, messages: ChatMessage[], result: ChatResult, ordinary: ToolCall[], invalid: { kind: InvalidKind; detail: string }, attempt: number): void {
+export function correct(
+  ctx: TurnContext,
+  messages: ChatMessage[],
+  result: ChatResult,
+  ordinary: ToolCall[],
+  invalid: { kind: InvalidKind; detail: string },
+  attempt: number,
+): void {
   const { agent } = ctx;
   const fix = correction(agent, invalid.detail, ctx.snapshot.canAnswer, ctx.config.prompt_layout);
-  const payload: InvalidActionPayload = { turn_id: ctx.turnId, kind: invalid.kind, detail: invalid.detail, correction: fix, attempt };
+  const payload: InvalidActionPayload = {
+    turn_id: ctx.turnId,
+    kind: invalid.kind,
+    detail: invalid.detail,
+    correction: fix,
+    attempt,
+  };
   ctx.sink.span({ type: 'coordination', name: 'invalid_action', agent: agent.id, parentSeq: ctx.roundSeq, payload });
   if (agent.toolMode === 'native' && result.toolCalls.length) {
     if (!ordinary.length) messages.push({ role: 'assistant', content: result.content, tool_calls: result.toolCalls });
-    for (const call of result.toolCalls.filter((c) => !ordinary.includes(c))) messages.push({ role: 'tool', tool_call_id: call.id, content: fix });
+    for (const call of result.toolCalls.filter((c) => !ordinary.includes(c)))
+      messages.push({ role: 'tool', tool_call_id: call.id, content: fix });
   } else {
     messages.push({ role: 'assistant', content: result.content ?? '' }, { role: 'user', content: fix });
   }

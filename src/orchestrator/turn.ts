@@ -3,9 +3,9 @@ import { recordedCall } from './llm-call.js';
 import { toolSpecs, workflowTools } from './native-protocol.js';
 import { coordinationMessages } from './prompts.js';
 import { correct, isWorkflowCall, readAction } from './turn-action.js';
+import type { TurnContext } from './turn-context.js';
 import { runTools, textToolCall } from './turn-tools.js';
 import type { Action, TeamAgent } from './types.js';
-import type { TurnContext } from './turn-context.js';
 import type { Snapshot } from './validate.js';
 
 export type { TurnContext } from './turn-context.js';
@@ -34,8 +34,24 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     timedOut = true;
     ctx.controller.abort(new Error(`agent timeout (${ctx.config.agent_timeout_s} s)`));
   }, ctx.config.agent_timeout_s * 1000);
-  const site = { agent, sink: ctx.sink, usage: ctx.usage, turnId: ctx.turnId, round: ctx.round, parentSeq: ctx.roundSeq, signal };
-  const messages: ChatMessage[] = coordinationMessages(agent, ctx.task, snapshot.answers, snapshot.canAnswer, ctx.config.voting_sensitivity, ctx.teamSize, ctx.config.prompt_layout);
+  const site = {
+    agent,
+    sink: ctx.sink,
+    usage: ctx.usage,
+    turnId: ctx.turnId,
+    round: ctx.round,
+    parentSeq: ctx.roundSeq,
+    signal,
+  };
+  const messages: ChatMessage[] = coordinationMessages(
+    agent,
+    ctx.task,
+    snapshot.answers,
+    snapshot.canAnswer,
+    ctx.config.voting_sensitivity,
+    ctx.teamSize,
+    ctx.config.prompt_layout,
+  );
   const specs = agent.toolMode === 'native' ? nativeTools(agent, snapshot) : undefined;
   let attempt = 1;
   let toolSteps = 0;
@@ -43,9 +59,14 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
     while (attempt <= ctx.config.max_action_retries + 1) {
       const { result, seq } = await recordedCall(site, messages, attempt, specs);
       const ordinary = result.toolCalls.length ? result.toolCalls.filter((c) => !isWorkflowCall(c)) : result.toolCalls;
-      const textTool = agent.toolMode === 'text' && agent.tools.length ? textToolCall(result.content ?? '', agent.tools) : undefined;
+      const textTool =
+        agent.toolMode === 'text' && agent.tools.length ? textToolCall(result.content ?? '', agent.tools) : undefined;
       if ((ordinary.length || textTool) && toolSteps++ < MAX_TOOL_STEPS) {
-        messages.push({ role: 'assistant', content: result.content, ...(ordinary.length ? { tool_calls: result.toolCalls } : {}) });
+        messages.push({
+          role: 'assistant',
+          content: result.content,
+          ...(ordinary.length ? { tool_calls: result.toolCalls } : {}),
+        });
         messages.push(...(await runTools(ctx, seq, signal, ordinary, textTool)));
         if (!result.toolCalls.some(isWorkflowCall)) continue;
       }
@@ -54,9 +75,18 @@ export async function runTurn(ctx: TurnContext): Promise<TurnOutcome> {
       correct(ctx, messages, result, ordinary, read.invalid, attempt);
       attempt++;
     }
-    return { kind: 'drop', dropKind: 'invalid_actions', reason: `no valid action after ${ctx.config.max_action_retries + 1} attempts` };
+    return {
+      kind: 'drop',
+      dropKind: 'invalid_actions',
+      reason: `no valid action after ${ctx.config.max_action_retries + 1} attempts`,
+    };
   } catch (err) {
-    if (timedOut) return { kind: 'drop', dropKind: 'timeout', reason: `no action within agent_timeout_s (${ctx.config.agent_timeout_s} s)` };
+    if (timedOut)
+      return {
+        kind: 'drop',
+        dropKind: 'timeout',
+        reason: `no action within agent_timeout_s (${ctx.config.agent_timeout_s} s)`,
+      };
     if (signal.aborted) return { kind: 'cancelled' };
     return { kind: 'drop', dropKind: 'error', reason: (err as Error).message };
   } finally {

@@ -1,6 +1,6 @@
+import type { RLConfig } from '../config/schema.js';
 import type { LlmClient } from '../llm/types.js';
 import type { SpanInput } from '../trace/records.js';
-import type { RLConfig } from '../config/schema.js';
 
 export type OrchestratorConfig = RLConfig['orchestrator'];
 

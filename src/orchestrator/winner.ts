@@ -11,7 +11,12 @@ export interface Selection {
  * Most votes wins, ties by registration order; with no votes, the first agent (by registration) with an
  * answer, or (byAgreement: a stop policy ended the round before anyone voted) the answer the others agree with most.
  */
-export function selectWinner(team: TeamAgent[], answers: Map<string, unknown>, votes: Map<string, { target: string }>, opts: { byAgreement?: boolean } = {}): Selection {
+export function selectWinner(
+  team: TeamAgent[],
+  answers: Map<string, unknown>,
+  votes: Map<string, { target: string }>,
+  opts: { byAgreement?: boolean } = {},
+): Selection {
   const counts: Record<string, number> = {};
   for (const v of votes.values()) {
     const label = team.find((a) => a.id === v.target)?.label;

@@ -1,6 +1,12 @@
 import { UserError } from '../errors.js';
 import {
-  describeCheckpoint, forkCheckpoint, pruneCheckpoints, type CheckpointDetail, type MetricMode, type PruneResult, type RegisteredCheckpoint,
+  describeCheckpoint,
+  forkCheckpoint,
+  pruneCheckpoints,
+  type CheckpointDetail,
+  type MetricMode,
+  type PruneResult,
+  type RegisteredCheckpoint,
 } from '../resources/checkpoints.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Checkpoint } from '../store/checkpoints.js';
@@ -16,7 +22,9 @@ export interface ListedCheckpoint extends Checkpoint {
 export function listCheckpoints(rt: Runtime, opts: { algo?: string; limit: number }): ListedCheckpoint[] {
   const store = rt.existingStore();
   const prod = new Set(store.resources.listProduction().map((r) => r.id));
-  return store.checkpoints.list({ algo: opts.algo, limit: opts.limit }).map((ck) => ({ ...ck, production: Boolean(ck.resourceId && prod.has(ck.resourceId)) }));
+  return store.checkpoints
+    .list({ algo: opts.algo, limit: opts.limit })
+    .map((ck) => ({ ...ck, production: Boolean(ck.resourceId && prod.has(ck.resourceId)) }));
 }
 
 export function showCheckpoint(rt: Runtime, ref: string): CheckpointDetail {
@@ -55,5 +63,8 @@ export function fork(rt: Runtime, ref: string, name: string): RegisteredCheckpoi
 export function parseKeepBest(spec: string): { metric: string; mode: MetricMode } {
   const m = /^([A-Za-z0-9_./-]+)(?::(max|min))?$/.exec(spec.trim());
   if (!m) throw new UserError(`--keep-best ${spec}: expected METRIC or METRIC:max or METRIC:min`);
-  return { metric: m[1]!, mode: (m[2] as MetricMode | undefined) ?? (/loss|perplexity|error|kl/i.test(m[1]!) ? 'min' : 'max') };
+  return {
+    metric: m[1]!,
+    mode: (m[2] as MetricMode | undefined) ?? (/loss|perplexity|error|kl/i.test(m[1]!) ? 'min' : 'max'),
+  };
 }

@@ -30,17 +30,28 @@ export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Pr
   const { config } = rt;
   const { tasks, split } = tasksToCollect(rt, opts);
   const store = rt.store();
-  if (!store.connection()) throw new UserError('collect --enqueue needs a PostgreSQL store that the workers share', 'set store.url (see docs/multi-machine.md)');
+  if (!store.connection())
+    throw new UserError(
+      'collect --enqueue needs a PostgreSQL store that the workers share',
+      'set store.url (see docs/multi-machine.md)',
+    );
   const queue = await JobQueue.open(store);
   try {
     const set = (await setupTeam(rt, rt.production(opts.trigger ?? 'collect'))).set;
     await store.write(() => store.tasks.upsertMany(tasks));
     const runId = await store.write(() => {
-      const id = store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, split, queue: true, set: set.id }, { config_hash: rt.loaded.hash });
+      const id = store.collectRuns.start(
+        { tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, split, queue: true, set: set.id },
+        { config_hash: rt.loaded.hash },
+      );
       store.collectRuns.disown(id);
       return id;
     });
-    await queue.enqueue<CollectJob>(COLLECT_QUEUE, tasks.map((t) => ({ runId, taskId: t.id, setId: set.id })), { retryLimit: config.queue.retries, expireInSeconds: config.queue.expire_s });
+    await queue.enqueue<CollectJob>(
+      COLLECT_QUEUE,
+      tasks.map((t) => ({ runId, taskId: t.id, setId: set.id })),
+      { retryLimit: config.queue.retries, expireInSeconds: config.queue.expire_s },
+    );
     return { runId, tasks: tasks.length, resourceSet: { id: set.id, version: set.version } };
   } finally {
     await queue.close();

@@ -3,7 +3,11 @@ import type { Rollout, RunRecord, Store } from '../store/index.js';
 
 /** An attempt that will never finish: still running (its worker died), cancelled, or failed because its process died. */
 export function isAbandoned(r: Rollout): boolean {
-  return r.status === 'running' || r.status === 'cancelled' || (r.status === 'failed' && (r.error ?? '').startsWith('interrupted'));
+  return (
+    r.status === 'running'
+    || r.status === 'cancelled'
+    || (r.status === 'failed' && (r.error ?? '').startsWith('interrupted'))
+  );
 }
 
 /** A queued run's rollouts that count: one per task recorded, abandoned attempts left out. */
@@ -21,7 +25,12 @@ export async function finishIfDone(store: Store, runId: string): Promise<boolean
   const completed = rollouts.filter((r) => r.status === 'completed');
   const rewards = completed.map((r) => r.totalReward).filter((x): x is number => x !== null);
   const summary = {
-    runId, status: 'completed', tasks: total, completed: completed.length, failed: rollouts.length - completed.length, cancelled: 0,
+    runId,
+    status: 'completed',
+    tasks: total,
+    completed: completed.length,
+    failed: rollouts.length - completed.length,
+    cancelled: 0,
     successRate: total ? completed.length / total : 0,
     meanReward: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
     tokens: rollouts.reduce((a, r) => a + r.tokens, 0),
@@ -30,7 +39,12 @@ export async function finishIfDone(store: Store, runId: string): Promise<boolean
 }
 
 /** Waits until the workers have recorded every task of a queued run (the run finished), noting progress. */
-export async function awaitQueuedRun(store: Store, runId: string, signal: AbortSignal, note: (message: string) => void): Promise<RunRecord> {
+export async function awaitQueuedRun(
+  store: Store,
+  runId: string,
+  signal: AbortSignal,
+  note: (message: string) => void,
+): Promise<RunRecord> {
   let last = '';
   for (;;) {
     const run = store.collectRuns.get(runId);

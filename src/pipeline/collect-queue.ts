@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { settingsHash } from '../evaluation/keys.js';
+import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { onePerDecision, setupTeam, type TeamSetup } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { JobQueue, type QueuedJob, type ResourceSet, type Rollout, type Store } from '../store/index.js';
@@ -47,9 +47,26 @@ export async function collectWorker(rt: Runtime, opts: WorkerOptions = {}): Prom
     if (!s) throw new Error(`resource set ${setId} of a queued job is not in the store`);
     return s;
   };
-  const out: WorkerSummary = { jobs: 0, completed: 0, failed: 0, cancelled: 0, alreadyRecorded: 0, reaped: 0, runsFinished: [], measured: 0, refused: [] };
+  const out: WorkerSummary = {
+    jobs: 0,
+    completed: 0,
+    failed: 0,
+    cancelled: 0,
+    alreadyRecorded: 0,
+    reaped: 0,
+    runsFinished: [],
+    measured: 0,
+    refused: [],
+  };
   const running = new Set<Promise<void>>();
-  const evalDeps = { rt, store, tools, signal, settingsHash: settingsHash(rt.config), team: teams(store, (set) => setupTeam(rt, set, 'eval').then(onePerDecision)) };
+  const evalDeps = {
+    rt,
+    store,
+    tools,
+    signal,
+    settingsHash: settingsHash(rt.config),
+    team: teams(store, (set) => setupTeam(rt, set, 'eval').then(onePerDecision)),
+  };
   const runEval = async (job: QueuedJob<EvalJob>) => {
     out.jobs++;
     const r = await underLease(store, job.id, signal, (s) => runEvalJob(job, { ...evalDeps, signal: s }));
@@ -98,7 +115,10 @@ export async function collectWorker(rt: Runtime, opts: WorkerOptions = {}): Prom
 }
 
 /** The team of each resource set jobs name, set up once per set; undefined when the set is not in the store. */
-function teams(store: Store, setUp: (set: ResourceSet) => Promise<TeamSetup>): (setId: string) => Promise<TeamSetup> | undefined {
+function teams(
+  store: Store,
+  setUp: (set: ResourceSet) => Promise<TeamSetup>,
+): (setId: string) => Promise<TeamSetup> | undefined {
   const cache = new Map<string, Promise<TeamSetup>>();
   return (setId) => {
     let s = cache.get(setId);
@@ -119,12 +139,22 @@ interface JobDeps {
 }
 
 /** One job: skipped when an earlier attempt recorded it, its abandoned attempts discarded, then run. */
-async function runOne(store: Store, queue: JobQueue, job: QueuedJob<CollectJob>, d: JobDeps): Promise<RolloutSummary | 'recorded' | 'interrupted'> {
+async function runOne(
+  store: Store,
+  queue: JobQueue,
+  job: QueuedJob<CollectJob>,
+  d: JobDeps,
+): Promise<RolloutSummary | 'recorded' | 'interrupted'> {
   const r = await underLease(store, job.id, d.signal, (signal) => runCollectJob(store, queue, job, { ...d, signal }));
   return r ?? 'interrupted';
 }
 
-async function runCollectJob(store: Store, queue: JobQueue, job: QueuedJob<CollectJob>, d: JobDeps): Promise<RolloutSummary | 'recorded' | 'interrupted'> {
+async function runCollectJob(
+  store: Store,
+  queue: JobQueue,
+  job: QueuedJob<CollectJob>,
+  d: JobDeps,
+): Promise<RolloutSummary | 'recorded' | 'interrupted'> {
   const { runId, taskId, setId } = job.data;
   const earlier: Rollout[] = store.rollouts.list({ runId, taskId });
   if (earlier.some((r) => !isAbandoned(r))) {
@@ -135,7 +165,12 @@ async function runCollectJob(store: Store, queue: JobQueue, job: QueuedJob<Colle
   const task = store.tasks.get(taskId);
   if (!task) throw new Error(`task ${taskId} of a queued job is not in the store`);
   const summary = await runRollout(task, {
-    store, runId, setup: await d.setupFor(setId), config: d.rt.config, tools: d.tools, signal: d.signal,
+    store,
+    runId,
+    setup: await d.setupFor(setId),
+    config: d.rt.config,
+    tools: d.tools,
+    signal: d.signal,
     metadata: { queue_job: job.id, attempt: job.retryCount + 1 },
   });
   // Stopped before it finished: the job goes back to the queue for another worker.

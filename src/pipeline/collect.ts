@@ -1,15 +1,15 @@
 import { UserError } from '../errors.js';
-import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { canary } from '../resources/production.js';
 import { complete } from '../resources/sets.js';
 import { StoreLockedStop } from '../rollouts/locked-stop.js';
+import { runRollout, type RolloutSummary } from '../rollouts/rollout.js';
 import { checkTeamInputs, setupTeam } from '../rollouts/team.js';
-import { sha256 } from '../util/hash.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { TaskConflictError } from '../store/index.js';
 import { tasksWithShortfall, type Shortfall } from '../tasks/for-run.js';
 import type { SplitSelector, SplitTask } from '../tasks/types.js';
 import { createToolRunner } from '../tools/runner.js';
+import { sha256 } from '../util/hash.js';
 
 export interface CollectOptions {
   /** A built-in suite name or a task file; replaces tasks.sources. */
@@ -65,11 +65,22 @@ export interface CollectSummary {
  * the tasks checked against the store: everything before the first write, so a refused run changes nothing
  * (production and the team write prompt versions).
  */
-export function tasksToCollect(rt: Runtime, opts: Pick<CollectOptions, 'tasks' | 'n' | 'split'>): { tasks: SplitTask[]; shortfall: Shortfall | null; split: SplitSelector } {
+export function tasksToCollect(
+  rt: Runtime,
+  opts: Pick<CollectOptions, 'tasks' | 'n' | 'split'>,
+): { tasks: SplitTask[]; shortfall: Shortfall | null; split: SplitSelector } {
   const { config } = rt;
   const split = opts.split ?? config.collect.split;
-  const { tasks, shortfall } = tasksWithShortfall(config.tasks, rt.paths.baseDir, { spec: opts.tasks, n: opts.n ?? config.collect.n, split });
-  if (!tasks.length) throw new UserError(`no ${split === 'all' ? '' : `${split}-split `}tasks to run`, 'check tasks.sources and tasks.split.eval_fraction, or pass --split all');
+  const { tasks, shortfall } = tasksWithShortfall(config.tasks, rt.paths.baseDir, {
+    spec: opts.tasks,
+    n: opts.n ?? config.collect.n,
+    split,
+  });
+  if (!tasks.length)
+    throw new UserError(
+      `no ${split === 'all' ? '' : `${split}-split `}tasks to run`,
+      'check tasks.sources and tasks.split.eval_fraction, or pass --split all',
+    );
   checkTeamInputs(rt);
   if (rt.storeExists()) {
     const conflicts = rt.existingStore().tasks.conflicts(tasks);
@@ -90,12 +101,26 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const store = rt.store();
   const production = await setupTeam(rt, rt.production(opts.trigger ?? 'collect'));
   const trial = canary(store);
-  const candidate = trial && await setupTeam(rt, store.sets.add(complete(trial.set, production.set.members), { kind: 'candidate', completed_from: trial.set.id }, trial.set.id));
+  const candidate =
+    trial
+    && (await setupTeam(
+      rt,
+      store.sets.add(
+        complete(trial.set, production.set.members),
+        { kind: 'candidate', completed_from: trial.set.id },
+        trial.set.id,
+      ),
+    ));
   // Writes go through store.write: a store another process holds locked is retried, not a crash.
   await store.write(() => store.tasks.upsertMany(tasks));
   if (shortfall) opts.onStage?.(shortfall.hint);
   opts.onStage?.(`starting ${tasks.length} orchestration(s), ${concurrency} at a time`);
-  const runId = await store.write(() => store.collectRuns.start({ tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split }, { config_hash: rt.loaded.hash }));
+  const runId = await store.write(() =>
+    store.collectRuns.start(
+      { tasks: opts.tasks ?? config.tasks.sources, n: tasks.length, concurrency, split },
+      { config_hash: rt.loaded.hash },
+    ),
+  );
   const started = performance.now();
   const done: RolloutSummary[] = [];
   let onCanaryCount = 0;
@@ -106,7 +131,17 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
     const onCanary = candidate !== undefined && unitHash(`${runId}:${task.id}`) < trial!.fraction;
     const setup = onCanary ? candidate : production;
     if (onCanary) onCanaryCount++;
-    const summary = await locked.run(() => runRollout(task, { store, runId, setup, config, tools, signal: locked.signal, ...(onCanary ? { metadata: { canary: true } } : {}) }));
+    const summary = await locked.run(() =>
+      runRollout(task, {
+        store,
+        runId,
+        setup,
+        config,
+        tools,
+        signal: locked.signal,
+        ...(onCanary ? { metadata: { canary: true } } : {}),
+      }),
+    );
     if (!summary) return;
     done.push(summary);
     opts.onProgress?.(progress(done, tasks.length, started, summary));
@@ -114,7 +149,9 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const summary = {
     ...summarize(runId, tasks.length, done, performance.now() - started, locked.signal.aborted),
     resourceSet: { id: production.set.id, version: production.set.version },
-    canary: candidate ? { id: candidate.set.id, version: candidate.set.version, fraction: trial!.fraction, rollouts: onCanaryCount } : null,
+    canary: candidate
+      ? { id: candidate.set.id, version: candidate.set.version, fraction: trial!.fraction, rollouts: onCanaryCount }
+      : null,
     shortfall,
   };
   if (locked.error) throw await locked.end(store, summary);
@@ -135,31 +172,51 @@ function progress(done: RolloutSummary[], total: number, started: number, last: 
   const elapsedMs = performance.now() - started;
   const count = (s: RolloutSummary['status']) => done.filter((d) => d.status === s).length;
   return {
-    total, done: done.length, failed: count('failed'), cancelled: count('cancelled'), running: 0, elapsedMs,
-    etaMs: done.length ? (elapsedMs / done.length) * (total - done.length) : null, last,
+    total,
+    done: done.length,
+    failed: count('failed'),
+    cancelled: count('cancelled'),
+    running: 0,
+    elapsedMs,
+    etaMs: done.length ? (elapsedMs / done.length) * (total - done.length) : null,
+    last,
   };
 }
 
-function summarize(runId: string, total: number, rollouts: RolloutSummary[], wallMs: number, interrupted: boolean): Omit<CollectSummary, 'resourceSet' | 'canary' | 'shortfall'> {
+function summarize(
+  runId: string,
+  total: number,
+  rollouts: RolloutSummary[],
+  wallMs: number,
+  interrupted: boolean,
+): Omit<CollectSummary, 'resourceSet' | 'canary' | 'shortfall'> {
   const completed = rollouts.filter((r) => r.status === 'completed');
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
   const scored = completed.filter((r) => r.quality !== null);
   return {
-    runId, status: interrupted ? 'cancelled' : 'completed', tasks: total,
-    completed: completed.length, failed: rollouts.filter((r) => r.status === 'failed').length,
+    runId,
+    status: interrupted ? 'cancelled' : 'completed',
+    tasks: total,
+    completed: completed.length,
+    failed: rollouts.filter((r) => r.status === 'failed').length,
     cancelled: rollouts.filter((r) => r.status === 'cancelled').length + (total - rollouts.length),
     successRate: total ? completed.length / total : 0,
     correctRate: scored.length ? scored.filter((r) => r.quality === 1).length / scored.length : null,
     meanReward: mean(completed.map((r) => r.reward).filter((x): x is number => x !== null)),
     consensusRate: mean(completed.map((r) => (r.consensus ? 1 : 0))),
     meanRounds: mean(completed.map((r) => r.rounds)),
-    tokens: rollouts.reduce((a, r) => a + r.tokens, 0), wallMs, failureReasons: countReasons(rollouts), rollouts,
+    tokens: rollouts.reduce((a, r) => a + r.tokens, 0),
+    wallMs,
+    failureReasons: countReasons(rollouts),
+    rollouts,
   };
 }
 
 function countReasons(rollouts: RolloutSummary[]): CollectSummary['failureReasons'] {
   const counts = new Map<string, number>();
-  for (const r of rollouts) if (r.status === 'failed') counts.set(r.error ?? 'unknown error', (counts.get(r.error ?? 'unknown error') ?? 0) + 1);
+  for (const r of rollouts)
+    if (r.status === 'failed')
+      counts.set(r.error ?? 'unknown error', (counts.get(r.error ?? 'unknown error') ?? 0) + 1);
   return [...counts].map(([error, count]) => ({ error, count })).sort((a, b) => b.count - a.count);
 }
 

@@ -41,17 +41,38 @@ export interface DeployResult {
  * audit record; then the served weights, external servers and exports follow.
  */
 export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<DeployResult> {
-  if (opts.canary !== undefined && !(opts.canary > 0 && opts.canary < 1)) throw new UserError(`--canary ${opts.canary}: expected a fraction between 0 and 1, such as 0.2`);
-  if (opts.canary !== undefined && opts.exportMassgen) throw new UserError('--export-massgen writes production, which a canary does not change', 'export when the canary is promoted, or set deploy.export_massgen to follow every switch');
+  if (opts.canary !== undefined && !(opts.canary > 0 && opts.canary < 1))
+    throw new UserError(`--canary ${opts.canary}: expected a fraction between 0 and 1, such as 0.2`);
+  if (opts.canary !== undefined && opts.exportMassgen)
+    throw new UserError(
+      '--export-massgen writes production, which a canary does not change',
+      'export when the canary is promoted, or set deploy.export_massgen to follow every switch',
+    );
   const store = rt.existingStore();
   const trigger = opts.trigger ?? 'cli';
   const production = rt.production(trigger);
   const run = opts.candidate ? undefined : latestEvaluation(rt, production);
-  const candidate = opts.candidate ? resolveSet(rt.setContext(), production, opts.candidate, '--candidate') : run && store.sets.get(run.candidateSet);
-  if (!candidate) throw new UserError(`nothing to deploy: no evaluation of a candidate against production (set v${production.version})`, 'run `massgen-rl eval` first, or name one with --candidate');
+  const candidate = opts.candidate
+    ? resolveSet(rt.setContext(), production, opts.candidate, '--candidate')
+    : run && store.sets.get(run.candidateSet);
+  if (!candidate)
+    throw new UserError(
+      `nothing to deploy: no evaluation of a candidate against production (set v${production.version})`,
+      'run `massgen-rl eval` first, or name one with --candidate',
+    );
   if (candidate.id === production.id) throw new UserError(`resource set v${candidate.version} is production already`);
   const evaluation = run ?? latestEvaluation(rt, production, candidate.id);
-  const gates = evaluation ? gatesOf(rt, evaluation) : [{ gate: 'evaluated', passed: false, value: null, threshold: null, detail: `set v${candidate.version} has no completed evaluation against production (set v${production.version}); run \`massgen-rl eval --candidate set:${candidate.version}\`` }];
+  const gates = evaluation
+    ? gatesOf(rt, evaluation)
+    : [
+        {
+          gate: 'evaluated',
+          passed: false,
+          value: null,
+          threshold: null,
+          detail: `set v${candidate.version} has no completed evaluation against production (set v${production.version}); run \`massgen-rl eval --candidate set:${candidate.version}\``,
+        },
+      ];
   const passed = gatesPass(gates);
   const base = { before: ref(production), candidate: ref(candidate), evalRunId: evaluation?.id ?? null, gates, passed };
   if (!passed && !opts.force) return { ...base, action: 'not promoted', auditId: null, published: null };
@@ -59,14 +80,33 @@ export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<Dep
   if (opts.canary !== undefined) {
     const auditId = store.transaction(() => {
       store.sets.setPointer('canary', candidate.id, opts.canary!, evaluation?.id ?? null);
-      return store.audit.add({ action: 'canary-start', trigger, beforeSet: production.id, afterSet: candidate.id, evalRunId: evaluation?.id, reason: opts.reason ?? `canary on ${Math.round(opts.canary! * 100)} % of collects`, detail: { ...detail, fraction: opts.canary } });
+      return store.audit.add({
+        action: 'canary-start',
+        trigger,
+        beforeSet: production.id,
+        afterSet: candidate.id,
+        evalRunId: evaluation?.id,
+        reason: opts.reason ?? `canary on ${Math.round(opts.canary! * 100)} % of collects`,
+        detail: { ...detail, fraction: opts.canary },
+      });
     });
     return { ...base, action: 'canary started', auditId, published: null };
   }
   checkPublish(rt, candidate, { exportMassgen: opts.exportMassgen });
   const auditId = switchProduction(store, rt.paths.dataDir, {
-    to: candidate, action: passed ? 'deploy' : 'force-deploy', trigger, evalRunId: evaluation?.id,
-    reason: opts.reason ?? (passed ? 'every deploy gate passed' : `forced past: ${gates.filter((g) => !g.passed).map((g) => g.gate).join(', ')}`), detail,
+    to: candidate,
+    action: passed ? 'deploy' : 'force-deploy',
+    trigger,
+    evalRunId: evaluation?.id,
+    reason:
+      opts.reason
+      ?? (passed
+        ? 'every deploy gate passed'
+        : `forced past: ${gates
+            .filter((g) => !g.passed)
+            .map((g) => g.gate)
+            .join(', ')}`),
+    detail,
     clearCanary: store.sets.pointer('canary')?.setId === candidate.id,
   });
   rt.forgetWeights();
@@ -77,28 +117,64 @@ export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<Dep
 /** Throws the gate failure a refused deploy exits 1 with (after the caller printed the result). */
 export function refusal(r: DeployResult): GateError {
   const failed = r.gates.filter((g) => !g.passed);
-  return new GateError(`not promoted: ${failed.length} gate(s) failed:\n  ${failed.map((g) => `${g.gate}: ${g.detail}`).join('\n  ')}`, 'improve the candidate, change deploy.gates, or pass --force (recorded in the audit)');
+  return new GateError(
+    `not promoted: ${failed.length} gate(s) failed:\n  ${failed.map((g) => `${g.gate}: ${g.detail}`).join('\n  ')}`,
+    'improve the candidate, change deploy.gates, or pass --force (recorded in the audit)',
+  );
 }
 
 /** Promotes the running canary when its gates pass (or with force), like a deploy. */
-export async function promoteCanary(rt: Runtime, opts: { force?: boolean; reason?: string; trigger?: 'cli' | 'loop'; exportMassgen?: string } = {}): Promise<DeployResult> {
+export async function promoteCanary(
+  rt: Runtime,
+  opts: { force?: boolean; reason?: string; trigger?: 'cli' | 'loop'; exportMassgen?: string } = {},
+): Promise<DeployResult> {
   rt.existingStore();
   const production = rt.production(opts.trigger ?? 'cli');
   const state = canaryGates(rt.store(), rt.config, production);
   if (!state) throw new UserError('no canary is running', 'start one with `massgen-rl deploy --canary 0.2`');
   const passed = gatesPass(state.gates);
-  const base = { before: ref(production), candidate: ref(state.set), evalRunId: state.evalRunId, gates: state.gates, passed };
+  const base = {
+    before: ref(production),
+    candidate: ref(state.set),
+    evalRunId: state.evalRunId,
+    gates: state.gates,
+    passed,
+  };
   if (!passed && !opts.force) return { ...base, action: 'not promoted', auditId: null, published: null };
-  const reason = opts.reason ?? (passed ? 'the canary passed its gates' : `forced past: ${state.gates.filter((g) => !g.passed).map((g) => g.gate).join(', ')}`);
+  const reason =
+    opts.reason
+    ?? (passed
+      ? 'the canary passed its gates'
+      : `forced past: ${state.gates
+          .filter((g) => !g.passed)
+          .map((g) => g.gate)
+          .join(', ')}`);
   checkPublish(rt, state.set, { exportMassgen: opts.exportMassgen });
-  const { auditId, published } = await promote(rt, state, production, opts.trigger ?? 'cli', reason, { exportMassgen: opts.exportMassgen });
+  const { auditId, published } = await promote(rt, state, production, opts.trigger ?? 'cli', reason, {
+    exportMassgen: opts.exportMassgen,
+  });
   return { ...base, action: passed ? 'promoted' : 'forced', auditId, published };
 }
 
 /** The canary becomes production (one transaction with its audit record), the canary pointer is cleared. */
-export async function promote(rt: Runtime, state: CanaryState, production: ResourceSet, trigger: 'cli' | 'loop', reason: string, publishing: PublishOptions = {}): Promise<{ auditId: number; published: Published }> {
+export async function promote(
+  rt: Runtime,
+  state: CanaryState,
+  production: ResourceSet,
+  trigger: 'cli' | 'loop',
+  reason: string,
+  publishing: PublishOptions = {},
+): Promise<{ auditId: number; published: Published }> {
   const store = rt.store();
-  const auditId = switchProduction(store, rt.paths.dataDir, { to: state.set, action: 'canary-promote', trigger, evalRunId: state.evalRunId, reason, detail: { comparison: state.comparison, gates: state.gates }, clearCanary: true });
+  const auditId = switchProduction(store, rt.paths.dataDir, {
+    to: state.set,
+    action: 'canary-promote',
+    trigger,
+    evalRunId: state.evalRunId,
+    reason,
+    detail: { comparison: state.comparison, gates: state.gates },
+    clearCanary: true,
+  });
   rt.forgetWeights();
   return { auditId, published: await publish(rt, state.set, production, publishing) };
 }
@@ -111,14 +187,20 @@ export interface RollbackResult {
 }
 
 /** Restores the production set before the current one (or `to`), with an audit record. */
-export async function rollback(rt: Runtime, opts: { to?: string; trigger?: 'cli' | 'loop' | 'watch'; reason?: string; detail?: Record<string, unknown> } = {}): Promise<RollbackResult> {
+export async function rollback(
+  rt: Runtime,
+  opts: { to?: string; trigger?: 'cli' | 'loop' | 'watch'; reason?: string; detail?: Record<string, unknown> } = {},
+): Promise<RollbackResult> {
   const store = rt.existingStore();
-  const current = rt.production(opts.trigger === 'watch' ? 'collect' : opts.trigger ?? 'cli');
+  const current = rt.production(opts.trigger === 'watch' ? 'collect' : (opts.trigger ?? 'cli'));
   const target = opts.to ? resolveSet(rt.setContext(), current, opts.to, '--to') : previousProduction(rt, current);
   if (target.id === current.id) throw new UserError(`resource set v${target.version} is production already`);
   const auditId = switchProduction(store, rt.paths.dataDir, {
-    to: target, action: opts.trigger === 'watch' ? 'auto-rollback' : 'rollback', trigger: opts.trigger ?? 'cli',
-    reason: opts.reason ?? `rolled back from set v${current.version} to v${target.version}`, detail: opts.detail,
+    to: target,
+    action: opts.trigger === 'watch' ? 'auto-rollback' : 'rollback',
+    trigger: opts.trigger ?? 'cli',
+    reason: opts.reason ?? `rolled back from set v${current.version} to v${target.version}`,
+    detail: opts.detail,
   });
   rt.forgetWeights();
   return { before: ref(current), after: ref(target), auditId, published: await publish(rt, target, current, {}) };
@@ -126,23 +208,36 @@ export async function rollback(rt: Runtime, opts: { to?: string; trigger?: 'cli'
 
 function previousProduction(rt: Runtime, current: ResourceSet): ResourceSet {
   const store = rt.store();
-  const switched = store.audit.list({ limit: 500, actions: ['init', 'config', 'deploy', 'force-deploy', 'canary-promote', 'rollback', 'auto-rollback'] })
+  const switched = store.audit
+    .list({
+      limit: 500,
+      actions: ['init', 'config', 'deploy', 'force-deploy', 'canary-promote', 'rollback', 'auto-rollback'],
+    })
     .find((a) => a.afterSet === current.id && a.beforeSet && a.beforeSet !== current.id);
   const previous = switched?.beforeSet ? store.sets.get(switched.beforeSet) : undefined;
-  if (!previous) throw new UserError(`no production set before v${current.version} to roll back to`, 'name one with --to set:N (see `massgen-rl resources list`)');
+  if (!previous)
+    throw new UserError(
+      `no production set before v${current.version} to roll back to`,
+      'name one with --to set:N (see `massgen-rl resources list`)',
+    );
   return previous;
 }
 
 /** The newest completed evaluation against this production (of this candidate, when given). */
 export function latestEvaluation(rt: Runtime, production: ResourceSet, candidateId?: string): EvalRun | undefined {
-  return rt.store().evaluations.runs({ status: 'completed', limit: 200, candidateSet: candidateId })
+  return rt
+    .store()
+    .evaluations.runs({ status: 'completed', limit: 200, candidateSet: candidateId })
     .find((r) => r.baselineSet === production.id && r.candidateSet !== production.id);
 }
 
 /** The gates of today's config held against a stored evaluation's comparison. */
 function gatesOf(rt: Runtime, run: EvalRun): GateCheck[] {
   const cmp = run.summary?.comparison as Comparison | undefined;
-  if (!cmp) return [{ gate: 'evaluated', passed: false, value: null, threshold: null, detail: `evaluation ${run.id} has no results` }];
+  if (!cmp)
+    return [
+      { gate: 'evaluated', passed: false, value: null, threshold: null, detail: `evaluation ${run.id} has no results` },
+    ];
   return checkGates(cmp, primaryMetric(rt.config.eval.metric), rt.config.deploy.gates);
 }
 

@@ -20,7 +20,10 @@ const KINDS: [test: (s: fs.Stats) => boolean, what: string][] = [
  * which could point the write anywhere (a link planted in a shared directory, followed by root);
  * `-o -` writes to stdout.
  */
-export async function writeExportFile<T>(out: string, write: (stream: Writable) => Promise<T>): Promise<T & { file: string }> {
+export async function writeExportFile<T>(
+  out: string,
+  write: (stream: Writable) => Promise<T>,
+): Promise<T & { file: string }> {
   const file = path.resolve(out);
   const existing = regularOrAbsent(file);
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}-${Date.now().toString(36)}.tmp`);
@@ -36,7 +39,9 @@ export async function writeExportFile<T>(out: string, write: (stream: Writable) 
     let failure: unknown;
     stream.on('error', (err) => (failure ??= err));
     const result = await write(stream);
-    await new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err || failure ? reject(err ?? failure) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      stream.end((err?: Error | null) => (err || failure ? reject(err ?? failure) : resolve())),
+    );
     if (existing) copyInto(tmp, file, existing);
     else fs.renameSync(tmp, file);
     return { ...result, file };
@@ -56,7 +61,8 @@ function regularOrAbsent(file: string): fs.Stats | undefined {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
-      if (!fs.existsSync(path.dirname(file))) throw new UserError(`cannot write ${file}: directory ${path.dirname(file)} does not exist`);
+      if (!fs.existsSync(path.dirname(file)))
+        throw new UserError(`cannot write ${file}: directory ${path.dirname(file)} does not exist`);
       return undefined;
     }
     throw cannotWrite(file, err);
@@ -64,11 +70,16 @@ function regularOrAbsent(file: string): fs.Stats | undefined {
   if (stat.isFile()) return stat;
   if (stat.isSymbolicLink()) {
     const target = safeReadlink(file);
-    throw new UserError(`refusing to write ${file}: it is a symbolic link${target ? ` (to ${target})` : ''}; exports are written only to regular files or new paths, so that a link cannot send the write somewhere else`,
-      `pass the link's target${target ? ` (${path.resolve(path.dirname(file), target)})` : ''} as -o, or use -o - for stdout`);
+    throw new UserError(
+      `refusing to write ${file}: it is a symbolic link${target ? ` (to ${target})` : ''}; exports are written only to regular files or new paths, so that a link cannot send the write somewhere else`,
+      `pass the link's target${target ? ` (${path.resolve(path.dirname(file), target)})` : ''} as -o, or use -o - for stdout`,
+    );
   }
   const what = KINDS.find(([test]) => test(stat))?.[1] ?? 'not a regular file';
-  throw new UserError(`refusing to write ${file}: it is ${what}, not a regular file; nothing was written`, 'name a regular file or a new path with -o, or use -o - for stdout');
+  throw new UserError(
+    `refusing to write ${file}: it is ${what}, not a regular file; nothing was written`,
+    'name a regular file or a new path with -o, or use -o - for stdout',
+  );
 }
 
 /** Writes tmp's bytes over the regular file `file` in place, after checking it is still the file inspected. */

@@ -1,5 +1,6 @@
-import { errorMessage, GateError, UserError } from '../errors.js';
 import os from 'node:os';
+import { errorMessage, GateError, UserError } from '../errors.js';
+import { latestCandidate } from '../evaluation/candidates.js';
 import { resolveStart } from '../resources/training-start.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { cycleSteps, openCycle, saveCycle, type CycleState, type Stage } from '../scheduler/cycles.js';
@@ -7,16 +8,15 @@ import type { StageBase, StageRecord, StageResult } from '../scheduler/cycles.js
 import { acquireCycleLock } from '../scheduler/lock.js';
 import { stopLeftover } from '../trainers/process-group.js';
 import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
-import { collect } from './collect.js';
 import { enqueueCollect } from './collect-enqueue.js';
 import { awaitQueuedRun } from './collect-queue-runs.js';
+import { collect } from './collect.js';
 import { deploy, latestEvaluation } from './deploy.js';
-import { latestCandidate } from '../evaluation/candidates.js';
 import { evaluate } from './evaluate.js';
 import { writeReport } from './report.js';
 import { describeReview, reviewProduction } from './review.js';
-import { train } from './train.js';
 import { trainPrompts } from './train-prompts.js';
+import { train } from './train.js';
 
 export interface CycleOptions {
   signal?: AbortSignal;
@@ -44,7 +44,8 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
   const lock = acquireCycleLock(store, loop.stale_lock_min * 60_000);
   try {
     const { steps, impliedReview } = cycleSteps(loop.steps);
-    const implied = 'loop.steps lists collect without review: review runs after it '
+    const implied =
+      'loop.steps lists collect without review: review runs after it '
       + '(collect reviewed production itself before); add review to loop.steps';
     if (impliedReview) opts.onStage?.('review', implied);
     const { id, state, resumed } = openCycle(store, steps);
@@ -78,7 +79,13 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
         return undefined;
       } catch (err) {
         if (stageSignal.aborted) {
-          const why = opts.signal?.aborted ? 'interrupted' : lock.lost.aborted ? 'the cycle lock was taken over' : cycleTimer.aborted ? `loop.max_runtime_min (${loop.max_runtime_min}) reached` : `loop.stage_timeout_min.${stage} (${limit}) reached`;
+          const why = opts.signal?.aborted
+            ? 'interrupted'
+            : lock.lost.aborted
+              ? 'the cycle lock was taken over'
+              : cycleTimer.aborted
+                ? `loop.max_runtime_min (${loop.max_runtime_min}) reached`
+                : `loop.stage_timeout_min.${stage} (${limit}) reached`;
           record({ status: 'cancelled', reason: why });
           return done('cancelled', `${stage} stopped: ${why}; the next cycle resumes it`);
         }
@@ -114,12 +121,24 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
   async collect(rt, state, c) {
     if (rt.config.queue.distributed) return collectOnWorkers(rt, state, c);
     const s = await collect(rt, {
-      n: rt.config.loop.collect_n, signal: c.signal, trigger: 'loop', onStage: c.note,
-      onProgress: (p) => c.note(`${p.done}/${p.total} done, ${p.failed} failed, last ${p.last?.taskId ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
+      n: rt.config.loop.collect_n,
+      signal: c.signal,
+      trigger: 'loop',
+      onStage: c.note,
+      onProgress: (p) =>
+        c.note(
+          `${p.done}/${p.total} done, ${p.failed} failed, last ${p.last?.taskId ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`,
+        ),
     });
     if (s.status === 'cancelled') throw c.signal.reason ?? new Error('collect interrupted');
     return {
-      status: 'done', run_id: s.runId, tasks: s.tasks, completed: s.completed, failed: s.failed, mean_reward: s.meanReward, tokens: s.tokens,
+      status: 'done',
+      run_id: s.runId,
+      tasks: s.tasks,
+      completed: s.completed,
+      failed: s.failed,
+      mean_reward: s.meanReward,
+      tokens: s.tokens,
       set: s.resourceSet.version,
     };
   },
@@ -140,22 +159,50 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
     const detail = prior?.detail as TrainRunDetail | undefined;
     if (detail) await stopLeftover(detail.trainer_pid, detail.trainer_host, os.hostname());
     // A run over several machines starts afresh: the others hold no checkpoint to resume from.
-    const resumable = rt.config.train.num_machines === 1 && prior && (prior.status === 'cancelled' || prior.status === 'failed') && detail?.output_dir && lastCheckpoint(detail.output_dir) ? prior : undefined;
+    const resumable =
+      rt.config.train.num_machines === 1
+      && prior
+      && (prior.status === 'cancelled' || prior.status === 'failed')
+      && detail?.output_dir
+      && lastCheckpoint(detail.output_dir)
+        ? prior
+        : undefined;
     if (!resumable) {
-      const start = resolveStart(store, { baseModel: rt.config.train.base_model, weights: (ref, where) => rt.weights(ref, where) }, algo);
+      const start = resolveStart(
+        store,
+        { baseModel: rt.config.train.base_model, weights: (ref, where) => rt.weights(ref, where) },
+        algo,
+      );
       const fresh = store.rollouts.countCollectedAfter(start.watermark);
-      if (fresh < rt.config.loop.min_new_traces) return { status: 'skipped', reason: `${fresh} new completed rollout(s) since the last ${algo} run on ${start.line}; loop.min_new_traces is ${rt.config.loop.min_new_traces}` };
+      if (fresh < rt.config.loop.min_new_traces)
+        return {
+          status: 'skipped',
+          reason: `${fresh} new completed rollout(s) since the last ${algo} run on ${start.line}; loop.min_new_traces is ${rt.config.loop.min_new_traces}`,
+        };
     }
     try {
       const r = await train(rt, {
-        ...(resumable ? { resume: resumable.id } : {}), signal: c.signal, onStage: c.note, onRunStart: (runId) => c.save({ training_run_id: runId }),
-        onProgress: (p) => c.note(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''} loss ${p.loss?.toFixed(4) ?? '—'}`),
+        ...(resumable ? { resume: resumable.id } : {}),
+        signal: c.signal,
+        onStage: c.note,
+        onRunStart: (runId) => c.save({ training_run_id: runId }),
+        onProgress: (p) =>
+          c.note(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''} loss ${p.loss?.toFixed(4) ?? '—'}`),
       });
-      return { status: 'done', training_run_id: r.runId, checkpoint_id: r.checkpoint.id, weights: `${r.weight.name} v${r.weight.version}`, candidate_set: r.candidateSet?.id ?? null, steps: r.steps, final_loss: typeof r.metrics.final_loss === 'number' ? r.metrics.final_loss : null };
+      return {
+        status: 'done',
+        training_run_id: r.runId,
+        checkpoint_id: r.checkpoint.id,
+        weights: `${r.weight.name} v${r.weight.version}`,
+        candidate_set: r.candidateSet?.id ?? null,
+        steps: r.steps,
+        final_loss: typeof r.metrics.final_loss === 'number' ? r.metrics.final_loss : null,
+      };
     } catch (err) {
       if (c.signal.aborted) throw err;
       // Too little or too poor data is a reason to wait for the next cycle, not a failure.
-      if (err instanceof UserError && (err instanceof GateError || /^no \w+ examples/.test(err.message))) return { status: 'skipped', reason: err.message.split('\n')[0]! };
+      if (err instanceof UserError && (err instanceof GateError || /^no \w+ examples/.test(err.message)))
+        return { status: 'skipped', reason: err.message.split('\n')[0]! };
       throw err;
     }
   },
@@ -164,16 +211,35 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
     const store = rt.store();
     const rec = state.stages.prompt_opt;
     const prior = rec?.training_run_id ? store.trainingRuns.get(rec.training_run_id) : undefined;
-    if (prior?.status === 'completed') return { status: 'done', training_run_id: prior.id, candidate_set: str(prior.result?.candidate_set), reason: 'taken from the completed prompt-optimization run' };
+    if (prior?.status === 'completed')
+      return {
+        status: 'done',
+        training_run_id: prior.id,
+        candidate_set: str(prior.result?.candidate_set),
+        reason: 'taken from the completed prompt-optimization run',
+      };
     const r = await trainPrompts(rt, {
-      ...(prior && prior.status !== 'running' ? { resume: prior.id } : {}), trigger: 'loop', signal: c.signal, onStage: c.note,
+      ...(prior && prior.status !== 'running' ? { resume: prior.id } : {}),
+      trigger: 'loop',
+      signal: c.signal,
+      onStage: c.note,
       onRunStart: (runId) => c.save({ training_run_id: runId }),
-      onStep: (p, f, spent) => c.note(`round ${p.step + 1}: ${p.kind} ${p.outcome}; best ${f.best ?? '—'} ${Number.isFinite(f.bestMean) ? f.bestMean.toFixed(3) : '—'}; ${spent.rollouts} rollouts`),
+      onStep: (p, f, spent) =>
+        c.note(
+          `round ${p.step + 1}: ${p.kind} ${p.outcome}; best ${f.best ?? '—'} ${Number.isFinite(f.bestMean) ? f.bestMean.toFixed(3) : '—'}; ${spent.rollouts} rollouts`,
+        ),
     });
     if (r.status === 'cancelled') throw c.signal.reason ?? new Error('prompt optimization interrupted');
     return {
-      status: 'done', training_run_id: r.runId, candidate_set: r.candidateSet?.id ?? null, best: r.best?.id ?? null, best_mean: r.best?.valMean ?? null,
-      baseline_mean: r.baselineMean, rollouts: r.spent.rollouts, optimizer_tokens: r.spent.optimizerTokens, ...(r.candidateSet ? {} : { reason: 'no candidate beat the current prompts' }),
+      status: 'done',
+      training_run_id: r.runId,
+      candidate_set: r.candidateSet?.id ?? null,
+      best: r.best?.id ?? null,
+      best_mean: r.best?.valMean ?? null,
+      baseline_mean: r.baselineMean,
+      rollouts: r.spent.rollouts,
+      optimizer_tokens: r.spent.optimizerTokens,
+      ...(r.candidateSet ? {} : { reason: 'no candidate beat the current prompts' }),
     };
   },
 
@@ -181,29 +247,60 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
     const candidate = candidateOf(rt, state);
     if (!candidate) return { status: 'skipped', reason: 'no new candidate in this cycle' };
     const s = await evaluate(rt, {
-      candidate, trigger: 'loop', signal: c.signal, onStage: c.note,
-      onProgress: (p) => c.note(`${p.done}/${p.total} (${p.reused} reused), last ${p.last?.side ?? ''} ${p.last?.taskId ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
+      candidate,
+      trigger: 'loop',
+      signal: c.signal,
+      onStage: c.note,
+      onProgress: (p) =>
+        c.note(
+          `${p.done}/${p.total} (${p.reused} reused), last ${p.last?.side ?? ''} ${p.last?.taskId ?? ''} reward ${p.last?.reward?.toFixed(2) ?? '—'}`,
+        ),
     });
     if (s.status === 'cancelled') throw c.signal.reason ?? new Error('evaluation interrupted');
     const primary = s.comparison.overall.find((m) => m.metric === s.metric);
     return {
-      status: 'done', eval_run_id: s.evalRunId, candidate_set: s.candidate.id, baseline_set: s.baseline.id, passed: s.passed, metric: s.metric,
-      baseline: primary?.baseline ?? null, candidate: primary?.candidate ?? null, diff: primary?.diff ?? null,
+      status: 'done',
+      eval_run_id: s.evalRunId,
+      candidate_set: s.candidate.id,
+      baseline_set: s.baseline.id,
+      passed: s.passed,
+      metric: s.metric,
+      baseline: primary?.baseline ?? null,
+      candidate: primary?.candidate ?? null,
+      diff: primary?.diff ?? null,
       failed_gates: s.gates.filter((g) => !g.passed).map((g) => g.gate),
     };
   },
 
   async deploy(rt, state) {
     const ev = state.stages.eval;
-    if (!ev || ev.status !== 'done' || !ev.candidate_set) return { status: 'skipped', reason: 'nothing was evaluated in this cycle' };
+    if (!ev || ev.status !== 'done' || !ev.candidate_set)
+      return { status: 'skipped', reason: 'nothing was evaluated in this cycle' };
     const candidate = ev.candidate_set;
     const production = rt.production('loop');
-    if (production.id === candidate) return { status: 'done', action: 'promoted', reason: 'production is this candidate already' };
-    if (!rt.config.deploy.auto) return { status: 'skipped', action: 'not promoted', reason: 'deploy.auto is false: evaluated and reported only' };
-    if (!latestEvaluation(rt, production, candidate)) return { status: 'done', action: 'not promoted', reason: `production changed since the evaluation (now set v${production.version}); the next cycle evaluates again` };
+    if (production.id === candidate)
+      return { status: 'done', action: 'promoted', reason: 'production is this candidate already' };
+    if (!rt.config.deploy.auto)
+      return { status: 'skipped', action: 'not promoted', reason: 'deploy.auto is false: evaluated and reported only' };
+    if (!latestEvaluation(rt, production, candidate))
+      return {
+        status: 'done',
+        action: 'not promoted',
+        reason: `production changed since the evaluation (now set v${production.version}); the next cycle evaluates again`,
+      };
     const fraction = rt.config.deploy.canary.fraction;
-    const r = await deploy(rt, { candidate: `set:${rt.store().sets.get(candidate)!.version}`, trigger: 'loop', ...(fraction > 0 ? { canary: fraction } : {}) });
-    return { status: 'done', action: r.action, audit_id: r.auditId, eval_run_id: r.evalRunId, gates: r.gates.map((g) => ({ gate: g.gate, passed: g.passed, detail: g.detail })) };
+    const r = await deploy(rt, {
+      candidate: `set:${rt.store().sets.get(candidate)!.version}`,
+      trigger: 'loop',
+      ...(fraction > 0 ? { canary: fraction } : {}),
+    });
+    return {
+      status: 'done',
+      action: r.action,
+      audit_id: r.auditId,
+      eval_run_id: r.evalRunId,
+      gates: r.gates.map((g) => ({ gate: g.gate, passed: g.passed, detail: g.detail })),
+    };
   },
 };
 
@@ -227,21 +324,37 @@ function candidateOf(rt: Runtime, state: CycleState): string | undefined {
 }
 
 function trained(rt: Runtime, runId: string, checkpointId: string): StageResult<'train'> {
-  const sets = rt.store().sets.list(500).filter((s) => s.origin.training_run_id === runId);
-  return { status: 'done', training_run_id: runId, checkpoint_id: checkpointId, candidate_set: sets.at(-1)?.id ?? null, reason: 'taken from the completed training run' };
+  const sets = rt
+    .store()
+    .sets.list(500)
+    .filter((s) => s.origin.training_run_id === runId);
+  return {
+    status: 'done',
+    training_run_id: runId,
+    checkpoint_id: checkpointId,
+    candidate_set: sets.at(-1)?.id ?? null,
+    reason: 'taken from the completed training run',
+  };
 }
 
 function outcomeOf(state: CycleState): string {
   const d = state.stages.deploy;
   const e = state.stages.eval;
   const gates = e?.failed_gates?.length ? ` (failed gates: ${e.failed_gates.join(', ')})` : '';
-  if (d?.status === 'done') return `${d.action ?? ''}${d.action === 'not promoted' ? gates : ''}${d.reason ? `: ${d.reason}` : ''}`;
-  const skipped = (['deploy', 'eval', 'prompt_opt', 'train', 'collect'] as const).map((s) => state.stages[s]).find((s) => s?.status === 'skipped');
+  if (d?.status === 'done')
+    return `${d.action ?? ''}${d.action === 'not promoted' ? gates : ''}${d.reason ? `: ${d.reason}` : ''}`;
+  const skipped = (['deploy', 'eval', 'prompt_opt', 'train', 'collect'] as const)
+    .map((s) => state.stages[s])
+    .find((s) => s?.status === 'skipped');
   return skipped ? `not promoted: ${skipped.reason ?? 'a stage was skipped'}` : 'completed';
 }
 
 /** The collect stage spread over `collect --worker` machines: the run queued once (its id saved, so a resumed cycle waits for it), then waited for. */
-async function collectOnWorkers(rt: Runtime, state: CycleState, c: StageContext<'collect'>): Promise<StageResult<'collect'>> {
+async function collectOnWorkers(
+  rt: Runtime,
+  state: CycleState,
+  c: StageContext<'collect'>,
+): Promise<StageResult<'collect'>> {
   const saved = state.stages.collect?.run_id;
   const store = rt.store();
   let runId = saved && store.collectRuns.get(saved) ? saved : undefined;
@@ -250,8 +363,23 @@ async function collectOnWorkers(rt: Runtime, state: CycleState, c: StageContext<
     c.save({ run_id: runId });
   }
   const run = await awaitQueuedRun(store, runId, c.signal, c.note);
-  const r = (run.result ?? {}) as { tasks?: number; completed?: number; failed?: number; meanReward?: number | null; tokens?: number };
-  return { status: 'done', run_id: runId, tasks: r.tasks ?? 0, completed: r.completed ?? 0, failed: r.failed ?? 0, mean_reward: r.meanReward ?? null, tokens: r.tokens ?? 0, on_workers: true };
+  const r = (run.result ?? {}) as {
+    tasks?: number;
+    completed?: number;
+    failed?: number;
+    meanReward?: number | null;
+    tokens?: number;
+  };
+  return {
+    status: 'done',
+    run_id: runId,
+    tasks: r.tasks ?? 0,
+    completed: r.completed ?? 0,
+    failed: r.failed ?? 0,
+    mean_reward: r.meanReward ?? null,
+    tokens: r.tokens ?? 0,
+    on_workers: true,
+  };
 }
 
 const str = (x: unknown) => (typeof x === 'string' ? x : null);

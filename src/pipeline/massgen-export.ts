@@ -34,7 +34,10 @@ export function checkMassgenTargets(rt: Runtime, set: ResourceSet, files: string
  * renamed into place, so a reader sees the old config or the new one, never half of one.
  */
 export function writeMassgen(
-  rt: Runtime, set: ResourceSet, file: string, gateway?: MassgenGateway,
+  rt: Runtime,
+  set: ResourceSet,
+  file: string,
+  gateway?: MassgenGateway,
 ): { file: string; config: MassgenExport['config'] } {
   const out = massgenOf(rt, set, gateway);
   checkTarget(file);
@@ -56,10 +59,13 @@ function checkTarget(file: string): void {
   try {
     stat = fs.lstatSync(file);
   } catch {
-    if (!fs.statSync(path.dirname(file), { throwIfNoEntry: false })?.isDirectory()) throw new UserError(`cannot write the MassGen config ${file}: directory ${path.dirname(file)} does not exist`);
+    if (!fs.statSync(path.dirname(file), { throwIfNoEntry: false })?.isDirectory())
+      throw new UserError(`cannot write the MassGen config ${file}: directory ${path.dirname(file)} does not exist`);
     return;
   }
   if (!stat.isFile()) {
-    throw new UserError(`refusing to write the MassGen config ${file}: it is ${stat.isSymbolicLink() ? 'a symbolic link' : stat.isDirectory() ? 'a directory' : 'not a regular file'}; it is replaced by rename, so name a regular file or a new path`);
+    throw new UserError(
+      `refusing to write the MassGen config ${file}: it is ${stat.isSymbolicLink() ? 'a symbolic link' : stat.isDirectory() ? 'a directory' : 'not a regular file'}; it is replaced by rename, so name a regular file or a new path`,
+    );
   }
 }

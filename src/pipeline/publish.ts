@@ -57,16 +57,28 @@ export interface ServerSwap {
  * need a restart instead. Then the MassGen configs are rewritten (a failed write is reported, not
  * thrown: production has switched already).
  */
-export async function publish(rt: Runtime, next: ResourceSet, previous: ResourceSet, opts: PublishOptions): Promise<Published> {
-  const out: Published = { productionFile: path.join(rt.paths.dataDir, PRODUCTION_FILE), vllm: [], massgen: [], servers: [] };
+export async function publish(
+  rt: Runtime,
+  next: ResourceSet,
+  previous: ResourceSet,
+  opts: PublishOptions,
+): Promise<Published> {
+  const out: Published = {
+    productionFile: path.join(rt.paths.dataDir, PRODUCTION_FILE),
+    vllm: [],
+    massgen: [],
+    servers: [],
+  };
   for (const [name, model] of Object.entries(rt.config.models)) {
     if (!model.lora?.load_adapters) continue;
     const [now, before] = [adapterOf(rt, next, name), adapterOf(rt, previous, name)];
     for (const baseUrl of remoteUrls(model)) {
       const server = { baseUrl, apiKey: rt.apiKey(name) };
       const tag = { server: baseUrl, model: name };
-      if (now && now.id !== before?.id) out.vllm.push({ ...tag, ...await ensureAdapter(server, loraName(now.name, now.version), now.path!) });
-      if (before && before.id !== now?.id && (!now || out.vllm.at(-1)?.ok)) out.vllm.push({ ...tag, ...await loraCall(server, 'unload', loraName(before.name, before.version)) });
+      if (now && now.id !== before?.id)
+        out.vllm.push({ ...tag, ...(await ensureAdapter(server, loraName(now.name, now.version), now.path!)) });
+      if (before && before.id !== now?.id && (!now || out.vllm.at(-1)?.ok))
+        out.vllm.push({ ...tag, ...(await loraCall(server, 'unload', loraName(before.name, before.version))) });
     }
   }
   for (const entry of liveServers(rt.paths.dataDir)) {
@@ -93,38 +105,74 @@ function adapterOf(rt: Runtime, set: ResourceSet, model: string): Resource | und
 }
 
 /** Swaps one running local server to the weights `next` gives its config model's agents, when they changed. */
-async function followProduction(rt: Runtime, entry: ServerEntry, next: ResourceSet, previous: ResourceSet): Promise<ServerSwap | undefined> {
+async function followProduction(
+  rt: Runtime,
+  entry: ServerEntry,
+  next: ResourceSet,
+  previous: ResourceSet,
+): Promise<ServerSwap | undefined> {
   if (!Object.hasOwn(rt.config.models, entry.model) || !rt.config.models[entry.model]!.local) return undefined;
   const [now, before] = [weightIds(rt, next, entry.model), weightIds(rt, previous, entry.model)];
   if (now.join() === before.join()) return undefined;
   const store = rt.store();
   const w = now.length === 1 ? store.resources.get(now[0]!) : undefined;
   const row = (action: ServerSwap['action'], detail: string, calls: SwapCall[] = []): ServerSwap => ({
-    server: entry.base_url, pid: entry.pid, model: entry.model, servedName: entry.served_name,
-    weights: w ? `${w.name} v${w.version}` : now.map((id) => store.resources.get(id)?.name ?? id).join(', '), action, detail, calls,
+    server: entry.base_url,
+    pid: entry.pid,
+    model: entry.model,
+    servedName: entry.served_name,
+    weights: w ? `${w.name} v${w.version}` : now.map((id) => store.resources.get(id)?.name ?? id).join(', '),
+    action,
+    detail,
+    calls,
   });
-  if (!entry.follows_production) return row('left', `it serves ${served(entry)} for the run that started it (pid ${entry.owner_pid}), not production`);
-  if (!w) return row('restart needed', `the agents of models.${entry.model} get different weights now; a server serves one`);
+  if (!entry.follows_production)
+    return row(
+      'left',
+      `it serves ${served(entry)} for the run that started it (pid ${entry.owner_pid}), not production`,
+    );
+  if (!w)
+    return row('restart needed', `the agents of models.${entry.model} get different weights now; a server serves one`);
   if (!w.path) return row('restart needed', `${w.name} v${w.version} has no folder on record`);
   if (samePath(entry.weights.dir, w.path)) return undefined;
   const base = (entry.weights.adapter ? entry.weights.base_dir : entry.weights.dir) ?? '';
-  if (!SWAPPABLE_BACKENDS.has(entry.backend)) return row('restart needed', `its ${entry.backend} backend cannot change the weights behind ${entry.served_name}`);
+  if (!SWAPPABLE_BACKENDS.has(entry.backend))
+    return row('restart needed', `its ${entry.backend} backend cannot change the weights behind ${entry.served_name}`);
   const adapterBase = typeof w.metadata.base_path === 'string' ? w.metadata.base_path : '';
-  const target = samePath(w.path, base) ? null : w.metadata.adapter && samePath(adapterBase, base) ? { name: loraName(w.name, w.version), path: w.path } : undefined;
+  const target = samePath(w.path, base)
+    ? null
+    : w.metadata.adapter && samePath(adapterBase, base)
+      ? { name: loraName(w.name, w.version), path: w.path }
+      : undefined;
   if (target === undefined) {
-    return row('restart needed', w.metadata.adapter ? `${w.name} v${w.version} is an adapter of another base model (${adapterBase || 'not on record'}); the server runs on ${base}`
-      : `${w.name} v${w.version} is a full model, not an adapter of the server's base model ${base}`);
+    return row(
+      'restart needed',
+      w.metadata.adapter
+        ? `${w.name} v${w.version} is an adapter of another base model (${adapterBase || 'not on record'}); the server runs on ${base}`
+        : `${w.name} v${w.version} is a full model, not an adapter of the server's base model ${base}`,
+    );
   }
   const r = await swapServedWeights(entry.base_url, entry.served_name, target);
   if (r.ok) {
-    updateServer(rt.paths.dataDir, { ...entry, weights: { dir: w.path, adapter: target !== null, base_dir: target ? base : null, resource: { id: w.id, name: w.name, version: w.version } } });
+    updateServer(rt.paths.dataDir, {
+      ...entry,
+      weights: {
+        dir: w.path,
+        adapter: target !== null,
+        base_dir: target ? base : null,
+        resource: { id: w.id, name: w.name, version: w.version },
+      },
+    });
   }
   return row(r.ok ? 'swapped' : 'failed', r.detail, r.calls);
 }
 
 /** The distinct weight resources a set gives the agents of a config model. */
 function weightIds(rt: Runtime, set: ResourceSet, model: string): string[] {
-  const ids = rt.config.agents.filter((a) => a.model === model).map((a) => set.members.agents[a.id]?.weights).filter((id): id is string => Boolean(id));
+  const ids = rt.config.agents
+    .filter((a) => a.model === model)
+    .map((a) => set.members.agents[a.id]?.weights)
+    .filter((id): id is string => Boolean(id));
   return [...new Set(ids)].sort();
 }
 

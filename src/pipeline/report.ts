@@ -19,11 +19,20 @@ export interface ReportOptions {
  * Rebuilds the HTML report from the store: one self-contained file, written to a temp file and renamed
  * (a reader never sees half a page); its path is recorded on the evaluation it shows.
  */
-export async function writeReport(rt: Runtime, opts: ReportOptions = {}): Promise<{ file: string; evalRunId: string | null }> {
+export async function writeReport(
+  rt: Runtime,
+  opts: ReportOptions = {},
+): Promise<{ file: string; evalRunId: string | null }> {
   const store = rt.existingStore();
-  const data = gatherReport(store, { evalRunId: opts.evalRunId, metric: primaryMetric(rt.config.eval.metric), title: rt.config.project.name });
+  const data = gatherReport(store, {
+    evalRunId: opts.evalRunId,
+    metric: primaryMetric(rt.config.eval.metric),
+    title: rt.config.project.name,
+  });
   const evalRunId = data.selected?.id ?? null;
-  const file = path.resolve(opts.out ?? path.join(rt.paths.dataDir, 'reports', evalRunId ? `eval-${evalRunId}.html` : 'report.html'));
+  const file = path.resolve(
+    opts.out ?? path.join(rt.paths.dataDir, 'reports', evalRunId ? `eval-${evalRunId}.html` : 'report.html'),
+  );
   const html = renderReport(data);
   const tmp = `${file}.tmp-${process.pid}`;
   try {
@@ -33,7 +42,8 @@ export async function writeReport(rt: Runtime, opts: ReportOptions = {}): Promis
   } catch (err) {
     fs.rmSync(tmp, { force: true });
     const code = (err as NodeJS.ErrnoException).code;
-    if (code && FILE_ERRORS.has(code)) throw new UserError(`cannot write the report to ${file}: ${code}`, 'pass a writable path with -o');
+    if (code && FILE_ERRORS.has(code))
+      throw new UserError(`cannot write the report to ${file}: ${code}`, 'pass a writable path with -o');
     throw err;
   }
   if (evalRunId) store.evaluations.setReport(evalRunId, file);

@@ -1,6 +1,6 @@
-import { compareGroups, type UnpairedComparison } from '../evaluation/unpaired.js';
 import { canaryGates } from '../evaluation/canary.js';
 import { gatesPass } from '../evaluation/gates.js';
+import { compareGroups, type UnpairedComparison } from '../evaluation/unpaired.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { promote, rollback } from './deploy.js';
 
@@ -37,7 +37,10 @@ export interface Review {
  */
 export async function reviewProduction(rt: Runtime, trigger: 'cli' | 'loop'): Promise<Review> {
   rt.existingStore();
-  return { canary: await reviewCanary(rt, trigger), watch: rt.config.deploy.rollback_on_regression ? await watch(rt) : null };
+  return {
+    canary: await reviewCanary(rt, trigger),
+    watch: rt.config.deploy.rollback_on_regression ? await watch(rt) : null,
+  };
 }
 
 /** A line per verdict, for the review command and the loop's review record. */
@@ -56,7 +59,12 @@ async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop'): Promise<Canar
   if (!state) return null;
   const cmp = state.comparison;
   const needed = rt.config.deploy.canary.min_rollouts;
-  const base = { set: { id: state.set.id, version: state.set.version }, rollouts: cmp.n.after, needed, comparison: cmp };
+  const base = {
+    set: { id: state.set.id, version: state.set.version },
+    rollouts: cmp.n.after,
+    needed,
+    comparison: cmp,
+  };
   const detail = state.gates.map((g) => `${g.passed ? '✓' : '✗'} ${g.detail}`).join('; ');
   if (cmp.n.after < needed) return { ...base, verdict: 'waiting', detail };
   if (gatesPass(state.gates)) {
@@ -66,7 +74,14 @@ async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop'): Promise<Canar
   if (cmp.n.after >= 3 * needed) {
     store.transaction(() => {
       store.sets.setPointer('canary', null);
-      store.audit.add({ action: 'canary-stop', trigger, beforeSet: state.set.id, afterSet: production.id, reason: `the canary did not pass its gates in ${cmp.n.after} rollouts: ${detail}`, detail: { comparison: cmp, gates: state.gates } });
+      store.audit.add({
+        action: 'canary-stop',
+        trigger,
+        beforeSet: state.set.id,
+        afterSet: production.id,
+        reason: `the canary did not pass its gates in ${cmp.n.after} rollouts: ${detail}`,
+        detail: { comparison: cmp, gates: state.gates },
+      });
     });
     return { ...base, verdict: 'stopped', detail };
   }
@@ -76,19 +91,43 @@ async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop'): Promise<Canar
 async function watch(rt: Runtime): Promise<WatchReview | null> {
   const store = rt.store();
   const pointer = store.sets.pointer('production');
-  const deployed = store.audit.list({ limit: 1, actions: ['deploy', 'force-deploy', 'canary-promote', 'init', 'config', 'rollback', 'auto-rollback'] })[0];
-  if (!pointer || !deployed || !['deploy', 'force-deploy', 'canary-promote'].includes(deployed.action) || deployed.afterSet !== pointer.setId || !deployed.beforeSet) return null;
+  const deployed = store.audit.list({
+    limit: 1,
+    actions: ['deploy', 'force-deploy', 'canary-promote', 'init', 'config', 'rollback', 'auto-rollback'],
+  })[0];
+  if (
+    !pointer
+    || !deployed
+    || !['deploy', 'force-deploy', 'canary-promote'].includes(deployed.action)
+    || deployed.afterSet !== pointer.setId
+    || !deployed.beforeSet
+  )
+    return null;
   const w = rt.config.deploy.watch;
-  const before = store.rollouts.setRewards(deployed.beforeSet, { before: deployed.createdAt, last: Math.max(50, w.min_rollouts) });
+  const before = store.rollouts.setRewards(deployed.beforeSet, {
+    before: deployed.createdAt,
+    last: Math.max(50, w.min_rollouts),
+  });
   const after = store.rollouts.setRewards(pointer.setId, { after: deployed.createdAt });
   const cmp = compareGroups(before, after, rt.config.eval.bootstrap);
   const set = store.sets.get(pointer.setId)!;
-  const base = { deployedSet: { id: set.id, version: set.version }, rollouts: after.length, needed: w.min_rollouts, comparison: cmp };
-  if (after.length < w.min_rollouts || cmp.before === null || cmp.after === null) return { ...base, verdict: 'waiting', detail: `${after.length} of ${w.min_rollouts} rollouts since the deploy` };
+  const base = {
+    deployedSet: { id: set.id, version: set.version },
+    rollouts: after.length,
+    needed: w.min_rollouts,
+    comparison: cmp,
+  };
+  if (after.length < w.min_rollouts || cmp.before === null || cmp.after === null)
+    return { ...base, verdict: 'waiting', detail: `${after.length} of ${w.min_rollouts} rollouts since the deploy` };
   const drop = cmp.before - cmp.after;
   const detail = `mean reward ${fmt(cmp.before)} before the deploy (${cmp.n.before} rollouts) → ${fmt(cmp.after)} after (${cmp.n.after}); drop ${fmt(drop)} (limit ${w.max_drop}), one-sided p ${fmt(cmp.pLower)} (alpha ${w.alpha})`;
   if (drop > w.max_drop && (cmp.pLower ?? 1) < w.alpha) {
-    await rollback(rt, { trigger: 'watch', to: `set:${store.sets.get(deployed.beforeSet)!.version}`, reason: `production regressed after the deploy: ${detail}`, detail: { comparison: cmp, deploy_audit_id: deployed.id } });
+    await rollback(rt, {
+      trigger: 'watch',
+      to: `set:${store.sets.get(deployed.beforeSet)!.version}`,
+      reason: `production regressed after the deploy: ${detail}`,
+      detail: { comparison: cmp, deploy_audit_id: deployed.id },
+    });
     return { ...base, verdict: 'rolled back', detail };
   }
   return { ...base, verdict: 'held', detail };

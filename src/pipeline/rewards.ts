@@ -2,8 +2,8 @@ import os from 'node:os';
 import { UserError } from '../errors.js';
 import { computeRewards } from '../rewards/compute.js';
 import { delegationCredit, delegationsFromSpans } from '../rewards/delegation-credit.js';
-import { samplesOf, sampleRewards } from '../rewards/samples.js';
 import { feedbackAgents, FeedbackError, feedbackReward, storeFeedback, type Feedback } from '../rewards/feedback.js';
+import { samplesOf, sampleRewards } from '../rewards/samples.js';
 import { rewardSpan } from '../rewards/spans.js';
 import { totalFromRewards } from '../rewards/total.js';
 import { outcomeFromSpans } from '../rollouts/outcome.js';
@@ -36,7 +36,7 @@ export async function recomputeRewards(rt: Runtime, filter: RolloutFilter = {}):
     const total = totalFromRewards([...scored.rewards, ...kept], config.rewards.weights);
     scored.rewards.push(...delegationCredit(delegationsFromSpans(spans), { byFamily: scored.byFamily, total }));
     // Samples are credited on their own spans, after the total.
-    scored.rewards.push(...await sampleRewards(r.id, samplesOf(spans), task, { config: config.rewards, judge }));
+    scored.rewards.push(...(await sampleRewards(r.id, samplesOf(spans), task, { config: config.rewards, judge })));
     store.transaction(() => {
       store.rewards.removeComputed(r.id);
       const writer = store.spans.writer(r.id);
@@ -55,14 +55,24 @@ export async function recomputeRewards(rt: Runtime, filter: RolloutFilter = {}):
 export type { Feedback } from '../rewards/feedback.js';
 
 /** Adds a human reward to a rollout (or one of its agents) and updates the rollout's total. */
-export async function addFeedback(rt: Runtime, rolloutRef: string, fb: Feedback): Promise<{ rolloutId: string; reward: Reward; total: number }> {
+export async function addFeedback(
+  rt: Runtime,
+  rolloutRef: string,
+  fb: Feedback,
+): Promise<{ rolloutId: string; reward: Reward; total: number }> {
   const store = rt.store();
   const rollout = store.rollouts.resolve(rolloutRef);
-  if (!rollout) throw new UserError(`no rollout "${rolloutRef}" in ${rt.paths.storePath}`, 'list them with `massgen-rl traces list`');
+  if (!rollout)
+    throw new UserError(
+      `no rollout "${rolloutRef}" in ${rt.paths.storePath}`,
+      'list them with `massgen-rl traces list`',
+    );
   if (rollout.source === GATEWAY_SOURCE && rollout.status === 'running') {
     // the gateway still writes this rollout's spans; its finish would also reset the total
-    throw new UserError(`rollout ${rollout.id} is a gateway session still open`,
-      'send the feedback to the gateway (POST /v1/feedback), which stores it when the session closes, or try again once it has closed (gateway.session_idle_s)');
+    throw new UserError(
+      `rollout ${rollout.id} is a gateway session still open`,
+      'send the feedback to the gateway (POST /v1/feedback), which stores it when the session closes, or try again once it has closed (gateway.session_idle_s)',
+    );
   }
   let input: RewardInput;
   try {
@@ -71,7 +81,10 @@ export async function addFeedback(rt: Runtime, rolloutRef: string, fb: Feedback)
     if (!(err instanceof FeedbackError)) throw err;
     throw new UserError(err.field === 'agent' ? err.message : `--${err.message}`);
   }
-  return store.transaction(() => ({ rolloutId: rollout.id, ...storeFeedback(store, rollout.id, [input], rt.config.rewards.weights) }));
+  return store.transaction(() => ({
+    rolloutId: rollout.id,
+    ...storeFeedback(store, rollout.id, [input], rt.config.rewards.weights),
+  }));
 }
 
 function mean(xs: number[]): number | null {

@@ -1,7 +1,7 @@
+import { fixedPort } from '../config/schema.js';
 import type { PyEvent } from '../python/module.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ServeEngine } from '../serving/local-server.js';
-import { fixedPort } from '../config/schema.js';
 import { localModels, serveTarget, startServer, type ServedModel } from '../serving/models.js';
 
 export type { ServedModel } from '../serving/models.js';
@@ -39,8 +39,14 @@ export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel
   const weights = opts.weights ?? productionWeights(rt, opts.model);
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
   return startServer(target, rt.paths, {
-    host: opts.host, port: fixedPort(target.local, opts.port), engine: opts.engine, contextTokens: SERVE_CONTEXT_TOKENS,
-    logFile: opts.logFile, signal: opts.signal, onEvent: opts.onEvent, followsProduction: !opts.weights,
+    host: opts.host,
+    port: fixedPort(target.local, opts.port),
+    engine: opts.engine,
+    contextTokens: SERVE_CONTEXT_TOKENS,
+    logFile: opts.logFile,
+    signal: opts.signal,
+    onEvent: opts.onEvent,
+    followsProduction: !opts.weights,
   });
 }
 

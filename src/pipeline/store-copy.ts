@@ -26,7 +26,11 @@ export function copyStoreTo(rt: Runtime, opts: StoreCopyOptions): Promise<CopyRe
 
 /** Exit 1 naming the tables whose rows differ. */
 export function mismatch(r: CopyResult): GateError {
-  const bad = r.tables.filter((t) => !t.ok).map((t) => `${t.table} (${t.sourceRows} rows in the source, ${t.targetRows} in the target)`);
-  return new GateError(`the copy at ${r.target} differs from the source in ${bad.join(', ')}`,
-    'did something write to the source while it was copied? The target keeps its progress: run the copy again to re-check, or copy into an empty target');
+  const bad = r.tables
+    .filter((t) => !t.ok)
+    .map((t) => `${t.table} (${t.sourceRows} rows in the source, ${t.targetRows} in the target)`);
+  return new GateError(
+    `the copy at ${r.target} differs from the source in ${bad.join(', ')}`,
+    'did something write to the source while it was copied? The target keeps its progress: run the copy again to re-check, or copy into an empty target',
+  );
 }

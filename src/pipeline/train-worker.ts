@@ -8,7 +8,10 @@ import { requireVenv, selectDevices } from '../trainers/preflight.js';
 import { gpuEnv, runTrainer } from '../trainers/runner.js';
 import { checkRoom, newRun, withTrainerConfig, type TrainOptions } from './train.js';
 
-export interface TrainWorkerOptions extends Pick<TrainOptions, 'algo' | 'all' | 'from' | 'maxSteps' | 'signal' | 'onStage' | 'env'> {
+export interface TrainWorkerOptions extends Pick<
+  TrainOptions,
+  'algo' | 'all' | 'from' | 'maxSteps' | 'signal' | 'onStage' | 'env'
+> {
   /** This machine's rank, 1 to train.num_machines - 1 (default train.machine_rank). */
   machineRank?: number;
 }
@@ -34,20 +37,39 @@ export interface TrainWorkerResult {
 export async function trainWorker(rt: Runtime, opts: TrainWorkerOptions = {}): Promise<TrainWorkerResult> {
   const t = rt.config.train;
   const rank = machineRank(t, opts.machineRank);
-  if (rank === 0) throw new UserError('machine 0 is the main machine: it runs `massgen-rl train`, which records the run');
+  if (rank === 0)
+    throw new UserError('machine 0 is the main machine: it runs `massgen-rl train`, which records the run');
   const python = await requireVenv(rt.paths.venvDir);
-  if (!rt.storeExists()) throw new UserError(`machine ${rank} builds its share of the dataset from the same traces as machine 0, but there is no store at ${rt.paths.storePath}`, 'copy the project with its data dir from machine 0, or share it');
+  if (!rt.storeExists())
+    throw new UserError(
+      `machine ${rank} builds its share of the dataset from the same traces as machine 0, but there is no store at ${rt.paths.storePath}`,
+      'copy the project with its data dir from machine 0, or share it',
+    );
   const store = rt.existingStore();
   const devices = await selectDevices(t.gpus);
   const prepared = await newRun(rt, store, devices.cpu, { ...opts, python }, `-machine${rank}`);
   const { detail } = prepared;
   checkRoom(rt, prepared, devices, true);
-  const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo: detail.algo as Algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: t.num_processes, machineRank: rank });
+  const command = await launchCommand({
+    python,
+    train: t,
+    configFile: detail.config_file,
+    algo: detail.algo as Algo,
+    cpu: devices.cpu,
+    baseDir: rt.paths.baseDir,
+    numProcesses: t.num_processes,
+    machineRank: rank,
+  });
   // Online GRPO: this machine's processes score their samples through a bridge of their own.
   return withTrainerConfig(rt, store, prepared, opts.signal, async () => {
-    opts.onStage?.(`machine ${rank} of ${t.num_machines}: training ${detail.algo} on ${detail.dataset.rows} examples with machine 0 at ${t.main_process_ip} (log ${detail.log_file})`);
+    opts.onStage?.(
+      `machine ${rank} of ${t.num_machines}: training ${detail.algo} on ${detail.dataset.rows} examples with machine 0 at ${t.main_process_ip} (log ${detail.log_file})`,
+    );
     const outcome = await runTrainer({
-      ...command, env: pythonEnv({ ...gpuEnv(t.gpus), ...opts.env }), logFile: detail.log_file, signal: opts.signal,
+      ...command,
+      env: pythonEnv({ ...gpuEnv(t.gpus), ...opts.env }),
+      logFile: detail.log_file,
+      signal: opts.signal,
       timeoutMs: t.timeout_min ? t.timeout_min * 60_000 : undefined,
       onEvent: (ev) => {
         if (ev.event === 'progress') opts.onStage?.(ev.message);
@@ -55,9 +77,23 @@ export async function trainWorker(rt: Runtime, opts: TrainWorkerOptions = {}): P
     });
     // Processes other than machine 0's first emit no done event: a clean exit is this machine's success.
     if (outcome.exitCode === 0 && !outcome.timedOut) {
-      return { machineRank: rank, numMachines: t.num_machines, processes: processesPerMachine(t), algo: detail.algo, dataset: { hash: detail.dataset.hash, rows: detail.dataset.rows }, durationMs: outcome.durationMs, logFile: detail.log_file };
+      return {
+        machineRank: rank,
+        numMachines: t.num_machines,
+        processes: processesPerMachine(t),
+        algo: detail.algo,
+        dataset: { hash: detail.dataset.hash, rows: detail.dataset.rows },
+        durationMs: outcome.durationMs,
+        logFile: detail.log_file,
+      };
     }
-    if (outcome.status === 'interrupted') throw new InterruptedError(`training stopped on machine ${rank}; machine 0 saved the checkpoint and recorded the run`);
-    throw new UserError(`the ${detail.algo} trainer on machine ${rank} failed: ${outcome.error ?? `exit code ${outcome.exitCode}`}`, `full log: ${detail.log_file}; see machine 0's log too`);
+    if (outcome.status === 'interrupted')
+      throw new InterruptedError(
+        `training stopped on machine ${rank}; machine 0 saved the checkpoint and recorded the run`,
+      );
+    throw new UserError(
+      `the ${detail.algo} trainer on machine ${rank} failed: ${outcome.error ?? `exit code ${outcome.exitCode}`}`,
+      `full log: ${detail.log_file}; see machine 0's log too`,
+    );
   });
 }

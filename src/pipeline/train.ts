@@ -15,11 +15,18 @@ import type { Resource, ResourceSet, SetOrigin, Store } from '../store/index.js'
 import { executeTraining, type TrainProgress } from '../trainers/execute.js';
 import { launchCommand } from '../trainers/launch.js';
 import { machineRank, processesPerMachine } from '../trainers/machines.js';
-import { stopLeftover } from '../trainers/process-group.js';
 import { checkDisk, checkMemory, requireVenv, selectDevices, type Devices } from '../trainers/preflight.js';
+import { stopLeftover } from '../trainers/process-group.js';
 import { findResumable, type TrainRunDetail } from '../trainers/resume.js';
 import { checkTrainerSettings } from '../trainers/settings-check.js';
-import { needsRewardBridge, readTrainerConfig, trainerConfig, trainerConfigHash, writeTrainerConfig, type TrainerConfig } from '../trainers/trainer-config.js';
+import {
+  needsRewardBridge,
+  readTrainerConfig,
+  trainerConfig,
+  trainerConfigHash,
+  writeTrainerConfig,
+  type TrainerConfig,
+} from '../trainers/trainer-config.js';
 
 export type { TrainProgress } from '../trainers/execute.js';
 
@@ -69,40 +76,90 @@ export interface PreparedRun {
 /** Builds the dataset, runs the trainer and registers the checkpoint with its lineage. */
 export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<TrainResult> {
   const t = rt.config.train;
-  if (opts.resume && (opts.algo || opts.from || opts.all)) throw new UserError('--resume continues a run as it was started: it takes no --algo, --from or --all');
+  if (opts.resume && (opts.algo || opts.from || opts.all))
+    throw new UserError('--resume continues a run as it was started: it takes no --algo, --from or --all');
   const rank = machineRank(t, opts.machineRank);
   if (rank > 0) {
-    throw new UserError(`machine ${rank} of ${t.num_machines} only trains along with machine 0, which records the run (train.machine_rank / --machine-rank)`,
-      'run `massgen-rl train --machine-rank ' + rank + '` here while machine 0 runs `massgen-rl train` (or its loop)');
+    throw new UserError(
+      `machine ${rank} of ${t.num_machines} only trains along with machine 0, which records the run (train.machine_rank / --machine-rank)`,
+      'run `massgen-rl train --machine-rank ' + rank + '` here while machine 0 runs `massgen-rl train` (or its loop)',
+    );
   }
   if (opts.resume && t.num_machines > 1) {
-    throw new UserError(`--resume: a run over ${t.num_machines} machines cannot be resumed (the other machines hold no checkpoint to continue from)`, 'start a new run, or resume it on this machine alone with train.num_machines: 1');
+    throw new UserError(
+      `--resume: a run over ${t.num_machines} machines cannot be resumed (the other machines hold no checkpoint to continue from)`,
+      'start a new run, or resume it on this machine alone with train.num_machines: 1',
+    );
   }
   const python = await requireVenv(rt.paths.venvDir);
-  if (!rt.storeExists()) throw new UserError(`there are no traces to train on yet (no store at ${rt.paths.storePath})`, 'run `massgen-rl collect` first');
+  if (!rt.storeExists())
+    throw new UserError(
+      `there are no traces to train on yet (no store at ${rt.paths.storePath})`,
+      'run `massgen-rl collect` first',
+    );
   const store = rt.existingStore();
   const devices = await selectDevices(t.gpus);
-  const prepared = opts.resume ? await resumeRun(store, opts.resume) : await newRun(rt, store, devices.cpu, { ...opts, python });
+  const prepared = opts.resume
+    ? await resumeRun(store, opts.resume)
+    : await newRun(rt, store, devices.cpu, { ...opts, python });
   const { detail } = prepared;
   const algo = detail.algo as Algo;
   checkRoom(rt, prepared, devices, !prepared.resumed);
-  const command = await launchCommand({ python, train: t, configFile: detail.config_file, algo, cpu: devices.cpu, baseDir: rt.paths.baseDir, numProcesses: detail.num_processes, machineRank: 0 });
+  const command = await launchCommand({
+    python,
+    train: t,
+    configFile: detail.config_file,
+    algo,
+    cpu: devices.cpu,
+    baseDir: rt.paths.baseDir,
+    numProcesses: detail.num_processes,
+    machineRank: 0,
+  });
   return withTrainerConfig(rt, store, prepared, opts.signal, async () => {
-    const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, { algo, dataset_hash: detail.dataset.hash, log_path: detail.log_file });
+    const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, {
+      algo,
+      dataset_hash: detail.dataset.hash,
+      log_path: detail.log_file,
+    });
     opts.onRunStart?.(runId);
-    const over = t.num_machines > 1 ? ` over ${t.num_machines} machines (the others join at ${t.main_process_ip}, \`massgen-rl train --machine-rank N\`)` : '';
+    const over =
+      t.num_machines > 1
+        ? ` over ${t.num_machines} machines (the others join at ${t.main_process_ip}, \`massgen-rl train --machine-rank N\`)`
+        : '';
     opts.onStage?.(`training ${algo} on ${detail.dataset.rows} examples${over} (run ${runId}; log ${detail.log_file})`);
     const { outcome, registered, metrics } = await executeTraining({
-      store, runId, detail, command, gpus: t.gpus, baseModel: detail.start.ref, signal: opts.signal, env: opts.env,
-      timeoutMs: t.timeout_min ? t.timeout_min * 60_000 : undefined, onProgress: opts.onProgress, onStage: opts.onStage,
+      store,
+      runId,
+      detail,
+      command,
+      gpus: t.gpus,
+      baseModel: detail.start.ref,
+      signal: opts.signal,
+      env: opts.env,
+      timeoutMs: t.timeout_min ? t.timeout_min * 60_000 : undefined,
+      onProgress: opts.onProgress,
+      onStage: opts.onStage,
     });
     rt.forgetWeights();
     const r = registered.resource;
-    const candidate = candidateSet(rt, r, { kind: 'training', training_run_id: runId, checkpoint_id: registered.checkpoint.id, weight_id: r.id });
+    const candidate = candidateSet(rt, r, {
+      kind: 'training',
+      training_run_id: runId,
+      checkpoint_id: registered.checkpoint.id,
+      weight_id: r.id,
+    });
     return {
       candidateSet: candidate ? { id: candidate.id, version: candidate.version } : null,
-      runId, algo, checkpoint: registered.checkpoint, weight: { name: r.name, version: r.version, path: r.path!, adapter: Boolean(r.metadata.adapter) },
-      dataset: detail.dataset, start: detail.start, metrics, steps: outcome.stepCount, durationMs: outcome.durationMs, logFile: detail.log_file,
+      runId,
+      algo,
+      checkpoint: registered.checkpoint,
+      weight: { name: r.name, version: r.version, path: r.path!, adapter: Boolean(r.metadata.adapter) },
+      dataset: detail.dataset,
+      start: detail.start,
+      metrics,
+      steps: outcome.stepCount,
+      durationMs: outcome.durationMs,
+      logFile: detail.log_file,
       resumedFrom: detail.resumed_from ?? null,
     };
   });
@@ -112,8 +169,16 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
  * fn once the run's trainer config is written. Online GRPO scores its samples through a reward bridge,
  * started for the run (a resumed run gets a fresh one) and closed when fn ends.
  */
-export async function withTrainerConfig<T>(rt: Runtime, store: Store, { detail, config }: Pick<PreparedRun, 'detail' | 'config'>, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
-  const bridge = needsRewardBridge(config) ? await startRewardBridge({ store, rewards: rt.config.rewards, judge: await rt.judge(), signal }) : undefined;
+export async function withTrainerConfig<T>(
+  rt: Runtime,
+  store: Store,
+  { detail, config }: Pick<PreparedRun, 'detail' | 'config'>,
+  signal: AbortSignal | undefined,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const bridge = needsRewardBridge(config)
+    ? await startRewardBridge({ store, rewards: rt.config.rewards, judge: await rt.judge(), signal })
+    : undefined;
   try {
     if (bridge && needsRewardBridge(config)) config.reward_url = bridge.url;
     writeTrainerConfig(detail.config_file, config);
@@ -124,29 +189,77 @@ export async function withTrainerConfig<T>(rt: Runtime, store: Store, { detail, 
 }
 
 /** A new run's dataset, start weights and trainer config (built alike on every machine of a multi-machine run). */
-export async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: TrainOptions & { python: string }, runTag = ''): Promise<PreparedRun> {
+export async function newRun(
+  rt: Runtime,
+  store: Store,
+  cpu: boolean,
+  opts: TrainOptions & { python: string },
+  runTag = '',
+): Promise<PreparedRun> {
   const t = rt.config.train;
   const algo = (opts.algo ?? t.algo) as Algo;
-  if (!(ALGOS as readonly string[]).includes(algo)) throw new UserError(`unknown algorithm "${opts.algo}"; choose one of ${ALGOS.join(', ')}`);
-  if (opts.maxSteps !== undefined && (!Number.isInteger(opts.maxSteps) || opts.maxSteps < 1)) throw new UserError(`--max-steps ${opts.maxSteps}: expected a positive whole number`);
+  if (!(ALGOS as readonly string[]).includes(algo))
+    throw new UserError(`unknown algorithm "${opts.algo}"; choose one of ${ALGOS.join(', ')}`);
+  if (opts.maxSteps !== undefined && (!Number.isInteger(opts.maxSteps) || opts.maxSteps < 1))
+    throw new UserError(`--max-steps ${opts.maxSteps}: expected a positive whole number`);
   const extra = opts.maxSteps === undefined ? undefined : { max_steps: opts.maxSteps };
-  const settings = (await checkTrainerSettings({ python: opts.python, train: t, algos: [algo], extra, signal: opts.signal }))[algo]!;
-  const start = resolveStart(store, { baseModel: t.base_model, weights: (ref, where) => rt.weights(ref, where) }, algo, opts.from);
+  const settings = (
+    await checkTrainerSettings({ python: opts.python, train: t, algos: [algo], extra, signal: opts.signal })
+  )[algo]!;
+  const start = resolveStart(
+    store,
+    { baseModel: t.base_model, weights: (ref, where) => rt.weights(ref, where) },
+    algo,
+    opts.from,
+  );
   opts.onStage?.(`building the ${algo} dataset from traces${opts.all ? '' : ` after rollout #${start.watermark}`}`);
   const ds = await buildDataset(store, {
-    algo, dataDir: rt.paths.dataDir, sinceWatermark: start.watermark, all: opts.all, signal: opts.signal,
-    options: datasetOptionsFromConfig(t, rt.config.rewards.weights), configHash: rt.loaded.hash, gates: t.gates,
+    algo,
+    dataDir: rt.paths.dataDir,
+    sinceWatermark: start.watermark,
+    all: opts.all,
+    signal: opts.signal,
+    options: datasetOptionsFromConfig(t, rt.config.rewards.weights),
+    configHash: rt.loaded.hash,
+    gates: t.gates,
   });
   if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));
   assertGates({ ...ds.stats, algo }, t.gates);
   const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}${runTag}`);
   const outputDir = path.join(runDir, 'output');
-  const config = trainerConfig(algo, { train: t, settings, modelPath: start.dir, outputDir, datasetPath: path.join(ds.dir, 'data.jsonl'), cpu, baseDir: rt.paths.baseDir });
+  const config = trainerConfig(algo, {
+    train: t,
+    settings,
+    modelPath: start.dir,
+    outputDir,
+    datasetPath: path.join(ds.dir, 'data.jsonl'),
+    cpu,
+    baseDir: rt.paths.baseDir,
+  });
   const detail: TrainRunDetail = {
     algo,
-    start: { ref: start.ref, line: start.line, dir: start.dir, adapter: start.adapter, base_dir: start.baseDir, resource_id: start.resource?.id ?? null, checkpoint_id: start.checkpoint?.id ?? null, watermark: start.watermark },
-    dataset: { dir: ds.dir, hash: ds.manifest.hash, rows: ds.stats.rows, watermark: { from: start.watermark, to: ds.watermark }, reused: ds.reused },
-    config_file: path.join(runDir, 'trainer.yaml'), config_hash: trainerConfigHash(config), output_dir: outputDir, log_file: path.join(runDir, 'trainer.log'), num_processes: t.num_processes,
+    start: {
+      ref: start.ref,
+      line: start.line,
+      dir: start.dir,
+      adapter: start.adapter,
+      base_dir: start.baseDir,
+      resource_id: start.resource?.id ?? null,
+      checkpoint_id: start.checkpoint?.id ?? null,
+      watermark: start.watermark,
+    },
+    dataset: {
+      dir: ds.dir,
+      hash: ds.manifest.hash,
+      rows: ds.stats.rows,
+      watermark: { from: start.watermark, to: ds.watermark },
+      reused: ds.reused,
+    },
+    config_file: path.join(runDir, 'trainer.yaml'),
+    config_hash: trainerConfigHash(config),
+    output_dir: outputDir,
+    log_file: path.join(runDir, 'trainer.log'),
+    num_processes: t.num_processes,
     ...(t.num_machines > 1 ? { num_machines: t.num_machines } : {}),
   };
   return { detail, config, resumed: false };
@@ -155,18 +268,32 @@ export async function newRun(rt: Runtime, store: Store, cpu: boolean, opts: Trai
 async function resumeRun(store: Store, resume: true | string): Promise<PreparedRun> {
   const found = findResumable(store, resume === true ? undefined : resume);
   // A trainer whose parent was killed may still be running on the run's folder: it stops (saving) first.
-  if (await stopLeftover(found.detail.trainer_pid, found.detail.trainer_host, os.hostname())) return resumeRun(store, found.run.id);
+  if (await stopLeftover(found.detail.trainer_pid, found.detail.trainer_host, os.hostname()))
+    return resumeRun(store, found.run.id);
   const { run, detail, checkpoint } = found;
-  for (const [what, p] of [['dataset', detail.dataset.dir], ['start weights', detail.start.dir], ['trainer config', detail.config_file]] as const) {
+  for (const [what, p] of [
+    ['dataset', detail.dataset.dir],
+    ['start weights', detail.start.dir],
+    ['trainer config', detail.config_file],
+  ] as const) {
     if (!fs.existsSync(p)) throw new UserError(`cannot resume ${run.id}: its ${what} is gone (${p})`);
   }
   const config = { ...readTrainerConfig(detail.config_file), resume_from_checkpoint: checkpoint };
   const configFile = detail.config_file.replace(/(-resume-\d+)?\.yaml$/, `-resume-${Date.now()}.yaml`);
-  return { detail: { ...detail, config_file: configFile, resumed_from: run.id, resume_checkpoint: checkpoint }, config, resumed: true };
+  return {
+    detail: { ...detail, config_file: configFile, resumed_from: run.id, resume_checkpoint: checkpoint },
+    config,
+    resumed: true,
+  };
 }
 
 /** Refuses a run that cannot fit on this machine: its memory (unless asked not to) and disk. */
-export function checkRoom(rt: Runtime, { detail, config }: Pick<PreparedRun, 'detail' | 'config'>, devices: Devices, memory: boolean): void {
+export function checkRoom(
+  rt: Runtime,
+  { detail, config }: Pick<PreparedRun, 'detail' | 'config'>,
+  devices: Devices,
+  memory: boolean,
+): void {
   const t = rt.config.train;
   const algo = detail.algo as Algo;
   if (t.check_memory && memory) {
@@ -189,13 +316,30 @@ function candidateSet(rt: Runtime, weight: Resource, origin: SetOrigin): Resourc
 
 function startOf(detail: TrainRunDetail): TrainStart {
   const s = detail.start;
-  return { ref: s.ref, line: s.line, dir: s.dir, adapter: s.adapter, baseDir: s.base_dir, resource: null, checkpoint: null, watermark: s.watermark };
+  return {
+    ref: s.ref,
+    line: s.line,
+    dir: s.dir,
+    adapter: s.adapter,
+    baseDir: s.base_dir,
+    resource: null,
+    checkpoint: null,
+    watermark: s.watermark,
+  };
 }
 
 function emptyDataset(algo: Algo, ds: BuildDatasetResult, start: TrainStart, all: boolean): UserError {
   const completed = ds.stats.rollouts_by_status.completed ?? 0;
-  const dropped = Object.entries(ds.stats.dropped).map(([why, n]) => `${n} ${why}`).join(', ');
-  const since = all ? 'in the store' : `after rollout #${start.watermark} (where the last ${algo} run on ${start.line} stopped)`;
-  return new UserError(`no ${algo} examples: ${completed} completed rollout(s) ${since} yield none${dropped ? ` (left out: ${dropped})` : ''}`,
-    all ? 'collect traces first (`massgen-rl collect`), or check train.' + algo + ' filters' : 'collect new traces (`massgen-rl collect`), or pass --all to train on every stored trace');
+  const dropped = Object.entries(ds.stats.dropped)
+    .map(([why, n]) => `${n} ${why}`)
+    .join(', ');
+  const since = all
+    ? 'in the store'
+    : `after rollout #${start.watermark} (where the last ${algo} run on ${start.line} stopped)`;
+  return new UserError(
+    `no ${algo} examples: ${completed} completed rollout(s) ${since} yield none${dropped ? ` (left out: ${dropped})` : ''}`,
+    all
+      ? 'collect traces first (`massgen-rl collect`), or check train.' + algo + ' filters'
+      : 'collect new traces (`massgen-rl collect`), or pass --all to train on every stored trace',
+  );
 }

@@ -1,25 +1,66 @@
 import { Rng } from '../tasks/prng.js';
 import { posterior, ridgePrior } from './linalg.js';
 import { argmax, betaDraw, categorical, dot, gaussian } from './sampling.js';
-import { isLinearState, parsePolicy, type BetaArmState, type LinearArmState, type PolicyAlgorithm, type PolicyKind, type PolicySpec } from './types.js';
+import {
+  isLinearState,
+  parsePolicy,
+  type BetaArmState,
+  type LinearArmState,
+  type PolicyAlgorithm,
+  type PolicyKind,
+  type PolicySpec,
+} from './types.js';
 
-export interface PolicyOptions { alpha?: number; lambda?: number; noise?: number; epsilon?: number }
-export interface ActOptions { epsilon: number; explore: boolean; seed: number }
-export interface Decision { arm: number; propensity: number; probabilities: number[] }
-export interface Sample { x: number[]; arm: number; reward: number }
+export interface PolicyOptions {
+  alpha?: number;
+  lambda?: number;
+  noise?: number;
+  epsilon?: number;
+}
+export interface ActOptions {
+  epsilon: number;
+  explore: boolean;
+  seed: number;
+}
+export interface Decision {
+  arm: number;
+  propensity: number;
+  probabilities: number[];
+}
+export interface Sample {
+  x: number[];
+  arm: number;
+  reward: number;
+}
 
 /** Monte Carlo draws behind a Thompson policy's action probabilities. */
 export const THOMPSON_DRAWS = 256;
 
-export function newPolicy(kind: PolicyKind, algorithm: PolicyAlgorithm, arms: string[], features: string[], opts: PolicyOptions = {}): PolicySpec {
+export function newPolicy(
+  kind: PolicyKind,
+  algorithm: PolicyAlgorithm,
+  arms: string[],
+  features: string[],
+  opts: PolicyOptions = {},
+): PolicySpec {
   const lambda = opts.lambda ?? 1;
-  const state = arms.map(() => (algorithm === 'beta'
-    ? { successes: 0, failures: 0, n: 0 }
-    : { A: ridgePrior(features.length, lambda), b: new Array<number>(features.length).fill(0), n: 0, sum: 0 }));
+  const state = arms.map(() =>
+    algorithm === 'beta'
+      ? { successes: 0, failures: 0, n: 0 }
+      : { A: ridgePrior(features.length, lambda), b: new Array<number>(features.length).fill(0), n: 0, sum: 0 },
+  );
   // Through the schema, so a bad argument fails here with the field's name rather than later.
   return parsePolicy({
-    format: 1, kind, algorithm, arms: [...arms], features: [...features],
-    alpha: opts.alpha ?? 1, lambda, noise: opts.noise ?? 0.5, epsilon: opts.epsilon ?? 0.1, state,
+    format: 1,
+    kind,
+    algorithm,
+    arms: [...arms],
+    features: [...features],
+    alpha: opts.alpha ?? 1,
+    lambda,
+    noise: opts.noise ?? 0.5,
+    epsilon: opts.epsilon ?? 0.1,
+    state,
   });
 }
 
@@ -34,7 +75,9 @@ function checkArm(p: PolicySpec, arm: number): void {
 function checkContext(p: PolicySpec, x: readonly number[]): void {
   if (p.algorithm === 'beta') return; // context-free
   if (x.length !== p.features.length) {
-    throw new Error(`${p.kind} policy: the context has ${x.length} features, the policy expects ${p.features.length} (${p.features.join(', ')})`);
+    throw new Error(
+      `${p.kind} policy: the context has ${x.length} features, the policy expects ${p.features.length} (${p.features.join(', ')})`,
+    );
   }
   const bad = x.findIndex((v) => !Number.isFinite(v));
   if (bad >= 0) throw new Error(`${p.kind} policy: feature ${p.features[bad]} is ${x[bad]}, not a finite number`);
@@ -67,12 +110,17 @@ export function fit(p: PolicySpec, data: readonly Sample[]): PolicySpec {
   return copy;
 }
 
-const posteriors = (p: PolicySpec) => p.state.map((s, a) => posterior(s as LinearArmState, `${p.kind} policy, arm ${p.arms[a]}`));
+const posteriors = (p: PolicySpec) =>
+  p.state.map((s, a) => posterior(s as LinearArmState, `${p.kind} policy, arm ${p.arms[a]}`));
 
 /** Posterior mean reward per arm: θ_a·x, or (s+1)/(s+f+2) for `beta` (the mean of the Beta(1,1)-prior posterior). */
 export function meanRewards(p: PolicySpec, x: number[]): number[] {
   checkContext(p, x);
-  if (p.algorithm === 'beta') return p.state.map((s) => { const b = s as BetaArmState; return (b.successes + 1) / (b.successes + b.failures + 2); });
+  if (p.algorithm === 'beta')
+    return p.state.map((s) => {
+      const b = s as BetaArmState;
+      return (b.successes + 1) / (b.successes + b.failures + 2);
+    });
   return posteriors(p).map((post) => dot(post.theta, x));
 }
 
@@ -84,7 +132,10 @@ function thompsonShares(p: PolicySpec, x: number[], seed: number): number[] {
   const rng = new Rng((seed ^ 0x5bd1e995) >>> 0);
   let draw: (a: number) => number;
   if (p.algorithm === 'beta') {
-    draw = (a) => { const s = p.state[a] as BetaArmState; return betaDraw(rng, s.successes + 1, s.failures + 1); };
+    draw = (a) => {
+      const s = p.state[a] as BetaArmState;
+      return betaDraw(rng, s.successes + 1, s.failures + 1);
+    };
   } else {
     // At one context, θ̃·x for θ̃ ~ N(θ, noise² A⁻¹) is a scalar normal: mean θ·x, sd noise·sqrt(xᵀA⁻¹x).
     const at = posteriors(p).map((post) => ({ mean: dot(post.theta, x), sd: p.noise * post.width(x) }));
@@ -108,7 +159,8 @@ export function probabilities(p: PolicySpec, x: number[], o: ActOptions): number
   const k = p.arms.length;
   let base: number[];
   if (!o.explore) base = oneHot(k, argmax(meanRewards(p, x)));
-  else if (p.algorithm === 'linucb') base = oneHot(k, argmax(posteriors(p).map((post) => dot(post.theta, x) + p.alpha * post.width(x))));
+  else if (p.algorithm === 'linucb')
+    base = oneHot(k, argmax(posteriors(p).map((post) => dot(post.theta, x) + p.alpha * post.width(x))));
   else base = thompsonShares(p, x, o.seed);
   return base.map((b) => (1 - o.epsilon) * b + o.epsilon / k);
 }

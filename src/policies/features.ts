@@ -7,7 +7,14 @@ const MAX_NUMBERS = 10;
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 
 /** The context of a routing/tool/delegate decision about one task, without an embedding. */
-export const TASK_FEATURES: string[] = ['bias', 'log_chars', 'has_digits', 'numbers', ...names('category', BUCKETS), ...names('word', BUCKETS)];
+export const TASK_FEATURES: string[] = [
+  'bias',
+  'log_chars',
+  'has_digits',
+  'numbers',
+  ...names('category', BUCKETS),
+  ...names('word', BUCKETS),
+];
 
 /** TASK_FEATURES, then emb0..emb{n-1} when an embedding of dimension n is appended. */
 export function taskFeatureNames(embeddingDim = 0): string[] {
@@ -26,7 +33,10 @@ const l2normalize = (v: number[]) => {
   return norm > 0 ? v.map((x) => x / norm) : v;
 };
 
-export interface TaskContext { prompt: string; category?: string | null }
+export interface TaskContext {
+  prompt: string;
+  category?: string | null;
+}
 
 /** A fixed-size context for a task; an embedding (already projected, see projectEmbedding) is appended as is. */
 export function taskFeatures(task: TaskContext, embedding: number[] = []): number[] {
@@ -55,7 +65,15 @@ export function projectEmbedding(vec: number[], dim = 8, seed = 1): number[] {
 }
 
 /** The context of a stop decision, in the order of stopFeatures' values. */
-export const STOP_FEATURES: string[] = ['bias', 'round_fraction', 'answer_fraction', 'vote_agreement', 'answer_similarity', 'log_ktokens', 'log_seconds'];
+export const STOP_FEATURES: string[] = [
+  'bias',
+  'round_fraction',
+  'answer_fraction',
+  'vote_agreement',
+  'answer_similarity',
+  'log_ktokens',
+  'log_seconds',
+];
 
 export interface StopState {
   round: number;

@@ -39,7 +39,10 @@ export interface LearnResult {
 }
 
 /** The reward a policy is trained and valued on: verified correctness (else the rollout's reward) minus the token cost. */
-export function decisionReward(row: Pick<PolicyDecisionRow, 'verified' | 'totalReward' | 'tokens'>, costPer1kTokens: number): number {
+export function decisionReward(
+  row: Pick<PolicyDecisionRow, 'verified' | 'totalReward' | 'tokens'>,
+  costPer1kTokens: number,
+): number {
   return (row.verified ?? row.totalReward ?? 0) - costPer1kTokens * (row.tokens / 1000);
 }
 
@@ -55,16 +58,31 @@ export function featureNamesHash(names: string[]): string {
 export function learnPolicy(input: LearnInput): LearnResult {
   const namesHash = featureNamesHash(input.featureNames);
   const skipped: Record<string, number> = {};
-  const skip = (why: string) => { skipped[why] = (skipped[why] ?? 0) + 1; };
+  const skip = (why: string) => {
+    skipped[why] = (skipped[why] ?? 0) + 1;
+  };
   const trajectories = new Map<string, LoggedTrajectory>();
   const data: { x: number[]; arm: number; reward: number }[] = [];
   const armCounts = Object.fromEntries(input.arms.map((a) => [a, 0]));
   for (const row of input.rows) {
     const d = row.payload as Partial<PolicyDecisionPayload>;
     const arm = typeof d.chosen === 'string' ? input.arms.indexOf(d.chosen) : -1;
-    if (d.feature_names_hash !== namesHash || !Array.isArray(d.features) || d.features.length !== input.featureNames.length) { skip('other features'); continue; }
-    if (arm < 0) { skip('unknown arm'); continue; }
-    if (!(typeof d.propensity === 'number' && d.propensity > 0 && d.propensity <= 1)) { skip('no propensity'); continue; }
+    if (
+      d.feature_names_hash !== namesHash
+      || !Array.isArray(d.features)
+      || d.features.length !== input.featureNames.length
+    ) {
+      skip('other features');
+      continue;
+    }
+    if (arm < 0) {
+      skip('unknown arm');
+      continue;
+    }
+    if (!(typeof d.propensity === 'number' && d.propensity > 0 && d.propensity <= 1)) {
+      skip('no propensity');
+      continue;
+    }
     const reward = decisionReward(row, input.costPer1kTokens);
     data.push({ x: d.features, arm, reward });
     armCounts[input.arms[arm]!]!++;
@@ -72,11 +90,28 @@ export function learnPolicy(input: LearnInput): LearnResult {
     t.steps.push({ x: d.features, arm, propensity: d.propensity });
     trajectories.set(row.rolloutId, t);
   }
-  const spec = fit(newPolicy(input.kind, input.algorithm, input.arms, input.featureNames, { alpha: input.alpha, lambda: input.lambda, noise: input.noise, epsilon: input.epsilon }), data);
+  const spec = fit(
+    newPolicy(input.kind, input.algorithm, input.arms, input.featureNames, {
+      alpha: input.alpha,
+      lambda: input.lambda,
+      noise: input.noise,
+      epsilon: input.epsilon,
+    }),
+    data,
+  );
   const logged = [...trajectories.values()];
   const seed = input.seed ?? 1;
   const ope = offPolicyEstimate(policyTarget(spec), logged, { seed });
   const fixed = input.noPolicyArm ? input.arms.indexOf(input.noPolicyArm) : -1;
-  const noPolicy = fixed >= 0 ? offPolicyEstimate(() => input.arms.map((_, i) => (i === fixed ? 1 : 0)), logged, { seed }) : undefined;
-  return { spec, decisions: data.length, rollouts: logged.length, skipped, armCounts, ope, ...(noPolicy ? { noPolicy } : {}) };
+  const noPolicy =
+    fixed >= 0 ? offPolicyEstimate(() => input.arms.map((_, i) => (i === fixed ? 1 : 0)), logged, { seed }) : undefined;
+  return {
+    spec,
+    decisions: data.length,
+    rollouts: logged.length,
+    skipped,
+    armCounts,
+    ope,
+    ...(noPolicy ? { noPolicy } : {}),
+  };
 }

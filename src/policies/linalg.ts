@@ -12,7 +12,8 @@ export interface Posterior {
 
 export function posterior(s: LinearArmState, label: string): Posterior {
   const chol = new CholeskyDecomposition(new Matrix(s.A));
-  if (!chol.isPositiveDefinite()) throw new Error(`${label}: its A matrix is not positive definite (a corrupted policy state)`);
+  if (!chol.isPositiveDefinite())
+    throw new Error(`${label}: its A matrix is not positive definite (a corrupted policy state)`);
   return {
     theta: chol.solve(Matrix.columnVector(s.b)).to1DArray(),
     width: (x) => Math.sqrt(Math.max(0, dot(x, chol.solve(Matrix.columnVector([...x])).to1DArray()))),

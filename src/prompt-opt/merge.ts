@@ -17,7 +17,12 @@ export function commonAncestor(pool: ReadonlyMap<string, Candidate>, a: string, 
  * their common ancestor; where both did, from the one with the better mean. Null when the merge gives
  * nothing new (one candidate already holds every change).
  */
-export function mergeTexts(a: Candidate, b: Candidate, ancestor: Candidate, betterIsA: boolean): Record<string, string> | null {
+export function mergeTexts(
+  a: Candidate,
+  b: Candidate,
+  ancestor: Candidate,
+  betterIsA: boolean,
+): Record<string, string> | null {
   const texts: Record<string, string> = {};
   for (const name of Object.keys(ancestor.texts)) {
     const [ta, tb, t0] = [a.texts[name]!, b.texts[name]!, ancestor.texts[name]!];

@@ -30,11 +30,14 @@ export function paretoFront(table: ScoreTable, keys: readonly string[]): Front {
     for (const [id, s] of table) if (s.get(key) === top) wins.set(id, [...(wins.get(id) ?? []), key]);
   }
   let best: string | null = null;
-  for (const [id, s] of table) if (best === null || meanScore(s.values()) > meanScore(table.get(best)!.values())) best = id;
+  for (const [id, s] of table)
+    if (best === null || meanScore(s.values()) > meanScore(table.get(best)!.values())) best = id;
   if (best !== null && !wins.has(best)) wins.set(best, []);
   // A candidate whose wins are all shared with one that wins a strict superset adds nothing.
   for (const [id, keysWon] of [...wins]) {
-    const dominated = [...wins].some(([other, o]) => other !== id && o.length > keysWon.length && keysWon.every((k) => o.includes(k)));
+    const dominated = [...wins].some(
+      ([other, o]) => other !== id && o.length > keysWon.length && keysWon.every((k) => o.includes(k)),
+    );
     if (dominated && id !== best) wins.delete(id);
   }
   return { wins, best };

@@ -35,16 +35,28 @@ export interface RunModuleResult {
 export function pythonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const path = [TRAINERS_DIR, process.env.PYTHONPATH].filter(Boolean).join(':');
   return {
-    HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', HF_DATASETS_OFFLINE: '1', HF_HUB_DISABLE_TELEMETRY: '1',
-    TOKENIZERS_PARALLELISM: 'false', PYTHONUNBUFFERED: '1', PYTHONPATH: path, ...extra,
+    HF_HUB_OFFLINE: '1',
+    TRANSFORMERS_OFFLINE: '1',
+    HF_DATASETS_OFFLINE: '1',
+    HF_HUB_DISABLE_TELEMETRY: '1',
+    TOKENIZERS_PARALLELISM: 'false',
+    PYTHONUNBUFFERED: '1',
+    PYTHONPATH: path,
+    ...extra,
   };
 }
 
 /** Runs `python -m module args…`, parsing JSON-lines events from stdout; stderr is free-form log. */
 export async function runPythonModule(opts: RunModuleOptions): Promise<RunModuleResult> {
   const child = execa(opts.python, ['-m', opts.module, ...(opts.args ?? [])], {
-    env: pythonEnv(opts.env), cwd: opts.cwd, reject: false, buffer: false, stdin: 'ignore',
-    timeout: opts.timeoutMs, cancelSignal: opts.signal, forceKillAfterDelay: 5000,
+    env: pythonEnv(opts.env),
+    cwd: opts.cwd,
+    reject: false,
+    buffer: false,
+    stdin: 'ignore',
+    timeout: opts.timeoutMs,
+    cancelSignal: opts.signal,
+    forceKillAfterDelay: 5000,
   });
   const result: RunModuleResult = { exitCode: 0, events: [], stderrTail: [] };
   const stderrTail = new LineTail(40);
@@ -79,7 +91,9 @@ export function parseEvent(line: string): PyEvent | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
     const value = JSON.parse(line) as unknown;
-    return value && typeof value === 'object' && typeof (value as PyEvent).event === 'string' ? (value as PyEvent) : undefined;
+    return value && typeof value === 'object' && typeof (value as PyEvent).event === 'string'
+      ? (value as PyEvent)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -87,5 +101,12 @@ export function parseEvent(line: string): PyEvent | undefined {
 
 /** Why a module run failed, in one line, for error messages. */
 export function failureReason(r: RunModuleResult): string {
-  return r.error ?? (r.stderrTail.filter((l) => l.trim()).slice(-3).join(' | ') || `exit code ${r.exitCode}`);
+  return (
+    r.error
+    ?? (r.stderrTail
+      .filter((l) => l.trim())
+      .slice(-3)
+      .join(' | ')
+      || `exit code ${r.exitCode}`)
+  );
 }

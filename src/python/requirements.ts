@@ -29,6 +29,9 @@ function tomlArray(text: string, key: string): string[] {
 /** `name==version` → { name: version } for the exact pins. */
 export function pinnedVersions(specs: readonly string[]): Record<string, string> {
   return Object.fromEntries(
-    specs.map((s) => /^([A-Za-z0-9_.-]+)\s*==\s*([^\s;,]+)/.exec(s)).filter((m) => m !== null).map((m) => [m![1]!.toLowerCase(), m![2]!]),
+    specs
+      .map((s) => /^([A-Za-z0-9_.-]+)\s*==\s*([^\s;,]+)/.exec(s))
+      .filter((m) => m !== null)
+      .map((m) => [m![1]!.toLowerCase(), m![2]!]),
   );
 }

@@ -1,8 +1,8 @@
-import { promptHistory, type PromptChange } from './prompt-history.js';
-import type { MetricName } from '../evaluation/compare.js';
 import { UserError } from '../errors.js';
+import type { MetricName } from '../evaluation/compare.js';
 import type { AuditRecord, Store } from '../store/index.js';
 import { rewardCycles, shortTime, type CycleSeries } from './cycles.js';
+import { promptHistory, type PromptChange } from './prompt-history.js';
 import { overall, readEvaluation, type StoredEvaluation } from './summary.js';
 
 export interface ReportOptions {
@@ -68,7 +68,10 @@ const TRAINING_RUNS = 8;
 
 /** Everything the report shows, read from the store (nothing is written). */
 export function gatherReport(store: Store, opts: ReportOptions): ReportData {
-  const evaluations = store.evaluations.runs({ limit: 500 }).flatMap((r) => readEvaluation(r) ?? []).reverse();
+  const evaluations = store.evaluations
+    .runs({ limit: 500 })
+    .flatMap((r) => readEvaluation(r) ?? [])
+    .reverse();
   const chosen = selectEvaluation(store, evaluations, opts.evalRunId);
   const metric = chosen?.summary.metric ?? opts.metric;
   const version = setVersions(store);
@@ -81,32 +84,47 @@ export function gatherReport(store: Store, opts: ReportOptions): ReportData {
     selected: chosen ? { ...chosen, categories: categoryBars(chosen, metric) } : null,
     evaluations,
     cycles: rewardCycles(store, evaluations, metric),
-    cost: evaluations.map((e) => {
-      const [tokens, wall] = [overall(e.summary, 'tokens'), overall(e.summary, 'wall_ms')];
-      const s = (ms: number | null | undefined) => (typeof ms === 'number' ? ms / 1000 : null);
-      return {
-        evalRunId: e.id, label: `eval ${shortTime(e.startedAt)}`,
-        tokens: { baseline: tokens?.baseline ?? null, candidate: tokens?.candidate ?? null },
-        wallS: { baseline: s(wall?.baseline), candidate: s(wall?.candidate) },
-      };
-    }).filter((c) => c.tokens.baseline !== null || c.tokens.candidate !== null),
+    cost: evaluations
+      .map((e) => {
+        const [tokens, wall] = [overall(e.summary, 'tokens'), overall(e.summary, 'wall_ms')];
+        const s = (ms: number | null | undefined) => (typeof ms === 'number' ? ms / 1000 : null);
+        return {
+          evalRunId: e.id,
+          label: `eval ${shortTime(e.startedAt)}`,
+          tokens: { baseline: tokens?.baseline ?? null, candidate: tokens?.candidate ?? null },
+          wallS: { baseline: s(wall?.baseline), candidate: s(wall?.candidate) },
+        };
+      })
+      .filter((c) => c.tokens.baseline !== null || c.tokens.candidate !== null),
     training: trainingSeries(store),
     history: store.audit.list({ limit: 200 }).map(({ detail: _detail, ...a }) => ({
-      ...a, beforeVersion: a.beforeSet ? version(a.beforeSet) : null, afterVersion: a.afterSet ? version(a.afterSet) : null,
+      ...a,
+      beforeVersion: a.beforeSet ? version(a.beforeSet) : null,
+      afterVersion: a.afterSet ? version(a.afterSet) : null,
     })),
     prompts: promptHistory(store),
   };
 }
 
-function selectEvaluation(store: Store, evaluations: readonly StoredEvaluation[], id: string | undefined): StoredEvaluation | null {
+function selectEvaluation(
+  store: Store,
+  evaluations: readonly StoredEvaluation[],
+  id: string | undefined,
+): StoredEvaluation | null {
   if (id === undefined) return evaluations.at(-1) ?? null;
   const run = store.evaluations.run(id);
   if (!run) {
     const recent = store.evaluations.runs({ limit: 5 }).map((r) => r.id);
-    throw new UserError(`--eval ${id}: no such evaluation`, recent.length ? `recent evaluations: ${recent.join(', ')}` : 'no evaluation has run yet (`massgen-rl eval`)');
+    throw new UserError(
+      `--eval ${id}: no such evaluation`,
+      recent.length ? `recent evaluations: ${recent.join(', ')}` : 'no evaluation has run yet (`massgen-rl eval`)',
+    );
   }
   const e = readEvaluation(run);
-  if (!e) throw new UserError(`--eval ${id}: the evaluation has no results to report (status ${run.status}${run.error ? `: ${run.error}` : ''})`);
+  if (!e)
+    throw new UserError(
+      `--eval ${id}: the evaluation has no results to report (status ${run.status}${run.error ? `: ${run.error}` : ''})`,
+    );
   return e;
 }
 
@@ -116,24 +134,34 @@ function categoryBars(e: StoredEvaluation, metric: MetricName): CategoryBar[] {
     const m = c.metrics.find((x) => x.metric === metric);
     if (!m || (m.baseline === null && m.candidate === null)) return [];
     const base = m.baseline;
-    return [{
-      category: c.category, pairs: c.pairs, baseline: base, candidate: m.candidate,
-      low: base !== null && m.diff ? base + m.diff.low : null, high: base !== null && m.diff ? base + m.diff.high : null,
-    }];
+    return [
+      {
+        category: c.category,
+        pairs: c.pairs,
+        baseline: base,
+        candidate: m.candidate,
+        low: base !== null && m.diff ? base + m.diff.low : null,
+        high: base !== null && m.diff ? base + m.diff.high : null,
+      },
+    ];
   });
 }
 
 function trainingSeries(store: Store): TrainingSeries[] {
   const value = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) ? x : null);
-  return store.trainingRuns.latest(TRAINING_RUNS).reverse().flatMap((run) => {
-    const rows = store.trainingMetrics.list(run.id);
-    const every = Math.ceil(rows.length / MAX_POINTS);
-    const steps = rows.filter((_, i) => i % every === 0 || i === rows.length - 1)
-      .map((r) => ({ step: r.step, loss: value(r.metrics.loss), reward: value(r.metrics.reward) }))
-      .filter((s) => s.loss !== null || s.reward !== null);
-    const algo = typeof run.detail.algo === 'string' ? run.detail.algo : '?';
-    return steps.length ? [{ runId: run.id, algo, status: run.status, startedAt: run.startedAt, steps }] : [];
-  });
+  return store.trainingRuns
+    .latest(TRAINING_RUNS)
+    .reverse()
+    .flatMap((run) => {
+      const rows = store.trainingMetrics.list(run.id);
+      const every = Math.ceil(rows.length / MAX_POINTS);
+      const steps = rows
+        .filter((_, i) => i % every === 0 || i === rows.length - 1)
+        .map((r) => ({ step: r.step, loss: value(r.metrics.loss), reward: value(r.metrics.reward) }))
+        .filter((s) => s.loss !== null || s.reward !== null);
+      const algo = typeof run.detail.algo === 'string' ? run.detail.algo : '?';
+      return steps.length ? [{ runId: run.id, algo, status: run.status, startedAt: run.startedAt, steps }] : [];
+    });
 }
 
 function setVersions(store: Store): (id: string) => number | null {

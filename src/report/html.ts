@@ -3,8 +3,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CLIENT_SCRIPT } from './client.js';
 import type { ReportData } from './data.js';
-import { STYLE } from './style.js';
 import { promptHistorySection } from './prompt-history-html.js';
+import { STYLE } from './style.js';
 import { esc, evaluationSection, evaluationsTable, fmt, historyTable, time } from './tables.js';
 
 let chartJs: string | undefined;
@@ -20,7 +20,10 @@ export function chartJsSource(): string {
 
 /** JSON inside a <script> element: every `<` escaped, so no text can close the element or open a comment. */
 export function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
 const inlineScript = (js: string) => `<script>${js.replace(/<\/script/gi, '<\\/script')}</script>`;
@@ -46,35 +49,70 @@ export function renderReport(data: ReportData, chart = chartJsSource()): string 
   const metric = data.metric === 'success' ? 'success rate' : `mean ${data.metric}`;
   const figures: Figure[] = [
     {
-      chart: 'cycles', title: data.cycles.source === 'loop' ? 'Reward per loop cycle' : 'Reward per run',
-      caption: data.cycles.source === 'loop'
-        ? `Each cycle's collect (production serving) and its evaluation: baseline (production) and candidate ${esc(metric)}.`
-        : `No loop cycles yet: evaluations (baseline vs candidate ${esc(metric)}) and collects (mean reward of production) in time order.`,
-      hasData: data.cycles.points.length > 0, empty: 'run <code>massgen-rl collect</code>, <code>eval</code> or <code>loop</code>.',
+      chart: 'cycles',
+      title: data.cycles.source === 'loop' ? 'Reward per loop cycle' : 'Reward per run',
+      caption:
+        data.cycles.source === 'loop'
+          ? `Each cycle's collect (production serving) and its evaluation: baseline (production) and candidate ${esc(metric)}.`
+          : `No loop cycles yet: evaluations (baseline vs candidate ${esc(metric)}) and collects (mean reward of production) in time order.`,
+      hasData: data.cycles.points.length > 0,
+      empty: 'run <code>massgen-rl collect</code>, <code>eval</code> or <code>loop</code>.',
     },
     {
-      chart: 'categories', title: 'Per category', hasData: Boolean(sel?.categories.length),
-      caption: sel ? `${esc(metric)} of evaluation ${esc(sel.id)} per task category; whiskers: the baseline mean plus the paired-bootstrap interval of the difference.` : 'The shown evaluation, per task category.',
-      empty: sel ? 'the evaluation has no per-category values.' : 'no evaluation has run (<code>massgen-rl eval</code>).',
+      chart: 'categories',
+      title: 'Per category',
+      hasData: Boolean(sel?.categories.length),
+      caption: sel
+        ? `${esc(metric)} of evaluation ${esc(sel.id)} per task category; whiskers: the baseline mean plus the paired-bootstrap interval of the difference.`
+        : 'The shown evaluation, per task category.',
+      empty: sel
+        ? 'the evaluation has no per-category values.'
+        : 'no evaluation has run (<code>massgen-rl eval</code>).',
     },
     {
-      chart: 'cost', title: 'Cost per task', hasData: data.cost.length > 0,
+      chart: 'cost',
+      title: 'Cost per task',
+      hasData: data.cost.length > 0,
       caption: 'Tokens (bars) and wall time (lines) per task × seed, baseline vs candidate, for each evaluation.',
       empty: 'no evaluation has run (<code>massgen-rl eval</code>).',
     },
     {
-      chart: 'training', title: 'Training', hasData: data.training.length > 0,
+      chart: 'training',
+      title: 'Training',
+      hasData: data.training.length > 0,
       caption: `Loss and reward per step${data.training.length ? ` of the last ${data.training.length} training run(s)` : ''}, from the stored step metrics.`,
       empty: 'no training run has recorded step metrics (<code>massgen-rl train</code>).',
     },
   ];
   const primary = sel?.summary.comparison.overall.find((m) => m.metric === data.metric);
   const cards = [
-    card('production', data.production ? `set v${data.production.version}` : '—', data.production ? esc(data.production.id) : 'not set yet'),
-    card('evaluation', sel ? esc(sel.id) : '—', sel ? `candidate v${sel.summary.candidate?.version ?? '?'} vs baseline v${sel.summary.baseline?.version ?? '?'} · ${time(sel.startedAt)}` : 'none yet'),
-    card(`${esc(metric)} difference`, primary?.diff ? `${primary.diff.mean >= 0 ? '+' : ''}${fmt(primary.diff.mean)}` : '—',
-      primary?.diff ? `${Math.round(primary.diff.level * 100)} % CI [${fmt(primary.diff.low)}, ${fmt(primary.diff.high)}] · ${fmt(primary.baseline)} → ${fmt(primary.candidate)}` : 'no comparison yet'),
-    card('deploy gates', sel ? (sel.summary.passed ? 'pass' : 'do not pass') : '—', sel ? `${sel.summary.gates.filter((g) => g.passed).length}/${sel.summary.gates.length} passed${sel.status === 'cancelled' ? ' · interrupted: partial' : ''}` : '', sel ? (sel.summary.passed ? 'good' : 'bad') : ''),
+    card(
+      'production',
+      data.production ? `set v${data.production.version}` : '—',
+      data.production ? esc(data.production.id) : 'not set yet',
+    ),
+    card(
+      'evaluation',
+      sel ? esc(sel.id) : '—',
+      sel
+        ? `candidate v${sel.summary.candidate?.version ?? '?'} vs baseline v${sel.summary.baseline?.version ?? '?'} · ${time(sel.startedAt)}`
+        : 'none yet',
+    ),
+    card(
+      `${esc(metric)} difference`,
+      primary?.diff ? `${primary.diff.mean >= 0 ? '+' : ''}${fmt(primary.diff.mean)}` : '—',
+      primary?.diff
+        ? `${Math.round(primary.diff.level * 100)} % CI [${fmt(primary.diff.low)}, ${fmt(primary.diff.high)}] · ${fmt(primary.baseline)} → ${fmt(primary.candidate)}`
+        : 'no comparison yet',
+    ),
+    card(
+      'deploy gates',
+      sel ? (sel.summary.passed ? 'pass' : 'do not pass') : '—',
+      sel
+        ? `${sel.summary.gates.filter((g) => g.passed).length}/${sel.summary.gates.length} passed${sel.status === 'cancelled' ? ' · interrupted: partial' : ''}`
+        : '',
+      sel ? (sel.summary.passed ? 'good' : 'bad') : '',
+    ),
   ];
   return `<!doctype html>
 <html lang="en">

@@ -24,16 +24,29 @@ export function promptHistory(store: Store): PromptChange[] {
   for (const a of store.audit.list({ limit: 500, actions: [...PROMOTIONS] }).reverse()) {
     const set = a.afterSet ? store.sets.get(a.afterSet) : undefined;
     if (!set) continue;
-    const ids = [...Object.values(set.members.agents).map((m) => m.prompt), ...(set.members.presenter ? [set.members.presenter] : [])];
+    const ids = [
+      ...Object.values(set.members.agents).map((m) => m.prompt),
+      ...(set.members.presenter ? [set.members.presenter] : []),
+    ];
     for (const id of new Set(ids)) {
       const r = store.resources.get(id);
       const parent = r?.parentId ? store.resources.get(r.parentId) : undefined;
       if (!r || !parent || seen.has(id)) continue;
       seen.add(id);
       out.push({
-        name: r.name, version: r.version, parentVersion: parent.version, source: typeof r.metadata.source === 'string' ? r.metadata.source : 'manual',
-        promotedAt: a.createdAt, action: a.action, setVersion: set.version, critique: typeof r.metadata.critique === 'string' ? r.metadata.critique : null,
-        parts: diffWords(parent.content ?? '', r.content ?? '').map((p) => ({ value: p.value, added: Boolean(p.added), removed: Boolean(p.removed) })),
+        name: r.name,
+        version: r.version,
+        parentVersion: parent.version,
+        source: typeof r.metadata.source === 'string' ? r.metadata.source : 'manual',
+        promotedAt: a.createdAt,
+        action: a.action,
+        setVersion: set.version,
+        critique: typeof r.metadata.critique === 'string' ? r.metadata.critique : null,
+        parts: diffWords(parent.content ?? '', r.content ?? '').map((p) => ({
+          value: p.value,
+          added: Boolean(p.added),
+          removed: Boolean(p.removed),
+        })),
       });
     }
   }

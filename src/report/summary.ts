@@ -5,7 +5,10 @@ import type { EvalRun } from '../store/index.js';
 // The evaluation summary as stored in eval_runs.summary (pipeline/evaluate.ts writes it). Read leniently:
 // a report of an older or partial summary shows what it can instead of failing.
 const num = z.number().nullable().catch(null);
-const interval = z.object({ mean: z.number(), low: z.number(), high: z.number(), level: z.number().catch(0.95) }).nullable().catch(null);
+const interval = z
+  .object({ mean: z.number(), low: z.number(), high: z.number(), level: z.number().catch(0.95) })
+  .nullable()
+  .catch(null);
 const metric = z.object({
   metric: z.enum(METRICS),
   n: z.number().catch(0),
@@ -16,16 +19,32 @@ const metric = z.object({
   test: z.string().catch('sign'),
   pValue: num,
 });
-const metrics = z.array(z.unknown()).catch([]).transform((xs) => xs.flatMap((x) => {
-  const m = metric.safeParse(x);
-  return m.success ? [m.data] : [];
-}));
-const set = z.object({
-  id: z.string(),
-  version: num,
-  agents: z.array(z.object({ agent: z.string(), prompt: z.string().catch('—'), weights: z.string().catch('—') })).catch([]),
-}).nullable().catch(null);
-const gate = z.object({ gate: z.string(), passed: z.boolean(), value: num, threshold: num, detail: z.string().catch('') });
+const metrics = z
+  .array(z.unknown())
+  .catch([])
+  .transform((xs) =>
+    xs.flatMap((x) => {
+      const m = metric.safeParse(x);
+      return m.success ? [m.data] : [];
+    }),
+  );
+const set = z
+  .object({
+    id: z.string(),
+    version: num,
+    agents: z
+      .array(z.object({ agent: z.string(), prompt: z.string().catch('—'), weights: z.string().catch('—') }))
+      .catch([]),
+  })
+  .nullable()
+  .catch(null);
+const gate = z.object({
+  gate: z.string(),
+  passed: z.boolean(),
+  value: num,
+  threshold: num,
+  detail: z.string().catch(''),
+});
 
 const summarySchema = z.object({
   baseline: set,
@@ -64,8 +83,14 @@ export function readEvaluation(run: EvalRun): StoredEvaluation | null {
   const parsed = summarySchema.safeParse(run.summary);
   if (!parsed.success) return null;
   return {
-    id: run.id, status: run.status, trigger: run.trigger, startedAt: run.startedAt, finishedAt: run.finishedAt,
-    baselineSet: run.baselineSet, candidateSet: run.candidateSet, summary: parsed.data,
+    id: run.id,
+    status: run.status,
+    trigger: run.trigger,
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
+    baselineSet: run.baselineSet,
+    candidateSet: run.candidateSet,
+    summary: parsed.data,
   };
 }
 

@@ -41,20 +41,41 @@ export function registerCheckpoint(store: Store, input: RegisterCheckpointInput)
   if (!fs.existsSync(folder)) throw new UserError(`cannot register checkpoint: no folder at ${folder}`);
   return store.transaction(() => {
     const parent = input.parentId ? store.checkpoints.get(input.parentId) : undefined;
-    if (input.parentId && !parent) throw new UserError(`cannot register checkpoint: no parent checkpoint "${input.parentId}"`);
+    if (input.parentId && !parent)
+      throw new UserError(`cannot register checkpoint: no parent checkpoint "${input.parentId}"`);
     const parentRes = parent?.resourceId ? store.resources.get(parent.resourceId) : undefined;
     const baseRes = input.baseResourceId ? store.resources.get(input.baseResourceId) : undefined;
-    if (input.baseResourceId && !baseRes) throw new UserError(`cannot register checkpoint: no weight resource "${input.baseResourceId}"`);
+    if (input.baseResourceId && !baseRes)
+      throw new UserError(`cannot register checkpoint: no weight resource "${input.baseResourceId}"`);
     const name = input.name ?? parentRes?.name ?? baseRes?.name ?? refName(input.baseModel);
     const basePath = input.basePath ?? (parentRes?.metadata.base_path as string | undefined) ?? baseRes?.path ?? null;
     const id = newId('ck');
     const resource = store.resources.add({
-      kind: 'weight', name, path: folder, parentId: parentRes?.id ?? baseRes?.id ?? null,
-      metadata: { ...input.metadata, algo: input.algo, adapter: input.adapter, base_path: input.adapter ? basePath : null, checkpoint_id: id },
+      kind: 'weight',
+      name,
+      path: folder,
+      parentId: parentRes?.id ?? baseRes?.id ?? null,
+      metadata: {
+        ...input.metadata,
+        algo: input.algo,
+        adapter: input.adapter,
+        base_path: input.adapter ? basePath : null,
+        checkpoint_id: id,
+      },
     });
     const checkpoint = store.checkpoints.add({
-      id, resourceId: resource.id, parentId: parent?.id ?? null, trainingRunId: input.trainingRunId, algo: input.algo, baseModel: input.baseModel,
-      path: folder, datasetHash: input.datasetHash, traceIds: input.traceIds, watermark: input.watermark, configHash: input.configHash, metrics: input.metrics,
+      id,
+      resourceId: resource.id,
+      parentId: parent?.id ?? null,
+      trainingRunId: input.trainingRunId,
+      algo: input.algo,
+      baseModel: input.baseModel,
+      path: folder,
+      datasetHash: input.datasetHash,
+      traceIds: input.traceIds,
+      watermark: input.watermark,
+      configHash: input.configHash,
+      metrics: input.metrics,
     });
     return { checkpoint, resource };
   });
@@ -69,7 +90,8 @@ export function refName(ref: string): string {
 /** A checkpoint by id or unique prefix, or a UserError (exit 2). */
 export function resolveCheckpoint(store: Store, ref: string): Checkpoint {
   const found = store.checkpoints.resolve(ref.trim());
-  if (!found) throw new UserError(`no checkpoint "${ref}" (or the prefix is ambiguous)`, 'see `massgen-rl checkpoints list`');
+  if (!found)
+    throw new UserError(`no checkpoint "${ref}" (or the prefix is ambiguous)`, 'see `massgen-rl checkpoints list`');
   return found;
 }
 
@@ -86,7 +108,13 @@ export function describeCheckpoint(store: Store, ref: string): CheckpointDetail 
   const checkpoint = resolveCheckpoint(store, ref);
   const resource = (checkpoint.resourceId && store.resources.get(checkpoint.resourceId)) || null;
   const production = Boolean(resource && store.resources.production('weight', resource.name)?.id === resource.id);
-  return { checkpoint, resource, production, lineage: store.checkpoints.lineage(checkpoint.id), children: store.checkpoints.children(checkpoint.id) };
+  return {
+    checkpoint,
+    resource,
+    production,
+    lineage: store.checkpoints.lineage(checkpoint.id),
+    children: store.checkpoints.children(checkpoint.id),
+  };
 }
 
 export type MetricMode = 'max' | 'min';
@@ -122,12 +150,14 @@ export interface PruneResult {
  * rollback target, and every ancestor of those; deletes the other rows, then their folders.
  */
 export function pruneCheckpoints(store: Store, opts: PruneOptions): PruneResult {
-  if (!Number.isInteger(opts.keepLast) || opts.keepLast < 1) throw new UserError(`--keep-last ${opts.keepLast}: expected a whole number ≥ 1`);
+  if (!Number.isInteger(opts.keepLast) || opts.keepLast < 1)
+    throw new UserError(`--keep-last ${opts.keepLast}: expected a whole number ≥ 1`);
   const all = store.checkpoints.list();
   const reasons = new Map<string, string[]>();
   const keep = (ck: Checkpoint, why: string) => reasons.set(ck.id, [...(reasons.get(ck.id) ?? []), why]);
   all.slice(0, opts.keepLast).forEach((ck) => keep(ck, `last ${opts.keepLast}`));
-  if (opts.keepBest && all.length) keep(best(all, opts.keepBest.metric, opts.keepBest.mode), `best ${opts.keepBest.metric} (${opts.keepBest.mode})`);
+  if (opts.keepBest && all.length)
+    keep(best(all, opts.keepBest.metric, opts.keepBest.mode), `best ${opts.keepBest.metric} (${opts.keepBest.mode})`);
   const prod = new Set(store.resources.listProduction().map((r) => r.id));
   const shielded = store.checkpoints.protectedResourceIds();
   for (const ck of all) {
@@ -138,11 +168,15 @@ export function pruneCheckpoints(store: Store, opts: PruneOptions): PruneResult 
     for (const a of store.checkpoints.lineage(id)) keep(a, `ancestor of ${id}`);
   }
   const weight = (ck: Checkpoint) => (ck.resourceName ? `${ck.resourceName} v${ck.resourceVersion}` : null);
-  const doomed = all.filter((ck) => !reasons.has(ck.id)).map((ck) => ({ ck, depth: store.checkpoints.lineage(ck.id).length }))
+  const doomed = all
+    .filter((ck) => !reasons.has(ck.id))
+    .map((ck) => ({ ck, depth: store.checkpoints.lineage(ck.id).length }))
     .sort((a, b) => b.depth - a.depth); // stable: newest first within a depth
   const result: PruneResult = {
     dryRun: Boolean(opts.dryRun),
-    kept: all.filter((ck) => reasons.has(ck.id)).map((ck) => ({ id: ck.id, weight: weight(ck), reasons: reasons.get(ck.id)! })),
+    kept: all
+      .filter((ck) => reasons.has(ck.id))
+      .map((ck) => ({ id: ck.id, weight: weight(ck), reasons: reasons.get(ck.id)! })),
     deleted: [],
   };
   const allowed = opts.onlyIds && new Set(opts.onlyIds);
@@ -152,7 +186,9 @@ export function pruneCheckpoints(store: Store, opts: PruneOptions): PruneResult 
     result.deleted.push(entry);
     if (opts.dryRun) continue;
     store.checkpoints.delete(ck.id);
-    const why = store.checkpoints.pathInUse(ck.path) ? 'another checkpoint or resource uses it' : removeFolder(ck.path, opts.root);
+    const why = store.checkpoints.pathInUse(ck.path)
+      ? 'another checkpoint or resource uses it'
+      : removeFolder(ck.path, opts.root);
     if (why) entry.filesKept = why;
     else entry.filesRemoved = true;
   }
@@ -163,7 +199,10 @@ function best(all: Checkpoint[], metric: string, mode: MetricMode): Checkpoint {
   const scored = all.filter((ck) => typeof ck.metrics[metric] === 'number' && Number.isFinite(ck.metrics[metric]));
   if (!scored.length) {
     const names = [...new Set(all.flatMap((ck) => Object.keys(ck.metrics)))].sort();
-    throw new UserError(`--keep-best ${metric}: no checkpoint has a numeric "${metric}" metric`, names.length ? `metrics on record: ${names.join(', ')}` : 'no checkpoint has metrics');
+    throw new UserError(
+      `--keep-best ${metric}: no checkpoint has a numeric "${metric}" metric`,
+      names.length ? `metrics on record: ${names.join(', ')}` : 'no checkpoint has metrics',
+    );
   }
   const value = (ck: Checkpoint) => (ck.metrics[metric] as number) * (mode === 'max' ? 1 : -1);
   return scored.reduce((a, b) => (value(b) > value(a) ? b : a)); // newest first: ties keep the newest
@@ -172,7 +211,8 @@ function best(all: Checkpoint[], metric: string, mode: MetricMode): Checkpoint {
 /** Removes a checkpoint folder; returns why it was left instead, if it was. */
 function removeFolder(dir: string, root: string | undefined): string | undefined {
   const abs = path.resolve(dir);
-  if (root && (path.relative(path.resolve(root), abs).startsWith('..') || path.resolve(root) === abs)) return `outside ${root}`;
+  if (root && (path.relative(path.resolve(root), abs).startsWith('..') || path.resolve(root) === abs))
+    return `outside ${root}`;
   if (abs === path.parse(abs).root) return 'refusing to remove a filesystem root';
   try {
     fs.rmSync(abs, { recursive: true, force: true });
@@ -184,19 +224,32 @@ function removeFolder(dir: string, root: string | undefined): string | undefined
 
 /** Starts a new line from a checkpoint: weight resource NAME v1 on the same files, with a checkpoint whose parent is the original. */
 export function forkCheckpoint(store: Store, ref: string, name: string): RegisteredCheckpoint {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) throw new UserError(`--name "${name}": use letters, digits, ".", "_" and "-" (starting with a letter or digit)`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name))
+    throw new UserError(`--name "${name}": use letters, digits, ".", "_" and "-" (starting with a letter or digit)`);
   const source = resolveCheckpoint(store, ref);
-  if (!fs.existsSync(source.path)) throw new UserError(`checkpoint ${source.id} has no files at ${source.path} any more`);
+  if (!fs.existsSync(source.path))
+    throw new UserError(`checkpoint ${source.id} has no files at ${source.path} any more`);
   return store.transaction(() => {
     const taken = store.resources.latest('weight', name);
-    if (taken) throw new UserError(`weight resource "${name}" already exists (v${taken.version}); choose another --name`);
+    if (taken)
+      throw new UserError(`weight resource "${name}" already exists (v${taken.version}); choose another --name`);
     const sourceRes = source.resourceId ? store.resources.get(source.resourceId) : undefined;
     const { checkpoint_id: _c, pruned_at: _p, ...inherited } = sourceRes?.metadata ?? {};
     const id = newId('ck');
     const resource = store.resources.add({
-      kind: 'weight', name, path: source.path, parentId: sourceRes?.id ?? null, metadata: { ...inherited, checkpoint_id: id, forked_from: source.id },
+      kind: 'weight',
+      name,
+      path: source.path,
+      parentId: sourceRes?.id ?? null,
+      metadata: { ...inherited, checkpoint_id: id, forked_from: source.id },
     });
-    const checkpoint = store.checkpoints.add({ ...source, id, resourceId: resource.id, parentId: source.id, trainingRunId: null });
+    const checkpoint = store.checkpoints.add({
+      ...source,
+      id,
+      resourceId: resource.id,
+      parentId: source.id,
+      trainingRunId: null,
+    });
     return { checkpoint, resource };
   });
 }

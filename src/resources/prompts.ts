@@ -10,14 +10,24 @@ import type { Resource, Store } from '../store/index.js';
  */
 export function configPrompts(prompts: RLConfig['prompts'], baseDir: string, store: Store): Map<string, Resource> {
   // Every prompt file is read before anything is written: a bad one leaves the store as it was.
-  const texts = new Map(Object.entries(prompts).map(([name, p]) => [name, p.text ?? readPrompt(path.resolve(baseDir, p.file!))]));
+  const texts = new Map(
+    Object.entries(prompts).map(([name, p]) => [name, p.text ?? readPrompt(path.resolve(baseDir, p.file!))]),
+  );
   const resolved = new Map<string, Resource>();
   for (const [name, p] of Object.entries(prompts)) {
     const text = texts.get(name)!;
     const versions = store.resources.list('prompt').filter((r) => r.name === name);
     const fromConfig = versions.filter((r) => r.metadata.source === 'config').at(-1);
-    const current = fromConfig && fromConfig.content === store.redactor.scrub(text) ? fromConfig
-      : store.resources.add({ kind: 'prompt', name, content: text, parentId: versions.at(-1)?.id ?? null, metadata: { source: 'config', file: p.file ?? null } });
+    const current =
+      fromConfig && fromConfig.content === store.redactor.scrub(text)
+        ? fromConfig
+        : store.resources.add({
+            kind: 'prompt',
+            name,
+            content: text,
+            parentId: versions.at(-1)?.id ?? null,
+            metadata: { source: 'config', file: p.file ?? null },
+          });
     resolved.set(name, current);
   }
   return resolved;

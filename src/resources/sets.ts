@@ -24,18 +24,34 @@ export function configMembers(ctx: SetContext): SetMembers {
   const agents: Record<string, SetMember> = {};
   for (const a of ctx.config.agents) {
     const model = ctx.config.models[a.model]!;
-    const weights = model.local ? weightResource(ctx.store, ctx.weights(model.local.weights, `models.${a.model}.local.weights`)).id : null;
+    const weights = model.local
+      ? weightResource(ctx.store, ctx.weights(model.local.weights, `models.${a.model}.local.weights`)).id
+      : null;
     agents[a.id] = { prompt: prompts.get(a.system_prompt)!.id, weights, from_config: { prompt: true, weights: true } };
   }
   const presenter = ctx.config.orchestrator.presenter_prompt;
-  return withPresenter({ agents }, presenter === undefined ? undefined : { prompt: prompts.get(presenter)!.id, fromConfig: true });
+  return withPresenter(
+    { agents },
+    presenter === undefined ? undefined : { prompt: prompts.get(presenter)!.id, fromConfig: true },
+  );
 }
 
 /** The weight resource behind resolved weights, recording a builtin model or a folder the first time it is used. */
 export function weightResource(store: Store, w: ResolvedWeights): Resource {
   if (w.resource) return store.resources.get(w.resource.id)!;
-  const known = store.resources.list('weight').filter((r) => r.path === w.dir).at(-1);
-  return known ?? store.resources.add({ kind: 'weight', name: refName(w.ref), path: w.dir, metadata: { source: 'config', ref: w.ref, adapter: w.adapter, base_path: w.baseDir ?? null } });
+  const known = store.resources
+    .list('weight')
+    .filter((r) => r.path === w.dir)
+    .at(-1);
+  return (
+    known
+    ?? store.resources.add({
+      kind: 'weight',
+      name: refName(w.ref),
+      path: w.dir,
+      metadata: { source: 'config', ref: w.ref, adapter: w.adapter, base_path: w.baseDir ?? null },
+    })
+  );
 }
 
 /**
@@ -47,24 +63,32 @@ export function reconcile(current: SetMembers | undefined, implied: SetMembers):
   const agents: Record<string, SetMember> = {};
   for (const [id, c] of Object.entries(implied.agents)) {
     const s = current?.agents[id];
-    agents[id] = !s ? c : {
-      prompt: s.from_config.prompt ? c.prompt : s.prompt,
-      weights: s.from_config.weights ? c.weights : s.weights,
-      from_config: s.from_config,
-    };
+    agents[id] = !s
+      ? c
+      : {
+          prompt: s.from_config.prompt ? c.prompt : s.prompt,
+          weights: s.from_config.weights ? c.weights : s.weights,
+          from_config: s.from_config,
+        };
   }
   const deployed = current && presenterOf(current);
-  const presenter = implied.presenter === undefined ? undefined : deployed && !deployed.fromConfig ? deployed : presenterOf(implied);
+  const presenter =
+    implied.presenter === undefined ? undefined : deployed && !deployed.fromConfig ? deployed : presenterOf(implied);
   return withPresenter(withPolicies({ agents }, current?.policies), presenter);
 }
 
 /** The set's presenter prompt and whether it follows the config (only a set made from the config says so). */
 export function presenterOf(members: SetMembers): { prompt: string; fromConfig: boolean } | undefined {
-  return members.presenter === undefined ? undefined : { prompt: members.presenter, fromConfig: members.presenter_from_config === true };
+  return members.presenter === undefined
+    ? undefined
+    : { prompt: members.presenter, fromConfig: members.presenter_from_config === true };
 }
 
 /** Members with this presenter (none: both keys left out, so a set without one hashes as before). */
-export function withPresenter(members: SetMembers, presenter: { prompt: string; fromConfig: boolean } | undefined): SetMembers {
+export function withPresenter(
+  members: SetMembers,
+  presenter: { prompt: string; fromConfig: boolean } | undefined,
+): SetMembers {
   const { presenter: _p, presenter_from_config: _f, ...rest } = members;
   return presenter ? { ...rest, presenter: presenter.prompt, presenter_from_config: presenter.fromConfig } : rest;
 }
@@ -90,12 +114,26 @@ export function withWeights(base: SetMembers, store: Store, weight: Resource, co
     const model = config.agents.find((a) => a.id === agent)?.model;
     return model ? config.models[model]?.lora?.line : undefined;
   };
-  const served = Object.entries(base.agents).filter(([id, m]) => (m.weights ? line(m.weights) === weight.name : loraLine(id) === weight.name));
+  const served = Object.entries(base.agents).filter(([id, m]) =>
+    m.weights ? line(m.weights) === weight.name : loraLine(id) === weight.name,
+  );
   if (!served.length) {
-    const lines = [...new Set(Object.values(base.agents).map((m) => line(m.weights)).filter(Boolean))];
-    throw new UserError(`weights ${weight.name} v${weight.version} belong to line "${weight.name}", which no agent serves${lines.length ? ` (agents serve: ${lines.join(', ')})` : ' (no agent has local weights)'}`);
+    const lines = [
+      ...new Set(
+        Object.values(base.agents)
+          .map((m) => line(m.weights))
+          .filter(Boolean),
+      ),
+    ];
+    throw new UserError(
+      `weights ${weight.name} v${weight.version} belong to line "${weight.name}", which no agent serves${lines.length ? ` (agents serve: ${lines.join(', ')})` : ' (no agent has local weights)'}`,
+    );
   }
-  return replace(base, served.map(([id]) => id), (m) => ({ ...m, weights: weight.id, from_config: { ...m.from_config, weights: false } }));
+  return replace(
+    base,
+    served.map(([id]) => id),
+    (m) => ({ ...m, weights: weight.id, from_config: { ...m.from_config, weights: false } }),
+  );
 }
 
 /**
@@ -108,15 +146,24 @@ export function withPrompt(base: SetMembers, config: RLConfig, prompt: Resource)
   const presents = prompt.name === presenter;
   if (!ids.length && !presents) {
     const inUse = [...new Set(config.agents.map((a) => a.system_prompt))].join(', ');
-    throw new UserError(`prompt "${prompt.name}" is neither the system prompt of an agent nor the presenter prompt; prompts in use: ${inUse} (agents' system prompts)${presenter === undefined ? ', and no orchestrator.presenter_prompt is set' : `, ${presenter} (orchestrator.presenter_prompt)`}`);
+    throw new UserError(
+      `prompt "${prompt.name}" is neither the system prompt of an agent nor the presenter prompt; prompts in use: ${inUse} (agents' system prompts)${presenter === undefined ? ', and no orchestrator.presenter_prompt is set' : `, ${presenter} (orchestrator.presenter_prompt)`}`,
+    );
   }
-  const swapped = replace(base, ids, (m) => ({ ...m, prompt: prompt.id, from_config: { ...m.from_config, prompt: false } }));
+  const swapped = replace(base, ids, (m) => ({
+    ...m,
+    prompt: prompt.id,
+    from_config: { ...m.from_config, prompt: false },
+  }));
   return presents ? withPresenter(swapped, { prompt: prompt.id, fromConfig: false }) : swapped;
 }
 
 /** The base set with some agents changed; its policies and presenter kept. */
 function replace(base: SetMembers, ids: string[], change: (m: SetMember) => SetMember): SetMembers {
-  return withAgents(base, Object.fromEntries(Object.entries(base.agents).map(([id, m]) => [id, ids.includes(id) ? change(m) : m])));
+  return withAgents(
+    base,
+    Object.fromEntries(Object.entries(base.agents).map(([id, m]) => [id, ids.includes(id) ? change(m) : m])),
+  );
 }
 
 function withAgents(base: SetMembers, agents: Record<string, SetMember>): SetMembers {
@@ -129,7 +176,10 @@ function withAgents(base: SetMembers, agents: Record<string, SetMember>): SetMem
  */
 export function complete(set: ResourceSet, implied: SetMembers): SetMembers {
   const agents = Object.fromEntries(Object.entries(implied.agents).map(([id, c]) => [id, set.members.agents[id] ?? c]));
-  return withPresenter(withPolicies({ agents }, set.members.policies), presenterOf(set.members) ?? presenterOf(implied));
+  return withPresenter(
+    withPolicies({ agents }, set.members.policies),
+    presenterOf(set.members) ?? presenterOf(implied),
+  );
 }
 
 /** The line of describeMembers for the presenter prompt (no agent id can be written so). */
@@ -139,14 +189,23 @@ const PRESENTER_LINE = '(presenter)';
  * Where a set's resources came from, one line per agent (for status, resources show and reports), and a
  * line `(presenter)` for the presenter prompt when the set has one (the winner's weights present with it).
  */
-export function describeMembers(store: Store, members: SetMembers): { agent: string; prompt: string; weights: string }[] {
+export function describeMembers(
+  store: Store,
+  members: SetMembers,
+): { agent: string; prompt: string; weights: string }[] {
   const label = (id: string | null) => {
     if (!id) return '(served elsewhere)';
     const r = store.resources.get(id);
     return r ? `${r.name} v${r.version}` : id;
   };
-  const lines = Object.entries(members.agents).map(([agent, m]) => ({ agent, prompt: label(m.prompt), weights: label(m.weights) }));
-  return members.presenter === undefined ? lines : [...lines, { agent: PRESENTER_LINE, prompt: label(members.presenter), weights: "(the winner's)" }];
+  const lines = Object.entries(members.agents).map(([agent, m]) => ({
+    agent,
+    prompt: label(m.prompt),
+    weights: label(m.weights),
+  }));
+  return members.presenter === undefined
+    ? lines
+    : [...lines, { agent: PRESENTER_LINE, prompt: label(members.presenter), weights: "(the winner's)" }];
 }
 
 export type { SetOrigin };

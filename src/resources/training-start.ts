@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import type { Algo } from '../config/schema.js';
 import { UserError } from '../errors.js';
-import { refName } from './checkpoints.js';
 import type { Checkpoint } from '../store/checkpoints.js';
 import type { Resource, Store } from '../store/index.js';
+import { refName } from './checkpoints.js';
 import type { ResolvedWeights } from './weights.js';
 
 /** What a training run starts from. */
@@ -43,7 +43,11 @@ export function resolveStart(store: Store, start: StartInput, algo: Algo, from?:
   const where = from === undefined ? 'train.base_model' : '--from';
   if (/^ck_[a-z0-9]*$/.test(ref)) {
     const checkpoint = store.checkpoints.resolve(ref);
-    if (!checkpoint) throw new UserError(`${where} ${ref}: no checkpoint with this id (or the prefix is ambiguous)`, 'see `massgen-rl checkpoints list`');
+    if (!checkpoint)
+      throw new UserError(
+        `${where} ${ref}: no checkpoint with this id (or the prefix is ambiguous)`,
+        'see `massgen-rl checkpoints list`',
+      );
     return fromCheckpoint(store, ref, checkpoint, algo);
   }
   let weightsRef = ref;
@@ -52,24 +56,47 @@ export function resolveStart(store: Store, start: StartInput, algo: Algo, from?:
     if (store.resources.production('weight', name)) weightsRef = `resource:${name}@production`;
   }
   const w = start.weights(weightsRef, where);
-  const resource = w.resource ? store.resources.get(w.resource.id) ?? null : findByPath(store, w.dir);
+  const resource = w.resource ? (store.resources.get(w.resource.id) ?? null) : findByPath(store, w.dir);
   const ckId = typeof resource?.metadata.checkpoint_id === 'string' ? resource.metadata.checkpoint_id : undefined;
-  const parent = ckId ? store.checkpoints.get(ckId) ?? null : null;
+  const parent = ckId ? (store.checkpoints.get(ckId) ?? null) : null;
   if (w.adapter && !w.baseDir) {
-    throw new UserError(`${where}: ${w.dir} is a LoRA adapter whose base model is not on record`, 'train from a registered checkpoint (see `massgen-rl checkpoints list`) or from a full model folder');
+    throw new UserError(
+      `${where}: ${w.dir} is a LoRA adapter whose base model is not on record`,
+      'train from a registered checkpoint (see `massgen-rl checkpoints list`) or from a full model folder',
+    );
   }
   const line = resource?.name ?? refName(ref);
-  return { ref, dir: w.dir, adapter: w.adapter, baseDir: w.adapter ? w.baseDir ?? null : null, resource, checkpoint: parent, line, watermark: lineWatermark(store, line, algo) };
+  return {
+    ref,
+    dir: w.dir,
+    adapter: w.adapter,
+    baseDir: w.adapter ? (w.baseDir ?? null) : null,
+    resource,
+    checkpoint: parent,
+    line,
+    watermark: lineWatermark(store, line, algo),
+  };
 }
 
 function fromCheckpoint(store: Store, ref: string, ck: Checkpoint, algo: Algo): TrainStart {
-  if (!fs.existsSync(ck.path)) throw new UserError(`--from ${ref}: checkpoint ${ck.id} has no files at ${ck.path} any more`);
-  const resource = ck.resourceId ? store.resources.get(ck.resourceId) ?? null : null;
+  if (!fs.existsSync(ck.path))
+    throw new UserError(`--from ${ref}: checkpoint ${ck.id} has no files at ${ck.path} any more`);
+  const resource = ck.resourceId ? (store.resources.get(ck.resourceId) ?? null) : null;
   const adapter = fs.existsSync(`${ck.path}/adapter_config.json`);
   const baseDir = adapter && typeof resource?.metadata.base_path === 'string' ? resource.metadata.base_path : null;
-  if (adapter && !baseDir) throw new UserError(`--from ${ref}: checkpoint ${ck.id} is a LoRA adapter without a recorded base model`);
+  if (adapter && !baseDir)
+    throw new UserError(`--from ${ref}: checkpoint ${ck.id} is a LoRA adapter without a recorded base model`);
   const line = resource?.name ?? refName(ck.baseModel ?? ck.path);
-  return { ref, dir: ck.path, adapter, baseDir, resource, checkpoint: ck, line, watermark: lineWatermark(store, line, algo) };
+  return {
+    ref,
+    dir: ck.path,
+    adapter,
+    baseDir,
+    resource,
+    checkpoint: ck,
+    line,
+    watermark: lineWatermark(store, line, algo),
+  };
 }
 
 /** The highest trace watermark among the line's checkpoints of this algorithm. */
@@ -78,5 +105,10 @@ function lineWatermark(store: Store, line: string, algo: Algo): number {
 }
 
 function findByPath(store: Store, dir: string): Resource | null {
-  return store.resources.list('weight').filter((r) => r.path === dir).at(-1) ?? null;
+  return (
+    store.resources
+      .list('weight')
+      .filter((r) => r.path === dir)
+      .at(-1) ?? null
+  );
 }

@@ -43,11 +43,18 @@ export function resolveWeights(ctx: WeightContext, weights: string, where?: stri
       fail(`unknown built-in weights "${ref}"; available: ${BUILTIN_WEIGHTS.map((b) => `builtin:${b}`).join(', ')}`);
     }
     const dir = ctx.paths.defaultModelDir;
-    if (!readModelManifest(dir)) fail(`the built-in model ${name} is not provisioned yet (no converted model in ${dir})`, 'run `massgen-rl doctor --fix`');
+    if (!readModelManifest(dir))
+      fail(
+        `the built-in model ${name} is not provisioned yet (no converted model in ${dir})`,
+        'run `massgen-rl doctor --fix`',
+      );
     return { ref, kind: 'builtin', dir, adapter: false };
   }
   if (ref.startsWith('resource:')) return fromResource(ctx, ref, fail);
-  const dir = path.resolve(ctx.paths.baseDir, ref.startsWith('~/') ? path.join(process.env.HOME ?? '~', ref.slice(2)) : ref);
+  const dir = path.resolve(
+    ctx.paths.baseDir,
+    ref.startsWith('~/') ? path.join(process.env.HOME ?? '~', ref.slice(2)) : ref,
+  );
   return { ref, kind: 'path', dir, adapter: checkFolder(dir, ref, fail) };
 }
 
@@ -62,25 +69,40 @@ function fromResource(ctx: WeightContext, ref: string, fail: Fail): ResolvedWeig
   if (!/^(\d+|latest|production)$/.test(version)) fail(`"${ref}": the version must be a number, latest or production`);
   const store = ctx.store();
   if (!store) {
-    return fail(`weights "${ref}" refer to the store, which does not exist yet (${ctx.paths.storePath})`, 'run `massgen-rl doctor --fix` to create it and record the base model');
+    return fail(
+      `weights "${ref}" refer to the store, which does not exist yet (${ctx.paths.storePath})`,
+      'run `massgen-rl doctor --fix` to create it and record the base model',
+    );
   }
   const available = store.resources.list('weight');
-  const resource: Resource | undefined = version === 'production' ? store.resources.production('weight', name)
-    : version === 'latest' ? store.resources.latest('weight', name)
-      : available.find((r) => r.name === name && r.version === Number(version));
+  const resource: Resource | undefined =
+    version === 'production'
+      ? store.resources.production('weight', name)
+      : version === 'latest'
+        ? store.resources.latest('weight', name)
+        : available.find((r) => r.name === name && r.version === Number(version));
   if (!resource) {
     const names = [...new Set(available.map((r) => r.name))].map((n) => {
       const versions = available.filter((r) => r.name === n).map((r) => r.version);
       return `${n} (v${versions.join(', v')})`;
     });
     const known = available.some((r) => r.name === name);
-    return fail(`${known ? `weight resource "${name}" has no version ${version}` : `unknown weight resource "${name}"`}; ${names.length ? `available: ${names.join('; ')}` : 'the store has no weight resources yet'}`,
-      names.length ? undefined : 'run `massgen-rl doctor --fix` to record the base model');
+    return fail(
+      `${known ? `weight resource "${name}" has no version ${version}` : `unknown weight resource "${name}"`}; ${names.length ? `available: ${names.join('; ')}` : 'the store has no weight resources yet'}`,
+      names.length ? undefined : 'run `massgen-rl doctor --fix` to record the base model',
+    );
   }
   if (!resource.path) fail(`weight resource ${resource.name} v${resource.version} has no folder on record`);
   const adapter = checkFolder(resource.path!, ref, fail);
   const base = typeof resource.metadata.base_path === 'string' ? resource.metadata.base_path : undefined;
-  return { ref, kind: 'resource', dir: resource.path!, adapter, baseDir: adapter ? base : undefined, resource: { id: resource.id, name: resource.name, version: resource.version } };
+  return {
+    ref,
+    kind: 'resource',
+    dir: resource.path!,
+    adapter,
+    baseDir: adapter ? base : undefined,
+    resource: { id: resource.id, name: resource.name, version: resource.version },
+  };
 }
 
 /** True for a LoRA adapter folder, false for a full model folder; anything else fails. */
@@ -94,5 +116,7 @@ function checkFolder(dir: string, ref: string, fail: Fail): boolean {
   if (!stat.isDirectory()) fail(`${dir} is not a folder (weights "${ref}")`);
   if (fs.existsSync(path.join(dir, 'adapter_config.json'))) return true;
   if (fs.existsSync(path.join(dir, 'config.json'))) return false;
-  return fail(`${dir} holds neither config.json (a model folder) nor adapter_config.json (a LoRA adapter) (weights "${ref}")`);
+  return fail(
+    `${dir} holds neither config.json (a model folder) nor adapter_config.json (a LoRA adapter) (weights "${ref}")`,
+  );
 }

@@ -20,19 +20,29 @@ export function answerQualityFamily(name: string, describe: string, scorer: Answ
       const probe = scorer(outcome.finalAnswer ?? '', reference, task, config);
       if (probe === null) return [];
       const out: RewardInput[] = [];
-      out.push(outcome.finalAnswer === null
-        ? { channel: 'rollout', family: name, value: 0, reason: `no final answer (rollout ${outcome.status})` }
-        : { channel: 'rollout', family: name, value: probe.value, reason: probe.reason });
+      out.push(
+        outcome.finalAnswer === null
+          ? { channel: 'rollout', family: name, value: 0, reason: `no final answer (rollout ${outcome.status})` }
+          : { channel: 'rollout', family: name, value: probe.value, reason: probe.reason },
+      );
       const byAnswer = new Map<number, number>();
       for (const a of outcome.answers) {
         const s = scorer(a.content, reference, task, config);
         if (!s) continue;
         byAnswer.set(a.seq, s.value);
-        out.push({ channel: 'turn', family: name, value: s.value, reason: `${a.label} round ${a.round}: ${s.reason}`, agent: a.agent, targetSeq: a.seq });
+        out.push({
+          channel: 'turn',
+          family: name,
+          value: s.value,
+          reason: `${a.label} round ${a.round}: ${s.reason}`,
+          agent: a.agent,
+          targetSeq: a.seq,
+        });
       }
       for (const [agent, a] of latestAnswers(outcome)) {
         const value = byAnswer.get(a.seq);
-        if (value !== undefined) out.push({ channel: 'agent', family: name, value, reason: `last answer (${a.label}, seq ${a.seq})`, agent });
+        if (value !== undefined)
+          out.push({ channel: 'agent', family: name, value, reason: `last answer (${a.label}, seq ${a.seq})`, agent });
       }
       return out;
     },

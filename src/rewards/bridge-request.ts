@@ -19,14 +19,17 @@ export function parseRewardRequest(text: string): RewardRequest {
     throw new MalformedRequest(`the body is not JSON: ${errorMessage(err)}`);
   }
   const shape = 'expected {"prompts": [[messages]], "completions": [str], "meta": [{...}]}';
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new MalformedRequest(`the body is not a JSON object; ${shape}`);
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new MalformedRequest(`the body is not a JSON object; ${shape}`);
   const { prompts, completions, meta } = body as Record<string, unknown>;
   for (const [key, value] of Object.entries({ prompts, completions, meta })) {
     if (!Array.isArray(value)) throw new MalformedRequest(`"${key}" must be an array; ${shape}`);
   }
   const [texts, metas, n] = [completions as unknown[], meta as unknown[], (prompts as unknown[]).length];
   if (n !== texts.length || metas.length !== texts.length) {
-    throw new MalformedRequest(`prompts, completions and meta must have the same length, got ${n}, ${texts.length} and ${metas.length}`);
+    throw new MalformedRequest(
+      `prompts, completions and meta must have the same length, got ${n}, ${texts.length} and ${metas.length}`,
+    );
   }
   const notText = texts.findIndex((t) => typeof t !== 'string');
   if (notText >= 0) throw new MalformedRequest(`completions[${notText}] must be a string`);

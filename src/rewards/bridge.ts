@@ -2,12 +2,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UserError, errorMessage } from '../errors.js';
 import type { LlmClient } from '../llm/types.js';
-import type { RewardsConfig, RewardUsage } from './types.js';
 import type { Store } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
 import { BodyRefused, readBody } from '../util/http-body.js';
-import { scoreCompletion, SINGLE_ANSWER_FAMILIES, singleAnswerWeights } from './completion.js';
 import { MalformedRequest, parseRewardRequest, type RewardRequest } from './bridge-request.js';
+import { scoreCompletion, SINGLE_ANSWER_FAMILIES, singleAnswerWeights } from './completion.js';
+import type { RewardsConfig, RewardUsage } from './types.js';
 
 export const REWARD_BRIDGE_PATH = '/rewards';
 
@@ -38,7 +38,10 @@ export interface RewardBridge {
 }
 
 class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -52,10 +55,15 @@ class HttpError extends Error {
 export async function startRewardBridge(opts: RewardBridgeOptions): Promise<RewardBridge> {
   const weights = singleAnswerWeights(opts.rewards.weights);
   if (!Object.keys(weights).length) {
-    throw new UserError('online GRPO scores each sampled answer on its own, but no single-answer reward family has a weight',
-      `give one of ${SINGLE_ANSWER_FAMILIES.join(', ')} a non-zero weight in rewards.weights`);
+    throw new UserError(
+      'online GRPO scores each sampled answer on its own, but no single-answer reward family has a weight',
+      `give one of ${SINGLE_ANSWER_FAMILIES.join(', ')} a non-zero weight in rewards.weights`,
+    );
   }
-  if (weights.judge !== undefined && !opts.judge) throw new UserError('the judge reward has a weight, so the reward bridge needs the judge model (rewards.judge.model)');
+  if (weights.judge !== undefined && !opts.judge)
+    throw new UserError(
+      'the judge reward has a weight, so the reward bridge needs the judge model (rewards.judge.model)',
+    );
   opts.signal?.throwIfAborted();
   const limit = limiter(opts.concurrency ?? 8);
   const usage: RewardUsage = { judgeTokens: 0, judgeCalls: 0 };
@@ -70,13 +78,15 @@ export async function startRewardBridge(opts: RewardBridgeOptions): Promise<Rewa
       if (!tasks.has(id)) tasks.set(id, opts.store.tasks.get(id) ?? null);
       return tasks.get(id)!;
     };
-    const rewards = await Promise.all(body.completions.map((text, i) => {
-      const meta = body.meta[i]!;
-      const task = taskOf(meta.task_id);
-      if (!task) return null;
-      const agent = typeof meta.agent === 'string' && meta.agent ? meta.agent : 'policy';
-      return limit(() => scoreCompletion({ id: `grpo-sample-${request}-${i}`, text, task, agent }, ctx, weights));
-    }));
+    const rewards = await Promise.all(
+      body.completions.map((text, i) => {
+        const meta = body.meta[i]!;
+        const task = taskOf(meta.task_id);
+        if (!task) return null;
+        const agent = typeof meta.agent === 'string' && meta.agent ? meta.agent : 'policy';
+        return limit(() => scoreCompletion({ id: `grpo-sample-${request}-${i}`, text, task, agent }, ctx, weights));
+      }),
+    );
     counts.calls++;
     counts.scored += rewards.filter((r) => r !== null).length;
     return rewards;
@@ -88,12 +98,18 @@ export async function startRewardBridge(opts: RewardBridgeOptions): Promise<Rewa
     void (async () => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== REWARD_BRIDGE_PATH) throw new HttpError(404, `not found: POST ${REWARD_BRIDGE_PATH}`);
-      if (req.method !== 'POST') throw new HttpError(405, `method ${req.method} not allowed: POST ${REWARD_BRIDGE_PATH}`);
+      if (req.method !== 'POST')
+        throw new HttpError(405, `method ${req.method} not allowed: POST ${REWARD_BRIDGE_PATH}`);
       const body = parseRewardRequest(await readRequest(req, maxBody));
       return { rewards: await rewardsFor(body) };
-    })().then((payload) => send(res, 200, payload), (err: unknown) => {
-      send(res, err instanceof HttpError ? err.status : err instanceof MalformedRequest ? 400 : 500, { error: errorMessage(err) });
-    });
+    })().then(
+      (payload) => send(res, 200, payload),
+      (err: unknown) => {
+        send(res, err instanceof HttpError ? err.status : err instanceof MalformedRequest ? 400 : 500, {
+          error: errorMessage(err),
+        });
+      },
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -101,16 +117,21 @@ export async function startRewardBridge(opts: RewardBridgeOptions): Promise<Rewa
   });
   const { address, port } = server.address() as AddressInfo;
   const onAbort = () => void close();
-  const close = () => new Promise<void>((resolve) => {
-    opts.signal?.removeEventListener('abort', onAbort);
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
+  const close = () =>
+    new Promise<void>((resolve) => {
+      opts.signal?.removeEventListener('abort', onAbort);
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   return {
     url: `http://${address.includes(':') ? `[${address}]` : address}:${port}${REWARD_BRIDGE_PATH}`,
-    get calls() { return counts.calls; },
-    get scored() { return counts.scored; },
+    get calls() {
+      return counts.calls;
+    },
+    get scored() {
+      return counts.scored;
+    },
     usage,
     close,
   };

@@ -5,7 +5,10 @@ import type { RewardContext, RewardUsage } from './types.js';
 
 /** A reward family failed to compute (a custom command crashed, an invalid task regex…). */
 export class RewardError extends Error {
-  constructor(readonly family: string, cause: unknown) {
+  constructor(
+    readonly family: string,
+    cause: unknown,
+  ) {
     super(`reward ${family}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     this.name = 'RewardError';
   }
@@ -39,23 +42,28 @@ export function familyValue(rewards: readonly RewardInput[]): number | null {
  * valid ones) and totals them. Judge tokens go to ctx.usage (created when absent) and judgeTokens.
  * A family that throws rejects the whole call with a RewardError naming it (the cause attached).
  */
-export async function computeRewards(ctx: RewardContext, weights: Partial<Record<string, number>>): Promise<RewardResult> {
+export async function computeRewards(
+  ctx: RewardContext,
+  weights: Partial<Record<string, number>>,
+): Promise<RewardResult> {
   for (const name of Object.keys(weights)) getRewardFamily(name);
   const usage: RewardUsage = ctx.usage ?? { judgeTokens: 0, judgeCalls: 0 };
   const before = usage.judgeTokens;
   const run = { ...ctx, usage };
   const active = REWARD_REGISTRY.filter((f) => (weights[f.name] ?? 0) !== 0);
-  const results = await Promise.all(active.map(async (family) => {
-    try {
-      const rewards = (await family.score(run)).map((r) => ({ ...r, family: family.name }));
-      const bad = rewards.find((r) => !Number.isFinite(r.value));
-      if (bad) throw new Error(`${bad.channel} value is not a finite number: ${bad.value}`);
-      return { family, rewards };
-    } catch (err) {
-      if (ctx.signal?.aborted) throw err;
-      throw err instanceof RewardError ? err : new RewardError(family.name, err);
-    }
-  }));
+  const results = await Promise.all(
+    active.map(async (family) => {
+      try {
+        const rewards = (await family.score(run)).map((r) => ({ ...r, family: family.name }));
+        const bad = rewards.find((r) => !Number.isFinite(r.value));
+        if (bad) throw new Error(`${bad.channel} value is not a finite number: ${bad.value}`);
+        return { family, rewards };
+      } catch (err) {
+        if (ctx.signal?.aborted) throw err;
+        throw err instanceof RewardError ? err : new RewardError(family.name, err);
+      }
+    }),
+  );
   const rewards: RewardInput[] = [];
   const byFamily: Record<string, number> = {};
   let total = 0;

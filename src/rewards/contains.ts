@@ -1,6 +1,6 @@
+import { normalizeAnswer } from '../util/answer-text.js';
 import { answerQualityFamily } from './answer-family.js';
 import { clip } from './exact.js';
-import { normalizeAnswer } from '../util/answer-text.js';
 import type { AnswerScorer } from './types.js';
 
 /**
@@ -22,4 +22,8 @@ export const containsMatch: AnswerScorer = (answer, reference) => {
   return { value: 0, reason: `"${clip(ref)}" not found in the answer` };
 };
 
-export const containsReward = answerQualityFamily('contains', 'the answer contains the reference (normalized, at word boundaries)', containsMatch);
+export const containsReward = answerQualityFamily(
+  'contains',
+  'the answer contains the reference (normalized, at word boundaries)',
+  containsMatch,
+);

@@ -9,9 +9,12 @@ export function coordinationScore(ctx: Parameters<RewardFamily['score']>[0]): { 
   const quality = answerQuality(outcome.finalAnswer, outcome.task, config);
   const terms: [string, number][] = [
     [`rounds ${outcome.rounds} (${extra} over ${c.free_rounds} free) × ${c.round_penalty}`, extra * c.round_penalty],
-    [quality
-      ? `quality ${round(quality.value)} (${outcome.finalAnswer === null ? 'no final answer' : quality.family}) × ${c.quality_coef}`
-      : `quality 0 (no reference) × ${c.quality_coef}`, (quality?.value ?? 0) * c.quality_coef],
+    [
+      quality
+        ? `quality ${round(quality.value)} (${outcome.finalAnswer === null ? 'no final answer' : quality.family}) × ${c.quality_coef}`
+        : `quality 0 (no reference) × ${c.quality_coef}`,
+      (quality?.value ?? 0) * c.quality_coef,
+    ],
     [`tokens ${outcome.tokens} × ${c.token_coef}`, outcome.tokens * c.token_coef],
     outcome.consensus ? ['consensus', c.consensus_bonus] : ['no consensus', c.no_consensus_penalty],
   ];
@@ -27,7 +30,8 @@ export function coordinationScore(ctx: Parameters<RewardFamily['score']>[0]): { 
 export const coordinationReward: RewardFamily = {
   name: 'coordination',
   scope: 'team',
-  describe: 'team reward: rounds beyond the free ones, final answer quality, tokens spent and consensus (rewards.coordination)',
+  describe:
+    'team reward: rounds beyond the free ones, final answer quality, tokens spent and consensus (rewards.coordination)',
   score(ctx) {
     const { value, reason } = coordinationScore(ctx);
     return [{ channel: 'rollout', family: 'coordination', value, reason }];

@@ -3,7 +3,10 @@ import type { RewardFamily } from './types.js';
 
 /** A custom reward command that timed out, crashed or printed something other than a number. */
 export class CustomRewardError extends Error {
-  constructor(message: string, readonly command: readonly string[]) {
+  constructor(
+    message: string,
+    readonly command: readonly string[],
+  ) {
     super(message);
     this.name = 'CustomRewardError';
   }
@@ -48,25 +51,55 @@ export const customReward: RewardFamily = {
     const shown = custom.command.join(' ');
     // Both streams are kept in memory, so both are capped: past a cap the command is stopped.
     const result = await execa(file!, args, {
-      input: JSON.stringify(outcome), timeout: custom.timeout_ms, reject: false, stripFinalNewline: true,
+      input: JSON.stringify(outcome),
+      timeout: custom.timeout_ms,
+      reject: false,
+      stripFinalNewline: true,
       maxBuffer: { stdout: MAX_STDOUT_CHARS, stderr: MAX_STDERR_CHARS },
       ...(signal ? { cancelSignal: signal } : {}),
     });
     if (result.isCanceled) throw signal?.reason ?? new Error('cancelled');
     const stderr = lastLines(String(result.stderr ?? ''), 3).join(' | ');
     if (result.isMaxBuffer) {
-      throw new CustomRewardError(`custom reward command \`${shown}\` was stopped: it printed more than ${MAX_STDOUT_CHARS / 1024 ** 2} MiB on stdout or ${MAX_STDERR_CHARS / 1024 ** 2} MiB on stderr (it should print one number or {"value": n})`, custom.command);
+      throw new CustomRewardError(
+        `custom reward command \`${shown}\` was stopped: it printed more than ${MAX_STDOUT_CHARS / 1024 ** 2} MiB on stdout or ${MAX_STDERR_CHARS / 1024 ** 2} MiB on stderr (it should print one number or {"value": n})`,
+        custom.command,
+      );
     }
-    if (result.timedOut) throw new CustomRewardError(`custom reward command \`${shown}\` timed out after ${custom.timeout_ms} ms`, custom.command);
+    if (result.timedOut)
+      throw new CustomRewardError(
+        `custom reward command \`${shown}\` timed out after ${custom.timeout_ms} ms`,
+        custom.command,
+      );
     if (result.failed) {
-      const how = result.exitCode !== undefined ? `exited with code ${result.exitCode}` : `failed (${result.signal ?? result.shortMessage})`;
-      throw new CustomRewardError(`custom reward command \`${shown}\` ${how}${stderr ? `: ${stderr}` : ''}`, custom.command);
+      const how =
+        result.exitCode !== undefined
+          ? `exited with code ${result.exitCode}`
+          : `failed (${result.signal ?? result.shortMessage})`;
+      throw new CustomRewardError(
+        `custom reward command \`${shown}\` ${how}${stderr ? `: ${stderr}` : ''}`,
+        custom.command,
+      );
     }
     const parsed = parseCustomOutput(String(result.stdout ?? ''));
     if (!parsed) {
-      throw new CustomRewardError(`custom reward command \`${shown}\` printed ${JSON.stringify(String(result.stdout ?? '').trim().slice(0, 200))}, not a number or {"value": n}`, custom.command);
+      throw new CustomRewardError(
+        `custom reward command \`${shown}\` printed ${JSON.stringify(
+          String(result.stdout ?? '')
+            .trim()
+            .slice(0, 200),
+        )}, not a number or {"value": n}`,
+        custom.command,
+      );
     }
-    return [{ channel: 'rollout', family: 'custom', value: parsed.value, reason: parsed.reason ?? `\`${shown}\` printed ${parsed.value}` }];
+    return [
+      {
+        channel: 'rollout',
+        family: 'custom',
+        value: parsed.value,
+        reason: parsed.reason ?? `\`${shown}\` printed ${parsed.value}`,
+      },
+    ];
   },
 };
 

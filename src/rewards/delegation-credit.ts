@@ -9,9 +9,14 @@ export const DELEGATION_CREDIT = 'delegation';
  * The rollout outcome a delegation shares in: its verified quality (the best of the exact and numeric
  * families) when either scored, else its total reward.
  */
-export function creditOutcome(scored: { byFamily: Record<string, number>; total: number }): { value: number; source: string } {
+export function creditOutcome(scored: { byFamily: Record<string, number>; total: number }): {
+  value: number;
+  source: string;
+} {
   const quality = verifiedQuality(scored.byFamily);
-  return quality !== null ? { value: quality, source: 'verified quality' } : { value: scored.total, source: 'total reward' };
+  return quality !== null
+    ? { value: quality, source: 'verified quality' }
+    : { value: scored.total, source: 'total reward' };
 }
 
 /** Verified quality: the best of the verifying families (exact, numeric) that scored, null when none did. */
@@ -31,7 +36,10 @@ export function verifiedQuality(byFamily: Record<string, number>): number | null
  * outcome: creditOutcome. A separate step after the rollout is scored, not a registry family: the
  * outcome is known only once every family has scored, and the credit must not feed back into the total.
  */
-export function delegationCredit(delegations: readonly DelegationRecord[], scored: { byFamily: Record<string, number>; total: number }): RewardInput[] {
+export function delegationCredit(
+  delegations: readonly DelegationRecord[],
+  scored: { byFamily: Record<string, number>; total: number },
+): RewardInput[] {
   if (!delegations.length) return [];
   const outcome = creditOutcome(scored);
   const bySeq = new Map(delegations.map((d) => [d.delegateSeq, d]));
@@ -47,21 +55,34 @@ export function delegationCredit(delegations: readonly DelegationRecord[], score
     const chain = d.parentDelegateSeq === null ? '' : ` × ${round(above)} (the uses of the enclosing delegations)`;
     const value = d.use * above * outcome.value;
     return {
-      channel: 'turn', family: DELEGATION_CREDIT, value: Number.isFinite(value) ? value : 0, agent: d.agent, targetSeq: d.delegateSeq,
+      channel: 'turn',
+      family: DELEGATION_CREDIT,
+      value: Number.isFinite(value) ? value : 0,
+      agent: d.agent,
+      targetSeq: d.delegateSeq,
       reason: `use ${round(d.use)} of the returned answer${chain} × outcome ${round(outcome.value)} (${outcome.source})`,
     };
   });
 }
 
 /** The delegation records of a stored rollout, read from its delegate_aggregate spans (for recomputing rewards). */
-export function delegationsFromSpans(spans: Iterable<{ type: string; name: string; payload: unknown }>): DelegationRecord[] {
+export function delegationsFromSpans(
+  spans: Iterable<{ type: string; name: string; payload: unknown }>,
+): DelegationRecord[] {
   const out: DelegationRecord[] = [];
   for (const s of spans) {
     if (s.type !== 'coordination' || s.name !== 'delegate_aggregate') continue;
     const p = s.payload as DelegateAggregatePayload & Partial<NestedMark>;
     const parentDelegateSeq = nestedDepth(p) > 0 && typeof p.delegate_seq === 'number' ? p.delegate_seq : null;
     for (const r of Array.isArray(p.returns) ? p.returns : []) {
-      out.push({ agent: r.agent, delegateSeq: r.delegate_seq, returnSeq: r.return_seq, depth: r.child_depth, parentDelegateSeq, use: Number.isFinite(r.use) ? r.use : 0 });
+      out.push({
+        agent: r.agent,
+        delegateSeq: r.delegate_seq,
+        returnSeq: r.return_seq,
+        depth: r.child_depth,
+        parentDelegateSeq,
+        use: Number.isFinite(r.use) ? r.use : 0,
+      });
     }
   }
   return out.sort((a, b) => a.delegateSeq - b.delegateSeq);

@@ -1,5 +1,5 @@
-import { answerQualityFamily } from './answer-family.js';
 import { answerWords, extractFinalAnswer } from '../util/answer-text.js';
+import { answerQualityFamily } from './answer-family.js';
 import type { AnswerScorer } from './types.js';
 
 /** Token-level F1 (SQuAD style: word multiset overlap) between two word lists; 1 when both are empty. */
@@ -37,4 +37,8 @@ export const f1Match: AnswerScorer = (answer, reference) => {
   return { value: best.value, reason: `token F1 ${best.value.toFixed(3)} (${best.on})` };
 };
 
-export const f1Reward = answerQualityFamily('f1', 'token F1 between the answer and the reference (normalized words)', f1Match);
+export const f1Reward = answerQualityFamily(
+  'f1',
+  'token F1 between the answer and the reference (normalized words)',
+  f1Match,
+);

@@ -14,7 +14,10 @@ export const MAX_NOTE_CHARS = 4000;
 
 /** A feedback refused, naming the field at fault (the CLI shows it as its flag, the gateway as the `param`). */
 export class FeedbackError extends Error {
-  constructor(readonly field: 'score' | 'agent' | 'note', message: string) {
+  constructor(
+    readonly field: 'score' | 'agent' | 'note',
+    message: string,
+  ) {
     super(message);
     this.name = 'FeedbackError';
   }
@@ -31,7 +34,10 @@ export function feedbackAgents(store: Store, rollout: Pick<Rollout, 'id' | 'meta
 
 /** The reward row a feedback adds, checked: a finite score, a known agent, a note of bounded length. */
 export function feedbackReward(
-  fb: Feedback, rolloutId: string, agents: readonly string[], defaultReason: string,
+  fb: Feedback,
+  rolloutId: string,
+  agents: readonly string[],
+  defaultReason: string,
 ): RewardInput {
   if (typeof fb.score !== 'number' || !Number.isFinite(fb.score)) {
     throw new FeedbackError('score', `score must be a finite number, got ${String(fb.score)}`);
@@ -40,12 +46,17 @@ export function feedbackReward(
     throw new FeedbackError('note', `note must be at most ${MAX_NOTE_CHARS} characters, got ${fb.note.length}`);
   }
   if (fb.agent !== undefined && !agents.includes(fb.agent)) {
-    throw new FeedbackError('agent',
-      `rollout ${rolloutId} has no agent "${fb.agent}"; agents: ${agents.join(', ') || 'none recorded'}`);
+    throw new FeedbackError(
+      'agent',
+      `rollout ${rolloutId} has no agent "${fb.agent}"; agents: ${agents.join(', ') || 'none recorded'}`,
+    );
   }
   return {
-    channel: fb.agent ? 'agent' : 'rollout', family: 'human', value: fb.score,
-    reason: fb.note ?? defaultReason, agent: fb.agent ?? null,
+    channel: fb.agent ? 'agent' : 'rollout',
+    family: 'human',
+    value: fb.score,
+    reason: fb.note ?? defaultReason,
+    agent: fb.agent ?? null,
   };
 }
 
@@ -54,7 +65,10 @@ export function feedbackReward(
  * rewards; call inside a write transaction. `writer`: the rollout's open span writer, when it has one.
  */
 export function storeFeedback(
-  store: Store, rolloutId: string, rewards: readonly RewardInput[], weights: Partial<Record<string, number>>,
+  store: Store,
+  rolloutId: string,
+  rewards: readonly RewardInput[],
+  weights: Partial<Record<string, number>>,
   writer: SpanWriter = store.spans.writer(rolloutId),
 ): { reward: Reward; total: number } {
   for (const r of rewards) writer.add(rewardSpan(r));

@@ -1,6 +1,6 @@
 import type { ChatMessage } from '../llm/types.js';
-import type { RolloutOutcome } from './types.js';
 import { dict } from '../util/dict.js';
+import type { RolloutOutcome } from './types.js';
 
 export interface Criterion {
   criterion: string;
@@ -21,7 +21,9 @@ export function judgeMessages(outcome: RolloutOutcome, answer: string, rubric: C
   const reference = outcome.task?.reference?.trim();
   const parts = [
     `Task:\n${outcome.task?.prompt ?? '(the task text is not available)'}`,
-    reference ? `Reference answer (known to be correct):\n${reference}` : 'There is no reference answer; judge on the task alone.',
+    reference
+      ? `Reference answer (known to be correct):\n${reference}`
+      : 'There is no reference answer; judge on the task alone.',
     `Answer to grade:\n${answer}`,
     `Rubric (score each criterion from 0 = worst to 10 = best):\n${rubric.map((c) => `- ${c.criterion} (weight ${c.weight})`).join('\n')}`,
     `Reply with only this JSON object and nothing else:\n${JUDGE_FORMAT(rubric)}`,

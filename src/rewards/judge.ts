@@ -31,20 +31,40 @@ export const judgeReward: RewardFamily = {
   describe: 'an LLM judge scores the final answer on the weighted rubric (rewards.judge), normalized to 0..1',
   async score(ctx) {
     const { outcome, config } = ctx;
-    if (outcome.finalAnswer === null) return [{ channel: 'rollout', family: 'judge', value: 0, reason: `no final answer (rollout ${outcome.status})` }];
+    if (outcome.finalAnswer === null)
+      return [{ channel: 'rollout', family: 'judge', value: 0, reason: `no final answer (rollout ${outcome.status})` }];
     const rubric = config.judge.rubric.length ? config.judge.rubric : DEFAULT_RUBRIC;
     const attempts = 1 + config.judge.max_retries;
     const result = await askJudge(ctx, judgeMessages(outcome, outcome.finalAnswer, rubric), rubric, attempts);
     if ('failure' in result) {
-      return [{ channel: 'rollout', family: 'judge', value: config.judge.failure_score, reason: `judge failed after ${attempts} attempt(s): ${result.failure}` }];
+      return [
+        {
+          channel: 'rollout',
+          family: 'judge',
+          value: config.judge.failure_score,
+          reason: `judge failed after ${attempts} attempt(s): ${result.failure}`,
+        },
+      ];
     }
     const value = rubricValue(result.scores, rubric);
     const breakdown = rubric.map((c) => `${c.criterion} ${result.scores[c.criterion]}/10 ×${c.weight}`).join(', ');
-    return [{ channel: 'rollout', family: 'judge', value, reason: `${breakdown} → ${value.toFixed(3)}${result.reason ? `: ${result.reason}` : ''}` }];
+    return [
+      {
+        channel: 'rollout',
+        family: 'judge',
+        value,
+        reason: `${breakdown} → ${value.toFixed(3)}${result.reason ? `: ${result.reason}` : ''}`,
+      },
+    ];
   },
 };
 
-async function askJudge(ctx: RewardContext, first: ChatMessage[], rubric: Criterion[], attempts: number): Promise<Verdict | { failure: string }> {
+async function askJudge(
+  ctx: RewardContext,
+  first: ChatMessage[],
+  rubric: Criterion[],
+  attempts: number,
+): Promise<Verdict | { failure: string }> {
   if (!ctx.judge) throw new Error('the judge reward needs a judge model: set rewards.judge.model');
   const { client, model } = ctx.judge;
   let messages = first;
@@ -53,7 +73,10 @@ async function askJudge(ctx: RewardContext, first: ChatMessage[], rubric: Criter
     ctx.signal?.throwIfAborted();
     let content: string | null;
     try {
-      const res = await client.chat({ model, messages, temperature: 0, max_tokens: 512 }, ctx.signal ? { signal: ctx.signal } : {});
+      const res = await client.chat(
+        { model, messages, temperature: 0, max_tokens: 512 },
+        ctx.signal ? { signal: ctx.signal } : {},
+      );
       if (ctx.usage) {
         ctx.usage.judgeTokens += res.usage.totalTokens;
         ctx.usage.judgeCalls += 1;
@@ -68,9 +91,14 @@ async function askJudge(ctx: RewardContext, first: ChatMessage[], rubric: Criter
       return parseJudgeReply(content, rubric);
     } catch (err) {
       failure = `malformed judge reply (${errorMessage(err)}): "${clip(content ?? '', 80)}"`;
-      messages = [...first, { role: 'assistant', content: content ?? '' }, {
-        role: 'user', content: `That reply could not be used: ${errorMessage(err)}. Reply with only this JSON object:\n${JUDGE_FORMAT(rubric)}`,
-      }];
+      messages = [
+        ...first,
+        { role: 'assistant', content: content ?? '' },
+        {
+          role: 'user',
+          content: `That reply could not be used: ${errorMessage(err)}. Reply with only this JSON object:\n${JUDGE_FORMAT(rubric)}`,
+        },
+      ];
     }
   }
   return { failure };

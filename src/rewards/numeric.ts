@@ -1,6 +1,6 @@
+import { extractFinalNumber, parseReferenceNumber } from '../util/answer-numbers.js';
 import { answerQualityFamily } from './answer-family.js';
 import { clip } from './exact.js';
-import { extractFinalNumber, parseReferenceNumber } from '../util/answer-numbers.js';
 import type { AnswerScorer } from './types.js';
 
 /** Relative slack so that large references are not held to float-exact equality. */
@@ -26,7 +26,11 @@ export const numericMatch: AnswerScorer = (answer, reference, task, config) => {
     : { value: 0, reason: `${found.value} ≠ ${ref} (|Δ| ${fmt(diff)} > ${fmt(allowed)})` };
 };
 
-export const numericReward = answerQualityFamily('numeric', 'final number within tolerance of the numeric reference', numericMatch);
+export const numericReward = answerQualityFamily(
+  'numeric',
+  'final number within tolerance of the numeric reference',
+  numericMatch,
+);
 
 function fmt(n: number): string {
   return Number(n.toPrecision(6)).toString();

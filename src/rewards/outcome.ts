@@ -27,7 +27,9 @@ export function agentOf(outcome: RolloutOutcome, target: string): string {
   if (outcome.agents.includes(target)) return target;
   const direct = Object.hasOwn(outcome.labels, target) ? outcome.labels[target] : undefined;
   if (direct !== undefined && outcome.agents.includes(direct)) return direct;
-  const reverse = Object.entries(outcome.labels).find(([agent, label]) => label === target && outcome.agents.includes(agent));
+  const reverse = Object.entries(outcome.labels).find(
+    ([agent, label]) => label === target && outcome.agents.includes(agent),
+  );
   if (reverse) return reverse[0];
   const answered = outcome.answers.find((a) => a.label === target);
   return answered ? answered.agent : target;

@@ -1,8 +1,8 @@
+import type { Task } from '../tasks/types.js';
 import { exactMatch } from './exact.js';
 import { f1Match } from './f1.js';
 import { numericMatch } from './numeric.js';
 import type { RewardsConfig } from './types.js';
-import type { Task } from '../tasks/types.js';
 
 export interface Quality {
   value: number;

@@ -1,8 +1,8 @@
+import type { Task } from '../tasks/types.js';
+import { extractFinalAnswer } from '../util/answer-text.js';
 import { answerQualityFamily } from './answer-family.js';
 import { clip } from './exact.js';
-import { extractFinalAnswer } from '../util/answer-text.js';
 import type { AnswerScorer } from './types.js';
-import type { Task } from '../tasks/types.js';
 
 const SLASHED = /^\/(.+)\/([dgimsuvy]*)$/s;
 
@@ -13,7 +13,12 @@ const SLASHED = /^\/(.+)\/([dgimsuvy]*)$/s;
  */
 export function answerPattern(reference: string, task: Task): RegExp | null {
   const meta = task.metadata.answer_regex;
-  const source = typeof meta === 'string' && meta !== '' ? meta : meta === true || SLASHED.test(reference.trim()) ? reference.trim() : null;
+  const source =
+    typeof meta === 'string' && meta !== ''
+      ? meta
+      : meta === true || SLASHED.test(reference.trim())
+        ? reference.trim()
+        : null;
   if (source === null) return null;
   const slashed = SLASHED.exec(source);
   try {
@@ -33,4 +38,8 @@ export const regexMatch: AnswerScorer = (answer, reference, task) => {
   return { value: 0, reason: `"${clip(line)}" does not match ${pattern}` };
 };
 
-export const regexReward = answerQualityFamily('regex', 'the answer matches the reference pattern (metadata.answer_regex or a /…/ reference)', regexMatch);
+export const regexReward = answerQualityFamily(
+  'regex',
+  'the answer matches the reference pattern (metadata.answer_regex or a /…/ reference)',
+  regexMatch,
+);

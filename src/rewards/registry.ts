@@ -16,8 +16,19 @@ import { votingReward } from './voting.js';
 
 /** Every reward family, in the order of REWARD_FAMILIES (config/schema.ts): the order computeRewards runs them. */
 export const REWARD_REGISTRY: readonly RewardFamily[] = Object.freeze([
-  exactReward, numericReward, f1Reward, rougeLReward, regexReward, containsReward,
-  judgeReward, coordinationReward, votingReward, toolReward, peerVoteReward, customReward, humanReward,
+  exactReward,
+  numericReward,
+  f1Reward,
+  rougeLReward,
+  regexReward,
+  containsReward,
+  judgeReward,
+  coordinationReward,
+  votingReward,
+  toolReward,
+  peerVoteReward,
+  customReward,
+  humanReward,
 ]);
 
 const byName = new Map(REWARD_REGISTRY.map((f) => [f.name, f]));
@@ -33,6 +44,7 @@ export function hasRewardFamily(name: string): boolean {
 /** The family called `name`; an unknown name throws a UserError listing the valid ones. */
 export function getRewardFamily(name: string): RewardFamily {
   const family = byName.get(name);
-  if (!family) throw new UserError(`unknown reward family "${name}"; valid families: ${rewardFamilyNames().join(', ')}`);
+  if (!family)
+    throw new UserError(`unknown reward family "${name}"; valid families: ${rewardFamilyNames().join(', ')}`);
   return family;
 }

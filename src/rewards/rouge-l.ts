@@ -28,4 +28,8 @@ export const rougeLMatch: AnswerScorer = (answer, reference) => {
   return { value: best.value, reason: `ROUGE-L F ${best.value.toFixed(3)} (${best.on})` };
 };
 
-export const rougeLReward = answerQualityFamily('rouge_l', 'ROUGE-L (longest common subsequence F-measure) against the reference', rougeLMatch);
+export const rougeLReward = answerQualityFamily(
+  'rouge_l',
+  'ROUGE-L (longest common subsequence F-measure) against the reference',
+  rougeLMatch,
+);

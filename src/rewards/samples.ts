@@ -1,8 +1,8 @@
-import type { PromptPayload } from '../trace/payloads.js';
-import type { RewardContext, RewardsConfig } from './types.js';
-import type { RewardInput, SpanInput } from '../trace/records.js';
 import type { Task } from '../tasks/types.js';
+import type { PromptPayload } from '../trace/payloads.js';
+import type { RewardInput, SpanInput } from '../trace/records.js';
 import { completionRewards, singleAnswerWeights } from './completion.js';
+import type { RewardContext, RewardsConfig } from './types.js';
 
 export interface SampleRef {
   seq: number;
@@ -11,7 +11,9 @@ export interface SampleRef {
 }
 
 /** The completed `sample` prompt spans among spans (as written, with their seq). */
-export function samplesOf(spans: Iterable<{ seq: number; type: string; name: string; agent: string | null; payload: unknown }>): SampleRef[] {
+export function samplesOf(
+  spans: Iterable<{ seq: number; type: string; name: string; agent: string | null; payload: unknown }>,
+): SampleRef[] {
   const out: SampleRef[] = [];
   for (const s of spans) {
     if (s.type !== 'prompt' || s.name !== 'sample' || !s.agent) continue;
@@ -43,15 +45,34 @@ export function sampleRecorder(add: (s: SpanInput) => number): { add: (s: SpanIn
  * on its own by the single-answer families, like an online GRPO sample, and its family values are
  * attached to its span. They credit the sample only: callers total the rollout without them.
  */
-export async function sampleRewards(rolloutId: string, samples: readonly SampleRef[], task: Task | null, ctx: { config: RewardsConfig } & Pick<RewardContext, 'judge' | 'signal' | 'usage'>): Promise<RewardInput[]> {
+export async function sampleRewards(
+  rolloutId: string,
+  samples: readonly SampleRef[],
+  task: Task | null,
+  ctx: { config: RewardsConfig } & Pick<RewardContext, 'judge' | 'signal' | 'usage'>,
+): Promise<RewardInput[]> {
   const weights = singleAnswerWeights(ctx.config.weights);
   if (!task || !samples.length || !Object.keys(weights).length) return [];
   const out: RewardInput[] = [];
   for (let i = 0; i < samples.length; i += 8) {
-    const batch = await Promise.all(samples.slice(i, i + 8).map(async (s) => {
-      const r = await completionRewards({ id: `${rolloutId}-sample-${s.seq}`, text: s.content, task, agent: s.agent }, ctx, weights);
-      return (r?.rewards ?? []).filter((w) => w.channel === 'rollout').map((w) => ({ ...w, channel: 'turn', agent: s.agent, targetSeq: s.seq, reason: `sample: ${w.reason ?? ''}`.trim() }));
-    }));
+    const batch = await Promise.all(
+      samples.slice(i, i + 8).map(async (s) => {
+        const r = await completionRewards(
+          { id: `${rolloutId}-sample-${s.seq}`, text: s.content, task, agent: s.agent },
+          ctx,
+          weights,
+        );
+        return (r?.rewards ?? [])
+          .filter((w) => w.channel === 'rollout')
+          .map((w) => ({
+            ...w,
+            channel: 'turn',
+            agent: s.agent,
+            targetSeq: s.seq,
+            reason: `sample: ${w.reason ?? ''}`.trim(),
+          }));
+      }),
+    );
     out.push(...batch.flat());
   }
   return out;

@@ -15,11 +15,24 @@ export const toolReward: RewardFamily = {
     const perAgent = new Map<string, number[]>();
     for (const call of outcome.toolCalls) {
       const value = call.success ? config.tool.success : config.tool.failure;
-      out.push({ channel: 'turn', family: 'tool', value, reason: `${call.name} ${call.success ? 'succeeded' : 'failed'}`, agent: call.agent, targetSeq: call.seq });
+      out.push({
+        channel: 'turn',
+        family: 'tool',
+        value,
+        reason: `${call.name} ${call.success ? 'succeeded' : 'failed'}`,
+        agent: call.agent,
+        targetSeq: call.seq,
+      });
       perAgent.set(call.agent, [...(perAgent.get(call.agent) ?? []), value]);
     }
     for (const [agent, values] of perAgent) {
-      out.push({ channel: 'agent', family: 'tool', value: mean(values), reason: `mean of ${values.length} tool call(s)`, agent });
+      out.push({
+        channel: 'agent',
+        family: 'tool',
+        value: mean(values),
+        reason: `mean of ${values.length} tool call(s)`,
+        agent,
+      });
     }
     return out;
   },

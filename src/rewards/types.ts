@@ -1,7 +1,7 @@
-import type { LlmClient } from '../llm/types.js';
 import type { RLConfig } from '../config/schema.js';
-import type { RewardInput } from '../trace/records.js';
+import type { LlmClient } from '../llm/types.js';
 import type { Task } from '../tasks/types.js';
+import type { RewardInput } from '../trace/records.js';
 
 /** What a reward family sees of one orchestration: derivable both from a live run and from stored spans. */
 export interface RolloutOutcome {

@@ -8,7 +8,9 @@ import type { RewardFamily, RolloutOutcome, RewardsConfig } from './types.js';
  * reference (answerQuality). Empty without a reference or when every answer scores 0.
  */
 export function referenceBest(outcome: RolloutOutcome, config: RewardsConfig, beforeSeq = Infinity): Set<string> {
-  const scored = [...latestAnswers(outcome, beforeSeq)].map(([agent, a]) => [agent, answerQuality(a.content, outcome.task, config)?.value ?? 0] as const);
+  const scored = [...latestAnswers(outcome, beforeSeq)].map(
+    ([agent, a]) => [agent, answerQuality(a.content, outcome.task, config)?.value ?? 0] as const,
+  );
   const best = Math.max(0, ...scored.map(([, v]) => v));
   return new Set(best > 0 ? scored.filter(([, v]) => v === best).map(([agent]) => agent) : []);
 }
@@ -21,7 +23,8 @@ export function referenceBest(outcome: RolloutOutcome, config: RewardsConfig, be
 export const votingReward: RewardFamily = {
   name: 'voting',
   scope: 'team',
-  describe: 'per vote: rewards.voting.correct for voting for the winner or the best answer by the reference, else incorrect',
+  describe:
+    'per vote: rewards.voting.correct for voting for the winner or the best answer by the reference, else incorrect',
   score({ outcome, config }) {
     const out: RewardInput[] = [];
     const perVoter = new Map<string, number[]>();
@@ -29,13 +32,31 @@ export const votingReward: RewardFamily = {
     for (const v of outcome.votes) {
       const target = agentOf(outcome, v.target);
       const best = referenceBest(outcome, config, v.seq);
-      const why = target === winner ? 'voted for the winner' : best.has(target) ? 'voted for the best answer by the reference' : null;
+      const why =
+        target === winner
+          ? 'voted for the winner'
+          : best.has(target)
+            ? 'voted for the best answer by the reference'
+            : null;
       const value = why ? config.voting.correct : config.voting.incorrect;
-      out.push({ channel: 'turn', family: 'voting', value, reason: `${v.voter} → ${target}: ${why ?? 'neither the winner nor the best answer'}`, agent: v.voter, targetSeq: v.seq });
+      out.push({
+        channel: 'turn',
+        family: 'voting',
+        value,
+        reason: `${v.voter} → ${target}: ${why ?? 'neither the winner nor the best answer'}`,
+        agent: v.voter,
+        targetSeq: v.seq,
+      });
       perVoter.set(v.voter, [...(perVoter.get(v.voter) ?? []), value]);
     }
     for (const [agent, values] of perVoter) {
-      out.push({ channel: 'agent', family: 'voting', value: mean(values), reason: `mean of ${values.length} vote(s)`, agent });
+      out.push({
+        channel: 'agent',
+        family: 'voting',
+        value: mean(values),
+        reason: `mean of ${values.length} vote(s)`,
+        agent,
+      });
     }
     return out;
   },

@@ -3,8 +3,8 @@ import type { Embedder } from '../llm/embeddings.js';
 import { delegationFromConfig } from '../orchestrator/delegation.js';
 import type { DelegationInput, StopPolicy, TeamAgent } from '../orchestrator/types.js';
 import { projectEmbedding, STOP_FEATURES, stopFeatures, taskFeatureNames, taskFeatures } from '../policies/index.js';
-import type { Task } from '../tasks/types.js';
 import { Rng } from '../tasks/prng.js';
+import type { Task } from '../tasks/types.js';
 import type { SpanInput } from '../trace/records.js';
 import type { TeamPolicies } from './team-policies.js';
 
@@ -48,7 +48,10 @@ export async function planRollout(p: PlanInput): Promise<RolloutPlan> {
   const { policies } = p;
   if (!policies) return { team: p.team, spans: [] };
   const needsTask = policies.active('routing') || policies.active('tool') || policies.active('delegate');
-  const embedding = needsTask && p.embedder ? projectEmbedding((await p.embedder([p.task.prompt], p.signal))[0]!, EMBEDDING_DIM) : undefined;
+  const embedding =
+    needsTask && p.embedder
+      ? projectEmbedding((await p.embedder([p.task.prompt], p.signal))[0]!, EMBEDDING_DIM)
+      : undefined;
   const x = taskFeatures({ prompt: p.task.prompt, category: p.task.category ?? null }, embedding);
   const names = taskFeatureNames(embedding ? EMBEDDING_DIM : 0);
   const seedOf = (key: string) => Rng.fromKey(`${p.seed}:${p.task.id}:${key}`).int(0, 2 ** 31 - 1);
@@ -57,7 +60,12 @@ export async function planRollout(p: PlanInput): Promise<RolloutPlan> {
   let routing: string | undefined;
   if (policies.active('routing')) {
     const armsByName = routingArms(p.config);
-    const d = policies.decide('routing', { features: x, featureNames: names, arms: Object.keys(armsByName), seed: seedOf('routing') });
+    const d = policies.decide('routing', {
+      features: x,
+      featureNames: names,
+      arms: Object.keys(armsByName),
+      seed: seedOf('routing'),
+    });
     routing = d.chosen;
     const members = new Set(armsByName[d.chosen]);
     team = team.filter((a) => members.has(a.id));
@@ -67,7 +75,14 @@ export async function planRollout(p: PlanInput): Promise<RolloutPlan> {
     const arms = Object.keys(p.config.tools);
     team = team.map((a) => {
       if (a.tools.length < 2) return a;
-      const d = policies.decide('tool', { features: x, featureNames: names, arms, available: a.tools.map((t) => t.name), seed: seedOf(`tool:${a.id}`), agent: a.id });
+      const d = policies.decide('tool', {
+        features: x,
+        featureNames: names,
+        arms,
+        available: a.tools.map((t) => t.name),
+        seed: seedOf(`tool:${a.id}`),
+        agent: a.id,
+      });
       spans.push({ type: 'coordination', name: 'policy_decision', agent: a.id, payload: d });
       const first = a.tools.find((t) => t.name === d.chosen)!;
       return { ...a, tools: [first, ...a.tools.filter((t) => t !== first)] };
@@ -75,20 +90,40 @@ export async function planRollout(p: PlanInput): Promise<RolloutPlan> {
   }
   let delegation: DelegationInput | undefined;
   if (policies.active('delegate')) {
-    const d = policies.decide('delegate', { features: x, featureNames: names, arms: DELEGATE_ARMS, seed: seedOf('delegate') });
+    const d = policies.decide('delegate', {
+      features: x,
+      featureNames: names,
+      arms: DELEGATE_ARMS,
+      seed: seedOf('delegate'),
+    });
     spans.push({ type: 'coordination', name: 'policy_decision', agent: null, payload: d });
     // The limits stay the config's (or its defaults when the section is absent); the policy decides whether and with whom.
     const limits = delegationFromConfig(p.config.orchestrator.delegation ?? delegationSchema.parse({}))!;
-    delegation = d.chosen === 'none' ? { ...limits, enabled: false } : { ...limits, enabled: true, shape: d.chosen as DelegationInput['shape'] };
+    delegation =
+      d.chosen === 'none'
+        ? { ...limits, enabled: false }
+        : { ...limits, enabled: true, shape: d.chosen as DelegationInput['shape'] };
   }
-  return { team, spans, routing, ...(delegation ? { delegation } : {}), ...(policies.active('stop') ? { stopPolicy: stopPolicy(policies, seedOf) } : {}) };
+  return {
+    team,
+    spans,
+    routing,
+    ...(delegation ? { delegation } : {}),
+    ...(policies.active('stop') ? { stopPolicy: stopPolicy(policies, seedOf) } : {}),
+  };
 }
 
 function stopPolicy(policies: TeamPolicies, seedOf: (key: string) => number): StopPolicy {
   const started = performance.now();
   return (s) => {
     const features = stopFeatures({ ...s, elapsedMs: performance.now() - started });
-    const d = policies.decide('stop', { features, featureNames: STOP_FEATURES, arms: STOP_ARMS, seed: seedOf(`stop:${s.round}`), round: s.round });
+    const d = policies.decide('stop', {
+      features,
+      featureNames: STOP_FEATURES,
+      arms: STOP_ARMS,
+      seed: seedOf(`stop:${s.round}`),
+      round: s.round,
+    });
     return { stop: d.chosen === 'stop', payload: d };
   };
 }

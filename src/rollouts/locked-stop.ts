@@ -38,7 +38,16 @@ export class StoreLockedStop {
     const waited = store.busy.lockedForMs;
     const recorded = summary.rollouts.length;
     const more = `; collect stopped: ${recorded} rollout(s) recorded, ${this.unrecorded} could not be recorded (any left running are marked failed when the store is next opened), ${summary.tasks - recorded - this.unrecorded} not started`;
-    await store.write(() => store.collectRuns.finish(summary.runId, 'failed', { ...summary, rollouts: undefined }, `${this.error!.message}${more}`)).catch(() => {});
+    await store
+      .write(() =>
+        store.collectRuns.finish(
+          summary.runId,
+          'failed',
+          { ...summary, rollouts: undefined },
+          `${this.error!.message}${more}`,
+        ),
+      )
+      .catch(() => {});
     return store.busy.error(waited, 1, more);
   }
 }

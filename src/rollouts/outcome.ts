@@ -1,15 +1,36 @@
-import type { RolloutOutcome } from '../rewards/types.js';
-import type { Rollout, Span } from '../trace/records.js';
-import type { Task } from '../tasks/types.js';
-import { nestedDepth, type NewAnswerPayload, type SelectionPayload, type ToolPayload, type VotePayload } from '../trace/payloads.js';
 import type { OrchestrationResult } from '../orchestrator/types.js';
+import type { RolloutOutcome } from '../rewards/types.js';
+import type { Task } from '../tasks/types.js';
+import {
+  nestedDepth,
+  type NewAnswerPayload,
+  type SelectionPayload,
+  type ToolPayload,
+  type VotePayload,
+} from '../trace/payloads.js';
+import type { Rollout, Span } from '../trace/records.js';
 
 /** The reward view of a live orchestration. */
-export function outcomeFromResult(rolloutId: string, task: Task | null, agents: string[], r: OrchestrationResult): RolloutOutcome {
+export function outcomeFromResult(
+  rolloutId: string,
+  task: Task | null,
+  agents: string[],
+  r: OrchestrationResult,
+): RolloutOutcome {
   return {
-    rolloutId, task, status: r.status, agents, labels: r.labels, finalAnswer: r.finalAnswer, winner: r.winner,
-    consensus: r.consensus, rounds: r.rounds, tokens: r.usage.totalTokens,
-    answers: r.answers.map((a) => ({ ...a })), votes: r.votes.map((v) => ({ ...v })), toolCalls: r.toolCalls.map((t) => ({ ...t })),
+    rolloutId,
+    task,
+    status: r.status,
+    agents,
+    labels: r.labels,
+    finalAnswer: r.finalAnswer,
+    winner: r.winner,
+    consensus: r.consensus,
+    rounds: r.rounds,
+    tokens: r.usage.totalTokens,
+    answers: r.answers.map((a) => ({ ...a })),
+    votes: r.votes.map((v) => ({ ...v })),
+    toolCalls: r.toolCalls.map((t) => ({ ...t })),
   };
 }
 
@@ -41,16 +62,35 @@ export function outcomeFromSpans(rollout: Rollout, spans: Span[], task: Task | n
       votes.push({ voter: s.agent, target: p.target_agent, reason: p.reason, round: p.round, seq: s.seq });
     }
     if (s.type === 'coordination' && s.name === 'final_selection') selection = s.payload as SelectionPayload;
-    if (s.type === 'tool' && s.agent) toolCalls.push({ agent: s.agent, name: (s.payload as ToolPayload).name, success: (s.payload as ToolPayload).success, seq: s.seq });
+    if (s.type === 'tool' && s.agent)
+      toolCalls.push({
+        agent: s.agent,
+        name: (s.payload as ToolPayload).name,
+        success: (s.payload as ToolPayload).success,
+        seq: s.seq,
+      });
   }
   const metaAgents = rollout.metadata.agents;
-  const agents = Array.isArray(metaAgents) ? (metaAgents as string[]) : [...new Set(spans.map((s) => s.agent).filter((a): a is string => Boolean(a)))];
+  const agents = Array.isArray(metaAgents)
+    ? (metaAgents as string[])
+    : [...new Set(spans.map((s) => s.agent).filter((a): a is string => Boolean(a)))];
   const metaLabels = rollout.metadata.labels;
   return {
-    rolloutId: rollout.id, task,
+    rolloutId: rollout.id,
+    task,
     status: rollout.status === 'running' ? 'failed' : rollout.status,
-    agents, labels: { ...labels, ...(metaLabels && typeof metaLabels === 'object' ? (metaLabels as Record<string, string>) : {}) },
-    finalAnswer: rollout.finalAnswer, winner: rollout.winner, consensus: selection?.consensus ?? false,
-    rounds, tokens: rollout.tokens, answers, votes, toolCalls,
+    agents,
+    labels: {
+      ...labels,
+      ...(metaLabels && typeof metaLabels === 'object' ? (metaLabels as Record<string, string>) : {}),
+    },
+    finalAnswer: rollout.finalAnswer,
+    winner: rollout.winner,
+    consensus: selection?.consensus ?? false,
+    rounds,
+    tokens: rollout.tokens,
+    answers,
+    votes,
+    toolCalls,
   };
 }

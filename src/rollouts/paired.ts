@@ -1,5 +1,5 @@
-import { ResourceSetRepository } from '../store/resource-sets.js';
 import type { EvalResult } from '../store/index.js';
+import { ResourceSetRepository } from '../store/resource-sets.js';
 import type { Task } from '../tasks/types.js';
 import { measure, type MeasureContext } from './measure.js';
 import type { TeamSetup } from './team.js';
@@ -30,7 +30,13 @@ export interface PairedResults {
   cancelled: boolean;
 }
 
-interface Job { side: 'baseline' | 'candidate'; setup: TeamSetup; task: Task; hash: string; seed: number }
+interface Job {
+  side: 'baseline' | 'candidate';
+  setup: TeamSetup;
+  task: Task;
+  hash: string;
+  seed: number;
+}
 
 /**
  * Runs baseline and candidate on every task and seed, interleaved (pair by pair, alternating which goes
@@ -38,15 +44,19 @@ interface Job { side: 'baseline' | 'candidate'; setup: TeamSetup; task: Task; ha
  * seed and settings is reused instead of run again; an interrupted orchestration is not stored.
  */
 export async function runPairs(input: PairedRunInput): Promise<PairedResults> {
-  const same = ResourceSetRepository.servingHash(input.baseline.set.members) === ResourceSetRepository.servingHash(input.candidate.set.members);
+  const same =
+    ResourceSetRepository.servingHash(input.baseline.set.members)
+    === ResourceSetRepository.servingHash(input.candidate.set.members);
   const jobs: Job[] = [];
-  input.tasks.forEach(({ task, hash }, i) => input.seeds.forEach((seed, j) => {
-    const pair: Job[] = [
-      { side: 'baseline', setup: input.baseline, task, hash, seed },
-      ...(same ? [] : [{ side: 'candidate' as const, setup: input.candidate, task, hash, seed }]),
-    ];
-    jobs.push(...((i * input.seeds.length + j) % 2 ? pair.reverse() : pair));
-  }));
+  input.tasks.forEach(({ task, hash }, i) =>
+    input.seeds.forEach((seed, j) => {
+      const pair: Job[] = [
+        { side: 'baseline', setup: input.baseline, task, hash, seed },
+        ...(same ? [] : [{ side: 'candidate' as const, setup: input.candidate, task, hash, seed }]),
+      ];
+      jobs.push(...((i * input.seeds.length + j) % 2 ? pair.reverse() : pair));
+    }),
+  );
   const results: PairedResults = { baseline: [], candidate: [], measured: 0, reused: 0, cancelled: false };
   let next = 0;
   let done = 0;
@@ -60,7 +70,13 @@ export async function runPairs(input: PairedRunInput): Promise<PairedResults> {
       else results.measured++;
       results[job.side].push(result);
       if (same) results.candidate.push(result);
-      input.onProgress?.({ done: ++done, total: jobs.length, measured: results.measured, reused: results.reused, last: { side: job.side, taskId: job.task.id, reward: result.reward } });
+      input.onProgress?.({
+        done: ++done,
+        total: jobs.length,
+        measured: results.measured,
+        reused: results.reused,
+        last: { side: job.side, taskId: job.task.id, reward: result.reward },
+      });
     }
   };
   await Promise.all(Array.from({ length: Math.min(input.concurrency, jobs.length) }, worker));

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { RLConfig } from '../config/schema.js';
 import { orchestrate } from '../orchestrator/coordinator.js';
 import { delegationFromConfig } from '../orchestrator/delegation.js';
@@ -9,7 +10,6 @@ import { rewardSpan } from '../rewards/spans.js';
 import { StoreBusyError, type Store } from '../store/index.js';
 import type { Task } from '../tasks/types.js';
 import type { RewardInput } from '../trace/records.js';
-import { randomInt } from 'node:crypto';
 import { planRollout } from './decide.js';
 import { outcomeFromResult } from './outcome.js';
 import type { TeamSetup } from './team.js';
@@ -48,27 +48,73 @@ export interface RolloutDeps {
 export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSummary> {
   const { store, setup } = d;
   // Collect draws its decisions from a fresh seed per rollout; an evaluation from the pair's seed.
-  const plan = await planRollout({ task, team: setup.team, config: d.config, policies: setup.policies, embedder: setup.embedder, seed: d.seed ?? randomInt(2 ** 31), signal: d.signal });
+  const plan = await planRollout({
+    task,
+    team: setup.team,
+    config: d.config,
+    policies: setup.policies,
+    embedder: setup.embedder,
+    seed: d.seed ?? randomInt(2 ** 31),
+    signal: d.signal,
+  });
   const agents = plan.team.map((a) => a.id);
   const labels = Object.fromEntries(plan.team.map((a) => [a.id, a.label]));
   const { id, insert } = store.rollouts.prepare({
-    runId: d.runId, taskId: task.id, source: d.source, resourceSetId: setup.set.id,
-    metadata: { agents, labels, prompts: setup.promptVersions, weights: setup.weightVersions, ...(setup.presenter ? { presenter_prompt: setup.presenter.id } : {}), resource_set: { id: setup.set.id, version: setup.set.version }, category: task.category ?? null, ...(d.seed === undefined ? {} : { seed: d.seed }), ...(plan.routing ? { routing: plan.routing } : {}), ...d.metadata },
+    runId: d.runId,
+    taskId: task.id,
+    source: d.source,
+    resourceSetId: setup.set.id,
+    metadata: {
+      agents,
+      labels,
+      prompts: setup.promptVersions,
+      weights: setup.weightVersions,
+      ...(setup.presenter ? { presenter_prompt: setup.presenter.id } : {}),
+      resource_set: { id: setup.set.id, version: setup.set.version },
+      category: task.category ?? null,
+      ...(d.seed === undefined ? {} : { seed: d.seed }),
+      ...(plan.routing ? { routing: plan.routing } : {}),
+      ...d.metadata,
+    },
   });
   // Batched, but never more than 200 ms behind: a killed collect loses almost nothing of the running rollout.
   // The rollout's row goes with the first batch (no commit of its own).
   const writer = store.spans.writer(id, 64, 200, insert);
-  const base = { id, taskId: task.id, reward: null, quality: null, winner: null, consensus: false, rounds: 0, tokens: 0, wallMs: 0 };
+  const base = {
+    id,
+    taskId: task.id,
+    reward: null,
+    quality: null,
+    winner: null,
+    consensus: false,
+    rounds: 0,
+    tokens: 0,
+    wallMs: 0,
+  };
   try {
     const recorder = sampleRecorder((s) => writer.add(s));
     for (const s of plan.spans) recorder.add(s);
-    const team = d.seed === undefined ? plan.team : plan.team.map((a) => ({ ...a, seed: d.seed! * 1009 + setup.team.findIndex((t) => t.id === a.id) }));
+    const team =
+      d.seed === undefined
+        ? plan.team
+        : plan.team.map((a) => ({ ...a, seed: d.seed! * 1009 + setup.team.findIndex((t) => t.id === a.id) }));
     const result = await orchestrate({
-      task: task.prompt, team, config: d.config.orchestrator, sink: { span: recorder.add }, tools: d.tools, signal: d.signal,
-      delegation: plan.delegation ?? delegationFromConfig(d.config.orchestrator.delegation), ...(plan.stopPolicy ? { stopPolicy: plan.stopPolicy } : {}),
+      task: task.prompt,
+      team,
+      config: d.config.orchestrator,
+      sink: { span: recorder.add },
+      tools: d.tools,
+      signal: d.signal,
+      delegation: plan.delegation ?? delegationFromConfig(d.config.orchestrator.delegation),
+      ...(plan.stopPolicy ? { stopPolicy: plan.stopPolicy } : {}),
       ...(setup.presenter ? { presenterPrompt: setup.presenter.prompt } : {}),
     });
-    const costs = { tokens: result.usage.totalTokens, toolCalls: result.usage.toolCalls, messages: result.usage.llmCalls, wallMs: result.wallMs };
+    const costs = {
+      tokens: result.usage.totalTokens,
+      toolCalls: result.usage.toolCalls,
+      messages: result.usage.llmCalls,
+      wallMs: result.wallMs,
+    };
     if (result.status === 'cancelled') {
       await store.write(() => {
         writer.flush();
@@ -77,23 +123,52 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
       return { ...base, status: 'cancelled', rounds: result.rounds, tokens: costs.tokens, wallMs: result.wallMs };
     }
     const outcome = outcomeFromResult(id, task, agents, result);
-    const scored = await computeRewards({ outcome, config: d.config.rewards, judge: setup.judge, signal: d.signal }, d.config.rewards.weights);
+    const scored = await computeRewards(
+      { outcome, config: d.config.rewards, judge: setup.judge, signal: d.signal },
+      d.config.rewards.weights,
+    );
     // Each delegation is credited on its delegate span, after the total (rewards/delegation-credit.ts).
     scored.rewards.push(...delegationCredit(result.delegations ?? [], scored));
     // Samples are credited on their own spans and stay out of the total.
     const sampleUsage = { judgeTokens: 0, judgeCalls: 0 };
-    scored.rewards.push(...await sampleRewards(id, recorder.samples, task, { config: d.config.rewards, judge: setup.judge, signal: d.signal, usage: sampleUsage }));
+    scored.rewards.push(
+      ...(await sampleRewards(id, recorder.samples, task, {
+        config: d.config.rewards,
+        judge: setup.judge,
+        signal: d.signal,
+        usage: sampleUsage,
+      })),
+    );
     const tokens = costs.tokens + scored.judgeTokens + sampleUsage.judgeTokens;
     // The closing writes (last spans, rewards, the rollout row) land together, once the lock is free.
     await store.write(() => {
       writeRewardSpans(writer, scored.rewards);
       writer.flush();
       store.rewards.add(id, scored.rewards);
-      store.rollouts.finish(id, { status: result.status, error: result.error ?? null, finalAnswer: result.finalAnswer, winner: result.winner, totalReward: scored.total, ...costs, tokens });
+      store.rollouts.finish(id, {
+        status: result.status,
+        error: result.error ?? null,
+        finalAnswer: result.finalAnswer,
+        winner: result.winner,
+        totalReward: scored.total,
+        ...costs,
+        tokens,
+      });
     });
     // Correct when any verifying family (exact or numeric match) says so.
     const quality = verifiedQuality(scored.byFamily);
-    return { ...base, status: result.status, error: result.error, reward: scored.total, quality, winner: result.winner, consensus: result.consensus, rounds: result.rounds, tokens, wallMs: result.wallMs };
+    return {
+      ...base,
+      status: result.status,
+      error: result.error,
+      reward: scored.total,
+      quality,
+      winner: result.winner,
+      consensus: result.consensus,
+      rounds: result.rounds,
+      tokens,
+      wallMs: result.wallMs,
+    };
   } catch (err) {
     // A store locked for good cannot record this rollout either: the caller ends the run.
     if (err instanceof StoreBusyError) throw closeWriter(writer, err);
@@ -118,6 +193,9 @@ function closeWriter(writer: { discard(): void }, err: unknown): unknown {
   return err;
 }
 
-function writeRewardSpans(writer: { add: (s: Parameters<Store['spans']['append']>[1][number]) => number }, rewards: RewardInput[]): void {
+function writeRewardSpans(
+  writer: { add: (s: Parameters<Store['spans']['append']>[1][number]) => number },
+  rewards: RewardInput[],
+): void {
   for (const r of rewards) writer.add(rewardSpan(r));
 }

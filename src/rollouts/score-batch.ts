@@ -37,7 +37,10 @@ export async function scoreBatch(input: ScoreBatchInput): Promise<ScoreBatchResu
     while (next < jobs.length && !stopped && !input.signal.aborted) {
       const i = next++;
       const job = jobs[i]!;
-      const m = await measure(input, input.setup, job.task, job.hash, job.seed, { metadata: input.metadata, allow: input.claim });
+      const m = await measure(input, input.setup, job.task, job.hash, job.seed, {
+        metadata: input.metadata,
+        allow: input.claim,
+      });
       if ('declined' in m) stopped = true;
       if (!('result' in m)) continue;
       if (m.reused) out.reused++;

@@ -32,13 +32,19 @@ export interface DecisionInput {
  * (the team behaves as it always has). Every decision returns what its `policy_decision` span records.
  */
 export class TeamPolicies {
-  private constructor(private readonly loaded: Map<PolicyKind, Loaded>, private readonly bootstrap: Set<PolicyKind>, private readonly mode: DecisionMode, private readonly epsilon: number) {}
+  private constructor(
+    private readonly loaded: Map<PolicyKind, Loaded>,
+    private readonly bootstrap: Set<PolicyKind>,
+    private readonly mode: DecisionMode,
+    private readonly epsilon: number,
+  ) {}
 
   static forSet(store: Store, config: PoliciesConfig, set: ResourceSet, mode: DecisionMode): TeamPolicies {
     const loaded = new Map<PolicyKind, Loaded>();
     for (const [kind, id] of Object.entries(set.members.policies ?? {})) {
       const r = store.resources.get(id);
-      if (!r || r.kind !== 'policy') throw new UserError(`resource set v${set.version} names policy ${id} for ${kind}, which is not in the store`);
+      if (!r || r.kind !== 'policy')
+        throw new UserError(`resource set v${set.version} names policy ${id} for ${kind}, which is not in the store`);
       let spec: PolicySpec;
       try {
         spec = parsePolicy(JSON.parse(r.content ?? ''));
@@ -66,7 +72,7 @@ export class TeamPolicies {
       checkCompatible(kind, policy, d);
       const explore = this.mode === 'collect';
       const base = probabilities(policy.spec, d.features, { epsilon: this.epsilon, explore, seed: d.seed });
-      probs = d.arms.map((a) => (open[d.arms.indexOf(a)] ? base[policy.spec.arms.indexOf(a)] ?? 0 : 0));
+      probs = d.arms.map((a) => (open[d.arms.indexOf(a)] ? (base[policy.spec.arms.indexOf(a)] ?? 0) : 0));
     } else {
       probs = open.map((o) => (o ? 1 : 0));
     }
@@ -75,10 +81,23 @@ export class TeamPolicies {
     probs = probs.map((p) => p / total);
     const arm = draw(probs, d.seed);
     return {
-      policy: kind, policy_id: policy?.id ?? null, policy_version: policy?.version ?? null, algorithm: policy?.spec.algorithm ?? 'uniform',
-      arms: d.arms, available, chosen: d.arms[arm]!, arm, propensity: probs[arm]!, probabilities: probs,
-      epsilon: policy ? this.epsilon : 1, explore: this.mode === 'collect', feature_names_hash: featureNamesHash(d.featureNames),
-      features: d.features, seed: d.seed, ...(d.round === undefined ? {} : { round: d.round }), ...(d.agent === undefined ? {} : { agent: d.agent }),
+      policy: kind,
+      policy_id: policy?.id ?? null,
+      policy_version: policy?.version ?? null,
+      algorithm: policy?.spec.algorithm ?? 'uniform',
+      arms: d.arms,
+      available,
+      chosen: d.arms[arm]!,
+      arm,
+      propensity: probs[arm]!,
+      probabilities: probs,
+      epsilon: policy ? this.epsilon : 1,
+      explore: this.mode === 'collect',
+      feature_names_hash: featureNamesHash(d.featureNames),
+      features: d.features,
+      seed: d.seed,
+      ...(d.round === undefined ? {} : { round: d.round }),
+      ...(d.agent === undefined ? {} : { agent: d.agent }),
     };
   }
 }
@@ -86,10 +105,17 @@ export class TeamPolicies {
 function checkCompatible(kind: PolicyKind, p: Loaded, d: DecisionInput): void {
   const where = `policy ${kind} v${p.version}`;
   if (p.spec.features.join('\n') !== d.featureNames.join('\n')) {
-    throw new UserError(`${where} was trained on other features (${p.spec.features.length}) than this team computes (${d.featureNames.length})`, 'train it again on new traces (`massgen-rl train policy ' + kind + '`)');
+    throw new UserError(
+      `${where} was trained on other features (${p.spec.features.length}) than this team computes (${d.featureNames.length})`,
+      'train it again on new traces (`massgen-rl train policy ' + kind + '`)',
+    );
   }
   const missing = d.arms.filter((a) => !p.spec.arms.includes(a));
-  if (missing.length) throw new UserError(`${where} knows the arms ${p.spec.arms.join(', ')}, not ${missing.join(', ')} (the config changed since it was trained)`, `train it again, or deploy a set without it`);
+  if (missing.length)
+    throw new UserError(
+      `${where} knows the arms ${p.spec.arms.join(', ')}, not ${missing.join(', ')} (the config changed since it was trained)`,
+      `train it again, or deploy a set without it`,
+    );
 }
 
 function draw(probs: number[], seed: number): number {

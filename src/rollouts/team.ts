@@ -1,13 +1,13 @@
+import { remoteUrls } from '../config/schema.js';
+import { UserError } from '../errors.js';
+import type { Embedder } from '../llm/embeddings.js';
 import type { LlmClient } from '../llm/types.js';
 import type { TeamAgent } from '../orchestrator/types.js';
-import { remoteUrls } from '../config/schema.js';
 import { checkPromptFiles } from '../resources/prompts.js';
-import { UserError } from '../errors.js';
 import type { Judge, Runtime } from '../runtime/runtime.js';
 import { ensureAdapter, servedAdapterName } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet, Store } from '../store/index.js';
 import { toolDefinition } from '../tools/runner.js';
-import type { Embedder } from '../llm/embeddings.js';
 import { TeamPolicies, type DecisionMode } from './team-policies.js';
 
 export interface TeamSetup {
@@ -48,25 +48,46 @@ export async function setupTeam(rt: Runtime, set: ResourceSet, mode: DecisionMod
   };
   const clients = new Map<string, LlmClient>();
   const served = new Map<string, string>();
-  await Promise.all(config.agents.map(async (a) => {
-    const model = rt.model(a.model);
-    const w = member(a.id).weights;
-    const weight = w ? store.resources.get(w) : undefined;
-    if (weight && !model.local) served.set(a.id, await remoteAdapter(rt, a.model, weight));
-    clients.set(a.id, await rt.client(a.model, weight && model.local ? { weights: `resource:${weight.name}@${weight.version}` } : {}));
-  }));
+  await Promise.all(
+    config.agents.map(async (a) => {
+      const model = rt.model(a.model);
+      const w = member(a.id).weights;
+      const weight = w ? store.resources.get(w) : undefined;
+      if (weight && !model.local) served.set(a.id, await remoteAdapter(rt, a.model, weight));
+      clients.set(
+        a.id,
+        await rt.client(a.model, weight && model.local ? { weights: `resource:${weight.name}@${weight.version}` } : {}),
+      );
+    }),
+  );
   const judge = await rt.judge();
   const team: TeamAgent[] = config.agents.map((a, i) => ({
-    id: a.id, label: `agent${i + 1}`, model: served.get(a.id) ?? rt.model(a.model).model, systemPrompt: store.resources.get(member(a.id).prompt)?.content ?? '',
-    temperature: a.temperature, maxTokens: a.max_tokens, toolMode: a.tool_mode, implicitAnswer: a.implicit_answer,
-    tools: a.tools.map((t) => toolDefinition(t, config.tools)), client: clients.get(a.id)!, samples: config.collect.samples_per_turn,
+    id: a.id,
+    label: `agent${i + 1}`,
+    model: served.get(a.id) ?? rt.model(a.model).model,
+    systemPrompt: store.resources.get(member(a.id).prompt)?.content ?? '',
+    temperature: a.temperature,
+    maxTokens: a.max_tokens,
+    toolMode: a.tool_mode,
+    implicitAnswer: a.implicit_answer,
+    tools: a.tools.map((t) => toolDefinition(t, config.tools)),
+    client: clients.get(a.id)!,
+    samples: config.collect.samples_per_turn,
   }));
   const promptVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).prompt]));
   const weightVersions = Object.fromEntries(config.agents.map((a) => [a.id, member(a.id).weights]));
   const presenter = presenterOf(store, set);
   const policies = TeamPolicies.forSet(store, config.policies, set, mode);
   const decides = (['routing', 'stop', 'tool', 'delegate'] as const).some((k) => policies.active(k));
-  return { team, judge, set, promptVersions, weightVersions, ...(presenter ? { presenter } : {}), ...(decides ? { policies, embedder: await rt.embedder() } : {}) };
+  return {
+    team,
+    judge,
+    set,
+    promptVersions,
+    weightVersions,
+    ...(presenter ? { presenter } : {}),
+    ...(decides ? { policies, embedder: await rt.embedder() } : {}),
+  };
 }
 
 /** The set's presenter prompt, whatever the config says now: a set is measured and served as it is. */

@@ -2,7 +2,14 @@ import type { ResolvedPaths } from '../config/paths.js';
 import type { RLConfig } from '../config/schema.js';
 import type { LlmClient } from '../llm/types.js';
 import type { ResolvedWeights } from '../resources/weights.js';
-import { serverKey, serveTarget, startServer, type ServedModel, type ServeOptions, type ServeTarget } from '../serving/models.js';
+import {
+  serverKey,
+  serveTarget,
+  startServer,
+  type ServedModel,
+  type ServeOptions,
+  type ServeTarget,
+} from '../serving/models.js';
 import { CoreSharing } from '../serving/share-cores.js';
 
 interface Owner {
@@ -21,7 +28,10 @@ export class LocalServers {
   private readonly byModel = new Map<string, Promise<ServedModel>>();
   readonly cores = new CoreSharing<ServedModel>();
 
-  constructor(private readonly owner: Owner, private readonly opts: Pick<ServeOptions, 'onEvent' | 'signal'> = {}) {}
+  constructor(
+    private readonly owner: Owner,
+    private readonly opts: Pick<ServeOptions, 'onEvent' | 'signal'> = {},
+  ) {}
 
   /**
    * The server of config model `name` (which has `local` weights), or of that model on other weights

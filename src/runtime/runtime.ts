@@ -2,16 +2,16 @@ import fs from 'node:fs';
 import type { LoadedConfig } from '../config/load.js';
 import { streamsCompletions, type ModelConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
-import { createEmbedder, type Embedder } from '../llm/embeddings.js';
 import { createLlmClient } from '../llm/client.js';
+import { createEmbedder, type Embedder } from '../llm/embeddings.js';
 import type { LlmClient } from '../llm/types.js';
 import type { PyEvent } from '../python/module.js';
 import { productionSet } from '../resources/production.js';
 import type { SetContext } from '../resources/sets.js';
 import { resolveWeights, type ResolvedWeights } from '../resources/weights.js';
 import { activeJudgeModel } from '../rewards/judge.js';
-import { isPostgresUrl, type Redactor, type ResourceSet, type Store } from '../store/index.js';
 import { servingPython } from '../serving/models.js';
+import { isPostgresUrl, type Redactor, type ResourceSet, type Store } from '../store/index.js';
 import { LocalServers } from './local-servers.js';
 import { openStore, redactorFor } from './store.js';
 
@@ -40,7 +40,10 @@ export class Runtime {
   private opened?: Store;
   private readonly resolved = new Map<string, ResolvedWeights>();
 
-  constructor(readonly loaded: LoadedConfig, opts: RuntimeOptions = {}) {
+  constructor(
+    readonly loaded: LoadedConfig,
+    opts: RuntimeOptions = {},
+  ) {
     this.config = loaded.config;
     this.paths = loaded.paths;
     this.env = loaded.env;
@@ -80,7 +83,11 @@ export class Runtime {
     const key = ref.trim();
     let w = this.resolved.get(key);
     if (!w) {
-      w = resolveWeights({ paths: this.paths, store: () => (this.storeExists() ? this.existingStore() : undefined) }, key, where);
+      w = resolveWeights(
+        { paths: this.paths, store: () => (this.storeExists() ? this.existingStore() : undefined) },
+        key,
+        where,
+      );
       this.resolved.set(key, w);
     }
     return w;
@@ -92,7 +99,8 @@ export class Runtime {
   }
 
   model(name: string): ModelConfig {
-    if (!Object.hasOwn(this.config.models, name)) throw new UserError(`unknown model "${name}"; models: ${Object.keys(this.config.models).join(', ')}`);
+    if (!Object.hasOwn(this.config.models, name))
+      throw new UserError(`unknown model "${name}"; models: ${Object.keys(this.config.models).join(', ')}`);
     return this.config.models[name]!;
   }
 
@@ -100,7 +108,8 @@ export class Runtime {
   apiKey(name: string): string | undefined {
     const m = this.model(name);
     const key = m.api_key_env ? this.env[m.api_key_env] : undefined;
-    if (m.api_key_env && !key) throw new UserError(`models.${name}.api_key_env: environment variable ${m.api_key_env} is not set`);
+    if (m.api_key_env && !key)
+      throw new UserError(`models.${name}.api_key_env: environment variable ${m.api_key_env} is not set`);
     return key;
   }
 
@@ -125,8 +134,12 @@ export class Runtime {
     const apiKey = this.apiKey(name);
     const server = m.local ? await this.servers.server(name, opts.weights) : undefined;
     const client = createLlmClient({
-      baseUrl: server?.baseUrl ?? m.base_urls ?? m.base_url!, apiKey, timeoutMs: m.timeout_ms, maxRetries: m.max_retries,
-      logprobs: opts.logprobs ?? m.logprobs, stream: streamsCompletions(m),
+      baseUrl: server?.baseUrl ?? m.base_urls ?? m.base_url!,
+      apiKey,
+      timeoutMs: m.timeout_ms,
+      maxRetries: m.max_retries,
+      logprobs: opts.logprobs ?? m.logprobs,
+      stream: streamsCompletions(m),
     });
     return server ? this.servers.track(server, client) : client;
   }
@@ -136,13 +149,18 @@ export class Runtime {
     const name = this.config.policies.embedding_model;
     if (!name) return undefined;
     const m = this.model(name);
-    const baseUrl = m.local ? (await this.servers.server(name)).baseUrl : m.base_urls ?? m.base_url!;
+    const baseUrl = m.local ? (await this.servers.server(name)).baseUrl : (m.base_urls ?? m.base_url!);
     return createEmbedder({ baseUrl, apiKey: this.apiKey(name), model: m.model, timeoutMs: m.timeout_ms });
   }
 
   /** What resource-set resolution needs (resources/sets.ts). */
   setContext(): SetContext {
-    return { store: this.store(), config: this.config, baseDir: this.paths.baseDir, weights: (ref, where) => this.weights(ref, where) };
+    return {
+      store: this.store(),
+      config: this.config,
+      baseDir: this.paths.baseDir,
+      weights: (ref, where) => this.weights(ref, where),
+    };
   }
 
   /** The production resource set, brought up to date with the config (created on first use). */
@@ -177,7 +195,11 @@ export class Runtime {
 }
 
 /** Builds a runtime for fn and always closes it. */
-export async function withRuntime<T>(loaded: LoadedConfig, fn: (rt: Runtime) => T | Promise<T>, opts: RuntimeOptions = {}): Promise<T> {
+export async function withRuntime<T>(
+  loaded: LoadedConfig,
+  fn: (rt: Runtime) => T | Promise<T>,
+  opts: RuntimeOptions = {},
+): Promise<T> {
   const rt = new Runtime(loaded, opts);
   try {
     return await fn(rt);

@@ -4,9 +4,15 @@ import { Redactor, Store } from '../store/index.js';
 
 /** Secrets to scrub: every model's api_key_env value, the gateway's client keys, privacy.redact_env values and patterns. */
 export function redactorFor(config: RLConfig, env: NodeJS.ProcessEnv = process.env): Redactor {
-  const keyEnvs = Object.values(config.models).map((m) => m.api_key_env).filter((n): n is string => Boolean(n));
+  const keyEnvs = Object.values(config.models)
+    .map((m) => m.api_key_env)
+    .filter((n): n is string => Boolean(n));
   return Redactor.fromSettings(
-    { envNames: [...keyEnvs, ...config.gateway.api_keys_env, ...config.privacy.redact_env], patterns: config.privacy.redact_patterns, builtinPatterns: config.privacy.builtin_patterns },
+    {
+      envNames: [...keyEnvs, ...config.gateway.api_keys_env, ...config.privacy.redact_env],
+      patterns: config.privacy.redact_patterns,
+      builtinPatterns: config.privacy.builtin_patterns,
+    },
     env,
   );
 }

@@ -10,7 +10,10 @@ export interface Schedule {
 /** A UserError naming loop.schedule when node-cron cannot read the expression. */
 export function checkSchedule(expression: string): void {
   const v = cron.validateDetailed(expression);
-  if (!v.valid) throw new UserError(`loop.schedule "${expression}": ${v.errors.map((e) => `${e.field}: ${e.message}`).join('; ') || 'not a cron expression'}`);
+  if (!v.valid)
+    throw new UserError(
+      `loop.schedule "${expression}": ${v.errors.map((e) => `${e.field}: ${e.message}`).join('; ') || 'not a cron expression'}`,
+    );
 }
 
 /** The next start times of a schedule, without starting anything. */

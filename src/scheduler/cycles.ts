@@ -60,7 +60,12 @@ export function saveCycle(store: Store, id: string, state: CycleState, step: Sta
 export function cycles(store: Store, limit: number): (RunRecord & { state: CycleState })[] {
   return store.loopRuns.latest(limit).map((r) => ({
     ...r,
-    state: readCycle(r.detail) ?? { cycle: cycleNumber(r.detail) ?? 0, started_at: r.startedAt, resumed: 0, stages: {} },
+    state: readCycle(r.detail) ?? {
+      cycle: cycleNumber(r.detail) ?? 0,
+      started_at: r.startedAt,
+      resumed: 0,
+      stages: {},
+    },
   }));
 }
 

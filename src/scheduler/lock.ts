@@ -14,12 +14,18 @@ export interface HeldLock {
  * The cross-process lock that keeps two cycles from running at once. A lock whose holder died on this
  * host, or whose heartbeat is older than staleMs (another host), is taken over; a live one is a GateError.
  */
-export function acquireCycleLock(store: Store, staleMs: number, heartbeatMs = Math.min(30_000, Math.max(1000, staleMs / 4))): HeldLock {
+export function acquireCycleLock(
+  store: Store,
+  staleMs: number,
+  heartbeatMs = Math.min(30_000, Math.max(1000, staleMs / 4)),
+): HeldLock {
   const got = store.locks.acquire(CYCLE_LOCK, staleMs);
   if ('held' in got) {
     const h = got.held;
-    throw new GateError(`another cycle is running: process ${h.pid} on ${h.host}, since ${new Date(h.acquiredAt).toISOString()} (last heartbeat ${new Date(h.heartbeatAt).toISOString()})`,
-      'wait for it to finish; a lock whose process died is taken over automatically');
+    throw new GateError(
+      `another cycle is running: process ${h.pid} on ${h.host}, since ${new Date(h.acquiredAt).toISOString()} (last heartbeat ${new Date(h.heartbeatAt).toISOString()})`,
+      'wait for it to finish; a lock whose process died is taken over automatically',
+    );
   }
   const lock: Lock = got.lock;
   const lost = new AbortController();

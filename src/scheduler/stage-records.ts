@@ -16,7 +16,13 @@ const num = z.number().nullable().optional();
 const setId = z.string().nullable().optional();
 
 const collect = z.object({
-  ...base, run_id: z.string().optional(), tasks: num, completed: num, failed: num, mean_reward: num, tokens: num,
+  ...base,
+  run_id: z.string().optional(),
+  tasks: num,
+  completed: num,
+  failed: num,
+  mean_reward: num,
+  tokens: num,
   /** The production set's version that served the run. */
   set: num,
   on_workers: z.boolean().optional(),
@@ -34,20 +40,37 @@ const review = z.object({
 });
 
 const train = z.object({
-  ...base, training_run_id: z.string().optional(), checkpoint_id: z.string().optional(), weights: z.string().optional(),
-  candidate_set: setId, steps: num, final_loss: num,
+  ...base,
+  training_run_id: z.string().optional(),
+  checkpoint_id: z.string().optional(),
+  weights: z.string().optional(),
+  candidate_set: setId,
+  steps: num,
+  final_loss: num,
 });
 
 const promptOpt = z.object({
-  ...base, training_run_id: z.string().optional(), candidate_set: setId, best: z.string().nullable().optional(),
-  best_mean: num, baseline_mean: num, rollouts: num, optimizer_tokens: num,
+  ...base,
+  training_run_id: z.string().optional(),
+  candidate_set: setId,
+  best: z.string().nullable().optional(),
+  best_mean: num,
+  baseline_mean: num,
+  rollouts: num,
+  optimizer_tokens: num,
 });
 
 const interval = z.object({ mean: num, low: num, high: num, level: num, resamples: num });
 const evaluation = z.object({
-  ...base, eval_run_id: z.string().optional(), candidate_set: z.string().optional(),
-  baseline_set: z.string().optional(), passed: z.boolean().optional(), metric: z.string().optional(),
-  baseline: num, candidate: num, diff: interval.nullable().optional(),
+  ...base,
+  eval_run_id: z.string().optional(),
+  candidate_set: z.string().optional(),
+  baseline_set: z.string().optional(),
+  passed: z.boolean().optional(),
+  metric: z.string().optional(),
+  baseline: num,
+  candidate: num,
+  diff: interval.nullable().optional(),
   failed_gates: z.array(z.string()).optional(),
   /** The HTML report, written once the cycle is decided. */
   report: z.string().optional(),
@@ -55,12 +78,22 @@ const evaluation = z.object({
 
 const gate = z.object({ gate: z.string(), passed: z.boolean(), detail: z.string() });
 const deploy = z.object({
-  ...base, action: z.enum(['promoted', 'forced', 'canary started', 'not promoted']).optional(),
-  audit_id: z.number().nullable().optional(), eval_run_id: z.string().nullable().optional(), gates: z.array(gate).optional(),
+  ...base,
+  action: z.enum(['promoted', 'forced', 'canary started', 'not promoted']).optional(),
+  audit_id: z.number().nullable().optional(),
+  eval_run_id: z.string().nullable().optional(),
+  gates: z.array(gate).optional(),
 });
 
 /** What each stage saves in the cycle, checked when a stored cycle is read back. */
-export const STAGE_RECORDS = { collect, review, train, prompt_opt: promptOpt, eval: evaluation, deploy } satisfies Record<Stage, z.ZodType>;
+export const STAGE_RECORDS = {
+  collect,
+  review,
+  train,
+  prompt_opt: promptOpt,
+  eval: evaluation,
+  deploy,
+} satisfies Record<Stage, z.ZodType>;
 
 /** What every stage's record holds. */
 export type StageBase = z.infer<z.ZodObject<typeof base>>;
@@ -83,11 +116,17 @@ export const CYCLE_STATE = z.object({
   started_at: z.number(),
   /** How many times an interrupted cycle was taken up again. */
   resumed: z.number().default(0),
-  stages: z.preprocess(renamedStages, z.object({
-    collect: collect.optional(), review: review.optional(), train: train.optional(),
-    prompt_opt: promptOpt.optional(),
-    eval: evaluation.optional(), deploy: deploy.optional(),
-  })),
+  stages: z.preprocess(
+    renamedStages,
+    z.object({
+      collect: collect.optional(),
+      review: review.optional(),
+      train: train.optional(),
+      prompt_opt: promptOpt.optional(),
+      eval: evaluation.optional(),
+      deploy: deploy.optional(),
+    }),
+  ),
   outcome: z.string().optional(),
 });
 

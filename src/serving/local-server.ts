@@ -64,15 +64,36 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   if (opts.signal?.aborted) throw new UserError(`${what} was not started: cancelled`);
 
   const args = [
-    '-m', SERVE_MODULE, '--model', opts.modelDir, '--served-name', opts.servedName, '--host', host,
-    '--port', String(opts.port ?? 0), '--device', opts.device ?? 'auto', '--engine', opts.engine ?? 'auto', '--max-batch-size', String(opts.maxBatchSize ?? 8),
+    '-m',
+    SERVE_MODULE,
+    '--model',
+    opts.modelDir,
+    '--served-name',
+    opts.servedName,
+    '--host',
+    host,
+    '--port',
+    String(opts.port ?? 0),
+    '--device',
+    opts.device ?? 'auto',
+    '--engine',
+    opts.engine ?? 'auto',
+    '--max-batch-size',
+    String(opts.maxBatchSize ?? 8),
     ...(opts.contextTokens ? ['--kv-cache-tokens', String(opts.contextTokens * (opts.maxBatchSize ?? 8))] : []),
     ...(opts.baseDir ? ['--base', opts.baseDir] : []),
     ...(opts.adapterName && opts.adapterName !== opts.servedName ? ['--adapter-name', opts.adapterName] : []),
   ];
-  const log = opts.logFile ? openLog(opts.logFile, `${new Date().toISOString()} ${opts.python} ${args.join(' ')}`) : undefined;
+  const log = opts.logFile
+    ? openLog(opts.logFile, `${new Date().toISOString()} ${opts.python} ${args.join(' ')}`)
+    : undefined;
   const child = execa(opts.python, args, {
-    env: pythonEnv(), reject: false, buffer: false, stdin: 'ignore', cleanup: true, forceKillAfterDelay: KILL_AFTER_MS,
+    env: pythonEnv(),
+    reject: false,
+    buffer: false,
+    stdin: 'ignore',
+    cleanup: true,
+    forceKillAfterDelay: KILL_AFTER_MS,
   });
 
   const tail = new LineTail(TAIL_LINES);
@@ -93,35 +114,47 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   const stderr = eachLine(child.stderr!, note);
 
   let gone = false;
-  const exited: Promise<number | null> = child.then((r) => {
-    gone = true;
-    if ((r as { code?: string }).code === 'ENOENT') errorEvent ??= `python interpreter not found: ${opts.python}`;
-    return r.exitCode ?? null;
-  }).finally(() => log?.end());
+  const exited: Promise<number | null> = child
+    .then((r) => {
+      gone = true;
+      if ((r as { code?: string }).code === 'ENOENT') errorEvent ??= `python interpreter not found: ${opts.python}`;
+      return r.exitCode ?? null;
+    })
+    .finally(() => log?.end());
 
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => (stopping ??= (async () => {
-    if (!gone) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => { if (!gone) child.kill('SIGKILL'); }, KILL_AFTER_MS + 500);
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      if (!gone) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => {
+          if (!gone) child.kill('SIGKILL');
+        }, KILL_AFTER_MS + 500);
+        await exited;
+        clearTimeout(timer);
+      }
       await exited;
-      clearTimeout(timer);
-    }
-    await exited;
-  })());
+    })());
 
   const fail = async (reason: string, hint?: string): Promise<never> => {
     await stop();
     await Promise.all([closed(stdout), closed(stderr)]); // the last lines, and a late error event
-    const lines = tail.lines().filter((l) => l.trim()).slice(-12);
+    const lines = tail
+      .lines()
+      .filter((l) => l.trim())
+      .slice(-12);
     const detail = lines.length ? `\n  last log lines:\n    ${lines.join('\n    ')}` : '';
-    throw new UserError(`${what} ${reason}${detail}`, hint ?? (opts.logFile ? `its full log is in ${opts.logFile}` : undefined));
+    throw new UserError(
+      `${what} ${reason}${detail}`,
+      hint ?? (opts.logFile ? `its full log is in ${opts.logFile}` : undefined),
+    );
   };
 
   const deadline = Date.now() + timeoutMs;
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
-  type Outcome = { kind: 'ready'; ev: PyEvent } | { kind: 'exit'; code: number | null } | { kind: 'timeout' } | { kind: 'abort' };
+  type Outcome =
+    { kind: 'ready'; ev: PyEvent } | { kind: 'exit'; code: number | null } | { kind: 'timeout' } | { kind: 'abort' };
   const outcome = await new Promise<Outcome>((resolve) => {
     onReady = (ev) => resolve({ kind: 'ready', ev });
     void exited.then((code) => resolve({ kind: 'exit', code }));
@@ -134,16 +167,30 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   if (outcome.kind === 'exit') {
     await Promise.all([closed(stdout), closed(stderr)]);
     const enoent = errorEvent?.startsWith('python interpreter not found');
-    return fail(enoent ? `could not start: ${errorEvent}` : `exited with code ${outcome.code ?? 'null (killed)'} before it was ready${errorEvent ? `: ${errorEvent}` : ''}`,
-      enoent ? 'run `massgen-rl doctor --fix`' : undefined);
+    return fail(
+      enoent
+        ? `could not start: ${errorEvent}`
+        : `exited with code ${outcome.code ?? 'null (killed)'} before it was ready${errorEvent ? `: ${errorEvent}` : ''}`,
+      enoent ? 'run `massgen-rl doctor --fix`' : undefined,
+    );
   }
-  if (outcome.kind === 'timeout') return fail(`was not ready within ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}`);
+  if (outcome.kind === 'timeout')
+    return fail(`was not ready within ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}`);
   if (outcome.kind === 'abort') return fail('was stopped: startup cancelled');
 
   const ready = outcome.ev;
-  const baseUrl = typeof ready.base_url === 'string' ? ready.base_url : `http://${urlHost(String(ready.host ?? host))}:${String(ready.port)}/v1`;
-  const health = await waitHealthy(baseUrl.replace(/\/v1\/?$/, '/health'), Math.max(5000, Math.min(deadline - Date.now(), 30_000)), () => gone, opts.signal);
-  if (health !== 'ok') return fail(health === 'exited' ? 'exited right after it reported ready' : `reported ready but ${health}`);
+  const baseUrl =
+    typeof ready.base_url === 'string'
+      ? ready.base_url
+      : `http://${urlHost(String(ready.host ?? host))}:${String(ready.port)}/v1`;
+  const health = await waitHealthy(
+    baseUrl.replace(/\/v1\/?$/, '/health'),
+    Math.max(5000, Math.min(deadline - Date.now(), 30_000)),
+    () => gone,
+    opts.signal,
+  );
+  if (health !== 'ok')
+    return fail(health === 'exited' ? 'exited right after it reported ready' : `reported ready but ${health}`);
   opts.signal?.addEventListener('abort', () => void stop(), { once: true });
   return { baseUrl, model: String(ready.model ?? opts.servedName), pid: child.pid!, ready, exited, stop };
 }
@@ -151,7 +198,9 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
 /** A stream's end, but no later than withinMs: a grandchild may still hold the pipe open. */
 function closed(ended: Promise<void>, withinMs = 2000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)))]).finally(() => clearTimeout(timer));
+  return Promise.race([ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 /** A listening host as it goes in a URL: the wildcard addresses become loopback, IPv6 in brackets. */
@@ -160,7 +209,12 @@ export function urlHost(host: string): string {
   return h.includes(':') ? `[${h}]` : h;
 }
 
-async function waitHealthy(url: string, withinMs: number, exited: () => boolean, signal?: AbortSignal): Promise<'ok' | 'exited' | string> {
+async function waitHealthy(
+  url: string,
+  withinMs: number,
+  exited: () => boolean,
+  signal?: AbortSignal,
+): Promise<'ok' | 'exited' | string> {
   const until = Date.now() + withinMs;
   let last = 'no answer';
   while (Date.now() < until) {

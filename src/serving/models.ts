@@ -25,25 +25,41 @@ export type ResolveWeights = (ref: string, where: string) => ResolvedWeights;
 
 /** The config models with `local` weights, in config order. */
 export function localModels(config: RLConfig): string[] {
-  return Object.entries(config.models).filter(([, m]) => m.local).map(([name]) => name);
+  return Object.entries(config.models)
+    .filter(([, m]) => m.local)
+    .map(([name]) => name);
 }
 
 /**
  * What to serve for config model `modelName` (default: the first with `local`), with `weightsRef`
  * overriding its local.weights; without any local model, `weightsRef` is served under its own name.
  */
-export function serveTarget(config: RLConfig, resolve: ResolveWeights, modelName?: string, weightsRef?: string): ServeTarget {
+export function serveTarget(
+  config: RLConfig,
+  resolve: ResolveWeights,
+  modelName?: string,
+  weightsRef?: string,
+): ServeTarget {
   const name = modelName ?? localModels(config)[0];
   if (name === undefined) {
-    if (!weightsRef) throw new UserError('no model in the config has local weights', 'add models.<name>.local.weights, or pass --weights REF');
+    if (!weightsRef)
+      throw new UserError(
+        'no model in the config has local weights',
+        'add models.<name>.local.weights, or pass --weights REF',
+      );
     const weights = resolve(weightsRef, '--weights');
-    const servedName = weights.resource?.name ?? (weights.kind === 'builtin' ? DEFAULT_MODEL_NAME : path.basename(weights.dir));
+    const servedName =
+      weights.resource?.name ?? (weights.kind === 'builtin' ? DEFAULT_MODEL_NAME : path.basename(weights.dir));
     return { modelKey: servedName, servedName, weights };
   }
   const mc = config.models[name];
-  if (!mc || !Object.hasOwn(config.models, name)) throw new UserError(`unknown model "${name}"; models: ${Object.keys(config.models).join(', ') || 'none'}`);
+  if (!mc || !Object.hasOwn(config.models, name))
+    throw new UserError(`unknown model "${name}"; models: ${Object.keys(config.models).join(', ') || 'none'}`);
   if (!mc.local && !weightsRef) {
-    throw new UserError(`models.${name} has no local weights (it is served at ${remoteUrls(mc).join(', ') || 'its base_url'})`, 'set models.<name>.local.weights, or pass --weights REF');
+    throw new UserError(
+      `models.${name} has no local weights (it is served at ${remoteUrls(mc).join(', ') || 'its base_url'})`,
+      'set models.<name>.local.weights, or pass --weights REF',
+    );
   }
   const weights = resolve(weightsRef ?? mc.local!.weights, weightsRef ? '--weights' : `models.${name}.local.weights`);
   return { modelKey: name, servedName: mc.model, weights, local: mc.local };
@@ -83,18 +99,30 @@ export interface ServedModel extends LocalServer {
 /** The trainer venv's Python, which serves local weights; a UserError (prefixed with `field`) when the venv is missing. */
 export function servingPython(venvDir: string, field?: string): string {
   const python = venvPython(venvDir);
-  if (!fs.existsSync(python)) throw new UserError(`${field ? `${field}: ` : ''}the trainer virtualenv that serves local weights is missing (${venvDir})`, 'run `massgen-rl doctor --fix`');
+  if (!fs.existsSync(python))
+    throw new UserError(
+      `${field ? `${field}: ` : ''}the trainer virtualenv that serves local weights is missing (${venvDir})`,
+      'run `massgen-rl doctor --fix`',
+    );
   return python;
 }
 
 /** Starts the built-in server for a target with the trainer venv's Python, and records it in the registry while it runs. */
-export async function startServer(t: ServeTarget, where: { venvDir: string; dataDir: string }, opts: ServeOptions = {}): Promise<ServedModel> {
+export async function startServer(
+  t: ServeTarget,
+  where: { venvDir: string; dataDir: string },
+  opts: ServeOptions = {},
+): Promise<ServedModel> {
   const python = servingPython(where.venvDir, t.local ? `models.${t.modelKey}.local` : undefined);
-  const logFile = opts.logFile === false ? undefined : opts.logFile ?? path.join(where.dataDir, 'logs', `serve-${t.modelKey}.log`);
+  const logFile =
+    opts.logFile === false ? undefined : (opts.logFile ?? path.join(where.dataDir, 'logs', `serve-${t.modelKey}.log`));
   const l = t.local;
   const resource = t.weights.resource;
   const server = await startLocalServer({
-    python, modelDir: t.weights.dir, baseDir: t.weights.baseDir, servedName: t.servedName,
+    python,
+    modelDir: t.weights.dir,
+    baseDir: t.weights.baseDir,
+    servedName: t.servedName,
     // the name a deploy knows this adapter by (publish unloads it by that name once it is swapped out)
     adapterName: t.weights.adapter && resource ? loraName(resource.name, resource.version) : undefined,
     host: opts.host ?? l?.host ?? '127.0.0.1',
@@ -104,7 +132,9 @@ export async function startServer(t: ServeTarget, where: { venvDir: string; data
     maxBatchSize: opts.maxBatchSize ?? l?.max_batch_size ?? 8,
     contextTokens: opts.contextTokens,
     startupTimeoutMs: opts.startupTimeoutMs ?? (l?.startup_timeout_s ?? 180) * 1000,
-    logFile, signal: opts.signal, onEvent: opts.onEvent,
+    logFile,
+    signal: opts.signal,
+    onEvent: opts.onEvent,
   });
   let registryFile: string;
   try {
@@ -119,11 +149,17 @@ export async function startServer(t: ServeTarget, where: { venvDir: string; data
 
 function entryOf(t: ServeTarget, server: LocalServer, followsProduction: boolean): ServerEntry {
   const w = t.weights;
-  const base = typeof server.ready.base === 'string' ? server.ready.base : w.baseDir ?? null;
+  const base = typeof server.ready.base === 'string' ? server.ready.base : (w.baseDir ?? null);
   return {
-    base_url: server.baseUrl, model: t.modelKey, served_name: server.model,
+    base_url: server.baseUrl,
+    model: t.modelKey,
+    served_name: server.model,
     weights: { dir: w.dir, adapter: w.adapter, base_dir: w.adapter ? base : null, resource: w.resource ?? null },
-    pid: server.pid, started_at: new Date().toISOString(), host: HOST, backend: String(server.ready.backend ?? 'transformers'),
-    follows_production: followsProduction, owner_pid: process.pid,
+    pid: server.pid,
+    started_at: new Date().toISOString(),
+    host: HOST,
+    backend: String(server.ready.backend ?? 'transformers'),
+    follows_production: followsProduction,
+    owner_pid: process.pid,
   };
 }

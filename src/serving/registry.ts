@@ -88,8 +88,16 @@ export function liveServers(dataDir: string): ServerEntry[] {
 function readEntry(file: string): ServerEntry | undefined {
   try {
     const e = JSON.parse(fs.readFileSync(file, 'utf8')) as ServerEntry;
-    const ok = e && typeof e === 'object' && typeof e.base_url === 'string' && typeof e.model === 'string' && typeof e.served_name === 'string'
-      && Number.isInteger(e.pid) && typeof e.host === 'string' && typeof e.started_at === 'string' && typeof e.weights?.dir === 'string';
+    const ok =
+      e
+      && typeof e === 'object'
+      && typeof e.base_url === 'string'
+      && typeof e.model === 'string'
+      && typeof e.served_name === 'string'
+      && Number.isInteger(e.pid)
+      && typeof e.host === 'string'
+      && typeof e.started_at === 'string'
+      && typeof e.weights?.dir === 'string';
     return ok ? e : undefined;
   } catch {
     return undefined;

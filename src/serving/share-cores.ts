@@ -18,18 +18,24 @@ export function threadsEach(cores: number, servers: number): number {
  * threads on every core. `current` holds the threads each server has now and is updated; a server that
  * refuses keeps its own. Returns the failures' details.
  */
-export async function shareCores(servers: readonly CoreUser[], current: Map<string, number>, timeoutMs = 30_000): Promise<string[]> {
+export async function shareCores(
+  servers: readonly CoreUser[],
+  current: Map<string, number>,
+  timeoutMs = 30_000,
+): Promise<string[]> {
   const cpu = servers.filter((s) => s.ready.backend === 'llama.cpp' && typeof s.ready.threads === 'number');
   if (!cpu.length) return [];
   const cores = Math.max(...cpu.map((s) => s.ready.threads as number));
   const each = threadsEach(cores, cpu.length);
   const failures: string[] = [];
-  await Promise.all(cpu.map(async (s) => {
-    if ((current.get(s.baseUrl) ?? (s.ready.threads as number)) === each) return;
-    const r = await postJson(`${s.baseUrl.replace(/\/v1\/?$/, '')}/threads`, { threads: each }, timeoutMs);
-    if (r.ok) current.set(s.baseUrl, each);
-    else failures.push(r.detail);
-  }));
+  await Promise.all(
+    cpu.map(async (s) => {
+      if ((current.get(s.baseUrl) ?? (s.ready.threads as number)) === each) return;
+      const r = await postJson(`${s.baseUrl.replace(/\/v1\/?$/, '')}/threads`, { threads: each }, timeoutMs);
+      if (r.ok) current.set(s.baseUrl, each);
+      else failures.push(r.detail);
+    }),
+  );
   return failures;
 }
 

@@ -26,7 +26,12 @@ export interface SwapResult {
  * base model (null); then POST set_default_adapter points the served name at it for new requests, and the
  * adapter it pointed at before is unloaded (the server drops it once the requests running on it finish).
  */
-export async function swapServedWeights(baseUrl: string, servedName: string, adapter: { name: string; path: string } | null, timeoutMs = 120_000): Promise<SwapResult> {
+export async function swapServedWeights(
+  baseUrl: string,
+  servedName: string,
+  adapter: { name: string; path: string } | null,
+  timeoutMs = 120_000,
+): Promise<SwapResult> {
   const base = baseUrl.replace(/\/+$/, '');
   const calls: SwapCall[] = [];
   const fail = (detail: string): SwapResult => ({ ok: false, calls, previous: null, detail });
@@ -36,11 +41,20 @@ export async function swapServedWeights(baseUrl: string, servedName: string, ada
   if (adapter) {
     const r = await loraCall({ baseUrl: base }, 'load', adapter.name, adapter.path, timeoutMs);
     const already = !r.ok && /already (been )?loaded/i.test(r.detail);
-    calls.push({ action: 'load', loraName: adapter.name, ok: r.ok || already, detail: already ? `${adapter.name} was loaded already` : r.detail });
+    calls.push({
+      action: 'load',
+      loraName: adapter.name,
+      ok: r.ok || already,
+      detail: already ? `${adapter.name} was loaded already` : r.detail,
+    });
     if (!r.ok && !already) return fail(`could not load ${adapter.name}: ${r.detail}`);
     loaded = r.ok;
   }
-  const set = await postJson(`${base}/set_default_adapter`, { lora_name: adapter?.name ?? null, model: servedName }, timeoutMs);
+  const set = await postJson(
+    `${base}/set_default_adapter`,
+    { lora_name: adapter?.name ?? null, model: servedName },
+    timeoutMs,
+  );
   calls.push({ action: 'set default', loraName: adapter?.name ?? null, ok: set.ok, detail: set.detail });
   if (!set.ok) {
     if (loaded) {
@@ -64,7 +78,9 @@ async function checkServes(base: string, servedName: string, timeoutMs: number):
   try {
     const res = await fetch(`${base}/models`, { signal: AbortSignal.timeout(Math.min(timeoutMs, 10_000)) });
     const body = (await res.json().catch(() => undefined)) as { data?: { id?: unknown }[] } | undefined;
-    return body?.data?.some((m) => m.id === servedName) ? undefined : `${base}/models: HTTP ${res.status}, no model ${servedName}`;
+    return body?.data?.some((m) => m.id === servedName)
+      ? undefined
+      : `${base}/models: HTTP ${res.status}, no model ${servedName}`;
   } catch (err) {
     return `${base}/models: ${errorMessage(err)}`;
   }

@@ -19,16 +19,32 @@ export interface LoraCall {
  * VLLM_ALLOW_RUNTIME_LORA_UPDATING=True): POST {base}/load_lora_adapter {lora_name, lora_path} and
  * POST {base}/unload_lora_adapter {lora_name}, where base is the OpenAI base URL (…/v1).
  */
-export async function loraCall(target: VllmTarget, action: 'load' | 'unload', loraName: string, loraPath?: string, timeoutMs = 120_000): Promise<LoraCall> {
+export async function loraCall(
+  target: VllmTarget,
+  action: 'load' | 'unload',
+  loraName: string,
+  loraPath?: string,
+  timeoutMs = 120_000,
+): Promise<LoraCall> {
   const url = `${target.baseUrl.replace(/\/+$/, '')}/${action}_lora_adapter`;
   const body = action === 'load' ? { lora_name: loraName, lora_path: loraPath } : { lora_name: loraName };
   try {
     const res = await fetch(url, {
-      method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
-      headers: { 'content-type': 'application/json', ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}) },
+      method: 'POST',
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: {
+        'content-type': 'application/json',
+        ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
+      },
     });
     const text = (await res.text()).slice(0, 500);
-    return { action, loraName, ok: res.ok, detail: res.ok ? `${url}: ${res.status}` : `${url}: HTTP ${res.status} ${text}` };
+    return {
+      action,
+      loraName,
+      ok: res.ok,
+      detail: res.ok ? `${url}: ${res.status}` : `${url}: HTTP ${res.status} ${text}`,
+    };
   } catch (err) {
     return { action, loraName, ok: false, detail: `${url}: ${errorMessage(err)}` };
   }
@@ -45,7 +61,9 @@ export function loraName(line: string, version: number): string {
  */
 export function servedAdapterName(modelName: string, model: ModelConfig, weight: Resource): string {
   if (!model.lora || model.lora.line !== weight.name || !weight.metadata.adapter || !weight.path) {
-    throw new UserError(`models.${modelName} runs at ${remoteUrls(model).join(', ') || 'its base_url'}, which can only switch to LoRA adapters of the line in models.${modelName}.lora.line; ${weight.name} v${weight.version} is not one`);
+    throw new UserError(
+      `models.${modelName} runs at ${remoteUrls(model).join(', ') || 'its base_url'}, which can only switch to LoRA adapters of the line in models.${modelName}.lora.line; ${weight.name} v${weight.version} is not one`,
+    );
   }
   return loraName(weight.name, weight.version);
 }

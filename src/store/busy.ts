@@ -25,7 +25,10 @@ export class StoreBusyError extends UserError {
  */
 export function isBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (/^SQLITE_(BUSY|LOCKED)/.test(code) || code === '55P03' || code === '40P01' || code === '40001');
+  return (
+    typeof code === 'string'
+    && (/^SQLITE_(BUSY|LOCKED)/.test(code) || code === '55P03' || code === '40P01' || code === '40001')
+  );
 }
 
 /** fn with SQLite's busy wait cut to a moment: the caller retries later, and the event loop keeps running meanwhile. */
@@ -52,7 +55,10 @@ export function backoffMs(attempt: number): number {
 export class BusyClock {
   private since: number | undefined;
 
-  constructor(readonly file: string, readonly patienceMs: number) {}
+  constructor(
+    readonly file: string,
+    readonly patienceMs: number,
+  ) {}
 
   succeeded(): void {
     this.since = undefined;
@@ -69,7 +75,10 @@ export class BusyClock {
   }
 
   error(waitedMs = this.lockedForMs, exitCode = 2, more = ''): StoreBusyError {
-    return new StoreBusyError(`store ${this.file} stayed locked by another process for ${(waitedMs / 1000).toFixed(1)} s${more}`,
-      `find what holds it (another massgen-rl command, or a sqlite3 shell with an open transaction) and try again; store.busy_timeout_ms sets how long writers wait (collect retries for ${PATIENCE_FACTOR} × that)`, exitCode);
+    return new StoreBusyError(
+      `store ${this.file} stayed locked by another process for ${(waitedMs / 1000).toFixed(1)} s${more}`,
+      `find what holds it (another massgen-rl command, or a sqlite3 shell with an open transaction) and try again; store.busy_timeout_ms sets how long writers wait (collect retries for ${PATIENCE_FACTOR} × that)`,
+      exitCode,
+    );
   }
 }

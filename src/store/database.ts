@@ -73,9 +73,11 @@ function toWal(db: Database.Database, timeoutMs: number): void {
 }
 
 function migrate(db: Database.Database): void {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+  );
   const pending = () => {
-    const applied = new Set((db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]));
+    const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
     return MIGRATIONS.filter((m) => !applied.has(m.version));
   };
   if (!pending().length) return;
@@ -87,11 +89,18 @@ function migrate(db: Database.Database): void {
     db.transaction(() => {
       for (const m of pending()) {
         db.exec(m.sql);
-        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+        db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+          m.version,
+          m.name,
+          Date.now(),
+        );
         db.pragma(`user_version = ${m.version}`);
       }
       const broken = db.pragma('foreign_key_check') as { table: string; parent: string }[];
-      if (broken.length) throw new Error(`migration broke ${broken.length} reference(s), e.g. ${broken[0]!.table} → ${broken[0]!.parent}; the store was not changed`);
+      if (broken.length)
+        throw new Error(
+          `migration broke ${broken.length} reference(s), e.g. ${broken[0]!.table} → ${broken[0]!.parent}; the store was not changed`,
+        );
     }).immediate();
   } finally {
     db.pragma('foreign_keys = ON');
@@ -118,7 +127,10 @@ function checkExistingFile(file: string): boolean {
     const header = Buffer.alloc(16);
     fs.readSync(fd, header, 0, 16, 0);
     if (header.toString('latin1') !== SQLITE_HEADER) {
-      throw new UserError(`store ${file} is not a SQLite database; it was not changed`, 'point store.path at another file or move this one away');
+      throw new UserError(
+        `store ${file} is not a SQLite database; it was not changed`,
+        'point store.path at another file or move this one away',
+      );
     }
   } finally {
     fs.closeSync(fd);
@@ -136,6 +148,9 @@ export function ensureDir(dir: string): void {
     fs.accessSync(dir, fs.constants.W_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new UserError(`data directory ${dir} is not writable (${code ?? errorMessage(err)})`, 'set project.data_dir or store.path to a writable place');
+    throw new UserError(
+      `data directory ${dir} is not writable (${code ?? errorMessage(err)})`,
+      'set project.data_dir or store.path to a writable place',
+    );
   }
 }

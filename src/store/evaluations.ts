@@ -43,18 +43,37 @@ export interface EvalRun {
 type Key = Pick<EvalResult, 'servingHash' | 'taskHash' | 'seed' | 'settingsHash'>;
 
 export class EvaluationRepository {
-  constructor(private readonly db: Db, private readonly redactor: Redactor) {}
+  constructor(
+    private readonly db: Db,
+    private readonly redactor: Redactor,
+  ) {}
 
   startRun(baselineSet: string, candidateSet: string, params: Record<string, unknown>, trigger = 'cli'): string {
     const id = newId('ev');
-    this.db.prepare(`INSERT INTO eval_runs (id, status, baseline_set, candidate_set, trigger, params, pid, host, started_at)
-      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?)`).run(id, baselineSet, candidateSet, trigger, this.redactor.json(params), process.pid, HOST, Date.now());
+    this.db
+      .prepare(
+        `INSERT INTO eval_runs (id, status, baseline_set, candidate_set, trigger, params, pid, host, started_at)
+      VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(id, baselineSet, candidateSet, trigger, this.redactor.json(params), process.pid, HOST, Date.now());
     return id;
   }
 
-  finishRun(id: string, status: Exclude<RunStatus, 'running'>, summary: Record<string, unknown> | null, error?: string | null): void {
-    this.db.prepare('UPDATE eval_runs SET status = ?, summary = ?, error = ?, finished_at = ? WHERE id = ?')
-      .run(status, summary ? this.redactor.json(summary) : null, this.redactor.scrubOptional(error ?? null), Date.now(), id);
+  finishRun(
+    id: string,
+    status: Exclude<RunStatus, 'running'>,
+    summary: Record<string, unknown> | null,
+    error?: string | null,
+  ): void {
+    this.db
+      .prepare('UPDATE eval_runs SET status = ?, summary = ?, error = ?, finished_at = ? WHERE id = ?')
+      .run(
+        status,
+        summary ? this.redactor.json(summary) : null,
+        this.redactor.scrubOptional(error ?? null),
+        Date.now(),
+        id,
+      );
   }
 
   setReport(id: string, reportPath: string): void {
@@ -82,35 +101,75 @@ export class EvaluationRepository {
   }
 
   result(key: Key): EvalResult | undefined {
-    const r = this.db.prepare('SELECT * FROM eval_results WHERE serving_hash = ? AND task_hash = ? AND seed = ? AND settings_hash = ?')
+    const r = this.db
+      .prepare('SELECT * FROM eval_results WHERE serving_hash = ? AND task_hash = ? AND seed = ? AND settings_hash = ?')
       .get(key.servingHash, key.taskHash, key.seed, key.settingsHash) as Record<string, unknown> | undefined;
     return r && toResult(r);
   }
 
   /** Records a measured result (the first one for a key stays: a result is measured once). */
   addResult(r: EvalResult): void {
-    this.db.prepare(`INSERT INTO eval_results (serving_hash, set_id, task_hash, seed, settings_hash, task_id, category, rollout_id, eval_run_id,
+    this.db
+      .prepare(
+        `INSERT INTO eval_results (serving_hash, set_id, task_hash, seed, settings_hash, task_id, category, rollout_id, eval_run_id,
       status, reward, success, consensus, rounds, tokens, wall_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT DO NOTHING`)
-      .run(r.servingHash, r.setId, r.taskHash, r.seed, r.settingsHash, r.taskId, r.category, r.rolloutId, r.evalRunId, r.status, r.reward, r.success,
-        r.consensus ? 1 : 0, r.rounds, r.tokens, r.wallMs, Date.now());
+      ON CONFLICT DO NOTHING`,
+      )
+      .run(
+        r.servingHash,
+        r.setId,
+        r.taskHash,
+        r.seed,
+        r.settingsHash,
+        r.taskId,
+        r.category,
+        r.rolloutId,
+        r.evalRunId,
+        r.status,
+        r.reward,
+        r.success,
+        r.consensus ? 1 : 0,
+        r.rounds,
+        r.tokens,
+        r.wallMs,
+        Date.now(),
+      );
   }
 }
 
 function toRun(r: Record<string, unknown>): EvalRun {
   return {
-    id: r.id as string, status: r.status as RunStatus, baselineSet: r.baseline_set as string, candidateSet: r.candidate_set as string,
-    trigger: r.trigger as string, params: JSON.parse(r.params as string) as Record<string, unknown>,
-    summary: r.summary ? (JSON.parse(r.summary as string) as Record<string, unknown>) : null, reportPath: r.report_path as string | null,
-    error: r.error as string | null, startedAt: r.started_at as number, finishedAt: r.finished_at as number | null,
+    id: r.id as string,
+    status: r.status as RunStatus,
+    baselineSet: r.baseline_set as string,
+    candidateSet: r.candidate_set as string,
+    trigger: r.trigger as string,
+    params: JSON.parse(r.params as string) as Record<string, unknown>,
+    summary: r.summary ? (JSON.parse(r.summary as string) as Record<string, unknown>) : null,
+    reportPath: r.report_path as string | null,
+    error: r.error as string | null,
+    startedAt: r.started_at as number,
+    finishedAt: r.finished_at as number | null,
   };
 }
 
 function toResult(r: Record<string, unknown>): EvalResult {
   return {
-    servingHash: r.serving_hash as string, setId: r.set_id as string, taskHash: r.task_hash as string, seed: r.seed as number, settingsHash: r.settings_hash as string,
-    taskId: r.task_id as string, category: r.category as string | null, rolloutId: r.rollout_id as string | null, evalRunId: r.eval_run_id as string | null,
-    status: r.status as string, reward: r.reward as number | null, success: r.success as number | null, consensus: r.consensus === 1,
-    rounds: r.rounds as number, tokens: r.tokens as number, wallMs: r.wall_ms as number,
+    servingHash: r.serving_hash as string,
+    setId: r.set_id as string,
+    taskHash: r.task_hash as string,
+    seed: r.seed as number,
+    settingsHash: r.settings_hash as string,
+    taskId: r.task_id as string,
+    category: r.category as string | null,
+    rolloutId: r.rollout_id as string | null,
+    evalRunId: r.eval_run_id as string | null,
+    status: r.status as string,
+    reward: r.reward as number | null,
+    success: r.success as number | null,
+    consensus: r.consensus === 1,
+    rounds: r.rounds as number,
+    tokens: r.tokens as number,
+    wallMs: r.wall_ms as number,
   };
 }

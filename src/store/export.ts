@@ -2,12 +2,12 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { toOrchestrationTrace } from '../trace/orchestration-trace.js';
 import type { Db } from './database.js';
+import { groupBy, inListQuery } from './query.js';
 import { toReward } from './rewards.js';
 import { toRollout, whereClause } from './rollouts.js';
 import { toSpan } from './spans.js';
 import { storeDb, type Store } from './store.js';
 import type { Reward, Rollout, RolloutFilter } from './types.js';
-import { groupBy, inListQuery } from './query.js';
 
 export const EXPORT_FORMATS = ['jsonl', 'orchestration-trace'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -29,8 +29,17 @@ export interface ExportResult {
 }
 
 /** Span columns in a fixed order, read as arrays (`raw`): no per-row object, fewer allocations. */
-type SpanTuple = [rolloutId: string, seq: number, parentSeq: number | null, type: string, name: string,
-  agent: string | null, startedAt: number, durationMs: number, payload: string];
+type SpanTuple = [
+  rolloutId: string,
+  seq: number,
+  parentSeq: number | null,
+  type: string,
+  name: string,
+  agent: string | null,
+  startedAt: number,
+  durationMs: number,
+  payload: string,
+];
 const SPAN_COLUMNS = 'rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload';
 
 /**
@@ -41,20 +50,38 @@ const SPAN_COLUMNS = 'rollout_id, seq, parent_seq, type, name, agent, started_at
 export async function exportRollouts(store: Store, out: Writable, opts: ExportOptions = {}): Promise<ExportResult> {
   const db = storeDb(store);
   const format = opts.format ?? 'jsonl';
-  if (!(EXPORT_FORMATS as readonly string[]).includes(format)) throw new Error(`unknown export format ${String(format)}`);
+  if (!(EXPORT_FORMATS as readonly string[]).includes(format))
+    throw new Error(`unknown export format ${String(format)}`);
   if (format === 'jsonl') {
-    const spansOf = inListQuery(db, `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq`, true);
-    return streamPages(db, out, opts, (ids) => groupBy(spansOf(ids) as SpanTuple[], (s) => s[0]), (r, spans, rewards) => rolloutLine(r, spans, rewards));
+    const spansOf = inListQuery(
+      db,
+      `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq`,
+      true,
+    );
+    return streamPages(
+      db,
+      out,
+      opts,
+      (ids) => groupBy(spansOf(ids) as SpanTuple[], (s) => s[0]),
+      (r, spans, rewards) => rolloutLine(r, spans, rewards),
+    );
   }
   // The orchestration-trace mapping reads payloads, so spans are parsed on this path.
   const spansOf = inListQuery(db, 'SELECT * FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq', false);
-  return streamPages(db, out, opts, (ids) => groupBy((spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId),
-    (r, spans, rewards) => `${JSON.stringify(toOrchestrationTrace(r, spans, rewards))}\n`);
+  return streamPages(
+    db,
+    out,
+    opts,
+    (ids) => groupBy((spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId),
+    (r, spans, rewards) => `${JSON.stringify(toOrchestrationTrace(r, spans, rewards))}\n`,
+  );
 }
 
 /** Pages through matching rollouts (by num), fetching each page's spans and rewards in one query each. */
 async function streamPages<S>(
-  db: Db, out: Writable, opts: ExportOptions,
+  db: Db,
+  out: Writable,
+  opts: ExportOptions,
   spansFor: (ids: string[]) => Map<string, S[]>,
   line: (rollout: Rollout, spans: S[], rewards: Reward[]) => string,
 ): Promise<ExportResult> {
@@ -88,13 +115,23 @@ async function streamPages<S>(
   return result;
 }
 
-
 function rolloutLine(r: Rollout, spans: SpanTuple[], rewards: Reward[]): string {
   const head = JSON.stringify({
-    id: r.id, num: r.num, run_id: r.runId, task_id: r.taskId, source: r.source, status: r.status, error: r.error,
-    final_answer: r.finalAnswer, winner: r.winner, total_reward: r.totalReward,
+    id: r.id,
+    num: r.num,
+    run_id: r.runId,
+    task_id: r.taskId,
+    source: r.source,
+    status: r.status,
+    error: r.error,
+    final_answer: r.finalAnswer,
+    winner: r.winner,
+    total_reward: r.totalReward,
     costs: { tokens: r.tokens, tool_calls: r.toolCalls, messages: r.messages, wall_ms: r.wallMs },
-    metadata: r.metadata, started_at: r.startedAt, finished_at: r.finishedAt, rewards,
+    metadata: r.metadata,
+    started_at: r.startedAt,
+    finished_at: r.finishedAt,
+    rewards,
   });
   return `${head.slice(0, -1)},"spans":[${spans.map(spanJson).join(',')}]}\n`;
 }

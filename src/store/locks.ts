@@ -26,21 +26,34 @@ export class LockRepository {
 
   holder(name: string): LockHolder | undefined {
     const r = this.db.prepare('SELECT * FROM locks WHERE name = ?').get(name) as Record<string, unknown> | undefined;
-    return r && { name, pid: r.pid as number, host: r.host as string, acquiredAt: r.acquired_at as number, heartbeatAt: r.heartbeat_at as number };
+    return (
+      r && {
+        name,
+        pid: r.pid as number,
+        host: r.host as string,
+        acquiredAt: r.acquired_at as number,
+        heartbeatAt: r.heartbeat_at as number,
+      }
+    );
   }
 
   /** The lock, or undefined with the live holder when another process has it. */
   acquire(name: string, staleMs: number): { lock: Lock; tookOverFrom?: LockHolder } | { held: LockHolder } {
     const token = randomUUID();
-    return this.db.transaction(() => {
-      const now = Date.now();
-      const current = this.holder(name);
-      if (current && !this.isStale(current, now, staleMs)) return { held: current };
-      this.db.prepare(`INSERT INTO locks (name, token, pid, host, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT (name) DO UPDATE SET token = excluded.token, pid = excluded.pid, host = excluded.host, acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`)
-        .run(name, token, process.pid, HOST, now, now);
-      return { lock: this.handle(name, token), ...(current ? { tookOverFrom: current } : {}) };
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const now = Date.now();
+        const current = this.holder(name);
+        if (current && !this.isStale(current, now, staleMs)) return { held: current };
+        this.db
+          .prepare(
+            `INSERT INTO locks (name, token, pid, host, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (name) DO UPDATE SET token = excluded.token, pid = excluded.pid, host = excluded.host, acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
+          )
+          .run(name, token, process.pid, HOST, now, now);
+        return { lock: this.handle(name, token), ...(current ? { tookOverFrom: current } : {}) };
+      })
+      .immediate();
   }
 
   isStale(h: LockHolder, now: number, staleMs: number): boolean {
@@ -51,7 +64,9 @@ export class LockRepository {
   private handle(name: string, token: string): Lock {
     return {
       token,
-      heartbeat: () => this.db.prepare('UPDATE locks SET heartbeat_at = ? WHERE name = ? AND token = ?').run(Date.now(), name, token).changes === 1,
+      heartbeat: () =>
+        this.db.prepare('UPDATE locks SET heartbeat_at = ? WHERE name = ? AND token = ?').run(Date.now(), name, token)
+          .changes === 1,
       release: () => void this.db.prepare('DELETE FROM locks WHERE name = ? AND token = ?').run(name, token),
     };
   }

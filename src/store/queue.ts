@@ -28,14 +28,30 @@ const LEASE_GRACE_MS = 20_000;
  * died is failed by the next worker that looks (reap), so pg-boss hands it to another one at once.
  */
 export class JobQueue {
-  private constructor(private readonly boss: PgBoss, private readonly store: Store) {}
+  private constructor(
+    private readonly boss: PgBoss,
+    private readonly store: Store,
+  ) {}
 
   static async open(store: Store): Promise<JobQueue> {
     const connectionString = store.connection();
-    if (!connectionString) throw new UserError(`the job queue needs a PostgreSQL store; ${store.path} is a SQLite file`, 'set store.url to a postgres:// URL every machine can reach (see docs/multi-machine.md)');
-    const boss = new PgBoss({ connectionString, schema: 'massgen_rl_queue', max: 4, schedule: false, supervise: true, application_name: 'massgen-rl-queue' });
+    if (!connectionString)
+      throw new UserError(
+        `the job queue needs a PostgreSQL store; ${store.path} is a SQLite file`,
+        'set store.url to a postgres:// URL every machine can reach (see docs/multi-machine.md)',
+      );
+    const boss = new PgBoss({
+      connectionString,
+      schema: 'massgen_rl_queue',
+      max: 4,
+      schedule: false,
+      supervise: true,
+      application_name: 'massgen-rl-queue',
+    });
     let failure: unknown;
-    boss.on('error', (err) => { failure ??= err; });
+    boss.on('error', (err) => {
+      failure ??= err;
+    });
     try {
       await boss.start();
     } catch (err) {
@@ -46,17 +62,38 @@ export class JobQueue {
   }
 
   /** Puts the jobs on the queue; their ids, in order. */
-  async enqueue<T extends object>(queue: string, jobs: T[], opts: { retryLimit: number; expireInSeconds: number }): Promise<string[]> {
-    if (!(await this.exists(queue))) await this.boss.createQueue(queue, { name: queue, retryLimit: opts.retryLimit, retryDelay: 1, expireInSeconds: opts.expireInSeconds });
-    const rows = jobs.map((data) => ({ id: randomUUID(), name: queue, data, retryLimit: opts.retryLimit, retryDelay: 1, expireInSeconds: opts.expireInSeconds }));
+  async enqueue<T extends object>(
+    queue: string,
+    jobs: T[],
+    opts: { retryLimit: number; expireInSeconds: number },
+  ): Promise<string[]> {
+    if (!(await this.exists(queue)))
+      await this.boss.createQueue(queue, {
+        name: queue,
+        retryLimit: opts.retryLimit,
+        retryDelay: 1,
+        expireInSeconds: opts.expireInSeconds,
+      });
+    const rows = jobs.map((data) => ({
+      id: randomUUID(),
+      name: queue,
+      data,
+      retryLimit: opts.retryLimit,
+      retryDelay: 1,
+      expireInSeconds: opts.expireInSeconds,
+    }));
     for (let i = 0; i < rows.length; i += 500) await this.boss.insert(rows.slice(i, i + 500));
     return rows.map((r) => r.id);
   }
 
   /** How many of these jobs are in each state. */
   async states(queue: string, ids: string[]): Promise<QueueCounts> {
-    const res = await this.boss.getDb().executeSql(
-      `SELECT state, COUNT(*)::int AS n FROM massgen_rl_queue.job WHERE name = $1 AND id = ANY($2::uuid[]) GROUP BY state`, [queue, ids]) as { rows: { state: string; n: number }[] };
+    const res = (await this.boss
+      .getDb()
+      .executeSql(
+        `SELECT state, COUNT(*)::int AS n FROM massgen_rl_queue.job WHERE name = $1 AND id = ANY($2::uuid[]) GROUP BY state`,
+        [queue, ids],
+      )) as { rows: { state: string; n: number }[] };
     return tally(res.rows);
   }
 
@@ -82,14 +119,24 @@ export class JobQueue {
   /** Fails the active jobs whose worker's lease went stale (a dead process, or a silent machine): pg-boss retries them. */
   async reap(queue: string, now = Date.now()): Promise<string[]> {
     if (!(await this.exists(queue))) return [];
-    const active = await this.boss.getDb().executeSql(
-      `SELECT id::text AS id, EXTRACT(EPOCH FROM started_on) * 1000 AS started FROM massgen_rl_queue.job WHERE name = $1 AND state = 'active'`, [queue]) as { rows: { id: string; started: number }[] };
+    const active = (await this.boss
+      .getDb()
+      .executeSql(
+        `SELECT id::text AS id, EXTRACT(EPOCH FROM started_on) * 1000 AS started FROM massgen_rl_queue.job WHERE name = $1 AND state = 'active'`,
+        [queue],
+      )) as { rows: { id: string; started: number }[] };
     const reaped: string[] = [];
     for (const job of active.rows) {
       const holder = this.store.locks.holder(leaseName(job.id));
-      const lost = holder ? this.store.locks.isStale(holder, now, LEASE_STALE_MS) : now - Number(job.started) > LEASE_GRACE_MS;
+      const lost = holder
+        ? this.store.locks.isStale(holder, now, LEASE_STALE_MS)
+        : now - Number(job.started) > LEASE_GRACE_MS;
       if (!lost) continue;
-      await this.fail(queue, job.id, holder ? `worker ${holder.host} pid ${holder.pid} stopped` : 'worker never took its lease');
+      await this.fail(
+        queue,
+        job.id,
+        holder ? `worker ${holder.host} pid ${holder.pid} stopped` : 'worker never took its lease',
+      );
       reaped.push(job.id);
     }
     return reaped;
@@ -97,8 +144,11 @@ export class JobQueue {
 
   async counts(queue: string): Promise<QueueCounts> {
     if (!(await this.exists(queue))) return { waiting: 0, active: 0, completed: 0, failed: 0 };
-    const res = await this.boss.getDb().executeSql(
-      `SELECT state, COUNT(*)::int AS n FROM massgen_rl_queue.job WHERE name = $1 GROUP BY state`, [queue]) as { rows: { state: string; n: number }[] };
+    const res = (await this.boss
+      .getDb()
+      .executeSql(`SELECT state, COUNT(*)::int AS n FROM massgen_rl_queue.job WHERE name = $1 GROUP BY state`, [
+        queue,
+      ])) as { rows: { state: string; n: number }[] };
     return tally(res.rows);
   }
 
@@ -113,7 +163,12 @@ export class JobQueue {
 
 function tally(rows: { state: string; n: number }[]): QueueCounts {
   const by = Object.fromEntries(rows.map((r) => [r.state, r.n])) as Record<string, number>;
-  return { waiting: (by.created ?? 0) + (by.retry ?? 0), active: by.active ?? 0, completed: by.completed ?? 0, failed: (by.failed ?? 0) + (by.cancelled ?? 0) };
+  return {
+    waiting: (by.created ?? 0) + (by.retry ?? 0),
+    active: by.active ?? 0,
+    completed: by.completed ?? 0,
+    failed: (by.failed ?? 0) + (by.cancelled ?? 0),
+  };
 }
 
 export function leaseName(jobId: string): string {

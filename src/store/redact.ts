@@ -48,13 +48,19 @@ export class Redactor {
     const spellings = secrets.filter((s) => s.length >= 4).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]);
     const literals = [...new Set(spellings)].sort((a, b) => b.length - a.length).map(escapeRegex);
     const trusted = [...literals, ...builtin.map((p) => `(?:${p})`)];
-    this.regexes = [...(trusted.length ? [new RegExp(trusted.join('|'), 'g')] : []), ...patterns.map((p) => new RegExp(p, 'g'))];
+    this.regexes = [
+      ...(trusted.length ? [new RegExp(trusted.join('|'), 'g')] : []),
+      ...patterns.map((p) => new RegExp(p, 'g')),
+    ];
   }
 
   static fromSettings(settings: RedactionSettings, env: NodeJS.ProcessEnv = process.env): Redactor {
     const secrets = settings.envNames.map((n) => env[n]).filter((v): v is string => typeof v === 'string');
     const builtin = settings.builtinPatterns ? BUILTIN_PATTERNS : [];
-    return shared.get(JSON.stringify([secrets, settings.patterns, builtin]), () => new Redactor(secrets, settings.patterns, builtin));
+    return shared.get(
+      JSON.stringify([secrets, settings.patterns, builtin]),
+      () => new Redactor(secrets, settings.patterns, builtin),
+    );
   }
 
   static none(): Redactor {
@@ -168,7 +174,12 @@ export class Redactor {
         for (let n = 2; taken.has(name); n++) name = `${base} (${n})`;
         taken.add(name);
       }
-      Object.defineProperty(out, name, { value: (obj as Record<string, unknown>)[k], enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, name, {
+        value: (obj as Record<string, unknown>)[k],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   }

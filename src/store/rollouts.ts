@@ -6,10 +6,24 @@ import { jsonFlag, jsonText, NO_LIMIT } from './sql.js';
 import type { Rollout, RolloutFilter, RolloutFinish, RolloutStart, RunStatus } from './types.js';
 
 interface RolloutRaw {
-  num: number; id: string; run_id: string | null; task_id: string | null; source: string; status: RunStatus;
-  error: string | null; final_answer: string | null; winner: string | null; total_reward: number | null;
-  tokens: number; tool_calls: number; messages: number; wall_ms: number; metadata: string;
-  resource_set_id: string | null; started_at: number; finished_at: number | null;
+  num: number;
+  id: string;
+  run_id: string | null;
+  task_id: string | null;
+  source: string;
+  status: RunStatus;
+  error: string | null;
+  final_answer: string | null;
+  winner: string | null;
+  total_reward: number | null;
+  tokens: number;
+  tool_calls: number;
+  messages: number;
+  wall_ms: number;
+  metadata: string;
+  resource_set_id: string | null;
+  started_at: number;
+  finished_at: number | null;
 }
 
 /** The source of rollouts an evaluation records. */
@@ -22,8 +36,12 @@ export class RolloutRepository {
   private readonly insert;
   private readonly update;
 
-  constructor(private readonly db: Db, private readonly redactor: Redactor) {
-    this.insert = db.prepare(`INSERT INTO rollouts (id, run_id, task_id, source, status, metadata, resource_set_id, pid, host, started_at)
+  constructor(
+    private readonly db: Db,
+    private readonly redactor: Redactor,
+  ) {
+    this.insert =
+      db.prepare(`INSERT INTO rollouts (id, run_id, task_id, source, status, metadata, resource_set_id, pid, host, started_at)
       VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)`);
     this.update = db.prepare(`UPDATE rollouts SET status = ?, error = ?, final_answer = ?, winner = ?, total_reward = ?,
       tokens = ?, tool_calls = ?, messages = ?, wall_ms = ?, finished_at = ? WHERE id = ?`);
@@ -41,15 +59,34 @@ export class RolloutRepository {
    */
   prepare(input: RolloutStart = {}): { id: string; insert: () => void } {
     const id = input.id ?? newId('ro');
-    const row = [id, input.runId ?? null, input.taskId ?? null, input.source ?? 'collect',
-      this.redactor.json(input.metadata ?? {}), input.resourceSetId ?? null, process.pid, HOST, Date.now()];
+    const row = [
+      id,
+      input.runId ?? null,
+      input.taskId ?? null,
+      input.source ?? 'collect',
+      this.redactor.json(input.metadata ?? {}),
+      input.resourceSetId ?? null,
+      process.pid,
+      HOST,
+      Date.now(),
+    ];
     return { id, insert: () => void this.insert.run(row) };
   }
 
   finish(id: string, f: RolloutFinish): void {
-    const changed = this.update
-      .run(f.status, this.redactor.scrubOptional(f.error), this.redactor.scrubOptional(f.finalAnswer), f.winner ?? null,
-        f.totalReward ?? null, f.tokens ?? 0, f.toolCalls ?? 0, f.messages ?? 0, f.wallMs ?? 0, Date.now(), id).changes;
+    const changed = this.update.run(
+      f.status,
+      this.redactor.scrubOptional(f.error),
+      this.redactor.scrubOptional(f.finalAnswer),
+      f.winner ?? null,
+      f.totalReward ?? null,
+      f.tokens ?? 0,
+      f.toolCalls ?? 0,
+      f.messages ?? 0,
+      f.wallMs ?? 0,
+      Date.now(),
+      id,
+    ).changes;
     if (!changed) throw new Error(`rollout ${id} does not exist`);
   }
 
@@ -60,9 +97,13 @@ export class RolloutRepository {
   setRewards(setId: string, opts: { after?: number; before?: number; last?: number; canary?: boolean } = {}): number[] {
     const flag = jsonFlag(this.db, 'metadata', 'canary');
     const canary = opts.canary === undefined ? '' : ` AND ${opts.canary ? flag : `NOT (${flag})`}`;
-    const rows = this.db.prepare(`SELECT total_reward FROM rollouts WHERE resource_set_id = ? AND source = 'collect' AND status = 'completed'
-      AND total_reward IS NOT NULL AND started_at >= ? AND started_at < ?${canary} ORDER BY num DESC LIMIT ?`)
-      .pluck().all(setId, opts.after ?? 0, opts.before ?? Number.MAX_SAFE_INTEGER, opts.last ?? NO_LIMIT) as number[];
+    const rows = this.db
+      .prepare(
+        `SELECT total_reward FROM rollouts WHERE resource_set_id = ? AND source = 'collect' AND status = 'completed'
+      AND total_reward IS NOT NULL AND started_at >= ? AND started_at < ?${canary} ORDER BY num DESC LIMIT ?`,
+      )
+      .pluck()
+      .all(setId, opts.after ?? 0, opts.before ?? Number.MAX_SAFE_INTEGER, opts.last ?? NO_LIMIT) as number[];
     return rows.reverse();
   }
 
@@ -71,7 +112,8 @@ export class RolloutRepository {
    * orphan recovery must never take it for one of ours.
    */
   setImportedTimes(id: string, startedAt: number, finishedAt: number | null): void {
-    this.db.prepare('UPDATE rollouts SET started_at = ?, finished_at = ?, pid = NULL, host = NULL WHERE id = ?')
+    this.db
+      .prepare('UPDATE rollouts SET started_at = ?, finished_at = ?, pid = NULL, host = NULL WHERE id = ?')
       .run(startedAt, finishedAt, id);
   }
 
@@ -88,7 +130,8 @@ export class RolloutRepository {
   resolve(idOrPrefix: string): Rollout | undefined {
     const exact = this.get(idOrPrefix);
     if (exact) return exact;
-    const rows = this.db.prepare('SELECT * FROM rollouts WHERE id LIKE ? ESCAPE \'\\\' LIMIT 2')
+    const rows = this.db
+      .prepare("SELECT * FROM rollouts WHERE id LIKE ? ESCAPE '\\' LIMIT 2")
       .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`) as RolloutRaw[];
     return rows.length === 1 ? toRollout(rows[0]!) : undefined;
   }
@@ -104,15 +147,21 @@ export class RolloutRepository {
 
   /** The newest rollout of a gateway session that a client named (X-Session-Id or `user`). */
   gatewaySession(client: string, session: string): Rollout | undefined {
-    const row = this.db.prepare(`SELECT * FROM rollouts WHERE source = ? AND ${jsonText(this.db, 'metadata', 'client')} = ?
-      AND ${jsonText(this.db, 'metadata', 'session')} = ? ORDER BY num DESC LIMIT 1`)
+    const row = this.db
+      .prepare(
+        `SELECT * FROM rollouts WHERE source = ? AND ${jsonText(this.db, 'metadata', 'client')} = ?
+      AND ${jsonText(this.db, 'metadata', 'session')} = ? ORDER BY num DESC LIMIT 1`,
+      )
       .get(GATEWAY_SOURCE, client, session) as RolloutRaw | undefined;
     return row && toRollout(row);
   }
 
   /** Rollouts whose metadata has this top-level key with this string value (e.g. the prompt-optimization run that ran them). */
   countTagged(key: string, value: string): number {
-    return this.db.prepare(`SELECT COUNT(*) FROM rollouts WHERE ${jsonText(this.db, 'metadata', key)} = ?`).pluck().get(value) as number;
+    return this.db
+      .prepare(`SELECT COUNT(*) FROM rollouts WHERE ${jsonText(this.db, 'metadata', key)} = ?`)
+      .pluck()
+      .get(value) as number;
   }
 
   /** Deletes a rollout with its spans and rewards (an abandoned attempt that is run again). */
@@ -128,13 +177,18 @@ export class RolloutRepository {
 
   /** Rollouts other than evaluations numbered after `afterNum` up to `throughNum` (a training dataset's window). */
   countInWindow(afterNum: number, throughNum: number): number {
-    return this.db.prepare('SELECT COUNT(*) FROM rollouts WHERE num > ? AND num <= ? AND source <> ?')
-      .pluck().get(afterNum, throughNum, EVAL_SOURCE) as number;
+    return this.db
+      .prepare('SELECT COUNT(*) FROM rollouts WHERE num > ? AND num <= ? AND source <> ?')
+      .pluck()
+      .get(afterNum, throughNum, EVAL_SOURCE) as number;
   }
 
   count(filter: RolloutFilter = {}): number {
     const { where, params } = whereClause(filter);
-    return this.db.prepare(`SELECT COUNT(*) FROM rollouts ${where}`).pluck().get(...params) as number;
+    return this.db
+      .prepare(`SELECT COUNT(*) FROM rollouts ${where}`)
+      .pluck()
+      .get(...params) as number;
   }
 }
 
@@ -155,9 +209,23 @@ export function whereClause(f: RolloutFilter): { where: string; params: unknown[
 
 export function toRollout(r: RolloutRaw): Rollout {
   return {
-    num: r.num, id: r.id, runId: r.run_id, taskId: r.task_id, source: r.source, status: r.status,
-    error: r.error, finalAnswer: r.final_answer, winner: r.winner, totalReward: r.total_reward,
-    tokens: r.tokens, toolCalls: r.tool_calls, messages: r.messages, wallMs: r.wall_ms,
-    metadata: JSON.parse(r.metadata) as Record<string, unknown>, resourceSetId: r.resource_set_id ?? null, startedAt: r.started_at, finishedAt: r.finished_at,
+    num: r.num,
+    id: r.id,
+    runId: r.run_id,
+    taskId: r.task_id,
+    source: r.source,
+    status: r.status,
+    error: r.error,
+    finalAnswer: r.final_answer,
+    winner: r.winner,
+    totalReward: r.total_reward,
+    tokens: r.tokens,
+    toolCalls: r.tool_calls,
+    messages: r.messages,
+    wallMs: r.wall_ms,
+    metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+    resourceSetId: r.resource_set_id ?? null,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
   };
 }

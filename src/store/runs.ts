@@ -28,7 +28,13 @@ interface Shape {
 
 const SHAPES = {
   collect: { table: 'collect_runs', prefix: 'run', detail: 'params', result: 'summary', extra: ['config_hash'] },
-  training: { table: 'training_runs', prefix: 'tr', detail: 'config', result: 'metrics', extra: ['algo', 'dataset_hash', 'log_path'] },
+  training: {
+    table: 'training_runs',
+    prefix: 'tr',
+    detail: 'config',
+    result: 'metrics',
+    extra: ['algo', 'dataset_hash', 'log_path'],
+  },
   loop: { table: 'loop_runs', prefix: 'loop', detail: 'state', result: null, extra: ['step'] },
 } satisfies Record<string, Shape>;
 
@@ -38,7 +44,11 @@ export type RunKind = keyof typeof SHAPES;
 export class RunRepository {
   private readonly shape: Shape;
 
-  constructor(private readonly db: Db, private readonly redactor: Redactor, kind: RunKind) {
+  constructor(
+    private readonly db: Db,
+    private readonly redactor: Redactor,
+    kind: RunKind,
+  ) {
     this.shape = SHAPES[kind];
   }
 
@@ -47,8 +57,10 @@ export class RunRepository {
     const id = newId(prefix);
     const cols = this.shape.extra.filter((c) => c in extra);
     this.db
-      .prepare(`INSERT INTO ${table} (id, status, ${this.shape.detail}, pid, host, started_at${cols.map((c) => `, ${c}`).join('')})
-        VALUES (?, 'running', ?, ?, ?, ?${cols.map(() => ', ?').join('')})`)
+      .prepare(
+        `INSERT INTO ${table} (id, status, ${this.shape.detail}, pid, host, started_at${cols.map((c) => `, ${c}`).join('')})
+        VALUES (?, 'running', ?, ?, ?, ?${cols.map(() => ', ?').join('')})`,
+      )
       .run(id, this.redactor.json(detail), process.pid, HOST, Date.now(), ...cols.map((c) => extra[c] ?? null));
     return id;
   }
@@ -57,14 +69,26 @@ export class RunRepository {
     const resultSql = this.shape.result ? `, ${this.shape.result} = ?` : '';
     const params: unknown[] = [status, this.redactor.scrubOptional(error), Date.now()];
     if (this.shape.result) params.push(result ? this.redactor.json(result) : null);
-    this.db.prepare(`UPDATE ${this.shape.table} SET status = ?, error = ?, finished_at = ?${resultSql} WHERE id = ?`).run(...params, id);
+    this.db
+      .prepare(`UPDATE ${this.shape.table} SET status = ?, error = ?, finished_at = ?${resultSql} WHERE id = ?`)
+      .run(...params, id);
   }
 
   /** Ends a run only if it is still running; true when this call ended it (several workers may try at once). */
   finishIfRunning(id: string, status: Exclude<RunStatus, 'running'>, result?: Record<string, unknown>): boolean {
     const resultSql = this.shape.result ? `, ${this.shape.result} = ?` : '';
-    const params: unknown[] = [status, Date.now(), ...(this.shape.result ? [result ? this.redactor.json(result) : null] : [])];
-    return this.db.prepare(`UPDATE ${this.shape.table} SET status = ?, finished_at = ?${resultSql} WHERE id = ? AND status = 'running'`).run(...params, id).changes === 1;
+    const params: unknown[] = [
+      status,
+      Date.now(),
+      ...(this.shape.result ? [result ? this.redactor.json(result) : null] : []),
+    ];
+    return (
+      this.db
+        .prepare(
+          `UPDATE ${this.shape.table} SET status = ?, finished_at = ?${resultSql} WHERE id = ? AND status = 'running'`,
+        )
+        .run(...params, id).changes === 1
+    );
   }
 
   /** A run no process owns (its work is spread over machines): never taken for an orphan of the process that started it. */
@@ -75,23 +99,31 @@ export class RunRepository {
   /** Replaces the detail column (loop state as it advances) and, for loop runs, the current step. */
   setDetail(id: string, detail: Record<string, unknown>, step?: string | null): void {
     const stepSql = this.shape.extra.includes('step') && step !== undefined ? ', step = ?' : '';
-    this.db.prepare(`UPDATE ${this.shape.table} SET ${this.shape.detail} = ?${stepSql} WHERE id = ?`)
+    this.db
+      .prepare(`UPDATE ${this.shape.table} SET ${this.shape.detail} = ?${stepSql} WHERE id = ?`)
       .run(this.redactor.json(detail), ...(stepSql ? [step] : []), id);
   }
 
   /** Takes over a run that stopped (its process died or it was interrupted): running again, owned by this process. */
   reopen(id: string): void {
-    this.db.prepare(`UPDATE ${this.shape.table} SET status = 'running', error = NULL, finished_at = NULL, pid = ?, host = ? WHERE id = ?`).run(process.pid, HOST, id);
+    this.db
+      .prepare(
+        `UPDATE ${this.shape.table} SET status = 'running', error = NULL, finished_at = NULL, pid = ?, host = ? WHERE id = ?`,
+      )
+      .run(process.pid, HOST, id);
   }
 
   get(id: string): RunRecord | undefined {
-    const row = this.db.prepare(`SELECT * FROM ${this.shape.table} WHERE id = ?`).get(id) as Record<string, unknown> | undefined;
+    const row = this.db.prepare(`SELECT * FROM ${this.shape.table} WHERE id = ?`).get(id) as
+      Record<string, unknown> | undefined;
     return row && this.toRecord(row);
   }
 
   /** Newest first; runs started in the same millisecond, the later inserted first. */
   latest(limit = 5): RunRecord[] {
-    const rows = this.db.prepare(`SELECT * FROM ${this.shape.table} ORDER BY started_at DESC, rowid DESC LIMIT ?`).all(limit);
+    const rows = this.db
+      .prepare(`SELECT * FROM ${this.shape.table} ORDER BY started_at DESC, rowid DESC LIMIT ?`)
+      .all(limit);
     return (rows as Record<string, unknown>[]).map((r) => this.toRecord(r));
   }
 

@@ -16,7 +16,8 @@ interface SpanRowRaw {
   payload: string;
 }
 
-const INSERT = 'INSERT INTO spans (rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload) VALUES ';
+const INSERT =
+  'INSERT INTO spans (rollout_id, seq, parent_seq, type, name, agent, started_at, duration_ms, payload) VALUES ';
 /**
  * Rows per INSERT statement, a power of two up to this (9 parameters a row, far under either backend's
  * limit): on PostgreSQL each statement is a round trip, so a batch goes in a few; few distinct statements
@@ -29,7 +30,10 @@ export class SpanRepository {
   private readonly listStmt;
   private readonly insertAll: (rows: readonly unknown[][], open?: () => void) => void;
 
-  constructor(private readonly db: Db, private readonly redactor: Redactor) {
+  constructor(
+    private readonly db: Db,
+    private readonly redactor: Redactor,
+  ) {
     const insert = multiRowInsert(db, INSERT, 9);
     this.insertAll = (rows: readonly unknown[][], open?: () => void) => {
       open?.();
@@ -91,16 +95,25 @@ export class SpanRepository {
 
   /** The agents a rollout's spans name, in order of first appearance. */
   agents(rolloutId: string): string[] {
-    return this.db.prepare(`SELECT agent FROM spans WHERE rollout_id = ? AND agent IS NOT NULL
-      GROUP BY agent ORDER BY MIN(seq)`).pluck().all(rolloutId) as string[];
+    return this.db
+      .prepare(
+        `SELECT agent FROM spans WHERE rollout_id = ? AND agent IS NOT NULL
+      GROUP BY agent ORDER BY MIN(seq)`,
+      )
+      .pluck()
+      .all(rolloutId) as string[];
   }
 
   /** The gateway rollout holding a captured call (its span's turn_id), if the client is the one that sent it. */
   gatewayCall(callId: string, client: string): string | undefined {
-    return this.db.prepare(`SELECT s.rollout_id FROM spans s JOIN rollouts r ON r.id = s.rollout_id
+    return this.db
+      .prepare(
+        `SELECT s.rollout_id FROM spans s JOIN rollouts r ON r.id = s.rollout_id
       WHERE r.source = 'gateway' AND ${jsonText(this.db, 'r.metadata', 'client')} = ?
-        AND s.type IN ('prompt', 'message') AND ${jsonText(this.db, 's.payload', 'turn_id')} = ? LIMIT 1`)
-      .pluck().get(client, callId) as string | undefined;
+        AND s.type IN ('prompt', 'message') AND ${jsonText(this.db, 's.payload', 'turn_id')} = ? LIMIT 1`,
+      )
+      .pluck()
+      .get(client, callId) as string | undefined;
   }
 
   /**
@@ -108,10 +121,14 @@ export class SpanRepository {
    * times (epoch ms, by when each call began), in the order they began.
    */
   gatewaySessionCalls(session: string, from: number, to: number): Span[] {
-    const rows = this.db.prepare(`SELECT s.* FROM spans s JOIN rollouts r ON r.id = s.rollout_id
+    const rows = this.db
+      .prepare(
+        `SELECT s.* FROM spans s JOIN rollouts r ON r.id = s.rollout_id
       WHERE r.source = 'gateway' AND ${jsonText(this.db, 'r.metadata', 'session')} = ?
         AND s.type = 'prompt' AND s.started_at >= ? AND s.started_at <= ?
-      ORDER BY s.started_at, s.rollout_id, s.seq`).all(session, from, to) as SpanRowRaw[];
+      ORDER BY s.started_at, s.rollout_id, s.seq`,
+      )
+      .all(session, from, to) as SpanRowRaw[];
     return rows.map(toSpan);
   }
 
@@ -120,13 +137,33 @@ export class SpanRepository {
    * decide greedily and are left out), in rollout then decision order, with what each rollout earned.
    */
   policyDecisions(policy: string): PolicyDecisionRow[] {
-    const rows = this.db.prepare(`SELECT s.rollout_id, r.num, s.seq, s.payload, r.total_reward, r.tokens,
+    const rows = this.db
+      .prepare(
+        `SELECT s.rollout_id, r.num, s.seq, s.payload, r.total_reward, r.tokens,
         (SELECT MAX(value) FROM rewards w WHERE w.rollout_id = r.id AND w.channel = 'rollout' AND w.family IN ('exact', 'numeric')) AS verified
       FROM spans s JOIN rollouts r ON r.id = s.rollout_id
       WHERE s.type = 'coordination' AND s.name = 'policy_decision' AND ${jsonText(this.db, 's.payload', 'policy')} = ?
         AND r.status = 'completed' AND r.source <> 'eval'
-      ORDER BY r.num, s.seq`).all(policy) as { rollout_id: string; num: number; seq: number; payload: string; total_reward: number | null; tokens: number; verified: number | null }[];
-    return rows.map((r) => ({ rolloutId: r.rollout_id, rolloutNum: r.num, seq: r.seq, payload: JSON.parse(r.payload) as unknown, totalReward: r.total_reward, tokens: r.tokens, verified: r.verified }));
+      ORDER BY r.num, s.seq`,
+      )
+      .all(policy) as {
+      rollout_id: string;
+      num: number;
+      seq: number;
+      payload: string;
+      total_reward: number | null;
+      tokens: number;
+      verified: number | null;
+    }[];
+    return rows.map((r) => ({
+      rolloutId: r.rollout_id,
+      rolloutNum: r.num,
+      seq: r.seq,
+      payload: JSON.parse(r.payload) as unknown,
+      totalReward: r.total_reward,
+      tokens: r.tokens,
+      verified: r.verified,
+    }));
   }
 }
 
@@ -174,7 +211,9 @@ export class SpanWriter {
       this.repo.scrub(span.agent),
       span.startedAt ?? Date.now(),
       span.durationMs ?? 0,
-      span.payloadJson === undefined ? this.repo.encodePayload(span.payload) : this.repo.encodePayloadJson(span.payloadJson, span.payload),
+      span.payloadJson === undefined
+        ? this.repo.encodePayload(span.payload)
+        : this.repo.encodePayloadJson(span.payloadJson, span.payload),
     ]);
     if (this.buffer.length >= this.batchSize && !this.refusals) this.flushOrRetry(true);
     else if (this.maxDelayMs !== undefined && !this.timer) this.schedule(this.maxDelayMs);

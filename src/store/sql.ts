@@ -57,19 +57,25 @@ export function multiRowInsert(db: SqlDb, head: string, columns: number): (rows:
 /** A top-level JSON field of a TEXT column, as text (numbers as their digits), NULL when absent. */
 export function jsonText(db: SqlDb, column: string, key: string): string {
   if (!/^[a-z_]+$/.test(key)) throw new Error(`bad JSON key ${key}`);
-  return db.dialect === 'postgres' ? `(${column}::jsonb ->> '${key}')` : `CAST(json_extract(${column}, '$.${key}') AS TEXT)`;
+  return db.dialect === 'postgres'
+    ? `(${column}::jsonb ->> '${key}')`
+    : `CAST(json_extract(${column}, '$.${key}') AS TEXT)`;
 }
 
 /** True when a top-level JSON field is `true`; absent or anything else is false. */
 export function jsonFlag(db: SqlDb, column: string, key: string): string {
   if (!/^[a-z_]+$/.test(key)) throw new Error(`bad JSON key ${key}`);
-  return db.dialect === 'postgres' ? `COALESCE(${column}::jsonb -> '${key}' = 'true'::jsonb, FALSE)` : `COALESCE(json_extract(${column}, '$.${key}'), 0) = 1`;
+  return db.dialect === 'postgres'
+    ? `COALESCE(${column}::jsonb -> '${key}' = 'true'::jsonb, FALSE)`
+    : `COALESCE(json_extract(${column}, '$.${key}'), 0) = 1`;
 }
 
 /** `column` with a top-level number field set to the next parameter. */
 export function jsonSetNumber(db: SqlDb, column: string, key: string): string {
   if (!/^[a-z_]+$/.test(key)) throw new Error(`bad JSON key ${key}`);
-  return db.dialect === 'postgres' ? `(${column}::jsonb || jsonb_build_object('${key}', ?::double precision))::text` : `json_set(${column}, '$.${key}', ?)`;
+  return db.dialect === 'postgres'
+    ? `(${column}::jsonb || jsonb_build_object('${key}', ?::double precision))::text`
+    : `json_set(${column}, '$.${key}', ?)`;
 }
 
 /** No LIMIT: the largest safe integer, which both dialects take (PostgreSQL refuses SQLite's -1). */

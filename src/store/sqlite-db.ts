@@ -6,7 +6,10 @@ export class SqliteDb implements SqlDb {
   readonly dialect = 'sqlite' as const;
   private readonly appendTx: { immediate(fn: () => unknown): unknown };
 
-  constructor(readonly native: Database.Database, readonly location: string) {
+  constructor(
+    readonly native: Database.Database,
+    readonly location: string,
+  ) {
     this.appendTx = native.transaction((fn: () => unknown) => fn());
   }
 

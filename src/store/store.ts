@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backoffMs, briefly, BusyClock, isBusy, PATIENCE_FACTOR } from './busy.js';
 import { AuditRepository } from './audit.js';
+import { backoffMs, briefly, BusyClock, isBusy, PATIENCE_FACTOR } from './busy.js';
 import { CheckpointRepository } from './checkpoints.js';
 import { openSqlite, type Db, type OpenOptions } from './database.js';
 import { EvaluationRepository } from './evaluations.js';
@@ -36,8 +36,21 @@ export interface StoreStats {
   rolloutsByStatus: Record<string, number>;
 }
 
-const COUNTED = ['tasks', 'collect_runs', 'rollouts', 'spans', 'rewards', 'resources', 'resource_sets', 'checkpoints',
-  'training_runs', 'eval_runs', 'eval_results', 'audit', 'loop_runs'] as const;
+const COUNTED = [
+  'tasks',
+  'collect_runs',
+  'rollouts',
+  'spans',
+  'rewards',
+  'resources',
+  'resource_sets',
+  'checkpoints',
+  'training_runs',
+  'eval_runs',
+  'eval_results',
+  'audit',
+  'loop_runs',
+] as const;
 
 let dbOf: (store: Store) => Db;
 
@@ -78,7 +91,10 @@ export class Store {
   }
 
   private constructor(
-    readonly path: string, db: Db, readonly redactor: Redactor, private readonly busyTimeoutMs: number,
+    readonly path: string,
+    db: Db,
+    readonly redactor: Redactor,
+    private readonly busyTimeoutMs: number,
   ) {
     this.#db = db;
     this.busy = new BusyClock(path, PATIENCE_FACTOR * busyTimeoutMs);
@@ -164,12 +180,17 @@ export class Store {
     const counts = Object.fromEntries(
       COUNTED.map((t) => [t, db.prepare(`SELECT COUNT(*) FROM ${t}`).pluck().get() as number]),
     );
-    const byStatus = db.prepare('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as { status: string; n: number }[];
+    const byStatus = db.prepare('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as {
+      status: string;
+      n: number;
+    }[];
     const pg = db.dialect === 'postgres';
     return {
       path: this.path,
       backend: db.dialect,
-      bytes: pg ? (db.prepare('SELECT pg_database_size(current_database())').pluck().get() as number) : fileSize(this.path) + fileSize(`${this.path}-wal`),
+      bytes: pg
+        ? (db.prepare('SELECT pg_database_size(current_database())').pluck().get() as number)
+        : fileSize(this.path) + fileSize(`${this.path}-wal`),
       schemaVersion: db.prepare('SELECT COALESCE(MAX(version), 0) FROM schema_migrations').pluck().get() as number,
       counts,
       rolloutsByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),

@@ -14,7 +14,10 @@ export interface StoredStepMetrics extends StepMetrics {
 
 /** Per-step training metrics of a training run (loss, reward, kl, learning rate, …). */
 export class TrainingMetricsRepository {
-  constructor(private readonly db: Db, private readonly redactor: Redactor) {}
+  constructor(
+    private readonly db: Db,
+    private readonly redactor: Redactor,
+  ) {}
 
   /** Writes steps in one transaction. A step seen again (a resumed run) replaces the earlier row. */
   append(runId: string, steps: readonly StepMetrics[]): void {
@@ -22,9 +25,11 @@ export class TrainingMetricsRepository {
     const insert = this.db.prepare(`INSERT INTO training_metrics (run_id, step, metrics, created_at) VALUES (?, ?, ?, ?)
       ON CONFLICT (run_id, step) DO UPDATE SET metrics = excluded.metrics, created_at = excluded.created_at`);
     const now = Date.now();
-    this.db.transaction(() => {
-      for (const s of steps) insert.run(runId, s.step, this.redactor.json(s.metrics), now);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        for (const s of steps) insert.run(runId, s.step, this.redactor.json(s.metrics), now);
+      })
+      .immediate();
   }
 
   /** Buffers steps and writes them in batches (when batchSize are pending, or maxDelayMs after the first). */
@@ -34,13 +39,25 @@ export class TrainingMetricsRepository {
 
   /** Steps of a run in step order; `fromStep` is inclusive. */
   list(runId: string, opts: { fromStep?: number; limit?: number } = {}): StoredStepMetrics[] {
-    const rows = this.db.prepare('SELECT * FROM training_metrics WHERE run_id = ? AND step >= ? ORDER BY step LIMIT ?')
-      .all(runId, opts.fromStep ?? Number.MIN_SAFE_INTEGER, opts.limit ?? NO_LIMIT) as { run_id: string; step: number; metrics: string; created_at: number }[];
-    return rows.map((r) => ({ runId: r.run_id, step: r.step, metrics: JSON.parse(r.metrics) as Record<string, unknown>, createdAt: r.created_at }));
+    const rows = this.db
+      .prepare('SELECT * FROM training_metrics WHERE run_id = ? AND step >= ? ORDER BY step LIMIT ?')
+      .all(runId, opts.fromStep ?? Number.MIN_SAFE_INTEGER, opts.limit ?? NO_LIMIT) as {
+      run_id: string;
+      step: number;
+      metrics: string;
+      created_at: number;
+    }[];
+    return rows.map((r) => ({
+      runId: r.run_id,
+      step: r.step,
+      metrics: JSON.parse(r.metrics) as Record<string, unknown>,
+      createdAt: r.created_at,
+    }));
   }
 
   last(runId: string): StoredStepMetrics | undefined {
-    const step = this.db.prepare('SELECT MAX(step) FROM training_metrics WHERE run_id = ?').pluck().get(runId) as number | null;
+    const step = this.db.prepare('SELECT MAX(step) FROM training_metrics WHERE run_id = ?').pluck().get(runId) as
+      number | null;
     return step === null ? undefined : this.list(runId, { fromStep: step, limit: 1 })[0];
   }
 
@@ -55,7 +72,12 @@ export class MetricsWriter {
   /** A timed flush that failed: rethrown by the next add or flush rather than crashing the process. */
   private failure: unknown;
 
-  constructor(private readonly repo: TrainingMetricsRepository, readonly runId: string, private readonly batchSize: number, private readonly maxDelayMs: number) {}
+  constructor(
+    private readonly repo: TrainingMetricsRepository,
+    readonly runId: string,
+    private readonly batchSize: number,
+    private readonly maxDelayMs: number,
+  ) {}
 
   add(step: number, metrics: Record<string, unknown>): void {
     this.rethrow();

@@ -16,7 +16,12 @@ export interface TraceSpan {
 type RolloutRow = Parameters<typeof toRollout>[0];
 type RewardRow = Parameters<typeof toReward>[0];
 type SpanTuple = [
-  rolloutId: string, seq: number, type: TraceSpan['type'], name: string, agent: string | null, payload: string,
+  rolloutId: string,
+  seq: number,
+  type: TraceSpan['type'],
+  name: string,
+  agent: string | null,
+  payload: string,
 ];
 
 const SPAN_COLUMNS = 'rollout_id, seq, type, name, agent, payload';
@@ -38,8 +43,12 @@ export class TrainingTraceRepository {
     this.page = db.prepare(`SELECT * FROM rollouts
       WHERE num > ? AND source NOT IN ('${EVAL_SOURCE}', '${GATEWAY_SOURCE}') ORDER BY num LIMIT ?`);
     this.spanAt = db.prepare(`SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id = ? AND seq = ?`).raw(true);
-    const spans = (types: string) => inListQuery(db,
-      `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) AND ${types} ORDER BY rollout_id, seq`, true);
+    const spans = (types: string) =>
+      inListQuery(
+        db,
+        `SELECT ${SPAN_COLUMNS} FROM spans WHERE rollout_id IN (?) AND ${types} ORDER BY rollout_id, seq`,
+        true,
+      );
     this.spansOf = spans("type IN ('prompt', 'coordination')");
     this.coordinationOf = spans("type = 'coordination'");
     this.rewardsOf = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);

@@ -48,12 +48,21 @@ export function parseYamlTasks(text: string): ParsedFile {
   const lineAt = (node: unknown) => lines.linePos((node as Node | null)?.range?.[0] ?? 0).line;
   if (problems.length) return { records: [], issues: problems.map((p) => ({ line: p.line, message: p.message })) };
   let list: unknown = doc.contents;
-  if (list === null || (isSeq(list) && !list.items.length)) return { records: [], issues: [{ line: 1, message: `empty task file: ${YAML_SHAPE}` }] };
+  if (list === null || (isSeq(list) && !list.items.length))
+    return { records: [], issues: [{ line: 1, message: `empty task file: ${YAML_SHAPE}` }] };
   if (isMap(list)) {
     const others = list.items.filter((p) => keyOf(p) !== 'tasks');
-    if (others.length) return { records: [], issues: others.map((p) => ({ line: lineAt(p.key), message: `unknown top-level key "${keyOf(p)}"; ${YAML_SHAPE}` })) };
+    if (others.length)
+      return {
+        records: [],
+        issues: others.map((p) => ({
+          line: lineAt(p.key),
+          message: `unknown top-level key "${keyOf(p)}"; ${YAML_SHAPE}`,
+        })),
+      };
     list = list.items[0]?.value ?? null;
-    if (list === null || (isSeq(list) && !list.items.length)) return { records: [], issues: [{ line: 1, message: 'empty task file: "tasks" has no tasks' }] };
+    if (list === null || (isSeq(list) && !list.items.length))
+      return { records: [], issues: [{ line: 1, message: 'empty task file: "tasks" has no tasks' }] };
   }
   if (!isSeq(list)) return { records: [], issues: [{ line: lineAt(list), message: YAML_SHAPE }] };
   const items = list.items;

@@ -5,7 +5,10 @@ const YAML_LINE_SLACK = 64 * 1024;
 
 /** A task file holds a string (JSON) or a line (YAML) too long for a task under tasks.max_prompt_chars. */
 export class OversizedTaskError extends Error {
-  constructor(readonly line: number, message: string) {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
     super(message);
     this.name = 'OversizedTaskError';
   }

@@ -11,10 +11,17 @@ export const taskRecordSchema = z.strictObject({
   id: nonBlank('id'),
   prompt: nonBlank('prompt'),
   reference: z
-    .union([z.string(), z.number()], { error: (iss) => (typeof iss.input === 'number' ? '"reference" must be a finite number' : '"reference" must be a string or a number') })
+    .union([z.string(), z.number()], {
+      error: (iss) =>
+        typeof iss.input === 'number'
+          ? '"reference" must be a finite number'
+          : '"reference" must be a string or a number',
+    })
     .nullish()
     .transform((v) => (v == null ? undefined : String(v))),
-  category: nonBlank('category').nullish().transform((v) => v ?? undefined),
+  category: nonBlank('category')
+    .nullish()
+    .transform((v) => v ?? undefined),
   metadata: z
     .record(z.string(), z.unknown(), { error: '"metadata" must be an object (a mapping)' })
     .nullish()
@@ -40,7 +47,14 @@ export function checkRecord(value: unknown): { record?: TaskRecord; issues: Reco
     const tolerance = result.data.metadata.tolerance;
     // Read by the numeric reward, which would otherwise quietly fall back to rewards.numeric_tolerance.
     if (tolerance !== undefined && !(typeof tolerance === 'number' && Number.isFinite(tolerance) && tolerance >= 0)) {
-      return { issues: [{ field: 'metadata', message: `"metadata.tolerance" must be a non-negative number, got ${JSON.stringify(tolerance) ?? String(tolerance)}` }] };
+      return {
+        issues: [
+          {
+            field: 'metadata',
+            message: `"metadata.tolerance" must be a non-negative number, got ${JSON.stringify(tolerance) ?? String(tolerance)}`,
+          },
+        ],
+      };
     }
     return { record: result.data, issues: [] };
   }

@@ -12,7 +12,11 @@ import type { Difficulty, SplitSelector, SplitTask } from './types.js';
  * The tasks a run works on: tasks.sources, or `spec` (a built-in suite, `<suite>@<difficulty>`, or a task
  * file relative to the working directory) instead; then one split, at most n of it.
  */
-export function tasksForRun(config: RLConfig['tasks'], baseDir: string, opts: { spec?: string; n?: number; split: SplitSelector }): SplitTask[] {
+export function tasksForRun(
+  config: RLConfig['tasks'],
+  baseDir: string,
+  opts: { spec?: string; n?: number; split: SplitSelector },
+): SplitTask[] {
   return tasksWithShortfall(config, baseDir, opts).tasks;
 }
 
@@ -25,14 +29,29 @@ export interface Shortfall {
 }
 
 /** tasksForRun, and the shortfall when n asks for more tasks than the split holds. */
-export function tasksWithShortfall(config: RLConfig['tasks'], baseDir: string, opts: { spec?: string; n?: number; split: SplitSelector }): { tasks: SplitTask[]; shortfall: Shortfall | null } {
+export function tasksWithShortfall(
+  config: RLConfig['tasks'],
+  baseDir: string,
+  opts: { spec?: string; n?: number; split: SplitSelector },
+): { tasks: SplitTask[]; shortfall: Shortfall | null } {
   const loaded = loadTasks(sourcesFor(config, opts.spec, opts.n, opts.split), baseDir);
   const tasks = selectTasks(loaded, opts.split, opts.n);
   const n = opts.n;
   if (n === undefined || tasks.length >= n) return { tasks, shortfall: null };
-  const more = opts.split !== 'all' && loaded.length > tasks.length ? `; --split all runs all ${loaded.length} tasks` : '; add tasks to tasks.sources for more';
+  const more =
+    opts.split !== 'all' && loaded.length > tasks.length
+      ? `; --split all runs all ${loaded.length} tasks`
+      : '; add tasks to tasks.sources for more';
   const holds = opts.split === 'all' ? 'task sources hold' : `${opts.split} split holds`;
-  return { tasks, shortfall: { requested: n, available: tasks.length, split: opts.split, hint: `--n ${n} asks for more tasks than the ${holds} (${tasks.length}): running ${tasks.length}${more}` } };
+  return {
+    tasks,
+    shortfall: {
+      requested: n,
+      available: tasks.length,
+      split: opts.split,
+      hint: `--n ${n} asks for more tasks than the ${holds} (${tasks.length}): running ${tasks.length}${more}`,
+    },
+  };
 }
 
 /** `<suite>` or `<suite>@<level>` for a built-in suite; undefined for anything else (a file). */
@@ -44,24 +63,38 @@ function suiteSpec(spec: string): { suite: (typeof BUILTIN_SUITES)[number]; diff
   const difficulty = DIFFICULTIES.find((d) => String(d) === level);
   // A file may be called arithmetic@x.
   if (difficulty === undefined && present(path.resolve(spec))) return undefined;
-  if (difficulty === undefined) throw new UserError(`--tasks ${spec}: difficulty must be 0, 1, 2 or 3 (${DIFFICULTIES.map((d) => `${suite}@${d}`).join(', ')})`);
+  if (difficulty === undefined)
+    throw new UserError(
+      `--tasks ${spec}: difficulty must be 0, 1, 2 or 3 (${DIFFICULTIES.map((d) => `${suite}@${d}`).join(', ')})`,
+    );
   return { suite, difficulty };
 }
 
-function sourcesFor(base: RLConfig['tasks'], spec: string | undefined, n: number | undefined, split: SplitSelector): RLConfig['tasks'] {
+function sourcesFor(
+  base: RLConfig['tasks'],
+  spec: string | undefined,
+  n: number | undefined,
+  split: SplitSelector,
+): RLConfig['tasks'] {
   if (!spec) return base;
   const named = suiteSpec(spec);
   if (named) {
     // Generate enough that the requested split still holds n tasks after the template holdout and the hash split.
     const suite = getSuite(named.suite);
     const templates = suite.templates(named.difficulty ?? suite.defaultLevel);
-    const held = heldOutShare(templates, heldOutTemplates(suite.name, templates, base.split.holdout_templates, base.split.salt));
+    const held = heldOutShare(
+      templates,
+      heldOutTemplates(suite.name, templates, base.split.holdout_templates, base.split.salt),
+    );
     const evalShare = held + (1 - held) * base.split.eval_fraction;
     const share = split === 'all' ? 1 : split === 'eval' ? evalShare : 1 - evalShare;
     const generated = Math.min(MAX_TASKS, Math.ceil(((n ?? 50) / Math.max(share, 0.05)) * 1.25) + 5);
     return { ...base, sources: [{ ...named, n: generated, seed: 1 }] };
   }
   const file = path.resolve(spec);
-  if (!present(file)) throw new UserError(`--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}, each also as <suite>@<difficulty 0–3>) and no such file`);
+  if (!present(file))
+    throw new UserError(
+      `--tasks ${spec}: not a built-in suite (${BUILTIN_SUITES.join(', ')}, each also as <suite>@<difficulty 0–3>) and no such file`,
+    );
   return { ...base, sources: [{ file }] };
 }

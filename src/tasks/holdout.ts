@@ -17,9 +17,14 @@ export function heldOutTemplates(suite: string, templates: TemplatesByKind, frac
   for (const [kind, names] of Object.entries(templates)) {
     if (names.length < 2) continue;
     const share = fraction * names.length;
-    const k = Math.min(names.length - 1, Math.floor(share) + (splitPoint(`${suite}/${kind}`, salt) < share - Math.floor(share) ? 1 : 0));
+    const k = Math.min(
+      names.length - 1,
+      Math.floor(share) + (splitPoint(`${suite}/${kind}`, salt) < share - Math.floor(share) ? 1 : 0),
+    );
     if (!k) continue;
-    const ranked = names.map((name) => ({ name, point: splitPoint(`${suite}/${kind}/${name}`, salt) })).sort((a, b) => a.point - b.point);
+    const ranked = names
+      .map((name) => ({ name, point: splitPoint(`${suite}/${kind}/${name}`, salt) }))
+      .sort((a, b) => a.point - b.point);
     held[kind] = ranked.slice(0, k).map((r) => r.name);
   }
   return held;
@@ -36,5 +41,8 @@ export function usesHeldOutTemplate(task: Task, held: HeldOut): boolean {
 export function heldOutShare(templates: TemplatesByKind, held: HeldOut): number {
   const kinds = Object.entries(templates);
   if (!kinds.length) return 0;
-  return kinds.reduce((sum, [kind, names]) => sum + (Object.hasOwn(held, kind) ? held[kind]!.length / names.length : 0), 0) / kinds.length;
+  return (
+    kinds.reduce((sum, [kind, names]) => sum + (Object.hasOwn(held, kind) ? held[kind]!.length / names.length : 0), 0)
+    / kinds.length
+  );
 }

@@ -1,4 +1,14 @@
-export type { AnswerType, Difficulty, Split, SplitSelector, SplitTask, SuiteLevel, Task, TaskSuite, TemplatesByKind } from './types.js';
+export type {
+  AnswerType,
+  Difficulty,
+  Split,
+  SplitSelector,
+  SplitTask,
+  SuiteLevel,
+  Task,
+  TaskSuite,
+  TemplatesByKind,
+} from './types.js';
 export { loadTasks, TaskLoadError, type TasksConfig } from './load.js';
 export { heldOutShare, heldOutTemplates, usesHeldOutTemplate, type HeldOut } from './holdout.js';
 export { selectTasks, splitOf, splitPoint, withSplits } from './split.js';

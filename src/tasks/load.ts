@@ -32,7 +32,12 @@ export function loadTasks(config: TasksConfig, baseDir: string): SplitTask[] {
       const difficulty = source.difficulty ?? suite.defaultLevel;
       const level = source.difficulty === undefined ? '' : `, difficulty ${source.difficulty}`;
       const where = `tasks.sources[${i}] (suite ${source.suite}${level}, seed ${source.seed})`;
-      const held = heldOutTemplates(suite.name, suite.templates(difficulty), config.split.holdout_templates, config.split.salt);
+      const held = heldOutTemplates(
+        suite.name,
+        suite.templates(difficulty),
+        config.split.holdout_templates,
+        config.split.salt,
+      );
       for (const task of suite.generate(source.n, source.seed, { difficulty })) {
         located.push({ task, where });
         if (usesHeldOutTemplate(task, held)) evalOnly.add(task.id);
@@ -47,7 +52,12 @@ export function loadTasks(config: TasksConfig, baseDir: string): SplitTask[] {
   });
   issues.push(...duplicateIssues(located));
   if (issues.length) throw new TaskLoadError(issues);
-  return withSplits(located.map((l) => l.task), config.split.eval_fraction, config.split.salt, (t) => evalOnly.has(t.id));
+  return withSplits(
+    located.map((l) => l.task),
+    config.split.eval_fraction,
+    config.split.salt,
+    (t) => evalOnly.has(t.id),
+  );
 }
 
 /** Duplicates are grouped by the pair of places, so a suite listed twice gives one message, not n. */
@@ -66,9 +76,13 @@ function duplicateIssues(tasks: readonly LocatedTask[]): string[] {
     groups.set(key, group);
   }
   return [...groups.values()].map(({ where, seen, ids }) => {
-    const what = ids.length === 1
-      ? `duplicate id "${ids[0]}"`
-      : `${ids.length} duplicate ids (${ids.slice(0, 3).map((id) => `"${id}"`).join(', ')}${ids.length > 3 ? ', …' : ''})`;
+    const what =
+      ids.length === 1
+        ? `duplicate id "${ids[0]}"`
+        : `${ids.length} duplicate ids (${ids
+            .slice(0, 3)
+            .map((id) => `"${id}"`)
+            .join(', ')}${ids.length > 3 ? ', …' : ''})`;
     return `${where}: ${what} (first defined at ${seen})`;
   });
 }

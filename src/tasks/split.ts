@@ -15,13 +15,19 @@ export function splitOf(id: string, evalFraction: number, salt: string): Split {
 }
 
 /** Each task's split: eval when evalOnly says so (a held-out template), else by its id. */
-export function withSplits(tasks: readonly Task[], evalFraction: number, salt: string, evalOnly: (task: Task) => boolean = () => false): SplitTask[] {
+export function withSplits(
+  tasks: readonly Task[],
+  evalFraction: number,
+  salt: string,
+  evalOnly: (task: Task) => boolean = () => false,
+): SplitTask[] {
   return tasks.map((t) => ({ ...t, split: evalOnly(t) ? 'eval' : splitOf(t.id, evalFraction, salt) }));
 }
 
 /** The tasks of one split (or all), in their loaded order; the first n when n is given. */
 export function selectTasks<T extends SplitTask>(tasks: readonly T[], split: SplitSelector, n?: number): T[] {
-  if (n !== undefined && (!Number.isInteger(n) || n < 0)) throw new RangeError(`n must be a non-negative integer, got ${n}`);
+  if (n !== undefined && (!Number.isInteger(n) || n < 0))
+    throw new RangeError(`n must be a non-negative integer, got ${n}`);
   const chosen = split === 'all' ? [...tasks] : tasks.filter((t) => t.split === split);
   return n === undefined ? chosen : chosen.slice(0, n);
 }

@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { InputFileError, MiB, readRegularFile } from '../config/input-file.js';
 import { DEFAULT_MAX_PROMPT_CHARS } from '../config/schema.js';
+import { parseJsonl, parseYamlTasks, type ParsedFile } from './file-formats.js';
 import { OversizedTaskError, taskFileGuard } from './file-guard.js';
 import { checkRecord } from './file-schema.js';
-import { parseJsonl, parseYamlTasks, type ParsedFile } from './file-formats.js';
 import type { Task } from './types.js';
 
 export interface LocatedTask {
@@ -39,12 +39,20 @@ export interface TaskFileOptions {
  * Duplicate ids are left to the caller, which sees every source.
  */
 export function readTaskFile(
-  file: string, display: string, source: string = display, opts: TaskFileOptions = {},
+  file: string,
+  display: string,
+  source: string = display,
+  opts: TaskFileOptions = {},
 ): TaskFileResult {
   const ext = path.extname(file).toLowerCase();
   const format = PARSERS[ext];
   if (!format) {
-    return { tasks: [], issues: [`${display}: unsupported task file type "${ext || path.basename(file)}"; use ${Object.keys(PARSERS).join(', ')}`] };
+    return {
+      tasks: [],
+      issues: [
+        `${display}: unsupported task file type "${ext || path.basename(file)}"; use ${Object.keys(PARSERS).join(', ')}`,
+      ],
+    };
   }
   const maxPromptChars = opts.maxPromptChars ?? DEFAULT_MAX_PROMPT_CHARS;
   let text: string;
@@ -61,8 +69,12 @@ export function readTaskFile(
   const result: TaskFileResult = { tasks: [], issues: parsed.issues.map((i) => `${display}:${i.line}: ${i.message}`) };
   for (const raw of parsed.records) {
     const { record, issues } = checkRecord(raw.value);
-    const lined = issues.map((i) => ({ line: i.field === undefined ? raw.line : raw.fieldLine(i.field), message: i.message }));
-    for (const { line, message } of lined.sort((a, b) => a.line - b.line)) result.issues.push(`${display}:${line}: ${message}`);
+    const lined = issues.map((i) => ({
+      line: i.field === undefined ? raw.line : raw.fieldLine(i.field),
+      message: i.message,
+    }));
+    for (const { line, message } of lined.sort((a, b) => a.line - b.line))
+      result.issues.push(`${display}:${line}: ${message}`);
     if (!record) continue;
     if (record.prompt.length > maxPromptChars) {
       const what = `"prompt" is ${record.prompt.length} characters, over tasks.max_prompt_chars (${maxPromptChars})`;

@@ -1,6 +1,11 @@
 /** Evaluates + − × ÷ ^ % and parentheses on numbers; no names, no eval. */
 export function calculate(expression: string): number {
-  const tokens = expression.replace(/×/g, '*').replace(/÷/g, '/').replace(/−/g, '-').match(/\d+(?:\.\d+)?(?:e[+-]?\d+)?|[-+*/^%()]|\S/gi) ?? [];
+  const tokens =
+    expression
+      .replace(/×/g, '*')
+      .replace(/÷/g, '/')
+      .replace(/−/g, '-')
+      .match(/\d+(?:\.\d+)?(?:e[+-]?\d+)?|[-+*/^%()]|\S/gi) ?? [];
   let i = 0;
   const peek = () => tokens[i];
   const take = (t?: string) => {

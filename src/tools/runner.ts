@@ -8,10 +8,20 @@ type ToolsConfig = RLConfig['tools'];
 export function toolDefinition(name: string, tools: ToolsConfig): ToolDefinition {
   const t = ownTool(tools, name)!;
   if (t.type === 'builtin') {
-    return { name, description: 'Evaluate an arithmetic expression (+ - * / ^ % and parentheses).', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } };
+    return {
+      name,
+      description: 'Evaluate an arithmetic expression (+ - * / ^ % and parentheses).',
+      parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] },
+    };
   }
-  const properties = Object.fromEntries(Object.entries(t.parameters).map(([k, d]) => [k, { type: 'string', description: d }]));
-  return { name, description: t.description || `run ${t.command[0]}`, parameters: { type: 'object', properties, required: Object.keys(properties) } };
+  const properties = Object.fromEntries(
+    Object.entries(t.parameters).map(([k, d]) => [k, { type: 'string', description: d }]),
+  );
+  return {
+    name,
+    description: t.description || `run ${t.command[0]}`,
+    parameters: { type: 'object', properties, required: Object.keys(properties) },
+  };
 }
 
 /** Past this much output a command tool is stopped (its output is kept in memory); the model sees the first RESULT_CHARS. */
@@ -36,13 +46,32 @@ export function createToolRunner(tools: ToolsConfig, cwd: string): ToolRunner {
           return { result: `error: ${(err as Error).message}`, success: false, error: (err as Error).message };
         }
       }
-      const argv = t.command.map((part) => part.replace(/\{(\w+)\}/g, (_, key: string) => String((Object.hasOwn(args, key) ? args[key] : undefined) ?? '')));
-      const r = await execa(argv[0]!, argv.slice(1), { cwd, timeout: t.timeout_ms, cancelSignal: signal, reject: false, stdin: 'ignore', all: true, maxBuffer: MAX_OUTPUT_CHARS });
+      const argv = t.command.map((part) =>
+        part.replace(/\{(\w+)\}/g, (_, key: string) =>
+          String((Object.hasOwn(args, key) ? args[key] : undefined) ?? ''),
+        ),
+      );
+      const r = await execa(argv[0]!, argv.slice(1), {
+        cwd,
+        timeout: t.timeout_ms,
+        cancelSignal: signal,
+        reject: false,
+        stdin: 'ignore',
+        all: true,
+        maxBuffer: MAX_OUTPUT_CHARS,
+      });
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('cancelled');
       const out = String(r.all ?? '').slice(0, RESULT_CHARS);
       if (r.timedOut) return { result: `timed out after ${t.timeout_ms} ms`, success: false, error: 'timeout' };
-      if (r.isMaxBuffer) return { result: `${out}\n[stopped: the command printed more than ${MAX_OUTPUT_CHARS} characters]`, success: false, error: 'output too large' };
-      return r.exitCode === 0 ? { result: out, success: true } : { result: out || `exit code ${r.exitCode}`, success: false, error: `exit code ${r.exitCode ?? 'unknown'}` };
+      if (r.isMaxBuffer)
+        return {
+          result: `${out}\n[stopped: the command printed more than ${MAX_OUTPUT_CHARS} characters]`,
+          success: false,
+          error: 'output too large',
+        };
+      return r.exitCode === 0
+        ? { result: out, success: true }
+        : { result: out || `exit code ${r.exitCode}`, success: false, error: `exit code ${r.exitCode ?? 'unknown'}` };
     },
   };
 }

@@ -46,16 +46,25 @@
  * t is seconds since the rollout started (clamped at 0). Topology: hierarchical with a delegation;
  * else debate when two or more agents answer or vote and no tool was called; mixed otherwise.
  */
+import { dict } from '../util/dict.js';
+import { canonicalJson, sha256 } from '../util/hash.js';
 import { nestedDepth } from './payloads.js';
 import type { Reward, Rollout, Span } from './records.js';
 import { TraceScope } from './trace-scope.js';
-import { canonicalJson, sha256 } from '../util/hash.js';
-import { dict } from '../util/dict.js';
 
 export type OrchestrationEventType =
-  | 'orchestrator_decision' | 'spawn' | 'despawn' | 'message' | 'tool_call' | 'tool_result' | 'return' | 'aggregate'
-  | 'human_intervention' | 'safety_event';
-export type OrchestrationEdgeType = 'temporal' | 'causal' | 'spawn' | 'message' | 'tool_dependency' | 'return' | 'aggregate' | 'safety_flow';
+  | 'orchestrator_decision'
+  | 'spawn'
+  | 'despawn'
+  | 'message'
+  | 'tool_call'
+  | 'tool_result'
+  | 'return'
+  | 'aggregate'
+  | 'human_intervention'
+  | 'safety_event';
+export type OrchestrationEdgeType =
+  'temporal' | 'causal' | 'spawn' | 'message' | 'tool_dependency' | 'return' | 'aggregate' | 'safety_flow';
 
 export interface OrchestrationEvent {
   id: string;
@@ -102,7 +111,11 @@ export function contentRef(content: unknown): string {
   return `sha256:${sha256(typeof content === 'string' ? content : canonicalJson(content ?? null))}`;
 }
 
-export function toOrchestrationTrace(rollout: Rollout, spans: readonly Span[], rewards: readonly Reward[]): OrchestrationTrace {
+export function toOrchestrationTrace(
+  rollout: Rollout,
+  spans: readonly Span[],
+  rewards: readonly Reward[],
+): OrchestrationTrace {
   return new Builder(rollout, spans).build(rewards);
 }
 
@@ -119,9 +132,15 @@ class Builder {
   /** Child orchestrations by the seq of the delegate span that opened them, in order. */
   private readonly scopes = new Map<number, TraceScope>();
 
-  constructor(private readonly rollout: Rollout, spans: readonly Span[]) {
+  constructor(
+    private readonly rollout: Rollout,
+    spans: readonly Span[],
+  ) {
     this.sorted = [...spans].sort((a, b) => a.seq - b.seq);
-    this.t0 = this.sorted.reduce((min, s) => (Number.isFinite(s.startedAt) ? Math.min(min, s.startedAt) : min), rollout.startedAt);
+    this.t0 = this.sorted.reduce(
+      (min, s) => (Number.isFinite(s.startedAt) ? Math.min(min, s.startedAt) : min),
+      rollout.startedAt,
+    );
     for (const s of this.sorted) this.spanTypes.set(s.seq, s.type);
   }
 
@@ -129,14 +148,25 @@ class Builder {
     for (const s of this.sorted) this.span(s);
     for (const scope of [this.root, ...this.scopes.values()]) this.despawnAll(scope);
     if (!this.events.length) {
-      this.add({ id: 'start', t: 0, type: 'orchestrator_decision', agent: ORCHESTRATOR, decision: 'start', status: this.rollout.status });
+      this.add({
+        id: 'start',
+        t: 0,
+        type: 'orchestrator_decision',
+        agent: ORCHESTRATOR,
+        decision: 'start',
+        status: this.rollout.status,
+      });
     }
     // Temporal edges first (in event order), then the structural ones in the order they were found.
-    const temporal = this.events.slice(1).map((e, i): OrchestrationEdge => ({ src: this.events[i]!.id, dst: e.id, type: 'temporal' }));
+    const temporal = this.events
+      .slice(1)
+      .map((e, i): OrchestrationEdge => ({ src: this.events[i]!.id, dst: e.id, type: 'temporal' }));
     const edges = [...temporal, ...this.edges];
 
     const r = this.rollout;
-    const promptTokens = this.sorted.filter((s) => s.type === 'prompt').reduce((n, s) => n + (num(obj(obj(s.payload).usage).total_tokens) ?? 0), 0);
+    const promptTokens = this.sorted
+      .filter((s) => s.type === 'prompt')
+      .reduce((n, s) => n + (num(obj(obj(s.payload).usage).total_tokens) ?? 0), 0);
     const lastEnd = this.sorted.reduce((max, s) => Math.max(max, s.startedAt + Math.max(0, s.durationMs)), this.t0);
     // The team's own spans: child orchestrations are counted apart (delegations).
     const own = this.sorted.filter((s) => nestedDepth(s.payload) === 0);
@@ -162,7 +192,11 @@ class Builder {
 
     return {
       trace_id: r.id,
-      task_id: r.taskId ?? (str(r.metadata.original_task) ? `task:${contentRef(r.metadata.original_task).slice(7, 23)}` : `rollout:${r.id}`),
+      task_id:
+        r.taskId
+        ?? (str(r.metadata.original_task)
+          ? `task:${contentRef(r.metadata.original_task).slice(7, 23)}`
+          : `rollout:${r.id}`),
       system: r.source === 'massgen-import' ? 'massgen' : 'massgen-rl',
       topology: delegations.length ? 'hierarchical' : debaters.size >= 2 && !hasTools ? 'debate' : 'mixed',
       events: this.events,
@@ -194,7 +228,12 @@ class Builder {
     if (s.type === 'message') {
       this.spawn(scope, s);
       const id = this.add({
-        id: `e${s.seq}`, ...base, type: 'message', role: str(p.kind) ?? s.name, from: orchestrator, to: agent,
+        id: `e${s.seq}`,
+        ...base,
+        type: 'message',
+        role: str(p.kind) ?? s.name,
+        from: orchestrator,
+        to: agent,
         content_ref: contentRef(p.messages ?? p.content ?? p.detail ?? p),
       });
       this.outputOf.set(s.seq, id);
@@ -207,15 +246,30 @@ class Builder {
         const first = scope.roundEvent === null;
         scope.roundSeq = s.seq;
         scope.roundEvent = this.add({
-          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: 'round',
-          round: num(p.round), trigger: str(p.trigger), answer_labels: Array.isArray(p.answer_labels) ? p.answer_labels : [],
+          id: `e${s.seq}`,
+          ...base,
+          agent: orchestrator,
+          type: 'orchestrator_decision',
+          decision: 'round',
+          round: num(p.round),
+          trigger: str(p.trigger),
+          answer_labels: Array.isArray(p.answer_labels) ? p.answer_labels : [],
         });
         if (first) for (const spawn of scope.spawnedBy) this.edge(spawn, scope.roundEvent, 'spawn');
         return;
       }
       case 'new_answer': {
         this.spawn(scope, s);
-        const id = this.add({ id: `e${s.seq}`, ...base, type: 'return', role: 'answer', to: orchestrator, label: str(p.label), round: num(p.round), content_ref: contentRef(p.content ?? '') });
+        const id = this.add({
+          id: `e${s.seq}`,
+          ...base,
+          type: 'return',
+          role: 'answer',
+          to: orchestrator,
+          label: str(p.label),
+          round: num(p.round),
+          content_ref: contentRef(p.content ?? ''),
+        });
         this.causalFrom(p.prompt_seq, id);
         if (s.agent) scope.latestAnswer.set(s.agent, id);
         scope.supersededVotes = scope.standingVotes;
@@ -226,8 +280,15 @@ class Builder {
         this.spawn(scope, s);
         const target = str(p.target_agent);
         const id = this.add({
-          id: `e${s.seq}`, ...base, type: 'aggregate', role: 'vote', from: agent, to: target && scope.name(target), label: str(p.target_label),
-          round: num(p.round), content_ref: contentRef(p.reason ?? ''),
+          id: `e${s.seq}`,
+          ...base,
+          type: 'aggregate',
+          role: 'vote',
+          from: agent,
+          to: target && scope.name(target),
+          label: str(p.target_label),
+          round: num(p.round),
+          content_ref: contentRef(p.reason ?? ''),
         });
         this.causalFrom(p.prompt_seq, id);
         scope.standingVotes.push(id);
@@ -235,8 +296,15 @@ class Builder {
       }
       case 'policy_decision': {
         const id = this.add({
-          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: `policy:${str(p.policy) ?? 'unknown'}`,
-          chosen: str(p.chosen), propensity: num(p.propensity), policy_id: str(p.policy_id), round: num(p.round),
+          id: `e${s.seq}`,
+          ...base,
+          agent: orchestrator,
+          type: 'orchestrator_decision',
+          decision: `policy:${str(p.policy) ?? 'unknown'}`,
+          chosen: str(p.chosen),
+          propensity: num(p.propensity),
+          policy_id: str(p.policy_id),
+          round: num(p.round),
         });
         if (scope.roundEvent) this.edge(scope.roundEvent, id, 'causal');
         if (p.policy === 'stop' && p.chosen === 'stop') scope.standingVotes = scope.supersededVotes;
@@ -244,7 +312,14 @@ class Builder {
       }
       case 'invalid_action': {
         this.spawn(scope, s);
-        const id = this.add({ id: `e${s.seq}`, ...base, type: 'safety_event', role: 'invalid_action', kind: str(p.kind), content_ref: contentRef(p.detail ?? '') });
+        const id = this.add({
+          id: `e${s.seq}`,
+          ...base,
+          type: 'safety_event',
+          role: 'invalid_action',
+          kind: str(p.kind),
+          content_ref: contentRef(p.detail ?? ''),
+        });
         const src = (s.agent && scope.latestInput.get(s.agent)) ?? this.parentOutput(s);
         if (src) this.edge(src, id, 'safety_flow');
         return;
@@ -252,8 +327,15 @@ class Builder {
       case 'cancel':
       case 'drop': {
         this.add({
-          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: s.name, to: s.agent ? agent : undefined,
-          reason: str(p.reason), kind: str(p.kind), content_ref: contentRef(p.reason ?? p.detail ?? ''),
+          id: `e${s.seq}`,
+          ...base,
+          agent: orchestrator,
+          type: 'orchestrator_decision',
+          decision: s.name,
+          to: s.agent ? agent : undefined,
+          reason: str(p.reason),
+          kind: str(p.kind),
+          content_ref: contentRef(p.reason ?? p.detail ?? ''),
         });
         if (s.agent) this.despawn(scope, s.agent, s.seq);
         return;
@@ -261,13 +343,26 @@ class Builder {
       case 'final_selection': {
         this.despawnAll(scope);
         const tally = this.add({
-          id: `e${s.seq}.tally`, ...base, agent: orchestrator, type: 'aggregate', role: 'vote_tally', votes: obj(p.votes), consensus: p.consensus === true,
+          id: `e${s.seq}.tally`,
+          ...base,
+          agent: orchestrator,
+          type: 'aggregate',
+          role: 'vote_tally',
+          votes: obj(p.votes),
+          consensus: p.consensus === true,
         });
         for (const v of scope.standingVotes) this.edge(v, tally, 'aggregate');
         const winner = str(p.winner_agent);
         const id = this.add({
-          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: 'final_selection',
-          to: winner && scope.name(winner), label: str(p.winner_label), reason: str(p.reason), rounds: num(p.rounds),
+          id: `e${s.seq}`,
+          ...base,
+          agent: orchestrator,
+          type: 'orchestrator_decision',
+          decision: 'final_selection',
+          to: winner && scope.name(winner),
+          label: str(p.winner_label),
+          reason: str(p.reason),
+          rounds: num(p.rounds),
         });
         this.edge(tally, id, 'causal');
         for (const a of scope.latestAnswer.values()) this.edge(a, id, 'return');
@@ -276,7 +371,15 @@ class Builder {
       }
       case 'presentation': {
         this.spawn(scope, s);
-        const id = this.add({ id: `e${s.seq}`, ...base, type: 'message', role: 'presentation', from: agent, to: scope.depth ? orchestrator : 'user', content_ref: contentRef(p.content ?? '') });
+        const id = this.add({
+          id: `e${s.seq}`,
+          ...base,
+          type: 'message',
+          role: 'presentation',
+          from: agent,
+          to: scope.depth ? orchestrator : 'user',
+          content_ref: contentRef(p.content ?? ''),
+        });
         if (scope.selectionEvent) this.edge(scope.selectionEvent, id, 'message');
         this.causalFrom(p.prompt_seq, id);
         scope.presentationEvent = id;
@@ -291,7 +394,12 @@ class Builder {
       default: {
         if (s.agent && s.name !== 'restart') this.spawn(scope, s);
         this.add({
-          id: `e${s.seq}`, ...base, agent: orchestrator, type: 'orchestrator_decision', decision: s.name, to: s.agent ? agent : undefined,
+          id: `e${s.seq}`,
+          ...base,
+          agent: orchestrator,
+          type: 'orchestrator_decision',
+          decision: s.name,
+          to: s.agent ? agent : undefined,
           ...(p.feedback !== undefined ? { content_ref: contentRef(p.feedback) } : {}),
         });
       }
@@ -304,7 +412,15 @@ class Builder {
     const request = obj(p.request);
     const model = str(request.model) ?? 'model';
     const req = this.add({
-      id: `e${s.seq}.req`, t: this.t(s.startedAt), agent, seq: s.seq, ...scope.tags, type: 'message', role: 'request', from: agent, to: model,
+      id: `e${s.seq}.req`,
+      t: this.t(s.startedAt),
+      agent,
+      seq: s.seq,
+      ...scope.tags,
+      type: 'message',
+      role: 'request',
+      from: agent,
+      to: model,
       content_ref: contentRef(request.messages ?? []),
     });
     this.outputOf.set(s.seq, req);
@@ -313,9 +429,18 @@ class Builder {
       const latency = num(p.latency_ms) ?? s.durationMs;
       const ttft = num(p.ttft_ms);
       const res = this.add({
-        id: `e${s.seq}.res`, t: this.t(s.startedAt + Math.max(0, latency)), agent, seq: s.seq, ...scope.tags, type: 'message', role: 'response', from: model, to: agent,
+        id: `e${s.seq}.res`,
+        t: this.t(s.startedAt + Math.max(0, latency)),
+        agent,
+        seq: s.seq,
+        ...scope.tags,
+        type: 'message',
+        role: 'response',
+        from: model,
+        to: agent,
         content_ref: contentRef({ content: response.content ?? null, tool_calls: response.tool_calls ?? [] }),
-        finish_reason: str(response.finish_reason), tokens: num(obj(p.usage).total_tokens),
+        finish_reason: str(response.finish_reason),
+        tokens: num(obj(p.usage).total_tokens),
         ...(ttft === undefined ? {} : { ttft_s: Math.round(ttft * 1000) / 1e6 }),
       });
       this.edge(req, res, 'causal');
@@ -328,10 +453,26 @@ class Builder {
     this.spawn(scope, s);
     const agent = scope.name(s.agent ?? ORCHESTRATOR);
     const name = str(p.name) ?? s.name;
-    const call = this.add({ id: `e${s.seq}.call`, t: this.t(s.startedAt), agent, seq: s.seq, ...scope.tags, type: 'tool_call', tool: name, content_ref: contentRef(p.args ?? null) });
+    const call = this.add({
+      id: `e${s.seq}.call`,
+      t: this.t(s.startedAt),
+      agent,
+      seq: s.seq,
+      ...scope.tags,
+      type: 'tool_call',
+      tool: name,
+      content_ref: contentRef(p.args ?? null),
+    });
     const result = this.add({
-      id: `e${s.seq}.result`, t: this.t(s.startedAt + Math.max(0, s.durationMs)), agent, seq: s.seq, ...scope.tags, type: 'tool_result', tool: name,
-      success: p.success !== false, content_ref: contentRef(p.result ?? p.error ?? null),
+      id: `e${s.seq}.result`,
+      t: this.t(s.startedAt + Math.max(0, s.durationMs)),
+      agent,
+      seq: s.seq,
+      ...scope.tags,
+      type: 'tool_result',
+      tool: name,
+      success: p.success !== false,
+      content_ref: contentRef(p.result ?? p.error ?? null),
     });
     this.edge(call, result, 'tool_dependency');
     const parent = this.parentOutput(s);
@@ -353,12 +494,23 @@ class Builder {
     const child = this.scope(s.seq, num(p.child_depth) ?? scope.depth + 1);
     const from = scope.name(s.agent ?? ORCHESTRATOR);
     const src = this.outputOf.get(num(p.prompt_seq) ?? -1) ?? (s.agent ? scope.latestInput.get(s.agent) : undefined);
-    const agents = Array.isArray(p.child_agents) ? p.child_agents.filter((a): a is string => typeof a === 'string' && a.length > 0) : [];
+    const agents = Array.isArray(p.child_agents)
+      ? p.child_agents.filter((a): a is string => typeof a === 'string' && a.length > 0)
+      : [];
     for (const a of agents.length ? agents : [ORCHESTRATOR]) {
       const to = child.name(a);
       const id = this.add({
-        id: `e${s.seq}.${to}`, t: this.t(s.startedAt), agent: to, seq: s.seq, ...child.tags, type: 'spawn', role: 'delegation', from, to,
-        shape: str(p.shape), content_ref: contentRef(p.task ?? ''),
+        id: `e${s.seq}.${to}`,
+        t: this.t(s.startedAt),
+        agent: to,
+        seq: s.seq,
+        ...child.tags,
+        type: 'spawn',
+        role: 'delegation',
+        from,
+        to,
+        shape: str(p.shape),
+        content_ref: contentRef(p.task ?? ''),
       });
       if (src) this.edge(src, id, 'spawn');
       child.spawnedBy.push(id);
@@ -371,8 +523,20 @@ class Builder {
     this.despawnAll(child);
     const from = child.name(str(p.winner_agent) ?? ORCHESTRATOR);
     const id = this.add({
-      id: `e${s.seq}`, t: this.t(s.startedAt), agent: from, seq: s.seq, ...child.tags, type: 'return', role: 'delegate_return', from, to: scope.name(s.agent ?? ORCHESTRATOR),
-      status: str(p.status), stopped: str(p.stopped), rounds: num(p.rounds), tokens: num(p.tokens), content_ref: contentRef(p.final_answer ?? ''),
+      id: `e${s.seq}`,
+      t: this.t(s.startedAt),
+      agent: from,
+      seq: s.seq,
+      ...child.tags,
+      type: 'return',
+      role: 'delegate_return',
+      from,
+      to: scope.name(s.agent ?? ORCHESTRATOR),
+      status: str(p.status),
+      stopped: str(p.stopped),
+      rounds: num(p.rounds),
+      tokens: num(p.tokens),
+      content_ref: contentRef(p.final_answer ?? ''),
     });
     const last = child.presentationEvent ?? child.selectionEvent;
     if (last) this.edge(last, id, 'return');
@@ -388,8 +552,16 @@ class Builder {
     }
     const winner = str(p.winner_agent);
     const id = this.add({
-      id: `e${s.seq}`, t: this.t(s.startedAt), agent: scope.name(ORCHESTRATOR), seq: s.seq, ...scope.tags, type: 'aggregate', role: 'delegate_aggregate',
-      to: winner && scope.name(winner), uses, used: Object.values(uses).filter((u) => u > 0).length,
+      id: `e${s.seq}`,
+      t: this.t(s.startedAt),
+      agent: scope.name(ORCHESTRATOR),
+      seq: s.seq,
+      ...scope.tags,
+      type: 'aggregate',
+      role: 'delegate_aggregate',
+      to: winner && scope.name(winner),
+      uses,
+      used: Object.values(uses).filter((u) => u > 0).length,
     });
     for (const [rid, use] of Object.entries(uses)) if (use > 0) this.edge(rid, id, 'aggregate');
     if (scope.presentationEvent) this.edge(scope.presentationEvent, id, 'causal');
@@ -409,7 +581,15 @@ class Builder {
     if (!agent) return;
     const end = s.startedAt + Math.max(0, s.durationMs);
     if (!scope.active.has(agent)) {
-      const id = this.add({ id: `s${s.seq}.${scope.name(agent)}`, t: this.t(s.startedAt), agent: scope.name(agent), seq: s.seq, ...scope.tags, type: 'spawn', round_seq: scope.roundSeq || undefined });
+      const id = this.add({
+        id: `s${s.seq}.${scope.name(agent)}`,
+        t: this.t(s.startedAt),
+        agent: scope.name(agent),
+        seq: s.seq,
+        ...scope.tags,
+        type: 'spawn',
+        round_seq: scope.roundSeq || undefined,
+      });
       if (scope.roundEvent) this.edge(scope.roundEvent, id, 'spawn');
     }
     scope.active.set(agent, Math.max(end, scope.active.get(agent) ?? end));
@@ -419,12 +599,20 @@ class Builder {
     const end = scope.active.get(agent);
     if (end === undefined) return;
     scope.active.delete(agent);
-    this.add({ id: scope.despawnId(seq, agent), t: this.t(end), agent: scope.name(agent), ...scope.tags, type: 'despawn', round_seq: scope.roundSeq || undefined });
+    this.add({
+      id: scope.despawnId(seq, agent),
+      t: this.t(end),
+      agent: scope.name(agent),
+      ...scope.tags,
+      type: 'despawn',
+      round_seq: scope.roundSeq || undefined,
+    });
   }
 
   private despawnAll(scope: TraceScope): void {
     const last = this.sorted[this.sorted.length - 1]?.seq ?? 0;
-    for (const agent of [...scope.active.keys()]) this.despawn(scope, agent, this.events.length ? this.currentSeq() : last);
+    for (const agent of [...scope.active.keys()])
+      this.despawn(scope, agent, this.events.length ? this.currentSeq() : last);
   }
 
   private currentSeq(): number {
@@ -455,7 +643,9 @@ class Builder {
   }
 
   private parentOutput(s: Span): string | undefined {
-    return s.parentSeq !== null && this.spanTypes.get(s.parentSeq) === 'prompt' ? this.outputOf.get(s.parentSeq) : undefined;
+    return s.parentSeq !== null && this.spanTypes.get(s.parentSeq) === 'prompt'
+      ? this.outputOf.get(s.parentSeq)
+      : undefined;
   }
 
   private t(ms: number): number {

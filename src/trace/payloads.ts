@@ -3,9 +3,19 @@
  * exports and importers read traces through these types only.
  */
 export const COORDINATION_SPANS = [
-  'round', 'new_answer', 'vote', 'invalid_action', 'cancel', 'drop', 'restart', 'final_selection', 'presentation',
+  'round',
+  'new_answer',
+  'vote',
+  'invalid_action',
+  'cancel',
+  'drop',
+  'restart',
+  'final_selection',
+  'presentation',
   'policy_decision',
-  'delegate', 'delegate_return', 'delegate_aggregate',
+  'delegate',
+  'delegate_return',
+  'delegate_aggregate',
 ] as const;
 export type CoordinationSpan = (typeof COORDINATION_SPANS)[number];
 
@@ -16,7 +26,14 @@ export interface PromptPayload {
   turn_id: string;
   round: number;
   attempt: number;
-  request: { model: string; messages: unknown[]; temperature?: number; max_tokens?: number; tools?: readonly unknown[]; seed?: number };
+  request: {
+    model: string;
+    messages: unknown[];
+    temperature?: number;
+    max_tokens?: number;
+    tools?: readonly unknown[];
+    seed?: number;
+  };
   response: { content: string | null; tool_calls: unknown[]; finish_reason: string } | null;
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
   latency_ms: number;
@@ -86,8 +103,15 @@ export interface VotePayload {
 }
 
 export type InvalidKind =
-  | 'no_action' | 'multiple_actions' | 'vote_and_answer' | 'vote_before_answer' | 'unknown_target'
-  | 'duplicate_answer' | 'not_novel' | 'answer_limit' | 'malformed';
+  | 'no_action'
+  | 'multiple_actions'
+  | 'vote_and_answer'
+  | 'vote_before_answer'
+  | 'unknown_target'
+  | 'duplicate_answer'
+  | 'not_novel'
+  | 'answer_limit'
+  | 'malformed';
 
 export interface InvalidActionPayload {
   turn_id: string;

@@ -25,7 +25,10 @@ export class TraceScope {
   readonly tags: { depth?: number; scope?: string };
 
   /** `key`: the delegate span's seq (0 for the team's own). */
-  constructor(readonly key: number, readonly depth: number) {
+  constructor(
+    readonly key: number,
+    readonly depth: number,
+  ) {
     this.tags = depth ? { depth, scope: `e${key}` } : {};
   }
 

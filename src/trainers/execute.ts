@@ -1,10 +1,10 @@
 import os from 'node:os';
 import { InterruptedError, UserError } from '../errors.js';
+import { pythonEnv } from '../python/module.js';
 import { registerCheckpoint, type RegisteredCheckpoint } from '../resources/checkpoints.js';
 import type { Store } from '../store/index.js';
-import { pythonEnv } from '../python/module.js';
-import { gpuEnv, runTrainer, type StepEvent, type TrainerCommand, type TrainerOutcome } from './runner.js';
 import type { TrainRunDetail } from './resume.js';
+import { gpuEnv, runTrainer, type StepEvent, type TrainerCommand, type TrainerOutcome } from './runner.js';
 
 export interface TrainProgress {
   step: number;
@@ -48,9 +48,17 @@ export async function executeTraining(input: ExecuteInput): Promise<ExecuteResul
   let outcome: TrainerOutcome;
   try {
     outcome = await runTrainer({
-      ...input.command, env: pythonEnv({ ...gpuEnv(input.gpus), ...input.env }), logFile: detail.log_file,
-      signal: input.signal, timeoutMs: input.timeoutMs,
-      onSpawn: (pid) => store.trainingRuns.setDetail(runId, { ...detail, trainer_pid: pid, trainer_host: os.hostname() } as unknown as Record<string, unknown>),
+      ...input.command,
+      env: pythonEnv({ ...gpuEnv(input.gpus), ...input.env }),
+      logFile: detail.log_file,
+      signal: input.signal,
+      timeoutMs: input.timeoutMs,
+      onSpawn: (pid) =>
+        store.trainingRuns.setDetail(runId, {
+          ...detail,
+          trainer_pid: pid,
+          trainer_host: os.hostname(),
+        } as unknown as Record<string, unknown>),
       onEvent: (ev) => {
         if (ev.event === 'progress') input.onStage?.(ev.message);
         if (ev.event !== 'step') return;
@@ -69,24 +77,54 @@ export async function executeTraining(input: ExecuteInput): Promise<ExecuteResul
   }
   safeFlush(metrics);
   const last = outcome.steps.at(-1);
-  const summary = { steps: outcome.stepCount, last_step: last?.step ?? null, duration_ms: outcome.durationMs, exit_code: outcome.exitCode };
+  const summary = {
+    steps: outcome.stepCount,
+    last_step: last?.step ?? null,
+    duration_ms: outcome.durationMs,
+    exit_code: outcome.exitCode,
+  };
   if (outcome.status === 'interrupted') {
-    const at = outcome.lastCheckpoint ? ` at step ${outcome.lastCheckpoint.step ?? '?'} (${outcome.lastCheckpoint.path})` : '';
-    store.trainingRuns.finish(runId, 'cancelled', { ...summary, checkpoint: outcome.lastCheckpoint?.path ?? null }, outcome.error);
+    const at = outcome.lastCheckpoint
+      ? ` at step ${outcome.lastCheckpoint.step ?? '?'} (${outcome.lastCheckpoint.path})`
+      : '';
+    store.trainingRuns.finish(
+      runId,
+      'cancelled',
+      { ...summary, checkpoint: outcome.lastCheckpoint?.path ?? null },
+      outcome.error,
+    );
     throw new InterruptedError(`training stopped${at}; continue it with \`massgen-rl train --resume ${runId}\``);
   }
   if (outcome.status !== 'completed' || !outcome.done) {
     store.trainingRuns.finish(runId, 'failed', summary, outcome.error);
-    throw new UserError(`the ${detail.algo} trainer failed: ${outcome.error ?? 'unknown error'}`, `full log: ${detail.log_file}`);
+    throw new UserError(
+      `the ${detail.algo} trainer failed: ${outcome.error ?? 'unknown error'}`,
+      `full log: ${detail.log_file}`,
+    );
   }
-  const final = { ...outcome.done.metrics, ...lastStepMetrics(last), steps: outcome.stepCount, dataset_rows: detail.dataset.rows };
+  const final = {
+    ...outcome.done.metrics,
+    ...lastStepMetrics(last),
+    steps: outcome.stepCount,
+    dataset_rows: detail.dataset.rows,
+  };
   let registered: RegisteredCheckpoint;
   try {
     registered = registerCheckpoint(store, {
-      path: outcome.done.path, algo: detail.algo, adapter: outcome.done.adapter, baseModel: input.baseModel,
-      baseResourceId: detail.start.checkpoint_id ? null : detail.start.resource_id, basePath: detail.start.adapter ? detail.start.base_dir : detail.start.dir,
-      parentId: detail.start.checkpoint_id, trainingRunId: runId, datasetHash: detail.dataset.hash, watermark: detail.dataset.watermark.to,
-      configHash: detail.config_hash, metrics: final, name: detail.start.line, metadata: { training_run_id: runId, dataset_dir: detail.dataset.dir },
+      path: outcome.done.path,
+      algo: detail.algo,
+      adapter: outcome.done.adapter,
+      baseModel: input.baseModel,
+      baseResourceId: detail.start.checkpoint_id ? null : detail.start.resource_id,
+      basePath: detail.start.adapter ? detail.start.base_dir : detail.start.dir,
+      parentId: detail.start.checkpoint_id,
+      trainingRunId: runId,
+      datasetHash: detail.dataset.hash,
+      watermark: detail.dataset.watermark.to,
+      configHash: detail.config_hash,
+      metrics: final,
+      name: detail.start.line,
+      metadata: { training_run_id: runId, dataset_dir: detail.dataset.dir },
     });
   } catch (err) {
     store.trainingRuns.finish(runId, 'failed', summary, `registering the checkpoint failed: ${(err as Error).message}`);

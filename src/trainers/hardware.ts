@@ -11,14 +11,25 @@ export interface Gpu {
 
 /** GPUs as nvidia-smi sees them; an empty list when there is no driver or no GPU. */
 export async function listGpus(): Promise<Gpu[]> {
-  const r = await execa('nvidia-smi', ['--query-gpu=index,name,memory.total,memory.free', '--format=csv,noheader,nounits'], {
-    reject: false, timeout: 15_000, stdin: 'ignore', maxBuffer: 1 << 20,
-  });
+  const r = await execa(
+    'nvidia-smi',
+    ['--query-gpu=index,name,memory.total,memory.free', '--format=csv,noheader,nounits'],
+    {
+      reject: false,
+      timeout: 15_000,
+      stdin: 'ignore',
+      maxBuffer: 1 << 20,
+    },
+  );
   if (r.exitCode !== 0) return [];
-  return String(r.stdout).trim().split('\n').filter(Boolean).map((line) => {
-    const [index, name, total, free] = line.split(',').map((s) => s.trim());
-    return { index: Number(index), name: name ?? 'GPU', memoryTotalMiB: Number(total), memoryFreeMiB: Number(free) };
-  });
+  return String(r.stdout)
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [index, name, total, free] = line.split(',').map((s) => s.trim());
+      return { index: Number(index), name: name ?? 'GPU', memoryTotalMiB: Number(total), memoryFreeMiB: Number(free) };
+    });
 }
 
 /** Free bytes on the filesystem holding `dir` (or its nearest existing parent). */

@@ -50,11 +50,13 @@ export interface TrainerCommand {
  * of every machine: accelerate starts N / M on each.
  */
 export function trainerCommand(opts: TrainerCommandOptions): TrainerCommand {
-  if (Boolean(opts.module) === Boolean(opts.script)) throw new Error('trainerCommand: give exactly one of module or script');
+  if (Boolean(opts.module) === Boolean(opts.script))
+    throw new Error('trainerCommand: give exactly one of module or script');
   const n = opts.numProcesses ?? 1;
   if (!Number.isInteger(n) || n < 1) throw new UserError(`train.num_processes ${n}: expected a whole number ≥ 1`);
   const m = opts.machines && opts.machines.count > 1 ? opts.machines : undefined;
-  if (m && (n % m.count || m.rank < 0 || m.rank >= m.count)) throw new Error(`trainerCommand: ${n} processes, machine ${m.rank} of ${m.count}`);
+  if (m && (n % m.count || m.rank < 0 || m.rank >= m.count))
+    throw new Error(`trainerCommand: ${n} processes, machine ${m.rank} of ${m.count}`);
   const module = opts.module && (opts.module.includes('.') ? opts.module : `${TRAINER_PACKAGE}.${opts.module}`);
   const target = module ? ['-m', module] : [opts.script!];
   const trainerArgs = ['--config', opts.configFile];
@@ -81,7 +83,9 @@ export function gpuEnv(gpus: string): NodeJS.ProcessEnv {
   if (gpus === 'none') return { CUDA_VISIBLE_DEVICES: '' };
   const ids = gpus.split(',').map((s) => s.trim());
   if (!ids.length || ids.some((id) => !/^\d+$/.test(id))) {
-    throw new UserError(`train.gpus "${gpus}": expected auto, none, or a comma-separated list of GPU indices such as 0,1`);
+    throw new UserError(
+      `train.gpus "${gpus}": expected auto, none, or a comma-separated list of GPU indices such as 0,1`,
+    );
   }
   if (new Set(ids).size !== ids.length) throw new UserError(`train.gpus "${gpus}": a GPU index is listed twice`);
   return { CUDA_VISIBLE_DEVICES: ids.join(',') };
@@ -115,8 +119,18 @@ export async function launchCommand(input: LaunchInput): Promise<TrainerCommand>
   const configured = t.accelerate_config ? path.resolve(input.baseDir, t.accelerate_config) : null;
   const accelerateConfig = configured ?? (input.numProcesses > 1 && input.cpu ? CPU_ACCELERATE_CONFIG : null);
   const several = t.num_machines > 1;
-  const machines = several ? { count: t.num_machines, rank: input.machineRank ?? t.machine_rank, mainIp: t.main_process_ip! } : undefined;
-  const base = { python: input.python, module: script ? undefined : input.algo, script, configFile: input.configFile, numProcesses: input.numProcesses, accelerateConfig, machines };
+  const machines = several
+    ? { count: t.num_machines, rank: input.machineRank ?? t.machine_rank, mainIp: t.main_process_ip! }
+    : undefined;
+  const base = {
+    python: input.python,
+    module: script ? undefined : input.algo,
+    script,
+    configFile: input.configFile,
+    numProcesses: input.numProcesses,
+    accelerateConfig,
+    machines,
+  };
   const cmd = trainerCommand(base);
   if (cmd.args[1] !== 'accelerate.commands.launch') return cmd;
   const mainProcessPort = t.main_process_port ?? (several ? DEFAULT_MAIN_PROCESS_PORT : await freePort());

@@ -1,5 +1,5 @@
-import { machineIssues } from '../config/train-rules.js';
 import type { TrainConfig } from '../config/schema.js';
+import { machineIssues } from '../config/train-rules.js';
 import { UserError } from '../errors.js';
 
 /**

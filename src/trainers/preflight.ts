@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Algo } from '../config/schema.js';
 import { UserError } from '../errors.js';
-import { freeBytes, listGpus, type Gpu } from './hardware.js';
 import { readRequirements } from '../python/requirements.js';
 import { inspectVenv } from '../python/venv.js';
 import type { TrainStart } from '../resources/training-start.js';
+import { freeBytes, listGpus, type Gpu } from './hardware.js';
 
 const GiB = 1024 ** 3;
 
@@ -14,7 +14,12 @@ const GiB = 1024 ** 3;
 export async function requireVenv(venvDir: string): Promise<string> {
   const venv = await inspectVenv(venvDir, readRequirements());
   if (venv.state !== 'ok') {
-    throw new UserError(`the trainer virtualenv is ${venv.state}: ${venv.detail}`, venv.state === 'foreign' ? 'remove it, or set train.venv to another directory' : 'run `massgen-rl doctor --fix` to set it up');
+    throw new UserError(
+      `the trainer virtualenv is ${venv.state}: ${venv.detail}`,
+      venv.state === 'foreign'
+        ? 'remove it, or set train.venv to another directory'
+        : 'run `massgen-rl doctor --fix` to set it up',
+    );
   }
   return venv.python;
 }
@@ -33,8 +38,10 @@ export async function selectDevices(gpusSetting: string): Promise<Devices> {
   const wanted = gpusSetting.split(',').map(Number);
   const missing = wanted.filter((i) => !all.some((g) => g.index === i));
   if (missing.length) {
-    throw new UserError(`train.gpus "${gpusSetting}": no GPU ${missing.join(', ')} on this machine (${all.length ? `found ${all.map((g) => `${g.index}: ${g.name}`).join(', ')}` : 'nvidia-smi finds none'})`,
-      'use train.gpus: auto or none, or the indices nvidia-smi lists');
+    throw new UserError(
+      `train.gpus "${gpusSetting}": no GPU ${missing.join(', ')} on this machine (${all.length ? `found ${all.map((g) => `${g.index}: ${g.name}`).join(', ')}` : 'nvidia-smi finds none'})`,
+      'use train.gpus: auto or none, or the indices nvidia-smi lists',
+    );
   }
   return { cpu: false, gpus: all.filter((g) => wanted.includes(g.index)) };
 }
@@ -52,28 +59,46 @@ export interface MemoryPlan {
  * an estimate from the weights on disk. Full fine-tuning holds weights, gradients and two AdamW moments
  * (4× the fp32 weights), LoRA little more than the weights; a frozen reference model adds one copy.
  */
-export function checkMemory(start: TrainStart, algo: Algo, lora: boolean, needsReference: boolean, processes: number, devices: Devices): MemoryPlan {
-  const weightBytes = folderWeightBytes(start.adapter ? start.baseDir ?? start.dir : start.dir);
+export function checkMemory(
+  start: TrainStart,
+  algo: Algo,
+  lora: boolean,
+  needsReference: boolean,
+  processes: number,
+  devices: Devices,
+): MemoryPlan {
+  const weightBytes = folderWeightBytes(start.adapter ? (start.baseDir ?? start.dir) : start.dir);
   const factor = (lora ? 1.3 : 4) + (needsReference && !lora ? 1 : 0);
   const scale = devices.cpu ? 1 : 0.5; // bf16 on GPU
   const perProcess = weightBytes * factor * scale + 0.75 * GiB;
   const plan = devices.cpu
     ? { weightBytes, perProcess, available: availableRam(), where: 'free RAM' }
-    : { weightBytes, perProcess, available: Math.min(...devices.gpus.map((g) => g.memoryFreeMiB * 1024 ** 2)), where: 'free memory on the smallest selected GPU' };
+    : {
+        weightBytes,
+        perProcess,
+        available: Math.min(...devices.gpus.map((g) => g.memoryFreeMiB * 1024 ** 2)),
+        where: 'free memory on the smallest selected GPU',
+      };
   const need = devices.cpu ? perProcess * processes : perProcess;
   if (need > plan.available) {
-    throw new UserError(`not enough memory to train ${algo} (${lora ? 'LoRA' : 'full fine-tuning'}) on ${fmt(weightBytes)} of weights: about ${fmt(need)} needed, ${fmt(plan.available)} ${plan.where}`,
-      'enable train.lora, lower train.batch_size or train.num_processes, free memory, or skip this check with train.check_memory: false');
+    throw new UserError(
+      `not enough memory to train ${algo} (${lora ? 'LoRA' : 'full fine-tuning'}) on ${fmt(weightBytes)} of weights: about ${fmt(need)} needed, ${fmt(plan.available)} ${plan.where}`,
+      'enable train.lora, lower train.batch_size or train.num_processes, free memory, or skip this check with train.check_memory: false',
+    );
   }
   return plan;
 }
 
 /** Checkpoints need room: refuse when the data dir's disk cannot hold a few copies of the weights. */
 export function checkDisk(dir: string, start: TrainStart, lora: boolean): void {
-  const weights = folderWeightBytes(start.adapter ? start.baseDir ?? start.dir : start.dir);
+  const weights = folderWeightBytes(start.adapter ? (start.baseDir ?? start.dir) : start.dir);
   const need = lora ? 0.5 * GiB : weights * 4;
   const free = freeBytes(dir);
-  if (free < need) throw new UserError(`not enough disk space for checkpoints in ${dir}: ${fmt(free)} free, about ${fmt(need)} needed`, 'free disk space, or prune old checkpoints (`massgen-rl checkpoints prune`)');
+  if (free < need)
+    throw new UserError(
+      `not enough disk space for checkpoints in ${dir}: ${fmt(free)} free, about ${fmt(need)} needed`,
+      'free disk space, or prune old checkpoints (`massgen-rl checkpoints prune`)',
+    );
 }
 
 function folderWeightBytes(dir: string): number {

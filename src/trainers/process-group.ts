@@ -27,7 +27,12 @@ export function signalGroup(pid: number | undefined, signal: NodeJS.Signals | 0)
   }
 }
 
-export function groupStopper(pid: number | undefined, graceMs: number, killAfterMs: number, onSignal?: (s: string) => void): GroupStopper {
+export function groupStopper(
+  pid: number | undefined,
+  graceMs: number,
+  killAfterMs: number,
+  onSignal?: (s: string) => void,
+): GroupStopper {
   const timers = new Set<NodeJS.Timeout>();
   const sent: string[] = [];
   let stopping = false;
@@ -84,7 +89,13 @@ export function groupStopper(pid: number | undefined, graceMs: number, killAfter
  * detached): SIGINT (it saves a checkpoint), SIGTERM after graceMs, SIGKILL after killAfterMs more.
  * Resolves once the group is gone; does nothing for a pid of another host or a group already gone.
  */
-export async function stopLeftover(pid: number | undefined, host: string | undefined, thisHost: string, graceMs = 30_000, killAfterMs = 10_000): Promise<boolean> {
+export async function stopLeftover(
+  pid: number | undefined,
+  host: string | undefined,
+  thisHost: string,
+  graceMs = 30_000,
+  killAfterMs = 10_000,
+): Promise<boolean> {
   if (!pid || host !== thisHost || !signalGroup(pid, 0)) return false;
   const stopper = groupStopper(pid, graceMs, killAfterMs);
   stopper.stop();

@@ -7,7 +7,16 @@ import type { RunRecord } from '../store/runs.js';
 /** What a training run records in its detail column: enough to resume it and to register its checkpoint. */
 export interface TrainRunDetail {
   algo: string;
-  start: { ref: string; line: string; dir: string; adapter: boolean; base_dir: string | null; resource_id: string | null; checkpoint_id: string | null; watermark: number };
+  start: {
+    ref: string;
+    line: string;
+    dir: string;
+    adapter: boolean;
+    base_dir: string | null;
+    resource_id: string | null;
+    checkpoint_id: string | null;
+    watermark: number;
+  };
   dataset: { dir: string; hash: string; rows: number; watermark: { from: number; to: number }; reused: boolean };
   config_file: string;
   config_hash: string;
@@ -38,7 +47,8 @@ export function findResumable(store: Store, ref?: string): Resumable {
   const runs = store.trainingRuns.latest(500);
   if (ref) {
     const run = runs.find((r) => r.id === ref || r.id.startsWith(ref));
-    if (!run) throw new UserError(`--resume ${ref}: no training run with this id`, 'see `massgen-rl status` for recent runs');
+    if (!run)
+      throw new UserError(`--resume ${ref}: no training run with this id`, 'see `massgen-rl status` for recent runs');
     const found = resumable(run, runs);
     if (typeof found === 'string') throw new UserError(found);
     return found ?? fail(`training run ${run.id} is ${run.status} and has no checkpoint to continue from`);
@@ -57,7 +67,8 @@ function resumable(run: RunRecord, runs: RunRecord[]): Resumable | string | unde
   if (!detail.output_dir || !detail.config_file) return undefined;
   const newest = runs.find((r) => (r.detail as unknown as TrainRunDetail).output_dir === detail.output_dir);
   if (newest && newest.id !== run.id) {
-    if (newest.status === 'completed') return `training run ${run.id} was already resumed and completed by ${newest.id}`;
+    if (newest.status === 'completed')
+      return `training run ${run.id} was already resumed and completed by ${newest.id}`;
     if (newest.status === 'running') return `training run ${run.id} is being resumed by ${newest.id}, still running`;
     return resumable(newest, runs);
   }
@@ -70,7 +81,8 @@ function resumable(run: RunRecord, runs: RunRecord[]): Resumable | string | unde
 /** The checkpoint-<step> folder with the highest step that has its trainer state. */
 export function lastCheckpoint(outputDir: string): string | undefined {
   if (!fs.existsSync(outputDir)) return undefined;
-  const steps = fs.readdirSync(outputDir)
+  const steps = fs
+    .readdirSync(outputDir)
     .map((name) => /^checkpoint-(\d+)$/.exec(name))
     .filter((m): m is RegExpExecArray => m !== null && fs.existsSync(path.join(outputDir, m[0], 'trainer_state.json')))
     .sort((a, b) => Number(b[1]) - Number(a[1]));

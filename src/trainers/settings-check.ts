@@ -21,12 +21,17 @@ export async function checkTrainerSettings(c: SettingsCheck): Promise<Record<str
   const sections = Object.fromEntries(c.algos.map((a) => [a, { ...sectionSettings(c.train, a), ...c.extra }]));
   const request = { sections, processes: c.train.num_processes, cpu_only: c.train.gpus === 'none' };
   const r = await runPythonModule({
-    python: c.python, module: 'massgen_rl_trainers.train.check', args: ['--request', JSON.stringify(request)],
-    timeoutMs: 60_000, signal: c.signal,
+    python: c.python,
+    module: 'massgen_rl_trainers.train.check',
+    args: ['--request', JSON.stringify(request)],
+    timeoutMs: 60_000,
+    signal: c.signal,
   });
   if (r.exitCode === 2 && r.error) {
-    throw new UserError(`invalid trainer settings:\n  ${r.error.split('\n').join('\n  ')}`,
-      'the settings of each trainer are its dataclass\'s fields (trainers/massgen_rl_trainers/train/<algo>.py)');
+    throw new UserError(
+      `invalid trainer settings:\n  ${r.error.split('\n').join('\n  ')}`,
+      "the settings of each trainer are its dataclass's fields (trainers/massgen_rl_trainers/train/<algo>.py)",
+    );
   }
   if (!r.done) throw new Error(`checking the trainer settings failed: ${failureReason(r)}`);
   return r.done.settings as Record<string, TrainerSettings>;

@@ -62,8 +62,16 @@ export function parseTrainerEvent(line: string): TrainerEvent | undefined {
       const step = num(ev.step);
       if (step === null) return undefined;
       return {
-        ...ev, event: 'step', step, total_steps: num(ev.total_steps), epoch: num(ev.epoch), loss: num(ev.loss), reward: num(ev.reward),
-        kl: num(ev.kl), learning_rate: num(ev.learning_rate), tokens_per_s: num(ev.tokens_per_s),
+        ...ev,
+        event: 'step',
+        step,
+        total_steps: num(ev.total_steps),
+        epoch: num(ev.epoch),
+        loss: num(ev.loss),
+        reward: num(ev.reward),
+        kl: num(ev.kl),
+        learning_rate: num(ev.learning_rate),
+        tokens_per_s: num(ev.tokens_per_s),
       };
     }
     case 'checkpoint': {
@@ -72,7 +80,9 @@ export function parseTrainerEvent(line: string): TrainerEvent | undefined {
     }
     case 'done': {
       const path = str(ev.path);
-      return path ? { ...ev, event: 'done', path, metrics: isObject(ev.metrics) ? ev.metrics : {}, adapter: ev.adapter === true } : undefined;
+      return path
+        ? { ...ev, event: 'done', path, metrics: isObject(ev.metrics) ? ev.metrics : {}, adapter: ev.adapter === true }
+        : undefined;
     }
     case 'error':
       return { ...ev, event: 'error', message: str(ev.message) ?? 'unknown error (the error event had no message)' };
@@ -86,6 +96,7 @@ export function parseTrainerEvent(line: string): TrainerEvent | undefined {
 /** The numeric fields of a step event: what training_metrics stores per step. */
 export function stepMetrics(e: StepEvent): Record<string, number> {
   const out = dict<number>();
-  for (const [k, v] of Object.entries(e)) if (k !== 'event' && k !== 'step' && typeof v === 'number' && Number.isFinite(v)) out[k] = v;
+  for (const [k, v] of Object.entries(e))
+    if (k !== 'event' && k !== 'step' && typeof v === 'number' && Number.isFinite(v)) out[k] = v;
   return out;
 }

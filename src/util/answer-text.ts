@@ -2,7 +2,13 @@
 
 /** Trim, lower-case, collapse whitespace and drop trailing periods: the comparison form of an answer. */
 export function normalizeAnswer(text: string): string {
-  return text.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim().replace(/[.。]+$/u, '').trim();
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/[.。]+$/u, '')
+    .trim();
 }
 
 /** Lower-cased words without punctuation; decimal points survive and thousands commas go ("1,200" → "1200"). */
@@ -73,7 +79,10 @@ function afterLastMarker(s: string, marker: RegExp): string | null {
   const nl = rest.indexOf('\n');
   const line = (nl < 0 ? rest : rest.slice(0, nl)).trim();
   if (line && !/^[*_`"'\s]*$/.test(line)) return line;
-  const next = rest.split('\n').slice(1).find((l) => l.trim());
+  const next = rest
+    .split('\n')
+    .slice(1)
+    .find((l) => l.trim());
   return next === undefined ? null : next;
 }
 
@@ -81,9 +90,12 @@ function clean(raw: string): string {
   let t = raw.trim();
   const boxed = /^\$*\\boxed\s*\{(.*)\}\$*$/.exec(t);
   if (boxed) t = boxed[1] ?? '';
-  for (let prev = ''; prev !== t; ) {
+  for (let prev = ''; prev !== t;) {
     prev = t;
-    t = t.replace(/^[*`>\s]+|[*`\s]+$/g, '').replace(/^\$(.*)\$$/, '$1').replace(/[.。]+$/u, '');
+    t = t
+      .replace(/^[*`>\s]+|[*`\s]+$/g, '')
+      .replace(/^\$(.*)\$$/, '$1')
+      .replace(/[.。]+$/u, '');
     const quoted = /^(["'“‘«])(.*)(["'”’»])$/u.exec(t);
     if (quoted) t = quoted[2] ?? '';
   }

@@ -64,7 +64,10 @@ export function eachLine(stream: Readable, onLine: (line: string) => void, maxCh
 export class LineTail {
   private readonly kept: string[] = [];
 
-  constructor(private readonly size: number, private readonly maxChars = 2000) {}
+  constructor(
+    private readonly size: number,
+    private readonly maxChars = 2000,
+  ) {}
 
   push = (line: string): void => {
     this.kept.push(line.length > this.maxChars ? `${line.slice(0, this.maxChars)} …` : line);

@@ -2,7 +2,10 @@ import type http from 'node:http';
 
 /** Why a request body was refused: `too_large` (answer 413 and close) or `not_utf8` (400). */
 export class BodyRefused extends Error {
-  constructor(readonly reason: 'too_large' | 'not_utf8', message: string) {
+  constructor(
+    readonly reason: 'too_large' | 'not_utf8',
+    message: string,
+  ) {
     super(message);
     this.name = 'BodyRefused';
   }

@@ -9,7 +9,21 @@ describe('massgen-rl CLI', () => {
   it('prints help with every command and exits 0', async () => {
     const r = await runCli(['--help'], { cwd: tempDir() });
     expect(r.exitCode).toBe(0);
-    for (const cmd of ['init', 'doctor', 'collect', 'train', 'eval', 'report', 'deploy', 'review', 'loop', 'status', 'traces', 'serve']) expect(r.stdout).toContain(cmd);
+    for (const cmd of [
+      'init',
+      'doctor',
+      'collect',
+      'train',
+      'eval',
+      'report',
+      'deploy',
+      'review',
+      'loop',
+      'status',
+      'traces',
+      'serve',
+    ])
+      expect(r.stdout).toContain(cmd);
   });
 
   it('lists the kinds of training under train, each with only its own options', async () => {
@@ -54,7 +68,13 @@ describe('massgen-rl CLI', () => {
 
   it('deploy, rollback, review and resources need a store, and say so without creating one', async () => {
     const dir = tempDir();
-    for (const args of [['deploy', '--candidate', 'x'], ['rollback'], ['review'], ['resources', 'show'], ['deploy', '--promote-canary']]) {
+    for (const args of [
+      ['deploy', '--candidate', 'x'],
+      ['rollback'],
+      ['review'],
+      ['resources', 'show'],
+      ['deploy', '--promote-canary'],
+    ]) {
       const r = await runCli(args, { cwd: dir });
       expect(r.exitCode, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(/no store at .*store\.sqlite yet/);
@@ -90,19 +110,49 @@ describe('massgen-rl CLI', () => {
 
   it('init takes every answer from flags', async () => {
     const dir = tempDir();
-    const r = await runCli(['--json', 'init', '--name', 'team', '--team-size', '2', '--endpoint', 'http://localhost:8000/v1', '--model', 'qwen', '--api-key-env', 'VLLM_KEY', '--suite', 'unit_conversion', '--algo', 'sft'], { cwd: dir });
+    const r = await runCli(
+      [
+        '--json',
+        'init',
+        '--name',
+        'team',
+        '--team-size',
+        '2',
+        '--endpoint',
+        'http://localhost:8000/v1',
+        '--model',
+        'qwen',
+        '--api-key-env',
+        'VLLM_KEY',
+        '--suite',
+        'unit_conversion',
+        '--algo',
+        'sft',
+      ],
+      { cwd: dir },
+    );
     expect(r.exitCode).toBe(0);
     const text = fs.readFileSync(path.join(dir, 'massgen-rl.yaml'), 'utf8');
     expect(text).toContain('base_url: http://localhost:8000/v1');
     expect(text).toContain('api_key_env: VLLM_KEY');
-    expect((await runCli(['init', '--yes', '--force', '--algo', 'magic'], { cwd: dir })).stderr).toMatch(/--algo magic: expected one of grpo, sft, dpo, ppo/);
+    expect((await runCli(['init', '--yes', '--force', '--algo', 'magic'], { cwd: dir })).stderr).toMatch(
+      /--algo magic: expected one of grpo, sft, dpo, ppo/,
+    );
   });
 
   it.each([
     ['malformed YAML', 'agents: [\n', /massgen-rl\.yaml:\d+:\d+: invalid YAML/],
     ['an unknown key', 'store:\n  pth: x.db\n', /store\.pth: unknown key \(massgen-rl\.yaml:2:3\)/],
-    ['a wrong type', 'collect:\n  concurrency: two\n', /collect\.concurrency: .*expected number.*\(massgen-rl\.yaml:2:16\)/],
-    ['a missing referenced file', 'prompts:\n  solver:\n    file: nowhere.md\n', /prompts\.solver\.file: file not found: .*nowhere\.md \(massgen-rl\.yaml:3:11\)/],
+    [
+      'a wrong type',
+      'collect:\n  concurrency: two\n',
+      /collect\.concurrency: .*expected number.*\(massgen-rl\.yaml:2:16\)/,
+    ],
+    [
+      'a missing referenced file',
+      'prompts:\n  solver:\n    file: nowhere.md\n',
+      /prompts\.solver\.file: file not found: .*nowhere\.md \(massgen-rl\.yaml:3:11\)/,
+    ],
   ])('rejects %s with exit 2, the location and no stack trace', async (_name, yaml, message) => {
     const dir = tempDir({ 'massgen-rl.yaml': yaml });
     const r = await runCli(['status'], { cwd: dir });
@@ -113,7 +163,10 @@ describe('massgen-rl CLI', () => {
   });
 
   it('rejects a store file that is not SQLite, or is from a newer version, without changing it', async () => {
-    const dir = tempDir({ 'massgen-rl.yaml': 'store:\n  path: data/store.sqlite\n', 'data/store.sqlite': 'not a database at all, but a very important text file\n' });
+    const dir = tempDir({
+      'massgen-rl.yaml': 'store:\n  path: data/store.sqlite\n',
+      'data/store.sqlite': 'not a database at all, but a very important text file\n',
+    });
     const file = path.join(dir, 'data', 'store.sqlite');
     const before = sha(file);
     for (const args of [['status'], ['traces', 'list'], ['doctor']]) {
@@ -136,7 +189,10 @@ describe('massgen-rl CLI', () => {
   });
 
   it('rejects a data dir that cannot be written', async () => {
-    const dir = tempDir({ 'blocker': 'a file where a directory should be', 'massgen-rl.yaml': 'project:\n  data_dir: blocker/data\n' });
+    const dir = tempDir({
+      blocker: 'a file where a directory should be',
+      'massgen-rl.yaml': 'project:\n  data_dir: blocker/data\n',
+    });
     const r = await runCli(['doctor'], { cwd: dir });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/data directory .*blocker\/data is not writable/);
@@ -150,7 +206,13 @@ describe('massgen-rl CLI', () => {
     store.spans.append(id, [
       { type: 'coordination', name: 'round', payload: { round: 1 } },
       { type: 'prompt', name: 'chat', agent: 'agent_a', parentSeq: 1, payload: { response: 'ANSWER: 4' } },
-      { type: 'coordination', name: 'vote', agent: 'agent_b', parentSeq: 1, payload: { target: 'agent1', reason: 'correct' } },
+      {
+        type: 'coordination',
+        name: 'vote',
+        agent: 'agent_b',
+        parentSeq: 1,
+        payload: { target: 'agent1', reason: 'correct' },
+      },
     ]);
     store.rewards.add(id, [{ channel: 'team', family: 'exact', value: 1, agent: 'agent_a' }]);
     store.rollouts.finish(id, { status: 'completed', totalReward: 1, finalAnswer: '4', tokens: 12 });
@@ -161,7 +223,9 @@ describe('massgen-rl CLI', () => {
     expect(JSON.parse(list.stdout)).toMatchObject({ total: 1, rollouts: [{ id, status: 'completed' }] });
     const show = await runCli(['traces', 'show', id.slice(0, 12)], { cwd: dir });
     expect(show.exitCode).toBe(0);
-    expect(show.stdout).toMatch(/└─ #1 coordination round[\s\S]*├─ #2 prompt chat \[agent_a\][\s\S]*└─ #3 coordination vote \[agent_b\]/);
+    expect(show.stdout).toMatch(
+      /└─ #1 coordination round[\s\S]*├─ #2 prompt chat \[agent_a\][\s\S]*└─ #3 coordination vote \[agent_b\]/,
+    );
     expect(show.stdout).toContain('exact/team [agent_a]: 1.000');
     const out = path.join(dir, 'out.jsonl');
     const exp = await runCli(['traces', 'export', '--out', out], { cwd: dir });
@@ -192,7 +256,9 @@ describe('massgen-rl CLI', () => {
     fs.chmodSync(path.join(dir, 'venv/bin/python'), 0o755);
     const r = await runCli(['--json', 'doctor'], { cwd: dir, timeoutMs: 120_000 });
     expect(r.exitCode).toBe(1);
-    const venv = (JSON.parse(r.stdout) as { checks: { id: string; status: string; detail: string; fix?: string }[] }).checks.find((c) => c.id === 'venv')!;
+    const venv = (
+      JSON.parse(r.stdout) as { checks: { id: string; status: string; detail: string; fix?: string }[] }
+    ).checks.find((c) => c.id === 'venv')!;
     expect(venv).toMatchObject({ status: 'fail', fix: 'massgen-rl doctor --fix' });
     expect(venv.detail).toMatch(/^broken: its interpreter does not run \(broken interpreter\)/);
 

@@ -2,9 +2,9 @@ import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
+import { BIN, tempDir } from '../helpers.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { BIN, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -24,10 +24,16 @@ async function project() {
     'massgen-rl.yaml': `models:\n  stub: { base_url: "${server.baseUrl}", model: m }\nagents:\n  - { id: a, model: stub, tool_mode: text }\n  - { id: b, model: stub, tool_mode: text }\ntasks:\n  sources: [{ file: tasks.jsonl }]\ncollect: { concurrency: 1, split: all }\n`,
     'tasks.jsonl': '{"id":"ok","prompt":"1 + 1?","reference":"2"}\n{"id":"stuck","prompt":"STUCK forever"}\n',
   });
-  const child = execa(process.execPath, [BIN, 'collect'], { cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } });
+  const child = execa(process.execPath, [BIN, 'collect'], {
+    cwd: dir,
+    reject: false,
+    stdin: 'ignore',
+    env: { NO_COLOR: '1' },
+  });
   // Wait until the second orchestration is in flight.
   const deadline = Date.now() + 20_000;
-  while (!server.requests.some((r) => JSON.stringify(r.messages).includes('STUCK')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (!server.requests.some((r) => JSON.stringify(r.messages).includes('STUCK')) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
   return { dir, child };
 }
 
@@ -42,7 +48,10 @@ describe('stopping collect', () => {
       const byTask = Object.fromEntries(store.rollouts.list().map((r) => [r.taskId, r]));
       expect(byTask.ok).toMatchObject({ status: 'completed', finalAnswer: 'Final answer: 2' });
       expect(store.rewards.list(byTask.ok!.id).length).toBeGreaterThan(0);
-      expect(byTask.stuck).toMatchObject({ status: 'failed', error: expect.stringMatching(/^interrupted: process \d+ exited while this was running/) });
+      expect(byTask.stuck).toMatchObject({
+        status: 'failed',
+        error: expect.stringMatching(/^interrupted: process \d+ exited while this was running/),
+      });
       // Spans are flushed at most 200 ms late, so the stuck rollout's opening round is on disk.
       expect(store.spans.list(byTask.stuck!.id)[0]).toMatchObject({ seq: 1, type: 'coordination', name: 'round' });
       expect(store.collectRuns.latest(1)[0]!.status).toBe('failed');
@@ -60,7 +69,15 @@ describe('stopping collect', () => {
     expect(String(r.stdout)).toMatch(/1\/2 \(50%\)/);
     const store = openStore(loadConfig({ cwd: dir }));
     try {
-      expect(store.rollouts.list().map((x) => [x.taskId, x.status]).sort()).toEqual([['ok', 'completed'], ['stuck', 'cancelled']]);
+      expect(
+        store.rollouts
+          .list()
+          .map((x) => [x.taskId, x.status])
+          .sort(),
+      ).toEqual([
+        ['ok', 'completed'],
+        ['stuck', 'cancelled'],
+      ]);
       expect(store.collectRuns.latest(1)[0]!.status).toBe('cancelled');
     } finally {
       store.close();

@@ -5,9 +5,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
+import { BIN, FIXTURES, hasStack, tempDir } from '../helpers.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { BIN, FIXTURES, hasStack, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 let holder: ResultPromise | undefined;
@@ -19,13 +19,17 @@ afterEach(async () => {
   server = undefined;
 });
 
-const TASKS = Array.from({ length: 6 }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: `What is ${i} + 42 - ${i}?`, reference: '42' })).join('\n');
+const TASKS = Array.from({ length: 6 }, (_, i) =>
+  JSON.stringify({ id: `t${i}`, prompt: `What is ${i} + 42 - ${i}?`, reference: '42' }),
+).join('\n');
 
 /** A collect of six tasks, two at a time, each reply 150 ms late; store.busy_timeout_ms is 300. */
 async function startCollect() {
   server = await startScriptedServer((req) => {
     if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42', delayMs: 150 };
-    return shownLabels(req).length ? { content: 'VOTE: agent1 | right', delayMs: 150 } : { content: 'ANSWER: 42', delayMs: 150 };
+    return shownLabels(req).length
+      ? { content: 'VOTE: agent1 | right', delayMs: 150 }
+      : { content: 'ANSWER: 42', delayMs: 150 };
   });
   const dir = tempDir({
     'massgen-rl.yaml': `models:\n  stub: { base_url: "${server.baseUrl}", model: m }
@@ -36,7 +40,12 @@ store: { busy_timeout_ms: 300 }\n`,
     'tasks.jsonl': TASKS,
   });
   const storePath = path.join(dir, '.massgen-rl', 'store.sqlite');
-  const child = execa(process.execPath, [BIN, 'collect'], { cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } });
+  const child = execa(process.execPath, [BIN, 'collect'], {
+    cwd: dir,
+    reject: false,
+    stdin: 'ignore',
+    env: { NO_COLOR: '1' },
+  });
   // Lock only once rollouts are being recorded: their spans and closing writes meet the lock.
   const deadline = Date.now() + 20_000;
   while (runningRollouts(storePath) < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -106,7 +115,11 @@ describe('collect against a store another process holds locked', () => {
     try {
       const rollouts = store.rollouts.list();
       expect(rollouts.length).toBeGreaterThan(0);
-      for (const x of rollouts) expect(x.status === 'completed' || (x.status === 'failed' && /^interrupted: process \d+ exited/.test(x.error ?? '')), `${x.status} ${x.error}`).toBe(true);
+      for (const x of rollouts)
+        expect(
+          x.status === 'completed' || (x.status === 'failed' && /^interrupted: process \d+ exited/.test(x.error ?? '')),
+          `${x.status} ${x.error}`,
+        ).toBe(true);
       expect(rollouts.some((x) => x.status === 'failed')).toBe(true);
       expect(store.collectRuns.latest(1)[0]!.status).toBe('failed');
     } finally {

@@ -5,9 +5,9 @@ import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
+import { hasStack, runCli, sha, tempDir } from '../helpers.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { hasStack, runCli, sha, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -42,16 +42,29 @@ const KEY = { STUB_KEY: 'sk-test-key-0123456789abcdef' };
 /** Every refusal: exit 2, a message, no stack. */
 const REFUSALS: [string, string[], NodeJS.ProcessEnv, RegExp][] = [
   ['unset api_key_env', ['collect'], {}, /models\.stub\.api_key_env: environment variable STUB_KEY is not set/],
-  ['missing task file', ['collect', '--tasks', 'missing.jsonl'], KEY, /--tasks missing\.jsonl: not a built-in suite .* and no such file/],
+  [
+    'missing task file',
+    ['collect', '--tasks', 'missing.jsonl'],
+    KEY,
+    /--tasks missing\.jsonl: not a built-in suite .* and no such file/,
+  ],
   ['bad task file', ['collect', '--tasks', 'bad.jsonl'], KEY, /bad\.jsonl:1: invalid JSON/],
   ['unknown suite', ['collect', '--set', 'tasks.sources.0.suite=nosuch'], KEY, /tasks\.sources\[0\]/],
   ['no tasks in the split', ['collect', '--split', 'eval'], KEY, /no eval-split tasks to run/],
-  ['a redefined task id', ['collect', '--tasks', 'b.jsonl'], KEY, /"t1" from .*b\.jsonl \(stored from a\.jsonl, 1 rollout\): reference "42" → "41"/],
+  [
+    'a redefined task id',
+    ['collect', '--tasks', 'b.jsonl'],
+    KEY,
+    /"t1" from .*b\.jsonl \(stored from a\.jsonl, 1 rollout\): reference "42" → "41"/,
+  ],
 ];
 
 describe('a refused collect changes nothing', () => {
   it('exit 2 before the first write: no store is created, and an existing store stays byte-identical', async () => {
-    const { dir, storePath } = await project({ 'bad.jsonl': '{"id": \n', 'b.jsonl': task('t1', 'What is 6 x 7?', '41') });
+    const { dir, storePath } = await project({
+      'bad.jsonl': '{"id": \n',
+      'b.jsonl': task('t1', 'What is 6 x 7?', '41'),
+    });
     for (const [what, args, env] of REFUSALS.filter(([what]) => what !== 'a redefined task id')) {
       const r = await runCli(args, { cwd: dir, env });
       expect(r.exitCode, `${what}: ${r.stderr}`).toBe(2);
@@ -78,10 +91,21 @@ describe('a refused collect changes nothing', () => {
     const config = fs.readFileSync(path.join(dir, 'massgen-rl.yaml'), 'utf8');
     const emptyCache = tempDir();
     for (const [weights, message] of [
-      ['builtin:smollm2-135m-instruct', /^error: models\.loc\.local\.weights: the built-in model smollm2-135m-instruct is not provisioned yet/m],
-      ['fake-model', /^error: models\.loc\.local: the trainer virtualenv that serves local weights is missing \(.*venv\)/m],
+      [
+        'builtin:smollm2-135m-instruct',
+        /^error: models\.loc\.local\.weights: the built-in model smollm2-135m-instruct is not provisioned yet/m,
+      ],
+      [
+        'fake-model',
+        /^error: models\.loc\.local: the trainer virtualenv that serves local weights is missing \(.*venv\)/m,
+      ],
     ] as const) {
-      fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), config.replace('models:\n', `models:\n  loc: { model: m, local: { weights: ${weights} } }\n`).replace('{ id: b, model: stub', '{ id: b, model: loc'));
+      fs.writeFileSync(
+        path.join(dir, 'massgen-rl.yaml'),
+        config
+          .replace('models:\n', `models:\n  loc: { model: m, local: { weights: ${weights} } }\n`)
+          .replace('{ id: b, model: stub', '{ id: b, model: loc'),
+      );
       const r = await runCli(['collect'], { cwd: dir, env: { ...KEY, MASSGEN_RL_CACHE_DIR: emptyCache } });
       expect(r.exitCode, r.stderr).toBe(2);
       expect(r.stderr).toMatch(message);
@@ -126,6 +150,8 @@ describe('a task id names one task for good', () => {
     fs.writeFileSync(path.join(dir, 'shadow.jsonl'), task('suite:arithmetic:1:0', 'What is 1 + 1?', '2'));
     const r = await runCli(['collect', '--tasks', 'shadow.jsonl'], { cwd: dir, env: KEY });
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toMatch(/"suite:arithmetic:1:0" from .*shadow\.jsonl \(stored from suite:arithmetic, 1 rollout\): prompt ".*→ "What is 1 \+ 1\?"; reference "60" → "2"; metadata\.answer_type "number" → \(none\); \d+ more differences$/m);
+    expect(r.stderr).toMatch(
+      /"suite:arithmetic:1:0" from .*shadow\.jsonl \(stored from suite:arithmetic, 1 rollout\): prompt ".*→ "What is 1 \+ 1\?"; reference "60" → "2"; metadata\.answer_type "number" → \(none\); \d+ more differences$/m,
+    );
   });
 });

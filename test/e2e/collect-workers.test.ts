@@ -2,10 +2,10 @@ import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
-import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
-import { freshPostgresUrl } from '../support/postgres.js';
-import { shownLabels } from '../support/team.js';
 import { BIN, tempDir } from '../helpers.js';
+import { freshPostgresUrl } from '../support/postgres.js';
+import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
+import { shownLabels } from '../support/team.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -13,7 +13,9 @@ afterEach(async () => {
   server = undefined;
 });
 
-const TASKS = Array.from({ length: 12 }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: `What is ${i} + ${42 - i}?`, reference: '42' })).join('\n');
+const TASKS = Array.from({ length: 12 }, (_, i) =>
+  JSON.stringify({ id: `t${i}`, prompt: `What is ${i} + ${42 - i}?`, reference: '42' }),
+).join('\n');
 
 async function project(): Promise<string> {
   server = await startScriptedServer((req, i) => {
@@ -31,7 +33,8 @@ collect: { concurrency: 2, split: all }\n`,
   });
 }
 
-const cli = (dir: string, args: string[]) => execa(process.execPath, [BIN, ...args], { cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } });
+const cli = (dir: string, args: string[]) =>
+  execa(process.execPath, [BIN, ...args], { cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } });
 
 async function enqueue(dir: string): Promise<string> {
   const r = await cli(dir, ['collect', '--enqueue', '--json']);
@@ -63,19 +66,23 @@ function checkRun(dir: string, runId: string): { attempts: number[] } {
 }
 
 describe('collect workers on one PostgreSQL store', () => {
-  it.each([2, 4])('%i worker processes: every task done exactly once', async (n) => {
-    const dir = await project();
-    const runId = await enqueue(dir);
-    const workers = await Promise.all(Array.from({ length: n }, () => cli(dir, ['collect', '--worker', '--json'])));
-    const summaries = workers.map((w) => {
-      expect(w.exitCode, String(w.stderr)).toBe(0);
-      return JSON.parse(String(w.stdout)) as { jobs: number; completed: number; runsFinished: string[] };
-    });
-    expect(summaries.reduce((a, s) => a + s.completed, 0)).toBe(12);
-    expect(summaries.flatMap((s) => s.runsFinished)).toEqual([runId]);
-    expect(summaries.filter((s) => s.jobs > 0).length).toBeGreaterThan(1);
-    expect(checkRun(dir, runId).attempts.every((a) => a === 1)).toBe(true);
-  }, 180_000);
+  it.each([2, 4])(
+    '%i worker processes: every task done exactly once',
+    async (n) => {
+      const dir = await project();
+      const runId = await enqueue(dir);
+      const workers = await Promise.all(Array.from({ length: n }, () => cli(dir, ['collect', '--worker', '--json'])));
+      const summaries = workers.map((w) => {
+        expect(w.exitCode, String(w.stderr)).toBe(0);
+        return JSON.parse(String(w.stdout)) as { jobs: number; completed: number; runsFinished: string[] };
+      });
+      expect(summaries.reduce((a, s) => a + s.completed, 0)).toBe(12);
+      expect(summaries.flatMap((s) => s.runsFinished)).toEqual([runId]);
+      expect(summaries.filter((s) => s.jobs > 0).length).toBeGreaterThan(1);
+      expect(checkRun(dir, runId).attempts.every((a) => a === 1)).toBe(true);
+    },
+    180_000,
+  );
 
   it('kill -9 of a worker mid-task: another worker runs its task again; nothing duplicated or lost', async () => {
     const dir = await project();
@@ -86,7 +93,10 @@ describe('collect workers on one PostgreSQL store', () => {
     while (server!.requests.length - base < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     victim.kill('SIGKILL');
     expect((await victim).signal).toBe('SIGKILL');
-    const rest = await Promise.all([cli(dir, ['collect', '--worker', '--json']), cli(dir, ['collect', '--worker', '--json'])]);
+    const rest = await Promise.all([
+      cli(dir, ['collect', '--worker', '--json']),
+      cli(dir, ['collect', '--worker', '--json']),
+    ]);
     const summaries = rest.map((w) => {
       expect(w.exitCode, String(w.stderr)).toBe(0);
       return JSON.parse(String(w.stdout)) as { completed: number; reaped: number };

@@ -17,10 +17,17 @@ describe('a path in the config the file system cannot take', () => {
 
 describe('numeric CLI flags have a ceiling', () => {
   it.each([
-    [['collect', '--n', '1e12']], [['collect', '--concurrency', '100000']], [['train', '--max-steps', '1e15']],
-    [['traces', 'list', '--limit', '1e30']], [['checkpoints', 'list', '--limit', '1e30']], [['checkpoints', 'prune', '--keep-last', '1e30']],
+    [['collect', '--n', '1e12']],
+    [['collect', '--concurrency', '100000']],
+    [['train', '--max-steps', '1e15']],
+    [['traces', 'list', '--limit', '1e30']],
+    [['checkpoints', 'list', '--limit', '1e30']],
+    [['checkpoints', 'prune', '--keep-last', '1e30']],
   ])('%j exits 2 naming the flag and the limit', { timeout: 30_000 }, async (args) => {
-    const dir = tempDir({ 'massgen-rl.yaml': 'models:\n  m: { base_url: "http://127.0.0.1:9/v1", model: x, max_retries: 0 }\nagents: [{ id: a, model: m }]\n' });
+    const dir = tempDir({
+      'massgen-rl.yaml':
+        'models:\n  m: { base_url: "http://127.0.0.1:9/v1", model: x, max_retries: 0 }\nagents: [{ id: a, model: m }]\n',
+    });
     const r = await runCli(args, { cwd: dir, timeoutMs: 20_000 });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(new RegExp(`${args.at(-2)} ${args.at(-1)}: at most \\d+`));

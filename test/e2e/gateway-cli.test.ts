@@ -24,7 +24,10 @@ agents:
 `,
     });
     const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', '0'], {
-      cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' },
+      cwd: dir,
+      reject: false,
+      stdin: 'ignore',
+      env: { NO_COLOR: '1' },
     });
     const started = await new Promise<{ baseUrl: string; auth: string }>((resolve, reject) => {
       let out = '';
@@ -32,7 +35,9 @@ agents:
         out += c.toString();
         try {
           resolve(JSON.parse(out) as { baseUrl: string; auth: string });
-        } catch { /* not all of it yet */ }
+        } catch {
+          /* not all of it yet */
+        }
       });
       void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
     });
@@ -81,7 +86,10 @@ gateway: { flush_ms: 5000, batch_size: 100000 }
     });
     const start = () => {
       const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', '0'], {
-        cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' },
+        cwd: dir,
+        reject: false,
+        stdin: 'ignore',
+        env: { NO_COLOR: '1' },
       });
       const ready = new Promise<{ baseUrl: string; recovered?: { calls: number } }>((resolve, reject) => {
         let out = '';
@@ -89,7 +97,9 @@ gateway: { flush_ms: 5000, batch_size: 100000 }
           out += c.toString();
           try {
             resolve(JSON.parse(out) as { baseUrl: string });
-          } catch { /* not all of it yet */ }
+          } catch {
+            /* not all of it yet */
+          }
         });
         void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
       });
@@ -103,7 +113,8 @@ gateway: { flush_ms: 5000, batch_size: 100000 }
       for (let i = 0; !stop; i++) {
         try {
           const res = await fetch(`${baseUrl}/chat/completions`, {
-            method: 'POST', headers: { 'x-session-id': `s${n}` },
+            method: 'POST',
+            headers: { 'x-session-id': `s${n}` },
             body: JSON.stringify({ ...HELLO, stream: i % 2 === 0 }),
           });
           await res.text();
@@ -129,8 +140,12 @@ gateway: { flush_ms: 5000, batch_size: 100000 }
 
     const store = openStore(loadConfig({ cwd: dir }));
     try {
-      const turns = new Set(store.rollouts.list().flatMap((r) => store.spans.list(r.id))
-        .map((s) => (s.payload as { turn_id: string }).turn_id));
+      const turns = new Set(
+        store.rollouts
+          .list()
+          .flatMap((r) => store.spans.list(r.id))
+          .map((s) => (s.payload as { turn_id: string }).turn_id),
+      );
       expect(completed.filter((id) => !turns.has(id))).toEqual([]);
       expect(store.rollouts.list().every((r) => r.status === 'completed')).toBe(true);
     } finally {

@@ -18,7 +18,15 @@ async function specials(ext: string): Promise<{ dir: string; cases: [string, Reg
   fs.symlinkSync('/dev/zero', path.join(dir, `zero${ext}`));
   fs.mkdirSync(path.join(dir, `dir${ext}`));
   const fifo = /a FIFO \(named pipe\), not a regular file/;
-  return { dir, cases: [[`fifo${ext}`, fifo], [`to-fifo${ext}`, fifo], [`zero${ext}`, /a character device, not a regular file/], [`dir${ext}`, /directory/]] };
+  return {
+    dir,
+    cases: [
+      [`fifo${ext}`, fifo],
+      [`to-fifo${ext}`, fifo],
+      [`zero${ext}`, /a character device, not a regular file/],
+      [`dir${ext}`, /directory/],
+    ],
+  };
 }
 
 const KILL_AFTER_MS = 8_000;
@@ -51,8 +59,11 @@ describe('non-regular input files: exit 2 naming the file, never a hang', () => 
   it('as the store (store.path): refused before SQLite opens it, nothing created', { timeout: 60_000 }, async () => {
     const { dir, cases } = await specials('.sqlite');
     fs.symlinkSync('moved-away.sqlite', path.join(dir, 'dangling.sqlite'));
-    const all: [string, RegExp][] = [...cases, ['/dev/null', /a character device, not a regular file/],
-      ['dangling.sqlite', /a link to moved-away\.sqlite, which leads nowhere/]];
+    const all: [string, RegExp][] = [
+      ...cases,
+      ['/dev/null', /a character device, not a regular file/],
+      ['dangling.sqlite', /a link to moved-away\.sqlite, which leads nowhere/],
+    ];
     const journalBefore = fs.existsSync('/dev/null-journal');
     for (const [name, kind] of all) {
       fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), `project:\n  name: x\nstore:\n  path: ${name}\n`);
@@ -67,8 +78,14 @@ describe('non-regular input files: exit 2 naming the file, never a hang', () => 
         expect(hasStack(r.stderr)).toBe(false);
       }
     }
-    expect(fs.readdirSync(dir).sort())
-      .toEqual(['dangling.sqlite', 'dir.sqlite', 'fifo.sqlite', 'massgen-rl.yaml', 'to-fifo.sqlite', 'zero.sqlite']);
+    expect(fs.readdirSync(dir).sort()).toEqual([
+      'dangling.sqlite',
+      'dir.sqlite',
+      'fifo.sqlite',
+      'massgen-rl.yaml',
+      'to-fifo.sqlite',
+      'zero.sqlite',
+    ]);
     expect(fs.existsSync('/dev/null-journal')).toBe(journalBefore);
   });
 
@@ -80,7 +97,12 @@ describe('non-regular input files: exit 2 naming the file, never a hang', () => 
 try { checkPromptFiles({ solver: { file: process.argv[1] } }, process.cwd()); }
 catch (err) { console.error(err.message); process.exit(err.exitCode ?? 70); }`;
     for (const [name, kind] of cases) {
-      const r = await execa(process.execPath, ['--input-type=module', '-e', script, name], { cwd: dir, reject: false, timeout: KILL_AFTER_MS, stdin: 'ignore' });
+      const r = await execa(process.execPath, ['--input-type=module', '-e', script, name], {
+        cwd: dir,
+        reject: false,
+        timeout: KILL_AFTER_MS,
+        stdin: 'ignore',
+      });
       expect(r.exitCode, name).toBe(2);
       expect(r.stderr).toMatch(new RegExp(`prompt file .*${name.replace('.', '\\.')}: `));
       expect(r.stderr).toMatch(kind);
@@ -92,7 +114,8 @@ describe('a task prompt over tasks.max_prompt_chars: exit 2 naming the file and 
   it('a 50 MB prompt on one line (JSONL, YAML) is refused at once, in bounded memory, before it runs', async () => {
     const line = JSON.stringify({ id: 'big', prompt: `What is 6 x 7? ${'x'.repeat(50 * MiB)}`, reference: '42' });
     const dir = tempDir({
-      'big.jsonl': `{"id": "small", "prompt": "hi"}\n${line}\n`, 'big.yaml': `- { id: small, prompt: hi }\n- ${line}\n`,
+      'big.jsonl': `{"id": "small", "prompt": "hi"}\n${line}\n`,
+      'big.yaml': `- { id: small, prompt: hi }\n- ${line}\n`,
     });
     for (const name of ['big.jsonl', 'big.yaml']) {
       const started = Date.now();

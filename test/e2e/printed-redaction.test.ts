@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
-import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';
+import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -37,7 +37,9 @@ describe('what the CLI prints goes through the same redactor as what it stores',
       const r = await runCli([...json, 'collect'], { cwd: dir, env: { MY_KEY: KEY } });
       expect(r.exitCode, r.stderr).toBe(1);
       expect(hasStack(r.stderr)).toBe(false);
-      expect(r.stderr).toMatch(/no rollout completed: 1 of 1 failed \(1 × .*invalid credentials: Authorization: Bearer \[REDACTED\]/);
+      expect(r.stderr).toMatch(
+        /no rollout completed: 1 of 1 failed \(1 × .*invalid credentials: Authorization: Bearer \[REDACTED\]/,
+      );
       expect(`${r.stdout}\n${r.stderr}`).not.toContain(KEY);
     }
     expect(server!.headers[0]!.authorization).toBe(`Bearer ${KEY}`);

@@ -22,7 +22,8 @@ afterEach(async () => {
 const BUDGET = { rollouts: 40, optimizerTokens: 20_000 };
 const SETTINGS = `  rounds: 3\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  concurrency: 2\n  budget: { rollouts: ${BUDGET.rollouts}, optimizer_tokens: ${BUDGET.optimizerTokens} }\n`;
 
-const cli = (dir: string, args: string[]) => execa(process.execPath, [BIN, ...args], { cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } });
+const cli = (dir: string, args: string[]) =>
+  execa(process.execPath, [BIN, ...args], { cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } });
 
 async function until(what: string, child: ResultPromise, ready: () => boolean): Promise<void> {
   const deadline = Date.now() + 30_000;
@@ -41,7 +42,10 @@ function promptOptRollouts(storePath: string, status = '%'): number {
   if (!fs.existsSync(storePath)) return 0;
   const db = new Database(storePath, { readonly: true, fileMustExist: true });
   try {
-    return db.prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.apo_run') IS NOT NULL AND status LIKE ?").pluck().get(status) as number;
+    return db
+      .prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.apo_run') IS NOT NULL AND status LIKE ?")
+      .pluck()
+      .get(status) as number;
   } catch {
     return 0; // not migrated yet
   } finally {
@@ -49,12 +53,16 @@ function promptOptRollouts(storePath: string, status = '%'): number {
   }
 }
 
-const claimed = (req: ScriptedRequest) => promptTokenBound(req.messages.map((m) => ({ role: 'user' as const, content: m.content ?? '' }))) + Number(req.max_tokens);
+const claimed = (req: ScriptedRequest) =>
+  promptTokenBound(req.messages.map((m) => ({ role: 'user' as const, content: m.content ?? '' })))
+  + Number(req.max_tokens);
 
 describe('kill -9 in the middle of train prompts', () => {
   it('resumes the same run to its end within its budgets, with nothing measured twice and a full score table for every front candidate', async () => {
     let optimizerDelay = 0;
-    server = await startScriptedServer(promptOptScript({ delayMs: () => 40 + Math.floor(Math.random() * 40), optimizerDelayMs: () => optimizerDelay }));
+    server = await startScriptedServer(
+      promptOptScript({ delayMs: () => 40 + Math.floor(Math.random() * 40), optimizerDelayMs: () => optimizerDelay }),
+    );
     const p = promptOptProject(server.baseUrl, SETTINGS);
     const storePath = path.join(p.dir, '.massgen-rl', 'store.sqlite');
 
@@ -115,8 +123,20 @@ describe('kill -9 in the middle of train prompts', () => {
       expect(tagged).toBeLessThanOrEqual(BUDGET.rollouts);
       expect(r.spent.rollouts).toBe(tagged);
       // Rollouts the kill cut off are failed, and tagged: they count against the budget.
-      expect(storeDb(store).prepare("SELECT COUNT(*) FROM rollouts WHERE status = 'failed' AND json_extract(metadata, '$.apo_run') = ?").pluck().get(runId)).toBe(cutOff);
-      expect(storeDb(store).prepare('SELECT COUNT(*) FROM (SELECT 1 FROM eval_results GROUP BY serving_hash, task_hash, seed, settings_hash HAVING COUNT(*) > 1)').pluck().get()).toBe(0);
+      expect(
+        storeDb(store)
+          .prepare("SELECT COUNT(*) FROM rollouts WHERE status = 'failed' AND json_extract(metadata, '$.apo_run') = ?")
+          .pluck()
+          .get(runId),
+      ).toBe(cutOff);
+      expect(
+        storeDb(store)
+          .prepare(
+            'SELECT COUNT(*) FROM (SELECT 1 FROM eval_results GROUP BY serving_hash, task_hash, seed, settings_hash HAVING COUNT(*) > 1)',
+          )
+          .pluck()
+          .get(),
+      ).toBe(0);
       const keys = state.valTasks.flatMap((t) => state.seeds.map((s) => `${t}:${s}`)).sort();
       const onFront = r.candidates.filter((c) => c.onFront);
       expect(onFront.length).toBeGreaterThan(0);
@@ -124,8 +144,13 @@ describe('kill -9 in the middle of train prompts', () => {
         const rec = state.candidates.find((x) => x.id === c.id)!;
         expect(Object.keys(rec.val!).sort(), c.id).toEqual(keys);
         const serving = ResourceSetRepository.servingHash(store.sets.get(rec.setId)!.members);
-        const results = storeDb(store).prepare('SELECT task_id AS task, seed FROM eval_results WHERE serving_hash = ?').all(serving) as { task: string; seed: number }[];
-        expect(keys.every((k) => results.some((x) => `${x.task}:${x.seed}` === k)), c.id).toBe(true);
+        const results = storeDb(store)
+          .prepare('SELECT task_id AS task, seed FROM eval_results WHERE serving_hash = ?')
+          .all(serving) as { task: string; seed: number }[];
+        expect(
+          keys.every((k) => results.some((x) => `${x.task}:${x.seed}` === k)),
+          c.id,
+        ).toBe(true);
       }
     } finally {
       store.close();
@@ -144,7 +169,9 @@ describe('Ctrl-C in the middle of train prompts', () => {
     child.kill('SIGINT');
     const stopped = await child;
     expect(stopped.exitCode).toBe(130);
-    expect(String(stopped.stderr)).toMatch(/prompt optimization interrupted after \d+ proposal\(s\); resume with `massgen-rl train prompts --resume`/);
+    expect(String(stopped.stderr)).toMatch(
+      /prompt optimization interrupted after \d+ proposal\(s\); resume with `massgen-rl train prompts --resume`/,
+    );
     const resumed = await cli(p.dir, ['train', 'prompts', '--resume', '--json']);
     expect(resumed.exitCode).toBe(0);
     const r = JSON.parse(String(resumed.stdout)) as PromptOptResult;

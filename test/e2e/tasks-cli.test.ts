@@ -14,7 +14,9 @@ describe('massgen-rl tasks', () => {
     const json = await runCli(['--json', 'tasks'], { cwd: dir });
     const parsed = JSON.parse(json.stdout) as ReturnType<typeof describeSuites>;
     expect(parsed.flatMap((s) => s.levels.map((l) => l.heldOut))).toEqual(Array(16).fill({}));
-    const bad = await runCli(['tasks'], { cwd: tempDir({ 'massgen-rl.yaml': 'tasks:\n  split: { holdout_templates: 2 }\n' }) });
+    const bad = await runCli(['tasks'], {
+      cwd: tempDir({ 'massgen-rl.yaml': 'tasks:\n  split: { holdout_templates: 2 }\n' }),
+    });
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('tasks.split.holdout_templates');
     expect(hasStack(bad.stderr)).toBe(false);

@@ -21,7 +21,12 @@ function project(n = 2): { dir: string; storePath: string } {
   return { dir, storePath };
 }
 
-const lines = (file: string) => fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { metadata: { i: number } });
+const lines = (file: string) =>
+  fs
+    .readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { metadata: { i: number } });
 const exportTo = (dir: string, out: string) => runCli(['traces', 'export', '-o', out], { cwd: dir, timeoutMs: 20_000 });
 const leftovers = (dir: string) => fs.readdirSync(dir).filter((f) => f.endsWith('.tmp'));
 

@@ -14,7 +14,11 @@ interface Violation {
 /** Runs dependency-cruiser with the project's rules (.dependency-cruiser.cjs) over src/ of `cwd`. */
 async function cruise(cwd: string): Promise<Violation[]> {
   const bin = path.join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
-  const r = await execa(process.execPath, [bin, 'src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], { cwd, reject: false });
+  const r = await execa(
+    process.execPath,
+    [bin, 'src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'],
+    { cwd, reject: false },
+  );
   if (!r.stdout.trim().startsWith('{')) throw new Error(`dependency-cruiser failed (exit ${r.exitCode}): ${r.stderr}`);
   const report = JSON.parse(r.stdout) as { summary: { violations: Violation[]; totalCruised: number } };
   expect(report.summary.totalCruised).toBeGreaterThan(0);
@@ -35,13 +39,16 @@ describe('import rules (docs/architecture.md)', () => {
       '.dependency-cruiser.cjs': fs.readFileSync(path.join(ROOT, '.dependency-cruiser.cjs'), 'utf8'),
       'src/cli/main.ts': "import { run } from '../pipeline/collect.js';\nexport const main = run;\n",
       // a collect that would switch production (a type import of what review says is fine)
-      'src/pipeline/collect.ts': "import { reviewProduction } from './review.js';\nimport type { Review } from './review.js';\nexport const run: [number, Review?] = [reviewProduction];\n",
-      'src/pipeline/review.ts': "export const reviewProduction = 1;\nexport type Review = { verdict: string };\n",
+      'src/pipeline/collect.ts':
+        "import { reviewProduction } from './review.js';\nimport type { Review } from './review.js';\nexport const run: [number, Review?] = [reviewProduction];\n",
+      'src/pipeline/review.ts': 'export const reviewProduction = 1;\nexport type Review = { verdict: string };\n',
       // upward: store sits below cli and datasets
-      'src/store/export.ts': "import { main } from '../cli/main.js';\nimport { rows } from '../datasets/rows.js';\nexport const x = [main, rows];\n",
+      'src/store/export.ts':
+        "import { main } from '../cli/main.js';\nimport { rows } from '../datasets/rows.js';\nexport const x = [main, rows];\n",
       'src/datasets/rows.ts': "import { weights } from '../resources/weights.js';\nexport const rows = weights;\n", // a sibling of its layer
-      'src/resources/weights.ts': "export const weights = 1;\n",
-      'src/llm/client.ts': "import Database from 'better-sqlite3';\nimport ora from 'ora';\nimport { execa } from 'execa';\nexport const y = [Database, ora, execa];\n",
+      'src/resources/weights.ts': 'export const weights = 1;\n',
+      'src/llm/client.ts':
+        "import Database from 'better-sqlite3';\nimport ora from 'ora';\nimport { execa } from 'execa';\nexport const y = [Database, ora, execa];\n",
       // a type-only cycle
       'src/orchestrator/turn.ts': "import type { B } from './turn-action.js';\nexport type A = { b?: B };\n",
       'src/orchestrator/turn-action.ts': "import type { A } from './turn.js';\nexport type B = { a?: A };\n",
@@ -49,8 +56,14 @@ describe('import rules (docs/architecture.md)', () => {
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
     const names = new Set((await cruise(dir)).map((v) => v.rule.name));
     expect([...names].sort()).toEqual([
-      'database-drivers-only-in-store', 'layer-datasets-sibling', 'layer-store-upward', 'no-circular', 'only-cli-imports-cli',
-      'processes-only-in-their-owners', 'production-switches-only-in-deploy-and-review', 'terminal-ui-only-in-cli-ui',
+      'database-drivers-only-in-store',
+      'layer-datasets-sibling',
+      'layer-store-upward',
+      'no-circular',
+      'only-cli-imports-cli',
+      'processes-only-in-their-owners',
+      'production-switches-only-in-deploy-and-review',
+      'terminal-ui-only-in-cli-ui',
     ]);
   }, 120_000);
 });

@@ -18,10 +18,19 @@ function project() {
   for (let i = 1; i <= 3; i++) {
     const folder = path.join(data, 'checkpoints', `c${i}`);
     fs.mkdirSync(folder, { recursive: true });
-    ids.push(registerCheckpoint(store, {
-      path: folder, algo: i === 3 ? 'grpo' : 'sft', adapter: true, baseModel: 'resource:smol', baseResourceId: base.id, parentId: ids.at(-1),
-      datasetHash: `${i}`.repeat(64), watermark: i, metrics: { reward: i / 10, loss: 1 / i },
-    }).checkpoint.id);
+    ids.push(
+      registerCheckpoint(store, {
+        path: folder,
+        algo: i === 3 ? 'grpo' : 'sft',
+        adapter: true,
+        baseModel: 'resource:smol',
+        baseResourceId: base.id,
+        parentId: ids.at(-1),
+        datasetHash: `${i}`.repeat(64),
+        watermark: i,
+        metrics: { reward: i / 10, loss: 1 / i },
+      }).checkpoint.id,
+    );
   }
   store.close();
   const cli = (...args: string[]) => runCli(args, { cwd: dir });
@@ -38,8 +47,13 @@ describe('massgen-rl checkpoints', () => {
     expect(table.stdout).toContain('base: resource:smol');
     expect(table.stdout).toContain('333333333333');
     expect(table.stdout).toMatch(/reward=0\.3 loss=0\.3333/);
-    const json = JSON.parse((await cli('--json', 'checkpoints', 'list', '--algo', 'sft')).stdout) as { checkpoints: { id: string; parentId: string | null; production: boolean }[] };
-    expect(json.checkpoints.map((c) => [c.id, c.parentId, c.production])).toEqual([[ids[1], ids[0], false], [ids[0], null, false]]);
+    const json = JSON.parse((await cli('--json', 'checkpoints', 'list', '--algo', 'sft')).stdout) as {
+      checkpoints: { id: string; parentId: string | null; production: boolean }[];
+    };
+    expect(json.checkpoints.map((c) => [c.id, c.parentId, c.production])).toEqual([
+      [ids[1], ids[0], false],
+      [ids[0], null, false],
+    ]);
     expect((await cli('checkpoints', 'list', '--limit', '0')).exitCode).toBe(2);
   });
 
@@ -50,7 +64,11 @@ describe('massgen-rl checkpoints', () => {
     const order = [ids[2]!, ids[1]!, ids[0]!, 'base: resource:smol'].map((s) => shown.stdout.lastIndexOf(s));
     expect(order).toEqual([...order].sort((a, b) => a - b));
     expect(shown.stdout).toMatch(/base path\s+.*base-model/);
-    const json = JSON.parse((await cli('checkpoints', 'show', ids[1]!, '--json')).stdout) as { lineage: { id: string }[]; children: { id: string }[]; resource: { version: number } };
+    const json = JSON.parse((await cli('checkpoints', 'show', ids[1]!, '--json')).stdout) as {
+      lineage: { id: string }[];
+      children: { id: string }[];
+      resource: { version: number };
+    };
     expect(json).toMatchObject({ lineage: [{ id: ids[0] }], children: [{ id: ids[2] }], resource: { version: 3 } });
     const unknown = await cli('checkpoints', 'show', 'ck_nope');
     expect(unknown.exitCode).toBe(2);
@@ -67,10 +85,24 @@ describe('massgen-rl checkpoints', () => {
     // A second line, then one more checkpoint on the main line: the second line is the prunable one.
     const side = path.join(data, 'checkpoints', 'side');
     fs.mkdirSync(side);
-    const lone = registerCheckpoint(store, { path: side, algo: 'dpo', adapter: false, baseModel: 'smol', name: 'other', metrics: { reward: 0.05 } }).checkpoint;
+    const lone = registerCheckpoint(store, {
+      path: side,
+      algo: 'dpo',
+      adapter: false,
+      baseModel: 'smol',
+      name: 'other',
+      metrics: { reward: 0.05 },
+    }).checkpoint;
     const c4Dir = path.join(data, 'checkpoints', 'c4');
     fs.mkdirSync(c4Dir);
-    const c4 = registerCheckpoint(store, { path: c4Dir, algo: 'sft', adapter: true, baseModel: 'resource:smol', parentId: ids[2], metrics: { reward: 0.01 } }).checkpoint;
+    const c4 = registerCheckpoint(store, {
+      path: c4Dir,
+      algo: 'sft',
+      adapter: true,
+      baseModel: 'resource:smol',
+      parentId: ids[2],
+      metrics: { reward: 0.01 },
+    }).checkpoint;
     store.close();
 
     const refused = await cli('checkpoints', 'prune', '--keep-last', '1');
@@ -90,8 +122,15 @@ describe('massgen-rl checkpoints', () => {
     expect(fs.existsSync(side)).toBe(false);
     expect(fs.existsSync(c1.path)).toBe(true); // an ancestor of the kept one
 
-    expect((await cli('checkpoints', 'prune', '--keep-last', '1', '-y')).stdout).toMatch(/nothing to prune \(4 checkpoint\(s\) kept\)/);
-    for (const bad of [['--keep-last', 'two'], ['--keep-last', '0'], ['--keep-last', '1', '--keep-best', 'reward:best'], ['--keep-last', '1', '--keep-best', 'acc']]) {
+    expect((await cli('checkpoints', 'prune', '--keep-last', '1', '-y')).stdout).toMatch(
+      /nothing to prune \(4 checkpoint\(s\) kept\)/,
+    );
+    for (const bad of [
+      ['--keep-last', 'two'],
+      ['--keep-last', '0'],
+      ['--keep-last', '1', '--keep-best', 'reward:best'],
+      ['--keep-last', '1', '--keep-best', 'acc'],
+    ]) {
       const r = await cli('checkpoints', 'prune', ...bad, '--yes');
       expect(r.exitCode, bad.join(' ')).toBe(2);
     }
@@ -102,7 +141,10 @@ describe('massgen-rl checkpoints', () => {
     const { ids, cli } = project();
     const forked = await cli('--json', 'checkpoints', 'fork', ids[1]!, '--name', 'experiment');
     expect(forked.exitCode).toBe(0);
-    expect(JSON.parse(forked.stdout)).toMatchObject({ resource: { name: 'experiment', version: 1 }, checkpoint: { parentId: ids[1] } });
+    expect(JSON.parse(forked.stdout)).toMatchObject({
+      resource: { name: 'experiment', version: 1 },
+      checkpoint: { parentId: ids[1] },
+    });
     const again = await cli('checkpoints', 'fork', ids[1]!, '--name', 'experiment');
     expect(again.exitCode).toBe(2);
     expect(again.stderr).toMatch(/already exists/);

@@ -2,7 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
-import { describeCheckpoint, forkCheckpoint, pruneCheckpoints, registerCheckpoint } from '../../src/resources/checkpoints.js';
+import {
+  describeCheckpoint,
+  forkCheckpoint,
+  pruneCheckpoints,
+  registerCheckpoint,
+} from '../../src/resources/checkpoints.js';
 import { tempDir } from '../helpers.js';
 import { BACKENDS, openStoreOn, type Backend } from '../support/postgres.js';
 
@@ -23,8 +28,19 @@ function world(backend: Backend) {
     fs.writeFileSync(path.join(folder, 'adapter_config.json'), '{}');
     const run = store.trainingRuns.start({ n }, { algo: opts.algo ?? 'sft' });
     return registerCheckpoint(store, {
-      path: folder, algo: opts.algo ?? 'sft', adapter: true, baseModel: 'resource:smol', baseResourceId: base.id, parentId: opts.parentId, name: opts.name,
-      trainingRunId: run, datasetHash: `hash${n}`.padEnd(64, '0'), traceIds: [`r${n}a`, `r${n}b`], watermark: n * 10, configHash: `cfg${n}`, metrics: opts.metrics ?? { loss: 1 / n, reward: n },
+      path: folder,
+      algo: opts.algo ?? 'sft',
+      adapter: true,
+      baseModel: 'resource:smol',
+      baseResourceId: base.id,
+      parentId: opts.parentId,
+      name: opts.name,
+      trainingRunId: run,
+      datasetHash: `hash${n}`.padEnd(64, '0'),
+      traceIds: [`r${n}a`, `r${n}b`],
+      watermark: n * 10,
+      configHash: `cfg${n}`,
+      metrics: opts.metrics ?? { loss: 1 / n, reward: n },
     }).checkpoint;
   };
   return { dir, data, store, base, baseDir, train };
@@ -35,10 +51,34 @@ describe.each(BACKENDS)('checkpoints on %s', (backend) => {
     it('round-trips checkpoints with lineage, filters and prefixes', () => {
       const { store, base } = world(backend);
       const run = store.trainingRuns.start({}, { algo: 'grpo' });
-      const a = store.checkpoints.add({ path: '/w/a', algo: 'grpo', baseModel: 'builtin:smol', resourceId: base.id, trainingRunId: run, datasetHash: 'd1', traceIds: ['t1', 't2'], watermark: 7, configHash: 'c1', metrics: { reward: 0.5 } });
+      const a = store.checkpoints.add({
+        path: '/w/a',
+        algo: 'grpo',
+        baseModel: 'builtin:smol',
+        resourceId: base.id,
+        trainingRunId: run,
+        datasetHash: 'd1',
+        traceIds: ['t1', 't2'],
+        watermark: 7,
+        configHash: 'c1',
+        metrics: { reward: 0.5 },
+      });
       expect(store.checkpoints.get(a.id)).toEqual({
-        id: a.id, resourceId: base.id, resourceName: 'smol', resourceVersion: 1, parentId: null, trainingRunId: run, algo: 'grpo', baseModel: 'builtin:smol',
-        path: '/w/a', datasetHash: 'd1', traceIds: ['t1', 't2'], watermark: 7, configHash: 'c1', metrics: { reward: 0.5 }, createdAt: expect.any(Number),
+        id: a.id,
+        resourceId: base.id,
+        resourceName: 'smol',
+        resourceVersion: 1,
+        parentId: null,
+        trainingRunId: run,
+        algo: 'grpo',
+        baseModel: 'builtin:smol',
+        path: '/w/a',
+        datasetHash: 'd1',
+        traceIds: ['t1', 't2'],
+        watermark: 7,
+        configHash: 'c1',
+        metrics: { reward: 0.5 },
+        createdAt: expect.any(Number),
       });
       const b = store.checkpoints.add({ path: '/w/b', algo: 'sft', parentId: a.id });
       const c = store.checkpoints.add({ path: '/w/c', algo: 'grpo', parentId: b.id });
@@ -61,7 +101,10 @@ describe.each(BACKENDS)('checkpoints on %s', (backend) => {
       const { store } = world(backend);
       const run = store.trainingRuns.start({}, { algo: 'sft' });
       const other = store.trainingRuns.start({}, { algo: 'sft' });
-      store.trainingMetrics.append(run, [{ step: 1, metrics: { loss: 2 } }, { step: 2, metrics: { loss: 1.5 } }]);
+      store.trainingMetrics.append(run, [
+        { step: 1, metrics: { loss: 2 } },
+        { step: 2, metrics: { loss: 1.5 } },
+      ]);
       const w = store.trainingMetrics.writer(run, 3);
       w.add(3, { loss: 1.2 });
       w.add(2, { loss: 1.4, resumed: 1 });
@@ -72,7 +115,13 @@ describe.each(BACKENDS)('checkpoints on %s', (backend) => {
       w.add(5, { loss: 0.9 });
       w.flush();
       store.trainingMetrics.append(other, [{ step: 1, metrics: { loss: 9 } }]);
-      expect(store.trainingMetrics.list(run).map((s) => [s.step, s.metrics.loss])).toEqual([[1, 2], [2, 1.4], [3, 1.2], [4, 1], [5, 0.9]]);
+      expect(store.trainingMetrics.list(run).map((s) => [s.step, s.metrics.loss])).toEqual([
+        [1, 2],
+        [2, 1.4],
+        [3, 1.2],
+        [4, 1],
+        [5, 0.9],
+      ]);
       expect(store.trainingMetrics.list(run, { fromStep: 4 }).map((s) => s.step)).toEqual([4, 5]);
       expect(store.trainingMetrics.last(run)).toMatchObject({ runId: run, step: 5, metrics: { loss: 0.9 } });
       expect(store.trainingMetrics.last('tr_none')).toBeUndefined();
@@ -88,10 +137,21 @@ describe.each(BACKENDS)('checkpoints on %s', (backend) => {
       const res = store.resources.get(first.resourceId!)!;
       expect(res).toMatchObject({ kind: 'weight', name: 'smol', version: 2, parentId: base.id, path: first.path });
       expect(res.metadata).toEqual({ algo: 'sft', adapter: true, base_path: baseDir, checkpoint_id: first.id });
-      expect(first).toMatchObject({ parentId: null, baseModel: 'resource:smol', datasetHash: expect.stringMatching(/^hash1/), traceIds: ['r1a', 'r1b'], watermark: 10, configHash: 'cfg1', metrics: { loss: 1, reward: 1 } });
+      expect(first).toMatchObject({
+        parentId: null,
+        baseModel: 'resource:smol',
+        datasetHash: expect.stringMatching(/^hash1/),
+        traceIds: ['r1a', 'r1b'],
+        watermark: 10,
+        configHash: 'cfg1',
+        metrics: { loss: 1, reward: 1 },
+      });
       const second = train({ parentId: first.id, algo: 'grpo' });
       expect(second).toMatchObject({ parentId: first.id, resourceName: 'smol', resourceVersion: 3 });
-      expect(store.resources.get(second.resourceId!)).toMatchObject({ parentId: first.resourceId, metadata: { base_path: baseDir, algo: 'grpo' } });
+      expect(store.resources.get(second.resourceId!)).toMatchObject({
+        parentId: first.resourceId,
+        metadata: { base_path: baseDir, algo: 'grpo' },
+      });
       expect(store.resources.production('weight', 'smol')?.id).toBe(base.id); // registering never deploys
       expect(train({ name: 'custom' })).toMatchObject({ resourceName: 'custom', resourceVersion: 1 });
       const detail = describeCheckpoint(store, second.id);
@@ -105,14 +165,41 @@ describe.each(BACKENDS)('checkpoints on %s', (backend) => {
       fs.mkdirSync(folder);
       const before = store.resources.list('weight').length;
       // The checkpoint row fails (unknown training run): the weight resource added before it is rolled back.
-      expect(() => registerCheckpoint(store, { path: folder, algo: 'sft', adapter: false, baseModel: 'smol', baseResourceId: base.id, trainingRunId: 'tr_missing' }))
-        .toThrow(/FOREIGN KEY|foreign key/);
+      expect(() =>
+        registerCheckpoint(store, {
+          path: folder,
+          algo: 'sft',
+          adapter: false,
+          baseModel: 'smol',
+          baseResourceId: base.id,
+          trainingRunId: 'tr_missing',
+        }),
+      ).toThrow(/FOREIGN KEY|foreign key/);
       expect(store.resources.list('weight')).toHaveLength(before);
       expect(store.checkpoints.list()).toEqual([]);
-      expect(() => registerCheckpoint(store, { path: path.join(data, 'missing'), algo: 'sft', adapter: false, baseModel: 'smol' })).toThrow(/no folder at/);
-      expect(() => registerCheckpoint(store, { path: folder, algo: 'sft', adapter: false, baseModel: 'smol', parentId: 'ck_nope' })).toThrow(/no parent checkpoint "ck_nope"/);
-      const full = registerCheckpoint(store, { path: folder, algo: 'sft', adapter: false, baseModel: '/models/My-Model' });
-      expect(full.resource).toMatchObject({ name: 'My-Model', version: 1, metadata: { adapter: false, base_path: null } });
+      expect(() =>
+        registerCheckpoint(store, { path: path.join(data, 'missing'), algo: 'sft', adapter: false, baseModel: 'smol' }),
+      ).toThrow(/no folder at/);
+      expect(() =>
+        registerCheckpoint(store, {
+          path: folder,
+          algo: 'sft',
+          adapter: false,
+          baseModel: 'smol',
+          parentId: 'ck_nope',
+        }),
+      ).toThrow(/no parent checkpoint "ck_nope"/);
+      const full = registerCheckpoint(store, {
+        path: folder,
+        algo: 'sft',
+        adapter: false,
+        baseModel: '/models/My-Model',
+      });
+      expect(full.resource).toMatchObject({
+        name: 'My-Model',
+        version: 1,
+        metadata: { adapter: false, base_path: null },
+      });
       store.close();
     });
   });
@@ -155,15 +242,28 @@ describe.each(BACKENDS)('checkpoints on %s', (backend) => {
       expect(plan.deleted.map((x) => x.id)).toEqual([d.id]);
       expect(fs.existsSync(d.path)).toBe(true);
       expect(Object.fromEntries(plan.kept.map((k) => [k.id, k.reasons]))).toEqual({
-        [f.id]: ['last 1'], [e.id]: [`ancestor of ${f.id}`], [c.id]: ['production'],
-        [b.id]: [`ancestor of ${c.id}`], [a.id]: [`ancestor of ${c.id}`],
+        [f.id]: ['last 1'],
+        [e.id]: [`ancestor of ${f.id}`],
+        [c.id]: ['production'],
+        [b.id]: [`ancestor of ${c.id}`],
+        [a.id]: [`ancestor of ${c.id}`],
       });
 
-      const withBest = pruneCheckpoints(store, { keepLast: 1, keepBest: { metric: 'reward', mode: 'max' }, root: data, dryRun: true });
+      const withBest = pruneCheckpoints(store, {
+        keepLast: 1,
+        keepBest: { metric: 'reward', mode: 'max' },
+        root: data,
+        dryRun: true,
+      });
       expect(withBest.kept.find((k) => k.id === a.id)?.reasons).toEqual(['best reward (max)', `ancestor of ${c.id}`]);
-      expect(pruneCheckpoints(store, { keepLast: 1, keepBest: { metric: 'loss', mode: 'min' }, dryRun: true }).kept.find((k) => k.id === c.id)?.reasons)
-        .toEqual(['best loss (min)', 'production']);
-      expect(() => pruneCheckpoints(store, { keepLast: 1, keepBest: { metric: 'acc', mode: 'max' } })).toThrow(/no checkpoint has a numeric "acc" metric/);
+      expect(
+        pruneCheckpoints(store, { keepLast: 1, keepBest: { metric: 'loss', mode: 'min' }, dryRun: true }).kept.find(
+          (k) => k.id === c.id,
+        )?.reasons,
+      ).toEqual(['best loss (min)', 'production']);
+      expect(() => pruneCheckpoints(store, { keepLast: 1, keepBest: { metric: 'acc', mode: 'max' } })).toThrow(
+        /no checkpoint has a numeric "acc" metric/,
+      );
       expect(() => pruneCheckpoints(store, { keepLast: 0 })).toThrow(/--keep-last 0/);
 
       const done = pruneCheckpoints(store, { keepLast: 1, root: data });
@@ -175,7 +275,9 @@ describe.each(BACKENDS)('checkpoints on %s', (backend) => {
 
       // Once production moves on, the old line goes, children before parents; the rollback target (c) stays.
       store.resources.setProduction(store.resources.get(f.resourceId!)!, 'deploy', 'newer');
-      expect(pruneCheckpoints(store, { keepLast: 1, root: data, dryRun: true }).kept.find((k) => k.id === c.id)?.reasons).toEqual(['rollback target']);
+      expect(
+        pruneCheckpoints(store, { keepLast: 1, root: data, dryRun: true }).kept.find((k) => k.id === c.id)?.reasons,
+      ).toEqual(['rollback target']);
       store.resources.setProduction(store.resources.get(f.resourceId!)!, 'deploy', 'confirmed');
       const second = pruneCheckpoints(store, { keepLast: 1, root: data });
       expect(second.deleted.map((x) => x.id)).toEqual([c.id, b.id, a.id]);
@@ -212,9 +314,27 @@ describe.each(BACKENDS)('checkpoints on %s', (backend) => {
       const a = train();
       const b = train({ parentId: a.id });
       const { checkpoint, resource } = forkCheckpoint(store, b.id.slice(0, -2), 'experiment');
-      expect(resource).toMatchObject({ kind: 'weight', name: 'experiment', version: 1, path: b.path, parentId: b.resourceId });
-      expect(resource.metadata).toMatchObject({ algo: 'sft', adapter: true, checkpoint_id: checkpoint.id, forked_from: b.id });
-      expect(checkpoint).toMatchObject({ parentId: b.id, path: b.path, resourceName: 'experiment', datasetHash: b.datasetHash, traceIds: b.traceIds, trainingRunId: null });
+      expect(resource).toMatchObject({
+        kind: 'weight',
+        name: 'experiment',
+        version: 1,
+        path: b.path,
+        parentId: b.resourceId,
+      });
+      expect(resource.metadata).toMatchObject({
+        algo: 'sft',
+        adapter: true,
+        checkpoint_id: checkpoint.id,
+        forked_from: b.id,
+      });
+      expect(checkpoint).toMatchObject({
+        parentId: b.id,
+        path: b.path,
+        resourceName: 'experiment',
+        datasetHash: b.datasetHash,
+        traceIds: b.traceIds,
+        trainingRunId: null,
+      });
       expect(store.checkpoints.lineage(checkpoint.id).map((x) => x.id)).toEqual([b.id, a.id]);
       // Training on the fork continues its own line.
       const next = train({ parentId: checkpoint.id });

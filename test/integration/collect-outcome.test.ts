@@ -4,9 +4,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
 import { splitOf } from '../../src/tasks/index.js';
+import { hasStack, runCli, tempDir } from '../helpers.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { hasStack, runCli, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -19,7 +19,10 @@ const answer42: Script = (req) => {
   return shownLabels(req).length ? { content: 'VOTE: agent1 | correct' } : { content: 'ANSWER: 42' };
 };
 
-const tasksJsonl = (n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: `What is ${i} + 42 - ${i}?`, reference: '42' })).join('\n');
+const tasksJsonl = (n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    JSON.stringify({ id: `t${i}`, prompt: `What is ${i} + 42 - ${i}?`, reference: '42' }),
+  ).join('\n');
 
 function project(baseUrl: string, extra = '', tasks = 3): string {
   return tempDir({
@@ -61,7 +64,12 @@ describe('collect: the exit code says whether anything succeeded', () => {
     const json = await runCli(['--json', 'collect', '--split', 'all'], { cwd: dir });
     expect(json.exitCode, json.stderr).toBe(1);
     expect(hasStack(json.stderr)).toBe(false);
-    const out = JSON.parse(json.stdout) as { ok: boolean; completed: number; failed: number; failureReasons: { error: string; count: number }[] };
+    const out = JSON.parse(json.stdout) as {
+      ok: boolean;
+      completed: number;
+      failed: number;
+      failureReasons: { error: string; count: number }[];
+    };
     expect(out).toMatchObject({ ok: false, completed: 0, failed: 3 });
     expect(out.failureReasons).toHaveLength(1);
     expect(out.failureReasons[0]!.count).toBe(3);
@@ -75,7 +83,9 @@ describe('collect: the exit code says whether anything succeeded', () => {
   });
 
   it('exits 0 when some rollouts completed', { timeout: 60_000 }, async () => {
-    server = await startScriptedServer((req, i) => (i < 2 ? { status: 400, body: { error: { message: 'no' } } } : answer42(req, i)));
+    server = await startScriptedServer((req, i) =>
+      i < 2 ? { status: 400, body: { error: { message: 'no' } } } : answer42(req, i),
+    );
     const dir = project(server.baseUrl);
     const r = await runCli(['--json', 'collect', '--split', 'all', '--concurrency', '1'], { cwd: dir });
     expect(r.exitCode, r.stderr).toBe(0);
@@ -87,12 +97,17 @@ describe('collect: the exit code says whether anything succeeded', () => {
   it('says when --n asks for more tasks than the split holds, and how to get them', { timeout: 120_000 }, async () => {
     server = await startScriptedServer(answer42);
     const dir = project(server.baseUrl, '', 12);
-    const train = Array.from({ length: 12 }, (_, i) => `t${i}`).filter((id) => splitOf(id, 0.2, 'massgen-rl') === 'train').length;
+    const train = Array.from({ length: 12 }, (_, i) => `t${i}`).filter(
+      (id) => splitOf(id, 0.2, 'massgen-rl') === 'train',
+    ).length;
     expect(train).toBeLessThan(12);
     const r = await runCli(['--json', 'collect', '--n', '12'], { cwd: dir });
     expect(r.exitCode, r.stderr).toBe(0);
     const hint = `--n 12 asks for more tasks than the train split holds (${train}): running ${train}; --split all runs all 12 tasks`;
-    expect(JSON.parse(r.stdout)).toMatchObject({ tasks: train, shortfall: { requested: 12, available: train, split: 'train', hint } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      tasks: train,
+      shortfall: { requested: 12, available: train, split: 'train', hint },
+    });
     expect(r.stderr).toContain(hint);
     const text = await runCli(['collect', '--n', '12'], { cwd: dir });
     expect(text.stdout).toContain(`note: ${hint}`);
@@ -100,14 +115,24 @@ describe('collect: the exit code says whether anything succeeded', () => {
     expect(JSON.parse(fits.stdout)).toMatchObject({ shortfall: null });
   });
 
-  it('a custom reward command flooding its output fails its rollouts cleanly (none left running)', { timeout: 120_000 }, async () => {
-    server = await startScriptedServer(answer42);
-    const flood = "const b = Buffer.alloc(1 << 20, 'y\\n'); let i = 0; const next = () => { while (i++ < 300) if (!process.stderr.write(b)) return process.stderr.once('drain', next); console.log(1); }; next();";
-    const dir = project(server.baseUrl, `rewards:\n  weights: { exact: 1, custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(flood)}] }\n`);
-    const r = await runCli(['--json', 'collect', '--split', 'all'], { cwd: dir, timeoutMs: 100_000 });
-    expect(r.exitCode, r.stderr.slice(-2000)).toBe(1);
-    expect(hasStack(r.stderr)).toBe(false);
-    expect(JSON.parse(r.stdout).failureReasons[0].error).toMatch(/custom reward command .* was stopped: it printed more than/);
-    expect(rolloutStatuses(dir)).toEqual(['failed', 'failed', 'failed']);
-  });
+  it(
+    'a custom reward command flooding its output fails its rollouts cleanly (none left running)',
+    { timeout: 120_000 },
+    async () => {
+      server = await startScriptedServer(answer42);
+      const flood =
+        "const b = Buffer.alloc(1 << 20, 'y\\n'); let i = 0; const next = () => { while (i++ < 300) if (!process.stderr.write(b)) return process.stderr.once('drain', next); console.log(1); }; next();";
+      const dir = project(
+        server.baseUrl,
+        `rewards:\n  weights: { exact: 1, custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(flood)}] }\n`,
+      );
+      const r = await runCli(['--json', 'collect', '--split', 'all'], { cwd: dir, timeoutMs: 100_000 });
+      expect(r.exitCode, r.stderr.slice(-2000)).toBe(1);
+      expect(hasStack(r.stderr)).toBe(false);
+      expect(JSON.parse(r.stdout).failureReasons[0].error).toMatch(
+        /custom reward command .* was stopped: it printed more than/,
+      );
+      expect(rolloutStatuses(dir)).toEqual(['failed', 'failed', 'failed']);
+    },
+  );
 });

@@ -18,7 +18,9 @@ afterEach(async () => {
 /** Every agent answers 42 (a little later than at once, so requests overlap), votes for agent1, and the winner presents. */
 const answer42: Script = (req) => {
   if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42', delayMs: 5 };
-  return shownLabels(req).length ? { content: 'VOTE: agent1 | fine', delayMs: 5 } : { content: 'ANSWER: 42', delayMs: 5 };
+  return shownLabels(req).length
+    ? { content: 'VOTE: agent1 | fine', delayMs: 5 }
+    : { content: 'ANSWER: 42', delayMs: 5 };
 };
 
 /** A team of three on one model served by `n` scripted replicas (replica i runs scriptFor(i)), on the built-in arithmetic tasks. */
@@ -46,7 +48,9 @@ function rolloutsOf(loaded: ReturnType<typeof loadConfig>, runId: string) {
     return store.rollouts.list({ runId }).map((r) => {
       const spans = store.spans.list(r.id);
       // A model call that failed is recorded on its prompt span.
-      const failedCalls = spans.filter((x) => x.type === 'prompt' && (x.payload as { error?: string }).error !== undefined).length;
+      const failedCalls = spans.filter(
+        (x) => x.type === 'prompt' && (x.payload as { error?: string }).error !== undefined,
+      ).length;
       return { status: r.status, final: r.finalAnswer, spans: spans.length, failedCalls };
     });
   } finally {
@@ -66,7 +70,11 @@ describe('collect on a model served by replicas (base_urls)', () => {
     expect(Math.abs(a! - b!)).toBeLessThanOrEqual(Math.ceil((a! + b!) / 4));
     const rollouts = rolloutsOf(loaded, summary.runId);
     expect(rollouts).toHaveLength(6);
-    expect(rollouts.every((r) => r.status === 'completed' && r.final === 'Final answer: 42' && r.spans > 0 && r.failedCalls === 0)).toBe(true);
+    expect(
+      rollouts.every(
+        (r) => r.status === 'completed' && r.final === 'Final answer: 42' && r.spans > 0 && r.failedCalls === 0,
+      ),
+    ).toBe(true);
   });
 
   it('completes every rollout when a replica stops in the middle of the collect', async () => {
@@ -86,10 +94,14 @@ describe('collect on a model served by replicas (base_urls)', () => {
     expect(summary).toMatchObject({ status: 'completed', tasks: 6, completed: 6, failed: 0 });
     expect(doomed!.requests.length).toBeGreaterThanOrEqual(7);
     expect(replicas[0]!.requests.length).toBeGreaterThan(doomed!.requests.length);
-    expect(rolloutsOf(loaded, summary.runId).every((r) => r.status === 'completed' && r.final === 'Final answer: 42' && r.failedCalls === 0)).toBe(true);
+    expect(
+      rolloutsOf(loaded, summary.runId).every(
+        (r) => r.status === 'completed' && r.final === 'Final answer: 42' && r.failedCalls === 0,
+      ),
+    ).toBe(true);
   });
 
-  it('a cycle loads the candidate\'s LoRA adapter on every replica, and the deployed adapter is served by both', async () => {
+  it("a cycle loads the candidate's LoRA adapter on every replica, and the deployed adapter is served by both", async () => {
     const project = await loopProject(undefined, '', { replicas: 2 });
     project.servers.forEach((s) => servers.add(s));
     const loaded = project.load();
@@ -111,11 +123,26 @@ describe('collect on a model served by replicas (base_urls)', () => {
   it('refuses a bad replica list with exit 2, naming the key', async () => {
     const head = 'agents: [{ id: a, model: stub }, { id: b, model: stub }]\nmodels:\n  stub: ';
     const cases: [string, RegExp][] = [
-      ['{ base_url: "http://h1:8000/v1", base_urls: ["http://h1:8000/v1", "http://h2:8000/v1"], model: m }', /models\.stub\.base_urls: base_url and base_urls are exclusive/],
-      ['{ base_urls: ["http://h1:8000/v1"], model: m }', /models\.stub\.base_urls: list at least 2 replicas \(for one endpoint use base_url\)/],
-      ['{ base_urls: ["http://h1:8000/v1", "h2:8000"], model: m }', /models\.stub\.base_urls\[1\]: must be an http:\/\/ or https:\/\/ URL/],
-      ['{ base_urls: ["http://h1:8000/v1", "http://H1:8000/v1/"], model: m }', /models\.stub\.base_urls\[1\]: http:\/\/H1:8000\/v1\/ is listed already \(base_urls\[0\]\)/],
-      ['{ base_urls: ["http://h1:8000/v1", "http://h2:8000/v1"], model: m, local: { weights: "builtin:smollm2-135m-instruct" } }', /models\.stub\.local: base_urls and local are exclusive/],
+      [
+        '{ base_url: "http://h1:8000/v1", base_urls: ["http://h1:8000/v1", "http://h2:8000/v1"], model: m }',
+        /models\.stub\.base_urls: base_url and base_urls are exclusive/,
+      ],
+      [
+        '{ base_urls: ["http://h1:8000/v1"], model: m }',
+        /models\.stub\.base_urls: list at least 2 replicas \(for one endpoint use base_url\)/,
+      ],
+      [
+        '{ base_urls: ["http://h1:8000/v1", "h2:8000"], model: m }',
+        /models\.stub\.base_urls\[1\]: must be an http:\/\/ or https:\/\/ URL/,
+      ],
+      [
+        '{ base_urls: ["http://h1:8000/v1", "http://H1:8000/v1/"], model: m }',
+        /models\.stub\.base_urls\[1\]: http:\/\/H1:8000\/v1\/ is listed already \(base_urls\[0\]\)/,
+      ],
+      [
+        '{ base_urls: ["http://h1:8000/v1", "http://h2:8000/v1"], model: m, local: { weights: "builtin:smollm2-135m-instruct" } }',
+        /models\.stub\.local: base_urls and local are exclusive/,
+      ],
     ];
     for (const [model, message] of cases) {
       const dir = tempDir({ 'massgen-rl.yaml': head + model });

@@ -1,11 +1,11 @@
-import { withRuntime } from '../../src/runtime/runtime.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
+import { runCli, tempDir } from '../helpers.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { runCli, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -17,7 +17,9 @@ const TASKS = [
   { id: 'mul', prompt: 'What is 6 x 7?', reference: '42', category: 'arithmetic' },
   { id: 'add', prompt: 'What is 40 + 2?', reference: '42', category: 'arithmetic' },
   { id: 'sub', prompt: 'What is 50 - 9?', reference: '41', category: 'arithmetic' },
-].map((t) => JSON.stringify(t)).join('\n');
+]
+  .map((t) => JSON.stringify(t))
+  .join('\n');
 
 async function project(script: Script, extra = '') {
   server = await startScriptedServer(script);
@@ -41,7 +43,9 @@ ${extra}`;
 /** Everyone answers 42 (duplicates are corrected into votes); the presentation restates it. */
 const answer42: Script = (req) => {
   if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42' };
-  return shownLabels(req).length ? { content: 'VOTE: agent1 | correct, unlike sk-stub-secret-key-0123456789' } : { content: 'ANSWER: 42' };
+  return shownLabels(req).length
+    ? { content: 'VOTE: agent1 | correct, unlike sk-stub-secret-key-0123456789' }
+    : { content: 'ANSWER: 42' };
 };
 
 describe('collect (scripted endpoint, real store and rewards)', () => {
@@ -49,7 +53,14 @@ describe('collect (scripted endpoint, real store and rewards)', () => {
     const { loaded } = await project(answer42);
     const progress: number[] = [];
     const summary = await withRuntime(loaded, (rt) => collect(rt, { onProgress: (p) => progress.push(p.done) }));
-    expect(summary).toMatchObject({ status: 'completed', tasks: 3, completed: 3, failed: 0, successRate: 1, consensusRate: 1 });
+    expect(summary).toMatchObject({
+      status: 'completed',
+      tasks: 3,
+      completed: 3,
+      failed: 0,
+      successRate: 1,
+      consensusRate: 1,
+    });
     expect(summary.correctRate).toBeCloseTo(2 / 3);
     expect(progress).toEqual([1, 2, 3]);
     expect(summary.tokens).toBeGreaterThan(0);
@@ -63,19 +74,35 @@ describe('collect (scripted endpoint, real store and rewards)', () => {
       expect(rollouts).toHaveLength(3);
       const mul = rollouts.find((r) => r.taskId === 'mul')!;
       expect(mul).toMatchObject({ status: 'completed', winner: 'a', finalAnswer: 'Final answer: 42' });
-      expect(mul.metadata).toMatchObject({ agents: ['a', 'b', 'c'], labels: { a: 'agent1', b: 'agent2', c: 'agent3' } });
+      expect(mul.metadata).toMatchObject({
+        agents: ['a', 'b', 'c'],
+        labels: { a: 'agent1', b: 'agent2', c: 'agent3' },
+      });
       expect(mul.tokens).toBeGreaterThan(0);
       expect(mul.messages).toBeGreaterThanOrEqual(4);
       const spans = store.spans.list(mul.id);
       expect(spans.map((s) => s.seq)).toEqual(spans.map((_, i) => i + 1));
       const names = new Set(spans.map((s) => `${s.type}:${s.name}`));
-      for (const n of ['coordination:round', 'prompt:chat', 'coordination:new_answer', 'coordination:vote', 'coordination:final_selection', 'coordination:presentation', 'reward:exact', 'reward:coordination']) {
+      for (const n of [
+        'coordination:round',
+        'prompt:chat',
+        'coordination:new_answer',
+        'coordination:vote',
+        'coordination:final_selection',
+        'coordination:presentation',
+        'reward:exact',
+        'reward:coordination',
+      ]) {
         expect(names, n).toContain(n);
       }
       const vote = spans.find((s) => s.name === 'vote')!.payload as { reason: string };
       expect(vote.reason).toBe('correct, unlike [REDACTED]');
       const prompt = spans.find((s) => s.type === 'prompt')!.payload as Record<string, unknown>;
-      expect(prompt).toMatchObject({ usage: expect.objectContaining({ total_tokens: expect.any(Number) }), token_ids: expect.any(Array), logprobs: expect.any(Array) });
+      expect(prompt).toMatchObject({
+        usage: expect.objectContaining({ total_tokens: expect.any(Number) }),
+        token_ids: expect.any(Array),
+        logprobs: expect.any(Array),
+      });
       const rewards = store.rewards.list(mul.id);
       expect(rewards.find((r) => r.family === 'exact' && r.channel === 'rollout')?.value).toBe(1);
       expect(rewards.filter((r) => r.channel === 'turn' && r.family === 'voting').length).toBeGreaterThanOrEqual(2);

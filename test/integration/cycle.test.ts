@@ -7,8 +7,8 @@ import { runCycle } from '../../src/pipeline/loop.js';
 import type { Review } from '../../src/pipeline/review.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
-import { runCli } from '../helpers.js';
 import { storeDb } from '../../src/store/store.js';
+import { runCli } from '../helpers.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 let project: LoopProject | undefined;
@@ -38,7 +38,11 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
 
     // Baseline and candidate ran on the same tasks and seeds: every seeded request of one side has its twin.
     const evalRequests = project.server.requests.filter((q) => typeof q.seed === 'number');
-    const side = (m: string) => evalRequests.filter((q) => (q.model === 'base-v1') === (m === 'candidate')).map((q) => q.seed).sort();
+    const side = (m: string) =>
+      evalRequests
+        .filter((q) => (q.model === 'base-v1') === (m === 'candidate'))
+        .map((q) => q.seed)
+        .sort();
     expect(side('baseline').length).toBeGreaterThan(0);
     expect(new Set(side('candidate'))).toEqual(new Set(side('baseline')));
 
@@ -48,11 +52,21 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
       const weights = store.resources.get(prod.members.agents.a!.weights!)!;
       expect(weights).toMatchObject({ name: 'base', version: 1 });
       const audit = store.audit.list({ limit: 10 });
-      expect(audit[0]).toMatchObject({ action: 'deploy', trigger: 'loop', afterSet: prod.id, evalRunId: r.stages.eval!.eval_run_id });
+      expect(audit[0]).toMatchObject({
+        action: 'deploy',
+        trigger: 'loop',
+        afterSet: prod.id,
+        evalRunId: r.stages.eval!.eval_run_id,
+      });
       expect(store.loopRuns.get(r.loopRunId)).toMatchObject({ status: 'completed' });
       // Evaluation rollouts are kept apart from training data.
       const sources = storeDb(store).prepare('SELECT source, COUNT(*) AS n FROM rollouts GROUP BY source').all();
-      expect(sources).toEqual(expect.arrayContaining([{ source: 'collect', n: 4 }, { source: 'eval', n: 16 }]));
+      expect(sources).toEqual(
+        expect.arrayContaining([
+          { source: 'collect', n: 4 },
+          { source: 'eval', n: 16 },
+        ]),
+      );
     } finally {
       store.close();
     }
@@ -66,14 +80,21 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
     project = await loopProject(adapterScript({ good: () => true }));
     // loop.steps as configs written before review was a stage list them: review runs after collect, and says why.
     const notes: string[] = [];
-    const r = await withRuntime(project.load(['loop.steps=[collect, train, eval, deploy]']), (rt) => runCycle(rt, { onStage: (s, m) => notes.push(`${s}: ${m}`) }));
+    const r = await withRuntime(project.load(['loop.steps=[collect, train, eval, deploy]']), (rt) =>
+      runCycle(rt, { onStage: (s, m) => notes.push(`${s}: ${m}`) }),
+    );
     expect(r.status).toBe('completed');
     expect(Object.keys(r.stages)).toEqual(['collect', 'review', 'train', 'eval', 'deploy']);
-    expect(notes[0]).toMatch(/^review: loop.steps lists collect without review: review runs after it .*add review to loop.steps$/);
+    expect(notes[0]).toMatch(
+      /^review: loop.steps lists collect without review: review runs after it .*add review to loop.steps$/,
+    );
     expect(r.stages.deploy).toMatchObject({ status: 'done', action: 'not promoted' });
     expect(r.outcome).toMatch(/^not promoted \(failed gates: min_improvement, ci_lower_above_zero\)/);
     const gates = r.stages.deploy!.gates as { gate: string; passed: boolean; detail: string }[];
-    expect(gates.find((g) => g.gate === 'min_improvement')).toMatchObject({ passed: false, detail: expect.stringContaining('difference 0.0000') });
+    expect(gates.find((g) => g.gate === 'min_improvement')).toMatchObject({
+      passed: false,
+      detail: expect.stringContaining('difference 0.0000'),
+    });
   }, 180_000);
 
   it('reuses measured results, refuses stale or missing evaluations, and rolls back to the previous set or a named one', async () => {
@@ -81,17 +102,27 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
     const loaded = project.load();
     await withRuntime(loaded, (rt) => runCycle(rt));
     const store = openStore(loaded);
-    const [promoted, first] = [store.sets.pointer('production')!.setId, store.audit.list({ limit: 50 }).find((a) => a.action === 'init')!.afterSet!];
+    const [promoted, first] = [
+      store.sets.pointer('production')!.setId,
+      store.audit.list({ limit: 50 }).find((a) => a.action === 'init')!.afterSet!,
+    ];
     store.close();
 
     // Evaluating the same candidate against the first set again measures nothing new.
-    const again = await withRuntime(loaded, (rt) => evaluate(rt, { candidate: `set:${openVersion(loaded, promoted)}`, baseline: `set:${openVersion(loaded, first)}` }));
+    const again = await withRuntime(loaded, (rt) =>
+      evaluate(rt, {
+        candidate: `set:${openVersion(loaded, promoted)}`,
+        baseline: `set:${openVersion(loaded, first)}`,
+      }),
+    );
     expect(again).toMatchObject({ measured: 0, reused: 16 });
 
     const back = await withRuntime(loaded, (rt) => rollback(rt, { reason: 'test' }));
     expect(back.after.id).toBe(first);
     // The promoted set was evaluated against the first set, which is production again: deploy accepts it.
-    const redeploy = await withRuntime(loaded, (rt) => deploy(rt, { candidate: `set:${openVersion(loaded, promoted)}` }));
+    const redeploy = await withRuntime(loaded, (rt) =>
+      deploy(rt, { candidate: `set:${openVersion(loaded, promoted)}` }),
+    );
     expect(redeploy.action).toBe('promoted');
     const to = await withRuntime(loaded, (rt) => rollback(rt, { to: `set:${openVersion(loaded, first)}` }));
     expect(to.after.id).toBe(first);
@@ -100,15 +131,25 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
     expect(fresh.action).toBe('promoted'); // base@1 is the promoted set again: its evaluation against set v1 stands
     await withRuntime(loaded, (rt) => rollback(rt, {}));
     const s2 = openStore(loaded);
-    const orphanPrompt = s2.resources.add({ kind: 'prompt', name: 'solver', content: 'Answer briefly.', metadata: { source: 'manual' } });
+    const orphanPrompt = s2.resources.add({
+      kind: 'prompt',
+      name: 'solver',
+      content: 'Answer briefly.',
+      metadata: { source: 'manual' },
+    });
     s2.close();
     const unevaluated = await withRuntime(loaded, (rt) => deploy(rt, { candidate: `solver@${orphanPrompt.version}` }));
     expect(unevaluated).toMatchObject({ action: 'not promoted', passed: false });
     expect(unevaluated.gates[0]).toMatchObject({ gate: 'evaluated', passed: false });
-    const forced = await withRuntime(loaded, (rt) => deploy(rt, { candidate: `solver@${orphanPrompt.version}`, force: true }));
+    const forced = await withRuntime(loaded, (rt) =>
+      deploy(rt, { candidate: `solver@${orphanPrompt.version}`, force: true }),
+    );
     expect(forced.action).toBe('forced');
     const s3 = openStore(loaded);
-    expect(s3.audit.list({ limit: 1 })[0]).toMatchObject({ action: 'force-deploy', detail: expect.objectContaining({ forced: true }) });
+    expect(s3.audit.list({ limit: 1 })[0]).toMatchObject({
+      action: 'force-deploy',
+      detail: expect.objectContaining({ forced: true }),
+    });
     s3.close();
   }, 240_000);
 
@@ -144,9 +185,14 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
       const [latest] = store.audit.list({ limit: 1 });
       expect(latest).toMatchObject({ action: 'canary-promote', trigger: 'cli' });
       expect(store.sets.pointer('canary')).toBeUndefined();
-      const canaryRollouts = storeDb(store).prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.canary') = 1").pluck().get() as number;
+      const canaryRollouts = storeDb(store)
+        .prepare("SELECT COUNT(*) FROM rollouts WHERE json_extract(metadata, '$.canary') = 1")
+        .pluck()
+        .get() as number;
       expect(canaryRollouts).toBeGreaterThanOrEqual(3);
-      expect(store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights!)).toMatchObject({ name: 'base', version: 1 });
+      expect(
+        store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights!),
+      ).toMatchObject({ name: 'base', version: 1 });
     } finally {
       store.close();
     }
@@ -165,7 +211,8 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
     await withRuntime(loaded, (rt) => collect(rt));
     const cycle = await withRuntime(loaded, (rt) => runCycle(rt));
     expect(cycle.stages.train?.status).toBe('done');
-    if (cycle.stages.deploy?.action !== 'promoted') await withRuntime(loaded, (rt) => deploy(rt, { candidate: 'base@1', force: true }));
+    if (cycle.stages.deploy?.action !== 'promoted')
+      await withRuntime(loaded, (rt) => deploy(rt, { candidate: 'base@1', force: true }));
     broken = true;
     const deployed = pointers(loaded).production;
     // The collect that used to roll back records its rollouts and leaves production as it is.
@@ -174,7 +221,12 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
     expect(pointers(loaded).production).toBe(deployed);
     // The loop's review stage rolls back.
     const reviewed = await withRuntime(project.load(['loop.steps=[review]']), (rt) => runCycle(rt));
-    expect(reviewed.stages.review).toMatchObject({ status: 'done', canary: null, watch: 'rolled back', detail: expect.stringMatching(/rolled back \(mean reward/) });
+    expect(reviewed.stages.review).toMatchObject({
+      status: 'done',
+      canary: null,
+      watch: 'rolled back',
+      detail: expect.stringMatching(/rolled back \(mean reward/),
+    });
     expect(Object.keys(reviewed.stages)).toEqual(['review']);
     const store = openStore(loaded);
     try {
@@ -182,14 +234,19 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
       expect(latest).toMatchObject({ action: 'auto-rollback', trigger: 'watch' });
       expect(latest.reason).toMatch(/production regressed after the deploy: mean reward .* drop .* one-sided p/);
       expect(store.sets.pointer('production')!.setId).not.toBe(deployed);
-      expect(store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights ?? '')).toBeUndefined();
+      expect(
+        store.resources.get(store.sets.get(store.sets.pointer('production')!.setId)!.members.agents.a!.weights ?? ''),
+      ).toBeUndefined();
     } finally {
       store.close();
     }
   }, 240_000);
 });
 
-function pointers(loaded: ReturnType<LoopProject['load']>): { production: string | undefined; canary: string | undefined } {
+function pointers(loaded: ReturnType<LoopProject['load']>): {
+  production: string | undefined;
+  canary: string | undefined;
+} {
   const store = openStore(loaded);
   try {
     return { production: store.sets.pointer('production')?.setId, canary: store.sets.pointer('canary')?.setId };

@@ -47,7 +47,8 @@ gateway: { api_keys_env: [GW_KEY_A, GW_KEY_B] }
 
 function call(p: Project, route: string, body: unknown, headers: Record<string, string> = {}, key = GW_KEY) {
   return fetch(`${p.gw.url}/v1/${route}`, {
-    method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body),
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
   });
 }
@@ -58,7 +59,10 @@ type ErrorBody = { error: { param: string | null; code: string | null; type: str
 async function stored(p: Project) {
   const store = openStore(p.loaded);
   try {
-    return store.rollouts.list().filter((r) => r.source === 'gateway').reverse()
+    return store.rollouts
+      .list()
+      .filter((r) => r.source === 'gateway')
+      .reverse()
       .map((r) => ({ rollout: r, spans: store.spans.list(r.id), rewards: store.rewards.list(r.id) }));
   } finally {
     store.close();
@@ -82,7 +86,13 @@ describe('GET /metrics', () => {
     for (const line of text.trimEnd().split('\n')) {
       expect(line).toMatch(/^(# (HELP|TYPE) \w+ .+|\w+(\{(\w+="[^"]*",?)+\})? [-+\dInfNa.e]+)$/);
     }
-    const value = (series: string) => Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.split(' ')[1]);
+    const value = (series: string) =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${series} `))
+          ?.split(' ')[1],
+      );
     const chat = 'massgen_gateway_requests_total{route="/v1/chat/completions"';
     expect(value(`${chat},model="scripted",status="200"}`)).toBe(2);
     expect(value(`${chat},model="",status="404"}`)).toBe(1);
@@ -103,14 +113,17 @@ describe('GET /metrics', () => {
 });
 
 describe('POST /v1/embeddings', () => {
-  it('routes to the backend\'s /embeddings, answers as it did, captures a span without the vectors', async () => {
+  it("routes to the backend's /embeddings, answers as it did, captures a span without the vectors", async () => {
     const p = await project();
     const res = await call(p, 'embeddings', { model: 'scripted', input: ['one', 'two'] }, { 'x-agent-id': 'rag' });
     expect(res.status).toBe(200);
     const callId = res.headers.get('x-request-id');
     expect(callId).toMatch(/^call_/);
-    const body = await res.json() as { data: { embedding: number[] }[]; usage: { prompt_tokens: number } };
-    expect(body.data.map((d) => d.embedding)).toEqual([[0, 1, 0, 0], [1, 1, 0, 0]]);
+    const body = (await res.json()) as { data: { embedding: number[] }[]; usage: { prompt_tokens: number } };
+    expect(body.data.map((d) => d.embedding)).toEqual([
+      [0, 1, 0, 0],
+      [1, 1, 0, 0],
+    ]);
     expect(p.backend.seen[0]!.body).toEqual({ model: 'backend-model', input: ['one', 'two'] });
     const asB64 = { model: 'scripted', input: 'x', encoding_format: 'base64' };
     const b64 = await (await call(p, 'embeddings', asB64)).json();
@@ -125,10 +138,16 @@ describe('POST /v1/embeddings', () => {
     const [r] = await stored(p);
     expect(r!.spans).toHaveLength(4);
     expect(r!.spans[0]).toMatchObject({
-      type: 'message', name: 'embeddings', agent: 'rag',
+      type: 'message',
+      name: 'embeddings',
+      agent: 'rag',
       payload: {
-        kind: 'embeddings', turn_id: callId, request: { model: 'scripted', input_count: 2, input: ['one', 'two'] },
-        response: { count: 2, dimensions: 4 }, usage: { prompt_tokens: 6 }, gateway: { status: 200 },
+        kind: 'embeddings',
+        turn_id: callId,
+        request: { model: 'scripted', input_count: 2, input: ['one', 'two'] },
+        response: { count: 2, dimensions: 4 },
+        usage: { prompt_tokens: 6 },
+        gateway: { status: 200 },
       },
     });
     expect(r!.spans[1]!.payload).toMatchObject({ request: { encoding_format: 'base64' }, response: { dimensions: 4 } });
@@ -141,12 +160,17 @@ describe('POST /v1/embeddings', () => {
   it('refuses bad requests with the param at fault, before any backend sees them', async () => {
     const p = await project();
     const cases: [unknown, string | null, number?][] = [
-      ['{"model"', null], [{ input: 'x' }, 'model'], [{ model: 'scripted' }, 'input'],
-      [{ model: 'scripted', input: [] }, 'input'], [{ model: 'scripted', input: ['a', 3] }, 'input'],
-      [{ model: 'scripted', input: '' }, 'input'], [{ model: 'scripted', input: [[1, -2]] }, 'input'],
+      ['{"model"', null],
+      [{ input: 'x' }, 'model'],
+      [{ model: 'scripted' }, 'input'],
+      [{ model: 'scripted', input: [] }, 'input'],
+      [{ model: 'scripted', input: ['a', 3] }, 'input'],
+      [{ model: 'scripted', input: '' }, 'input'],
+      [{ model: 'scripted', input: [[1, -2]] }, 'input'],
       [{ model: 'scripted', input: 'x', encoding_format: 'int8' }, 'encoding_format'],
       [{ model: 'scripted', input: 'x', dimensions: 0 }, 'dimensions'],
-      [{ model: 'scripted', input: 'x', user: 7 }, 'user'], [{ model: 'nope', input: 'x' }, 'model', 404],
+      [{ model: 'scripted', input: 'x', user: 7 }, 'user'],
+      [{ model: 'nope', input: 'x' }, 'model', 404],
     ];
     for (const [body, param, status] of cases) {
       const res = await call(p, 'embeddings', body);
@@ -164,7 +188,7 @@ describe('POST /v1/feedback', () => {
     await call(p, 'chat/completions', HELLO, { 'x-session-id': 'conv-1', 'x-agent-id': 'writer' });
     const res = await call(p, 'feedback', { session_id: 'conv-1', score: 1, agent: 'writer', note: 'good draft' });
     expect(res.status).toBe(202);
-    const body = await res.json() as { rollout_id: string; status: string };
+    const body = (await res.json()) as { rollout_id: string; status: string };
     expect(body).toMatchObject({ object: 'feedback', status: 'pending', session_id: 'conv-1', total_reward: null });
     expect((await call(p, 'feedback', { session_id: 'conv-1', score: -0.5 })).status).toBe(202);
     await p.gw.stop();
@@ -175,7 +199,9 @@ describe('POST /v1/feedback', () => {
       ['human', 'rollout', null, -0.5, 'feedback from GW_KEY_A through the gateway'],
     ]);
     expect(r!.spans.map((s) => [s.seq, s.type, s.name])).toEqual([
-      [1, 'prompt', 'chat'], [2, 'reward', 'human'], [3, 'reward', 'human'],
+      [1, 'prompt', 'chat'],
+      [2, 'reward', 'human'],
+      [3, 'reward', 'human'],
     ]);
   });
 
@@ -200,17 +226,20 @@ describe('POST /v1/feedback', () => {
     expect(r!.rollout.totalReward).toBeCloseTo(0.5 * (2 / 3));
   });
 
-  it('refuses bad input with its param (400) and an unknown or other client\'s session or call (404)', async () => {
+  it("refuses bad input with its param (400) and an unknown or other client's session or call (404)", async () => {
     const p = await project();
     await call(p, 'chat/completions', HELLO, { 'x-session-id': 'mine', 'x-agent-id': 'writer' });
     const cases: [unknown, number, string | null][] = [
-      ['not json', 400, null], [{ score: 1 }, 400, 'session_id'],
+      ['not json', 400, null],
+      [{ score: 1 }, 400, 'session_id'],
       [{ session_id: 'mine', call_id: 'c', score: 1 }, 400, 'call_id'],
-      [{ session_id: 'mine' }, 400, 'score'], [{ session_id: 'mine', score: '1' }, 400, 'score'],
+      [{ session_id: 'mine' }, 400, 'score'],
+      [{ session_id: 'mine', score: '1' }, 400, 'score'],
       [{ session_id: 'mine', score: 1, agent: 'editor' }, 400, 'agent'],
       [{ session_id: 'mine', score: 1, note: 5 }, 400, 'note'],
       [{ session_id: 'mine', score: 1, note: 'x'.repeat(4001) }, 400, 'note'],
-      [{ session_id: 'other', score: 1 }, 404, 'session_id'], [{ call_id: 'call_nope', score: 1 }, 404, 'call_id'],
+      [{ session_id: 'other', score: 1 }, 404, 'session_id'],
+      [{ call_id: 'call_nope', score: 1 }, 404, 'call_id'],
     ];
     for (const [body, status, param] of cases) {
       const res = await call(p, 'feedback', body);

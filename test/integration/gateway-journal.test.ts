@@ -20,11 +20,13 @@ const HELLO = { model: 'scripted', messages: [{ role: 'user', content: `my key i
 
 async function project() {
   backend = await startChatBackend();
-  const dir = tempDir({ 'massgen-rl.yaml': `models:
+  const dir = tempDir({
+    'massgen-rl.yaml': `models:
   scripted: { base_url: "${backend.baseUrl}", model: m, api_key_env: BACKEND_KEY }
 agents:
   - { id: a, model: scripted }
-` });
+`,
+  });
   return new Runtime(loadConfig({ cwd: dir, env: { ...process.env, BACKEND_KEY: KEY } }));
 }
 
@@ -45,14 +47,16 @@ describe('the capture journal', () => {
     await rt.close();
   });
 
-  it('a dead gateway\'s journal is stored by the next start, each call once even when some were stored already', async () => {
+  it("a dead gateway's journal is stored by the next start, each call once even when some were stored already", async () => {
     const rt = await project();
     let gw = await gateway(rt, { port: 0, flushMs: 60_000 });
     const dir = path.join(rt.paths.dataDir, 'gateway');
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await fetch(`${gw.url}/v1/chat/completions`, {
-        method: 'POST', body: JSON.stringify(HELLO), headers: { 'x-session-id': 'one' },
+        method: 'POST',
+        body: JSON.stringify(HELLO),
+        headers: { 'x-session-id': 'one' },
       });
       ids.push(res.headers.get('x-request-id')!);
     }
@@ -68,7 +72,10 @@ describe('the capture journal', () => {
     expect(gw.recovered).toEqual({ files: 1, calls: 1, rollouts: 1, skipped: 1 });
     await gw.stop();
     const [rollout] = rt.store().rollouts.list();
-    const turns = rt.store().spans.list(rollout!.id).map((s) => (s.payload as { turn_id: string }).turn_id);
+    const turns = rt
+      .store()
+      .spans.list(rollout!.id)
+      .map((s) => (s.payload as { turn_id: string }).turn_id);
     expect(turns).toEqual([...ids, 'call_only_in_journal']);
     expect(rollout).toMatchObject({ status: 'completed', messages: 4 });
     expect(fs.readdirSync(dir)).toEqual([]);

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
-import { tempDir } from '../helpers.js';
 import { startFuzzBackend, type FuzzBackend } from '../fuzz/support/gateway-backend.js';
 import { neverRead, rawExchange } from '../fuzz/support/gateway-client.js';
+import { tempDir } from '../helpers.js';
 
 const GW_KEY = 'gw-limits-client-key-0123456789';
 const BACKEND_KEY = 'sk-backend-limits-secret-abcdefghij';
@@ -26,12 +26,14 @@ afterEach(async () => {
 
 async function setup(limits = ''): Promise<Setup> {
   const backend = await startFuzzBackend();
-  const dir = tempDir({ 'massgen-rl.yaml': `models:
+  const dir = tempDir({
+    'massgen-rl.yaml': `models:
   scripted: { base_url: "${backend.baseUrl}", model: m, api_key_env: BACKEND_KEY, max_retries: 0 }
 agents:
   - { id: a, model: scripted }
 gateway: { api_keys_env: [GW_KEY]${limits ? `, ${limits}` : ''} }
-` });
+`,
+  });
   const rt = new Runtime(loadConfig({ cwd: dir, env: { ...process.env, GW_KEY, BACKEND_KEY } }));
   const gw = await gateway(rt, { port: 0, flushMs: 20 });
   const s = { backend, rt, gw, port: Number(new URL(gw.url).port) };
@@ -41,22 +43,25 @@ gateway: { api_keys_env: [GW_KEY]${limits ? `, ${limits}` : ''} }
 
 function post(s: Setup, body: string | Buffer) {
   return fetch(`${s.gw.url}/v1/chat/completions`, {
-    method: 'POST', body, headers: { authorization: `Bearer ${GW_KEY}`, 'content-type': 'application/json' },
+    method: 'POST',
+    body,
+    headers: { authorization: `Bearer ${GW_KEY}`, 'content-type': 'application/json' },
   });
 }
 
 const chat = (extra: Record<string, unknown> = {}) =>
   JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'hi' }], ...extra });
 
-const request = (body: string) => `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\n`
+const request = (body: string) =>
+  `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\n`
   + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
 async function errorOf(res: Response): Promise<{ status: number; error: Record<string, unknown> }> {
   return { status: res.status, error: ((await res.json()) as { error: Record<string, unknown> }).error };
 }
 
-describe('the gateway refuses what it cannot take, in OpenAI\'s shape', () => {
-  it('a backend that echoes the gateway\'s key: a 502, the key redacted, nothing of it stored', async () => {
+describe("the gateway refuses what it cannot take, in OpenAI's shape", () => {
+  it("a backend that echoes the gateway's key: a 502, the key redacted, nothing of it stored", async () => {
     const s = await setup();
     const { status, error } = await errorOf(await post(s, chat({ fuzz_backend: 'echo-key' })));
     expect(status).toBe(502);
@@ -73,9 +78,15 @@ describe('the gateway refuses what it cannot take, in OpenAI\'s shape', () => {
     for (let i = 0; i < 150; i++) deep = [deep];
     const nested = await errorOf(await post(s, chat({ metadata: deep })));
     expect([nested.status, nested.error.param]).toEqual([400, 'metadata']);
-    const surrogate = await errorOf(await post(s, '{"model":"scripted","messages":[{"role":"user","content":"\\ud800"}]}'));
+    const surrogate = await errorOf(
+      await post(s, '{"model":"scripted","messages":[{"role":"user","content":"\\ud800"}]}'),
+    );
     expect([surrogate.status, surrogate.error.param]).toEqual([400, 'messages']);
-    const bytes = Buffer.concat([Buffer.from(chat().slice(0, 40)), Buffer.from([0xff, 0xfe]), Buffer.from(chat().slice(40))]);
+    const bytes = Buffer.concat([
+      Buffer.from(chat().slice(0, 40)),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from(chat().slice(40)),
+    ]);
     const utf8 = await errorOf(await post(s, bytes));
     expect([utf8.status, utf8.error.code]).toEqual([400, 'invalid_encoding']);
     expect((await post(s, chat())).status).toBe(200);
@@ -86,21 +97,29 @@ describe('the gateway refuses what it cannot take, in OpenAI\'s shape', () => {
     const big = chat({ pad: 'a'.repeat(2000) });
     const declared = await rawExchange(s.port, [request(big)]);
     expect(declared.status).toBe(413);
-    const chunked = await rawExchange(s.port, [`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\n`
-      + `Transfer-Encoding: chunked\r\n\r\n${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`]);
+    const chunked = await rawExchange(s.port, [
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\n`
+        + `Transfer-Encoding: chunked\r\n\r\n${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`,
+    ]);
     expect(chunked.status).toBe(413);
-    const header = await rawExchange(s.port, [`GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(4000)}\r\n\r\n`]);
+    const header = await rawExchange(s.port, [
+      `GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(4000)}\r\n\r\n`,
+    ]);
     expect([header.status, JSON.parse(header.body).error.code]).toEqual([431, 'headers_too_large']);
     const many = Array.from({ length: 12 }, (_, i) => `X-H${i}: v\r\n`).join('');
-    const counted = await rawExchange(s.port, [`GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\n${many}\r\n`]);
+    const counted = await rawExchange(s.port, [
+      `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\n${many}\r\n`,
+    ]);
     expect([counted.status, JSON.parse(counted.body).error.code]).toEqual([431, 'too_many_headers']);
     expect((await post(s, chat())).status).toBe(200);
   });
 
   it('a request trickled past request_timeout_s: a 408, then closed', async () => {
     const s = await setup('request_timeout_s: 1');
-    const parts = [`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\nContent-Length: 100\r\n\r\n`,
-      ...'{"model":"scripted"'.split('')];
+    const parts = [
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\nContent-Length: 100\r\n\r\n`,
+      ...'{"model":"scripted"'.split(''),
+    ];
     const r = await rawExchange(s.port, parts, { gapMs: 200, waitMs: 5000 });
     expect(r.status).toBe(408);
     expect(JSON.parse(r.body).error.code).toBe('request_timeout');
@@ -112,7 +131,9 @@ describe('the gateway refuses what it cannot take, in OpenAI\'s shape', () => {
     let release!: () => void;
     const holdUntil = new Promise<void>((r) => (release = r));
     const get = `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${GW_KEY}\r\n\r\n`;
-    const replies = await Promise.all(Array.from({ length: 7 }, () => rawExchange(s.port, [get], { holdUntil, waitMs: 1000 })));
+    const replies = await Promise.all(
+      Array.from({ length: 7 }, () => rawExchange(s.port, [get], { holdUntil, waitMs: 1000 })),
+    );
     release();
     expect(replies.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 429, 429, 429]);
   });
@@ -134,8 +155,9 @@ describe('the gateway refuses what it cannot take, in OpenAI\'s shape', () => {
 
   it('a stop during streams lets each finish, then refuses connections', async () => {
     const s = await setup();
-    const streams = Array.from({ length: 6 }, () => post(s, chat({ stream: true, fuzz_backend: 'slow', fuzz_chunks: 40 }))
-      .then((r) => r.text()));
+    const streams = Array.from({ length: 6 }, () =>
+      post(s, chat({ stream: true, fuzz_backend: 'slow', fuzz_chunks: 40 })).then((r) => r.text()),
+    );
     for (let i = 0; i < 200 && s.backend.stats.streaming < 6; i++) await new Promise((r) => setTimeout(r, 10));
     expect(s.backend.stats.streaming).toBe(6);
     await s.gw.stop();

@@ -55,7 +55,8 @@ ${gatewayYaml}
 function post(p: Project, body: unknown, headers: Record<string, string> = {}, key: string | null = GW_KEY) {
   const auth: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
   return fetch(`${p.base}/chat/completions`, {
-    method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body),
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
     headers: { 'content-type': 'application/json', ...auth, ...headers },
   });
 }
@@ -64,7 +65,10 @@ const HELLO = { model: 'scripted', messages: [{ role: 'user', content: 'Say hell
 
 /** The data of every event of an SSE body. */
 function events(text: string): string[] {
-  return text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice('data: '.length));
+  return text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice('data: '.length));
 }
 
 function spansOf(store: ReturnType<typeof openStore>, id: string) {
@@ -76,7 +80,10 @@ async function captured(p: Project) {
   await p.gw.stop();
   const store = openStore(p.loaded);
   try {
-    return store.rollouts.list().filter((r) => r.source === 'gateway').reverse()
+    return store.rollouts
+      .list()
+      .filter((r) => r.source === 'gateway')
+      .reverse()
       .map((r) => ({ rollout: r, spans: spansOf(store, r.id) }));
   } finally {
     store.close();
@@ -88,7 +95,7 @@ describe('the gateway on a scripted backend', () => {
     const p = await project();
     const res = await post(p, HELLO);
     expect(res.status).toBe(200);
-    const body = await res.json() as { model: string; choices: Record<string, unknown>[] };
+    const body = (await res.json()) as { model: string; choices: Record<string, unknown>[] };
     expect(body.model).toBe('backend-model-served');
     expect((body.choices[0]!.message as { content: string }).content).toBe('Hello');
     expect(body.choices[0]!.logprobs).toBeNull();
@@ -99,7 +106,7 @@ describe('the gateway on a scripted backend', () => {
     expect(seen.body).toMatchObject({ model: 'backend-model', logprobs: true, return_token_ids: true });
 
     const askedRes = await post(p, { ...HELLO, logprobs: true, return_token_ids: true });
-    const asked = await askedRes.json() as { choices: Record<string, unknown>[] };
+    const asked = (await askedRes.json()) as { choices: Record<string, unknown>[] };
     expect((asked.choices[0]!.logprobs as { content: unknown[] }).content).toHaveLength(2);
     expect(asked.choices[0]!.token_ids).toEqual([9906, 385]);
 
@@ -111,7 +118,7 @@ describe('the gateway on a scripted backend', () => {
   it('serves /v1/models (the logical names) and /health', async () => {
     const p = await project();
     const listed = await fetch(`${p.base}/models`, { headers: { authorization: `Bearer ${OTHER_KEY}` } });
-    const models = await listed.json() as { data: { id: string }[] };
+    const models = (await listed.json()) as { data: { id: string }[] };
     expect(models.data.map((m) => m.id)).toEqual(['scripted', 'other']);
     const health = await fetch(`${p.gw.url}/health`);
     expect(await health.json()).toEqual({ status: 'ok' });
@@ -157,7 +164,9 @@ describe('the gateway on a scripted backend', () => {
     const unknown = await post(p, { ...HELLO, model: 'nope' });
     expect(unknown.status).toBe(404);
     expect(await error(unknown)).toMatchObject({
-      param: 'model', code: 'model_not_found', type: 'invalid_request_error',
+      param: 'model',
+      code: 'model_not_found',
+      type: 'invalid_request_error',
     });
     const notJson = await post(p, '{"model":');
     expect(notJson.status).toBe(400);
@@ -181,9 +190,14 @@ describe('the gateway on a scripted backend', () => {
     await post(p, HELLO, {}, OTHER_KEY);
     const rollouts = await captured(p);
     expect(rollouts.map((r) => [r.rollout.metadata.session, r.rollout.metadata.client, r.spans.length])).toEqual([
-      ['sess-1', 'GW_KEY_A', 2], ['alice', 'GW_KEY_A', 1], [null, 'GW_KEY_A', 1], [null, 'GW_KEY_B', 1],
+      ['sess-1', 'GW_KEY_A', 2],
+      ['alice', 'GW_KEY_A', 1],
+      [null, 'GW_KEY_A', 1],
+      [null, 'GW_KEY_B', 1],
     ]);
-    expect(rollouts.every((r) => r.rollout.status === 'completed' && r.rollout.resourceSetId === production)).toBe(true);
+    expect(rollouts.every((r) => r.rollout.status === 'completed' && r.rollout.resourceSetId === production)).toBe(
+      true,
+    );
     expect(rollouts[0]!.rollout.tokens).toBe(14);
     const [plain, streamed] = rollouts[0]!.spans;
     expect(plain!).toMatchObject({ type: 'prompt', name: 'chat', agent: 'planner' });
@@ -191,17 +205,27 @@ describe('the gateway on a scripted backend', () => {
       request: { model: 'scripted', messages: HELLO.messages, temperature: 0 },
       response: { content: 'Hello', tool_calls: [], finish_reason: 'stop' },
       usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
-      token_ids: [9906, 385], prompt_token_ids: [1, 2, 3, 4, 5],
-      logprobs: [{ token: 'Hel', logprob: -0.25 }, { token: 'lo', logprob: -0.5 }],
+      token_ids: [9906, 385],
+      prompt_token_ids: [1, 2, 3, 4, 5],
+      logprobs: [
+        { token: 'Hel', logprob: -0.25 },
+        { token: 'lo', logprob: -0.5 },
+      ],
       gateway: {
-        client: 'GW_KEY_A', backend: 'scripted', backend_model: 'backend-model-served', stream: false, status: 200,
+        client: 'GW_KEY_A',
+        backend: 'scripted',
+        backend_model: 'backend-model-served',
+        stream: false,
+        status: 200,
         resource_set_id: production,
       },
     });
     expect(plain!.payload.latency_ms).toBeGreaterThan(0);
     expect(plain!.payload.ttft_ms).toBeUndefined();
     expect(streamed!.payload).toMatchObject({
-      response: { content: 'Hello' }, token_ids: [9906, 385], gateway: { stream: true },
+      response: { content: 'Hello' },
+      token_ids: [9906, 385],
+      gateway: { stream: true },
     });
     expect(streamed!.payload.logprobs).toHaveLength(2);
     expect(streamed!.payload.ttft_ms).toBeGreaterThanOrEqual(0);
@@ -235,9 +259,13 @@ describe('the gateway on a scripted backend', () => {
     }
     const rollouts = await captured(p);
     expect(rollouts.map((r) => [r.rollout.metadata.session, r.rollout.status, r.spans.length])).toEqual([
-      ['s0', 'completed', 3], ['s1', 'completed', 2],
+      ['s0', 'completed', 3],
+      ['s1', 'completed', 2],
     ]);
-    expect(rollouts[1]!.spans.map((s) => s.payload.token_ids)).toEqual([[9906, 385], [9906, 385]]);
+    expect(rollouts[1]!.spans.map((s) => s.payload.token_ids)).toEqual([
+      [9906, 385],
+      [9906, 385],
+    ]);
   });
 
   it('leaves its sessions out of datasets: an open one holds back no later collect rollout', async () => {

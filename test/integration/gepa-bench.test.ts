@@ -3,9 +3,9 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error bench/ is plain ESM JavaScript without type declarations
+import { ensureGepaVenv } from '../../bench/lib/gepa-venv.mjs';
 import { gepaWorstCaseCalls, runGepa } from '../../bench/lib/gepa.mjs';
 // @ts-expect-error bench/ is plain ESM JavaScript without type declarations
-import { ensureGepaVenv } from '../../bench/lib/gepa-venv.mjs';
 import { tempDir } from '../helpers.js';
 import { startScriptedServer, type ScriptedRequest } from '../support/scripted-server.js';
 
@@ -26,14 +26,23 @@ const isReflection = (r: ScriptedRequest) => r.messages.some((m) => text(m).incl
 
 /** A model that gets the sums right only under BETTER_PROMPT, and a reflection model that proposes it. */
 function script(req: ScriptedRequest) {
-  if (isReflection(req)) return { content: `Looking at the feedback, the assistant never gives the sum.\n\`\`\`\n${BETTER_PROMPT}\n\`\`\``, usage: REFLECTION_USAGE };
+  if (isReflection(req))
+    return {
+      content: `Looking at the feedback, the assistant never gives the sum.\n\`\`\`\n${BETTER_PROMPT}\n\`\`\``,
+      usage: REFLECTION_USAGE,
+    };
   const system = text(req.messages.find((m) => m.role === 'system'));
   const [, a, b] = /What is (\d+) \+ (\d+)\?/.exec(text(req.messages.find((m) => m.role === 'user')))!;
-  return { content: system === BETTER_PROMPT ? String(Number(a) + Number(b)) : 'Happy to help with arithmetic!', usage: TASK_USAGE };
+  return {
+    content: system === BETTER_PROMPT ? String(Number(a) + Number(b)) : 'Happy to help with arithmetic!',
+    usage: TASK_USAGE,
+  };
 }
 
-const venv: { ok: true } | { ok: false; reason: string } = await ensureGepaVenv({ log: () => {} })
-  .then(() => ({ ok: true as const }), (err: Error) => ({ ok: false as const, reason: err.message.split('\n')[0]! }));
+const venv: { ok: true } | { ok: false; reason: string } = await ensureGepaVenv({ log: () => {} }).then(
+  () => ({ ok: true as const }),
+  (err: Error) => ({ ok: false as const, reason: err.message.split('\n')[0]! }),
+);
 if (!venv.ok) process.stderr.write(`[gepa] skipping the GEPA benchmark tests: ${venv.reason}\n`);
 const describeWithGepa = venv.ok || process.env.CI === 'true' ? describe : describe.skip;
 
@@ -43,8 +52,15 @@ describeWithGepa('GEPA (PyPI gepa, default adapter) for the apo benchmark', () =
     const server = await startScriptedServer(script);
     try {
       const result = await runGepa({
-        baseUrl: server.baseUrl, model: MODEL, seedPrompt: SEED_PROMPT, trainset: TRAIN, valset: VAL,
-        maxMetricCalls, seed: 7, reflectionMinibatchSize: 3, maxTokens: 64,
+        baseUrl: server.baseUrl,
+        model: MODEL,
+        seedPrompt: SEED_PROMPT,
+        trainset: TRAIN,
+        valset: VAL,
+        maxMetricCalls,
+        seed: 7,
+        reflectionMinibatchSize: 3,
+        maxTokens: 64,
       });
       return { result, requests: [...server.requests] };
     } finally {
@@ -96,16 +112,24 @@ describeWithGepa('GEPA (PyPI gepa, default adapter) for the apo benchmark', () =
   });
 
   it('refuses any connection off this machine: a non-loopback base URL fails the run and says so', async () => {
-    await expect(runGepa({
-      baseUrl: 'http://192.0.2.1:9/v1', model: MODEL, seedPrompt: SEED_PROMPT, trainset: TRAIN, valset: VAL, maxMetricCalls: 3,
-    })).rejects.toThrow(/GEPA run failed[\s\S]*RuntimeError: egress refused: 192\.0\.2\.1:9$/);
+    await expect(
+      runGepa({
+        baseUrl: 'http://192.0.2.1:9/v1',
+        model: MODEL,
+        seedPrompt: SEED_PROMPT,
+        trainset: TRAIN,
+        valset: VAL,
+        maxMetricCalls: 3,
+      }),
+    ).rejects.toThrow(/GEPA run failed[\s\S]*RuntimeError: egress refused: 192\.0\.2\.1:9$/);
   });
 });
 
 describe('the GEPA venv', () => {
   it('says which step failed when it cannot be created', async () => {
     const venv = path.join(tempDir(), 'gepa-venv');
-    await expect(ensureGepaVenv({ env: { ...process.env, GEPA_VENV: venv, PYTHON: 'python-that-is-not-there' }, log: () => {} }))
-      .rejects.toThrow(`could not create the GEPA venv at ${venv}: python-that-is-not-there 3.10+ failed`);
+    await expect(
+      ensureGepaVenv({ env: { ...process.env, GEPA_VENV: venv, PYTHON: 'python-that-is-not-there' }, log: () => {} }),
+    ).rejects.toThrow(`could not create the GEPA venv at ${venv}: python-that-is-not-there 3.10+ failed`);
   });
 });

@@ -45,7 +45,12 @@ describe('postJson', () => {
       expect(JSON.parse(res.body)).toEqual({ echo: { i, text: 'héllo' }, url: '/v1/chat/completions?x=1' });
     }
     expect(seen.connections).toBe(1);
-    expect(seen.headers[0]).toMatchObject({ authorization: 'Bearer k-1', 'content-type': 'application/json', host: endpoint.url.host, connection: 'keep-alive' });
+    expect(seen.headers[0]).toMatchObject({
+      authorization: 'Bearer k-1',
+      'content-type': 'application/json',
+      host: endpoint.url.host,
+      connection: 'keep-alive',
+    });
   });
 
   it('reads chunked replies and serves concurrent requests on separate connections', async () => {
@@ -87,9 +92,14 @@ describe('postJson', () => {
   it('queues requests beyond the connection limit until a connection is free, or until aborted', async () => {
     const { seen, endpoint: shared } = await echoServer();
     const { port } = shared.url;
-    const endpoint = { ...shared, pool: new ConnectionPool({ secure: false, host: '127.0.0.1', port: Number(port) }, 1) };
+    const endpoint = {
+      ...shared,
+      pool: new ConnectionPool({ secure: false, host: '127.0.0.1', port: Number(port) }, 1),
+    };
     const aborted = new AbortController();
-    const calls = [0, 1, 2].map((i) => postJson(endpoint, JSON.stringify({ i }), 2000, i === 1 ? aborted.signal : undefined));
+    const calls = [0, 1, 2].map((i) =>
+      postJson(endpoint, JSON.stringify({ i }), 2000, i === 1 ? aborted.signal : undefined),
+    );
     aborted.abort(new Error('not needed'));
     const settled = await Promise.allSettled(calls);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -102,7 +112,9 @@ describe('postJson', () => {
     let cut = 0;
     server = http.createServer((req, res) => {
       req.resume().on('end', () => setTimeout(() => res.end('{"late":true}'), 200));
-      res.on('close', () => { if (!res.writableEnded) cut++; });
+      res.on('close', () => {
+        if (!res.writableEnded) cut++;
+      });
     });
     server.on('connection', () => connections++);
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -120,7 +132,7 @@ describe('postJson', () => {
     expect({ connections, cut }).toEqual({ connections: 1, cut: 0 });
   });
 
-  it('closes an aborted request\'s connection when the grace runs out, so the server sees the disconnect', async () => {
+  it("closes an aborted request's connection when the grace runs out, so the server sees the disconnect", async () => {
     const closed: number[] = [];
     const started = performance.now();
     server = http.createServer((req, res) => {
@@ -141,7 +153,9 @@ describe('postJson', () => {
   });
 
   it('rejects header values that would break the request head', () => {
-    expect(() => jsonEndpoint(new URL('http://127.0.0.1:1/x'), { authorization: 'Bearer a\r\nx: y' })).toThrow(/invalid character/);
+    expect(() => jsonEndpoint(new URL('http://127.0.0.1:1/x'), { authorization: 'Bearer a\r\nx: y' })).toThrow(
+      /invalid character/,
+    );
   });
 
   it('fails with ECONNREFUSED when nothing listens', async () => {
@@ -149,7 +163,9 @@ describe('postJson', () => {
     const port = (server!.address() as AddressInfo).port;
     await new Promise((resolve) => server!.close(resolve));
     server = undefined;
-    await expect(postJson(jsonEndpoint(new URL(`http://127.0.0.1:${port}/x`)), '{}', 2000)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    await expect(postJson(jsonEndpoint(new URL(`http://127.0.0.1:${port}/x`)), '{}', 2000)).rejects.toMatchObject({
+      code: 'ECONNREFUSED',
+    });
     expect(endpoint.url.port).toBe(String(port));
   });
 });

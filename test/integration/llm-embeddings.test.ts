@@ -6,11 +6,15 @@ import { createEmbedder } from '../../src/llm/embeddings.js';
 let server: http.Server | undefined;
 afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
 
-async function serve(reply: (body: { model: string; input: string[] }) => { status: number; body: unknown }): Promise<{ url: string; seen: unknown[] }> {
+async function serve(
+  reply: (body: { model: string; input: string[] }) => { status: number; body: unknown },
+): Promise<{ url: string; seen: unknown[] }> {
   const seen: unknown[] = [];
   server = http.createServer((req, res) => {
     let text = '';
-    req.on('data', (c) => { text += c; });
+    req.on('data', (c) => {
+      text += c;
+    });
     req.on('end', () => {
       const body = JSON.parse(text);
       seen.push({ path: req.url, auth: req.headers.authorization, body });
@@ -25,14 +29,28 @@ async function serve(reply: (body: { model: string; input: string[] }) => { stat
 
 describe('the embeddings client', () => {
   it('posts to /v1/embeddings and returns one vector per text in input order, whatever order the server lists them', async () => {
-    const { url, seen } = await serve((b) => ({ status: 200, body: { data: b.input.map((t, i) => ({ index: i, embedding: [t.length, i] })).reverse() } }));
+    const { url, seen } = await serve((b) => ({
+      status: 200,
+      body: { data: b.input.map((t, i) => ({ index: i, embedding: [t.length, i] })).reverse() },
+    }));
     const embed = createEmbedder({ baseUrl: url, apiKey: 'k', model: 'emb', timeoutMs: 5000 });
-    expect(await embed(['ab', 'abcd'])).toEqual([[2, 0], [4, 1]]);
-    expect(seen[0]).toEqual({ path: '/v1/embeddings', auth: 'Bearer k', body: { model: 'emb', input: ['ab', 'abcd'] } });
+    expect(await embed(['ab', 'abcd'])).toEqual([
+      [2, 0],
+      [4, 1],
+    ]);
+    expect(seen[0]).toEqual({
+      path: '/v1/embeddings',
+      auth: 'Bearer k',
+      body: { model: 'emb', input: ['ab', 'abcd'] },
+    });
   });
 
-  it('fails with the server\'s reply on an error status or a malformed body', async () => {
-    const { url } = await serve((b) => (b.input[0] === 'bad' ? { status: 404, body: { error: 'no such model' } } : { status: 200, body: { data: [{ index: 0, embedding: ['x'] }] } }));
+  it("fails with the server's reply on an error status or a malformed body", async () => {
+    const { url } = await serve((b) =>
+      b.input[0] === 'bad'
+        ? { status: 404, body: { error: 'no such model' } }
+        : { status: 200, body: { data: [{ index: 0, embedding: ['x'] }] } },
+    );
     const embed = createEmbedder({ baseUrl: url, model: 'emb', timeoutMs: 5000 });
     await expect(embed(['bad'])).rejects.toThrow(/HTTP 404: .*no such model/);
     await expect(embed(['ok'])).rejects.toThrow(/expected 1 numeric vectors, got 1/);

@@ -31,12 +31,17 @@ describe('an LLM client over replicas (scripted servers)', () => {
   });
 
   it('sends more to a faster replica: the one with the fewest requests under way gets the next', async () => {
-    const [slow, fast] = [await start(() => ({ content: 'slow', delayMs: 150 })), await start(() => ({ content: 'fast', delayMs: 5 }))];
+    const [slow, fast] = [
+      await start(() => ({ content: 'slow', delayMs: 150 })),
+      await start(() => ({ content: 'fast', delayMs: 5 })),
+    ];
     const c = client([slow.baseUrl, fast.baseUrl]);
     // Four workers, each asking again as soon as it has an answer.
-    await Promise.all([0, 1, 2, 3].map(async (w) => {
-      for (let i = 0; i < 8; i++) await c.chat(ask(w * 100 + i));
-    }));
+    await Promise.all(
+      [0, 1, 2, 3].map(async (w) => {
+        for (let i = 0; i < 8; i++) await c.chat(ask(w * 100 + i));
+      }),
+    );
     expect(slow.requests.length + fast.requests.length).toBe(32);
     expect(fast.requests.length).toBeGreaterThan(2 * slow.requests.length);
   });
@@ -50,18 +55,20 @@ describe('an LLM client over replicas (scripted servers)', () => {
     let failedOver = 0;
     // Six workers asking one question after another until told to stop.
     const phase = async (until: () => boolean) => {
-      await Promise.all(Array.from({ length: 6 }, async (_, w) => {
-        for (let i = 0; !until(); i++) {
-          try {
-            const r = await c.chat(ask(w * 1000 + i));
-            served++;
-            if (r.attempts > 1) failedOver++;
-          } catch (err) {
-            failures.push(err);
-            return;
+      await Promise.all(
+        Array.from({ length: 6 }, async (_, w) => {
+          for (let i = 0; !until(); i++) {
+            try {
+              const r = await c.chat(ask(w * 1000 + i));
+              served++;
+              if (r.attempts > 1) failedOver++;
+            } catch (err) {
+              failures.push(err);
+              return;
+            }
           }
-        }
-      }));
+        }),
+      );
     };
     await phase(() => s[1]!.requests.length >= 10);
     const port = portOf(s[1]!);
@@ -76,7 +83,9 @@ describe('an LLM client over replicas (scripted servers)', () => {
     expect(failedOver).toBeGreaterThan(0);
     // Every answer of this phase but those the stopped replica gave before it went came from the others.
     const byStopped = s[1]!.requests.length - before.stopped;
-    expect(s[0]!.requests.length + s[2]!.requests.length - before.others).toBeGreaterThanOrEqual(served - before.served - byStopped);
+    expect(s[0]!.requests.length + s[2]!.requests.length - before.others).toBeGreaterThanOrEqual(
+      served - before.served - byStopped,
+    );
 
     const back = await start(script, port);
     const deadline = Date.now() + 10_000;
@@ -91,7 +100,11 @@ describe('an LLM client over replicas (scripted servers)', () => {
   });
 
   it('honours Retry-After: a replica answering 429 gets no traffic until then, and the request goes to another at once', async () => {
-    const limited = await start((_, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } } : { content: 'limited' }));
+    const limited = await start((_, i) =>
+      i === 0
+        ? { status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } }
+        : { content: 'limited' },
+    );
     const other = await start(() => ({ content: 'other' }));
     const c = client([limited.baseUrl, other.baseUrl]);
     const t0 = Date.now();
@@ -116,14 +129,16 @@ describe('an LLM client over replicas (scripted servers)', () => {
     expect([a.requests.length, b.requests.length]).toEqual([2, 1]);
   });
 
-  it('fails at once when every replica stays down beyond the request\'s timeout, and a wait ends on abort', async () => {
+  it("fails at once when every replica stays down beyond the request's timeout, and a wait ends on abort", async () => {
     const down: Script = () => ({ status: 503, headers: { 'retry-after': '20' } });
     const [a, b] = [await start(down), await start(down)];
     const c = client([a.baseUrl, b.baseUrl], { timeoutMs: 1000 });
     const t0 = Date.now();
     const err = await c.chat(ask(0)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LlmError);
-    expect((err as Error).message).toMatch(/every replica \(http:\/\/127\.0\.0\.1:\d+, http:\/\/127\.0\.0\.1:\d+\) is down for \d+ ms more, beyond the request's timeout of 1000 ms/);
+    expect((err as Error).message).toMatch(
+      /every replica \(http:\/\/127\.0\.0\.1:\d+, http:\/\/127\.0\.0\.1:\d+\) is down for \d+ ms more, beyond the request's timeout of 1000 ms/,
+    );
     expect(Date.now() - t0).toBeLessThan(5000);
 
     // With a longer timeout the request waits for a replica to come back, until it is cancelled.
@@ -142,7 +157,9 @@ describe('an LLM client over replicas (scripted servers)', () => {
   it('does not fail over on a client error (4xx other than 429)', async () => {
     const a = await start(() => ({ status: 401, body: { error: { message: 'bad key' } } }));
     const b = await start(() => ({ content: 'ok' }));
-    const err = await client([a.baseUrl, b.baseUrl]).chat(ask(0)).catch((e: unknown) => e);
+    const err = await client([a.baseUrl, b.baseUrl])
+      .chat(ask(0))
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'LlmError', status: 401, attempts: 1 });
     expect((err as Error).message).toContain(`${new URL(a.baseUrl).origin} answered 401: bad key`);
     expect([a.requests.length, b.requests.length]).toEqual([1, 0]);

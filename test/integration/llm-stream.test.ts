@@ -13,10 +13,23 @@ const client = (baseUrl: string, extra: Partial<Parameters<typeof createLlmClien
   createLlmClient({ baseUrl, timeoutMs: 2000, maxRetries: 3, logprobs: true, stream: true, retryBaseMs: 5, ...extra });
 const ask = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }] };
 
-const chunk = (delta: object, choice: object = {}) =>
-  ({ id: 'c1', object: 'chat.completion.chunk', model: 'm-served', choices: [{ index: 0, delta, finish_reason: null, ...choice }] });
-const usage = { id: 'c1', object: 'chat.completion.chunk', model: 'm-served', choices: [], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } };
-const token = (text: string, id: number) => ({ logprobs: { content: [{ token: text, logprob: -id / 100 }] }, token_ids: [id] });
+const chunk = (delta: object, choice: object = {}) => ({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  model: 'm-served',
+  choices: [{ index: 0, delta, finish_reason: null, ...choice }],
+});
+const usage = {
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  model: 'm-served',
+  choices: [],
+  usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+};
+const token = (text: string, id: number) => ({
+  logprobs: { content: [{ token: text, logprob: -id / 100 }] },
+  token_ids: [id],
+});
 
 /** "hello" in two content deltas with their logprobs and token ids, the prompt's ids on the first chunk. */
 const hello = [
@@ -35,11 +48,25 @@ describe('LLM client, streamed', () => {
     server = await startScriptedServer(() => ({ events: hello }));
     const r = await client(server.baseUrl).chat(ask);
     expect(withoutTimes(r)).toEqual({
-      content: 'hello', toolCalls: [], finishReason: 'stop', model: 'm-served', attempts: 1,
+      content: 'hello',
+      toolCalls: [],
+      finishReason: 'stop',
+      model: 'm-served',
+      attempts: 1,
       usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 },
-      logprobs: [{ token: 'hel', logprob: -0.1 }, { token: 'lo', logprob: -0.11 }], tokenIds: [10, 11], promptTokenIds: [1, 2, 3],
+      logprobs: [
+        { token: 'hel', logprob: -0.1 },
+        { token: 'lo', logprob: -0.11 },
+      ],
+      tokenIds: [10, 11],
+      promptTokenIds: [1, 2, 3],
     });
-    expect(server.requests[0]).toMatchObject({ stream: true, stream_options: { include_usage: true }, logprobs: true, return_token_ids: true });
+    expect(server.requests[0]).toMatchObject({
+      stream: true,
+      stream_options: { include_usage: true },
+      logprobs: true,
+      return_token_ids: true,
+    });
   });
 
   it('assembles tool calls whose arguments arrive in fragments, per index', async () => {
@@ -47,7 +74,11 @@ describe('LLM client, streamed', () => {
       chunk({ role: 'assistant', content: null }),
       chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'vote', arguments: '' } }] }),
       chunk({ tool_calls: [{ index: 0, function: { arguments: '{"agent_id":' } }] }),
-      chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'calculator', arguments: '{"expr' } }] }),
+      chunk({
+        tool_calls: [
+          { index: 1, id: 'call_b', type: 'function', function: { name: 'calculator', arguments: '{"expr' } },
+        ],
+      }),
       chunk({ tool_calls: [{ index: 0, function: { arguments: '"agent1"}' } }] }),
       chunk({ tool_calls: [{ index: 1, function: { arguments: '":"1+1"}' } }] }),
       chunk({}, { finish_reason: 'tool_calls' }),
@@ -82,7 +113,12 @@ describe('LLM client, streamed', () => {
   });
 
   it('measures the time to first token from the request to the first content, not the role chunk', async () => {
-    const events = [chunk({ role: 'assistant', content: '' }), chunk({ content: 'late' }), chunk({}, { finish_reason: 'stop' }), '[DONE]'];
+    const events = [
+      chunk({ role: 'assistant', content: '' }),
+      chunk({ content: 'late' }),
+      chunk({}, { finish_reason: 'stop' }),
+      '[DONE]',
+    ];
     server = await startScriptedServer(() => ({ events, gapMs: 120 }));
     const r = await client(server.baseUrl).chat(ask);
     expect(r.content).toBe('late');
@@ -92,13 +128,17 @@ describe('LLM client, streamed', () => {
 
   it('retries a stream cut before [DONE], whether the connection drops or the response ends', async () => {
     const partial = hello.slice(0, 2);
-    server = await startScriptedServer((_, i) => (i === 0 ? { events: partial, then: 'cut' } : i === 1 ? { events: partial } : { events: hello }));
+    server = await startScriptedServer((_, i) =>
+      i === 0 ? { events: partial, then: 'cut' } : i === 1 ? { events: partial } : { events: hello },
+    );
     const r = await client(server.baseUrl).chat(ask);
     expect(r).toMatchObject({ content: 'hello', attempts: 3, tokenIds: [10, 11] });
   });
 
   it('times out a stream that stalls mid-way, and retries it', async () => {
-    server = await startScriptedServer((_, i) => (i === 0 ? { events: hello.slice(0, 2), then: 'stall' } : { events: hello }));
+    server = await startScriptedServer((_, i) =>
+      i === 0 ? { events: hello.slice(0, 2), then: 'stall' } : { events: hello },
+    );
     const started = performance.now();
     const r = await client(server.baseUrl, { timeoutMs: 200 }).chat(ask);
     expect(r).toMatchObject({ content: 'hello', attempts: 2 });
@@ -108,7 +148,9 @@ describe('LLM client, streamed', () => {
   });
 
   it('falls back to non-streamed requests for a server that rejects stream, and remembers', async () => {
-    const refusal = { error: { message: 'streaming is not supported by this server; send stream: false', param: 'stream' } };
+    const refusal = {
+      error: { message: 'streaming is not supported by this server; send stream: false', param: 'stream' },
+    };
     server = await startScriptedServer((req) => (req.stream ? { status: 400, body: refusal } : { content: 'plain' }));
     const c = client(server.baseUrl, { logprobs: false });
     expect(await c.chat(ask)).toMatchObject({ content: 'plain', attempts: 1, ttftMs: null });
@@ -117,13 +159,22 @@ describe('LLM client, streamed', () => {
   });
 
   it('reads a whole completion from a server that ignores stream', async () => {
-    const body = { choices: [{ message: { content: 'whole' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } };
+    const body = {
+      choices: [{ message: { content: 'whole' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 1, completion_tokens: 1 },
+    };
     server = await startScriptedServer(() => ({ status: 200, body }));
-    expect(await client(server.baseUrl).chat(ask)).toMatchObject({ content: 'whole', ttftMs: null, usage: { totalTokens: 2 } });
+    expect(await client(server.baseUrl).chat(ask)).toMatchObject({
+      content: 'whole',
+      ttftMs: null,
+      usage: { totalTokens: 2 },
+    });
   });
 
   it('does not retry an error the server reports mid-stream', async () => {
-    server = await startScriptedServer(() => ({ events: [chunk({ content: 'a' }), { error: { message: 'engine died' } }, '[DONE]'] }));
+    server = await startScriptedServer(() => ({
+      events: [chunk({ content: 'a' }), { error: { message: 'engine died' } }, '[DONE]'],
+    }));
     await expect(client(server.baseUrl).chat(ask)).rejects.toThrow(/mid-stream: engine died/);
     expect(server.requests).toHaveLength(1);
   });

@@ -35,7 +35,8 @@ async function rawServer(replies: string[]): Promise<{ baseUrl: string; requests
 }
 
 const ask = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }] };
-const client = (baseUrl: string, maxRetries: number) => createLlmClient({ baseUrl, timeoutMs: 5000, maxRetries, logprobs: false, retryBaseMs: 1 });
+const client = (baseUrl: string, maxRetries: number) =>
+  createLlmClient({ baseUrl, timeoutMs: 5000, maxRetries, logprobs: false, retryBaseMs: 1 });
 
 describe('a 200 response cut short is retried like a connection reset', () => {
   it.each(Object.entries(TRUNCATED))('%s: the retry gets the whole answer', async (_name, truncated) => {
@@ -45,18 +46,25 @@ describe('a 200 response cut short is retried like a connection reset', () => {
     expect(s.requests()).toBe(2);
   });
 
-  it.each(Object.entries(TRUNCATED))('%s every time: gives up after max_retries, saying the response ended early', async (_name, truncated) => {
-    const s = await rawServer([truncated]);
-    const err = await client(s.baseUrl, 2).chat(ask).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(LlmError);
-    expect(err).toMatchObject({ attempts: 3, retriable: true });
-    expect((err as Error).message).toMatch(/the response ended early/);
-    expect(s.requests()).toBe(3);
-  });
+  it.each(Object.entries(TRUNCATED))(
+    '%s every time: gives up after max_retries, saying the response ended early',
+    async (_name, truncated) => {
+      const s = await rawServer([truncated]);
+      const err = await client(s.baseUrl, 2)
+        .chat(ask)
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LlmError);
+      expect(err).toMatchObject({ attempts: 3, retriable: true });
+      expect((err as Error).message).toMatch(/the response ended early/);
+      expect(s.requests()).toBe(3);
+    },
+  );
 
   it('does not retry a complete JSON body of the wrong shape', async () => {
     const wrong = JSON.stringify({ nothing: 'here' });
-    const s = await rawServer([`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${wrong.length}\r\n\r\n${wrong}`]);
+    const s = await rawServer([
+      `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${wrong.length}\r\n\r\n${wrong}`,
+    ]);
     await expect(client(s.baseUrl, 2).chat(ask)).rejects.toThrow(/no choices\[0\]\.message/);
     expect(s.requests()).toBe(1);
   });

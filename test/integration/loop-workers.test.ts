@@ -4,9 +4,9 @@ import { runCycle } from '../../src/pipeline/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';
+import { BIN } from '../helpers.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
 import { freshPostgresUrl } from '../support/postgres.js';
-import { BIN } from '../helpers.js';
 
 let project: LoopProject | undefined;
 let workers: ResultPromise[] = [];
@@ -24,7 +24,14 @@ describe('loop on a coordinator, orchestrations on collect workers', () => {
     const loaded = project.load();
     // The store exists before the workers start (they would create it too; this keeps the test's order plain).
     openStore(loaded).close();
-    workers = [0, 1].map(() => execa(process.execPath, [BIN, 'collect', '--worker', '--wait', '--concurrency', '2'], { cwd: project!.dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } }));
+    workers = [0, 1].map(() =>
+      execa(process.execPath, [BIN, 'collect', '--worker', '--wait', '--concurrency', '2'], {
+        cwd: project!.dir,
+        reject: false,
+        stdin: 'ignore',
+        env: { NO_COLOR: '1' },
+      }),
+    );
     const notes: string[] = [];
     const r = await withRuntime(loaded, (rt) => runCycle(rt, { onStage: (_stage, m) => notes.push(m) }));
     expect(r.outcome).toMatch(/^promoted/);
@@ -34,7 +41,10 @@ describe('loop on a coordinator, orchestrations on collect workers', () => {
     const store = openStore(loaded);
     try {
       const pids = new Set(workers.map((w) => w.pid));
-      const rows = storeDb(store).prepare('SELECT source, pid FROM rollouts').all() as { source: string; pid: number | null }[];
+      const rows = storeDb(store).prepare('SELECT source, pid FROM rollouts').all() as {
+        source: string;
+        pid: number | null;
+      }[];
       expect(rows.filter((x) => x.source === 'collect')).toHaveLength(4);
       expect(rows.filter((x) => x.source === 'eval')).toHaveLength(16);
       // Every orchestration ran in a worker: none in this (coordinating) process.
@@ -47,12 +57,19 @@ describe('loop on a coordinator, orchestrations on collect workers', () => {
     }
   }, 240_000);
 
-  it('a worker whose config differs from the coordinator\'s refuses the evaluation jobs, which the coordinator then runs itself', async () => {
-    project = await loopProject(undefined, `store: { url: "${freshPostgresUrl()}" }\nqueue: { distributed: true, retries: 1 }\n`);
+  it("a worker whose config differs from the coordinator's refuses the evaluation jobs, which the coordinator then runs itself", async () => {
+    project = await loopProject(
+      undefined,
+      `store: { url: "${freshPostgresUrl()}" }\nqueue: { distributed: true, retries: 1 }\n`,
+    );
     const loaded = project.load();
     openStore(loaded).close();
     // orchestrator.total_timeout_s is part of the evaluation settings: this worker's results would not be comparable.
-    const worker = execa(process.execPath, [BIN, '--json', '--set', 'orchestrator.total_timeout_s=61', 'collect', '--worker', '--wait'], { cwd: project.dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } });
+    const worker = execa(
+      process.execPath,
+      [BIN, '--json', '--set', 'orchestrator.total_timeout_s=61', 'collect', '--worker', '--wait'],
+      { cwd: project.dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1' } },
+    );
     workers = [worker];
     const r = await withRuntime(loaded, (rt) => runCycle(rt));
     expect(r.stages.collect).toMatchObject({ status: 'done', completed: 4, on_workers: true });
@@ -69,9 +86,15 @@ describe('loop on a coordinator, orchestrations on collect workers', () => {
     expect(summary.refused[0]).toMatch(/config differs from the evaluating machine's/);
     const store = openStore(loaded);
     try {
-      const pids = (storeDb(store).prepare("SELECT DISTINCT pid FROM rollouts WHERE source = 'eval'").pluck().all() as number[]);
+      const pids = storeDb(store)
+        .prepare("SELECT DISTINCT pid FROM rollouts WHERE source = 'eval'")
+        .pluck()
+        .all() as number[];
       expect(pids).toEqual([process.pid]);
-      expect(store.evaluations.run(String(r.stages.eval!.eval_run_id))?.summary).toMatchObject({ measured: 16, reused: 0 });
+      expect(store.evaluations.run(String(r.stages.eval!.eval_run_id))?.summary).toMatchObject({
+        measured: 16,
+        reused: 0,
+      });
     } finally {
       store.close();
     }

@@ -14,15 +14,21 @@ function throughGateway(session: string): string {
   fs.cpSync(REAL, dir, { recursive: true });
   const meta = path.join(dir, 'log_20261124_015243_609557', 'turn_1', 'attempt_1', 'execution_metadata.yaml');
   let id = '';
-  const text = fs.readFileSync(meta, 'utf8').split('\n').map((line) => {
-    id = /^\s+- id: (\w+)/.exec(line)?.[1] ?? id;
-    return line.replace(/base_url: http:\/\/127\.0\.0\.1:34893\/v1/, `base_url: http://127.0.0.1:8330/session/${session}/agent/${id}/v1`);
-  });
+  const text = fs
+    .readFileSync(meta, 'utf8')
+    .split('\n')
+    .map((line) => {
+      id = /^\s+- id: (\w+)/.exec(line)?.[1] ?? id;
+      return line.replace(
+        /base_url: http:\/\/127\.0\.0\.1:34893\/v1/,
+        `base_url: http://127.0.0.1:8330/session/${session}/agent/${id}/v1`,
+      );
+    });
   fs.writeFileSync(meta, text.join('\n'));
   return dir;
 }
 
-describe('traces import joins a run\'s captured gateway calls', () => {
+describe("traces import joins a run's captured gateway calls", () => {
   it('the calls of its session within its times become prompt spans of the imported rollout, others stay out', async () => {
     const logs = throughGateway('mg-7');
     const { converted } = parseMassgenLogs(logs);
@@ -32,8 +38,16 @@ describe('traces import joins a run\'s captured gateway calls', () => {
       const store = rt.store();
       const capture = (session: string, at: number, agent: string) => {
         const id = store.rollouts.start({ source: 'gateway', metadata: { gateway: true, session } });
-        store.spans.append(id, [{ type: 'prompt', name: 'chat', agent, startedAt: at, durationMs: 5,
-          payload: { turn_id: `call_${session}_${at}`, token_ids: [1, 2], logprobs: [] } }]);
+        store.spans.append(id, [
+          {
+            type: 'prompt',
+            name: 'chat',
+            agent,
+            startedAt: at,
+            durationMs: 5,
+            payload: { turn_id: `call_${session}_${at}`, token_ids: [1, 2], logprobs: [] },
+          },
+        ]);
       };
       capture('mg-7', startedAt + 10, 'alpha');
       capture('mg-7', finishedAt - 10, 'beta');
@@ -45,9 +59,13 @@ describe('traces import joins a run\'s captured gateway calls', () => {
     await withRuntime(loaded, (rt) => {
       const id = summary.imported[0]!.rollout_id;
       expect(rt.store().rollouts.get(id)!.metadata).toMatchObject({ gateway_session: 'mg-7', gateway_calls: 2 });
-      const joined = rt.store().spans.list(id).filter((s) => s.type === 'prompt');
+      const joined = rt
+        .store()
+        .spans.list(id)
+        .filter((s) => s.type === 'prompt');
       expect(joined.map((s) => [s.agent, (s.payload as { token_ids: number[] }).token_ids])).toEqual([
-        ['alpha', [1, 2]], ['beta', [1, 2]],
+        ['alpha', [1, 2]],
+        ['beta', [1, 2]],
       ]);
     });
   });

@@ -20,7 +20,9 @@ describe('the synchronous PostgreSQL connection', () => {
       const notifier = new Worker(NOTIFIER, { eval: true, workerData: { flag, ms: 1500 } });
       await new Promise((r) => notifier.once('online', r));
       for (let i = 0; i < 5; i++) {
-        expect(conn.query({ sql: 'SELECT pg_sleep(0.1), $1::int AS i', params: [i], array: false }).rows).toEqual([{ pg_sleep: '', i }]);
+        expect(conn.query({ sql: 'SELECT pg_sleep(0.1), $1::int AS i', params: [i], array: false }).rows).toEqual([
+          { pg_sleep: '', i },
+        ]);
       }
       await notifier.terminate();
     } finally {

@@ -7,18 +7,18 @@ import { evaluate } from '../../src/pipeline/evaluate.js';
 import { showSet } from '../../src/pipeline/resources.js';
 import { trainPolicy } from '../../src/pipeline/train-policy.js';
 import { taskFeatureNames } from '../../src/policies/index.js';
-import { withRuntime } from '../../src/runtime/runtime.js';
-import { openStore } from '../../src/runtime/store.js';
-import type { PolicyDecisionPayload } from '../../src/trace/payloads.js';
-import { hasStack, runCli, tempDir } from '../helpers.js';
 import { planRollout } from '../../src/rollouts/decide.js';
 import { TeamPolicies } from '../../src/rollouts/team-policies.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';
-import { team } from '../support/team.js';
+import { toOrchestrationTrace } from '../../src/trace/orchestration-trace.js';
+import type { PolicyDecisionPayload } from '../../src/trace/payloads.js';
+import { hasStack, runCli, tempDir } from '../helpers.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
+import { team } from '../support/team.js';
 import { shownLabels } from '../support/team.js';
 import { traceProblems } from '../support/trace-schema.js';
-import { toOrchestrationTrace } from '../../src/trace/orchestration-trace.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -26,7 +26,14 @@ afterEach(async () => {
   server = undefined;
 });
 
-const TASKS = Array.from({ length: 12 }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: `What is ${40 + (i % 3)} + ${2 - (i % 3)}? (#${i})`, reference: '42', category: i % 2 ? 'arithmetic' : 'sums' })).join('\n');
+const TASKS = Array.from({ length: 12 }, (_, i) =>
+  JSON.stringify({
+    id: `t${i}`,
+    prompt: `What is ${40 + (i % 3)} + ${2 - (i % 3)}? (#${i})`,
+    reference: '42',
+    category: i % 2 ? 'arithmetic' : 'sums',
+  }),
+).join('\n');
 
 /**
  * A team whose first answer is already right: every agent that has not answered yet adds an answer of
@@ -36,8 +43,12 @@ const TASKS = Array.from({ length: 12 }, (_, i) => JSON.stringify({ id: `t${i}`,
 const costlyTeam: Script = (req) => {
   if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42' };
   const shown = shownLabels(req);
-  if (shown.length >= 3) return { content: 'VOTE: agent1 | agreed', usage: { prompt_tokens: 100, completion_tokens: 20 } };
-  return { content: `ANSWER: 42 (attempt ${shown.length + 1} by ${req.model})`, usage: { prompt_tokens: 100, completion_tokens: 400 } };
+  if (shown.length >= 3)
+    return { content: 'VOTE: agent1 | agreed', usage: { prompt_tokens: 100, completion_tokens: 20 } };
+  return {
+    content: `ANSWER: 42 (attempt ${shown.length + 1} by ${req.model})`,
+    usage: { prompt_tokens: 100, completion_tokens: 400 },
+  };
 };
 
 function project(url: string, policiesYaml: string) {
@@ -90,7 +101,18 @@ describe('a learned stop policy, end to end', () => {
     const d = await withRuntime(load(), (rt) => deploy(rt, {}));
     expect(d.action).toBe('promoted');
     const shown = await withRuntime(load(), async (rt) => showSet(rt, 'production'));
-    expect(shown.policies).toEqual([{ decision: 'stop', policy: expect.objectContaining({ kind: 'policy', name: 'stop', version: 1, source: 'bandit', trainingRun: expect.objectContaining({ id: trained.runId, status: 'completed' }) }) }]);
+    expect(shown.policies).toEqual([
+      {
+        decision: 'stop',
+        policy: expect.objectContaining({
+          kind: 'policy',
+          name: 'stop',
+          version: 1,
+          source: 'bandit',
+          trainingRun: expect.objectContaining({ id: trained.runId, status: 'completed' }),
+        }),
+      },
+    ]);
 
     // The deployed policy serves the next collect: its decisions name it, greedy mass plus the ε floor.
     await withRuntime(load(), (rt) => collect(rt));
@@ -98,16 +120,27 @@ describe('a learned stop policy, end to end', () => {
     try {
       const prod = store.sets.get(store.sets.pointer('production')!.setId)!;
       expect(prod.members.policies?.stop).toBe(trained.policy.id);
-      const after = store.spans.policyDecisions('stop').map((r) => r.payload as PolicyDecisionPayload).filter((p) => p.policy_id === trained.policy.id);
+      const after = store.spans
+        .policyDecisions('stop')
+        .map((r) => r.payload as PolicyDecisionPayload)
+        .filter((p) => p.policy_id === trained.policy.id);
       expect(after.length).toBeGreaterThan(0);
       expect(after.every((p) => p.probabilities.every((q) => q >= 0.05 - 1e-9))).toBe(true);
-      expect(after.filter((p) => p.round === 1 && p.chosen === 'stop').length).toBeGreaterThan(after.filter((p) => p.round === 1).length / 2);
+      expect(after.filter((p) => p.round === 1 && p.chosen === 'stop').length).toBeGreaterThan(
+        after.filter((p) => p.round === 1).length / 2,
+      );
       // A rollout the policy stopped exports as a valid orchestration trace, the decision an orchestrator_decision.
-      const stopped = store.spans.policyDecisions('stop').find((r) => (r.payload as PolicyDecisionPayload).chosen === 'stop')!;
+      const stopped = store.spans
+        .policyDecisions('stop')
+        .find((r) => (r.payload as PolicyDecisionPayload).chosen === 'stop')!;
       const rollout = store.rollouts.get(stopped.rolloutId)!;
       const trace = toOrchestrationTrace(rollout, store.spans.list(rollout.id), store.rewards.list(rollout.id));
       expect(traceProblems(trace)).toEqual([]);
-      expect(trace.events.find((e) => e.id === `e${stopped.seq}`)).toMatchObject({ type: 'orchestrator_decision', decision: 'policy:stop', chosen: 'stop' });
+      expect(trace.events.find((e) => e.id === `e${stopped.seq}`)).toMatchObject({
+        type: 'orchestrator_decision',
+        decision: 'policy:stop',
+        chosen: 'stop',
+      });
     } finally {
       store.close();
     }
@@ -120,13 +153,17 @@ describe('a learned stop policy, end to end', () => {
     const store = openStore(load());
     try {
       expect(storeDb(store).prepare("SELECT COUNT(*) FROM spans WHERE name = 'policy_decision'").pluck().get()).toBe(0);
-      const rollouts = storeDb(store).prepare("SELECT metadata FROM rollouts").pluck().all() as string[];
+      const rollouts = storeDb(store).prepare('SELECT metadata FROM rollouts').pluck().all() as string[];
       expect(rollouts.every((m) => !('routing' in JSON.parse(m)))).toBe(true);
     } finally {
       store.close();
     }
-    await expect(withRuntime(load(), (rt) => trainPolicy(rt, { policy: 'stop' }))).rejects.toThrow(/only 0 usable stop decision/);
-    await expect(withRuntime(load(), (rt) => trainPolicy(rt, { policy: 'when' }))).rejects.toThrow(/unknown policy "when"; choose one of routing, stop, tool, delegate/);
+    await expect(withRuntime(load(), (rt) => trainPolicy(rt, { policy: 'stop' }))).rejects.toThrow(
+      /only 0 usable stop decision/,
+    );
+    await expect(withRuntime(load(), (rt) => trainPolicy(rt, { policy: 'when' }))).rejects.toThrow(
+      /unknown policy "when"; choose one of routing, stop, tool, delegate/,
+    );
   }, 120_000);
 });
 
@@ -184,26 +221,48 @@ policies: { bootstrap: [routing], routing: { arms: { a: [a], b: [b] } }, embeddi
 });
 
 describe('a tool policy, and the command line', () => {
-  it('puts the tool it draws first among an agent\'s tools, among that agent\'s tools only, and records the draw', async () => {
+  it("puts the tool it draws first among an agent's tools, among that agent's tools only, and records the draw", async () => {
     server = await startScriptedServer(costlyTeam);
-    const load = project(server.baseUrl, `tools:
+    const load = project(
+      server.baseUrl,
+      `tools:
   calculator: { type: builtin, name: calculator }
   clock: { type: command, command: [date], description: the date }
   shell: { type: command, command: [uname], description: the system }
-policies: { bootstrap: [tool] }`);
+policies: { bootstrap: [tool] }`,
+    );
     const loaded = load();
     await withRuntime(loaded, async (rt) => {
       const set = rt.production();
       const policies = TeamPolicies.forSet(rt.store(), rt.config.policies, set, 'collect');
       expect(policies.active('tool') && !policies.active('stop') && !policies.active('routing')).toBe(true);
-      const agents = team(server!.baseUrl, ['a', 'b']).map((a, i) => ({ ...a, tools: (i ? ['calculator'] : ['calculator', 'clock']).map((name) => ({ name, description: name, parameters: {} })) }));
+      const agents = team(server!.baseUrl, ['a', 'b']).map((a, i) => ({
+        ...a,
+        tools: (i ? ['calculator'] : ['calculator', 'clock']).map((name) => ({
+          name,
+          description: name,
+          parameters: {},
+        })),
+      }));
       const firsts = new Set<string>();
       for (let seed = 1; seed <= 40; seed++) {
-        const plan = await planRollout({ task: { id: 't', prompt: 'What is 2 + 2?', reference: '4' }, team: agents, config: rt.config, policies, seed });
+        const plan = await planRollout({
+          task: { id: 't', prompt: 'What is 2 + 2?', reference: '4' },
+          team: agents,
+          config: rt.config,
+          policies,
+          seed,
+        });
         // Agent b has one tool: no decision; agent a's decision is among its two tools only.
         expect(plan.spans).toHaveLength(1);
         const d = plan.spans[0]!.payload as PolicyDecisionPayload;
-        expect(d).toMatchObject({ policy: 'tool', agent: 'a', arms: ['calculator', 'clock', 'shell'], available: ['calculator', 'clock'], algorithm: 'uniform' });
+        expect(d).toMatchObject({
+          policy: 'tool',
+          agent: 'a',
+          arms: ['calculator', 'clock', 'shell'],
+          available: ['calculator', 'clock'],
+          algorithm: 'uniform',
+        });
         expect(d.probabilities).toEqual([0.5, 0.5, 0]);
         expect(plan.team[0]!.tools[0]!.name).toBe(d.chosen);
         expect(plan.team[0]!.tools.map((t) => t.name).sort()).toEqual(['calculator', 'clock']);
@@ -215,20 +274,33 @@ policies: { bootstrap: [tool] }`);
     });
   });
 
-  it('lets the delegate policy decide per rollout whether the delegate tool is offered and to which child team, within the config\'s limits', async () => {
+  it("lets the delegate policy decide per rollout whether the delegate tool is offered and to which child team, within the config's limits", async () => {
     server = await startScriptedServer(costlyTeam);
     const base = project(server.baseUrl, 'policies: { bootstrap: [delegate] }');
-    const load = () => base(['orchestrator.delegation={enabled: false, max_depth: 2, max_delegations: 3, max_child_tokens: 900}']);
+    const load = () =>
+      base(['orchestrator.delegation={enabled: false, max_depth: 2, max_delegations: 3, max_child_tokens: 900}']);
     await withRuntime(load(), async (rt) => {
       const policies = TeamPolicies.forSet(rt.store(), rt.config.policies, rt.production(), 'collect');
       const agents = team(server!.baseUrl, ['a', 'b']);
       const seen = new Map<string, number>();
       for (let seed = 1; seed <= 60; seed++) {
-        const plan = await planRollout({ task: { id: 't', prompt: 'What is 2 + 2?', reference: '4' }, team: agents, config: rt.config, policies, seed });
+        const plan = await planRollout({
+          task: { id: 't', prompt: 'What is 2 + 2?', reference: '4' },
+          team: agents,
+          config: rt.config,
+          policies,
+          seed,
+        });
         const d = plan.spans[0]!.payload as PolicyDecisionPayload;
         expect(d).toMatchObject({ policy: 'delegate', arms: ['none', 'solo', 'team'] });
         expect(d.propensity).toBeCloseTo(1 / 3);
-        expect(plan.delegation).toEqual({ enabled: d.chosen !== 'none', shape: d.chosen === 'none' ? 'team' : d.chosen, maxDepth: 2, maxDelegations: 3, maxChildTokens: 900 });
+        expect(plan.delegation).toEqual({
+          enabled: d.chosen !== 'none',
+          shape: d.chosen === 'none' ? 'team' : d.chosen,
+          maxDepth: 2,
+          maxDelegations: 3,
+          maxChildTokens: 900,
+        });
         seen.set(d.chosen, (seen.get(d.chosen) ?? 0) + 1);
       }
       expect([...seen.keys()].sort()).toEqual(['none', 'solo', 'team']);
@@ -261,7 +333,9 @@ policies: { bootstrap: [tool] }`);
     expect(b.stderr).toContain("missing required argument 'kind'");
     const c = await runCli(['train', '--algo', 'bandit', '--policy', 'nope'], { cwd });
     expect(c.exitCode).toBe(2);
-    expect(c.stderr).toMatch(/train --algo bandit is deprecated: use massgen-rl train policy nope\n.*'nope' is invalid for argument 'kind'\. Allowed choices are routing, stop, tool, delegate/);
+    expect(c.stderr).toMatch(
+      /train --algo bandit is deprecated: use massgen-rl train policy nope\n.*'nope' is invalid for argument 'kind'\. Allowed choices are routing, stop, tool, delegate/,
+    );
     expect(hasStack(a.stderr + b.stderr + c.stderr)).toBe(false);
   });
 });

@@ -11,9 +11,14 @@ import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { Store } from '../../src/store/index.js';
 import { storeDb } from '../../src/store/store.js';
-import { startScriptedServer, type Script, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
-import { shownLabels } from '../support/team.js';
 import { runCli, tempDir } from '../helpers.js';
+import {
+  startScriptedServer,
+  type Script,
+  type ScriptedRequest,
+  type ScriptedServer,
+} from '../support/scripted-server.js';
+import { shownLabels } from '../support/team.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -21,7 +26,14 @@ afterEach(async () => {
   server = undefined;
 });
 
-const TASKS = Array.from({ length: 6 }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: `What is ${40 + i} + ${2 - i}? (#${i})`, reference: '42', category: 'arithmetic' })).join('\n');
+const TASKS = Array.from({ length: 6 }, (_, i) =>
+  JSON.stringify({
+    id: `t${i}`,
+    prompt: `What is ${40 + i} + ${2 - i}? (#${i})`,
+    reference: '42',
+    category: 'arithmetic',
+  }),
+).join('\n');
 
 const PRESENTER_V1 = 'Present the result in one line.';
 const PRESENTER_V2 = 'Present the result in one line, and check the arithmetic first.';
@@ -31,7 +43,8 @@ const systemOf = (req: ScriptedRequest) => req.messages[0]?.content ?? '';
 
 /** Everyone answers 42; the presentation gets it right only when its prompt asks to check the arithmetic. */
 const team: Script = (req) => {
-  if (isPresentation(req)) return { content: systemOf(req).includes('check the arithmetic') ? 'Final answer: 42' : 'Final answer: 41' };
+  if (isPresentation(req))
+    return { content: systemOf(req).includes('check the arithmetic') ? 'Final answer: 42' : 'Final answer: 41' };
   return shownLabels(req).length ? { content: 'VOTE: agent1 | right' } : { content: 'ANSWER: 42' };
 };
 
@@ -76,21 +89,34 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
 
     const presentations = server.requests.filter(isPresentation);
     expect(presentations).toHaveLength(6);
-    for (const r of presentations) expect(systemOf(r).startsWith(`${PRESENTER_V1}\n\nYour answer (agent1) was selected.`)).toBe(true);
-    for (const r of server.requests.filter((x) => !isPresentation(x))) expect(systemOf(r).startsWith('You solve tasks.')).toBe(true);
+    for (const r of presentations)
+      expect(systemOf(r).startsWith(`${PRESENTER_V1}\n\nYour answer (agent1) was selected.`)).toBe(true);
+    for (const r of server.requests.filter((x) => !isPresentation(x)))
+      expect(systemOf(r).startsWith('You solve tasks.')).toBe(true);
 
     inStore(load, (store) => {
       const presenter = store.resources.list('prompt').find((p) => p.name === 'presenter')!;
-      expect(presenter).toMatchObject({ version: 1, content: PRESENTER_V1, metadata: expect.objectContaining({ source: 'config' }) });
+      expect(presenter).toMatchObject({
+        version: 1,
+        content: PRESENTER_V1,
+        metadata: expect.objectContaining({ source: 'config' }),
+      });
       const production = store.sets.get(store.sets.pointer('production')!.setId)!;
       expect(production.members).toMatchObject({ presenter: presenter.id, presenter_from_config: true });
       const rollouts = store.rollouts.list({ runId: summary.runId });
       expect(rollouts).toHaveLength(6);
-      for (const r of rollouts) expect(r.metadata).toMatchObject({ presenter_prompt: presenter.id, resource_set: { id: production.id } });
-      expect(describeMembers(store, production.members).at(-1)).toEqual({ agent: '(presenter)', prompt: 'presenter v1', weights: "(the winner's)" });
+      for (const r of rollouts)
+        expect(r.metadata).toMatchObject({ presenter_prompt: presenter.id, resource_set: { id: production.id } });
+      expect(describeMembers(store, production.members).at(-1)).toEqual({
+        agent: '(presenter)',
+        prompt: 'presenter v1',
+        weights: "(the winner's)",
+      });
       expect(store.resources.production('prompt', 'presenter')?.id).toBe(presenter.id);
     });
-    const file = JSON.parse(fs.readFileSync(path.join(dir, '.massgen-rl', 'production.json'), 'utf8')) as { presenter?: { prompt: { name: string; version: number } } };
+    const file = JSON.parse(fs.readFileSync(path.join(dir, '.massgen-rl', 'production.json'), 'utf8')) as {
+      presenter?: { prompt: { name: string; version: number } };
+    };
     expect(file.presenter?.prompt).toMatchObject({ name: 'presenter', version: 1 });
   }, 60_000);
 
@@ -99,15 +125,17 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
     const { load } = project(server.baseUrl, null);
     const summary = await withRuntime(load(), (rt) => collect(rt, { n: 2 }));
     expect(summary).toMatchObject({ status: 'completed', completed: 2 });
-    for (const r of server.requests.filter(isPresentation)) expect(systemOf(r).startsWith('You solve tasks.\n\nYour answer')).toBe(true);
+    for (const r of server.requests.filter(isPresentation))
+      expect(systemOf(r).startsWith('You solve tasks.\n\nYour answer')).toBe(true);
     inStore(load, (store) => {
       const production = store.sets.get(store.sets.pointer('production')!.setId)!;
       expect(Object.keys(production.members)).toEqual(['agents']);
-      for (const r of store.rollouts.list({ runId: summary.runId })) expect(r.metadata).not.toHaveProperty('presenter_prompt');
+      for (const r of store.rollouts.list({ runId: summary.runId }))
+        expect(r.metadata).not.toHaveProperty('presenter_prompt');
     });
   }, 60_000);
 
-  it('eval --candidate presenter@2 swaps only the presenter; deployed, it stays when the config\'s text changes', async () => {
+  it("eval --candidate presenter@2 swaps only the presenter; deployed, it stays when the config's text changes", async () => {
     server = await startScriptedServer(team);
     const { dir, load } = project(server.baseUrl, 'presenter');
     // A new version of the presenter prompt, as a prompt optimization would record it.
@@ -115,7 +143,13 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
       const production = rt.production();
       const store = rt.store();
       const v1 = store.resources.list('prompt').find((p) => p.name === 'presenter')!;
-      const v2 = store.resources.add({ kind: 'prompt', name: 'presenter', content: PRESENTER_V2, parentId: v1.id, metadata: { source: 'prompt-opt' } });
+      const v2 = store.resources.add({
+        kind: 'prompt',
+        name: 'presenter',
+        content: PRESENTER_V2,
+        parentId: v1.id,
+        metadata: { source: 'prompt-opt' },
+      });
       return [v1, v2, production] as const;
     });
     expect(v2.version).toBe(2);
@@ -123,12 +157,19 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
     const ev = await withRuntime(load(), (rt) => evaluate(rt, { candidate: 'presenter@2' }));
     expect(ev.status).toBe('completed');
     expect(ev.baseline.id).toBe(before.id);
-    expect(ev.candidate.agents).toEqual([...ev.baseline.agents.slice(0, 2), { agent: '(presenter)', prompt: 'presenter v2', weights: "(the winner's)" }]);
+    expect(ev.candidate.agents).toEqual([
+      ...ev.baseline.agents.slice(0, 2),
+      { agent: '(presenter)', prompt: 'presenter v2', weights: "(the winner's)" },
+    ]);
     inStore(load, (store) => {
       const candidate = store.sets.get(ev.candidate.id)!;
       expect(candidate.members).toEqual({ ...before.members, presenter: v2.id, presenter_from_config: false });
       expect(candidate.origin).toMatchObject({ kind: 'candidate', spec: 'presenter@2', prompt_id: v2.id });
-      const rollouts = storeDb(store).prepare("SELECT metadata FROM rollouts WHERE source = 'eval'").pluck().all().map((m) => JSON.parse(m as string) as Record<string, unknown>);
+      const rollouts = storeDb(store)
+        .prepare("SELECT metadata FROM rollouts WHERE source = 'eval'")
+        .pluck()
+        .all()
+        .map((m) => JSON.parse(m as string) as Record<string, unknown>);
       expect(rollouts).toHaveLength(12);
       const bySet = (id: string) => rollouts.filter((m) => (m.resource_set as { id: string }).id === id);
       expect(bySet(before.id).map((m) => m.presenter_prompt)).toEqual(Array(6).fill(v1.id));
@@ -144,7 +185,16 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
     const d = await withRuntime(load(), (rt) => deploy(rt, {}));
     expect(d.action).toBe('promoted');
     const shown = await withRuntime(load(), async (rt) => showSet(rt, 'production'));
-    expect(shown.presenter).toEqual({ prompt: expect.objectContaining({ id: v2.id, name: 'presenter', version: 2, source: 'prompt-opt', lineage: [expect.objectContaining({ id: v1.id, version: 1 })] }), followsConfig: false });
+    expect(shown.presenter).toEqual({
+      prompt: expect.objectContaining({
+        id: v2.id,
+        name: 'presenter',
+        version: 2,
+        source: 'prompt-opt',
+        lineage: [expect.objectContaining({ id: v1.id, version: 1 })],
+      }),
+      followsConfig: false,
+    });
     const cli = await runCli(['resources', 'show'], { cwd: dir });
     expect(cli.exitCode, cli.stderr).toBe(0);
     expect(cli.stdout).toContain('presenter: presenter v2 (prompt-opt) ← v1');
@@ -154,6 +204,13 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
     const edited = load(['prompts.presenter.text=Present it.']);
     const after = await withRuntime(edited, async (rt) => rt.production());
     expect(after.members).toMatchObject({ presenter: v2.id, presenter_from_config: false });
-    inStore(load, (store) => expect(store.resources.list('prompt').filter((p) => p.name === 'presenter').map((p) => p.version)).toEqual([1, 2, 3]));
+    inStore(load, (store) =>
+      expect(
+        store.resources
+          .list('prompt')
+          .filter((p) => p.name === 'presenter')
+          .map((p) => p.version),
+      ).toEqual([1, 2, 3]),
+    );
   }, 120_000);
 });

@@ -2,7 +2,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { promptTokenBound } from '../../src/pipeline/prompt-opt/optimizer.js';
 import { trainPrompts } from '../../src/pipeline/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
-import { promptOptProject, promptOptScript, isOptimizer, measuredTwice, tagged } from '../support/prompt-opt-project.js';
+import {
+  promptOptProject,
+  promptOptScript,
+  isOptimizer,
+  measuredTwice,
+  tagged,
+} from '../support/prompt-opt-project.js';
 import { startScriptedServer, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
 
 let server: ScriptedServer | undefined;
@@ -14,8 +20,16 @@ afterEach(async () => {
 describe('train prompts: budgets', () => {
   it('never runs more orchestrations than budget.rollouts, and stops saying so', async () => {
     server = await startScriptedServer(promptOptScript());
-    for (const [budget, why] of [[7, /budget spent while scoring the child on the minibatch/], [1, /budget spent while scoring the current prompts/], [5, /budget spent while scoring the parent/], [12, /budget spent/]] as const) {
-      const p = promptOptProject(server.baseUrl, `  rounds: 6\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  concurrency: 3\n  budget: { rollouts: ${budget}, optimizer_tokens: 50000 }\n`);
+    for (const [budget, why] of [
+      [7, /budget spent while scoring the child on the minibatch/],
+      [1, /budget spent while scoring the current prompts/],
+      [5, /budget spent while scoring the parent/],
+      [12, /budget spent/],
+    ] as const) {
+      const p = promptOptProject(
+        server.baseUrl,
+        `  rounds: 6\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  concurrency: 3\n  budget: { rollouts: ${budget}, optimizer_tokens: 50000 }\n`,
+      );
       const r = await withRuntime(p.load(), (rt) => trainPrompts(rt));
       expect(r.status, `budget ${budget}`).toBe('completed');
       expect(r.stopReason, `budget ${budget}`).toMatch(why);
@@ -26,10 +40,13 @@ describe('train prompts: budgets', () => {
     }
   }, 120_000);
 
-  it('makes no optimizer call when one call\'s worst case does not fit the token budget', async () => {
+  it("makes no optimizer call when one call's worst case does not fit the token budget", async () => {
     const calls: ScriptedRequest[] = [];
     server = await startScriptedServer(promptOptScript({ optimizerCalls: calls }));
-    const p = promptOptProject(server.baseUrl, '  rounds: 3\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40, optimizer_tokens: 300 }\n');
+    const p = promptOptProject(
+      server.baseUrl,
+      '  rounds: 3\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40, optimizer_tokens: 300 }\n',
+    );
     const r = await withRuntime(p.load(), (rt) => trainPrompts(rt));
     expect(r).toMatchObject({ status: 'completed', stopReason: 'optimizer token budget spent', candidateSet: null });
     expect(r.spent.optimizerTokens).toBe(0);
@@ -37,13 +54,19 @@ describe('train prompts: budgets', () => {
     expect(r.proposals).toEqual([expect.objectContaining({ outcome: 'budget', optimizerTokens: 0 })]);
   }, 60_000);
 
-  it('keeps the optimizer\'s tokens within budget across calls, counting what each call really used', async () => {
+  it("keeps the optimizer's tokens within budget across calls, counting what each call really used", async () => {
     const calls: ScriptedRequest[] = [];
     // The most a byte-level tokenizer could report: a token per byte of the prompt and every completion token allowed.
-    const worst = (req: ScriptedRequest) => ({ prompt_tokens: promptTokenBound(req.messages.map((m) => ({ role: 'user' as const, content: m.content ?? '' }))), completion_tokens: Number(req.max_tokens) });
+    const worst = (req: ScriptedRequest) => ({
+      prompt_tokens: promptTokenBound(req.messages.map((m) => ({ role: 'user' as const, content: m.content ?? '' }))),
+      completion_tokens: Number(req.max_tokens),
+    });
     server = await startScriptedServer(promptOptScript({ optimizerCalls: calls, optimizerUsage: worst }));
     const budget = 9000;
-    const p = promptOptProject(server.baseUrl, `  rounds: 20\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  max_tokens: 256\n  budget: { rollouts: 200, optimizer_tokens: ${budget} }\n`);
+    const p = promptOptProject(
+      server.baseUrl,
+      `  rounds: 20\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  max_tokens: 256\n  budget: { rollouts: 200, optimizer_tokens: ${budget} }\n`,
+    );
     const r = await withRuntime(p.load(), (rt) => trainPrompts(rt));
     expect(r.stopReason).toBe('optimizer token budget spent');
     expect(calls.length).toBeGreaterThanOrEqual(2);
@@ -58,7 +81,10 @@ describe('train prompts: budgets', () => {
 
   it('scores no candidate twice on a task and seed, and a second run reuses what the first measured', async () => {
     server = await startScriptedServer(promptOptScript());
-    const p = promptOptProject(server.baseUrl, '  rounds: 3\n  val_n: 4\n  minibatch: 3\n  seeds: 2\n  merge_every: 0\n  budget: { rollouts: 100, optimizer_tokens: 50000 }\n');
+    const p = promptOptProject(
+      server.baseUrl,
+      '  rounds: 3\n  val_n: 4\n  minibatch: 3\n  seeds: 2\n  merge_every: 0\n  budget: { rollouts: 100, optimizer_tokens: 50000 }\n',
+    );
     const first = await withRuntime(p.load(), (rt) => trainPrompts(rt));
     expect(first.status).toBe('completed');
     expect(first.proposals).toHaveLength(3);

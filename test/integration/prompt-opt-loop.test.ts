@@ -11,7 +11,8 @@ afterEach(async () => {
   server = undefined;
 });
 
-const SETTINGS = '  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40, optimizer_tokens: 5000 }\n';
+const SETTINGS =
+  '  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40, optimizer_tokens: 5000 }\n';
 
 describe('a cycle with prompt optimization: prompt_opt → eval → deploy', () => {
   it('evaluates and promotes the prompts prompt_opt chose; the next cycle starts afresh and finds nothing better to evaluate', async () => {
@@ -33,7 +34,8 @@ describe('a cycle with prompt optimization: prompt_opt → eval → deploy', () 
       expect(store.trainingRuns.get(apo.training_run_id as string)!.status).toBe('completed');
       const production = store.sets.get(store.sets.pointer('production')!.setId)!;
       expect(production.id).toBe(apo.candidate_set);
-      for (const id of ['a', 'b', 'c']) expect(store.resources.get(production.members.agents[id]!.prompt!)!.content).toContain(MAGIC);
+      for (const id of ['a', 'b', 'c'])
+        expect(store.resources.get(production.members.agents[id]!.prompt!)!.content).toContain(MAGIC);
     } finally {
       store.close();
     }
@@ -41,7 +43,13 @@ describe('a cycle with prompt optimization: prompt_opt → eval → deploy', () 
     const second = await withRuntime(p.load(), (rt) => runCycle(rt));
     expect(second).toMatchObject({ cycle: 2, resumed: false, status: 'completed' });
     // A new run on the promoted prompts, not the first one resumed.
-    expect(second.stages.prompt_opt).toMatchObject({ status: 'done', candidate_set: null, best_mean: 1, baseline_mean: 1, reason: 'no candidate beat the current prompts' });
+    expect(second.stages.prompt_opt).toMatchObject({
+      status: 'done',
+      candidate_set: null,
+      best_mean: 1,
+      baseline_mean: 1,
+      reason: 'no candidate beat the current prompts',
+    });
     expect(second.stages.prompt_opt!.training_run_id).not.toBe(apo.training_run_id);
     expect(second.stages.prompt_opt!.rollouts).toBeLessThan(apo.rollouts as number);
     expect(second.stages.eval).toMatchObject({ status: 'skipped', reason: 'no new candidate in this cycle' });

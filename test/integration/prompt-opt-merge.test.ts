@@ -20,18 +20,24 @@ const M2 = 'Add the tens first.';
  * numbers instead; p2 alone gets nothing right, with M2 odd numbers. So an edit of p1 and an edit of
  * p2 each fix part of the tasks, and only the team with both edits gets every task right.
  */
-const right = (s: string, n: number) => (s.includes('solver one') ? (s.includes(M1) ? n % 2 === 0 : n % 3 === 0) : s.includes(M2) && n % 2 === 1);
+const right = (s: string, n: number) =>
+  s.includes('solver one') ? (s.includes(M1) ? n % 2 === 0 : n % 3 === 0) : s.includes(M2) && n % 2 === 1;
 const propose = (current: string, agents: string[]) => {
   const magic = agents.includes('c') ? M2 : M1;
   return current.includes(magic) ? current : `${current} ${magic}`;
 };
 
 function twoPrompts(url: string, seed: number, rounds: number) {
-  return promptOptProject(url, `  prompts: [p1, p2]\n  seed: ${seed}\n  rounds: ${rounds}\n  val_n: 6\n  minibatch: 3\n  merge_every: 2\n  budget: { rollouts: 300, optimizer_tokens: 50000 }\n`, {
-    tasks: 20,
-    prompts: '  p1: { text: "You are solver one." }\n  p2: { text: "You are solver two." }',
-    agents: '  - { id: a, model: stub, tool_mode: text, system_prompt: p1 }\n  - { id: b, model: stub, tool_mode: text, system_prompt: p1 }\n  - { id: c, model: stub, tool_mode: text, system_prompt: p2 }',
-  });
+  return promptOptProject(
+    url,
+    `  prompts: [p1, p2]\n  seed: ${seed}\n  rounds: ${rounds}\n  val_n: 6\n  minibatch: 3\n  merge_every: 2\n  budget: { rollouts: 300, optimizer_tokens: 50000 }\n`,
+    {
+      tasks: 20,
+      prompts: '  p1: { text: "You are solver one." }\n  p2: { text: "You are solver two." }',
+      agents:
+        '  - { id: a, model: stub, tool_mode: text, system_prompt: p1 }\n  - { id: b, model: stub, tool_mode: text, system_prompt: p1 }\n  - { id: c, model: stub, tool_mode: text, system_prompt: p2 }',
+    },
+  );
 }
 
 const validatedTwice = (r: PromptOptResult) => {
@@ -53,7 +59,9 @@ describe('train prompts: merges', () => {
     const child = r.candidates.find((c) => c.id === merge!.candidate)!;
     // The parents changed different prompts of the seed; both were on the front when merged (accepted on validation).
     expect(new Set([a!.edited, b!.edited])).toEqual(new Set(['p1', 'p2']));
-    expect(r.proposals.filter((x) => x.outcome === 'accepted' && x.step < merge!.step).map((x) => x.candidate)).toEqual(expect.arrayContaining([a!.id, b!.id]));
+    expect(r.proposals.filter((x) => x.outcome === 'accepted' && x.step < merge!.step).map((x) => x.candidate)).toEqual(
+      expect.arrayContaining([a!.id, b!.id]),
+    );
     expect(child).toMatchObject({ parents: [a!.id, b!.id], edited: null, valMean: 1, onFront: true });
     expect(child.valMean).toBeGreaterThan(Math.max(a!.valMean!, b!.valMean!));
     expect(r.best!.id).toBe(child.id);
@@ -62,7 +70,8 @@ describe('train prompts: merges', () => {
     const store = openStore(p.load());
     try {
       const run = store.trainingRuns.get(r.runId)!;
-      const promptIds = (id: string) => (run.detail as unknown as PromptOptState).candidates.find((c) => c.id === id)!.prompts;
+      const promptIds = (id: string) =>
+        (run.detail as unknown as PromptOptState).candidates.find((c) => c.id === id)!.prompts;
       const fromP1 = a!.edited === 'p1' ? a! : b!;
       const fromP2 = a!.edited === 'p2' ? a! : b!;
       // The merged team serves the very prompt versions its parents made: no new version is written.
@@ -88,7 +97,9 @@ describe('train prompts: merges', () => {
     expect(again.every((x) => x.outcome === 'refused' && x.candidate === null && x.optimizerTokens > 0)).toBe(true);
     expect(validatedTwice(r)).toBe(0);
     // c0 and c1 were on the front together at every merge step until c2 came: no merge of the two was tried.
-    expect(r.proposals.filter((x) => x.kind === 'merge').map((x) => [...x.parents].sort().join('+'))).toEqual(['c1+c2']);
+    expect(r.proposals.filter((x) => x.kind === 'merge').map((x) => [...x.parents].sort().join('+'))).toEqual([
+      'c1+c2',
+    ]);
     expect(r.proposals.find((x) => x.kind === 'merge')).toMatchObject({ outcome: 'accepted', step: 7 });
   }, 120_000);
 });

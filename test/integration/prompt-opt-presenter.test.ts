@@ -20,7 +20,11 @@ const FIX = 'Present the answer the votes chose, unchanged.';
  * The optimizer proposes FIX for whatever prompt it is asked about.
  */
 function script(calls: ScriptedRequest[]) {
-  const team = promptOptScript({ right: () => true, optimizerCalls: calls, propose: (current) => (current.includes(FIX) ? current : `${current} ${FIX}`) });
+  const team = promptOptScript({
+    right: () => true,
+    optimizerCalls: calls,
+    propose: (current) => (current.includes(FIX) ? current : `${current} ${FIX}`),
+  });
   return (req: ScriptedRequest) => {
     const system = String(req.messages[0]?.content ?? '');
     if (/was selected/.test(system) && !system.includes(FIX)) return { content: 'Final answer: 0' };
@@ -28,20 +32,32 @@ function script(calls: ScriptedRequest[]) {
   };
 }
 
-describe('train prompts with the presenter\'s prompt', () => {
+describe("train prompts with the presenter's prompt", () => {
   it('blames the presenter for wrong presentations of right answers, edits its prompt, and deploys it as the presenter', async () => {
     const calls: ScriptedRequest[] = [];
     server = await startScriptedServer(script(calls));
-    const p = promptOptProject(server.baseUrl, '  prompts: [solver, presenter]\n  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40 }\n', {
-      prompts: '  solver: { text: "You are a problem solver." }\n  presenter: { text: "You present the team\'s answer." }'
-    });
+    const p = promptOptProject(
+      server.baseUrl,
+      '  prompts: [solver, presenter]\n  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40 }\n',
+      {
+        prompts:
+          '  solver: { text: "You are a problem solver." }\n  presenter: { text: "You present the team\'s answer." }',
+      },
+    );
     const load = () => p.load(['orchestrator.presenter_prompt=presenter']);
     const r = await withRuntime(load(), (rt) => trainPrompts(rt));
     expect(r.baselineMean).toBe(0);
     expect(r.best!.valMean).toBe(1);
     // Every agent answered right, so the credit went to the presenter: it was asked about the presenter's prompt.
-    expect(String(calls[0]!.messages.at(-1)!.content)).toMatch(/the prompt of the agent presenting the team's final answer/);
-    expect(r.best!.prompts).toEqual(expect.arrayContaining([{ name: 'presenter', version: 2 }, { name: 'solver', version: 1 }]));
+    expect(String(calls[0]!.messages.at(-1)!.content)).toMatch(
+      /the prompt of the agent presenting the team's final answer/,
+    );
+    expect(r.best!.prompts).toEqual(
+      expect.arrayContaining([
+        { name: 'presenter', version: 2 },
+        { name: 'solver', version: 1 },
+      ]),
+    );
     const ev = await withRuntime(load(), (rt) => evaluate(rt));
     expect(ev.passed).toBe(true);
     expect((await withRuntime(load(), (rt) => deploy(rt))).action).toBe('promoted');

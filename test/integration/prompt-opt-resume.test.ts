@@ -4,7 +4,14 @@ import type { PromptOptState } from '../../src/pipeline/prompt-opt/state.js';
 import { trainPrompts } from '../../src/pipeline/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
-import { promptOptProject, promptOptScript, isOptimizer, measuredTwice, tagged, type PromptOptProject } from '../support/prompt-opt-project.js';
+import {
+  promptOptProject,
+  promptOptScript,
+  isOptimizer,
+  measuredTwice,
+  tagged,
+  type PromptOptProject,
+} from '../support/prompt-opt-project.js';
 import { startScriptedServer, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
 
 let server: ScriptedServer | undefined;
@@ -13,7 +20,8 @@ afterEach(async () => {
   server = undefined;
 });
 
-const SETTINGS = '  rounds: 3\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 60, optimizer_tokens: 50000, wall_min: 1 }\n';
+const SETTINGS =
+  '  rounds: 3\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 60, optimizer_tokens: 50000, wall_min: 1 }\n';
 
 function runState(p: PromptOptProject, runId: string) {
   const store = openStore(p.load());
@@ -38,7 +46,9 @@ function nearWallBudget(p: PromptOptProject, runId: string, leftMs: number): voi
 }
 
 /** The worst case an optimizer request was claimed at: its prompt bound and the completion tokens it allowed. */
-const claimed = (req: ScriptedRequest) => promptTokenBound(req.messages.map((m) => ({ role: 'user' as const, content: m.content ?? '' }))) + Number(req.max_tokens);
+const claimed = (req: ScriptedRequest) =>
+  promptTokenBound(req.messages.map((m) => ({ role: 'user' as const, content: m.content ?? '' })))
+  + Number(req.max_tokens);
 
 describe('train prompts, interrupted and resumed', () => {
   it('an interrupt during the orchestrations: cancelled, resumable, and resuming finishes every round without measuring anything twice', async () => {
@@ -85,7 +95,12 @@ describe('train prompts, interrupted and resumed', () => {
     // The call was cut off (the server sees its client go).
     await expect.poll(() => server!.aborted.filter(isOptimizer).length, { timeout: 3000 }).toBe(1);
     expect(stopped.spent.optimizerTokens).toBe(claimed(calls[0]!));
-    expect(runState(p, stopped.runId).state).toMatchObject({ step: 0, done: false, inFlightTokens: 0, spent: { optimizerTokens: claimed(calls[0]!) } });
+    expect(runState(p, stopped.runId).state).toMatchObject({
+      step: 0,
+      done: false,
+      inFlightTokens: 0,
+      spent: { optimizerTokens: claimed(calls[0]!) },
+    });
 
     const r = await withRuntime(p.load(), (rt) => trainPrompts(rt, { resume: stopped.runId }));
     expect(r).toMatchObject({ runId: stopped.runId, status: 'completed', stopReason: null });
@@ -99,7 +114,11 @@ describe('train prompts, interrupted and resumed', () => {
       const controller = new AbortController();
       const calls: ScriptedRequest[] = [];
       let slow = false;
-      const team = promptOptScript({ optimizerCalls: calls, delayMs: () => (slow && during === 'rollouts' ? 400 : 0), optimizerDelayMs: () => (slow && during === 'optimizer' ? 5000 : 0) });
+      const team = promptOptScript({
+        optimizerCalls: calls,
+        delayMs: () => (slow && during === 'rollouts' ? 400 : 0),
+        optimizerDelayMs: () => (slow && during === 'optimizer' ? 5000 : 0),
+      });
       server = await startScriptedServer((req) => {
         if (isOptimizer(req) && !calls.length) controller.abort(new Error('interrupted'));
         return team(req);
@@ -110,7 +129,11 @@ describe('train prompts, interrupted and resumed', () => {
       nearWallBudget(p, stopped.runId, 300);
       slow = true;
       const r = await withRuntime(p.load(), (rt) => trainPrompts(rt, { resume: true }));
-      expect(r, during).toMatchObject({ runId: stopped.runId, status: 'completed', stopReason: 'wall-time budget spent' });
+      expect(r, during).toMatchObject({
+        runId: stopped.runId,
+        status: 'completed',
+        stopReason: 'wall-time budget spent',
+      });
       expect(r.spent.wallMs).toBeGreaterThanOrEqual(60_000 - 300);
       expect(runState(p, r.runId).status).toBe('completed');
       await server.close();

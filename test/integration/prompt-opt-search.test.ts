@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { writeReport } from '../../src/pipeline/report.js';
 import { deploy } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
+import { writeReport } from '../../src/pipeline/report.js';
 import { trainPrompts } from '../../src/pipeline/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
@@ -19,7 +19,10 @@ describe('train prompts', () => {
   it('finds the better prompt from traces, records its lineage, and it goes through eval and deploy', async () => {
     const calls: ScriptedRequest[] = [];
     server = await startScriptedServer(promptOptScript({ optimizerCalls: calls }));
-    const p = promptOptProject(server.baseUrl, '  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40, optimizer_tokens: 5000 }\n');
+    const p = promptOptProject(
+      server.baseUrl,
+      '  rounds: 2\n  val_n: 4\n  minibatch: 3\n  merge_every: 0\n  budget: { rollouts: 40, optimizer_tokens: 5000 }\n',
+    );
     const r = await withRuntime(p.load(), (rt) => trainPrompts(rt));
     expect(r.status).toBe('completed');
     expect(r.candidateSet).not.toBeNull();
@@ -28,7 +31,9 @@ describe('train prompts', () => {
     expect(r.spent.rollouts).toBeLessThanOrEqual(40);
     expect(r.spent.optimizerTokens).toBeLessThanOrEqual(5000);
     // The optimizer read the vote reasons the other agents gave.
-    expect(String(calls[0]!.messages.at(-1)!.content)).toMatch(/vote (FOR|AGAINST)[^\n]*: REASON-team-model-likes-agent\d/);
+    expect(String(calls[0]!.messages.at(-1)!.content)).toMatch(
+      /vote (FOR|AGAINST)[^\n]*: REASON-team-model-likes-agent\d/,
+    );
     const store = openStore(p.load());
     try {
       const v2 = store.resources.list('prompt').find((x) => x.name === 'solver' && x.version === 2)!;

@@ -4,9 +4,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';
+import { hasStack, runCli, tempDir } from '../helpers.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { hasStack, runCli, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -22,7 +22,9 @@ async function project() {
   const usage = { prompt_tokens: Number(PIN), completion_tokens: 3 };
   server = await startScriptedServer((req) => {
     if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42', usage };
-    return shownLabels(req).length ? { content: `VOTE: agent1 | card ${CARD} pin ${PIN}`, usage } : { content: 'ANSWER: 42', usage };
+    return shownLabels(req).length
+      ? { content: `VOTE: agent1 | card ${CARD} pin ${PIN}`, usage }
+      : { content: 'ANSWER: 42', usage };
   });
   return tempDir({
     'massgen-rl.yaml': `models:\n  stub: { base_url: "${server.baseUrl}", model: m }
@@ -46,18 +48,30 @@ describe('redaction never corrupts stored JSON', () => {
     let rolloutId: string;
     let startedAt: number;
     try {
-      for (const [table, column] of [['spans', 'payload'], ['rollouts', 'metadata'], ['tasks', 'metadata'], ['collect_runs', 'params'], ['collect_runs', 'summary']]) {
-        for (const text of storeDb(store).prepare(`SELECT ${column} FROM ${table}`).pluck().all() as string[]) expect(() => JSON.parse(text), `${table}.${column}: ${text}`).not.toThrow();
+      for (const [table, column] of [
+        ['spans', 'payload'],
+        ['rollouts', 'metadata'],
+        ['tasks', 'metadata'],
+        ['collect_runs', 'params'],
+        ['collect_runs', 'summary'],
+      ]) {
+        for (const text of storeDb(store).prepare(`SELECT ${column} FROM ${table}`).pluck().all() as string[])
+          expect(() => JSON.parse(text), `${table}.${column}: ${text}`).not.toThrow();
       }
       expect(store.tasks.get('mul')!.metadata.account).toBe(Number(CARD));
       const rollout = store.rollouts.list()[0]!;
       rolloutId = rollout.id;
       startedAt = rollout.startedAt;
       const spans = store.spans.list(rollout.id);
-      const prompt = spans.find((s) => s.type === 'prompt')!.payload as { usage: { prompt_tokens: number }; latency_ms: number };
+      const prompt = spans.find((s) => s.type === 'prompt')!.payload as {
+        usage: { prompt_tokens: number };
+        latency_ms: number;
+      };
       expect(prompt.usage.prompt_tokens).toBe(Number(PIN));
       expect(typeof prompt.latency_ms).toBe('number');
-      expect((spans.find((s) => s.name === 'vote')!.payload as { reason: string }).reason).toBe('card [REDACTED] pin [REDACTED]');
+      expect((spans.find((s) => s.name === 'vote')!.payload as { reason: string }).reason).toBe(
+        'card [REDACTED] pin [REDACTED]',
+      );
     } finally {
       store.close();
     }

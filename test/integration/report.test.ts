@@ -56,7 +56,11 @@ describe('HTML report (real store: collect, evaluation, training metrics, produc
     expect(data.cycles.points.map((p) => p.kind)).toEqual(['collect', 'eval']);
     expect(data.cycles.points[0]!.collect).toBeCloseTo(built.collect.meanReward!);
     const reward = built.evaluation.comparison.overall.find((m) => m.metric === 'reward')!;
-    expect(data.cycles.points[1]).toMatchObject({ baseline: reward.baseline, candidate: reward.candidate, evalRunId: id });
+    expect(data.cycles.points[1]).toMatchObject({
+      baseline: reward.baseline,
+      candidate: reward.candidate,
+      evalRunId: id,
+    });
     const tricky = data.selected!.categories.find((c) => c.category === TRICKY_CATEGORY)!;
     expect(tricky).toMatchObject({ pairs: 2, baseline: expect.any(Number), candidate: expect.any(Number) });
     expect(data.selected!.categories.map((c) => c.category)).toEqual(['all categories', 'arithmetic', TRICKY_CATEGORY]);
@@ -71,7 +75,13 @@ describe('HTML report (real store: collect, evaluation, training metrics, produc
     expect(data.training[0]!.steps).toHaveLength(40);
     expect(data.training[0]!.steps[0]).toMatchObject({ step: 1, loss: expect.any(Number), reward: expect.any(Number) });
     const deploy = data.history.find((h) => h.id === built.auditId)!;
-    expect(deploy).toMatchObject({ action: 'deploy', trigger: 'cli', evalRunId: id, afterSet: built.evaluation.candidate.id, afterVersion: built.evaluation.candidate.version });
+    expect(deploy).toMatchObject({
+      action: 'deploy',
+      trigger: 'cli',
+      evalRunId: id,
+      afterSet: built.evaluation.candidate.id,
+      afterVersion: built.evaluation.candidate.version,
+    });
     expect(deploy.beforeVersion).toBe(built.evaluation.baseline.version);
     expect(data.production).toEqual({ id: built.evaluation.candidate.id, version: built.evaluation.candidate.version });
   });
@@ -97,13 +107,21 @@ describe('HTML report (real store: collect, evaluation, training metrics, produc
         cycle: 3,
         stages: {
           collect: { status: 'done', run_id: built.collect.runId, mean_reward: 0.4 },
-          train: { status: 'done', training_run_id: built.trainingRunId, checkpoint_id: 'ck_x', candidate_set: built.evaluation.candidate.id },
+          train: {
+            status: 'done',
+            training_run_id: built.trainingRunId,
+            checkpoint_id: 'ck_x',
+            candidate_set: built.evaluation.candidate.id,
+          },
           eval: { status: 'done', eval_run_id: evalRunId, passed: true },
           deploy: { status: 'done', action: 'promoted', audit_id: built.auditId },
         },
       });
       store.loopRuns.finish(done, 'completed');
-      const partial = store.loopRuns.start({ cycle: 4, stages: { collect: { status: 'done', run_id: built.collect.runId }, train: { status: 'failed' } } });
+      const partial = store.loopRuns.start({
+        cycle: 4,
+        stages: { collect: { status: 'done', run_id: built.collect.runId }, train: { status: 'failed' } },
+      });
       store.loopRuns.finish(partial, 'failed', undefined, 'no rows');
       store.loopRuns.finish(store.loopRuns.start({ cycle: 'five', stages: 7 }), 'failed');
       const { file } = await writeReport(rt, { out: path.join(dir, 'r.html') });
@@ -112,8 +130,21 @@ describe('HTML report (real store: collect, evaluation, training metrics, produc
     const reward = built.evaluation.comparison.overall.find((m) => m.metric === 'reward')!;
     expect(data.cycles.source).toBe('loop');
     expect(data.cycles.points).toEqual([
-      expect.objectContaining({ label: 'cycle 3', collect: 0.4, baseline: reward.baseline, candidate: reward.candidate, evalRunId, note: 'promoted' }),
-      expect.objectContaining({ label: 'cycle 4', collect: built.collect.meanReward, baseline: null, candidate: null, note: 'train failed' }),
+      expect.objectContaining({
+        label: 'cycle 3',
+        collect: 0.4,
+        baseline: reward.baseline,
+        candidate: reward.candidate,
+        evalRunId,
+        note: 'promoted',
+      }),
+      expect.objectContaining({
+        label: 'cycle 4',
+        collect: built.collect.meanReward,
+        baseline: null,
+        candidate: null,
+        note: 'train failed',
+      }),
     ]);
   });
 
@@ -127,12 +158,22 @@ describe('HTML report (real store: collect, evaluation, training metrics, produc
     const html = fs.readFileSync(result.file, 'utf8');
     expect(html).not.toContain('<canvas');
     expect(html.match(/data-empty="/g)).toHaveLength(4);
-    expect(pageData(html)).toMatchObject({ selected: null, cost: [], training: [], history: [], cycles: { points: [] } });
+    expect(pageData(html)).toMatchObject({
+      selected: null,
+      cost: [],
+      training: [],
+      history: [],
+      cycles: { points: [] },
+    });
   });
 
   it('an unknown --eval or a missing store is an input error', async () => {
-    await expect(withRuntime(built.loaded, (rt) => writeReport(rt, { evalRunId: 'ev_nope' }))).rejects.toThrow(UserError);
-    await expect(withRuntime(built.loaded, (rt) => writeReport(rt, { evalRunId: 'ev_nope' }))).rejects.toThrow(/no such evaluation.*\n?/);
+    await expect(withRuntime(built.loaded, (rt) => writeReport(rt, { evalRunId: 'ev_nope' }))).rejects.toThrow(
+      UserError,
+    );
+    await expect(withRuntime(built.loaded, (rt) => writeReport(rt, { evalRunId: 'ev_nope' }))).rejects.toThrow(
+      /no such evaluation.*\n?/,
+    );
     await expect(withRuntime(configIn(''), (rt) => writeReport(rt))).rejects.toThrow(UserError);
   });
 
@@ -140,7 +181,10 @@ describe('HTML report (real store: collect, evaluation, training metrics, produc
     const json = await runCli(['report', '--json'], { cwd: built.dir });
     expect(json.exitCode, json.stderr).toBe(0);
     const id = built.evaluation.evalRunId;
-    expect(JSON.parse(json.stdout)).toEqual({ file: path.join(built.loaded.paths.dataDir, 'reports', `eval-${id}.html`), evalRunId: id });
+    expect(JSON.parse(json.stdout)).toEqual({
+      file: path.join(built.loaded.paths.dataDir, 'reports', `eval-${id}.html`),
+      evalRunId: id,
+    });
 
     const out = await runCli(['report', '--eval', id, '-o', 'out/mine.html'], { cwd: built.dir });
     expect(out.exitCode, out.stderr).toBe(0);

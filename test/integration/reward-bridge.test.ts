@@ -6,7 +6,11 @@ import { FIXTURES, tempDir } from '../helpers.js';
 import { bridgeFor, PROMPT } from '../support/reward-bridge.js';
 
 async function post(url: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const res = await fetch(url, {
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
@@ -20,15 +24,18 @@ describe('reward bridge', () => {
   it('scores each completion against its task: answers, free text, votes, unknown tasks', async () => {
     const { bridge } = await bridgeFor();
     expect(bridge.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/rewards$/);
-    const r = await post(bridge.url, request([
-      { text: 'Let me think.\nANSWER: 42' },
-      { text: 'ANSWER: 41' },
-      { text: 'Six times seven is 42.\nFinal answer: 42' },
-      { text: 'VOTE: agent1 | it is right' },
-      { text: 'ANSWER: 42', task: 'no-such-task' },
-      { text: 'ANSWER: 42', task: 'open' },
-      { text: 'ANSWER: 42\nANSWER: 41' },
-    ]));
+    const r = await post(
+      bridge.url,
+      request([
+        { text: 'Let me think.\nANSWER: 42' },
+        { text: 'ANSWER: 41' },
+        { text: 'Six times seven is 42.\nFinal answer: 42' },
+        { text: 'VOTE: agent1 | it is right' },
+        { text: 'ANSWER: 42', task: 'no-such-task' },
+        { text: 'ANSWER: 42', task: 'open' },
+        { text: 'ANSWER: 42\nANSWER: 41' },
+      ]),
+    );
     expect(r.status).toBe(200);
     const rewards = r.json.rewards as (number | null)[];
     expect(rewards).toHaveLength(7);
@@ -65,17 +72,29 @@ describe('reward bridge', () => {
 
   it('fails a request with 500 and the message when a reward cannot compute, and keeps serving', async () => {
     const crash = path.join(FIXTURES, 'rewards', 'crash.mjs');
-    const { bridge } = await bridgeFor(`rewards:\n  weights: { exact: 1, custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(crash)}] }\n`);
+    const { bridge } = await bridgeFor(
+      `rewards:\n  weights: { exact: 1, custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(crash)}] }\n`,
+    );
     const r = await post(bridge.url, request([{ text: 'ANSWER: 42' }, { text: 'VOTE: agent1 | ok' }]));
     expect(r.status).toBe(500);
-    expect(r.json.error).toMatch(/^reward custom: custom reward command `.*crash\.mjs` exited with code 3: reward script exploded/);
+    expect(r.json.error).toMatch(
+      /^reward custom: custom reward command `.*crash\.mjs` exited with code 3: reward script exploded/,
+    );
     expect((await post(bridge.url, request([{ text: 'VOTE: agent1 | ok' }]))).json).toEqual({ rewards: [null] });
   });
 
   it('custom rewards see the completion as the final answer; no single-answer weight is a UserError', async () => {
     const ok = path.join(FIXTURES, 'rewards', 'ok.mjs');
-    const { bridge } = await bridgeFor(`rewards:\n  weights: { custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(ok)}] }\n`);
-    const r = await post(bridge.url, request([{ text: 'ANSWER: 42', task: 'open' }, { text: 'it is 7', task: 'open' }]));
+    const { bridge } = await bridgeFor(
+      `rewards:\n  weights: { custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(ok)}] }\n`,
+    );
+    const r = await post(
+      bridge.url,
+      request([
+        { text: 'ANSWER: 42', task: 'open' },
+        { text: 'it is 7', task: 'open' },
+      ]),
+    );
     expect(r.json).toEqual({ rewards: [1, 0] });
     await expect(bridgeFor('rewards:\n  weights: { coordination: 1, voting: 1 }\n')).rejects.toThrow(UserError);
   });
@@ -104,7 +123,10 @@ const timer = setInterval(() => {
     const abort = new AbortController();
     const dir = tempDir({ 'count.mjs': script });
     const command = JSON.stringify([process.execPath, path.join(dir, 'count.mjs')]);
-    const { bridge } = await bridgeFor(`rewards:\n  weights: { custom: 1 }\n  custom: { command: ${command} }\n`, { concurrency: 2, signal: abort.signal });
+    const { bridge } = await bridgeFor(`rewards:\n  weights: { custom: 1 }\n  custom: { command: ${command} }\n`, {
+      concurrency: 2,
+      signal: abort.signal,
+    });
     const r = await post(bridge.url, request(Array.from({ length: 6 }, () => ({ text: 'ANSWER: 42' }))));
     expect(r.json).toEqual({ rewards: [1, 1, 1, 1, 1, 1] });
     const seen = fs.readFileSync(path.join(dir, 'seen.txt'), 'utf8').trim().split('\n').map(Number);

@@ -1,12 +1,12 @@
-import { withRuntime } from '../../src/runtime/runtime.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { addFeedback, recomputeRewards } from '../../src/pipeline/rewards.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
+import { runCli, tempDir } from '../helpers.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
-import { runCli, tempDir } from '../helpers.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -20,7 +20,10 @@ async function collected() {
     return shownLabels(req).length ? { content: 'VOTE: agent1 | right' } : { content: 'ANSWER: 42' };
   });
   const yaml = `models:\n  stub: { base_url: "${server.baseUrl}", model: m }\nagents:\n  - { id: a, model: stub, tool_mode: text }\n  - { id: b, model: stub, tool_mode: text }\ntasks:\n  sources: [{ file: tasks.jsonl }]\nrewards:\n  weights: { exact: 1, human: 0.5 }\ncollect: { split: all }\n`;
-  const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': '{"id":"t1","prompt":"6 x 7?","reference":"42"}\n{"id":"t2","prompt":"6 x 8?","reference":"48"}\n' });
+  const dir = tempDir({
+    'massgen-rl.yaml': yaml,
+    'tasks.jsonl': '{"id":"t1","prompt":"6 x 7?","reference":"42"}\n{"id":"t2","prompt":"6 x 8?","reference":"48"}\n',
+  });
   const loaded = loadConfig({ cwd: dir });
   await withRuntime(loaded, (rt) => collect(rt));
   return { dir, loaded };
@@ -34,7 +37,9 @@ describe('human feedback and reward recompute', () => {
     store.close();
     expect(t1.totalReward).toBe(1);
     // Agent feedback credits that agent (datasets use it); the team total moves only with rollout feedback.
-    const fb = await withRuntime(loaded, (rt) => addFeedback(rt, t1.id.slice(0, 14), { score: -1, agent: 'b', note: 'rude' }));
+    const fb = await withRuntime(loaded, (rt) =>
+      addFeedback(rt, t1.id.slice(0, 14), { score: -1, agent: 'b', note: 'rude' }),
+    );
     expect(fb.total).toBeCloseTo(1);
     expect((await withRuntime(loaded, (rt) => addFeedback(rt, t1.id, { score: -1 }))).total).toBeCloseTo(1 - 0.5);
     const check = openStore(loaded);
@@ -43,7 +48,12 @@ describe('human feedback and reward recompute', () => {
         expect.objectContaining({ channel: 'agent', agent: 'b', value: -1, reason: 'rude' }),
         expect.objectContaining({ channel: 'rollout', agent: null, value: -1 }),
       ]);
-      expect(check.spans.list(t1.id).at(-2)).toMatchObject({ type: 'reward', name: 'human', agent: 'b', payload: { channel: 'agent', value: -1 } });
+      expect(check.spans.list(t1.id).at(-2)).toMatchObject({
+        type: 'reward',
+        name: 'human',
+        agent: 'b',
+        payload: { channel: 'agent', value: -1 },
+      });
     } finally {
       check.close();
     }

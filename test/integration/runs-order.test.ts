@@ -15,7 +15,9 @@ describe.each(BACKENDS)('runs started in the same millisecond on %s', (backend) 
       const set = store.sets.add({ agents: {} }, { kind: 'manual' });
       vi.spyOn(Date, 'now').mockReturnValue(1_795_716_701_676);
       for (const runs of [store.collectRuns, store.trainingRuns, store.loopRuns]) {
-        const ids = Array.from({ length: N }, (_, i) => runs.start({ cycle: i }, runs === store.trainingRuns ? { algo: 'sft' } : {}));
+        const ids = Array.from({ length: N }, (_, i) =>
+          runs.start({ cycle: i }, runs === store.trainingRuns ? { algo: 'sft' } : {}),
+        );
         expect(runs.latest(N).map((r) => r.id)).toEqual([...ids].reverse());
         expect(runs.latest(3).map((r) => r.detail.cycle)).toEqual([7, 6, 5]);
       }

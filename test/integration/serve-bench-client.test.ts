@@ -16,8 +16,11 @@ afterEach(async () => {
   server = undefined;
 });
 
-const chunk = (delta: object, finish: string | null = null) =>
-  ({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+const chunk = (delta: object, finish: string | null = null) => ({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
 
 /** Serves `events` (objects or raw strings) as SSE, `pauseMs` apart, each split in two writes mid-character. */
 async function sseServer(events: (object | string)[], pauseMs = 0) {
@@ -42,13 +45,25 @@ async function sseServer(events: (object | string)[], pauseMs = 0) {
   return { url: `http://127.0.0.1:${(server!.address() as AddressInfo).port}/v1/chat/completions`, bodies };
 }
 
-const usage = { id: 'c1', object: 'chat.completion.chunk', choices: [],
-  usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } };
+const usage = {
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  choices: [],
+  usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+};
 
 describe('serve benchmark client', () => {
   it('times the first content chunk, not the role chunk, and reads usage', async () => {
-    const { url, bodies } = await sseServer([chunk({ role: 'assistant', content: '' }), chunk({ content: 'café' }),
-      chunk({ content: '!' }, 'length'), usage, '[DONE]'], 60);
+    const { url, bodies } = await sseServer(
+      [
+        chunk({ role: 'assistant', content: '' }),
+        chunk({ content: 'café' }),
+        chunk({ content: '!' }, 'length'),
+        usage,
+        '[DONE]',
+      ],
+      60,
+    );
     const r = await postStream(url, { model: 'm', messages: [] });
     expect(bodies[0]).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(r.content).toBe('café!');
@@ -58,11 +73,14 @@ describe('serve benchmark client', () => {
   });
 
   it('reassembles tool-call deltas and checks the call', async () => {
-    const { url } = await sseServer([chunk({ role: 'assistant', content: '' }),
+    const { url } = await sseServer([
+      chunk({ role: 'assistant', content: '' }),
       chunk({ tool_calls: [{ index: 0, id: 'x', type: 'function', function: { name: 'vote', arguments: '' } }] }),
       chunk({ tool_calls: [{ index: 0, function: { arguments: '{"agent_id": "agent_b", ' } }] }),
-      chunk({ tool_calls: [{ index: 0, function: { arguments: '"reason": "right"}' } }] }, 'tool_calls'), usage,
-      '[DONE]']);
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '"reason": "right"}' } }] }, 'tool_calls'),
+      usage,
+      '[DONE]',
+    ]);
     const r = await sendRequest(url, 'stream', 0, { maxTokens: 8, sampled: false, ignoreEos: true });
     expect(r).toMatchObject({ completionTokens: 2, promptTokens: 5, finish: 'tool_calls', problems: [] });
     const streamed = await postStream(url, {});
@@ -74,20 +92,29 @@ describe('serve benchmark client', () => {
   it('reports format slips: no role, a chunk after finish, no usage, no [DONE]', async () => {
     const { url } = await sseServer([chunk({ content: 'a' }, 'stop'), chunk({ content: 'b' })]);
     const r = await postStream(url, {});
-    expect(r.problems).toEqual(['the first chunk has no role', 'a chunk after finish_reason', 'no [DONE]',
-      'no usage chunk (include_usage was asked)']);
+    expect(r.problems).toEqual([
+      'the first chunk has no role',
+      'a chunk after finish_reason',
+      'no [DONE]',
+      'no usage chunk (include_usage was asked)',
+    ]);
   });
 
   it('rejects an error event', async () => {
-    const { url } = await sseServer([chunk({ role: 'assistant', content: '' }), { error: { message: 'boom' } },
-      '[DONE]']);
+    const { url } = await sseServer([
+      chunk({ role: 'assistant', content: '' }),
+      { error: { message: 'boom' } },
+      '[DONE]',
+    ]);
     await expect(postStream(url, {})).rejects.toThrow(/error event.*boom/);
   });
 
   it('checks calls against the MassGen tool schemas', () => {
     expect(checkCall([])).toMatchObject({ valid: false, why: 'no call' });
-    expect(checkCall([{ name: 'new_answer', arguments: '{"content": "Paris"}' }]))
-      .toEqual({ valid: true, name: 'new_answer' });
+    expect(checkCall([{ name: 'new_answer', arguments: '{"content": "Paris"}' }])).toEqual({
+      valid: true,
+      name: 'new_answer',
+    });
     expect(checkCall([{ name: 'vote', arguments: '{"agent_id": "agent_z", "reason": "x"}' }]).valid).toBe(false);
     expect(checkCall([{ name: 'vote', arguments: '{"agent_id": "agent_b"}' }]).valid).toBe(false);
     expect(checkCall([{ name: 'new_answer', arguments: '{"content": "cut sh' }]).why).toBe('arguments are not JSON');

@@ -33,7 +33,12 @@ function project(port?: number) {
     'venv/bin/python': FAKE_SERVER,
   });
   fs.chmodSync(path.join(dir, 'venv', 'bin', 'python'), 0o755);
-  const ports = () => fs.readFileSync(path.join(dir, 'venv', 'bin', 'ports.log'), 'utf8').trim().split('\n').map(Number);
+  const ports = () =>
+    fs
+      .readFileSync(path.join(dir, 'venv', 'bin', 'ports.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map(Number);
   return { loaded: loadConfig({ cwd: dir }), ports };
 }
 
@@ -48,7 +53,7 @@ async function askedPorts(port: number | undefined, flag?: number): Promise<numb
   return p.ports();
 }
 
-describe('the port of a local model\'s server', () => {
+describe("the port of a local model's server", () => {
   it('is --port, else local.port, else the default serve port', () => {
     expect(DEFAULT_SERVE_PORT).toBe(8321);
     expect(fixedPort(undefined)).toBe(8321);

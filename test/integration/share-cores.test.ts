@@ -17,7 +17,9 @@ async function fake(ready: Record<string, unknown>, status = 200): Promise<CoreU
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString()) as { threads: number };
       bodies.push({ path: req.url, ...body });
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(status === 200 ? body : { error: { message: 'no' } }));
+      res
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify(status === 200 ? body : { error: { message: 'no' } }));
     });
   });
   servers.push(server);
@@ -25,9 +27,11 @@ async function fake(ready: Record<string, unknown>, status = 200): Promise<CoreU
   return { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, ready, bodies };
 }
 
-describe('dividing the cores among a run\'s llama.cpp servers', () => {
+describe("dividing the cores among a run's llama.cpp servers", () => {
   it('gives each an equal share, at least one thread', () => {
-    expect([threadsEach(2, 1), threadsEach(2, 2), threadsEach(2, 3), threadsEach(16, 3), threadsEach(8, 0)]).toEqual([2, 1, 1, 5, 8]);
+    expect([threadsEach(2, 1), threadsEach(2, 2), threadsEach(2, 3), threadsEach(16, 3), threadsEach(8, 0)]).toEqual([
+      2, 1, 1, 5, 8,
+    ]);
   });
 
   it('tells each llama.cpp server its share once, leaves other engines alone, and keeps what each has', async () => {
@@ -38,10 +42,19 @@ describe('dividing the cores among a run\'s llama.cpp servers', () => {
     expect(await shareCores([a], current)).toEqual([]);
     expect(a.bodies).toEqual([]); // alone it keeps every core it started with
     expect(await shareCores([a, b, t], current)).toEqual([]);
-    expect([a.bodies, b.bodies, t.bodies]).toEqual([[{ path: '/threads', threads: 2 }], [{ path: '/threads', threads: 2 }], []]);
+    expect([a.bodies, b.bodies, t.bodies]).toEqual([
+      [{ path: '/threads', threads: 2 }],
+      [{ path: '/threads', threads: 2 }],
+      [],
+    ]);
     expect(await shareCores([a, b, t], current)).toEqual([]);
     expect(a.bodies).toHaveLength(1); // nothing changed: nothing sent
-    expect(current).toEqual(new Map([[a.baseUrl, 2], [b.baseUrl, 2]]));
+    expect(current).toEqual(
+      new Map([
+        [a.baseUrl, 2],
+        [b.baseUrl, 2],
+      ]),
+    );
   });
 
   it('reports a server that refuses, which keeps its own threads', async () => {
@@ -68,7 +81,10 @@ describe('dividing the cores among a run\'s llama.cpp servers', () => {
     expect(a.bodies).toEqual([]); // alone: every core, as it started
     const onB = [cb.chat(), cb.chat()];
     await sharing.settled();
-    expect([last(a), last(b)]).toEqual([{ path: '/threads', threads: 1 }, { path: '/threads', threads: 1 }]);
+    expect([last(a), last(b)]).toEqual([
+      { path: '/threads', threads: 1 },
+      { path: '/threads', threads: 1 },
+    ]);
     gates.shift()!(); // a's request ends: b decodes alone
     expect(await onA).toBe('ok');
     await sharing.settled();

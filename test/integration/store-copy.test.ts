@@ -18,7 +18,10 @@ const NOT_DATA = ['schema_migrations', 'store_copy_progress'];
 function reader(location: string): { all(sql: string): unknown[][]; close(): void } {
   if (location.startsWith('postgres://')) {
     const conn = new SyncPgConnection({ connectionString: location });
-    return { all: (sql) => conn.query({ sql, params: [], array: true }).rows as unknown[][], close: () => conn.close() };
+    return {
+      all: (sql) => conn.query({ sql, params: [], array: true }).rows as unknown[][],
+      close: () => conn.close(),
+    };
   }
   const db = new Database(location, { readonly: true, fileMustExist: true });
   return { all: (sql) => db.prepare(sql).raw().all() as unknown[][], close: () => db.close() };
@@ -29,15 +32,33 @@ function contents(location: string): Record<string, string[]> {
   const db = reader(location);
   try {
     const pg = location.startsWith('postgres://');
-    const tables = db.all(pg ? "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()" : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-      .map((r) => r[0] as string).filter((t) => !NOT_DATA.includes(t)).sort();
-    return Object.fromEntries(tables.map((t) => {
-      const cols = db.all(pg ? `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${t}'` : `SELECT name FROM pragma_table_info('${t}')`)
-        .map((r) => r[0] as string).filter((c) => c !== 'rowid').sort();
-      const ordered = ROWID_ORDERED.includes(t);
-      const rows = db.all(`SELECT ${cols.join(', ')} FROM ${t}${ordered ? ' ORDER BY rowid' : ''}`).map((r) => JSON.stringify(r));
-      return [t, ordered ? rows : rows.sort()];
-    }));
+    const tables = db
+      .all(
+        pg
+          ? 'SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()'
+          : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+      )
+      .map((r) => r[0] as string)
+      .filter((t) => !NOT_DATA.includes(t))
+      .sort();
+    return Object.fromEntries(
+      tables.map((t) => {
+        const cols = db
+          .all(
+            pg
+              ? `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '${t}'`
+              : `SELECT name FROM pragma_table_info('${t}')`,
+          )
+          .map((r) => r[0] as string)
+          .filter((c) => c !== 'rowid')
+          .sort();
+        const ordered = ROWID_ORDERED.includes(t);
+        const rows = db
+          .all(`SELECT ${cols.join(', ')} FROM ${t}${ordered ? ' ORDER BY rowid' : ''}`)
+          .map((r) => JSON.stringify(r));
+        return [t, ordered ? rows : rows.sort()];
+      }),
+    );
   } finally {
     db.close();
   }
@@ -56,7 +77,11 @@ function count(location: string, table: string): number {
 function progressOf(location: string): Record<string, { rows: number; done: boolean }> {
   const db = reader(location);
   try {
-    return Object.fromEntries(db.all("SELECT name, value FROM store_copy_progress WHERE name LIKE 'table:%'").map((r) => [String(r[0]).slice(6), JSON.parse(String(r[1]))]));
+    return Object.fromEntries(
+      db
+        .all("SELECT name, value FROM store_copy_progress WHERE name LIKE 'table:%'")
+        .map((r) => [String(r[0]).slice(6), JSON.parse(String(r[1]))]),
+    );
   } finally {
     db.close();
   }
@@ -71,15 +96,39 @@ function enrich(location: string, rollouts: number): void {
   const store = Store.open({ path: location });
   try {
     const odd = store.rollouts.start({ source: 'collect', metadata: { note: 'ünïcødé 😀 "quoted" \\ back\nslash' } });
-    store.spans.append(odd, [{ type: 'prompt', name: "it's", startedAt: 0.1 + 0.2, durationMs: 1 / 3, payload: { s: 'x\ny\t\u0001' } }]);
-    store.rewards.add(odd, [0.1 + 0.2, 1 / 3, 5e-324, 1.7976931348623157e308, -2.5, 0, 1e21].map((value, i) => ({ channel: 'rollout', family: `f${i}`, value })));
-    store.rollouts.finish(odd, { status: 'completed', tokens: Number.MAX_SAFE_INTEGER, wallMs: 12.5, totalReward: -0.000001, finalAnswer: '' });
+    store.spans.append(odd, [
+      { type: 'prompt', name: "it's", startedAt: 0.1 + 0.2, durationMs: 1 / 3, payload: { s: 'x\ny\t\u0001' } },
+    ]);
+    store.rewards.add(
+      odd,
+      [0.1 + 0.2, 1 / 3, 5e-324, 1.7976931348623157e308, -2.5, 0, 1e21].map((value, i) => ({
+        channel: 'rollout',
+        family: `f${i}`,
+        value,
+      })),
+    );
+    store.rollouts.finish(odd, {
+      status: 'completed',
+      tokens: Number.MAX_SAFE_INTEGER,
+      wallMs: 12.5,
+      totalReward: -0.000001,
+      finalAnswer: '',
+    });
     const first = store.checkpoints.add({ path: '/weights/a', algo: 'sft', metrics: { loss: 0.5 }, traceIds: [odd] });
     store.checkpoints.add({ path: '/weights/b', parentId: first.id, watermark: 3 });
     store.locks.acquire('copy-test', 60_000);
     for (let i = 0; i < rollouts; i++) {
       const id = store.rollouts.start({ source: 'bulk', metadata: { i } });
-      store.spans.append(id, Array.from({ length: 20 }, (_, s) => ({ type: 'message' as const, name: `m${s}`, agent: `agent${s % 3}`, startedAt: 1_700_000_000_000 + i * 20 + s + 0.25, payload: { i, s, text: 'y'.repeat(s * 7) } })));
+      store.spans.append(
+        id,
+        Array.from({ length: 20 }, (_, s) => ({
+          type: 'message' as const,
+          name: `m${s}`,
+          agent: `agent${s % 3}`,
+          startedAt: 1_700_000_000_000 + i * 20 + s + 0.25,
+          payload: { i, s, text: 'y'.repeat(s * 7) },
+        })),
+      );
       store.rewards.add(id, [{ channel: 'team', family: 'exact', value: i % 2 }]);
       store.rollouts.finish(id, { status: i % 5 ? 'completed' : 'failed', tokens: i, wallMs: i / 7 });
     }
@@ -114,7 +163,8 @@ afterAll(async () => {
   await pgSource?.close();
 });
 
-const copyCli = (project: ReportStore, args: string[]) => runCli(['store', 'copy', ...args], { cwd: project.dir, timeoutMs: 120_000 });
+const copyCli = (project: ReportStore, args: string[]) =>
+  runCli(['store', 'copy', ...args], { cwd: project.dir, timeoutMs: 120_000 });
 
 describe('store copy: SQLite → PostgreSQL', () => {
   it('copies every row, verifies it, and the copy then serves as the store', async () => {
@@ -123,12 +173,22 @@ describe('store copy: SQLite → PostgreSQL', () => {
     const r = await copyCli(sqliteSource, ['--to', target, '--batch-size', '97', '--json']);
     expect(r.stderr).not.toMatch(/error/);
     expect(r.exitCode).toBe(0);
-    const out = JSON.parse(r.stdout) as { ok: boolean; resumed: boolean; copied: number; tables: { table: string; sourceRows: number; targetRows: number; ok: boolean }[] };
+    const out = JSON.parse(r.stdout) as {
+      ok: boolean;
+      resumed: boolean;
+      copied: number;
+      tables: { table: string; sourceRows: number; targetRows: number; ok: boolean }[];
+    };
     expect(out).toMatchObject({ ok: true, resumed: false });
     const expected = contents(source);
     expect(Object.keys(expected)).toHaveLength(19);
     expect(out.tables.map((t) => t.table).sort()).toEqual(Object.keys(expected));
-    for (const t of out.tables) expect(t, t.table).toMatchObject({ ok: true, sourceRows: expected[t.table]!.length, targetRows: expected[t.table]!.length });
+    for (const t of out.tables)
+      expect(t, t.table).toMatchObject({
+        ok: true,
+        sourceRows: expected[t.table]!.length,
+        targetRows: expected[t.table]!.length,
+      });
     expect(out.copied).toBe(Object.values(expected).reduce((n, rows) => n + rows.length, 0));
     expect(expected.spans!.length).toBeGreaterThan(2400);
     expect(contents(target)).toEqual(expected);
@@ -137,15 +197,23 @@ describe('store copy: SQLite → PostgreSQL', () => {
 
     // The copy is a working store: the CLI reads the same rollouts and counts from it.
     const onTarget = ['--set', `store.url=${target}`];
-    const [listSource, listTarget] = await Promise.all([runCli(['traces', 'list', '--json', '--limit', '1000'], { cwd: sqliteSource.dir }), runCli(['traces', 'list', '--json', '--limit', '1000', ...onTarget], { cwd: sqliteSource.dir })]);
+    const [listSource, listTarget] = await Promise.all([
+      runCli(['traces', 'list', '--json', '--limit', '1000'], { cwd: sqliteSource.dir }),
+      runCli(['traces', 'list', '--json', '--limit', '1000', ...onTarget], { cwd: sqliteSource.dir }),
+    ]);
     expect(listTarget.exitCode).toBe(0);
     expect(JSON.parse(listTarget.stdout)).toEqual(JSON.parse(listSource.stdout));
     const status = await runCli(['status', '--json', ...onTarget], { cwd: sqliteSource.dir });
-    expect(JSON.parse(status.stdout).store).toMatchObject({ backend: 'postgres', counts: { rollouts: expected.rollouts!.length, spans: expected.spans!.length } });
+    expect(JSON.parse(status.stdout).store).toMatchObject({
+      backend: 'postgres',
+      counts: { rollouts: expected.rollouts!.length, spans: expected.spans!.length },
+    });
 
     // New rows take ids after the copied ones (and after the deleted rollout's number).
     const sourceStore = Store.open({ path: source });
-    const deletedNum = Number(storeDb(sourceStore).prepare("SELECT seq FROM sqlite_sequence WHERE name = 'rollouts'").pluck().get());
+    const deletedNum = Number(
+      storeDb(sourceStore).prepare("SELECT seq FROM sqlite_sequence WHERE name = 'rollouts'").pluck().get(),
+    );
     const tasksBefore = sourceStore.tasks.list().map((t) => t.id);
     sourceStore.close();
     expect(deletedNum).toBeGreaterThan(maxOf(source, 'rollouts', 'num'));
@@ -156,8 +224,20 @@ describe('store copy: SQLite → PostgreSQL', () => {
       expect(store.rollouts.get(id)!.num).toBe(deletedNum + 1);
       store.rewards.add(id, [{ channel: 'team', family: 'exact', value: 1 }]);
       expect(maxOf(target, 'rewards', 'id')).toBe(maxOf(source, 'rewards', 'id') + 1);
-      expect(store.audit.add({ action: 'deploy', trigger: 'cli', beforeSet: null, afterSet: null })).toBe(maxOf(source, 'audit', 'id') + 1);
-      store.tasks.upsertMany([{ id: 'added-after-copy', source: 'test', prompt: 'p', reference: null, category: null, split: 'train', metadata: {} }]);
+      expect(store.audit.add({ action: 'deploy', trigger: 'cli', beforeSet: null, afterSet: null })).toBe(
+        maxOf(source, 'audit', 'id') + 1,
+      );
+      store.tasks.upsertMany([
+        {
+          id: 'added-after-copy',
+          source: 'test',
+          prompt: 'p',
+          reference: null,
+          category: null,
+          split: 'train',
+          metadata: {},
+        },
+      ]);
       expect(store.tasks.list().map((t) => t.id)).toEqual([...tasksBefore, 'added-after-copy']);
       const ck = store.checkpoints.add({ path: '/weights/c' });
       expect(store.checkpoints.list()[0]!.id).toBe(ck.id);
@@ -178,14 +258,21 @@ describe('store copy: PostgreSQL → SQLite', () => {
     expect(contents(file)).toEqual(expected);
     expect(expected.rewards!.length).toBeGreaterThan(120);
 
-    const yaml = fs.readFileSync(path.join(pgSource.dir, 'massgen-rl.yaml'), 'utf8').replace(/^store: .*$/m, `store: { path: "${file}" }`);
+    const yaml = fs
+      .readFileSync(path.join(pgSource.dir, 'massgen-rl.yaml'), 'utf8')
+      .replace(/^store: .*$/m, `store: { path: "${file}" }`);
     fs.writeFileSync(path.join(pgSource.dir, 'on-copy.yaml'), yaml);
     const onTarget = ['-c', 'on-copy.yaml'];
-    const [listSource, listTarget] = await Promise.all([runCli(['traces', 'list', '--json', '--limit', '1000'], { cwd: pgSource.dir }), runCli(['traces', 'list', '--json', '--limit', '1000', ...onTarget], { cwd: pgSource.dir })]);
+    const [listSource, listTarget] = await Promise.all([
+      runCli(['traces', 'list', '--json', '--limit', '1000'], { cwd: pgSource.dir }),
+      runCli(['traces', 'list', '--json', '--limit', '1000', ...onTarget], { cwd: pgSource.dir }),
+    ]);
     expect(listTarget.stderr).toBe('');
     expect(JSON.parse(listTarget.stdout)).toEqual(JSON.parse(listSource.stdout));
 
-    const deletedNum = Number(reader(pgSourceUrl).all("SELECT last_value FROM pg_sequences WHERE sequencename LIKE 'rollouts_num%'")[0]![0]);
+    const deletedNum = Number(
+      reader(pgSourceUrl).all("SELECT last_value FROM pg_sequences WHERE sequencename LIKE 'rollouts_num%'")[0]![0],
+    );
     expect(deletedNum).toBeGreaterThan(maxOf(pgSourceUrl, 'rollouts', 'num'));
     const store = Store.open({ path: file });
     try {
@@ -202,7 +289,11 @@ describe('store copy: PostgreSQL → SQLite', () => {
 describe('store copy: resumable', () => {
   it('goes on after kill -9 from its last committed batch and copies each row once', async () => {
     const file = path.join(tempDir(), 'copy.sqlite');
-    const killed = await execa(process.execPath, [path.join(FIXTURES, 'store-copy-killed.mjs'), pgSourceUrl, file, '50', '30'], { reject: false });
+    const killed = await execa(
+      process.execPath,
+      [path.join(FIXTURES, 'store-copy-killed.mjs'), pgSourceUrl, file, '50', '30'],
+      { reject: false },
+    );
     expect(killed.signal).toBe('SIGKILL');
     const progress = progressOf(file);
     const partial = Object.entries(progress);
@@ -222,14 +313,22 @@ describe('store copy: resumable', () => {
 
   it.each(['SIGINT', 'SIGKILL'] as const)('goes on after the CLI is stopped by %s part way through', async (signal) => {
     const target = freshPostgresUrl();
-    const child = execa(process.execPath, [BIN, 'store', 'copy', '--to', target, '--batch-size', '1'], { cwd: sqliteSource.dir, reject: false, env: { NO_COLOR: '1' } });
+    const child = execa(process.execPath, [BIN, 'store', 'copy', '--to', target, '--batch-size', '1'], {
+      cwd: sqliteSource.dir,
+      reject: false,
+      env: { NO_COLOR: '1' },
+    });
     const seen = new SyncPgConnection({ connectionString: target });
     let spansCopied = 0;
     try {
       while (child.exitCode === null && spansCopied === 0) {
         await new Promise((r) => setTimeout(r, 20));
         try {
-          const row = seen.query({ sql: "SELECT value FROM store_copy_progress WHERE name = 'table:spans'", params: [], array: false }).rows[0] as { value: string } | undefined;
+          const row = seen.query({
+            sql: "SELECT value FROM store_copy_progress WHERE name = 'table:spans'",
+            params: [],
+            array: false,
+          }).rows[0] as { value: string } | undefined;
           spansCopied = row ? (JSON.parse(row.value) as { rows: number }).rows : 0;
         } catch {
           // The progress table is not there yet.
@@ -244,7 +343,9 @@ describe('store copy: resumable', () => {
       expect(ended.signal, `the copy ended (${ended.exitCode}) before it could be killed`).toBe('SIGKILL');
     } else {
       expect(ended.exitCode).toBe(130);
-      expect(ended.stderr).toMatch(/copy interrupted in table spans \(\d+ of \d+ rows\); run it again to go on from there/);
+      expect(ended.stderr).toMatch(
+        /copy interrupted in table spans \(\d+ of \d+ rows\); run it again to go on from there/,
+      );
       expect(hasStack(String(ended.stderr))).toBe(false);
     }
     // Whatever the moment, the target holds exactly the rows its progress rows count.
@@ -258,7 +359,11 @@ describe('store copy: resumable', () => {
 
   it('a target changed between runs fails verification: exit 1 naming the table', async () => {
     const file = path.join(tempDir(), 'copy.sqlite');
-    const killed = await execa(process.execPath, [path.join(FIXTURES, 'store-copy-killed.mjs'), sqliteSource.loaded.paths.storePath, file, '50', '30'], { reject: false });
+    const killed = await execa(
+      process.execPath,
+      [path.join(FIXTURES, 'store-copy-killed.mjs'), sqliteSource.loaded.paths.storePath, file, '50', '30'],
+      { reject: false },
+    );
     expect(killed.signal).toBe('SIGKILL');
     expect(progressOf(file).audit).toMatchObject({ done: true, rows: 2 });
     const raw = new Database(file);
@@ -321,22 +426,36 @@ describe('store copy: refusals (exit 2, the target unchanged)', () => {
   });
 
   it('bad URLs, and a password in the URL (never printed)', async () => {
-    const r = await refused('postgres://massgen:s3cret-pw@127.0.0.1:5432/db', /--to postgres:\/\/massgen:\*\*\*@127\.0\.0\.1:5432\/db contains a password/);
+    const r = await refused(
+      'postgres://massgen:s3cret-pw@127.0.0.1:5432/db',
+      /--to postgres:\/\/massgen:\*\*\*@127\.0\.0\.1:5432\/db contains a password/,
+    );
     expect(r.stdout + r.stderr).not.toContain('s3cret-pw');
     await refused('postgres://127.0.0.1:notaport/db', /--to postgres:\/\/127\.0\.0\.1:notaport\/db is not a valid URL/);
-    await refused('mysql://127.0.0.1/db', /--to mysql:\/\/127\.0\.0\.1\/db: expected a postgres:\/\/ URL or a SQLite file path/);
-    await refused('postgres://massgen@127.0.0.1:1/db', /cannot connect to the store at postgres:\/\/massgen@127\.0\.0\.1:1\/db/);
+    await refused(
+      'mysql://127.0.0.1/db',
+      /--to mysql:\/\/127\.0\.0\.1\/db: expected a postgres:\/\/ URL or a SQLite file path/,
+    );
+    await refused(
+      'postgres://massgen@127.0.0.1:1/db',
+      /cannot connect to the store at postgres:\/\/massgen@127\.0\.0\.1:1\/db/,
+    );
   });
 
   it('a target from a newer massgen-rl; a source from a newer massgen-rl', async () => {
     const dir = tempDir();
     const newer = path.join(dir, 'newer.sqlite');
     const raw = new Database(newer);
-    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+    raw.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+    );
     raw.prepare("INSERT INTO schema_migrations VALUES (99, 'from the future', 0)").run();
     raw.close();
     const before = sha(newer);
-    await refused(newer, /--to .*newer\.sqlite has schema version 99, newer than this massgen-rl supports \(\d+\); it was not changed/);
+    await refused(
+      newer,
+      /--to .*newer\.sqlite has schema version 99, newer than this massgen-rl supports \(\d+\); it was not changed/,
+    );
     expect(sha(newer)).toBe(before);
 
     const project = tempDir({ 'massgen-rl.yaml': 'store: { path: newer.sqlite }\n' });
@@ -351,7 +470,11 @@ describe('store copy: refusals (exit 2, the target unchanged)', () => {
 
   it('an unfinished copy of another store', async () => {
     const file = path.join(tempDir(), 'copy.sqlite');
-    const killed = await execa(process.execPath, [path.join(FIXTURES, 'store-copy-killed.mjs'), pgSourceUrl, file, '50', '5'], { reject: false });
+    const killed = await execa(
+      process.execPath,
+      [path.join(FIXTURES, 'store-copy-killed.mjs'), pgSourceUrl, file, '50', '5'],
+      { reject: false },
+    );
     expect(killed.signal).toBe('SIGKILL');
     const before = contents(file);
     await refused(file, /holds an unfinished copy of another store \(postgres:\/\/.*\); it was not changed/);

@@ -10,8 +10,8 @@ import { openStore } from '../../src/runtime/store.js';
 import { StoreBusyError } from '../../src/store/index.js';
 import { SyncPgConnection } from '../../src/store/postgres/bridge.js';
 import { WRITE_LOCK } from '../../src/store/postgres/pg-db.js';
-import { BACKENDS, storeLocation, type Backend } from '../support/postgres.js';
 import { FIXTURES, hasStack, runCli, tempDir } from '../helpers.js';
+import { BACKENDS, storeLocation, type Backend } from '../support/postgres.js';
 
 const LOGS = path.join(FIXTURES, 'massgen-logs');
 const MORE_LOGS = path.join(FIXTURES, 'massgen-real');
@@ -82,7 +82,10 @@ describe.each(BACKENDS)('writing commands against a store another process holds 
     const err = await withRuntime(loaded, async (rt) => {
       rt.store();
       await holdLock(backend, location);
-      return run(rt, rollout).then(() => undefined, (e: unknown) => e);
+      return run(rt, rollout).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     });
     expect(err).toBeInstanceOf(StoreBusyError);
     expect((err as StoreBusyError).exitCode).toBe(2);
@@ -97,8 +100,12 @@ describe.each(BACKENDS)('writing commands against a store another process holds 
     const before = contents(loaded);
     await holdLock(backend, location);
     // rollback first writes the production set outside store.transaction (a repository's own transaction).
-    const commands = [['feedback', rollout, '--score', '1'], ['rewards', 'recompute'],
-      ['traces', 'import', '--massgen-logs', MORE_LOGS], ['rollback']];
+    const commands = [
+      ['feedback', rollout, '--score', '1'],
+      ['rewards', 'recompute'],
+      ['traces', 'import', '--massgen-logs', MORE_LOGS],
+      ['rollback'],
+    ];
     for (const args of commands) {
       const r = await runCli(args, { cwd: dir });
       expect(r.exitCode, `${args.join(' ')}: ${r.stderr}`).toBe(2);

@@ -28,8 +28,13 @@ describe.each(BACKENDS)('store queries on %s', (backend) => {
     const store = storeOn();
     const first = rollout(store, 'collect');
     const ids = [
-      rollout(store, 'collect'), rollout(store, 'eval'), rollout(store, 'gateway'), rollout(store, 'collect', 'failed'),
-      rollout(store, 'collect', 'running'), rollout(store, 'collect'), rollout(store, 'massgen-import'),
+      rollout(store, 'collect'),
+      rollout(store, 'eval'),
+      rollout(store, 'gateway'),
+      rollout(store, 'collect', 'failed'),
+      rollout(store, 'collect', 'running'),
+      rollout(store, 'collect'),
+      rollout(store, 'massgen-import'),
     ];
     const after = numOf(store, first);
     expect(store.rollouts.countCollectedAfter(after - 1)).toBe(3);
@@ -57,16 +62,23 @@ describe.each(BACKENDS)('store queries on %s', (backend) => {
     const span = (type: SpanInput['type'], name: string): SpanInput => ({ type, name, agent: null, payload: {} });
     for (const r of [id, other]) {
       store.spans.append(r, [
-        span('prompt', 'call'), span('reward', 'exact'), span('reward', 'human'), span('coordination', 'vote'),
+        span('prompt', 'call'),
+        span('reward', 'exact'),
+        span('reward', 'human'),
+        span('coordination', 'vote'),
       ]);
       store.rewards.add(r, [
-        { channel: 'rollout', family: 'exact', value: 1 }, { channel: 'rollout', family: 'human', value: 0.5 },
+        { channel: 'rollout', family: 'exact', value: 1 },
+        { channel: 'rollout', family: 'human', value: 0.5 },
       ]);
     }
     store.transaction(() => store.rewards.removeComputed(id));
     expect(store.rewards.list(id).map((r) => r.family)).toEqual(['human']);
-    expect(store.spans.list(id).map((s) => `${s.type}/${s.name}`))
-      .toEqual(['prompt/call', 'reward/human', 'coordination/vote']);
+    expect(store.spans.list(id).map((s) => `${s.type}/${s.name}`)).toEqual([
+      'prompt/call',
+      'reward/human',
+      'coordination/vote',
+    ]);
     expect(store.rewards.list(other)).toHaveLength(2);
     expect(store.spans.list(other)).toHaveLength(4);
   });
@@ -85,12 +97,16 @@ describe.each(BACKENDS)('store queries on %s', (backend) => {
         { type: 'reward', name: 'exact', agent: null, payload: {} },
       ]);
       store.rewards.add(r, [
-        { channel: 'rollout', family: 'exact', value: 1 }, { channel: 'turn', family: 'judge', value: 0.25, targetSeq: 1 },
+        { channel: 'rollout', family: 'exact', value: 1 },
+        { channel: 'turn', family: 'judge', value: 0.25, targetSeq: 1 },
       ]);
     }
     const traces = store.trainingTraces;
-    expect(traces.rollouts(0, 10).map((r) => [r.id, r.status]))
-      .toEqual([[a, 'completed'], [b, 'running'], [c, 'failed']]);
+    expect(traces.rollouts(0, 10).map((r) => [r.id, r.status])).toEqual([
+      [a, 'completed'],
+      [b, 'running'],
+      [c, 'failed'],
+    ]);
     expect(traces.rollouts(numOf(store, a), 1).map((r) => r.id)).toEqual([b]);
     const spans = traces.spans([c, a]);
     expect([...spans.keys()].sort()).toEqual([a, c].sort());
@@ -98,13 +114,20 @@ describe.each(BACKENDS)('store queries on %s', (backend) => {
       { seq: 1, type: 'prompt', name: 'call', agent: 'x', payload: '{"n":1}' },
       { seq: 2, type: 'coordination', name: 'vote', agent: 'x', payload: '{"n":2}' },
     ]);
-    expect(traces.spans([a], true).get(a)!.map((s) => s.seq)).toEqual([2]);
+    expect(
+      traces
+        .spans([a], true)
+        .get(a)!
+        .map((s) => s.seq),
+    ).toEqual([2]);
     expect(traces.spans([b]).size).toBe(0);
     expect(traces.span(a, 2)).toEqual({ seq: 2, type: 'coordination', name: 'vote', agent: 'x', payload: '{"n":2}' });
     expect(traces.span(a, 9)).toBeUndefined();
     const rewards = traces.rewards([a, b]);
-    expect(rewards.get(a)!.map((r) => [r.family, r.value, r.targetSeq]))
-      .toEqual([['exact', 1, null], ['judge', 0.25, 1]]);
+    expect(rewards.get(a)!.map((r) => [r.family, r.value, r.targetSeq])).toEqual([
+      ['exact', 1, null],
+      ['judge', 0.25, 1],
+    ]);
     expect(rewards.has(b)).toBe(false);
   });
 });

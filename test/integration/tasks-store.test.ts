@@ -6,11 +6,14 @@ import { loadTasks, type SplitTask } from '../../src/tasks/index.js';
 import { FIXTURES, tempDir } from '../helpers.js';
 import { BACKENDS, openStoreOn } from '../support/postgres.js';
 
-
-const tasks = (): SplitTask[] => loadTasks(
-  { sources: [{ suite: 'unit_conversion', n: 20, seed: 4, difficulty: 2 }, { file: 'good.jsonl' }], split: { eval_fraction: 0.3, salt: 'massgen-rl' } },
-  path.join(FIXTURES, 'tasks'),
-);
+const tasks = (): SplitTask[] =>
+  loadTasks(
+    {
+      sources: [{ suite: 'unit_conversion', n: 20, seed: 4, difficulty: 2 }, { file: 'good.jsonl' }],
+      split: { eval_fraction: 0.3, salt: 'massgen-rl' },
+    },
+    path.join(FIXTURES, 'tasks'),
+  );
 
 describe.each(BACKENDS)('TaskRepository on %s', (backend) => {
   const storeIn = (dir: string, redactor?: Redactor) => openStoreOn(backend, dir, redactor);
@@ -32,9 +35,13 @@ describe.each(BACKENDS)('TaskRepository on %s', (backend) => {
     const evalCount = all.filter((t) => t.split === 'eval').length;
     expect(store.tasks.count()).toBe(23);
     expect(store.tasks.count({ split: 'eval' })).toBe(evalCount);
-    expect(store.tasks.list({ split: 'train' }).map((t) => t.id)).toEqual(all.filter((t) => t.split === 'train').map((t) => t.id));
+    expect(store.tasks.list({ split: 'train' }).map((t) => t.id)).toEqual(
+      all.filter((t) => t.split === 'train').map((t) => t.id),
+    );
     expect(store.tasks.list({ source: 'good.jsonl' }).map((t) => t.id)).toEqual(['geo-1', 'math-1', 'open-1']);
-    expect(store.tasks.list({ source: 'suite:unit_conversion', split: 'eval', limit: 2 })).toHaveLength(Math.min(2, all.slice(0, 20).filter((t) => t.split === 'eval').length));
+    expect(store.tasks.list({ source: 'suite:unit_conversion', split: 'eval', limit: 2 })).toHaveLength(
+      Math.min(2, all.slice(0, 20).filter((t) => t.split === 'eval').length),
+    );
     expect(store.stats().counts.tasks).toBe(23);
     store.close();
   });
@@ -50,8 +57,20 @@ describe.each(BACKENDS)('TaskRepository on %s', (backend) => {
     const reordered = all.map((t) => ({ ...t, metadata: Object.fromEntries(Object.entries(t.metadata).reverse()) }));
     expect(store.tasks.upsertMany(reordered)).toEqual({ inserted: 0, updated: 0, unchanged: 23 });
 
-    const relabelled = all.map((t) => (t.id === 'geo-1' ? { ...t, source: 'moved.jsonl' } : t.id === 'math-1' ? { ...t, split: 'eval' as const, category: 'math' } : t));
-    const extra: SplitTask = { id: 'new-1', prompt: 'p', metadata: { k: [1, { b: 2, a: 1 }] }, source: 'x.yaml', split: 'train' };
+    const relabelled = all.map((t) =>
+      t.id === 'geo-1'
+        ? { ...t, source: 'moved.jsonl' }
+        : t.id === 'math-1'
+          ? { ...t, split: 'eval' as const, category: 'math' }
+          : t,
+    );
+    const extra: SplitTask = {
+      id: 'new-1',
+      prompt: 'p',
+      metadata: { k: [1, { b: 2, a: 1 }] },
+      source: 'x.yaml',
+      split: 'train',
+    };
     expect(store.tasks.upsertMany([...relabelled, extra])).toEqual({ inserted: 1, updated: 2, unchanged: 21 });
     expect(store.tasks.get('geo-1')).toMatchObject({ source: 'moved.jsonl', reference: 'Paris', createdAt: 1 });
     expect(store.tasks.get('math-1')).toMatchObject({ split: 'eval', category: 'math', reference: '42' });
@@ -82,8 +101,12 @@ describe.each(BACKENDS)('TaskRepository on %s', (backend) => {
     expect(error).toBeInstanceOf(TaskConflictError);
     const message = (error as Error).message;
     expect(message).toMatch(/^3 task ids are already stored with different content; nothing was changed/);
-    expect(message).toContain('"geo-1" from other.jsonl (stored from good.jsonl, 1 rollout): reference "Paris" → "Paris, France"');
-    expect(message).toMatch(/"math-1" from good\.jsonl \(stored from good\.jsonl, 0 rollouts\): prompt ".*" → "What is 6 × 7 exactly\?"/);
+    expect(message).toContain(
+      '"geo-1" from other.jsonl (stored from good.jsonl, 1 rollout): reference "Paris" → "Paris, France"',
+    );
+    expect(message).toMatch(
+      /"math-1" from good\.jsonl \(stored from good\.jsonl, 0 rollouts\): prompt ".*" → "What is 6 × 7 exactly\?"/,
+    );
     expect(message).toMatch(/"suite:unit_conversion:4:0" .*: metadata\.tolerance [\d.e-]+ → 5$/m);
     expect(store.tasks.get('fresh-1')).toBeUndefined();
     expect(store.tasks.get('geo-1')).toMatchObject({ reference: 'Paris', source: 'good.jsonl' });
@@ -104,8 +127,21 @@ describe.each(BACKENDS)('TaskRepository on %s', (backend) => {
 
   it('scrubs secrets from prompts, references and metadata, and lets rollouts refer to tasks', () => {
     const store = storeIn(tempDir(), new Redactor(['hunter2-secret'], []));
-    store.tasks.upsertMany([{ id: 's1', prompt: 'the password is hunter2-secret', reference: 'hunter2-secret', metadata: { note: 'hunter2-secret' }, source: 's', split: 'train' }]);
-    expect(store.tasks.get('s1')).toMatchObject({ prompt: 'the password is [REDACTED]', reference: '[REDACTED]', metadata: { note: '[REDACTED]' } });
+    store.tasks.upsertMany([
+      {
+        id: 's1',
+        prompt: 'the password is hunter2-secret',
+        reference: 'hunter2-secret',
+        metadata: { note: 'hunter2-secret' },
+        source: 's',
+        split: 'train',
+      },
+    ]);
+    expect(store.tasks.get('s1')).toMatchObject({
+      prompt: 'the password is [REDACTED]',
+      reference: '[REDACTED]',
+      metadata: { note: '[REDACTED]' },
+    });
     const rollout = store.rollouts.start({ taskId: 's1' });
     expect(store.rollouts.get(rollout)!.taskId).toBe('s1');
     store.close();

@@ -1,15 +1,15 @@
-import { withRuntime } from '../../src/runtime/runtime.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { GateError, InterruptedError, UserError } from '../../src/errors.js';
 import { collect } from '../../src/pipeline/collect.js';
-import { openStore } from '../../src/runtime/store.js';
 import { train } from '../../src/pipeline/train.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
+import { FIXTURES } from '../helpers.js';
 import type { ScriptedServer } from '../support/scripted-server.js';
 import { teamCollect } from '../support/team-collect.js';
-import { FIXTURES } from '../helpers.js';
 
 // The train pipeline end to end with a stand-in trainer script (train.script), run by the real trainer
 // venv's Python: dataset, trainer config, protocol, metrics, registration, resume, failures.
@@ -38,13 +38,24 @@ async function project(extra = ''): Promise<LoadedConfig> {
   return team.loaded;
 }
 
-const configs = () => fs.readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const configs = () =>
+  fs
+    .readFileSync(record, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('train on a machine other than 0', () => {
   it('is refused by the train stage (the loop runs on machine 0; `massgen-rl train` runs this one as a worker)', async () => {
-    const loaded = await project('  num_machines: 2\n  num_processes: 2\n  machine_rank: 1\n  main_process_ip: 127.0.0.1\n');
-    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(/machine 1 of 2 only trains along with machine 0, which records the run/);
-    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft', machineRank: 2 }))).rejects.toThrow(/--machine-rank 2: rank 2 is out of range/);
+    const loaded = await project(
+      '  num_machines: 2\n  num_processes: 2\n  machine_rank: 1\n  main_process_ip: 127.0.0.1\n',
+    );
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(
+      /machine 1 of 2 only trains along with machine 0, which records the run/,
+    );
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft', machineRank: 2 }))).rejects.toThrow(
+      /--machine-rank 2: rank 2 is out of range/,
+    );
     const store = openStore(loaded);
     expect(store.trainingRuns.latest(5)).toEqual([]);
     store.close();
@@ -60,23 +71,48 @@ describe('train with a protocol trainer script', () => {
     const loaded = await project();
     const stages: string[] = [];
     const steps: number[] = [];
-    const r = await withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 4, onStage: (m) => stages.push(m), onProgress: (p) => steps.push(p.step) }));
+    const r = await withRuntime(loaded, (rt) =>
+      train(rt, { algo: 'sft', maxSteps: 4, onStage: (m) => stages.push(m), onProgress: (p) => steps.push(p.step) }),
+    );
     expect(steps).toEqual([1, 2, 3, 4]);
     expect(stages.some((s) => s.includes('training on'))).toBe(true);
-    expect(r).toMatchObject({ algo: 'sft', steps: 4, weight: { name: 'base', version: 1, adapter: true }, dataset: { watermark: { from: 0, to: 3 } } });
+    expect(r).toMatchObject({
+      algo: 'sft',
+      steps: 4,
+      weight: { name: 'base', version: 1, adapter: true },
+      dataset: { watermark: { from: 0, to: 3 } },
+    });
     const [cfg] = configs();
-    expect(cfg).toMatchObject({ model_path: path.join(loaded.paths.baseDir, 'base'), max_steps: 4, use_cpu: true, bf16: false, save_steps: 1, lora: { r: 16, alpha: 32 } });
+    expect(cfg).toMatchObject({
+      model_path: path.join(loaded.paths.baseDir, 'base'),
+      max_steps: 4,
+      use_cpu: true,
+      bf16: false,
+      save_steps: 1,
+      lora: { r: 16, alpha: 32 },
+    });
     expect(cfg!.dataset_path).toBe(path.join(r.dataset.dir, 'data.jsonl'));
 
     const store = openStore(loaded);
     try {
       const ck = store.checkpoints.get(r.checkpoint.id)!;
-      expect(ck).toMatchObject({ algo: 'sft', trainingRunId: r.runId, datasetHash: r.dataset.hash, watermark: 3, baseModel: './base', parentId: null });
+      expect(ck).toMatchObject({
+        algo: 'sft',
+        trainingRunId: r.runId,
+        datasetHash: r.dataset.hash,
+        watermark: 3,
+        baseModel: './base',
+        parentId: null,
+      });
       expect(ck.configHash).toMatch(/^[0-9a-f]{16}$/);
       expect(ck.metrics).toMatchObject({ train_loss: 0.25, final_loss: 0.25, steps: 4 });
       expect(ck.path).toBe(path.join(r.logFile, '..', 'output', 'final'));
       const resource = store.resources.get(ck.resourceId!)!;
-      expect(resource.metadata).toMatchObject({ adapter: true, base_path: path.join(loaded.paths.baseDir, 'base'), algo: 'sft' });
+      expect(resource.metadata).toMatchObject({
+        adapter: true,
+        base_path: path.join(loaded.paths.baseDir, 'base'),
+        algo: 'sft',
+      });
       expect(store.trainingRuns.get(r.runId)).toMatchObject({ status: 'completed' });
       expect(store.trainingMetrics.list(r.runId).map((m) => m.step)).toEqual([1, 2, 3, 4]);
       expect(store.trainingMetrics.last(r.runId)!.metrics).toMatchObject({ loss: 0.25, total_steps: 4 });
@@ -86,7 +122,9 @@ describe('train with a protocol trainer script', () => {
     expect(fs.readFileSync(r.logFile, 'utf8')).toContain('# completed: exit code 0');
 
     // Incremental: nothing new since the last sft run on this line; --all trains again, a new collect too.
-    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 1 }))).rejects.toThrow(/no sft examples: 0 completed rollout\(s\) after rollout #3 \(where the last sft run on base stopped\)/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 1 }))).rejects.toThrow(
+      /no sft examples: 0 completed rollout\(s\) after rollout #3 \(where the last sft run on base stopped\)/,
+    );
     const again = await withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 1, all: true }));
     expect(again.weight).toMatchObject({ name: 'base', version: 2 });
     await withRuntime(loaded, (rt) => collect(rt, { n: 2 }));
@@ -119,7 +157,14 @@ describe('train with a protocol trainer script', () => {
     const loaded = await project();
     process.env.FAKE_TRAINER_MODE = 'sigint';
     const controller = new AbortController();
-    const run = withRuntime(loaded, (rt) => train(rt, { algo: 'ppo', maxSteps: 50, signal: controller.signal, onProgress: (p) => p.step === 3 && controller.abort() }));
+    const run = withRuntime(loaded, (rt) =>
+      train(rt, {
+        algo: 'ppo',
+        maxSteps: 50,
+        signal: controller.signal,
+        onProgress: (p) => p.step === 3 && controller.abort(),
+      }),
+    );
     await expect(run).rejects.toThrow(InterruptedError);
     await expect(run).rejects.toThrow(/training stopped at step 3 .*massgen-rl train --resume tr_/);
     const store = openStore(loaded);
@@ -131,7 +176,10 @@ describe('train with a protocol trainer script', () => {
     delete process.env.FAKE_TRAINER_MODE;
     const resumed = await withRuntime(loaded, (rt) => train(rt, { resume: true }));
     expect(resumed).toMatchObject({ resumedFrom: stopped.id, algo: 'ppo', steps: 47 });
-    expect(configs().at(-1)).toMatchObject({ resume_from_checkpoint: expect.stringMatching(/output\/checkpoint-3$/), max_steps: 50 });
+    expect(configs().at(-1)).toMatchObject({
+      resume_from_checkpoint: expect.stringMatching(/output\/checkpoint-3$/),
+      max_steps: 50,
+    });
     const s2 = openStore(loaded);
     try {
       expect(s2.checkpoints.get(resumed.checkpoint.id)).toMatchObject({ algo: 'ppo', watermark: 3 });
@@ -139,13 +187,19 @@ describe('train with a protocol trainer script', () => {
     } finally {
       s2.close();
     }
-    await expect(withRuntime(loaded, (rt) => train(rt, { resume: true }))).rejects.toThrow(/no stopped training run with a checkpoint to resume/);
-    await expect(withRuntime(loaded, (rt) => train(rt, { resume: stopped.id }))).rejects.toThrow(/already resumed and completed/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { resume: true }))).rejects.toThrow(
+      /no stopped training run with a checkpoint to resume/,
+    );
+    await expect(withRuntime(loaded, (rt) => train(rt, { resume: stopped.id }))).rejects.toThrow(
+      /already resumed and completed/,
+    );
   }, 120_000);
 
   it('refuses bad input with clear messages and registers nothing half-way', async () => {
     const loaded = await project();
-    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'reinforce' }))).rejects.toThrow(/unknown algorithm "reinforce"; choose one of grpo, sft, dpo, ppo/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'reinforce' }))).rejects.toThrow(
+      /unknown algorithm "reinforce"; choose one of grpo, sft, dpo, ppo/,
+    );
     const strict = loadConfig({ cwd: loaded.paths.baseDir, overrides: ['train.gates.min_examples=500'] });
     const gate = withRuntime(strict, (rt) => train(rt, { algo: 'dpo' }));
     await expect(gate).rejects.toThrow(GateError);
@@ -153,11 +207,17 @@ describe('train with a protocol trainer script', () => {
     process.env.FAKE_TRAINER_MODE = 'crash';
     const crash = withRuntime(loaded, (rt) => train(rt, { algo: 'sft' }));
     await expect(crash).rejects.toThrow(UserError);
-    await expect(crash).rejects.toThrow(/the sft trainer failed: Traceback[\s\S]*RuntimeError: pretend the trainer crashed/);
+    await expect(crash).rejects.toThrow(
+      /the sft trainer failed: Traceback[\s\S]*RuntimeError: pretend the trainer crashed/,
+    );
     process.env.FAKE_TRAINER_MODE = 'error';
-    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(/the sft trainer failed: out of memory \(pretend\)/);
+    await expect(withRuntime(loaded, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(
+      /the sft trainer failed: out of memory \(pretend\)/,
+    );
     const noVenv = loadConfig({ cwd: loaded.paths.baseDir, overrides: ['train.venv=./no-venv'] });
-    await expect(withRuntime(noVenv, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(/trainer virtualenv is missing: no virtualenv at .*no-venv/);
+    await expect(withRuntime(noVenv, (rt) => train(rt, { algo: 'sft' }))).rejects.toThrow(
+      /trainer virtualenv is missing: no virtualenv at .*no-venv/,
+    );
     const store = openStore(loaded);
     try {
       expect(store.checkpoints.list()).toEqual([]);

@@ -11,8 +11,11 @@ function fake(mode: string, extra: string[] = [], opts: Partial<Parameters<typeo
   const logFile = path.join(dir, 'logs', 'train.log');
   const events: TrainerEvent[] = [];
   const run = runTrainer({
-    command: process.execPath, args: [FAKE, mode, '--out', path.join(dir, 'out'), ...extra], logFile,
-    onEvent: (e) => events.push(e), ...opts,
+    command: process.execPath,
+    args: [FAKE, mode, '--out', path.join(dir, 'out'), ...extra],
+    logFile,
+    onEvent: (e) => events.push(e),
+    ...opts,
   });
   return { dir, logFile, events, run, log: () => fs.readFileSync(logFile, 'utf8') };
 }
@@ -38,7 +41,12 @@ describe('runTrainer', () => {
     expect(o.steps.map((s) => s.step)).toEqual([1, 2, 3, 4]);
     expect(o.steps[3]).toMatchObject({ event: 'step', total_steps: 4, loss: 0.25, kl: null, learning_rate: 1e-5 });
     expect(o.lastCheckpoint).toEqual({ event: 'checkpoint', path: path.join(f.dir, 'out', 'checkpoint-4'), step: 4 });
-    expect(o.done).toEqual({ event: 'done', path: path.join(f.dir, 'out', 'final'), metrics: { train_loss: 0.25, reward: 0.3 }, adapter: true });
+    expect(o.done).toEqual({
+      event: 'done',
+      path: path.join(f.dir, 'out', 'final'),
+      metrics: { train_loss: 0.25, reward: 0.3 },
+      adapter: true,
+    });
     expect(f.events.map((e) => e.event)).toEqual(['progress', 'step', 'step', 'step', 'step', 'checkpoint', 'done']);
     expect(f.log()).toContain('loading weights from /models/base');
     expect(f.log()).toMatch(/# completed: exit code 0/);
@@ -78,7 +86,11 @@ describe('runTrainer', () => {
   });
 
   it('fails a run that exits 0 without a done event', async () => {
-    expect(await fake('exit0').run).toMatchObject({ status: 'failed', exitCode: 0, error: 'the trainer exited with code 0 without a done event' });
+    expect(await fake('exit0').run).toMatchObject({
+      status: 'failed',
+      exitCode: 0,
+      error: 'the trainer exited with code 0 without a done event',
+    });
   });
 
   it('forwards an abort as SIGINT and waits for the checkpoint: interrupted, with the last checkpoint', async () => {
@@ -113,7 +125,12 @@ describe('runTrainer', () => {
     await afterSteps(f.events, 2);
     controller.abort();
     const o = await f.run;
-    expect(o).toMatchObject({ status: 'interrupted', exitCode: null, signal: 'SIGKILL', signalsSent: ['SIGINT', 'SIGTERM', 'SIGKILL'] });
+    expect(o).toMatchObject({
+      status: 'interrupted',
+      exitCode: null,
+      signal: 'SIGKILL',
+      signalsSent: ['SIGINT', 'SIGTERM', 'SIGKILL'],
+    });
     expect(o.error).toMatch(/ignoring SIGTERM/);
   });
 
@@ -132,8 +149,9 @@ describe('runTrainer', () => {
     const o = await fake('normal', [], { signal: controller.signal }).run;
     expect(o).toMatchObject({ status: 'interrupted', exitCode: null, stepCount: 0 });
     const dir = tempDir();
-    await expect(runTrainer({ command: path.join(dir, 'no-such-python'), args: [], logFile: path.join(dir, 'log') }))
-      .rejects.toThrow(/trainer command not found: .*no-such-python/);
+    await expect(
+      runTrainer({ command: path.join(dir, 'no-such-python'), args: [], logFile: path.join(dir, 'log') }),
+    ).rejects.toThrow(/trainer command not found: .*no-such-python/);
   });
 
   it('fails the run and stops the trainer when recording an event throws', async () => {
@@ -143,6 +161,10 @@ describe('runTrainer', () => {
       },
     });
     const o = await f.run;
-    expect(o).toMatchObject({ status: 'failed', exitCode: 130, error: "recording the trainer's step event failed: database is locked" });
+    expect(o).toMatchObject({
+      status: 'failed',
+      exitCode: 130,
+      error: "recording the trainer's step event failed: database is locked",
+    });
   });
 });

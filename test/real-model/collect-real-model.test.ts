@@ -1,7 +1,7 @@
-import { withRuntime } from '../../src/runtime/runtime.js';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { InvalidActionPayload, PromptPayload } from '../../src/trace/payloads.js';
 import { tempDir } from '../helpers.js';
@@ -79,7 +79,9 @@ describe('collect with the default local model', () => {
     try {
       const [r] = store.rollouts.list({ runId: summary.runId });
       const spans = store.spans.list(r!.id);
-      const decisions = spans.filter((s) => s.type === 'prompt' && s.name === 'chat').map((s) => s.payload as PromptPayload)
+      const decisions = spans
+        .filter((s) => s.type === 'prompt' && s.name === 'chat')
+        .map((s) => s.payload as PromptPayload)
         .filter((p) => p.response); // not the calls cancelled when a round ended
       expect(decisions.length).toBeGreaterThan(0);
       for (const p of decisions) {
@@ -97,10 +99,15 @@ describe('collect with the default local model', () => {
       expect(coordination.has('new_answer')).toBe(true);
       // the grammar keeps every call well formed (one call of a known tool, a listed target): what is left invalid is
       // what an action means (an answer the same as another's), or a call max_tokens cut short
-      const invalid = spans.filter((s) => s.name === 'invalid_action').map((s) => (s.payload as InvalidActionPayload).kind);
+      const invalid = spans
+        .filter((s) => s.name === 'invalid_action')
+        .map((s) => (s.payload as InvalidActionPayload).kind);
       const cut = decisions.some((p) => p.response!.finish_reason === 'length');
       for (const kind of invalid) {
-        if (!cut) expect(['no_action', 'multiple_actions', 'vote_and_answer', 'unknown_target', 'malformed']).not.toContain(kind);
+        if (!cut)
+          expect(['no_action', 'multiple_actions', 'vote_and_answer', 'unknown_target', 'malformed']).not.toContain(
+            kind,
+          );
       }
     } finally {
       store.close();

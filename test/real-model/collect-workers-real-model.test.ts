@@ -21,13 +21,21 @@ describe('collect workers with the default local model on a PostgreSQL store', (
         'collect: { concurrency: 1, n: 4, split: all }',
       ].join('\n'),
     });
-    const cli = (args: string[]) => execa(process.execPath, [BIN, ...args], { cwd: dir, reject: false, stdin: 'ignore', env: { NO_COLOR: '1', HF_HUB_OFFLINE: '1' } });
+    const cli = (args: string[]) =>
+      execa(process.execPath, [BIN, ...args], {
+        cwd: dir,
+        reject: false,
+        stdin: 'ignore',
+        env: { NO_COLOR: '1', HF_HUB_OFFLINE: '1' },
+      });
     const queued = await cli(['collect', '--enqueue', '--json']);
     expect(queued.exitCode, String(queued.stderr)).toBe(0);
     const { runId } = JSON.parse(String(queued.stdout)) as { runId: string };
     const workers = await Promise.all([cli(['collect', '--worker', '--json']), cli(['collect', '--worker', '--json'])]);
     for (const w of workers) expect(w.exitCode, String(w.stderr)).toBe(0);
-    const done = workers.map((w) => JSON.parse(String(w.stdout)) as { completed: number; failed: number; runsFinished: string[] });
+    const done = workers.map(
+      (w) => JSON.parse(String(w.stdout)) as { completed: number; failed: number; runsFinished: string[] },
+    );
     expect(done.reduce((a, s) => a + s.completed + s.failed, 0)).toBe(4);
     expect(done.flatMap((s) => s.runsFinished)).toEqual([runId]);
 

@@ -34,61 +34,85 @@ const lead: Script = (req) => {
 };
 
 describe('collect with delegation on, with the default local model', () => {
-  it.skipIf(!modelReady)('runs a task through a team with a child orchestration and stores valid nested spans', async () => {
-    const server = await startScriptedServer(lead);
-    const dir = tempDir({
-      'massgen-rl.yaml': [
-        'models:',
-        `  lead: { base_url: "${server.baseUrl}", model: lead }`,
-        '  local: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct" } }',
-        'agents:',
-        '  - { id: lead, model: lead, tool_mode: text }',
-        '  - { id: agent_a, model: local, tool_mode: text, implicit_answer: true, max_tokens: 32, temperature: 0 }',
-        'orchestrator:',
-        '  max_action_retries: 1',
-        '  max_rounds: 4',
-        '  agent_timeout_s: 240',
-        '  total_timeout_s: 600',
-        '  delegation: { enabled: true, shape: team, max_child_tokens: 3000 }',
-        'tasks:',
-        '  sources: [{ suite: arithmetic, n: 1 }]',
-        'collect: { concurrency: 1, n: 1, split: all }',
-      ].join('\n'),
-    });
-    try {
-      const loaded = loadConfig({ cwd: dir });
-      const summary = await withRuntime(loaded, (rt) => collect(rt));
-      expect(summary.completed + summary.failed).toBe(1);
-      const store = openStore(loaded);
+  it.skipIf(!modelReady)(
+    'runs a task through a team with a child orchestration and stores valid nested spans',
+    async () => {
+      const server = await startScriptedServer(lead);
+      const dir = tempDir({
+        'massgen-rl.yaml': [
+          'models:',
+          `  lead: { base_url: "${server.baseUrl}", model: lead }`,
+          '  local: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct" } }',
+          'agents:',
+          '  - { id: lead, model: lead, tool_mode: text }',
+          '  - { id: agent_a, model: local, tool_mode: text, implicit_answer: true, max_tokens: 32, temperature: 0 }',
+          'orchestrator:',
+          '  max_action_retries: 1',
+          '  max_rounds: 4',
+          '  agent_timeout_s: 240',
+          '  total_timeout_s: 600',
+          '  delegation: { enabled: true, shape: team, max_child_tokens: 3000 }',
+          'tasks:',
+          '  sources: [{ suite: arithmetic, n: 1 }]',
+          'collect: { concurrency: 1, n: 1, split: all }',
+        ].join('\n'),
+      });
       try {
-        const [r] = store.rollouts.list({ runId: summary.runId });
-        const spans = store.spans.list(r!.id);
-        const bySeq = new Map(spans.map((s) => [s.seq, s]));
-        const delegates = spans.filter((s) => s.type === 'coordination' && s.name === 'delegate');
-        const returns = spans.filter((s) => s.type === 'coordination' && s.name === 'delegate_return');
-        expect(delegates.length).toBeGreaterThanOrEqual(1);
-        expect(returns.map((s) => (s.payload as DelegateReturnPayload).delegate_seq)).toEqual(delegates.map((s) => s.seq));
-        for (const d of delegates) expect(d.payload as DelegatePayload).toMatchObject({ agent: 'lead', child_depth: 1, shape: 'team', child_agents: ['lead', 'agent_a'] });
-        expect(spans.some((s) => s.name === 'final_selection' && !(s.payload as { depth?: number }).depth)).toBe(true);
-        // The real model worked inside the child orchestration, and every child span hangs under its delegate span.
-        const child = spans.filter((s) => (s.payload as { depth?: number }).depth === 1);
-        expect(child.some((s) => s.type === 'prompt' && s.agent === 'agent_a' && (s.payload as PromptPayload).request.model === DEFAULT_MODEL_NAME)).toBe(true);
-        for (const s of child) {
-          const mark = s.payload as { delegate_seq: number };
-          let parent = s.parentSeq;
-          while (parent !== null && parent !== mark.delegate_seq) parent = bySeq.get(parent)?.parentSeq ?? null;
-          expect(parent, `span ${s.seq} ${s.name}`).toBe(mark.delegate_seq);
+        const loaded = loadConfig({ cwd: dir });
+        const summary = await withRuntime(loaded, (rt) => collect(rt));
+        expect(summary.completed + summary.failed).toBe(1);
+        const store = openStore(loaded);
+        try {
+          const [r] = store.rollouts.list({ runId: summary.runId });
+          const spans = store.spans.list(r!.id);
+          const bySeq = new Map(spans.map((s) => [s.seq, s]));
+          const delegates = spans.filter((s) => s.type === 'coordination' && s.name === 'delegate');
+          const returns = spans.filter((s) => s.type === 'coordination' && s.name === 'delegate_return');
+          expect(delegates.length).toBeGreaterThanOrEqual(1);
+          expect(returns.map((s) => (s.payload as DelegateReturnPayload).delegate_seq)).toEqual(
+            delegates.map((s) => s.seq),
+          );
+          for (const d of delegates)
+            expect(d.payload as DelegatePayload).toMatchObject({
+              agent: 'lead',
+              child_depth: 1,
+              shape: 'team',
+              child_agents: ['lead', 'agent_a'],
+            });
+          expect(spans.some((s) => s.name === 'final_selection' && !(s.payload as { depth?: number }).depth)).toBe(
+            true,
+          );
+          // The real model worked inside the child orchestration, and every child span hangs under its delegate span.
+          const child = spans.filter((s) => (s.payload as { depth?: number }).depth === 1);
+          expect(
+            child.some(
+              (s) =>
+                s.type === 'prompt'
+                && s.agent === 'agent_a'
+                && (s.payload as PromptPayload).request.model === DEFAULT_MODEL_NAME,
+            ),
+          ).toBe(true);
+          for (const s of child) {
+            const mark = s.payload as { delegate_seq: number };
+            let parent = s.parentSeq;
+            while (parent !== null && parent !== mark.delegate_seq) parent = bySeq.get(parent)?.parentSeq ?? null;
+            expect(parent, `span ${s.seq} ${s.name}`).toBe(mark.delegate_seq);
+          }
+          const rewards = store.rewards.list(r!.id);
+          if (r!.status === 'completed')
+            expect(rewards.filter((w) => w.family === 'delegation').map((w) => w.targetSeq)).toEqual(
+              delegates.map((s) => s.seq),
+            );
+          const trace = toOrchestrationTrace(r!, spans, rewards);
+          expect(traceProblems(trace)).toEqual([]);
+          expect(trace.topology).toBe('hierarchical');
+        } finally {
+          store.close();
         }
-        const rewards = store.rewards.list(r!.id);
-        if (r!.status === 'completed') expect(rewards.filter((w) => w.family === 'delegation').map((w) => w.targetSeq)).toEqual(delegates.map((s) => s.seq));
-        const trace = toOrchestrationTrace(r!, spans, rewards);
-        expect(traceProblems(trace)).toEqual([]);
-        expect(trace.topology).toBe('hierarchical');
       } finally {
-        store.close();
+        await server.close();
       }
-    } finally {
-      await server.close();
-    }
-  }, 900_000);
+    },
+    900_000,
+  );
 });

@@ -1,9 +1,9 @@
-import { withRuntime } from '../../src/runtime/runtime.js';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { runDoctor } from '../../src/pipeline/doctor.js';
-import { readModelManifest, smokeGenerate } from '../../src/resources/default-model.js';
 import { venvPython } from '../../src/python/venv.js';
+import { readModelManifest, smokeGenerate } from '../../src/resources/default-model.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
 import { runCli, tempDir } from '../helpers.js';
 
 // These run on the real trainer venv and the converted default model, which `npm test`
@@ -38,7 +38,9 @@ describe('doctor on the real environment', () => {
       production: { kind: string; name: string; version: number; path: string }[];
     };
     expect(status.store.counts.resources).toBe(1);
-    expect(status.production).toEqual([expect.objectContaining({ kind: 'weight', name: 'smollm2-135m-instruct', version: 1 })]);
+    expect(status.production).toEqual([
+      expect.objectContaining({ kind: 'weight', name: 'smollm2-135m-instruct', version: 1 }),
+    ]);
     expect(status.store.counts.rollouts).toBe(0);
   }, 600_000);
 });

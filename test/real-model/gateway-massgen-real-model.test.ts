@@ -17,8 +17,9 @@ import { runMassgen } from '../support/massgen.js';
 const KEY = 'gw-massgen-key-0123456789abcdef';
 
 describeWithMassgen('real MassGen through the gateway', () => {
-  it('is captured, and its import joins the captured calls to MassGen\'s answers and votes', async () => {
-    const dir = tempDir({ 'massgen-rl.yaml': `models:
+  it("is captured, and its import joins the captured calls to MassGen's answers and votes", async () => {
+    const dir = tempDir({
+      'massgen-rl.yaml': `models:
   smol:
     model: smollm2-135m-instruct
     local: { weights: "builtin:smollm2-135m-instruct", engine: llama.cpp, max_batch_size: 2 }
@@ -27,7 +28,8 @@ agents:
   - { id: agent_b, model: smol, temperature: 0.7, max_tokens: 160 }
 orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
 gateway: { api_keys_env: [GW_MG_KEY] }
-` });
+`,
+    });
     const env = { ...process.env, GW_MG_KEY: KEY };
     const loaded = loadConfig({ cwd: dir, env });
     const rt = new Runtime(loaded);
@@ -35,13 +37,20 @@ gateway: { api_keys_env: [GW_MG_KEY] }
     let logDir: string;
     try {
       const mgConfig = path.join(dir, 'mg.yaml');
-      const exported = await runCli(['resources', 'export-massgen', mgConfig, '--gateway', gw.url, '--session', 'mg-1'],
-        { cwd: dir, env });
+      const exported = await runCli(
+        ['resources', 'export-massgen', mgConfig, '--gateway', gw.url, '--session', 'mg-1'],
+        { cwd: dir, env },
+      );
       expect(exported.exitCode, exported.stderr).toBe(0);
       expect(fs.readFileSync(mgConfig, 'utf8')).toContain(`${gw.url}/session/mg-1/agent/agent_a/v1`);
       // MassGen's vllm backend sends VLLM_API_KEY as its bearer token
-      const run = await runMassgen({ cwd: dir, configFile: mgConfig, question: 'What is 2 + 3?', timeoutMs: 1_200_000,
-        env: { VLLM_API_KEY: KEY } });
+      const run = await runMassgen({
+        cwd: dir,
+        configFile: mgConfig,
+        question: 'What is 2 + 3?',
+        timeoutMs: 1_200_000,
+        env: { VLLM_API_KEY: KEY },
+      });
       expect(run.egress).toEqual([]);
       expect(run.logDir, run.stderr.slice(-3000)).toBeTruthy();
       logDir = run.logDir!;
@@ -54,7 +63,11 @@ gateway: { api_keys_env: [GW_MG_KEY] }
 
     const imported = await runCli(['--json', 'traces', 'import', '--massgen-logs', logDir], { cwd: dir, env });
     expect(imported.exitCode, imported.stderr).toBe(0);
-    const [unit] = JSON.parse(imported.stdout).imported as { rollout_id: string; gateway_calls: number; winner: string }[];
+    const [unit] = JSON.parse(imported.stdout).imported as {
+      rollout_id: string;
+      gateway_calls: number;
+      winner: string;
+    }[];
     expect(unit!.winner).toBeTruthy();
     expect(unit!.gateway_calls).toBeGreaterThanOrEqual(3);
 
@@ -70,7 +83,8 @@ gateway: { api_keys_env: [GW_MG_KEY] }
       // MassGen cancels the calls still running once it has a winner: those are captured without a reply
       const answered = calls.filter((c) => (c.payload as PromptPayload).response !== null);
       expect(answered.length).toBeGreaterThanOrEqual(3);
-      for (const c of calls) expect(c.payload).toMatchObject((c.payload as PromptPayload).response ? {} : { cancelled: true });
+      for (const c of calls)
+        expect(c.payload).toMatchObject((c.payload as PromptPayload).response ? {} : { cancelled: true });
       for (const c of answered) {
         const p = c.payload as PromptPayload & { joined_from: { rollout_id: string } };
         expect(p.token_ids!.length).toBe(p.usage.completion_tokens);
@@ -79,7 +93,9 @@ gateway: { api_keys_env: [GW_MG_KEY] }
       }
       // MassGen acts through tool calls: the captured responses hold its new_answer and vote calls
       const tools = answered.flatMap((c) => (c.payload as PromptPayload).response?.tool_calls ?? []);
-      expect(tools.map((t) => (t as { function: { name: string } }).function.name)).toEqual(expect.arrayContaining(['new_answer', 'vote']));
+      expect(tools.map((t) => (t as { function: { name: string } }).function.name)).toEqual(
+        expect.arrayContaining(['new_answer', 'vote']),
+      );
     } finally {
       store.close();
     }

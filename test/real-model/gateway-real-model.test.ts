@@ -18,8 +18,11 @@ import { massgenEnv, massgenVenv } from '../support/massgen.js';
 
 const KEY = 'gw-e2e-key-0123456789abcdef';
 const REQUEST = {
-  model: 'smol', messages: [{ role: 'user' as const, content: 'What is 2 + 3?' }],
-  temperature: 0, seed: 7, max_tokens: 16,
+  model: 'smol',
+  messages: [{ role: 'user' as const, content: 'What is 2 + 3?' }],
+  temperature: 0,
+  seed: 7,
+  max_tokens: 16,
 };
 
 let loaded: LoadedConfig;
@@ -73,7 +76,8 @@ describe('the official openai npm SDK through the gateway to the bundled model',
     expect(embedded.data.map((d) => d.embedding.length)).toEqual([576, 576]);
     expect(Math.hypot(...embedded.data[0]!.embedding)).toBeCloseTo(1, 4);
     const fb = await fetch(`${gw.url}/v1/feedback`, {
-      method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ session_id: 'e2e', score: 1, note: 'right' }),
     });
     expect(fb.status).toBe(202);
@@ -85,7 +89,10 @@ describe('the official openai npm SDK through the gateway to the bundled model',
       expect(rollout!.metadata.session).toBe('e2e');
       const all = store.spans.list(rollout!.id);
       expect(all.map((s) => [s.type, s.name])).toEqual([
-        ['prompt', 'chat'], ['prompt', 'chat'], ['message', 'embeddings'], ['reward', 'human'],
+        ['prompt', 'chat'],
+        ['prompt', 'chat'],
+        ['message', 'embeddings'],
+        ['reward', 'human'],
       ]);
       expect(all[2]!.payload).toMatchObject({ response: { count: 2, dimensions: 576 }, request: { input_count: 2 } });
       const rewards = store.rewards.list(rollout!.id).map((r) => [r.family, r.value, r.reason]);
@@ -112,10 +119,17 @@ describeWithMassgen('the official openai Python SDK (the MassGen venv) through t
     const second = await gateway(rt, { port: 0, flushMs: 20 });
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-openai-py-'));
     try {
-      const r = await execa(path.join(massgenVenv(), 'bin', 'python'), [
-        path.join(FIXTURES, 'openai-sdk', 'check_sdk.py'), `${second.url}/v1`, 'smol',
-      ], { env: massgenEnv(home, path.join(home, 'egress.log'), { OPENAI_API_KEY: KEY }), extendEnv: false,
-        reject: false, stdin: 'ignore', timeout: 600_000 });
+      const r = await execa(
+        path.join(massgenVenv(), 'bin', 'python'),
+        [path.join(FIXTURES, 'openai-sdk', 'check_sdk.py'), `${second.url}/v1`, 'smol'],
+        {
+          env: massgenEnv(home, path.join(home, 'egress.log'), { OPENAI_API_KEY: KEY }),
+          extendEnv: false,
+          reject: false,
+          stdin: 'ignore',
+          timeout: 600_000,
+        },
+      );
       expect(r.exitCode, String(r.stderr).slice(-4000)).toBe(0);
       const out = JSON.parse(String(r.stdout).trim().split('\n').at(-1)!);
       expect(out.plain).toMatchObject({ object: 'chat.completion', finish_reason: 'stop' });

@@ -29,9 +29,14 @@ interface Chat {
   ids?: number[];
 }
 
-async function chat(baseUrl: string, model: string, body: object = { messages: QUESTION, max_tokens: 12 }): Promise<Chat> {
+async function chat(
+  baseUrl: string,
+  model: string,
+  body: object = { messages: QUESTION, max_tokens: 12 },
+): Promise<Chat> {
   const res = await fetch(`${baseUrl}/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, temperature: 0, return_token_ids: true, ...body }),
   });
   const json = (await res.json()) as { model?: string; choices?: { token_ids: number[] }[] };
@@ -43,7 +48,6 @@ async function get<T>(baseUrl: string, route: string): Promise<T> {
 }
 
 type Models = { data: { id: string; root: string; adapter: string | null }[] };
-
 
 describe('deploy swaps a running local server to the new weights', () => {
   it('loads the adapter beside the base, routes the served name to it, keeps running requests on their weights, and rolls back', async () => {
@@ -57,7 +61,14 @@ describe('deploy swaps a running local server to the new weights', () => {
     const registered = await withRuntime(loaded, (rt) => {
       const production = rt.production();
       const baseWeights = rt.store().resources.get(production.members.agents.a1!.weights!)!;
-      return registerCheckpoint(rt.store(), { path: adapterDir, algo: 'sft', adapter: true, baseModel: `builtin:${LINE}`, baseResourceId: baseWeights.id, basePath: defaultModelDir });
+      return registerCheckpoint(rt.store(), {
+        path: adapterDir,
+        algo: 'sft',
+        adapter: true,
+        baseModel: `builtin:${LINE}`,
+        baseResourceId: baseWeights.id,
+        basePath: defaultModelDir,
+      });
     });
     expect(registered.resource).toMatchObject({ name: LINE, version: 2 });
     const adapterName = `${LINE}-v2`;
@@ -73,15 +84,30 @@ describe('deploy swaps a running local server to the new weights', () => {
 
     // a run's own server (not production's) is only reported: it lives as long as this test process
     const runsOwn: ServerEntry = {
-      base_url: 'http://127.0.0.1:9/v1', model: 'local', served_name: LINE, pid: process.pid, started_at: new Date(0).toISOString(), host: HOST,
-      weights: { dir: defaultModelDir, adapter: false, base_dir: null, resource: null }, backend: 'transformers', follows_production: false, owner_pid: process.pid,
+      base_url: 'http://127.0.0.1:9/v1',
+      model: 'local',
+      served_name: LINE,
+      pid: process.pid,
+      started_at: new Date(0).toISOString(),
+      host: HOST,
+      weights: { dir: defaultModelDir, adapter: false, base_dir: null, resource: null },
+      backend: 'transformers',
+      follows_production: false,
+      owner_pid: process.pid,
     };
     const runsOwnFile = registerServer(dataDir, runsOwn);
 
     const served = await withRuntime(loaded, (rt) => serve(rt, { model: 'local', port: 0, logFile: false }));
     try {
       const entry = liveServers(dataDir).find((e) => e.pid === served.pid)!;
-      expect(entry).toMatchObject({ base_url: served.baseUrl, model: 'local', served_name: LINE, follows_production: true, backend: 'llama.cpp', weights: { dir: defaultModelDir, adapter: false } });
+      expect(entry).toMatchObject({
+        base_url: served.baseUrl,
+        model: 'local',
+        served_name: LINE,
+        follows_production: true,
+        backend: 'llama.cpp',
+        weights: { dir: defaultModelDir, adapter: false },
+      });
       expect(served.registryFile).toBe(path.join(dataDir, 'servers', `${served.pid}.json`));
       const base = await chat(served.baseUrl, LINE);
       expect(base.status).toBe(200);
@@ -96,14 +122,34 @@ describe('deploy swaps a running local server to the new weights', () => {
         expect(i).toBeLessThan(500);
         await new Promise((r) => setTimeout(r, 20));
       }
-      const deployed = await withRuntime(loaded, (rt) => deploy(rt, { candidate: registered.checkpoint.id, force: true }));
+      const deployed = await withRuntime(loaded, (rt) =>
+        deploy(rt, { candidate: registered.checkpoint.id, force: true }),
+      );
       const finishedDuringSwap = finished;
       expect(deployed.action).toBe('forced');
       expect(deployed.published!.servers).toEqual([
-        { server: 'http://127.0.0.1:9/v1', pid: process.pid, model: 'local', servedName: LINE, weights: `${LINE} v2`, action: 'left', detail: `it serves ${defaultModelDir} for the run that started it (pid ${process.pid}), not production`, calls: [] },
-        expect.objectContaining({ server: served.baseUrl, pid: served.pid, weights: `${LINE} v2`, action: 'swapped', detail: `${LINE} now serves the adapter ${adapterName}` }),
+        {
+          server: 'http://127.0.0.1:9/v1',
+          pid: process.pid,
+          model: 'local',
+          servedName: LINE,
+          weights: `${LINE} v2`,
+          action: 'left',
+          detail: `it serves ${defaultModelDir} for the run that started it (pid ${process.pid}), not production`,
+          calls: [],
+        },
+        expect.objectContaining({
+          server: served.baseUrl,
+          pid: served.pid,
+          weights: `${LINE} v2`,
+          action: 'swapped',
+          detail: `${LINE} now serves the adapter ${adapterName}`,
+        }),
       ]);
-      expect(deployed.published!.servers[1]!.calls.map((c) => [c.action, c.loraName, c.ok])).toEqual([['load', adapterName, true], ['set default', adapterName, true]]);
+      expect(deployed.published!.servers[1]!.calls.map((c) => [c.action, c.loraName, c.ok])).toEqual([
+        ['load', adapterName, true],
+        ['set default', adapterName, true],
+      ]);
 
       expect(finishedDuringSwap).toBe(false);
       const kept = await inFlight;
@@ -113,22 +159,42 @@ describe('deploy swaps a running local server to the new weights', () => {
       expect(now).toEqual({ status: 200, model: LINE, ids: own.ids });
       expect((await chat(served.baseUrl, adapterName)).ids).toEqual(own.ids);
       const models = await get<Models>(served.baseUrl, '/v1/models');
-      expect(models.data.map((m) => [m.id, m.root, m.adapter])).toEqual([[LINE, adapterDir, adapterName], [adapterName, adapterDir, adapterName]]);
+      expect(models.data.map((m) => [m.id, m.root, m.adapter])).toEqual([
+        [LINE, adapterDir, adapterName],
+        [adapterName, adapterDir, adapterName],
+      ]);
       expect(pidAlive(served.pid)).toBe(true); // no restart: the same process
-      expect(liveServers(dataDir).find((e) => e.pid === served.pid)!.weights).toEqual({ dir: adapterDir, adapter: true, base_dir: defaultModelDir, resource: { id: registered.resource.id, name: LINE, version: 2 } });
+      expect(liveServers(dataDir).find((e) => e.pid === served.pid)!.weights).toEqual({
+        dir: adapterDir,
+        adapter: true,
+        base_dir: defaultModelDir,
+        resource: { id: registered.resource.id, name: LINE, version: 2 },
+      });
 
       // back to the base model: the served name routes there again and the adapter is unloaded
       fs.rmSync(runsOwnFile);
       const back = await withRuntime(loaded, (rt) => rollback(rt));
-      expect(back.published.servers.map((s) => [s.pid, s.action, s.detail])).toEqual([[served.pid, 'swapped', `${LINE} now serves the base model; ${adapterName} unloaded`]]);
+      expect(back.published.servers.map((s) => [s.pid, s.action, s.detail])).toEqual([
+        [served.pid, 'swapped', `${LINE} now serves the base model; ${adapterName} unloaded`],
+      ]);
       expect(await chat(served.baseUrl, LINE)).toEqual({ status: 200, model: LINE, ids: base.ids });
       expect((await get<Models>(served.baseUrl, '/v1/models')).data.map((m) => m.id)).toEqual([LINE]);
 
       // a full model cannot be swapped in: reported, the server left as it is
       const full = tempDir({ 'config.json': '{}' });
-      const fullCk = await withRuntime(loaded, (rt) => registerCheckpoint(rt.store(), { path: full, algo: 'sft', adapter: false, baseModel: `builtin:${LINE}`, name: LINE }));
+      const fullCk = await withRuntime(loaded, (rt) =>
+        registerCheckpoint(rt.store(), {
+          path: full,
+          algo: 'sft',
+          adapter: false,
+          baseModel: `builtin:${LINE}`,
+          name: LINE,
+        }),
+      );
       const third = await withRuntime(loaded, (rt) => deploy(rt, { candidate: fullCk.checkpoint.id, force: true }));
-      expect(third.published!.servers.map((s) => [s.action, s.detail])).toEqual([['restart needed', `${LINE} v3 is a full model, not an adapter of the server's base model ${defaultModelDir}`]]);
+      expect(third.published!.servers.map((s) => [s.action, s.detail])).toEqual([
+        ['restart needed', `${LINE} v3 is a full model, not an adapter of the server's base model ${defaultModelDir}`],
+      ]);
       expect(await chat(served.baseUrl, LINE)).toEqual({ status: 200, model: LINE, ids: base.ids });
     } finally {
       fs.rmSync(runsOwnFile, { force: true });
@@ -144,8 +210,16 @@ describe('the registry of running local servers', () => {
   it('ignores and removes entries of processes that are gone, and leaves other hosts alone', async () => {
     const dataDir = tempDir();
     const entry = (pid: number, host = HOST): ServerEntry => ({
-      base_url: `http://127.0.0.1:${pid}/v1`, model: 'local', served_name: 'm', pid, started_at: new Date(pid).toISOString(), host,
-      weights: { dir: '/m', adapter: false, base_dir: null, resource: null }, backend: 'transformers', follows_production: true, owner_pid: pid,
+      base_url: `http://127.0.0.1:${pid}/v1`,
+      model: 'local',
+      served_name: 'm',
+      pid,
+      started_at: new Date(pid).toISOString(),
+      host,
+      weights: { dir: '/m', adapter: false, base_dir: null, resource: null },
+      backend: 'transformers',
+      follows_production: true,
+      owner_pid: pid,
     });
     const gone = execa(process.execPath, ['-e', '']);
     await gone;

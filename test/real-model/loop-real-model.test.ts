@@ -34,7 +34,11 @@ describe('loop --once with the default local model', () => {
     const r = await runCli(['loop', '--once', '--json'], { cwd: dir, timeoutMs: 1_500_000 });
     expect(hasStack(r.stderr), r.stderr).toBe(false);
     expect(r.exitCode, r.stderr.slice(-3000)).toBe(0);
-    const cycle = JSON.parse(r.stdout) as { status: string; outcome: string; stages: Record<string, Record<string, unknown>> };
+    const cycle = JSON.parse(r.stdout) as {
+      status: string;
+      outcome: string;
+      stages: Record<string, Record<string, unknown>>;
+    };
     expect(cycle.status).toBe('completed');
     expect(cycle.stages.collect).toMatchObject({ status: 'done', tasks: 3 });
     expect(cycle.stages.train).toMatchObject({ status: 'done', weights: 'smollm2-135m-instruct v2' });
@@ -50,9 +54,13 @@ describe('loop --once with the default local model', () => {
       const ev = store.evaluations.run(cycle.stages.eval!.eval_run_id as string)!;
       expect(ev.status).toBe('completed');
       // Base and adapter each ran the 2 eval tasks with seed 1, through two local servers.
-      const results = storeDb(store).prepare('SELECT set_id, COUNT(*) AS n FROM eval_results GROUP BY set_id').all() as { set_id: string; n: number }[];
+      const results = storeDb(store)
+        .prepare('SELECT set_id, COUNT(*) AS n FROM eval_results GROUP BY set_id')
+        .all() as { set_id: string; n: number }[];
       expect(results.map((x) => x.n)).toEqual([2, 2]);
-      const production = JSON.parse(fs.readFileSync(path.join(loaded.paths.dataDir, 'production.json'), 'utf8')) as { set: { id: string } };
+      const production = JSON.parse(fs.readFileSync(path.join(loaded.paths.dataDir, 'production.json'), 'utf8')) as {
+        set: { id: string };
+      };
       expect(production.set.id).toBe(store.sets.pointer('production')!.setId);
       if (cycle.stages.deploy!.action === 'promoted') expect(production.set.id).toBe(ev.candidateSet);
       else expect(production.set.id).toBe(ev.baselineSet);

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { NewAnswerPayload, SelectionPayload, VotePayload } from '../../src/trace/payloads.js';
 import { Store } from '../../src/store/index.js';
+import type { NewAnswerPayload, SelectionPayload, VotePayload } from '../../src/trace/payloads.js';
 import { FIXTURES, runCli, tempDir } from '../helpers.js';
 import { describeWithMassgen } from '../support/massgen-describe.js';
 import { SAMPLE_PLAN, SAMPLE_QUESTION, teamConfig, teamScript, type TeamPlan } from '../support/massgen-team.js';
@@ -17,7 +17,11 @@ async function importWithCli(dir: string) {
   const project = tempDir({ 'massgen-rl.yaml': 'project:\n  name: real-massgen\n' });
   const r = await runCli(['--json', 'traces', 'import', '--massgen-logs', dir], { cwd: project });
   expect(r.exitCode, r.stderr).toBe(0);
-  return { project, summary: JSON.parse(r.stdout), store: () => Store.open({ path: path.join(project, '.massgen-rl', 'store.sqlite') }) };
+  return {
+    project,
+    summary: JSON.parse(r.stdout),
+    store: () => Store.open({ path: path.join(project, '.massgen-rl', 'store.sqlite') }),
+  };
 }
 
 /**
@@ -33,9 +37,16 @@ async function expectFaithfulImport(logDir: string, plan: TeamPlan) {
   const label = (a: string) => `agent${agents.indexOf(a) + 1}`;
   const { project, summary, store: open } = await importWithCli(logDir);
   expect(summary).toMatchObject({ ok: true, failed: [], skipped: [] });
-  expect(summary.imported).toEqual([expect.objectContaining({
-    log: path.basename(logDir), turn: 1, attempt: 1, status: 'completed', winner: plan.votesFor, answers: agents.length,
-  })]);
+  expect(summary.imported).toEqual([
+    expect.objectContaining({
+      log: path.basename(logDir),
+      turn: 1,
+      attempt: 1,
+      status: 'completed',
+      winner: plan.votesFor,
+      answers: agents.length,
+    }),
+  ]);
 
   const store = open();
   try {
@@ -45,7 +56,12 @@ async function expectFaithfulImport(logDir: string, plan: TeamPlan) {
     expect(r.finalAnswer).toBe(plan.presentation(winner));
     expect(r.finalAnswer).toBe(fs.readFileSync(path.join(logDir, 'turn_1', 'final', winner, 'answer.txt'), 'utf8'));
     expect(r.metadata).toMatchObject({
-      original_task: SAMPLE_QUESTION, agents, models: plan.models, massgen_version: '0.1.97', attempt: 1, restarted: false,
+      original_task: SAMPLE_QUESTION,
+      agents,
+      models: plan.models,
+      massgen_version: '0.1.97',
+      attempt: 1,
+      restarted: false,
     });
     expect(events.session_metadata.user_prompt).toBe(SAMPLE_QUESTION);
     // The config's anchor comes back as PyYAML aliases, which the import reads (models above).
@@ -56,24 +72,45 @@ async function expectFaithfulImport(logDir: string, plan: TeamPlan) {
     expect(input_tokens).toBeGreaterThan(0);
     expect(r.tokens).toBe(input_tokens + output_tokens);
     expect(r.toolCalls).toBe(0);
-    const byAgent = r.metadata.massgen_usage as { by_agent: Record<string, { input_tokens: number; output_tokens: number }> };
-    expect(byAgent.by_agent).toEqual(Object.fromEntries(agents.map((a) => [a, {
-      input_tokens: metrics.agents[a].token_usage.input_tokens, output_tokens: metrics.agents[a].token_usage.output_tokens,
-    }])));
+    const byAgent = r.metadata.massgen_usage as {
+      by_agent: Record<string, { input_tokens: number; output_tokens: number }>;
+    };
+    expect(byAgent.by_agent).toEqual(
+      Object.fromEntries(
+        agents.map((a) => [
+          a,
+          {
+            input_tokens: metrics.agents[a].token_usage.input_tokens,
+            output_tokens: metrics.agents[a].token_usage.output_tokens,
+          },
+        ]),
+      ),
+    );
 
     const spans = store.spans.list(r.id);
-    const answers = spans.filter((s) => s.name === 'new_answer').map((s) => [s.agent, (s.payload as NewAnswerPayload).content]);
+    const answers = spans
+      .filter((s) => s.name === 'new_answer')
+      .map((s) => [s.agent, (s.payload as NewAnswerPayload).content]);
     expect(Object.fromEntries(answers)).toEqual(plan.answers);
     expect(answers.length).toBe(agents.length);
     const votes = spans.filter((s) => s.name === 'vote').map((s) => [s.agent, (s.payload as VotePayload).target_agent]);
-    const cast = events.events.filter((e: any) => e.event_type === 'vote_cast').map((e: any) => [e.agent_id, e.context.voted_for]);
+    const cast = events.events
+      .filter((e: any) => e.event_type === 'vote_cast')
+      .map((e: any) => [e.agent_id, e.context.voted_for]);
     expect(votes).toEqual(cast);
     expect(votes.map(([, t]) => t)).toEqual(agents.map(() => plan.votesFor));
     const selection = spans.find((s) => s.name === 'final_selection')!.payload as SelectionPayload;
-    expect(selection).toMatchObject({ winner_agent: winner, votes: { [label(winner)]: agents.length }, consensus: true, reason: 'votes' });
+    expect(selection).toMatchObject({
+      winner_agent: winner,
+      votes: { [label(winner)]: agents.length },
+      consensus: true,
+      reason: 'votes',
+    });
     // Every agent's first prompt (context.txt) carries the task.
     for (const a of agents) {
-      const ctx = spans.find((s) => s.name === 'context' && s.agent === a)!.payload as { messages: { role: string; content: string }[] };
+      const ctx = spans.find((s) => s.name === 'context' && s.agent === a)!.payload as {
+        messages: { role: string; content: string }[];
+      };
       expect(ctx.messages.find((m) => m.role === 'user')!.content).toContain(SAMPLE_QUESTION);
     }
 
@@ -115,7 +152,9 @@ describeWithMassgen('the real MassGen 0.1.97 against the scripted server', () =>
       expect(r.tokens).toBe(delivered.reduce((n, s) => n + s.usage.prompt_tokens + s.usage.completion_tokens, 0));
       const perAgent = (r.metadata.massgen_usage as { by_agent: Record<string, { input_tokens: number }> }).by_agent;
       for (const agent of Object.keys(SAMPLE_PLAN.models)) {
-        expect(perAgent[agent]!.input_tokens).toBe(delivered.filter((s) => s.agent === agent).reduce((n, s) => n + s.usage.prompt_tokens, 0));
+        expect(perAgent[agent]!.input_tokens).toBe(
+          delivered.filter((s) => s.agent === agent).reduce((n, s) => n + s.usage.prompt_tokens, 0),
+        );
       }
     } finally {
       await server.close();
@@ -127,7 +166,10 @@ describeWithMassgen('the real MassGen 0.1.97 against the scripted server', () =>
       'team.yaml': teamConfig(SAMPLE_PLAN, 'http://127.0.0.1:9/v1'),
       'broken.yaml': 'agents:\n  - id: alpha\n    backend: { model: m }\n',
     });
-    const [ok, bad] = await Promise.all([validateMassgenConfig(path.join(dir, 'team.yaml')), validateMassgenConfig(path.join(dir, 'broken.yaml'))]);
+    const [ok, bad] = await Promise.all([
+      validateMassgenConfig(path.join(dir, 'team.yaml')),
+      validateMassgenConfig(path.join(dir, 'broken.yaml')),
+    ]);
     expect(ok, ok.stderr).toMatchObject({ exitCode: 0, valid: true });
     expect(bad).toMatchObject({ exitCode: 1, valid: false });
     expect(bad.report?.errors.length).toBeGreaterThan(0);

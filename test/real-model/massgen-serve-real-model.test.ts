@@ -85,15 +85,25 @@ orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
 
       // a LoRA adapter of the base becomes production: the running server follows, MassGen's config is unchanged
       const adapterDir = path.join(dir, 'lora');
-      await execa(venvPython(loaded.paths.venvDir), [MAKE_ADAPTER, loaded.paths.defaultModelDir, adapterDir], { env: pythonEnv() });
+      await execa(venvPython(loaded.paths.venvDir), [MAKE_ADAPTER, loaded.paths.defaultModelDir, adapterDir], {
+        env: pythonEnv(),
+      });
       const checkpoint = await withRuntime(loaded, (rt) => {
         const base = rt.store().resources.get(rt.production().members.agents.agent_a!.weights!)!;
-        return registerCheckpoint(rt.store(), { path: adapterDir, algo: 'sft', adapter: true, baseModel: `builtin:${LINE}`,
-          baseResourceId: base.id, basePath: loaded.paths.defaultModelDir }).checkpoint;
+        return registerCheckpoint(rt.store(), {
+          path: adapterDir,
+          algo: 'sft',
+          adapter: true,
+          baseModel: `builtin:${LINE}`,
+          baseResourceId: base.id,
+          basePath: loaded.paths.defaultModelDir,
+        }).checkpoint;
       });
       const deployed = await withRuntime(loaded, (rt) => deploy(rt, { candidate: checkpoint.id, force: true }));
       expect(deployed.published!.servers).toEqual([expect.objectContaining({ pid: served.pid, action: 'swapped' })]);
-      const models = (await (await fetch(`${served.baseUrl}/models`)).json()) as { data: { id: string; adapter: string | null }[] };
+      const models = (await (await fetch(`${served.baseUrl}/models`)).json()) as {
+        data: { id: string; adapter: string | null }[];
+      };
       expect(models.data[0]).toMatchObject({ id: LINE, adapter: `${LINE}-v2` });
       await runAndImport(dir, mgConfig);
     } finally {

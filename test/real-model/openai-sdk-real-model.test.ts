@@ -12,8 +12,8 @@ import { loadConfig } from '../../src/config/load.js';
 import { venvPython } from '../../src/python/venv.js';
 import { startLocalServer, type LocalServer } from '../../src/serving/local-server.js';
 import { FIXTURES } from '../helpers.js';
-import { massgenEnv, massgenVenv } from '../support/massgen.js';
 import { describeWithMassgen } from '../support/massgen-describe.js';
+import { massgenEnv, massgenVenv } from '../support/massgen.js';
 
 // The official openai SDKs as users call them — the npm package, and the Python package MassGen installs
 // (scripts/setup-massgen-venv.sh) — against one llama.cpp server on the bundled model (prepared by
@@ -22,26 +22,37 @@ import { describeWithMassgen } from '../support/massgen-describe.js';
 
 const MODEL = 'smol';
 const GREEDY = {
-  model: MODEL, messages: [{ role: 'user' as const, content: 'What is 2 + 3?' }], temperature: 0, seed: 7,
+  model: MODEL,
+  messages: [{ role: 'user' as const, content: 'What is 2 + 3?' }],
+  temperature: 0,
+  seed: 7,
   max_tokens: 24,
 };
 const VOTE = {
   type: 'function',
   function: {
-    name: 'vote', description: 'Vote for the best answer.', strict: true,
+    name: 'vote',
+    description: 'Vote for the best answer.',
+    strict: true,
     parameters: {
       type: 'object',
       properties: { agent_id: { type: 'string', enum: ['agent1', 'agent2'] }, reason: { type: 'string' } },
-      required: ['agent_id', 'reason'], additionalProperties: false,
+      required: ['agent_id', 'reason'],
+      additionalProperties: false,
     },
   },
 } satisfies ChatCompletionFunctionTool;
 const ANSWER = {
   type: 'function',
   function: {
-    name: 'new_answer', description: 'Give your answer.', strict: true,
+    name: 'new_answer',
+    description: 'Give your answer.',
+    strict: true,
     parameters: {
-      type: 'object', properties: { content: { type: 'string' } }, required: ['content'], additionalProperties: false,
+      type: 'object',
+      properties: { content: { type: 'string' } },
+      required: ['content'],
+      additionalProperties: false,
     },
   },
 } satisfies ChatCompletionFunctionTool;
@@ -71,7 +82,11 @@ beforeAll(async () => {
   logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'openai-sdk-test-'));
   const { venvDir, defaultModelDir } = loadConfig({ cwd: logDir }).paths;
   server = await startLocalServer({
-    python: venvPython(venvDir), modelDir: defaultModelDir, servedName: MODEL, engine: 'llama.cpp', maxBatchSize: 2,
+    python: venvPython(venvDir),
+    modelDir: defaultModelDir,
+    servedName: MODEL,
+    engine: 'llama.cpp',
+    maxBatchSize: 2,
     logFile: path.join(logDir, 'serve.log'),
   });
   client = new OpenAI({ baseURL: server.baseUrl, apiKey: 'none', maxRetries: 0, timeout: 120_000 });
@@ -108,7 +123,9 @@ describe('the official openai npm SDK against the local llama.cpp server', () =>
   it('create({stream: true}) read with for await joins to the plain reply, then a usage chunk', async () => {
     const want = await plainReply();
     const stream = await client.chat.completions.create({
-      ...GREEDY, stream: true, stream_options: { include_usage: true },
+      ...GREEDY,
+      stream: true,
+      stream_options: { include_usage: true },
     });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
@@ -147,7 +164,11 @@ describe('the official openai npm SDK against the local llama.cpp server', () =>
   it('streamed logprobs: every token with its top_logprobs, the greedy token the most likely', async () => {
     const want = await plainReply();
     const stream = await client.chat.completions.create({
-      ...GREEDY, stream: true, stream_options: { include_usage: true }, logprobs: true, top_logprobs: 3,
+      ...GREEDY,
+      stream: true,
+      stream_options: { include_usage: true },
+      logprobs: true,
+      top_logprobs: 3,
     });
     const tokens = [];
     let usage;
@@ -157,7 +178,12 @@ describe('the official openai npm SDK against the local llama.cpp server', () =>
     }
     expect(tokens).toHaveLength(usage!.completion_tokens);
     expect(counts(usage)).toEqual(counts(want.usage));
-    expect(tokens.map((t) => t.token).join('').startsWith(want.choices[0]!.message.content!)).toBe(true);
+    expect(
+      tokens
+        .map((t) => t.token)
+        .join('')
+        .startsWith(want.choices[0]!.message.content!),
+    ).toBe(true);
     for (const t of tokens) {
       expect(t.logprob).toBeLessThanOrEqual(0);
       expect(t.top_logprobs).toHaveLength(3);
@@ -181,7 +207,8 @@ describe('the official openai npm SDK against the local llama.cpp server', () =>
 
   it('tool_choice naming a function: a call of that function, its enum argument an allowed value', async () => {
     const r = await client.chat.completions.create({
-      ...WITH_TOOLS, tool_choice: { type: 'function', function: { name: 'vote' } },
+      ...WITH_TOOLS,
+      tool_choice: { type: 'function', function: { name: 'vote' } },
     });
     const [choice] = r.choices;
     expect(choice!.finish_reason).toBe('tool_calls');
@@ -211,8 +238,14 @@ describe('the official openai npm SDK against the local llama.cpp server', () =>
     expect(call.function.arguments).toBe(want.function.arguments);
     expect(argDeltas.join('')).toBe(want.function.arguments);
     // Strict tools: the helper parses the arguments itself.
-    expect(done).toEqual([{ index: 0, name: want.function.name, arguments: want.function.arguments,
-      parsed_arguments: JSON.parse(want.function.arguments) }]);
+    expect(done).toEqual([
+      {
+        index: 0,
+        name: want.function.name,
+        arguments: want.function.arguments,
+        parsed_arguments: JSON.parse(want.function.arguments),
+      },
+    ]);
     expect(call.function.parsed_arguments).toEqual(JSON.parse(want.function.arguments));
   });
 
@@ -229,9 +262,13 @@ describe('the official openai npm SDK against the local llama.cpp server', () =>
   });
 
   it('a tool_choice naming an unknown function is a BadRequestError with param tool_choice', async () => {
-    const err = await client.chat.completions.create({
-      ...GREEDY, tools: [VOTE], tool_choice: { type: 'function', function: { name: 'unknown' } },
-    }).catch((e: unknown) => e);
+    const err = await client.chat.completions
+      .create({
+        ...GREEDY,
+        tools: [VOTE],
+        tool_choice: { type: 'function', function: { name: 'unknown' } },
+      })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BadRequestError);
     expect(err).toMatchObject({ status: 400, param: 'tool_choice', type: 'invalid_request_error' });
     expect((err as Error).message).toContain("'unknown'");
@@ -261,20 +298,24 @@ interface PyResult {
 
 let python: Promise<PyResult> | undefined;
 /** test/fixtures/openai-sdk/check_sdk.py with the MassGen venv's python, offline; once for the block. */
-const pythonResult = () => (python ??= (async () => {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'openai-sdk-py-'));
-  const egressLog = path.join(home, 'egress.log');
-  try {
-    const r = await execa(path.join(massgenVenv(), 'bin', 'python'), [
-      path.join(FIXTURES, 'openai-sdk', 'check_sdk.py'), server.baseUrl, MODEL,
-    ], { env: massgenEnv(home, egressLog), extendEnv: false, reject: false, stdin: 'ignore', timeout: 240_000 });
-    if (r.exitCode !== 0) throw new Error(`check_sdk.py exited with ${r.exitCode}:\n${String(r.stderr).slice(-4000)}`);
-    const egress = fs.existsSync(egressLog) ? fs.readFileSync(egressLog, 'utf8').split('\n').filter(Boolean) : [];
-    return { ...(JSON.parse(String(r.stdout).trim().split('\n').at(-1)!) as PyResult), egress };
-  } finally {
-    fs.rmSync(home, { recursive: true, force: true });
-  }
-})());
+const pythonResult = () =>
+  (python ??= (async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'openai-sdk-py-'));
+    const egressLog = path.join(home, 'egress.log');
+    try {
+      const r = await execa(
+        path.join(massgenVenv(), 'bin', 'python'),
+        [path.join(FIXTURES, 'openai-sdk', 'check_sdk.py'), server.baseUrl, MODEL],
+        { env: massgenEnv(home, egressLog), extendEnv: false, reject: false, stdin: 'ignore', timeout: 240_000 },
+      );
+      if (r.exitCode !== 0)
+        throw new Error(`check_sdk.py exited with ${r.exitCode}:\n${String(r.stderr).slice(-4000)}`);
+      const egress = fs.existsSync(egressLog) ? fs.readFileSync(egressLog, 'utf8').split('\n').filter(Boolean) : [];
+      return { ...(JSON.parse(String(r.stdout).trim().split('\n').at(-1)!) as PyResult), egress };
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
+  })());
 
 describeWithMassgen('the official openai Python SDK (the MassGen venv) against the local llama.cpp server', () => {
   it('plain, stream=True and the stream() helper give the same greedy reply and usage, on loopback', async () => {
@@ -284,13 +325,19 @@ describeWithMassgen('the official openai Python SDK (the MassGen venv) against t
     expect(r.plain).toMatchObject({ object: 'chat.completion', finish_reason: 'stop' });
     expect(r.plain.content).toContain('5');
     expect(r.stream).toMatchObject({
-      objects: ['chat.completion.chunk'], content: r.plain.content, finish_reason: 'stop',
+      objects: ['chat.completion.chunk'],
+      content: r.plain.content,
+      finish_reason: 'stop',
     });
     expect(counts(r.stream.usage)).toEqual(counts(r.plain.usage));
     expect(r.stream.chunks).toBeGreaterThan(2);
     expect(r.helper.events).toEqual(['chunk', 'content.delta', 'content.done']);
-    expect(r.helper).toMatchObject({ deltas: r.plain.content, done: r.plain.content, final: r.plain.content,
-      finish_reason: 'stop' });
+    expect(r.helper).toMatchObject({
+      deltas: r.plain.content,
+      done: r.plain.content,
+      final: r.plain.content,
+      finish_reason: 'stop',
+    });
   }, 240_000);
 
   it('tool calls, required and named, plain and through the stream() helper, are valid calls', async () => {
@@ -302,10 +349,18 @@ describeWithMassgen('the official openai Python SDK (the MassGen venv) against t
     }
     expect(r.named.call!.name).toBe('vote');
     expect(r.tool_stream.content ?? '').toBe('');
-    expect(r.tool_stream.call).toMatchObject({ name: r.required.call!.name, arguments: r.required.call!.arguments,
-      parsed_arguments: JSON.parse(r.required.call!.arguments) });
-    expect(r.tool_stream.arguments_done).toEqual([{ name: r.required.call!.name, arguments: r.required.call!.arguments,
-      parsed_arguments: JSON.parse(r.required.call!.arguments) }]);
+    expect(r.tool_stream.call).toMatchObject({
+      name: r.required.call!.name,
+      arguments: r.required.call!.arguments,
+      parsed_arguments: JSON.parse(r.required.call!.arguments),
+    });
+    expect(r.tool_stream.arguments_done).toEqual([
+      {
+        name: r.required.call!.name,
+        arguments: r.required.call!.arguments,
+        parsed_arguments: JSON.parse(r.required.call!.arguments),
+      },
+    ]);
   }, 240_000);
 
   it('parse() with a pydantic model: strict json_schema output parsed into the model', async () => {
@@ -313,7 +368,8 @@ describeWithMassgen('the official openai Python SDK (the MassGen venv) against t
     expect(r.parse.finish_reason).toBe('stop');
     expect(r.parse.parsed).toEqual(JSON.parse(r.parse.content));
     expect(r.parse.parsed).toMatchObject({
-      answer: expect.any(Number), unit: expect.stringMatching(/^(apples|pears)$/),
+      answer: expect.any(Number),
+      unit: expect.stringMatching(/^(apples|pears)$/),
     });
   }, 240_000);
 

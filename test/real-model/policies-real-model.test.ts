@@ -35,7 +35,9 @@ describe('orchestration policies with the default local model', () => {
     try {
       const routing = store.spans.policyDecisions('routing').map((r) => r.payload as PolicyDecisionPayload);
       expect(routing).toHaveLength(summary.completed);
-      expect(routing.every((d) => d.arms.join() === 'agent_a,agent_b,team' && Math.abs(d.propensity - 1 / 3) < 1e-12)).toBe(true);
+      expect(
+        routing.every((d) => d.arms.join() === 'agent_a,agent_b,team' && Math.abs(d.propensity - 1 / 3) < 1e-12),
+      ).toBe(true);
       stops = store.spans.policyDecisions('stop').map((r) => r.payload as PolicyDecisionPayload);
       expect(stops.every((d) => d.propensity === 0.5 && d.features.length === 7 && d.round! >= 1)).toBe(true);
     } finally {

@@ -56,7 +56,11 @@ describe('prompt optimization with the default local model', () => {
     expect(d.action).toBe('promoted');
     const after = openStore(loaded);
     try {
-      expect(Object.values(after.sets.get(after.sets.pointer('production')!.setId)!.members.agents).every((m) => after.resources.get(m.prompt)!.version === version)).toBe(true);
+      expect(
+        Object.values(after.sets.get(after.sets.pointer('production')!.setId)!.members.agents).every(
+          (m) => after.resources.get(m.prompt)!.version === version,
+        ),
+      ).toBe(true);
     } finally {
       after.close();
     }

@@ -27,7 +27,11 @@ out = fn(prompts=[prompt] * 3, completions=[[{"role": "assistant", "content": t}
          completion_ids=[[1, 2]] * 3, meta_json=[meta] * 3, trainer_state=None)
 print(json.dumps(out))
 `;
-    const r = await execa(python, ['-c', code, bridge.url], { env: { PYTHONPATH: TRAINERS_DIR }, reject: false, timeout: 60_000 });
+    const r = await execa(python, ['-c', code, bridge.url], {
+      env: { PYTHONPATH: TRAINERS_DIR },
+      reject: false,
+      timeout: 60_000,
+    });
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     const [right, wrong, vote] = JSON.parse(String(r.stdout)) as (number | null)[];
@@ -37,9 +41,17 @@ print(json.dumps(out))
 
     // A reward that cannot compute fails the trainer with the bridge's message (after its retries of a 5xx).
     const crash = path.join(FIXTURES, 'rewards', 'crash.mjs');
-    const failing = await bridgeFor(`rewards:\n  weights: { custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(crash)}] }\n`);
-    const failed = await execa(python, ['-c', code, failing.bridge.url], { env: { PYTHONPATH: TRAINERS_DIR }, reject: false, timeout: 60_000 });
+    const failing = await bridgeFor(
+      `rewards:\n  weights: { custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(crash)}] }\n`,
+    );
+    const failed = await execa(python, ['-c', code, failing.bridge.url], {
+      env: { PYTHONPATH: TRAINERS_DIR },
+      reject: false,
+      timeout: 60_000,
+    });
     expect(failed.exitCode).not.toBe(0);
-    expect(String(failed.stderr)).toMatch(/ScriptError: reward bridge .* answered HTTP 500: .*reward custom: custom reward command .* exited with code 3/);
+    expect(String(failed.stderr)).toMatch(
+      /ScriptError: reward bridge .* answered HTTP 500: .*reward custom: custom reward command .* exited with code 3/,
+    );
   }, 90_000);
 });

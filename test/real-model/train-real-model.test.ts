@@ -1,14 +1,14 @@
-import { withRuntime } from '../../src/runtime/runtime.js';
 import fs from 'node:fs';
-import path from 'node:path';
 import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { createLlmClient } from '../../src/llm/client.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { serve } from '../../src/pipeline/serve.js';
-import { openStore } from '../../src/runtime/store.js';
 import { train, type TrainResult } from '../../src/pipeline/train.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
 
 // The real parts: traces from a collect with the default model (served by our server), real TRL
 // trainers on CPU in the trainer venv, checkpoints registered in the store and served again.
@@ -35,10 +35,17 @@ let loaded: LoadedConfig;
 
 /** The checkpoint answers through `serve`: the weights load (adapter on its base) and generate. */
 async function servesAnswer(r: TrainResult): Promise<void> {
-  const served = await withRuntime(loaded, (rt) => serve(rt, { weights: `resource:${r.weight.name}@${r.weight.version}`, port: 0, logFile: false }));
+  const served = await withRuntime(loaded, (rt) =>
+    serve(rt, { weights: `resource:${r.weight.name}@${r.weight.version}`, port: 0, logFile: false }),
+  );
   try {
     const client = createLlmClient({ baseUrl: served.baseUrl, timeoutMs: 120_000, maxRetries: 0, logprobs: false });
-    const reply = await client.chat({ model: served.model, messages: [{ role: 'user', content: 'What is 2 + 3?' }], max_tokens: 16, temperature: 0 });
+    const reply = await client.chat({
+      model: served.model,
+      messages: [{ role: 'user', content: 'What is 2 + 3?' }],
+      max_tokens: 16,
+      temperature: 0,
+    });
     expect(reply.content?.length ?? 0).toBeGreaterThan(0);
   } finally {
     await served.stop();
@@ -49,7 +56,13 @@ function expectLineage(r: TrainResult, algo: string): void {
   const store = openStore(loaded);
   try {
     const ck = store.checkpoints.get(r.checkpoint.id)!;
-    expect(ck).toMatchObject({ algo, trainingRunId: r.runId, datasetHash: r.dataset.hash, watermark: r.dataset.watermark.to, baseModel: 'builtin:smollm2-135m-instruct' });
+    expect(ck).toMatchObject({
+      algo,
+      trainingRunId: r.runId,
+      datasetHash: r.dataset.hash,
+      watermark: r.dataset.watermark.to,
+      baseModel: 'builtin:smollm2-135m-instruct',
+    });
     expect(ck.configHash).toMatch(/^[0-9a-f]{16}$/);
     expect(typeof ck.metrics.final_loss).toBe('number');
     expect(store.trainingMetrics.count(r.runId)).toBe(2);
@@ -102,10 +115,16 @@ describe('train on CPU with the default model, from real traces', () => {
     const store = openStore(loaded);
     const parent = store.checkpoints.latest({ algo: 'sft' })!;
     store.close();
-    const two = loadConfig({ cwd: loaded.paths.baseDir, overrides: ['train.num_processes=2', 'train.batch_size=1'], env: loaded.env });
+    const two = loadConfig({
+      cwd: loaded.paths.baseDir,
+      overrides: ['train.num_processes=2', 'train.batch_size=1'],
+      env: loaded.env,
+    });
     const r = await withRuntime(two, (rt) => train(rt, { algo: 'sft', from: parent.id, all: true }));
     expect(r.steps).toBe(2);
     expect(r.checkpoint.parentId).toBe(parent.id);
-    expect(fs.readFileSync(r.logFile, 'utf8')).toMatch(/accelerate\.commands\.launch --main_process_port \d+ --num_processes 2 --config_file \S+cpu-2proc\.yaml/);
+    expect(fs.readFileSync(r.logFile, 'utf8')).toMatch(
+      /accelerate\.commands\.launch --main_process_port \d+ --num_processes 2 --config_file \S+cpu-2proc\.yaml/,
+    );
   }, 900_000);
 });

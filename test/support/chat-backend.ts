@@ -54,41 +54,50 @@ export async function startChatBackend(): Promise<ChatBackend> {
   const server = http.createServer((req, res) => {
     let text = '';
     req.on('data', (c: Buffer) => (text += c.toString()));
-    req.on('end', () => void (async () => {
-      const body = JSON.parse(text) as Record<string, unknown>;
-      seen.push({ authorization: req.headers.authorization, body });
-      if (req.url?.endsWith('/embeddings')) return embed(body, res);
-      const lp = body.logprobs === true;
-      const ids = body.return_token_ids === true;
-      const model = `${String(body.model)}-served`;
-      const usage = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
-      const promptIds = ids ? { prompt_token_ids: [1, 2, 3, 4, 5] } : {};
-      if (body.stream !== true) {
-        const choice = {
-          index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop',
-          logprobs: lp ? { content: [0, 1].flatMap((i) => logprobs(i).content) } : null,
-          ...(ids ? { token_ids: IDS } : {}),
-        };
-        const out = { id: 'cmpl-1', object: 'chat.completion', created: 1, model, choices: [choice], usage };
-        Object.assign(out, promptIds);
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(out));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const head = { id: 'cmpl-1', object: 'chat.completion.chunk', created: 1, model };
-      const send = (chunk: object) => res.write(`data: ${JSON.stringify({ ...head, ...chunk })}\n\n`);
-      send({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], ...promptIds });
-      for (let i = 0; i < WORDS.length; i++) {
-        const extra = { logprobs: lp ? logprobs(i) : null, ...(ids ? { token_ids: [IDS[i]] } : {}) };
-        send({ choices: [{ index: 0, delta: { content: WORDS[i] }, finish_reason: null, ...extra }] });
-        if (i === 0 && held) await held.promise;
-      }
-      send({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
-      const options = body.stream_options as { include_usage?: boolean } | undefined;
-      if (options?.include_usage) send({ choices: [], usage });
-      res.end('data: [DONE]\n\n');
-    })());
+    req.on(
+      'end',
+      () =>
+        void (async () => {
+          const body = JSON.parse(text) as Record<string, unknown>;
+          seen.push({ authorization: req.headers.authorization, body });
+          if (req.url?.endsWith('/embeddings')) return embed(body, res);
+          const lp = body.logprobs === true;
+          const ids = body.return_token_ids === true;
+          const model = `${String(body.model)}-served`;
+          const usage = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
+          const promptIds = ids ? { prompt_token_ids: [1, 2, 3, 4, 5] } : {};
+          if (body.stream !== true) {
+            const choice = {
+              index: 0,
+              message: { role: 'assistant', content: 'Hello' },
+              finish_reason: 'stop',
+              logprobs: lp ? { content: [0, 1].flatMap((i) => logprobs(i).content) } : null,
+              ...(ids ? { token_ids: IDS } : {}),
+            };
+            const out = { id: 'cmpl-1', object: 'chat.completion', created: 1, model, choices: [choice], usage };
+            Object.assign(out, promptIds);
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(out));
+            return;
+          }
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          const head = { id: 'cmpl-1', object: 'chat.completion.chunk', created: 1, model };
+          const send = (chunk: object) => res.write(`data: ${JSON.stringify({ ...head, ...chunk })}\n\n`);
+          send({
+            choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+            ...promptIds,
+          });
+          for (let i = 0; i < WORDS.length; i++) {
+            const extra = { logprobs: lp ? logprobs(i) : null, ...(ids ? { token_ids: [IDS[i]] } : {}) };
+            send({ choices: [{ index: 0, delta: { content: WORDS[i] }, finish_reason: null, ...extra }] });
+            if (i === 0 && held) await held.promise;
+          }
+          send({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+          const options = body.stream_options as { include_usage?: boolean } | undefined;
+          if (options?.include_usage) send({ choices: [], usage });
+          res.end('data: [DONE]\n\n');
+        })(),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -104,9 +113,10 @@ export async function startChatBackend(): Promise<ChatBackend> {
       held?.resolve();
       held = undefined;
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

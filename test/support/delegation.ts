@@ -1,11 +1,23 @@
-import { orchestrate, type DelegationInput, type OrchestratorConfig, type TeamAgent, type ToolRunner } from '../../src/orchestrator/index.js';
+import {
+  orchestrate,
+  type DelegationInput,
+  type OrchestratorConfig,
+  type TeamAgent,
+  type ToolRunner,
+} from '../../src/orchestrator/index.js';
 import type { SpanInput } from '../../src/trace/records.js';
 import { startScriptedServer, type Script, type ScriptedRequest, type ScriptedServer } from './scripted-server.js';
 import { baseConfig, MemorySink, noTools, team } from './team.js';
 
 export const PARENT_TASK = 'What is 6 x 7?';
 
-export const DELEGATION: DelegationInput = { enabled: true, shape: 'solo', maxDepth: 1, maxDelegations: 2, maxChildTokens: 4000 };
+export const DELEGATION: DelegationInput = {
+  enabled: true,
+  shape: 'solo',
+  maxDepth: 1,
+  maxDelegations: 2,
+  maxChildTokens: 4000,
+};
 
 /** The task a request works on: the text of its <ORIGINAL MESSAGE>. */
 export function taskOf(req: ScriptedRequest): string {
@@ -19,7 +31,8 @@ export const isPresentation = (req: ScriptedRequest) => (req.messages[0]?.conten
 export function delegateResult(req: ScriptedRequest): string | undefined {
   for (const m of [...req.messages].reverse()) {
     if (m.role === 'tool') return m.content ?? '';
-    if (m.role === 'user' && m.content?.startsWith('TOOL RESULT (delegate): ')) return m.content.slice('TOOL RESULT (delegate): '.length);
+    if (m.role === 'user' && m.content?.startsWith('TOOL RESULT (delegate): '))
+      return m.content.slice('TOOL RESULT (delegate): '.length);
   }
   return undefined;
 }
@@ -33,13 +46,34 @@ export interface DelegationRun {
 }
 
 /** One orchestration of agents `ids` against a scripted server, with `delegation` as given. The caller closes the server. */
-export async function runDelegation(script: Script, opts: { ids?: string[]; native?: boolean; delegation?: DelegationInput | null; config?: Partial<OrchestratorConfig>; signal?: AbortSignal; tools?: ToolRunner; agent?: Partial<TeamAgent>; presenterPrompt?: string } = {}): Promise<DelegationRun> {
+export async function runDelegation(
+  script: Script,
+  opts: {
+    ids?: string[];
+    native?: boolean;
+    delegation?: DelegationInput | null;
+    config?: Partial<OrchestratorConfig>;
+    signal?: AbortSignal;
+    tools?: ToolRunner;
+    agent?: Partial<TeamAgent>;
+    presenterPrompt?: string;
+  } = {},
+): Promise<DelegationRun> {
   const server = await startScriptedServer(script);
   const sink = new MemorySink();
-  const agents = team(server.baseUrl, opts.ids ?? ['a', 'b'], { ...(opts.native ? { toolMode: 'native' } : {}), ...opts.agent });
+  const agents = team(server.baseUrl, opts.ids ?? ['a', 'b'], {
+    ...(opts.native ? { toolMode: 'native' } : {}),
+    ...opts.agent,
+  });
   const result = await orchestrate({
-    task: PARENT_TASK, team: agents, config: { ...baseConfig, ...opts.config }, sink, tools: opts.tools ?? noTools, signal: opts.signal,
-    ...(opts.delegation === undefined ? {} : { delegation: opts.delegation }), ...(opts.presenterPrompt === undefined ? {} : { presenterPrompt: opts.presenterPrompt }),
+    task: PARENT_TASK,
+    team: agents,
+    config: { ...baseConfig, ...opts.config },
+    sink,
+    tools: opts.tools ?? noTools,
+    signal: opts.signal,
+    ...(opts.delegation === undefined ? {} : { delegation: opts.delegation }),
+    ...(opts.presenterPrompt === undefined ? {} : { presenterPrompt: opts.presenterPrompt }),
   });
   return { server, sink, result };
 }

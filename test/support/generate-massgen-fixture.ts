@@ -23,17 +23,28 @@ try {
   fs.writeFileSync(path.join(cwd, 'team.yaml'), teamConfig(SAMPLE_PLAN, server.baseUrl));
   const run = await runMassgen({ cwd, configFile: 'team.yaml', question: SAMPLE_QUESTION });
   if (run.exitCode !== 0 || !run.logDir || run.egress.length) {
-    throw new Error(`massgen failed (exit ${run.exitCode}, egress ${run.egress.join(', ') || 'none'}):\n${run.stdout}\n${run.stderr}`);
+    throw new Error(
+      `massgen failed (exit ${run.exitCode}, egress ${run.egress.join(', ') || 'none'}):\n${run.stdout}\n${run.stderr}`,
+    );
   }
   fs.rmSync(out, { recursive: true, force: true });
   fs.mkdirSync(out, { recursive: true });
   fs.cpSync(run.logDir, path.join(out, path.basename(run.logDir)), { recursive: true });
   const tokens = served.filter((s) => !server.aborted.some((a) => a === server.requests[s.index]));
-  console.log(JSON.stringify({
-    log: path.basename(run.logDir), winner: run.winner, wallMs: run.wallMs, requests: server.requests.length,
-    served: served.map((s) => `${s.agent} ${s.kind}${s.target ? ` ${s.target}` : ''}`),
-    tokens: tokens.reduce((n, s) => n + s.usage.prompt_tokens + s.usage.completion_tokens, 0),
-  }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        log: path.basename(run.logDir),
+        winner: run.winner,
+        wallMs: run.wallMs,
+        requests: server.requests.length,
+        served: served.map((s) => `${s.agent} ${s.kind}${s.target ? ` ${s.target}` : ''}`),
+        tokens: tokens.reduce((n, s) => n + s.usage.prompt_tokens + s.usage.completion_tokens, 0),
+      },
+      null,
+      2,
+    ),
+  );
 } finally {
   await server.close();
   fs.rmSync(cwd, { recursive: true, force: true });

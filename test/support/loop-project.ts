@@ -10,7 +10,9 @@ export const LOOP_TASKS = [
   { id: 'add', prompt: 'What is 40 + 2?', reference: '42', category: 'arithmetic' },
   { id: 'cap', prompt: 'What is the answer to everything?', reference: '42', category: 'trivia' },
   { id: 'sub', prompt: 'What is 50 - 9?', reference: '41', category: 'arithmetic' },
-].map((t) => JSON.stringify(t)).join('\n');
+]
+  .map((t) => JSON.stringify(t))
+  .join('\n');
 
 /**
  * The team answers every task with `good` when the request names a trained adapter (a model `base-vN`,
@@ -24,8 +26,11 @@ export function adapterScript(opts: { good?: (req: { model: string }) => boolean
     const right = (req.messages.find((m) => m.role === 'user')?.content ?? '').includes('50 - 9') ? '41' : '42';
     const answer = ok ? right : '7';
     const delayMs = opts.delayMs ?? 0;
-    if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: `Final answer: ${answer}`, delayMs };
-    return shownLabels(req).length ? { content: 'VOTE: agent1 | agreed', delayMs } : { content: `ANSWER: ${answer}`, delayMs };
+    if ((req.messages[0]?.content ?? '').includes('was selected'))
+      return { content: `Final answer: ${answer}`, delayMs };
+    return shownLabels(req).length
+      ? { content: 'VOTE: agent1 | agreed', delayMs }
+      : { content: `ANSWER: ${answer}`, delayMs };
   };
 }
 
@@ -45,10 +50,21 @@ export interface LoopProject {
  * line's adapters by name (models.stub.lora); train.script is the protocol stand-in trainer. With
  * serverOpts.replicas the model is served by that many scripted servers (models.stub.base_urls).
  */
-export async function loopProject(script: Script = adapterScript(), extraYaml = '', serverOpts: { loraDelayMs?: number; replicas?: number } = {}): Promise<LoopProject> {
-  const servers = await Promise.all(Array.from({ length: serverOpts.replicas ?? 1 }, () => startScriptedServer(script, { loraDelayMs: serverOpts.loraDelayMs })));
+export async function loopProject(
+  script: Script = adapterScript(),
+  extraYaml = '',
+  serverOpts: { loraDelayMs?: number; replicas?: number } = {},
+): Promise<LoopProject> {
+  const servers = await Promise.all(
+    Array.from({ length: serverOpts.replicas ?? 1 }, () =>
+      startScriptedServer(script, { loraDelayMs: serverOpts.loraDelayMs }),
+    ),
+  );
   const server = servers[0]!;
-  const where = servers.length > 1 ? `base_urls: [${servers.map((x) => `"${x.baseUrl}"`).join(', ')}]` : `base_url: "${server.baseUrl}"`;
+  const where =
+    servers.length > 1
+      ? `base_urls: [${servers.map((x) => `"${x.baseUrl}"`).join(', ')}]`
+      : `base_url: "${server.baseUrl}"`;
   const yaml = `models:
   stub: { ${where}, model: base-model, lora: { line: base } }
 agents:
@@ -73,6 +89,11 @@ deploy:
   gates: { min_pairs: 4, min_improvement: 0.1, max_cost_increase: null }
   watch: { min_rollouts: 4, max_drop: 0.2 }
 ${extraYaml}`;
-  const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': LOOP_TASKS, 'base/config.json': '{"model_type": "llama"}', 'base/model.safetensors': 'x'.repeat(64) });
+  const dir = tempDir({
+    'massgen-rl.yaml': yaml,
+    'tasks.jsonl': LOOP_TASKS,
+    'base/config.json': '{"model_type": "llama"}',
+    'base/model.safetensors': 'x'.repeat(64),
+  });
   return { dir, server, servers, load: (overrides = []) => loadConfig({ cwd: dir, overrides }) };
 }

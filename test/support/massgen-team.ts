@@ -39,7 +39,8 @@ const ANSWER = /<(agent\d+)\.(\d+)> ([\s\S]*?) <end of \1\.\2>/g;
 
 function text(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : (p as { text?: string })?.text ?? '')).join('\n');
+  if (Array.isArray(content))
+    return content.map((p) => (typeof p === 'string' ? p : ((p as { text?: string })?.text ?? ''))).join('\n');
   return '';
 }
 
@@ -88,10 +89,16 @@ export function teamScript(plan: TeamPlan): { script: Script; served: ServedRepl
  * execution_metadata.yaml with PyYAML aliases (&id001 / *id001).
  */
 export function teamConfig(plan: TeamPlan, baseUrl: string): string {
-  const agents = Object.entries(plan.models).map(([id, model]) => `  - id: ${id}\n    backend: { type: vllm, model: ${model}, base_url: "${baseUrl}" }`);
+  const agents = Object.entries(plan.models).map(
+    ([id, model]) => `  - id: ${id}\n    backend: { type: vllm, model: ${model}, base_url: "${baseUrl}" }`,
+  );
   return [
-    'x-shared: &shared { served_by: scripted-server }', 'agents:', ...agents,
-    'ui: { display_type: simple, logging_enabled: true }', 'x-shared-again: *shared', '',
+    'x-shared: &shared { served_by: scripted-server }',
+    'agents:',
+    ...agents,
+    'ui: { display_type: simple, logging_enabled: true }',
+    'x-shared-again: *shared',
+    '',
   ].join('\n');
 }
 

@@ -8,14 +8,25 @@ import { shownLabels } from './team.js';
 
 /** Tasks "What is n + 12?" for n = 30, 31, …, with their reference. */
 export function promptOptTasks(count: number): string {
-  return Array.from({ length: count }, (_, i) => JSON.stringify({ id: `t${i}`, prompt: `What is ${30 + i} + 12?`, reference: String(42 + i), category: i % 2 ? 'odd' : 'even' })).join('\n');
+  return Array.from({ length: count }, (_, i) =>
+    JSON.stringify({
+      id: `t${i}`,
+      prompt: `What is ${30 + i} + 12?`,
+      reference: String(42 + i),
+      category: i % 2 ? 'odd' : 'even',
+    }),
+  ).join('\n');
 }
 
 export const MAGIC = 'Check the sum digit by digit.';
 export const OPTIMIZER_MODEL = 'optimizer-model';
 export const isOptimizer = (req: ScriptedRequest) => req.model === OPTIMIZER_MODEL;
 const system = (req: ScriptedRequest) => String(req.messages[0]?.content ?? '');
-const userText = (req: ScriptedRequest) => req.messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
+const userText = (req: ScriptedRequest) =>
+  req.messages
+    .filter((m) => m.role === 'user')
+    .map((m) => m.content)
+    .join('\n');
 
 /** The n of the task an orchestration request is about. */
 export const taskN = (req: ScriptedRequest) => Number(/What is (\d+) \+ 12\?/.exec(userText(req))?.[1] ?? 0);
@@ -56,18 +67,25 @@ export function promptOptScript(o: PromptOptScriptOptions = {}) {
     if (isOptimizer(req)) {
       o.optimizerCalls?.push(req);
       const { current, agents } = editRequest(req);
-      return { content: `The agents add wrongly.\n<prompt>\n${propose(current, agents)}\n</prompt>`, usage: o.optimizerUsage?.(req) ?? { prompt_tokens: 300, completion_tokens: 40 }, delayMs: o.optimizerDelayMs?.() ?? 0 };
+      return {
+        content: `The agents add wrongly.\n<prompt>\n${propose(current, agents)}\n</prompt>`,
+        usage: o.optimizerUsage?.(req) ?? { prompt_tokens: 300, completion_tokens: 40 },
+        delayMs: o.optimizerDelayMs?.() ?? 0,
+      };
     }
     const delayMs = o.delayMs?.() ?? 0;
     const n = taskN(req);
-    const answers = new Map([...userText(req).matchAll(/<(agent\d+)>\n([\s\S]*?)\n<\/\1>/g)].map((m) => [m[1]!, m[2]!.trim()]));
+    const answers = new Map(
+      [...userText(req).matchAll(/<(agent\d+)>\n([\s\S]*?)\n<\/\1>/g)].map((m) => [m[1]!, m[2]!.trim()]),
+    );
     const selected = /Your answer \((agent\d+)\) was selected/.exec(system(req))?.[1];
     if (selected) return { content: `Final answer: ${answers.get(selected) ?? n + 11}`, delayMs };
     const shown = shownLabels(req);
     const mine = right(system(req), n) ? n + 12 : n + 11;
     const good = shown.find((l) => answers.get(l) === String(n + 12));
     // A right answer on the table gets the vote; an agent that knows better answers; otherwise the first answer wins.
-    if (good || (shown.length && mine !== n + 12)) return { content: `VOTE: ${good ?? shown[0]} | REASON-${req.model}-likes-${good ?? shown[0]}`, delayMs };
+    if (good || (shown.length && mine !== n + 12))
+      return { content: `VOTE: ${good ?? shown[0]} | REASON-${req.model}-likes-${good ?? shown[0]}`, delayMs };
     return { content: `ANSWER: ${mine}`, delayMs };
   };
 }
@@ -81,7 +99,11 @@ export interface PromptOptProject {
  * A project of three agents on the scripted server and an optimizer model: by default one prompt
  * (`solver`) for all three; `prompts`/`agents` YAML replace those sections; `promptOptYaml` goes under prompt_opt:.
  */
-export function promptOptProject(url: string, promptOptYaml: string, o: { tasks?: number; prompts?: string; agents?: string; extra?: string } = {}): PromptOptProject {
+export function promptOptProject(
+  url: string,
+  promptOptYaml: string,
+  o: { tasks?: number; prompts?: string; agents?: string; extra?: string } = {},
+): PromptOptProject {
   const yaml = `models:
   stub: { base_url: "${url}", model: team-model }
   opt: { base_url: "${url}", model: ${OPTIMIZER_MODEL} }
@@ -111,8 +133,12 @@ ${promptOptYaml}`;
 export function measuredTwice(loaded: LoadedConfig): { key: string; n: number }[] {
   const store = openStore(loaded);
   try {
-    const rows = storeDb(store).prepare(`SELECT task_id AS task, json_extract(metadata, '$.seed') AS seed, json_extract(metadata, '$.resource_set.id') AS setId
-      FROM rollouts WHERE source = 'eval' AND status = 'completed'`).all() as { task: string; seed: number; setId: string }[];
+    const rows = storeDb(store)
+      .prepare(
+        `SELECT task_id AS task, json_extract(metadata, '$.seed') AS seed, json_extract(metadata, '$.resource_set.id') AS setId
+      FROM rollouts WHERE source = 'eval' AND status = 'completed'`,
+      )
+      .all() as { task: string; seed: number; setId: string }[];
     const counts = new Map<string, number>();
     for (const r of rows) {
       const key = `${ResourceSetRepository.servingHash(store.sets.get(r.setId)!.members)}:${r.task}:${r.seed}`;

@@ -18,7 +18,9 @@ const TASKS = [
   { id: 'mul', prompt: 'What is 6 x 7?', reference: '42', category: 'arithmetic' },
   { id: 'sub', prompt: 'What is 50 - 8?', reference: '42', category: 'arithmetic' },
   { id: 'cap', prompt: 'What is the answer to everything?', reference: '42', category: TRICKY_CATEGORY },
-].map((t) => JSON.stringify(t)).join('\n');
+]
+  .map((t) => JSON.stringify(t))
+  .join('\n');
 
 /** Agents whose system prompt carries the candidate's mark answer 42 (right); the production prompt gets only 6 x 7 right. */
 export const markScript: Script = (req) => {
@@ -28,7 +30,9 @@ export const markScript: Script = (req) => {
   // The careful prompt costs more tokens.
   const usage = { prompt_tokens: careful ? 14 : 10, completion_tokens: 3 };
   if (system.includes('was selected')) return { content: `Final answer: ${answer}`, usage };
-  return shownLabels(req).length ? { content: 'VOTE: agent1 | agreed', usage } : { content: `ANSWER: ${answer}`, usage };
+  return shownLabels(req).length
+    ? { content: 'VOTE: agent1 | agreed', usage }
+    : { content: `ANSWER: ${answer}`, usage };
 };
 
 export interface ReportStore {
@@ -53,7 +57,9 @@ export async function buildReportStore(opts: { storeUrl?: string } = {}): Promis
   const server = await startScriptedServer(markScript);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-report-'));
   fs.writeFileSync(path.join(dir, 'tasks.jsonl'), TASKS);
-  fs.writeFileSync(path.join(dir, 'massgen-rl.yaml'), `project: { name: demo-team }
+  fs.writeFileSync(
+    path.join(dir, 'massgen-rl.yaml'),
+    `project: { name: demo-team }
 models:
   stub: { base_url: "${server.baseUrl}", model: stub-model }
 agents:
@@ -68,24 +74,48 @@ rewards:
 collect: { concurrency: 2, split: all }
 eval: { split: all, seeds: 2, concurrency: 2, bootstrap: { resamples: 2000 } }
 orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
-${opts.storeUrl ? `store: { url: "${opts.storeUrl}" }\n` : ''}`);
+${opts.storeUrl ? `store: { url: "${opts.storeUrl}" }\n` : ''}`,
+  );
   const loaded = loadConfig({ cwd: dir });
   try {
     return await withRuntime(loaded, async (rt) => {
       const collected = await collect(rt);
       const store = rt.store();
-      store.resources.add({ kind: 'prompt', name: 'solver', content: `You solve tasks. ${CANDIDATE_MARK} before you answer.`, metadata: { source: 'manual' } });
+      store.resources.add({
+        kind: 'prompt',
+        name: 'solver',
+        content: `You solve tasks. ${CANDIDATE_MARK} before you answer.`,
+        metadata: { source: 'manual' },
+      });
       const evaluation = await evaluate(rt, { candidate: 'solver@2', split: 'all' });
-      const trainingRunId = store.trainingRuns.start({ algo: 'grpo', note: 'step metrics written through the store' }, { algo: 'grpo' });
+      const trainingRunId = store.trainingRuns.start(
+        { algo: 'grpo', note: 'step metrics written through the store' },
+        { algo: 'grpo' },
+      );
       const writer = store.trainingMetrics.writer(trainingRunId);
-      for (let step = 1; step <= 40; step++) writer.add(step, { loss: 2 * Math.exp(-step / 12) + 0.1, reward: 0.2 + 0.6 * (1 - Math.exp(-step / 10)), learning_rate: 1e-5 });
+      for (let step = 1; step <= 40; step++)
+        writer.add(step, {
+          loss: 2 * Math.exp(-step / 12) + 0.1,
+          reward: 0.2 + 0.6 * (1 - Math.exp(-step / 10)),
+          learning_rate: 1e-5,
+        });
       writer.flush();
       store.trainingRuns.finish(trainingRunId, 'completed', { steps: 40 });
       const auditId = switchProduction(store, rt.paths.dataDir, {
-        to: store.sets.get(evaluation.candidate.id)!, action: 'deploy', trigger: 'cli', reason: TRICKY_REASON, evalRunId: evaluation.evalRunId,
+        to: store.sets.get(evaluation.candidate.id)!,
+        action: 'deploy',
+        trigger: 'cli',
+        reason: TRICKY_REASON,
+        evalRunId: evaluation.evalRunId,
       });
       return {
-        dir, loaded, server, collect: collected, evaluation, trainingRunId, auditId,
+        dir,
+        loaded,
+        server,
+        collect: collected,
+        evaluation,
+        trainingRunId,
+        auditId,
         close: async () => {
           await server.close();
           fs.rmSync(dir, { recursive: true, force: true });

@@ -6,7 +6,14 @@ import type { Store } from '../../src/store/index.js';
 import { configIn } from '../helpers.js';
 
 const TASKS = [
-  { id: 'mul', prompt: 'What is 6 x 7?', reference: '42', metadata: { answer_type: 'number', tolerance: 0 }, source: 'tasks.jsonl', split: 'train' as const },
+  {
+    id: 'mul',
+    prompt: 'What is 6 x 7?',
+    reference: '42',
+    metadata: { answer_type: 'number', tolerance: 0 },
+    source: 'tasks.jsonl',
+    split: 'train' as const,
+  },
   { id: 'open', prompt: 'Write a haiku about rain.', metadata: {}, source: 'tasks.jsonl', split: 'train' as const },
 ];
 export const PROMPT = [{ role: 'user', content: 'What is 6 x 7?' }];
@@ -20,8 +27,10 @@ afterEach(async () => {
 });
 
 /** A project with TASKS in its store and a bridge on its rewards config. */
-export async function bridgeFor(rewardsYaml = 'rewards:\n  weights: { exact: 1, numeric: 1, coordination: 0.2 }\n',
-  opts: { maxBodyBytes?: number; concurrency?: number; signal?: AbortSignal } = {}) {
+export async function bridgeFor(
+  rewardsYaml = 'rewards:\n  weights: { exact: 1, numeric: 1, coordination: 0.2 }\n',
+  opts: { maxBodyBytes?: number; concurrency?: number; signal?: AbortSignal } = {},
+) {
   const loaded: LoadedConfig = configIn(rewardsYaml);
   const store = openStore(loaded);
   const entry: (typeof open)[number] = { store };

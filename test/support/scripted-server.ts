@@ -14,7 +14,12 @@ export interface ScriptedRequest {
 
 export type ScriptedReply =
   | { content: string; delayMs?: number; usage?: { prompt_tokens: number; completion_tokens: number } }
-  | { toolCalls: { name: string; arguments: Record<string, unknown> }[]; content?: string; delayMs?: number; usage?: { prompt_tokens: number; completion_tokens: number } }
+  | {
+      toolCalls: { name: string; arguments: Record<string, unknown> }[];
+      content?: string;
+      delayMs?: number;
+      usage?: { prompt_tokens: number; completion_tokens: number };
+    }
   | { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number }
   | { hang: true }
   | { destroy: true }
@@ -44,7 +49,10 @@ export interface ScriptedServer {
  * with `stream: true` get the reply as server-sent events (OpenAI's chunk format, with a usage chunk when
  * `stream_options.include_usage` asks for it), as MassGen's chat-completions backends request them.
  */
-export async function startScriptedServer(script: Script, opts: { loraDelayMs?: number; port?: number } = {}): Promise<ScriptedServer> {
+export async function startScriptedServer(
+  script: Script,
+  opts: { loraDelayMs?: number; port?: number } = {},
+): Promise<ScriptedServer> {
   const requests: ScriptedRequest[] = [];
   const aborted: ScriptedRequest[] = [];
   const headers: http.IncomingHttpHeaders[] = [];
@@ -64,7 +72,14 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
         const known = adapters.has(b.lora_name);
         if (action === 'load' ? known : !known) {
           res.writeHead(400, { 'content-type': 'application/json' });
-          return res.end(JSON.stringify({ message: action === 'load' ? `The lora adapter '${b.lora_name}' has already been loaded.` : `The lora adapter '${b.lora_name}' cannot be found.` }));
+          return res.end(
+            JSON.stringify({
+              message:
+                action === 'load'
+                  ? `The lora adapter '${b.lora_name}' has already been loaded.`
+                  : `The lora adapter '${b.lora_name}' cannot be found.`,
+            }),
+          );
         }
         if (action === 'load') adapters.add(b.lora_name);
         else adapters.delete(b.lora_name);
@@ -75,7 +90,11 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
         // A deterministic vector per text (its sha256 bytes, centred), as an embeddings endpoint would give.
         const b = JSON.parse(Buffer.concat(chunks).toString()) as { model: string; input: string[] };
         embeddings.push(b);
-        const data = b.input.map((text, index) => ({ index, object: 'embedding', embedding: [...createHash('sha256').update(text).digest()].slice(0, 16).map((x) => x / 128 - 1) }));
+        const data = b.input.map((text, index) => ({
+          index,
+          object: 'embedding',
+          embedding: [...createHash('sha256').update(text).digest()].slice(0, 16).map((x) => x / 128 - 1),
+        }));
         res.writeHead(200, { 'content-type': 'application/json' });
         return res.end(JSON.stringify({ object: 'list', data, model: b.model }));
       }
@@ -113,7 +132,9 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
       res.end(JSON.stringify(completion(body, reply)));
     });
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(opts.port ?? 0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen(opts.port ?? 0, '127.0.0.1', resolve),
+  );
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
@@ -123,14 +144,19 @@ export async function startScriptedServer(script: Script, opts: { loraDelayMs?: 
     loraCalls,
     embeddings,
     adapters,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
-async function writeEvents(res: http.ServerResponse, reply: Extract<ScriptedReply, { events: unknown }>, gone: () => boolean) {
+async function writeEvents(
+  res: http.ServerResponse,
+  reply: Extract<ScriptedReply, { events: unknown }>,
+  gone: () => boolean,
+) {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   for (const e of reply.events) {
     if (gone()) return;
@@ -144,21 +170,33 @@ async function writeEvents(res: http.ServerResponse, reply: Extract<ScriptedRepl
 type Completed = Exclude<ScriptedReply, { status: number } | { hang: true } | { destroy: true } | { events: unknown }>;
 
 function completion(req: ScriptedRequest, reply: Completed) {
-  const content = 'content' in reply ? reply.content ?? null : null;
-  const toolCalls: ToolCall[] | undefined = 'toolCalls' in reply
-    ? reply.toolCalls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }))
-    : undefined;
+  const content = 'content' in reply ? (reply.content ?? null) : null;
+  const toolCalls: ToolCall[] | undefined =
+    'toolCalls' in reply
+      ? reply.toolCalls.map((c, i) => ({
+          id: `call_${i}`,
+          type: 'function',
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        }))
+      : undefined;
   const words = (content ?? '').split(/(\s+)/).filter(Boolean);
-  const usage = 'usage' in reply && reply.usage ? reply.usage : { prompt_tokens: 10, completion_tokens: Math.max(1, words.length) };
+  const usage =
+    'usage' in reply && reply.usage ? reply.usage : { prompt_tokens: 10, completion_tokens: Math.max(1, words.length) };
   return {
-    id: 'chatcmpl-scripted', object: 'chat.completion', model: req.model,
-    choices: [{
-      index: 0,
-      message: { role: 'assistant', content, ...(toolCalls ? { tool_calls: toolCalls } : {}) },
-      finish_reason: toolCalls ? 'tool_calls' : 'stop',
-      ...(req.logprobs ? { logprobs: { content: words.map((w) => ({ token: w, logprob: -0.5, top_logprobs: [] })) } } : {}),
-      ...(req.return_token_ids ? { token_ids: words.map((_, i) => 100 + i) } : {}),
-    }],
+    id: 'chatcmpl-scripted',
+    object: 'chat.completion',
+    model: req.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content, ...(toolCalls ? { tool_calls: toolCalls } : {}) },
+        finish_reason: toolCalls ? 'tool_calls' : 'stop',
+        ...(req.logprobs
+          ? { logprobs: { content: words.map((w) => ({ token: w, logprob: -0.5, top_logprobs: [] })) } }
+          : {}),
+        ...(req.return_token_ids ? { token_ids: words.map((_, i) => 100 + i) } : {}),
+      },
+    ],
     ...(req.return_token_ids ? { prompt_token_ids: [1, 2, 3] } : {}),
     usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
   };
@@ -174,6 +212,7 @@ function streamed(req: ScriptedRequest, c: ReturnType<typeof completion>): strin
   if (message.content) out += chunk({ content: message.content });
   out += chunk({}, finish_reason);
   const opts = req.stream_options as { include_usage?: boolean } | undefined;
-  if (opts?.include_usage) out += `data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', model: c.model, choices: [], usage: c.usage })}\n\n`;
+  if (opts?.include_usage)
+    out += `data: ${JSON.stringify({ id: c.id, object: 'chat.completion.chunk', model: c.model, choices: [], usage: c.usage })}\n\n`;
   return `${out}data: [DONE]\n\n`;
 }

@@ -6,11 +6,18 @@ import ts from 'typescript';
  * A statement's opening words, upper case as the store writes them. Only string and template literals
  * are read, so prose in comments does not count.
  */
-const SQL = new RegExp([
-  String.raw`SELECT\s+(\*|DISTINCT\b|COUNT\s*\(|[\w.]+\s*(,|AS\b|FROM\b))`,
-  String.raw`INSERT\s+INTO`, String.raw`UPDATE\s+\w+\s+SET`, String.raw`DELETE\s+FROM`,
-  String.raw`(CREATE|ALTER|DROP)\s+(TABLE|INDEX)`, String.raw`PRAGMA\s+\w+`,
-].map((p) => String.raw`\b${p}`).join('|'));
+const SQL = new RegExp(
+  [
+    String.raw`SELECT\s+(\*|DISTINCT\b|COUNT\s*\(|[\w.]+\s*(,|AS\b|FROM\b))`,
+    String.raw`INSERT\s+INTO`,
+    String.raw`UPDATE\s+\w+\s+SET`,
+    String.raw`DELETE\s+FROM`,
+    String.raw`(CREATE|ALTER|DROP)\s+(TABLE|INDEX)`,
+    String.raw`PRAGMA\s+\w+`,
+  ]
+    .map((p) => String.raw`\b${p}`)
+    .join('|'),
+);
 
 export interface SqlFinding {
   file: string;
@@ -20,7 +27,8 @@ export interface SqlFinding {
 
 /** The .ts files under src/ of `root`, as `src/...` paths. */
 export function sourceFiles(root: string): string[] {
-  return fs.readdirSync(path.join(root, 'src'), { recursive: true, encoding: 'utf8' })
+  return fs
+    .readdirSync(path.join(root, 'src'), { recursive: true, encoding: 'utf8' })
     .map((f) => `src/${f.split(path.sep).join('/')}`)
     .filter((f) => f.endsWith('.ts'))
     .sort();
@@ -58,5 +66,7 @@ export function sqlFindings(root: string, file: string): SqlFinding[] {
 
 /** What sqlFindings reports in src/ outside src/store/: SQL is written in the store's repositories only. */
 export function sqlOutsideStore(root: string): SqlFinding[] {
-  return sourceFiles(root).filter((f) => !f.startsWith('src/store/')).flatMap((f) => sqlFindings(root, f));
+  return sourceFiles(root)
+    .filter((f) => !f.startsWith('src/store/'))
+    .flatMap((f) => sqlFindings(root, f));
 }

@@ -1,5 +1,11 @@
 import { createLlmClient } from '../../src/llm/client.js';
-import type { OrchestratorConfig, TeamAgent, ToolDefinition, ToolRunner, TraceSink } from '../../src/orchestrator/index.js';
+import type {
+  OrchestratorConfig,
+  TeamAgent,
+  ToolDefinition,
+  ToolRunner,
+  TraceSink,
+} from '../../src/orchestrator/index.js';
 import type { SpanInput } from '../../src/store/types.js';
 import type { ScriptedRequest } from './scripted-server.js';
 
@@ -7,13 +13,27 @@ import type { ScriptedRequest } from './scripted-server.js';
 export function team(baseUrl: string, ids: string[], over: Partial<TeamAgent> = {}): TeamAgent[] {
   const client = createLlmClient({ baseUrl, timeoutMs: 5000, maxRetries: 0, logprobs: true, retryBaseMs: 5 });
   return ids.map((id, i) => ({
-    id, label: `agent${i + 1}`, model: id, systemPrompt: 'You solve tasks.', temperature: 0.7, maxTokens: 64, toolMode: 'text', tools: [] as ToolDefinition[], client, ...over,
+    id,
+    label: `agent${i + 1}`,
+    model: id,
+    systemPrompt: 'You solve tasks.',
+    temperature: 0.7,
+    maxTokens: 64,
+    toolMode: 'text',
+    tools: [] as ToolDefinition[],
+    client,
+    ...over,
   }));
 }
 
 export const baseConfig: OrchestratorConfig = {
-  voting_sensitivity: 'lenient', answer_novelty_requirement: 'lenient', max_orchestration_restarts: 0, max_rounds: 8,
-  max_action_retries: 3, agent_timeout_s: 5, total_timeout_s: 20,
+  voting_sensitivity: 'lenient',
+  answer_novelty_requirement: 'lenient',
+  max_orchestration_restarts: 0,
+  max_rounds: 8,
+  max_action_retries: 3,
+  agent_timeout_s: 5,
+  total_timeout_s: 20,
 };
 
 export class MemorySink implements TraceSink {

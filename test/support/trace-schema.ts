@@ -18,7 +18,8 @@ export function traceProblems(trace: unknown): string[] {
     ids.add(e.id);
     if (!(e.t >= 0)) out.push(`event ${e.id}: t ${e.t} < 0`);
   }
-  for (const e of t.edges ?? []) if (!ids.has(e.src) || !ids.has(e.dst)) out.push(`edge ${e.src} -> ${e.dst} references a missing event`);
+  for (const e of t.edges ?? [])
+    if (!ids.has(e.src) || !ids.has(e.dst)) out.push(`edge ${e.src} -> ${e.dst} references a missing event`);
   for (const [k, v] of Object.entries(t.costs ?? {})) if (!(v >= 0)) out.push(`cost ${k} is negative`);
   return out;
 }

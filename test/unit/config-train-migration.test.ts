@@ -15,16 +15,24 @@ const OLD = `train:
 `;
 
 describe('the old spellings of trainer settings', () => {
-  it('move to every train.<algo> section under the trainer\'s name, a key set there winning', () => {
+  it("move to every train.<algo> section under the trainer's name, a key set there winning", () => {
     const { config, deprecations } = configIn(OLD);
     expect(sectionSettings(config.train, 'grpo')).toEqual({
-      num_generations: 8, beta: 0.04, num_train_epochs: 3, per_device_train_batch_size: 8, learning_rate: 2e-4, gradient_checkpointing: true,
+      num_generations: 8,
+      beta: 0.04,
+      num_train_epochs: 3,
+      per_device_train_batch_size: 8,
+      learning_rate: 2e-4,
+      gradient_checkpointing: true,
     });
     expect(sectionSettings(config.train, 'dpo')).toMatchObject({ beta: 0.2, learning_rate: 1e-5, num_train_epochs: 3 });
-    for (const algo of ALGOS) expect(config.train[algo]).toMatchObject({ num_train_epochs: 3, per_device_train_batch_size: 8 });
+    for (const algo of ALGOS)
+      expect(config.train[algo]).toMatchObject({ num_train_epochs: 3, per_device_train_batch_size: 8 });
     expect(config.train).not.toHaveProperty('epochs');
     expect(deprecations).toEqual([
-      expect.stringMatching(/^train\.epochs is deprecated: use train\.<algo>\.num_train_epochs \(train\.grpo\.num_train_epochs, .*train\.ppo\.num_train_epochs\)$/),
+      expect.stringMatching(
+        /^train\.epochs is deprecated: use train\.<algo>\.num_train_epochs \(train\.grpo\.num_train_epochs, .*train\.ppo\.num_train_epochs\)$/,
+      ),
       expect.stringMatching(/^train\.batch_size is deprecated: use train\.<algo>\.per_device_train_batch_size /),
       expect.stringMatching(/^train\.learning_rate is deprecated: use train\.<algo>\.learning_rate /),
       expect.stringMatching(/^train\.gradient_checkpointing is deprecated: use train\.<algo>\.gradient_checkpointing /),
@@ -35,15 +43,21 @@ describe('the old spellings of trainer settings', () => {
     const { config } = configIn('train:\n  sft: { select: verified, max_per_task: 2, num_train_epochs: 2 }\n');
     expect(config.train.sft).toMatchObject({ select: 'verified', max_per_task: 2, reward_threshold: 0.5 });
     expect(sectionSettings(config.train, 'sft')).toEqual({ num_train_epochs: 2, learning_rate: 2e-4 }); // the default team's recipe
-    expect(configIssues('train:\n  sft: { select: sometimes }\n')).toEqual([expect.stringMatching(/^train\.sft\.select: /)]);
+    expect(configIssues('train:\n  sft: { select: sometimes }\n')).toEqual([
+      expect.stringMatching(/^train\.sft\.select: /),
+    ]);
   });
 
-  it('turn the old vllm section into the trainer\'s vllm mapping (absent when not enabled)', () => {
-    const on = configIn('train:\n  grpo:\n    mode: online\n    vllm: { enabled: true, server_host: 10.0.0.2, server_timeout_s: 600 }\n');
+  it("turn the old vllm section into the trainer's vllm mapping (absent when not enabled)", () => {
+    const on = configIn(
+      'train:\n  grpo:\n    mode: online\n    vllm: { enabled: true, server_host: 10.0.0.2, server_timeout_s: 600 }\n',
+    );
     expect(on.config.train.grpo.vllm).toEqual({ server_host: '10.0.0.2', server_timeout: 600 });
     expect(on.deprecations).toEqual([
       expect.stringMatching(/^train\.grpo\.vllm\.enabled is deprecated: vLLM is on when train\.grpo\.vllm is set/),
-      expect.stringMatching(/^train\.grpo\.vllm\.server_timeout_s is deprecated: use train\.grpo\.vllm\.server_timeout$/),
+      expect.stringMatching(
+        /^train\.grpo\.vllm\.server_timeout_s is deprecated: use train\.grpo\.vllm\.server_timeout$/,
+      ),
     ]);
     const off = configIn('train:\n  grpo:\n    vllm: { enabled: false, mode: colocate }\n');
     expect(off.config.train.grpo).not.toHaveProperty('vllm');

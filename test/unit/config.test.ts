@@ -28,7 +28,7 @@ describe('loadConfig', () => {
     expect(paths.storePath).toBe(path.join(path.dirname(file!), '.massgen-rl', 'store.sqlite'));
   });
 
-  it('gives the embedded default team its measured layout (independent, the first agent greedy); a team of one\'s own keeps the protocol layout', () => {
+  it("gives the embedded default team its measured layout (independent, the first agent greedy); a team of one's own keeps the protocol layout", () => {
     const { config } = configIn('');
     expect(config.orchestrator.prompt_layout).toBe('independent');
     expect(config.agents.map((a) => a.temperature)).toEqual([0, 0.7, 0.7]);
@@ -43,10 +43,18 @@ describe('loadConfig', () => {
 
   it('gives the embedded default team its measured recipe (rejection-sampling SFT on 4 completions per decision) unless train.algo is set; set keys win', () => {
     const { config } = configIn('');
-    expect(config.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', reward_threshold: 0.5, learning_rate: 2e-4, num_train_epochs: 2 } });
+    expect(config.train).toMatchObject({
+      algo: 'sft',
+      sft: { select: 'verified', reward_threshold: 0.5, learning_rate: 2e-4, num_train_epochs: 2 },
+    });
     expect(config.collect.samples_per_turn).toBe(4);
-    const tuned = configIn('train:\n  sft: { max_per_task: 2, learning_rate: 0.001 }\ncollect:\n  samples_per_turn: 2\n').config;
-    expect(tuned.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', max_per_task: 2, learning_rate: 0.001, num_train_epochs: 2 } });
+    const tuned = configIn(
+      'train:\n  sft: { max_per_task: 2, learning_rate: 0.001 }\ncollect:\n  samples_per_turn: 2\n',
+    ).config;
+    expect(tuned.train).toMatchObject({
+      algo: 'sft',
+      sft: { select: 'verified', max_per_task: 2, learning_rate: 0.001, num_train_epochs: 2 },
+    });
     expect(tuned.collect.samples_per_turn).toBe(2);
     const chosen = configIn('train:\n  algo: grpo\n').config;
     expect(chosen.train).toMatchObject({ algo: 'grpo', sft: { select: 'reward' } });
@@ -57,16 +65,35 @@ describe('loadConfig', () => {
     expect(own.train).toMatchObject({ algo: 'grpo', sft: { select: 'reward' } });
     // The init template writes the same recipe for a local model, and not for a remote one.
     const rendered = configIn(renderConfig(DEFAULT_ANSWERS)).config;
-    expect(rendered.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', learning_rate: 2e-4, num_train_epochs: 2 } });
+    expect(rendered.train).toMatchObject({
+      algo: 'sft',
+      sft: { select: 'verified', learning_rate: 2e-4, num_train_epochs: 2 },
+    });
     expect(rendered.collect.samples_per_turn).toBe(4);
-    const remote = configIn(renderConfig({ ...DEFAULT_ANSWERS, endpoint: { kind: 'remote', baseUrl: 'http://localhost:8000/v1', model: 'qwen' } })).config;
-    expect(remote.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', learning_rate: 1e-5, num_train_epochs: 1 } });
+    const remote = configIn(
+      renderConfig({
+        ...DEFAULT_ANSWERS,
+        endpoint: { kind: 'remote', baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
+      }),
+    ).config;
+    expect(remote.train).toMatchObject({
+      algo: 'sft',
+      sft: { select: 'verified', learning_rate: 1e-5, num_train_epochs: 1 },
+    });
     expect(remote.collect.samples_per_turn).toBe(1);
   });
 
   it('refuses the small-model layouts for agents that call tools natively, naming the agent', () => {
-    const issues = issuesOf(() => configIn('orchestrator:\n  prompt_layout: independent\nagents:\n  - id: a\n    model: local\n    tool_mode: native\n'));
-    expect(issues).toEqual([expect.stringMatching(/^agents\[0\]\.tool_mode: orchestrator\.prompt_layout independent is for text-mode agents.*\(massgen-rl\.yaml:\d+/)]);
+    const issues = issuesOf(() =>
+      configIn(
+        'orchestrator:\n  prompt_layout: independent\nagents:\n  - id: a\n    model: local\n    tool_mode: native\n',
+      ),
+    );
+    expect(issues).toEqual([
+      expect.stringMatching(
+        /^agents\[0\]\.tool_mode: orchestrator\.prompt_layout independent is for text-mode agents.*\(massgen-rl\.yaml:\d+/,
+      ),
+    ]);
   });
 
   it('uses the embedded defaults when there is no config file and none was asked for', () => {
@@ -78,7 +105,9 @@ describe('loadConfig', () => {
 
   it('fails clearly when an explicit config file is missing (flag or MASSGEN_RL_CONFIG)', () => {
     const dir = tempDir();
-    expect(() => loadConfig({ cwd: dir, configPath: 'nope.yaml', env: {} })).toThrow(/config file not found: .*nope\.yaml/);
+    expect(() => loadConfig({ cwd: dir, configPath: 'nope.yaml', env: {} })).toThrow(
+      /config file not found: .*nope\.yaml/,
+    );
     expect(() => loadConfig({ cwd: dir, env: { MASSGEN_RL_CONFIG: 'other.yaml' } })).toThrow(UserError);
   });
 
@@ -88,15 +117,25 @@ describe('loadConfig', () => {
   });
 
   it('reports every schema problem at once with path and location of the key', () => {
-    const issues = issuesOf(() => configIn([
-      'project:', '  name: demo', '  colour: blue',
-      'collect:', '  concurrency: many',
-      'orchestrator:', '  voting_sensitivity: harsh',
-    ].join('\n')));
+    const issues = issuesOf(() =>
+      configIn(
+        [
+          'project:',
+          '  name: demo',
+          '  colour: blue',
+          'collect:',
+          '  concurrency: many',
+          'orchestrator:',
+          '  voting_sensitivity: harsh',
+        ].join('\n'),
+      ),
+    );
     expect(issues).toEqual([
       'project.colour: unknown key (massgen-rl.yaml:3:3)',
       expect.stringMatching(/^collect\.concurrency: .*expected number.* \(massgen-rl\.yaml:5:16\)$/),
-      expect.stringMatching(/^orchestrator\.voting_sensitivity: .*"lenient"\|"balanced"\|"strict" \(massgen-rl\.yaml:7:23\)$/),
+      expect.stringMatching(
+        /^orchestrator\.voting_sensitivity: .*"lenient"\|"balanced"\|"strict" \(massgen-rl\.yaml:7:23\)$/,
+      ),
     ]);
   });
 
@@ -106,11 +145,19 @@ describe('loadConfig', () => {
   });
 
   it('checks cross-references and referenced files', () => {
-    const issues = issuesOf(() => configIn([
-      'prompts:', '  solver: { file: prompts/solver.md }',
-      'agents:', '  - { id: a, model: missing }', '  - { id: a, model: local, tools: [grep] }',
-      'tasks:', '  sources: [{ file: tasks.jsonl }]',
-    ].join('\n')));
+    const issues = issuesOf(() =>
+      configIn(
+        [
+          'prompts:',
+          '  solver: { file: prompts/solver.md }',
+          'agents:',
+          '  - { id: a, model: missing }',
+          '  - { id: a, model: local, tools: [grep] }',
+          'tasks:',
+          '  sources: [{ file: tasks.jsonl }]',
+        ].join('\n'),
+      ),
+    );
     expect(issues).toEqual([
       expect.stringMatching(/^prompts\.solver\.file: file not found: .*prompts\/solver\.md \(massgen-rl\.yaml:2:19\)$/),
       'agents[0].model: unknown model "missing"; models: local (massgen-rl.yaml:4:21)',
@@ -122,7 +169,9 @@ describe('loadConfig', () => {
 
   it('checks that orchestrator.presenter_prompt names a prompt', () => {
     const prompts = 'prompts:\n  solver: { text: Solve. }\n  presenter: { text: Present. }\n';
-    expect(configIn(`${prompts}orchestrator:\n  presenter_prompt: presenter\n`).config.orchestrator.presenter_prompt).toBe('presenter');
+    expect(
+      configIn(`${prompts}orchestrator:\n  presenter_prompt: presenter\n`).config.orchestrator.presenter_prompt,
+    ).toBe('presenter');
     expect(configIn(prompts).config.orchestrator.presenter_prompt).toBeUndefined();
     let error: unknown;
     try {
@@ -131,7 +180,9 @@ describe('loadConfig', () => {
       error = err;
     }
     expect(error).toBeInstanceOf(UserError);
-    expect((error as ConfigError).issues).toEqual(['orchestrator.presenter_prompt: unknown prompt "presentr"; prompts: solver, presenter (massgen-rl.yaml:5:21)']);
+    expect((error as ConfigError).issues).toEqual([
+      'orchestrator.presenter_prompt: unknown prompt "presentr"; prompts: solver, presenter (massgen-rl.yaml:5:21)',
+    ]);
   });
 
   it('accepts referenced files that exist', () => {
@@ -140,7 +191,8 @@ describe('loadConfig', () => {
   });
 
   it('interpolates ${ENV} with defaults and reports unset variables', () => {
-    const yaml = 'models:\n  m:\n    base_url: ${URL}\n    model: ${MODEL:-tiny}\nagents: [{ id: a, model: m }]\nprivacy:\n  redact_patterns: ["$${literal}"]\n';
+    const yaml =
+      'models:\n  m:\n    base_url: ${URL}\n    model: ${MODEL:-tiny}\nagents: [{ id: a, model: m }]\nprivacy:\n  redact_patterns: ["$${literal}"]\n';
     const { config } = configIn(yaml, {}, { URL: 'http://localhost:9000/v1' });
     expect(config.models.m).toMatchObject({ base_url: 'http://localhost:9000/v1', model: 'tiny' });
     expect(config.privacy.redact_patterns).toEqual(['${literal}']);
@@ -154,11 +206,13 @@ describe('loadConfig', () => {
     const ok = loadConfig({ cwd: dir, overrides: ['collect.concurrency=5', 'agents.0.temperature=0.1'] });
     expect(ok.config.collect.concurrency).toBe(5);
     expect(ok.config.agents[0]!.temperature).toBe(0.1);
-    expect(() => loadConfig({ cwd: dir, overrides: ['collect.concurrency=lots'] })).toThrow(/collect\.concurrency: .* \(--set collect\.concurrency\)/);
+    expect(() => loadConfig({ cwd: dir, overrides: ['collect.concurrency=lots'] })).toThrow(
+      /collect\.concurrency: .* \(--set collect\.concurrency\)/,
+    );
     expect(() => loadConfig({ cwd: dir, overrides: ['nonsense'] })).toThrow(/expected key\.path=value/);
   });
 
-  it('streams the built-in server\'s completions by default, not a remote endpoint\'s, unless models.X.stream says', () => {
+  it("streams the built-in server's completions by default, not a remote endpoint's, unless models.X.stream says", () => {
     const { config } = configIn(`models:
   local: { model: m, local: { weights: builtin:smollm2-135m-instruct } }
   remote: { model: m, base_url: http://127.0.0.1:9/v1 }
@@ -167,7 +221,9 @@ describe('loadConfig', () => {
 `);
     const streams = Object.fromEntries(Object.entries(config.models).map(([name, m]) => [name, streamsCompletions(m)]));
     expect(streams).toEqual({ local: true, remote: false, local_off: false, remote_on: true });
-    expect(issuesOf(() => configIn('models:\n  local: { model: m, stream: sometimes, base_url: http://x/v1 }\n'))).toEqual([expect.stringMatching(/models\.local\.stream/)]);
+    expect(
+      issuesOf(() => configIn('models:\n  local: { model: m, stream: sometimes, base_url: http://x/v1 }\n')),
+    ).toEqual([expect.stringMatching(/models\.local\.stream/)]);
   });
 
   it('takes a list index of --set only in decimal digits, up to one past the end (a new item)', () => {
@@ -181,8 +237,9 @@ describe('loadConfig', () => {
       expect(() => ids(`agents.${index}.id=x`), index).toThrow(refused);
     }
     // A sparse list of a hundred million holes ran out of memory after half a minute.
-    expect(() => ids('agents.100000000.id=x'))
-      .toThrow(/^--set agents\.100000000\.id=x: agents has 2 items: the index may be at most 2/);
+    expect(() => ids('agents.100000000.id=x')).toThrow(
+      /^--set agents\.100000000\.id=x: agents has 2 items: the index may be at most 2/,
+    );
   });
 
   it('hashes equal configs equally regardless of key order', () => {
@@ -198,8 +255,20 @@ describe('init template', () => {
   it('renders configs that load cleanly, local and remote', () => {
     const local = configIn(renderConfig(DEFAULT_ANSWERS));
     expect(local.config.agents).toHaveLength(3);
-    const remote = configIn(renderConfig({ ...DEFAULT_ANSWERS, teamSize: 2, algo: 'dpo', suite: 'multi_step', endpoint: { kind: 'remote', baseUrl: 'http://localhost:8000/v1', model: 'qwen', apiKeyEnv: 'MY_KEY' } }));
-    expect(remote.config.models.main).toMatchObject({ base_url: 'http://localhost:8000/v1', model: 'qwen', api_key_env: 'MY_KEY' });
+    const remote = configIn(
+      renderConfig({
+        ...DEFAULT_ANSWERS,
+        teamSize: 2,
+        algo: 'dpo',
+        suite: 'multi_step',
+        endpoint: { kind: 'remote', baseUrl: 'http://localhost:8000/v1', model: 'qwen', apiKeyEnv: 'MY_KEY' },
+      }),
+    );
+    expect(remote.config.models.main).toMatchObject({
+      base_url: 'http://localhost:8000/v1',
+      model: 'qwen',
+      api_key_env: 'MY_KEY',
+    });
     expect(remote.config.agents.map((a) => a.tool_mode)).toEqual(['native', 'native']);
     expect(remote.config.train.algo).toBe('dpo');
   });
@@ -207,8 +276,13 @@ describe('init template', () => {
   it('ships a JSON Schema that is up to date with the zod schema', async () => {
     const { z } = await import('zod');
     const { configSchema } = await import('../../src/config/schema.js');
-    const shipped = JSON.parse(fs.readFileSync(new URL('../../schema/massgen-rl.schema.json', import.meta.url), 'utf8')) as Record<string, unknown>;
-    const fresh = { ...z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }), title: 'massgen-rl configuration' };
+    const shipped = JSON.parse(
+      fs.readFileSync(new URL('../../schema/massgen-rl.schema.json', import.meta.url), 'utf8'),
+    ) as Record<string, unknown>;
+    const fresh = {
+      ...z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }),
+      title: 'massgen-rl configuration',
+    };
     expect(shipped).toEqual(JSON.parse(JSON.stringify(fresh)));
   });
 });

@@ -19,7 +19,16 @@ describe('buildDataset', () => {
     expect(built.dir).toBe(path.join(dir, 'datasets', `sft-${sha.slice(0, 12)}`));
     const manifest = JSON.parse(fs.readFileSync(path.join(built.dir, 'manifest.json'), 'utf8'));
     expect(manifest).toEqual(built.manifest);
-    expect(manifest).toMatchObject({ algo: 'sft', hash: sha, rows: 2, watermark: { from: 0, to: 1 }, rollouts: 1, config_hash: 'cfg123', gates: null, stats: { rows: 2, rollouts_used: 1, spans: expect.any(Number) } });
+    expect(manifest).toMatchObject({
+      algo: 'sft',
+      hash: sha,
+      rows: 2,
+      watermark: { from: 0, to: 1 },
+      rollouts: 1,
+      config_hash: 'cfg123',
+      gates: null,
+      stats: { rows: 2, rollouts_used: 1, spans: expect.any(Number) },
+    });
     expect(new Date(manifest.created_at).toISOString()).toBe(manifest.created_at);
     expect(readRows<SftRow>(built.dir)[0]!.meta.rollout_id).toBe(r.id);
     expect(fs.readdirSync(path.join(dir, 'datasets'))).toEqual([path.basename(built.dir)]);
@@ -36,7 +45,9 @@ describe('buildDataset', () => {
     const sftA = await buildDataset(store, { algo: 'sft', dataDir: dir });
     const sftB = await buildDataset(store, { algo: 'sft', dataDir: dir });
     expect(sftB.dir).toBe(sftA.dir);
-    expect(fs.readFileSync(path.join(sftB.dir, 'data.jsonl'), 'utf8')).toBe(fs.readFileSync(path.join(sftA.dir, 'data.jsonl'), 'utf8'));
+    expect(fs.readFileSync(path.join(sftB.dir, 'data.jsonl'), 'utf8')).toBe(
+      fs.readFileSync(path.join(sftA.dir, 'data.jsonl'), 'utf8'),
+    );
     teamRollout(store, cap);
     const sftC = await buildDataset(store, { algo: 'sft', dataDir: dir });
     expect(sftC.dir).not.toBe(sftA.dir);
@@ -53,14 +64,22 @@ describe('buildDataset', () => {
     expect(first.watermark).toBe(2);
     expect(first.stats.rows).toBe(4);
     const nothing = await buildDataset(store, { algo: 'sft', dataDir: dir, sinceWatermark: first.watermark });
-    expect(nothing).toMatchObject({ watermark: 2, stats: { rows: 0, rollouts_scanned: 0 }, manifest: { watermark: { from: 2, to: 2 } } });
+    expect(nothing).toMatchObject({
+      watermark: 2,
+      stats: { rows: 0, rollouts_scanned: 0 },
+      manifest: { watermark: { from: 2, to: 2 } },
+    });
     const r3 = teamRollout(store, { taskId: 'rev', first: { agent: 'c', content: 'cba' } });
     const next = await buildDataset(store, { algo: 'sft', dataDir: dir, sinceWatermark: first.watermark });
     expect(next.watermark).toBe(3);
     expect(next.manifest.watermark).toEqual({ from: 2, to: 3 });
     expect(new Set(readRows<SftRow>(next.dir).map((x) => x.meta.rollout_id))).toEqual(new Set([r3.id]));
     const all = await buildDataset(store, { algo: 'sft', dataDir: dir, sinceWatermark: 3, all: true, pageSize: 1 });
-    expect(all).toMatchObject({ watermark: 3, stats: { rows: 6, rollouts_scanned: 3 }, manifest: { watermark: { from: 0, to: 3 } } });
+    expect(all).toMatchObject({
+      watermark: 3,
+      stats: { rows: 6, rollouts_scanned: 3 },
+      manifest: { watermark: { from: 0, to: 3 } },
+    });
     store.close();
   });
 
@@ -73,7 +92,10 @@ describe('buildDataset', () => {
     expect(built).toMatchObject({ watermark: 1, stats: { rollouts_scanned: 1 } });
     store.rollouts.finish(running, { status: 'failed', error: 'boom' });
     const later = await buildDataset(store, { algo: 'sft', dataDir: dir, sinceWatermark: built.watermark });
-    expect(later).toMatchObject({ watermark: 3, stats: { rollouts_scanned: 2, rollouts_by_status: { completed: 1, failed: 1 } } });
+    expect(later).toMatchObject({
+      watermark: 3,
+      stats: { rollouts_scanned: 2, rollouts_by_status: { completed: 1, failed: 1 } },
+    });
     store.close();
   });
 
@@ -84,12 +106,20 @@ describe('buildDataset', () => {
     await buildDataset(store, { algo: 'ppo', dataDir: dir, pageSize: 1, onProgress: (p) => seen.push(p.rollouts) });
     expect(seen).toEqual([1, 2, 3]);
     const ac = new AbortController();
-    const run = buildDataset(store, { algo: 'ppo', dataDir: dir, pageSize: 1, signal: ac.signal, onProgress: () => ac.abort() });
+    const run = buildDataset(store, {
+      algo: 'ppo',
+      dataDir: dir,
+      pageSize: 1,
+      signal: ac.signal,
+      onProgress: () => ac.abort(),
+    });
     await expect(run).rejects.toBeInstanceOf(InterruptedError);
     expect(fs.readdirSync(path.join(dir, 'datasets')).filter((n) => n.startsWith('.tmp'))).toEqual([]);
     await expect(buildDataset(store, { algo: 'kto' as 'sft', dataDir: dir })).rejects.toThrow(UserError);
     fs.writeFileSync(path.join(dir, 'not-a-dir'), '');
-    await expect(buildDataset(store, { algo: 'sft', dataDir: path.join(dir, 'not-a-dir') })).rejects.toThrow(/data directory .*not-a-dir.*datasets is not writable/);
+    await expect(buildDataset(store, { algo: 'sft', dataDir: path.join(dir, 'not-a-dir') })).rejects.toThrow(
+      /data directory .*not-a-dir.*datasets is not writable/,
+    );
     store.close();
   });
 

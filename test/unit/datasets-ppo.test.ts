@@ -16,7 +16,11 @@ describe('PPO dataset', () => {
       ['c', 'chat', 'VOTE: agent1 | best answer', 2, 2],
       ['a', 'presentation', 'Final answer: 42', 2, 2],
     ]);
-    expect(rows[0]).toMatchObject({ token_ids: [100, 101], logprobs: [-0.25, -0.25], meta: { rollout_id: r.id, seq: r.seqs.prompt_a_1, t: 0, T: 2, credit: 'final', final_reward: 2, turn_id: 't1' } });
+    expect(rows[0]).toMatchObject({
+      token_ids: [100, 101],
+      logprobs: [-0.25, -0.25],
+      meta: { rollout_id: r.id, seq: r.seqs.prompt_a_1, t: 0, T: 2, credit: 'final', final_reward: 2, turn_id: 't1' },
+    });
     expect(rows[0]!.prompt.map((m) => m.role)).toEqual(['system', 'user']);
     expect(rows.map((x) => x.meta.seq)).toEqual([...rows.map((x) => x.meta.seq as number)].sort((a, b) => a - b));
     expect(built.stats.counts).toEqual({ transitions: 5 });
@@ -26,10 +30,18 @@ describe('PPO dataset', () => {
   it('discounts by gamma^(T−t) over each agent’s own turns', async () => {
     const { store, dir } = fixtureStore();
     teamRollout(store, { taskId: 'mul', first: { agent: 'a', content: '42' }, total: 2 });
-    const built = await buildDataset(store, { algo: 'ppo', dataDir: dir, options: { ppo: { credit: 'discounted', gamma: 0.5 } } });
+    const built = await buildDataset(store, {
+      algo: 'ppo',
+      dataDir: dir,
+      options: { ppo: { credit: 'discounted', gamma: 0.5 } },
+    });
     const rows = readRows<PpoRow>(built.dir);
     expect(rows.map((x) => [x.meta.agent, x.meta.t, x.meta.T, x.return])).toEqual([
-      ['a', 0, 2, 0.5], ['a', 1, 2, 1], ['b', 0, 0, 2], ['c', 0, 0, 2], ['a', 2, 2, 2],
+      ['a', 0, 2, 0.5],
+      ['a', 1, 2, 1],
+      ['b', 0, 0, 2],
+      ['c', 0, 0, 2],
+      ['a', 2, 2, 2],
     ]);
     store.close();
   });
@@ -42,7 +54,10 @@ describe('PPO dataset', () => {
     // cap: a answers, votes, presents (clean); b's invalid reply and vote (not clean); c was dropped. mul: no total.
     expect(built.stats).toMatchObject({ rows: 5, clean_rows: 3, dropped: { no_reward: 5 } });
     const onlyB = await buildDataset(store, { algo: 'ppo', dataDir: dir, options: { ppo: { agents: ['b'] } } });
-    expect(readRows<PpoRow>(onlyB.dir).map((x) => x.completion)).toEqual(['I think both are fine.', 'VOTE: agent1 | best answer']);
+    expect(readRows<PpoRow>(onlyB.dir).map((x) => x.completion)).toEqual([
+      'I think both are fine.',
+      'VOTE: agent1 | best answer',
+    ]);
     expect(onlyB.stats.clean_share).toBe(0);
     store.close();
   });

@@ -1,12 +1,12 @@
-import fs from 'node:fs';
 import { Command, Option } from 'commander';
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { buildProgram } from '../../src/cli/program.js';
-import { configSchema } from '../../src/config/schema.js';
 import { commandReference } from '../../scripts/docs/command-reference.mjs';
 import { configReference } from '../../scripts/docs/config-reference.mjs';
 import { BEGIN, END, replaceGenerated } from '../../scripts/docs/markdown.mjs';
+import { buildProgram } from '../../src/cli/program.js';
+import { configSchema } from '../../src/config/schema.js';
 
 const read = (file: string) => fs.readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
 const jsonSchema = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });

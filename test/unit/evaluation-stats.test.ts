@@ -2,16 +2,38 @@ import { describe, expect, it } from 'vitest';
 import { compare, type Pair } from '../../src/evaluation/compare.js';
 import { checkGates, gatesPass } from '../../src/evaluation/gates.js';
 import { exactBinomialTwoSided, pairedBootstrap, winTieLoss } from '../../src/evaluation/stats.js';
-import { Rng } from '../../src/tasks/prng.js';
 import type { EvalResult } from '../../src/store/index.js';
+import { Rng } from '../../src/tasks/prng.js';
 
 const BOOT = { resamples: 10_000, confidence: 0.95, seed: 7 };
-const GATES = { min_pairs: 10, min_improvement: 0, ci_lower_above_zero: true, max_category_regression: 0.1, category_significance: true, max_cost_increase: 0.5 };
+const GATES = {
+  min_pairs: 10,
+  min_improvement: 0,
+  ci_lower_above_zero: true,
+  max_category_regression: 0.1,
+  category_significance: true,
+  max_cost_increase: 0.5,
+};
 
 function result(over: Partial<EvalResult>): EvalResult {
   return {
-    servingHash: 's', setId: 's', taskHash: 'h', seed: 1, settingsHash: 'x', taskId: 't', category: 'c', rolloutId: null, evalRunId: null, status: 'completed',
-    reward: 0, success: 0, consensus: true, rounds: 2, tokens: 100, wallMs: 10, ...over,
+    servingHash: 's',
+    setId: 's',
+    taskHash: 'h',
+    seed: 1,
+    settingsHash: 'x',
+    taskId: 't',
+    category: 'c',
+    rolloutId: null,
+    evalRunId: null,
+    status: 'completed',
+    reward: 0,
+    success: 0,
+    consensus: true,
+    rounds: 2,
+    tokens: 100,
+    wallMs: 10,
+    ...over,
   };
 }
 
@@ -23,7 +45,9 @@ function pairs(n: number, shift: number, seed: number, category = (i: number) =>
     const b = difficulty + (rng.next() - 0.5) * 0.4;
     const c = difficulty + shift + (rng.next() - 0.5) * 0.4;
     return {
-      taskId: `t${i}`, category: category(i), seed: 1,
+      taskId: `t${i}`,
+      category: category(i),
+      seed: 1,
       baseline: result({ taskHash: `h${i}`, reward: b, success: b > 0.5 ? 1 : 0, category: category(i) }),
       candidate: result({ taskHash: `h${i}`, reward: c, success: c > 0.5 ? 1 : 0, category: category(i) }),
     };
@@ -79,9 +103,21 @@ describe('paired statistics', () => {
 
   it('tests binary success with exact McNemar on the discordant pairs', () => {
     const ps: Pair[] = [
-      ...Array.from({ length: 9 }, (_, i) => ({ taskId: `w${i}`, category: 'c', seed: 1, baseline: result({ success: 0 }), candidate: result({ success: 1 }) })),
+      ...Array.from({ length: 9 }, (_, i) => ({
+        taskId: `w${i}`,
+        category: 'c',
+        seed: 1,
+        baseline: result({ success: 0 }),
+        candidate: result({ success: 1 }),
+      })),
       { taskId: 'l', category: 'c', seed: 1, baseline: result({ success: 1 }), candidate: result({ success: 0 }) },
-      ...Array.from({ length: 5 }, (_, i) => ({ taskId: `t${i}`, category: 'c', seed: 1, baseline: result({ success: 1 }), candidate: result({ success: 1 }) })),
+      ...Array.from({ length: 5 }, (_, i) => ({
+        taskId: `t${i}`,
+        category: 'c',
+        seed: 1,
+        baseline: result({ success: 1 }),
+        candidate: result({ success: 1 }),
+      })),
     ];
     const success = compare(ps, BOOT).overall.find((m) => m.metric === 'success')!;
     expect(success).toMatchObject({ test: 'mcnemar', counts: { wins: 9, ties: 5, losses: 1 } });
@@ -89,24 +125,42 @@ describe('paired statistics', () => {
   });
 
   it('gates: a regressing category, a cost over the ceiling and too small an improvement each fail with their numbers', () => {
-    const ps = pairs(40, 0.3, 5).map((p) => (p.category === 'math' ? { ...p, candidate: { ...p.candidate, reward: p.baseline.reward! - 0.3 } } : p));
+    const ps = pairs(40, 0.3, 5).map((p) =>
+      p.category === 'math' ? { ...p, candidate: { ...p.candidate, reward: p.baseline.reward! - 0.3 } } : p,
+    );
     const costly = ps.map((p) => ({ ...p, candidate: { ...p.candidate, tokens: 400 } }));
     const gates = checkGates(compare(costly, BOOT), 'reward', { ...GATES, min_improvement: 0.5 });
     const failed = Object.fromEntries(gates.filter((g) => !g.passed).map((g) => [g.gate, g]));
-    expect(Object.keys(failed).sort()).toEqual(['ci_lower_above_zero', 'max_category_regression', 'max_cost_increase', 'min_improvement']);
+    expect(Object.keys(failed).sort()).toEqual([
+      'ci_lower_above_zero',
+      'max_category_regression',
+      'max_cost_increase',
+      'min_improvement',
+    ]);
     expect(failed.max_category_regression!.detail).toContain('math');
     expect(failed.max_cost_increase!.value).toBeCloseTo(3, 5);
   });
 
   it('gates: a category losing one task of three fails only without category_significance; losing all three fails either way', () => {
     const ps = pairs(40, 0.3, 5);
-    const tiny = (lost: number): Pair[] => Array.from({ length: 3 }, (_, i) => ({
-      taskId: `s${i}`, category: 'small', seed: 1,
-      baseline: result({ taskHash: `s${i}`, reward: 1, success: 1, category: 'small' }),
-      candidate: result({ taskHash: `s${i}`, reward: i < lost ? 0 : 1, success: i < lost ? 0 : 1, category: 'small' }),
-    }));
+    const tiny = (lost: number): Pair[] =>
+      Array.from({ length: 3 }, (_, i) => ({
+        taskId: `s${i}`,
+        category: 'small',
+        seed: 1,
+        baseline: result({ taskHash: `s${i}`, reward: 1, success: 1, category: 'small' }),
+        candidate: result({
+          taskHash: `s${i}`,
+          reward: i < lost ? 0 : 1,
+          success: i < lost ? 0 : 1,
+          category: 'small',
+        }),
+      }));
     const gate = (lost: number, significance: boolean) =>
-      checkGates(compare([...ps, ...tiny(lost)], BOOT), 'success', { ...GATES, category_significance: significance }).find((g) => g.gate === 'max_category_regression')!;
+      checkGates(compare([...ps, ...tiny(lost)], BOOT), 'success', {
+        ...GATES,
+        category_significance: significance,
+      }).find((g) => g.gate === 'max_category_regression')!;
     expect(gate(1, true)).toMatchObject({ passed: true });
     expect(gate(1, true).detail).toContain('small');
     const strict = gate(1, false);

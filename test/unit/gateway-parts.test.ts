@@ -21,16 +21,20 @@ describe('gateway parts', () => {
     expect(['127.0.0.1', '[::1]', 'localhost', '0.0.0.0'].map(isLoopback)).toEqual([true, true, true, false]);
   });
 
-  it('asks the backend for logprobs, token ids and a stream\'s usage, under its own model name', () => {
+  it("asks the backend for logprobs, token ids and a stream's usage, under its own model name", () => {
     const messages = [{ role: 'user', content: 'hi' }];
     const req = parseChatRequest(JSON.stringify({ model: 'm', messages, stream: true }));
     expect(req.wants).toEqual(NONE);
     expect(JSON.parse(backendBody(req, 'served', { logprobs: true, tokenIds: false }))).toEqual({
-      model: 'served', messages, stream: true, logprobs: true, stream_options: { include_usage: true },
+      model: 'served',
+      messages,
+      stream: true,
+      logprobs: true,
+      stream_options: { include_usage: true },
     });
   });
 
-  it('strips what the client did not ask for, and leaves out a stream\'s usage-only chunk', () => {
+  it("strips what the client did not ask for, and leaves out a stream's usage-only chunk", () => {
     const usage = { total_tokens: 3 };
     const body = { choices: [{ logprobs: { content: [] }, token_ids: [1] }], prompt_token_ids: [2], usage };
     expect(JSON.parse(stripBody(JSON.stringify(body), NONE))).toEqual({ choices: [{ logprobs: null }], usage });

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { ResponseParser, type BodySink, type ParsedResponse } from '../../src/llm/http-response.js';
 
 /** Feeds the bytes in pieces of `step` bytes (every split point when step is 1). */
-function feed(raw: string | Buffer, step = Number.POSITIVE_INFINITY, end = false, sink?: BodySink): ParsedResponse | null {
+function feed(
+  raw: string | Buffer,
+  step = Number.POSITIVE_INFINITY,
+  end = false,
+  sink?: BodySink,
+): ParsedResponse | null {
   const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
   const parser = new ResponseParser(sink);
   for (let i = 0; i < bytes.length; i += step) {
@@ -14,12 +19,23 @@ function feed(raw: string | Buffer, step = Number.POSITIVE_INFINITY, end = false
 
 const json = '{"ok":true,"text":"héllo ✓"}';
 const fixed = `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`;
-const chunked = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\nx-a: 2\r\n\r\n'
-  + '5;ext=1\r\n{"ok"\r\n' + `${Buffer.byteLength(json.slice(5)).toString(16)}\r\n${json.slice(5)}\r\n` + '0\r\nX-Trailer: t\r\n\r\n';
+const chunked =
+  'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\nx-a: 2\r\n\r\n'
+  + '5;ext=1\r\n{"ok"\r\n'
+  + `${Buffer.byteLength(json.slice(5)).toString(16)}\r\n${json.slice(5)}\r\n`
+  + '0\r\nX-Trailer: t\r\n\r\n';
 
 describe('HTTP response parser', () => {
   it('reads a Content-Length response in one piece and split at every byte', () => {
-    expect(feed(fixed)).toEqual({ status: 200, headers: new Map([['content-type', 'application/json'], ['content-length', String(Buffer.byteLength(json))]]), body: json, keepAlive: true });
+    expect(feed(fixed)).toEqual({
+      status: 200,
+      headers: new Map([
+        ['content-type', 'application/json'],
+        ['content-length', String(Buffer.byteLength(json))],
+      ]),
+      body: json,
+      keepAlive: true,
+    });
     for (const step of [1, 2, 7]) expect(feed(fixed, step)?.body).toBe(json);
   });
 
@@ -43,7 +59,9 @@ describe('HTTP response parser', () => {
   it('keeps the connection only when the server allows it and sent nothing more', () => {
     expect(feed(fixed.replace('OK\r\n', 'OK\r\nConnection: close\r\n'))?.keepAlive).toBe(false);
     expect(feed(fixed.replace('HTTP/1.1', 'HTTP/1.0'))?.keepAlive).toBe(false);
-    expect(feed(fixed.replace('HTTP/1.1', 'HTTP/1.0').replace('OK\r\n', 'OK\r\nConnection: keep-alive\r\n'))?.keepAlive).toBe(true);
+    expect(
+      feed(fixed.replace('HTTP/1.1', 'HTTP/1.0').replace('OK\r\n', 'OK\r\nConnection: keep-alive\r\n'))?.keepAlive,
+    ).toBe(true);
     expect(feed(`${fixed}HTTP/1.1`)?.keepAlive).toBe(false);
     expect(feed(fixed.replace('OK\r\n', 'OK\r\nKeep-Alive: timeout=1\r\n'))?.keepAlive).toBe(false);
     expect(feed(fixed.replace('OK\r\n', 'OK\r\nKeep-Alive: timeout=5\r\n'))?.keepAlive).toBe(true);
@@ -66,7 +84,10 @@ describe('HTTP response parser', () => {
     for (const step of [Number.POSITIVE_INFINITY, 1, 3]) {
       const got: Buffer[] = [];
       const seen: number[] = [];
-      const sink: BodySink = (status) => (seen.push(status), status === 200 ? (b) => got.push(Buffer.from(b)) : undefined);
+      const sink: BodySink = (status) => (
+        seen.push(status),
+        status === 200 ? (b) => got.push(Buffer.from(b)) : undefined
+      );
       expect(feed(chunked, step, false, sink)).toMatchObject({ status: 200, body: '' });
       expect(Buffer.concat(got).toString()).toBe(json);
       expect(feed(fixed.replace('200 OK', '400 Bad'), step, false, sink)).toMatchObject({ status: 400, body: json });

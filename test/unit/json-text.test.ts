@@ -3,11 +3,27 @@ import { constantJson, encodeObject, jsonOf } from '../../src/llm/json-text.js';
 
 describe('JSON text from reused parts', () => {
   it('encodes objects exactly as JSON.stringify, constants included', () => {
-    const tool = constantJson({ type: 'function', function: { name: 'vote', parameters: { enum: undefined, required: ['a'] } } });
+    const tool = constantJson({
+      type: 'function',
+      function: { name: 'vote', parameters: { enum: undefined, required: ['a'] } },
+    });
     const system = constantJson({ role: 'system', content: 'line 1\nline "2" ✓' });
     const values: Record<string, unknown>[] = [
-      { model: 'm', messages: [system, { role: 'user', content: 'hi\u2028', name: undefined }], temperature: undefined, max_tokens: 5, tools: [tool], tool_choice: 'auto' },
-      { a: [1, undefined, () => 1, null, Number.NaN], b: Symbol('x'), c: new Date(0), d: { nested: [system] }, 'k"ey': -0 },
+      {
+        model: 'm',
+        messages: [system, { role: 'user', content: 'hi\u2028', name: undefined }],
+        temperature: undefined,
+        max_tokens: 5,
+        tools: [tool],
+        tool_choice: 'auto',
+      },
+      {
+        a: [1, undefined, () => 1, null, Number.NaN],
+        b: Symbol('x'),
+        c: new Date(0),
+        d: { nested: [system] },
+        'k"ey': -0,
+      },
       { logprobs: [{ token: 'a', logprob: -0.5 }], token_ids: [], empty: {} },
       {},
     ];
@@ -19,7 +35,9 @@ describe('JSON text from reused parts', () => {
 
   it('uses texts the caller supplies for some values', () => {
     const request = { model: 'm', messages: [] };
-    expect(encodeObject({ turn_id: 't1', request, latency_ms: 1.5 }, { request: JSON.stringify(request) })).toBe(JSON.stringify({ turn_id: 't1', request, latency_ms: 1.5 }));
+    expect(encodeObject({ turn_id: 't1', request, latency_ms: 1.5 }, { request: JSON.stringify(request) })).toBe(
+      JSON.stringify({ turn_id: 't1', request, latency_ms: 1.5 }),
+    );
   });
 
   it('freezes constants deeply, so their remembered text stays true', () => {

@@ -79,7 +79,12 @@ describe('replica picker', () => {
 
   it('counts a failure once: attempts sent before the replica went down do not extend it, nor mark it up', () => {
     const { clock, replicas } = setup(['a', 'b']);
-    const inFlight = [lease(replicas.acquire()), lease(replicas.acquire()), lease(replicas.acquire()), lease(replicas.acquire())];
+    const inFlight = [
+      lease(replicas.acquire()),
+      lease(replicas.acquire()),
+      lease(replicas.acquire()),
+      lease(replicas.acquire()),
+    ];
     const onA = inFlight.filter((l) => l.item === 'a');
     expect(onA).toHaveLength(2);
     replicas.failed(onA[0]!);

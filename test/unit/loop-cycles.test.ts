@@ -6,11 +6,23 @@ import { tempDir } from '../helpers.js';
 
 // A cycle as versions whose collect reviewed production saved it: the verdicts sat in the collect record.
 const OLD_CYCLE = {
-  cycle: 3, started_at: 1_700_000_000_000, resumed: 0,
+  cycle: 3,
+  started_at: 1_700_000_000_000,
+  resumed: 0,
   stages: {
     collect: {
-      status: 'done', started_at: 1, finished_at: 2, run_id: 'cr_1', tasks: 4, completed: 4, failed: 0, mean_reward: 0.5, tokens: 900,
-      set: 2, canary: 'running', watch: null,
+      status: 'done',
+      started_at: 1,
+      finished_at: 2,
+      run_id: 'cr_1',
+      tasks: 4,
+      completed: 4,
+      failed: 0,
+      mean_reward: 0.5,
+      tokens: 900,
+      set: 2,
+      canary: 'running',
+      watch: null,
     },
     train: { status: 'running', started_at: 3, training_run_id: 'tr_1' },
   },
@@ -18,9 +30,18 @@ const OLD_CYCLE = {
 
 describe('the stages of a cycle', () => {
   it('keep their fixed order, and a list with collect but no review gets review after collect', () => {
-    expect(cycleSteps(['deploy', 'collect', 'eval', 'train'])).toEqual({ steps: ['collect', 'review', 'train', 'eval', 'deploy'], impliedReview: true });
-    expect(cycleSteps(['collect', 'review', 'eval'])).toEqual({ steps: ['collect', 'review', 'eval'], impliedReview: false });
-    expect(cycleSteps(['prompt_opt', 'eval', 'deploy'])).toEqual({ steps: ['prompt_opt', 'eval', 'deploy'], impliedReview: false });
+    expect(cycleSteps(['deploy', 'collect', 'eval', 'train'])).toEqual({
+      steps: ['collect', 'review', 'train', 'eval', 'deploy'],
+      impliedReview: true,
+    });
+    expect(cycleSteps(['collect', 'review', 'eval'])).toEqual({
+      steps: ['collect', 'review', 'eval'],
+      impliedReview: false,
+    });
+    expect(cycleSteps(['prompt_opt', 'eval', 'deploy'])).toEqual({
+      steps: ['prompt_opt', 'eval', 'deploy'],
+      impliedReview: false,
+    });
     expect(cycleSteps(['review'])).toEqual({ steps: ['review'], impliedReview: false });
   });
 });
@@ -50,7 +71,12 @@ describe('a stored cycle', () => {
       expect(resumed.state.stages.train?.training_run_id).toBe('tr_1');
       store.loopRuns.finish(old, 'failed', undefined, 'test');
 
-      const broken = store.loopRuns.start({ cycle: 4, started_at: 5, resumed: 0, stages: { eval: { status: 'done', started_at: 6, passed: 'yes' } } });
+      const broken = store.loopRuns.start({
+        cycle: 4,
+        started_at: 5,
+        resumed: 0,
+        stages: { eval: { status: 'done', started_at: 6, passed: 'yes' } },
+      });
       const fresh = openCycle(store, ['eval']);
       expect(fresh).toMatchObject({ resumed: false, state: { cycle: 5, resumed: 0, stages: {} } });
       expect(fresh.id).not.toBe(broken);

@@ -1,10 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { act, fit, meanRewards, newPolicy, probabilities, update, type PolicyAlgorithm } from '../../src/policies/index.js';
+import {
+  act,
+  fit,
+  meanRewards,
+  newPolicy,
+  probabilities,
+  update,
+  type PolicyAlgorithm,
+} from '../../src/policies/index.js';
 import { Rng } from '../../src/tasks/prng.js';
 
 // 3 arms, 2 context types, Bernoulli rewards with known means: arm 0 is best for type A, arm 2 for type B.
 // The context also carries an irrelevant uniform feature, so "contexts" are many distinct vectors.
-const MEANS = [[0.8, 0.5, 0.2], [0.15, 0.45, 0.85]];
+const MEANS = [
+  [0.8, 0.5, 0.2],
+  [0.15, 0.45, 0.85],
+];
 const ROUNDS = 600;
 const FEATURES = ['bias', 'type_b', 'noise'];
 const context = (rng: Rng) => {
@@ -52,11 +63,14 @@ describe('bandit learners on a synthetic contextual environment (600 rounds)', (
     expect(p.state.reduce((s, a) => s + a.n, 0)).toBe(ROUNDS);
   });
 
-  it.each(['linucb', 'thompson', 'beta'] as const)('the same harness rejects %s when it learns from negated rewards', (algorithm) => {
-    const { regret, greedyAccuracy } = online(algorithm, -1);
-    expect(greedyAccuracy).toBeLessThan(0.9);
-    expect(regret).toBeGreaterThan(algorithm === 'beta' ? 50 : 80);
-  });
+  it.each(['linucb', 'thompson', 'beta'] as const)(
+    'the same harness rejects %s when it learns from negated rewards',
+    (algorithm) => {
+      const { regret, greedyAccuracy } = online(algorithm, -1);
+      expect(greedyAccuracy).toBeLessThan(0.9);
+      expect(regret).toBeGreaterThan(algorithm === 'beta' ? 50 : 80);
+    },
+  );
 });
 
 describe('update, fit and meanRewards', () => {
@@ -90,7 +104,10 @@ describe('update, fit and meanRewards', () => {
   it('fit returns an updated copy and leaves the policy it was given alone', () => {
     const p = newPolicy('routing', 'thompson', ['a', 'b'], ['bias', 'x']);
     const before = JSON.stringify(p);
-    const q = fit(p, [{ x: [1, 0], arm: 0, reward: 1 }, { x: [1, 1], arm: 1, reward: 0.5 }]);
+    const q = fit(p, [
+      { x: [1, 0], arm: 0, reward: 1 },
+      { x: [1, 1], arm: 1, reward: 0.5 },
+    ]);
     expect(JSON.stringify(p)).toBe(before);
     expect(q.state.map((s) => s.n)).toEqual([1, 1]);
     expect(meanRewards(q, [1, 0])[0]).toBeGreaterThan(0);

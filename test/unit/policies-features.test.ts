@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
-  STOP_FEATURES, TASK_FEATURES, projectEmbedding, stableHash, stopFeatures, taskFeatureNames, taskFeatures,
+  STOP_FEATURES,
+  TASK_FEATURES,
+  projectEmbedding,
+  stableHash,
+  stopFeatures,
+  taskFeatureNames,
+  taskFeatures,
 } from '../../src/policies/index.js';
 
 const norm = (v: number[]) => Math.hypot(...v);
@@ -33,7 +39,9 @@ describe('task features', () => {
     const many = taskFeatures({ prompt: Array.from({ length: 30 }, (_, i) => String(i)).join(' ') });
     expect(many[3]).toBe(1);
     // Different words land in different buckets.
-    expect(taskFeatures({ prompt: 'alpha beta' }).slice(12)).not.toEqual(taskFeatures({ prompt: 'gamma delta epsilon' }).slice(12));
+    expect(taskFeatures({ prompt: 'alpha beta' }).slice(12)).not.toEqual(
+      taskFeatures({ prompt: 'gamma delta epsilon' }).slice(12),
+    );
   });
 
   it('append an embedding, named emb0..', () => {

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
-  fit, newPolicy, offPolicyEstimate, policyTarget, probabilities, rewardModelFrom, type Interval, type LoggedTrajectory,
+  fit,
+  newPolicy,
+  offPolicyEstimate,
+  policyTarget,
+  probabilities,
+  rewardModelFrom,
+  type Interval,
+  type LoggedTrajectory,
 } from '../../src/policies/index.js';
 import { Rng } from '../../src/tasks/prng.js';
 
@@ -13,8 +20,14 @@ const covers = (i: Interval, v: number) => i.low <= v && v <= i.high;
 const width = (i: Interval) => i.high - i.low;
 
 // One-step environment: 2 context types, 3 arms, Bernoulli rewards with known means, a known stochastic logging policy.
-const MEANS = [[0.8, 0.5, 0.2], [0.15, 0.45, 0.85]];
-const LOGGING = [[0.6, 0.3, 0.1], [0.2, 0.3, 0.5]];
+const MEANS = [
+  [0.8, 0.5, 0.2],
+  [0.15, 0.45, 0.85],
+];
+const LOGGING = [
+  [0.6, 0.3, 0.1],
+  [0.2, 0.3, 0.5],
+];
 const TARGET_ARM = [1, 0]; // deterministic, and far from what the logging policy prefers
 const banditTarget = (x: number[]) => [0, 1, 2].map((a) => (a === TARGET_ARM[x[1]!] ? 1 : 0));
 const BANDIT_TRUTH = 0.5 * MEANS[0]![TARGET_ARM[0]!]! + 0.5 * MEANS[1]![TARGET_ARM[1]!]!; // 0.325; logging earns 0.62
@@ -65,7 +78,8 @@ describe('off-policy estimates cover the true value of a greedy target', () => {
   it('one-step: IPS, SNIPS and DR 95% CIs cover it, DR narrower than IPS; the logging mean does not', () => {
     const r = offPolicyEstimate(banditTarget, banditLogs(2000, 1), { seed: 3 });
     expect(r.n).toBe(2000);
-    for (const k of ['ips', 'snips', 'dr'] as const) expect(covers(r[k], BANDIT_TRUTH), `${k} ${JSON.stringify(r[k])}`).toBe(true);
+    for (const k of ['ips', 'snips', 'dr'] as const)
+      expect(covers(r[k], BANDIT_TRUTH), `${k} ${JSON.stringify(r[k])}`).toBe(true);
     expect(width(r.dr)).toBeLessThan(width(r.ips));
     expect(covers(r.logged, BANDIT_TRUTH)).toBe(false);
     expect(r.logged.mean).toBeGreaterThan(0.55);
@@ -93,12 +107,16 @@ describe('off-policy estimates cover the true value of a greedy target', () => {
 
   it('three-step trajectories: all three cover it and DR is narrower than IPS', () => {
     const r = offPolicyEstimate(trajTarget, trajectoryLogs(2000, 1), { seed: 4 });
-    for (const k of ['ips', 'snips', 'dr'] as const) expect(covers(r[k], TRAJ_TRUTH), `${k} ${JSON.stringify(r[k])}`).toBe(true);
+    for (const k of ['ips', 'snips', 'dr'] as const)
+      expect(covers(r[k], TRAJ_TRUTH), `${k} ${JSON.stringify(r[k])}`).toBe(true);
     expect(width(r.dr)).toBeLessThan(width(r.ips));
   });
 
   it('the CIs are calibrated: over 20 independent logs of each environment, each covers the truth at least 17 times', () => {
-    for (const [logs, target, truth] of [[banditLogs, banditTarget, BANDIT_TRUTH], [trajectoryLogs, trajTarget, TRAJ_TRUTH]] as const) {
+    for (const [logs, target, truth] of [
+      [banditLogs, banditTarget, BANDIT_TRUTH],
+      [trajectoryLogs, trajTarget, TRAJ_TRUTH],
+    ] as const) {
       const hits = { ips: 0, snips: 0, dr: 0 };
       for (let rep = 0; rep < 20; rep++) {
         const r = offPolicyEstimate(target, logs(1000, 100 + rep), { seed: rep, resamples: 400 });
@@ -109,7 +127,9 @@ describe('off-policy estimates cover the true value of a greedy target', () => {
   });
 
   it('an estimator that ignores propensities misses the truth in both environments', () => {
-    expect(covers(offPolicyEstimate(banditTarget, banditLogs(2000, 1, false), { seed: 3 }).ips, BANDIT_TRUTH)).toBe(false);
+    expect(covers(offPolicyEstimate(banditTarget, banditLogs(2000, 1, false), { seed: 3 }).ips, BANDIT_TRUTH)).toBe(
+      false,
+    );
     const traj = offPolicyEstimate(trajTarget, trajectoryLogs(2000, 2, false), { seed: 4 });
     expect(covers(traj.ips, TRAJ_TRUTH)).toBe(false);
     expect(covers(traj.dr, TRAJ_TRUTH)).toBe(false);
@@ -117,8 +137,15 @@ describe('off-policy estimates cover the true value of a greedy target', () => {
 
   it('DR is doubly robust: a wrong reward model with right propensities still covers; wrong both does not', () => {
     const wrong = () => [0.5, 0.5, 0.5];
-    expect(covers(offPolicyEstimate(banditTarget, banditLogs(2000, 1), { rewardModel: wrong, seed: 3 }).dr, BANDIT_TRUTH)).toBe(true);
-    expect(covers(offPolicyEstimate(banditTarget, banditLogs(2000, 1, false), { rewardModel: wrong, seed: 3 }).dr, BANDIT_TRUTH)).toBe(false);
+    expect(
+      covers(offPolicyEstimate(banditTarget, banditLogs(2000, 1), { rewardModel: wrong, seed: 3 }).dr, BANDIT_TRUTH),
+    ).toBe(true);
+    expect(
+      covers(
+        offPolicyEstimate(banditTarget, banditLogs(2000, 1, false), { rewardModel: wrong, seed: 3 }).dr,
+        BANDIT_TRUTH,
+      ),
+    ).toBe(false);
     // The true model makes DR tighter still.
     const truth = (x: number[]) => MEANS[x[1]!]!;
     const exact = offPolicyEstimate(banditTarget, banditLogs(2000, 1), { rewardModel: truth, seed: 3 });
@@ -129,8 +156,19 @@ describe('off-policy estimates cover the true value of a greedy target', () => {
 
 describe('offPolicyEstimate by hand and at the edges', () => {
   it('computes IPS, SNIPS and the step-wise DR of one two-step trajectory exactly', () => {
-    const logged = [{ steps: [{ x: [1], arm: 0, propensity: 0.5 }, { x: [2], arm: 1, propensity: 0.25 }], reward: 1 }];
-    const r = offPolicyEstimate(() => [0.2, 0.8], logged, { rewardModel: (x) => [0.1 * x[0]!, 0.3 * x[0]!], resamples: 10 });
+    const logged = [
+      {
+        steps: [
+          { x: [1], arm: 0, propensity: 0.5 },
+          { x: [2], arm: 1, propensity: 0.25 },
+        ],
+        reward: 1,
+      },
+    ];
+    const r = offPolicyEstimate(() => [0.2, 0.8], logged, {
+      rewardModel: (x) => [0.1 * x[0]!, 0.3 * x[0]!],
+      resamples: 10,
+    });
     // ρ = 0.4 then 3.2; V₂ = 0.52 + 3.2·(1 − 0.6) = 1.8; V₁ = 0.26 + 0.4·(1.8 − 0.1) = 0.94.
     expect(r.ips.mean).toBeCloseTo(1.28, 12);
     expect(r.snips.mean).toBeCloseTo(1, 12);
@@ -141,16 +179,24 @@ describe('offPolicyEstimate by hand and at the edges', () => {
 
   it('is deterministic for a seed and reports NaN intervals with no data', () => {
     const logs = banditLogs(300, 5);
-    expect(offPolicyEstimate(banditTarget, logs, { seed: 9 })).toEqual(offPolicyEstimate(banditTarget, logs, { seed: 9 }));
-    expect(offPolicyEstimate(banditTarget, logs, { seed: 9 }).ips).not.toEqual(offPolicyEstimate(banditTarget, logs, { seed: 10 }).ips);
+    expect(offPolicyEstimate(banditTarget, logs, { seed: 9 })).toEqual(
+      offPolicyEstimate(banditTarget, logs, { seed: 9 }),
+    );
+    expect(offPolicyEstimate(banditTarget, logs, { seed: 9 }).ips).not.toEqual(
+      offPolicyEstimate(banditTarget, logs, { seed: 10 }).ips,
+    );
     const none = offPolicyEstimate(banditTarget, []);
     expect(none.n).toBe(0);
-    for (const k of ['logged', 'ips', 'snips', 'dr'] as const) expect(Object.values(none[k]).every(Number.isNaN)).toBe(true);
+    for (const k of ['logged', 'ips', 'snips', 'dr'] as const)
+      expect(Object.values(none[k]).every(Number.isNaN)).toBe(true);
     expect(none.effectiveSampleSize).toBe(0);
   });
 
   it('handles a target that never agrees with the log (all weights 0): IPS 0, SNIPS undefined', () => {
-    const logs: LoggedTrajectory[] = [0, 1, 0].map((r) => ({ steps: [{ x: [1, 0], arm: 0, propensity: 0.5 }], reward: r }));
+    const logs: LoggedTrajectory[] = [0, 1, 0].map((r) => ({
+      steps: [{ x: [1, 0], arm: 0, propensity: 0.5 }],
+      reward: r,
+    }));
     const r = offPolicyEstimate(() => [0, 1, 0], logs, { seed: 1, resamples: 50 });
     expect(r.ips).toEqual({ mean: 0, low: 0, high: 0 });
     expect(r.snips.mean).toBeNaN();
@@ -160,14 +206,24 @@ describe('offPolicyEstimate by hand and at the edges', () => {
   });
 
   it('rejects a logged propensity outside (0, 1] or an arm the target does not have, naming the trajectory and step', () => {
-    const bad = [{ steps: [{ x: [1, 0], arm: 0, propensity: 0.5 }] , reward: 1 }, { steps: [{ x: [1, 0], arm: 0, propensity: 0 }], reward: 1 }];
-    expect(() => offPolicyEstimate(banditTarget, bad)).toThrow(/logged trajectory 1, step 0: propensity 0 is not in \(0, 1\]/);
-    expect(() => offPolicyEstimate(banditTarget, [{ steps: [{ x: [1, 0], arm: 3, propensity: 1 }], reward: 1 }])).toThrow(/arm 3 is not one of the target's 3 arms/);
+    const bad = [
+      { steps: [{ x: [1, 0], arm: 0, propensity: 0.5 }], reward: 1 },
+      { steps: [{ x: [1, 0], arm: 0, propensity: 0 }], reward: 1 },
+    ];
+    expect(() => offPolicyEstimate(banditTarget, bad)).toThrow(
+      /logged trajectory 1, step 0: propensity 0 is not in \(0, 1\]/,
+    );
+    expect(() =>
+      offPolicyEstimate(banditTarget, [{ steps: [{ x: [1, 0], arm: 3, propensity: 1 }], reward: 1 }]),
+    ).toThrow(/arm 3 is not one of the target's 3 arms/);
   });
 
   it('policyTarget and rewardModelFrom turn a fitted policy into a greedy target and a reward model', () => {
     const logs = banditLogs(2000, 1);
-    const p = fit(newPolicy('routing', 'linucb', ['a', 'b', 'c'], ['bias', 'type_b']), logs.map((t) => ({ ...t.steps[0]!, reward: t.reward })));
+    const p = fit(
+      newPolicy('routing', 'linucb', ['a', 'b', 'c'], ['bias', 'type_b']),
+      logs.map((t) => ({ ...t.steps[0]!, reward: t.reward })),
+    );
     const target = policyTarget(p);
     expect(target([1, 0])).toEqual([1, 0, 0]);
     expect(target([1, 1])).toEqual([0, 0, 1]);

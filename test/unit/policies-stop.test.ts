@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { STOP_FEATURES, fit, newPolicy, probabilities, stopFeatures, uniform, type PolicySpec, type Sample } from '../../src/policies/index.js';
+import {
+  STOP_FEATURES,
+  fit,
+  newPolicy,
+  probabilities,
+  stopFeatures,
+  uniform,
+  type PolicySpec,
+  type Sample,
+} from '../../src/policies/index.js';
 import { Rng } from '../../src/tasks/prng.js';
 
 /*
@@ -14,17 +23,40 @@ const MAX_ROUNDS = 4;
 const TEAM = 3;
 const COST = 0.1;
 const START = [0.4, 0.3, 0.3];
-const NEXT = [[0.2, 0.7, 0.1], [0, 0.8, 0.2], [0, 0, 1]];
+const NEXT = [
+  [0.2, 0.7, 0.1],
+  [0, 0.8, 0.2],
+  [0, 0, 1],
+];
 const AGREEMENT = [1 / 3, 2 / 3, 1];
-const ANSWERS = ['the answer is 42 because of alpha', 'the result is 17 since gamma delta', 'maybe 9 from zeta eta theta'];
-const VOTES = [[1, 1, 1], [2, 1, 0], [3, 0, 0]];
+const ANSWERS = [
+  'the answer is 42 because of alpha',
+  'the result is 17 since gamma delta',
+  'maybe 9 from zeta eta theta',
+];
+const VOTES = [
+  [1, 1, 1],
+  [2, 1, 0],
+  [3, 0, 0],
+];
 
 /** The features the orchestrator would see at this round and agreement level (deterministic, so values are exact). */
-const featuresAt = (round: number, level: number) => stopFeatures({
-  round, maxRounds: MAX_ROUNDS, teamSize: TEAM, liveAgents: TEAM,
-  answers: level === 0 ? ANSWERS : level === 1 ? [ANSWERS[0]!, ANSWERS[0]!, ANSWERS[1]!] : [ANSWERS[0]!, ANSWERS[0]!, ANSWERS[0]!],
-  voteCounts: VOTES[level]!, tokens: 1500 * TEAM * round, elapsedMs: 20_000 * round,
-});
+const featuresAt = (round: number, level: number) =>
+  stopFeatures({
+    round,
+    maxRounds: MAX_ROUNDS,
+    teamSize: TEAM,
+    liveAgents: TEAM,
+    answers:
+      level === 0
+        ? ANSWERS
+        : level === 1
+          ? [ANSWERS[0]!, ANSWERS[0]!, ANSWERS[1]!]
+          : [ANSWERS[0]!, ANSWERS[0]!, ANSWERS[0]!],
+    voteCounts: VOTES[level]!,
+    tokens: 1500 * TEAM * round,
+    elapsedMs: 20_000 * round,
+  });
 
 type Rule = (x: number[], level: number) => boolean; // true: stop now
 
@@ -63,7 +95,10 @@ function loggedEpisodes(episodes: number, seed: number): Sample[] {
   return data;
 }
 
-const greedyStops = (p: PolicySpec): Rule => (x) => probabilities(p, x, { epsilon: 0, explore: false, seed: 0 })[1] === 1;
+const greedyStops =
+  (p: PolicySpec): Rule =>
+  (x) =>
+    probabilities(p, x, { epsilon: 0, explore: false, seed: 0 })[1] === 1;
 
 describe('learning a stopping rule from uniformly logged episodes', () => {
   const optimal = value((_x, level) => level >= 1);
@@ -79,18 +114,24 @@ describe('learning a stopping rule from uniformly logged episodes', () => {
     expect(optimal - neverEarly).toBeGreaterThan(0.15);
   });
 
-  it.each(['linucb', 'thompson'] as const)('%s: the learned greedy rule is within 0.015 of the optimal value and beats never stopping early', (algorithm) => {
-    const p = fit(newPolicy('stop', algorithm, ['continue', 'stop'], STOP_FEATURES), data);
-    const learned = value(greedyStops(p));
-    expect(learned).toBeGreaterThanOrEqual(optimal - 0.015);
-    expect(learned).toBeGreaterThan(neverEarly + 0.1);
-    // And it makes the optimal choice where it matters most: stop on easy tasks at round 1, continue on split votes.
-    expect(greedyStops(p)(featuresAt(1, 2), 2)).toBe(true);
-    expect(greedyStops(p)(featuresAt(1, 0), 0)).toBe(false);
-  });
+  it.each(['linucb', 'thompson'] as const)(
+    '%s: the learned greedy rule is within 0.015 of the optimal value and beats never stopping early',
+    (algorithm) => {
+      const p = fit(newPolicy('stop', algorithm, ['continue', 'stop'], STOP_FEATURES), data);
+      const learned = value(greedyStops(p));
+      expect(learned).toBeGreaterThanOrEqual(optimal - 0.015);
+      expect(learned).toBeGreaterThan(neverEarly + 0.1);
+      // And it makes the optimal choice where it matters most: stop on easy tasks at round 1, continue on split votes.
+      expect(greedyStops(p)(featuresAt(1, 2), 2)).toBe(true);
+      expect(greedyStops(p)(featuresAt(1, 0), 0)).toBe(false);
+    },
+  );
 
   it('a learner fed the rewards with the wrong sign does worse than never stopping early', () => {
-    const p = fit(newPolicy('stop', 'linucb', ['continue', 'stop'], STOP_FEATURES), data.map((d) => ({ ...d, reward: -d.reward })));
+    const p = fit(
+      newPolicy('stop', 'linucb', ['continue', 'stop'], STOP_FEATURES),
+      data.map((d) => ({ ...d, reward: -d.reward })),
+    );
     expect(value(greedyStops(p))).toBeLessThan(neverEarly);
   });
 });

@@ -9,7 +9,6 @@ import { configIn, configIssues } from '../helpers.js';
 /** Names every plain object already "has". */
 const PROTO_NAMES = ['constructor', 'toString', 'hasOwnProperty', 'valueOf'];
 
-
 describe('names that are Object.prototype keys', () => {
   it('are unknown models, prompts and tools unless the config defines them', () => {
     const issues = configIssues(`models:
@@ -28,7 +27,8 @@ rewards:
   });
 
   it('work as names of models, prompts, tools and agents when defined', () => {
-    const { config } = configIn(`models:
+    const { config } = configIn(
+      `models:
   constructor: { base_url: "http://127.0.0.1:9/v1", model: x }
 prompts:
   toString: { text: "You solve tasks." }
@@ -36,24 +36,49 @@ tools:
   hasOwnProperty: { type: builtin, name: calculator }
 agents:
   - { id: valueOf, model: constructor, system_prompt: toString, tools: [hasOwnProperty] }
-`, {}, {});
+`,
+      {},
+      {},
+    );
     expect(Object.keys(config.models)).toEqual(['constructor']);
-    expect(config.agents[0]).toMatchObject({ id: 'valueOf', model: 'constructor', system_prompt: 'toString', tools: ['hasOwnProperty'] });
+    expect(config.agents[0]).toMatchObject({
+      id: 'valueOf',
+      model: 'constructor',
+      system_prompt: 'toString',
+      tools: ['hasOwnProperty'],
+    });
   });
 
   it('count as task categories, reward channels, judge criteria and trainer metrics', () => {
     const stats = new StatsCollector();
     for (const c of [...PROTO_NAMES, '__proto__']) stats.row({ clean: true, categories: [c, c], rollouts: ['r'] });
-    expect({ ...stats.categories }).toEqual({ constructor: 1, toString: 1, hasOwnProperty: 1, valueOf: 1, ['__proto__']: 1 });
+    expect({ ...stats.categories }).toEqual({
+      constructor: 1,
+      toString: 1,
+      hasOwnProperty: 1,
+      valueOf: 1,
+      ['__proto__']: 1,
+    });
 
     const reward = (channel: string, value: number) => ({ channel, value }) as Reward;
-    expect({ ...rewardsByChannel([reward('constructor', 0.5), reward('constructor', 0.25), reward('rollout', 1)]) }).toEqual({ constructor: 0.75, rollout: 1 });
+    expect({
+      ...rewardsByChannel([reward('constructor', 0.5), reward('constructor', 0.25), reward('rollout', 1)]),
+    }).toEqual({ constructor: 0.75, rollout: 1 });
 
-    const rubric = [{ criterion: 'constructor', weight: 1 }, { criterion: '__proto__', weight: 1 }];
+    const rubric = [
+      { criterion: 'constructor', weight: 1 },
+      { criterion: '__proto__', weight: 1 },
+    ];
     const verdict = parseJudgeReply('{"scores": {"constructor": 7, "__proto__": 3}, "reason": "ok"}', rubric);
-    expect(Object.entries(verdict.scores)).toEqual([['constructor', 7], ['__proto__', 3]]);
+    expect(Object.entries(verdict.scores)).toEqual([
+      ['constructor', 7],
+      ['__proto__', 3],
+    ]);
 
     const step = JSON.parse('{"event": "step", "step": 1, "loss": 0.5, "__proto__": 2}') as StepEvent;
-    expect(Object.entries(stepMetrics(step))).toEqual([['loss', 0.5], ['__proto__', 2]]);
+    expect(Object.entries(stepMetrics(step))).toEqual([
+      ['loss', 0.5],
+      ['__proto__', 2],
+    ]);
   });
 });

@@ -1,14 +1,19 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/config/load.js';
 import { Redactor } from '../../src/store/redact.js';
 import { Rng } from '../../src/tasks/prng.js';
-import { ConfigError } from '../../src/config/load.js';
 import { configIn } from '../helpers.js';
 
 describe('Redactor', () => {
-  const r = Redactor.fromSettings({ envNames: ['KEY', 'UNSET', 'SHORT'], patterns: ['acct-\\d+'], builtinPatterns: true }, { KEY: 'pa"ss\\word-123', SHORT: 'ab' });
+  const r = Redactor.fromSettings(
+    { envNames: ['KEY', 'UNSET', 'SHORT'], patterns: ['acct-\\d+'], builtinPatterns: true },
+    { KEY: 'pa"ss\\word-123', SHORT: 'ab' },
+  );
 
   it('scrubs env secrets, user patterns and built-in key formats', () => {
-    expect(r.scrub('key=pa"ss\\word-123 acct-99 sk-abcdefghijklmnopqrstuv hf_abcdefghijklmnopqrstuvwxyz0123456789')).toBe('key=[REDACTED] [REDACTED] [REDACTED] [REDACTED]');
+    expect(
+      r.scrub('key=pa"ss\\word-123 acct-99 sk-abcdefghijklmnopqrstuv hf_abcdefghijklmnopqrstuvwxyz0123456789'),
+    ).toBe('key=[REDACTED] [REDACTED] [REDACTED] [REDACTED]');
     expect(r.scrub('ab is too short to be treated as a secret')).toBe('ab is too short to be treated as a secret');
   });
 
@@ -45,8 +50,9 @@ describe('Redactor: what the text is, after its escapes are decoded, not only it
     ['a user pattern spelled with an escape', String.raw`acct\u002d42`],
   ])('%s is redacted as the plain spelling next to it is', (_name, escaped) => {
     expect(r.scrub(`plain ${KEY} escaped ${escaped} end`)).toBe('plain [REDACTED] escaped [REDACTED] end');
-    expect(JSON.parse(r.json({ prompt: `plain ${KEY} escaped ${escaped}` })))
-      .toEqual({ prompt: 'plain [REDACTED] escaped [REDACTED]' });
+    expect(JSON.parse(r.json({ prompt: `plain ${KEY} escaped ${escaped}` }))).toEqual({
+      prompt: 'plain [REDACTED] escaped [REDACTED]',
+    });
   });
 
   it('finds a key that an escape glues to a word (\\nsk-…), and leaves escapes without a secret alone', () => {
@@ -59,14 +65,27 @@ describe('Redactor: what the text is, after its escapes are decoded, not only it
 describe('Redactor on stored JSON: strings only, never the syntax', () => {
   it('leaves numbers alone, however a pattern or an all-digit secret matches their digits', () => {
     const r = new Redactor(['4242'], [String.raw`\d{13,16}`]);
-    const value = { latency_ms: 1234567890123.5, usage: { prompt_tokens: 4242 }, card: 'paid with 4111111111111111', pin: 'pin 4242' };
+    const value = {
+      latency_ms: 1234567890123.5,
+      usage: { prompt_tokens: 4242 },
+      card: 'paid with 4111111111111111',
+      pin: 'pin 4242',
+    };
     const json = r.json(value);
-    expect(JSON.parse(json)).toEqual({ latency_ms: 1234567890123.5, usage: { prompt_tokens: 4242 }, card: 'paid with [REDACTED]', pin: 'pin [REDACTED]' });
+    expect(JSON.parse(json)).toEqual({
+      latency_ms: 1234567890123.5,
+      usage: { prompt_tokens: 4242 },
+      card: 'paid with [REDACTED]',
+      pin: 'pin [REDACTED]',
+    });
     expect(JSON.parse(r.jsonText(JSON.stringify(value), value))).toEqual(JSON.parse(json));
-    expect(JSON.parse(r.stringify({ startedAt: 4242, note: '4242' }, 2))).toEqual({ startedAt: 4242, note: '[REDACTED]' });
+    expect(JSON.parse(r.stringify({ startedAt: 4242, note: '4242' }, 2))).toEqual({
+      startedAt: 4242,
+      note: '[REDACTED]',
+    });
   });
 
-  it('keeps the producer\'s JSON text when nothing matches, and finds secrets the text would hide', () => {
+  it("keeps the producer's JSON text when nothing matches, and finds secrets the text would hide", () => {
     const r = new Redactor([], [String.raw`^\d{16}$`, String.raw`a\nb`]);
     const clean = { a: 'nothing here', n: [1, 2] };
     const text = JSON.stringify(clean);
@@ -91,17 +110,89 @@ describe('Redactor on stored JSON: strings only, never the syntax', () => {
 
   it('scrubs secrets in object keys without merging keys', () => {
     const r = new Redactor(['hunter2-secret', 'other-secret'], []);
-    const json = r.json({ 'hunter2-secret': 1, 'other-secret': 2, '[REDACTED]': 3, nested: [{ 'key hunter2-secret': 'v' }], __proto__x: 0 });
-    expect(JSON.parse(json)).toEqual({ '[REDACTED] (2)': 1, '[REDACTED] (3)': 2, '[REDACTED]': 3, nested: [{ 'key [REDACTED]': 'v' }], __proto__x: 0 });
+    const json = r.json({
+      'hunter2-secret': 1,
+      'other-secret': 2,
+      '[REDACTED]': 3,
+      nested: [{ 'key hunter2-secret': 'v' }],
+      __proto__x: 0,
+    });
+    expect(JSON.parse(json)).toEqual({
+      '[REDACTED] (2)': 1,
+      '[REDACTED] (3)': 2,
+      '[REDACTED]': 3,
+      nested: [{ 'key [REDACTED]': 'v' }],
+      __proto__x: 0,
+    });
   });
 
   it('fuzz: random patterns over random values always give parsable JSON with the same structure', () => {
     const rng = Rng.fromKey('redact-fuzz');
     const pick = <T>(xs: readonly T[]): T => xs[rng.int(0, xs.length - 1)]!;
-    const atoms = ['\\d', '\\d{2,5}', '[0-9]+', '[a-z]+', '.', '.*', '.+?', 'a|1', '(x)\\1', '\\b', '"', '\\\\', ':', ',', '\\{', '\\}', '\\[', '\\]',
-      'null', 'true', 'e', '-', '\\.', '\\s', '[^"]*', '(?=a)', '(?<=1)', '^', '$', '\\w+', 'REDACTED', 'u00', '\\n', '(?<g>1)', '[-+]?\\d+(\\.\\d+)?'];
+    const atoms = [
+      '\\d',
+      '\\d{2,5}',
+      '[0-9]+',
+      '[a-z]+',
+      '.',
+      '.*',
+      '.+?',
+      'a|1',
+      '(x)\\1',
+      '\\b',
+      '"',
+      '\\\\',
+      ':',
+      ',',
+      '\\{',
+      '\\}',
+      '\\[',
+      '\\]',
+      'null',
+      'true',
+      'e',
+      '-',
+      '\\.',
+      '\\s',
+      '[^"]*',
+      '(?=a)',
+      '(?<=1)',
+      '^',
+      '$',
+      '\\w+',
+      'REDACTED',
+      'u00',
+      '\\n',
+      '(?<g>1)',
+      '[-+]?\\d+(\\.\\d+)?',
+    ];
     const quant = ['', '', '*', '+', '?', '{2}'];
-    const chars = ['a', 'b', 'x', '1', '2', '0', '9', '"', '\\', ':', ',', '{', '}', '[', ']', ' ', '\n', 'é', '💥', '-', '.', 'e', '\u2028', 'null'];
+    const chars = [
+      'a',
+      'b',
+      'x',
+      '1',
+      '2',
+      '0',
+      '9',
+      '"',
+      '\\',
+      ':',
+      ',',
+      '{',
+      '}',
+      '[',
+      ']',
+      ' ',
+      '\n',
+      'é',
+      '💥',
+      '-',
+      '.',
+      'e',
+      '\u2028',
+      'null',
+    ];
     const str = () => Array.from({ length: rng.int(0, 12) }, () => pick(chars)).join('');
     const value = (depth: number): unknown => {
       const kind = rng.int(0, depth > 3 ? 3 : 5);
@@ -112,12 +203,26 @@ describe('Redactor on stored JSON: strings only, never the syntax', () => {
       if (kind === 4) return Array.from({ length: rng.int(0, 4) }, () => value(depth + 1));
       return Object.fromEntries(Array.from({ length: rng.int(0, 4) }, () => [str(), value(depth + 1)]));
     };
-    const shape = (v: unknown): unknown => (typeof v === 'string' ? 'S' : Array.isArray(v) ? v.map(shape)
-      : v && typeof v === 'object' ? Object.values(v).map(shape) : v);
+    const shape = (v: unknown): unknown =>
+      typeof v === 'string'
+        ? 'S'
+        : Array.isArray(v)
+          ? v.map(shape)
+          : v && typeof v === 'object'
+            ? Object.values(v).map(shape)
+            : v;
     let redactedSomething = 0;
     for (let i = 0; i < 400; i++) {
-      const patterns = Array.from({ length: rng.int(1, 3) }, () => Array.from({ length: rng.int(1, 3) }, () => pick(atoms) + pick(quant)).join(''))
-        .filter((p) => { try { new RegExp(p); return true; } catch { return false; } });
+      const patterns = Array.from({ length: rng.int(1, 3) }, () =>
+        Array.from({ length: rng.int(1, 3) }, () => pick(atoms) + pick(quant)).join(''),
+      ).filter((p) => {
+        try {
+          new RegExp(p);
+          return true;
+        } catch {
+          return false;
+        }
+      });
       const r = new Redactor(rng.int(0, 1) ? [str() + '1234'] : [], patterns);
       const v = { [str()]: value(0), list: [value(1), str()] };
       const text = JSON.stringify(v);
@@ -144,17 +249,27 @@ describe('privacy.redact_patterns in the config', () => {
   };
 
   it('rejects invalid patterns and patterns that match the empty string, naming path and line', () => {
-    const issues = issuesOf('privacy:\n  redact_patterns:\n    - "acct-\\\\d+"\n    - "\\\\d*"\n    - "(unclosed"\n    - "\\\\b"\n    - "(?=sk-)"\n');
+    const issues = issuesOf(
+      'privacy:\n  redact_patterns:\n    - "acct-\\\\d+"\n    - "\\\\d*"\n    - "(unclosed"\n    - "\\\\b"\n    - "(?=sk-)"\n',
+    );
     expect(issues).toEqual([
       expect.stringMatching(/^privacy\.redact_patterns\[1\]: matches the empty string.* \(massgen-rl\.yaml:4:7\)$/),
-      expect.stringMatching(/^privacy\.redact_patterns\[2\]: not a valid regular expression: .* \(massgen-rl\.yaml:5:7\)$/),
-      expect.stringMatching(/^privacy\.redact_patterns\[3\]: matches the empty string \(in "a"\).* \(massgen-rl\.yaml:6:7\)$/),
-      expect.stringMatching(/^privacy\.redact_patterns\[4\]: matches the empty string \(in ".*sk-.*"\).* \(massgen-rl\.yaml:7:7\)$/),
+      expect.stringMatching(
+        /^privacy\.redact_patterns\[2\]: not a valid regular expression: .* \(massgen-rl\.yaml:5:7\)$/,
+      ),
+      expect.stringMatching(
+        /^privacy\.redact_patterns\[3\]: matches the empty string \(in "a"\).* \(massgen-rl\.yaml:6:7\)$/,
+      ),
+      expect.stringMatching(
+        /^privacy\.redact_patterns\[4\]: matches the empty string \(in ".*sk-.*"\).* \(massgen-rl\.yaml:7:7\)$/,
+      ),
     ]);
   });
 
   it('accepts patterns that are valid alone, even ones that could not share one alternation', () => {
-    expect(issuesOf('privacy:\n  redact_patterns: ["(?<id>x)\\\\k<id>", "(?<id>y)\\\\k<id>", "(a)\\\\1", "\\\\d{13,16}"]\n')).toEqual([]);
+    expect(
+      issuesOf('privacy:\n  redact_patterns: ["(?<id>x)\\\\k<id>", "(?<id>y)\\\\k<id>", "(a)\\\\1", "\\\\d{13,16}"]\n'),
+    ).toEqual([]);
   });
 });
 

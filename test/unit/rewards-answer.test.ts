@@ -8,23 +8,47 @@ import { regexReward } from '../../src/rewards/regex.js';
 import { lcsLength, rougeL, rougeLReward } from '../../src/rewards/rouge-l.js';
 import type { RewardFamily, RolloutOutcome } from '../../src/rewards/types.js';
 import type { Task } from '../../src/tasks/types.js';
-import { ctxFor, failedOutcome, mathOutcome, mathTask, openTask, rewardsConfig, textTask } from '../fixtures/rewards/outcomes.js';
+import {
+  ctxFor,
+  failedOutcome,
+  mathOutcome,
+  mathTask,
+  openTask,
+  rewardsConfig,
+  textTask,
+} from '../fixtures/rewards/outcomes.js';
 
 const ALL = [exactReward, numericReward, f1Reward, rougeLReward, regexReward, containsReward];
-const score = async (family: RewardFamily, outcome: RolloutOutcome, config = rewardsConfig()) => family.score(ctxFor(outcome, config));
-const rolloutValue = async (family: RewardFamily, finalAnswer: string | null, task: Task = mathTask, config = rewardsConfig()) =>
-  (await score(family, mathOutcome({ task, finalAnswer }), config)).find((r) => r.channel === 'rollout')?.value;
-const withRef = (reference: string, metadata: Record<string, unknown> = {}): Task => ({ ...textTask, reference, metadata });
+const score = async (family: RewardFamily, outcome: RolloutOutcome, config = rewardsConfig()) =>
+  family.score(ctxFor(outcome, config));
+const rolloutValue = async (
+  family: RewardFamily,
+  finalAnswer: string | null,
+  task: Task = mathTask,
+  config = rewardsConfig(),
+) => (await score(family, mathOutcome({ task, finalAnswer }), config)).find((r) => r.channel === 'rollout')?.value;
+const withRef = (reference: string, metadata: Record<string, unknown> = {}): Task => ({
+  ...textTask,
+  reference,
+  metadata,
+});
 
 describe('answer-quality families: channels', () => {
-  it('score the final answer, every answer (turn) and each agent\'s last answer (agent)', async () => {
+  it("score the final answer, every answer (turn) and each agent's last answer (agent)", async () => {
     const rewards = await score(exactReward, mathOutcome());
-    expect(rewards.filter((r) => r.channel === 'rollout')).toEqual([expect.objectContaining({ family: 'exact', value: 1 })]);
+    expect(rewards.filter((r) => r.channel === 'rollout')).toEqual([
+      expect.objectContaining({ family: 'exact', value: 1 }),
+    ]);
     expect(rewards.filter((r) => r.channel === 'turn').map((r) => [r.agent, r.targetSeq, r.value])).toEqual([
-      ['a', 3, 0], ['b', 5, 1], ['c', 7, 0], ['a', 9, 1],
+      ['a', 3, 0],
+      ['b', 5, 1],
+      ['c', 7, 0],
+      ['a', 9, 1],
     ]);
     expect(rewards.filter((r) => r.channel === 'agent').map((r) => [r.agent, r.value, r.targetSeq ?? null])).toEqual([
-      ['a', 1, null], ['b', 1, null], ['c', 0, null],
+      ['a', 1, null],
+      ['b', 1, null],
+      ['c', 0, null],
     ]);
   });
 
@@ -39,7 +63,13 @@ describe('answer-quality families: channels', () => {
   it('give a failed rollout 0 on the rollout channel and nothing else when nobody answered', async () => {
     for (const family of [exactReward, numericReward, f1Reward, rougeLReward, containsReward]) {
       const rewards = await score(family, failedOutcome());
-      expect(rewards).toEqual([expect.objectContaining({ channel: 'rollout', value: 0, reason: expect.stringMatching(/no final answer \(rollout failed\)/) })]);
+      expect(rewards).toEqual([
+        expect.objectContaining({
+          channel: 'rollout',
+          value: 0,
+          reason: expect.stringMatching(/no final answer \(rollout failed\)/),
+        }),
+      ]);
     }
   });
 });
@@ -120,7 +150,9 @@ describe('regex', () => {
   });
 
   it('names the task of an invalid pattern', () => {
-    expect(() => regexReward.score(ctxFor(mathOutcome({ task: withRef('/([a-/') })))).toThrow(/task file:capitals:3: invalid answer regex/);
+    expect(() => regexReward.score(ctxFor(mathOutcome({ task: withRef('/([a-/') })))).toThrow(
+      /task file:capitals:3: invalid answer regex/,
+    );
   });
 });
 

@@ -19,13 +19,24 @@ describe('coordination', () => {
   it('adds quality, tokens and consensus with the default coefficients, and shows the breakdown', async () => {
     const r = await only(mathOutcome());
     expect(r.value).toBeCloseTo(0 + 2 * 1 - 0.001 * 1500 + 1);
-    expect(r.reason).toBe('rounds 2 (0 over 3 free) × -0.1 = +0; quality 1 (exact) × 2 = +2; tokens 1500 × -0.001 = -1.5; consensus = +1 → 1.5');
+    expect(r.reason).toBe(
+      'rounds 2 (0 over 3 free) × -0.1 = +0; quality 1 (exact) × 2 = +2; tokens 1500 × -0.001 = -1.5; consensus = +1 → 1.5',
+    );
   });
 
   it('penalises rounds beyond free_rounds and a missing consensus; every coefficient comes from config', async () => {
     const slow = mathOutcome({ rounds: 6, consensus: false, tokens: 0, finalAnswer: 'Final answer: 41' });
     expect((await only(slow)).value).toBeCloseTo(-0.1 * 3 + 0 - 0.5);
-    const config = rewardsConfig({ coordination: { free_rounds: 1, round_penalty: -1, quality_coef: 10, token_coef: 0, consensus_bonus: 5, no_consensus_penalty: -7 } });
+    const config = rewardsConfig({
+      coordination: {
+        free_rounds: 1,
+        round_penalty: -1,
+        quality_coef: 10,
+        token_coef: 0,
+        consensus_bonus: 5,
+        no_consensus_penalty: -7,
+      },
+    });
     expect((await only(mathOutcome(), config)).value).toBeCloseTo(-1 + 10 + 0 + 5);
     expect((await only(slow, config)).value).toBeCloseTo(-5 + 0 - 7);
   });
@@ -57,8 +68,17 @@ describe('voting', () => {
       ],
     });
     const rewards = await votingReward.score(ctxFor(outcome));
-    expect(votes(rewards, 'turn')).toEqual([['a', 12, 1], ['b', 13, 1], ['c', 14, -0.5], ['c', 15, -0.5]]);
-    expect(votes(rewards, 'agent')).toEqual([['a', null, 1], ['b', null, 1], ['c', null, -0.5]]);
+    expect(votes(rewards, 'turn')).toEqual([
+      ['a', 12, 1],
+      ['b', 13, 1],
+      ['c', 14, -0.5],
+      ['c', 15, -0.5],
+    ]);
+    expect(votes(rewards, 'agent')).toEqual([
+      ['a', null, 1],
+      ['b', null, 1],
+      ['c', null, -0.5],
+    ]);
     expect(rewards[1]!.reason).toContain('best answer by the reference');
     expect(rewards[2]!.reason).toContain('neither');
   });
@@ -74,21 +94,38 @@ describe('voting', () => {
 
   it('without a reference only the winner counts; no votes → nothing', async () => {
     const outcome = mathOutcome({ task: openTask });
-    expect(votes(await votingReward.score(ctxFor(outcome)), 'turn')).toEqual([['a', 12, 1], ['b', 13, 1], ['c', 14, -0.5]]);
+    expect(votes(await votingReward.score(ctxFor(outcome)), 'turn')).toEqual([
+      ['a', 12, 1],
+      ['b', 13, 1],
+      ['c', 14, -0.5],
+    ]);
     expect(await votingReward.score(ctxFor(mathOutcome({ votes: [] })))).toEqual([]);
     expect(await votingReward.score(ctxFor(failedOutcome()))).toEqual([]);
-    expect(referenceBest(mathOutcome({ answers: [{ agent: 'a', label: 'agent1', content: '7', round: 1, seq: 1 }] }), rewardsConfig()).size).toBe(0);
+    expect(
+      referenceBest(
+        mathOutcome({ answers: [{ agent: 'a', label: 'agent1', content: '7', round: 1, seq: 1 }] }),
+        rewardsConfig(),
+      ).size,
+    ).toBe(0);
   });
 });
 
 describe('tool', () => {
-  it('scores each call on the turn channel and each agent\'s mean', async () => {
-    const outcome = mathOutcome({ toolCalls: [...mathOutcome().toolCalls, { agent: 'a', name: 'search', success: false, seq: 8 }] });
+  it("scores each call on the turn channel and each agent's mean", async () => {
+    const outcome = mathOutcome({
+      toolCalls: [...mathOutcome().toolCalls, { agent: 'a', name: 'search', success: false, seq: 8 }],
+    });
     const rewards = await toolReward.score(ctxFor(outcome));
     expect(rewards.map((r) => [r.channel, r.agent, r.targetSeq ?? null, r.value])).toEqual([
-      ['turn', 'a', 2, 1], ['turn', 'c', 6, -1], ['turn', 'a', 8, -1], ['agent', 'a', null, 0], ['agent', 'c', null, -1],
+      ['turn', 'a', 2, 1],
+      ['turn', 'c', 6, -1],
+      ['turn', 'a', 8, -1],
+      ['agent', 'a', null, 0],
+      ['agent', 'c', null, -1],
     ]);
-    const custom = await toolReward.score(ctxFor(mathOutcome(), rewardsConfig({ tool: { success: 0.5, failure: -2 } })));
+    const custom = await toolReward.score(
+      ctxFor(mathOutcome(), rewardsConfig({ tool: { success: 0.5, failure: -2 } })),
+    );
     expect(custom.filter((r) => r.channel === 'turn').map((r) => r.value)).toEqual([0.5, -2]);
     expect(await toolReward.score(ctxFor(failedOutcome()))).toEqual([]);
   });
@@ -98,9 +135,15 @@ describe('peer_vote', () => {
   it('gives each final-round answer its share of the final votes', async () => {
     const rewards = await peerVoteReward.score(ctxFor(mathOutcome()));
     expect(rewards.filter((r) => r.channel === 'turn').map((r) => [r.agent, r.targetSeq, r.value])).toEqual([
-      ['a', 9, 1 / 3], ['b', 5, 2 / 3], ['c', 7, 0],
+      ['a', 9, 1 / 3],
+      ['b', 5, 2 / 3],
+      ['c', 7, 0],
     ]);
-    expect(rewards.filter((r) => r.channel === 'agent').map((r) => [r.agent, r.value])).toEqual([['a', 1 / 3], ['b', 2 / 3], ['c', 0]]);
+    expect(rewards.filter((r) => r.channel === 'agent').map((r) => [r.agent, r.value])).toEqual([
+      ['a', 1 / 3],
+      ['b', 2 / 3],
+      ['c', 0],
+    ]);
     expect(rewards[0]!.reason).toBe('1 of 3 final vote(s) for agent1');
   });
 

@@ -15,7 +15,8 @@ import { STRING_ORACLE } from '../support/string-oracle.js';
 const SAMPLE = 400;
 const md = (t: Task) => t.metadata as Record<string, any>;
 const numbersIn = (text: string) => (text.match(/-?\d+(\.\d+)?/g) ?? []).map(Number);
-const at = (name: string, difficulty: Difficulty, n = SAMPLE, seed = 1) => getSuite(name).generate(n, seed, { difficulty });
+const at = (name: string, difficulty: Difficulty, n = SAMPLE, seed = 1) =>
+  getSuite(name).generate(n, seed, { difficulty });
 
 /**
  * Captured from the suites before levels existed: sha256 of JSON.stringify([...generate(300, 1), ...generate(50, 42)])
@@ -25,33 +26,81 @@ const ORIGINAL: Record<string, { digest: string; tasks: [id: string, prompt: str
   arithmetic: {
     digest: '351dd2f4493d1d269a6e191bd0b466933039ce5527551d4318d349a4ed65b92b',
     tasks: [
-      ['suite:arithmetic:1:1', 'Emma has 16 stickers. Ben gives Emma 27 more. How many stickers does Emma have now? Give your final answer as a single number.', '43'],
-      ['suite:arithmetic:1:17', 'Maya reads 10 pages every day for 10 days. How many pages does Maya read in total? Give your final answer as a single number.', '100'],
-      ['suite:arithmetic:42:0', 'A ribbon 50 centimeters long is cut into 10 pieces of equal length. How long is each piece, in centimeters? Give your final answer as a single number.', '5'],
+      [
+        'suite:arithmetic:1:1',
+        'Emma has 16 stickers. Ben gives Emma 27 more. How many stickers does Emma have now? Give your final answer as a single number.',
+        '43',
+      ],
+      [
+        'suite:arithmetic:1:17',
+        'Maya reads 10 pages every day for 10 days. How many pages does Maya read in total? Give your final answer as a single number.',
+        '100',
+      ],
+      [
+        'suite:arithmetic:42:0',
+        'A ribbon 50 centimeters long is cut into 10 pieces of equal length. How long is each piece, in centimeters? Give your final answer as a single number.',
+        '5',
+      ],
     ],
   },
   unit_conversion: {
     digest: 'add6297df047bfa868ac64aa8e28a99761aabe68696c811b40c21c94e3db81d7',
     tasks: [
-      ['suite:unit_conversion:1:1', 'A container holds 1.4 US cups. What is that in liters? Use 1 US cup = 236.5882365 milliliters. Round to 3 decimal places. Give your final answer as a single number.', '0.331'],
-      ['suite:unit_conversion:1:17', 'How many kilograms are in 55.4 pounds? Use 1 pound = 0.45359237 kilograms. Round to 2 decimal places. Give your final answer as a single number.', '25.13'],
-      ['suite:unit_conversion:42:0', 'Convert 1.1 days to minutes. Round to 1 decimal place. Give your final answer as a single number.', '1584.0'],
+      [
+        'suite:unit_conversion:1:1',
+        'A container holds 1.4 US cups. What is that in liters? Use 1 US cup = 236.5882365 milliliters. Round to 3 decimal places. Give your final answer as a single number.',
+        '0.331',
+      ],
+      [
+        'suite:unit_conversion:1:17',
+        'How many kilograms are in 55.4 pounds? Use 1 pound = 0.45359237 kilograms. Round to 2 decimal places. Give your final answer as a single number.',
+        '25.13',
+      ],
+      [
+        'suite:unit_conversion:42:0',
+        'Convert 1.1 days to minutes. Round to 1 decimal place. Give your final answer as a single number.',
+        '1584.0',
+      ],
     ],
   },
   string_transform: {
     digest: 'd803a5ab7f2df2ac50b61437e0d5053fb06abdb46f8b4933d2a701ac9c10529b',
     tasks: [
-      ['suite:string_transform:1:1', 'Reverse the order of the words in "stone coffee". Give your final answer as the resulting text only, without quotes.', 'coffee stone'],
-      ['suite:string_transform:1:17', 'Remove the repeated letters from "letter", keeping only the first occurrence of each letter in order. Give your final answer as the resulting text only, without quotes.', 'letr'],
-      ['suite:string_transform:42:0', 'Remove the repeated letters from "hammer", keeping only the first occurrence of each letter in order. Give your final answer as the resulting text only, without quotes.', 'hamer'],
+      [
+        'suite:string_transform:1:1',
+        'Reverse the order of the words in "stone coffee". Give your final answer as the resulting text only, without quotes.',
+        'coffee stone',
+      ],
+      [
+        'suite:string_transform:1:17',
+        'Remove the repeated letters from "letter", keeping only the first occurrence of each letter in order. Give your final answer as the resulting text only, without quotes.',
+        'letr',
+      ],
+      [
+        'suite:string_transform:42:0',
+        'Remove the repeated letters from "hammer", keeping only the first occurrence of each letter in order. Give your final answer as the resulting text only, without quotes.',
+        'hamer',
+      ],
     ],
   },
   multi_step: {
     digest: '200542fa978ae059d91025e6375642e38364661aac7057f85240d24e685e41ee',
     tasks: [
-      ['suite:multi_step:1:1', 'A train travels at 90 km/h for 4 hours, then at 45 km/h for 2 hours. How many kilometers does it travel in total? Give your final answer as a single number.', '450'],
-      ['suite:multi_step:1:17', 'A printer prints 2 pages per minute. Priya needs 3 copies of a 12-page report. How many minutes will the printing take? Give your final answer as a single number.', '18'],
-      ['suite:multi_step:42:0', 'Jamal bakes 3 batches of 12 cookies. 6 cookies are eaten, and the rest are packed equally into 3 boxes. How many cookies go in each box? Give your final answer as a single number.', '10'],
+      [
+        'suite:multi_step:1:1',
+        'A train travels at 90 km/h for 4 hours, then at 45 km/h for 2 hours. How many kilometers does it travel in total? Give your final answer as a single number.',
+        '450',
+      ],
+      [
+        'suite:multi_step:1:17',
+        'A printer prints 2 pages per minute. Priya needs 3 copies of a 12-page report. How many minutes will the printing take? Give your final answer as a single number.',
+        '18',
+      ],
+      [
+        'suite:multi_step:42:0',
+        'Jamal bakes 3 batches of 12 cookies. 6 cookies are eaten, and the rest are packed equally into 3 boxes. How many cookies go in each box? Give your final answer as a single number.',
+        '10',
+      ],
     ],
   },
 };
@@ -59,10 +108,21 @@ const ORIGINAL: Record<string, { digest: string; tasks: [id: string, prompt: str
 /** suite:arithmetic:1:0 as stored before levels existed. */
 const STORED_BEFORE: SplitTask = {
   id: 'suite:arithmetic:1:0',
-  prompt: 'There are 12 boxes with 5 cards in each box. How many cards are there altogether? Give your final answer as a single number.',
+  prompt:
+    'There are 12 boxes with 5 cards in each box. How many cards are there altogether? Give your final answer as a single number.',
   reference: '60',
   category: 'arithmetic/multiplication',
-  metadata: { suite: 'arithmetic', seed: 1, index: 0, kind: 'multiplication', answer_type: 'number', tolerance: 0, operation: 'multiply', operands: [12, 5], template: 0 },
+  metadata: {
+    suite: 'arithmetic',
+    seed: 1,
+    index: 0,
+    kind: 'multiplication',
+    answer_type: 'number',
+    tolerance: 0,
+    operation: 'multiply',
+    operands: [12, 5],
+    template: 0,
+  },
   source: 'suite:arithmetic',
   split: 'train',
 };
@@ -88,8 +148,13 @@ it('a store holding an original task accepts it regenerated at level 2', () => {
 });
 
 describe('levels and defaults', () => {
-  it('lists four levels per suite, each described, and defaults to the suite\'s named default level', () => {
-    const defaults = { arithmetic: ARITHMETIC_DEFAULT_LEVEL, unit_conversion: UNIT_CONVERSION_DEFAULT_LEVEL, string_transform: STRING_TRANSFORM_DEFAULT_LEVEL, multi_step: MULTI_STEP_DEFAULT_LEVEL };
+  it("lists four levels per suite, each described, and defaults to the suite's named default level", () => {
+    const defaults = {
+      arithmetic: ARITHMETIC_DEFAULT_LEVEL,
+      unit_conversion: UNIT_CONVERSION_DEFAULT_LEVEL,
+      string_transform: STRING_TRANSFORM_DEFAULT_LEVEL,
+      multi_step: MULTI_STEP_DEFAULT_LEVEL,
+    };
     for (const [name, suite] of Object.entries(SUITES)) {
       expect(suite.levels.map((l) => l.level)).toEqual([0, 1, 2, 3]);
       for (const l of suite.levels) expect(l.describe.length).toBeGreaterThan(20);
@@ -100,42 +165,51 @@ describe('levels and defaults', () => {
   });
 
   it('refuses a level that does not exist', () => {
-    expect(() => getSuite('arithmetic').generate(1, 1, { difficulty: 4 as Difficulty })).toThrow('suite arithmetic: difficulty must be 0, 1, 2 or 3, got 4');
+    expect(() => getSuite('arithmetic').generate(1, 1, { difficulty: 4 as Difficulty })).toThrow(
+      'suite arithmetic: difficulty must be 0, 1, 2 or 3, got 4',
+    );
   });
 });
 
-describe.each(BUILTIN_SUITES.flatMap((name) => [0, 1, 3].map((level) => [name, level as Difficulty] as const)))('suite %s, level %i', (name, level) => {
-  const tasks = at(name, level);
-  const templates = getSuite(name).templates(level);
+describe.each(BUILTIN_SUITES.flatMap((name) => [0, 1, 3].map((level) => [name, level as Difficulty] as const)))(
+  'suite %s, level %i',
+  (name, level) => {
+    const tasks = at(name, level);
+    const templates = getSuite(name).templates(level);
 
-  it('has its own ids, deterministic and prefix-stable per seed, different between seeds', () => {
-    tasks.forEach((t, i) => expect(t.id).toBe(`suite:${name}@${level}:1:${i}`));
-    expect(at(name, level)).toEqual(tasks);
-    expect(at(name, level, 25)).toEqual(tasks.slice(0, 25));
-    expect(at(name, level, 25, 2).map((t) => t.prompt)).not.toEqual(tasks.slice(0, 25).map((t) => t.prompt));
-    const original = at(name, 2);
-    const other = at(name, level === 1 ? 3 : 1);
-    const easiest = at(name, level === 0 ? 1 : 0);
-    const prompts = new Set(tasks.map((t) => t.prompt));
-    expect(original.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
-    expect(other.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
-    expect(easiest.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
-    const ids = new Set(tasks.map((t) => t.id));
-    expect([...original, ...other, ...easiest].some((t) => ids.has(t.id))).toBe(false);
-  });
+    it('has its own ids, deterministic and prefix-stable per seed, different between seeds', () => {
+      tasks.forEach((t, i) => expect(t.id).toBe(`suite:${name}@${level}:1:${i}`));
+      expect(at(name, level)).toEqual(tasks);
+      expect(at(name, level, 25)).toEqual(tasks.slice(0, 25));
+      expect(at(name, level, 25, 2).map((t) => t.prompt)).not.toEqual(tasks.slice(0, 25).map((t) => t.prompt));
+      const original = at(name, 2);
+      const other = at(name, level === 1 ? 3 : 1);
+      const easiest = at(name, level === 0 ? 1 : 0);
+      const prompts = new Set(tasks.map((t) => t.prompt));
+      expect(original.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
+      expect(other.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
+      expect(easiest.filter((t) => prompts.has(t.prompt)).length).toBeLessThan(SAMPLE / 20);
+      const ids = new Set(tasks.map((t) => t.id));
+      expect([...original, ...other, ...easiest].some((t) => ids.has(t.id))).toBe(false);
+    });
 
-  it('tags each task with its level and a template of its kind, and uses every template', () => {
-    for (const t of tasks) {
-      expect(t.source).toBe(`suite:${name}`);
-      expect(t.category).toBe(`${name}/${md(t).kind}`);
-      expect(md(t).difficulty).toBe(level);
-      expect(t.prompt).toMatch(/Give your final answer as .+\.$/);
-      expect(templates[md(t).kind]).toContain(String(md(t).template));
-    }
-    const used = new Set(tasks.map((t) => `${md(t).kind}/${md(t).template}`));
-    expect([...used].sort()).toEqual(Object.entries(templates).flatMap(([k, names]) => names.map((n) => `${k}/${n}`)).sort());
-  });
-});
+    it('tags each task with its level and a template of its kind, and uses every template', () => {
+      for (const t of tasks) {
+        expect(t.source).toBe(`suite:${name}`);
+        expect(t.category).toBe(`${name}/${md(t).kind}`);
+        expect(md(t).difficulty).toBe(level);
+        expect(t.prompt).toMatch(/Give your final answer as .+\.$/);
+        expect(templates[md(t).kind]).toContain(String(md(t).template));
+      }
+      const used = new Set(tasks.map((t) => `${md(t).kind}/${md(t).template}`));
+      expect([...used].sort()).toEqual(
+        Object.entries(templates)
+          .flatMap(([k, names]) => names.map((n) => `${k}/${n}`))
+          .sort(),
+      );
+    });
+  },
+);
 
 describe('every kind with more than one template names its template, at every level', () => {
   it.each(BUILTIN_SUITES)('%s', (name) => {
@@ -152,8 +226,13 @@ describe('every kind with more than one template names its template, at every le
 describe('level 0 answers, recomputed from metadata', () => {
   it('arithmetic: one +, − or × of single digits, as a bare expression', () => {
     for (const t of at('arithmetic', 0)) {
-      const { operation, operands: [a, b] } = md(t);
-      expect(t.reference).toBe(String(({ add: a + b, subtract: a - b, multiply: a * b } as Record<string, number>)[operation]));
+      const {
+        operation,
+        operands: [a, b],
+      } = md(t);
+      expect(t.reference).toBe(
+        String(({ add: a + b, subtract: a - b, multiply: a * b } as Record<string, number>)[operation]),
+      );
       expect(Number(t.reference)).toBeGreaterThan(0);
       expect(Math.max(a, b)).toBeLessThanOrEqual(9);
       expect(numbersIn(t.prompt).sort()).toEqual([a, b].sort());
@@ -174,7 +253,11 @@ describe('level 0 answers, recomputed from metadata', () => {
     for (const t of at('string_transform', 0)) {
       const { operation, input } = md(t);
       const words = String(input).split(' ');
-      const expected = { first_letter: input[0], last_letter: input.at(-1), longer_word: [...words].sort((x, y) => y.length - x.length)[0] }[operation as string];
+      const expected = {
+        first_letter: input[0],
+        last_letter: input.at(-1),
+        longer_word: [...words].sort((x, y) => y.length - x.length)[0],
+      }[operation as string];
       expect(t.reference).toBe(expected);
       for (const w of words) expect(t.prompt).toContain(`"${w}"`);
       if (operation === 'longer_word') expect(words[0]!.length).not.toBe(words[1]!.length);
@@ -203,9 +286,13 @@ describe('level 0 answers, recomputed from metadata', () => {
 
 describe('level 1 and 3 answers, recomputed from metadata', () => {
   it('arithmetic: single digits at level 1; 3-digit sums and differences, 2-digit × 1-digit at level 3', () => {
-    const apply = (op: string, a: number, b: number) => ({ add: a + b, subtract: a - b, multiply: a * b, divide: a / b })[op]!;
+    const apply = (op: string, a: number, b: number) =>
+      ({ add: a + b, subtract: a - b, multiply: a * b, divide: a / b })[op]!;
     for (const t of at('arithmetic', 1)) {
-      const { operation, operands: [a, b] } = md(t);
+      const {
+        operation,
+        operands: [a, b],
+      } = md(t);
       expect(t.reference).toBe(String(apply(operation, a, b)));
       expect(Number(t.reference)).toBeGreaterThan(0);
       expect(numbersIn(t.prompt).sort()).toEqual([a, b].sort());
@@ -213,7 +300,10 @@ describe('level 1 and 3 answers, recomputed from metadata', () => {
       else expect(Math.max(a, b)).toBeLessThanOrEqual(9);
     }
     for (const t of at('arithmetic', 3)) {
-      const { operation, operands: [a, b] } = md(t);
+      const {
+        operation,
+        operands: [a, b],
+      } = md(t);
       const result = apply(operation, a, b);
       expect(Number.isInteger(result) && result > 0).toBe(true);
       expect(t.reference).toBe(String(result));
@@ -225,10 +315,28 @@ describe('level 1 and 3 answers, recomputed from metadata', () => {
 
   it('unit_conversion: one stated metric step with a whole answer at level 1; two-step conversions at level 3', () => {
     const toBase: Record<string, number> = {
-      mm: 1e-3, cm: 1e-2, m: 1, km: 1e3, in: 2.54e-2, ft: 0.3048, yd: 0.9144, mi: 1609.344,
-      g: 1e-3, kg: 1, t: 1e3, lb: 0.45359237, oz: 0.45359237 / 16,
-      s: 1, min: 60, h: 3600, day: 86400, week: 7 * 86400,
-      mL: 1e-3, L: 1, gal: 231 * 0.0254 ** 3 * 1000, cup: (231 * 0.0254 ** 3 * 1000) / 16,
+      mm: 1e-3,
+      cm: 1e-2,
+      m: 1,
+      km: 1e3,
+      in: 2.54e-2,
+      ft: 0.3048,
+      yd: 0.9144,
+      mi: 1609.344,
+      g: 1e-3,
+      kg: 1,
+      t: 1e3,
+      lb: 0.45359237,
+      oz: 0.45359237 / 16,
+      s: 1,
+      min: 60,
+      h: 3600,
+      day: 86400,
+      week: 7 * 86400,
+      mL: 1e-3,
+      L: 1,
+      gal: 231 * 0.0254 ** 3 * 1000,
+      cup: (231 * 0.0254 ** 3 * 1000) / 16,
     };
     for (const t of at('unit_conversion', 1)) {
       const { dimension, from, to, value, decimals, tolerance } = md(t);
@@ -243,14 +351,30 @@ describe('level 1 and 3 answers, recomputed from metadata', () => {
     }
     const kelvin = (v: number, u: string) => (u === 'K' ? v : u === 'C' ? v + 273.15 : ((v - 32) * 5) / 9 + 273.15);
     const fromKelvin = (k: number, u: string) => (u === 'K' ? k : u === 'C' ? k - 273.15 : ((k - 273.15) * 9) / 5 + 32);
-    const direct = new Set(['in>cm', 'ft>m', 'yd>m', 'mi>km', 'lb>kg', 'oz>g', 'gal>L', 'cup>mL', 's>min', 'min>h', 'h>day', 'day>week']);
+    const direct = new Set([
+      'in>cm',
+      'ft>m',
+      'yd>m',
+      'mi>km',
+      'lb>kg',
+      'oz>g',
+      'gal>L',
+      'cup>mL',
+      's>min',
+      'min>h',
+      'h>day',
+      'day>week',
+    ]);
     const metric = new Set(['mm', 'cm', 'm', 'km', 'g', 'kg', 't', 'mL', 'L']);
     for (const t of at('unit_conversion', 3)) {
       const { dimension, from, to, value, decimals, tolerance } = md(t);
-      const exact = dimension === 'temperature' ? fromKelvin(kelvin(value, from), to) : (value * toBase[from]!) / toBase[to]!;
+      const exact =
+        dimension === 'temperature' ? fromKelvin(kelvin(value, from), to) : (value * toBase[from]!) / toBase[to]!;
       expect(Math.abs(Number(t.reference) - exact)).toBeLessThanOrEqual(0.5 * 10 ** -decimals + 1e-9);
       expect(tolerance).toBeCloseTo(0.5 * 10 ** -decimals, 12);
-      expect(direct.has(`${from}>${to}`) || direct.has(`${to}>${from}`) || (metric.has(from) && metric.has(to))).toBe(false);
+      expect(direct.has(`${from}>${to}`) || direct.has(`${to}>${from}`) || (metric.has(from) && metric.has(to))).toBe(
+        false,
+      );
       if (dimension === 'temperature') expect([from, to].sort()).toEqual(['F', 'K']);
     }
   });
@@ -317,15 +441,23 @@ describe('--tasks SUITE@DIFFICULTY', () => {
       for (const level of [0, 1, 2, 3] as const) {
         const tasks = tasksForRun(base, '.', { spec: `${suite}@${level}`, n: 30, split: 'train' });
         expect(tasks).toHaveLength(30);
-        expect(tasks.every((t) => t.id.startsWith(level === 2 ? `suite:${suite}:1:` : `suite:${suite}@${level}:1:`))).toBe(true);
+        expect(
+          tasks.every((t) => t.id.startsWith(level === 2 ? `suite:${suite}:1:` : `suite:${suite}@${level}:1:`)),
+        ).toBe(true);
       }
-      expect(tasksForRun(base, '.', { spec: `${suite}@0`, n: 5, split: 'all' })).toEqual(tasksForRun(base, '.', { spec: suite, n: 5, split: 'all' }));
+      expect(tasksForRun(base, '.', { spec: `${suite}@0`, n: 5, split: 'all' })).toEqual(
+        tasksForRun(base, '.', { spec: suite, n: 5, split: 'all' }),
+      );
     }
   });
 
   it('names the levels for one that does not exist, unless a file has that name', () => {
-    expect(() => tasksForRun(base, '.', { spec: 'multi_step@4', split: 'all' })).toThrow('--tasks multi_step@4: difficulty must be 0, 1, 2 or 3 (multi_step@0, multi_step@1, multi_step@2, multi_step@3)');
-    expect(() => tasksForRun(base, '.', { spec: 'algebra@1', split: 'all' })).toThrow(/--tasks algebra@1: not a built-in suite \(.*<suite>@<difficulty 0–3>\) and no such file/);
+    expect(() => tasksForRun(base, '.', { spec: 'multi_step@4', split: 'all' })).toThrow(
+      '--tasks multi_step@4: difficulty must be 0, 1, 2 or 3 (multi_step@0, multi_step@1, multi_step@2, multi_step@3)',
+    );
+    expect(() => tasksForRun(base, '.', { spec: 'algebra@1', split: 'all' })).toThrow(
+      /--tasks algebra@1: not a built-in suite \(.*<suite>@<difficulty 0–3>\) and no such file/,
+    );
     const dir = tempDir({ 'arithmetic@x.jsonl': '{"id": "a", "prompt": "p"}\n' });
     const cwd = process.cwd();
     try {

@@ -24,7 +24,8 @@ describe('splitOf', () => {
   it('is the first 52 bits of sha256(salt NUL id) as a fraction', () => {
     const point = (id: string, salt: string) =>
       Number(BigInt(`0x${createHash('sha256').update(`${salt}\u0000${id}`).digest('hex')}`) >> 204n) / 2 ** 52;
-    for (const id of ['x', 'suite:unit_conversion:3:17', 'ünïcode-id']) expect(splitPoint(id, 'salty')).toBe(point(id, 'salty'));
+    for (const id of ['x', 'suite:unit_conversion:3:17', 'ünïcode-id'])
+      expect(splitPoint(id, 'salty')).toBe(point(id, 'salty'));
   });
 
   it('gives an eval share close to eval_fraction over 10k ids', () => {

@@ -37,7 +37,9 @@ describe('suite registry', () => {
 
   it('names the valid suites for an unknown one', () => {
     expect(() => getSuite('algebra')).toThrow(UserError);
-    expect(() => getSuite('algebra')).toThrow('unknown task suite "algebra"; built-in suites: arithmetic, unit_conversion, string_transform, multi_step');
+    expect(() => getSuite('algebra')).toThrow(
+      'unknown task suite "algebra"; built-in suites: arithmetic, unit_conversion, string_transform, multi_step',
+    );
     expect(() => getSuite('toString')).toThrow(/unknown task suite "toString"/);
   });
 });
@@ -75,12 +77,20 @@ describe.each(BUILTIN_SUITES)('suite %s', (name) => {
   });
 });
 
-const EXPECTED_KINDS: Record<string, number> = { arithmetic: 4, unit_conversion: 5, string_transform: 9, multi_step: 7 };
+const EXPECTED_KINDS: Record<string, number> = {
+  arithmetic: 4,
+  unit_conversion: 5,
+  string_transform: 9,
+  multi_step: 7,
+};
 
 describe('references, recomputed independently', () => {
   it('arithmetic', () => {
     for (const t of generate('arithmetic')) {
-      const { operation, operands: [a, b] } = md(t);
+      const {
+        operation,
+        operands: [a, b],
+      } = md(t);
       const expected = { add: a + b, subtract: a - b, multiply: a * b, divide: a / b }[operation as string];
       expect(Number.isInteger(expected) && expected > 0).toBe(true);
       expect(t.reference).toBe(String(expected));
@@ -91,23 +101,44 @@ describe('references, recomputed independently', () => {
 
   it('unit_conversion, rounded as the prompt states', () => {
     const toBase: Record<string, number> = {
-      mm: 1e-3, cm: 1e-2, m: 1, km: 1e3, in: 2.54e-2, ft: 0.3048, yd: 0.9144, mi: 1609.344,
-      g: 1e-3, kg: 1, t: 1e3, lb: 0.45359237, oz: 0.45359237 / 16,
-      s: 1, min: 60, h: 3600, day: 86400, week: 7 * 86400,
-      mL: 1e-3, L: 1, gal: 231 * 0.0254 ** 3 * 1000, cup: (231 * 0.0254 ** 3 * 1000) / 16,
+      mm: 1e-3,
+      cm: 1e-2,
+      m: 1,
+      km: 1e3,
+      in: 2.54e-2,
+      ft: 0.3048,
+      yd: 0.9144,
+      mi: 1609.344,
+      g: 1e-3,
+      kg: 1,
+      t: 1e3,
+      lb: 0.45359237,
+      oz: 0.45359237 / 16,
+      s: 1,
+      min: 60,
+      h: 3600,
+      day: 86400,
+      week: 7 * 86400,
+      mL: 1e-3,
+      L: 1,
+      gal: 231 * 0.0254 ** 3 * 1000,
+      cup: (231 * 0.0254 ** 3 * 1000) / 16,
     };
     const kelvin = (v: number, u: string) => (u === 'K' ? v : u === 'C' ? v + 273.15 : ((v - 32) * 5) / 9 + 273.15);
     const fromKelvin = (k: number, u: string) => (u === 'K' ? k : u === 'C' ? k - 273.15 : ((k - 273.15) * 9) / 5 + 32);
     for (const t of generate('unit_conversion')) {
       const { dimension, from, to, value, decimals, tolerance } = md(t);
-      const exact = dimension === 'temperature' ? fromKelvin(kelvin(value, from), to) : (value * toBase[from]!) / toBase[to]!;
+      const exact =
+        dimension === 'temperature' ? fromKelvin(kelvin(value, from), to) : (value * toBase[from]!) / toBase[to]!;
       const ref = t.reference!;
       expect(ref.split('.')[1]?.length ?? 0).toBe(decimals);
       expect(Math.abs(Number(ref) - exact)).toBeLessThanOrEqual(0.5 * 10 ** -decimals + 1e-9);
       expect(tolerance).toBeCloseTo(0.5 * 10 ** -decimals, 12);
       expect(Math.abs(Number(ref))).toBeGreaterThan(0);
       expect(Math.abs(Number(ref))).toBeLessThan(100_000);
-      expect(t.prompt).toContain(decimals === 0 ? 'Round to the nearest whole number.' : `Round to ${decimals} decimal place`);
+      expect(t.prompt).toContain(
+        decimals === 0 ? 'Round to the nearest whole number.' : `Round to ${decimals} decimal place`,
+      );
       expect(numbersIn(t.prompt)[0]).toBe(value);
     }
   });
@@ -116,7 +147,17 @@ describe('references, recomputed independently', () => {
     for (const t of generate('string_transform')) {
       const { operation, input, letter, answer_type } = md(t);
       // The original tasks use nine operations; the oracle also knows level 1's count_letters and last_letter.
-      expect(['reverse', 'uppercase', 'count_vowels', 'sort_letters', 'remove_duplicates', 'count_letter', 'reverse_words', 'acronym', 'capitalize_words']).toContain(operation);
+      expect([
+        'reverse',
+        'uppercase',
+        'count_vowels',
+        'sort_letters',
+        'remove_duplicates',
+        'count_letter',
+        'reverse_words',
+        'acronym',
+        'capitalize_words',
+      ]).toContain(operation);
       expect(t.reference).toBe(STRING_ORACLE[operation]!(input, letter));
       expect(t.prompt).toContain(`"${input}"`);
       expect(input).toMatch(/^[a-z]+( [a-z]+){0,3}$/);

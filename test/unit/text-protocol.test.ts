@@ -27,7 +27,10 @@ describe('text protocol', () => {
 });
 
 describe('action validation', () => {
-  const snap = (answers: Record<string, string>, canAnswer = true) => ({ answers: new Map(Object.entries(answers)), canAnswer });
+  const snap = (answers: Record<string, string>, canAnswer = true) => ({
+    answers: new Map(Object.entries(answers)),
+    canAnswer,
+  });
 
   it('measures word-set overlap', () => {
     expect(jaccard(wordSet('the cat sat'), wordSet('The cat sat!'))).toBe(1);
@@ -35,18 +38,33 @@ describe('action validation', () => {
   });
 
   it('rejects votes before answers and votes for unknown labels', () => {
-    expect(validateAction({ kind: 'vote', target: 'agent1', reason: '' }, snap({}), 'lenient')?.kind).toBe('vote_before_answer');
-    expect(validateAction({ kind: 'vote', target: 'agent9', reason: '' }, snap({ agent1: 'x' }), 'lenient')?.kind).toBe('unknown_target');
-    expect(validateAction({ kind: 'vote', target: 'agent1', reason: '' }, snap({ agent1: 'x' }), 'lenient')).toBeUndefined();
+    expect(validateAction({ kind: 'vote', target: 'agent1', reason: '' }, snap({}), 'lenient')?.kind).toBe(
+      'vote_before_answer',
+    );
+    expect(validateAction({ kind: 'vote', target: 'agent9', reason: '' }, snap({ agent1: 'x' }), 'lenient')?.kind).toBe(
+      'unknown_target',
+    );
+    expect(
+      validateAction({ kind: 'vote', target: 'agent1', reason: '' }, snap({ agent1: 'x' }), 'lenient'),
+    ).toBeUndefined();
   });
 
   it('rejects duplicates always and overlapping answers by novelty level', () => {
     const existing = snap({ agent1: 'The total cost is 12 dollars because 3 times 4 is 12' });
-    expect(validateAction({ kind: 'answer', content: ' the total cost is 12 dollars because 3 times 4 is 12 ' }, existing, 'lenient')?.kind).toBe('duplicate_answer');
+    expect(
+      validateAction(
+        { kind: 'answer', content: ' the total cost is 12 dollars because 3 times 4 is 12 ' },
+        existing,
+        'lenient',
+      )?.kind,
+    ).toBe('duplicate_answer');
     const similar = { kind: 'answer' as const, content: 'The total cost is 12 dollars since 3 times 4 is 12' };
     expect(validateAction(similar, existing, 'lenient')).toBeUndefined();
     expect(validateAction(similar, existing, 'balanced')?.kind).toBe('not_novel');
-    const different = { kind: 'answer' as const, content: 'Each of 3 boxes costs 4 dollars, so the total is 12 dollars' };
+    const different = {
+      kind: 'answer' as const,
+      content: 'Each of 3 boxes costs 4 dollars, so the total is 12 dollars',
+    };
     expect(validateAction(different, existing, 'balanced')).toBeUndefined();
     expect(validateAction(different, existing, 'strict')).toBeUndefined();
     expect(validateAction(different, snap({ agent1: 'x' }, false), 'lenient')?.kind).toBe('answer_limit');
@@ -54,13 +72,30 @@ describe('action validation', () => {
 });
 
 describe('implicit actions (tiny models)', () => {
-  const answers = new Map([['agent1', 'Each friend gets 4 cards'], ['agent2', 'The answer is 6']]);
+  const answers = new Map([
+    ['agent1', 'Each friend gets 4 cards'],
+    ['agent2', 'The answer is 6'],
+  ]);
   it('reads a named label or a close repeat as a vote, anything else as an answer', async () => {
     const { implicitAction } = await import('../../src/orchestrator/text-protocol.js');
-    expect(implicitAction('I agree with agent2.', answers, true)).toMatchObject({ kind: 'vote', target: 'agent2', implicit: true });
-    expect(implicitAction('each friend gets 4 cards!', answers, true)).toMatchObject({ kind: 'vote', target: 'agent1' });
-    expect(implicitAction('Carla has 24 cards, 24 / 6 = 4', answers, true)).toEqual({ kind: 'answer', content: 'Carla has 24 cards, 24 / 6 = 4', implicit: true });
-    expect(implicitAction('Carla has 24 cards, 24 / 6 = 4', answers, false)).toMatchObject({ kind: 'vote', implicit: true });
+    expect(implicitAction('I agree with agent2.', answers, true)).toMatchObject({
+      kind: 'vote',
+      target: 'agent2',
+      implicit: true,
+    });
+    expect(implicitAction('each friend gets 4 cards!', answers, true)).toMatchObject({
+      kind: 'vote',
+      target: 'agent1',
+    });
+    expect(implicitAction('Carla has 24 cards, 24 / 6 = 4', answers, true)).toEqual({
+      kind: 'answer',
+      content: 'Carla has 24 cards, 24 / 6 = 4',
+      implicit: true,
+    });
+    expect(implicitAction('Carla has 24 cards, 24 / 6 = 4', answers, false)).toMatchObject({
+      kind: 'vote',
+      implicit: true,
+    });
     expect(implicitAction('   ', answers, true)).toBeUndefined();
     expect(implicitAction('agent9 is right', new Map(), true)).toMatchObject({ kind: 'answer' });
   });

@@ -51,11 +51,13 @@ def build_parser(cls: type, prog: str | None = None) -> argparse.ArgumentParser:
         text = field.metadata.get("help", "")
         text += " (required)" if _is_required(field) else f" (default: {field.default!r})"
         if kind is bool:
-            parser.add_argument(*flags, dest=field.name, action=argparse.BooleanOptionalAction,
-                                default=argparse.SUPPRESS, help=text)
+            parser.add_argument(
+                *flags, dest=field.name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=text
+            )
         else:
-            parser.add_argument(*flags, dest=field.name, type=kind, default=argparse.SUPPRESS,
-                                metavar=field.name.upper(), help=text)
+            parser.add_argument(
+                *flags, dest=field.name, type=kind, default=argparse.SUPPRESS, metavar=field.name.upper(), help=text
+            )
     return parser
 
 
@@ -71,8 +73,10 @@ def _yaml_load(text: str) -> Any:
         pass
 
     bool_tag = "tag:yaml.org,2002:bool"
-    Loader.yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in resolvers if tag != bool_tag]
-                                      for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != bool_tag]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
     Loader.add_implicit_resolver(bool_tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
     return yaml.load(text, Loader=Loader)
 
@@ -136,7 +140,9 @@ def _json_value(text: str) -> Any:
         raise ValueError(f"not JSON: {exc}") from None
 
 
-def parse_args(cls: type[T], argv: list[str] | None = None, prog: str | None = None, json_fields: tuple[str, ...] = ()) -> T:
+def parse_args(
+    cls: type[T], argv: list[str] | None = None, prog: str | None = None, json_fields: tuple[str, ...] = ()
+) -> T:
     """Parse `argv` (default: sys.argv[1:]) into an instance of the dataclass `cls`.
 
     `json_fields` take a mapping: a JSON object on the command line, passed through as-is from the config file.

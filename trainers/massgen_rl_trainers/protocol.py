@@ -17,8 +17,9 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import IO, Any, Callable, TypeVar
+from typing import IO, Any, TypeVar
 
 from .config_args import UsageError, parse_args
 
@@ -109,10 +110,18 @@ def exception_name(exc: BaseException) -> str:
     return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 
-def run_script(main: Callable[[T], dict[str, Any] | None], cls: type[T], argv: list[str] | None = None,
-               prog: str | None = None, *, parse: Callable[..., T] = parse_args, rank: int = 0,
-               during: AbstractContextManager[Any] | None = None,
-               on_exception: Callable[[BaseException], int | None] | None = None, echo: str | None = None) -> int:
+def run_script(
+    main: Callable[[T], dict[str, Any] | None],
+    cls: type[T],
+    argv: list[str] | None = None,
+    prog: str | None = None,
+    *,
+    parse: Callable[..., T] = parse_args,
+    rank: int = 0,
+    during: AbstractContextManager[Any] | None = None,
+    on_exception: Callable[[BaseException], int | None] | None = None,
+    echo: str | None = None,
+) -> int:
     """Run `main(args)` under the protocol; returns the process exit code.
 
     `parse(cls, argv, prog=prog)` builds the arguments (UsageError: exit 2). `rank` is the process's rank in a
@@ -138,8 +147,9 @@ def run_script(main: Callable[[T], dict[str, Any] | None], cls: type[T], argv: l
         _rank, _echo = 0, None
 
 
-def _outcome(main: Callable[[T], dict[str, Any] | None], args: T,
-             on_exception: Callable[[BaseException], int | None] | None) -> int:
+def _outcome(
+    main: Callable[[T], dict[str, Any] | None], args: T, on_exception: Callable[[BaseException], int | None] | None
+) -> int:
     try:
         done(**(main(args) or {}))
         return 0

@@ -40,7 +40,11 @@ def run_module(module: str, *args: str, timeout: float = 600, path_before: Path 
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", f"massgen_rl_trainers.{module}", *args],
-        capture_output=True, text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
     seconds = time.monotonic() - started
     events = []
@@ -80,8 +84,17 @@ def server(request):
 
     if not (MODEL_DIR / "config.json").is_file():
         pytest.skip(f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)")
-    srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--max-batch-size", "4", "--batch-window-ms", "50",
-                 *engine_args(request.param))
+    srv = Server(
+        "--model",
+        str(MODEL_DIR),
+        "--served-name",
+        NAME,
+        "--max-batch-size",
+        "4",
+        "--batch-window-ms",
+        "50",
+        *engine_args(request.param),
+    )
     srv.engine = request.param
     print(f"\nserve ({srv.engine}): ready in {srv.startup_seconds:.1f}s", file=sys.stderr)
     yield srv

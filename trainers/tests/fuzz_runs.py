@@ -7,7 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz_cases import FIELDS, NAME, Raw, base, dumps, field_value, junk
+from fuzz_cases import FIELDS, Raw, base, dumps, field_value, junk
 from fuzz_support import Answer, check, check_stream, exchange, request, source
 
 MAX_JSON_DEPTH = 100
@@ -70,7 +70,7 @@ def malformed_json(ctx: Ctx, rng: random.Random, index: int) -> str:
     elif op == 3:
         text[at] = ord(rng.choice('{}[]",:\\ x'))
     elif op == 4:
-        text[at:at] = text[rng.randrange(len(text)):][:rng.randrange(1, 40)]
+        text[at:at] = text[rng.randrange(len(text)) :][: rng.randrange(1, 40)]
     elif op == 5:
         text = bytearray(rng.choice([b"", b" ", b"null", b"[]", b"1", b'"x"', b"{", b"}", b"{}", b"tru"]))
     else:
@@ -122,8 +122,24 @@ def deep_json(ctx: Ctx, rng: random.Random, index: int) -> str:
     return accepted(answer, params=(where, None))
 
 
-UNKNOWN = ["foo", "", "__proto__", "constructor", "x" * 1000, "é", "functions", "logit_bias", "presence_penalty",
-           "frequency_penalty", "user", "metadata", "store", "service_tier", "modalities", "reasoning_effort"]
+UNKNOWN = [
+    "foo",
+    "",
+    "__proto__",
+    "constructor",
+    "x" * 1000,
+    "é",
+    "functions",
+    "logit_bias",
+    "presence_penalty",
+    "frequency_penalty",
+    "user",
+    "metadata",
+    "store",
+    "service_tier",
+    "modalities",
+    "reasoning_effort",
+]
 
 
 def unknown_fields(ctx: Ctx, rng: random.Random, index: int) -> str:

@@ -81,7 +81,7 @@ class _Stream:
         return out
 
 
-_streams: "weakref.WeakKeyDictionary[socket.socket, _Stream]" = weakref.WeakKeyDictionary()
+_streams: weakref.WeakKeyDictionary[socket.socket, _Stream] = weakref.WeakKeyDictionary()
 
 
 def read_answer(sock: socket.socket) -> Answer:
@@ -93,7 +93,7 @@ def read_answer(sock: socket.socket) -> Answer:
     parts = status.split(b" ", 2)
     assert parts[0] == b"HTTP/1.1" and parts[1].isdigit(), f"not a status line: {status[:200]!r}"
     answer.status = int(parts[1])
-    while (line := stream.line()):
+    while line := stream.line():
         name, _, value = line.decode("latin-1").partition(":")
         answer.headers[name.strip().lower()] = value.strip()
     if line is None:

@@ -49,23 +49,38 @@ def huge_headers(ctx: Ctx, rng: random.Random, index: int) -> str:
     return check(answer)
 
 
-BAD_HTTP = [b"GARBAGE\r\n\r\n", b"\r\n\r\n", b"GET\r\n\r\n", b"get /health HTTP/1.1\r\n\r\n",
-            b"GET /health HTTP/2.0\r\n\r\n",
-            b"GET /health HTTP/1.1 x\r\n\r\n", b"GET /health FOO/1.1\r\n\r\n", b"PUT /health HTTP/1.1\r\n\r\n",
-            b"DELETE /v1/models HTTP/1.1\r\n\r\n", b"OPTIONS * HTTP/1.1\r\n\r\n", b"HEAD /health HTTP/1.1\r\n\r\n",
-            b"GET http://[x HTTP/1.1\r\n\r\n", b"POST http://[x HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
-            b"GET //// HTTP/1.1\r\n\r\n", b"GET /health?x=%ff HTTP/1.1\r\n\r\n", b"GET /\xff\xfe HTTP/1.1\r\n\r\n",
-            b"GET /health HTTP/1.1\r\nBad header line\r\n\r\n", b"GET /health HTTP/1.1\r\nX: \x00\r\n\r\n",
-            b"GET /health HTTP/1.1\r\n folded\r\n\r\n", b"GET /health HTTP/1.1\nX: y\n\n",
-            b"GET /health HTTP/1.0\r\n\r\n",
-            b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
-            b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n",
-            b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n{}",
-            b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length:  2 \r\n\r\n{}",
-            b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{}",
-            b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
-            b"POST /v1/chat/completions HTTP/1.1\r\n\r\n", b"POST /nowhere HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
-            b"POST /v1/chat/completions?stream=1 HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]"]
+BAD_HTTP = [
+    b"GARBAGE\r\n\r\n",
+    b"\r\n\r\n",
+    b"GET\r\n\r\n",
+    b"get /health HTTP/1.1\r\n\r\n",
+    b"GET /health HTTP/2.0\r\n\r\n",
+    b"GET /health HTTP/1.1 x\r\n\r\n",
+    b"GET /health FOO/1.1\r\n\r\n",
+    b"PUT /health HTTP/1.1\r\n\r\n",
+    b"DELETE /v1/models HTTP/1.1\r\n\r\n",
+    b"OPTIONS * HTTP/1.1\r\n\r\n",
+    b"HEAD /health HTTP/1.1\r\n\r\n",
+    b"GET http://[x HTTP/1.1\r\n\r\n",
+    b"POST http://[x HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
+    b"GET //// HTTP/1.1\r\n\r\n",
+    b"GET /health?x=%ff HTTP/1.1\r\n\r\n",
+    b"GET /\xff\xfe HTTP/1.1\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nBad header line\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nX: \x00\r\n\r\n",
+    b"GET /health HTTP/1.1\r\n folded\r\n\r\n",
+    b"GET /health HTTP/1.1\nX: y\n\n",
+    b"GET /health HTTP/1.0\r\n\r\n",
+    b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+    b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n",
+    b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n{}",
+    b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length:  2 \r\n\r\n{}",
+    b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n{}",
+    b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    b"POST /v1/chat/completions HTTP/1.1\r\n\r\n",
+    b"POST /nowhere HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
+    b"POST /v1/chat/completions?stream=1 HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]",
+]
 
 
 def bad_http(ctx: Ctx, rng: random.Random, index: int) -> str:
@@ -85,7 +100,7 @@ def slow_body(ctx: Ctx, rng: random.Random, index: int) -> str:
     with connect(ctx.port, source(index), timeout=timeout + 10) as sock:
         try:
             sock.sendall(data[:keep])
-            for byte in data[keep:][:int((timeout + 2) / 0.3)] if variant == 3 else b"":  # a byte per 0.3 s
+            for byte in data[keep:][: int((timeout + 2) / 0.3)] if variant == 3 else b"":  # a byte per 0.3 s
                 time.sleep(0.3)
                 sock.sendall(bytes([byte]))
         except (BrokenPipeError, ConnectionResetError):
@@ -140,8 +155,9 @@ def many_connections(ctx: Ctx, rng: random.Random, index: int) -> str:
         for sock in socks:
             sock.close()
     refused = [a for a in answers if a.status == 503]
-    assert len(refused) == extra and all(a.status == 200 for a in answers if a not in refused), \
-        [a.status for a in answers]
+    assert len(refused) == extra and all(a.status == 200 for a in answers if a not in refused), [
+        a.status for a in answers
+    ]
     for answer in refused:
         assert answer.closed and answer.json()["error"]["code"] == "too_many_connections"
         check(answer)
@@ -151,11 +167,18 @@ def many_connections(ctx: Ctx, rng: random.Random, index: int) -> str:
 def adapter_swap(ctx: Ctx, rng: random.Random, index: int) -> str:
     """Chat requests on the adapter and the served name while the adapter is unloaded, loaded, made the default
     and the decode threads change: each request gets its answer or a 404 for the adapter gone."""
-    changes = [rng.choice([("unload_lora_adapter", {"lora_name": ctx.adapter}),
-                           ("load_lora_adapter", {"lora_name": ctx.adapter, "lora_path": ctx.adapter_path}),
-                           ("set_default_adapter", {"lora_name": ctx.adapter}),
-                           ("set_default_adapter", {"lora_name": None}), ("threads", {"threads": 1})])
-               for _ in range(4)]
+    changes = [
+        rng.choice(
+            [
+                ("unload_lora_adapter", {"lora_name": ctx.adapter}),
+                ("load_lora_adapter", {"lora_name": ctx.adapter, "lora_path": ctx.adapter_path}),
+                ("set_default_adapter", {"lora_name": ctx.adapter}),
+                ("set_default_adapter", {"lora_name": None}),
+                ("threads", {"threads": 1}),
+            ]
+        )
+        for _ in range(4)
+    ]
     failures: list[BaseException] = []
 
     def swap() -> None:
@@ -184,10 +207,15 @@ def other_routes(ctx: Ctx, rng: random.Random, index: int) -> str:
     if route == "GET":
         path = rng.choice(["/health", "/v1/models", "/stats", "/v1/models/x", "/", "/health/", "/v1/../stats"])
         return f"GET {check(exchange(ctx.port, request('GET', path), source(index)))}"
-    body = junk(rng) if rng.random() < 0.3 else {
-        "lora_name": rng.choice([junk(rng, 2), "fuzz-other", ctx.adapter]),
-        "lora_path": rng.choice([junk(rng, 2), "/", "/proc/self", "/dev/null", "/nonexistent", "a\x00b", "~"]),
-        "model": rng.choice([NAME, junk(rng, 2)])}
+    body = (
+        junk(rng)
+        if rng.random() < 0.3
+        else {
+            "lora_name": rng.choice([junk(rng, 2), "fuzz-other", ctx.adapter]),
+            "lora_path": rng.choice([junk(rng, 2), "/", "/proc/self", "/dev/null", "/nonexistent", "a\x00b", "~"]),
+            "model": rng.choice([NAME, junk(rng, 2)]),
+        }
+    )
     if route == "threads":
         body = {"threads": junk(rng, 2)}
         if isinstance(body["threads"], int) and not isinstance(body["threads"], bool) and 1 <= body["threads"] <= 1024:
@@ -201,11 +229,14 @@ def other_routes(ctx: Ctx, rng: random.Random, index: int) -> str:
 def keep_alive(ctx: Ctx, rng: random.Random, index: int) -> str:
     """Requests one after another on one kept-alive connection, or all sent at once (pipelined): each answered in
     turn; then the idle connection is closed after --request-timeout-s."""
-    kinds = {"chat": (request("POST", "/v1/chat/completions", dumps(base())), 200),
-             "stream": (request("POST", "/v1/chat/completions", dumps(base(stream=True))), 200),
-             "invalid": (request("POST", "/v1/chat/completions", dumps(base(n=0))), 400),
-             "nowhere": (request("POST", "/v1/nowhere", b"{}"), 404), "health": (request("GET", "/health"), 200),
-             "get with a body": (request("GET", "/health", b'{"x": 1}'), 200)}
+    kinds = {
+        "chat": (request("POST", "/v1/chat/completions", dumps(base())), 200),
+        "stream": (request("POST", "/v1/chat/completions", dumps(base(stream=True))), 200),
+        "invalid": (request("POST", "/v1/chat/completions", dumps(base(n=0))), 400),
+        "nowhere": (request("POST", "/v1/nowhere", b"{}"), 404),
+        "health": (request("GET", "/health"), 200),
+        "get with a body": (request("GET", "/health", b'{"x": 1}'), 200),
+    }
     names = rng.choices(sorted(kinds), k=rng.randrange(2, 6))
     pipelined = rng.random() < 0.4
     with connect(ctx.port, source(index), timeout=60) as sock:

@@ -20,14 +20,18 @@ import pytest
 from conftest import TRAINERS_DIR
 from massgen_rl_trainers.serve.engines import llama_cpp_available
 
-MODEL_DIR = Path(os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
-                 or Path.home() / ".cache" / "massgen-rl" / "models" / "smollm2-135m-instruct")
+MODEL_DIR = Path(
+    os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
+    or Path.home() / ".cache" / "massgen-rl" / "models" / "smollm2-135m-instruct"
+)
 NAME = "test-model"
 QUESTION = [{"role": "user", "content": "What is 2 + 3?"}]
 _direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
-needs_model = pytest.mark.skipif(not (MODEL_DIR / "config.json").is_file(),
-                                 reason=f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)")
+needs_model = pytest.mark.skipif(
+    not (MODEL_DIR / "config.json").is_file(),
+    reason=f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)",
+)
 
 
 # -- the model in-process ---------------------------------------------------------------------------
@@ -45,7 +49,9 @@ def reference():
 
 
 def prompt_ids(tokenizer: Any, messages: list[dict[str, Any]]) -> list[int]:
-    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)[
+        "input_ids"
+    ]
     return list(ids)
 
 
@@ -54,7 +60,7 @@ def teacher_forced_logprobs(model: Any, prompt: list[int], completion: list[int]
 
     with torch.inference_mode():
         logits = model(input_ids=torch.tensor([prompt + completion])).logits[0].float()
-    scores = torch.log_softmax(logits[len(prompt) - 1:-1] / temperature, dim=-1)
+    scores = torch.log_softmax(logits[len(prompt) - 1 : -1] / temperature, dim=-1)
     return scores.gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
 
 
@@ -67,8 +73,14 @@ class Server:
     def __init__(self, *args: str, timeout: float = 180) -> None:
         env = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         self.started = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, "-m", "massgen_rl_trainers.serve", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "massgen_rl_trainers.serve", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         self.events: list[dict[str, Any]] = []
         self.stderr: list[str] = []
         threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
@@ -109,10 +121,12 @@ class Server:
     def stream(self, **body: Any) -> tuple[list[dict[str, Any]], float]:
         """A streamed chat request: its chunks (error events included) up to `data: [DONE]`, and the seconds to the
         first chunk with content or a tool call."""
-        data = json.dumps({"model": NAME, "messages": QUESTION, "temperature": 0, "max_tokens": 16, "stream": True,
-                           **body}).encode()
-        req = urllib.request.Request(self.base + "/v1/chat/completions", data=data, method="POST",
-                                     headers={"Content-Type": "application/json"})
+        data = json.dumps(
+            {"model": NAME, "messages": QUESTION, "temperature": 0, "max_tokens": 16, "stream": True, **body}
+        ).encode()
+        req = urllib.request.Request(
+            self.base + "/v1/chat/completions", data=data, method="POST", headers={"Content-Type": "application/json"}
+        )
         chunks, first, started = [], None, time.monotonic()
         with _direct.open(req, timeout=120) as response:
             assert response.headers["Content-Type"].startswith("text/event-stream")
@@ -130,9 +144,12 @@ class Server:
                 chunks.append(chunk)
         raise AssertionError(f"the stream ended without [DONE]: {chunks[-3:]}")
 
-    def request(self, method: str, path: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, Any]:
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
+    def request(
+        self, method: str, path: str, data: bytes | None = None, headers: dict | None = None
+    ) -> tuple[int, Any]:
+        req = urllib.request.Request(
+            self.base + path, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})}
+        )
         try:
             with _direct.open(req, timeout=120) as response:
                 self.last_headers = dict(response.headers)
@@ -152,5 +169,3 @@ def engine_args(engine: str) -> tuple[str, ...]:
     if engine == "llama.cpp" and not llama_cpp_available():
         pytest.skip("llama-cpp-python is not installed in this venv (massgen-rl doctor --fix builds it)")
     return ("--engine", engine, *ENGINES[engine])
-
-

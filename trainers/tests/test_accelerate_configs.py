@@ -20,9 +20,24 @@ def _launch_args(config: Path, machine_rank: int = 1):
     """accelerate's launch arguments as src/trainers/launch.ts builds them: 4 processes over 2 machines."""
     from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 
-    argv = ["--main_process_port", "29555", "--num_processes", "4", "--config_file", str(config),
-            "--num_machines", "2", "--machine_rank", str(machine_rank), "--main_process_ip", "10.0.0.1",
-            "-m", "massgen_rl_trainers.train.sft", "--config", "trainer.yaml"]
+    argv = [
+        "--main_process_port",
+        "29555",
+        "--num_processes",
+        "4",
+        "--config_file",
+        str(config),
+        "--num_machines",
+        "2",
+        "--machine_rank",
+        str(machine_rank),
+        "--main_process_ip",
+        "10.0.0.1",
+        "-m",
+        "massgen_rl_trainers.train.sft",
+        "--config",
+        "trainer.yaml",
+    ]
     args, defaults, _ = _validate_launch_command(launch_command_parser().parse_args(argv))
     return args, defaults
 
@@ -45,6 +60,7 @@ def plugin_env(monkeypatch):
             monkeypatch.delenv(key)
         for key, value in env.items():
             monkeypatch.setenv(key, value)
+
     return apply
 
 
@@ -98,7 +114,10 @@ def test_fsdp_config_shards_with_fsdp2(plugin_env):
     plugin_env(env)
     plugin = FullyShardedDataParallelPlugin()
     assert plugin.fsdp_version == 2 and plugin.reshard_after_forward is True
-    assert plugin.state_dict_type.name == "FULL_STATE_DICT" and plugin.auto_wrap_policy.__name__ == "transformer_auto_wrap_policy"
+    assert (
+        plugin.state_dict_type.name == "FULL_STATE_DICT"
+        and plugin.auto_wrap_policy.__name__ == "transformer_auto_wrap_policy"
+    )
 
 
 def test_cpu_config_joins_machines_through_torchrun():

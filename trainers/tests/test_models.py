@@ -53,7 +53,7 @@ def test_folder_loads_without_gguf_and_answers(provisioned_model: Provisioned):
     inputs = tokenizer.apply_chat_template(CHAT, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     with torch.inference_mode():
         output = model.generate(**inputs, max_new_tokens=24, do_sample=False)
-    text = tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+    text = tokenizer.decode(output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True).strip()
     assert text, "the model produced no text"
 
 
@@ -65,8 +65,9 @@ def test_second_run_reuses_the_folder(provisioned_model: Provisioned):
 
 
 def test_generate_script(provisioned_model: Provisioned):
-    run = run_module("models.generate", "--model", str(provisioned_model.path), "--prompt", "Say hello.",
-                     "--max-new-tokens", "16")
+    run = run_module(
+        "models.generate", "--model", str(provisioned_model.path), "--prompt", "Say hello.", "--max-new-tokens", "16"
+    )
     assert run.returncode == 0, run.stderr
     assert [event["stage"] for event in run.of("progress")] == ["load", "generate"]
     done = run.last

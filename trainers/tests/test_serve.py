@@ -11,8 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,17 +21,28 @@ from conftest import TRAINERS_DIR
 from massgen_rl_trainers.models.folder import ModelFolder, inspect_model_folder
 from massgen_rl_trainers.protocol import ScriptError
 from massgen_rl_trainers.serve.batching import Batcher
-from massgen_rl_trainers.serve.openai_api import ApiError, parse_chat_request
 from massgen_rl_trainers.serve.engines import choose_engine, llama_cpp_available
+from massgen_rl_trainers.serve.openai_api import ApiError, parse_chat_request
 from massgen_rl_trainers.serve.vllm_backend import build_vllm_command, lora_rank_bound, run_server_process, vllm_env
-
-from serve_support import (ENGINES, MODEL_DIR, NAME, QUESTION, Server, engine_args, needs_model,  # noqa: F401
-                           prompt_ids, reference, teacher_forced_logprobs)
+from serve_support import (  # noqa: F401
+    ENGINES,
+    MODEL_DIR,
+    NAME,
+    QUESTION,
+    Server,
+    engine_args,
+    needs_model,
+    prompt_ids,
+    reference,
+    teacher_forced_logprobs,
+)
 
 
 @needs_model
 def test_health_and_models(server: Server):
-    assert server.ready["model"] == NAME and server.ready["backend"] == server.engine and server.ready["device"] == "cpu"
+    assert (
+        server.ready["model"] == NAME and server.ready["backend"] == server.engine and server.ready["device"] == "cpu"
+    )
     assert server.ready["base_url"] == f"{server.base}/v1"
     assert [e["stage"] for e in server.events if e["event"] == "progress"] == ["load", "warmup"]
     assert server.get("/health") == (200, {"status": "ok", "model": NAME})
@@ -106,14 +115,25 @@ def test_sampled_logprobs_are_under_the_temperature_scaled_distribution(server: 
     choice = r["choices"][0]
     got = [e["logprob"] for e in choice["logprobs"]["content"]]
     assert len(got) == len(choice["token_ids"]) and all(e["top_logprobs"] == [] for e in choice["logprobs"]["content"])
-    assert got == pytest.approx(teacher_forced_logprobs(model, r["prompt_token_ids"], choice["token_ids"], 0.7), abs=2e-3)
-    assert got != pytest.approx(teacher_forced_logprobs(model, r["prompt_token_ids"], choice["token_ids"], 1.0), abs=2e-3)
+    assert got == pytest.approx(
+        teacher_forced_logprobs(model, r["prompt_token_ids"], choice["token_ids"], 0.7), abs=2e-3
+    )
+    assert got != pytest.approx(
+        teacher_forced_logprobs(model, r["prompt_token_ids"], choice["token_ids"], 1.0), abs=2e-3
+    )
 
 
 @needs_model
 def test_n_samples_and_seeds(server: Server):
-    body = {"messages": [{"role": "user", "content": "Write a word."}], "temperature": 1.0, "n": 2, "seed": 5,
-            "max_tokens": 8, "return_token_ids": True, "logprobs": True}
+    body = {
+        "messages": [{"role": "user", "content": "Write a word."}],
+        "temperature": 1.0,
+        "n": 2,
+        "seed": 5,
+        "max_tokens": 8,
+        "return_token_ids": True,
+        "logprobs": True,
+    }
     a, b = server.chat(**body), server.chat(**body)
     assert [c["index"] for c in a["choices"]] == [0, 1]
     assert a["usage"]["completion_tokens"] == sum(len(c["token_ids"]) for c in a["choices"])
@@ -127,7 +147,7 @@ def test_stop_strings_and_max_tokens(server: Server):
     full = server.chat()["choices"][0]["message"]["content"]
     assert "=" in full, full
     stopped = server.chat(stop=["="], return_token_ids=True)["choices"][0]
-    assert stopped["finish_reason"] == "stop" and stopped["message"]["content"] == full[:full.index("=")]
+    assert stopped["finish_reason"] == "stop" and stopped["message"]["content"] == full[: full.index("=")]
     short = server.chat(max_tokens=2, return_token_ids=True)
     assert short["choices"][0]["finish_reason"] == "length" and len(short["choices"][0]["token_ids"]) == 2
     assert short["usage"]["completion_tokens"] == 2
@@ -165,10 +185,14 @@ def test_requests_join_a_running_batch(server: Server):
     """Continuous batching: requests that arrive while another generates join it at its next step, whatever
     their sampling settings, and greedy output is the same as alone."""
     if server.engine != "llama.cpp":
-        pytest.skip("the transformers engine batches per request group: test_concurrent_requests_are_batched_by_sampling_settings")
+        pytest.skip(
+            "the transformers engine batches per request group: test_concurrent_requests_are_batched_by_sampling_settings"
+        )
     questions = ["What is 1 + 1?", "Name a fruit."]  # with the blocker: the server's 4 sequences
     bodies = [{"messages": [{"role": "user", "content": q}], "max_tokens": 10} for q in questions]
-    bodies.append({"messages": [{"role": "user", "content": "Name a fruit."}], "max_tokens": 10, "temperature": 0.9, "seed": 3})
+    bodies.append(
+        {"messages": [{"role": "user", "content": "Name a fruit."}], "max_tokens": 10, "temperature": 0.9, "seed": 3}
+    )
     alone = [server.chat(**b)["choices"][0]["message"]["content"] for b in bodies]
     with ThreadPoolExecutor(len(bodies) + 1) as pool:
         blocker = pool.submit(server.chat, max_tokens=60, ignore_eos=True)
@@ -195,8 +219,14 @@ def test_bf16_logprobs_agree_with_the_trainer(reference):
     try:
         diffs = []
         for k, q in enumerate(["Tell me about the sea.", "What is 12 * 3?", "Write a haiku about rain."]):
-            r = srv.chat(messages=[{"role": "user", "content": q}], temperature=1.0, seed=k, max_tokens=48,
-                         logprobs=True, return_token_ids=True)
+            r = srv.chat(
+                messages=[{"role": "user", "content": q}],
+                temperature=1.0,
+                seed=k,
+                max_tokens=48,
+                logprobs=True,
+                return_token_ids=True,
+            )
             got = [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]]
             want = teacher_forced_logprobs(model, r["prompt_token_ids"], ids_of(r), 1.0)
             diffs += [abs(a - b) for a, b in zip(got, want)]
@@ -204,8 +234,10 @@ def test_bf16_logprobs_agree_with_the_trainer(reference):
         srv.stop()
     diffs.sort()
     mean, p99 = sum(diffs) / len(diffs), diffs[min(len(diffs) - 1, int(0.99 * len(diffs)))]
-    print(f"\nbf16 llama.cpp vs float32 trainer: mean |dlogprob| {mean:.4f}, p99 {p99:.4f} over {len(diffs)} tokens",
-          file=sys.stderr)
+    print(
+        f"\nbf16 llama.cpp vs float32 trainer: mean |dlogprob| {mean:.4f}, p99 {p99:.4f} over {len(diffs)} tokens",
+        file=sys.stderr,
+    )
     assert srv.ready["weights"] == "bf16" and mean < 0.1 and p99 < 1.0
 
 
@@ -219,8 +251,20 @@ def test_kv_cache_layouts_bound_the_context_per_sequence_or_by_the_pool():
     long_question = [{"role": "user", "content": "Repeat after me: " + "one two three four five " * 120}]
     outputs = {}
     for layout, context in (("per-sequence", 512), ("shared", 2048)):
-        srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--engine", "llama.cpp", "--max-batch-size", "4",
-                     "--kv-cache-tokens", "2048", "--kv-cache-layout", layout)
+        srv = Server(
+            "--model",
+            str(MODEL_DIR),
+            "--served-name",
+            NAME,
+            "--engine",
+            "llama.cpp",
+            "--max-batch-size",
+            "4",
+            "--kv-cache-tokens",
+            "2048",
+            "--kv-cache-layout",
+            layout,
+        )
         try:
             _, models = srv.get("/v1/models")
             assert models["data"][0]["max_model_len"] == context
@@ -233,8 +277,10 @@ def test_kv_cache_layouts_bound_the_context_per_sequence_or_by_the_pool():
             # n samples, each in its own sequence (per sequence) or sharing one copy of the prompt (shared)
             r = srv.chat(n=3, temperature=1.0, seed=11, max_tokens=12)
             assert len(r["choices"]) == 3
-            outputs[layout] = (srv.chat(max_tokens=24)["choices"][0]["message"]["content"],
-                               [c["message"]["content"] for c in r["choices"]])
+            outputs[layout] = (
+                srv.chat(max_tokens=24)["choices"][0]["message"]["content"],
+                [c["message"]["content"] for c in r["choices"]],
+            )
             _, stats = srv.get("/stats")
             assert stats["kv_cache_layout"] == layout and stats["running"] == 0 and stats["kv_reserved"] == 0, stats
         finally:
@@ -247,8 +293,25 @@ def test_too_few_kv_cells_per_sequence_is_a_usage_error():
     if not llama_cpp_available():
         pytest.skip("llama-cpp-python is not installed in this venv")
     env = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "massgen_rl_trainers.serve", "--model", str(MODEL_DIR), "--engine", "llama.cpp",
-                           "--max-batch-size", "32", "--kv-cache-tokens", "4096"], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "massgen_rl_trainers.serve",
+            "--model",
+            str(MODEL_DIR),
+            "--engine",
+            "llama.cpp",
+            "--max-batch-size",
+            "32",
+            "--kv-cache-tokens",
+            "4096",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert proc.returncode != 0 and events[-1]["event"] == "error", events
     assert "128 cells" in events[-1]["message"] and "--kv-cache-layout shared" in events[-1]["message"], events[-1]
@@ -320,9 +383,14 @@ def test_lora_adapter_is_served_on_its_base(server: Server, reference, tmp_path:
         assert srv.ready["adapter"] is True
         assert [e["stage"] for e in srv.events if e["event"] == "progress"] == ["load", "adapter", "warmup"]
         assert srv.get("/v1/models")[1]["data"][0]["parent"] == str(MODEL_DIR.resolve())
-        assert srv.chat(return_token_ids=True)["choices"][0]["token_ids"] == server.chat(return_token_ids=True)["choices"][0]["token_ids"]
+        assert (
+            srv.chat(return_token_ids=True)["choices"][0]["token_ids"]
+            == server.chat(return_token_ids=True)["choices"][0]["token_ids"]
+        )
         with ThreadPoolExecutor(1) as pool:  # a request still generating at shutdown gets a 503
-            cut_short = pool.submit(srv.post, {"model": NAME, "messages": QUESTION, "max_tokens": 2000, "ignore_eos": True})
+            cut_short = pool.submit(
+                srv.post, {"model": NAME, "messages": QUESTION, "max_tokens": 2000, "ignore_eos": True}
+            )
             time.sleep(1.0)
             code, events = srv.stop()
             status, body = cut_short.result(timeout=30)
@@ -335,8 +403,13 @@ def test_lora_adapter_is_served_on_its_base(server: Server, reference, tmp_path:
 
 def test_a_folder_without_a_model_fails_fast(tmp_path: Path):
     env = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "massgen_rl_trainers.serve", "--model", str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "massgen_rl_trainers.serve", "--model", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert proc.returncode == 1
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert events[-1]["event"] == "error" and "neither a model folder" in events[-1]["message"]
@@ -354,10 +427,14 @@ def test_parse_chat_request_defaults_and_validation():
     assert parse_chat_request({"messages": QUESTION, "temperature": 0, "top_p": 0.5}, NAME).sampling_key.greedy is True
     req = parse_chat_request({"messages": QUESTION, "max_completion_tokens": 7, "stop": "x"}, NAME)
     assert (req.max_tokens, req.stop, req.tools, req.tool_choice, req.stream) == (7, ["x"], [], "none", False)
-    for bad, param in [({"messages": QUESTION, "n": 0}, "n"), ({"messages": QUESTION, "top_p": 0}, "top_p"),
-                       ({"messages": QUESTION, "max_tokens": 1.5}, "max_tokens"), ({"messages": QUESTION, "seed": "x"}, "seed"),
-                       ({"messages": QUESTION, "top_logprobs": 2}, "top_logprobs"),
-                       ({"messages": [{"role": "user", "content": 3}]}, "messages")]:
+    for bad, param in [
+        ({"messages": QUESTION, "n": 0}, "n"),
+        ({"messages": QUESTION, "top_p": 0}, "top_p"),
+        ({"messages": QUESTION, "max_tokens": 1.5}, "max_tokens"),
+        ({"messages": QUESTION, "seed": "x"}, "seed"),
+        ({"messages": QUESTION, "top_logprobs": 2}, "top_logprobs"),
+        ({"messages": [{"role": "user", "content": 3}]}, "messages"),
+    ]:
         with pytest.raises(ApiError) as info:
             parse_chat_request(bad, NAME)
         assert info.value.status == 400 and info.value.param == param, bad
@@ -366,8 +443,8 @@ def test_parse_chat_request_defaults_and_validation():
 def test_sampling_distribution_temperature_and_top_p():
     import torch
 
-    from massgen_rl_trainers.serve.sampling import sampling_logprobs
     from massgen_rl_trainers.serve.openai_api import SamplingKey
+    from massgen_rl_trainers.serve.sampling import sampling_logprobs
 
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
     assert torch.allclose(sampling_logprobs(logits, SamplingKey(True, 0.0, 1.0)), torch.log_softmax(logits, -1))
@@ -418,8 +495,14 @@ def test_engine_choice():
         assert choose_engine("transformers", "auto", "0.11.0", 1, llama) == "transformers"
         assert choose_engine("auto", "cuda", None, 1, llama) == "transformers"  # a GPU without vLLM
     cpu = "llama.cpp"
-    assert choose_engine("auto", "cpu", "0.11.0", 1, True) == cpu and choose_engine("auto", "cpu", "0.11.0", 1, False) == "transformers"
-    assert choose_engine("auto", "auto", None, 1, True) == cpu and choose_engine("auto", "auto", None, 1, False) == "transformers"
+    assert (
+        choose_engine("auto", "cpu", "0.11.0", 1, True) == cpu
+        and choose_engine("auto", "cpu", "0.11.0", 1, False) == "transformers"
+    )
+    assert (
+        choose_engine("auto", "auto", None, 1, True) == cpu
+        and choose_engine("auto", "auto", None, 1, False) == "transformers"
+    )
     assert choose_engine("auto", "auto", "0.11.0", 0, True) == cpu
     assert choose_engine("llama.cpp", "auto", "0.11.0", 1, True) == cpu
     with pytest.raises(ScriptError, match="not installed"):
@@ -435,18 +518,30 @@ def test_engine_choice():
 def test_vllm_command_for_a_model_folder(tmp_path: Path):
     (tmp_path / "config.json").write_text("{}")
     folder = inspect_model_folder(str(tmp_path))
-    cmd = build_vllm_command(python="/venv/bin/python", folder=folder, served_name="m", host="127.0.0.1", port=8123,
-                             max_batch_size=16, version="0.11.0", extra_args="--gpu-memory-utilization 0.5")
+    cmd = build_vllm_command(
+        python="/venv/bin/python",
+        folder=folder,
+        served_name="m",
+        host="127.0.0.1",
+        port=8123,
+        max_batch_size=16,
+        version="0.11.0",
+        extra_args="--gpu-memory-utilization 0.5",
+    )
     assert cmd[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     flags = dict(zip(cmd, cmd[1:]))
     assert flags["--model"] == str(tmp_path) and flags["--served-model-name"] == "m"
     assert flags["--host"] == "127.0.0.1" and flags["--port"] == "8123" and flags["--max-num-seqs"] == "16"
     assert flags["--logprobs-mode"] == "processed_logprobs" and flags["--gpu-memory-utilization"] == "0.5"
     assert "--enable-lora" not in cmd
-    old = build_vllm_command(python="p", folder=folder, served_name="m", host="h", port=1, max_batch_size=1, version="0.9.2")
+    old = build_vllm_command(
+        python="p", folder=folder, served_name="m", host="h", port=1, max_batch_size=1, version="0.9.2"
+    )
     assert "--logprobs-mode" not in old  # flag unknown before 0.10.2
     with pytest.raises(ValueError):
-        build_vllm_command(python="p", folder=folder, served_name="m", host="h", port=0, max_batch_size=1, version="0.11")
+        build_vllm_command(
+            python="p", folder=folder, served_name="m", host="h", port=0, max_batch_size=1, version="0.11"
+        )
 
 
 def test_vllm_command_for_an_adapter(tmp_path: Path):
@@ -458,8 +553,9 @@ def test_vllm_command_for_an_adapter(tmp_path: Path):
     (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "../base", "r": 24}))
     folder = inspect_model_folder(str(adapter))
     assert folder == ModelFolder(adapter.resolve(), True, str(base.resolve()), 24)
-    cmd = build_vllm_command(python="p", folder=folder, served_name="agent", host="0.0.0.0", port=9000,
-                             max_batch_size=8, version="0.10.2")
+    cmd = build_vllm_command(
+        python="p", folder=folder, served_name="agent", host="0.0.0.0", port=9000, max_batch_size=8, version="0.10.2"
+    )
     flags = dict(zip(cmd, cmd[1:]))
     assert flags["--model"] == str(base.resolve()) and flags["--served-model-name"] == "agent-base"
     assert "--enable-lora" in cmd and flags["--lora-modules"] == f"agent={adapter.resolve()}"
@@ -494,12 +590,28 @@ def test_server_process_supervision_with_a_stand_in_for_vllm():
         ready.append(time.monotonic())
         threading.Timer(0.3, stop.set).start()
 
-    result = run_server_process([sys.executable, "-c", FAKE_SERVER, str(port)], host="127.0.0.1", port=port, stop=stop,
-                                startup_timeout_s=30, on_ready=on_ready, poll_s=0.1, what="fake")
+    result = run_server_process(
+        [sys.executable, "-c", FAKE_SERVER, str(port)],
+        host="127.0.0.1",
+        port=port,
+        stop=stop,
+        startup_timeout_s=30,
+        on_ready=on_ready,
+        poll_s=0.1,
+        what="fake",
+    )
     assert ready and result["backend"] == "fake" and result["exit_code"] == -signal.SIGTERM
     with pytest.raises(ScriptError, match="exited with code 3 before it was ready"):
-        run_server_process([sys.executable, "-c", "raise SystemExit(3)"], host="127.0.0.1", port=port, stop=threading.Event(),
-                           startup_timeout_s=30, on_ready=lambda: None, poll_s=0.1, what="fake")
+        run_server_process(
+            [sys.executable, "-c", "raise SystemExit(3)"],
+            host="127.0.0.1",
+            port=port,
+            stop=threading.Event(),
+            startup_timeout_s=30,
+            on_ready=lambda: None,
+            poll_s=0.1,
+            what="fake",
+        )
 
 
 # -- LoRA adapters loaded at runtime --------------------------------------------------------------------
@@ -515,8 +627,9 @@ def adapters(reference, tmp_path_factory) -> dict[str, Path]:
     out = {}
     for name, seed in (("alpha", 1), ("beta", 2)):
         torch.manual_seed(seed)
-        peft_model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
-                                                      init_lora_weights=False))
+        peft_model = get_peft_model(
+            model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+        )
         path = tmp_path_factory.mktemp("adapters") / name
         peft_model.save_pretrained(path)
         peft_model.unload()  # give the module-scoped reference model back unchanged
@@ -566,15 +679,20 @@ def test_runtime_adapters_load_beside_the_base_and_answer_by_name(server: Server
         config = json.loads((foreign / "adapter_config.json").read_text())
         (foreign / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": str(other_base)}))
         status, body = lora(srv, "load_lora_adapter", lora_name="foreign", lora_path=str(foreign))
-        assert status == 400 and f"is for the base model {other_base.resolve()}, but this server's base model is " \
-                                 f"{MODEL_DIR.resolve()}" in body["error"]["message"], body
+        assert (
+            status == 400
+            and f"is for the base model {other_base.resolve()}, but this server's base model is {MODEL_DIR.resolve()}"
+            in body["error"]["message"]
+        ), body
         status, body = lora(srv, "load_lora_adapter", lora_name=NAME, lora_path=str(adapters["beta"]))
         assert status == 400 and "served model name" in body["error"]["message"]
         assert lora(srv, "load_lora_adapter", lora_name="x")[1]["error"]["param"] == "lora_path"
 
         status, models = srv.get("/v1/models")
         assert [(m["id"], m["root"], m["parent"], m["adapter"]) for m in models["data"]] == [
-            (NAME, str(MODEL_DIR.resolve()), None, None), ("alpha", str(adapters["alpha"]), str(MODEL_DIR.resolve()), "alpha")]
+            (NAME, str(MODEL_DIR.resolve()), None, None),
+            ("alpha", str(adapters["alpha"]), str(MODEL_DIR.resolve()), "alpha"),
+        ]
 
         # by name: the adapter's own distribution (teacher-forced in-process), not the base's
         r = srv.chat(model="alpha", logprobs=True, return_token_ids=True)
@@ -591,12 +709,23 @@ def test_runtime_adapters_load_beside_the_base_and_answer_by_name(server: Server
         assert [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]] == pytest.approx(expected, abs=2e-3)
         assert ids_of(srv.chat(return_token_ids=True)) == ids_of(base)  # the served name: still the base model
         status, body = srv.post({"model": "gamma", "messages": QUESTION})
-        assert status == 404 and body["error"]["message"] == f"The model `gamma` does not exist. This server serves `{NAME}`, `alpha`."
+        assert (
+            status == 404
+            and body["error"]["message"] == f"The model `gamma` does not exist. This server serves `{NAME}`, `alpha`."
+        )
     finally:
         reset(srv)
-    assert lora(srv, "unload_lora_adapter", lora_name="alpha") == (404, {"error": {
-        "message": "The lora adapter 'alpha' cannot be found.", "type": "invalid_request_error", "param": "lora_name",
-        "code": "model_not_found"}})
+    assert lora(srv, "unload_lora_adapter", lora_name="alpha") == (
+        404,
+        {
+            "error": {
+                "message": "The lora adapter 'alpha' cannot be found.",
+                "type": "invalid_request_error",
+                "param": "lora_name",
+                "code": "model_not_found",
+            }
+        },
+    )
 
 
 @needs_model
@@ -612,14 +741,22 @@ def test_the_served_name_routes_to_the_default_adapter(server: Server, adapters)
         assert r["model"] == NAME and ids_of(r) == ids_of(alpha) != ids_of(base)
         served = srv.get("/v1/models")[1]["data"][0]
         assert (served["id"], served["root"], served["parent"], served["adapter"]) == (
-            NAME, str(adapters["alpha"]), str(MODEL_DIR.resolve()), "alpha")
+            NAME,
+            str(adapters["alpha"]),
+            str(MODEL_DIR.resolve()),
+            "alpha",
+        )
         status, body = lora(srv, "unload_lora_adapter", lora_name="alpha")
         assert status == 400 and "route it elsewhere first" in body["error"]["message"]
         assert lora(srv, "set_default_adapter", lora_name="gamma")[0] == 404
         assert lora(srv, "set_default_adapter", lora_name="alpha", model="other")[0] == 404
 
         status, body = lora(srv, "set_default_adapter", lora_name=None)
-        assert status == 200 and (body["lora_name"], body["previous"], body["root"]) == (None, "alpha", str(MODEL_DIR.resolve()))
+        assert status == 200 and (body["lora_name"], body["previous"], body["root"]) == (
+            None,
+            "alpha",
+            str(MODEL_DIR.resolve()),
+        )
         assert ids_of(srv.chat(return_token_ids=True)) == ids_of(base)
         status, body = lora(srv, "unload_lora_adapter", lora_name="alpha")
         assert status == 200 and body["in_flight"] == 0
@@ -651,7 +788,8 @@ def test_an_adapter_unloaded_mid_request_serves_that_request_to_the_end(server: 
             status, body = lora(srv, "unload_lora_adapter", lora_name="beta")
             assert status == 200 and body["in_flight"] == 1, body
             assert srv.get("/stats")[1]["adapters"] == [
-                {"name": "beta", "path": str(adapters["beta"]), "state": "unloading", "in_flight": 1, "default": False}]
+                {"name": "beta", "path": str(adapters["beta"]), "state": "unloading", "in_flight": 1, "default": False}
+            ]
             assert srv.post({"model": "beta", "messages": QUESTION})[0] == 404  # new requests no longer get it
             # the name is free at once; this load lands between two tokens of the running request
             assert lora(srv, "load_lora_adapter", lora_name="beta", lora_path=str(adapters["alpha"]))[0] == 200
@@ -669,9 +807,16 @@ def test_concurrent_requests_on_two_adapters_batch_apart_and_get_their_own_outpu
     try:
         for name in ("alpha", "beta"):
             assert lora(srv, "load_lora_adapter", lora_name=name, lora_path=str(adapters[name]))[0] == 200
-        bodies = [{"model": m, "messages": [{"role": "user", "content": q}], "max_tokens": 10}
-                  for m, q in (("alpha", "What is 1 + 1?"), ("beta", "What is 1 + 1?"), ("alpha", "Name a fruit."),
-                               (NAME, "What is 1 + 1?"), ("beta", "Name a fruit."))]
+        bodies = [
+            {"model": m, "messages": [{"role": "user", "content": q}], "max_tokens": 10}
+            for m, q in (
+                ("alpha", "What is 1 + 1?"),
+                ("beta", "What is 1 + 1?"),
+                ("alpha", "Name a fruit."),
+                (NAME, "What is 1 + 1?"),
+                ("beta", "Name a fruit."),
+            )
+        ]
         alone = [srv.chat(**b)["choices"][0]["message"]["content"] for b in bodies]
         assert len({alone[0], alone[1], alone[3]}) == 3, alone  # the same question, three different answers
         with ThreadPoolExecutor(len(bodies) + 1) as pool:
@@ -680,7 +825,9 @@ def test_concurrent_requests_on_two_adapters_batch_apart_and_get_their_own_outpu
             results = list(pool.map(lambda b: srv.chat(**b), bodies))
             blocker.result()
         assert [r["choices"][0]["message"]["content"] for r in results] == alone
-        if srv.engine == "llama.cpp":  # one running batch, adapters in alternate steps: test_requests_join_a_running_batch
+        if (
+            srv.engine == "llama.cpp"
+        ):  # one running batch, adapters in alternate steps: test_requests_join_a_running_batch
             return
         batch = [r["massgen_rl"]["batch_id"] for r in results]
         assert batch[0] == batch[2] and batch[1] == batch[4] and len({batch[0], batch[1], batch[3]}) == 3, batch
@@ -746,7 +893,9 @@ def test_gguf_copies_are_keyed_by_content(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("MASSGEN_RL_GGUF_CACHE", str(tmp_path / "cache"))
     tools = tmp_path / "tools"
     tools.mkdir()
-    (tools / "convert_hf_to_gguf.py").write_text("import sys\nprint('cannot convert this', file=sys.stderr)\nsys.exit(3)\n")
+    (tools / "convert_hf_to_gguf.py").write_text(
+        "import sys\nprint('cannot convert this', file=sys.stderr)\nsys.exit(3)\n"
+    )
     monkeypatch.setenv("MASSGEN_RL_LLAMA_CPP_TOOLS", str(tools))
     with pytest.raises(ScriptError, match="exit 3.*cannot convert this"):
         gguf_files.model_gguf(folder, "bf16")

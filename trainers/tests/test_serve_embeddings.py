@@ -42,8 +42,9 @@ def test_embeddings_are_the_mean_pooled_normalized_last_hidden_state(server: Ser
         assert float(vec @ expected(reference, text)) > 0.9999, server.engine
     # token ids give the same vector as their text; base64 is the same float32 numbers
     ids = tokenizer(TEXTS[0])["input_ids"]
-    _, by_ids = server.post({"model": NAME, "input": [ids], "encoding_format": "base64", "dimensions": 576},
-                            "/v1/embeddings")
+    _, by_ids = server.post(
+        {"model": NAME, "input": [ids], "encoding_format": "base64", "dimensions": 576}, "/v1/embeddings"
+    )
     packed = np.frombuffer(base64.b64decode(by_ids["data"][0]["embedding"]), dtype="<f4")
     assert float(packed @ vectors[0]) > 0.99999
 
@@ -60,10 +61,12 @@ def test_embeddings_run_beside_generation_and_leave_it_unchanged(server: Server)
 
 @needs_model
 def test_embeddings_errors_name_their_param(server: Server):
-    for body, status, param in [({"model": NAME, "input": "x", "dimensions": 8}, 400, "dimensions"),
-                                ({"model": NAME, "input": [[10 ** 7]]}, 400, "input"),
-                                ({"model": NAME, "input": "x" * 40000}, 400, "input"),
-                                ({"model": "nope", "input": "x"}, 404, "model")]:
+    for body, status, param in [
+        ({"model": NAME, "input": "x", "dimensions": 8}, 400, "dimensions"),
+        ({"model": NAME, "input": [[10**7]]}, 400, "input"),
+        ({"model": NAME, "input": "x" * 40000}, 400, "input"),
+        ({"model": "nope", "input": "x"}, 404, "model"),
+    ]:
         got, payload = server.post(body, "/v1/embeddings")
         assert (got, payload["error"]["param"]) == (status, param), (body, payload)
 
@@ -72,13 +75,20 @@ def test_parse_embeddings_request_validation():
     req = parse_embeddings_request({"model": "m", "input": "hi"})
     assert (req.inputs, req.base64, req.dimensions) == (["hi"], False, None)
     assert parse_embeddings_request({"model": "m", "input": [1, 2]}).inputs == [[1, 2]]
-    for body, param in [([], None), ({"input": "x"}, "model"), ({"model": "m"}, "input"),
-                        ({"model": "m", "input": []}, "input"), ({"model": "m", "input": ["a", ""]}, "input"),
-                        ({"model": "m", "input": ["a", [1]]}, "input"), ({"model": "m", "input": [[1, -1]]}, "input"),
-                        ({"model": "m", "input": [True]}, "input"), ({"model": "m", "input": ["a"] * 2049}, "input"),
-                        ({"model": "m", "input": "x", "encoding_format": "int8"}, "encoding_format"),
-                        ({"model": "m", "input": "x", "dimensions": 0}, "dimensions"),
-                        ({"model": "m", "input": "x", "dimensions": True}, "dimensions")]:
+    for body, param in [
+        ([], None),
+        ({"input": "x"}, "model"),
+        ({"model": "m"}, "input"),
+        ({"model": "m", "input": []}, "input"),
+        ({"model": "m", "input": ["a", ""]}, "input"),
+        ({"model": "m", "input": ["a", [1]]}, "input"),
+        ({"model": "m", "input": [[1, -1]]}, "input"),
+        ({"model": "m", "input": [True]}, "input"),
+        ({"model": "m", "input": ["a"] * 2049}, "input"),
+        ({"model": "m", "input": "x", "encoding_format": "int8"}, "encoding_format"),
+        ({"model": "m", "input": "x", "dimensions": 0}, "dimensions"),
+        ({"model": "m", "input": "x", "dimensions": True}, "dimensions"),
+    ]:
         with pytest.raises(ApiError) as info:
             parse_embeddings_request(body)
         assert info.value.status == 400 and info.value.param == param, body

@@ -20,9 +20,10 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -41,25 +42,61 @@ from serve_support import MODEL_DIR, Server
 CASES = int(os.environ.get("FUZZ_CASES", "300"))
 SEED = int(os.environ.get("FUZZ_SEED", "31"))
 WORKERS, BATCH = 4, 12
-LIMITS = {"max_body_bytes": 256 * 1024, "max_header_bytes": 8192, "max_headers": 32, "max_connections": 64,
-          "max_connections_per_client": 8, "request_timeout_s": 1.0, "write_timeout_s": 1.0}
-RUNNERS = {fuzz_runs.wrong_type: 30, fuzz_runs.malformed_json: 10, fuzz_runs.invalid_utf8: 4,
-           fuzz_runs.lone_surrogate: 4, fuzz_runs.deep_json: 4, fuzz_runs.unknown_fields: 5, fuzz_runs.limits: 8,
-           fuzz_transport.huge_body: 4, fuzz_transport.huge_headers: 4, fuzz_transport.bad_http: 6,
-           fuzz_transport.slow_body: 2, fuzz_transport.slow_reader: 1, fuzz_transport.disconnect: 4,
-           fuzz_transport.many_connections: 2, fuzz_transport.adapter_swap: 4, fuzz_transport.other_routes: 5,
-           fuzz_transport.keep_alive: 4}
+LIMITS = {
+    "max_body_bytes": 256 * 1024,
+    "max_header_bytes": 8192,
+    "max_headers": 32,
+    "max_connections": 64,
+    "max_connections_per_client": 8,
+    "request_timeout_s": 1.0,
+    "write_timeout_s": 1.0,
+}
+RUNNERS = {
+    fuzz_runs.wrong_type: 30,
+    fuzz_runs.malformed_json: 10,
+    fuzz_runs.invalid_utf8: 4,
+    fuzz_runs.lone_surrogate: 4,
+    fuzz_runs.deep_json: 4,
+    fuzz_runs.unknown_fields: 5,
+    fuzz_runs.limits: 8,
+    fuzz_transport.huge_body: 4,
+    fuzz_transport.huge_headers: 4,
+    fuzz_transport.bad_http: 6,
+    fuzz_transport.slow_body: 2,
+    fuzz_transport.slow_reader: 1,
+    fuzz_transport.disconnect: 4,
+    fuzz_transport.many_connections: 2,
+    fuzz_transport.adapter_swap: 4,
+    fuzz_transport.other_routes: 5,
+    fuzz_transport.keep_alive: 4,
+}
 
-pytestmark = pytest.mark.skipif(not (MODEL_DIR / "config.json").is_file() or not llama_cpp_available(),
-                                reason="needs the default model and llama-cpp-python (massgen-rl doctor --fix)")
+pytestmark = pytest.mark.skipif(
+    not (MODEL_DIR / "config.json").is_file() or not llama_cpp_available(),
+    reason="needs the default model and llama-cpp-python (massgen-rl doctor --fix)",
+)
 
 
 def start_server() -> Server:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in LIMITS.items()]
     # one decode thread: llama.cpp's threads spin at each step's barrier, and on a busy machine they wait for
     # cores the clients here (and whatever else runs) hold, 10 times slower
-    return Server("--model", str(MODEL_DIR), "--served-name", NAME, "--engine", "llama.cpp", "--max-batch-size", "4",
-                  "--kv-cache-tokens", "4096", "--threads", "1", "--no-log-requests", *flags)
+    return Server(
+        "--model",
+        str(MODEL_DIR),
+        "--served-name",
+        NAME,
+        "--engine",
+        "llama.cpp",
+        "--max-batch-size",
+        "4",
+        "--kv-cache-tokens",
+        "4096",
+        "--threads",
+        "1",
+        "--no-log-requests",
+        *flags,
+    )
 
 
 def make_adapter(folder: Path) -> Path:
@@ -70,15 +107,30 @@ def make_adapter(folder: Path) -> Path:
         for part, shape in (("lora_A", [2, hidden]), ("lora_B", [hidden, 2])):
             raw = struct.pack(f"<{2 * hidden}f", *(rng.gauss(0, 0.01) for _ in range(2 * hidden)))
             header[f"base_model.model.model.layers.{layer}.self_attn.q_proj.{part}.weight"] = {
-                "dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+                "dtype": "F32",
+                "shape": shape,
+                "data_offsets": [len(data), len(data) + len(raw)],
+            }
             data += raw
     head = json.dumps(header).encode()
     head += b" " * (-len(head) % 8)
     folder.mkdir(parents=True)
     (folder / "adapter_model.safetensors").write_bytes(struct.pack("<Q", len(head)) + head + data)
-    (folder / "adapter_config.json").write_text(json.dumps({
-        "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 2, "lora_alpha": 4, "target_modules": ["q_proj"],
-        "lora_dropout": 0.0, "bias": "none", "fan_in_fan_out": False, "base_model_name_or_path": str(MODEL_DIR)}))
+    (folder / "adapter_config.json").write_text(
+        json.dumps(
+            {
+                "peft_type": "LORA",
+                "task_type": "CAUSAL_LM",
+                "r": 2,
+                "lora_alpha": 4,
+                "target_modules": ["q_proj"],
+                "lora_dropout": 0.0,
+                "bias": "none",
+                "fan_in_fan_out": False,
+                "base_model_name_or_path": str(MODEL_DIR),
+            }
+        )
+    )
     return folder
 
 
@@ -87,8 +139,17 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Ctx
     adapter = make_adapter(tmp_path_factory.mktemp("fuzz") / "fuzz-lora")
     srv = start_server()
     ctx = Ctx(srv.ready["port"], srv.proc.pid, LIMITS, srv.ready["context_tokens"], 4, "fuzz-lora", str(adapter))
-    assert check(post(ctx, 0, json.dumps({"lora_name": ctx.adapter, "lora_path": ctx.adapter_path}).encode(),
-                      path="/v1/load_lora_adapter")) == "200"
+    assert (
+        check(
+            post(
+                ctx,
+                0,
+                json.dumps({"lora_name": ctx.adapter, "lora_path": ctx.adapter_path}).encode(),
+                path="/v1/load_lora_adapter",
+            )
+        )
+        == "200"
+    )
     assert check(post(ctx, 0, dumps(base(model=ctx.adapter)))) == "200"
     yield srv, ctx
     code, events = srv.stop()
@@ -113,7 +174,7 @@ def serving(ctx: Ctx) -> None:
 def test_json_nested_too_deep_is_a_400_not_a_recursion_error(fuzz):
     _, ctx = fuzz
     for depth, param in ((100_000, None), (150, "messages")):
-        text = dumps(base()).replace(b'"messages": ', b'"messages": ' + b"[" * depth + b"]" * depth + b", \"x\": ")
+        text = dumps(base()).replace(b'"messages": ', b'"messages": ' + b"[" * depth + b"]" * depth + b', "x": ')
         answer = post(ctx, 1, text)
         assert answer.status == 400 and "more than 100 levels deep" in answer.json()["error"]["message"], answer.body
         assert check(answer) == (f"400:{param}" if param else "400")
@@ -124,31 +185,37 @@ def test_a_lone_surrogate_is_a_400_naming_its_field(fuzz):
     """`"\\ud800"` is valid JSON but not text: echoed in an error it broke the UTF-8 encoding of the reply, and the
     connection closed without one (a traceback on stderr)."""
     _, ctx = fuzz
-    for name, value in (("model", '"\\ud800"'),
-                        ("tool_choice", '{"type": "function", "function": {"name": "\\udfff"}}'),
-                        ("messages", '[{"role": "user", "content": "a\\ud83d"}]')):
+    for name, value in (
+        ("model", '"\\ud800"'),
+        ("tool_choice", '{"type": "function", "function": {"name": "\\udfff"}}'),
+        ("messages", '[{"role": "user", "content": "a\\ud83d"}]'),
+    ):
         text = dumps({**base(tools=[]), name: "\x00slot"}).replace(b'"\\u0000slot"', value.encode())
         answer = post(ctx, 2, text)
         assert check(answer) == f"400:{name}" and "lone UTF-16 surrogate" in answer.json()["error"]["message"]
-    answer = post(ctx, 2, json.dumps({"lora_name": "x"}).encode().replace(b'"x"', b'"\\ud800"'),
-                  path="/v1/unload_lora_adapter")
+    answer = post(
+        ctx, 2, json.dumps({"lora_name": "x"}).encode().replace(b'"x"', b'"\\ud800"'), path="/v1/unload_lora_adapter"
+    )
     assert check(answer) == "400:lora_name"
     serving(ctx)
 
 
-@pytest.mark.parametrize("data, status", [
-    (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n{}", 400),  # '²'.isdigit(): int() raised
-    (b"GET http://[x HTTP/1.1\r\n\r\n", 404),  # urlsplit raised on the unclosed bracket
-    (b"POST http://[x HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 404),
-    (b"GARBAGE\r\n\r\n", 400),  # http.server's own refusals were HTML, without a status line for one word
-    (b"PUT /health HTTP/1.1\r\n\r\n", 405),
-    (b"GET /health HTTP/2.0\r\n\r\n", 400),
-    (b"GET /health HTTP/1.1\r\nX-Big: " + b"y" * 9000 + b"\r\n\r\n", 431),
-    (b"GET /health HTTP/1.1\r\n" + b"X: y\r\n" * 40 + b"\r\n", 431),
-    (b"GET /" + b"x" * 9000 + b" HTTP/1.1\r\n\r\n", 431),  # the request line: was an AttributeError
-    (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 262145\r\n\r\n", 413),
-    (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 262145\r\nExpect: 100-continue\r\n\r\n", 413),
-])
+@pytest.mark.parametrize(
+    "data, status",
+    [
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n{}", 400),  # '²'.isdigit(): int() raised
+        (b"GET http://[x HTTP/1.1\r\n\r\n", 404),  # urlsplit raised on the unclosed bracket
+        (b"POST http://[x HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 404),
+        (b"GARBAGE\r\n\r\n", 400),  # http.server's own refusals were HTML, without a status line for one word
+        (b"PUT /health HTTP/1.1\r\n\r\n", 405),
+        (b"GET /health HTTP/2.0\r\n\r\n", 400),
+        (b"GET /health HTTP/1.1\r\nX-Big: " + b"y" * 9000 + b"\r\n\r\n", 431),
+        (b"GET /health HTTP/1.1\r\n" + b"X: y\r\n" * 40 + b"\r\n", 431),
+        (b"GET /" + b"x" * 9000 + b" HTTP/1.1\r\n\r\n", 431),  # the request line: was an AttributeError
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 262145\r\n\r\n", 413),
+        (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 262145\r\nExpect: 100-continue\r\n\r\n", 413),
+    ],
+)
 def test_malformed_http_gets_an_openai_shaped_client_error_and_a_close(fuzz, data, status):
     _, ctx = fuzz
     answer = exchange(ctx.port, data, source(3))
@@ -164,8 +231,10 @@ def test_a_get_with_a_body_leaves_the_next_request_on_the_connection_intact(fuzz
         sock.sendall(request("GET", "/health", b'{"x": 1}') + request("GET", "/v1/models"))
         first, second = read_answer(sock), read_answer(sock)
     assert (first.status, second.status) == (200, 200) and second.json()["object"] == "list", second.body[:300]
-    chunked = (b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n"
-               b"2\r\n{}\r\n0\r\n\r\n")
+    chunked = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n"
+        b"2\r\n{}\r\n0\r\n\r\n"
+    )
     answer = exchange(ctx.port, chunked, source(6))
     assert answer.status == 411 and answer.closed and check(answer) == "411"
 
@@ -180,7 +249,7 @@ def test_a_request_that_never_arrives_whole_is_cut_off(fuzz):
         with connect(ctx.port, source(4), timeout=30) as sock:
             sock.sendall(data[:sent])
             try:
-                for byte in data[sent:sent + 6]:
+                for byte in data[sent : sent + 6]:
                     time.sleep(0.4)
                     sock.sendall(bytes([byte]))
             except (BrokenPipeError, ConnectionResetError):
@@ -214,8 +283,10 @@ def test_connections_past_the_limits_get_a_503_without_a_thread(fuzz):
     per_client, most = LIMITS["max_connections_per_client"], LIMITS["max_connections"]
     held = []
     try:
-        for upto, src, why in ((per_client, source(10), "--max-connections-per-client"),
-                               (most, source(30), "--max-connections")):
+        for upto, src, why in (
+            (per_client, source(10), "--max-connections-per-client"),
+            (most, source(30), "--max-connections"),
+        ):
             held += [connect(ctx.port, source(10 + i // per_client), timeout=10) for i in range(len(held), upto)]
             answer = exchange(ctx.port, request("GET", "/health"), src)
             assert answer.status == 503 and answer.closed and answer.headers["retry-after"] == "1", answer.body
@@ -244,12 +315,18 @@ def test_sigterm_with_requests_in_flight():
                 if name == "idle":  # answered; then left open until the server goes
                     answers[name] = read_answer(sock)
 
-        clients = {"stream0": request("POST", "/v1/chat/completions", streamed), "plain0": request("POST",
-                   "/v1/chat/completions", long), "stream1": request("POST", "/v1/chat/completions", streamed),
-                   "plain1": request("POST", "/v1/chat/completions", long), "idle": request("GET", "/health"),
-                   "half": request("POST", "/v1/chat/completions", long)[:-20]}
-        threads = [threading.Thread(target=send, args=(name, data, source(60 + i)))
-                   for i, (name, data) in enumerate(clients.items())]
+        clients = {
+            "stream0": request("POST", "/v1/chat/completions", streamed),
+            "plain0": request("POST", "/v1/chat/completions", long),
+            "stream1": request("POST", "/v1/chat/completions", streamed),
+            "plain1": request("POST", "/v1/chat/completions", long),
+            "idle": request("GET", "/health"),
+            "half": request("POST", "/v1/chat/completions", long)[:-20],
+        }
+        threads = [
+            threading.Thread(target=send, args=(name, data, source(60 + i)))
+            for i, (name, data) in enumerate(clients.items())
+        ]
         for thread in threads:
             thread.start()
         assert wait_for(lambda: json.loads(exchange(port, request("GET", "/stats")).body)["running"] == 4, 30)
@@ -293,10 +370,13 @@ def test_sigterm_taken_by_another_thread_still_stops_the_server():
 
 
 def test_limit_flags_are_checked():
-    for flags, message in (({"max_headers": 101}, "--max-headers"), ({"max_connections": 0}, "at least 1"),
-                           ({"request_timeout_s": 0.0}, "--request-timeout-s"),
-                           ({"write_timeout_s": float("nan")}, "--write-timeout-s"),
-                           ({"max_body_bytes": -1}, "at least 1")):
+    for flags, message in (
+        ({"max_headers": 101}, "--max-headers"),
+        ({"max_connections": 0}, "at least 1"),
+        ({"request_timeout_s": 0.0}, "--request-timeout-s"),
+        ({"write_timeout_s": float("nan")}, "--write-timeout-s"),
+        ({"max_body_bytes": -1}, "at least 1"),
+    ):
         with pytest.raises(ScriptError, match=message) as caught:
             _check(ServeArgs(model="m", **flags))
         assert caught.value.fields["kind"] == "usage"
@@ -304,13 +384,18 @@ def test_limit_flags_are_checked():
 
 
 def test_decode_body_refuses_what_is_not_json_text():
-    assert decode_body(b'{"a": ' + b"[" * 99 + b"]" * 99 + b', "unknown": 1}') == \
-        {"a": json.loads("[" * 99 + "]" * 99), "unknown": 1}
-    for raw, param, message in ((b'{"a": ' + b"[" * 100 + b"]" * 100 + b"}", "a", "more than 100 levels deep"),
-                                (b"[" * 5000 + b"]" * 5000, None, "more than 100 levels deep"),
-                                (b'{"a": "\\ud800"}', "a", "lone UTF-16 surrogate"),
-                                (b'{"\\udfff": 1}', "\udfff", "lone UTF-16 surrogate"),
-                                (b'{"a": "\xff"}', None, "not valid UTF-8"), (b"{", None, "not valid JSON")):
+    assert decode_body(b'{"a": ' + b"[" * 99 + b"]" * 99 + b', "unknown": 1}') == {
+        "a": json.loads("[" * 99 + "]" * 99),
+        "unknown": 1,
+    }
+    for raw, param, message in (
+        (b'{"a": ' + b"[" * 100 + b"]" * 100 + b"}", "a", "more than 100 levels deep"),
+        (b"[" * 5000 + b"]" * 5000, None, "more than 100 levels deep"),
+        (b'{"a": "\\ud800"}', "a", "lone UTF-16 surrogate"),
+        (b'{"\\udfff": 1}', "\udfff", "lone UTF-16 surrogate"),
+        (b'{"a": "\xff"}', None, "not valid UTF-8"),
+        (b"{", None, "not valid JSON"),
+    ):
         with pytest.raises(ApiError, match=message) as caught:
             decode_body(raw)
         assert caught.value.status == 400 and caught.value.param == param
@@ -318,8 +403,14 @@ def test_decode_body_refuses_what_is_not_json_text():
 
 def test_a_wrong_include_usage_names_stream_options():
     with pytest.raises(ApiError) as caught:
-        parse_chat_request({"messages": [{"role": "user", "content": "x"}], "stream": True,
-                            "stream_options": {"include_usage": "yes"}}, NAME)
+        parse_chat_request(
+            {
+                "messages": [{"role": "user", "content": "x"}],
+                "stream": True,
+                "stream_options": {"include_usage": "yes"},
+            },
+            NAME,
+        )
     assert caught.value.param == "stream_options"
 
 
@@ -340,8 +431,9 @@ def run_case(ctx: Ctx, index: int) -> tuple[str, str, float]:
     try:
         return name, runner(ctx, rng, index), time.monotonic() - started
     except Exception as exc:
-        raise AssertionError(f"case {index} ({name}; replay: FUZZ_SEED={SEED} FUZZ_CASE={index}): "
-                             f"{type(exc).__name__}: {exc}") from exc
+        raise AssertionError(
+            f"case {index} ({name}; replay: FUZZ_SEED={SEED} FUZZ_CASE={index}): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def test_fuzz(fuzz, tmp_path: Path):
@@ -353,7 +445,7 @@ def test_fuzz(fuzz, tmp_path: Path):
     started, rss, threads = time.monotonic(), [], vm(ctx.pid, "Threads")
     with ThreadPoolExecutor(WORKERS) as pool:
         for at in range(0, len(indices), BATCH):
-            for name, label, took in pool.map(lambda i: run_case(ctx, i), indices[at:at + BATCH]):
+            for name, label, took in pool.map(lambda i: run_case(ctx, i), indices[at : at + BATCH]):
                 counts[name][label] += 1
                 seconds[name] += took
             serving(ctx)
@@ -363,10 +455,16 @@ def test_fuzz(fuzz, tmp_path: Path):
     assert check(post(ctx, 0, json.dumps({"lora_name": None}).encode(), path="/v1/set_default_adapter")) == "200"
     serving(ctx)
     grown = (rss[-1] - rss[min(2, len(rss) - 1)]) / 1024  # MB, after the first batches warmed the caches
-    report = {"seed": SEED, "cases": len(indices), "seconds": round(time.monotonic() - started, 1),
-              "rss_mb": [round(rss[0] / 1024), round(max(rss) / 1024), round(rss[-1] / 1024)],
-              "categories": {name: {"total": sum(c.values()), "seconds": round(seconds[name], 1),
-                                    **dict(c.most_common())} for name, c in sorted(counts.items())}}
+    report = {
+        "seed": SEED,
+        "cases": len(indices),
+        "seconds": round(time.monotonic() - started, 1),
+        "rss_mb": [round(rss[0] / 1024), round(max(rss) / 1024), round(rss[-1] / 1024)],
+        "categories": {
+            name: {"total": sum(c.values()), "seconds": round(seconds[name], 1), **dict(c.most_common())}
+            for name, c in sorted(counts.items())
+        },
+    }
     (tmp_path / "fuzz-counts.json").write_text(json.dumps(report, indent=1))
     print(f"\nserve fuzz: {json.dumps(report, indent=1)}\n(in {tmp_path / 'fuzz-counts.json'})", file=sys.stderr)
     assert grown < 200, f"the server's memory grew {grown:.0f} MB over the run"

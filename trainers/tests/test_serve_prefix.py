@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from massgen_rl_trainers.serve.prefix_cache import common_prefix
-from serve_support import (MODEL_DIR, NAME, Server, engine_args, needs_model, reference,  # noqa: F401
-                           teacher_forced_logprobs)
+from serve_support import MODEL_DIR, NAME, Server, engine_args, needs_model, reference, teacher_forced_logprobs  # noqa: F401
 
-SYSTEM = ("You are one agent of a team answering questions. Answer briefly and exactly. If you do not know, say so. "
-          "Prefer numbers to words, and name your sources when you have any. ") * 3
+SYSTEM = (
+    "You are one agent of a team answering questions. Answer briefly and exactly. If you do not know, say so. "
+    "Prefer numbers to words, and name your sources when you have any. "
+) * 3
 
 
 def team(question: str) -> list[dict[str, str]]:
@@ -31,8 +32,16 @@ def uncached():
     """A llama.cpp server without prefix reuse: what the same requests give when every prompt is fed whole."""
     if not (MODEL_DIR / "config.json").is_file():
         pytest.skip(f"no converted default model at {MODEL_DIR}")
-    srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--max-batch-size", "4", "--no-prefix-cache",
-                 *engine_args("llama.cpp"))
+    srv = Server(
+        "--model",
+        str(MODEL_DIR),
+        "--served-name",
+        NAME,
+        "--max-batch-size",
+        "4",
+        "--no-prefix-cache",
+        *engine_args("llama.cpp"),
+    )
     yield srv
     srv.stop()
 
@@ -71,8 +80,10 @@ def test_concurrent_prompts_with_one_start_share_it_and_running_ids_stay_togethe
     ends early, below the others: the highest running sequence moves into its id. Greedy answers are unchanged."""
     llama_only(server)
     questions = ["Name a prime number.", "What is the capital of Italy?", "How many days has a week?", "Name a color."]
-    bodies = [{"messages": team(q), "max_tokens": 16 if i == 0 else 48, "ignore_eos": True, "return_token_ids": True}
-              for i, q in enumerate(questions)]
+    bodies = [
+        {"messages": team(q), "max_tokens": 16 if i == 0 else 48, "ignore_eos": True, "return_token_ids": True}
+        for i, q in enumerate(questions)
+    ]
     want = [uncached.chat(**b)["choices"][0]["message"]["content"] for b in bodies]
     before = server.get("/stats")[1]
     with ThreadPoolExecutor(len(bodies)) as pool:

@@ -12,11 +12,26 @@ import pytest
 
 from serve_support import NAME, QUESTION, Server, needs_model
 
-VOTE = {"type": "function", "function": {"name": "vote", "description": "Vote for the best answer.", "parameters": {
-    "type": "object", "properties": {"agent_id": {"type": "string", "enum": ["agent1", "agent2"]},
-                                     "reason": {"type": "string"}}, "required": ["agent_id", "reason"]}}}
-ANSWER = {"type": "function", "function": {"name": "new_answer", "description": "Give an answer.", "parameters": {
-    "type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}}}
+VOTE = {
+    "type": "function",
+    "function": {
+        "name": "vote",
+        "description": "Vote for the best answer.",
+        "parameters": {
+            "type": "object",
+            "properties": {"agent_id": {"type": "string", "enum": ["agent1", "agent2"]}, "reason": {"type": "string"}},
+            "required": ["agent_id", "reason"],
+        },
+    },
+}
+ANSWER = {
+    "type": "function",
+    "function": {
+        "name": "new_answer",
+        "description": "Give an answer.",
+        "parameters": {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
+    },
+}
 
 
 def joined(chunks: list[dict[str, Any]], index: int = 0) -> dict[str, Any]:
@@ -42,8 +57,9 @@ def joined(chunks: list[dict[str, Any]], index: int = 0) -> dict[str, Any]:
 @needs_model
 def test_a_stream_is_the_same_completion_as_the_plain_request(server: Server):
     plain = server.chat(max_tokens=24, logprobs=True, return_token_ids=True)
-    chunks, ttft = server.stream(max_tokens=24, logprobs=True, return_token_ids=True,
-                                 stream_options={"include_usage": True})
+    chunks, ttft = server.stream(
+        max_tokens=24, logprobs=True, return_token_ids=True, stream_options={"include_usage": True}
+    )
     first, last = chunks[0], chunks[-1]
     assert first["object"] == "chat.completion.chunk" and first["choices"][0]["delta"]["role"] == "assistant"
     assert first["prompt_token_ids"] == plain["prompt_token_ids"] and ttft < 60
@@ -56,8 +72,9 @@ def test_a_stream_is_the_same_completion_as_the_plain_request(server: Server):
     want = plain["choices"][0]
     assert got["content"] == want["message"]["content"] and got["finish_reason"] == want["finish_reason"]
     assert got["token_ids"] == want["token_ids"]
-    assert [e["logprob"] for e in got["logprobs"]] == pytest.approx([e["logprob"] for e in want["logprobs"]["content"]],
-                                                                     abs=1e-4)
+    assert [e["logprob"] for e in got["logprobs"]] == pytest.approx(
+        [e["logprob"] for e in want["logprobs"]["content"]], abs=1e-4
+    )
     assert len({c["id"] for c in chunks}) == 1
 
 
@@ -70,7 +87,7 @@ def test_streamed_samples_stop_strings_and_errors(server: Server):
     text = server.chat(max_tokens=20)["choices"][0]["message"]["content"]
     stop = text[4:7]
     got = joined(server.stream(max_tokens=20, stop=[stop])[0])
-    assert got["content"] == text[:text.index(stop)] and got["finish_reason"] == "stop"
+    assert got["content"] == text[: text.index(stop)] and got["finish_reason"] == "stop"
     status, body = server.post({"model": NAME, "messages": QUESTION, "stream": True, "n": 99})
     assert status == 400 and body["error"]["param"] == "n"
 
@@ -80,8 +97,10 @@ def test_a_client_that_leaves_frees_its_row(server: Server):
     body = json.dumps({"model": NAME, "messages": QUESTION, "max_tokens": 3000, "ignore_eos": True, "stream": True})
     host, port = server.base.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host.strip("[]"), int(port))) as sock:
-        sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+        sock.sendall(
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+        )
         assert b"text/event-stream" in sock.recv(4096)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -98,22 +117,48 @@ def test_a_client_that_leaves_frees_its_row(server: Server):
 def test_required_tool_calls_are_valid_calls(server: Server):
     """tool_choice required: on llama.cpp the grammar makes even the 135M model write a valid call of a known tool
     with arguments that fit its schema; on transformers the call is parsed when the model writes one."""
-    r = server.chat(tools=[VOTE, ANSWER], tool_choice="required", max_tokens=120, temperature=0.8, seed=3,
-                    parallel_tool_calls=False,
-                    messages=[{"role": "user", "content": "Answers so far: agent1 says 5, agent2 says 6. What is 2 + 3?"}])
+    r = server.chat(
+        tools=[VOTE, ANSWER],
+        tool_choice="required",
+        max_tokens=120,
+        temperature=0.8,
+        seed=3,
+        parallel_tool_calls=False,
+        messages=[{"role": "user", "content": "Answers so far: agent1 says 5, agent2 says 6. What is 2 + 3?"}],
+    )
     choice = r["choices"][0]
     if server.engine != "llama.cpp":
         assert choice["finish_reason"] in ("stop", "length", "tool_calls")
         return
     assert choice["finish_reason"] == "tool_calls", choice
     # allowed_tools: the calls limited to some of the tools (a greedy reply here otherwise picks the helper)
-    helper = {"type": "function", "function": {"name": "list_background_tools", "description": "List jobs.",
-                                               "parameters": {"type": "object", "properties": {}}}}
-    allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
-        {"type": "function", "function": {"name": "new_answer"}}, {"type": "function", "function": {"name": "vote"}}]}}
+    helper = {
+        "type": "function",
+        "function": {
+            "name": "list_background_tools",
+            "description": "List jobs.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    allowed = {
+        "type": "allowed_tools",
+        "allowed_tools": {
+            "mode": "required",
+            "tools": [
+                {"type": "function", "function": {"name": "new_answer"}},
+                {"type": "function", "function": {"name": "vote"}},
+            ],
+        },
+    }
     for temperature in (0, 1.0):
-        r = server.chat(tools=[helper, VOTE, ANSWER], tool_choice=allowed, max_tokens=120, parallel_tool_calls=False,
-                        temperature=temperature, seed=2)
+        r = server.chat(
+            tools=[helper, VOTE, ANSWER],
+            tool_choice=allowed,
+            max_tokens=120,
+            parallel_tool_calls=False,
+            temperature=temperature,
+            seed=2,
+        )
         assert r["choices"][0]["message"]["tool_calls"][0]["function"]["name"] in ("vote", "new_answer"), r
     call = choice["message"]["tool_calls"][0]
     args = json.loads(call["function"]["arguments"])
@@ -129,8 +174,16 @@ def test_tool_calls_stream_as_deltas_with_token_ids_and_logprobs(server: Server)
     if server.engine != "llama.cpp":
         pytest.skip("constrained calls are the llama.cpp engine's")
     named = {"type": "function", "function": {"name": "vote"}}
-    body = dict(tools=[VOTE, ANSWER], tool_choice=named, max_tokens=120, seed=5, temperature=0.7, logprobs=True,
-                return_token_ids=True, messages=[{"role": "user", "content": "Vote for agent1 or agent2."}])
+    body = dict(
+        tools=[VOTE, ANSWER],
+        tool_choice=named,
+        max_tokens=120,
+        seed=5,
+        temperature=0.7,
+        logprobs=True,
+        return_token_ids=True,
+        messages=[{"role": "user", "content": "Vote for agent1 or agent2."}],
+    )
     plain = server.chat(**body)["choices"][0]
     got = joined(server.stream(**body)[0])
     assert plain["finish_reason"] == got["finish_reason"] == "tool_calls"
@@ -147,8 +200,13 @@ def test_a_call_cut_off_by_max_tokens_is_the_same_call_plain_and_streamed(server
     if server.engine != "llama.cpp":
         pytest.skip("constrained calls are the llama.cpp engine's")
     named = {"type": "function", "function": {"name": "new_answer"}}
-    body = dict(tools=[VOTE, ANSWER], tool_choice=named, max_tokens=24, temperature=0,
-                messages=[{"role": "user", "content": "What is 2 + 3? Explain at length."}])
+    body = dict(
+        tools=[VOTE, ANSWER],
+        tool_choice=named,
+        max_tokens=24,
+        temperature=0,
+        messages=[{"role": "user", "content": "What is 2 + 3? Explain at length."}],
+    )
     plain = server.chat(**body)["choices"][0]
     got = joined(server.stream(**body)[0])
     assert plain["finish_reason"] == got["finish_reason"] == "length"
@@ -160,12 +218,25 @@ def test_a_call_cut_off_by_max_tokens_is_the_same_call_plain_and_streamed(server
 
 @needs_model
 def test_history_with_tool_results_and_auto_choice(server: Server):
-    history = [{"role": "user", "content": "What is 2 + 3? Use the calculator."},
-               {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
-                   "name": "calc", "arguments": '{"expression": "2 + 3"}'}}]},
-               {"role": "tool", "tool_call_id": "c1", "content": "5"}]
-    calc = {"type": "function", "function": {"name": "calc", "description": "Evaluate arithmetic.",
-                                             "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}}}}
+    history = [
+        {"role": "user", "content": "What is 2 + 3? Use the calculator."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": '{"expression": "2 + 3"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "5"},
+    ]
+    calc = {
+        "type": "function",
+        "function": {
+            "name": "calc",
+            "description": "Evaluate arithmetic.",
+            "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}},
+        },
+    }
     r = server.chat(messages=history, tools=[calc], max_tokens=40)
     message = r["choices"][0]["message"]
     assert message["content"] or message.get("tool_calls")
@@ -175,8 +246,12 @@ def test_history_with_tool_results_and_auto_choice(server: Server):
 
 @needs_model
 def test_structured_output_follows_the_schema(server: Server):
-    schema = {"type": "object", "properties": {"answer": {"type": "integer"}, "unit": {"type": "string", "enum": ["m", "kg"]}},
-              "required": ["answer", "unit"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}, "unit": {"type": "string", "enum": ["m", "kg"]}},
+        "required": ["answer", "unit"],
+        "additionalProperties": False,
+    }
     fmt = {"type": "json_schema", "json_schema": {"name": "result", "schema": schema}}
     if server.engine != "llama.cpp":
         status, body = server.post({"model": NAME, "messages": QUESTION, "response_format": fmt})
@@ -188,8 +263,13 @@ def test_structured_output_follows_the_schema(server: Server):
     obj = server.chat(response_format={"type": "json_object"}, max_tokens=100, messages=ask)["choices"][0]
     text = obj["message"]["content"]
     assert text.startswith("{") and (obj["finish_reason"] == "length" or isinstance(json.loads(text), dict)), obj
-    status, body = server.post({"model": NAME, "messages": QUESTION, "response_format": {
-        "type": "json_schema", "json_schema": {"name": "x", "schema": {"$ref": "#/nowhere"}}}})
+    status, body = server.post(
+        {
+            "model": NAME,
+            "messages": QUESTION,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"$ref": "#/nowhere"}}},
+        }
+    )
     assert status == 400 and body["error"]["param"] == "response_format", body
 
 

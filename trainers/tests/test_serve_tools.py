@@ -6,19 +6,36 @@ import json
 
 import pytest
 
-from massgen_rl_trainers.serve.openai_api import ApiError, build_response, parse_chat_request
-from massgen_rl_trainers.serve.openai_api import Completion
+from massgen_rl_trainers.serve.openai_api import ApiError, Completion, build_response, parse_chat_request
 from massgen_rl_trainers.serve.text_stream import Detokenizer, ToolStream, held_back
 from massgen_rl_trainers.serve.tool_calls import Tool, call_grammar, native_tools, parse_calls, render_generic
 
 NAME = "m"
 USER = [{"role": "user", "content": "hi"}]
-VOTE = {"type": "function", "function": {"name": "vote", "description": "Vote.", "parameters": {
-    "type": "object", "properties": {"agent_id": {"type": "string", "enum": ["agent1", "agent2"]},
-                                     "reason": {"type": "string"}}, "required": ["agent_id", "reason"]}}}
-ANSWER = {"type": "function", "function": {"name": "new_answer", "description": "Answer.", "parameters": {
-    "type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}}}
-TOOLS = [Tool("vote", "Vote.", VOTE["function"]["parameters"]), Tool("new_answer", "Answer.", ANSWER["function"]["parameters"])]
+VOTE = {
+    "type": "function",
+    "function": {
+        "name": "vote",
+        "description": "Vote.",
+        "parameters": {
+            "type": "object",
+            "properties": {"agent_id": {"type": "string", "enum": ["agent1", "agent2"]}, "reason": {"type": "string"}},
+            "required": ["agent_id", "reason"],
+        },
+    },
+}
+ANSWER = {
+    "type": "function",
+    "function": {
+        "name": "new_answer",
+        "description": "Answer.",
+        "parameters": {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
+    },
+}
+TOOLS = [
+    Tool("vote", "Vote.", VOTE["function"]["parameters"]),
+    Tool("new_answer", "Answer.", ANSWER["function"]["parameters"]),
+]
 
 
 def parse(**body):
@@ -29,46 +46,89 @@ def test_tool_fields_are_parsed_and_checked():
     req = parse(tools=[VOTE, ANSWER])
     assert [t.name for t in req.tools] == ["vote", "new_answer"] and req.tool_choice == "auto" and req.calls_tools
     assert parse(tools=[VOTE], tool_choice="none").calls_tools is False
-    assert parse(tools=[VOTE], tool_choice={"type": "function", "function": {"name": "vote"}}).tool_choice == {"name": "vote"}
+    assert parse(tools=[VOTE], tool_choice={"type": "function", "function": {"name": "vote"}}).tool_choice == {
+        "name": "vote"
+    }
     assert parse(tools=[VOTE], parallel_tool_calls=False).parallel_tool_calls is False
-    allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
-        {"type": "function", "function": {"name": "vote"}}, {"type": "function", "function": {"name": "absent"}}]}}
+    allowed = {
+        "type": "allowed_tools",
+        "allowed_tools": {
+            "mode": "required",
+            "tools": [
+                {"type": "function", "function": {"name": "vote"}},
+                {"type": "function", "function": {"name": "absent"}},
+            ],
+        },
+    }
     req = parse(tools=[VOTE, ANSWER], tool_choice=allowed)
     assert [t.name for t in req.callable] == ["vote"] and req.call_required
-    assert not parse(tools=[VOTE], tool_choice={**allowed, "allowed_tools": {**allowed["allowed_tools"], "mode": "auto"}}
-                     ).call_required
+    assert not parse(
+        tools=[VOTE], tool_choice={**allowed, "allowed_tools": {**allowed["allowed_tools"], "mode": "auto"}}
+    ).call_required
     assert parse(tools=[VOTE]).call_required is False and parse(tools=[VOTE], tool_choice="required").call_required
     assert parse(stream=True, stream_options={"include_usage": True}).include_usage is True
-    assert parse(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
-                 ).response_format == {"type": "json_schema", "schema": {"type": "object"}}
-    for bad, param in [({"tools": [VOTE], "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice"),
-                       ({"tool_choice": "required"}, "tool_choice"), ({"tools": [VOTE], "tool_choice": "sometimes"}, "tool_choice"),
-                       ({"tools": {"a": 1}}, "tools"), ({"tools": [{"type": "function", "function": {"name": "a b"}}]}, "tools"),
-                       ({"tools": [VOTE, VOTE]}, "tools"), ({"tools": [{"type": "retrieval"}]}, "tools"),
-                       ({"tools": [ANSWER], "tool_choice": {"type": "allowed_tools", "allowed_tools": {
-                           "mode": "required", "tools": [{"type": "function", "function": {"name": "vote"}}]}}}, "tool_choice"),
-                       ({"tools": [ANSWER], "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "x"}}},
-                        "tool_choice"),
-                       ({"stream_options": {"include_usage": True}}, "stream_options"),
-                       ({"response_format": {"type": "yaml"}}, "response_format"),
-                       ({"response_format": {"type": "json_schema"}}, "response_format"),
-                       ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"function": {}}]}]}, "messages")]:
+    assert parse(
+        response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    ).response_format == {"type": "json_schema", "schema": {"type": "object"}}
+    for bad, param in [
+        ({"tools": [VOTE], "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice"),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"tools": [VOTE], "tool_choice": "sometimes"}, "tool_choice"),
+        ({"tools": {"a": 1}}, "tools"),
+        ({"tools": [{"type": "function", "function": {"name": "a b"}}]}, "tools"),
+        ({"tools": [VOTE, VOTE]}, "tools"),
+        ({"tools": [{"type": "retrieval"}]}, "tools"),
+        (
+            {
+                "tools": [ANSWER],
+                "tool_choice": {
+                    "type": "allowed_tools",
+                    "allowed_tools": {
+                        "mode": "required",
+                        "tools": [{"type": "function", "function": {"name": "vote"}}],
+                    },
+                },
+            },
+            "tool_choice",
+        ),
+        ({"tools": [ANSWER], "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "x"}}}, "tool_choice"),
+        ({"stream_options": {"include_usage": True}}, "stream_options"),
+        ({"response_format": {"type": "yaml"}}, "response_format"),
+        ({"response_format": {"type": "json_schema"}}, "response_format"),
+        ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"function": {}}]}]}, "messages"),
+    ]:
         with pytest.raises(ApiError) as info:
             parse_chat_request({"messages": USER, **bad}, NAME)
         assert info.value.status == 400 and info.value.param == param, bad
 
 
 def test_history_with_calls_and_results_renders_in_the_generic_format():
-    req = parse(tools=[VOTE], messages=[
-        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Pick one."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "vote", "arguments": '{"agent_id": "agent1", "reason": "r"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "counted"}])
+    req = parse(
+        tools=[VOTE],
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Pick one."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "vote", "arguments": '{"agent_id": "agent1", "reason": "r"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "counted"},
+        ],
+    )
     out = render_generic(req.messages, req.tools, req.tool_choice)
     assert out[0]["role"] == "system" and out[0]["content"].startswith("Be brief.\n\nYou can call tools.")
     assert '"name": "vote"' in out[0]["content"] and "<tool_call>" in out[0]["content"]
-    assert out[2] == {"role": "assistant", "content":
-                      '<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "r"}}\n</tool_call>'}
+    assert out[2] == {
+        "role": "assistant",
+        "content": '<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "r"}}\n</tool_call>',
+    }
     assert out[3] == {"role": "user", "content": "<tool_response>\ncounted\n</tool_response>"}
     assert render_generic(req.messages, req.tools, "none")[0]["content"] == "Be brief."  # no tools offered
     assert "Call the tool vote now." in render_generic(USER, req.tools, {"name": "vote"})[0]["content"]
@@ -77,10 +137,13 @@ def test_history_with_calls_and_results_renders_in_the_generic_format():
 
 
 def test_calls_are_parsed_out_of_the_text():
-    text = 'Let me vote.\n<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "ok"}}\n</tool_call>'
+    text = (
+        'Let me vote.\n<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "ok"}}\n</tool_call>'
+    )
     content, calls = parse_calls(text, TOOLS)
     assert content == "Let me vote." and [(c.name, json.loads(c.arguments)) for c in calls] == [
-        ("vote", {"agent_id": "agent1", "reason": "ok"})]
+        ("vote", {"agent_id": "agent1", "reason": "ok"})
+    ]
     assert calls[0].arguments == '{"agent_id": "agent1", "reason": "ok"}'  # as written
     two = '<tool_call>{"name": "vote", "arguments": {}}</tool_call>\n<tool_call>{"name": "new_answer", "arguments": {"content": "5"}}'
     assert [c.name for c in parse_calls(two, TOOLS)[1]] == ["vote", "new_answer"]  # the last one cut at max_tokens
@@ -105,8 +168,11 @@ def test_response_carries_tool_calls_and_finish_reason():
     choice = build_response(req, [0], [c])["choices"][0]
     assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
     call = choice["message"]["tool_calls"][0]
-    assert call["type"] == "function" and call["id"].startswith("call_") and call["function"] == {
-        "name": "new_answer", "arguments": '{"content": "5"}'}
+    assert (
+        call["type"] == "function"
+        and call["id"].startswith("call_")
+        and call["function"] == {"name": "new_answer", "arguments": '{"content": "5"}'}
+    )
     plain = build_response(parse(), [0], [c])["choices"][0]  # no tools asked for: the text as it is
     assert plain["message"] == {"role": "assistant", "content": c.text} and plain["finish_reason"] == "stop"
     one = parse(tools=[VOTE, ANSWER], parallel_tool_calls=False)
@@ -121,8 +187,10 @@ def test_grammar_text_names_each_tool_and_its_arguments():
     assert '\\"agent1\\"' in text and '\\"new_answer\\"' in text
     # strings without raw control characters: JSON forbids them (the converter's own rule lets them through)
     assert 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |' in text and 'char ::= [^"\\\\] |' not in text
-    only = call_grammar(parse(tools=[VOTE, ANSWER], tool_choice={"type": "function", "function": {"name": "vote"}}).callable,
-                        parallel=True)
+    only = call_grammar(
+        parse(tools=[VOTE, ANSWER], tool_choice={"type": "function", "function": {"name": "vote"}}).callable,
+        parallel=True,
+    )
     assert '\\"new_answer\\"' not in only and "{0,15}" in only
     assert native_tools("{% for t in tools %}<tool_call>{% endfor %}") and not native_tools("{{ messages }}")
 
@@ -130,8 +198,16 @@ def test_grammar_text_names_each_tool_and_its_arguments():
 class Tokens:
     """A toy tokenizer: each id is a piece of text; 9 and 10 are two halves of one UTF-8 character."""
 
-    pieces = {1: "Hel", 2: "lo", 3: " <tool", 4: "_call>", 5: '{"name": "vote", ', 6: '"arguments": {"agent_id"',
-              7: ': "agent1"}}', 8: "</tool_call>"}
+    pieces = {
+        1: "Hel",
+        2: "lo",
+        3: " <tool",
+        4: "_call>",
+        5: '{"name": "vote", ',
+        6: '"arguments": {"agent_id"',
+        7: ': "agent1"}}',
+        8: "</tool_call>",
+    }
 
     def decode(self, ids):
         data = b"".join(self.pieces[i].encode() if i in self.pieces else {9: b"\xc3", 10: b"\xa9"}[i] for i in ids)
@@ -157,21 +233,35 @@ def test_tool_stream_splits_content_and_call_deltas():
     assert stream.calls == 1
 
 
-@pytest.mark.parametrize("text", [
-    CALL + "\n" + CALL,
-    CALL + "\n" + CALL + "\n<tool_call",
-    CALL + "\n<tool_",
-    "Let me vote.\n" + CALL,
-    "Let me vote.\n" + CALL + "\n\nDone.\n",
-    "\n" + CALL + "\nDone.",
-    "Just text.\n\n",
-    "Just text <tool_call",
-    "Hi " + CALL[:-40],
-    CALL + "\n" + CALL[:30],
-    "Hi " + CALL[:24],
-], ids=["two calls", "a third cut off", "a second cut off", "text then a call", "text around a call",
-        "a call then text", "no call", "no call, a tag begun", "cut in its arguments", "a second cut in its arguments",
-        "cut in its name"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        CALL + "\n" + CALL,
+        CALL + "\n" + CALL + "\n<tool_call",
+        CALL + "\n<tool_",
+        "Let me vote.\n" + CALL,
+        "Let me vote.\n" + CALL + "\n\nDone.\n",
+        "\n" + CALL + "\nDone.",
+        "Just text.\n\n",
+        "Just text <tool_call",
+        "Hi " + CALL[:-40],
+        CALL + "\n" + CALL[:30],
+        "Hi " + CALL[:24],
+    ],
+    ids=[
+        "two calls",
+        "a third cut off",
+        "a second cut off",
+        "text then a call",
+        "text around a call",
+        "a call then text",
+        "no call",
+        "no call, a tag begun",
+        "cut in its arguments",
+        "a second cut in its arguments",
+        "cut in its name",
+    ],
+)
 def test_a_streamed_reply_has_the_content_and_calls_of_the_same_text_unstreamed(text: str):
     """Fed a character at a time (as tokens arrive), the stream's content and calls are parse_calls' on the
     whole text: no whitespace between calls, no call cut off in its open tag, becomes content."""
@@ -233,8 +323,9 @@ def draw(logits, allowed: set[int], *, greedy: bool = True, logprobs: bool = Fal
     lps = sampling_logprobs(logits[None], key)[0]
     first = int(lps.argmax()) if greedy else int(torch.multinomial(lps.exp(), 1, generator=seq.generator))
     token, lp, tops = constrained(seq, lps, logits, first, float(lps[first]), None)
-    exact = torch.log_softmax(logits, -1).masked_fill(~torch.from_numpy(ListGrammar(allowed, len(logits)).mask()),
-                                                      float("-inf"))
+    exact = torch.log_softmax(logits, -1).masked_fill(
+        ~torch.from_numpy(ListGrammar(allowed, len(logits)).mask()), float("-inf")
+    )
     return token, lp, tops, exact - torch.logsumexp(exact, -1), grammar.masks
 
 

@@ -37,14 +37,17 @@ def test_lora_mapping_from_config_and_cli(tmp_path):
     assert parse_train_args(SFTArgs, ["--config", str(config), "--lora", "null"]).lora is None
 
 
-@pytest.mark.parametrize("values, needle", [
-    ({"lora_rank": 4}, "'lora_rank'"),
-    ({"lora": {"rank": 4}}, "unknown lora key"),
-    ({"lora": {"r": 0}}, "lora.r"),
-    ({"max_steps": 0}, "max_steps"),
-    ({"learning_rate": "fast"}, "learning_rate"),
-    ({"resume_from_checkpoint": "/nonexistent/checkpoint-3"}, "not a checkpoint"),
-])
+@pytest.mark.parametrize(
+    "values, needle",
+    [
+        ({"lora_rank": 4}, "'lora_rank'"),
+        ({"lora": {"rank": 4}}, "unknown lora key"),
+        ({"lora": {"r": 0}}, "lora.r"),
+        ({"max_steps": 0}, "max_steps"),
+        ({"learning_rate": "fast"}, "learning_rate"),
+        ({"resume_from_checkpoint": "/nonexistent/checkpoint-3"}, "not a checkpoint"),
+    ],
+)
 def test_bad_config_is_a_usage_error(tmp_path, values, needle):
     with pytest.raises(UsageError, match=needle):
         parse_train_args(SFTArgs, ["--config", str(_base_config(tmp_path, **values))])
@@ -54,25 +57,41 @@ def test_grpo_config_checks(tmp_path):
     with pytest.raises(UsageError, match="reward_url"):
         parse_train_args(GRPOArgs, ["--config", str(_base_config(tmp_path, mode="online"))])
     with pytest.raises(UsageError, match="multiple of num_generations"):
-        parse_train_args(GRPOArgs, ["--config", str(_base_config(tmp_path, num_generations=4,
-                                                                  per_device_train_batch_size=2))])
+        parse_train_args(
+            GRPOArgs, ["--config", str(_base_config(tmp_path, num_generations=4, per_device_train_batch_size=2))]
+        )
 
 
 def test_mismatch_correction_options(tmp_path):
     config = _base_config(tmp_path)
     # YAML as the CLI writes it (YAML 1.2): `on`/`off` are strings there, only true/false are booleans
     lines = [f"{key}: {json.dumps(value)}" for key, value in json.loads(config.read_text()).items()]
-    config.write_text("\n".join(lines + ["is_correction: off", "is_cap: 2", "use_cpu: true", "num_generations: 2",
-                                          "per_device_train_batch_size: 2"]) + "\n")
+    config.write_text(
+        "\n".join(
+            lines
+            + [
+                "is_correction: off",
+                "is_cap: 2",
+                "use_cpu: true",
+                "num_generations: 2",
+                "per_device_train_batch_size: 2",
+            ]
+        )
+        + "\n"
+    )
     args = parse_train_args(GRPOArgs, ["--config", str(config)])
     assert (args.is_correction, args.is_threshold, args.is_cap, args.use_cpu) == ("off", 0.02, 2.0, True)
-    ppo = parse_train_args(PPOArgs, ["--config", str(_base_config(tmp_path)), "--is-correction", "on",
-                                     "--is-threshold", "0.1"])
+    ppo = parse_train_args(
+        PPOArgs, ["--config", str(_base_config(tmp_path)), "--is-correction", "on", "--is-threshold", "0.1"]
+    )
     assert (ppo.is_correction, ppo.is_threshold, ppo.is_cap) == ("on", 0.1, 3.0)
     assert parse_train_args(PPOArgs, ["--config", str(_base_config(tmp_path))]).is_correction == "auto"
     for cls, extra in [(GRPOArgs, {"num_generations": 2, "per_device_train_batch_size": 2}), (PPOArgs, {})]:
-        for values, needle in [({"is_correction": "sometimes"}, "is_correction"), ({"is_cap": 0.5}, "is_cap"),
-                               ({"is_threshold": -0.1}, "is_threshold")]:
+        for values, needle in [
+            ({"is_correction": "sometimes"}, "is_correction"),
+            ({"is_cap": 0.5}, "is_cap"),
+            ({"is_threshold": -0.1}, "is_threshold"),
+        ]:
             with pytest.raises(UsageError, match=needle):
                 parse_train_args(cls, ["--config", str(_base_config(tmp_path, **extra, **values))])
 
@@ -98,35 +117,66 @@ def test_grpo_vllm_server_mode_reaches_grpoconfig(tmp_path, monkeypatch):
     from massgen_rl_trainers.train.grpo import grpo_config
 
     vllm = {"mode": "server", "server_host": "10.0.0.2", "server_port": 8001, "group_port": 51300}
-    config = _base_config(tmp_path, mode="online", reward_url="http://127.0.0.1:1/rewards", num_generations=2,
-                          per_device_train_batch_size=2, use_cpu=True, vllm=vllm)
+    config = _base_config(
+        tmp_path,
+        mode="online",
+        reward_url="http://127.0.0.1:1/rewards",
+        num_generations=2,
+        per_device_train_batch_size=2,
+        use_cpu=True,
+        vllm=vllm,
+    )
     args = parse_train_args(GRPOArgs, ["--config", str(config)])
-    assert args.vllm == {"mode": "server", "server_base_url": None, "server_host": "10.0.0.2", "server_port": 8001,
-                         "server_timeout": 240.0, "group_port": 51300, "gpu_memory_utilization": 0.3,
-                         "tensor_parallel_size": 1, "max_model_length": None}
+    assert args.vllm == {
+        "mode": "server",
+        "server_base_url": None,
+        "server_host": "10.0.0.2",
+        "server_port": 8001,
+        "server_timeout": 240.0,
+        "group_port": 51300,
+        "gpu_memory_utilization": 0.3,
+        "tensor_parallel_size": 1,
+        "max_model_length": None,
+    }
     trl = grpo_config(args)  # TRL's own GRPOConfig: vLLM itself is only needed once the trainer starts
     assert (trl.use_vllm, trl.vllm_mode, trl.vllm_server_host, trl.vllm_server_port, trl.vllm_group_port) == (
-        True, "server", "10.0.0.2", 8001, 51300)
+        True,
+        "server",
+        "10.0.0.2",
+        8001,
+        51300,
+    )
     assert trl.vllm_server_base_url is None and trl.vllm_server_timeout == 240.0
     monkeypatch.setenv("WORLD_SIZE", "2")  # colocated engines of 2 GPUs split the processes
-    colocate = parse_train_args(GRPOArgs, ["--config", str(config), "--vllm",
-                                           '{"mode": "colocate", "gpu_memory_utilization": 0.5, "tensor_parallel_size": 2}'])
+    colocate = parse_train_args(
+        GRPOArgs,
+        [
+            "--config",
+            str(config),
+            "--vllm",
+            '{"mode": "colocate", "gpu_memory_utilization": 0.5, "tensor_parallel_size": 2}',
+        ],
+    )
     monkeypatch.delenv("WORLD_SIZE")  # (TrainingArguments would look for the other process)
     trl = grpo_config(colocate)
     assert (trl.vllm_mode, trl.vllm_gpu_memory_utilization, trl.vllm_tensor_parallel_size) == ("colocate", 0.5, 2)
     assert grpo_config(parse_train_args(GRPOArgs, ["--config", str(config), "--vllm", "null"])).use_vllm is False
 
 
-@pytest.mark.parametrize("values, needle", [
-    ({"vllm": {"mode": "server"}}, "only mode 'online'"),
-    ({"mode": "online", "vllm": {"mode": "remote"}}, "vllm.mode"),
-    ({"mode": "online", "vllm": {"server_port": 0}}, "vllm.server_port"),
-    ({"mode": "online", "vllm": {"gpu_memory_utilization": 1.5}}, "vllm.gpu_memory_utilization"),
-    ({"mode": "online", "vllm": {"server_base_url": "10.0.0.2:8000"}}, "vllm.server_base_url"),
-    ({"mode": "online", "vllm": {"host": "x"}}, "unknown vllm key"),
-])
+@pytest.mark.parametrize(
+    "values, needle",
+    [
+        ({"vllm": {"mode": "server"}}, "only mode 'online'"),
+        ({"mode": "online", "vllm": {"mode": "remote"}}, "vllm.mode"),
+        ({"mode": "online", "vllm": {"server_port": 0}}, "vllm.server_port"),
+        ({"mode": "online", "vllm": {"gpu_memory_utilization": 1.5}}, "vllm.gpu_memory_utilization"),
+        ({"mode": "online", "vllm": {"server_base_url": "10.0.0.2:8000"}}, "vllm.server_base_url"),
+        ({"mode": "online", "vllm": {"host": "x"}}, "unknown vllm key"),
+    ],
+)
 def test_grpo_vllm_checks(tmp_path, values, needle):
-    config = _base_config(tmp_path, reward_url="http://127.0.0.1:1/rewards", num_generations=2,
-                          per_device_train_batch_size=2, **values)
+    config = _base_config(
+        tmp_path, reward_url="http://127.0.0.1:1/rewards", num_generations=2, per_device_train_batch_size=2, **values
+    )
     with pytest.raises(UsageError, match=needle):
         parse_train_args(GRPOArgs, ["--config", str(config)])

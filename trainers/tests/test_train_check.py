@@ -17,25 +17,61 @@ def test_defaults_fill_in_and_values_take_the_field_type():
     grpo = check_settings("grpo", {"num_train_epochs": 2, "learning_rate": "2e-4", "is_correction": "on"})
     assert (grpo["num_train_epochs"], grpo["learning_rate"], grpo["is_correction"]) == (2.0, 2e-4, "on")
     assert (grpo["per_device_train_batch_size"], grpo["num_generations"], grpo["save_steps"], grpo["vllm"]) == (
-        4, 4, 50, None)
+        4,
+        4,
+        50,
+        None,
+    )
     assert set(grpo) == set(setting_names(GRPOArgs)) and not set(grpo) & set(RUN_KEYS)
     assert check_settings("grpo", {"vllm": {"mode": "server"}, "mode": "online"})["vllm"]["server_timeout"] == 240.0
 
 
-@pytest.mark.parametrize("algo, settings, processes, cpu_only, message", [
-    ("grpo", {"num_generationz": 4}, 1, False, r"^train\.grpo\.num_generationz: unknown setting of the grpo trainer"),
-    ("sft", {"model_path": "/m"}, 1, False, r"^train\.sft\.model_path: set by massgen-rl for each run"),
-    ("sft", {"learning_rate": "fast"}, 1, False, r"^train\.sft\.learning_rate must be float"),
-    ("dpo", {"max_steps": 2.5}, 1, False, r"^train\.dpo\.max_steps must be an integer"),
-    ("ppo", {"is_cap": 0.5}, 1, False, r"^train\.ppo\.is_cap must be a number from 1"),
-    ("grpo", {"num_generations": 3}, 1, False, r"^train\.grpo\.num_generations \(3\): .* multiple of num_generations"),
-    ("grpo", {"num_generations": 8}, 3, False, r"\(8\): .*\(12\) counts completions"),
-    ("grpo", {"vllm": {"mode": "server"}}, 1, False, r"^train\.grpo\.vllm generates samples, which only mode 'online'"),
-    ("grpo", {"mode": "online", "vllm": {}}, 1, True, r"vllm needs CUDA GPUs, but train\.gpus is none"),
-    ("grpo", {"mode": "online", "vllm": {"mode": "colocate", "tensor_parallel_size": 2}}, 3, False,
-     r"^train\.grpo\.vllm\.tensor_parallel_size \(2\): colocated engines split the 3"),
-    ("sft", {"num_train_epochs": 1e9}, 1, False, r"^train\.sft\.num_train_epochs must be positive and at most 10000"),
-])
+@pytest.mark.parametrize(
+    "algo, settings, processes, cpu_only, message",
+    [
+        (
+            "grpo",
+            {"num_generationz": 4},
+            1,
+            False,
+            r"^train\.grpo\.num_generationz: unknown setting of the grpo trainer",
+        ),
+        ("sft", {"model_path": "/m"}, 1, False, r"^train\.sft\.model_path: set by massgen-rl for each run"),
+        ("sft", {"learning_rate": "fast"}, 1, False, r"^train\.sft\.learning_rate must be float"),
+        ("dpo", {"max_steps": 2.5}, 1, False, r"^train\.dpo\.max_steps must be an integer"),
+        ("ppo", {"is_cap": 0.5}, 1, False, r"^train\.ppo\.is_cap must be a number from 1"),
+        (
+            "grpo",
+            {"num_generations": 3},
+            1,
+            False,
+            r"^train\.grpo\.num_generations \(3\): .* multiple of num_generations",
+        ),
+        ("grpo", {"num_generations": 8}, 3, False, r"\(8\): .*\(12\) counts completions"),
+        (
+            "grpo",
+            {"vllm": {"mode": "server"}},
+            1,
+            False,
+            r"^train\.grpo\.vllm generates samples, which only mode 'online'",
+        ),
+        ("grpo", {"mode": "online", "vllm": {}}, 1, True, r"vllm needs CUDA GPUs, but train\.gpus is none"),
+        (
+            "grpo",
+            {"mode": "online", "vllm": {"mode": "colocate", "tensor_parallel_size": 2}},
+            3,
+            False,
+            r"^train\.grpo\.vllm\.tensor_parallel_size \(2\): colocated engines split the 3",
+        ),
+        (
+            "sft",
+            {"num_train_epochs": 1e9},
+            1,
+            False,
+            r"^train\.sft\.num_train_epochs must be positive and at most 10000",
+        ),
+    ],
+)
 def test_bad_settings_name_their_key_path(algo, settings, processes, cpu_only, message):
     if algo == "grpo" and "num_generations" not in settings:
         settings = {**settings, "num_generations": 2}
@@ -50,4 +86,6 @@ def test_the_module_answers_with_json_and_exits_2_listing_every_bad_section():
     bad = run_module("train.check", "--request", json.dumps({"sections": {"sft": {"bogus": 1}, "dpo": {"beta": 0}}}))
     assert bad.returncode == 2 and bad.last["kind"] == "usage"
     assert [line.split(" ", 1)[0].rstrip(":") for line in bad.last["message"].splitlines()] == [
-        "train.sft.bogus", "train.dpo.beta"]
+        "train.sft.bogus",
+        "train.dpo.beta",
+    ]

@@ -5,22 +5,41 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from train_helpers import (assert_trained, generate_with, needs_model, run_trainer_module, sft_adapter,  # noqa: F401
-                               train_config, write_jsonl)
+from train_helpers import (  # noqa: F401
+    assert_trained,
+    generate_with,
+    needs_model,
+    run_trainer_module,
+    sft_adapter,
+    train_config,
+    write_jsonl,
+)
 
-PAIRS = [("What is 2 + 3?", "5", "7"), ("Name a primary color.", "Red", "Purple"),
-         ("What is the capital of France?", "Paris", "Lyon"), ("Say hi.", "Hi!", "No.")]
-DPO_ROWS = [{"prompt": [{"role": "user", "content": q}], "chosen": [{"role": "assistant", "content": good}],
-             "rejected": [{"role": "assistant", "content": bad}], "margin": 1.0, "meta": {"task_id": "t", "seq": i}}
-            for i, (q, good, bad) in enumerate(PAIRS)]
+PAIRS = [
+    ("What is 2 + 3?", "5", "7"),
+    ("Name a primary color.", "Red", "Purple"),
+    ("What is the capital of France?", "Paris", "Lyon"),
+    ("Say hi.", "Hi!", "No."),
+]
+DPO_ROWS = [
+    {
+        "prompt": [{"role": "user", "content": q}],
+        "chosen": [{"role": "assistant", "content": good}],
+        "rejected": [{"role": "assistant", "content": bad}],
+        "margin": 1.0,
+        "meta": {"task_id": "t", "seq": i},
+    }
+    for i, (q, good, bad) in enumerate(PAIRS)
+]
 
 
 @needs_model
 def test_dpo_continues_the_parent_adapter(tmp_path, sft_adapter):
     parent = Path(sft_adapter["done"]["path"])
     dataset = write_jsonl(tmp_path / "data.jsonl", DPO_ROWS)
-    run = run_trainer_module("dpo", train_config(tmp_path, "dpo", dataset, model_path=str(parent), beta=0.1,
-                                                 save_steps=1))
+    run = run_trainer_module(
+        "dpo", train_config(tmp_path, "dpo", dataset, model_path=str(parent), beta=0.1, save_steps=1)
+    )
     done = assert_trained(run, 2)
     assert all(isinstance(e["reward"], float) and e["kl"] is None for e in run.of("step"))  # reward: margins
     assert "rewards/accuracies" in run.of("step")[-1]["metrics"]

@@ -11,27 +11,62 @@ import pytest
 from massgen_rl_trainers.protocol import ScriptError
 from massgen_rl_trainers.train.grpo_replay import Replay, replay_chunks
 from massgen_rl_trainers.train.reward_bridge import post_rewards
-from train_helpers import (RewardServer, assert_trained, completion_token_ids, free_port, generate_with, needs_model,
-                           run_trainer_module, teacher_forced_logps, train_config, write_jsonl)
+from train_helpers import (
+    RewardServer,
+    assert_trained,
+    completion_token_ids,
+    free_port,
+    generate_with,
+    needs_model,
+    run_trainer_module,
+    teacher_forced_logps,
+    train_config,
+    write_jsonl,
+)
 
 GROUPS = [
-    {"group_id": "g0", "prompt": [{"role": "user", "content": "What is 2 + 3?"}],
-     "completions": [{"content": text, "reward": reward, "advantage": 0.0, "token_ids": None, "logprobs": None,
-                      "meta": {"rollout_id": f"r{i}", "task_id": "add", "agent": "solver", "seq": 1}}
-                     for i, (text, reward) in enumerate([("5", 1.0), ("7", 0.0), ("five", 0.5)])]},
-    {"group_id": "g1", "prompt": [{"role": "system", "content": "Be brief."},
-                                  {"role": "user", "content": "Name a primary color."}],
-     "completions": [{"content": text, "reward": reward, "advantage": 0.0, "token_ids": ids, "logprobs": None,
-                      "meta": {"rollout_id": f"r{i}", "task_id": "color", "agent": "solver", "seq": 1}}
-                     for i, (text, reward, ids) in enumerate([("Red", 1.0, None), ("Purple", 0.0, [52, 1, 2])])]},
+    {
+        "group_id": "g0",
+        "prompt": [{"role": "user", "content": "What is 2 + 3?"}],
+        "completions": [
+            {
+                "content": text,
+                "reward": reward,
+                "advantage": 0.0,
+                "token_ids": None,
+                "logprobs": None,
+                "meta": {"rollout_id": f"r{i}", "task_id": "add", "agent": "solver", "seq": 1},
+            }
+            for i, (text, reward) in enumerate([("5", 1.0), ("7", 0.0), ("five", 0.5)])
+        ],
+    },
+    {
+        "group_id": "g1",
+        "prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a primary color."}],
+        "completions": [
+            {
+                "content": text,
+                "reward": reward,
+                "advantage": 0.0,
+                "token_ids": ids,
+                "logprobs": None,
+                "meta": {"rollout_id": f"r{i}", "task_id": "color", "agent": "solver", "seq": 1},
+            }
+            for i, (text, reward, ids) in enumerate([("Red", 1.0, None), ("Purple", 0.0, [52, 1, 2])])
+        ],
+    },
 ]
 
 
 @needs_model
 def test_grpo_offline_replays_recorded_completions(tmp_path):
     dataset = write_jsonl(tmp_path / "data.jsonl", GROUPS)
-    run = run_trainer_module("grpo", train_config(tmp_path, "grpo-offline", dataset, mode="offline",
-                                                  num_generations=2, beta=0.04, max_completion_length=16))
+    run = run_trainer_module(
+        "grpo",
+        train_config(
+            tmp_path, "grpo-offline", dataset, mode="offline", num_generations=2, beta=0.04, max_completion_length=16
+        ),
+    )
     done = assert_trained(run, 2)
     assert run.of("progress")[1]["rows"] == 3  # g0 (3 completions) -> 2 rows of 2, g1 -> 1 row
     steps = run.of("step")
@@ -47,15 +82,24 @@ def _served_groups(shift: float) -> list[dict[str, Any]]:
     """Two groups whose completions carry token ids and the logprobs a serving engine recorded for them: the
     model's own float32 logprobs minus `shift` (0: no mismatch)."""
     groups = []
-    for gid, question, answers in [("g0", "What is 2 + 3?", [("5", 1.0), ("The answer is 7.", 0.0)]),
-                                   ("g1", "Name a primary color.", [("Red", 1.0), ("Purple, I think.", 0.0)])]:
+    for gid, question, answers in [
+        ("g0", "What is 2 + 3?", [("5", 1.0), ("The answer is 7.", 0.0)]),
+        ("g1", "Name a primary color.", [("Red", 1.0), ("Purple, I think.", 0.0)]),
+    ]:
         prompt = [{"role": "user", "content": question}]
         completions = []
         for text, reward in answers:
             ids = completion_token_ids(text)
-            completions.append({"content": text, "reward": reward, "advantage": 0.0, "token_ids": ids,
-                                "logprobs": [x - shift for x in teacher_forced_logps(prompt, ids)],
-                                "meta": {"task_id": gid}})
+            completions.append(
+                {
+                    "content": text,
+                    "reward": reward,
+                    "advantage": 0.0,
+                    "token_ids": ids,
+                    "logprobs": [x - shift for x in teacher_forced_logps(prompt, ids)],
+                    "meta": {"task_id": gid},
+                }
+            )
         groups.append({"group_id": gid, "prompt": prompt, "completions": completions})
     return groups
 
@@ -65,8 +109,18 @@ def test_grpo_offline_corrects_a_serving_mismatch_only_when_there_is_one(tmp_pat
     runs = {}
     for name, shift in [("exact", 0.0), ("shifted", 0.3)]:
         dataset = write_jsonl(tmp_path / f"{name}.jsonl", _served_groups(shift))
-        runs[name] = run_trainer_module("grpo", train_config(tmp_path, f"grpo-{name}", dataset, mode="offline",
-                                                             num_generations=2, max_steps=1, max_completion_length=16))
+        runs[name] = run_trainer_module(
+            "grpo",
+            train_config(
+                tmp_path,
+                f"grpo-{name}",
+                dataset,
+                mode="offline",
+                num_generations=2,
+                max_steps=1,
+                max_completion_length=16,
+            ),
+        )
         assert_trained(runs[name], 1)
     exact, shifted = (runs[name].of("step")[0] for name in ("exact", "shifted"))
     assert exact["metrics"]["tis/mean_abs_delta"] < 1e-3 and exact["metrics"]["tis/applied"] == 0.0
@@ -78,9 +132,19 @@ def test_grpo_offline_corrects_a_serving_mismatch_only_when_there_is_one(tmp_pat
     # same batch, every token's loss weighted by exp(0.3): the step's loss scales by it
     assert abs(exact["loss"]) > 0.01
     assert shifted["loss"] == pytest.approx(exact["loss"] * math.exp(0.3), rel=1e-2)
-    off = run_trainer_module("grpo", train_config(tmp_path, "grpo-off", tmp_path / "shifted.jsonl", mode="offline",
-                                                  num_generations=2, max_steps=1, max_completion_length=16,
-                                                  is_correction="off"))
+    off = run_trainer_module(
+        "grpo",
+        train_config(
+            tmp_path,
+            "grpo-off",
+            tmp_path / "shifted.jsonl",
+            mode="offline",
+            num_generations=2,
+            max_steps=1,
+            max_completion_length=16,
+            is_correction="off",
+        ),
+    )
     assert_trained(off, 1)
     assert not any(key.startswith("tis/") for key in off.of("step")[0]["metrics"])
     assert off.of("step")[0]["loss"] == pytest.approx(exact["loss"], rel=1e-2)
@@ -91,9 +155,19 @@ def test_grpo_online_scores_samples_through_the_reward_bridge(tmp_path):
     server = RewardServer(lambda text: float(len(text.split()) % 3))
     try:
         dataset = write_jsonl(tmp_path / "data.jsonl", GROUPS)
-        run = run_trainer_module("grpo", train_config(tmp_path, "grpo-online", dataset, mode="online",
-                                                      reward_url=server.url, num_generations=2,
-                                                      max_completion_length=8, temperature=1.0))
+        run = run_trainer_module(
+            "grpo",
+            train_config(
+                tmp_path,
+                "grpo-online",
+                dataset,
+                mode="online",
+                reward_url=server.url,
+                num_generations=2,
+                max_completion_length=8,
+                temperature=1.0,
+            ),
+        )
     finally:
         server.close()
     done = assert_trained(run, 2)
@@ -111,8 +185,10 @@ def test_grpo_online_scores_samples_through_the_reward_bridge(tmp_path):
 
 
 def _group(rewards: list[float]) -> dict[str, Any]:
-    return {"prompt": [{"role": "user", "content": "q"}],
-            "completions": [{"content": f"c{i}", "token_ids": [10 + i], "reward": r} for i, r in enumerate(rewards)]}
+    return {
+        "prompt": [{"role": "user", "content": "q"}],
+        "completions": [{"content": f"c{i}", "token_ids": [10 + i], "reward": r} for i, r in enumerate(rewards)],
+    }
 
 
 def test_replay_chunks_have_full_size_and_spread_rewards():
@@ -166,8 +242,9 @@ def test_replay_rollout_returns_recorded_logprobs_where_they_fit_the_token_ids()
     chunks = replay_chunks(groups, 2, seed=0)
     replay = Replay(_FakeTokenizer(), groups, chunks, 2, max_completion_length=2, max_length=None)
     rows = replay.dataset_rows(chunks, groups)
-    trainer = type("T", (), {"_massgen_inputs": [dict(rows[0])] * 2,
-                             "accelerator": type("A", (), {"process_index": 0})()})()
+    trainer = type(
+        "T", (), {"_massgen_inputs": [dict(rows[0])] * 2, "accelerator": type("A", (), {"process_index": 0})()}
+    )()
     out = replay([rows[0]["prompt"]] * 2, trainer)
     by_ids = dict(zip(map(tuple, out["completion_ids"]), out["logprobs"]))
     assert by_ids == {(10, 11): [-0.1, -0.2], (11,): [None]}  # cut like the ids; None per token: no correction
@@ -179,8 +256,11 @@ def test_replay_rollout_returns_recorded_logprobs_where_they_fit_the_token_ids()
 def test_post_rewards_round_trip_and_errors():
     server = RewardServer(lambda text: None if text == "skip" else float(len(text)))
     try:
-        body = {"prompts": [[{"role": "user", "content": "q"}]] * 2, "completions": ["abc", "skip"],
-                "meta": [{"task_id": "t"}, {"task_id": "t"}]}
+        body = {
+            "prompts": [[{"role": "user", "content": "q"}]] * 2,
+            "completions": ["abc", "skip"],
+            "meta": [{"task_id": "t"}, {"task_id": "t"}],
+        }
         assert post_rewards(server.url, body, timeout=10) == [3.0, None]
         assert server.requests == [body]
     finally:

@@ -6,14 +6,37 @@ import math
 
 import pytest
 
-from train_helpers import (MODEL_DIR, assert_trained, completion_token_ids, generate_with, needs_model,
-                           run_trainer_module, teacher_forced_logps, train_config, write_jsonl)
+from train_helpers import (
+    MODEL_DIR,
+    assert_trained,
+    completion_token_ids,
+    generate_with,
+    needs_model,
+    run_trainer_module,
+    teacher_forced_logps,
+    train_config,
+    write_jsonl,
+)
 
-PPO_ROWS = [{"prompt": [{"role": "user", "content": q}], "completion": a, "reward": r, "return": g,
-             "token_ids": None, "logprobs": None, "meta": {"task_id": "t", "seq": i}}
-            for i, (q, a, r, g) in enumerate([("What is 2 + 3?", "5", 1.0, 1.0), ("What is 2 + 3?", "It is 7.", 0.0, 0.0),
-                                              ("Name a primary color.", "Red", 1.0, 0.9),
-                                              ("Name a primary color.", "Purple", -0.5, -0.5)])]
+PPO_ROWS = [
+    {
+        "prompt": [{"role": "user", "content": q}],
+        "completion": a,
+        "reward": r,
+        "return": g,
+        "token_ids": None,
+        "logprobs": None,
+        "meta": {"task_id": "t", "seq": i},
+    }
+    for i, (q, a, r, g) in enumerate(
+        [
+            ("What is 2 + 3?", "5", 1.0, 1.0),
+            ("What is 2 + 3?", "It is 7.", 0.0, 0.0),
+            ("Name a primary color.", "Red", 1.0, 0.9),
+            ("Name a primary color.", "Purple", -0.5, -0.5),
+        ]
+    )
+]
 
 
 @needs_model
@@ -27,11 +50,19 @@ def test_padded_completion_logps_match_single_sequences():
     model = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()
     examples = []
     for prompt, completion in [("Hi", "Hello there, friend."), ("What is the capital of France? Answer", "Paris")]:
-        prompt_ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                                   tokenize=True, return_dict=True)["input_ids"]
+        prompt_ids = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True, return_dict=True
+        )["input_ids"]
         completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        examples.append({"prompt_ids": prompt_ids, "completion_ids": completion_ids, "advantage": 0.0, "reward": 0.0,
-                         "old_logps": None})
+        examples.append(
+            {
+                "prompt_ids": prompt_ids,
+                "completion_ids": completion_ids,
+                "advantage": 0.0,
+                "reward": 0.0,
+                "old_logps": None,
+            }
+        )
     with torch.no_grad():
         batch = collate(examples, tokenizer.pad_token_id)
         padded = completion_logps(model, batch)
@@ -47,8 +78,9 @@ def test_padded_completion_logps_match_single_sequences():
 @needs_model
 def test_ppo_full_fine_tuning_run(tmp_path):
     dataset = write_jsonl(tmp_path / "data.jsonl", PPO_ROWS)
-    run = run_trainer_module("ppo", train_config(tmp_path, "ppo", dataset, lora=None, learning_rate=1e-5, beta=0.05,
-                                                 max_length=64))
+    run = run_trainer_module(
+        "ppo", train_config(tmp_path, "ppo", dataset, lora=None, learning_rate=1e-5, beta=0.05, max_length=64)
+    )
     done = assert_trained(run, 2, adapter=False)
     first = run.of("step")[0]
     assert abs(first["metrics"]["ratio"] - 1.0) < 1e-3  # the first update is on-policy by construction
@@ -61,19 +93,24 @@ def _served_rows(shift: float) -> list[dict]:
     rows = []
     for row in PPO_ROWS:
         ids = completion_token_ids(row["completion"])
-        rows.append({**row, "token_ids": ids,
-                     "logprobs": [x - shift for x in teacher_forced_logps(row["prompt"], ids)]})
+        rows.append(
+            {**row, "token_ids": ids, "logprobs": [x - shift for x in teacher_forced_logps(row["prompt"], ids)]}
+        )
     return rows
 
 
 @needs_model
 def test_ppo_corrects_a_serving_mismatch_only_when_there_is_one(tmp_path):
     runs = {}
-    for name, shift, extra in [("exact", 0.0, {}), ("shifted", 0.3, {}),
-                               ("off", 0.3, {"is_correction": "off", "old_logprobs": "recorded"})]:
+    for name, shift, extra in [
+        ("exact", 0.0, {}),
+        ("shifted", 0.3, {}),
+        ("off", 0.3, {"is_correction": "off", "old_logprobs": "recorded"}),
+    ]:
         dataset = write_jsonl(tmp_path / f"{name}.jsonl", _served_rows(shift))
-        runs[name] = run_trainer_module("ppo", train_config(tmp_path, f"ppo-{name}", dataset, max_steps=1,
-                                                            max_length=64, **extra))
+        runs[name] = run_trainer_module(
+            "ppo", train_config(tmp_path, f"ppo-{name}", dataset, max_steps=1, max_length=64, **extra)
+        )
         assert_trained(runs[name], 1)
     exact, shifted, off = (runs[name].of("step")[0] for name in ("exact", "shifted", "off"))
     assert exact["metrics"]["tis/mean_abs_delta"] < 1e-3 and exact["metrics"]["tis/applied"] == 0.0

@@ -18,8 +18,9 @@ def _config(tmp_path: Path) -> list[str]:
     (model / "config.json").write_text("{}")
     dataset = write_jsonl(tmp_path / "data.jsonl", SFT_ROWS)
     config = tmp_path / "train.yaml"
-    config.write_text(json.dumps({"model_path": str(model), "output_dir": str(tmp_path / "out"),
-                                  "dataset_path": str(dataset)}))
+    config.write_text(
+        json.dumps({"model_path": str(model), "output_dir": str(tmp_path / "out"), "dataset_path": str(dataset)})
+    )
     return ["--config", str(config)]
 
 
@@ -42,8 +43,9 @@ def test_a_second_signal_exits_1_without_a_checkpoint(tmp_path, capfd):
         raise KeyboardInterrupt("second SIGINT")
 
     assert run_trainer(interrupted, SFTArgs, _config(tmp_path)) == 1
-    assert _events(capfd) == [{"event": "error", "message": "interrupted twice: stopped without saving a checkpoint",
-                               "kind": "interrupted"}]
+    assert _events(capfd) == [
+        {"event": "error", "message": "interrupted twice: stopped without saving a checkpoint", "kind": "interrupted"}
+    ]
 
 
 def test_only_rank_0_speaks_and_other_ranks_tag_their_errors(tmp_path, capfd, monkeypatch):
@@ -71,7 +73,8 @@ def test_the_first_process_of_another_machine_logs_its_events(tmp_path, capfd, m
     assert out.out == ""  # machine 0 records the run: nothing on the protocol stream
     assert [line for line in out.err.splitlines() if line.startswith("[machine 1]")] == [
         '[machine 1] {"event": "progress", "stage": "train", "message": "training"}',
-        '[machine 1] {"event": "done", "path": "final"}']
+        '[machine 1] {"event": "done", "path": "final"}',
+    ]
     monkeypatch.setenv("LOCAL_RANK", "1")  # its other processes stay quiet, like every rank but 0 on machine 0
     assert run_trainer(steps, SFTArgs, _config(tmp_path)) == 0
     out = capfd.readouterr()

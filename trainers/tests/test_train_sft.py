@@ -11,8 +11,16 @@ import time
 from pathlib import Path
 
 from conftest import TRAINERS_DIR, ScriptRun
-from train_helpers import (SFT_ROWS, assert_trained, free_port, generate_with, needs_model, sft_adapter,  # noqa: F401
-                               train_config, write_jsonl)
+from train_helpers import (  # noqa: F401
+    SFT_ROWS,
+    assert_trained,
+    free_port,
+    generate_with,
+    needs_model,
+    sft_adapter,
+    train_config,
+    write_jsonl,
+)
 
 ENV = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -31,9 +39,14 @@ def test_sft_lora_adapter_loads_and_generates(sft_adapter):
 def _start(algo: str, config: Path, *extra: str) -> subprocess.Popen:
     """stderr goes to a file next to the config (a pipe nobody reads could fill up and block the trainer)."""
     with open(config.with_suffix(".stderr"), "w") as stderr:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen([sys.executable, "-m", f"massgen_rl_trainers.train.{algo}", "--config", str(config),
-                                 *extra], stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, text=True,
-                                env=ENV)
+        return subprocess.Popen(
+            [sys.executable, "-m", f"massgen_rl_trainers.train.{algo}", "--config", str(config), *extra],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=ENV,
+        )
 
 
 @needs_model
@@ -67,8 +80,9 @@ def test_sigint_saves_a_checkpoint_exits_130_and_resume_finishes(tmp_path):
     proc = _start("sft", config, "--resume-from-checkpoint", str(folder))
     out, _ = proc.communicate(timeout=600)
     err = config.with_suffix(".stderr").read_text()
-    resumed = ScriptRun(proc.returncode, [json.loads(line) for line in out.splitlines()], err,
-                        time.monotonic() - started)
+    resumed = ScriptRun(
+        proc.returncode, [json.loads(line) for line in out.splitlines()], err, time.monotonic() - started
+    )
     print(f"sft resume: {resumed.seconds:.1f}s", file=sys.stderr)
     assert resumed.returncode == 0, err[-4000:]
     steps = [e["step"] for e in resumed.of("step")]
@@ -81,13 +95,30 @@ def test_sigint_saves_a_checkpoint_exits_130_and_resume_finishes(tmp_path):
 def test_accelerate_launch_two_cpu_processes(tmp_path):
     dataset = write_jsonl(tmp_path / "data.jsonl", SFT_ROWS)
     config = train_config(tmp_path, "ddp", dataset, per_device_train_batch_size=1, max_length=48, save_steps=1)
-    command = [sys.executable, "-m", "accelerate.commands.accelerate_cli", "launch",
-               "--config_file", str(TRAINERS_DIR / "accelerate" / "cpu-2proc.yaml"), "--num_processes", "2",
-               "--main_process_port", str(free_port()), "-m", "massgen_rl_trainers.train.sft", "--config", str(config)]
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.accelerate_cli",
+        "launch",
+        "--config_file",
+        str(TRAINERS_DIR / "accelerate" / "cpu-2proc.yaml"),
+        "--num_processes",
+        "2",
+        "--main_process_port",
+        str(free_port()),
+        "-m",
+        "massgen_rl_trainers.train.sft",
+        "--config",
+        str(config),
+    ]
     started = time.monotonic()
     proc = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=900, stdin=subprocess.DEVNULL)
-    run = ScriptRun(proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr,
-                    time.monotonic() - started)
+    run = ScriptRun(
+        proc.returncode,
+        [json.loads(line) for line in proc.stdout.splitlines()],
+        proc.stderr,
+        time.monotonic() - started,
+    )
     print(f"\naccelerate 2 processes: {run.seconds:.1f}s", file=sys.stderr)
     done = assert_trained(run, 2)
     # only rank 0 speaks: one event per step/checkpoint, one done

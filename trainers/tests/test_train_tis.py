@@ -24,11 +24,16 @@ def test_weights_are_the_truncated_ratio_where_recorded_and_one_elsewhere():
     assert result.mean_abs_delta == pytest.approx((0.5 + 1.5 + 0.1) / 3)
     assert result.mean_weight == pytest.approx((math.exp(0.5) + math.exp(-1.5) + math.exp(0.1)) / 3)
     assert 1.4 < result.p99_abs_delta <= 1.5
-    capped = truncated_weights(TRAINER, recorded_tensor([[-3.0, -2.0, -0.5], None], 4), MASK, mode="on",
-                               threshold=0.02, cap=2.0)
+    capped = truncated_weights(
+        TRAINER, recorded_tensor([[-3.0, -2.0, -0.5], None], 4), MASK, mode="on", threshold=0.02, cap=2.0
+    )
     assert capped.weights[0, 0].item() == 2.0 and capped.mean_weight == pytest.approx((2.0 + 1.0 + 1.0) / 3)
-    assert capped.metrics() == {"tis/mean_abs_delta": pytest.approx(2 / 3), "tis/p99_abs_delta": pytest.approx(1.96),
-                                "tis/mean_weight": pytest.approx(4 / 3), "tis/applied": 1.0}
+    assert capped.metrics() == {
+        "tis/mean_abs_delta": pytest.approx(2 / 3),
+        "tis/p99_abs_delta": pytest.approx(1.96),
+        "tis/mean_weight": pytest.approx(4 / 3),
+        "tis/applied": 1.0,
+    }
 
 
 def test_auto_applies_only_above_the_threshold():
@@ -43,8 +48,9 @@ def test_auto_applies_only_above_the_threshold():
     assert torch.allclose(above.weights[MASK.bool()], torch.full((5,), math.exp(0.3)), atol=1e-6)
     assert torch.equal(above.weights[~MASK.bool()], torch.ones(3))  # padding untouched
     # the decision follows every process's tokens: a gathered batch far from the trainer flips it
-    gathered = truncated_weights(TRAINER, close, MASK, mode="auto", threshold=0.02, cap=3.0,
-                                 gather=lambda local: local + [1.0] * 5)
+    gathered = truncated_weights(
+        TRAINER, close, MASK, mode="auto", threshold=0.02, cap=3.0, gather=lambda local: local + [1.0] * 5
+    )
     assert gathered.applied and gathered.tokens == 10
 
 
@@ -61,7 +67,11 @@ def test_recorded_rows_and_options():
     left = recorded_tensor([[-1.0], [-2.0, -3.0]], 3, left=True)
     assert torch.isnan(left[0, :2]).all() and left[0, 2] == -1.0 and left[1, 1:].tolist() == [-2.0, -3.0]
     validate_tis("auto", 0.02, 3.0)
-    for bad, match in [(("sometimes", 0.02, 3.0), "is_correction"), (("on", -1.0, 3.0), "is_threshold"),
-                       (("on", 0.02, 0.5), "is_cap"), (("on", 0.02, float("inf")), "is_cap")]:
+    for bad, match in [
+        (("sometimes", 0.02, 3.0), "is_correction"),
+        (("on", -1.0, 3.0), "is_threshold"),
+        (("on", 0.02, 0.5), "is_cap"),
+        (("on", 0.02, float("inf")), "is_cap"),
+    ]:
         with pytest.raises(UsageError, match=match):
             validate_tis(*bad)

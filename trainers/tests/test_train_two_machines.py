@@ -15,26 +15,62 @@ from pathlib import Path
 import pytest
 
 from conftest import TRAINERS_DIR, ScriptRun
-from train_helpers import SFT_ROWS, assert_trained, free_port, needs_model, run_trainer_module, train_config, write_jsonl
+from train_helpers import (
+    SFT_ROWS,
+    assert_trained,
+    free_port,
+    needs_model,
+    run_trainer_module,
+    train_config,
+    write_jsonl,
+)
 
 ENV = {**os.environ, "PYTHONPATH": str(TRAINERS_DIR), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 def _launch(machine_rank: int, config: Path, port: int) -> subprocess.Popen:
     """`accelerate launch` as src/trainers/launch.ts builds it for 2 processes over 2 machines."""
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--main_process_port", str(port),
-               "--num_processes", "2", "--config_file", str(TRAINERS_DIR / "accelerate" / "cpu-2proc.yaml"),
-               "--num_machines", "2", "--machine_rank", str(machine_rank), "--main_process_ip", "127.0.0.1",
-               "-m", "massgen_rl_trainers.train.sft", "--config", str(config)]
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--main_process_port",
+        str(port),
+        "--num_processes",
+        "2",
+        "--config_file",
+        str(TRAINERS_DIR / "accelerate" / "cpu-2proc.yaml"),
+        "--num_machines",
+        "2",
+        "--machine_rank",
+        str(machine_rank),
+        "--main_process_ip",
+        "127.0.0.1",
+        "-m",
+        "massgen_rl_trainers.train.sft",
+        "--config",
+        str(config),
+    ]
     with open(config.with_suffix(".stderr"), "w") as stderr:
-        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, text=True,
-                                env=ENV, start_new_session=True)
+        return subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=ENV,
+            start_new_session=True,
+        )
 
 
 def _finish(proc: subprocess.Popen, config: Path, started: float) -> ScriptRun:
     out, _ = proc.communicate(timeout=600)
-    return ScriptRun(proc.returncode, [json.loads(line) for line in out.splitlines()],
-                     config.with_suffix(".stderr").read_text(), time.monotonic() - started)
+    return ScriptRun(
+        proc.returncode,
+        [json.loads(line) for line in out.splitlines()],
+        config.with_suffix(".stderr").read_text(),
+        time.monotonic() - started,
+    )
 
 
 def _adapter(folder: Path) -> dict:
@@ -50,8 +86,9 @@ def test_two_machines_on_loopback_form_one_process_group(tmp_path):
         home = tmp_path / f"machine{rank}"
         home.mkdir()
         dataset = write_jsonl(home / "data.jsonl", SFT_ROWS)
-        configs[rank] = train_config(home, "sft", dataset, per_device_train_batch_size=1, max_steps=-1,
-                                     num_train_epochs=1, max_length=48)
+        configs[rank] = train_config(
+            home, "sft", dataset, per_device_train_batch_size=1, max_steps=-1, num_train_epochs=1, max_length=48
+        )
     port = free_port()
     started = time.monotonic()
     procs = {rank: _launch(rank, configs[rank], port) for rank in (1, 0)}  # the worker may start first
@@ -65,7 +102,9 @@ def test_two_machines_on_loopback_form_one_process_group(tmp_path):
     # machine 1 speaks no protocol (machine 0 records the run), exits with machine 0's success, and logs its steps
     assert worker.returncode == 0, worker.stderr[-4000:]
     assert worker.events == []
-    echoed = [json.loads(line.split("] ", 1)[1]) for line in worker.stderr.splitlines() if line.startswith("[machine 1] ")]
+    echoed = [
+        json.loads(line.split("] ", 1)[1]) for line in worker.stderr.splitlines() if line.startswith("[machine 1] ")
+    ]
     worker_steps = [e for e in echoed if e["event"] == "step"]
     assert [e["step"] for e in worker_steps] == [1, 2]
     assert not (tmp_path / "machine1" / "out-sft" / "final").exists()
@@ -75,8 +114,15 @@ def test_two_machines_on_loopback_form_one_process_group(tmp_path):
     for ours, theirs in zip(main_steps, worker_steps):
         assert ours["metrics"]["grad_norm"] == pytest.approx(theirs["metrics"]["grad_norm"], rel=1e-6)
     # ... and it is the gradient of both rows together: one process with batches of 2 takes the same steps
-    reference_config = train_config(tmp_path, "one-machine", tmp_path / "machine0" / "data.jsonl",
-                                    per_device_train_batch_size=2, max_steps=-1, num_train_epochs=1, max_length=48)
+    reference_config = train_config(
+        tmp_path,
+        "one-machine",
+        tmp_path / "machine0" / "data.jsonl",
+        per_device_train_batch_size=2,
+        max_steps=-1,
+        num_train_epochs=1,
+        max_length=48,
+    )
     reference = run_trainer_module("sft", reference_config)
     reference_done = assert_trained(reference, 2)
     for ours, alone in zip(main_steps, reference.of("step")):
@@ -96,8 +142,9 @@ def test_when_machine_1_built_other_data_both_machines_fail_before_the_first_ste
     for rank, rows in ((0, SFT_ROWS), (1, SFT_ROWS[:3])):  # machine 1's copy of the traces is older
         home = tmp_path / f"machine{rank}"
         home.mkdir()
-        configs[rank] = train_config(home, "sft", write_jsonl(home / "data.jsonl", rows), per_device_train_batch_size=1,
-                                     max_length=48)
+        configs[rank] = train_config(
+            home, "sft", write_jsonl(home / "data.jsonl", rows), per_device_train_batch_size=1, max_length=48
+        )
     port = free_port()
     started = time.monotonic()
     procs = {rank: _launch(rank, configs[rank], port) for rank in (0, 1)}
@@ -133,10 +180,24 @@ def _agree(tmp_path: Path, specs: list[dict]) -> list[str]:
     port = free_port()
     procs = []
     for rank, spec in enumerate(specs):
-        env = {**ENV, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": "0", "GROUP_RANK": str(rank),
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        procs.append(subprocess.Popen([sys.executable, "-c", AGREE, json.dumps(spec)], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, env=env))
+        env = {
+            **ENV,
+            "RANK": str(rank),
+            "WORLD_SIZE": "2",
+            "LOCAL_RANK": "0",
+            "GROUP_RANK": str(rank),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", AGREE, json.dumps(spec)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+        )
     outs = [proc.communicate(timeout=120) for proc in procs]
     assert all(proc.returncode == 0 for proc in procs), [err[-2000:] for _, err in outs]
     return [out.strip() for out, _ in outs]
@@ -149,8 +210,11 @@ def test_every_process_checks_it_trains_on_what_rank_0_does(tmp_path):
         (home / "model").mkdir(parents=True)
         (home / "model" / "adapter_model.safetensors").write_bytes(b"adapter weights")
         (home / "model" / "config.json").write_text(f'{{"created_on": "machine {rank}"}}')
-        folders[rank] = {"model": str(home / "model"), "out": str(home / "out"),
-                         "data": str(write_jsonl(home / "data.jsonl", SFT_ROWS))}
+        folders[rank] = {
+            "model": str(home / "model"),
+            "out": str(home / "out"),
+            "data": str(write_jsonl(home / "data.jsonl", SFT_ROWS)),
+        }
     assert _agree(tmp_path, [folders[0], folders[1]]) == ["same", "same"]
 
     write_jsonl(Path(folders[1]["data"]), SFT_ROWS[:3])  # machine 1's store copy was older: fewer traces
@@ -162,4 +226,5 @@ def test_every_process_checks_it_trains_on_what_rank_0_does(tmp_path):
     (Path(folders[1]["model"]) / "adapter_model.safetensors").write_bytes(b"other adapter")
     assert _agree(tmp_path, [folders[0], folders[1]])[1].endswith(
         "the start weights' files. Every machine must build the same run: the same traces (a copy of machine 0's "
-        "store), config and train flags")
+        "store), config and train flags"
+    )

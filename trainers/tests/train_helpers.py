@@ -8,18 +8,23 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from conftest import ScriptRun, run_module
 
-MODEL_DIR = Path(os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
-                 or Path.home() / ".cache" / "massgen-rl" / "models" / "smollm2-135m-instruct")
-needs_model = pytest.mark.skipif(not (MODEL_DIR / "config.json").is_file(),
-                                 reason=f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)")
+MODEL_DIR = Path(
+    os.environ.get("MASSGEN_RL_DEFAULT_MODEL_DIR")
+    or Path.home() / ".cache" / "massgen-rl" / "models" / "smollm2-135m-instruct"
+)
+needs_model = pytest.mark.skipif(
+    not (MODEL_DIR / "config.json").is_file(),
+    reason=f"no converted default model at {MODEL_DIR} (run `massgen-rl doctor --fix`)",
+)
 LORA = {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": None}
 STEP_KEYS = {"event", "step", "total_steps", "epoch", "loss", "reward", "kl", "learning_rate", "tokens_per_s"}
 
@@ -31,10 +36,23 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 def train_config(tmp: Path, name: str, dataset: Path, **overrides: Any) -> Path:
     """A small, fast trainer config (YAML) for the tiny model on CPU."""
-    config = {"model_path": str(MODEL_DIR), "output_dir": str(tmp / f"out-{name}"), "dataset_path": str(dataset),
-              "lora": LORA, "learning_rate": 1e-4, "max_steps": 2, "per_device_train_batch_size": 2,
-              "gradient_accumulation_steps": 1, "seed": 7, "use_cpu": True, "bf16": False, "save_steps": 0,
-              "logging_steps": 1, "max_length": 96, **overrides}
+    config = {
+        "model_path": str(MODEL_DIR),
+        "output_dir": str(tmp / f"out-{name}"),
+        "dataset_path": str(dataset),
+        "lora": LORA,
+        "learning_rate": 1e-4,
+        "max_steps": 2,
+        "per_device_train_batch_size": 2,
+        "gradient_accumulation_steps": 1,
+        "seed": 7,
+        "use_cpu": True,
+        "bf16": False,
+        "save_steps": 0,
+        "logging_steps": 1,
+        "max_length": 96,
+        **overrides,
+    }
     path = tmp / f"{name}.yaml"
     path.write_text(json.dumps(config, indent=2), encoding="utf-8")  # JSON is YAML
     return path
@@ -87,12 +105,14 @@ def generate_with(folder: str | Path, prompt: str = "What is 2 + 3?", max_new_to
     else:
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     model.eval()
-    inputs = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                           return_tensors="pt", return_dict=True)
+    inputs = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+    )
     with torch.inference_mode():
-        output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
-                                pad_token_id=tokenizer.pad_token_id)
-    new = output[0, inputs["input_ids"].shape[1]:]
+        output = model.generate(
+            **inputs, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id
+        )
+    new = output[0, inputs["input_ids"].shape[1] :]
     assert len(new) >= 1
     return tokenizer.decode(new, skip_special_tokens=True)
 
@@ -109,12 +129,13 @@ def teacher_forced_logps(prompt: list[dict[str, str]], completion_ids: list[int]
     if not _TEACHER:
         _TEACHER["tokenizer"] = AutoTokenizer.from_pretrained(MODEL_DIR)
         _TEACHER["model"] = AutoModelForCausalLM.from_pretrained(MODEL_DIR, dtype=torch.float32).eval()
-    prompt_ids = _TEACHER["tokenizer"].apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
-                                                           return_dict=True)["input_ids"]
+    prompt_ids = _TEACHER["tokenizer"].apply_chat_template(
+        prompt, add_generation_prompt=True, tokenize=True, return_dict=True
+    )["input_ids"]
     ids = torch.tensor([list(prompt_ids) + list(completion_ids)])
     with torch.no_grad():
         logps = torch.log_softmax(_TEACHER["model"](input_ids=ids).logits[0, :-1].float(), -1)
-    return logps.gather(-1, ids[0, 1:, None]).squeeze(-1)[-len(completion_ids):].tolist()
+    return logps.gather(-1, ids[0, 1:, None]).squeeze(-1)[-len(completion_ids) :].tolist()
 
 
 def completion_token_ids(text: str) -> list[int]:
@@ -162,11 +183,23 @@ class RewardServer:
 
 
 SFT_ROWS = [
-    {"messages": [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": q},
-                  {"role": "assistant", "content": a}], "reward": 1.0,
-     "meta": {"rollout_id": f"r{i}", "task_id": "t", "agent": "solver", "seq": i}}
-    for i, (q, a) in enumerate([("What is 2 + 3?", "5"), ("Name a primary color.", "Red"),
-                                ("What is the capital of France?", "Paris"), ("Say hi.", "Hi!")])
+    {
+        "messages": [
+            {"role": "system", "content": "Answer briefly."},
+            {"role": "user", "content": q},
+            {"role": "assistant", "content": a},
+        ],
+        "reward": 1.0,
+        "meta": {"rollout_id": f"r{i}", "task_id": "t", "agent": "solver", "seq": i},
+    }
+    for i, (q, a) in enumerate(
+        [
+            ("What is 2 + 3?", "5"),
+            ("Name a primary color.", "Red"),
+            ("What is the capital of France?", "Paris"),
+            ("Say hi.", "Hi!"),
+        ]
+    )
 ]
 
 

@@ -9,6 +9,7 @@
    on every cost calculation. Here the fetch returns LiteLLM's bundled copy of the same table
    (LITELLM_LOCAL_MODEL_COST_MAP=True), which is what an online process holds after its first fetch.
 """
+
 import os
 import socket
 import sys

@@ -1,5 +1,6 @@
 """Runs a patch on a module right after its first import, without importing it early: the mechanism the
 benchmarks' start-up files (bench/lib/*-site/sitecustomize.py) share."""
+
 import importlib.abc
 import importlib.machinery
 import sys

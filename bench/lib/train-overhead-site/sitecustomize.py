@@ -10,6 +10,7 @@ one JSON file with the timestamps, the wall-clock (epoch) times of train begin/e
 callback classes, the training rows and the trainable parameter count, which the benchmark uses to check that
 both sides train the same way.
 """
+
 import os
 import sys
 
@@ -50,13 +51,21 @@ def _make_clock(trainer):
             except TypeError:
                 rows = None
             body = {
-                "pid": os.getpid(), "trainer": type(trainer).__name__,
-                "begin": self.begin, "steps": self.steps, "end": end,
-                "cpu_begin": self.cpu_begin, "cpu_steps": self.cpu_steps, "cpu_end": cpu_end,
-                "begin_epoch": self.begin_epoch, "end_epoch": end_epoch,
-                "global_step": state.global_step, "max_steps": state.max_steps,
+                "pid": os.getpid(),
+                "trainer": type(trainer).__name__,
+                "begin": self.begin,
+                "steps": self.steps,
+                "end": end,
+                "cpu_begin": self.cpu_begin,
+                "cpu_steps": self.cpu_steps,
+                "cpu_end": cpu_end,
+                "begin_epoch": self.begin_epoch,
+                "end_epoch": end_epoch,
+                "global_step": state.global_step,
+                "max_steps": state.max_steps,
                 "callbacks": [type(c).__name__ for c in trainer.callback_handler.callbacks],
-                "train_rows": rows, "model": type(model).__name__,
+                "train_rows": rows,
+                "model": type(model).__name__,
                 "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
                 "args": json.loads(args.to_json_string()),
             }

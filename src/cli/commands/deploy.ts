@@ -16,7 +16,10 @@ export const registerDeploy: Register = (program, ctx) => {
   program
     .command('deploy')
     .description('promote an evaluated candidate to production when the deploy gates pass (with an audit record)')
-    .option('--candidate <spec>', 'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest evaluated candidate)')
+    .option(
+      '--candidate <spec>',
+      'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest evaluated candidate)',
+    )
     .option('--force', 'promote even when a gate fails or the candidate was not evaluated (the audit record says so)')
     .option('--canary <fraction>', 'serve the candidate to this share of later collects first, e.g. 0.2')
     .option('--promote-canary', 'promote the running canary now if its gates pass (with --force: regardless)')
@@ -27,14 +30,24 @@ export const registerDeploy: Register = (program, ctx) => {
       const { deploy, refusal, promoteCanary } = await import('../../pipeline/deploy.js');
       const rt = await runtime();
       if (flags.promoteCanary) {
-        const r = await promoteCanary(rt, { force: flags.force, reason: flags.reason, exportMassgen: flags.exportMassgen });
+        const r = await promoteCanary(rt, {
+          force: flags.force,
+          reason: flags.reason,
+          exportMassgen: flags.exportMassgen,
+        });
         if (ui.opts.json) ui.json({ ok: r.action !== 'not promoted', ...r });
         else render(ui, r);
         if (r.action === 'not promoted') throw refusal(r);
         return;
       }
       const canary = flags.canary === undefined ? undefined : Number(flags.canary);
-      const r = await deploy(rt, { candidate: flags.candidate, force: flags.force, canary, exportMassgen: flags.exportMassgen, reason: flags.reason });
+      const r = await deploy(rt, {
+        candidate: flags.candidate,
+        force: flags.force,
+        canary,
+        exportMassgen: flags.exportMassgen,
+        reason: flags.reason,
+      });
       if (ui.opts.json) ui.json({ ok: r.action !== 'not promoted', ...r });
       else render(ui, r);
       if (r.action === 'not promoted') throw refusal(r);
@@ -50,7 +63,9 @@ export const registerDeploy: Register = (program, ctx) => {
       const { rollback } = await import('../../pipeline/deploy.js');
       const r = await rollback(await runtime(), { to: flags.to, reason: flags.reason });
       if (ui.opts.json) return ui.json({ ok: true, ...r });
-      ui.print(`${ui.c.green('✓')} production is set v${r.after.version} again (was v${r.before.version}); audit #${r.auditId}`);
+      ui.print(
+        `${ui.c.green('✓')} production is set v${r.after.version} again (was v${r.before.version}); audit #${r.auditId}`,
+      );
       renderPublished(ui, r.published);
     });
 };
@@ -75,6 +90,8 @@ function renderPublished(ui: Ui, p: Published): void {
 function renderServers(ui: Ui, published: Published | null): void {
   const mark = { swapped: ui.c.green('✓'), 'restart needed': ui.c.yellow('!'), left: '-', failed: ui.c.red('✗') };
   for (const s of published?.servers ?? []) {
-    ui.print(`  ${mark[s.action]} local server ${s.servedName} (models.${s.model}, pid ${s.pid}, ${s.server}): ${s.action} for ${s.weights}: ${s.detail}`);
+    ui.print(
+      `  ${mark[s.action]} local server ${s.servedName} (models.${s.model}, pid ${s.pid}, ${s.server}): ${s.action} for ${s.weights}: ${s.detail}`,
+    );
   }
 }

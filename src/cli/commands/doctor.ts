@@ -28,11 +28,17 @@ export const registerDoctor: Register = (program, ctx) => {
       if (ui.opts.json) ui.json(report);
       else {
         for (const check of report.checks) {
-          const mark = { ok: ui.c.green('✓'), fail: ui.c.red('✗'), warn: ui.c.yellow('!'), info: ui.c.cyan('i') }[check.status];
+          const mark = { ok: ui.c.green('✓'), fail: ui.c.red('✗'), warn: ui.c.yellow('!'), info: ui.c.cyan('i') }[
+            check.status
+          ];
           ui.print(`${mark} ${ui.c.bold(check.title)}: ${check.detail}`);
           if (check.fix) ui.print(`    fix: ${check.fix}`);
         }
       }
-      if (!report.ok) throw new GateError(`${report.checks.filter((c) => c.status === 'fail').length} check(s) failed`, flags.fix ? undefined : 'run `massgen-rl doctor --fix`');
+      if (!report.ok)
+        throw new GateError(
+          `${report.checks.filter((c) => c.status === 'fail').length} check(s) failed`,
+          flags.fix ? undefined : 'run `massgen-rl doctor --fix`',
+        );
     });
 };

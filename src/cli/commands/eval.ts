@@ -19,27 +19,55 @@ interface EvalFlags {
 export const registerEval: Register = (program, ctx) => {
   program
     .command('eval')
-    .description('evaluate a candidate against production: same tasks and sampling seeds, paired statistics, deploy gates, HTML report')
-    .option('--candidate <spec>', 'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest trained candidate)')
+    .description(
+      'evaluate a candidate against production: same tasks and sampling seeds, paired statistics, deploy gates, HTML report',
+    )
+    .option(
+      '--candidate <spec>',
+      'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest trained candidate)',
+    )
     .option('--baseline <spec>', 'what to compare against (default: production)')
-    .option('--tasks <file|suite>', 'a task file (JSONL/YAML) or a built-in suite (SUITE, or SUITE@DIFFICULTY: 0–3), instead of eval.tasks / tasks.sources')
-    .addOption(new Option('--split <split>', 'which split of the tasks (default eval.split)').choices(['train', 'eval', 'all']))
+    .option(
+      '--tasks <file|suite>',
+      'a task file (JSONL/YAML) or a built-in suite (SUITE, or SUITE@DIFFICULTY: 0–3), instead of eval.tasks / tasks.sources',
+    )
+    .addOption(
+      new Option('--split <split>', 'which split of the tasks (default eval.split)').choices(['train', 'eval', 'all']),
+    )
     .option('--n <n>', 'number of tasks')
     .option('--seeds <k>', 'sampling seeds per task (default eval.seeds)')
     .option('--concurrency <c>', 'orchestrations at a time')
     .option('--no-report', 'skip the HTML report')
     .action(async (flags: EvalFlags) => {
       const { ui, runtime } = ctx();
-      const [{ evaluate }, { renderEvaluation }] = await Promise.all([import('../../pipeline/evaluate.js'), import('../ui/evaluation.js')]);
-      const opts = { candidate: flags.candidate, baseline: flags.baseline, tasks: flags.tasks, split: flags.split, n: wholeNumber('--n', flags.n, MAX_TASKS), seeds: wholeNumber('--seeds', flags.seeds, 100), concurrency: wholeNumber('--concurrency', flags.concurrency, MAX_CONCURRENCY) };
+      const [{ evaluate }, { renderEvaluation }] = await Promise.all([
+        import('../../pipeline/evaluate.js'),
+        import('../ui/evaluation.js'),
+      ]);
+      const opts = {
+        candidate: flags.candidate,
+        baseline: flags.baseline,
+        tasks: flags.tasks,
+        split: flags.split,
+        n: wholeNumber('--n', flags.n, MAX_TASKS),
+        seeds: wholeNumber('--seeds', flags.seeds, 100),
+        concurrency: wholeNumber('--concurrency', flags.concurrency, MAX_CONCURRENCY),
+      };
       const rt = await runtime();
       const bar = ui.progress('preparing the baseline and candidate teams');
       const stopping = 'stopping: running orchestrations are cancelled; what finished is kept and reused next time';
       try {
-        const summary = await withInterrupt(ui, stopping, (signal) => evaluate(rt, {
-          ...opts, signal, onStage: (m) => bar.update(m),
-          onProgress: (p) => bar.update(`${p.done}/${p.total} (${p.reused} reused)  last: ${p.last?.side} ${p.last?.taskId} reward ${p.last?.reward?.toFixed(2) ?? '—'}`),
-        }));
+        const summary = await withInterrupt(ui, stopping, (signal) =>
+          evaluate(rt, {
+            ...opts,
+            signal,
+            onStage: (m) => bar.update(m),
+            onProgress: (p) =>
+              bar.update(
+                `${p.done}/${p.total} (${p.reused} reused)  last: ${p.last?.side} ${p.last?.taskId} reward ${p.last?.reward?.toFixed(2) ?? '—'}`,
+              ),
+          }),
+        );
         bar.stop();
         let reportFile: string | null = null;
         if (flags.report && rt.config.eval.report) {

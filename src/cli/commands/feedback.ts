@@ -14,6 +14,8 @@ export const registerFeedback: Register = (program, ctx) => {
       const { addFeedback } = await import('../../pipeline/rewards.js');
       const result = await addFeedback(await runtime(), rollout, { score, agent: flags.agent, note: flags.note });
       if (ui.opts.json) return ui.json(result);
-      ui.print(`${ui.c.green('✓')} human reward ${score} on ${result.rolloutId}${flags.agent ? ` (${flags.agent})` : ''}; total reward now ${result.total.toFixed(3)}`);
+      ui.print(
+        `${ui.c.green('✓')} human reward ${score} on ${result.rolloutId}${flags.agent ? ` (${flags.agent})` : ''}; total reward now ${result.total.toFixed(3)}`,
+      );
     });
 };

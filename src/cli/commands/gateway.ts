@@ -22,7 +22,9 @@ export const registerGateway: Register = (program, ctx) => {
       const rt = await runtime();
       await withInterrupt(ui, 'stopping: finishing requests in flight, writing captured calls', async (signal) => {
         const gw = await gateway(rt, {
-          host: flags.host, port: flags.port, onError: (err) => ui.warn(`gateway: ${errorMessage(err)}`),
+          host: flags.host,
+          port: flags.port,
+          onError: (err) => ui.warn(`gateway: ${errorMessage(err)}`),
         });
         const auth = gw.open ? 'loopback-only' : 'keys';
         const { recovered } = gw;
@@ -33,9 +35,11 @@ export const registerGateway: Register = (program, ctx) => {
           }
           ui.print(`${gw.url}/v1`);
           ui.info(`models: ${gw.models.join(', ')}`);
-          ui.info(gw.open
-            ? 'no client keys (gateway.api_keys_env): serving loopback clients only'
-            : 'clients authenticate with Authorization: Bearer <key> (gateway.api_keys_env)');
+          ui.info(
+            gw.open
+              ? 'no client keys (gateway.api_keys_env): serving loopback clients only'
+              : 'clients authenticate with Authorization: Bearer <key> (gateway.api_keys_env)',
+          );
           ui.info('Ctrl-C stops the gateway');
         }
         if (!signal.aborted) await once(signal, 'abort');

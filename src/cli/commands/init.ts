@@ -31,7 +31,10 @@ export const registerInit: Register = (program, ctx) => {
       const { YamlSource } = await import('../../config/yaml-source.js');
       const parsed = YamlSource.parse(file, text);
       // The rendered file must load cleanly before it replaces anything.
-      fromRaw(parsed.value as Record<string, unknown>, parsed.source, file, { cwd: path.dirname(file), env: process.env });
+      fromRaw(parsed.value as Record<string, unknown>, parsed.source, file, {
+        cwd: path.dirname(file),
+        env: process.env,
+      });
       try {
         fs.mkdirSync(path.dirname(file), { recursive: true });
         fs.writeFileSync(`${file}.tmp`, text);

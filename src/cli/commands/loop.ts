@@ -1,13 +1,15 @@
 import type { CycleResult } from '../../pipeline/loop.js';
-import type { Register } from '../register.js';
 import { withInterrupt } from '../interrupt.js';
+import type { Register } from '../register.js';
 import { formatTime } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
 
 export const registerLoop: Register = (program, ctx) => {
   const loop = program
     .command('loop')
-    .description('run collect → review → train → eval → deploy on loop.schedule in the foreground (--once: one cycle now)')
+    .description(
+      'run collect → review → train → eval → deploy on loop.schedule in the foreground (--once: one cycle now)',
+    )
     .option('--once', 'run one cycle now (or resume the interrupted one) and exit')
     .action(async (flags: { once?: boolean }) => {
       const c = ctx();
@@ -15,8 +17,11 @@ export const registerLoop: Register = (program, ctx) => {
       if (flags.once) {
         const { runCycle } = await import('../../pipeline/loop.js');
         const rt = await c.runtime();
-        const r = await withInterrupt(ui, 'stopping: the running stage ends cleanly and the next cycle resumes it', (signal) =>
-          runCycle(rt, { signal, onStage: (stage, m) => ui.info(`[${stage}] ${m}`) }));
+        const r = await withInterrupt(
+          ui,
+          'stopping: the running stage ends cleanly and the next cycle resumes it',
+          (signal) => runCycle(rt, { signal, onStage: (stage, m) => ui.info(`[${stage}] ${m}`) }),
+        );
         if (ui.opts.json) ui.json({ ok: r.status === 'completed', ...r });
         else renderCycle(ui, r);
         if (r.status === 'cancelled') {
@@ -29,32 +34,60 @@ export const registerLoop: Register = (program, ctx) => {
         }
         return;
       }
-      const [{ runScheduled }, { Runtime }] = await Promise.all([import('../../pipeline/schedule.js'), import('../../runtime/runtime.js')]);
-      const [{ loadConfig }, { cycleSteps }] = await Promise.all([import('../../config/load.js'), import('../../scheduler/cycles.js')]);
+      const [{ runScheduled }, { Runtime }] = await Promise.all([
+        import('../../pipeline/schedule.js'),
+        import('../../runtime/runtime.js'),
+      ]);
+      const [{ loadConfig }, { cycleSteps }] = await Promise.all([
+        import('../../config/load.js'),
+        import('../../scheduler/cycles.js'),
+      ]);
       const first = await c.loadConfig();
       const fresh = async () => new Runtime(loadConfig({ configPath: c.opts.config, overrides: c.opts.set }));
-      ui.info(`loop: ${first.config.loop.schedule} (${cycleSteps(first.config.loop.steps).steps.join(' → ')}); Ctrl-C stops`);
-      await withInterrupt(ui, 'stopping the loop: a running cycle ends its stage cleanly and resumes at the next start', (signal) =>
-        runScheduled(fresh, first.config.loop.schedule, {
-          signal, onStage: (stage, m) => ui.info(`[${stage}] ${m}`),
-          onCycle: (r) => (ui.opts.json ? ui.json(r) : renderCycle(ui, r)),
-          onError: (m) => ui.warn(`cycle: ${m}`),
-          onWaiting: (next) => ui.info(next ? `next cycle at ${next.toISOString()}` : 'no further runs in the schedule'),
-        }));
+      ui.info(
+        `loop: ${first.config.loop.schedule} (${cycleSteps(first.config.loop.steps).steps.join(' → ')}); Ctrl-C stops`,
+      );
+      await withInterrupt(
+        ui,
+        'stopping the loop: a running cycle ends its stage cleanly and resumes at the next start',
+        (signal) =>
+          runScheduled(fresh, first.config.loop.schedule, {
+            signal,
+            onStage: (stage, m) => ui.info(`[${stage}] ${m}`),
+            onCycle: (r) => (ui.opts.json ? ui.json(r) : renderCycle(ui, r)),
+            onError: (m) => ui.warn(`cycle: ${m}`),
+            onWaiting: (next) =>
+              ui.info(next ? `next cycle at ${next.toISOString()}` : 'no further runs in the schedule'),
+          }),
+      );
     });
 
-  loop.command('status').description('the schedule, the next runs, a running cycle and the last cycles with each stage').action(async () => {
-    const { ui, runtime } = ctx();
-    const { loopStatus } = await import('../../pipeline/schedule.js');
-    const s = loopStatus(await runtime());
-    if (ui.opts.json) return ui.json(s);
-    ui.print(`schedule: ${s.schedule} (${s.steps.join(' → ')}); next: ${s.next.join(', ')}`);
-    ui.print(s.running ? `running now: process ${s.running.pid} on ${s.running.host} since ${formatTime(s.running.acquiredAt)}` : 'no cycle running');
-    if (!s.cycles.length) return ui.print('no cycles yet (`massgen-rl loop --once` runs one)');
-    ui.table(['cycle', 'status', 'started', 'collect', 'review', 'train', 'eval', 'deploy', 'outcome'], s.cycles.map((cy) => [
-      cy.cycle, cy.status, formatTime(cy.startedAt), ...(['collect', 'review', 'train', 'eval', 'deploy'] as const).map((st) => cy.stages[st]?.status ?? '—'), cy.outcome ?? cy.error ?? '',
-    ]));
-  });
+  loop
+    .command('status')
+    .description('the schedule, the next runs, a running cycle and the last cycles with each stage')
+    .action(async () => {
+      const { ui, runtime } = ctx();
+      const { loopStatus } = await import('../../pipeline/schedule.js');
+      const s = loopStatus(await runtime());
+      if (ui.opts.json) return ui.json(s);
+      ui.print(`schedule: ${s.schedule} (${s.steps.join(' → ')}); next: ${s.next.join(', ')}`);
+      ui.print(
+        s.running
+          ? `running now: process ${s.running.pid} on ${s.running.host} since ${formatTime(s.running.acquiredAt)}`
+          : 'no cycle running',
+      );
+      if (!s.cycles.length) return ui.print('no cycles yet (`massgen-rl loop --once` runs one)');
+      ui.table(
+        ['cycle', 'status', 'started', 'collect', 'review', 'train', 'eval', 'deploy', 'outcome'],
+        s.cycles.map((cy) => [
+          cy.cycle,
+          cy.status,
+          formatTime(cy.startedAt),
+          ...(['collect', 'review', 'train', 'eval', 'deploy'] as const).map((st) => cy.stages[st]?.status ?? '—'),
+          cy.outcome ?? cy.error ?? '',
+        ]),
+      );
+    });
 };
 
 const num = (x: number | null | undefined) => (typeof x === 'number' ? x.toFixed(3) : '—');
@@ -62,17 +95,46 @@ const num = (x: number | null | undefined) => (typeof x === 'number' ? x.toFixed
 function renderCycle(ui: Ui, r: CycleResult): void {
   const s = r.stages;
   const rows: (string | number)[][] = [];
-  if (s.collect) rows.push(['collect', s.collect.status, s.collect.run_id ? `${s.collect.run_id}: ${s.collect.completed ?? '—'}/${s.collect.tasks ?? '—'} completed, mean reward ${num(s.collect.mean_reward)}` : s.collect.reason ?? '']);
-  if (s.review) rows.push(['review', s.review.status, s.review.status === 'done' ? `canary ${s.review.canary ?? 'none'}, watch ${s.review.watch ?? 'none'}` : s.review.reason ?? '']);
-  if (s.train) rows.push(['train', s.train.status, s.train.checkpoint_id ? `${s.train.checkpoint_id} (${s.train.weights ?? ''}), final loss ${num(s.train.final_loss)}` : s.train.reason ?? '']);
+  if (s.collect)
+    rows.push([
+      'collect',
+      s.collect.status,
+      s.collect.run_id
+        ? `${s.collect.run_id}: ${s.collect.completed ?? '—'}/${s.collect.tasks ?? '—'} completed, mean reward ${num(s.collect.mean_reward)}`
+        : (s.collect.reason ?? ''),
+    ]);
+  if (s.review)
+    rows.push([
+      'review',
+      s.review.status,
+      s.review.status === 'done'
+        ? `canary ${s.review.canary ?? 'none'}, watch ${s.review.watch ?? 'none'}`
+        : (s.review.reason ?? ''),
+    ]);
+  if (s.train)
+    rows.push([
+      'train',
+      s.train.status,
+      s.train.checkpoint_id
+        ? `${s.train.checkpoint_id} (${s.train.weights ?? ''}), final loss ${num(s.train.final_loss)}`
+        : (s.train.reason ?? ''),
+    ]);
   if (s.eval) {
     const diff = s.eval.diff;
-    rows.push(['eval', s.eval.status, s.eval.eval_run_id ? `${s.eval.metric ?? ''}: baseline ${num(s.eval.baseline)}, candidate ${num(s.eval.candidate)}, difference ${num(diff?.mean)} [${num(diff?.low)}, ${num(diff?.high)}]` : s.eval.reason ?? '']);
+    rows.push([
+      'eval',
+      s.eval.status,
+      s.eval.eval_run_id
+        ? `${s.eval.metric ?? ''}: baseline ${num(s.eval.baseline)}, candidate ${num(s.eval.candidate)}, difference ${num(diff?.mean)} [${num(diff?.low)}, ${num(diff?.high)}]`
+        : (s.eval.reason ?? ''),
+    ]);
   }
-  if (s.deploy) rows.push(['deploy', s.deploy.status, `${s.deploy.action ?? ''}${s.deploy.reason ? ` (${s.deploy.reason})` : ''}`]);
+  if (s.deploy)
+    rows.push(['deploy', s.deploy.status, `${s.deploy.action ?? ''}${s.deploy.reason ? ` (${s.deploy.reason})` : ''}`]);
   ui.table([`cycle ${r.cycle}${r.resumed ? ' (resumed)' : ''}`, 'status', 'result'], rows);
   if (s.review?.detail) ui.print(`  review: ${s.review.detail}`);
-  for (const g of s.deploy?.gates ?? []) ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);
+  for (const g of s.deploy?.gates ?? [])
+    ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);
   ui.print(`${r.status === 'completed' ? ui.c.bold(r.outcome) : ui.c.yellow(r.outcome)}`);
   if (s.eval?.report) ui.print(`report: ${s.eval.report}`);
 }

@@ -5,8 +5,10 @@ import type { Ui } from '../ui/output.js';
 export const registerReview: Register = (program, ctx) => {
   program
     .command('review')
-    .description('judge the last change of production on the rollouts since: promote a canary that passes its gates, '
-      + 'roll back a deploy that regressed (with an audit record)')
+    .description(
+      'judge the last change of production on the rollouts since: promote a canary that passes its gates, '
+        + 'roll back a deploy that regressed (with an audit record)',
+    )
     .action(async () => {
       const { ui, runtime } = ctx();
       const { reviewProduction } = await import('../../pipeline/review.js');
@@ -27,7 +29,9 @@ function render(ui: Ui, r: Review, watching: boolean): void {
   }
   const w = r.watch;
   if (!w) {
-    const why = watching ? 'nothing to watch (the last change of production was not a deploy)' : 'off (deploy.rollback_on_regression is false)';
+    const why = watching
+      ? 'nothing to watch (the last change of production was not a deploy)'
+      : 'off (deploy.rollback_on_regression is false)';
     return ui.print(`watch: ${why}`);
   }
   const mark = w.verdict === 'rolled back' ? ui.c.yellow('!') : w.verdict === 'held' ? ui.c.green('✓') : '-';

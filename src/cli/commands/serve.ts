@@ -1,7 +1,7 @@
 import { Option } from 'commander';
 import { DEFAULT_SERVE_PORT, SERVE_ENGINES } from '../../config/schema.js';
-import type { ServeEngine } from '../../pipeline/serve.js';
 import { UserError } from '../../errors.js';
+import type { ServeEngine } from '../../pipeline/serve.js';
 import { portFlag } from '../flags.js';
 import type { Register } from '../register.js';
 
@@ -18,10 +18,21 @@ export const registerServe: Register = (program, ctx) => {
     .command('serve')
     .description('serve local weights over an OpenAI-compatible API, in the foreground (Ctrl-C stops)')
     .option('--model <name>', 'the config model to serve (default: the first with local weights)')
-    .option('--weights <ref>', 'builtin:<name>, resource:<name>[@version] or a model/adapter folder (overrides local.weights)')
-    .option('--port <n>', `port to listen on; 0 picks a free one (default: local.port, else ${DEFAULT_SERVE_PORT})`, portFlag)
+    .option(
+      '--weights <ref>',
+      'builtin:<name>, resource:<name>[@version] or a model/adapter folder (overrides local.weights)',
+    )
+    .option(
+      '--port <n>',
+      `port to listen on; 0 picks a free one (default: local.port, else ${DEFAULT_SERVE_PORT})`,
+      portFlag,
+    )
     .option('--host <h>', 'address to listen on (default: local.host)')
-    .addOption(new Option('--engine <name>', 'llama.cpp, transformers or vllm (default: local.engine, auto)').choices([...SERVE_ENGINES]))
+    .addOption(
+      new Option('--engine <name>', 'llama.cpp, transformers or vllm (default: local.engine, auto)').choices([
+        ...SERVE_ENGINES,
+      ]),
+    )
     .action(async (flags: ServeFlags) => {
       const { ui, runtime } = ctx();
       const { serve } = await import('../../pipeline/serve.js');
@@ -36,7 +47,12 @@ export const registerServe: Register = (program, ctx) => {
         let served;
         try {
           served = await serve(rt, {
-            model: flags.model, weights: flags.weights, port: flags.port, host: flags.host, engine: flags.engine, signal: stopRequested.signal,
+            model: flags.model,
+            weights: flags.weights,
+            port: flags.port,
+            host: flags.host,
+            engine: flags.engine,
+            signal: stopRequested.signal,
             onEvent: (e) => {
               if (e.event === 'progress') progress.update(String(e.message ?? e.stage));
               ui.debug(`[serve] ${JSON.stringify(e)}`);
@@ -54,8 +70,15 @@ export const registerServe: Register = (program, ctx) => {
         const ready = served.ready;
         progress.succeed(`serving ${served.model} (${String(ready.backend)} on ${String(ready.device)})`);
         const summary = {
-          ok: true, baseUrl: served.baseUrl, model: served.model, modelName: served.modelName, pid: served.pid,
-          backend: ready.backend, device: ready.device, weights: served.weights, logFile: served.logFile ?? null,
+          ok: true,
+          baseUrl: served.baseUrl,
+          model: served.model,
+          modelName: served.modelName,
+          pid: served.pid,
+          backend: ready.backend,
+          device: ready.device,
+          weights: served.weights,
+          logFile: served.logFile ?? null,
         };
         if (ui.opts.json) ui.json(summary);
         else {
@@ -75,8 +98,10 @@ export const registerServe: Register = (program, ctx) => {
           ui.info('server stopped');
           return;
         }
-        throw new UserError(`the local model server exited unexpectedly (exit code ${outcome.code ?? 'null: killed by a signal'})`,
-          served.logFile ? `see its log: ${served.logFile}` : undefined);
+        throw new UserError(
+          `the local model server exited unexpectedly (exit code ${outcome.code ?? 'null: killed by a signal'})`,
+          served.logFile ? `see its log: ${served.logFile}` : undefined,
+        );
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);

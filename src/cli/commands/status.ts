@@ -4,34 +4,76 @@ import { formatBytes, formatTime } from '../ui/format.js';
 export const registerStatus: Register = (program, ctx) => {
   program
     .command('status')
-    .description('store size and counts, latest runs, the production set and where its resources came from, evaluations')
+    .description(
+      'store size and counts, latest runs, the production set and where its resources came from, evaluations',
+    )
     .action(async () => {
       const { ui, runtime } = ctx();
       const { getStatus } = await import('../../pipeline/status.js');
       const report = await getStatus(await runtime());
       if (ui.opts.json) return ui.json(report);
       ui.print(`${ui.c.bold(report.project)} — config ${report.config}`);
-      if (!report.store) return ui.print('store: not created yet (run `massgen-rl doctor --fix` or `massgen-rl collect`)');
+      if (!report.store)
+        return ui.print('store: not created yet (run `massgen-rl doctor --fix` or `massgen-rl collect`)');
       const s = report.store;
       ui.print(`store: ${s.path} (${formatBytes(s.bytes)}, schema v${s.schemaVersion})`);
-      ui.table(['table', 'rows'], Object.entries(s.counts).map(([k, v]) => [k, v]));
-      const statuses = Object.entries(s.rolloutsByStatus).map(([k, v]) => `${k} ${v}`).join(', ');
+      ui.table(
+        ['table', 'rows'],
+        Object.entries(s.counts).map(([k, v]) => [k, v]),
+      );
+      const statuses = Object.entries(s.rolloutsByStatus)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
       if (statuses) ui.print(`rollouts: ${statuses}`);
-      const runs = [...report.latest.collect.map((r) => ['collect', r] as const), ...report.latest.training.map((r) => ['train', r] as const), ...report.latest.loop.map((r) => ['loop', r] as const)];
-      if (runs.length) ui.table(['run', 'kind', 'status', 'started'], runs.map(([k, r]) => [r.id, k, r.status, formatTime(r.startedAt)]));
+      const runs = [
+        ...report.latest.collect.map((r) => ['collect', r] as const),
+        ...report.latest.training.map((r) => ['train', r] as const),
+        ...report.latest.loop.map((r) => ['loop', r] as const),
+      ];
+      if (runs.length)
+        ui.table(
+          ['run', 'kind', 'status', 'started'],
+          runs.map(([k, r]) => [r.id, k, r.status, formatTime(r.startedAt)]),
+        );
       const set = report.productionSet;
       if (set) {
-        const made = (t: { name: string; version: number; source: string; trainingRun: { id: string } | null; traces: { rollouts: number } | null } | null) =>
-          t ? `${t.name} v${t.version} (${t.source}${t.trainingRun ? `, run ${t.trainingRun.id}` : ''}${t.traces ? `, ${t.traces.rollouts} traces` : ''})` : 'served elsewhere';
-        ui.print(`production: resource set v${set.set.version}${report.canary ? `; canary: set v${report.canary.version} on ${Math.round((report.canary.fraction ?? 0) * 100)} % of collects` : ''}`);
-        ui.table(['agent', 'prompt', 'weights'], [...set.agents.map((a) => [a.agent, made(a.prompt), made(a.weights)]), ...(set.presenter ? [['(presenter)', made(set.presenter.prompt), "(the winner's)"]] : [])]);
+        const made = (
+          t: {
+            name: string;
+            version: number;
+            source: string;
+            trainingRun: { id: string } | null;
+            traces: { rollouts: number } | null;
+          } | null,
+        ) =>
+          t
+            ? `${t.name} v${t.version} (${t.source}${t.trainingRun ? `, run ${t.trainingRun.id}` : ''}${t.traces ? `, ${t.traces.rollouts} traces` : ''})`
+            : 'served elsewhere';
+        ui.print(
+          `production: resource set v${set.set.version}${report.canary ? `; canary: set v${report.canary.version} on ${Math.round((report.canary.fraction ?? 0) * 100)} % of collects` : ''}`,
+        );
+        ui.table(
+          ['agent', 'prompt', 'weights'],
+          [
+            ...set.agents.map((a) => [a.agent, made(a.prompt), made(a.weights)]),
+            ...(set.presenter ? [['(presenter)', made(set.presenter.prompt), "(the winner's)"]] : []),
+          ],
+        );
       } else {
         ui.print('production: no resource set yet (the first collect, eval or loop creates it from the config)');
       }
       if (report.evaluations.length) {
-        ui.table(['evaluation', 'status', 'baseline', 'candidate', 'gates', 'started'], report.evaluations.map((e) => [
-          e.id, e.status, e.baseline ? `set v${e.baseline}` : '—', e.candidate ? `set v${e.candidate}` : '—', e.passed === null ? '—' : e.passed ? 'pass' : 'fail', formatTime(e.startedAt),
-        ]));
+        ui.table(
+          ['evaluation', 'status', 'baseline', 'candidate', 'gates', 'started'],
+          report.evaluations.map((e) => [
+            e.id,
+            e.status,
+            e.baseline ? `set v${e.baseline}` : '—',
+            e.candidate ? `set v${e.candidate}` : '—',
+            e.passed === null ? '—' : e.passed ? 'pass' : 'fail',
+            formatTime(e.startedAt),
+          ]),
+        );
       }
     });
 };

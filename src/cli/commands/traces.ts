@@ -3,8 +3,8 @@ import type { ExportFormat, ExportOptions } from '../../store/export.js';
 import type { RolloutFilter } from '../../store/types.js';
 import { decimalNumber, MAX_LIST, wholeNumber } from '../flags.js';
 import type { Register } from '../register.js';
-import { renderTraceTree } from '../ui/trace-tree.js';
 import { formatDuration, formatTime, taskOf, truncate } from '../ui/format.js';
+import { renderTraceTree } from '../ui/trace-tree.js';
 import { registerTracesImport } from './traces-import.js';
 
 const STATUSES = ['running', 'completed', 'failed', 'cancelled'];
@@ -29,29 +29,52 @@ export const registerTraces: Register = (program, ctx) => {
       .option('--max-reward <x>', 'total reward at most x')
       .option('--limit <n>', 'at most n rollouts', limitDefault);
 
-  withFilters(traces.command('list').description('list rollouts, newest first'), '50').action(async (flags: FilterFlags) => {
-    const { ui, runtime } = ctx();
-    const { listTraces } = await import('../../pipeline/traces.js');
-    const { total, rollouts } = listTraces(await runtime(), toFilter(flags));
-    if (ui.opts.json) return ui.json({ total, rollouts });
-    if (!rollouts.length) return ui.print('no rollouts match');
-    ui.table(['rollout', 'task', 'status', 'reward', 'tokens', 'wall', 'started', 'answer'], rollouts.map((r) => [
-      r.id, taskOf(r, 30), r.status, r.totalReward?.toFixed(3) ?? '—', r.tokens, formatDuration(r.wallMs), formatTime(r.startedAt), truncate(r.finalAnswer ?? r.error ?? '', 40),
-    ]));
-    ui.print(`${rollouts.length} of ${total} rollout(s)`);
-  });
+  withFilters(traces.command('list').description('list rollouts, newest first'), '50').action(
+    async (flags: FilterFlags) => {
+      const { ui, runtime } = ctx();
+      const { listTraces } = await import('../../pipeline/traces.js');
+      const { total, rollouts } = listTraces(await runtime(), toFilter(flags));
+      if (ui.opts.json) return ui.json({ total, rollouts });
+      if (!rollouts.length) return ui.print('no rollouts match');
+      ui.table(
+        ['rollout', 'task', 'status', 'reward', 'tokens', 'wall', 'started', 'answer'],
+        rollouts.map((r) => [
+          r.id,
+          taskOf(r, 30),
+          r.status,
+          r.totalReward?.toFixed(3) ?? '—',
+          r.tokens,
+          formatDuration(r.wallMs),
+          formatTime(r.startedAt),
+          truncate(r.finalAnswer ?? r.error ?? '', 40),
+        ]),
+      );
+      ui.print(`${rollouts.length} of ${total} rollout(s)`);
+    },
+  );
 
-  traces.command('show <rollout>').description('show a rollout as a tree of spans (id or unique prefix)').action(async (id: string) => {
-    const { ui, runtime } = ctx();
-    const { showTrace } = await import('../../pipeline/traces.js');
-    const detail = showTrace(await runtime(), id);
-    if (ui.opts.json) return ui.json(detail);
-    ui.print(renderTraceTree(detail, ui.c));
-  });
+  traces
+    .command('show <rollout>')
+    .description('show a rollout as a tree of spans (id or unique prefix)')
+    .action(async (id: string) => {
+      const { ui, runtime } = ctx();
+      const { showTrace } = await import('../../pipeline/traces.js');
+      const detail = showTrace(await runtime(), id);
+      if (ui.opts.json) return ui.json(detail);
+      ui.print(renderTraceTree(detail, ui.c));
+    });
 
   withFilters(traces.command('export').description('export rollouts (with spans and rewards) as JSONL'))
-    .option('-o, --out <file>', 'output file: a new path or a regular file (replaced once the export is complete); "-" for stdout', '-')
-    .addOption(new Option('--format <format>', 'jsonl: our rollouts; orchestration-trace: one orchestration-trace JSON per line').choices(['jsonl', 'orchestration-trace'] satisfies ExportFormat[]).default('jsonl'))
+    .option(
+      '-o, --out <file>',
+      'output file: a new path or a regular file (replaced once the export is complete); "-" for stdout',
+      '-',
+    )
+    .addOption(
+      new Option('--format <format>', 'jsonl: our rollouts; orchestration-trace: one orchestration-trace JSON per line')
+        .choices(['jsonl', 'orchestration-trace'] satisfies ExportFormat[])
+        .default('jsonl'),
+    )
     .action(async (flags: FilterFlags & { out: string; format: ExportFormat }) => {
       const { ui, runtime } = ctx();
       const { exportTraces } = await import('../../pipeline/traces.js');
@@ -66,10 +89,11 @@ export const registerTraces: Register = (program, ctx) => {
 
 function toFilter(f: FilterFlags): RolloutFilter {
   return {
-    runId: f.run, status: f.status, taskId: f.task,
-    minReward: decimalNumber('--min-reward', f.minReward), maxReward: decimalNumber('--max-reward', f.maxReward),
+    runId: f.run,
+    status: f.status,
+    taskId: f.task,
+    minReward: decimalNumber('--min-reward', f.minReward),
+    maxReward: decimalNumber('--max-reward', f.maxReward),
     limit: f.limit === undefined ? undefined : wholeNumber('--limit', f.limit, MAX_LIST),
   };
 }
-
-

@@ -15,8 +15,10 @@ const OLD_KINDS: Record<string, 'policy' | 'prompts'> = { bandit: 'policy', apo:
 export const registerTrain: Register = (program, ctx) => {
   const train = program
     .command('train')
-    .description('train what the team runs on: its weights (`train weights`, the default), an orchestration policy '
-      + '(`train policy`) or its prompts (`train prompts`)')
+    .description(
+      'train what the team runs on: its weights (`train weights`, the default), an orchestration policy '
+        + '(`train policy`) or its prompts (`train prompts`)',
+    )
     .usage('[weights|policy|prompts] [options]')
     .addOption(new Option('--algo <algo>').hideHelp())
     .enablePositionalOptions()
@@ -41,7 +43,8 @@ export const registerTrain: Register = (program, ctx) => {
       return;
     }
     const args = kind === 'policy' ? policyAsArgument(self.args) : self.args;
-    const now = kind === 'policy' ? `train policy ${args.find((a) => !a.startsWith('-')) ?? '<kind>'}` : `train ${kind}`;
+    const now =
+      kind === 'policy' ? `train policy ${args.find((a) => !a.startsWith('-')) ?? '<kind>'}` : `train ${kind}`;
     ctx().ui.warn(`train --algo ${flags.algo} is deprecated: use massgen-rl ${now}`);
     await kinds[kind].parseAsync(args, { from: 'user' });
   });
@@ -51,4 +54,3 @@ export const registerTrain: Register = (program, ctx) => {
 function policyAsArgument(args: readonly string[]): string[] {
   return args.flatMap((a) => (a === '--policy' ? [] : a.startsWith('--policy=') ? [a.slice('--policy='.length)] : [a]));
 }
-

@@ -14,10 +14,21 @@ export function makeColors(enabled: boolean): Colors {
     const id = (s: string) => s;
     return { green: id, red: id, yellow: id, dim: id, bold: id, cyan: id };
   }
-  return { green: wrap(32, 39), red: wrap(31, 39), yellow: wrap(33, 39), dim: wrap(2, 22), bold: wrap(1, 22), cyan: wrap(36, 39) };
+  return {
+    green: wrap(32, 39),
+    red: wrap(31, 39),
+    yellow: wrap(33, 39),
+    dim: wrap(2, 22),
+    bold: wrap(1, 22),
+    cyan: wrap(36, 39),
+  };
 }
 
 /** Colour only for a terminal, never with --no-color or NO_COLOR set (any value). */
-export function colorEnabled(flag: boolean, env: NodeJS.ProcessEnv = process.env, tty = Boolean(process.stderr.isTTY)): boolean {
+export function colorEnabled(
+  flag: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+  tty = Boolean(process.stderr.isTTY),
+): boolean {
   return flag && env.NO_COLOR === undefined && tty;
 }

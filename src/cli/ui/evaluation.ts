@@ -1,23 +1,43 @@
 import type { EvalSummary } from '../../pipeline/evaluate.js';
 import type { Ui } from './output.js';
 
-const num = (x: number | null | undefined, d = 3) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(d));
-const signed = (x: number | null | undefined, d = 3) => (x === null || x === undefined || Number.isNaN(x) ? '—' : `${x >= 0 ? '+' : ''}${x.toFixed(d)}`);
+const num = (x: number | null | undefined, d = 3) =>
+  x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(d);
+const signed = (x: number | null | undefined, d = 3) =>
+  x === null || x === undefined || Number.isNaN(x) ? '—' : `${x >= 0 ? '+' : ''}${x.toFixed(d)}`;
 const pValue = (p: number) => (p < 0.001 ? '<0.001' : p.toFixed(3));
 
 /** The evaluation as tables: every metric overall, reward and success per category, then the gates. */
 export function renderEvaluation(ui: Ui, s: EvalSummary): void {
-  ui.print(`${ui.c.bold(`eval ${s.evalRunId}`)}: candidate set v${s.candidate.version} vs baseline set v${s.baseline.version} on ${s.tasks} task(s) × ${s.seeds.length} seed(s); ${s.measured} orchestration(s) run, ${s.reused} reused${s.status === 'cancelled' ? ui.c.yellow(' (interrupted: partial)') : ''}`);
+  ui.print(
+    `${ui.c.bold(`eval ${s.evalRunId}`)}: candidate set v${s.candidate.version} vs baseline set v${s.baseline.version} on ${s.tasks} task(s) × ${s.seeds.length} seed(s); ${s.measured} orchestration(s) run, ${s.reused} reused${s.status === 'cancelled' ? ui.c.yellow(' (interrupted: partial)') : ''}`,
+  );
   const level = Math.round((s.comparison.overall[0]?.diff?.level ?? 0.95) * 100);
   const row = (label: string, m: EvalSummary['comparison']['overall'][number]) => [
-    label, m.n, num(m.baseline), num(m.candidate), signed(m.diff?.mean), m.diff ? `[${signed(m.diff.low)}, ${signed(m.diff.high)}]` : '—',
-    `${m.counts.wins}/${m.counts.ties}/${m.counts.losses}`, `${pValue(m.pValue)} (${m.test})`,
+    label,
+    m.n,
+    num(m.baseline),
+    num(m.candidate),
+    signed(m.diff?.mean),
+    m.diff ? `[${signed(m.diff.low)}, ${signed(m.diff.high)}]` : '—',
+    `${m.counts.wins}/${m.counts.ties}/${m.counts.losses}`,
+    `${pValue(m.pValue)} (${m.test})`,
   ];
   const head = ['metric', 'pairs', 'baseline', 'candidate', 'difference', `${level} % CI`, 'win/tie/loss', 'p (exact)'];
-  ui.table(head, s.comparison.overall.map((m) => row(m.metric === s.metric ? `${m.metric} *` : m.metric, m)));
+  ui.table(
+    head,
+    s.comparison.overall.map((m) => row(m.metric === s.metric ? `${m.metric} *` : m.metric, m)),
+  );
   if (s.comparison.categories.length > 1) {
-    ui.table(['category', ...head], s.comparison.categories.flatMap((c) => c.metrics.map((m) => [c.category, ...row(m.metric, m)])));
+    ui.table(
+      ['category', ...head],
+      s.comparison.categories.flatMap((c) => c.metrics.map((m) => [c.category, ...row(m.metric, m)])),
+    );
   }
   for (const g of s.gates) ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);
-  ui.print(s.passed ? ui.c.green('the candidate passes every deploy gate') : ui.c.yellow('the candidate does not pass the deploy gates'));
+  ui.print(
+    s.passed
+      ? ui.c.green('the candidate passes every deploy gate')
+      : ui.c.yellow('the candidate does not pass the deploy gates'),
+  );
 }

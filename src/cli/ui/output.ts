@@ -22,7 +22,11 @@ export class Ui {
   readonly c: Colors;
   private redactor: Redactor | undefined;
 
-  constructor(readonly opts: UiOptions, private readonly out: NodeJS.WriteStream = process.stdout, private readonly err: NodeJS.WriteStream = process.stderr) {
+  constructor(
+    readonly opts: UiOptions,
+    private readonly out: NodeJS.WriteStream = process.stdout,
+    private readonly err: NodeJS.WriteStream = process.stderr,
+  ) {
     this.c = makeColors(opts.color);
   }
 
@@ -72,10 +76,18 @@ export class Ui {
     if (this.err.isTTY && !this.opts.verbose) {
       const spinner: Ora = ora({ text: this.scrub(text), stream: this.err, color: 'cyan', isEnabled: true }).start();
       return {
-        update: (t) => { spinner.text = this.scrub(t); },
-        succeed: (t) => { spinner.succeed(t && this.scrub(t)); },
-        fail: (t) => { spinner.fail(t && this.scrub(t)); },
-        stop: () => { spinner.stop(); },
+        update: (t) => {
+          spinner.text = this.scrub(t);
+        },
+        succeed: (t) => {
+          spinner.succeed(t && this.scrub(t));
+        },
+        fail: (t) => {
+          spinner.fail(t && this.scrub(t));
+        },
+        stop: () => {
+          spinner.stop();
+        },
       };
     }
     this.info(`… ${text}`);

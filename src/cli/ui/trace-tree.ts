@@ -7,7 +7,9 @@ export function renderTraceTree(d: { rollout: Rollout; spans: Span[]; rewards: R
   const r = d.rollout;
   const lines = [
     `${c.bold(r.id)}  ${r.status}  task ${taskOf(r, 80)}  reward ${r.totalReward?.toFixed(3) ?? '—'}`,
-    c.dim(`started ${formatTime(r.startedAt)}, ${formatDuration(r.wallMs)}, ${r.tokens} tokens, ${r.toolCalls} tool calls, ${r.messages} messages`),
+    c.dim(
+      `started ${formatTime(r.startedAt)}, ${formatDuration(r.wallMs)}, ${r.tokens} tokens, ${r.toolCalls} tool calls, ${r.messages} messages`,
+    ),
   ];
   if (r.error) lines.push(c.red(`error: ${r.error}`));
   if (r.finalAnswer) lines.push(`final answer${r.winner ? ` (${r.winner})` : ''}: ${truncate(r.finalAnswer, 100)}`);
@@ -29,7 +31,9 @@ export function renderTraceTree(d: { rollout: Rollout; spans: Span[]; rewards: R
   if (d.rewards.length) {
     lines.push(c.bold('rewards'));
     for (const w of d.rewards) {
-      lines.push(`  ${w.family}/${w.channel}${w.agent ? ` [${w.agent}]` : ''}${w.targetSeq !== null ? ` @#${w.targetSeq}` : ''}: ${w.value.toFixed(3)}${w.reason ? c.dim(`  ${truncate(w.reason, 60)}`) : ''}`);
+      lines.push(
+        `  ${w.family}/${w.channel}${w.agent ? ` [${w.agent}]` : ''}${w.targetSeq !== null ? ` @#${w.targetSeq}` : ''}: ${w.value.toFixed(3)}${w.reason ? c.dim(`  ${truncate(w.reason, 60)}`) : ''}`,
+      );
     }
   }
   return lines.join('\n');

@@ -1,16 +1,32 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type {
-  CancelPayload, DropPayload, InvalidActionPayload, Label, NewAnswerPayload, PresentationPayload, RestartPayload, RoundPayload,
-  SelectionPayload, VotePayload,
-} from '../../trace/payloads.js';
 import type { RolloutFinish, SpanInput } from '../../store/types.js';
+import type {
+  CancelPayload,
+  DropPayload,
+  InvalidActionPayload,
+  Label,
+  NewAnswerPayload,
+  PresentationPayload,
+  RestartPayload,
+  RoundPayload,
+  SelectionPayload,
+  VotePayload,
+} from '../../trace/payloads.js';
 import { sha256 } from '../../util/hash.js';
 import type { MassgenUnit } from './discover.js';
 import { FileReader, MassgenInputError } from './files.js';
 import {
-  contextFile, coordinationEvents, metricsSummary, snapshotMappings, voteFile,
-  type ContextFile, type CoordinationEvents, type MassgenEvent, type MetricsSummary, type SnapshotMappings,
+  contextFile,
+  coordinationEvents,
+  metricsSummary,
+  snapshotMappings,
+  voteFile,
+  type ContextFile,
+  type CoordinationEvents,
+  type MassgenEvent,
+  type MetricsSummary,
+  type SnapshotMappings,
 } from './format.js';
 
 export const MASSGEN_IMPORT_SOURCE = 'massgen-import';
@@ -66,12 +82,15 @@ export function convertUnit(unit: MassgenUnit, reader: FileReader): ConvertResul
   if (!reader.exists(eventsFile)) {
     return {
       kind: 'incomplete',
-      reason: 'no coordination_events.json (MassGen writes it when the final presentation ends; the run was interrupted or is still going)',
+      reason:
+        'no coordination_events.json (MassGen writes it when the final presentation ends; the run was interrupted or is still going)',
     };
   }
   const log = reader.json(eventsFile, coordinationEvents, 'coordination_events.json');
   const mappingsFile = path.join(unit.dir, 'snapshot_mappings.json');
-  const mappings = reader.exists(mappingsFile) ? reader.json(mappingsFile, snapshotMappings, 'snapshot_mappings.json') : null;
+  const mappings = reader.exists(mappingsFile)
+    ? reader.json(mappingsFile, snapshotMappings, 'snapshot_mappings.json')
+    : null;
   const execution = readExecutionMetadata(unit, reader);
   const metricsFile = path.join(unit.dir, 'metrics_summary.json');
   const metrics = reader.exists(metricsFile) ? reader.json(metricsFile, metricsSummary, 'metrics_summary.json') : null;
@@ -81,8 +100,13 @@ export function convertUnit(unit: MassgenUnit, reader: FileReader): ConvertResul
 /** Token counts as MassGen summed them from the API's usage (its totals are the sums over agents). */
 function usageOf(m: MetricsSummary) {
   const t = m.totals;
-  const byAgent = Object.fromEntries(Object.entries(m.agents ?? {}).flatMap(([id, a]) =>
-    a.token_usage ? [[id, { input_tokens: a.token_usage.input_tokens ?? 0, output_tokens: a.token_usage.output_tokens ?? 0 }]] : []));
+  const byAgent = Object.fromEntries(
+    Object.entries(m.agents ?? {}).flatMap(([id, a]) =>
+      a.token_usage
+        ? [[id, { input_tokens: a.token_usage.input_tokens ?? 0, output_tokens: a.token_usage.output_tokens ?? 0 }]]
+        : [],
+    ),
+  );
   return {
     input_tokens: t.input_tokens ?? 0,
     output_tokens: t.output_tokens ?? 0,
@@ -104,19 +128,30 @@ interface ExecutionInfo {
 const GATEWAY_PATH = /\/session\/([^/]+)\/agent\/([^/]+)\/v1\/?$/;
 
 function readExecutionMetadata(unit: MassgenUnit, reader: FileReader): ExecutionInfo {
-  const file = [path.join(unit.dir, 'execution_metadata.yaml'), path.join(unit.turnDir, 'execution_metadata.yaml')].find((f) => reader.exists(f));
+  const file = [
+    path.join(unit.dir, 'execution_metadata.yaml'),
+    path.join(unit.turnDir, 'execution_metadata.yaml'),
+  ].find((f) => reader.exists(f));
   const info: ExecutionInfo = { query: null, models: {}, massgenVersion: null, gatewaySession: null };
   if (!file) return info;
   const doc = reader.yaml(file);
-  if (!isRecord(doc)) throw new MassgenInputError(reader.display(file), 'not a MassGen execution_metadata.yaml: expected a mapping at the top level', { line: 1, column: 1 });
+  if (!isRecord(doc))
+    throw new MassgenInputError(
+      reader.display(file),
+      'not a MassGen execution_metadata.yaml: expected a mapping at the top level',
+      { line: 1, column: 1 },
+    );
   if (typeof doc.query === 'string') info.query = doc.query;
   if (typeof doc.massgen_version === 'string') info.massgenVersion = doc.massgen_version;
   const config = isRecord(doc.config) ? doc.config : {};
   const agents = Array.isArray(config.agents) ? config.agents : isRecord(config.agent) ? [config.agent] : [];
   for (const a of agents) {
-    if (isRecord(a) && typeof a.id === 'string' && isRecord(a.backend) && typeof a.backend.model === 'string') info.models[a.id] = a.backend.model;
-    const tagged = isRecord(a) && isRecord(a.backend) && typeof a.backend.base_url === 'string'
-      ? GATEWAY_PATH.exec(a.backend.base_url) : null;
+    if (isRecord(a) && typeof a.id === 'string' && isRecord(a.backend) && typeof a.backend.model === 'string')
+      info.models[a.id] = a.backend.model;
+    const tagged =
+      isRecord(a) && isRecord(a.backend) && typeof a.backend.base_url === 'string'
+        ? GATEWAY_PATH.exec(a.backend.base_url)
+        : null;
     if (tagged) info.gatewaySession = safeDecode(tagged[1]!);
   }
   return info;
@@ -192,8 +227,18 @@ class Converter {
     const endMs = endS * 1000;
     this.closeRound(this.finalRoundStart ?? endS);
     if (this.unit.nextAttemptDir) {
-      const restart: RestartPayload = { restart: this.unit.attempt ?? 1, feedback: this.feedbackOf(this.unit.nextAttemptDir) ?? '' };
-      this.push({ type: 'coordination', name: 'restart', agent: this.winner, parentSeq: this.roundSeq(), startedAt: endMs, payload: restart });
+      const restart: RestartPayload = {
+        restart: this.unit.attempt ?? 1,
+        feedback: this.feedbackOf(this.unit.nextAttemptDir) ?? '',
+      };
+      this.push({
+        type: 'coordination',
+        name: 'restart',
+        agent: this.winner,
+        parentSeq: this.roundSeq(),
+        startedAt: endMs,
+        payload: restart,
+      });
     }
 
     const original = meta.user_prompt ?? this.execution.query ?? null;
@@ -277,7 +322,9 @@ class Converter {
     const n = (this.turns.get(agent) ?? 0) + 1;
     this.turns.set(agent, n);
     const seen = new Map<string, string>();
-    const massgenLabels = Array.isArray(ctx.available_answer_labels) ? ctx.available_answer_labels.filter((l): l is string => typeof l === 'string') : [];
+    const massgenLabels = Array.isArray(ctx.available_answer_labels)
+      ? ctx.available_answer_labels.filter((l): l is string => typeof l === 'string')
+      : [];
     for (const l of massgenLabels) {
       const a = this.agentOfLabel(l);
       if (a) seen.set(a, l);
@@ -290,16 +337,32 @@ class Converter {
       round: this.round,
       answer_labels_seen: this.labelsOf(seen),
       massgen_labels_seen: massgenLabels,
-      ...(answering.length ? { prompt_labels: Object.fromEntries(answering.map((a, i) => [`agent${i + 1}`, this.label(a)])) } : {}),
+      ...(answering.length
+        ? { prompt_labels: Object.fromEntries(answering.map((a, i) => [`agent${i + 1}`, this.label(a)])) }
+        : {}),
       messages: null,
       source: null,
     };
-    this.contextSpan.set(agent, this.push({ type: 'message', name: 'context', agent, parentSeq: this.roundSeq(), startedAt: e.timestamp * 1000, payload }));
+    this.contextSpan.set(
+      agent,
+      this.push({
+        type: 'message',
+        name: 'context',
+        agent,
+        parentSeq: this.roundSeq(),
+        startedAt: e.timestamp * 1000,
+        payload,
+      }),
+    );
   }
 
   private update(e: MassgenEvent, agent: string): void {
     const seen = this.seen.get(agent) ?? new Map<string, string>();
-    const providers = /from: (.+)$/.exec(e.details ?? '')?.[1]?.split(', ').filter((a) => this.labels.has(a)) ?? [];
+    const providers =
+      /from: (.+)$/
+        .exec(e.details ?? '')?.[1]
+        ?.split(', ')
+        .filter((a) => this.labels.has(a)) ?? [];
     for (const a of providers) {
       const l = this.latest.get(a)?.massgenLabel;
       if (l) seen.set(a, l);
@@ -315,7 +378,14 @@ class Converter {
       detail: e.details ?? '',
       source: null,
     };
-    this.push({ type: 'message', name: 'update', agent, parentSeq: this.roundSeq(), startedAt: e.timestamp * 1000, payload });
+    this.push({
+      type: 'message',
+      name: 'update',
+      agent,
+      parentSeq: this.roundSeq(),
+      startedAt: e.timestamp * 1000,
+      payload,
+    });
   }
 
   private answer(e: MassgenEvent, agent: string, massgenLabel: string): void {
@@ -337,7 +407,14 @@ class Converter {
       snapshot: snap ? this.reader.display(path.join(snap, 'answer.txt')) : null,
       ...(content === null ? { content_missing: true } : {}),
     };
-    const seq = this.push({ type: 'coordination', name: 'new_answer', agent, parentSeq: this.roundSeq(), startedAt: e.timestamp * 1000, payload });
+    const seq = this.push({
+      type: 'coordination',
+      name: 'new_answer',
+      agent,
+      parentSeq: this.roundSeq(),
+      startedAt: e.timestamp * 1000,
+      payload,
+    });
     const record = { agent, massgenLabel, content: content ?? '', seq };
     this.answers.push(record);
     this.latest.set(agent, record);
@@ -356,13 +433,29 @@ class Converter {
       this.attachContext(voter, snap);
     }
     const seen = this.seen.get(voter) ?? new Map<string, string>();
-    const common = { turn_id: this.turnId(voter), round: this.round, parentSeq: this.roundSeq(), startedAt: e.timestamp * 1000 };
+    const common = {
+      turn_id: this.turnId(voter),
+      round: this.round,
+      parentSeq: this.roundSeq(),
+      startedAt: e.timestamp * 1000,
+    };
     if (!this.labels.has(target)) {
       const payload: InvalidActionPayload & Record<string, unknown> = {
-        turn_id: common.turn_id, kind: 'unknown_target', detail: `vote for "${target}", which is not an agent of this coordination`,
-        correction: '', attempt: 0, reason,
+        turn_id: common.turn_id,
+        kind: 'unknown_target',
+        detail: `vote for "${target}", which is not an agent of this coordination`,
+        correction: '',
+        attempt: 0,
+        reason,
       };
-      this.push({ type: 'coordination', name: 'invalid_action', agent: voter, parentSeq: common.parentSeq, startedAt: common.startedAt, payload });
+      this.push({
+        type: 'coordination',
+        name: 'invalid_action',
+        agent: voter,
+        parentSeq: common.parentSeq,
+        startedAt: common.startedAt,
+        payload,
+      });
       return;
     }
     const payload: VotePayload & Record<string, unknown> = {
@@ -377,7 +470,14 @@ class Converter {
       massgen_target_label: typeof ctx.voted_for_label === 'string' ? ctx.voted_for_label : null,
       snapshot: snap ? this.reader.display(path.join(snap, 'vote.json')) : null,
     };
-    this.push({ type: 'coordination', name: 'vote', agent: voter, parentSeq: common.parentSeq, startedAt: common.startedAt, payload });
+    this.push({
+      type: 'coordination',
+      name: 'vote',
+      agent: voter,
+      parentSeq: common.parentSeq,
+      startedAt: common.startedAt,
+      payload,
+    });
     this.votes++;
     this.standingVotes.set(voter, { target, reason });
   }
@@ -389,14 +489,37 @@ class Converter {
       round: this.round,
       massgen_event: e.event_type,
     };
-    this.push({ type: 'coordination', name: 'drop', agent, parentSeq: this.roundSeq(), startedAt: e.timestamp * 1000, payload });
+    this.push({
+      type: 'coordination',
+      name: 'drop',
+      agent,
+      parentSeq: this.roundSeq(),
+      startedAt: e.timestamp * 1000,
+      payload,
+    });
   }
 
   private cancel(e: MassgenEvent, agent: string): void {
     const detail = (e.details ?? '').replace(/^CANCELLED: /, '');
-    const reason: CancelPayload['reason'] = /timeout|time limit/i.test(detail) ? 'total_timeout' : /voted|complete/i.test(detail) ? 'superseded' : 'interrupted';
-    const payload: CancelPayload & Record<string, unknown> = { turn_id: this.turnId(agent), round: this.round, reason, detail };
-    this.push({ type: 'coordination', name: 'cancel', agent, parentSeq: this.roundSeq(), startedAt: e.timestamp * 1000, payload });
+    const reason: CancelPayload['reason'] = /timeout|time limit/i.test(detail)
+      ? 'total_timeout'
+      : /voted|complete/i.test(detail)
+        ? 'superseded'
+        : 'interrupted';
+    const payload: CancelPayload & Record<string, unknown> = {
+      turn_id: this.turnId(agent),
+      round: this.round,
+      reason,
+      detail,
+    };
+    this.push({
+      type: 'coordination',
+      name: 'cancel',
+      agent,
+      parentSeq: this.roundSeq(),
+      startedAt: e.timestamp * 1000,
+      payload,
+    });
   }
 
   private select(ts: number, winner: string, ctx: Record<string, unknown>): void {
@@ -406,7 +529,8 @@ class Converter {
     this.winner = winner;
     this.closeRound(this.finalRoundStart ?? ts);
     const votes: Record<Label, number> = {};
-    for (const { target } of this.standingVotes.values()) votes[this.label(target)] = (votes[this.label(target)] ?? 0) + 1;
+    for (const { target } of this.standingVotes.values())
+      votes[this.label(target)] = (votes[this.label(target)] ?? 0) + 1;
     const standing = [...this.standingVotes.values()];
     const payload: SelectionPayload & Record<string, unknown> = {
       winner_agent: winner,
@@ -416,9 +540,18 @@ class Converter {
       reason: standing.length ? 'votes' : this.answers.length ? 'no_votes' : 'no_answers',
       rounds: this.round,
       vote_summary: typeof ctx.vote_summary === 'string' ? ctx.vote_summary : null,
-      massgen_answer_labels: Array.isArray(ctx.all_answers) ? ctx.all_answers : [...this.latest.values()].map((a) => a.massgenLabel),
+      massgen_answer_labels: Array.isArray(ctx.all_answers)
+        ? ctx.all_answers
+        : [...this.latest.values()].map((a) => a.massgenLabel),
     };
-    this.push({ type: 'coordination', name: 'final_selection', agent: winner, parentSeq: this.roundSeq(), startedAt: ts * 1000, payload });
+    this.push({
+      type: 'coordination',
+      name: 'final_selection',
+      agent: winner,
+      parentSeq: this.roundSeq(),
+      startedAt: ts * 1000,
+      payload,
+    });
 
     const finalDir = this.finalDir(winner);
     const seen = new Map([...this.latest.values()].map((a) => [a.agent, a.massgenLabel]));
@@ -431,7 +564,14 @@ class Converter {
       messages: null,
       source: null,
     };
-    this.presentationContext = this.push({ type: 'message', name: 'context', agent: winner, parentSeq: this.roundSeq(), startedAt: Math.max(ts, this.finalRoundStart ?? ts) * 1000, payload: context });
+    this.presentationContext = this.push({
+      type: 'message',
+      name: 'context',
+      agent: winner,
+      parentSeq: this.roundSeq(),
+      startedAt: Math.max(ts, this.finalRoundStart ?? ts) * 1000,
+      payload: context,
+    });
     this.attachContext(winner, finalDir, this.presentationContext);
   }
 
@@ -440,7 +580,7 @@ class Converter {
     const massgenLabel = typeof e.context?.label === 'string' ? e.context.label : `${this.label(winner)}.final`;
     const mapped = this.mappings?.[massgenLabel];
     const file = (mapped && this.inside(mapped.path)) ?? path.join(this.finalDir(winner), 'answer.txt');
-    const content = this.reader.exists(file) ? this.text(file) : this.latest.get(winner)?.content ?? '';
+    const content = this.reader.exists(file) ? this.text(file) : (this.latest.get(winner)?.content ?? '');
     // MassGen logs final_round_start just before final_agent_selected; the presentation spans both, up to final_answer.
     const start = Math.min(Math.max(this.finalRoundStart ?? e.timestamp, this.selectionTs ?? 0), e.timestamp);
     const payload: PresentationPayload & Record<string, unknown> = {
@@ -449,7 +589,15 @@ class Converter {
       massgen_label: massgenLabel,
       snapshot: this.reader.exists(file) ? this.reader.display(file) : null,
     };
-    this.push({ type: 'coordination', name: 'presentation', agent: winner, parentSeq: this.roundSeq(), startedAt: start * 1000, durationMs: (e.timestamp - start) * 1000, payload });
+    this.push({
+      type: 'coordination',
+      name: 'presentation',
+      agent: winner,
+      parentSeq: this.roundSeq(),
+      startedAt: start * 1000,
+      durationMs: (e.timestamp - start) * 1000,
+      payload,
+    });
     this.winner = winner;
     this.finalAnswer = content;
   }
@@ -457,7 +605,11 @@ class Converter {
   // ---------------------------------------------------------------- rounds
 
   private openRound(ts: number, trigger: RoundPayload['trigger']): void {
-    const payload: RoundPayload = { round: this.round, answer_labels: this.agents.filter((a) => this.latest.has(a)).map((a) => this.label(a)), trigger };
+    const payload: RoundPayload = {
+      round: this.round,
+      answer_labels: this.agents.filter((a) => this.latest.has(a)).map((a) => this.label(a)),
+      trigger,
+    };
     this.roundIndex = this.push({ type: 'coordination', name: 'round', agent: null, startedAt: ts * 1000, payload });
   }
 
@@ -535,7 +687,10 @@ class Converter {
     const agentDir = path.join(this.unit.dir, agent);
     let names: string[];
     try {
-      names = fs.readdirSync(agentDir).filter((n) => SNAPSHOT_DIR.test(n)).sort();
+      names = fs
+        .readdirSync(agentDir)
+        .filter((n) => SNAPSHOT_DIR.test(n))
+        .sort();
     } catch {
       return null;
     }
@@ -580,7 +735,9 @@ class Converter {
 
   private promptText(file: string): string {
     try {
-      return messagesOf(this.readContext(file)).map((m) => m.content).join('\n');
+      return messagesOf(this.readContext(file))
+        .map((m) => m.content)
+        .join('\n');
     } catch (err) {
       if (err instanceof MassgenInputError) return ''; // reported by the attempt that owns the file
       throw err;
@@ -592,7 +749,10 @@ class Converter {
     try {
       for (const agent of fs.readdirSync(attemptDir, { withFileTypes: true })) {
         if (!agent.isDirectory() || agent.name === 'final') continue;
-        const snaps = fs.readdirSync(path.join(attemptDir, agent.name)).filter((n) => SNAPSHOT_DIR.test(n)).sort();
+        const snaps = fs
+          .readdirSync(path.join(attemptDir, agent.name))
+          .filter((n) => SNAPSHOT_DIR.test(n))
+          .sort();
         for (const s of snaps) {
           const file = path.join(attemptDir, agent.name, s, 'context.txt');
           if (!this.reader.exists(file)) continue;
@@ -609,7 +769,11 @@ class Converter {
 
 function messagesOf(ctx: ContextFile | string): { role: string; content: string }[] {
   if (typeof ctx === 'string') return [{ role: 'user', content: ctx }];
-  if (ctx.messages) return ctx.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : JSON.stringify(m.content) }));
+  if (ctx.messages)
+    return ctx.messages.map((m) => ({
+      role: m.role,
+      content: typeof m.content === 'string' ? m.content : JSON.stringify(m.content),
+    }));
   const out: { role: string; content: string }[] = [];
   if (ctx.system_message !== undefined) out.push({ role: 'system', content: ctx.system_message });
   if (ctx.user_message !== undefined) out.push({ role: 'user', content: ctx.user_message });

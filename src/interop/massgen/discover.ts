@@ -28,17 +28,22 @@ const ATTEMPT = /^attempt_(\d+)$/;
 
 function subdirs(dir: string): string[] {
   try {
-    return fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    return fs
+      .readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
   } catch {
     return [];
   }
 }
 
 const numbered = (names: string[], re: RegExp) =>
-  names.flatMap((n) => {
-    const m = re.exec(n);
-    return m ? [{ name: n, n: Number(m[1]) }] : [];
-  }).sort((a, b) => a.n - b.n);
+  names
+    .flatMap((n) => {
+      const m = re.exec(n);
+      return m ? [{ name: n, n: Number(m[1]) }] : [];
+    })
+    .sort((a, b) => a.n - b.n);
 
 const isLogDir = (dir: string) => numbered(subdirs(dir), TURN).length > 0;
 
@@ -61,7 +66,10 @@ export function discoverMassgenLogs(dir: string): Discovery {
     logDirs = [root];
   } else {
     for (const candidate of [root, path.join(root, 'massgen_logs'), path.join(root, '.massgen', 'massgen_logs')]) {
-      const found = subdirs(candidate).sort().map((n) => path.join(candidate, n)).filter(isLogDir);
+      const found = subdirs(candidate)
+        .sort()
+        .map((n) => path.join(candidate, n))
+        .filter(isLogDir);
       if (found.length) {
         logDirs = found;
         break;
@@ -87,7 +95,12 @@ export function discoverMassgenLogs(dir: string): Discovery {
       }
       attempts.forEach((a, i) => {
         const next = attempts[i + 1];
-        units.push({ ...base, attempt: a.n, dir: path.join(turnDir, a.name), nextAttemptDir: next ? path.join(turnDir, next.name) : null });
+        units.push({
+          ...base,
+          attempt: a.n,
+          dir: path.join(turnDir, a.name),
+          nextAttemptDir: next ? path.join(turnDir, next.name) : null,
+        });
       });
     }
   }

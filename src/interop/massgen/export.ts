@@ -25,8 +25,13 @@ export interface MassgenAgent {
   id: string;
   system_message: string;
   backend: {
-    type: 'vllm'; model: string; base_url: string; temperature: number; max_tokens: number;
-    tool_choice?: typeof WORKFLOW_CALLS; parallel_tool_calls?: false;
+    type: 'vllm';
+    model: string;
+    base_url: string;
+    temperature: number;
+    max_tokens: number;
+    tool_choice?: typeof WORKFLOW_CALLS;
+    parallel_tool_calls?: false;
   };
 }
 
@@ -64,7 +69,10 @@ export interface MassgenExport {
  */
 export const WORKFLOW_CALLS = {
   type: 'allowed_tools',
-  allowed_tools: { mode: 'required', tools: ['new_answer', 'vote'].map((name) => ({ type: 'function', function: { name } })) },
+  allowed_tools: {
+    mode: 'required',
+    tools: ['new_answer', 'vote'].map((name) => ({ type: 'function', function: { name } })),
+  },
 } as const;
 
 /** Settings of massgen-rl's orchestrator MassGen has no key for (named in the header). */
@@ -78,37 +86,56 @@ export function massgenExport(input: ExportInput): MassgenExport {
   const addresses = new Map<string, string>();
   const agents = config.agents.map((a): MassgenAgent => {
     const member = set.members.agents[a.id];
-    if (!member) throw new UserError(`resource set v${set.version} has no member for agent ${a.id} (it was made under an older config)`, 'export production, or a set made since agent ' + a.id + ' was added');
+    if (!member)
+      throw new UserError(
+        `resource set v${set.version} has no member for agent ${a.id} (it was made under an older config)`,
+        'export production, or a set made since agent ' + a.id + ' was added',
+      );
     const prompt = input.resource(member.prompt);
     const weights = member.weights ? input.resource(member.weights) : undefined;
-    if (!prompt || (member.weights && !weights)) throw new Error(`resource set v${set.version}: a resource of agent ${a.id} is missing from the store`);
+    if (!prompt || (member.weights && !weights))
+      throw new Error(`resource set v${set.version}: a resource of agent ${a.id} is missing from the store`);
     const model = config.models[a.model]!;
-    const direct = model.local ? localAddress(a.model, model, weights, a.id, set) : remoteAddress(a.model, model, weights);
+    const direct = model.local
+      ? localAddress(a.model, model, weights, a.id, set)
+      : remoteAddress(a.model, model, weights);
     const served = input.gateway ? gatewayAddress(input.gateway, a.id, a.model, direct.note) : direct;
     if (model.local && !input.gateway) {
       const taken = addresses.get(served.base_url);
       if (taken !== undefined && taken !== a.model) {
-        throw new UserError(`models.${taken} and models.${a.model} would both be served at ${served.base_url} (local.port ${model.local.port || `unset: the default ${fixedPort(model.local)}`})`,
-          `give each of them its own models.<name>.local.port`);
+        throw new UserError(
+          `models.${taken} and models.${a.model} would both be served at ${served.base_url} (local.port ${model.local.port || `unset: the default ${fixedPort(model.local)}`})`,
+          `give each of them its own models.<name>.local.port`,
+        );
       }
       addresses.set(served.base_url, a.model);
     }
     if (model.local && weights) {
       const other = local.get(a.model);
       if (other && other.weights.id !== weights.id) {
-        throw new UserError(`agents ${other.agent} and ${a.id} of models.${a.model} are served different weights in set v${set.version} (${label(other.weights)}, ${label(weights)}), but one server at ${served.base_url} serves one`, 'give one of them its own model with its own local.port');
+        throw new UserError(
+          `agents ${other.agent} and ${a.id} of models.${a.model} are served different weights in set v${set.version} (${label(other.weights)}, ${label(weights)}), but one server at ${served.base_url} serves one`,
+          'give one of them its own model with its own local.port',
+        );
       }
       local.set(a.model, { agent: a.id, weights });
     }
     notes[a.id] = [
       `${a.id}: prompt ${label(prompt)}; ${served.note}`,
-      ...(model.api_key_env ? [`models.${a.model} takes its key from $${model.api_key_env}; MassGen's vllm backend reads VLLM_API_KEY`] : []),
+      ...(model.api_key_env
+        ? [`models.${a.model} takes its key from $${model.api_key_env}; MassGen's vllm backend reads VLLM_API_KEY`]
+        : []),
       ...(a.tools.length ? [`tools (${a.tools.join(', ')}): massgen-rl's own, not exported`] : []),
     ];
     return {
-      id: a.id, system_message: prompt.content ?? '',
+      id: a.id,
+      system_message: prompt.content ?? '',
       backend: {
-        type: 'vllm', model: served.model, base_url: served.base_url, temperature: a.temperature, max_tokens: a.max_tokens,
+        type: 'vllm',
+        model: served.model,
+        base_url: served.base_url,
+        temperature: a.temperature,
+        max_tokens: a.max_tokens,
         // MassGen acts only through tool calls; a small local model asked with `auto` mostly answers in prose
         ...(model.local ? { tool_choice: structuredClone(WORKFLOW_CALLS), parallel_tool_calls: false as const } : {}),
       },
@@ -128,29 +155,57 @@ export function massgenExport(input: ExportInput): MassgenExport {
   return { config: out, notes, yaml: render(out, notes, input) };
 }
 
-function remoteAddress(name: string, model: ModelConfig, weights: Resource | undefined): { base_url: string; model: string; note: string } {
+function remoteAddress(
+  name: string,
+  model: ModelConfig,
+  weights: Resource | undefined,
+): { base_url: string; model: string; note: string } {
   const [base_url = '', ...others] = remoteUrls(model);
   // A MassGen backend names one endpoint: the first replica, and the note says which were left out.
-  const replicas = others.length ? `; models.${name} has ${others.length + 1} replicas (base_urls) and a MassGen backend names one: the first is used, not ${others.join(', ')}` : '';
-  if (!weights) return { base_url, model: model.model, note: `model ${model.model} at ${base_url} (models.${name})${replicas}` };
+  const replicas = others.length
+    ? `; models.${name} has ${others.length + 1} replicas (base_urls) and a MassGen backend names one: the first is used, not ${others.join(', ')}`
+    : '';
+  if (!weights)
+    return { base_url, model: model.model, note: `model ${model.model} at ${base_url} (models.${name})${replicas}` };
   const adapter = servedAdapterName(name, model, weights);
-  const loaded = model.lora!.load_adapters ? 'massgen-rl loads it there when it deploys or evaluates the set' : `load it there yourself (models.${name}.lora.load_adapters is false)`;
-  return { base_url, model: adapter, note: `LoRA adapter ${adapter} = weights ${label(weights)} (${weights.path}) at ${base_url}; ${loaded}${replicas}` };
+  const loaded = model.lora!.load_adapters
+    ? 'massgen-rl loads it there when it deploys or evaluates the set'
+    : `load it there yourself (models.${name}.lora.load_adapters is false)`;
+  return {
+    base_url,
+    model: adapter,
+    note: `LoRA adapter ${adapter} = weights ${label(weights)} (${weights.path}) at ${base_url}; ${loaded}${replicas}`,
+  };
 }
 
 /** Where `massgen-rl serve --model NAME` listens: local.host at local.port, else at DEFAULT_SERVE_PORT. */
-function localAddress(name: string, model: ModelConfig, weights: Resource | undefined, agent: string, set: ResourceSet): { base_url: string; model: string; note: string } {
+function localAddress(
+  name: string,
+  model: ModelConfig,
+  weights: Resource | undefined,
+  agent: string,
+  set: ResourceSet,
+): { base_url: string; model: string; note: string } {
   const l = model.local!;
-  if (!weights) throw new Error(`resource set v${set.version} has no weights for agent ${agent} of local models.${name}`);
+  if (!weights)
+    throw new Error(`resource set v${set.version} has no weights for agent ${agent} of local models.${name}`);
   const base_url = `http://${urlHost(l.host)}:${fixedPort(l)}/v1`;
-  return { base_url, model: model.model, note: `weights ${label(weights)} (${weights.path}) must be served at ${base_url}: massgen-rl serve --model ${name} --weights resource:${weights.name}@${weights.version}` };
+  return {
+    base_url,
+    model: model.model,
+    note: `weights ${label(weights)} (${weights.path}) must be served at ${base_url}: massgen-rl serve --model ${name} --weights resource:${weights.name}@${weights.version}`,
+  };
 }
 
 /** The gateway's address for one agent: it routes models.<name> itself, so the model is the config's name. */
 function gatewayAddress(gw: { url: string; session: string }, agent: string, name: string, behind: string) {
   const root = gw.url.replace(/\/+$/, '').replace(/\/v1$/, '');
   const base_url = `${root}/session/${encodeURIComponent(gw.session)}/agent/${encodeURIComponent(agent)}/v1`;
-  return { base_url, model: name, note: `through the gateway at ${root} (session ${gw.session}), which routes models.${name}: ${behind}` };
+  return {
+    base_url,
+    model: name,
+    note: `through the gateway at ${root} (session ${gw.session}), which routes models.${name}: ${behind}`,
+  };
 }
 
 const label = (r: Resource) => `${r.name} v${r.version}`;
@@ -167,9 +222,19 @@ function render(config: MassgenConfig, notes: Record<string, string[]>, input: E
     `Generated by massgen-rl from resource set v${input.set.version} (${input.set.id}) on ${when}.`,
     'Run it with: massgen --config THIS_FILE "your question"',
     `Not exported (MassGen has no matching setting): orchestrator ${[...UNMAPPED, ...(input.config.orchestrator.delegation ? ['delegation'] : [])].join(', ')}.`,
-    ...(Object.keys(input.set.members.policies ?? {}).length ? [`Not exported: the set's learned ${Object.keys(input.set.members.policies!).join(', ')} policies (massgen-rl's own; MassGen runs its fixed rules).`] : []),
-    ...(input.set.members.presenter === undefined ? [] : [`Not exported: the set's presenter prompt ${presenterLabel(input, input.set.members.presenter)} (MassGen's config has no key for it; its winner presents with its own system_message).`]),
-  ].map((l) => ` ${l}`).join('\n');
+    ...(Object.keys(input.set.members.policies ?? {}).length
+      ? [
+          `Not exported: the set's learned ${Object.keys(input.set.members.policies!).join(', ')} policies (massgen-rl's own; MassGen runs its fixed rules).`,
+        ]
+      : []),
+    ...(input.set.members.presenter === undefined
+      ? []
+      : [
+          `Not exported: the set's presenter prompt ${presenterLabel(input, input.set.members.presenter)} (MassGen's config has no key for it; its winner presents with its own system_message).`,
+        ]),
+  ]
+    .map((l) => ` ${l}`)
+    .join('\n');
   const seq = doc.get('agents') as YAMLSeq;
   config.agents.forEach((a, i) => {
     const node = seq.items[i] as { commentBefore?: string; spaceBefore?: boolean };

@@ -4,12 +4,22 @@ import { LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { firstTooDeep } from '../../config/safe-yaml.js';
 import { UserError } from '../../errors.js';
-import { findExcessiveNesting, findJsonSyntaxError, locateJsonPath, MAX_JSON_DEPTH, type TextPosition } from './json-locate.js';
+import {
+  findExcessiveNesting,
+  findJsonSyntaxError,
+  locateJsonPath,
+  MAX_JSON_DEPTH,
+  type TextPosition,
+} from './json-locate.js';
 import { findYamlAliasProblem } from './yaml-aliases.js';
 
 /** A MassGen log file that cannot be read as MassGen writes it: names the file and, when known, the line and column. */
 export class MassgenInputError extends UserError {
-  constructor(readonly file: string, readonly problem: string, readonly position?: Pick<TextPosition, 'line' | 'column'>) {
+  constructor(
+    readonly file: string,
+    readonly problem: string,
+    readonly position?: Pick<TextPosition, 'line' | 'column'>,
+  ) {
     super(`${file}${position ? `:${position.line}:${position.column}` : ''}: ${problem}`);
     this.name = 'MassgenInputError';
   }
@@ -40,7 +50,10 @@ const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? String(err
 export class FileReader {
   private readonly realBoundary: string | null;
 
-  constructor(private readonly base: string, private readonly boundary: string | null = null) {
+  constructor(
+    private readonly base: string,
+    private readonly boundary: string | null = null,
+  ) {
     this.realBoundary = boundary === null ? null : realpathOr(boundary);
   }
 
@@ -94,10 +107,16 @@ export class FileReader {
       st = fs.statSync(real);
     } catch (err) {
       const link = linkTarget(file);
-      throw new MassgenInputError(this.display(file), link === null ? `cannot read: ${code(err)}` : `a link to ${link}, which leads nowhere (${code(err)}): refused`);
+      throw new MassgenInputError(
+        this.display(file),
+        link === null ? `cannot read: ${code(err)}` : `a link to ${link}, which leads nowhere (${code(err)}): refused`,
+      );
     }
     if (this.boundary !== null && !isInside(this.realBoundary!, real)) {
-      throw new MassgenInputError(this.display(file), `a link to ${real}, outside the imported log directory ${this.display(this.boundary)}: refused`);
+      throw new MassgenInputError(
+        this.display(file),
+        `a link to ${real}, outside the imported log directory ${this.display(this.boundary)}: refused`,
+      );
     }
     if (!st.isFile()) throw new MassgenInputError(this.display(file), `${kindOf(st)}, not a regular file: refused`);
     return real;
@@ -111,19 +130,32 @@ export class FileReader {
 
   parseJson<T>(file: string, text: string, schema: z.ZodType<T>, what: string): T {
     const deep = findExcessiveNesting(text);
-    if (deep) throw new MassgenInputError(this.display(file), `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`, deep);
+    if (deep)
+      throw new MassgenInputError(
+        this.display(file),
+        `invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`,
+        deep,
+      );
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch (err) {
       const found = findJsonSyntaxError(text);
-      throw new MassgenInputError(this.display(file), `invalid JSON: ${found?.message ?? (err as Error).message}`, found?.position ?? { line: 1, column: 1 });
+      throw new MassgenInputError(
+        this.display(file),
+        `invalid JSON: ${found?.message ?? (err as Error).message}`,
+        found?.position ?? { line: 1, column: 1 },
+      );
     }
     const result = schema.safeParse(value);
     if (result.success) return result.data;
     const issue = result.error.issues[0]!;
     const where = issue.path.length ? `${formatPath(issue.path)}: ` : '';
-    throw new MassgenInputError(this.display(file), `not a MassGen ${what}: ${where}${issue.message}`, locateJsonPath(text, issue.path));
+    throw new MassgenInputError(
+      this.display(file),
+      `not a MassGen ${what}: ${where}${issue.message}`,
+      locateJsonPath(text, issue.path),
+    );
   }
 
   yaml(file: string): unknown {
@@ -136,17 +168,26 @@ export class FileReader {
       // Text nested deeply enough can overflow the parser's own stack, outside its error reporting.
       if (!(err instanceof RangeError)) throw err;
       const at = firstTooDeep(text, MAX_JSON_DEPTH);
-      throw new MassgenInputError(this.display(file), `invalid YAML: nested more than ${MAX_JSON_DEPTH} levels deep`, { line: at.line, column: at.col });
+      throw new MassgenInputError(this.display(file), `invalid YAML: nested more than ${MAX_JSON_DEPTH} levels deep`, {
+        line: at.line,
+        column: at.col,
+      });
     }
     const err = doc.errors[0];
     if (err) {
       const pos = lines.linePos(err.pos[0]);
-      throw new MassgenInputError(this.display(file), `invalid YAML: ${err.message.split('\n')[0]}`, { line: pos.line, column: pos.col });
+      throw new MassgenInputError(this.display(file), `invalid YAML: ${err.message.split('\n')[0]}`, {
+        line: pos.line,
+        column: pos.col,
+      });
     }
     const problem = findYamlAliasProblem(doc);
     if (problem) {
       const pos = lines.linePos(problem.offset);
-      throw new MassgenInputError(this.display(file), `invalid YAML: ${problem.message}`, { line: pos.line, column: pos.col });
+      throw new MassgenInputError(this.display(file), `invalid YAML: ${problem.message}`, {
+        line: pos.line,
+        column: pos.col,
+      });
     }
     // Aliases are checked above (defined, not recursive, bounded expansion), so the library's own alias cap is not needed.
     return doc.toJS({ maxAliasCount: -1 }) as unknown;
@@ -170,5 +211,8 @@ function realpathOr(dir: string): string {
 }
 
 export function formatPath(p: readonly PropertyKey[]): string {
-  return p.reduce<string>((acc, k) => (typeof k === 'number' ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), '');
+  return p.reduce<string>(
+    (acc, k) => (typeof k === 'number' ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)),
+    '',
+  );
 }

@@ -24,16 +24,34 @@ export const massgenEvent = z
   })
   .superRefine((e, ctx) => {
     const c = e.context ?? {};
-    const needAgent = ['new_answer', 'vote_cast', 'context_received', 'final_agent_selected', 'final_answer', 'update_injected',
-      'agent_error', 'agent_timeout', 'agent_cancelled', 'final_round_start'];
+    const needAgent = [
+      'new_answer',
+      'vote_cast',
+      'context_received',
+      'final_agent_selected',
+      'final_answer',
+      'update_injected',
+      'agent_error',
+      'agent_timeout',
+      'agent_cancelled',
+      'final_round_start',
+    ];
     if (needAgent.includes(e.event_type) && !e.agent_id) {
       ctx.addIssue({ code: 'custom', path: ['agent_id'], message: `a ${e.event_type} event needs the agent_id` });
     }
     if (e.event_type === 'new_answer' && !(typeof c.label === 'string' && ANSWER_LABEL.test(c.label))) {
-      ctx.addIssue({ code: 'custom', path: ['context', 'label'], message: 'a new_answer event needs context.label like "agent1.1"' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['context', 'label'],
+        message: 'a new_answer event needs context.label like "agent1.1"',
+      });
     }
     if (e.event_type === 'vote_cast' && typeof c.voted_for !== 'string') {
-      ctx.addIssue({ code: 'custom', path: ['context', 'voted_for'], message: 'a vote_cast event needs context.voted_for (the voted-for agent id)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['context', 'voted_for'],
+        message: 'a vote_cast event needs context.voted_for (the voted-for agent id)',
+      });
     }
   });
 export type MassgenEvent = z.infer<typeof massgenEvent>;

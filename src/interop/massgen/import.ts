@@ -159,13 +159,23 @@ export function parseMassgenLogs(dir: string): Parsed & { root: string; logs: nu
     const ref = { log: unit.log, turn: unit.turn, attempt: unit.attempt };
     try {
       const result = convertUnit(unit, reader.within(unit.logDir));
-      if (result.kind === 'incomplete') parsed.skipped.push({ ...ref, rollout_id: null, reason: 'incomplete', detail: `${unitName(unit)}: ${result.reason}` });
+      if (result.kind === 'incomplete')
+        parsed.skipped.push({
+          ...ref,
+          rollout_id: null,
+          reason: 'incomplete',
+          detail: `${unitName(unit)}: ${result.reason}`,
+        });
       else parsed.converted.push({ unit, rollout: result.rollout });
     } catch (err) {
       if (!(err instanceof UserError)) throw err;
       const m = err instanceof MassgenInputError ? err : null;
       parsed.failed.push({
-        ...ref, file: m?.file ?? null, line: m?.position?.line ?? null, column: m?.position?.column ?? null, message: err.message,
+        ...ref,
+        file: m?.file ?? null,
+        line: m?.position?.line ?? null,
+        column: m?.position?.column ?? null,
+        message: err.message,
       });
     }
   }
@@ -183,9 +193,14 @@ const JOIN_SLACK_MS = 2000;
 function joinedCalls(store: Store, r: ConvertedRollout): SpanInput[] | null {
   const session = r.metadata.gateway_session;
   if (typeof session !== 'string') return null;
-  return store.spans.gatewaySessionCalls(session, r.startedAt - JOIN_SLACK_MS, r.finishedAt + JOIN_SLACK_MS)
+  return store.spans
+    .gatewaySessionCalls(session, r.startedAt - JOIN_SLACK_MS, r.finishedAt + JOIN_SLACK_MS)
     .map((s) => ({
-      type: s.type, name: s.name, agent: s.agent, startedAt: s.startedAt, durationMs: s.durationMs,
+      type: s.type,
+      name: s.name,
+      agent: s.agent,
+      startedAt: s.startedAt,
+      durationMs: s.durationMs,
       payload: { ...(s.payload as Record<string, unknown>), joined_from: { rollout_id: s.rolloutId, seq: s.seq } },
     }));
 }

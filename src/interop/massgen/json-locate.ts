@@ -36,7 +36,8 @@ export function findExcessiveNesting(text: string, maxDepth = MAX_JSON_DEPTH): T
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 92) i++; // backslash: skip the escaped character
+      if (ch === 92)
+        i++; // backslash: skip the escaped character
       else if (ch === 34) inString = false;
     } else if (ch === 34) {
       inString = true;
@@ -50,7 +51,10 @@ export function findExcessiveNesting(text: string, maxDepth = MAX_JSON_DEPTH): T
 }
 
 export class JsonSyntaxError extends Error {
-  constructor(message: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
     super(message);
   }
 }
@@ -128,7 +132,12 @@ function parseTree(text: string): Node {
       }
       for (;;) {
         ws();
-        if (text[i] !== '"') fail(text[i] === '}' ? 'trailing comma before "}"' : `expected a property name in double quotes, found ${describe().replace(/^unexpected /, '')}`);
+        if (text[i] !== '"')
+          fail(
+            text[i] === '}'
+              ? 'trailing comma before "}"'
+              : `expected a property name in double quotes, found ${describe().replace(/^unexpected /, '')}`,
+          );
         const key = string();
         ws();
         if (text[i] !== ':') fail(`expected ":" after property name, found ${describe().replace(/^unexpected /, '')}`);

@@ -13,7 +13,10 @@ export const MAX_YAML_NODES = 100_000;
 
 /** A refused node: its offset in the text and what is wrong with it. */
 export class YamlProblem extends Error {
-  constructor(readonly offset: number, message: string) {
+  constructor(
+    readonly offset: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -36,7 +39,8 @@ export function findYamlAliasProblem(doc: Document): YamlProblem | undefined {
       if (open.has(target)) return fail(node, `alias *${node.source} is inside the node it names (a recursive alias)`);
       const size = sizes.get(target) ?? 1;
       total += size;
-      if (total > MAX_YAML_NODES) fail(node, `aliases expand the document past ${MAX_YAML_NODES} nodes (an alias bomb?)`);
+      if (total > MAX_YAML_NODES)
+        fail(node, `aliases expand the document past ${MAX_YAML_NODES} nodes (an alias bomb?)`);
       return size;
     }
     if (!isMap(node) && !isSeq(node) && !isScalar(node)) return 0;

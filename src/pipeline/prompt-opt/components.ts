@@ -10,8 +10,15 @@ export function components(config: RLConfig): Component[] {
   const inUse = [...new Set([...config.agents.map((a) => a.system_prompt), ...(presenter ? [presenter] : [])])];
   const names = config.prompt_opt.prompts ?? inUse;
   return names.map((name, i) => {
-    if (!inUse.includes(name)) throw new UserError(`prompt_opt.prompts[${i}]: prompt "${name}" is the system prompt of no agent${presenter ? ' and not orchestrator.presenter_prompt' : ''}; prompts in use: ${inUse.join(', ')}`);
-    return { name, agents: config.agents.filter((a) => a.system_prompt === name).map((a) => a.id), presenter: name === presenter };
+    if (!inUse.includes(name))
+      throw new UserError(
+        `prompt_opt.prompts[${i}]: prompt "${name}" is the system prompt of no agent${presenter ? ' and not orchestrator.presenter_prompt' : ''}; prompts in use: ${inUse.join(', ')}`,
+      );
+    return {
+      name,
+      agents: config.agents.filter((a) => a.system_prompt === name).map((a) => a.id),
+      presenter: name === presenter,
+    };
   });
 }
 
@@ -39,7 +46,13 @@ export interface CandidateInput {
  * A candidate as resources: a new prompt version for each changed component (its parent the version it
  * was derived from, the critique and the run in its metadata) and the set serving them on top of base.
  */
-export function materialize(store: Store, config: RLConfig, base: ResourceSet, cs: readonly Component[], c: CandidateInput): { set: ResourceSet; prompts: Record<string, string> } {
+export function materialize(
+  store: Store,
+  config: RLConfig,
+  base: ResourceSet,
+  cs: readonly Component[],
+  c: CandidateInput,
+): { set: ResourceSet; prompts: Record<string, string> } {
   return store.transaction(() => {
     let members = base.members;
     const prompts: Record<string, string> = {};
@@ -48,11 +61,24 @@ export function materialize(store: Store, config: RLConfig, base: ResourceSet, c
       const parent = store.resources.get(c.parentPrompts[comp.name]!)!;
       const text = c.texts[comp.name]!;
       // The same text already has a version (a merge takes the other parent's): that one serves.
-      let r: Resource | undefined = text === parent.content ? parent : store.resources.list('prompt').find((x) => x.name === comp.name && x.content === text);
+      let r: Resource | undefined =
+        text === parent.content
+          ? parent
+          : store.resources.list('prompt').find((x) => x.name === comp.name && x.content === text);
       if (!r) {
         r = store.resources.add({
-          kind: 'prompt', name: comp.name, content: text, parentId: parent.id,
-          metadata: { source: 'apo', apo_run: c.runId, apo_candidate: c.candidateId, parents: c.parents, edited: c.edited === comp.name, critique: c.critique },
+          kind: 'prompt',
+          name: comp.name,
+          content: text,
+          parentId: parent.id,
+          metadata: {
+            source: 'apo',
+            apo_run: c.runId,
+            apo_candidate: c.candidateId,
+            parents: c.parents,
+            edited: c.edited === comp.name,
+            critique: c.critique,
+          },
         });
       }
       prompts[comp.name] = r!.id;
@@ -60,7 +86,11 @@ export function materialize(store: Store, config: RLConfig, base: ResourceSet, c
       changed.push(r!.id);
       members = withPrompt(members, config, r!);
     }
-    const set = store.sets.add(members, { kind: 'prompt', apo_run: c.runId, apo_candidate: c.candidateId, prompt_ids: changed }, base.id);
+    const set = store.sets.add(
+      members,
+      { kind: 'prompt', apo_run: c.runId, apo_candidate: c.candidateId, prompt_ids: changed },
+      base.id,
+    );
     return { set, prompts };
   });
 }

@@ -20,8 +20,16 @@ export interface OptimizerCall {
  * the call (so a crash during it still counts it), `settle` the tokens it really used.
  */
 export async function callOptimizer(o: {
-  client: LlmClient; model: string; messages: ChatTurn[]; maxTokens: number; temperature: number; seed: number; left: number; signal: AbortSignal;
-  claim: (worst: number) => void; settle: (used: number) => void;
+  client: LlmClient;
+  model: string;
+  messages: ChatTurn[];
+  maxTokens: number;
+  temperature: number;
+  seed: number;
+  left: number;
+  signal: AbortSignal;
+  claim: (worst: number) => void;
+  settle: (used: number) => void;
 }): Promise<OptimizerCall | { outOfBudget: true }> {
   const bound = promptTokenBound(o.messages);
   const maxTokens = Math.min(o.maxTokens, o.left - bound);
@@ -29,7 +37,10 @@ export async function callOptimizer(o: {
   o.claim(bound + maxTokens);
   let used = bound + maxTokens;
   try {
-    const r = await o.client.chat({ model: o.model, messages: o.messages, max_tokens: maxTokens, temperature: o.temperature, seed: o.seed }, { signal: o.signal });
+    const r = await o.client.chat(
+      { model: o.model, messages: o.messages, max_tokens: maxTokens, temperature: o.temperature, seed: o.seed },
+      { signal: o.signal },
+    );
     used = r.usage.totalTokens || r.usage.promptTokens + r.usage.completionTokens || used;
     return { content: r.content ?? '', tokens: used };
   } finally {

@@ -70,7 +70,16 @@ export async function copyStore(store: Store, to: string, opts: CopyOptions = {}
       const ok = checks.every((c) => c.ok);
       if (ok) target.exec(`DROP TABLE ${PROGRESS_TABLE}`);
       const schemaVersion = target.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get() as number;
-      return { source: source.location, target: target.location, schemaVersion, resumed, kept, copied, tables: checks, ok };
+      return {
+        source: source.location,
+        target: target.location,
+        schemaVersion,
+        resumed,
+        kept,
+        copied,
+        tables: checks,
+        ok,
+      };
     } finally {
       endSnapshot(source);
     }
@@ -79,16 +88,31 @@ export async function copyStore(store: Store, to: string, opts: CopyOptions = {}
   }
 }
 
-async function copyTable(source: SqlDb, target: SqlDb, t: TableInfo, state: TableProgress | undefined, batchSize: number, opts: CopyOptions): Promise<number> {
+async function copyTable(
+  source: SqlDb,
+  target: SqlDb,
+  t: TableInfo,
+  state: TableProgress | undefined,
+  batchSize: number,
+  opts: CopyOptions,
+): Promise<number> {
   if (state?.done) return 0;
   const total = source.prepare(`SELECT COUNT(*) FROM ${t.name}`).pluck().get() as number;
   const cols = copiedColumns(t);
   const keyAt = t.key.map((k) => cols.indexOf(k));
-  const first = source.prepare(`SELECT ${cols.join(', ')} FROM ${t.name} ORDER BY ${keyOrder(source, t)} LIMIT ?`).raw();
-  const next = source.prepare(`SELECT ${cols.join(', ')} FROM ${t.name} WHERE ${afterKey(source, t)} ORDER BY ${keyOrder(source, t)} LIMIT ?`).raw();
+  const first = source
+    .prepare(`SELECT ${cols.join(', ')} FROM ${t.name} ORDER BY ${keyOrder(source, t)} LIMIT ?`)
+    .raw();
+  const next = source
+    .prepare(
+      `SELECT ${cols.join(', ')} FROM ${t.name} WHERE ${afterKey(source, t)} ORDER BY ${keyOrder(source, t)} LIMIT ?`,
+    )
+    .raw();
   const read = (p: TableProgress) => (p.after ? next.all(...p.after, batchSize) : first.all(batchSize)) as unknown[][];
   const insert = inserter(target, t, cols);
-  const save = target.prepare(`INSERT INTO ${PROGRESS_TABLE} (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`);
+  const save = target.prepare(
+    `INSERT INTO ${PROGRESS_TABLE} (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+  );
   // Reads and writes one batch; returns the progress after it (done once a batch comes back short).
   const step = (p: TableProgress): TableProgress => {
     const rows = read(p);
@@ -112,11 +136,17 @@ async function copyTable(source: SqlDb, target: SqlDb, t: TableInfo, state: Tabl
     try {
       p = batch(p, t.selfRef);
     } catch (err) {
-      throw new Error(`copying table ${t.name} (rows after key ${JSON.stringify(p.after)}) to ${target.location} failed: ${errorMessage(err)}; what was copied before is kept`, { cause: err });
+      throw new Error(
+        `copying table ${t.name} (rows after key ${JSON.stringify(p.after)}) to ${target.location} failed: ${errorMessage(err)}; what was copied before is kept`,
+        { cause: err },
+      );
     }
     opts.onProgress?.({ table: t.name, copied: p.rows, total });
     await yieldToEvents();
-    if (opts.signal?.aborted && !p.done) throw new InterruptedError(`copy interrupted in table ${t.name} (${p.rows} of ${total} rows); run it again to go on from there`);
+    if (opts.signal?.aborted && !p.done)
+      throw new InterruptedError(
+        `copy interrupted in table ${t.name} (${p.rows} of ${total} rows); run it again to go on from there`,
+      );
   }
   return p.rows - before;
 }
@@ -140,13 +170,23 @@ function deferReferences(db: SqlDb): void {
 }
 
 function readProgress(db: SqlDb): Map<string, TableProgress> {
-  const rows = db.prepare(`SELECT name, value FROM ${PROGRESS_TABLE} WHERE name LIKE 'table:%'`).all() as { name: string; value: string }[];
+  const rows = db.prepare(`SELECT name, value FROM ${PROGRESS_TABLE} WHERE name LIKE 'table:%'`).all() as {
+    name: string;
+    value: string;
+  }[];
   return new Map(rows.map((r) => [r.name.slice('table:'.length), JSON.parse(r.value) as TableProgress]));
 }
 
 function sameSchema(source: TableInfo[], target: TableInfo[], where: string): void {
-  const shape = (ts: TableInfo[]) => ts.map((t) => `${t.name}(${[...t.columns].sort().join(',')})`).sort().join(' ');
-  if (shape(source) !== shape(target)) throw new Error(`the target ${where} has other tables or columns than the source at the same schema version:\n  source ${shape(source)}\n  target ${shape(target)}`);
+  const shape = (ts: TableInfo[]) =>
+    ts
+      .map((t) => `${t.name}(${[...t.columns].sort().join(',')})`)
+      .sort()
+      .join(' ');
+  if (shape(source) !== shape(target))
+    throw new Error(
+      `the target ${where} has other tables or columns than the source at the same schema version:\n  source ${shape(source)}\n  target ${shape(target)}`,
+    );
 }
 
 /** One consistent view of the source for the whole run, whatever other processes write meanwhile. */

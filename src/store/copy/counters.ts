@@ -15,7 +15,11 @@ export function advanceCounters(source: SqlDb, target: SqlDb, tables: readonly T
       target.prepare('SELECT setval(pg_get_serial_sequence(?, ?), ?, ?)').get(table, column, Math.max(n, 1), n > 0);
     } else {
       target.prepare('UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = ?').run(n, table);
-      target.prepare('INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)').run(table, n, table);
+      target
+        .prepare(
+          'INSERT INTO sqlite_sequence (name, seq) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?)',
+        )
+        .run(table, n, table);
     }
   }
 }
@@ -23,22 +27,35 @@ export function advanceCounters(source: SqlDb, target: SqlDb, tables: readonly T
 /** PostgreSQL's identity columns; SQLite's AUTOINCREMENT keys. */
 function autoNumbered(db: SqlDb): { table: string; column: string }[] {
   if (db.dialect === 'postgres') {
-    return db.prepare(`SELECT table_name AS "table", column_name AS "column" FROM information_schema.columns
-        WHERE table_schema = current_schema() AND is_identity = 'YES'`)
+    return db
+      .prepare(
+        `SELECT table_name AS "table", column_name AS "column" FROM information_schema.columns
+        WHERE table_schema = current_schema() AND is_identity = 'YES'`,
+      )
       .all() as { table: string; column: string }[];
   }
-  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%AUTOINCREMENT%'").pluck().all() as string[];
+  const tables = db
+    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%AUTOINCREMENT%'")
+    .pluck()
+    .all() as string[];
   return tables.map((table) => ({
-    table, column: db.prepare('SELECT name FROM pragma_table_info(?) WHERE pk = 1').pluck().get(table) as string,
+    table,
+    column: db.prepare('SELECT name FROM pragma_table_info(?) WHERE pk = 1').pluck().get(table) as string,
   }));
 }
 
 /** The highest number handed out for table.column: its largest value, or the sequence's last one if higher. */
 function counter(db: SqlDb, table: string, column: string): number {
   const max = db.prepare(`SELECT COALESCE(MAX(${column}), 0) FROM ${table}`).pluck().get() as number;
-  const seq = db.dialect === 'postgres'
-    ? db.prepare('SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence(?, ?)::regclass), 0)').pluck().get(table, column) as number | null
-    : hasSqliteSequence(db) ? (db.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').pluck().get(table) as number | undefined) : 0;
+  const seq =
+    db.dialect === 'postgres'
+      ? (db
+          .prepare('SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence(?, ?)::regclass), 0)')
+          .pluck()
+          .get(table, column) as number | null)
+      : hasSqliteSequence(db)
+        ? (db.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').pluck().get(table) as number | undefined)
+        : 0;
   return Math.max(max, seq ?? 0);
 }
 

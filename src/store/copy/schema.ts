@@ -38,9 +38,10 @@ export function tablesOf(db: SqlDb): TableInfo[] {
 
 /** Every table of the store's schema (SQLite's own left out). */
 export function tableNames(db: SqlDb): string[] {
-  const sql = db.dialect === 'postgres'
-    ? "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
-    : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'";
+  const sql =
+    db.dialect === 'postgres'
+      ? "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+      : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'";
   return (db.prepare(sql).pluck().all() as string[]).sort();
 }
 
@@ -48,27 +49,41 @@ function describe(db: SqlDb, table: string): Omit<TableInfo, 'selfRef'> {
   const cols = columnsOf(db, table);
   const rowid = ROWID_TABLES.includes(table);
   const columns = cols.filter((c) => !(rowid && c.name === 'rowid')).map((c) => c.name);
-  const key = rowid ? ['rowid'] : cols.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name);
+  const key = rowid
+    ? ['rowid']
+    : cols
+        .filter((c) => c.pk > 0)
+        .sort((a, b) => a.pk - b.pk)
+        .map((c) => c.name);
   if (!key.length) throw new Error(`table ${table} has no primary key to copy it in order of`);
   const textKey = key.map((k) => /text|char/i.test(cols.find((c) => c.name === k)?.type ?? ''));
   return { name: table, columns, key, textKey, rowid };
 }
 
 function columnsOf(db: SqlDb, table: string): { name: string; type: string; pk: number }[] {
-  if (db.dialect === 'sqlite') return db.prepare('SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid').all(table) as { name: string; type: string; pk: number }[];
-  return db.prepare(`SELECT c.column_name AS name, c.data_type AS type, COALESCE(k.ordinal_position, 0) AS pk
+  if (db.dialect === 'sqlite')
+    return db.prepare('SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid').all(table) as {
+      name: string;
+      type: string;
+      pk: number;
+    }[];
+  return db
+    .prepare(
+      `SELECT c.column_name AS name, c.data_type AS type, COALESCE(k.ordinal_position, 0) AS pk
     FROM information_schema.columns c
     LEFT JOIN information_schema.table_constraints p ON p.table_schema = c.table_schema AND p.table_name = c.table_name AND p.constraint_type = 'PRIMARY KEY'
     LEFT JOIN information_schema.key_column_usage k ON k.constraint_schema = p.constraint_schema AND k.constraint_name = p.constraint_name AND k.column_name = c.column_name
-    WHERE c.table_schema = current_schema() AND c.table_name = ? ORDER BY c.ordinal_position`)
+    WHERE c.table_schema = current_schema() AND c.table_name = ? ORDER BY c.ordinal_position`,
+    )
     .all(table) as { name: string; type: string; pk: number }[];
 }
 
 function referencedBy(db: SqlDb, table: string): string[] {
-  const sql = db.dialect === 'postgres'
-    ? `SELECT DISTINCT p.relname FROM pg_constraint k JOIN pg_class p ON p.oid = k.confrelid
+  const sql =
+    db.dialect === 'postgres'
+      ? `SELECT DISTINCT p.relname FROM pg_constraint k JOIN pg_class p ON p.oid = k.confrelid
         WHERE k.contype = 'f' AND k.conrelid = to_regclass(quote_ident(?))`
-    : 'SELECT DISTINCT "table" FROM pragma_foreign_key_list(?)';
+      : 'SELECT DISTINCT "table" FROM pragma_foreign_key_list(?)';
   return db.prepare(sql).pluck().all(table) as string[];
 }
 

@@ -37,7 +37,8 @@ export function openTarget(to: string, source: SqlDb, opts: TargetOptions = {}):
   const peek = where.kind === 'postgres' ? connectPostgres(where.url, opts) : peekSqlite(where.file);
   let resumed: boolean;
   try {
-    if (peek && identity(peek) === identity(source)) throw new UserError(`--to ${where.shown} is the configured store itself`, 'copy to another database or file');
+    if (peek && identity(peek) === identity(source))
+      throw new UserError(`--to ${where.shown} is the configured store itself`, 'copy to another database or file');
     resumed = peek ? inspect(peek, where.shown, mark, tableNames(source)) : false;
   } catch (err) {
     peek?.close();
@@ -76,12 +77,18 @@ function parseTarget(to: string): Where {
     } catch {
       throw new UserError(`--to ${shown} is not a valid URL`, 'e.g. postgres://user@host:5432/massgen');
     }
-    if (url.password) throw new UserError(`--to ${shown} contains a password`, 'put it in the environment variable named by --password-env (default: store.password_env) instead');
+    if (url.password)
+      throw new UserError(
+        `--to ${shown} contains a password`,
+        'put it in the environment variable named by --password-env (default: store.password_env) instead',
+      );
     return { kind: 'postgres', url: to, shown };
   }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(to)) throw new UserError(`--to ${redactUrl(to)}: expected a postgres:// URL or a SQLite file path`);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(to))
+    throw new UserError(`--to ${redactUrl(to)}: expected a postgres:// URL or a SQLite file path`);
   const file = path.resolve(to);
-  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) throw new UserError(`--to ${file} is a directory; name a SQLite file`);
+  if (fs.existsSync(file) && fs.statSync(file).isDirectory())
+    throw new UserError(`--to ${file} is a directory; name a SQLite file`);
   return { kind: 'sqlite', file, shown: file };
 }
 
@@ -102,7 +109,10 @@ function peekSqlite(file: string): SqliteDb | undefined {
     }
     return db;
   } catch (err) {
-    throw new UserError(`--to ${file} is not a SQLite store (${errorMessage(err)}); it was not changed`, 'name a new file, or an empty store');
+    throw new UserError(
+      `--to ${file} is not a SQLite store (${errorMessage(err)}); it was not changed`,
+      'name a new file, or an empty store',
+    );
   }
 }
 
@@ -112,11 +122,14 @@ function identity(db: SqlDb): string {
     const s = fs.statSync(db.location);
     return `sqlite:${s.dev}:${s.ino}`;
   }
-  return `postgres:${db.prepare('SELECT pg_postmaster_start_time()::text || \'/\' || (SELECT oid FROM pg_database WHERE datname = current_database())').pluck().get() as string}`;
+  return `postgres:${db.prepare("SELECT pg_postmaster_start_time()::text || '/' || (SELECT oid FROM pg_database WHERE datname = current_database())").pluck().get() as string}`;
 }
 
 function sourceMark(source: SqlDb): SourceMark {
-  const createdAt = source.prepare('SELECT applied_at FROM schema_migrations WHERE version = 1').pluck().get() as number;
+  const createdAt = source
+    .prepare('SELECT applied_at FROM schema_migrations WHERE version = 1')
+    .pluck()
+    .get() as number;
   return { location: source.location, createdAt };
 }
 
@@ -125,24 +138,42 @@ function inspect(db: SqlDb, shown: string, mark: SourceMark, ours: string[]): bo
   const tables = tableNames(db);
   if (!tables.length) return false;
   const foreign = tables.filter((t) => t !== PROGRESS_TABLE && !ours.includes(t));
-  if (foreign.length) throw new UserError(`--to ${shown} holds tables that are not a massgen-rl store's (${foreign.slice(0, 5).join(', ')}); it was not changed`, 'copy into an empty database or a new file');
+  if (foreign.length)
+    throw new UserError(
+      `--to ${shown} holds tables that are not a massgen-rl store's (${foreign.slice(0, 5).join(', ')}); it was not changed`,
+      'copy into an empty database or a new file',
+    );
   if (tables.includes('schema_migrations')) {
     const version = db.prepare('SELECT COALESCE(MAX(version), 0) FROM schema_migrations').pluck().get() as number;
     if (version > LATEST_SCHEMA_VERSION) {
-      throw new UserError(`--to ${shown} has schema version ${version}, newer than this massgen-rl supports (${LATEST_SCHEMA_VERSION}); it was not changed`);
+      throw new UserError(
+        `--to ${shown} has schema version ${version}, newer than this massgen-rl supports (${LATEST_SCHEMA_VERSION}); it was not changed`,
+      );
     }
   }
   if (tables.includes(PROGRESS_TABLE)) {
-    const raw = db.prepare(`SELECT value FROM ${PROGRESS_TABLE} WHERE name = 'source'`).pluck().get() as string | undefined;
+    const raw = db.prepare(`SELECT value FROM ${PROGRESS_TABLE} WHERE name = 'source'`).pluck().get() as
+      string | undefined;
     const theirs = raw ? (JSON.parse(raw) as SourceMark) : undefined;
     if (theirs?.location === mark.location && theirs.createdAt === mark.createdAt) return true;
-    throw new UserError(`--to ${shown} holds an unfinished copy of another store (${theirs?.location ?? 'unknown'}); it was not changed`,
-      'copy into an empty database or a new file, or finish that copy from its own config');
+    throw new UserError(
+      `--to ${shown} holds an unfinished copy of another store (${theirs?.location ?? 'unknown'}); it was not changed`,
+      'copy into an empty database or a new file, or finish that copy from its own config',
+    );
   }
-  const filled = tables.filter((t) => t !== 'schema_migrations' && db.prepare(`SELECT EXISTS (SELECT 1 FROM ${quote(t)})`).pluck().get());
+  const filled = tables.filter(
+    (t) =>
+      t !== 'schema_migrations'
+      && db
+        .prepare(`SELECT EXISTS (SELECT 1 FROM ${quote(t)})`)
+        .pluck()
+        .get(),
+  );
   if (filled.length) {
-    throw new UserError(`--to ${shown} is not empty: ${filled.join(', ')} ${filled.length === 1 ? 'has' : 'have'} rows; it was not changed`,
-      'copy into an empty database or a new file');
+    throw new UserError(
+      `--to ${shown} is not empty: ${filled.join(', ')} ${filled.length === 1 ? 'has' : 'have'} rows; it was not changed`,
+      'copy into an empty database or a new file',
+    );
   }
   return false;
 }

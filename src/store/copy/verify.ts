@@ -19,7 +19,14 @@ export function verifyCopy(source: SqlDb, target: SqlDb, tables: readonly TableI
   return tables.map((t) => {
     const a = digest(source, t);
     const b = digest(target, t);
-    return { table: t.name, sourceRows: a.rows, targetRows: b.rows, sourceHash: a.hash, targetHash: b.hash, ok: a.rows === b.rows && a.hash === b.hash };
+    return {
+      table: t.name,
+      sourceRows: a.rows,
+      targetRows: b.rows,
+      sourceHash: a.hash,
+      targetHash: b.hash,
+      ok: a.rows === b.rows && a.hash === b.hash,
+    };
   });
 }
 
@@ -29,7 +36,9 @@ export function digest(db: SqlDb, t: TableInfo): { rows: number; hash: string } 
   const keyAt = t.key.map((k) => cols.indexOf(k));
   const skip = t.rowid ? 1 : 0;
   const first = db.prepare(`SELECT ${cols.join(', ')} FROM ${t.name} ORDER BY ${keyOrder(db, t)} LIMIT ?`).raw();
-  const next = db.prepare(`SELECT ${cols.join(', ')} FROM ${t.name} WHERE ${afterKey(db, t)} ORDER BY ${keyOrder(db, t)} LIMIT ?`).raw();
+  const next = db
+    .prepare(`SELECT ${cols.join(', ')} FROM ${t.name} WHERE ${afterKey(db, t)} ORDER BY ${keyOrder(db, t)} LIMIT ?`)
+    .raw();
   const hash = createHash('sha256');
   let rows = 0;
   let after: unknown[] | undefined;

@@ -17,7 +17,11 @@ export interface BridgeResult {
 
 /** A PostgreSQL error, with its SQLSTATE code (e.g. 23505 unique violation, 40001 serialization failure). */
 export class PgError extends Error {
-  constructor(message: string, readonly code: string | undefined, readonly detail?: string) {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    readonly detail?: string,
+  ) {
     super(message);
     this.name = 'PgError';
   }
@@ -61,11 +65,18 @@ export class SyncPgConnection {
   private readonly flag = new Int32Array(new SharedArrayBuffer(4));
   private closed = false;
 
-  constructor(config: Record<string, unknown>, private readonly timeoutMs = 600_000) {
+  constructor(
+    config: Record<string, unknown>,
+    private readonly timeoutMs = 600_000,
+  ) {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     const pgPath = createRequire(import.meta.url).resolve('pg');
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { pgPath, port: port2, flag: this.flag, config }, transferList: [port2] });
+    this.worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { pgPath, port: port2, flag: this.flag, config },
+      transferList: [port2],
+    });
     this.worker.unref();
   }
 

@@ -53,11 +53,16 @@ export function openPostgres(url: string, opts: PgOpenOptions = {}): PgDb {
 export function connectPostgres(url: string, opts: Omit<PgOpenOptions, 'mustExist'> = {}): PgDb {
   const shown = redactUrl(url);
   const parsed = parseUrl(url, shown);
-  if (parsed.password) throw new UserError(`store.url ${shown} contains a password`, `put it in the environment variable ${opts.passwordEnv ?? 'PGPASSWORD'} (store.password_env) instead`);
+  if (parsed.password)
+    throw new UserError(
+      `store.url ${shown} contains a password`,
+      `put it in the environment variable ${opts.passwordEnv ?? 'PGPASSWORD'} (store.password_env) instead`,
+    );
   const password = opts.passwordEnv ? process.env[opts.passwordEnv] : undefined;
   const connectionString = withPassword(url, password);
   const conn = new SyncPgConnection({
-    connectionString, application_name: 'massgen-rl',
+    connectionString,
+    application_name: 'massgen-rl',
     options: `-c lock_timeout=${Math.max(1, Math.floor(opts.busyTimeoutMs ?? 15_000))} -c TimeZone=UTC`,
   });
   const db = new PgDb(conn, shown, connectionString);
@@ -65,7 +70,10 @@ export function connectPostgres(url: string, opts: Omit<PgOpenOptions, 'mustExis
     db.exec('SELECT 1');
   } catch (err) {
     db.close();
-    throw new UserError(`cannot connect to the store at ${shown}: ${errorMessage(err)}`, 'check that PostgreSQL runs there and the user may connect (password from store.password_env)');
+    throw new UserError(
+      `cannot connect to the store at ${shown}: ${errorMessage(err)}`,
+      'check that PostgreSQL runs there and the user may connect (password from store.password_env)',
+    );
   }
   return db;
 }
@@ -97,10 +105,13 @@ function privilegeError(db: PgDb, err: PgError): UserError {
   const role = db.prepare('SELECT current_user').pluck().get() as string;
   const schema = /permission denied for schema (\S+)/.exec(err.message)?.[1];
   const table = /permission denied for (?:table|sequence) (\S+)/.exec(err.message)?.[1];
-  const right = schema ? `the CREATE right on schema ${schema}`
-    : table ? `the right to read and write ${table} (another role made the store's tables)`
+  const right = schema
+    ? `the CREATE right on schema ${schema}`
+    : table
+      ? `the right to read and write ${table} (another role made the store's tables)`
       : 'a right the store needs';
-  const grant = schema ? `GRANT CREATE ON SCHEMA ${schema} TO ${role}`
+  const grant = schema
+    ? `GRANT CREATE ON SCHEMA ${schema} TO ${role}`
     : `GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}; GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`;
   const what = `store ${db.location}: role "${role}" lacks ${right} (${err.message}); the store was not changed`;
   const owner = `make ${role} the owner (ALTER DATABASE … OWNER TO ${role})`;
@@ -112,26 +123,35 @@ function migrateOrThrow(db: PgDb, mustExist: boolean): void {
   db.transaction(() => {
     // The write lock first: two processes opening a new store never both migrate.
     db.exec(WRITE_LOCK);
-    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+    db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+    );
     const applied = new Set(db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]);
     const newest = Math.max(0, ...applied);
     if (newest > LATEST_SCHEMA_VERSION) {
-      throw new UserError(`store ${shown} has schema version ${newest}, newer than this massgen-rl supports (${LATEST_SCHEMA_VERSION})`,
-        'upgrade massgen-rl, or point store.url at another database; the store was not changed');
+      throw new UserError(
+        `store ${shown} has schema version ${newest}, newer than this massgen-rl supports (${LATEST_SCHEMA_VERSION})`,
+        'upgrade massgen-rl, or point store.url at another database; the store was not changed',
+      );
     }
-    if (!applied.size && mustExist) throw new UserError(`no store at ${shown} yet`, 'run `massgen-rl doctor --fix` or `massgen-rl collect` first');
+    if (!applied.size && mustExist)
+      throw new UserError(`no store at ${shown} yet`, 'run `massgen-rl doctor --fix` or `massgen-rl collect` first');
     for (const m of MIGRATIONS.filter((x) => !applied.has(x.version))) {
       try {
         db.exec(postgresSql(m));
       } catch (err) {
         if (err instanceof PgError) {
-          const what = `migration ${m.version} (${m.name}) failed on ${shown}: ${err.message}`
-            + '; the store was not changed';
+          const what =
+            `migration ${m.version} (${m.name}) failed on ${shown}: ${err.message}` + '; the store was not changed';
           throw new Error(what, { cause: err });
         }
         throw err;
       }
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        Date.now(),
+      );
     }
   })();
 }

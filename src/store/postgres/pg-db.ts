@@ -39,7 +39,10 @@ class PgStatement implements SqlStatement {
   private readonly names: string[];
   private readonly name: string;
 
-  constructor(private readonly db: PgDb, sql: string) {
+  constructor(
+    private readonly db: PgDb,
+    sql: string,
+  ) {
     ({ text: this.text, names: this.names } = numberPlaceholders(sql));
     this.name = `s${createHash('sha1').update(this.text).digest('hex').slice(0, 16)}`;
   }
@@ -81,7 +84,11 @@ export class PgDb implements SqlDb {
   /** How other clients (the job queue) connect: the URL with its password, kept out of sight (a # field is never printed). */
   readonly #connectionString: string;
 
-  constructor(private readonly conn: SyncPgConnection, readonly location: string, connectionString: string) {
+  constructor(
+    private readonly conn: SyncPgConnection,
+    readonly location: string,
+    connectionString: string,
+  ) {
     this.#connectionString = connectionString;
   }
 

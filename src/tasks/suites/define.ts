@@ -32,7 +32,12 @@ export const ASK_NUMBER = 'Give your final answer as a single number.';
 export const ASK_STRING = 'Give your final answer as the resulting text only, without quotes.';
 
 /** A word problem with a whole-number answer told in one of its phrasings (`texts[template]`). */
-export function scenarioTask(scenario: string, s: { texts: readonly string[]; answer: number; values: Record<string, number> }, steps: number, template: number): GeneratedTask {
+export function scenarioTask(
+  scenario: string,
+  s: { texts: readonly string[]; answer: number; values: Record<string, number> },
+  steps: number,
+  template: number,
+): GeneratedTask {
   return {
     kind: scenario,
     prompt: `${s.texts[template]} ${ASK_NUMBER}`,
@@ -73,7 +78,8 @@ export function defineSuite(spec: SuiteSpec): TaskSuite {
     generate(n, seed, opts = {}): Task[] {
       const difficulty = opts.difficulty ?? spec.defaultLevel;
       const level = levelOf(difficulty);
-      if (!Number.isInteger(n) || n < 0) throw new RangeError(`suite ${name}: n must be a non-negative integer, got ${n}`);
+      if (!Number.isInteger(n) || n < 0)
+        throw new RangeError(`suite ${name}: n must be a non-negative integer, got ${n}`);
       if (!Number.isSafeInteger(seed)) throw new RangeError(`suite ${name}: seed must be an integer, got ${seed}`);
       const key = suiteKey(name, difficulty);
       // Level 2 metadata stays exactly as before levels existed: a store binds a task id to its metadata and
@@ -87,7 +93,16 @@ export function defineSuite(spec: SuiteSpec): TaskSuite {
           prompt: g.prompt,
           reference: g.reference,
           category: `${name}/${g.kind}`,
-          metadata: { suite: name, seed, index: i, kind: g.kind, answer_type: g.answerType, ...numeric, ...tagged, ...g.metadata },
+          metadata: {
+            suite: name,
+            seed,
+            index: i,
+            kind: g.kind,
+            answer_type: g.answerType,
+            ...numeric,
+            ...tagged,
+            ...g.metadata,
+          },
           source: `suite:${name}`,
         };
       });

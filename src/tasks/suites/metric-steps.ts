@@ -6,8 +6,16 @@ import { conversionQuestion, LINEAR_UNITS, type Dimension, type Unit } from './u
 export const METRIC_DIMENSIONS = ['length', 'mass', 'volume'] as const satisfies Dimension[];
 
 const STEPS: Record<(typeof METRIC_DIMENSIONS)[number], [big: string, small: string][]> = {
-  length: [['km', 'm'], ['m', 'cm'], ['cm', 'mm'], ['m', 'mm']],
-  mass: [['kg', 'g'], ['t', 'kg']],
+  length: [
+    ['km', 'm'],
+    ['m', 'cm'],
+    ['cm', 'mm'],
+    ['m', 'mm'],
+  ],
+  mass: [
+    ['kg', 'g'],
+    ['t', 'kg'],
+  ],
   volume: [['L', 'mL']],
 };
 
@@ -24,7 +32,11 @@ export function makeMetricStep(rng: Rng): GeneratedTask {
   const template = rng.int(0, 2);
   return {
     kind: dimension,
-    prompt: [conversionQuestion(template, dimension, value, from, to), `Use 1 ${big.singular} = ${factor} ${small.plural}.`, ASK_NUMBER].join(' '),
+    prompt: [
+      conversionQuestion(template, dimension, value, from, to),
+      `Use 1 ${big.singular} = ${factor} ${small.plural}.`,
+      ASK_NUMBER,
+    ].join(' '),
     reference: String(answer),
     answerType: 'number',
     // As the other levels: half a unit in the last place (the answer is whole).

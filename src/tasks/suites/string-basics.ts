@@ -51,7 +51,9 @@ const BASICS: Record<string, Basic> = {
   },
 };
 
-export const BASIC_TEMPLATES = Object.fromEntries(Object.entries(BASICS).map(([k, b]) => [k, b.questions.map((_, i) => String(i))]));
+export const BASIC_TEMPLATES = Object.fromEntries(
+  Object.entries(BASICS).map(([k, b]) => [k, b.questions.map((_, i) => String(i))]),
+);
 
 export function makeBasic(rng: Rng): GeneratedTask {
   const operation = rng.pick(Object.keys(BASICS));

@@ -21,10 +21,7 @@ export const OPERATIONS: Record<string, Operation> = {
   },
   uppercase: {
     input: 'phrase',
-    questions: [
-      (p) => `Write "${p}" in uppercase letters.`,
-      (p) => `Convert "${p}" to capital letters.`,
-    ],
+    questions: [(p) => `Write "${p}" in uppercase letters.`, (p) => `Convert "${p}" to capital letters.`],
     apply: (p) => p.toUpperCase(),
   },
   count_vowels: {
@@ -73,7 +70,11 @@ export const OPERATIONS: Record<string, Operation> = {
       (p) => `Take the first letter of each word in "${p}" and write them together as one uppercase word.`,
       (p) => `Form an uppercase acronym from the first letters of the words in "${p}".`,
     ],
-    apply: (p) => p.split(' ').map((w) => w[0]!.toUpperCase()).join(''),
+    apply: (p) =>
+      p
+        .split(' ')
+        .map((w) => w[0]!.toUpperCase())
+        .join(''),
   },
   capitalize_words: {
     input: 'phrase',
@@ -81,6 +82,10 @@ export const OPERATIONS: Record<string, Operation> = {
       (p) => `Capitalize the first letter of each word in "${p}" and keep the other letters lowercase.`,
       (p) => `Rewrite "${p}" with the first letter of every word in uppercase and the other letters in lowercase.`,
     ],
-    apply: (p) => p.split(' ').map((w) => w[0]!.toUpperCase() + w.slice(1)).join(' '),
+    apply: (p) =>
+      p
+        .split(' ')
+        .map((w) => w[0]!.toUpperCase() + w.slice(1))
+        .join(' '),
   },
 };

@@ -25,7 +25,10 @@ export const configCaseArb: fc.Arbitrary<ConfigCase> = fc.record({
   command: fc.constantFrom('collect', 'collect', 'collect', 'status'),
   splitAll: fc.boolean(),
   withStore: fc.boolean(),
-  serve: fc.oneof({ weight: 4, arbitrary: fc.constant('ok' as const) }, { weight: 1, arbitrary: fc.constantFrom(...FAILING_MODES) }),
+  serve: fc.oneof(
+    { weight: 4, arbitrary: fc.constant('ok' as const) },
+    { weight: 1, arbitrary: fc.constantFrom(...FAILING_MODES) },
+  ),
 });
 
 export function configArgs(c: ConfigCase): string[] {
@@ -44,7 +47,11 @@ export function mutateYaml(base: string, tree: TreeOp[], text: TextOp[]): string
   return out;
 }
 
-const WRITTEN: (string | number)[][] = [['project', 'data_dir'], ['store', 'path'], ['train', 'venv']];
+const WRITTEN: (string | number)[][] = [
+  ['project', 'data_dir'],
+  ['store', 'path'],
+  ['train', 'venv'],
+];
 
 /**
  * Keeps what a run writes inside its case directory: a mutated data_dir or store.path that would resolve

@@ -26,16 +26,36 @@ export async function execute(world: World, spec: CaseSpec): Promise<CaseOutcome
   const before = snapshot(spec.dir);
   const run = await runBounded(spec.args, spec.dir, { timeoutMs: SETTINGS.caseTimeoutMs, cacheDir: world.cacheDir });
   const after = snapshot(spec.dir);
-  const outcome: CaseOutcome = { target: spec.target, index: spec.index, run, failures: judge(run, { inputs: [...spec.inputs, ...spec.args.filter((a) => /^--[a-z][\w-]*$/.test(a))], before, after }) };
+  const outcome: CaseOutcome = {
+    target: spec.target,
+    index: spec.index,
+    run,
+    failures: judge(run, {
+      inputs: [...spec.inputs, ...spec.args.filter((a) => /^--[a-z][\w-]*$/.test(a))],
+      before,
+      after,
+    }),
+  };
   outcome.failures.push(...(spec.expect?.(outcome) ?? []));
-  if (fs.readdirSync(world.cacheDir).length) outcome.failures.push(`wrote into the cache directory: ${fs.readdirSync(world.cacheDir).join(', ')}`);
-  if (process.env.FUZZ_VERBOSE) console.log(`${spec.target}:${spec.index} exit ${run.exitCode} ${Math.round(run.ms)} ms ${errorText(run.stderr).split('\n').slice(0, 3).join(' | ').slice(0, 300)}`);
+  if (fs.readdirSync(world.cacheDir).length)
+    outcome.failures.push(`wrote into the cache directory: ${fs.readdirSync(world.cacheDir).join(', ')}`);
+  if (process.env.FUZZ_VERBOSE)
+    console.log(
+      `${spec.target}:${spec.index} exit ${run.exitCode} ${Math.round(run.ms)} ms ${errorText(run.stderr).split('\n').slice(0, 3).join(' | ').slice(0, 300)}`,
+    );
   if (outcome.failures.length) {
     const kept = path.join(OUTPUT_DIR, 'fuzz-failures', `${spec.target}-${spec.index}`);
     fs.rmSync(kept, { recursive: true, force: true });
     fs.mkdirSync(path.dirname(kept), { recursive: true });
     // FIFOs and other special files cannot be copied; the report says what they were.
-    fs.cpSync(spec.dir, kept, { recursive: true, verbatimSymlinks: true, filter: (src) => { const st = fs.lstatSync(src); return st.isFile() || st.isDirectory() || st.isSymbolicLink(); } });
+    fs.cpSync(spec.dir, kept, {
+      recursive: true,
+      verbatimSymlinks: true,
+      filter: (src) => {
+        const st = fs.lstatSync(src);
+        return st.isFile() || st.isDirectory() || st.isSymbolicLink();
+      },
+    });
     fs.rmSync(spec.dir, { recursive: true, force: true });
     console.log(report(spec, outcome, kept, changedEntries(before, after)));
   } else fs.rmSync(spec.dir, { recursive: true, force: true });
@@ -43,7 +63,13 @@ export async function execute(world: World, spec: CaseSpec): Promise<CaseOutcome
 }
 
 const shorten = (_: string, v: unknown) =>
-  v instanceof RawText ? `<raw ${v.text}>` : typeof v === 'number' && !Number.isFinite(v) ? String(v) : typeof v === 'string' && v.length > 120 ? `${v.slice(0, 120)}… (${v.length} chars)` : v;
+  v instanceof RawText
+    ? `<raw ${v.text}>`
+    : typeof v === 'number' && !Number.isFinite(v)
+      ? String(v)
+      : typeof v === 'string' && v.length > 120
+        ? `${v.slice(0, 120)}… (${v.length} chars)`
+        : v;
 
 function report(spec: CaseSpec, outcome: CaseOutcome, kept: string, changed: string[]): string {
   const { run } = outcome;

@@ -24,7 +24,10 @@ const CHECKS: [string, (v: unknown) => boolean][] = [
   ['temperature', (v) => typeof v === 'number' && v >= 0 && v <= 2],
   ['top_p', (v) => typeof v === 'number' && v > 0 && v <= 1],
   ['top_logprobs', (v) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 20],
-  ['stop', (v) => typeof v === 'string' || (Array.isArray(v) && v.length <= 4 && v.every((s) => typeof s === 'string'))],
+  [
+    'stop',
+    (v) => typeof v === 'string' || (Array.isArray(v) && v.length <= 4 && v.every((s) => typeof s === 'string')),
+  ],
   ['seed', (v) => Number.isInteger(v)],
 ];
 
@@ -59,15 +62,26 @@ export async function startFuzzBackend(): Promise<FuzzBackend> {
       const model = String(body.model);
       if (body.stream !== true) {
         const message = { role: 'assistant', content: 'ok' };
-        const out = { id: 'c', object: 'chat.completion', created: 1, model, usage,
-          choices: [{ index: 0, message, finish_reason: 'stop', logprobs: null }] };
+        const out = {
+          id: 'c',
+          object: 'chat.completion',
+          created: 1,
+          model,
+          usage,
+          choices: [{ index: 0, message, finish_reason: 'stop', logprobs: null }],
+        };
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const total = mode === 'long' || mode === 'slow' ? Math.min(Number(body.fuzz_chunks) || 2000, 20_000) : 2;
-      const event = (delta: object, finish: string | null) => `data: ${JSON.stringify({
-        id: 'c', object: 'chat.completion.chunk', created: 1, model,
-        choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })}\n\n`;
+      const event = (delta: object, finish: string | null) =>
+        `data: ${JSON.stringify({
+          id: 'c',
+          object: 'chat.completion.chunk',
+          created: 1,
+          model,
+          choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+        })}\n\n`;
       stats.streaming++;
       res.on('close', () => stats.streaming--);
       let i = 0;
@@ -83,8 +97,10 @@ export async function startFuzzBackend(): Promise<FuzzBackend> {
         }
         if (res.destroyed) return;
         res.write(event({}, 'stop'));
-        res.end(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model, choices: [], usage })}`
-          + '\n\ndata: [DONE]\n\n');
+        res.end(
+          `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model, choices: [], usage })}`
+            + '\n\ndata: [DONE]\n\n',
+        );
       };
       pump();
     });
@@ -94,9 +110,10 @@ export async function startFuzzBackend(): Promise<FuzzBackend> {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     stats,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -15,7 +15,8 @@ export interface RawReply {
  * done when its Content-Length is in, the connection ends, or `waitMs` passes with nothing new.
  */
 export function rawExchange(
-  port: number, parts: (string | Buffer)[],
+  port: number,
+  parts: (string | Buffer)[],
   opts: { gapMs?: number; waitMs?: number; readBytes?: number; holdUntil?: Promise<unknown> } = {},
 ): Promise<RawReply> {
   const started = performance.now();

@@ -21,15 +21,37 @@ export const FUZZ_KEY = 'sk-fuzz-0123456789abcdefghijkl';
  * case directory and the cache directory is empty (no trainer venv, no default model), so no command can
  * start Python or touch the real caches. A run that has not exited after `timeoutMs` is killed.
  */
-export async function runBounded(args: string[], cwd: string, opts: { timeoutMs: number; cacheDir: string }): Promise<CliRun> {
+export async function runBounded(
+  args: string[],
+  cwd: string,
+  opts: { timeoutMs: number; cacheDir: string },
+): Promise<CliRun> {
   const started = performance.now();
   const r = await execa(process.execPath, [BIN, ...args], {
-    cwd, reject: false, stdin: 'ignore', timeout: opts.timeoutMs, killSignal: 'SIGKILL', extendEnv: false, maxBuffer: 4 << 20,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, NO_COLOR: '1', HF_HUB_OFFLINE: '1', CI: 'true', MASSGEN_RL_CACHE_DIR: opts.cacheDir, FUZZ_KEY },
+    cwd,
+    reject: false,
+    stdin: 'ignore',
+    timeout: opts.timeoutMs,
+    killSignal: 'SIGKILL',
+    extendEnv: false,
+    maxBuffer: 4 << 20,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: cwd,
+      NO_COLOR: '1',
+      HF_HUB_OFFLINE: '1',
+      CI: 'true',
+      MASSGEN_RL_CACHE_DIR: opts.cacheDir,
+      FUZZ_KEY,
+    },
   });
   return {
-    exitCode: r.exitCode ?? null, signal: r.signal ?? null, timedOut: Boolean(r.timedOut),
-    stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? ''), ms: performance.now() - started,
+    exitCode: r.exitCode ?? null,
+    signal: r.signal ?? null,
+    timedOut: Boolean(r.timedOut),
+    stdout: String(r.stdout ?? ''),
+    stderr: String(r.stderr ?? ''),
+    ms: performance.now() - started,
   };
 }
 
@@ -52,10 +74,28 @@ export function snapshot(dir: string): Map<string, string> {
 
 export function changedEntries(before: Map<string, string>, after: Map<string, string>): string[] {
   const keys = new Set([...before.keys(), ...after.keys()]);
-  return [...keys].filter((k) => before.get(k) !== after.get(k)).map((k) => `${k || '.'}: ${before.get(k) ?? 'absent'} → ${after.get(k) ?? 'absent'}`);
+  return [...keys]
+    .filter((k) => before.get(k) !== after.get(k))
+    .map((k) => `${k || '.'}: ${before.get(k) ?? 'absent'} → ${after.get(k) ?? 'absent'}`);
 }
 
-const SECTIONS = ['project', 'store', 'models', 'prompts', 'tools', 'agents', 'orchestrator', 'tasks', 'rewards', 'collect', 'train', 'eval', 'deploy', 'loop', 'privacy'];
+const SECTIONS = [
+  'project',
+  'store',
+  'models',
+  'prompts',
+  'tools',
+  'agents',
+  'orchestrator',
+  'tasks',
+  'rewards',
+  'collect',
+  'train',
+  'eval',
+  'deploy',
+  'loop',
+  'privacy',
+];
 /** file.ext:line (a column may follow); URLs are taken out first, so a host:port does not count. */
 const FILE_LINE = /[\w./-]*\.[A-Za-z][\w-]*:\d+\b/;
 /** A config field path with at least one step, e.g. models.stub.timeout_ms or tasks.sources[0]. */
@@ -68,7 +108,8 @@ const FIELD = new RegExp(`(?:^|[^\\w.])(?:${SECTIONS.join('|')})(?:\\.[\\w$-]+|\
  */
 export function locates(message: string, inputs: readonly string[]): boolean {
   const noUrls = message.replace(/\b[a-z][\w+.-]*:\/\/\S*/gi, '<url>');
-  const names = (input: string) => (input.startsWith('--') ? new RegExp(`(?:^|\\s)${input}(?![\\w-])`).test(message) : message.includes(input));
+  const names = (input: string) =>
+    input.startsWith('--') ? new RegExp(`(?:^|\\s)${input}(?![\\w-])`).test(message) : message.includes(input);
   return FILE_LINE.test(noUrls) || FIELD.test(message) || inputs.some((f) => f && names(f));
 }
 
@@ -86,7 +127,10 @@ export interface CaseOutcome {
 }
 
 /** The suite's assertions on one run: exit 0/1/2, no stack, a located exit-2 message, nothing changed on exit 2, no hang. */
-export function judge(run: CliRun, ctx: { inputs: readonly string[]; before: Map<string, string>; after: Map<string, string> }): string[] {
+export function judge(
+  run: CliRun,
+  ctx: { inputs: readonly string[]; before: Map<string, string>; after: Map<string, string> },
+): string[] {
   const failures: string[] = [];
   if (run.timedOut) failures.push(`hang: still running after ${Math.round(run.ms / 1000)} s (killed)`);
   else if (run.signal) failures.push(`killed by ${run.signal}`);
@@ -94,7 +138,8 @@ export function judge(run: CliRun, ctx: { inputs: readonly string[]; before: Map
   if (hasStack(run.stderr) || hasStack(run.stdout)) failures.push('stack trace in the output');
   if (run.exitCode === 2) {
     if (!run.stderr.includes('error: ')) failures.push('exit 2 without an error message');
-    else if (!locates(errorText(run.stderr), ctx.inputs)) failures.push('exit-2 message names no file:line, config field, flag or input file');
+    else if (!locates(errorText(run.stderr), ctx.inputs))
+      failures.push('exit-2 message names no file:line, config field, flag or input file');
     const changed = changedEntries(ctx.before, ctx.after);
     if (changed.length) failures.push(`exit 2 changed files: ${changed.slice(0, 5).join('; ')}`);
   }

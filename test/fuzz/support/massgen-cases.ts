@@ -16,7 +16,12 @@ export type FsOp =
   | { op: 'field'; file: number; kind: 'time' | 'label'; value: Hostile; all: boolean; at: number }
   | { op: 'delete'; entry: number }
   | { op: 'dir' | 'fifo'; file: number }
-  | { op: 'link'; file: number; to: 'inside' | 'outside' | 'dev-zero' | 'loop' | 'dangling' | 'parent' | 'self'; other: number }
+  | {
+      op: 'link';
+      file: number;
+      to: 'inside' | 'outside' | 'dev-zero' | 'loop' | 'dangling' | 'parent' | 'self';
+      other: number;
+    }
   | { op: 'stray'; dir: number; name: string; kind: 'dir' | 'file' | 'fifo' | 'link-out' }
   | { op: 'rename'; dir: number; name: string };
 
@@ -29,20 +34,95 @@ export interface MassgenCase {
   withStore: boolean;
 }
 
-const NAMES = ['turn_0', 'turn_01', 'turn_-1', 'turn_1.5', 'turn_99999999999999999999', 'attempt_0', 'attempt_01', 'attempt_99999999999999999999', 'log_x', 'final', 'coordination_events.json', 'vote.json', 'answer.txt'];
-const LABELS = ['agent99.1', 'agent1.0', 'agent0.1', 'agent1.final', 'agent1.vote1', 'agent1.1 ', 'AGENT1.1', '__proto__.1', 'agent1', ''];
+const NAMES = [
+  'turn_0',
+  'turn_01',
+  'turn_-1',
+  'turn_1.5',
+  'turn_99999999999999999999',
+  'attempt_0',
+  'attempt_01',
+  'attempt_99999999999999999999',
+  'log_x',
+  'final',
+  'coordination_events.json',
+  'vote.json',
+  'answer.txt',
+];
+const LABELS = [
+  'agent99.1',
+  'agent1.0',
+  'agent0.1',
+  'agent1.final',
+  'agent1.vote1',
+  'agent1.1 ',
+  'AGENT1.1',
+  '__proto__.1',
+  'agent1',
+  '',
+];
 const TIMES = ['final', '', '2025-11-04T19:17:20', 'NaN', 946684799, 4102444801, 1762283841.5, -1];
 
 const at = fc.nat({ max: 100_000 });
 const fsOpArb: fc.Arbitrary<FsOp> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('tree' as const), file: at, ops: fc.array(treeOpArb, { minLength: 1, maxLength: 3 }) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('text' as const), file: at, ops: fc.array(fc.oneof(textOpArb('json'), textOpArb('yaml')), { minLength: 1, maxLength: 2 }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('field' as const), file: at, kind: fc.constant('time' as const), value: fc.oneof(numberArb, fc.constantFrom(...TIMES)), all: fc.boolean(), at }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('field' as const), file: at, kind: fc.constant('label' as const), value: fc.oneof(keyArb, fc.constantFrom(...LABELS), valueArb), all: fc.boolean(), at }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('tree' as const),
+      file: at,
+      ops: fc.array(treeOpArb, { minLength: 1, maxLength: 3 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('text' as const),
+      file: at,
+      ops: fc.array(fc.oneof(textOpArb('json'), textOpArb('yaml')), { minLength: 1, maxLength: 2 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('field' as const),
+      file: at,
+      kind: fc.constant('time' as const),
+      value: fc.oneof(numberArb, fc.constantFrom(...TIMES)),
+      all: fc.boolean(),
+      at,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('field' as const),
+      file: at,
+      kind: fc.constant('label' as const),
+      value: fc.oneof(keyArb, fc.constantFrom(...LABELS), valueArb),
+      all: fc.boolean(),
+      at,
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('delete' as const), entry: at }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constantFrom('dir' as const, 'fifo' as const), file: at }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('link' as const), file: at, to: fc.constantFrom('inside', 'outside', 'dev-zero', 'loop', 'dangling', 'parent', 'self'), other: at }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('stray' as const), dir: at, name: fc.oneof(fc.constantFrom(...NAMES), keyArb), kind: fc.constantFrom('dir', 'file', 'fifo', 'link-out') }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('link' as const),
+      file: at,
+      to: fc.constantFrom('inside', 'outside', 'dev-zero', 'loop', 'dangling', 'parent', 'self'),
+      other: at,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('stray' as const),
+      dir: at,
+      name: fc.oneof(fc.constantFrom(...NAMES), keyArb),
+      kind: fc.constantFrom('dir', 'file', 'fifo', 'link-out'),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('rename' as const), dir: at, name: fc.constantFrom(...NAMES) }) },
 );
 
@@ -58,7 +138,8 @@ export const massgenCaseArb: fc.Arbitrary<MassgenCase> = fc.record({
 export function layoutLogs(dir: string, c: MassgenCase): { root: string; arg: string } {
   const rel = c.layout === 'project' ? path.join('.massgen', 'massgen_logs') : 'massgen_logs';
   const root = path.join(dir, rel);
-  const sources = c.logs === 'both' ? ['massgen-logs', 'massgen-real'] : [c.logs === 'real' ? 'massgen-real' : 'massgen-logs'];
+  const sources =
+    c.logs === 'both' ? ['massgen-logs', 'massgen-real'] : [c.logs === 'real' ? 'massgen-real' : 'massgen-logs'];
   for (const s of sources) fs.cpSync(path.join(FIXTURES, s), root, { recursive: true });
   const first = fs.readdirSync(root).sort()[0]!;
   return { root, arg: c.layout === 'project' ? '.' : c.layout === 'one' ? path.join(rel, first) : rel };
@@ -67,7 +148,9 @@ export function layoutLogs(dir: string, c: MassgenCase): { root: string; arg: st
 function entries(root: string, want: 'file' | 'dir' | 'any'): string[] {
   const out: string[] = [];
   const walk = (rel: string) => {
-    for (const d of fs.readdirSync(path.join(root, rel), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const d of fs
+      .readdirSync(path.join(root, rel), { withFileTypes: true })
+      .sort((a, b) => a.name.localeCompare(b.name))) {
       const r = path.join(rel, d.name);
       if (d.isDirectory()) {
         if (want !== 'file') out.push(r);
@@ -79,7 +162,8 @@ function entries(root: string, want: 'file' | 'dir' | 'any'): string[] {
   return out;
 }
 
-const parseTree = (file: string, text: string): unknown => (file.endsWith('.yaml') ? parseDocument(text).toJS({ maxAliasCount: 1000 }) : JSON.parse(text));
+const parseTree = (file: string, text: string): unknown =>
+  file.endsWith('.yaml') ? parseDocument(text).toJS({ maxAliasCount: 1000 }) : JSON.parse(text);
 const renderTree = (file: string, tree: unknown) => (file.endsWith('.yaml') ? toYaml(tree) : toJson(tree, 2));
 /** Whether anything is at p, a dangling link included. */
 function present(p: string): boolean {
@@ -99,8 +183,12 @@ export function applyFsOp(root: string, op: FsOp, outside: string): string[] {
   const pick = (xs: string[], i: number) => xs[i % Math.max(1, xs.length)];
   const abs = (r: string) => path.join(root, r);
   switch (op.op) {
-    case 'tree': case 'field': {
-      const file = pick(files.filter((f) => /\.(json|yaml)$|context\.txt$/.test(f)), op.file);
+    case 'tree':
+    case 'field': {
+      const file = pick(
+        files.filter((f) => /\.(json|yaml)$|context\.txt$/.test(f)),
+        op.file,
+      );
       if (!file) return [];
       let tree: unknown;
       try {
@@ -114,8 +202,10 @@ export function applyFsOp(root: string, op: FsOp, outside: string): string[] {
         for (const n of op.all ? hits : hits.slice(op.at % Math.max(1, hits.length)).slice(0, 1)) {
           // An earlier hit may have replaced an ancestor of this one with a scalar.
           let parent: unknown = tree;
-          for (const k of n.path.slice(0, -1)) parent = typeof parent === 'object' && parent !== null ? (parent as Record<string, unknown>)[k] : undefined;
-          if (typeof parent === 'object' && parent !== null) put(parent as Record<string, unknown>, n.path.at(-1)!, op.value);
+          for (const k of n.path.slice(0, -1))
+            parent = typeof parent === 'object' && parent !== null ? (parent as Record<string, unknown>)[k] : undefined;
+          if (typeof parent === 'object' && parent !== null)
+            put(parent as Record<string, unknown>, n.path.at(-1)!, op.value);
         }
       }
       fs.writeFileSync(abs(file), renderTree(file, tree));
@@ -134,7 +224,8 @@ export function applyFsOp(root: string, op: FsOp, outside: string): string[] {
       if (entry) fs.rmSync(abs(entry), { recursive: true, force: true });
       return entry ? [entry] : [];
     }
-    case 'dir': case 'fifo': {
+    case 'dir':
+    case 'fifo': {
       const file = pick(files, op.file);
       if (!file) return [];
       fs.rmSync(abs(file));
@@ -147,8 +238,13 @@ export function applyFsOp(root: string, op: FsOp, outside: string): string[] {
       if (!file) return [];
       fs.rmSync(abs(file));
       const target = {
-        inside: path.relative(path.dirname(abs(file)), abs(pick(files, op.other)!)), outside, 'dev-zero': '/dev/zero',
-        loop: `${path.basename(file)}.loop`, dangling: 'no-such-file', parent: '..', self: path.basename(file),
+        inside: path.relative(path.dirname(abs(file)), abs(pick(files, op.other)!)),
+        outside,
+        'dev-zero': '/dev/zero',
+        loop: `${path.basename(file)}.loop`,
+        dangling: 'no-such-file',
+        parent: '..',
+        self: path.basename(file),
       }[op.to];
       fs.symlinkSync(target, abs(file));
       if (op.to === 'loop') fs.symlinkSync(path.basename(file), `${abs(file)}.loop`);

@@ -23,19 +23,23 @@ export const specialCaseArb: fc.Arbitrary<SpecialCase> = fc.record({
 export function makeSpecial(dir: string, file: string, c: SpecialCase): void {
   fs.rmSync(file, { force: true });
   switch (c.kind) {
-    case 'fifo': return void execFileSync('mkfifo', [file]);
+    case 'fifo':
+      return void execFileSync('mkfifo', [file]);
     case 'link-fifo': {
       const fifo = path.join(dir, '.specials', `fifo-${path.basename(file)}`);
       fs.mkdirSync(path.dirname(fifo), { recursive: true });
       execFileSync('mkfifo', [fifo]);
       return fs.symlinkSync(fifo, file);
     }
-    case 'device': return fs.symlinkSync(c.pick % 2 ? '/dev/null' : '/dev/zero', file);
-    case 'directory': return void fs.mkdirSync(file);
+    case 'device':
+      return fs.symlinkSync(c.pick % 2 ? '/dev/null' : '/dev/zero', file);
+    case 'directory':
+      return void fs.mkdirSync(file);
     case 'loop':
       fs.symlinkSync(`${path.basename(file)}.loop`, file);
       return fs.symlinkSync(path.basename(file), `${file}.loop`);
-    case 'dangling': return fs.symlinkSync('moved-away', file);
+    case 'dangling':
+      return fs.symlinkSync('moved-away', file);
   }
 }
 
@@ -51,7 +55,9 @@ export function copyMassgenFixtures(root: string): void {
 export function massgenFilesRead(scratch: string): string[] {
   const root = path.join(scratch, 'massgen_logs');
   copyMassgenFixtures(root);
-  const files = (fs.readdirSync(root, { recursive: true }) as string[]).filter((f) => fs.statSync(path.join(root, f)).isFile()).sort();
+  const files = (fs.readdirSync(root, { recursive: true }) as string[])
+    .filter((f) => fs.statSync(path.join(root, f)).isFile())
+    .sort();
   const read = files.filter((rel) => {
     const file = path.join(root, rel);
     fs.renameSync(file, `${file}.bak`);

@@ -1,6 +1,6 @@
 import { stringify } from 'yaml';
-import { RawText } from './values.js';
 import { put } from './tree-ops.js';
+import { RawText } from './values.js';
 
 /** Mutated trees back to text; RawText values are written unquoted, as they are. */
 const PLACEHOLDER = /["']?RAWxx(\d+)xxRAW["']?/g;
@@ -32,7 +32,12 @@ function encode(tree: unknown): string {
     } else if (v && typeof v === 'object') {
       const keys = Object.keys(v);
       stack.push(new Literal('}'));
-      for (let i = keys.length - 1; i >= 0; i--) stack.push((v as Record<string, unknown>)[keys[i]!], new Literal(`${JSON.stringify(keys[i])}:`), ...(i ? [new Literal(',')] : []));
+      for (let i = keys.length - 1; i >= 0; i--)
+        stack.push(
+          (v as Record<string, unknown>)[keys[i]!],
+          new Literal(`${JSON.stringify(keys[i])}:`),
+          ...(i ? [new Literal(',')] : []),
+        );
       stack.push(new Literal('{'));
     } else out += JSON.stringify(v) ?? 'null';
   }

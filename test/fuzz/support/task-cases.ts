@@ -24,17 +24,27 @@ export interface TaskCase {
 
 const taskOpArb: fc.Arbitrary<TaskOp> = fc.oneof(
   fc.record({ op: fc.constant('dupId' as const), from: fc.nat(), to: fc.nat() }),
-  fc.record({ op: fc.constant('deepMeta' as const), record: fc.nat(), depth: fc.oneof(depthArb, fc.constant(1000)), list: fc.boolean() }),
+  fc.record({
+    op: fc.constant('deepMeta' as const),
+    record: fc.nat(),
+    depth: fc.oneof(depthArb, fc.constant(1000)),
+    list: fc.boolean(),
+  }),
   fc.record({ op: fc.constant('reference' as const), record: fc.nat(), value: numberArb }),
   // At tasks.max_prompt_chars' default, one over, and longer than any task line may be written.
   fc.record({
-    op: fc.constant('longPrompt' as const), record: fc.nat(), chars: fc.constantFrom(100_000, 100_001, 700_000),
+    op: fc.constant('longPrompt' as const),
+    record: fc.nat(),
+    chars: fc.constantFrom(100_000, 100_001, 700_000),
   }),
 );
 
 export const taskCaseArb: fc.Arbitrary<TaskCase> = fc.record({
   base: fc.nat(),
-  ext: fc.oneof({ weight: 8, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom('.jsonl', '.ndjson', '.yaml', '.yml', '.json', '.csv', '', '.JSONL') }),
+  ext: fc.oneof(
+    { weight: 8, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.constantFrom('.jsonl', '.ndjson', '.yaml', '.yml', '.json', '.csv', '', '.JSONL') },
+  ),
   task: fewOps(taskOpArb, 3, 2, 1),
   tree: fewOps(treeOpArb, 2, 4, 1),
   text: fewOps(fc.oneof(textOpArb('jsonl'), textOpArb('yaml')), 6, 2, 1),
@@ -47,12 +57,17 @@ export function formatOf(file: string): Format {
 
 function parse(text: string, format: Format): unknown {
   if (format !== 'jsonl') return parseDocument(text).toJS();
-  return text.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#')).map((l) => JSON.parse(l) as unknown);
+  return text
+    .split('\n')
+    .filter((l) => l.trim() && !l.trim().startsWith('#'))
+    .map((l) => JSON.parse(l) as unknown);
 }
 
 function records(tree: unknown): Record<string, unknown>[] {
   const list = Array.isArray(tree) ? tree : (tree as { tasks?: unknown }).tasks;
-  return Array.isArray(list) ? list.filter((r): r is Record<string, unknown> => typeof r === 'object' && r !== null && !Array.isArray(r)) : [];
+  return Array.isArray(list)
+    ? list.filter((r): r is Record<string, unknown> => typeof r === 'object' && r !== null && !Array.isArray(r))
+    : [];
 }
 
 function applyTaskOp(tree: unknown, op: TaskOp): void {
@@ -76,7 +91,12 @@ export function mutateTaskFile(base: string, format: Format, c: TaskCase): strin
     let tree = parse(base, format);
     for (const op of c.task) applyTaskOp(tree, op);
     for (const op of c.tree) tree = applyTreeOp(tree, op);
-    out = format === 'jsonl' ? toJsonl(Array.isArray(tree) ? tree : [tree]) : format === 'json' ? toJson(tree, 2) : toYaml(tree);
+    out =
+      format === 'jsonl'
+        ? toJsonl(Array.isArray(tree) ? tree : [tree])
+        : format === 'json'
+          ? toJson(tree, 2)
+          : toYaml(tree);
   }
   for (const op of c.text) out = applyTextOp(out, op);
   return out;

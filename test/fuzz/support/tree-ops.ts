@@ -34,16 +34,27 @@ export const treeOpArb: fc.Arbitrary<TreeOp> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('delete' as const), at }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('rename' as const), at, key: keyArb }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('add' as const), at, key: keyArb, value: valueArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('retype' as const), at, to: fc.constantFrom('list', 'map', 'string', 'number', 'null', 'bool') }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('retype' as const),
+      at,
+      to: fc.constantFrom('list', 'map', 'string', 'number', 'null', 'bool'),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('duplicate' as const), at }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('nest' as const), at, depth: depthArb, list: fc.boolean() }) },
 );
 
 type Tree = unknown;
 type Path = (string | number)[];
-interface Node { path: Path; value: Tree }
+interface Node {
+  path: Path;
+  value: Tree;
+}
 
-const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof RawText);
+const isMap = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof RawText);
 
 /** Every node of the tree with its path, root first (iterative: mutated trees can be very deep). */
 export function nodes(tree: Tree): Node[] {
@@ -54,7 +65,8 @@ export function nodes(tree: Tree): Node[] {
     out.push(node);
     if (node.path.length > 40) continue;
     if (Array.isArray(node.value)) node.value.forEach((v, i) => stack.push({ path: [...node.path, i], value: v }));
-    else if (isMap(node.value)) for (const k of Object.keys(node.value)) stack.push({ path: [...node.path, k], value: node.value[k] });
+    else if (isMap(node.value))
+      for (const k of Object.keys(node.value)) stack.push({ path: [...node.path, k], value: node.value[k] });
   }
   return out;
 }
@@ -80,12 +92,18 @@ function nested(depth: number, list: boolean, leaf: unknown): unknown {
 
 function retyped(v: unknown, to: Extract<TreeOp, { op: 'retype' }>['to']): unknown {
   switch (to) {
-    case 'list': return [v];
-    case 'map': return { value: v };
-    case 'string': return typeof v === 'object' ? JSON.stringify(v) ?? '' : String(v);
-    case 'number': return typeof v === 'string' ? Number(v) : 1;
-    case 'null': return null;
-    case 'bool': return !v;
+    case 'list':
+      return [v];
+    case 'map':
+      return { value: v };
+    case 'string':
+      return typeof v === 'object' ? (JSON.stringify(v) ?? '') : String(v);
+    case 'number':
+      return typeof v === 'string' ? Number(v) : 1;
+    case 'null':
+      return null;
+    case 'bool':
+      return !v;
   }
 }
 
@@ -108,10 +126,20 @@ export function applyTreeOp(tree: Tree, op: TreeOp): Tree {
     return tree;
   };
   switch (op.op) {
-    case 'set': return replace(pick(inner, op.at), op.value);
-    case 'number': return replace(pick(inner.filter((n) => typeof n.value === 'number'), op.at) ?? pick(inner, op.at), op.value);
-    case 'retype': return replace(pick(inner, op.at), retyped(pick(inner, op.at)?.value, op.to));
-    case 'nest': return replace(pick(inner, op.at), nested(op.depth, op.list, pick(inner, op.at)?.value ?? null));
+    case 'set':
+      return replace(pick(inner, op.at), op.value);
+    case 'number':
+      return replace(
+        pick(
+          inner.filter((n) => typeof n.value === 'number'),
+          op.at,
+        ) ?? pick(inner, op.at),
+        op.value,
+      );
+    case 'retype':
+      return replace(pick(inner, op.at), retyped(pick(inner, op.at)?.value, op.to));
+    case 'nest':
+      return replace(pick(inner, op.at), nested(op.depth, op.list, pick(inner, op.at)?.value ?? null));
     case 'delete': {
       const node = pick(inner, op.at);
       const parent = node && parentOf(tree, node.path);
@@ -120,7 +148,10 @@ export function applyTreeOp(tree: Tree, op: TreeOp): Tree {
       return tree;
     }
     case 'rename': {
-      const node = pick(inner.filter((n) => typeof n.path.at(-1) === 'string'), op.at);
+      const node = pick(
+        inner.filter((n) => typeof n.path.at(-1) === 'string'),
+        op.at,
+      );
       const parent = node && (parentOf(tree, node.path) as Record<string, unknown>);
       if (!parent) return tree;
       delete parent[node!.path.at(-1) as string];
@@ -128,13 +159,20 @@ export function applyTreeOp(tree: Tree, op: TreeOp): Tree {
       return tree;
     }
     case 'add': {
-      const map = pick(all.filter((n) => isMap(n.value)), op.at);
+      const map = pick(
+        all.filter((n) => isMap(n.value)),
+        op.at,
+      );
       if (map) put(map.value as Record<string, unknown>, op.key, op.value);
       return tree;
     }
     case 'duplicate': {
-      const list = pick(all.filter((n) => Array.isArray(n.value) && n.value.length), op.at);
-      if (list) (list.value as unknown[]).push(clone((list.value as unknown[])[op.at % (list.value as unknown[]).length]));
+      const list = pick(
+        all.filter((n) => Array.isArray(n.value) && n.value.length),
+        op.at,
+      );
+      if (list)
+        (list.value as unknown[]).push(clone((list.value as unknown[])[op.at % (list.value as unknown[]).length]));
       return tree;
     }
   }

@@ -32,7 +32,9 @@ export const fuzzScript: Script = (req) => {
   if (system.includes('Check the final answer')) return { content: 'CONFIRM' };
   const shown = shownLabels(req);
   if (req.tools?.some((t) => t.function.name === 'vote')) {
-    return shown.length ? { toolCalls: [{ name: 'vote', arguments: { agent_id: shown[0], reason: 'right' } }] } : { toolCalls: [{ name: 'new_answer', arguments: { content: '42' } }] };
+    return shown.length
+      ? { toolCalls: [{ name: 'vote', arguments: { agent_id: shown[0], reason: 'right' } }] }
+      : { toolCalls: [{ name: 'new_answer', arguments: { content: '42' } }] };
   }
   return shown.length ? { content: `VOTE: ${shown[0]} | right` } : { content: 'ANSWER: 42' };
 };
@@ -41,7 +43,11 @@ export const FAILING_MODES = ['status-500', 'status-400', 'no-action'] as const;
 export type FailingMode = (typeof FAILING_MODES)[number];
 
 const failingScripts: Record<FailingMode, Script> = {
-  'status-500': () => ({ status: 500, headers: { 'retry-after': '0' }, body: { error: { message: 'scripted failure' } } }),
+  'status-500': () => ({
+    status: 500,
+    headers: { 'retry-after': '0' },
+    body: { error: { message: 'scripted failure' } },
+  }),
   'status-400': () => ({ status: 400, body: { error: { message: 'scripted bad request' } } }),
   'no-action': () => ({ content: 'I am not sure.' }),
 };
@@ -49,20 +55,41 @@ const failingScripts: Record<FailingMode, Script> = {
 export const TASKS = [
   { id: 'mul', prompt: 'What is 6 x 7?', reference: '42', category: 'arithmetic' },
   { id: 'cap', prompt: 'What is the answer to everything?', reference: '42', category: 'trivia' },
-].map((t) => JSON.stringify(t)).join('\n');
+]
+  .map((t) => JSON.stringify(t))
+  .join('\n');
 
 /** Files every config case directory holds next to its config. */
-export const PROJECT_FILES: Record<string, string> = { 'solver.md': 'You solve tasks.\n', 'tasks.jsonl': `${TASKS}\n`, 'a.jsonl': `${TASKS}\n` };
+export const PROJECT_FILES: Record<string, string> = {
+  'solver.md': 'You solve tasks.\n',
+  'tasks.jsonl': `${TASKS}\n`,
+  'a.jsonl': `${TASKS}\n`,
+};
 
 /** The test projects' configs (collect refusals, the team collect, stored redaction, the loop project), plus native tools and a judge. */
 function projectConfigs(url: string): { name: string; text: string }[] {
   const model = `{ base_url: "${url}", model: fuzz-model, api_key_env: FUZZ_KEY }`;
   return [
-    { name: 'refusals', text: `models:\n  stub: ${model}\nprompts:\n  solver: { file: solver.md }\nagents:\n  - { id: a, model: stub, tool_mode: text, system_prompt: solver }\n  - { id: b, model: stub, tool_mode: text, system_prompt: solver }\ntasks:\n  sources: [{ file: a.jsonl }]\n  split: { eval_fraction: 0 }\ncollect: { concurrency: 1, split: all }\nrewards:\n  weights: { exact: 1 }\n` },
-    { name: 'team', text: `models:\n${['a', 'b', 'c'].map((x) => `  stub_${x}: { base_url: "${url}", model: model-${x} }`).join('\n')}\nagents:\n${['a', 'b', 'c'].map((x) => `  - { id: ${x}, model: stub_${x}, tool_mode: text }`).join('\n')}\ntasks:\n  sources: [{ file: tasks.jsonl }]\nrewards:\n  weights: { exact: 1, numeric: 1, coordination: 0.2, voting: 0.5, peer_vote: 0.2 }\ncollect: { concurrency: 1, split: all }\norchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }\n` },
-    { name: 'redaction', text: `models:\n  stub: { base_url: "${url}", model: m }\nagents:\n  - { id: a, model: stub, tool_mode: text }\n  - { id: b, model: stub, tool_mode: text }\ntasks:\n  sources: [{ file: tasks.jsonl }]\ncollect: { concurrency: 1, split: all }\nprivacy:\n  redact_patterns: ['\\d{13,16}']\n  redact_env: [FUZZ_KEY]\n` },
-    { name: 'loop', text: `models:\n  stub: { base_url: "${url}", model: base-model, lora: { line: base } }\nagents:\n  - { id: a, model: stub, tool_mode: text }\n  - { id: b, model: stub, tool_mode: text }\ntasks:\n  sources: [{ file: tasks.jsonl }]\n  split: { eval_fraction: 0.5, salt: fuzz }\ncollect: { concurrency: 2 }\ntrain: { algo: sft, batch_size: 2, save_steps: 0, check_memory: false }\ndeploy: { gates: { ci_lower_above_zero: false } }\n` },
-    { name: 'native', text: `models:\n  stub: ${model}\ntools:\n  calc: { type: builtin, name: calculator }\nagents:\n  - { id: a, model: stub, tool_mode: native, tools: [calc] }\n  - { id: b, model: stub, tool_mode: native, temperature: 0 }\ntasks:\n  sources: [{ suite: arithmetic, n: 20, seed: 7 }, { file: tasks.jsonl }]\nrewards:\n  weights: { exact: 1, judge: 0.5 }\n  judge: { model: stub, rubric: [{ criterion: correct, weight: 1 }] }\norchestrator: { max_orchestration_restarts: 1, max_rounds: 4 }\n` },
+    {
+      name: 'refusals',
+      text: `models:\n  stub: ${model}\nprompts:\n  solver: { file: solver.md }\nagents:\n  - { id: a, model: stub, tool_mode: text, system_prompt: solver }\n  - { id: b, model: stub, tool_mode: text, system_prompt: solver }\ntasks:\n  sources: [{ file: a.jsonl }]\n  split: { eval_fraction: 0 }\ncollect: { concurrency: 1, split: all }\nrewards:\n  weights: { exact: 1 }\n`,
+    },
+    {
+      name: 'team',
+      text: `models:\n${['a', 'b', 'c'].map((x) => `  stub_${x}: { base_url: "${url}", model: model-${x} }`).join('\n')}\nagents:\n${['a', 'b', 'c'].map((x) => `  - { id: ${x}, model: stub_${x}, tool_mode: text }`).join('\n')}\ntasks:\n  sources: [{ file: tasks.jsonl }]\nrewards:\n  weights: { exact: 1, numeric: 1, coordination: 0.2, voting: 0.5, peer_vote: 0.2 }\ncollect: { concurrency: 1, split: all }\norchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }\n`,
+    },
+    {
+      name: 'redaction',
+      text: `models:\n  stub: { base_url: "${url}", model: m }\nagents:\n  - { id: a, model: stub, tool_mode: text }\n  - { id: b, model: stub, tool_mode: text }\ntasks:\n  sources: [{ file: tasks.jsonl }]\ncollect: { concurrency: 1, split: all }\nprivacy:\n  redact_patterns: ['\\d{13,16}']\n  redact_env: [FUZZ_KEY]\n`,
+    },
+    {
+      name: 'loop',
+      text: `models:\n  stub: { base_url: "${url}", model: base-model, lora: { line: base } }\nagents:\n  - { id: a, model: stub, tool_mode: text }\n  - { id: b, model: stub, tool_mode: text }\ntasks:\n  sources: [{ file: tasks.jsonl }]\n  split: { eval_fraction: 0.5, salt: fuzz }\ncollect: { concurrency: 2 }\ntrain: { algo: sft, batch_size: 2, save_steps: 0, check_memory: false }\ndeploy: { gates: { ci_lower_above_zero: false } }\n`,
+    },
+    {
+      name: 'native',
+      text: `models:\n  stub: ${model}\ntools:\n  calc: { type: builtin, name: calculator }\nagents:\n  - { id: a, model: stub, tool_mode: native, tools: [calc] }\n  - { id: b, model: stub, tool_mode: native, temperature: 0 }\ntasks:\n  sources: [{ suite: arithmetic, n: 20, seed: 7 }, { file: tasks.jsonl }]\nrewards:\n  weights: { exact: 1, judge: 0.5 }\n  judge: { model: stub, rubric: [{ criterion: correct, weight: 1 }] }\norchestrator: { max_orchestration_restarts: 1, max_rounds: 4 }\n`,
+    },
   ];
 }
 
@@ -78,7 +105,9 @@ export async function makeWorld(timeoutMs: number): Promise<World> {
   const cacheDir = path.join(root, 'empty-cache');
   fs.mkdirSync(cacheDir);
   const server = await startScriptedServer(fuzzScript);
-  const failing = Object.fromEntries(await Promise.all(FAILING_MODES.map(async (m) => [m, await startScriptedServer(failingScripts[m])] as const))) as Record<FailingMode, ScriptedServer>;
+  const failing = Object.fromEntries(
+    await Promise.all(FAILING_MODES.map(async (m) => [m, await startScriptedServer(failingScripts[m])] as const)),
+  ) as Record<FailingMode, ScriptedServer>;
   const run = async (args: string[], cwd: string) => {
     const r = await runBounded(args, cwd, { timeoutMs, cacheDir });
     if (r.exitCode !== 0) throw new Error(`fuzz setup: massgen-rl ${args.join(' ')} exited ${r.exitCode}: ${r.stderr}`);
@@ -86,7 +115,21 @@ export async function makeWorld(timeoutMs: number): Promise<World> {
   // The commented template as `init --yes` renders it for a remote endpoint.
   const initDir = path.join(root, 'init');
   fs.mkdirSync(initDir);
-  await run(['init', '--yes', '--endpoint', server.baseUrl, '--model', 'fuzz-model', '--api-key-env', 'FUZZ_KEY', '--team-size', '3'], initDir);
+  await run(
+    [
+      'init',
+      '--yes',
+      '--endpoint',
+      server.baseUrl,
+      '--model',
+      'fuzz-model',
+      '--api-key-env',
+      'FUZZ_KEY',
+      '--team-size',
+      '3',
+    ],
+    initDir,
+  );
   const configs = [
     { name: 'defaults', text: defaultsConfig(server.baseUrl) },
     { name: 'init', text: fs.readFileSync(path.join(initDir, 'massgen-rl.yaml'), 'utf8') },
@@ -100,12 +143,20 @@ export async function makeWorld(timeoutMs: number): Promise<World> {
   for (const [name, text] of Object.entries(PROJECT_FILES)) fs.writeFileSync(path.join(seed, name), text);
   for (const f of TASK_FIXTURES) fs.copyFileSync(path.join(FIXTURES, 'tasks', f), path.join(seed, f));
   const base = parseDocument(configs.find((c) => c.name === 'refusals')!.text);
-  base.setIn(['tasks', 'sources'], ['a.jsonl', ...TASK_FIXTURES].map((file) => ({ file })));
+  base.setIn(
+    ['tasks', 'sources'],
+    ['a.jsonl', ...TASK_FIXTURES].map((file) => ({ file })),
+  );
   fs.writeFileSync(path.join(seed, 'massgen-rl.yaml'), String(base));
   await run(['collect', '--split', 'all', '--concurrency', '2'], seed);
   await run(['traces', 'import', '--massgen-logs', path.join(FIXTURES, 'massgen-logs')], seed);
   return {
-    root, server, failing, cacheDir, configs, seedStore: path.join(seed, '.massgen-rl', 'store.sqlite'),
+    root,
+    server,
+    failing,
+    cacheDir,
+    configs,
+    seedStore: path.join(seed, '.massgen-rl', 'store.sqlite'),
     async close() {
       await Promise.all([server, ...Object.values(failing)].map((s) => s.close()));
       fs.rmSync(root, { recursive: true, force: true });
@@ -117,7 +168,12 @@ export async function makeWorld(timeoutMs: number): Promise<World> {
 export const TASK_FIXTURES = ['good.jsonl', 'good.yaml', 'list.json', 'wrapped.yaml'];
 
 /** A fresh case directory: the given files, and a copy of the seed store when asked. */
-export function caseDir(world: World, name: string, files: Record<string, string | Buffer>, withStore: boolean): string {
+export function caseDir(
+  world: World,
+  name: string,
+  files: Record<string, string | Buffer>,
+  withStore: boolean,
+): string {
   const dir = path.join(world.root, 'cases', name);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });

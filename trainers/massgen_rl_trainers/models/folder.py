@@ -33,15 +33,18 @@ def resolve_base(adapter_dir: Path, config: dict, base_arg: str | None) -> str:
         return str(base.resolve())
     named = config.get("base_model_name_or_path")
     if not isinstance(named, str) or not named.strip():
-        raise ScriptError(f"{adapter_dir / 'adapter_config.json'} names no base model (base_model_name_or_path); "
-                          "pass --base DIR")
+        raise ScriptError(
+            f"{adapter_dir / 'adapter_config.json'} names no base model (base_model_name_or_path); pass --base DIR"
+        )
     for candidate in (Path(named).expanduser(), adapter_dir / named):
         if candidate.is_dir():
             if not _has_weights_config(candidate):
                 raise ScriptError(f"the adapter's base model folder {candidate} has no config.json; pass --base DIR")
             return str(candidate.resolve())
     if named.startswith(("/", ".", "~")):
-        raise ScriptError(f"the adapter's base model {named} (from adapter_config.json) does not exist; pass --base DIR")
+        raise ScriptError(
+            f"the adapter's base model {named} (from adapter_config.json) does not exist; pass --base DIR"
+        )
     return named  # a hub id: from_pretrained (offline) or vLLM will look in the local cache
 
 
@@ -58,9 +61,14 @@ def inspect_model_folder(model: str, base_arg: str | None = None) -> ModelFolder
         if not isinstance(config, dict):
             raise ScriptError(f"{adapter_config} must hold a JSON object")
         rank = config.get("r")
-        return ModelFolder(folder, True, resolve_base(folder, config, base_arg),
-                           rank if isinstance(rank, int) and not isinstance(rank, bool) else None)
+        return ModelFolder(
+            folder,
+            True,
+            resolve_base(folder, config, base_arg),
+            rank if isinstance(rank, int) and not isinstance(rank, bool) else None,
+        )
     if not _has_weights_config(folder):
-        raise ScriptError(f"{folder} is neither a model folder (config.json) nor a LoRA adapter folder "
-                          "(adapter_config.json)")
+        raise ScriptError(
+            f"{folder} is neither a model folder (config.json) nor a LoRA adapter folder (adapter_config.json)"
+        )
     return ModelFolder(folder, False)

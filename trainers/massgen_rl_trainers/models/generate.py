@@ -46,8 +46,7 @@ def main(args: GenerateArgs) -> dict[str, Any]:
     messages = [{"role": "system", "content": args.system}] if args.system else []
     messages.append({"role": "user", "content": args.prompt})
     # transformers 5.x returns a BatchEncoding here; ask for it explicitly so the shape is certain
-    inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                           return_dict=True)
+    inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     prompt_tokens = int(inputs["input_ids"].shape[1])
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     progress("generate", f"greedy decoding of up to {args.max_new_tokens} tokens", prompt_tokens=prompt_tokens)

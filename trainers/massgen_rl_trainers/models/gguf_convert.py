@@ -69,8 +69,11 @@ def align_model(model: Any, tokenizer: Any) -> None:
     """Give model.config and generation_config the tokenizer's bos/eos/pad ids."""
     if len(tokenizer) > model.config.vocab_size:
         raise ConvertError(f"tokenizer has {len(tokenizer)} tokens but the model only {model.config.vocab_size}")
-    ids = {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id,
-           "pad_token_id": tokenizer.pad_token_id}
+    ids = {
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
     for config in (model.config, model.generation_config):
         for key, value in ids.items():
             if value is not None:

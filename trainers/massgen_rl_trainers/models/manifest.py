@@ -12,8 +12,18 @@ from typing import Any
 MODEL_NAME = "smollm2-135m-instruct"
 MANIFEST_NAME = "massgen-rl-model.json"
 REQUIRED_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
-MANIFEST_KEYS = ("name", "source", "gguf_sha256", "eos_token", "pad_token", "eos_token_id", "pad_token_id",
-                 "num_parameters", "torch_dtype", "created_at")
+MANIFEST_KEYS = (
+    "name",
+    "source",
+    "gguf_sha256",
+    "eos_token",
+    "pad_token",
+    "eos_token_id",
+    "pad_token_id",
+    "num_parameters",
+    "torch_dtype",
+    "created_at",
+)
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:

@@ -76,12 +76,20 @@ def _convert(gguf: Path, source: str, model_dir: Path) -> dict[str, Any]:
     progress("save", f"writing {model_dir.name} (float32 safetensors)")
     gguf_convert.save_folder(model, tokenizer, model_dir)
     manifest = {
-        "name": MODEL_NAME, "source": source, "gguf_file": gguf.name, "gguf_sha256": digest,
-        "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token,
-        "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id,
-        "bos_token": tokenizer.bos_token, "bos_token_id": tokenizer.bos_token_id,
-        "num_parameters": model.num_parameters(), "torch_dtype": str(model.dtype).removeprefix("torch."),
-        "token_fixes": fixes, "transformers_version": transformers.__version__,
+        "name": MODEL_NAME,
+        "source": source,
+        "gguf_file": gguf.name,
+        "gguf_sha256": digest,
+        "eos_token": tokenizer.eos_token,
+        "pad_token": tokenizer.pad_token,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token": tokenizer.bos_token,
+        "bos_token_id": tokenizer.bos_token_id,
+        "num_parameters": model.num_parameters(),
+        "torch_dtype": str(model.dtype).removeprefix("torch."),
+        "token_fixes": fixes,
+        "transformers_version": transformers.__version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     (model_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

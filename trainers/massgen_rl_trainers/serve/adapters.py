@@ -56,8 +56,12 @@ class Adapters:
                 adapter = self._by_name.get(model)
                 if adapter is None or adapter.state != "loaded":
                     names = ", ".join(f"`{n}`" for n in self._names())
-                    raise ApiError(404, f"The model `{model}` does not exist. This server serves {names}.",
-                                   param="model", code="model_not_found")
+                    raise ApiError(
+                        404,
+                        f"The model `{model}` does not exist. This server serves {names}.",
+                        param="model",
+                        code="model_not_found",
+                    )
             if adapter is not None:
                 adapter.in_flight += 1
             return adapter
@@ -76,8 +80,9 @@ class Adapters:
         """A slot for an adapter about to be loaded (then commit() or cancel())."""
         with self._lock:
             if name == self.served_name:
-                raise ApiError(400, f"'{name}' is the served model name; give the adapter another lora_name",
-                               param="lora_name")
+                raise ApiError(
+                    400, f"'{name}' is the served model name; give the adapter another lora_name", param="lora_name"
+                )
             if name in self._by_name:
                 raise ApiError(400, f"The lora adapter '{name}' has already been loaded.", param="lora_name")
             adapter = Adapter(name, f"lora{next(self._slots)}", path)
@@ -105,8 +110,12 @@ class Adapters:
         with self._lock:
             adapter = self._loaded(name)
             if adapter is self.default:
-                raise ApiError(400, f"The lora adapter '{name}' is what `{self.served_name}` serves; route it "
-                                    "elsewhere first (POST /v1/set_default_adapter)", param="lora_name")
+                raise ApiError(
+                    400,
+                    f"The lora adapter '{name}' is what `{self.served_name}` serves; route it "
+                    "elsewhere first (POST /v1/set_default_adapter)",
+                    param="lora_name",
+                )
             del self._by_name[name]
             adapter.state = "unloading"
             self._draining.append(adapter)
@@ -120,8 +129,16 @@ class Adapters:
 
     def stats(self) -> list[dict[str, Any]]:
         with self._lock:
-            return [{"name": a.name, "path": a.path, "state": a.state, "in_flight": a.in_flight,
-                     "default": a is self.default} for a in [*self._by_name.values(), *self._draining]]
+            return [
+                {
+                    "name": a.name,
+                    "path": a.path,
+                    "state": a.state,
+                    "in_flight": a.in_flight,
+                    "default": a is self.default,
+                }
+                for a in [*self._by_name.values(), *self._draining]
+            ]
 
     def _names(self) -> list[str]:
         return [self.served_name, *(n for n, a in self._by_name.items() if a.state == "loaded")]
@@ -129,8 +146,9 @@ class Adapters:
     def _loaded(self, name: str) -> Adapter:
         adapter = self._by_name.get(name)
         if adapter is None or adapter.state != "loaded":
-            raise ApiError(404, f"The lora adapter '{name}' cannot be found.", param="lora_name",
-                           code="model_not_found")
+            raise ApiError(
+                404, f"The lora adapter '{name}' cannot be found.", param="lora_name", code="model_not_found"
+            )
         return adapter
 
     def _drained(self, adapter: Adapter) -> Adapter | None:
@@ -147,7 +165,9 @@ def lora_body(body: Any, *, need_path: bool = False, nullable: bool = False) -> 
         raise ApiError(400, "the request body must be a JSON object")
     name = body.get("lora_name")
     if not (name is None and nullable) and (not isinstance(name, str) or not name.strip()):
-        raise ApiError(400, f"'lora_name' must be a non-empty string{' or null' if nullable else ''}", param="lora_name")
+        raise ApiError(
+            400, f"'lora_name' must be a non-empty string{' or null' if nullable else ''}", param="lora_name"
+        )
     path = body.get("lora_path")
     if need_path and (not isinstance(path, str) or not path.strip()):
         raise ApiError(400, "'lora_path' must be the path of a LoRA adapter folder", param="lora_path")

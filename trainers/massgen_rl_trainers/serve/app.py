@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .adapters import Adapters, BatchKey
 from .batching import ShuttingDown
@@ -13,8 +14,14 @@ from .chat import prepare
 from .lora_routes import LoraRoutes
 from .openai_api import ApiError, SamplingKey, build_response, parse_chat_request
 
-POST_PATHS = ("/v1/chat/completions", "/v1/embeddings", "/v1/load_lora_adapter", "/v1/unload_lora_adapter",
-              "/v1/set_default_adapter", "/threads")
+POST_PATHS = (
+    "/v1/chat/completions",
+    "/v1/embeddings",
+    "/v1/load_lora_adapter",
+    "/v1/unload_lora_adapter",
+    "/v1/set_default_adapter",
+    "/threads",
+)
 MAX_THREADS = 1024
 
 
@@ -56,17 +63,33 @@ class App:
         the base model), then each loaded adapter (parent: the base model's folder)."""
         base = self.engine.base_path
         default = self.adapters.default
-        card = {"object": "model", "created": self.created, "owned_by": "massgen-rl", "max_model_len": self.engine.context_len}
-        served = {"id": self.name, **card, "root": default.path if default else base, "parent": base if default else None,
-                  "adapter": default.name if default else None}
-        loaded = [{"id": a.name, **card, "root": a.path, "parent": base, "adapter": a.name} for a in self.adapters.loaded()]
+        card = {
+            "object": "model",
+            "created": self.created,
+            "owned_by": "massgen-rl",
+            "max_model_len": self.engine.context_len,
+        }
+        served = {
+            "id": self.name,
+            **card,
+            "root": default.path if default else base,
+            "parent": base if default else None,
+            "adapter": default.name if default else None,
+        }
+        loaded = [
+            {"id": a.name, **card, "root": a.path, "parent": base, "adapter": a.name} for a in self.adapters.loaded()
+        ]
         return {"object": "list", "data": [served, *loaded]}
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
             counts = {"requests": self.requests, "failed_requests": self.failures}
-        return {**counts, **self.batcher.stats(), "adapters": self.adapters.stats(),
-                "threads": self.engine.describe().get("threads")}
+        return {
+            **counts,
+            **self.batcher.stats(),
+            "adapters": self.adapters.stats(),
+            "threads": self.engine.describe().get("threads"),
+        }
 
     def threads(self, body: Any) -> dict[str, Any]:
         """POST /threads {threads}: the CPU threads of the llama.cpp engine from its next step on."""
@@ -102,8 +125,13 @@ class App:
 
     def embeddings(self, body: Any) -> dict[str, Any]:
         """POST /v1/embeddings: mean-pooled, L2-normalized last hidden states, on the weights `model` names."""
-        from .embeddings_api import (build_embeddings_response, check_dimensions, input_ids, normalized,
-                                     parse_embeddings_request)
+        from .embeddings_api import (
+            build_embeddings_response,
+            check_dimensions,
+            input_ids,
+            normalized,
+            parse_embeddings_request,
+        )
 
         with self._lock:
             self.requests += 1
@@ -181,8 +209,12 @@ class App:
             return self.chat(body)
         if path == "/v1/embeddings":
             return self.embeddings(body), {}
-        routes = {"/v1/load_lora_adapter": self.lora.load, "/v1/unload_lora_adapter": self.lora.unload,
-                  "/v1/set_default_adapter": self.lora.set_default, "/threads": self.threads}
+        routes = {
+            "/v1/load_lora_adapter": self.lora.load,
+            "/v1/unload_lora_adapter": self.lora.unload,
+            "/v1/set_default_adapter": self.lora.set_default,
+            "/threads": self.threads,
+        }
         if self.stopping:
             raise ApiError(503, "the server is shutting down")
         return routes[path](body), {}

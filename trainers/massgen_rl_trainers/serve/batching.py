@@ -13,8 +13,9 @@ import itertools
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any
 
 
 class ShuttingDown(Exception):
@@ -30,8 +31,13 @@ class BatchInfo:
     generate_ms: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"batch_id": self.batch_id, "batch_requests": self.requests, "batch_sequences": self.sequences,
-                "queue_ms": round(self.queue_ms, 1), "generate_ms": round(self.generate_ms, 1)}
+        return {
+            "batch_id": self.batch_id,
+            "batch_requests": self.requests,
+            "batch_sequences": self.sequences,
+            "queue_ms": round(self.queue_ms, 1),
+            "generate_ms": round(self.generate_ms, 1),
+        }
 
 
 @dataclass
@@ -129,9 +135,14 @@ class Batcher(JobQueue):
     def stats(self) -> dict[str, Any]:
         with self._cond:
             queued, batches, sizes = len(self._pending), self.batches, sorted(self.batch_sizes.items())
-        return {"batches": batches, "batch_sizes": {str(k): v for k, v in sizes},
-                "queued": queued, "busy": self.busy, "max_batch_size": self.max_rows,
-                "batch_window_ms": round(self.window_s * 1000, 3)}
+        return {
+            "batches": batches,
+            "batch_sizes": {str(k): v for k, v in sizes},
+            "queued": queued,
+            "busy": self.busy,
+            "max_batch_size": self.max_rows,
+            "batch_window_ms": round(self.window_s * 1000, 3),
+        }
 
     def _take(self) -> list[Job]:
         """Jobs for the next batch, chosen under the lock; [] when stopping."""

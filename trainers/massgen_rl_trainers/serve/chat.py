@@ -23,8 +23,9 @@ class Prepared:
     key: BatchKey
 
 
-def prepare(engine: Any, req: ChatRequest, slot: str | None, default_max_tokens: int,
-            stream: Stream | None = None) -> Prepared:
+def prepare(
+    engine: Any, req: ChatRequest, slot: str | None, default_max_tokens: int, stream: Stream | None = None
+) -> Prepared:
     grammar = grammar_of(engine, req)  # before the template: a bad schema is the client's error, not ours
     native = req.tools and native_tools(getattr(engine.tokenizer, "chat_template", None))
     if native:
@@ -34,28 +35,49 @@ def prepare(engine: Any, req: ChatRequest, slot: str | None, default_max_tokens:
         prompt_ids = engine.prompt_ids(render_generic(req.messages, req.tools, req.tool_choice))
     room = engine.context_len - len(prompt_ids)
     if room < 1:
-        raise ApiError(400, f"the prompt is {len(prompt_ids)} tokens; the model's context is "
-                            f"{engine.context_len} tokens", param="messages", code="context_length_exceeded")
+        raise ApiError(
+            400,
+            f"the prompt is {len(prompt_ids)} tokens; the model's context is {engine.context_len} tokens",
+            param="messages",
+            code="context_length_exceeded",
+        )
     max_tokens = min(req.max_tokens or default_max_tokens, room)
-    rows = [Row(prompt_ids=prompt_ids, max_tokens=max_tokens, stop=tuple(req.stop),
-                stop_token_ids=frozenset(req.stop_token_ids), seed=sample_seed(req.seed, k),
-                want_logprobs=req.logprobs, top_logprobs=req.top_logprobs, ignore_eos=req.ignore_eos,
-                grammar=grammar() if grammar else None, stream=stream, index=k)
-            for k in range(req.n)]
+    rows = [
+        Row(
+            prompt_ids=prompt_ids,
+            max_tokens=max_tokens,
+            stop=tuple(req.stop),
+            stop_token_ids=frozenset(req.stop_token_ids),
+            seed=sample_seed(req.seed, k),
+            want_logprobs=req.logprobs,
+            top_logprobs=req.top_logprobs,
+            ignore_eos=req.ignore_eos,
+            grammar=grammar() if grammar else None,
+            stream=stream,
+            index=k,
+        )
+        for k in range(req.n)
+    ]
     return Prepared(req, prompt_ids, rows, BatchKey(req.sampling_key, slot))
 
 
 def grammar_of(engine: Any, req: ChatRequest) -> Any:
     """A factory of one row's grammar (each sample keeps its own state), or None: decoding is free."""
     if req.response_format is not None and req.calls_tools:
-        raise ApiError(400, "'response_format' and tool calls cannot be combined here; send tool_choice none, or "
-                            "no response_format", param="response_format")
+        raise ApiError(
+            400,
+            "'response_format' and tool calls cannot be combined here; send tool_choice none, or no response_format",
+            param="response_format",
+        )
     constrains = req.response_format is not None or (req.calls_tools and req.call_required)
     if not hasattr(engine, "llama"):
         if req.response_format is not None:
-            raise ApiError(400, f"'response_format' needs grammar-constrained decoding, which the "
-                                f"{engine.describe()['engine']} engine does not have; serve with --engine llama.cpp",
-                           param="response_format")
+            raise ApiError(
+                400,
+                f"'response_format' needs grammar-constrained decoding, which the "
+                f"{engine.describe()['engine']} engine does not have; serve with --engine llama.cpp",
+                param="response_format",
+            )
         return None  # tool calls are parsed out of free text
     if req.response_format is not None:
         text, lazy = _json_grammar(json.dumps(req.response_format, sort_keys=True)), None

@@ -8,8 +8,9 @@ from __future__ import annotations
 import queue
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from .openai_api import ChatRequest, new_call_id, usage
 from .text_stream import Detokenizer, ToolStream, held_back
@@ -28,15 +29,28 @@ class Choice:
     called: bool = False
 
 
-def stream_chunks(engine: Any, req: ChatRequest, prompt_ids: list[int], stream: Any, job: Any) -> Iterator[dict[str, Any]]:
+def stream_chunks(
+    engine: Any, req: ChatRequest, prompt_ids: list[int], stream: Any, job: Any
+) -> Iterator[dict[str, Any]]:
     """Yields each chunk as a dict; raises the job's error (the caller sends it as an error event)."""
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": req.model}
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": req.model,
+    }
     names = {t.name for t in req.callable}
-    choices = [Choice(i, Detokenizer(engine.decode), ToolStream(names, new_call_id) if req.calls_tools else None)
-               for i in range(req.n)]
-    first = {**base, "choices": [{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                                  "finish_reason": None} for c in choices]}
+    choices = [
+        Choice(i, Detokenizer(engine.decode), ToolStream(names, new_call_id) if req.calls_tools else None)
+        for i in range(req.n)
+    ]
+    first = {
+        **base,
+        "choices": [
+            {"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
+            for c in choices
+        ],
+    }
     if req.return_token_ids:
         first["prompt_token_ids"] = list(prompt_ids)
     yield first
@@ -86,11 +100,11 @@ def _choice_chunk(engine: Any, req: ChatRequest, c: Choice, events: list[tuple])
         full = engine.decode(c.ids)
         if cut is not None:
             full = full[:cut]
-        c.text = full if full.startswith(c.text[:c.sent]) else c.text
+        c.text = full if full.startswith(c.text[: c.sent]) else c.text
         upto = len(c.text)
     else:
         upto = len(c.text) - held_back(c.text, req.stop)
-    piece, c.sent = c.text[c.sent:upto] if upto > c.sent else "", max(c.sent, upto)
+    piece, c.sent = c.text[c.sent : upto] if upto > c.sent else "", max(c.sent, upto)
     delta: dict[str, Any] = {}
     if c.tools is not None:
         content, calls = c.tools.feed(piece, final=finish is not None)

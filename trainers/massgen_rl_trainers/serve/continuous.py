@@ -18,8 +18,9 @@ import itertools
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from .adapters import BatchKey
 from .batching import BatchInfo, JobQueue, ShuttingDown, signal_done
@@ -73,14 +74,18 @@ class ContinuousBatcher(JobQueue):
         self.steps = 0
         self.busy = False
 
-    def submit(self, key: BatchKey, rows: int, payload: Sequence[Row], timeout: float | None = None) -> tuple[Any, BatchInfo]:
+    def submit(
+        self, key: BatchKey, rows: int, payload: Sequence[Row], timeout: float | None = None
+    ) -> tuple[Any, BatchInfo]:
         return self._wait(Job(key, list(payload)), timeout)
 
     def too_many(self, n: int) -> ApiError | None:
         """The refusal of a request for more samples than this server has sequences (none when it fits)."""
         if n <= self.max_seqs:
             return None
-        return ApiError(400, f"n={n} is more than this server's {self.max_seqs} sequences (--max-batch-size)", param="n")
+        return ApiError(
+            400, f"n={n} is more than this server's {self.max_seqs} sequences (--max-batch-size)", param="n"
+        )
 
     def submit_stream(self, key: BatchKey, rows: Sequence[Row], stream: Any) -> Job:
         """Queue a streamed job: its rows report each token to `stream` (sampling.Stream); returns the job."""
@@ -89,10 +94,21 @@ class ContinuousBatcher(JobQueue):
     def stats(self) -> dict[str, Any]:
         with self._cond:
             queued, running, reserved = len(self._pending), len(self._active), self._reserved
-        return {"batches": self.steps, "batch_sizes": {str(k): v for k, v in sorted(self.step_sizes.items())},
-                "queued": queued, "running": running, "busy": self.busy, "max_batch_size": self.max_seqs,
-                "batch_window_ms": 0, "continuous": True, "kv_cache_tokens": self.llama.n_ctx, "kv_reserved": reserved,
-                "kv_cache_layout": self.llama.kv_layout, "compactions": self.compactions, **self.prefix.stats()}
+        return {
+            "batches": self.steps,
+            "batch_sizes": {str(k): v for k, v in sorted(self.step_sizes.items())},
+            "queued": queued,
+            "running": running,
+            "busy": self.busy,
+            "max_batch_size": self.max_seqs,
+            "batch_window_ms": 0,
+            "continuous": True,
+            "kv_cache_tokens": self.llama.n_ctx,
+            "kv_reserved": reserved,
+            "kv_cache_layout": self.llama.kv_layout,
+            "compactions": self.compactions,
+            **self.prefix.stats(),
+        }
 
     # -- the generation thread ----------------------------------------------------------------------
 
@@ -173,8 +189,11 @@ class ContinuousBatcher(JobQueue):
                 self.engine.lora.activate(adapter)
                 logits = self.llama.decode(entries)
         except KvFull:
-            raise ApiError(503, f"the KV cache ({self.llama.n_ctx} tokens) has no room for this request; start "
-                                "serve with a larger --kv-cache-tokens") from None
+            raise ApiError(
+                503,
+                f"the KV cache ({self.llama.n_ctx} tokens) has no room for this request; start "
+                "serve with a larger --kv-cache-tokens",
+            ) from None
         self.steps += 1
         self.step_sizes[len(jobs)] += 1
         for seqs in outputs:
@@ -272,8 +291,13 @@ class ContinuousBatcher(JobQueue):
             self._reserved -= job.reserved
         finished = time.monotonic()
         job.result = [build_completion(self.engine, seq) for seq in job.seqs]
-        job.info = BatchInfo(job.first_step, job.peak_requests, job.peak_seqs, (job.admitted - job.arrived) * 1000,
-                             (finished - job.admitted) * 1000)
+        job.info = BatchInfo(
+            job.first_step,
+            job.peak_requests,
+            job.peak_seqs,
+            (job.admitted - job.arrived) * 1000,
+            (finished - job.admitted) * 1000,
+        )
         signal_done(job)
 
     def _fail_active(self, exc: BaseException) -> None:

@@ -7,8 +7,9 @@ L2-normalized. No torch here; the engines compute the vectors (engine.py, llama_
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +27,11 @@ class EmbeddingsRequest:
 
 
 def _is_tokens(value: Any) -> bool:
-    return (isinstance(value, list) and len(value) > 0
-            and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value))
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value)
+    )
 
 
 def parse_embeddings_request(body: Any) -> EmbeddingsRequest:
@@ -39,8 +43,9 @@ def parse_embeddings_request(body: Any) -> EmbeddingsRequest:
     raw = body.get("input")
     inputs = [raw] if isinstance(raw, str) or _is_tokens(raw) else raw
     if not isinstance(inputs, list) or not inputs:
-        raise ApiError(400, "'input' must be a string, an array of strings, or an array of token arrays, not empty",
-                       param="input")
+        raise ApiError(
+            400, "'input' must be a string, an array of strings, or an array of token arrays, not empty", param="input"
+        )
     if len(inputs) > MAX_INPUTS:
         raise ApiError(400, f"'input' must have at most {MAX_INPUTS} items, got {len(inputs)}", param="input")
     strings = isinstance(inputs[0], str)
@@ -69,11 +74,13 @@ def input_ids(engine: Any, inputs: Sequence[Any], max_tokens: int) -> list[list[
         else:
             ids = item
             if max(ids) >= vocab:
-                raise ApiError(400, f"input[{i}] has token id {max(ids)}, outside the vocabulary of {vocab}",
-                               param="input")
+                raise ApiError(
+                    400, f"input[{i}] has token id {max(ids)}, outside the vocabulary of {vocab}", param="input"
+                )
         if len(ids) > max_tokens:
-            raise ApiError(400, f"input[{i}] has {len(ids)} tokens, more than the {max_tokens} this server embeds",
-                           param="input")
+            raise ApiError(
+                400, f"input[{i}] has {len(ids)} tokens, more than the {max_tokens} this server embeds", param="input"
+            )
         out.append(ids)
     return out
 
@@ -81,8 +88,12 @@ def input_ids(engine: Any, inputs: Sequence[Any], max_tokens: int) -> list[list[
 def check_dimensions(req: EmbeddingsRequest, size: int) -> None:
     """Mean-pooled hidden states are not trained to be cut short: only the model's own size is accepted."""
     if req.dimensions is not None and req.dimensions != size:
-        raise ApiError(400, f"this model's embeddings have {size} dimensions and cannot be shortened to "
-                            f"{req.dimensions}; leave 'dimensions' out", param="dimensions")
+        raise ApiError(
+            400,
+            f"this model's embeddings have {size} dimensions and cannot be shortened to "
+            f"{req.dimensions}; leave 'dimensions' out",
+            param="dimensions",
+        )
 
 
 def normalized(vectors: np.ndarray) -> np.ndarray:

@@ -16,7 +16,8 @@ Imported lazily by server.py and app.py (it imports torch).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -28,7 +29,6 @@ from .lora import LoraWeights
 from .openai_api import Completion, SamplingKey
 from .sampling import Row, new_generator, sampling_logprobs
 from .tokens import ChatTokens
-
 
 _SHORT_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}  # the names --weights-type uses
 
@@ -68,7 +68,11 @@ class Engine(ChatTokens):
 
     def describe(self) -> dict[str, Any]:
         dtype = str(self.model.dtype).removeprefix("torch.")
-        return {"engine": "transformers", "weights": _SHORT_DTYPES.get(dtype, dtype), "threads": torch.get_num_threads()}
+        return {
+            "engine": "transformers",
+            "weights": _SHORT_DTYPES.get(dtype, dtype),
+            "threads": torch.get_num_threads(),
+        }
 
     # -- embeddings (any thread) -----------------------------------------------------------------
 
@@ -93,16 +97,19 @@ class Engine(ChatTokens):
         with self.lora.guard.change():
             self.lora.activate(adapter)
             for start in range(0, len(inputs), self.EMBED_BATCH):
-                chunk = inputs[start:start + self.EMBED_BATCH]
+                chunk = inputs[start : start + self.EMBED_BATCH]
                 width = max(len(ids) for ids in chunk)
                 ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
                 mask = torch.zeros((len(chunk), width), dtype=torch.long)
                 for b, row in enumerate(chunk):  # right padding: causal attention keeps it out of the real tokens
-                    ids[b, :len(row)] = torch.tensor(row, dtype=torch.long)
-                    mask[b, :len(row)] = 1
+                    ids[b, : len(row)] = torch.tensor(row, dtype=torch.long)
+                    mask[b, : len(row)] = 1
                 ids, mask = ids.to(self.device), mask.to(self.device)
-                hidden = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True,
-                                    logits_to_keep=1).hidden_states[-1].to(torch.float32)
+                hidden = (
+                    self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True, logits_to_keep=1)
+                    .hidden_states[-1]
+                    .to(torch.float32)
+                )
                 weights = mask.unsqueeze(-1).to(torch.float32)
                 out.append(((hidden * weights).sum(dim=1) / weights.sum(dim=1)).cpu().numpy())
         return np.concatenate(out)
@@ -115,16 +122,23 @@ class Engine(ChatTokens):
         done = self.generate(key.sampling, flat, key.adapter)
         out, i = [], 0
         for rows in jobs:
-            out.append(done[i:i + len(rows)])
+            out.append(done[i : i + len(rows)])
             i += len(rows)
         return out
 
-    def _forward(self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any,
-                 adapter: str | None) -> torch.Tensor:
+    def _forward(
+        self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any, adapter: str | None
+    ) -> torch.Tensor:
         with self.lora.guard.step():  # an adapter load or drop waits for this step, and this step for it
             self.lora.activate(adapter)
-            out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                             use_cache=True, logits_to_keep=1)
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
         return out.logits[:, -1, :].to(torch.float32)
 
     @torch.inference_mode()
@@ -137,8 +151,8 @@ class Engine(ChatTokens):
         input_ids = torch.full((batch, width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((batch, width), dtype=torch.long)
         for b, row in enumerate(rows):  # left padding
-            input_ids[b, width - len(row.prompt_ids):] = torch.tensor(row.prompt_ids, dtype=torch.long)
-            mask[b, width - len(row.prompt_ids):] = 1
+            input_ids[b, width - len(row.prompt_ids) :] = torch.tensor(row.prompt_ids, dtype=torch.long)
+            mask[b, width - len(row.prompt_ids) :] = 1
         input_ids, mask = input_ids.to(self.device), mask.to(self.device)
         positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
         generators = None if key.greedy else [new_generator(r.seed, self.device) for r in rows]
@@ -162,8 +176,9 @@ class Engine(ChatTokens):
                 chosen = logprobs.argmax(dim=-1)
             else:
                 probs = logprobs.exp()
-                chosen = torch.cat([torch.multinomial(probs[b], 1, generator=generators[r])
-                                    for b, r in enumerate(active)])
+                chosen = torch.cat(
+                    [torch.multinomial(probs[b], 1, generator=generators[r]) for b, r in enumerate(active)]
+                )
             chosen_lp = logprobs.gather(-1, chosen[:, None]).squeeze(-1).tolist()
             top_values = top_ids = None
             if want_top:
@@ -178,17 +193,27 @@ class Engine(ChatTokens):
                 lps[r].append(chosen_lp[b])
                 top = None
                 if row.top_logprobs and top_ids is not None and top_values is not None:
-                    top = [(t, v) for t, v in zip(top_ids[b][:row.top_logprobs], top_values[b][:row.top_logprobs])
-                           if v != float("-inf")]
+                    top = [
+                        (t, v)
+                        for t, v in zip(top_ids[b][: row.top_logprobs], top_values[b][: row.top_logprobs])
+                        if v != float("-inf")
+                    ]
                     tops[r].append(top)
                 if self._finished(row, ids[r], token, finish, cut, r):
                     continue
                 keep.append(b)
             for b, r in enumerate(active):
                 if rows[r].stream is not None:
-                    rows[r].stream.events.put((rows[r].index, tokens[b], chosen_lp[b],
-                                               tops[r][-1] if rows[r].top_logprobs and tops[r] else None,
-                                               finish[r] if b not in keep else None, cut[r]))
+                    rows[r].stream.events.put(
+                        (
+                            rows[r].index,
+                            tokens[b],
+                            chosen_lp[b],
+                            tops[r][-1] if rows[r].top_logprobs and tops[r] else None,
+                            finish[r] if b not in keep else None,
+                            cut[r],
+                        )
+                    )
             if not keep:
                 break
             step = chosen
@@ -217,21 +242,29 @@ class Engine(ChatTokens):
             return False
         return True
 
-    def _completions(self, rows: Sequence[Row], ids: list[list[int]], lps: list[list[float]],
-                     tops: list[list[list[tuple[int, float]]]], finish: list[str],
-                     cut: list[int | None]) -> list[Completion]:
+    def _completions(
+        self,
+        rows: Sequence[Row],
+        ids: list[list[int]],
+        lps: list[list[float]],
+        tops: list[list[list[tuple[int, float]]]],
+        finish: list[str],
+        cut: list[int | None],
+    ) -> list[Completion]:
         results = []
         for r, row in enumerate(rows):
             text = self.decode(ids[r])
             if cut[r] is not None:
-                text = text[:cut[r]]
+                text = text[: cut[r]]
             completion = Completion(token_ids=ids[r], text=text, finish_reason=finish[r])
             if row.want_logprobs:
                 completion.logprobs = lps[r]
                 completion.tokens = self.token_texts(ids[r])
                 if row.top_logprobs:
-                    completion.top_logprobs = [list(zip(self.token_texts([t for t, _ in step_top]),
-                                                        [v for _, v in step_top])) for step_top in tops[r]]
+                    completion.top_logprobs = [
+                        list(zip(self.token_texts([t for t, _ in step_top]), [v for _, v in step_top]))
+                        for step_top in tops[r]
+                    ]
             results.append(completion)
         return results
 
@@ -246,7 +279,10 @@ def load_engine(folder: ModelFolder, device: str, on_progress: Callable[[str, st
         dtype = torch.float32
     source = folder.base if folder.adapter else str(folder.path)
     assert source is not None
-    on_progress("load", f"loading {'base model ' if folder.adapter else ''}{source} ({device}, {str(dtype).removeprefix('torch.')})")
+    on_progress(
+        "load",
+        f"loading {'base model ' if folder.adapter else ''}{source} ({device}, {str(dtype).removeprefix('torch.')})",
+    )
     try:
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     except OSError as exc:

@@ -4,7 +4,8 @@ opening one of the two in-process engines with its batcher (serve, doctor's prob
 from __future__ import annotations
 
 import importlib.util
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..protocol import ScriptError
 from .gguf_files import converters_dir
@@ -28,8 +29,10 @@ def choose_engine(engine: str, device: str, vllm: str | None, cuda_devices: int,
         return "vllm"
     if engine == "llama.cpp":
         if not llama_cpp:
-            raise ScriptError("--engine llama.cpp: llama-cpp-python (with llama.cpp's converters) is not installed in "
-                              "this environment; run `massgen-rl doctor --fix`, or use --engine transformers")
+            raise ScriptError(
+                "--engine llama.cpp: llama-cpp-python (with llama.cpp's converters) is not installed in "
+                "this environment; run `massgen-rl doctor --fix`, or use --engine transformers"
+            )
         if device == "cuda":
             raise ScriptError("--engine llama.cpp runs on the CPU; use --device cpu or auto")
         return "llama.cpp"
@@ -42,18 +45,35 @@ def choose_engine(engine: str, device: str, vllm: str | None, cuda_devices: int,
     return "transformers"
 
 
-def open_local_engine(kind: str, folder: Any, *, max_seqs: int, on_progress: Callable[[str, str], None],
-                      device: str = "cpu", weights_type: str = "bf16", kv_tokens: int = 0, threads: int = 0,
-                      window_s: float = 0.0, shared_kv: bool = False, prefix_cache: bool = True) -> tuple[Any, Any]:
+def open_local_engine(
+    kind: str,
+    folder: Any,
+    *,
+    max_seqs: int,
+    on_progress: Callable[[str, str], None],
+    device: str = "cpu",
+    weights_type: str = "bf16",
+    kv_tokens: int = 0,
+    threads: int = 0,
+    window_s: float = 0.0,
+    shared_kv: bool = False,
+    prefix_cache: bool = True,
+) -> tuple[Any, Any]:
     """(engine, batcher, not started) for kind llama.cpp (continuous batching of up to max_seqs sequences) or
     transformers (micro-batches of up to max_seqs rows gathered for window_s)."""
     if kind == "llama.cpp":
         from .continuous import ContinuousBatcher
         from .llama_engine import default_threads, load_llama_engine
 
-        engine: Any = load_llama_engine(folder, weight_type=weights_type, kv_tokens=kv_tokens, max_seqs=max_seqs,
-                                        threads=threads or default_threads(), on_progress=on_progress,
-                                        shared_kv=shared_kv)
+        engine: Any = load_llama_engine(
+            folder,
+            weight_type=weights_type,
+            kv_tokens=kv_tokens,
+            max_seqs=max_seqs,
+            threads=threads or default_threads(),
+            on_progress=on_progress,
+            shared_kv=shared_kv,
+        )
         return engine, ContinuousBatcher(engine, max_seqs, prefix_cache)
     from .batching import Batcher
     from .engine import load_engine  # torch

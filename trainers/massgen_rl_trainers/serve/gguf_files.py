@@ -60,24 +60,35 @@ def adapter_gguf(adapter: Path, base: Path) -> Path:
     """The GGUF LoRA of a PEFT adapter folder (f32: adapters are small), converted on first use."""
     out = cache_dir() / f"lora-{adapter.name}-{folder_digest(adapter, str(base))}.gguf"
     if not out.is_file():
-        _convert("convert_lora_to_gguf.py", [str(adapter), "--base", str(base), "--outtype", "f32"], out,
-                 f"the LoRA adapter {adapter}")
+        _convert(
+            "convert_lora_to_gguf.py",
+            [str(adapter), "--base", str(base), "--outtype", "f32"],
+            out,
+            f"the LoRA adapter {adapter}",
+        )
     return out
 
 
 def _convert(script: str, args: list[str], out: Path, what: str) -> None:
     tool = converters_dir() / script
     if not tool.is_file():
-        raise ScriptError(f"llama.cpp's converter {tool} is missing; run `massgen-rl doctor --fix` "
-                          "(it installs llama-cpp-python with its converters), or serve with --engine transformers")
+        raise ScriptError(
+            f"llama.cpp's converter {tool} is missing; run `massgen-rl doctor --fix` "
+            "(it installs llama-cpp-python with its converters), or serve with --engine transformers"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     log(f"serve: converting {what} to GGUF")
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         partial = Path(tmp) / out.name
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
         env.pop("NO_LOCAL_GGUF", None)  # the converters use the gguf-py next to them, of their own version
-        proc = subprocess.run([sys.executable, str(tool), *args, "--outfile", str(partial)], capture_output=True,
-                              text=True, env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, str(tool), *args, "--outfile", str(partial)],
+            capture_output=True,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
         if proc.returncode != 0 or not partial.is_file():
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
             raise ScriptError(f"converting {what} to GGUF failed (exit {proc.returncode}): " + " | ".join(tail))

@@ -28,7 +28,8 @@ class Grammar:
         if trigger_patterns:
             patterns = (ctypes.c_char_p * len(trigger_patterns))(*[p.encode() for p in trigger_patterns])
             self.sampler = lib.llama_sampler_init_grammar_lazy_patterns(
-                vocab, text.encode(), b"root", patterns, len(trigger_patterns), None, 0)
+                vocab, text.encode(), b"root", patterns, len(trigger_patterns), None, 0
+            )
         else:
             self.sampler = lib.llama_sampler_init_grammar(vocab, text.encode(), b"root")
         if not self.sampler:
@@ -36,8 +37,7 @@ class Grammar:
         self.one = np.zeros(1, dtype=TOKEN_DATA)
 
     def _apply(self, data: np.ndarray) -> None:
-        array = self.lib.llama_token_data_array(
-            data.ctypes.data_as(self.lib.llama_token_data_p), len(data), -1, False)
+        array = self.lib.llama_token_data_array(data.ctypes.data_as(self.lib.llama_token_data_p), len(data), -1, False)
         self.lib.llama_sampler_apply(self.sampler, ctypes.byref(array))
 
     def allows(self, token: int) -> bool:

@@ -22,7 +22,7 @@ from .openai_api import ApiError, error_body
 
 
 class _Handler(Transport):
-    server: "_HttpServer"
+    server: _HttpServer
 
     def _send_events(self, chunks: Any) -> None:
         """Server-sent events, one HTTP chunk each, then `data: [DONE]`. An error after the first chunk is sent
@@ -85,8 +85,15 @@ class _Handler(Transport):
             self._error(exc, close=True)
             return
         except TimeoutError:
-            self._error(ApiError(408, f"the request body did not arrive within {self.server.limits.request_timeout_s} "
-                                      "seconds (--request-timeout-s)", code="request_timeout"), close=True)
+            self._error(
+                ApiError(
+                    408,
+                    f"the request body did not arrive within {self.server.limits.request_timeout_s} "
+                    "seconds (--request-timeout-s)",
+                    code="request_timeout",
+                ),
+                close=True,
+            )
             return
         if len(raw) < length:  # the client closed before sending all of it
             self.close_connection = True
@@ -127,8 +134,10 @@ class _HttpServer(ThreadingHTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         refused = self.slots.take(client_address[0])
         if refused is not None:
-            refuse(request, ApiError(503, f"too many connections: {refused}; retry later",
-                                     code="too_many_connections").body())
+            refuse(
+                request,
+                ApiError(503, f"too many connections: {refused}; retry later", code="too_many_connections").body(),
+            )
             self.shutdown_request(request)
             return
         try:

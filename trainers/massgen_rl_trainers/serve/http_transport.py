@@ -38,8 +38,11 @@ class Transport(BaseHTTPRequestHandler):
         except HeadersTooLarge:
             limits = self.server.limits
             self.request_version, self.command = "HTTP/1.1", ""
-            self.send_error(431, f"the request line and headers are over {limits.max_header_bytes} bytes or "
-                                 f"{limits.max_headers} header lines (--max-header-bytes, --max-headers)")
+            self.send_error(
+                431,
+                f"the request line and headers are over {limits.max_header_bytes} bytes or "
+                f"{limits.max_headers} header lines (--max-header-bytes, --max-headers)",
+            )
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (a malformed request line or header, an unknown method, another HTTP version)

@@ -56,5 +56,8 @@ def _check_text(text: str, field: str | None) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         where = f"'{field}'" if field else "the request body"
-        raise ApiError(400, f"{where} holds a lone UTF-16 surrogate (\\u{ord(text[exc.start]):04x}), which is not "
-                            "text", param=field) from None
+        raise ApiError(
+            400,
+            f"{where} holds a lone UTF-16 surrogate (\\u{ord(text[exc.start]):04x}), which is not text",
+            param=field,
+        ) from None

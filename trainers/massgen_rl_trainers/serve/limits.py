@@ -17,7 +17,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-
 # The kernel's send buffer of a connection (it doubles the figure): a client that stops reading a response has
 # this much queued for it, not the megabytes Linux would otherwise grow it to, before --write-timeout-s runs.
 SEND_BUFFER_BYTES = 256 * 1024
@@ -53,8 +52,10 @@ class Slots:
             if self.total >= self.limits.max_connections:
                 return f"the server has {self.limits.max_connections} connections open (--max-connections)"
             if self._per_client[client] >= self.limits.max_connections_per_client:
-                return (f"{client} has {self.limits.max_connections_per_client} connections open "
-                        "(--max-connections-per-client)")
+                return (
+                    f"{client} has {self.limits.max_connections_per_client} connections open "
+                    "(--max-connections-per-client)"
+                )
             self.total += 1
             self._per_client[client] += 1
             return None
@@ -70,8 +71,10 @@ class Slots:
 def refuse(sock: socket.socket, error: dict[str, Any]) -> None:
     """A 503 written without blocking: a fresh connection's send buffer is empty, so it fits."""
     body = json.dumps(error).encode("utf-8")
-    head = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("ascii")
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode("ascii")
     try:
         sock.setblocking(False)
         sock.send(head + body)
@@ -115,7 +118,7 @@ class Reader:
         line = bytearray()
         while len(line) < cap:
             self._wait()
-            data = self.raw.peek(1)[:cap - len(line)]  # one receive at most, and only when nothing is buffered
+            data = self.raw.peek(1)[: cap - len(line)]  # one receive at most, and only when nothing is buffered
             if not data:
                 break
             end = data.find(b"\n")

@@ -13,8 +13,9 @@ tokens/s shared against 394 per sequence (bf16).
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,8 +38,10 @@ def _lib() -> Any:
     try:
         import llama_cpp
     except ImportError as exc:
-        raise ScriptError("the llama.cpp engine needs llama-cpp-python in the trainer virtualenv "
-                          f"({exc}); run `massgen-rl doctor --fix`, or serve with --engine transformers") from None
+        raise ScriptError(
+            "the llama.cpp engine needs llama-cpp-python in the trainer virtualenv "
+            f"({exc}); run `massgen-rl doctor --fix`, or serve with --engine transformers"
+        ) from None
     return llama_cpp
 
 
@@ -65,8 +68,17 @@ def _silence(lib: Any) -> None:
 
 
 class LlamaContext:
-    def __init__(self, gguf: str, *, n_ctx: int, n_seq: int, n_batch: int, threads: int, kv_f32: bool = False,
-                 shared_kv: bool = False) -> None:
+    def __init__(
+        self,
+        gguf: str,
+        *,
+        n_ctx: int,
+        n_seq: int,
+        n_batch: int,
+        threads: int,
+        kv_f32: bool = False,
+        shared_kv: bool = False,
+    ) -> None:
         lib = self.lib = _lib()
         _silence(lib)
         lib.llama_backend_init()

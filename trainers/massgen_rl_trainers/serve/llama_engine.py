@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..models.folder import ModelFolder
 from ..protocol import ScriptError
@@ -27,7 +28,7 @@ from .tokens import ChatTokens
 class LlamaLora:
     """The GGUF adapters loaded beside the base; `guard` keeps loads and drops between decode steps."""
 
-    def __init__(self, engine: "LlamaEngine") -> None:
+    def __init__(self, engine: LlamaEngine) -> None:
         self.engine = engine
         self.guard = ModelGuard()
         self.slots: dict[str, Any] = {}
@@ -52,8 +53,16 @@ class LlamaEngine(ChatTokens):
     device = "cpu"
     name = "llama.cpp"
 
-    def __init__(self, llama: Any, tokenizer: Any, folder: ModelFolder, base_path: str, gguf: Path,
-                 weight_type: str, threads: int) -> None:
+    def __init__(
+        self,
+        llama: Any,
+        tokenizer: Any,
+        folder: ModelFolder,
+        base_path: str,
+        gguf: Path,
+        weight_type: str,
+        threads: int,
+    ) -> None:
         self.llama = llama
         self.tokenizer = tokenizer
         self.folder = folder
@@ -97,8 +106,9 @@ class LlamaEngine(ChatTokens):
 
         with self.lora.guard.change():
             if self._embedder is None:
-                self._embedder = LlamaEmbedder(self.llama, self.embed_max_tokens, self.threads,
-                                               kv_f32=self.weight_type == "f32")
+                self._embedder = LlamaEmbedder(
+                    self.llama, self.embed_max_tokens, self.threads, kv_f32=self.weight_type == "f32"
+                )
             self._embedder.use_adapter(None if adapter is None else self.lora.slots[adapter])
             return np.stack([self._embedder.embed(ids) for ids in inputs])
 
@@ -109,9 +119,15 @@ class LlamaEngine(ChatTokens):
             self.threads = threads
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": self.name, "weights": self.weight_type, "threads": self.threads, "gguf": str(self.gguf),
-                "kv_cache_tokens": self.llama.n_ctx, "kv_cache_layout": self.llama.kv_layout,
-                "context_tokens": self.context_len}
+        return {
+            "engine": self.name,
+            "weights": self.weight_type,
+            "threads": self.threads,
+            "gguf": str(self.gguf),
+            "kv_cache_tokens": self.llama.n_ctx,
+            "kv_cache_layout": self.llama.kv_layout,
+            "context_tokens": self.context_len,
+        }
 
 
 DEFAULT_KV_TOKENS = 32768
@@ -122,8 +138,16 @@ def default_threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, max_seqs: int, threads: int,
-                      on_progress: Callable[[str, str], None], shared_kv: bool = False) -> LlamaEngine:
+def load_llama_engine(
+    folder: ModelFolder,
+    *,
+    weight_type: str,
+    kv_tokens: int,
+    max_seqs: int,
+    threads: int,
+    on_progress: Callable[[str, str], None],
+    shared_kv: bool = False,
+) -> LlamaEngine:
     import torch
     from transformers import AutoTokenizer
 
@@ -132,8 +156,11 @@ def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, 
     if not kv_tokens:  # automatic: per sequence, at least 2048 cells each
         kv_tokens = DEFAULT_KV_TOKENS if shared_kv else max(DEFAULT_KV_TOKENS, 2048 * max_seqs)
     if not shared_kv and kv_tokens // max_seqs < 256:
-        raise ScriptError(f"--kv-cache-tokens {kv_tokens} leaves each of the {max_seqs} sequences {kv_tokens // max_seqs} "
-                          "cells, fewer than 256; raise it, lower --max-batch-size or use --kv-cache-layout shared", kind="usage")
+        raise ScriptError(
+            f"--kv-cache-tokens {kv_tokens} leaves each of the {max_seqs} sequences {kv_tokens // max_seqs} "
+            "cells, fewer than 256; raise it, lower --max-batch-size or use --kv-cache-layout shared",
+            kind="usage",
+        )
     # torch only samples here; its spinning worker threads would take the cores from llama.cpp's decode
     torch.set_num_threads(1)
 
@@ -142,15 +169,24 @@ def load_llama_engine(folder: ModelFolder, *, weight_type: str, kv_tokens: int, 
     base = Path(source)
     if not (base / "config.json").is_file():
         raise ScriptError(f"the llama.cpp engine serves local model folders; {source} is not one")
-    on_progress("load", f"loading {'base model ' if folder.adapter else ''}{source} (llama.cpp, {weight_type}, "
-                        f"{threads} threads)")
+    on_progress(
+        "load",
+        f"loading {'base model ' if folder.adapter else ''}{source} (llama.cpp, {weight_type}, {threads} threads)",
+    )
     gguf = model_gguf(base.resolve(), weight_type)
     tokenizer_source = str(folder.path) if (folder.path / "tokenizer_config.json").is_file() else source
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     if not tokenizer.chat_template:
         raise ScriptError(f"the tokenizer in {tokenizer_source} has no chat template")
-    llama = LlamaContext(str(gguf), n_ctx=kv_tokens, n_seq=max_seqs, n_batch=512, threads=threads,
-                         kv_f32=weight_type == "f32", shared_kv=shared_kv)
+    llama = LlamaContext(
+        str(gguf),
+        n_ctx=kv_tokens,
+        n_seq=max_seqs,
+        n_batch=512,
+        threads=threads,
+        kv_f32=weight_type == "f32",
+        shared_kv=shared_kv,
+    )
     if len(tokenizer) > llama.n_vocab:
         raise ScriptError(f"the tokenizer has {len(tokenizer)} tokens but the GGUF model {llama.n_vocab}")
     return LlamaEngine(llama, tokenizer, folder, source, gguf, weight_type, threads)

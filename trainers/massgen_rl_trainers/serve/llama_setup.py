@@ -35,7 +35,9 @@ class SetupArgs:
     """Build (or reuse) and install llama-cpp-python, and install llama.cpp's converters."""
 
     spec: str = field(metadata={"help": "The pinned requirement, e.g. llama-cpp-python==0.3.36."})
-    wheels: str | None = field(default=None, metadata={"help": "Where built wheels are kept (default: ~/.cache/massgen-rl/wheels)."})
+    wheels: str | None = field(
+        default=None, metadata={"help": "Where built wheels are kept (default: ~/.cache/massgen-rl/wheels)."}
+    )
 
 
 def cpu_flags() -> set[str]:
@@ -50,9 +52,16 @@ def cpu_flags() -> set[str]:
 def cmake_args(flags: set[str]) -> list[str]:
     """A portable build with what this CPU has turned on (x86); other CPUs get llama.cpp's defaults."""
     args = ["-DGGML_NATIVE=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF"]
-    wanted = [("avx", "GGML_AVX"), ("avx2", "GGML_AVX2"), ("fma", "GGML_FMA"), ("f16c", "GGML_F16C"),
-              ("avx512f", "GGML_AVX512"), ("avx512_vnni", "GGML_AVX512_VNNI"), ("avx512_bf16", "GGML_AVX512_BF16"),
-              ("avx512vbmi", "GGML_AVX512_VBMI")]
+    wanted = [
+        ("avx", "GGML_AVX"),
+        ("avx2", "GGML_AVX2"),
+        ("fma", "GGML_FMA"),
+        ("f16c", "GGML_F16C"),
+        ("avx512f", "GGML_AVX512"),
+        ("avx512_vnni", "GGML_AVX512_VNNI"),
+        ("avx512_bf16", "GGML_AVX512_BF16"),
+        ("avx512vbmi", "GGML_AVX512_VBMI"),
+    ]
     args += [f"-D{option}=ON" for flag, option in wanted if flag in flags]
     return args
 
@@ -94,7 +103,9 @@ def _install_converters(sdist: Path, target: Path) -> None:
     with tarfile.open(sdist) as tar:
         for member in tar.getmembers():
             parts = member.name.split("/vendor/llama.cpp/", 1)
-            if len(parts) != 2 or not any(parts[1] == c or (c.endswith("/") and parts[1].startswith(c)) for c in CONVERTERS):
+            if len(parts) != 2 or not any(
+                parts[1] == c or (c.endswith("/") and parts[1].startswith(c)) for c in CONVERTERS
+            ):
                 continue
             if not (member.isfile() or member.isdir()):
                 continue
@@ -113,8 +124,13 @@ def _install_converters(sdist: Path, target: Path) -> None:
 
 
 def _pip(argv: list[str], env: dict[str, str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *argv], env={**env, "PIP_NO_INPUT": "1"},
-                          stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=subprocess.STDOUT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", *argv],
+        env={**env, "PIP_NO_INPUT": "1"},
+        stdin=subprocess.DEVNULL,
+        stdout=sys.stderr,
+        stderr=subprocess.STDOUT,
+    )
     if proc.returncode != 0:
         raise ScriptError(f"pip {argv[0]} {argv[-1]} failed (exit {proc.returncode}); its output is above")
 

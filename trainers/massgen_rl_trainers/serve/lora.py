@@ -13,8 +13,9 @@ as without them, and any adapter can be swapped in or out without touching the b
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 _DIRTY = object()
 

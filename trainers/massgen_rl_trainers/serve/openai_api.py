@@ -21,14 +21,20 @@ MAX_STOP = 16
 class ApiError(Exception):
     """A request the server refuses: becomes an OpenAI-style error body with `status`."""
 
-    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None,
-                 kind: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, *, param: str | None = None, code: str | None = None, kind: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.param = param
         self.code = code
-        self.kind = kind or ("service_unavailable" if status == 503 else
-                             "invalid_request_error" if 400 <= status < 500 else "server_error")
+        self.kind = kind or (
+            "service_unavailable"
+            if status == 503
+            else "invalid_request_error"
+            if 400 <= status < 500
+            else "server_error"
+        )
 
     def body(self) -> dict[str, Any]:
         return error_body(str(self), self.kind, self.param, self.code)
@@ -182,8 +188,13 @@ def _history_calls(value: Any, where: str) -> list[dict[str, Any]]:
         args = fn.get("arguments", "")
         if not isinstance(args, (str, dict)):
             raise ApiError(400, f"{where}.tool_calls[{j}].function.arguments must be a string", param="messages")
-        calls.append({"id": call.get("id") if isinstance(call.get("id"), str) else f"call_{j}", "type": "function",
-                      "function": {"name": fn["name"], "arguments": args}})
+        calls.append(
+            {
+                "id": call.get("id") if isinstance(call.get("id"), str) else f"call_{j}",
+                "type": "function",
+                "function": {"name": fn["name"], "arguments": args},
+            }
+        )
     return calls
 
 
@@ -222,7 +233,9 @@ def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
     stop_ids = body.get("stop_token_ids")  # vLLM extension
     if stop_ids is None:
         stop_ids = []
-    elif not (isinstance(stop_ids, list) and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in stop_ids)):
+    elif not (
+        isinstance(stop_ids, list) and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in stop_ids)
+    ):
         raise ApiError(400, "'stop_token_ids' must be a list of token ids", param="stop_token_ids")
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
@@ -292,8 +305,9 @@ def reply_message(req: ChatRequest, text: str, finish: str) -> tuple[dict[str, A
         calls = calls[:1]
     if not calls:
         return {"role": "assistant", "content": text}, finish
-    wire = [{"id": new_call_id(), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in calls]
+    wire = [
+        {"id": new_call_id(), "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+    ]
     return {"role": "assistant", "content": content, "tool_calls": wire}, "tool_calls" if finish == "stop" else finish
 
 
@@ -302,13 +316,17 @@ def new_call_id() -> str:
 
 
 def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> dict[str, Any]:
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": cached_tokens}}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached_tokens},
+    }
 
 
-def build_response(req: ChatRequest, prompt_ids: list[int], completions: list[Completion],
-                   debug: dict[str, Any] | None = None) -> dict[str, Any]:
+def build_response(
+    req: ChatRequest, prompt_ids: list[int], completions: list[Completion], debug: dict[str, Any] | None = None
+) -> dict[str, Any]:
     choices = []
     for i, c in enumerate(completions):
         message, finish = reply_message(req, c.text, c.finish_reason)

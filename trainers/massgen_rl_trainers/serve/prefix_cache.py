@@ -11,7 +11,8 @@ since (the guard's change count). Usage reports the reused tokens as `prompt_tok
 from __future__ import annotations
 
 import heapq
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,8 +46,11 @@ class PrefixCache:
         best, best_len = lowest, 0
         if self.enabled:
             limit = len(prompt) - 1
-            lengths = {i: min(common_prefix(tokens, prompt), limit)
-                       for i, (kept_tag, tokens) in self._kept.items() if kept_tag == tag}
+            lengths = {
+                i: min(common_prefix(tokens, prompt), limit)
+                for i, (kept_tag, tokens) in self._kept.items()
+                if kept_tag == tag
+            }
             best_len = lengths.get(lowest, 0)
             for i, n in lengths.items():
                 if n > best_len + (GAP_WORTH_TOKENS if i != lowest else 0):
@@ -107,5 +111,9 @@ class PrefixCache:
         self.reused_requests += 1
 
     def stats(self) -> dict[str, Any]:
-        return {"prefix_cache": self.enabled, "prefix_cache_kept": len(self._kept),
-                "prefix_cache_reused_tokens": self.reused_tokens, "prefix_cache_reused_requests": self.reused_requests}
+        return {
+            "prefix_cache": self.enabled,
+            "prefix_cache_kept": len(self._kept),
+            "prefix_cache_reused_tokens": self.reused_tokens,
+            "prefix_cache_reused_requests": self.reused_requests,
+        }

@@ -26,7 +26,9 @@ class ProbeArgs:
     """Measure single-stream greedy generation speed of the serving engine."""
 
     model: str = field(metadata={"help": "An HF model folder."})
-    engine: str = field(default="auto", metadata={"help": f"One of {', '.join(ENGINES)}; vllm is reported, not probed."})
+    engine: str = field(
+        default="auto", metadata={"help": f"One of {', '.join(ENGINES)}; vllm is reported, not probed."}
+    )
     seconds: float = field(default=3.0, metadata={"help": "How long to generate."})
 
 
@@ -51,8 +53,16 @@ def main(args: ProbeArgs) -> dict[str, Any]:
     seconds = time.monotonic() - begun
     batcher.stop()
     described = engine.describe()
-    return {"engine": kind, "device": "cpu", "threads": described["threads"], "weights": described["weights"],
-            "tokens": tokens, "seconds": round(seconds, 2), "tokens_per_s": round(tokens / seconds, 1), "load_s": round(load_s, 1)}
+    return {
+        "engine": kind,
+        "device": "cpu",
+        "threads": described["threads"],
+        "weights": described["weights"],
+        "tokens": tokens,
+        "seconds": round(seconds, 2),
+        "tokens_per_s": round(tokens / seconds, 1),
+        "load_s": round(load_s, 1),
+    }
 
 
 if __name__ == "__main__":

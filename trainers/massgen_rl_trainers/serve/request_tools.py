@@ -58,8 +58,12 @@ def _choice(value: Any, tools: list[Tool]) -> Any:
     fn = value.get("function") if isinstance(value, dict) and value.get("type") == "function" else None
     name = fn.get("name") if isinstance(fn, dict) else None
     if not isinstance(name, str):
-        raise ApiError(400, "'tool_choice' must be none, auto, required, {type: function, function: {name}} or "
-                            "{type: allowed_tools, allowed_tools: {mode, tools}}", param="tool_choice")
+        raise ApiError(
+            400,
+            "'tool_choice' must be none, auto, required, {type: function, function: {name}} or "
+            "{type: allowed_tools, allowed_tools: {mode, tools}}",
+            param="tool_choice",
+        )
     if name not in {t.name for t in tools}:
         raise ApiError(400, f"tool_choice names the function '{name}', which is not in 'tools'", param="tool_choice")
     return {"name": name}
@@ -76,13 +80,15 @@ def _allowed(value: Any, tools: list[Tool]) -> dict[str, Any]:
     for entry in listed:
         fn = entry.get("function") if isinstance(entry, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise ApiError(400, "each allowed_tools.tools entry must be {type: function, function: {name}}",
-                           param="tool_choice")
+            raise ApiError(
+                400, "each allowed_tools.tools entry must be {type: function, function: {name}}", param="tool_choice"
+            )
         names.append(fn["name"])
     present = [t.name for t in tools if t.name in names]
     if not present:
-        raise ApiError(400, f"none of the allowed tools ({', '.join(names) or 'none'}) is in 'tools'",
-                       param="tool_choice")
+        raise ApiError(
+            400, f"none of the allowed tools ({', '.join(names) or 'none'}) is in 'tools'", param="tool_choice"
+        )
     return {"allowed": present, "mode": mode}
 
 
@@ -98,7 +104,8 @@ def parse_response_format(value: Any) -> dict[str, Any] | None:
         spec = value.get("json_schema")
         schema = spec.get("schema") if isinstance(spec, dict) else None
         if not isinstance(schema, dict):
-            raise ApiError(400, "response_format json_schema needs json_schema.schema (an object)",
-                           param="response_format")
+            raise ApiError(
+                400, "response_format json_schema needs json_schema.schema (an object)", param="response_format"
+            )
         return {"type": "json_schema", "schema": schema}
     raise ApiError(400, "'response_format' must be {type: text | json_object | json_schema}", param="response_format")

@@ -9,8 +9,9 @@ from __future__ import annotations
 import queue
 import random
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -32,7 +33,7 @@ class Row:
     top_logprobs: int = 0
     ignore_eos: bool = False
     grammar: Any = None  # grammar.Grammar: the tokens allowed next (llama.cpp engine)
-    stream: "Stream | None" = None  # streamed requests: each token is reported as it is drawn
+    stream: Stream | None = None  # streamed requests: each token is reported as it is drawn
     index: int = 0  # the row's choice index in its request
 
 
@@ -41,7 +42,7 @@ class Stream:
     """What a streamed request's HTTP thread reads: (index, token, logprob, top, finish, cut) per drawn token,
     then None once the request is over; `cancelled` is set when its client went away."""
 
-    events: "queue.SimpleQueue[Any]" = field(default_factory=queue.SimpleQueue)
+    events: queue.SimpleQueue[Any] = field(default_factory=queue.SimpleQueue)
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 

@@ -4,8 +4,9 @@ and decide whether it stopped (end of sequence, a stop token or string, max_toke
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,10 +22,10 @@ class Seq:
     row: Row
     seq_id: int
     sampling: SamplingKey
-    leader: "Seq | None" = None  # n > 1: the sibling whose prompt this one copies
+    leader: Seq | None = None  # n > 1: the sibling whose prompt this one copies
     fed: int = 0  # prompt tokens in the KV cache
     cached: int = 0  # of those, how many an earlier request left there (prefix_cache.py)
-    source: "Seq | None" = None  # a running sequence whose first `shared` prompt tokens this one waits to copy
+    source: Seq | None = None  # a running sequence whose first `shared` prompt tokens this one waits to copy
     shared: int = 0
     next_token: int | None = None  # drawn, not yet fed
     ids: list[int] = field(default_factory=list)
@@ -47,7 +48,7 @@ class Seq:
     def in_cache(self) -> list[int]:
         """The tokens this sequence's KV cache holds between steps."""
         if self.next_token is None:
-            return list(self.row.prompt_ids[:self.fed])
+            return list(self.row.prompt_ids[: self.fed])
         return list(self.row.prompt_ids) + self.ids[:-1]
 
 
@@ -65,8 +66,9 @@ def sample_step(engine: Any, outputs: Sequence[Sequence[Seq]], logits: np.ndarra
             chosen = logprobs.argmax(dim=-1)
         else:
             probs = logprobs.exp()
-            chosen = torch.cat([torch.multinomial(probs[b], 1, generator=seq.generator)
-                                for b, (_, seq) in enumerate(members)])
+            chosen = torch.cat(
+                [torch.multinomial(probs[b], 1, generator=seq.generator) for b, (_, seq) in enumerate(members)]
+            )
         chosen_lp = logprobs.gather(-1, chosen[:, None]).squeeze(-1).tolist()
         want_top = max(seq.row.top_logprobs for _, seq in members)
         top_values = top_ids = None
@@ -77,8 +79,11 @@ def sample_step(engine: Any, outputs: Sequence[Sequence[Seq]], logits: np.ndarra
             token, lp = int(chosen[b]), chosen_lp[b]
             top = None
             if seq.row.top_logprobs and top_ids is not None and top_values is not None:
-                top = [(t, v) for t, v in zip(top_ids[b][:seq.row.top_logprobs], top_values[b][:seq.row.top_logprobs])
-                       if v != float("-inf")]
+                top = [
+                    (t, v)
+                    for t, v in zip(top_ids[b][: seq.row.top_logprobs], top_values[b][: seq.row.top_logprobs])
+                    if v != float("-inf")
+                ]
             if seq.row.grammar is not None:
                 token, lp, top = constrained(seq, logprobs[b], scores[i], token, lp, top)
             advance(engine, seq, token, lp, top)
@@ -91,8 +96,9 @@ LOGPROB_CANDIDATES = 1024  # when logprobs are reported: more of the mass among 
 LOGPROB_SLACK = 1e-3
 
 
-def constrained(seq: Seq, logprobs: torch.Tensor, logits: torch.Tensor, token: int, lp: float,
-                top: list[tuple[int, float]] | None) -> tuple[int, float, list[tuple[int, float]] | None]:
+def constrained(
+    seq: Seq, logprobs: torch.Tensor, logits: torch.Tensor, token: int, lp: float, top: list[tuple[int, float]] | None
+) -> tuple[int, float, list[tuple[int, float]] | None]:
     """The token drawn under the row's grammar. The draw itself when the grammar takes it; else the best allowed of
     the most likely CANDIDATES tokens (greedy: the masked argmax) or the first allowed of CANDIDATES fresh draws
     (sampling: rejection, the same distribution as drawing from the allowed tokens). A reported logprob is
@@ -123,22 +129,27 @@ def constrained(seq: Seq, logprobs: torch.Tensor, logits: torch.Tensor, token: i
         if rest <= 2 * LOGPROB_SLACK * within and len(kept) >= row.top_logprobs:
             total = torch.tensor(within + rest / 2).log()
             if row.top_logprobs:
-                top = [(t, min(0.0, v - float(total))) for t, v in zip(ids[allowed][:row.top_logprobs].tolist(),
-                                                                       kept[:row.top_logprobs].tolist())
-                       if v != float("-inf")]
+                top = [
+                    (t, min(0.0, v - float(total)))
+                    for t, v in zip(ids[allowed][: row.top_logprobs].tolist(), kept[: row.top_logprobs].tolist())
+                    if v != float("-inf")
+                ]
             grammar.accept(picked)
             return picked, min(0.0, float(logprobs[picked] - total)), top  # float32 rounding: never above 0
     return _masked(seq, logprobs, logits, token, lp, top)
 
 
-def _masked(seq: Seq, logprobs: torch.Tensor, logits: torch.Tensor, token: int, lp: float,
-            top: list[tuple[int, float]] | None) -> tuple[int, float, list[tuple[int, float]] | None]:
+def _masked(
+    seq: Seq, logprobs: torch.Tensor, logits: torch.Tensor, token: int, lp: float, top: list[tuple[int, float]] | None
+) -> tuple[int, float, list[tuple[int, float]] | None]:
     """The draw from the allowed tokens of the whole vocabulary."""
     grammar, row = seq.row.grammar, seq.row
     allowed = torch.from_numpy(grammar.mask())
     masked = logprobs.masked_fill(~allowed, float("-inf"))
     if not torch.isfinite(masked).any():  # top-p left no allowed token: the allowed ones at the temperature
-        masked = torch.log_softmax(logits / max(seq.sampling.temperature, 1e-5), dim=-1).masked_fill(~allowed, float("-inf"))
+        masked = torch.log_softmax(logits / max(seq.sampling.temperature, 1e-5), dim=-1).masked_fill(
+            ~allowed, float("-inf")
+        )
     if not torch.isfinite(masked).any():  # the grammar allows nothing (cannot happen for a valid grammar)
         seq.finish = "stop"
         return token, lp, top
@@ -179,13 +190,15 @@ def build_completion(engine: Any, seq: Seq) -> Completion:
     row = seq.row
     text = engine.decode(seq.ids)
     if seq.cut is not None:
-        text = text[:seq.cut]
-    completion = Completion(token_ids=seq.ids, text=text, finish_reason=seq.finish or "length",
-                            cached_tokens=seq.job.seqs[0].cached)
+        text = text[: seq.cut]
+    completion = Completion(
+        token_ids=seq.ids, text=text, finish_reason=seq.finish or "length", cached_tokens=seq.job.seqs[0].cached
+    )
     if row.want_logprobs:
         completion.logprobs = seq.lps
         completion.tokens = engine.token_texts(seq.ids)
         if row.top_logprobs:
-            completion.top_logprobs = [list(zip(engine.token_texts([t for t, _ in step]), [v for _, v in step]))
-                                       for step in seq.tops]
+            completion.top_logprobs = [
+                list(zip(engine.token_texts([t for t, _ in step]), [v for _, v in step])) for step in seq.tops
+            ]
     return completion

@@ -6,8 +6,9 @@ Pure Python: the tokenizer comes in as a decode function.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .tool_calls import CALL_CLOSE, CALL_OPEN, arguments_part, arguments_so_far, complete_name, open_tag_start
 
@@ -26,11 +27,11 @@ class Detokenizer:
 
     def push(self, token: int) -> str:
         self.ids.append(token)
-        before = self.decode(self.ids[self.prefix:self.read])
-        after = self.decode(self.ids[self.prefix:])
+        before = self.decode(self.ids[self.prefix : self.read])
+        after = self.decode(self.ids[self.prefix :])
         if len(after) > len(before) and not after.endswith("\ufffd"):
             self.prefix, self.read = self.read, len(self.ids)
-            return after[len(before):]
+            return after[len(before) :]
         return ""
 
 
@@ -90,18 +91,18 @@ class ToolStream:
                 at = self.buffer.find(CALL_OPEN)
                 if at < 0:
                     keep = open_tag_start(self.buffer) if self.opened or not final else 0
-                    content += self._content(self.buffer[:len(self.buffer) - keep], final)
-                    self.buffer = "" if final else self.buffer[len(self.buffer) - keep:]
+                    content += self._content(self.buffer[: len(self.buffer) - keep], final)
+                    self.buffer = "" if final else self.buffer[len(self.buffer) - keep :]
                     return content, deltas
                 content += self._content(self.buffer[:at], False)
-                self.buffer = self.buffer[at + len(CALL_OPEN):]
+                self.buffer = self.buffer[at + len(CALL_OPEN) :]
                 self.in_call, self.opened, self.sent_args = True, True, -1
             end = self.buffer.find(CALL_CLOSE)
             body = self.buffer if end < 0 else self.buffer[:end]
             deltas += self._call_deltas(body, complete=end >= 0 or final)
             if end < 0:
                 return content, deltas
-            self.buffer = self.buffer[end + len(CALL_CLOSE):]
+            self.buffer = self.buffer[end + len(CALL_CLOSE) :]
             self.in_call = False
             if self.sent_args >= 0:
                 self.calls += 1
@@ -112,7 +113,7 @@ class ToolStream:
             self.pending = ""
             return text
         body = text.rstrip()
-        self.pending = text[len(body):]
+        self.pending = text[len(body) :]
         if self.opened and not self.sent:
             body = body.lstrip()
         self.sent = self.sent or bool(body)
@@ -134,8 +135,8 @@ class ToolStream:
         args = arguments_so_far(args, ended=complete)
         if len(args) > self.sent_args:
             if out:
-                out[0].arguments = args[self.sent_args:]
+                out[0].arguments = args[self.sent_args :]
             else:
-                out.append(ToolDelta(self.calls, arguments=args[self.sent_args:]))
+                out.append(ToolDelta(self.calls, arguments=args[self.sent_args :]))
             self.sent_args = len(args)
         return out

@@ -7,7 +7,8 @@ mutated per call): HTTP threads tokenize while the generation thread decodes, so
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .openai_api import ApiError
 
@@ -21,8 +22,9 @@ class ChatTokens:
         assistant generation prompt, as token ids."""
         try:
             with self.tok_lock:
-                encoded = self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
-                                                             tokenize=True, return_dict=True)
+                encoded = self.tokenizer.apply_chat_template(
+                    messages, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
+                )
         except Exception as exc:  # jinja errors: roles the template refuses, and the like
             raise ApiError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
         ids = encoded["input_ids"]

@@ -44,9 +44,13 @@ def native_tools(chat_template: str | None) -> bool:
 
 
 def tool_prompt(tools: list[Tool], choice: Any) -> str:
-    lines = ["You can call tools. To call one, reply with exactly:", CALL_OPEN,
-             '{"name": "<tool name>", "arguments": <the arguments as a JSON object>}', CALL_CLOSE,
-             "The tools:"]
+    lines = [
+        "You can call tools. To call one, reply with exactly:",
+        CALL_OPEN,
+        '{"name": "<tool name>", "arguments": <the arguments as a JSON object>}',
+        CALL_CLOSE,
+        "The tools:",
+    ]
     lines += [json.dumps(t.spec(), ensure_ascii=False) for t in tools]
     if isinstance(choice, dict) and "name" in choice:
         lines.append(f"Call the tool {choice['name']} now.")
@@ -102,8 +106,13 @@ def render_native(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     args = json.loads(args) if isinstance(args, str) and args.strip() else (args or {})
                 except ValueError:
                     pass
-                calls.append({"type": "function", "id": c.get("id"), "function": {"name": c["function"]["name"],
-                                                                                 "arguments": args}})
+                calls.append(
+                    {
+                        "type": "function",
+                        "id": c.get("id"),
+                        "function": {"name": c["function"]["name"], "arguments": args},
+                    }
+                )
             m = {**m, "tool_calls": calls}
         out.append(m)
     return out
@@ -127,14 +136,14 @@ def parse_calls(text: str, tools: list[Tool], cut: bool = False) -> tuple[str | 
         call = _call_of(match.group(1), names)
         if call is None:
             continue
-        content.append(text[last:match.start()])
+        content.append(text[last : match.start()])
         calls.append(call)
         last = match.end()
     rest = text[last:]
     begun = rest.find(CALL_OPEN) if cut and CALL_OPEN in rest and CALL_CLOSE not in rest else -1
     if begun >= 0:
         content.append(rest[:begun])
-        calls += _cut_call(rest[begun + len(CALL_OPEN):], names)
+        calls += _cut_call(rest[begun + len(CALL_OPEN) :], names)
     else:
         content.append(_without_cut_call(rest) if calls else rest)
     joined = "".join(content).strip()
@@ -143,9 +152,9 @@ def parse_calls(text: str, tools: list[Tool], cut: bool = False) -> tuple[str | 
 
 def _without_cut_call(rest: str) -> str:
     """The text after the last call, less a further call cut off by max_tokens (in its open tag or after)."""
-    if CALL_OPEN in rest and CALL_CLOSE not in rest[rest.index(CALL_OPEN):]:
-        return rest[:rest.index(CALL_OPEN)]
-    return rest[:len(rest) - open_tag_start(rest)]
+    if CALL_OPEN in rest and CALL_CLOSE not in rest[rest.index(CALL_OPEN) :]:
+        return rest[: rest.index(CALL_OPEN)]
+    return rest[: len(rest) - open_tag_start(rest)]
 
 
 def _cut_call(body: str, names: set[str]) -> list[ParsedCall]:
@@ -187,7 +196,7 @@ def _call_of(body: str, names: set[str]) -> ParsedCall | None:
     raw = arguments_part(body.strip())  # the arguments as written, so a streamed call reads the same
     if raw is not None:
         try:
-            return ParsedCall(value["name"], raw[:json.JSONDecoder().raw_decode(raw)[1]])
+            return ParsedCall(value["name"], raw[: json.JSONDecoder().raw_decode(raw)[1]])
         except ValueError:
             pass
     return ParsedCall(value["name"], json.dumps(args, ensure_ascii=False))
@@ -210,7 +219,7 @@ def arguments_part(body: str) -> str | None:
 
 def _after_key(body: str, key: str) -> str | None:
     at = body.find(f'"{key}"')
-    rest = body[at + len(key) + 2:].lstrip() if at >= 0 else ""
+    rest = body[at + len(key) + 2 :].lstrip() if at >= 0 else ""
     return rest[1:].lstrip() or None if rest.startswith(":") else None
 
 
@@ -218,14 +227,20 @@ def call_grammar(chosen: list[Tool], parallel: bool) -> str:
     """GBNF for one call (or up to MAX_PARALLEL_CALLS), each `{"name": N, "arguments": A}` with N one of the
     chosen tools and A valid for N's schema. Raises ApiError(400, param tools) when the converter cannot handle
     a schema."""
-    variants = [{"type": "object", "properties": {"name": {"const": t.name}, "arguments": _object_schema(t.parameters)},
-                 "required": ["name", "arguments"], "additionalProperties": False} for t in chosen]
+    variants = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": t.name}, "arguments": _object_schema(t.parameters)},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in chosen
+    ]
     schema = variants[0] if len(variants) == 1 else {"oneOf": variants}
     body = schema_grammar(schema, "tools", prop_order=["name", "arguments"])
     body = re.sub(r"^root ::=", "tool-call-json ::=", body, flags=re.M)
     more = f' ("\\n"? tool-call){{0,{MAX_PARALLEL_CALLS - 1}}}' if parallel else ""
-    return (f"root ::= tool-call{more}\n"
-            f'tool-call ::= "{CALL_OPEN}" "\\n"? tool-call-json "\\n"? "{CALL_CLOSE}"\n{body}')
+    return f'root ::= tool-call{more}\ntool-call ::= "{CALL_OPEN}" "\\n"? tool-call-json "\\n"? "{CALL_CLOSE}"\n{body}'
 
 
 _CONVERTER_CHAR = 'char ::= [^"\\\\] |'
@@ -238,8 +253,9 @@ def schema_grammar(schema: Any, param: str, prop_order: list[str] | None = None)
     try:
         text = json_schema_to_gbnf(json.dumps(schema), prop_order)
     except Exception as exc:  # the converter raises assorted errors on schemas it cannot express
-        raise ApiError(400, f"the JSON Schema cannot be turned into a grammar: {type(exc).__name__}: {exc}",
-                       param=param) from None
+        raise ApiError(
+            400, f"the JSON Schema cannot be turned into a grammar: {type(exc).__name__}: {exc}", param=param
+        ) from None
     # its string characters include raw control characters, which JSON forbids (JSON.parse rejects them)
     return text.replace(_CONVERTER_CHAR, _JSON_CHAR)
 

@@ -20,7 +20,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..models.folder import ModelFolder
 from ..protocol import ScriptError, log
@@ -74,8 +75,17 @@ def free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
-def build_vllm_command(*, python: str, folder: ModelFolder, served_name: str, host: str, port: int,
-                       max_batch_size: int, version: str, extra_args: str | None = None) -> list[str]:
+def build_vllm_command(
+    *,
+    python: str,
+    folder: ModelFolder,
+    served_name: str,
+    host: str,
+    port: int,
+    max_batch_size: int,
+    version: str,
+    extra_args: str | None = None,
+) -> list[str]:
     """The argument vector that starts vLLM's OpenAI server for a model folder or a LoRA adapter.
 
     Adapters are served the vLLM way, unmerged: the base model under `<name>-base` and the adapter,
@@ -84,13 +94,34 @@ def build_vllm_command(*, python: str, folder: ModelFolder, served_name: str, ho
     """
     if port <= 0:
         raise ValueError("vLLM needs a concrete port; pick one with free_port()")
-    cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--host", host, "--port", str(port),
-           "--max-num-seqs", str(max_batch_size), "--dtype", "auto"]
+    cmd = [
+        python,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--max-num-seqs",
+        str(max_batch_size),
+        "--dtype",
+        "auto",
+    ]
     if folder.adapter:
         assert folder.base is not None
-        cmd += ["--model", folder.base, "--served-model-name", f"{served_name}-base",
-                "--enable-lora", "--lora-modules", f"{served_name}={folder.path}",
-                "--max-lora-rank", str(lora_rank_bound(folder.lora_rank)), "--max-loras", "2"]
+        cmd += [
+            "--model",
+            folder.base,
+            "--served-model-name",
+            f"{served_name}-base",
+            "--enable-lora",
+            "--lora-modules",
+            f"{served_name}={folder.path}",
+            "--max-lora-rank",
+            str(lora_rank_bound(folder.lora_rank)),
+            "--max-loras",
+            "2",
+        ]
     else:
         cmd += ["--model", str(folder.path), "--served-model-name", served_name]
     if parse_version(version) >= TOKEN_IDS_SINCE:
@@ -147,19 +178,32 @@ def _terminate(proc: subprocess.Popen, grace_s: float = 30.0) -> int:
     return proc.returncode
 
 
-def run_server_process(cmd: list[str], *, host: str, port: int, stop: threading.Event,
-                       startup_timeout_s: float, on_ready: Callable[[], None], poll_s: float = 1.0,
-                       what: str = "vLLM", env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_server_process(
+    cmd: list[str],
+    *,
+    host: str,
+    port: int,
+    stop: threading.Event,
+    startup_timeout_s: float,
+    on_ready: Callable[[], None],
+    poll_s: float = 1.0,
+    what: str = "vLLM",
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Start an OpenAI-compatible server process, wait for its /health, call on_ready, then supervise it
     until `stop` is set (SIGTERM to it, SIGKILL after 30 s). Its stdout and stderr go to our stderr."""
     log(f"starting {what}: {shlex.join(cmd)}")
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno(), env=env)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno(), env=env
+    )
     health = f"http://{url_host(host)}:{port}/health"
     deadline = time.monotonic() + startup_timeout_s
     try:
         while not _healthy(health):
             if proc.poll() is not None:
-                raise ScriptError(f"{what} exited with code {proc.returncode} before it was ready (its log is above, on stderr)")
+                raise ScriptError(
+                    f"{what} exited with code {proc.returncode} before it was ready (its log is above, on stderr)"
+                )
             if stop.is_set():
                 return {"backend": what.lower(), "stopped_before_ready": True, "exit_code": _terminate(proc)}
             if time.monotonic() > deadline:

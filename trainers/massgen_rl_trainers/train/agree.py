@@ -15,7 +15,7 @@ from .ranks import machine_rank, process_rank, world_size
 # Where a machine keeps things, not what it trains: free to differ between machines.
 PLACES = ("model_path", "output_dir", "dataset_path", "resume_from_checkpoint", "reward_url", "deepspeed")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-HASHED_WEIGHTS_MAX = 256 * 1024 ** 2  # adapters are hashed whole; a full model's files by name and size
+HASHED_WEIGHTS_MAX = 256 * 1024**2  # adapters are hashed whole; a full model's files by name and size
 
 
 def _sha256(path: Path) -> str:
@@ -71,4 +71,6 @@ def require_same_run(args: Any) -> None:
             raise ScriptError(
                 f"rank {other['rank']} (machine {other['machine']}) would train on something else than rank 0: "
                 f"{'; '.join(differences)}. Every machine must build the same run: the same traces (a copy of machine "
-                f"0's store), config and train flags", rank_differs=other["rank"])
+                f"0's store), config and train flags",
+                rank_differs=other["rank"],
+            )

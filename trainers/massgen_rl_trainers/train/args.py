@@ -23,21 +23,28 @@ class TrainArgs:
     model_path: str = field(metadata={"help": "HF model folder of the base, or a parent LoRA adapter folder."})
     output_dir: str = field(metadata={"help": "Where checkpoint-<step>/ and final/ are written."})
     dataset_path: str = field(metadata={"help": "The dataset's data.jsonl."})
-    lora: dict | None = field(default=None, metadata={
-        "help": "LoRA settings {r, alpha, dropout, target_modules} (JSON on the command line); null: full fine-tuning."})
+    lora: dict | None = field(
+        default=None,
+        metadata={
+            "help": "LoRA settings {r, alpha, dropout, target_modules} (JSON on the command line); null: full fine-tuning."
+        },
+    )
     learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate (AdamW, linear decay)."})
     num_train_epochs: float = field(default=1.0, metadata={"help": "Epochs over the dataset when max_steps is -1."})
     max_steps: int = field(default=-1, metadata={"help": "Optimizer steps; -1: run num_train_epochs."})
-    per_device_train_batch_size: int = field(default=4, metadata={
-        "help": "Examples per device per micro-batch (grpo: completions)."})
+    per_device_train_batch_size: int = field(
+        default=4, metadata={"help": "Examples per device per micro-batch (grpo: completions)."}
+    )
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer step."})
     seed: int = field(default=42, metadata={"help": "Random seed (data order, LoRA init, sampling)."})
     use_cpu: bool | None = field(default=None, metadata={"help": "Train on CPU; null: CPU only when CUDA is absent."})
     bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; null: on CUDA with bf16 support."})
     save_steps: int = field(default=50, metadata={"help": "Save checkpoint-<step>/ every N steps; 0: only on stop."})
     logging_steps: int = field(default=1, metadata={"help": "Emit a step event every N optimizer steps."})
-    resume_from_checkpoint: str | None = field(default=None, metadata={
-        "help": "A checkpoint-<step> folder to resume from, or 'latest' for the newest one in output_dir."})
+    resume_from_checkpoint: str | None = field(
+        default=None,
+        metadata={"help": "A checkpoint-<step> folder to resume from, or 'latest' for the newest one in output_dir."},
+    )
     max_length: int | None = field(default=1024, metadata={"help": "Maximum tokens per training sequence."})
     deepspeed: str | None = field(default=None, metadata={"help": "DeepSpeed JSON config path (TrainingArguments)."})
     fsdp: str | None = field(default=None, metadata={"help": "FSDP options, e.g. 'full_shard auto_wrap'."})
@@ -91,8 +98,9 @@ def normalize_lora(value: Any) -> dict[str, Any] | None:
     if not 0.0 <= dropout < 1.0:
         raise UsageError(f"lora.dropout must be in [0, 1), got {dropout!r}")
     targets = value.get("target_modules")
-    if targets is not None and not (isinstance(targets, str) or
-                                    (isinstance(targets, list) and targets and all(isinstance(t, str) for t in targets))):
+    if targets is not None and not (
+        isinstance(targets, str) or (isinstance(targets, list) and targets and all(isinstance(t, str) for t in targets))
+    ):
         raise UsageError(f"lora.target_modules must be a module name list, 'all-linear' or null, got {targets!r}")
     return {"r": r, "alpha": alpha, "dropout": float(dropout), "target_modules": targets}
 
@@ -101,12 +109,18 @@ def normalize_lora(value: Any) -> dict[str, Any] | None:
 class MismatchArgs(TrainArgs):
     """The keys of the RL trainers that correct the serving/training logprob mismatch (tis.py)."""
 
-    is_correction: str = field(default="auto", metadata={
-        "help": "Truncated importance sampling against the serving/training logprob mismatch (completions with "
-                "recorded logprobs; GRPO: offline mode): auto (when a batch's mean |delta| > is_threshold), on, off "
-                "(PPO: old_logprobs as set)."})
-    is_threshold: float = field(default=DEFAULT_THRESHOLD, metadata={
-        "help": "Mean |trainer - recorded| logprob (nats) over a batch's tokens above which auto corrects."})
+    is_correction: str = field(
+        default="auto",
+        metadata={
+            "help": "Truncated importance sampling against the serving/training logprob mismatch (completions with "
+            "recorded logprobs; GRPO: offline mode): auto (when a batch's mean |delta| > is_threshold), on, off "
+            "(PPO: old_logprobs as set)."
+        },
+    )
+    is_threshold: float = field(
+        default=DEFAULT_THRESHOLD,
+        metadata={"help": "Mean |trainer - recorded| logprob (nats) over a batch's tokens above which auto corrects."},
+    )
     is_cap: float = field(default=DEFAULT_CAP, metadata={"help": "Upper bound of the per-token importance weight."})
 
     def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
@@ -117,8 +131,12 @@ class MismatchArgs(TrainArgs):
 def validate_common(args: TrainArgs) -> None:
     args.lora = normalize_lora(args.lora)
     # Every number has a ceiling: counts drive allocations and loops.
-    ceilings = {"learning_rate": 1, "per_device_train_batch_size": 65_536, "gradient_accumulation_steps": 65_536,
-                "logging_steps": MAX_STEPS}
+    ceilings = {
+        "learning_rate": 1,
+        "per_device_train_batch_size": 65_536,
+        "gradient_accumulation_steps": 65_536,
+        "logging_steps": MAX_STEPS,
+    }
     for name, high in ceilings.items():
         value = getattr(args, name)
         if not 0 < value <= high:

@@ -56,13 +56,19 @@ def make_callback(reward_key: str | None, kl_key: str | None) -> Any:
                     tokens_per_s = round((tokens - self._tokens) / (now - self._time), 2)
                 self._tokens = tokens
             self._time = now
-            extra = {key: clean_number(value) for key, value in logs.items()
-                     if clean_number(value) is not None}
-            emit("step", step=state.global_step, total_steps=state.max_steps,
-                 epoch=round(float(state.epoch or 0.0), 4), loss=clean_number(logs.get("loss")),
-                 reward=clean_number(logs.get(reward_key)) if reward_key else None,
-                 kl=clean_number(logs.get(kl_key)) if kl_key else None,
-                 learning_rate=clean_number(logs.get("learning_rate")), tokens_per_s=tokens_per_s, metrics=extra)
+            extra = {key: clean_number(value) for key, value in logs.items() if clean_number(value) is not None}
+            emit(
+                "step",
+                step=state.global_step,
+                total_steps=state.max_steps,
+                epoch=round(float(state.epoch or 0.0), 4),
+                loss=clean_number(logs.get("loss")),
+                reward=clean_number(logs.get(reward_key)) if reward_key else None,
+                kl=clean_number(logs.get(kl_key)) if kl_key else None,
+                learning_rate=clean_number(logs.get("learning_rate")),
+                tokens_per_s=tokens_per_s,
+                metrics=extra,
+            )
 
         def on_save(self, args, state, control, **kwargs):
             path = str(Path(args.output_dir) / f"checkpoint-{state.global_step}")

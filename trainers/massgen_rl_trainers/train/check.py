@@ -23,8 +23,18 @@ from .args import MAPPING_FIELDS
 
 ARGS = {"sft": "SFTArgs", "dpo": "DPOArgs", "grpo": "GRPOArgs", "ppo": "PPOArgs"}
 # Set by massgen-rl for each run from its own sections (train.lora, train.deepspeed, train.fsdp, train.gpus).
-RUN_KEYS = ("model_path", "output_dir", "dataset_path", "lora", "use_cpu", "bf16", "resume_from_checkpoint",
-            "deepspeed", "fsdp", "reward_url")
+RUN_KEYS = (
+    "model_path",
+    "output_dir",
+    "dataset_path",
+    "lora",
+    "use_cpu",
+    "bf16",
+    "resume_from_checkpoint",
+    "deepspeed",
+    "fsdp",
+    "reward_url",
+)
 
 
 @dataclass
@@ -50,12 +60,16 @@ def check_settings(algo: str, settings: dict[str, Any], processes: int = 1, cpu_
     names = setting_names(cls)
     for key in settings:
         if key in RUN_KEYS:
-            raise UsageError(f"{at}.{key}: set by massgen-rl for each run, not a setting (LoRA: train.lora; "
-                             "devices: train.gpus, train.deepspeed, train.fsdp)")
+            raise UsageError(
+                f"{at}.{key}: set by massgen-rl for each run, not a setting (LoRA: train.lora; "
+                "devices: train.gpus, train.deepspeed, train.fsdp)"
+            )
         if key not in names:
             raise UsageError(f"{at}.{key}: unknown setting of the {algo} trainer (settings: {', '.join(names)})")
-    values = {key: value if key in MAPPING_FIELDS else coerce_value(f"{at}.{key}", *_kind(cls, key, value))
-              for key, value in settings.items()}
+    values = {
+        key: value if key in MAPPING_FIELDS else coerce_value(f"{at}.{key}", *_kind(cls, key, value))
+        for key, value in settings.items()
+    }
     args = cls(model_path="", output_dir="", dataset_path="", **values)
     try:
         args.validate_settings(processes, cpu_only)
@@ -73,7 +87,11 @@ def _kind(cls: type, key: str, value: Any) -> tuple[Any, Any, bool]:
 def main(args: CheckArgs) -> dict[str, Any]:
     try:
         request = json.loads(args.request)
-        sections, processes, cpu_only = request["sections"], int(request.get("processes", 1)), bool(request.get("cpu_only"))
+        sections, processes, cpu_only = (
+            request["sections"],
+            int(request.get("processes", 1)),
+            bool(request.get("cpu_only")),
+        )
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"--request must be JSON with sections: {exc}") from None
     settings, problems = {}, []

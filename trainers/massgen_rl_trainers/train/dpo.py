@@ -30,7 +30,9 @@ from .settings import training_kwargs
 class DPOArgs(TrainArgs):
     """Direct preference optimization on recorded chosen/rejected completions; JSON-lines events on stdout."""
 
-    beta: float = field(default=0.1, metadata={"help": "DPO temperature: how far the policy may move from the reference."})
+    beta: float = field(
+        default=0.1, metadata={"help": "DPO temperature: how far the policy may move from the reference."}
+    )
 
     def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
         super().validate_settings(processes, cpu_only)
@@ -62,8 +64,14 @@ def main(args: DPOArgs) -> dict[str, Any]:
     config = DPOConfig(**training_kwargs(args), beta=args.beta, max_length=args.max_length)
     callback = make_callback(reward_key="rewards/margins", kl_key=None)
     progress("dataset", f"{len(rows)} preference pairs", rows=len(rows))
-    trainer = DPOTrainer(model=policy.model, args=config, train_dataset=Dataset.from_list(rows),
-                         processing_class=policy.tokenizer, peft_config=policy.peft_config, callbacks=[callback])
+    trainer = DPOTrainer(
+        model=policy.model,
+        args=config,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=policy.tokenizer,
+        peft_config=policy.peft_config,
+        callbacks=[callback],
+    )
     return train_and_finish(trainer, policy, args, "dpo", callback)
 
 

@@ -6,15 +6,16 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..protocol import ScriptError, progress
+from .agree import require_same_run
 from .args import TrainArgs
 from .data import clean_number
 from .policy import MERGED_PARENT_DIR, Policy
-from .agree import require_same_run
 from .ranks import barrier, is_main_process, num_machines, world_size
 from .settings import resolve_resume
 from .stop import STOP, Stopped
@@ -39,17 +40,29 @@ def fix_adapter_base(folder: Path, base: str | None = None) -> None:
             config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def train_and_finish(trainer: Any, policy: Policy, args: TrainArgs, algo: str, callback: Any,
-                     extra_metrics: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+def train_and_finish(
+    trainer: Any,
+    policy: Policy,
+    args: TrainArgs,
+    algo: str,
+    callback: Any,
+    extra_metrics: Callable[[], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Run `trainer.train` (resuming if asked); on a stop request raise Stopped after the checkpoint event;
     else save output_dir/final and return the `done` fields."""
     require_same_run(args)
     resume = resolve_resume(args)
     machines = num_machines()
-    progress("train", f"training ({algo}, {'LoRA' if policy.adapter else 'full fine-tuning'})"
-             + (f", resuming from {resume}" if resume else "") + (f", {world_size()} processes" if world_size() > 1 else "")
-             + (f" on {machines} machines" if machines > 1 else ""),
-             resume_from_checkpoint=resume, processes=world_size(), machines=machines)
+    progress(
+        "train",
+        f"training ({algo}, {'LoRA' if policy.adapter else 'full fine-tuning'})"
+        + (f", resuming from {resume}" if resume else "")
+        + (f", {world_size()} processes" if world_size() > 1 else "")
+        + (f" on {machines} machines" if machines > 1 else ""),
+        resume_from_checkpoint=resume,
+        processes=world_size(),
+        machines=machines,
+    )
     started = time.monotonic()
     output = trainer.train(resume_from_checkpoint=resume)
     if callback.stopping:
@@ -60,8 +73,9 @@ def train_and_finish(trainer: Any, policy: Policy, args: TrainArgs, algo: str, c
     final_dir = Path(trainer.args.output_dir) / FINAL_DIR
     progress("save", f"saving the final {'adapter' if policy.adapter else 'model'} to {final_dir}")
     trainer.save_model(str(final_dir))
-    metrics: dict[str, Any] = {key: value for key, value in (output.metrics or {}).items()
-                               if clean_number(value) is not None}
+    metrics: dict[str, Any] = {
+        key: value for key, value in (output.metrics or {}).items() if clean_number(value) is not None
+    }
     metrics["global_step"] = output.global_step
     metrics["training_loss"] = clean_number(output.training_loss)
     for key, value in callback.last_logs.items():
@@ -78,15 +92,26 @@ def train_and_finish(trainer: Any, policy: Policy, args: TrainArgs, algo: str, c
         if policy.adapter:
             fix_adapter_base(final_dir, policy.base_model)
         manifest = {
-            "algo": algo, "adapter": policy.adapter, "base_model": policy.base_model,
-            "model_path": str(Path(args.model_path).expanduser().resolve()), "parent_adapter": policy.parent_adapter,
-            "dataset_path": str(Path(args.dataset_path).expanduser().resolve()), "global_step": output.global_step,
-            "lora": args.lora, "metrics": metrics, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "algo": algo,
+            "adapter": policy.adapter,
+            "base_model": policy.base_model,
+            "model_path": str(Path(args.model_path).expanduser().resolve()),
+            "parent_adapter": policy.parent_adapter,
+            "dataset_path": str(Path(args.dataset_path).expanduser().resolve()),
+            "global_step": output.global_step,
+            "lora": args.lora,
+            "metrics": metrics,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         (final_dir / TRAIN_MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n", encoding="utf-8")
         merged = Path(trainer.args.output_dir) / MERGED_PARENT_DIR
         if merged.is_dir():  # only needed while training (reference model); a resume merges again
             shutil.rmtree(merged, ignore_errors=True)
     barrier()
-    return {"path": str(final_dir), "metrics": metrics, "adapter": policy.adapter,
-            "base_model": policy.base_model if policy.adapter else None, "checkpoints": callback.checkpoints}
+    return {
+        "path": str(final_dir),
+        "metrics": metrics,
+        "adapter": policy.adapter,
+        "base_model": policy.base_model if policy.adapter else None,
+        "checkpoints": callback.checkpoints,
+    }

@@ -52,16 +52,22 @@ from .vllm import check_vllm_run, grpo_vllm_kwargs, normalize_vllm
 class GRPOArgs(MismatchArgs):
     """GRPO on recorded groups (offline replay) or on fresh samples scored by the reward bridge (online)."""
 
-    beta: float = field(default=0.0, metadata={"help": "KL penalty towards the starting policy (0: no reference model)."})
+    beta: float = field(
+        default=0.0, metadata={"help": "KL penalty towards the starting policy (0: no reference model)."}
+    )
     num_generations: int = field(default=4, metadata={"help": "Completions per prompt (group size)."})
     mode: str = field(default="offline", metadata={"help": "offline: replay recorded completions; online: sample."})
     reward_url: str | None = field(default=None, metadata={"help": "Reward bridge URL (online mode)."})
     max_completion_length: int = field(default=256, metadata={"help": "Maximum completion tokens."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (online mode)."})
     reward_timeout: float = field(default=300.0, metadata={"help": "Seconds to wait for one reward bridge call."})
-    vllm: dict | None = field(default=None, metadata={
-        "help": "Online mode: sample with vLLM {mode: server|colocate, server_host, server_port, ...} (train/vllm.py; "
-                "JSON on the command line); null: the policy's own generate."})
+    vllm: dict | None = field(
+        default=None,
+        metadata={
+            "help": "Online mode: sample with vLLM {mode: server|colocate, server_host, server_port, ...} (train/vllm.py; "
+            "JSON on the command line); null: the policy's own generate."
+        },
+    )
 
     def validate(self, processes: int | None = None) -> None:
         super().validate(processes)
@@ -89,7 +95,8 @@ class GRPOArgs(MismatchArgs):
         if batch % self.num_generations:
             raise UsageError(
                 f"num_generations ({self.num_generations}): per_device_train_batch_size x processes x "
-                f"gradient_accumulation_steps ({batch}) counts completions and must be a multiple of num_generations")
+                f"gradient_accumulation_steps ({batch}) counts completions and must be a multiple of num_generations"
+            )
 
 
 def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:
@@ -106,16 +113,29 @@ def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:
             if not isinstance(completion, dict) or not isinstance(completion.get("content"), str):
                 raise ScriptError(f"{at} needs a string content")
             token_ids = completion.get("token_ids")
-            if token_ids is not None and not (isinstance(token_ids, list) and token_ids
-                                              and all(isinstance(t, int) and t >= 0 for t in token_ids)):
+            if token_ids is not None and not (
+                isinstance(token_ids, list) and token_ids and all(isinstance(t, int) and t >= 0 for t in token_ids)
+            ):
                 raise ScriptError(f"{at}: token_ids must be a non-empty list of token ids or null")
             logprobs = usable_logprobs(completion.get("logprobs"), len(token_ids)) if token_ids else None
-            parsed.append({"content": completion["content"], "token_ids": token_ids, "logprobs": logprobs,
-                           "reward": number(completion.get("reward"), at, "reward", required=args.mode == "offline"),
-                           "meta": completion.get("meta") if isinstance(completion.get("meta"), dict) else {}})
+            parsed.append(
+                {
+                    "content": completion["content"],
+                    "token_ids": token_ids,
+                    "logprobs": logprobs,
+                    "reward": number(completion.get("reward"), at, "reward", required=args.mode == "offline"),
+                    "meta": completion.get("meta") if isinstance(completion.get("meta"), dict) else {},
+                }
+            )
         meta = row.get("meta") if isinstance(row.get("meta"), dict) else parsed[0]["meta"]
-        groups.append({"group_id": str(row.get("group_id", line)), "prompt": prompt, "completions": parsed,
-                       "meta": {**meta, "group_id": str(row.get("group_id", line))}})
+        groups.append(
+            {
+                "group_id": str(row.get("group_id", line)),
+                "prompt": prompt,
+                "completions": parsed,
+                "meta": {**meta, "group_id": str(row.get("group_id", line))},
+            }
+        )
     return groups
 
 
@@ -123,9 +143,14 @@ def grpo_config(args: GRPOArgs) -> Any:
     """TRL's GRPOConfig for the trainer config (vLLM generation included)."""
     from trl import GRPOConfig
 
-    return GRPOConfig(**training_kwargs(args), beta=args.beta, num_generations=args.num_generations,
-                      max_completion_length=args.max_completion_length, temperature=args.temperature,
-                      **grpo_vllm_kwargs(args.vllm))
+    return GRPOConfig(
+        **training_kwargs(args),
+        beta=args.beta,
+        num_generations=args.num_generations,
+        max_completion_length=args.max_completion_length,
+        temperature=args.temperature,
+        **grpo_vllm_kwargs(args.vllm),
+    )
 
 
 def main(args: GRPOArgs) -> dict[str, Any]:
@@ -137,30 +162,52 @@ def main(args: GRPOArgs) -> dict[str, Any]:
     policy = load_policy(args, padding_side="left")
     config = grpo_config(args)
     callback = make_callback(reward_key="reward", kl_key="kl" if args.beta > 0 else None)
-    common = dict(model=policy.model, args=config, processing_class=policy.tokenizer,
-                  peft_config=policy.peft_config, callbacks=[callback])
+    common = dict(
+        model=policy.model,
+        args=config,
+        processing_class=policy.tokenizer,
+        peft_config=policy.peft_config,
+        callbacks=[callback],
+    )
 
     if args.mode == "offline":
         chunks = replay_chunks(groups, args.num_generations, args.seed)
-        replay = Replay(policy.tokenizer, groups, chunks, args.num_generations, args.max_completion_length,
-                        args.max_length)
+        replay = Replay(
+            policy.tokenizer, groups, chunks, args.num_generations, args.max_completion_length, args.max_length
+        )
 
         ReplayGRPOTrainer = replay_trainer_class(GRPOTrainer, args.is_correction, args.is_threshold, args.is_cap)
-        progress("dataset", f"{len(groups)} groups replayed as {len(chunks)} rows of {args.num_generations}",
-                 groups=len(groups), rows=len(chunks))
+        progress(
+            "dataset",
+            f"{len(groups)} groups replayed as {len(chunks)} rows of {args.num_generations}",
+            groups=len(groups),
+            rows=len(chunks),
+        )
         completions = [c for group in groups for c in group["completions"]]
         with_logprobs = sum(c["logprobs"] is not None for c in completions)
         if args.is_correction != "off":
-            log(f"recorded logprobs usable for {with_logprobs} of {len(completions)} completions "
-                f"(is_correction: {args.is_correction}; the rest are not corrected)")
-        trainer = ReplayGRPOTrainer(reward_funcs=[recorded_reward], rollout_func=replay,
-                                    train_dataset=Dataset.from_list(replay.dataset_rows(chunks, groups)), **common)
+            log(
+                f"recorded logprobs usable for {with_logprobs} of {len(completions)} completions "
+                f"(is_correction: {args.is_correction}; the rest are not corrected)"
+            )
+        trainer = ReplayGRPOTrainer(
+            reward_funcs=[recorded_reward],
+            rollout_func=replay,
+            train_dataset=Dataset.from_list(replay.dataset_rows(chunks, groups)),
+            **common,
+        )
     else:
         rows = [{"prompt": group["prompt"], "meta_json": json.dumps(group["meta"], default=str)} for group in groups]
-        progress("dataset", f"{len(rows)} prompts, {args.num_generations} samples each, rewards from "
-                 f"{args.reward_url}", rows=len(rows))
-        trainer = GRPOTrainer(reward_funcs=[make_bridge_reward(args.reward_url, args.reward_timeout)],
-                              train_dataset=Dataset.from_list(rows), **common)
+        progress(
+            "dataset",
+            f"{len(rows)} prompts, {args.num_generations} samples each, rewards from {args.reward_url}",
+            rows=len(rows),
+        )
+        trainer = GRPOTrainer(
+            reward_funcs=[make_bridge_reward(args.reward_url, args.reward_timeout)],
+            train_dataset=Dataset.from_list(rows),
+            **common,
+        )
     return train_and_finish(trainer, policy, args, f"grpo-{args.mode}", callback)
 
 

@@ -37,13 +37,24 @@ def replay_chunks(groups: list[dict[str, Any]], size: int, seed: int) -> list[tu
 class Replay:
     """The offline `rollout_func`: recorded token ids in place of generation, recorded rewards as extra field."""
 
-    def __init__(self, tokenizer: Any, groups: list[dict[str, Any]], chunks: list[tuple[int, list[dict[str, Any]]]],
-                 size: int, max_completion_length: int, max_length: int | None) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        groups: list[dict[str, Any]],
+        chunks: list[tuple[int, list[dict[str, Any]]]],
+        size: int,
+        max_completion_length: int,
+        max_length: int | None,
+    ) -> None:
         self.size = size
         self.rows: list[tuple[list[int], list[list[int]], list[float], list[list[float] | None]]] = []
         eos = tokenizer.eos_token_id
-        prompt_ids = [tokenizer.apply_chat_template(group["prompt"], add_generation_prompt=True, tokenize=True,
-                                                    return_dict=True)["input_ids"] for group in groups]
+        prompt_ids = [
+            tokenizer.apply_chat_template(group["prompt"], add_generation_prompt=True, tokenize=True, return_dict=True)[
+                "input_ids"
+            ]
+            for group in groups
+        ]
         for group_index, chunk in chunks:
             completion_ids, logprobs = [], []
             for completion in chunk:
@@ -82,10 +93,15 @@ class Replay:
         if all(row is None for row in logprobs):
             batch_logprobs = None
         else:
-            batch_logprobs = [row if row is not None else [None] * len(ids)
-                              for row, ids in zip(logprobs, completion_ids)]
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": batch_logprobs,
-                "recorded_reward": rewards}
+            batch_logprobs = [
+                row if row is not None else [None] * len(ids) for row, ids in zip(logprobs, completion_ids)
+            ]
+        return {
+            "prompt_ids": prompt_ids,
+            "completion_ids": completion_ids,
+            "logprobs": batch_logprobs,
+            "recorded_reward": rewards,
+        }
 
 
 def recorded_reward(prompts: list[Any], completions: list[Any], recorded_reward: list[float], **kwargs: Any) -> list:
@@ -120,19 +136,26 @@ def replay_trainer_class(base: type, is_correction: str, is_threshold: float, is
             if old is None:  # TRL skips it when the samples count as on-policy; the mismatch needs it
                 prompt_completion = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
                 attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
-                with torch.no_grad(), disable_gradient_checkpointing(self.model,
-                                                                    self.args.gradient_checkpointing_kwargs):
+                with (
+                    torch.no_grad(),
+                    disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
+                ):
                     old, _, _ = self._get_per_token_logps_and_entropies(
-                        self.model, prompt_completion, attention, output["completion_ids"].size(1),
-                        batch_size=self.args.per_device_train_batch_size)
+                        self.model,
+                        prompt_completion,
+                        attention,
+                        output["completion_ids"].size(1),
+                        batch_size=self.args.per_device_train_batch_size,
+                    )
                 output["old_per_token_logps"] = old
             if sampler is None:
                 sampler = torch.full_like(old, float("nan"))
             mask = output["completion_mask"]
             if "tool_mask" in output:
                 mask = mask * output["tool_mask"]
-            result = truncated_weights(old, sampler, mask, mode=is_correction, threshold=is_threshold, cap=is_cap,
-                                       gather=gather_object)
+            result = truncated_weights(
+                old, sampler, mask, mode=is_correction, threshold=is_threshold, cap=is_cap, gather=gather_object
+            )
             metrics = self._metrics["train" if self.model.training else "eval"]
             for key, value in result.metrics().items():
                 metrics[key].append(value)

@@ -29,9 +29,15 @@ class Policy:
 def lora_config(lora: dict[str, Any], base_model: str) -> Any:
     from peft import LoraConfig
 
-    return LoraConfig(r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=lora["dropout"],
-                      target_modules=lora["target_modules"], bias="none", task_type="CAUSAL_LM",
-                      base_model_name_or_path=base_model)
+    return LoraConfig(
+        r=lora["r"],
+        lora_alpha=lora["alpha"],
+        lora_dropout=lora["dropout"],
+        target_modules=lora["target_modules"],
+        bias="none",
+        task_type="CAUSAL_LM",
+        base_model_name_or_path=base_model,
+    )
 
 
 def load_tokenizer(folder: Path, fallback: str | None = None, padding_side: str = "right") -> Any:
@@ -81,8 +87,10 @@ def load_policy(args: TrainArgs, padding_side: str = "right", wrap_lora: bool = 
     if args.lora:
         model = PeftModel.from_pretrained(base_model, str(folder.path), is_trainable=True)
         if folder.lora_rank is not None and folder.lora_rank != args.lora["r"]:
-            log(f"continuing the parent adapter {folder.path} with its own rank r={folder.lora_rank} "
-                f"(config lora.r={args.lora['r']} does not apply)")
+            log(
+                f"continuing the parent adapter {folder.path} with its own rank r={folder.lora_rank} "
+                f"(config lora.r={args.lora['r']} does not apply)"
+            )
         return Policy(model, tokenizer, None, True, base, parent_adapter=str(folder.path))
     merged_dir = Path(args.output_dir).expanduser().resolve() / MERGED_PARENT_DIR
     if is_main_process():

@@ -56,8 +56,12 @@ class PPOArgs(MismatchArgs):
     beta: float = field(default=0.0, metadata={"help": "KL penalty towards the starting policy."})
     clip_epsilon: float = field(default=0.2, metadata={"help": "PPO ratio clipping range."})
     max_completion_length: int = field(default=256, metadata={"help": "Maximum completion tokens (longer are cut)."})
-    old_logprobs: str = field(default="recompute", metadata={
-        "help": "recompute: the starting policy's log-probs are the behaviour policy; recorded: the row's logprobs."})
+    old_logprobs: str = field(
+        default="recompute",
+        metadata={
+            "help": "recompute: the starting policy's log-probs are the behaviour policy; recorded: the row's logprobs."
+        },
+    )
     whiten_advantages: bool = field(default=True, metadata={"help": "Divide advantages by the returns' std."})
 
     def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
@@ -93,31 +97,47 @@ def load_examples(args: PPOArgs, tokenizer: Any) -> list[dict[str, Any]]:
             completion_ids = list(token_ids)
         else:
             raise ScriptError(f"{where}: token_ids must be a non-empty list of token ids or null")
-        completion_ids = completion_ids[:args.max_completion_length]
+        completion_ids = completion_ids[: args.max_completion_length]
         recorded = row.get("logprobs")
         sampled = None
-        if (token_ids is not None and isinstance(recorded, list) and len(recorded) >= len(completion_ids)
-                and all(isinstance(x, (int, float)) and math.isfinite(x) for x in recorded[:len(completion_ids)])):
-            sampled = [float(x) for x in recorded[:len(completion_ids)]]
+        if (
+            token_ids is not None
+            and isinstance(recorded, list)
+            and len(recorded) >= len(completion_ids)
+            and all(isinstance(x, (int, float)) and math.isfinite(x) for x in recorded[: len(completion_ids)])
+        ):
+            sampled = [float(x) for x in recorded[: len(completion_ids)]]
             recorded_used += 1
         old = sampled if args.old_logprobs == "recorded" and args.is_correction == "off" else None
-        prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True,
-                                                   return_dict=True)["input_ids"]
+        prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=True)[
+            "input_ids"
+        ]
         if args.max_length is not None:
-            prompt_ids = prompt_ids[-max(1, args.max_length - len(completion_ids)):]
-        examples.append({"prompt_ids": list(prompt_ids), "completion_ids": completion_ids, "reward": reward,
-                         "return": ret if ret is not None else reward, "old_logps": old, "recorded_logps": sampled})
+            prompt_ids = prompt_ids[-max(1, args.max_length - len(completion_ids)) :]
+        examples.append(
+            {
+                "prompt_ids": list(prompt_ids),
+                "completion_ids": completion_ids,
+                "reward": reward,
+                "return": ret if ret is not None else reward,
+                "old_logps": old,
+                "recorded_logps": sampled,
+            }
+        )
     returns = [e["return"] for e in examples]
     mean = sum(returns) / len(returns)
     std = math.sqrt(sum((g - mean) ** 2 for g in returns) / len(returns))
     if std < 1e-8:
-        raise ScriptError(f"every transition in {args.dataset_path} has the same return ({mean}): "
-                          "no advantage, nothing to learn")
+        raise ScriptError(
+            f"every transition in {args.dataset_path} has the same return ({mean}): no advantage, nothing to learn"
+        )
     for example in examples:
         example["advantage"] = (example["return"] - mean) / (std if args.whiten_advantages else 1.0)
     if args.is_correction != "off":
-        log(f"recorded logprobs usable for {recorded_used} of {len(examples)} rows (is_correction: "
-            f"{args.is_correction}; old log-probs recomputed, the rest are not corrected)")
+        log(
+            f"recorded logprobs usable for {recorded_used} of {len(examples)} rows (is_correction: "
+            f"{args.is_correction}; old log-probs recomputed, the rest are not corrected)"
+        )
     elif args.old_logprobs == "recorded":
         log(f"recorded logprobs used for {recorded_used} of {len(examples)} rows (the rest: recomputed)")
     return examples
@@ -137,18 +157,25 @@ def collate(batch: list[dict[str, Any]], pad_id: int) -> dict[str, Any]:
     ref = torch.zeros((len(batch), k), dtype=torch.float32)
     for i, (example, seq) in enumerate(zip(batch, seqs)):
         c = len(example["completion_ids"])
-        input_ids[i, width - len(seq):] = torch.tensor(seq)
-        attention[i, width - len(seq):] = 1
-        mask[i, k - c:] = 1
+        input_ids[i, width - len(seq) :] = torch.tensor(seq)
+        attention[i, width - len(seq) :] = 1
+        mask[i, k - c :] = 1
         if "ref_logps" in example:
-            ref[i, k - c:] = torch.tensor(example["ref_logps"])
-            old[i, k - c:] = torch.tensor(example["old_logps"] or example["ref_logps"])
+            ref[i, k - c :] = torch.tensor(example["ref_logps"])
+            old[i, k - c :] = torch.tensor(example["old_logps"] or example["ref_logps"])
     position_ids = (attention.cumsum(-1) - 1).clamp(min=0)
     recorded = recorded_tensor([e.get("recorded_logps") for e in batch], k, left=True)  # NaN: none recorded
-    return {"input_ids": input_ids, "attention_mask": attention, "position_ids": position_ids,
-            "completion_mask": mask, "old_logps": old, "ref_logps": ref, "recorded_logps": recorded,
-            "advantages": torch.tensor([e["advantage"] for e in batch], dtype=torch.float32),
-            "rewards": torch.tensor([e["reward"] for e in batch], dtype=torch.float32)}
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention,
+        "position_ids": position_ids,
+        "completion_mask": mask,
+        "old_logps": old,
+        "ref_logps": ref,
+        "recorded_logps": recorded,
+        "advantages": torch.tensor([e["advantage"] for e in batch], dtype=torch.float32),
+        "rewards": torch.tensor([e["reward"] for e in batch], dtype=torch.float32),
+    }
 
 
 def completion_logps(model: Any, batch: dict[str, Any]) -> Any:
@@ -156,8 +183,13 @@ def completion_logps(model: Any, batch: dict[str, Any]) -> Any:
     import torch
 
     k = batch["completion_mask"].shape[1]
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                   position_ids=batch["position_ids"], logits_to_keep=k + 1, use_cache=False).logits
+    logits = model(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        position_ids=batch["position_ids"],
+        logits_to_keep=k + 1,
+        use_cache=False,
+    ).logits
     logits = logits[:, :-1].float()
     targets = batch["input_ids"][:, -k:]
     return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
@@ -172,12 +204,12 @@ def precompute_logps(model: Any, examples: list[dict[str, Any]], pad_id: int, de
     model.to(device)
     with torch.no_grad():
         for start in range(0, len(examples), batch_size):
-            chunk = examples[start:start + batch_size]
+            chunk = examples[start : start + batch_size]
             batch = {key: value.to(device) for key, value in collate(chunk, pad_id).items()}
             logps = completion_logps(model, batch).cpu()
             k = logps.shape[1]
             for i, example in enumerate(chunk):
-                example["ref_logps"] = logps[i, k - len(example["completion_ids"]):].tolist()
+                example["ref_logps"] = logps[i, k - len(example["completion_ids"]) :].tolist()
     model.train(was_training)
 
 
@@ -206,8 +238,9 @@ def make_trainer_class() -> type:
             low, high = 1 - self.clip_epsilon, 1 + self.clip_epsilon
             surrogate = torch.min(ratio * advantages, torch.clamp(ratio, low, high) * advantages)
             if self.tis["mode"] != "off":  # the starting policy's log-probs against the recorded (serving) ones
-                correction = truncated_weights(inputs["ref_logps"], inputs["recorded_logps"], mask,
-                                               gather=gather_object, **self.tis)
+                correction = truncated_weights(
+                    inputs["ref_logps"], inputs["recorded_logps"], mask, gather=gather_object, **self.tis
+                )
                 surrogate = surrogate * correction.weights
                 for key, value in correction.metrics().items():
                     self._metrics[key].append(value)
@@ -219,9 +252,16 @@ def make_trainer_class() -> type:
             with torch.no_grad():
                 clipped = ((ratio < low) | (ratio > high)).float()
                 gather = self.accelerator.gather
-                stats = torch.stack([(kl * mask).sum() / tokens, (clipped * mask).sum() / tokens,
-                                     (ratio * mask).sum() / tokens, inputs["rewards"].mean(),
-                                     inputs["advantages"].mean(), inputs["attention_mask"].sum().float()])
+                stats = torch.stack(
+                    [
+                        (kl * mask).sum() / tokens,
+                        (clipped * mask).sum() / tokens,
+                        (ratio * mask).sum() / tokens,
+                        inputs["rewards"].mean(),
+                        inputs["advantages"].mean(),
+                        inputs["attention_mask"].sum().float(),
+                    ]
+                )
                 stats = gather(stats.unsqueeze(0))
                 self._metrics["kl"].append(stats[:, 0].mean().item())
                 self._metrics["clip_ratio"].append(stats[:, 1].mean().item())
@@ -251,18 +291,25 @@ def main(args: PPOArgs) -> dict[str, Any]:
     use_cpu, _ = device_flags(args)
     device = torch.device("cpu" if use_cpu or not torch.cuda.is_available() else "cuda")
     pad_id = policy.tokenizer.pad_token_id
-    progress("dataset", f"{len(examples)} transitions; computing the starting policy's log-probabilities",
-             rows=len(examples))
+    progress(
+        "dataset", f"{len(examples)} transitions; computing the starting policy's log-probabilities", rows=len(examples)
+    )
     precompute_logps(policy.model, examples, pad_id, device)
     if args.gradient_checkpointing and policy.adapter:
         policy.model.enable_input_require_grads()
     config = TrainingArguments(**training_kwargs(args), remove_unused_columns=False)
     callback = make_callback(reward_key="reward", kl_key="kl")
-    trainer = make_trainer_class()(model=policy.model, args=config, train_dataset=examples,
-                                   data_collator=lambda batch: collate(batch, pad_id),
-                                   processing_class=policy.tokenizer, callbacks=[callback],
-                                   clip_epsilon=args.clip_epsilon, beta=args.beta,
-                                   tis={"mode": args.is_correction, "threshold": args.is_threshold, "cap": args.is_cap})
+    trainer = make_trainer_class()(
+        model=policy.model,
+        args=config,
+        train_dataset=examples,
+        data_collator=lambda batch: collate(batch, pad_id),
+        processing_class=policy.tokenizer,
+        callbacks=[callback],
+        clip_epsilon=args.clip_epsilon,
+        beta=args.beta,
+        tis={"mode": args.is_correction, "threshold": args.is_threshold, "cap": args.is_cap},
+    )
     return train_and_finish(trainer, policy, args, "ppo", callback)
 
 

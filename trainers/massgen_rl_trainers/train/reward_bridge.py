@@ -25,8 +25,9 @@ def post_rewards(url: str, body: dict[str, Any], timeout: float, attempts: int =
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     opener = _opener(url)
     for attempt in range(1, attempts + 1):
-        request = urllib.request.Request(url, data=data, method="POST",
-                                         headers={"Content-Type": "application/json", "Accept": "application/json"})
+        request = urllib.request.Request(
+            url, data=data, method="POST", headers={"Content-Type": "application/json", "Accept": "application/json"}
+        )
         try:
             with opener.open(request, timeout=timeout) as response:
                 payload = json.loads(response.read().decode("utf-8"))
@@ -44,8 +45,10 @@ def post_rewards(url: str, body: dict[str, Any], timeout: float, attempts: int =
         time.sleep(attempt)
     rewards = payload.get("rewards") if isinstance(payload, dict) else None
     if not isinstance(rewards, list) or len(rewards) != len(body["completions"]):
-        raise ScriptError(f"reward bridge {url} must answer {{\"rewards\": [...]}} with {len(body['completions'])} "
-                          f"values, got {str(payload)[:300]}")
+        raise ScriptError(
+            f'reward bridge {url} must answer {{"rewards": [...]}} with {len(body["completions"])} '
+            f"values, got {str(payload)[:300]}"
+        )
     out = []
     for value in rewards:
         if value is None:
@@ -58,8 +61,9 @@ def post_rewards(url: str, body: dict[str, Any], timeout: float, attempts: int =
 
 
 def make_bridge_reward(url: str, timeout: float) -> Any:
-    def reward_bridge(prompts: list[Any], completions: list[Any], meta_json: list[str] | None = None,
-                      **kwargs: Any) -> list[float | None]:
+    def reward_bridge(
+        prompts: list[Any], completions: list[Any], meta_json: list[str] | None = None, **kwargs: Any
+    ) -> list[float | None]:
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
         metas = [json.loads(m) for m in meta_json] if meta_json else [{} for _ in texts]
         return post_rewards(url, {"prompts": prompts, "completions": texts, "meta": metas}, timeout)

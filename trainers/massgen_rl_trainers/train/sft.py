@@ -29,8 +29,10 @@ from .settings import training_kwargs
 class SFTArgs(TrainArgs):
     """Supervised fine-tuning on recorded chat completions; JSON-lines events on stdout."""
 
-    completion_only_loss: bool = field(default=True, metadata={
-        "help": "Loss on the final assistant message only (else on every token of the conversation)."})
+    completion_only_loss: bool = field(
+        default=True,
+        metadata={"help": "Loss on the final assistant message only (else on every token of the conversation)."},
+    )
 
 
 def load_rows(args: SFTArgs) -> list[dict[str, Any]]:
@@ -56,12 +58,22 @@ def main(args: SFTArgs) -> dict[str, Any]:
 
     rows = load_rows(args)
     policy = load_policy(args)
-    config = SFTConfig(**training_kwargs(args), max_length=args.max_length, packing=False,
-                       completion_only_loss=args.completion_only_loss)
+    config = SFTConfig(
+        **training_kwargs(args),
+        max_length=args.max_length,
+        packing=False,
+        completion_only_loss=args.completion_only_loss,
+    )
     callback = make_callback(reward_key=None, kl_key=None)
     progress("dataset", f"{len(rows)} rows", rows=len(rows))
-    trainer = SFTTrainer(model=policy.model, args=config, train_dataset=Dataset.from_list(rows),
-                         processing_class=policy.tokenizer, peft_config=policy.peft_config, callbacks=[callback])
+    trainer = SFTTrainer(
+        model=policy.model,
+        args=config,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=policy.tokenizer,
+        peft_config=policy.peft_config,
+        callbacks=[callback],
+    )
     return train_and_finish(trainer, policy, args, "sft", callback)
 
 

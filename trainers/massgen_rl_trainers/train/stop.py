@@ -52,8 +52,10 @@ class StopRequest:
                 return
             raise KeyboardInterrupt(f"second {name}")
         self.requested, self.signal_name = True, name
-        log(f"received {name}: finishing the current step, then saving a resumable checkpoint "
-            "(send it again to stop at once without one)")
+        log(
+            f"received {name}: finishing the current step, then saving a resumable checkpoint "
+            "(send it again to stop at once without one)"
+        )
 
 
 STOP = StopRequest()

@@ -14,8 +14,9 @@ tokens with recorded log-probabilities exceeds `threshold` (nats), "off" never (
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 MODES = ("auto", "on", "off")
 DEFAULT_THRESHOLD = 0.02
@@ -27,8 +28,9 @@ def validate_tis(mode: str, threshold: float, cap: float) -> None:
 
     if mode not in MODES:
         raise UsageError(f"is_correction must be 'auto', 'on' or 'off', got {mode!r}")
-    if isinstance(threshold, bool) or not (isinstance(threshold, (int, float)) and math.isfinite(threshold)
-                                           and 0 <= threshold <= 100):
+    if isinstance(threshold, bool) or not (
+        isinstance(threshold, (int, float)) and math.isfinite(threshold) and 0 <= threshold <= 100
+    ):
         raise UsageError(f"is_threshold must be a number from 0 to 100 (nats), got {threshold!r}")
     if isinstance(cap, bool) or not (isinstance(cap, (int, float)) and math.isfinite(cap) and 1 <= cap <= 1e6):
         raise UsageError(f"is_cap must be a number from 1 to 1e6, got {cap!r}")
@@ -47,8 +49,12 @@ class TISResult:
         """The step-event figures (nothing when the batch had no recorded log-probabilities)."""
         if self.tokens == 0:
             return {}
-        return {"tis/mean_abs_delta": self.mean_abs_delta, "tis/p99_abs_delta": self.p99_abs_delta,
-                "tis/mean_weight": self.mean_weight, "tis/applied": float(self.applied)}
+        return {
+            "tis/mean_abs_delta": self.mean_abs_delta,
+            "tis/p99_abs_delta": self.p99_abs_delta,
+            "tis/mean_weight": self.mean_weight,
+            "tis/applied": float(self.applied),
+        }
 
 
 def usable_logprobs(value: Any, length: int) -> list[float] | None:
@@ -70,14 +76,22 @@ def recorded_tensor(rows: list[list[float] | None], width: int, left: bool = Fal
         if row:
             values = torch.tensor([float("nan") if x is None else float(x) for x in row[:width]], dtype=torch.float32)
             if left:
-                out[i, width - len(values):] = values
+                out[i, width - len(values) :] = values
             else:
-                out[i, :len(values)] = values
+                out[i, : len(values)] = values
     return out
 
 
-def truncated_weights(trainer_logps: Any, sampler_logps: Any, mask: Any, *, mode: str, threshold: float, cap: float,
-                      gather: Callable[[list[float]], list[float]] | None = None) -> TISResult:
+def truncated_weights(
+    trainer_logps: Any,
+    sampler_logps: Any,
+    mask: Any,
+    *,
+    mode: str,
+    threshold: float,
+    cap: float,
+    gather: Callable[[list[float]], list[float]] | None = None,
+) -> TISResult:
     """Per-token TIS weights for one batch. `sampler_logps` holds NaN where nothing was recorded; `mask` marks the
     completion tokens. `gather` collects the per-token deltas of every process (default: this one only), so all
     processes take the same decision and report the same figures."""
@@ -99,5 +113,6 @@ def truncated_weights(trainer_logps: Any, sampler_logps: Any, mask: Any, *, mode
         mean_weight = float(torch.exp(deltas).clamp(max=cap).mean())
     else:
         weights, mean_weight = torch.ones_like(delta), 1.0
-    return TISResult(weights.detach(), applied, int(deltas.numel()), mean_abs,
-                     float(torch.quantile(magnitude, 0.99)), mean_weight)
+    return TISResult(
+        weights.detach(), applied, int(deltas.numel()), mean_abs, float(torch.quantile(magnitude, 0.99)), mean_weight
+    )

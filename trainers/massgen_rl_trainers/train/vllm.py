@@ -17,8 +17,15 @@ from ..config_args import UsageError
 from .args import mapping_or_none
 
 DEFAULTS: dict[str, Any] = {
-    "mode": "server", "server_base_url": None, "server_host": "127.0.0.1", "server_port": 8000, "server_timeout": 240.0,
-    "group_port": 51216, "gpu_memory_utilization": 0.3, "tensor_parallel_size": 1, "max_model_length": None,
+    "mode": "server",
+    "server_base_url": None,
+    "server_host": "127.0.0.1",
+    "server_port": 8000,
+    "server_timeout": 240.0,
+    "group_port": 51216,
+    "gpu_memory_utilization": 0.3,
+    "tensor_parallel_size": 1,
+    "max_model_length": None,
 }
 
 
@@ -63,8 +70,10 @@ def check_vllm_run(vllm: dict[str, Any] | None, mode: str, cpu_only: bool, proce
     if cpu_only:
         raise UsageError("vllm needs CUDA GPUs, but train.gpus is none")
     if vllm["mode"] == "colocate" and processes % vllm["tensor_parallel_size"]:
-        raise UsageError(f"vllm.tensor_parallel_size ({vllm['tensor_parallel_size']}): colocated engines split the "
-                         f"{processes} training process(es) into groups of it, so use a divisor of {processes}")
+        raise UsageError(
+            f"vllm.tensor_parallel_size ({vllm['tensor_parallel_size']}): colocated engines split the "
+            f"{processes} training process(es) into groups of it, so use a divisor of {processes}"
+        )
 
 
 def grpo_vllm_kwargs(vllm: dict[str, Any] | None) -> dict[str, Any]:
@@ -72,9 +81,14 @@ def grpo_vllm_kwargs(vllm: dict[str, Any] | None) -> dict[str, Any]:
     if vllm is None:
         return {"use_vllm": False}
     return {
-        "use_vllm": True, "vllm_mode": vllm["mode"], "vllm_server_base_url": vllm["server_base_url"],
-        "vllm_server_host": vllm["server_host"], "vllm_server_port": vllm["server_port"],
-        "vllm_server_timeout": float(vllm["server_timeout"]), "vllm_group_port": vllm["group_port"],
+        "use_vllm": True,
+        "vllm_mode": vllm["mode"],
+        "vllm_server_base_url": vllm["server_base_url"],
+        "vllm_server_host": vllm["server_host"],
+        "vllm_server_port": vllm["server_port"],
+        "vllm_server_timeout": float(vllm["server_timeout"]),
+        "vllm_group_port": vllm["group_port"],
         "vllm_gpu_memory_utilization": float(vllm["gpu_memory_utilization"]),
-        "vllm_tensor_parallel_size": vllm["tensor_parallel_size"], "vllm_max_model_length": vllm["max_model_length"],
+        "vllm_tensor_parallel_size": vllm["tensor_parallel_size"],
+        "vllm_max_model_length": vllm["max_model_length"],
     }

@@ -3,12 +3,12 @@ import { errorMessage } from '../errors.js';
 import { HttpTimeoutError, postJson, type HttpResponse } from '../llm/http.js';
 import type { Redactor } from '../store/redact.js';
 import { readBody } from '../util/http-body.js';
-import { newId } from '../util/ids.js';
-import { ApiError, badRequest, sendError } from './api-error.js';
+import { ApiError, badRequest } from './api-error.js';
 import type { Backend } from './backends.js';
-import { headerText, type RouteContext } from './context.js';
+import type { RouteContext } from './context.js';
 import { passOn, type Forwarded } from './forward.js';
 import type { RequestRecord } from './metrics.js';
+import { relayCall } from './relay-call.js';
 import { parseJsonObject } from './request.js';
 
 /** OpenAI's limit on the inputs of one request. */
@@ -105,48 +105,17 @@ export async function embeddings(
   const t0 = performance.now();
   const { body, model } = parseEmbeddingsRequest(await readBody(req, ctx.limits.max_body_bytes));
   const backend = await ctx.backends.get(model);
-  rec.model = backend.name;
-  const callId = newId('call');
-  res.setHeader('x-request-id', callId);
-  const aborted = new AbortController();
-  const onClose = () => {
-    if (!res.writableFinished) aborted.abort(new Error('the client closed the connection'));
-  };
-  res.on('close', onClose);
-  let forwarded: Forwarded;
-  try {
-    forwarded = await forwardEmbeddings(backend, body, res, aborted.signal, ctx.redactor);
-  } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    sendError(res, err);
-    forwarded = { status: err.status, attempts: 1, error: err.message };
-  } finally {
-    res.off('close', onClose);
-  }
-  if (forwarded.cancelled) rec.status = 499;
-  const agent = headerText(req.headers['x-agent-id']) ?? null;
-  const session = ctx.sessions.touch(
+  await relayCall(
+    ctx,
+    req,
+    res,
+    { client, rec, startedAt, t0 },
     {
-      header: headerText(req.headers['x-session-id']),
-      user: body.user,
-      client,
-      remote: req.socket.remoteAddress ?? '',
+      backend,
+      body,
+      stream: false,
+      kind: 'embeddings',
+      send: (signal) => forwardEmbeddings(backend, body, res, signal, ctx.redactor),
     },
-    startedAt,
-    callId,
-    agent,
   );
-  ctx.capture.add({
-    callId,
-    session,
-    agent,
-    client,
-    startedAt,
-    latencyMs: performance.now() - t0,
-    request: body,
-    backend: { name: backend.name, model: backend.model },
-    stream: false,
-    forwarded,
-    kind: 'embeddings',
-  });
 }

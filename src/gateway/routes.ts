@@ -1,14 +1,14 @@
 import type http from 'node:http';
 import { BodyRefused, readBody } from '../util/http-body.js';
-import { newId } from '../util/ids.js';
 import { ApiError, sendError, sendJson } from './api-error.js';
 import { isLoopback } from './auth.js';
-import { headerText, type RouteContext } from './context.js';
+import type { RouteContext } from './context.js';
 import { embeddings } from './embeddings.js';
 import { feedback } from './feedback.js';
-import { forward, type Forwarded } from './forward.js';
+import { forward } from './forward.js';
 import type { RequestRecord } from './metrics.js';
 import { PROM_CONTENT_TYPE } from './prom-text.js';
+import { relayCall } from './relay-call.js';
 import { parseChatRequest } from './request.js';
 
 export type { RouteContext } from './context.js';
@@ -124,51 +124,17 @@ async function chat(
   const t0 = performance.now();
   const request = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
   const backend = await ctx.backends.get(request.model);
-  rec.model = backend.name;
-  // the client's handle on this call for /v1/feedback (OpenAI's SDKs expose it as the request id)
-  const callId = newId('call');
-  res.setHeader('x-request-id', callId);
-  const aborted = new AbortController();
-  const onClose = () => {
-    if (!res.writableFinished) aborted.abort(new Error('the client closed the connection'));
-  };
-  res.on('close', onClose);
-  let forwarded: Forwarded;
-  try {
-    forwarded = await forward(backend, request, res, aborted.signal, ctx.redactor);
-  } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
-    // a backend that could not answer: the client gets the error, the call is captured with it
-    sendError(res, err);
-    forwarded = { status: err.status, attempts: 1, error: err.message };
-  } finally {
-    res.off('close', onClose);
-  }
-  if (forwarded.cancelled) rec.status = 499;
-  const ttft = forwarded.result?.ttftMs;
-  if (typeof ttft === 'number') rec.ttftS = ttft / 1000;
-  const agent = headerText(req.headers['x-agent-id']) ?? null;
-  const session = ctx.sessions.touch(
+  await relayCall(
+    ctx,
+    req,
+    res,
+    { client, rec, startedAt, t0 },
     {
-      header: headerText(req.headers['x-session-id']),
-      user: request.body.user,
-      client,
-      remote: req.socket.remoteAddress ?? '',
+      backend,
+      body: request.body,
+      stream: request.stream,
+      kind: 'chat',
+      send: (signal) => forward(backend, request, res, signal, ctx.redactor),
     },
-    startedAt,
-    callId,
-    agent,
   );
-  ctx.capture.add({
-    callId,
-    session,
-    agent,
-    client,
-    startedAt,
-    latencyMs: performance.now() - t0,
-    request: request.body,
-    backend: { name: backend.name, model: backend.model },
-    stream: request.stream,
-    forwarded,
-  });
 }

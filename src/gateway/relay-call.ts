@@ -1,0 +1,74 @@
+import type http from 'node:http';
+import { newId } from '../util/ids.js';
+import { ApiError, sendError } from './api-error.js';
+import type { Backend } from './backends.js';
+import { headerText, type RouteContext } from './context.js';
+import type { Forwarded } from './forward.js';
+import type { RequestRecord } from './metrics.js';
+
+/** One call as a route makes it: where it goes, what the client sent, and how it is sent. */
+export interface CallSpec {
+  backend: Backend;
+  body: Record<string, unknown>;
+  stream: boolean;
+  kind: 'chat' | 'embeddings';
+  /** Sends it and writes the answer to the client; a backend's refusal comes back as an ApiError. */
+  send(signal: AbortSignal): Promise<Forwarded>;
+}
+
+/**
+ * A call through the gateway, the part every route shares: its id in `x-request-id` (the client's
+ * handle for /v1/feedback), the backend's answer relayed (an error the backend gave as the client's
+ * error), the client hanging up turned into a cancel, then the call captured in its session.
+ */
+export async function relayCall(
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  call: { client: string; rec: RequestRecord; startedAt: number; t0: number },
+  spec: CallSpec,
+): Promise<void> {
+  call.rec.model = spec.backend.name;
+  const callId = newId('call');
+  res.setHeader('x-request-id', callId);
+  const aborted = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) aborted.abort(new Error('the client closed the connection'));
+  };
+  res.on('close', onClose);
+  let forwarded: Forwarded;
+  try {
+    forwarded = await spec.send(aborted.signal);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    // a backend that could not answer: the client gets the error, the call is captured with it
+    sendError(res, err);
+    forwarded = { status: err.status, attempts: 1, error: err.message };
+  } finally {
+    res.off('close', onClose);
+  }
+  if (forwarded.cancelled) call.rec.status = 499;
+  const ttft = forwarded.result?.ttftMs;
+  if (typeof ttft === 'number') call.rec.ttftS = ttft / 1000;
+  const agent = headerText(req.headers['x-agent-id']) ?? null;
+  const source = {
+    header: headerText(req.headers['x-session-id']),
+    user: spec.body.user,
+    client: call.client,
+    remote: req.socket.remoteAddress ?? '',
+  };
+  const session = ctx.sessions.touch(source, call.startedAt, callId, agent);
+  ctx.capture.add({
+    callId,
+    session,
+    agent,
+    client: call.client,
+    startedAt: call.startedAt,
+    latencyMs: performance.now() - call.t0,
+    request: spec.body,
+    backend: { name: spec.backend.name, model: spec.backend.model },
+    stream: spec.stream,
+    forwarded,
+    ...(spec.kind === 'embeddings' ? { kind: 'embeddings' as const } : {}),
+  });
+}

@@ -13,6 +13,35 @@ afterEach(async () => {
 
 const HELLO = { model: 'scripted', messages: [{ role: 'user', content: 'Say hello' }] };
 
+interface Started {
+  baseUrl: string;
+  auth: string;
+  recovered?: { calls: number };
+}
+
+/** `massgen-rl --json gateway --port 0` in dir, and the JSON it prints once it listens. */
+function startCli(dir: string) {
+  const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', '0'], {
+    cwd: dir,
+    reject: false,
+    stdin: 'ignore',
+    env: { NO_COLOR: '1' },
+  });
+  const ready = new Promise<Started>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      try {
+        resolve(JSON.parse(out) as Started);
+      } catch {
+        /* not all of it yet */
+      }
+    });
+    void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
+  });
+  return { child, ready };
+}
+
 describe('massgen-rl gateway', () => {
   it('prints its address as JSON, and on SIGTERM finishes the stream in flight and stores every call', async () => {
     backend = await startChatBackend();
@@ -23,24 +52,8 @@ agents:
   - { id: a, model: scripted }
 `,
     });
-    const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', '0'], {
-      cwd: dir,
-      reject: false,
-      stdin: 'ignore',
-      env: { NO_COLOR: '1' },
-    });
-    const started = await new Promise<{ baseUrl: string; auth: string }>((resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (c: Buffer) => {
-        out += c.toString();
-        try {
-          resolve(JSON.parse(out) as { baseUrl: string; auth: string });
-        } catch {
-          /* not all of it yet */
-        }
-      });
-      void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
-    });
+    const { child, ready } = startCli(dir);
+    const started = await ready;
     expect(started.auth).toBe('loopback-only');
     const url = `${started.baseUrl}/chat/completions`;
     const headers = { 'x-session-id': 'cli' };
@@ -84,27 +97,7 @@ agents:
 gateway: { flush_ms: 5000, batch_size: 100000 }
 `,
     });
-    const start = () => {
-      const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', '0'], {
-        cwd: dir,
-        reject: false,
-        stdin: 'ignore',
-        env: { NO_COLOR: '1' },
-      });
-      const ready = new Promise<{ baseUrl: string; recovered?: { calls: number } }>((resolve, reject) => {
-        let out = '';
-        child.stdout!.on('data', (c: Buffer) => {
-          out += c.toString();
-          try {
-            resolve(JSON.parse(out) as { baseUrl: string });
-          } catch {
-            /* not all of it yet */
-          }
-        });
-        void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
-      });
-      return { child, ready };
-    };
+    const start = () => startCli(dir);
     const first = start();
     const { baseUrl } = await first.ready;
     const completed: string[] = [];

@@ -62,6 +62,11 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (Boolean(p.file) === Boolean(p.text)) add(['prompts', key], 'set exactly one of file or text');
     if (p.file) requireFile(baseDir, p.file, ['prompts', key, 'file'], add);
   }
+  for (const [alias, a] of Object.entries(config.gateway.aliases)) {
+    if (Object.hasOwn(config.models, alias)) add(['gateway', 'aliases', alias], `"${alias}" is already a model name`);
+    if (!Object.hasOwn(config.models, a.model))
+      add(['gateway', 'aliases', alias, 'model'], `unknown model "${a.model}"; ${known('models', models)}`);
+  }
   const seen = new Set<string>();
   config.agents.forEach((a, i) => {
     if (seen.has(a.id)) add(['agents', i, 'id'], `duplicate agent id "${a.id}"`);

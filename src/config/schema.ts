@@ -753,6 +753,12 @@ const gateway = z.strictObject({
     .default(200)
     .describe('captured calls wait at most this long in memory before they are written (one transaction per batch)'),
   batch_size: count(100_000).default(256).describe('captured calls that trigger a write before flush_ms'),
+  aliases: z
+    .record(name, z.strictObject({ model: name, agent: z.string().min(1).max(256).optional() }))
+    .default({})
+    .describe(
+      'model names clients may send instead of a config model: each routes to `model` and, with `agent`, names the agent of its calls (as X-Agent-Id does)',
+    ),
   max_body_bytes: count(1 << 30)
     .default(32 * 1024 * 1024)
     .describe('a larger request body is refused (413)'),

@@ -26,14 +26,23 @@ export class Backends {
 
   constructor(private readonly rt: Runtime) {}
 
-  /** The logical model names routed. */
+  /** The logical model names routed: the config models, then gateway.aliases. */
   names(): string[] {
-    return Object.keys(this.rt.config.models);
+    return [...Object.keys(this.rt.config.models), ...Object.keys(this.rt.config.gateway.aliases)];
   }
 
-  get(name: string): Promise<Backend> {
+  /** The agent an alias names (gateway.aliases.<name>.agent), if any. */
+  agentOf(name: string): string | undefined {
+    return Object.hasOwn(this.rt.config.gateway.aliases, name)
+      ? this.rt.config.gateway.aliases[name]!.agent
+      : undefined;
+  }
+
+  get(requested: string): Promise<Backend> {
+    const aliases = this.rt.config.gateway.aliases;
+    const name = Object.hasOwn(aliases, requested) ? aliases[requested]!.model : requested;
     if (!Object.hasOwn(this.rt.config.models, name)) {
-      const message = `The model \`${name}\` does not exist; models: ${this.names().join(', ')}`;
+      const message = `The model \`${requested}\` does not exist; models: ${this.names().join(', ')}`;
       return Promise.reject(new ApiError(404, message, 'model', 'model_not_found'));
     }
     let backend = this.started.get(name);

@@ -50,10 +50,12 @@ export async function relayCall(
   if (forwarded.cancelled) call.rec.status = 499;
   const ttft = forwarded.result?.ttftMs;
   if (typeof ttft === 'number') call.rec.ttftS = ttft / 1000;
-  const agent = headerText(req.headers['x-agent-id']) ?? null;
+  const alias = typeof spec.body.model === 'string' ? ctx.backends.agentOf(spec.body.model) : undefined;
+  const agent = headerText(req.headers['x-agent-id']) ?? alias ?? null;
   const source = {
     header: headerText(req.headers['x-session-id']),
     user: spec.body.user,
+    metadata: spec.body.metadata,
     client: call.client,
     remote: req.socket.remoteAddress ?? '',
   };

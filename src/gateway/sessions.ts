@@ -29,6 +29,8 @@ export interface SessionSource {
   header?: string;
   /** The request's `user`. */
   user?: unknown;
+  /** The request's `metadata` (its `session_id`, a string, names the session). */
+  metadata?: unknown;
   /** Who sent it: the client key's name, and its address. */
   client: string;
   remote: string;
@@ -124,6 +126,14 @@ function keyOf(src: SessionSource): { key: string; metadata: Record<string, unkn
   if (src.header) {
     const id = src.header.slice(0, MAX_ID_CHARS);
     return { key: `h\0${src.client}\0${id}`, metadata: { ...base, session: id, session_from: 'header' } };
+  }
+  const named =
+    typeof src.metadata === 'object' && src.metadata !== null
+      ? (src.metadata as { session_id?: unknown }).session_id
+      : undefined;
+  if (typeof named === 'string' && named !== '') {
+    const id = named.slice(0, MAX_ID_CHARS);
+    return { key: `h\0${src.client}\0${id}`, metadata: { ...base, session: id, session_from: 'metadata' } };
   }
   if (typeof src.user === 'string' && src.user !== '') {
     const id = src.user.slice(0, MAX_ID_CHARS);

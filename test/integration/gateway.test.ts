@@ -302,3 +302,35 @@ describe('the gateway on a scripted backend', () => {
     await expect(gateway(p.rt, { host: '0.0.0.0', port: 0 })).rejects.toThrow(UserError);
   });
 });
+
+describe('the gateway names sessions and agents the ways a client can', () => {
+  it('metadata.session_id names a session; an alias routes to its model and names the agent', async () => {
+    const p = await project(
+      {},
+      `${WITH_KEYS.slice(0, -2)}, aliases: { planner: { model: scripted, agent: planner }, plain: { model: other } } }`,
+    );
+    const listed = (await (
+      await fetch(`${p.base}/models`, { headers: { authorization: `Bearer ${GW_KEY}` } })
+    ).json()) as {
+      data: { id: string }[];
+    };
+    expect(listed.data.map((m) => m.id)).toEqual(['scripted', 'other', 'planner', 'plain']);
+    expect((await post(p, { ...HELLO, model: 'planner', metadata: { session_id: 'm-1' } })).status).toBe(200);
+    expect(
+      (await post(p, { ...HELLO, model: 'plain' }, { 'x-session-id': 'm-1', 'x-agent-id': 'critic' })).status,
+    ).toBe(200);
+    expect(p.backend.seen.map((s) => s.body.model)).toEqual(['backend-model', 'other-model']);
+    const [rollout] = await captured(p);
+    expect(rollout!.rollout.metadata).toMatchObject({ session: 'm-1', session_from: 'metadata' });
+    expect(rollout!.spans.map((s) => s.agent)).toEqual(['planner', 'critic']);
+  });
+
+  it('an alias of an unknown model, or one that shadows a model, is a config error naming the key', () => {
+    const bad =
+      `models:\n  m: { base_url: "http://127.0.0.1:9/v1", model: x }\nagents:\n  - { id: a, model: m }\n`
+      + 'gateway: { aliases: { m: { model: m }, n: { model: nope } } }\n';
+    expect(() => loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': bad }) })).toThrow(
+      /gateway\.aliases\.m[^]*gateway\.aliases\.n\.model/,
+    );
+  });
+});

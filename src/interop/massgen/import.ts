@@ -94,6 +94,7 @@ import type { SpanInput } from '../../trace/records.js';
 import { convertUnit, MASSGEN_IMPORT_SOURCE, unitName, type ConvertedRollout } from './convert.js';
 import { discoverMassgenLogs, type MassgenUnit } from './discover.js';
 import { FileReader, MassgenInputError } from './files.js';
+import { linkActions } from './join.js';
 
 export { MASSGEN_IMPORT_SOURCE, massgenRolloutId } from './convert.js';
 
@@ -213,9 +214,10 @@ export function writeImportedRollout(store: Store, r: ConvertedRollout): boolean
   return store.transaction(() => {
     if (store.rollouts.get(r.id)) return false;
     const calls = joinedCalls(store, r);
-    const metadata = calls ? { ...r.metadata, gateway_calls: calls.length } : r.metadata;
+    const { spans, linked } = calls ? linkActions(r.spans, calls) : { spans: r.spans, linked: 0 };
+    const metadata = calls ? { ...r.metadata, gateway_calls: calls.length, gateway_linked: linked } : r.metadata;
     store.rollouts.start({ id: r.id, source: MASSGEN_IMPORT_SOURCE, metadata });
-    const seqs = store.spans.append(r.id, [...r.spans, ...(calls ?? [])]);
+    const seqs = store.spans.append(r.id, [...spans, ...(calls ?? [])]);
     if (seqs.length && seqs[0] !== 1) throw new Error(`rollout ${r.id}: spans did not start at seq 1`);
     store.rollouts.finish(r.id, r.finish);
     store.rollouts.setImportedTimes(r.id, r.startedAt, r.finishedAt);

@@ -61,7 +61,10 @@ export class Backends {
     let baseUrl: string | readonly string[];
     try {
       apiKey = this.rt.apiKey(name);
-      baseUrl = m.local ? (await this.rt.servers.server(name)).baseUrl : (m.base_urls ?? m.base_url!);
+      // a local model is served production's weights, and a deploy switches them: the traffic follows production
+      baseUrl = m.local
+        ? (await this.rt.servers.server(name, this.rt.productionWeights(name), true)).baseUrl
+        : (m.base_urls ?? m.base_url!);
     } catch (err) {
       throw new ApiError(503, `model ${name} is not available: ${errorMessage(err)}`, 'model', 'model_unavailable');
     }

@@ -31,6 +31,8 @@ export interface Gateway {
   capture: CaptureStats;
   /** What a gateway of this host that died had journaled but not stored, written at this start. */
   recovered: Recovered;
+  /** Writes the calls captured so far (they are otherwise written within gateway.flush_ms). */
+  flush(): Promise<void>;
   /** Stops taking requests, lets those in flight finish, ends every session and writes every captured call. */
   stop(): Promise<void>;
 }
@@ -94,6 +96,7 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     models: ctx.backends.names(),
     capture: capture.stats,
     recovered,
+    flush: () => capture.flush(),
     stop: () =>
       (stopping ??= (async () => {
         clearInterval(sweep);

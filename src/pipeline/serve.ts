@@ -2,7 +2,7 @@ import { fixedPort } from '../config/schema.js';
 import type { PyEvent } from '../python/module.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ServeEngine } from '../serving/local-server.js';
-import { localModels, serveTarget, startServer, type ServedModel } from '../serving/models.js';
+import { serveTarget, startServer, type ServedModel } from '../serving/models.js';
 
 export type { ServedModel } from '../serving/models.js';
 export type { ServeEngine } from '../serving/local-server.js';
@@ -36,7 +36,7 @@ export interface ServeOptions {
 export const SERVE_CONTEXT_TOKENS = 8192;
 
 export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel> {
-  const weights = opts.weights ?? productionWeights(rt, opts.model);
+  const weights = opts.weights ?? rt.productionWeights(opts.model);
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
   return startServer(target, rt.paths, {
     host: opts.host,
@@ -48,16 +48,4 @@ export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel
     onEvent: opts.onEvent,
     followsProduction: !opts.weights,
   });
-}
-
-/** `resource:NAME@V` of the weights production serves a local config model's agents, when it names one. */
-function productionWeights(rt: Runtime, model: string | undefined): string | undefined {
-  const name = model ?? localModels(rt.config)[0];
-  if (!name || !rt.config.models[name]?.local || !rt.storeExists()) return undefined;
-  const store = rt.existingStore();
-  const pointer = store.sets.pointer('production');
-  const set = pointer && store.sets.get(pointer.setId);
-  const agent = rt.config.agents.find((a) => a.model === name && set?.members.agents[a.id]?.weights);
-  const weight = agent && store.resources.get(set!.members.agents[agent.id]!.weights!);
-  return weight ? `resource:${weight.name}@${weight.version}` : undefined;
 }

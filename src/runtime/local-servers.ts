@@ -35,15 +35,16 @@ export class LocalServers {
 
   /**
    * The server of config model `name` (which has `local` weights), or of that model on other weights
-   * (`weightsRef`: a candidate's), starting it if needed.
+   * (`weightsRef`: a candidate's), starting it if needed. `followsProduction`: a server this call starts
+   * is switched by later deploys to production's weights (the gateway's; a run's own servers stay put).
    */
-  server(name: string, weightsRef?: string): Promise<ServedModel> {
+  server(name: string, weightsRef?: string, followsProduction = false): Promise<ServedModel> {
     const modelKey = JSON.stringify([name, weightsRef ?? null]);
     let started = this.byModel.get(modelKey);
     if (!started) {
       const target = serveTarget(this.owner.config, (ref, where) => this.owner.weights(ref, where), name, weightsRef);
       const key = serverKey(target);
-      started = this.byKey.get(key) ?? this.start(target);
+      started = this.byKey.get(key) ?? this.start(target, followsProduction);
       started.catch(() => {}); // a failed start is reported to every caller, and must not go unhandled meanwhile
       this.byKey.set(key, started);
       this.byModel.set(modelKey, started);
@@ -62,8 +63,8 @@ export class LocalServers {
     return this.cores.track(server, client);
   }
 
-  private async start(target: ServeTarget): Promise<ServedModel> {
-    const server = await startServer(target, this.owner.paths, this.opts);
+  private async start(target: ServeTarget, followsProduction: boolean): Promise<ServedModel> {
+    const server = await startServer(target, this.owner.paths, { ...this.opts, followsProduction });
     this.cores.add(server);
     void server.exited.then(() => this.cores.remove(server));
     return server;

@@ -10,7 +10,7 @@ import { productionSet } from '../resources/production.js';
 import type { SetContext } from '../resources/sets.js';
 import { resolveWeights, type ResolvedWeights } from '../resources/weights.js';
 import { activeJudgeModel } from '../rewards/judge.js';
-import { servingPython } from '../serving/models.js';
+import { localModels, servingPython } from '../serving/models.js';
 import { isPostgresUrl, type Redactor, type ResourceSet, type Store } from '../store/index.js';
 import { LocalServers } from './local-servers.js';
 import { openStore, redactorFor } from './store.js';
@@ -161,6 +161,21 @@ export class Runtime {
       baseDir: this.paths.baseDir,
       weights: (ref, where) => this.weights(ref, where),
     };
+  }
+
+  /**
+   * `resource:NAME@V` of the weights production serves a local config model's agents (default: the first
+   * local model), when production names one; undefined otherwise (the model's own local.weights).
+   */
+  productionWeights(model?: string): string | undefined {
+    const name = model ?? localModels(this.config)[0];
+    if (!name || !this.config.models[name]?.local || !this.storeExists()) return undefined;
+    const store = this.existingStore();
+    const pointer = store.sets.pointer('production');
+    const set = pointer && store.sets.get(pointer.setId);
+    const agent = this.config.agents.find((a) => a.model === name && set?.members.agents[a.id]?.weights);
+    const weight = agent && store.resources.get(set!.members.agents[agent.id]!.weights!);
+    return weight ? `resource:${weight.name}@${weight.version}` : undefined;
   }
 
   /** The production resource set, brought up to date with the config (created on first use). */

@@ -12,37 +12,48 @@ import { runMassgen } from '../support/massgen.js';
 
 // Real MassGen 0.1.97, unmodified, through the gateway to the bundled model: the config
 // `resources export-massgen --gateway` writes names a gateway session and each agent in its base URLs,
-// every call is captured with its token ids and logprobs, and `traces import --massgen-logs` joins
-// them with MassGen's answers, votes and winner in one rollout.
+// every call is captured with its token ids and logprobs, `traces import --massgen-logs` joins them
+// with MassGen's answers, votes and winner in one rollout (each action pointing at the call that made
+// it); one DPO step on it, a deploy, and MassGen's next run, its config unchanged, is answered by the
+// new adapter the gateway's server switched to.
 const KEY = 'gw-massgen-key-0123456789abcdef';
+const LINE = 'smollm2-135m-instruct';
+
+interface Imported {
+  rollout_id: string;
+  gateway_calls: number;
+  winner: string;
+}
 
 describeWithMassgen('real MassGen through the gateway', () => {
-  it("is captured, and its import joins the captured calls to MassGen's answers and votes", async () => {
+  it('is captured and joined on import, trained on, deployed, and its next run answered by the new adapter', async () => {
     const dir = tempDir({
       'massgen-rl.yaml': `models:
   smol:
-    model: smollm2-135m-instruct
-    local: { weights: "builtin:smollm2-135m-instruct", engine: llama.cpp, max_batch_size: 2 }
+    model: ${LINE}
+    local: { weights: "builtin:${LINE}", engine: llama.cpp, max_batch_size: 2 }
 agents:
   - { id: agent_a, model: smol, temperature: 0.7, max_tokens: 160 }
   - { id: agent_b, model: smol, temperature: 0.7, max_tokens: 160 }
 orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
+train:
+  algo: dpo
+  dpo: { max_steps: 1, per_device_train_batch_size: 1, max_length: 1024, save_steps: 0 }
+  gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
 gateway: { api_keys_env: [GW_MG_KEY] }
 `,
     });
     const env = { ...process.env, GW_MG_KEY: KEY };
+    const cli = async (args: string[]) => {
+      const r = await runCli(args, { cwd: dir, env, timeoutMs: 1_200_000 });
+      expect(r.exitCode, `${args.join(' ')}:\n${r.stderr.slice(-3000)}`).toBe(0);
+      return r.stdout;
+    };
     const loaded = loadConfig({ cwd: dir, env });
     const rt = new Runtime(loaded);
     const gw = await gateway(rt, { port: 0, flushMs: 20 });
-    let logDir: string;
-    try {
-      const mgConfig = path.join(dir, 'mg.yaml');
-      const exported = await runCli(
-        ['resources', 'export-massgen', mgConfig, '--gateway', gw.url, '--session', 'mg-1'],
-        { cwd: dir, env },
-      );
-      expect(exported.exitCode, exported.stderr).toBe(0);
-      expect(fs.readFileSync(mgConfig, 'utf8')).toContain(`${gw.url}/session/mg-1/agent/agent_a/v1`);
+    const mgConfig = path.join(dir, 'mg.yaml');
+    const runOnce = async (): Promise<Imported> => {
       // MassGen's vllm backend sends VLLM_API_KEY as its bearer token
       const run = await runMassgen({
         cwd: dir,
@@ -53,54 +64,82 @@ gateway: { api_keys_env: [GW_MG_KEY] }
       });
       expect(run.egress).toEqual([]);
       expect(run.logDir, run.stderr.slice(-3000)).toBeTruthy();
-      logDir = run.logDir!;
-      const status = JSON.parse(fs.readFileSync(path.join(logDir, 'turn_1', 'attempt_1', 'status.json'), 'utf8'));
+      const status = JSON.parse(fs.readFileSync(path.join(run.logDir!, 'turn_1', 'attempt_1', 'status.json'), 'utf8'));
       expect(status.is_complete, JSON.stringify(status.rounds)).toBe(true);
+      await gw.flush();
+      const out = JSON.parse(await cli(['--json', 'traces', 'import', '--massgen-logs', run.logDir!]));
+      const [unit] = out.imported as Imported[];
+      expect(unit!.winner).toBeTruthy();
+      expect(unit!.gateway_calls).toBeGreaterThanOrEqual(3);
+      return unit!;
+    };
+    try {
+      await cli(['resources', 'export-massgen', mgConfig, '--gateway', gw.url, '--session', 'mg-1']);
+      const exported = fs.readFileSync(mgConfig, 'utf8');
+      expect(exported).toContain(`${gw.url}/session/mg-1/agent/agent_a/v1`);
+      const first = await runOnce();
+      checkJoined(loaded, first);
+      console.log(await cli(['traces', 'show', first.rollout_id]));
+
+      // one DPO step on the joined run, deployed with --force (no eval): the gateway's server follows production
+      const trained = JSON.parse(await cli(['--json', 'train', 'weights', '--algo', 'dpo', '--max-steps', '1']));
+      expect(trained.dataset.rows).toBeGreaterThanOrEqual(1);
+      await cli(['deploy', '--candidate', trained.checkpoint.id, '--force', '--reason', 'gateway e2e']);
+      const server = await rt.servers.server('smol', rt.productionWeights('smol'), true);
+      const models = (await (await fetch(`${server.baseUrl}/models`)).json()) as { data: { adapter: string | null }[] };
+      expect(models.data[0]!.adapter).toBe(`${LINE}-v2`);
+
+      // the same MassGen config, unchanged: its calls now run on the deployed adapter
+      expect(fs.readFileSync(mgConfig, 'utf8')).toBe(exported);
+      const second = await runOnce();
+      const store = openStore(loaded);
+      try {
+        const production = store.sets.pointer('production')!.setId;
+        const calls = store.spans.list(second.rollout_id).filter((s) => s.type === 'prompt');
+        expect(calls.length).toBe(second.gateway_calls);
+        for (const c of calls) expect((c.payload as PromptPayload).gateway!.resource_set_id).toBe(production);
+      } finally {
+        store.close();
+      }
     } finally {
       await gw.stop();
       await rt.close();
     }
-
-    const imported = await runCli(['--json', 'traces', 'import', '--massgen-logs', logDir], { cwd: dir, env });
-    expect(imported.exitCode, imported.stderr).toBe(0);
-    const [unit] = JSON.parse(imported.stdout).imported as {
-      rollout_id: string;
-      gateway_calls: number;
-      winner: string;
-    }[];
-    expect(unit!.winner).toBeTruthy();
-    expect(unit!.gateway_calls).toBeGreaterThanOrEqual(3);
-
-    const store = openStore(loaded);
-    try {
-      const spans = store.spans.list(unit!.rollout_id);
-      expect(spans.some((s) => s.type === 'coordination' && s.name === 'vote')).toBe(true);
-      const calls = spans.filter((s) => s.type === 'prompt');
-      expect(calls).toHaveLength(unit!.gateway_calls);
-      expect(new Set(calls.map((s) => s.agent))).toEqual(new Set(['agent_a', 'agent_b']));
-      const statuses = calls.map((c) => (c.payload as PromptPayload).gateway!.status);
-      console.log(`joined calls by status: ${JSON.stringify(statuses)}`);
-      // MassGen cancels the calls still running once it has a winner: those are captured without a reply
-      const answered = calls.filter((c) => (c.payload as PromptPayload).response !== null);
-      expect(answered.length).toBeGreaterThanOrEqual(3);
-      for (const c of calls)
-        expect(c.payload).toMatchObject((c.payload as PromptPayload).response ? {} : { cancelled: true });
-      for (const c of answered) {
-        const p = c.payload as PromptPayload & { joined_from: { rollout_id: string } };
-        expect(p.token_ids!.length).toBe(p.usage.completion_tokens);
-        expect(p.logprobs!.length).toBe(p.token_ids!.length);
-        expect(p.joined_from.rollout_id).toMatch(/^ro_/);
-      }
-      // MassGen acts through tool calls: the captured responses hold its new_answer and vote calls
-      const tools = answered.flatMap((c) => (c.payload as PromptPayload).response?.tool_calls ?? []);
-      expect(tools.map((t) => (t as { function: { name: string } }).function.name)).toEqual(
-        expect.arrayContaining(['new_answer', 'vote']),
-      );
-    } finally {
-      store.close();
-    }
-    const shown = await runCli(['traces', 'show', unit!.rollout_id], { cwd: dir, env });
-    expect(shown.exitCode, shown.stderr).toBe(0);
-    console.log(shown.stdout);
-  }, 2_400_000);
+  }, 3_600_000);
 });
+
+/** The joined rollout: MassGen's votes, the captured calls with token ids and logprobs, actions linked to calls. */
+function checkJoined(loaded: ReturnType<typeof loadConfig>, unit: Imported): void {
+  const store = openStore(loaded);
+  try {
+    const spans = store.spans.list(unit.rollout_id);
+    expect(spans.some((s) => s.type === 'coordination' && s.name === 'vote')).toBe(true);
+    const calls = spans.filter((s) => s.type === 'prompt');
+    expect(calls).toHaveLength(unit.gateway_calls);
+    expect(new Set(calls.map((s) => s.agent))).toEqual(new Set(['agent_a', 'agent_b']));
+    // MassGen cancels the calls still running once it has a winner: those are captured without a reply
+    const answered = calls.filter((c) => (c.payload as PromptPayload).response !== null);
+    expect(answered.length).toBeGreaterThanOrEqual(3);
+    for (const c of answered) {
+      const p = c.payload as PromptPayload & { joined_from: { rollout_id: string } };
+      expect(p.token_ids!.length).toBe(p.usage.completion_tokens);
+      expect(p.logprobs!.length).toBe(p.token_ids!.length);
+      expect(p.joined_from.rollout_id).toMatch(/^ro_/);
+    }
+    const tools = answered.flatMap((c) => (c.payload as PromptPayload).response?.tool_calls ?? []);
+    expect(tools.map((t) => (t as { function: { name: string } }).function.name)).toEqual(
+      expect.arrayContaining(['new_answer', 'vote']),
+    );
+    // each new answer points at the captured call that made it: what GRPO and PPO read token ids from
+    const bySeq = new Map(spans.map((s) => [s.seq, s]));
+    const answers = spans.filter((s) => s.type === 'coordination' && s.name === 'new_answer');
+    for (const a of answers) {
+      const linked = bySeq.get((a.payload as { prompt_seq: number }).prompt_seq)!;
+      expect(linked.type).toBe('prompt');
+      expect(linked.agent).toBe(a.agent);
+      expect((linked.payload as PromptPayload).token_ids!.length).toBeGreaterThan(0);
+    }
+  } finally {
+    store.close();
+  }
+}

@@ -15,8 +15,8 @@ import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const KEY = 'bench-gateway-key-0123456789abcdef';
 const SIZES = {
-  full: { latencyRequests: 2000, throughputSeconds: 6, rounds: 3, concurrency: 64 },
-  quick: { latencyRequests: 300, throughputSeconds: 2, rounds: 2, concurrency: 64 },
+  full: { latencyRequests: 2000, throughputSeconds: 6, rounds: 3, concurrency: 64, modelRequests: 48 },
+  quick: { latencyRequests: 300, throughputSeconds: 2, rounds: 2, concurrency: 64, modelRequests: 16 },
 };
 const MESSAGES = [
   { role: 'system', content: 'You are a careful assistant. Answer with the final number on its own line.' },
@@ -36,6 +36,7 @@ function startGatewayProcess(dir) {
   return next().then(({ url }) => ({
     baseUrl: `${url}/v1`,
     stats: () => (child.send('stats'), next()),
+    servers: () => (child.send('servers'), next()),
     stop: () => (child.send('stop'), next()),
   }));
 }
@@ -76,6 +77,66 @@ async function throughput(send, concurrency, seconds) {
 
 function latencyFigures(ms) {
   return { p50: roundTo(percentile(ms, 0.5), 3), p99: roundTo(percentile(ms, 0.99), 3), n: ms.length };
+}
+
+/**
+ * The bundled model behind the gateway at concurrency 16: completion tokens/s through the gateway against
+ * the same llama.cpp server direct (the one the gateway started), rounds interleaved.
+ */
+async function modelPart(size) {
+  const dir = makeTempDir('gateway-bench-model');
+  fs.writeFileSync(
+    path.join(dir, 'massgen-rl.yaml'),
+    `models:
+  smol:
+    model: smollm2-135m-instruct
+    local: { weights: "builtin:smollm2-135m-instruct", engine: llama.cpp, max_batch_size: 16 }
+agents:
+  - { id: a, model: smol }
+gateway: { api_keys_env: [BENCH_GW_KEY] }
+`,
+  );
+  const gw = await startGatewayProcess(dir);
+  try {
+    const body = (model) =>
+      JSON.stringify({ model, messages: MESSAGES, temperature: 0, max_tokens: 64, ignore_eos: true });
+    const send = async (baseUrl, model) => {
+      const endpoint = jsonEndpoint(new URL(`${baseUrl}/chat/completions`), { authorization: `Bearer ${KEY}` });
+      const res = await postJson(endpoint, body(model), 600_000);
+      if (res.status !== 200) throw new Error(`${baseUrl} answered ${res.status}: ${res.body.slice(0, 200)}`);
+      return JSON.parse(res.body).usage.completion_tokens;
+    };
+    await send(gw.baseUrl, 'smol'); // starts the server
+    const [direct] = (await gw.servers()).servers;
+    const targets = { direct: () => send(direct, 'smollm2-135m-instruct'), gateway: () => send(gw.baseUrl, 'smol') };
+    const rate = async (fn) => {
+      let left = size.modelRequests;
+      let tokens = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (left-- > 0) tokens += await fn();
+        }),
+      );
+      return tokens / ((performance.now() - t0) / 1000);
+    };
+    for (const fn of Object.values(targets)) await rate(fn); // warm-up
+    const tps = { direct: [], gateway: [] };
+    for (let round = 0; round < size.rounds; round++) {
+      for (const [name, fn] of Object.entries(targets)) {
+        tps[name].push(await rate(fn));
+        progress(
+          `model round ${round + 1}/${size.rounds} ${name.padEnd(8)} ${Math.round(tps[name].at(-1))} tokens/s at c16`,
+        );
+      }
+    }
+    await gw.stop();
+    const d = roundTo(median(tps.direct), 1);
+    const g = roundTo(median(tps.gateway), 1);
+    return { directTokensPerSec: d, gatewayTokensPerSec: g, ratio: roundTo(g / d, 3), rounds: tps };
+  } finally {
+    removeTempDir(dir);
+  }
 }
 
 async function main() {
@@ -123,6 +184,7 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
     const ratio = roundTo(through.rps / direct.rps, 3);
     const rowsPerSec = Math.round(final.stats.written / (final.stats.writeMs / 1000));
     const capture = { ...final.stats, stopMs: roundTo(final.stopMs, 1), rowsPerSec };
+    const model = process.env.GATEWAY_BENCH_MODEL === '0' ? null : await modelPart(size);
     writeResult(args.out, {
       name: 'gateway',
       quick: args.quick,
@@ -132,6 +194,7 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
       added,
       throughputRatio: ratio,
       capture,
+      model,
       headline: [
         headline('added p50 latency (plain, c1)', added.p50Ms, 'ms', 2),
         headline('added p99 latency (plain, c1)', added.p99Ms, 'ms'),
@@ -147,6 +210,19 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
         },
         headline('capture rows/s (span build + write)', capture.rowsPerSec, 'rows/s'),
         headline('calls captured (all written on stop)', capture.written, 'calls'),
+        ...(model
+          ? [
+              headline('bundled model direct tokens/s (c16)', model.directTokensPerSec, 'tokens/s'),
+              headline('bundled model through the gateway tokens/s (c16)', model.gatewayTokensPerSec, 'tokens/s'),
+              {
+                label: 'gateway / direct tokens/s, bundled model (c16)',
+                value: model.ratio,
+                unit: 'x',
+                target: '>= 0.97',
+                ok: model.ratio >= 0.97,
+              },
+            ]
+          : []),
       ],
     });
   } finally {

@@ -62,6 +62,9 @@ describe('massgen-rl train (the CLI)', () => {
         /train --algo apo is deprecated: use massgen-rl train prompts\n.*unknown option '--from'/,
       ],
       [['train', 'weights', '--max-steps', '0'], 2, /--max-steps 0: expected a positive whole number/],
+      // --algo after the kind reaches that kind (the old train-level --algo once took it and refused the run)
+      [['train', 'weights', '--algo', 'dpo', '--max-steps', '0'], 2, /--max-steps 0: expected a positive whole number/],
+      [['--json', 'train', 'weights', '--algo', 'nope'], 2, /argument 'nope' is invalid. Allowed choices are grpo/],
       [['train', 'policy', 'stop'], 2, /only 0 usable stop decision\(s\) in the store/],
       // The old spelling runs the same command, after one deprecation line.
       [

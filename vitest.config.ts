@@ -7,6 +7,7 @@ const SETUP = 'test/support/setup.ts';
 interface Tier {
   globalSetup?: string[];
   setupFiles?: string[];
+  testTimeout?: number;
 }
 const tier = (name: string, include: string[], more: Tier = {}) => ({
   extends: true as const,
@@ -24,7 +25,8 @@ export default defineConfig({
       tier('unit', ['test/unit/**/*.test.ts'], { setupFiles: ['test/support/unit-guard.ts'] }),
       tier('integration', ['test/integration/**/*.test.ts'], { globalSetup: POSTGRES }),
       tier('e2e', ['test/e2e/**/*.test.ts', 'test/fuzz/**/*.test.ts'], { globalSetup: POSTGRES }),
-      tier('real-model', ['test/real-model/**/*.test.ts'], { globalSetup: POSTGRES }),
+      // a model server starts and decodes on two cores shared with whatever else runs: minutes, not seconds
+      tier('real-model', ['test/real-model/**/*.test.ts'], { globalSetup: POSTGRES, testTimeout: 600_000 }),
     ],
   },
 });

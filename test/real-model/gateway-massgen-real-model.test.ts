@@ -81,7 +81,9 @@ gateway: { api_keys_env: [GW_MG_KEY] }
       checkJoined(loaded, first);
       console.log(await cli(['traces', 'show', first.rollout_id]));
 
-      // one DPO step on the joined run, deployed with --force (no eval): the gateway's server follows production
+      // the reward families that apply to it (its votes: coordination) score it; then one DPO step on the
+      // joined run, deployed with --force (no eval): the gateway's server follows production
+      await cli(['rewards', 'recompute']);
       const trained = JSON.parse(await cli(['--json', 'train', 'weights', '--algo', 'dpo', '--max-steps', '1']));
       expect(trained.dataset.rows).toBeGreaterThanOrEqual(1);
       await cli(['deploy', '--candidate', trained.checkpoint.id, '--force', '--reason', 'gateway e2e']);

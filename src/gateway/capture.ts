@@ -148,11 +148,18 @@ export class Capture {
       }
       this.stats.writeMs += performance.now() - t0;
       t0 = performance.now();
-      await this.store.write(() => {
-        for (const w of this.dirty) w.flush();
-        for (const s of ending) this.finish(s);
-        for (const l of late) storeFeedback(this.store, l.rolloutId, l.rewards, this.opts.weights ?? {});
-      });
+      const undo: (() => void)[] = [];
+      try {
+        await this.store.write(() => {
+          for (const w of this.dirty) undo.push(w.flushWithin());
+          for (const s of ending) this.finish(s, undo);
+          for (const l of late) storeFeedback(this.store, l.rolloutId, l.rewards, this.opts.weights ?? {});
+        });
+      } catch (err) {
+        // rolled back: what the writers had flushed goes back in them, to be written by the next batch
+        for (const u of undo.reverse()) u();
+        throw err;
+      }
     } catch (err) {
       // the spans stay in their writers; the sessions are ended again by the next write
       this.ending = ending.concat(this.ending);
@@ -196,8 +203,8 @@ export class Capture {
     return w;
   }
 
-  private finish(s: Session): void {
-    this.writer(s).flush();
+  private finish(s: Session, undo: (() => void)[]): void {
+    undo.push(this.writer(s).flushWithin());
     this.store.rollouts.finish(s.rolloutId, {
       status: 'completed',
       tokens: s.tokens,

@@ -242,6 +242,20 @@ export class SpanWriter {
     this.refusals = 0;
   }
 
+  /**
+   * flush() inside the caller's transaction: returns what puts the spans (and the rollout's row) back in
+   * the buffer if that transaction rolls back, so a later flush writes them again.
+   */
+  flushWithin(): () => void {
+    const rows = this.buffer;
+    const open = this.open;
+    this.flush();
+    return () => {
+      this.buffer = rows.concat(this.buffer);
+      this.open ??= open;
+    };
+  }
+
   /** Stops retrying in the background; what is buffered is dropped with the writer. */
   discard(): void {
     clearTimeout(this.timer);

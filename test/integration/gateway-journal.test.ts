@@ -82,3 +82,37 @@ describe('the capture journal', () => {
     await rt.close();
   });
 });
+
+describe('a batch the store rolls back', () => {
+  it('is written whole by the next batch: its spans and its rollout row are not lost with the rollback', async () => {
+    const rt = await project();
+    const errors: unknown[] = [];
+    const gw = await gateway(rt, { port: 0, flushMs: 60_000, onError: (err) => errors.push(err) });
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(HELLO),
+        headers: { 'x-session-id': 'rolled-back' },
+      });
+      expect(res.status).toBe(200);
+    }
+    const finish = rt.store().rollouts.finish.bind(rt.store().rollouts);
+    let calls = 0;
+    rt.store().rollouts.finish = (...args) => {
+      if (calls++ === 0) throw new Error('the store refused the finish');
+      return finish(...args);
+    };
+    await gw.stop(); // the first write rolls back after its spans were flushed; the second writes everything
+    expect(errors.map((e) => (e as Error).message)).toEqual(['the store refused the finish']);
+    const [rollout, ...others] = rt.store().rollouts.list();
+    expect(others).toEqual([]);
+    expect(rollout).toMatchObject({ status: 'completed', messages: 2 });
+    expect(
+      rt
+        .store()
+        .spans.list(rollout!.id)
+        .map((s) => s.seq),
+    ).toEqual([1, 2]);
+    await rt.close();
+  });
+});

@@ -64,8 +64,9 @@ describe('collect with the default local model', () => {
     const dir = tempDir({
       'massgen-rl.yaml': [
         'agents:',
-        '  - { id: agent_a, model: local, tool_mode: native, max_tokens: 160, temperature: 0.7 }',
-        '  - { id: agent_b, model: local, tool_mode: native, max_tokens: 160, temperature: 0.7 }',
+        // room for a whole answer: a call max_tokens cuts is no action, and a run of only those has no answer
+        '  - { id: agent_a, model: local, tool_mode: native, max_tokens: 400, temperature: 0.7 }',
+        '  - { id: agent_b, model: local, tool_mode: native, max_tokens: 400, temperature: 0.7 }',
         'orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }',
         'tasks:',
         '  sources: [{ suite: arithmetic, n: 10 }]',

@@ -35,6 +35,7 @@ describeWithMassgen('real MassGen through the gateway', () => {
 agents:
   - { id: agent_a, model: smol, temperature: 0.7, max_tokens: 160 }
   - { id: agent_b, model: smol, temperature: 0.7, max_tokens: 160 }
+  - { id: agent_c, model: smol, temperature: 0.7, max_tokens: 160 }
 orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
 train:
   algo: dpo
@@ -82,11 +83,22 @@ gateway: { api_keys_env: [GW_MG_KEY] }
       console.log(await cli(['traces', 'show', first.rollout_id]));
 
       // the reward families that apply to it (its votes: coordination) score it; then one DPO step on the
-      // joined run, deployed with --force (no eval): the gateway's server follows production
-      await cli(['rewards', 'recompute']);
-      const trained = JSON.parse(await cli(['--json', 'train', 'weights', '--algo', 'dpo', '--max-steps', '1']));
-      expect(trained.dataset.rows).toBeGreaterThanOrEqual(1);
-      await cli(['deploy', '--candidate', trained.checkpoint.id, '--force', '--reason', 'gateway e2e']);
+      // joined runs, deployed with --force (no eval): the gateway's server follows production. A DPO pair needs
+      // two different standing answers, which a run of the 135M model does not always leave: up to two more runs.
+      let trained: { dataset: { rows: number }; checkpoint: { id: string } } | undefined;
+      for (let run = 1; !trained; run++) {
+        if (run > 1) await runOnce();
+        await cli(['rewards', 'recompute']);
+        const r = await runCli(['--json', 'train', 'weights', '--algo', 'dpo', '--max-steps', '1'], {
+          cwd: dir,
+          env,
+          timeoutMs: 1_200_000,
+        });
+        if (r.exitCode === 0) trained = JSON.parse(r.stdout);
+        else expect(run < 3 && /no dpo examples/.test(r.stderr), r.stderr.slice(-3000)).toBe(true);
+      }
+      expect(trained!.dataset.rows).toBeGreaterThanOrEqual(1);
+      await cli(['deploy', '--candidate', trained!.checkpoint.id, '--force', '--reason', 'gateway e2e']);
       const server = await rt.servers.server('smol', rt.productionWeights('smol'), true);
       const models = (await (await fetch(`${server.baseUrl}/models`)).json()) as { data: { adapter: string | null }[] };
       expect(models.data[0]!.adapter).toBe(`${LINE}-v2`);
@@ -118,7 +130,7 @@ function checkJoined(loaded: ReturnType<typeof loadConfig>, unit: Imported): voi
     expect(spans.some((s) => s.type === 'coordination' && s.name === 'vote')).toBe(true);
     const calls = spans.filter((s) => s.type === 'prompt');
     expect(calls).toHaveLength(unit.gateway_calls);
-    expect(new Set(calls.map((s) => s.agent))).toEqual(new Set(['agent_a', 'agent_b']));
+    expect(new Set(calls.map((s) => s.agent)).size).toBeGreaterThanOrEqual(2);
     // MassGen cancels the calls still running once it has a winner: those are captured without a reply
     const answered = calls.filter((c) => (c.payload as PromptPayload).response !== null);
     expect(answered.length).toBeGreaterThanOrEqual(3);

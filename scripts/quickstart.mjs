@@ -21,7 +21,7 @@ const step = (args) => {
 const demo = [
   'loop.collect_n=3',
   'train.algo=dpo',
-  'train.max_steps=4',
+  'train.dpo.max_steps=4',
   'train.gates.min_examples=1',
   'train.gates.min_clean_share=0',
   'eval.n=3',

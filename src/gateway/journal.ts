@@ -10,6 +10,8 @@ export interface JournalEntry extends Omit<CapturedCall, 'session'> {
 }
 
 const NAME = /^capture-(.+)-(\d+)-(\d+)-(\d+)\.jsonl$/;
+/** This host's name as journal file names hold it. */
+const HOST_TAG = HOST.replace(/[^\w.]/g, '_');
 
 /**
  * Every captured call, appended (redacted) to a local file the moment its response is complete, so a
@@ -30,7 +32,7 @@ export class CaptureJournal {
     private readonly redactor: Redactor,
   ) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    this.prefix = path.join(dir, `capture-${HOST.replace(/[^\w.]/g, '_')}-${process.pid}-${Date.now()}`);
+    this.prefix = path.join(dir, `capture-${HOST_TAG}-${process.pid}-${Date.now()}`);
     this.openSegment();
   }
 
@@ -83,10 +85,9 @@ export function orphanedJournals(dir: string): string[] {
   } catch {
     return [];
   }
-  const host = HOST.replace(/[^\w.]/g, '_');
   return names
     .map((name) => ({ name, m: NAME.exec(name) }))
-    .filter(({ m }) => m && m[1] === host && !pidAlive(Number(m[2])))
+    .filter(({ m }) => m && m[1] === HOST_TAG && !pidAlive(Number(m[2])))
     .sort((a, b) => Number(a.m![3]) - Number(b.m![3]) || Number(a.m![4]) - Number(b.m![4]))
     .map(({ name }) => path.join(dir, name));
 }

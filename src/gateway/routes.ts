@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import { BodyRefused, readBody } from '../util/http-body.js';
+import { sessionOfUrl } from '../util/session-url.js';
 import { ApiError, sendError, sendJson } from './api-error.js';
 import { isLoopback } from './auth.js';
 import type { RouteContext } from './context.js';
@@ -77,15 +78,13 @@ export async function handleRequest(
   }
 }
 
-const TAGGED = /^\/session\/([^/]+)(?:\/agent\/([^/]+))?(\/v1\/.*)$/;
-
 /**
  * A base URL that names its session and agent (`/session/<id>/agent/<id>/v1`), for clients that can set
  * nothing but the base URL (MassGen's configs): the same as sending X-Session-Id and X-Agent-Id.
  */
 function tagsFromPath(req: http.IncomingMessage, path: string): string {
-  const m = TAGGED.exec(path);
-  if (!m) return path;
+  const m = sessionOfUrl(path);
+  if (!m || m.at !== 0 || !m.rest.startsWith('/v1/')) return path;
   const decode = (v: string) => {
     try {
       return decodeURIComponent(v);
@@ -98,9 +97,9 @@ function tagsFromPath(req: http.IncomingMessage, path: string): string {
       );
     }
   };
-  req.headers['x-session-id'] = decode(m[1]!);
-  if (m[2] !== undefined) req.headers['x-agent-id'] = decode(m[2]);
-  return m[3]!;
+  req.headers['x-session-id'] = decode(m.session);
+  if (m.agent !== undefined) req.headers['x-agent-id'] = decode(m.agent);
+  return m.rest;
 }
 
 function refusedBody(err: BodyRefused): ApiError {

@@ -325,6 +325,23 @@ describe('the gateway names sessions and agents the ways a client can', () => {
     expect(rollout!.spans.map((s) => s.agent)).toEqual(['planner', 'critic']);
   });
 
+  it('a base URL naming the session and agent works as the headers do; bad percent-encoding is a 400', async () => {
+    const p = await project();
+    const at = (base: string) =>
+      fetch(`${base}/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(HELLO),
+        headers: { authorization: `Bearer ${GW_KEY}`, 'content-type': 'application/json' },
+      });
+    expect((await at(`${p.gw.url}/session/run%201/agent/critic/v1`)).status).toBe(200);
+    const bad = await at(`${p.gw.url}/session/%E0%A4/agent/critic/v1`);
+    expect([bad.status, ((await bad.json()) as { error: { code: string } }).error.code]).toEqual([400, 'invalid_url']);
+    expect((await at(`${p.gw.url}/prefix/session/x/v1`)).status).toBe(404);
+    const [rollout] = await captured(p);
+    expect(rollout!.rollout.metadata).toMatchObject({ session: 'run 1', session_from: 'header' });
+    expect(rollout!.spans.map((s) => s.agent)).toEqual(['critic']);
+  });
+
   it('an alias of an unknown model, or one that shadows a model, is a config error naming the key', () => {
     const bad =
       `models:\n  m: { base_url: "http://127.0.0.1:9/v1", model: x }\nagents:\n  - { id: a, model: m }\n`

@@ -14,6 +14,7 @@ import type {
   VotePayload,
 } from '../../trace/payloads.js';
 import { sha256 } from '../../util/hash.js';
+import { sessionOfUrl } from '../../util/session-url.js';
 import type { MassgenUnit } from './discover.js';
 import { FileReader, MassgenInputError } from './files.js';
 import {
@@ -125,8 +126,6 @@ interface ExecutionInfo {
   gatewaySession: string | null;
 }
 
-const GATEWAY_PATH = /\/session\/([^/]+)\/agent\/([^/]+)\/v1\/?$/;
-
 function readExecutionMetadata(unit: MassgenUnit, reader: FileReader): ExecutionInfo {
   const file = [
     path.join(unit.dir, 'execution_metadata.yaml'),
@@ -150,9 +149,9 @@ function readExecutionMetadata(unit: MassgenUnit, reader: FileReader): Execution
       info.models[a.id] = a.backend.model;
     const tagged =
       isRecord(a) && isRecord(a.backend) && typeof a.backend.base_url === 'string'
-        ? GATEWAY_PATH.exec(a.backend.base_url)
+        ? sessionOfUrl(a.backend.base_url)
         : null;
-    if (tagged) info.gatewaySession = safeDecode(tagged[1]!);
+    if (tagged?.agent !== undefined && /^\/v1\/?$/.test(tagged.rest)) info.gatewaySession = safeDecode(tagged.session);
   }
   return info;
 }

@@ -20,6 +20,7 @@ import { UserError } from '../../errors.js';
 import { urlHost } from '../../serving/local-server.js';
 import { servedAdapterName } from '../../serving/vllm-lora.js';
 import type { Resource, ResourceSet } from '../../store/index.js';
+import { sessionBaseUrl } from '../../util/session-url.js';
 
 export interface MassgenAgent {
   id: string;
@@ -200,7 +201,7 @@ function localAddress(
 /** The gateway's address for one agent: it routes models.<name> itself, so the model is the config's name. */
 function gatewayAddress(gw: { url: string; session: string }, agent: string, name: string, behind: string) {
   const root = gw.url.replace(/\/+$/, '').replace(/\/v1$/, '');
-  const base_url = `${root}/session/${encodeURIComponent(gw.session)}/agent/${encodeURIComponent(agent)}/v1`;
+  const base_url = sessionBaseUrl(root, gw.session, agent);
   return {
     base_url,
     model: name,

@@ -1,12 +1,10 @@
 import type http from 'node:http';
-import { errorMessage } from '../errors.js';
-import { HttpTimeoutError, postJson, type HttpResponse } from '../llm/http.js';
 import type { Redactor } from '../store/redact.js';
 import { readBody } from '../util/http-body.js';
-import { ApiError, badRequest } from './api-error.js';
+import { badRequest } from './api-error.js';
 import type { Backend } from './backends.js';
 import type { RouteContext } from './context.js';
-import { passOn, type Forwarded } from './forward.js';
+import { send, type Forwarded } from './forward.js';
 import type { RequestRecord } from './metrics.js';
 import { relayCall } from './relay-call.js';
 import { parseJsonObject } from './request.js';
@@ -53,10 +51,8 @@ export function parseEmbeddingsRequest(text: string): { body: Record<string, unk
   return { body, model: body.model };
 }
 
-const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND']);
-
 /** Sends the request to the backend's /embeddings, its answer back as it came; a network failure: the next replica. */
-export async function forwardEmbeddings(
+export function forwardEmbeddings(
   backend: Backend,
   body: Record<string, unknown>,
   res: http.ServerResponse,
@@ -64,33 +60,7 @@ export async function forwardEmbeddings(
   redactor: Redactor,
 ): Promise<Forwarded> {
   const text = JSON.stringify({ ...body, model: backend.model });
-  for (let attempts = 1; ; attempts++) {
-    const pick = backend.embeddings.acquire();
-    if ('waitMs' in pick) {
-      const message = `every backend of ${backend.name} is down; try again in ${Math.ceil(pick.waitMs)} ms`;
-      throw new ApiError(503, message, null, 'backend_down');
-    }
-    const { lease } = pick;
-    let r: HttpResponse;
-    try {
-      r = await postJson(lease.item, text, backend.timeoutMs, signal);
-    } catch (err) {
-      if (signal.aborted) {
-        backend.embeddings.released(lease);
-        return { status: 499, attempts, cancelled: true, error: 'the client closed the connection' };
-      }
-      const code = (err as NodeJS.ErrnoException).code ?? '';
-      const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has(code);
-      if (retriable) backend.embeddings.failed(lease);
-      else backend.embeddings.released(lease);
-      if (retriable && attempts <= backend.maxRetries) continue;
-      const message = redactor.scrub(`backend ${lease.item.url.origin}: ${errorMessage(err)}`);
-      throw new ApiError(err instanceof HttpTimeoutError ? 504 : 502, message, null, 'backend_error');
-    }
-    if (r.status === 429 || r.status >= 500) backend.embeddings.failed(lease);
-    else backend.embeddings.succeeded(lease);
-    return passOn(res, r, lease.item.url.origin, redactor, attempts);
-  }
+  return send(backend, { replicas: backend.embeddings, body: () => text }, res, signal, redactor);
 }
 
 /** POST /v1/embeddings: routed like a chat request, captured as an `embeddings` span of the session. */

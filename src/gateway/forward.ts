@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import { errorMessage } from '../errors.js';
-import { HttpTimeoutError, postJson, type HttpResponse } from '../llm/http.js';
+import { HttpTimeoutError, postJson, type HttpResponse, type JsonEndpoint } from '../llm/http.js';
+import type { Replicas } from '../llm/replicas.js';
 import type { ChatResult } from '../llm/types.js';
 import type { Redactor } from '../store/redact.js';
 import { ApiError, sendJson } from './api-error.js';
@@ -23,40 +24,71 @@ export interface Forwarded {
 
 const RETRIABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND']);
 
+/** What one kind of call sends and how it reads the answer: chat completions, or embeddings. */
+export interface Route {
+  replicas: Replicas<JsonEndpoint>;
+  /** The body for the backend, made again for each attempt (what the backend refused is dropped between). */
+  body(): string;
+  /** A stream's relay to the client, made for each attempt. */
+  relay?(): StreamRelay;
+  /** A 400 that asks the same request again (an extension the gateway added and the backend refused). */
+  again?(body: string): boolean;
+  /** A whole success as the client gets it. */
+  ok?(body: string): string;
+}
+
 /**
  * Sends the client's request to the backend and its answer back: a stream relayed as it arrives, a
  * whole completion stripped of what the client did not ask for, an error status passed on as it came.
  * A network failure before anything reached the client goes to the next replica (max_retries).
  */
-export async function forward(
+export function forward(
   backend: Backend,
   req: ClientRequest,
   res: http.ServerResponse,
   signal: AbortSignal,
   redactor: Redactor,
 ): Promise<Forwarded> {
+  const route: Route = {
+    replicas: backend.replicas,
+    body: () => backendBody(req, backend.model, backend.caps),
+    relay: req.stream ? () => new StreamRelay(res, req.wants) : undefined,
+    again: (body) => dropRefused(body, backend.caps, req.wants),
+    ok: (body) => stripBody(body, req.wants),
+  };
+  return send(backend, route, res, signal, redactor);
+}
+
+/** One call to the backend's replicas by `route`, retried on the next replica after a network failure. */
+export async function send(
+  backend: Backend,
+  route: Route,
+  res: http.ServerResponse,
+  signal: AbortSignal,
+  redactor: Redactor,
+): Promise<Forwarded> {
+  const { replicas } = route;
   for (let attempts = 1; ; attempts++) {
-    const pick = backend.replicas.acquire();
+    const pick = replicas.acquire();
     if ('waitMs' in pick) {
       const message = `every backend of ${backend.name} is down; try again in ${Math.ceil(pick.waitMs)} ms`;
       throw new ApiError(503, message, null, 'backend_down');
     }
     const { lease } = pick;
-    const relay = req.stream ? new StreamRelay(res, req.wants) : undefined;
+    const relay = route.relay?.();
     let r: HttpResponse;
     try {
-      const body = backendBody(req, backend.model, backend.caps);
-      r = await postJson(lease.item, body, backend.timeoutMs, signal, relay?.sink);
+      r = await postJson(lease.item, route.body(), backend.timeoutMs, signal, relay?.sink);
     } catch (err) {
       if (signal.aborted) {
-        backend.replicas.released(lease);
+        replicas.released(lease);
         relay?.end();
         return { status: 499, attempts, cancelled: true, error: 'the client closed the connection' };
       }
       const code = (err as NodeJS.ErrnoException).code ?? '';
       const retriable = err instanceof HttpTimeoutError || RETRIABLE_CODES.has(code);
-      if (retriable) backend.replicas.failed(lease);
-      else backend.replicas.released(lease);
+      if (retriable) replicas.failed(lease);
+      else replicas.released(lease);
       const message = redactor.scrub(`backend ${lease.item.url.origin}: ${errorMessage(err)}`);
       if (relay?.started) {
         relay.end();
@@ -66,7 +98,7 @@ export async function forward(
       throw new ApiError(err instanceof HttpTimeoutError ? 504 : 502, message, null, 'backend_error');
     }
     if (relay?.started) {
-      backend.replicas.succeeded(lease);
+      replicas.succeeded(lease);
       relay.end();
       try {
         const result = relay.completion.result({ latencyMs: 0, attempts, model: backend.model });
@@ -75,14 +107,14 @@ export async function forward(
         return { status: 502, attempts, error: errorMessage(err) };
       }
     }
-    if (r.status === 400 && dropRefused(r.body, backend.caps, req.wants)) {
-      backend.replicas.succeeded(lease);
+    if (r.status === 400 && route.again?.(r.body)) {
+      replicas.succeeded(lease);
       attempts--;
       continue;
     }
-    if (r.status === 429 || r.status >= 500) backend.replicas.failed(lease);
-    else backend.replicas.succeeded(lease);
-    return passOn(res, r, lease.item.url.origin, redactor, attempts, (body) => stripBody(body, req.wants));
+    if (r.status === 429 || r.status >= 500) replicas.failed(lease);
+    else replicas.succeeded(lease);
+    return passOn(res, r, lease.item.url.origin, redactor, attempts, route.ok);
   }
 }
 

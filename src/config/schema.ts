@@ -778,6 +778,14 @@ const gateway = z.strictObject({
   write_timeout_s: timeoutS(HOUR_S)
     .default(60)
     .describe('a client that reads nothing of its response for this long is disconnected'),
+  holdout: z
+    .number()
+    .min(0)
+    .max(0.9)
+    .default(0.1)
+    .describe(
+      'share of captured sessions (picked by a hash of the rollout id) kept out of training data for evaluation replay',
+    ),
 });
 
 export const configSchema = z.strictObject({

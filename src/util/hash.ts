@@ -18,3 +18,11 @@ export function sha256(data: string | Buffer): string {
 export function stableHash(value: unknown): string {
   return sha256(canonicalJson(value)).slice(0, 16);
 }
+
+/**
+ * Where a key falls in [0, 1), the same on every machine and run: `unitHash(k, salt) < share` picks a stable
+ * share of keys (a session's canary arm, a rollout's held-out split); different salts pick independently.
+ */
+export function unitHash(key: string, salt: string): number {
+  return createHash('sha256').update(salt).update('\0').update(key).digest().readUInt32BE(0) / 2 ** 32;
+}

@@ -45,10 +45,16 @@ function setOf(agents: Record<string, { prompt: string; weights: string | null }
   };
 }
 
-function exportOf(yaml: string, set: ResourceSet, weights: Resource[] = []) {
+function exportOf(
+  yaml: string,
+  set: ResourceSet,
+  weights: Resource[] = [],
+  gateway?: { url: string; session: string },
+) {
   const { config } = configIn(yaml);
   const all = new Map([...PROMPTS, ...weights].map((r) => [r.id, r]));
-  return massgenExport({ config, set, resource: (id) => all.get(id), generatedAt: new Date('2025-03-04T05:06:07Z') });
+  const generatedAt = new Date('2025-03-04T05:06:07Z');
+  return massgenExport({ config, set, resource: (id) => all.get(id), generatedAt, gateway });
 }
 
 const REMOTE = `
@@ -227,6 +233,17 @@ ${exportKey}`;
     expect(out.yaml).toContain(
       'must be served at http://127.0.0.1:8321/v1: massgen-rl serve --model mine --weights resource:smol@2',
     );
+  });
+
+  it('behind the gateway, a local model needs no server of its own: the note says the gateway serves it', () => {
+    const set = setOf({ a: { prompt: 'pr_s2', weights: 'wt_s2' }, b: { prompt: 'pr_c1', weights: 'wt_s2' } });
+    const out = exportOf(LOCAL(0), set, [W2], { url: 'http://127.0.0.1:8330/v1', session: 's1' });
+    expect(out.config.agents.map((a) => [a.backend.base_url, a.backend.model])).toEqual([
+      ['http://127.0.0.1:8330/session/s1/agent/a/v1', 'mine'],
+      ['http://127.0.0.1:8330/session/s1/agent/b/v1', 'mine'],
+    ]);
+    expect(out.yaml).not.toContain('must be served');
+    expect(out.yaml).toContain("production's weights, on the gateway's own server (this set's: smol v2)");
   });
 
   it('refuses two local models that would be served at one address, naming both', () => {

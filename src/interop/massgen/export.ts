@@ -100,7 +100,11 @@ export function massgenExport(input: ExportInput): MassgenExport {
     const direct = model.local
       ? localAddress(a.model, model, weights, a.id, set)
       : remoteAddress(a.model, model, weights);
-    const served = input.gateway ? gatewayAddress(input.gateway, a.id, a.model, direct.note) : direct;
+    const behind =
+      model.local && weights
+        ? `production's weights, on the gateway's own server (this set's: ${label(weights)})`
+        : direct.note;
+    const served = input.gateway ? gatewayAddress(input.gateway, a.id, a.model, behind) : direct;
     if (model.local && !input.gateway) {
       const taken = addresses.get(served.base_url);
       if (taken !== undefined && taken !== a.model) {

@@ -121,11 +121,11 @@ async function chat(
 ): Promise<void> {
   const startedAt = Date.now();
   const t0 = performance.now();
-  const sent = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
-  const backend = await ctx.backends.get(sent.model);
+  const parsed = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
+  const backend = await ctx.backends.get(parsed.model);
   // the set that serves this request: an agent's system prompt comes from it (gateway.agents)
-  const agent = namedAgent(ctx.backends, req.headers, sent.model);
-  const { request, note } = ctx.systemPrompts.apply(sent, agent, ctx.production?.current());
+  const agent = namedAgent(ctx.backends, req.headers, parsed.model);
+  const { request, note } = ctx.systemPrompts.apply(parsed, agent, ctx.production?.current());
   await relayCall(
     ctx,
     req,

@@ -7,6 +7,7 @@ import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';
 import { tempDir } from '../helpers.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+import { freshPostgresUrl } from '../support/postgres.js';
 
 interface Project {
   backend: ChatBackend;
@@ -24,7 +25,7 @@ afterEach(async () => {
   }
 });
 
-async function project(): Promise<Project> {
+async function project(storeYaml = ''): Promise<Project> {
   const backend = await startChatBackend();
   const yaml = `models:
   scripted: { base_url: "${backend.baseUrl}", model: backend-model }
@@ -37,6 +38,7 @@ agents:
 gateway:
   aliases: { planner: { model: scripted, agent: a } }
   agents: { a: { system_prompt: production }, b: { system_prompt: client } }
+${storeYaml}
 `;
   const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }), env: process.env });
   const rt = new Runtime(loaded);
@@ -100,8 +102,11 @@ describe("the gateway replaces an opted-in agent's system prompt with production
     ]);
   });
 
-  it('a deploy of a new prompt version reaches the next requests within a second', async () => {
-    const p = await project();
+  it.each([
+    ['SQLite', () => ''],
+    ['PostgreSQL', () => `store: { url: "${freshPostgresUrl()}" }`],
+  ])('a deploy of a new prompt version (%s) reaches the next requests within a second', async (_, storeYaml) => {
+    const p = await project(storeYaml());
     expect(await post(p, {}, { 'x-agent-id': 'a' })).toEqual([
       { role: 'system', content: 'You are the production solver.' },
       ASK,

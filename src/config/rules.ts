@@ -67,6 +67,10 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (!Object.hasOwn(config.models, a.model))
       add(['gateway', 'aliases', alias, 'model'], `unknown model "${a.model}"; ${known('models', models)}`);
   }
+  const agentIds = config.agents.map((a) => a.id);
+  for (const id of Object.keys(config.gateway.agents)) {
+    if (!agentIds.includes(id)) add(['gateway', 'agents', id], `unknown agent "${id}"; agents: ${agentIds.join(', ')}`);
+  }
   const seen = new Set<string>();
   config.agents.forEach((a, i) => {
     if (seen.has(a.id)) add(['agents', i, 'id'], `duplicate agent id "${a.id}"`);
@@ -90,7 +94,6 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   const presenter = config.orchestrator.presenter_prompt;
   if (presenter !== undefined && !Object.hasOwn(config.prompts, presenter))
     add(['orchestrator', 'presenter_prompt'], `unknown prompt "${presenter}"; ${known('prompts', prompts)}`);
-  const agentIds = config.agents.map((a) => a.id);
   for (const [arm, ids] of Object.entries(config.policies.routing.arms ?? {})) {
     ids.forEach((id, j) => {
       if (!agentIds.includes(id))

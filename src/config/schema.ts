@@ -759,6 +759,20 @@ const gateway = z.strictObject({
     .describe(
       'model names clients may send instead of a config model: each routes to `model` and, with `agent`, names the agent of its calls (as X-Agent-Id does)',
     ),
+  agents: z
+    .record(
+      z.string().min(1).max(256),
+      z.strictObject({
+        system_prompt: z
+          .enum(['client', 'production'])
+          .default('client')
+          .describe(
+            "client: the client's system message is sent as it came; production: it is replaced by the agent's system prompt in the production resource set (prepended when the client sent none)",
+          ),
+      }),
+    )
+    .default({})
+    .describe("per config agent id (named by X-Agent-Id or an alias's `agent`): what the gateway does to its calls"),
   max_body_bytes: count(1 << 30)
     .default(32 * 1024 * 1024)
     .describe('a larger request body is refused (413)'),

@@ -1,7 +1,7 @@
 import { errorMessage } from '../errors.js';
 import { parseCompletion } from '../llm/parse.js';
 import type { ChatResult } from '../llm/types.js';
-import type { PromptPayload } from '../trace/payloads.js';
+import type { GatewaySystemPrompt, PromptPayload } from '../trace/payloads.js';
 import type { SpanInput } from '../trace/records.js';
 import type { Forwarded } from './forward.js';
 import type { Session } from './sessions.js';
@@ -15,7 +15,7 @@ export interface CapturedCall {
   /** Epoch ms when the request arrived. */
   startedAt: number;
   latencyMs: number;
-  /** The client's request body. */
+  /** The request body as the backend got it (the client's, unless its system prompt was replaced). */
   request: Record<string, unknown>;
   backend: { name: string; model: string };
   stream: boolean;
@@ -24,6 +24,8 @@ export interface CapturedCall {
   kind?: 'chat' | 'embeddings';
   /** The production resource set when the call was written (what a deploy had put behind the models). */
   resourceSetId?: string | null;
+  /** The client's system prompt was replaced by the agent's (`request` holds what the backend got). */
+  systemPrompt?: GatewaySystemPrompt;
 }
 
 /** A captured call's tokens, as its usage reported them. */
@@ -57,6 +59,7 @@ export function callSpan(c: CapturedCall): { span: SpanInput; usage: CallUsage }
     stream: c.stream,
     status: f.status,
     resource_set_id: c.resourceSetId ?? null,
+    ...(c.systemPrompt ? { system_prompt: c.systemPrompt } : {}),
   };
   const base = { turn_id: c.callId, round: 0, attempt: f.attempts, request, latency_ms: c.latencyMs, gateway };
   const payload: PromptPayload =

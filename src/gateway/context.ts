@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import type { Store } from '../store/index.js';
 import type { Redactor } from '../store/redact.js';
 import type { GatewayAuth } from './auth.js';
@@ -5,7 +6,9 @@ import type { Backends } from './backends.js';
 import type { Capture } from './capture.js';
 import type { GatewayLimits } from './limits.js';
 import type { GatewayMetrics } from './metrics.js';
+import type { ProductionWatch } from './production-watch.js';
 import type { Sessions } from './sessions.js';
+import type { SystemPrompts } from './system-prompt.js';
 
 /** What every route handler shares. */
 export interface RouteContext {
@@ -20,6 +23,14 @@ export interface RouteContext {
   limits: GatewayLimits;
   /** What a backend says is passed on only through this: a backend may echo its own key. */
   redactor: Redactor;
+  /** gateway.agents' system prompts, and the production set they come from (watched while an agent opts in). */
+  systemPrompts: SystemPrompts;
+  production?: ProductionWatch;
+}
+
+/** The agent a call names: its X-Agent-Id header, else the agent of the alias it sends as its model. */
+export function namedAgent(backends: Backends, headers: http.IncomingHttpHeaders, model: unknown): string | null {
+  return headerText(headers['x-agent-id']) ?? (typeof model === 'string' ? backends.agentOf(model) : undefined) ?? null;
 }
 
 /** A header's value, trimmed (undefined when absent or blank). */

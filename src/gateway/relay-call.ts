@@ -2,9 +2,10 @@ import type http from 'node:http';
 import { newId } from '../util/ids.js';
 import { ApiError, sendError } from './api-error.js';
 import type { Backend } from './backends.js';
-import { headerText, type RouteContext } from './context.js';
+import { headerText, namedAgent, type RouteContext } from './context.js';
 import type { Forwarded } from './forward.js';
 import type { RequestRecord } from './metrics.js';
+import type { SystemPromptNote } from './system-prompt.js';
 
 /** One call as a route makes it: where it goes, what the client sent, and how it is sent. */
 export interface CallSpec {
@@ -12,6 +13,8 @@ export interface CallSpec {
   body: Record<string, unknown>;
   stream: boolean;
   kind: 'chat' | 'embeddings';
+  /** `body`'s system prompt is the agent's, not the client's. */
+  systemPrompt?: SystemPromptNote;
   /** Sends it and writes the answer to the client; a backend's refusal comes back as an ApiError. */
   send(signal: AbortSignal): Promise<Forwarded>;
 }
@@ -50,8 +53,7 @@ export async function relayCall(
   if (forwarded.cancelled) call.rec.status = 499;
   const ttft = forwarded.result?.ttftMs;
   if (typeof ttft === 'number') call.rec.ttftS = ttft / 1000;
-  const alias = typeof spec.body.model === 'string' ? ctx.backends.agentOf(spec.body.model) : undefined;
-  const agent = headerText(req.headers['x-agent-id']) ?? alias ?? null;
+  const agent = namedAgent(ctx.backends, req.headers, spec.body.model);
   const source = {
     header: headerText(req.headers['x-session-id']),
     user: spec.body.user,
@@ -72,5 +74,6 @@ export async function relayCall(
     stream: spec.stream,
     forwarded,
     ...(spec.kind === 'embeddings' ? { kind: 'embeddings' as const } : {}),
+    ...(spec.systemPrompt ? { systemPrompt: spec.systemPrompt } : {}),
   });
 }

@@ -3,7 +3,7 @@ import { BodyRefused, readBody } from '../util/http-body.js';
 import { sessionOfUrl } from '../util/session-url.js';
 import { ApiError, sendError, sendJson } from './api-error.js';
 import { isLoopback } from './auth.js';
-import type { RouteContext } from './context.js';
+import { namedAgent, type RouteContext } from './context.js';
 import { embeddings } from './embeddings.js';
 import { feedback } from './feedback.js';
 import { forward } from './forward.js';
@@ -121,8 +121,11 @@ async function chat(
 ): Promise<void> {
   const startedAt = Date.now();
   const t0 = performance.now();
-  const request = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
-  const backend = await ctx.backends.get(request.model);
+  const parsed = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
+  const backend = await ctx.backends.get(parsed.model);
+  // the set that serves this request: an agent's system prompt comes from it (gateway.agents)
+  const agent = namedAgent(ctx.backends, req.headers, parsed.model);
+  const { request, note } = ctx.systemPrompts.apply(parsed, agent, ctx.production?.current());
   await relayCall(
     ctx,
     req,
@@ -133,6 +136,7 @@ async function chat(
       body: request.body,
       stream: request.stream,
       kind: 'chat',
+      systemPrompt: note,
       send: (signal) => forward(backend, request, res, signal, ctx.redactor),
     },
   );

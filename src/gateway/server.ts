@@ -8,9 +8,11 @@ import { Capture, type CaptureStats } from './capture.js';
 import { CaptureJournal } from './journal.js';
 import { guardConnections, serverOptions } from './limits.js';
 import { GatewayMetrics } from './metrics.js';
+import { ProductionWatch } from './production-watch.js';
 import { recoverJournals, type Recovered } from './recover.js';
 import { handleRequest } from './routes.js';
 import { Sessions } from './sessions.js';
+import { SystemPrompts } from './system-prompt.js';
 
 export interface GatewayOptions {
   host?: string;
@@ -19,6 +21,8 @@ export interface GatewayOptions {
   sessionIdleMs?: number;
   flushMs?: number;
   batchSize?: number;
+  /** How often a deploy is looked for (ms), while an agent's system prompt follows production. */
+  productionPollMs?: number;
   onError?: (err: unknown) => void;
 }
 
@@ -57,6 +61,12 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   });
   const limits = cfg;
   const metrics = new GatewayMetrics({ capture: capture.stats, openSessions: () => sessions.size });
+  const systemPrompts = new SystemPrompts(rt.store(), cfg.agents);
+  // production brought up to date with the config first (as every command that serves it does)
+  if (systemPrompts.active) rt.production();
+  const production = systemPrompts.active
+    ? new ProductionWatch(rt.store(), opts.productionPollMs, opts.onError)
+    : undefined;
   const ctx = {
     auth,
     backends: new Backends(rt),
@@ -67,6 +77,8 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     weights: rt.config.rewards.weights,
     limits,
     redactor: rt.store().redactor,
+    systemPrompts,
+    production,
   };
   const inflight = new Set<Promise<void>>();
   const server = http.createServer({ keepAliveTimeout: 65_000, ...serverOptions(limits) }, (req, res) => {
@@ -80,6 +92,7 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const guard = guardConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => {
+      production?.stop();
       journal.close();
       reject(err);
     });
@@ -100,6 +113,7 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     stop: () =>
       (stopping ??= (async () => {
         clearInterval(sweep);
+        production?.stop();
         guard.stop();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();

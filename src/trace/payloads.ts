@@ -61,6 +61,18 @@ export interface GatewayCallInfo {
   status: number;
   /** The production resource set when the call was stored (older captures: absent). */
   resource_set_id?: string | null;
+  /** The client's system prompt replaced by the agent's (gateway.agents.<id>.system_prompt: production). */
+  system_prompt?: GatewaySystemPrompt;
+}
+
+/** A replaced system prompt: `request.messages` holds what the backend got. */
+export interface GatewaySystemPrompt {
+  replaced: true;
+  /** The prompt resource sent, `name@version`, and the resource set it came from. */
+  resource: string;
+  set_id: string;
+  /** The system messages the client sent and the gateway dropped (0: the prompt was prepended). */
+  client_messages: number;
 }
 
 export interface ToolPayload {

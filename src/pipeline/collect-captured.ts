@@ -44,7 +44,7 @@ export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): P
   };
   const done: RolloutSummary[] = [];
   try {
-    for (const r of store.rollouts.capturedSince(since ?? Number.NEGATIVE_INFINITY)) {
+    for (const r of store.rollouts.capturedSince(since ?? -1)) {
       opts.signal?.throwIfAborted();
       if (taken(store, r.id)) continue;
       if (heldOutRollout(r.id, rt.config.gateway.holdout)) {

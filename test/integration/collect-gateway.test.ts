@@ -12,6 +12,7 @@ import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
 import { readRows } from '../fixtures/datasets/team-rollouts.js';
 import { tempDir } from '../helpers.js';
+import { BACKENDS, openStoreOn } from '../support/postgres.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 
 let server: ScriptedServer | undefined;
@@ -194,4 +195,31 @@ describe('collect.source gateway', () => {
       store.close();
     }
   });
+
+  it.each(BACKENDS)(
+    '%s: the sessions since a time, by finish or by a reward since; the last gateway run',
+    (backend) => {
+      const store = openStoreOn(backend, tempDir());
+      try {
+        const [old, fresh, rewarded] = ['a', 'b', 'c'].map((q, i) => capture(store, q, q, i === 1 ? 0 : HOUR));
+        store.rewards.add(rewarded!, [{ channel: 'rollout', family: 'human', value: 1 }]);
+        store.rollouts.start({ source: GATEWAY_SOURCE, metadata: { client: 'app', session: 'open' } });
+        const since = Date.now() - 60_000;
+        expect(store.rollouts.capturedSince(since).map((r) => r.id)).toEqual([rewarded, fresh]);
+        expect(store.rollouts.capturedSince(-1).map((r) => r.id)).toEqual([old, rewarded, fresh]);
+
+        expect(store.collectRuns.latestWhere('source', 'gateway')).toBeUndefined();
+        const done = store.collectRuns.start({ source: 'gateway' });
+        store.collectRuns.finish(done, 'completed', { captured: { watermark: 5 } });
+        store.collectRuns.finish(store.collectRuns.start({ source: 'gateway' }), 'failed');
+        store.collectRuns.start({ tasks: 'x' });
+        expect(store.collectRuns.latestWhere('source', 'gateway')).toMatchObject({
+          id: done,
+          result: { captured: { watermark: 5 } },
+        });
+      } finally {
+        store.close();
+      }
+    },
+  );
 });

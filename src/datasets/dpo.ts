@@ -91,7 +91,7 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
     }
   }
 
-  /** A captured session's candidate: its last chat call's prompt (taskless) and its completion (the copy's final answer). */
+  /** A captured session's candidate: its last chat call's messages as the prompt, its completion as the answer. */
   function capturedCandidate(view: RolloutIndex): void {
     const seq = view.rollout.metadata.captured_turn;
     const p = typeof seq === 'number' ? view.prompt(seq) : null;

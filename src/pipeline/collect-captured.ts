@@ -84,15 +84,24 @@ function lastWatermark(store: Store): number | null {
 
 /** One line of what a gateway collect did. */
 export function describeCaptured(c: CapturedCounts): string {
-  return `took ${c.taken} captured session(s) (${c.judged} scored by the judge, ${c.rewarded} already rewarded); ${c.heldOut} held out, ${c.waiting} waiting for a reward`;
+  return (
+    `took ${c.taken} captured session(s) (${c.judged} scored by the judge, ${c.rewarded} already rewarded); `
+    + `${c.heldOut} held out, ${c.waiting} waiting for a reward`
+  );
 }
 
 /** Why a gateway collect took nothing, with what to do. */
 export function nothingTaken(c: CapturedCounts): string {
   const looked = c.heldOut + c.waiting;
-  if (!looked)
-    return `no captured gateway session finished${c.since === null ? '' : ' since the last collect'}: nothing to train on (capture traffic with \`massgen-rl gateway\`)`;
-  return `no captured session taken: ${c.heldOut} held out (gateway.holdout), ${c.waiting} waiting for a reward (send feedback, or set rewards.judge.model and rewards.weights.judge)`;
+  if (!looked) {
+    const since = c.since === null ? '' : ' since the last collect';
+    const hint = 'capture traffic with `massgen-rl gateway`';
+    return `no captured gateway session finished${since}: nothing to train on (${hint})`;
+  }
+  return (
+    `no captured session taken: ${c.heldOut} held out (gateway.holdout), ${c.waiting} waiting for a reward `
+    + '(send feedback, or set rewards.judge.model and rewards.weights.judge)'
+  );
 }
 
 function summaryOf(r: Rollout): RolloutSummary {

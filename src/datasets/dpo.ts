@@ -1,6 +1,8 @@
 import { canonicalJson, sha256 } from '../util/hash.js';
+import { isCapturedCopy } from './captured.js';
 import { correctnessDpoBuilder } from './dpo-correctness.js';
-import type { ChatMessage } from './messages.js';
+import { chatMessages, type ChatMessage } from './messages.js';
+import type { RolloutIndex } from './rollout-index.js';
 import type { RowInfo } from './stats.js';
 import { normalizeText, taskPrompt } from './task-prompt.js';
 import type { BuilderContext, DatasetBuilder, DpoRow, RowSink } from './types.js';
@@ -62,9 +64,47 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
     emit(row, info);
   }
 
+  /** A rollout's final answer and total as a candidate of its task (or prompt) for cross-rollout pairs. */
+  function candidate(view: RolloutIndex, taskKey: string, taskPromptMsgs: ChatMessage[], winner: string | null): void {
+    const r = view.rollout;
+    const answer = r.finalAnswer;
+    const total = view.total;
+    if (answer === null || total === null) return;
+    let entry = tasks.get(taskKey);
+    if (!entry)
+      tasks.set(
+        taskKey,
+        (entry = { prompt: taskPromptMsgs, taskId: r.taskId, category: view.category, answers: new Map() }),
+      );
+    const norm = normalizeText(answer);
+    const c = entry.answers.get(norm);
+    if (c) {
+      c.rewards.push(total);
+      c.clean &&= view.clean(winner);
+    } else {
+      entry.answers.set(norm, {
+        content: answer,
+        rewards: [total],
+        clean: view.clean(winner),
+        first: { rollout_id: r.id, rollout_num: r.num, agent: winner, seq: view.presentation?.seq ?? null },
+      });
+    }
+  }
+
+  /** A captured session's candidate: its last chat call's messages as the prompt, its completion as the answer. */
+  function capturedCandidate(view: RolloutIndex): void {
+    const seq = view.rollout.metadata.captured_turn;
+    const p = typeof seq === 'number' ? view.prompt(seq) : null;
+    if (view.total === null) return stats.drop('no_reward');
+    if (!p?.request?.messages || view.rollout.finalAnswer === null) return stats.drop('no_captured_turn');
+    const prompt = chatMessages(p.request.messages);
+    candidate(view, `prompt:${sha256(canonicalJson(prompt))}`, prompt, null);
+  }
+
   return {
     add(view, emit) {
       const r = view.rollout;
+      if (isCapturedCopy(r)) return capturedCandidate(view);
       const winner = r.winner;
       const standing = view.standingAnswers();
       const chosen = winner ? standing.get(winner) : undefined;
@@ -111,25 +151,7 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
       const taskKey = r.taskId ?? (prompt ? `prompt:${sha256(canonicalJson(prompt))}` : null);
       const taskPromptMsgs = prompt ?? taskPrompt(view, winner ?? '', reader, opts.system_prompt);
       if (taskKey === null || taskPromptMsgs === null) return;
-      let entry = tasks.get(taskKey);
-      if (!entry)
-        tasks.set(
-          taskKey,
-          (entry = { prompt: taskPromptMsgs, taskId: r.taskId, category: view.category, answers: new Map() }),
-        );
-      const norm = normalizeText(r.finalAnswer);
-      const c = entry.answers.get(norm);
-      if (c) {
-        c.rewards.push(view.total);
-        c.clean &&= view.clean(winner);
-      } else {
-        entry.answers.set(norm, {
-          content: r.finalAnswer,
-          rewards: [view.total],
-          clean: view.clean(winner),
-          first: { rollout_id: r.id, rollout_num: r.num, agent: winner, seq: view.presentation?.seq ?? null },
-        });
-      }
+      candidate(view, taskKey, taskPromptMsgs, winner);
     },
     finish(emit) {
       for (const entry of tasks.values()) {

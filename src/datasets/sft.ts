@@ -1,3 +1,4 @@
+import { capturedTurns, isCapturedCopy } from './captured.js';
 import { chatMessages, completionText } from './messages.js';
 import { agentMatcher } from './options.js';
 import type { RolloutIndex } from './rollout-index.js';
@@ -10,6 +11,7 @@ import type { BuilderContext, DatasetBuilder, RowSink, SftRow } from './types.js
  * presentation its presentation prompt plus the final answer. An answer's reward is its turn reward,
  * else the rollout total; the presentation's is the rollout total. Kept when reward ≥
  * sft.reward_threshold (null: all) and the agent passes sft.agents. sft.select verified: sft-verified.ts.
+ * A captured gateway session (collect.source gateway) gives each of its chat calls, rewarded like an answer.
  */
 export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
   if (ctx.options.sft.select === 'verified') return verifiedSftBuilder(ctx);
@@ -20,7 +22,7 @@ export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
   function example(
     view: RolloutIndex,
     emit: RowSink,
-    agent: string,
+    agent: string | null,
     promptSeq: number,
     reward: number | null,
     kind: string,
@@ -43,6 +45,12 @@ export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
 
   return {
     add(view, emit) {
+      if (isCapturedCopy(view.rollout)) {
+        // A captured session has no answers: each chat call that got a completion is an example.
+        for (const t of capturedTurns(view.promptSpans, (seq) => view.prompt(seq)))
+          example(view, emit, t.agent, t.seq, view.rewardFor(t.seq), 'captured_call', {});
+        return;
+      }
       for (const a of view.actions) {
         if (a.kind !== 'answer') continue;
         example(view, emit, a.agent, a.promptSeq, view.rewardFor(a.seq), 'answer', {

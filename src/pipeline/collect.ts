@@ -10,55 +10,10 @@ import { tasksWithShortfall, type Shortfall } from '../tasks/for-run.js';
 import type { SplitSelector, SplitTask } from '../tasks/types.js';
 import { createToolRunner } from '../tools/runner.js';
 import { sha256 } from '../util/hash.js';
+import { collectCaptured } from './collect-captured.js';
+import type { CollectOptions, CollectProgress, CollectSummary } from './collect-types.js';
 
-export interface CollectOptions {
-  /** A built-in suite name or a task file; replaces tasks.sources. */
-  tasks?: string;
-  n?: number;
-  concurrency?: number;
-  split?: 'train' | 'eval' | 'all';
-  signal?: AbortSignal;
-  onProgress?: (p: CollectProgress) => void;
-  onStage?: (message: string) => void;
-  trigger?: 'collect' | 'loop';
-}
-
-export interface CollectProgress {
-  total: number;
-  done: number;
-  failed: number;
-  cancelled: number;
-  running: number;
-  elapsedMs: number;
-  etaMs: number | null;
-  last?: RolloutSummary;
-}
-
-export interface CollectSummary {
-  runId: string;
-  status: 'completed' | 'cancelled';
-  tasks: number;
-  completed: number;
-  failed: number;
-  cancelled: number;
-  /** Completed share of all tasks. */
-  successRate: number;
-  /** Share of scored rollouts whose final answer matched the reference (exact or numeric), or null. */
-  correctRate: number | null;
-  meanReward: number | null;
-  consensusRate: number | null;
-  meanRounds: number | null;
-  tokens: number;
-  wallMs: number;
-  /** The production resource set that served the run, and the canary's when one ran. */
-  resourceSet: { id: string; version: number };
-  canary: { id: string; version: number; fraction: number; rollouts: number } | null;
-  /** Why rollouts failed: each distinct error with how many rollouts it ended, most frequent first. */
-  failureReasons: { error: string; count: number }[];
-  /** n asked for more tasks than the split holds: all of the split ran, and this says so. */
-  shortfall: Shortfall | null;
-  rollouts: RolloutSummary[];
-}
+export type { CollectOptions, CollectProgress, CollectSummary } from './collect-types.js';
 
 /**
  * The tasks a collect run takes (tasks.sources or opts.tasks, n of the split), with the team's inputs and
@@ -90,11 +45,13 @@ export function tasksToCollect(
 }
 
 /**
- * Runs tasks through the agent team, concurrently, recording and scoring every orchestration. It never
+ * Runs tasks through the agent team, concurrently, recording and scoring every orchestration (with
+ * collect.source gateway it takes captured sessions instead: collect-captured.ts). It never
  * switches production: what the rollouts say about a canary or a deploy is the review stage's (review.ts).
  */
 export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<CollectSummary> {
   const { config } = rt;
+  if ((opts.source ?? config.collect.source) === 'gateway') return collectCaptured(rt, opts);
   const { tasks, shortfall, split } = tasksToCollect(rt, opts);
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;

@@ -119,7 +119,8 @@ type StageFn<S extends Stage> = (rt: Runtime, state: CycleState, c: StageContext
 
 const STAGES: { [S in Stage]: StageFn<S> } = {
   async collect(rt, state, c) {
-    if (rt.config.queue.distributed) return collectOnWorkers(rt, state, c);
+    // Captured traffic is taken here: there are no orchestrations to spread over workers.
+    if (rt.config.queue.distributed && rt.config.collect.source !== 'gateway') return collectOnWorkers(rt, state, c);
     const s = await collect(rt, {
       n: rt.config.loop.collect_n,
       signal: c.signal,

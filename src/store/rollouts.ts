@@ -156,6 +156,20 @@ export class RolloutRepository {
     return row && toRollout(row);
   }
 
+  /**
+   * Completed gateway sessions that finished after `afterMs` or got a reward row since then (feedback,
+   * a judge): what a `collect.source: gateway` run looks at, oldest first.
+   */
+  capturedSince(afterMs: number): Rollout[] {
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM rollouts WHERE source = ? AND status = 'completed'
+      AND (finished_at > ? OR id IN (SELECT rollout_id FROM rewards WHERE created_at > ?)) ORDER BY finished_at, num`,
+      )
+      .all(GATEWAY_SOURCE, afterMs, afterMs) as RolloutRaw[];
+    return rows.map(toRollout);
+  }
+
   /** Rollouts whose metadata has this top-level key with this string value (e.g. the prompt-optimization run that ran them). */
   countTagged(key: string, value: string): number {
     return this.db

@@ -2,6 +2,7 @@ import { newId } from '../util/ids.js';
 import type { Db } from './database.js';
 import { HOST } from './process-owner.js';
 import type { Redactor } from './redact.js';
+import { jsonText } from './sql.js';
 import type { RunStatus } from './types.js';
 
 export interface RunRecord {
@@ -125,6 +126,18 @@ export class RunRepository {
       .prepare(`SELECT * FROM ${this.shape.table} ORDER BY started_at DESC, rowid DESC LIMIT ?`)
       .all(limit);
     return (rows as Record<string, unknown>[]).map((r) => this.toRecord(r));
+  }
+
+  /** The newest run with this status whose detail has the top-level `key` set to `value`. */
+  latestWhere(key: string, value: string, status: RunStatus = 'completed'): RunRecord | undefined {
+    const { table, detail } = this.shape;
+    const row = this.db
+      .prepare(
+        `SELECT * FROM ${table} WHERE status = ? AND ${jsonText(this.db, detail, key)} = ?
+        ORDER BY started_at DESC, rowid DESC LIMIT 1`,
+      )
+      .get(status, value) as Record<string, unknown> | undefined;
+    return row && this.toRecord(row);
   }
 
   private toRecord(row: Record<string, unknown>): RunRecord {

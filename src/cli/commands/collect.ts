@@ -1,10 +1,12 @@
 import { Option } from 'commander';
 import { MAX_CONCURRENCY, MAX_TASKS } from '../../config/schema.js';
-import { GateError, InterruptedError } from '../../errors.js';
+import { GateError, InterruptedError, UserError } from '../../errors.js';
+import type { CapturedCounts } from '../../pipeline/collect-captured.js';
 import { wholeNumber } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
+import type { Ui } from '../ui/output.js';
 
 interface CollectFlags {
   tasks?: string;
@@ -14,6 +16,7 @@ interface CollectFlags {
   enqueue?: boolean;
   worker?: boolean;
   wait?: boolean;
+  source?: 'orchestrate' | 'gateway';
 }
 
 export const registerCollect: Register = (program, ctx) => {
@@ -33,6 +36,12 @@ export const registerCollect: Register = (program, ctx) => {
         'create the run and put its tasks on the shared queue (PostgreSQL store) for workers',
       ).conflicts(['worker', 'concurrency']),
     )
+    .addOption(
+      new Option(
+        '--source <source>',
+        'orchestrate: run tasks through the team; gateway: take the captured gateway sessions (default collect.source)',
+      ).choices(['orchestrate', 'gateway']),
+    )
     .option('--worker', 'take tasks from the shared queue and record their rollouts, until none is left')
     .addOption(
       new Option(
@@ -42,6 +51,10 @@ export const registerCollect: Register = (program, ctx) => {
     )
     .action(async (flags: CollectFlags) => {
       const { ui, runtime } = ctx();
+      if (flags.source === 'gateway' && (flags.enqueue || flags.worker || flags.tasks))
+        throw new UserError(
+          '--source gateway takes captured sessions: it runs no tasks (no --tasks, --enqueue or --worker)',
+        );
       if (flags.enqueue || flags.worker) {
         const { runQueued } = await import('./collect-queued.js');
         return runQueued(ui, await runtime(), flags);
@@ -58,6 +71,7 @@ export const registerCollect: Register = (program, ctx) => {
             n: wholeNumber('--n', flags.n, MAX_TASKS),
             concurrency: wholeNumber('--concurrency', flags.concurrency, MAX_CONCURRENCY),
             split: flags.split,
+            ...(flags.source ? { source: flags.source } : {}),
             signal,
             onStage: (m) => bar.update(m),
             onProgress: (p) =>
@@ -67,6 +81,10 @@ export const registerCollect: Register = (program, ctx) => {
           }),
         );
         bar.stop();
+        if (summary.captured) {
+          const { nothingTaken } = await import('../../pipeline/collect-captured.js');
+          return printCaptured(ui, summary.runId, summary.captured, nothingTaken);
+        }
         const nothingCompleted = summary.status === 'completed' && summary.completed === 0;
         if (ui.opts.json) ui.json({ ok: !nothingCompleted, ...summary });
         else {
@@ -115,3 +133,13 @@ export const registerCollect: Register = (program, ctx) => {
       }
     });
 };
+
+/** A gateway collect's counts; nothing taken is no error (the loop goes on with nothing to train). */
+function printCaptured(ui: Ui, runId: string, c: CapturedCounts, why: (c: CapturedCounts) => string): void {
+  if (ui.opts.json) return ui.json({ ok: true, runId, source: 'gateway', ...c });
+  ui.table(
+    ['run', 'taken', 'judged', 'already rewarded', 'held out', 'waiting for a reward'],
+    [[runId, c.taken, c.judged, c.rewarded, c.heldOut, c.waiting]],
+  );
+  if (!c.taken) ui.print(`  ${why(c)}`);
+}

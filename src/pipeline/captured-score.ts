@@ -1,0 +1,49 @@
+import { capturedTurns, conversationText } from '../datasets/captured.js';
+import { computeRewards } from '../rewards/compute.js';
+import { rewardSpan } from '../rewards/spans.js';
+import { totalFromRewards } from '../rewards/total.js';
+import type { RewardContext, RewardsConfig } from '../rewards/types.js';
+import { outcomeFromSpans } from '../rollouts/outcome.js';
+import type { Store } from '../store/index.js';
+import { GATEWAY_SOURCE } from '../store/rollouts.js';
+import type { PromptPayload } from '../trace/payloads.js';
+import type { Rollout } from '../trace/records.js';
+
+/**
+ * Scores a captured session with the judge, the one reward family that applies to a session without a
+ * task: the conversation of its last chat call stands for the task, that call's completion for the
+ * answer. The reward is stored on the session (a reward span and a row) and its total updated.
+ */
+export async function judgeCaptured(
+  store: Store,
+  r: Rollout,
+  rewards: RewardsConfig,
+  judge: NonNullable<RewardContext['judge']>,
+  signal?: AbortSignal,
+): Promise<number> {
+  const spans = store.spans.list(r.id);
+  const bySeq = new Map(spans.map((s) => [s.seq, s.payload as PromptPayload]));
+  const last = capturedTurns(spans, (seq) => bySeq.get(seq) ?? null).at(-1);
+  const task = last && {
+    id: `captured:${r.id}`,
+    prompt: conversationText(last.messages),
+    metadata: {},
+    source: GATEWAY_SOURCE,
+  };
+  const outcome = outcomeFromSpans({ ...r, finalAnswer: last?.completion ?? null }, spans, task ?? null);
+  const scored = await computeRewards(
+    { outcome, config: rewards, judge, ...(signal ? { signal } : {}) },
+    { judge: rewards.weights.judge ?? 0 },
+  );
+  return store.write(() =>
+    store.transaction(() => {
+      const writer = store.spans.writer(r.id);
+      for (const w of scored.rewards) writer.add(rewardSpan(w));
+      writer.flush();
+      store.rewards.add(r.id, scored.rewards);
+      const total = totalFromRewards(store.rewards.list(r.id), rewards.weights);
+      store.rollouts.setTotalReward(r.id, total);
+      return total;
+    }),
+  );
+}

@@ -1,0 +1,225 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { buildDataset, type DpoRow, type SftRow } from '../../src/datasets/index.js';
+import { copyCaptured, trainingCopyId } from '../../src/pipeline/captured-copy.js';
+import { collect } from '../../src/pipeline/collect.js';
+import { runCycle } from '../../src/pipeline/loop.js';
+import { addFeedback } from '../../src/pipeline/rewards.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
+import type { Store } from '../../src/store/index.js';
+import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
+import { heldOutRollout } from '../../src/trace/held-out.js';
+import { readRows } from '../fixtures/datasets/team-rollouts.js';
+import { tempDir } from '../helpers.js';
+import { BACKENDS, openStoreOn } from '../support/postgres.js';
+import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
+
+let server: ScriptedServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+const HOUR = 3_600_000;
+
+/** A project served by a scripted endpoint (agents and, with `judge`, the judge model). */
+async function project(opts: { judge?: boolean; holdout?: number } = {}): Promise<LoadedConfig> {
+  server = await startScriptedServer(() => ({
+    content: '```json\n{"scores": {"helpfulness": 8}, "reason": "clear"}\n```',
+  }));
+  const judge = opts.judge
+    ? '  judge: { model: stub, rubric: [{ criterion: helpfulness, weight: 1 }] }\n  weights: { human: 1, judge: 1 }'
+    : '  weights: { human: 1 }';
+  const yaml = `models:\n  stub: { base_url: "${server.baseUrl}", model: m }
+agents:\n  - { id: a, model: stub, tool_mode: text }
+rewards:\n${judge}
+collect: { source: gateway }
+gateway: { holdout: ${opts.holdout ?? 0} }
+`;
+  return loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }) });
+}
+
+/** One captured session as the gateway stores it: a gateway rollout with one chat call, finished `ageMs` ago. */
+function capture(store: Store, question: string, answer: string, ageMs = HOUR): string {
+  const id = store.rollouts.start({ source: GATEWAY_SOURCE, metadata: { client: 'app', session: question } });
+  const payload = {
+    turn_id: `call-${id}`,
+    round: 0,
+    attempt: 1,
+    request: { model: 'stub', messages: [{ role: 'user', content: question }] },
+    response: { content: answer, tool_calls: [], finish_reason: 'stop' },
+    usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+    latency_ms: 4,
+    gateway: { client: 'app', backend: 'stub', backend_model: 'm', stream: false, status: 200 },
+  };
+  store.spans.append(id, [{ type: 'prompt', name: 'chat', agent: 'bot', payload }]);
+  store.rollouts.finish(id, { status: 'completed', tokens: 8, messages: 1, wallMs: 4 });
+  const at = Date.now() - ageMs;
+  store.rollouts.setImportedTimes(id, at - 10, at);
+  return id;
+}
+
+function withStore<T>(loaded: LoadedConfig, fn: (store: Store) => T): T {
+  const store = openStore(loaded);
+  try {
+    return fn(store);
+  } finally {
+    store.close();
+  }
+}
+
+const collectGateway = (loaded: LoadedConfig) => withRuntime(loaded, (rt) => collect(rt));
+
+describe('collect.source gateway', () => {
+  it('takes rewarded sessions since the watermark, holds reward-less ones back until feedback arrives', async () => {
+    const loaded = await project();
+    const [good, bad, later] = withStore(loaded, (store) => {
+      const ids = [capture(store, 'Capital of France?', 'Paris'), capture(store, 'Capital of France?', 'Lyon')];
+      store.transaction(() => {
+        store.rewards.add(ids[0]!, [{ channel: 'rollout', family: 'human', value: 0.9 }]);
+        store.rollouts.setTotalReward(ids[0]!, 0.9);
+        store.rewards.add(ids[1]!, [{ channel: 'rollout', family: 'human', value: 0.1 }]);
+        store.rollouts.setTotalReward(ids[1]!, 0.1);
+      });
+      return [...ids, capture(store, 'Largest planet?', 'Jupiter')];
+    });
+
+    const first = await collectGateway(loaded);
+    expect(first.captured).toMatchObject({ since: null, taken: 2, waiting: 1, heldOut: 0, judged: 0, rewarded: 2 });
+    expect(first).toMatchObject({ completed: 2, tasks: 2, meanReward: 0.5 });
+    expect(first.rollouts.map((r) => r.id)).toEqual([trainingCopyId(good!), trainingCopyId(bad!)]);
+    withStore(loaded, (store) => {
+      const copy = store.rollouts.get(trainingCopyId(good!))!;
+      expect(copy).toMatchObject({ source: 'collect', runId: first.runId, finalAnswer: 'Paris', totalReward: 0.9 });
+      expect(copy.metadata).toMatchObject({ captured_from: good, captured_turn: 1 });
+      // the session waiting for a reward has no copy: it is in no dataset
+      expect(store.rollouts.get(trainingCopyId(later!))).toBeUndefined();
+      expect(store.rollouts.countCollectedAfter(0)).toBe(2);
+    });
+
+    // Nothing new: the session waiting for a reward lies before the watermark and is not looked at again.
+    const second = await collectGateway(loaded);
+    expect(second.captured).toMatchObject({ since: first.captured!.watermark, taken: 0, waiting: 0 });
+    expect(second.completed).toBe(0);
+
+    await withRuntime(loaded, (rt) => addFeedback(rt, later!, { score: 1 }));
+    const third = await collectGateway(loaded);
+    expect(third.captured).toMatchObject({ taken: 1, rewarded: 1, waiting: 0 });
+    expect(third.rollouts.map((r) => r.id)).toEqual([trainingCopyId(later!)]);
+
+    // The cycle's data: the copies come after every earlier rollout number, whatever the sessions' own.
+    const store = openStore(loaded);
+    try {
+      const options = { weights: loaded.config.rewards.weights };
+      const dataDir = loaded.paths.dataDir;
+      const sft = await buildDataset(store, { algo: 'sft', dataDir, options });
+      const rows = readRows<SftRow>(sft.dir);
+      expect(rows.map((r) => [r.messages.at(-1)!.content, r.meta.kind])).toEqual([
+        ['Paris', 'captured_call'],
+        ['Jupiter', 'captured_call'],
+      ]);
+      expect(rows[0]!.messages[0]).toEqual({ role: 'user', content: 'Capital of France?' });
+      expect(sft.stats.dropped.below_threshold).toBe(1);
+      const dpo = await buildDataset(store, { algo: 'dpo', dataDir, options });
+      const pairs = readRows<DpoRow>(dpo.dir);
+      expect(pairs).toHaveLength(1);
+      expect(pairs[0]).toMatchObject({
+        prompt: [{ role: 'user', content: 'Capital of France?' }],
+        chosen: [{ role: 'assistant', content: 'Paris' }],
+        rejected: [{ role: 'assistant', content: 'Lyon' }],
+        meta: { kind: 'cross_rollout' },
+      });
+      expect(pairs[0]!.margin).toBeCloseTo(0.8);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('keeps the held-out share out and judges the sessions without a reward', async () => {
+    const loaded = await project({ judge: true, holdout: 0.5 });
+    const ids = withStore(loaded, (store) =>
+      Array.from({ length: 12 }, (_, i) => capture(store, `Question ${i}?`, `Answer ${i}`)),
+    );
+    const held = ids.filter((id) => heldOutRollout(id, 0.5));
+    expect(held.length).toBeGreaterThan(0);
+    expect(held.length).toBeLessThan(ids.length);
+    const s = await collectGateway(loaded);
+    expect(s.captured).toMatchObject({
+      taken: ids.length - held.length,
+      heldOut: held.length,
+      judged: ids.length - held.length,
+    });
+    expect(s.rollouts.every((r) => r.reward === 0.8)).toBe(true);
+    // the judge saw the conversation and the answer
+    expect(server!.requests).toHaveLength(ids.length - held.length);
+    expect(server!.requests[0]!.messages.at(-1)!.content).toContain('user: Question');
+    withStore(loaded, (store) => {
+      for (const id of held) expect(store.rollouts.get(trainingCopyId(id))).toBeUndefined();
+      const scored = ids.find((id) => !held.includes(id))!;
+      expect(store.rollouts.get(scored)!.totalReward).toBeCloseTo(0.8);
+      expect(store.rewards.list(scored).map((r) => r.family)).toEqual(['judge']);
+    });
+  });
+
+  it('with no captured session says so and the loop goes on with nothing to train', async () => {
+    const loaded = await project();
+    const notes: string[] = [];
+    const s = await withRuntime(loaded, (rt) => collect(rt, { onStage: (m) => notes.push(m) }));
+    expect(s).toMatchObject({ status: 'completed', completed: 0, captured: { taken: 0 } });
+    expect(notes.join('\n')).toMatch(/no captured gateway session finished: nothing to train on/);
+
+    const cycle = await withRuntime(
+      loadConfig({ cwd: loaded.paths.baseDir, overrides: ['loop.steps=[collect,review,train]'] }),
+      (rt) => runCycle(rt),
+    );
+    expect(cycle.status).toBe('completed');
+    expect(cycle.stages.collect).toMatchObject({ status: 'done', completed: 0 });
+    expect(cycle.stages.train).toMatchObject({ status: 'skipped' });
+  });
+
+  it('a session copied without a reward gives no dataset row: datasets drop reward-less rollouts', async () => {
+    const loaded = await project();
+    const store = openStore(loaded);
+    try {
+      const id = capture(store, 'Largest planet?', 'Jupiter');
+      const runId = store.collectRuns.start({ source: 'gateway' });
+      store.transaction(() => copyCaptured(store, store.rollouts.get(id)!, runId));
+      const options = { weights: loaded.config.rewards.weights, sft: { reward_threshold: null } };
+      const dataDir = loaded.paths.dataDir;
+      const sft = await buildDataset(store, { algo: 'sft', dataDir, options });
+      expect(sft.stats).toMatchObject({ rows: 0, dropped: { no_reward: 1 } });
+      const dpo = await buildDataset(store, { algo: 'dpo', dataDir, options });
+      expect(dpo.stats).toMatchObject({ rows: 0, dropped: { no_reward: 1 } });
+    } finally {
+      store.close();
+    }
+  });
+
+  it.each(BACKENDS)(
+    '%s: the sessions since a time, by finish or by a reward since; the last gateway run',
+    (backend) => {
+      const store = openStoreOn(backend, tempDir());
+      try {
+        const [old, fresh, rewarded] = ['a', 'b', 'c'].map((q, i) => capture(store, q, q, i === 1 ? 0 : HOUR));
+        store.rewards.add(rewarded!, [{ channel: 'rollout', family: 'human', value: 1 }]);
+        store.rollouts.start({ source: GATEWAY_SOURCE, metadata: { client: 'app', session: 'open' } });
+        const since = Date.now() - 60_000;
+        expect(store.rollouts.capturedSince(since).map((r) => r.id)).toEqual([rewarded, fresh]);
+        expect(store.rollouts.capturedSince(-1).map((r) => r.id)).toEqual([old, rewarded, fresh]);
+
+        expect(store.collectRuns.latestWhere('source', 'gateway')).toBeUndefined();
+        const done = store.collectRuns.start({ source: 'gateway' });
+        store.collectRuns.finish(done, 'completed', { captured: { watermark: 5 } });
+        store.collectRuns.finish(store.collectRuns.start({ source: 'gateway' }), 'failed');
+        store.collectRuns.start({ tasks: 'x' });
+        expect(store.collectRuns.latestWhere('source', 'gateway')).toMatchObject({
+          id: done,
+          result: { captured: { watermark: 5 } },
+        });
+      } finally {
+        store.close();
+      }
+    },
+  );
+});

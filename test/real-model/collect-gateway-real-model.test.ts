@@ -1,0 +1,101 @@
+import { OpenAI } from 'openai';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { buildDataset, type DpoRow, type SftRow } from '../../src/datasets/index.js';
+import { datasetOptionsFromConfig } from '../../src/datasets/options.js';
+import { collect } from '../../src/pipeline/collect.js';
+import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
+import { addFeedback } from '../../src/pipeline/rewards.js';
+import { train } from '../../src/pipeline/train.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { openStore } from '../../src/runtime/store.js';
+import { readRows } from '../fixtures/datasets/team-rollouts.js';
+import { tempDir } from '../helpers.js';
+
+// The loop on captured traffic with real parts: the official openai npm SDK through the in-process gateway
+// to the bundled model, feedback on the sessions, collect.source gateway, and the training datasets.
+
+const KEY = 'gw-collect-key-0123456789abcdef';
+const yaml = `models:
+  smol:
+    model: smollm2-135m-instruct
+    local: { weights: "builtin:smollm2-135m-instruct", engine: llama.cpp, max_batch_size: 2 }
+agents:
+  - { id: a, model: smol }
+gateway: { api_keys_env: [GW_COLLECT_KEY], holdout: 0 }
+collect: { source: gateway }
+rewards:
+  weights: { human: 1 }
+train:
+  batch_size: 1
+  max_length: 128
+  save_steps: 0
+  gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
+`;
+const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }), env: { ...process.env, GW_COLLECT_KEY: KEY } });
+const rt = new Runtime(loaded);
+let gw: Gateway | undefined;
+
+afterAll(async () => {
+  await gw?.stop();
+  await rt.close();
+});
+
+describe('collect.source gateway on real captured traffic', () => {
+  it('sessions with feedback become SFT and DPO rows and train a step; the one without waits', async () => {
+    gw = await gateway(rt, { port: 0, flushMs: 20 });
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 180_000 });
+    const ask = (session: string, maxTokens: number, content = 'Name a color.') =>
+      client.chat.completions.create(
+        { model: 'smol', messages: [{ role: 'user', content }], temperature: 0, seed: 7, max_tokens: maxTokens },
+        { headers: { 'X-Session-Id': session } },
+      );
+    // One prompt, two lengths: two different replies to pair; a third session gets no feedback.
+    const long = (await ask('long', 24)).choices[0]!.message.content!;
+    const short = (await ask('short', 3)).choices[0]!.message.content!;
+    await ask('silent', 8, 'Say hello.');
+    expect(long).not.toBe(short);
+    const fb = await fetch(`${gw.url}/v1/feedback`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: 'long', score: 1, note: 'complete' }),
+    });
+    expect(fb.status).toBe(202);
+    await gw.stop();
+    gw = undefined;
+    const shortId = rt
+      .store()
+      .rollouts.list()
+      .find((r) => r.metadata.session === 'short')!.id;
+    await addFeedback(rt, shortId, { score: 0.2 });
+
+    const s = await collect(rt);
+    expect(s.captured).toMatchObject({ taken: 2, rewarded: 2, waiting: 1, heldOut: 0, judged: 0 });
+
+    const store = openStore(loaded);
+    try {
+      const options = datasetOptionsFromConfig(loaded.config.train, loaded.config.rewards.weights);
+      const dataDir = loaded.paths.dataDir;
+      const sft = readRows<SftRow>((await buildDataset(store, { algo: 'sft', dataDir, options })).dir);
+      // the long reply (1.0) clears train.sft.reward_threshold, the short one (0.2) does not
+      expect(sft.map((r) => r.messages)).toEqual([
+        [
+          { role: 'user', content: 'Name a color.' },
+          { role: 'assistant', content: long },
+        ],
+      ]);
+      const dpo = readRows<DpoRow>((await buildDataset(store, { algo: 'dpo', dataDir, options })).dir);
+      expect(dpo).toHaveLength(1);
+      expect(dpo[0]).toMatchObject({
+        chosen: [{ role: 'assistant', content: long }],
+        rejected: [{ role: 'assistant', content: short }],
+      });
+      expect(dpo[0]!.margin).toBeCloseTo(0.8);
+    } finally {
+      store.close();
+    }
+    // train weights takes the cycle's data as the loop's train stage does: one SFT step on the one row
+    const t = await train(rt, { algo: 'sft', maxSteps: 1 });
+    expect(t).toMatchObject({ steps: 1, dataset: { rows: 1 } });
+  }, 600_000);
+});

@@ -1,7 +1,9 @@
 import type { Store } from '../store/index.js';
 import type { Redactor } from '../store/redact.js';
+import type { Arms } from './arms.js';
 import type { GatewayAuth } from './auth.js';
 import type { Backends } from './backends.js';
+import type { CanaryModels } from './canary-models.js';
 import type { Capture } from './capture.js';
 import type { GatewayLimits } from './limits.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -11,6 +13,9 @@ import type { Sessions } from './sessions.js';
 export interface RouteContext {
   auth: GatewayAuth;
   backends: Backends;
+  /** Each session's arm, production or the canary, and the canary's model names. */
+  arms: Arms;
+  canaryModels: CanaryModels;
   sessions: Sessions;
   capture: Capture;
   metrics: GatewayMetrics;

@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { BodyRefused, readBody } from '../util/http-body.js';
 import { sessionOfUrl } from '../util/session-url.js';
 import { ApiError, sendError, sendJson } from './api-error.js';
+import { routeArm } from './arm-route.js';
 import { isLoopback } from './auth.js';
 import type { RouteContext } from './context.js';
 import { embeddings } from './embeddings.js';
@@ -122,7 +123,7 @@ async function chat(
   const startedAt = Date.now();
   const t0 = performance.now();
   const request = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
-  const backend = await ctx.backends.get(request.model);
+  const { arm, backend } = await routeArm(ctx, req, request.body, client, await ctx.backends.get(request.model));
   await relayCall(
     ctx,
     req,
@@ -133,6 +134,7 @@ async function chat(
       body: request.body,
       stream: request.stream,
       kind: 'chat',
+      arm,
       send: (signal) => forward(backend, request, res, signal, ctx.redactor),
     },
   );

@@ -2,8 +2,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Runtime } from '../runtime/runtime.js';
+import { Arms } from './arms.js';
 import { GatewayAuth } from './auth.js';
 import { Backends } from './backends.js';
+import { CanaryModels } from './canary-models.js';
 import { Capture, type CaptureStats } from './capture.js';
 import { CaptureJournal } from './journal.js';
 import { guardConnections, serverOptions } from './limits.js';
@@ -19,6 +21,8 @@ export interface GatewayOptions {
   sessionIdleMs?: number;
   flushMs?: number;
   batchSize?: number;
+  /** How often the production and canary pointers are read again, in ms (default 1000). */
+  armsRefreshMs?: number;
   onError?: (err: unknown) => void;
 }
 
@@ -57,9 +61,17 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   });
   const limits = cfg;
   const metrics = new GatewayMetrics({ capture: capture.stats, openSessions: () => sessions.size });
+  const canaryModels = new CanaryModels(rt, opts.onError);
+  const arms = new Arms(rt.store(), {
+    idleMs,
+    refreshMs: opts.armsRefreshMs,
+    onChange: (before, after) => canaryModels.retire(before, after),
+  });
   const ctx = {
     auth,
     backends: new Backends(rt),
+    arms,
+    canaryModels,
     sessions,
     capture,
     metrics,
@@ -86,7 +98,13 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     server.listen(opts.port ?? cfg.port, host, () => resolve());
   });
   server.on('error', (err) => opts.onError?.(err));
-  const sweep = setInterval(() => capture.sweep(), Math.max(50, Math.min(idleMs / 2, 30_000)));
+  const sweep = setInterval(
+    () => {
+      capture.sweep();
+      arms.sweep();
+    },
+    Math.max(50, Math.min(idleMs / 2, 30_000)),
+  );
   const { address, port } = server.address() as AddressInfo;
   const shown = address.includes(':') ? `[${address}]` : address;
   let stopping: Promise<void> | undefined;

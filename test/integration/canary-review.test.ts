@@ -6,6 +6,7 @@ import { getStatus } from '../../src/pipeline/status.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { tempDir } from '../helpers.js';
+import { freshPostgresUrl } from '../support/postgres.js';
 
 const YAML = `models:
   remote: { base_url: "http://127.0.0.1:9/v1", model: m }
@@ -18,8 +19,8 @@ deploy:
 `;
 
 /** A project with a production set and a candidate that differs in its agent's weights. */
-function project() {
-  const dir = tempDir({ 'massgen-rl.yaml': YAML });
+function project(extra = '') {
+  const dir = tempDir({ 'massgen-rl.yaml': YAML + extra });
   const rt = new Runtime(loadConfig({ cwd: dir, env: {} }));
   const production = rt.production('cli');
   const store = rt.store();
@@ -86,13 +87,19 @@ describe('review with deploy.rollout', () => {
     }
   });
 
-  it('rolls the canary back on a significant drop of its captured rewards against production', async () => {
-    const p = project();
+  it.each([
+    ['SQLite', ''],
+    ['PostgreSQL', 'pg'],
+  ])('rolls the canary back on a significant drop of its captured rewards against production (%s)', async (_, db) => {
+    const p = project(db ? `store: { url: "${freshPostgresUrl()}" }\n` : '');
     try {
       await deploy(p.rt, { candidate: `set:${p.candidate.version}`, canary: true, force: true });
       await tick();
       p.sessions(p.production.id, [0.8, 0.9, 0.7, 0.8, 0.9, 0.8, 0.7, 0.9]);
       p.sessions(p.candidate.id, [0.2, 0.3, 0.1, 0.2, 0.3]);
+      const { arms } = getStatus(p.rt).canary!;
+      expect(arms).toMatchObject({ production: { sessions: 8, rewarded: 8 }, canary: { rollouts: 5, sessions: 5 } });
+      expect(arms.canary.meanReward).toBeCloseTo(0.22);
       const r = await reviewProduction(p.rt, 'cli');
       expect(r.canary).toMatchObject({ verdict: 'rolled back', fraction: 0.1 });
       expect(r.canary!.detail).toMatch(/drop 0\.593 \(limit 0\.05\), one-sided p 0\.00\d/);

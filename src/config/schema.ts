@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defaultAgents, defaultModels, defaultPrompts, DEFAULT_MODEL_REF } from './defaults.js';
+import { rolloutProblem } from './rollout-stages.js';
 
 /** The engines of the built-in server (`serve --engine`). */
 export const SERVE_ENGINES = ['auto', 'llama.cpp', 'transformers', 'vllm'] as const;
@@ -677,6 +678,18 @@ const deploy = z.strictObject({
       min_rollouts: count(1_000_000).default(20).describe('canary rollouts needed before its gates decide promotion'),
     })
     .prefault({}),
+  rollout: z
+    .array(z.number().gt(0).max(1))
+    .min(1)
+    .max(20)
+    .optional()
+    .superRefine((stages, ctx) => {
+      const problem = stages && rolloutProblem(stages);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .describe(
+      "a canary's shares of traffic by stage, e.g. [0.1, 0.5, 1.0]: it starts at the first, review advances it when its gates pass at a stage (1.0: passing promotes) and rolls it back on a significant drop (deploy.watch.max_drop, alpha); unset: a canary stays at its fraction",
+    ),
   watch: z
     .strictObject({
       min_rollouts: count(1_000_000).default(10).describe('production rollouts after a deploy before it is judged'),

@@ -1,6 +1,8 @@
+import { wholeTraffic } from '../config/rollout-stages.js';
 import type { RLConfig } from '../config/schema.js';
 import { canary } from '../resources/production.js';
 import type { ResourceSet, Store } from '../store/index.js';
+import { GATEWAY_SOURCE } from '../store/rollouts.js';
 import type { GateCheck } from './gates.js';
 import { compareGroups, type UnpairedComparison } from './unpaired.js';
 
@@ -15,7 +17,8 @@ export interface CanaryState {
 const fmt = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(3));
 
 /**
- * The running canary against production over the same period (rollouts since the canary started):
+ * The running canary against production over the same period (rollouts, collected or captured by the
+ * gateway, since the canary's current stage began; at the whole traffic, production's before it):
  * enough canary rollouts, the minimum improvement of mean reward, and (when configured) a bootstrap
  * interval of the difference above 0.
  */
@@ -23,13 +26,19 @@ export function canaryGates(store: Store, config: RLConfig, production: Resource
   const trial = canary(store);
   const pointer = store.sets.pointer('canary');
   if (!trial || !pointer) return undefined;
-  const since = { after: pointer.updatedAt };
+  const { min_rollouts: needed } = config.deploy.canary;
+  // the pointer changes with each stage: rollouts count from the stage's start, collect's and the gateway's
+  const sources = ['collect', GATEWAY_SOURCE];
+  const since = { after: pointer.updatedAt, sources };
+  // at the whole traffic production serves no one: its rollouts before the stage are the baseline
+  const baseline = wholeTraffic(trial.fraction)
+    ? { before: pointer.updatedAt, last: Math.max(50, needed), sources }
+    : since;
   const cmp = compareGroups(
-    store.rollouts.setRewards(production.id, since),
+    store.rollouts.setRewards(production.id, baseline),
     store.rollouts.setRewards(trial.set.id, since),
     config.eval.bootstrap,
   );
-  const { min_rollouts: needed } = config.deploy.canary;
   const g = config.deploy.gates;
   const gates: GateCheck[] = [
     {
@@ -37,7 +46,7 @@ export function canaryGates(store: Store, config: RLConfig, production: Resource
       passed: cmp.n.after >= needed,
       value: cmp.n.after,
       threshold: needed,
-      detail: `${cmp.n.after} canary rollout(s), ${cmp.n.before} production rollout(s) since the canary started; need ${needed}`,
+      detail: `${cmp.n.after} canary rollout(s), ${cmp.n.before} production rollout(s) since the canary's stage began; need ${needed}`,
     },
     {
       gate: 'min_improvement',

@@ -11,6 +11,8 @@ export interface Backend {
   name: string;
   /** The model name the backend serves (models.<name>.model). */
   model: string;
+  /** Its replicas' base URLs (…/v1): where a canary's adapter is loaded. */
+  baseUrls: readonly string[];
   replicas: Replicas<JsonEndpoint>;
   /** The same replicas' /embeddings. */
   embeddings: Replicas<JsonEndpoint>;
@@ -74,6 +76,7 @@ export class Backends {
     return {
       name,
       model: m.model,
+      baseUrls: typeof baseUrl === 'string' ? [baseUrl] : baseUrl,
       replicas,
       embeddings,
       caps: { logprobs: m.logprobs, tokenIds: m.logprobs },

@@ -22,7 +22,7 @@ export interface CapturedCall {
   forwarded: Forwarded;
   /** chat (the default) or embeddings. */
   kind?: 'chat' | 'embeddings';
-  /** The production resource set when the call was written (what a deploy had put behind the models). */
+  /** The set that answered: the canary's when set at capture, else production's when the call was written. */
   resourceSetId?: string | null;
   /** The client's system prompt was replaced by the agent's (`request` holds what the backend got). */
   systemPrompt?: GatewaySystemPrompt;

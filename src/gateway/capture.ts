@@ -137,11 +137,11 @@ export class Capture {
           t0 = performance.now();
         }
         const call = calls[i]!;
-        call.resourceSetId = production;
+        call.resourceSetId ??= production;
         const { span, usage } = call.kind === 'embeddings' ? embeddingSpan(call) : callSpan(call);
         call.session.tokens += usage.prompt + usage.completion;
         this.count(call.backend.name, usage);
-        const w = this.writer(call.session, production);
+        const w = this.writer(call.session, call.resourceSetId);
         w.add(span);
         this.buffered++;
         this.dirty.add(w);

@@ -1,12 +1,13 @@
 import type http from 'node:http';
 import type { Store } from '../store/index.js';
 import type { Redactor } from '../store/redact.js';
+import type { Arms } from './arms.js';
 import type { GatewayAuth } from './auth.js';
 import type { Backends } from './backends.js';
+import type { CanaryModels } from './canary-models.js';
 import type { Capture } from './capture.js';
 import type { GatewayLimits } from './limits.js';
 import type { GatewayMetrics } from './metrics.js';
-import type { ProductionWatch } from './production-watch.js';
 import type { Sessions } from './sessions.js';
 import type { SystemPrompts } from './system-prompt.js';
 
@@ -14,6 +15,9 @@ import type { SystemPrompts } from './system-prompt.js';
 export interface RouteContext {
   auth: GatewayAuth;
   backends: Backends;
+  /** Each session's arm, production or the canary, and the canary's model names. */
+  arms: Arms;
+  canaryModels: CanaryModels;
   sessions: Sessions;
   capture: Capture;
   metrics: GatewayMetrics;
@@ -23,9 +27,8 @@ export interface RouteContext {
   limits: GatewayLimits;
   /** What a backend says is passed on only through this: a backend may echo its own key. */
   redactor: Redactor;
-  /** gateway.agents' system prompts, and the production set they come from (watched while an agent opts in). */
+  /** gateway.agents' system prompts, taken from the set of each request's arm. */
   systemPrompts: SystemPrompts;
-  production?: ProductionWatch;
 }
 
 /** The agent a call names: its X-Agent-Id header, else the agent of the alias it sends as its model. */

@@ -2,6 +2,7 @@ import type http from 'node:http';
 import type { Redactor } from '../store/redact.js';
 import { readBody } from '../util/http-body.js';
 import { badRequest } from './api-error.js';
+import { routeArm } from './arm-route.js';
 import type { Backend } from './backends.js';
 import type { RouteContext } from './context.js';
 import { send, type Forwarded } from './forward.js';
@@ -74,7 +75,7 @@ export async function embeddings(
   const startedAt = Date.now();
   const t0 = performance.now();
   const { body, model } = parseEmbeddingsRequest(await readBody(req, ctx.limits.max_body_bytes));
-  const backend = await ctx.backends.get(model);
+  const { arm, backend } = await routeArm(ctx, req, body, client, await ctx.backends.get(model));
   await relayCall(
     ctx,
     req,
@@ -85,6 +86,7 @@ export async function embeddings(
       body,
       stream: false,
       kind: 'embeddings',
+      arm,
       send: (signal) => forwardEmbeddings(backend, body, res, signal, ctx.redactor),
     },
   );

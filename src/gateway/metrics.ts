@@ -23,6 +23,8 @@ export interface RequestRecord {
   ttftS?: number;
   /** The status to count instead of the response's (499: the client left during a stream). */
   status?: number;
+  /** The arm that answered a model request: production, or the canary (deploy --canary). */
+  arm?: 'production' | 'canary';
 }
 
 /** Where the values read at scrape time come from. */
@@ -52,12 +54,18 @@ export class GatewayMetrics {
     TTFT_BUCKETS,
   );
 
+  private readonly arms = new Counter(
+    'massgen_gateway_arm_requests_total',
+    'Model requests answered, by arm: production, or the canary serving its share of sessions.',
+  );
+
   constructor(private readonly sources: MetricSources) {}
 
   record(rec: RequestRecord, status: number, seconds: number): void {
     const route = (ROUTES as readonly string[]).includes(rec.route) ? rec.route : 'other';
     this.requests.inc({ route, model: rec.model, status: String(rec.status ?? status) });
     if (rec.model === '') return;
+    if (rec.arm) this.arms.inc({ arm: rec.arm });
     this.latency.observe({ route, model: rec.model }, seconds);
     if (rec.ttftS !== undefined) this.ttft.observe({ model: rec.model }, rec.ttftS);
   }
@@ -69,6 +77,7 @@ export class GatewayMetrics {
       this.requests.render(),
       this.latency.render(),
       this.ttft.render(),
+      this.arms.render(),
       sampled(
         'massgen_gateway_prompt_tokens_total',
         'Prompt (input) tokens of the captured calls, per model.',

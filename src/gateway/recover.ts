@@ -59,6 +59,7 @@ export async function recoverJournals(store: Store, dir: string): Promise<Recove
             id: rolloutId,
             source: GATEWAY_SOURCE,
             metadata: entries[0]!.session.metadata,
+            resourceSetId: entries[0]!.resourceSetId ?? undefined,
           }).insert;
       const writer = store.spans.writer(rolloutId, Number.POSITIVE_INFINITY, undefined, open);
       let tokens = 0;

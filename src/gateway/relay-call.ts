@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import { newId } from '../util/ids.js';
 import { ApiError, sendError } from './api-error.js';
+import type { Arm } from './arms.js';
 import type { Backend } from './backends.js';
 import { headerText, namedAgent, type RouteContext } from './context.js';
 import type { Forwarded } from './forward.js';
@@ -15,6 +16,8 @@ export interface CallSpec {
   kind: 'chat' | 'embeddings';
   /** `body`'s system prompt is the agent's, not the client's. */
   systemPrompt?: SystemPromptNote;
+  /** The arm answering it (production when absent). */
+  arm?: Arm;
   /** Sends it and writes the answer to the client; a backend's refusal comes back as an ApiError. */
   send(signal: AbortSignal): Promise<Forwarded>;
 }
@@ -32,6 +35,7 @@ export async function relayCall(
   spec: CallSpec,
 ): Promise<void> {
   call.rec.model = spec.backend.name;
+  call.rec.arm = spec.arm?.name ?? 'production';
   const callId = newId('call');
   res.setHeader('x-request-id', callId);
   const aborted = new AbortController();
@@ -75,5 +79,6 @@ export async function relayCall(
     forwarded,
     ...(spec.kind === 'embeddings' ? { kind: 'embeddings' as const } : {}),
     ...(spec.systemPrompt ? { systemPrompt: spec.systemPrompt } : {}),
+    ...(spec.arm?.name === 'canary' ? { resourceSetId: spec.arm.set!.id } : {}),
   });
 }

@@ -2,6 +2,7 @@ import type http from 'node:http';
 import { BodyRefused, readBody } from '../util/http-body.js';
 import { sessionOfUrl } from '../util/session-url.js';
 import { ApiError, sendError, sendJson } from './api-error.js';
+import { routeArm } from './arm-route.js';
 import { isLoopback } from './auth.js';
 import { namedAgent, type RouteContext } from './context.js';
 import { embeddings } from './embeddings.js';
@@ -122,10 +123,11 @@ async function chat(
   const startedAt = Date.now();
   const t0 = performance.now();
   const parsed = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
-  const backend = await ctx.backends.get(parsed.model);
-  // the set that serves this request: an agent's system prompt comes from it (gateway.agents)
+  const routed = await routeArm(ctx, req, parsed.body, client, await ctx.backends.get(parsed.model));
+  const { arm, backend } = routed;
+  // the arm's set serves this request: an agent's system prompt comes from it (gateway.agents)
   const agent = namedAgent(ctx.backends, req.headers, parsed.model);
-  const { request, note } = ctx.systemPrompts.apply(parsed, agent, ctx.production?.current());
+  const { request, note } = ctx.systemPrompts.apply(parsed, agent, arm.set ?? undefined);
   await relayCall(
     ctx,
     req,
@@ -137,6 +139,7 @@ async function chat(
       stream: request.stream,
       kind: 'chat',
       systemPrompt: note,
+      arm,
       send: (signal) => forward(backend, request, res, signal, ctx.redactor),
     },
   );

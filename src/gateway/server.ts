@@ -2,13 +2,14 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Runtime } from '../runtime/runtime.js';
+import { Arms } from './arms.js';
 import { GatewayAuth } from './auth.js';
 import { Backends } from './backends.js';
+import { CanaryModels } from './canary-models.js';
 import { Capture, type CaptureStats } from './capture.js';
 import { CaptureJournal } from './journal.js';
 import { guardConnections, serverOptions } from './limits.js';
 import { GatewayMetrics } from './metrics.js';
-import { ProductionWatch } from './production-watch.js';
 import { recoverJournals, type Recovered } from './recover.js';
 import { handleRequest } from './routes.js';
 import { Sessions } from './sessions.js';
@@ -21,8 +22,8 @@ export interface GatewayOptions {
   sessionIdleMs?: number;
   flushMs?: number;
   batchSize?: number;
-  /** How often a deploy is looked for (ms), while an agent's system prompt follows production. */
-  productionPollMs?: number;
+  /** How often the production and canary pointers are read again, in ms (default 1000). */
+  armsRefreshMs?: number;
   onError?: (err: unknown) => void;
 }
 
@@ -64,12 +65,17 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const systemPrompts = new SystemPrompts(rt.store(), cfg.agents);
   // production brought up to date with the config first (as every command that serves it does)
   if (systemPrompts.active) rt.production();
-  const production = systemPrompts.active
-    ? new ProductionWatch(rt.store(), opts.productionPollMs, opts.onError)
-    : undefined;
+  const canaryModels = new CanaryModels(rt, opts.onError);
+  const arms = new Arms(rt.store(), {
+    idleMs,
+    refreshMs: opts.armsRefreshMs,
+    onChange: (before, after) => canaryModels.retire(before, after),
+  });
   const ctx = {
     auth,
     backends: new Backends(rt),
+    arms,
+    canaryModels,
     sessions,
     capture,
     metrics,
@@ -78,7 +84,6 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     limits,
     redactor: rt.store().redactor,
     systemPrompts,
-    production,
   };
   const inflight = new Set<Promise<void>>();
   const server = http.createServer({ keepAliveTimeout: 65_000, ...serverOptions(limits) }, (req, res) => {
@@ -92,14 +97,19 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const guard = guardConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => {
-      production?.stop();
       journal.close();
       reject(err);
     });
     server.listen(opts.port ?? cfg.port, host, () => resolve());
   });
   server.on('error', (err) => opts.onError?.(err));
-  const sweep = setInterval(() => capture.sweep(), Math.max(50, Math.min(idleMs / 2, 30_000)));
+  const sweep = setInterval(
+    () => {
+      capture.sweep();
+      arms.sweep();
+    },
+    Math.max(50, Math.min(idleMs / 2, 30_000)),
+  );
   const { address, port } = server.address() as AddressInfo;
   const shown = address.includes(':') ? `[${address}]` : address;
   let stopping: Promise<void> | undefined;
@@ -113,7 +123,6 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     stop: () =>
       (stopping ??= (async () => {
         clearInterval(sweep);
-        production?.stop();
         guard.stop();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();

@@ -121,7 +121,8 @@ export class Sessions {
   }
 }
 
-function keyOf(src: SessionSource): { key: string; metadata: Record<string, unknown> } {
+/** The key a request's session is grouped by (and its arm picked by), and the metadata its rollout starts with. */
+export function keyOf(src: SessionSource): { key: string; metadata: Record<string, unknown> } {
   const base = { gateway: true, client: src.client };
   if (src.header) {
     const id = src.header.slice(0, MAX_ID_CHARS);

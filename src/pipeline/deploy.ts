@@ -6,6 +6,7 @@ import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
 import { switchProduction } from '../resources/production-switch.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../store/index.js';
+import { stageInfo } from './canary-stages.js';
 import { checkPublish, publish, type PublishOptions, type Published } from './publish.js';
 
 export interface DeployOptions {
@@ -13,8 +14,8 @@ export interface DeployOptions {
   candidate?: string;
   /** Promote even when a gate fails or there is no evaluation; the audit record says so. */
   force?: boolean;
-  /** Start a canary serving this share of later collects instead of promoting. */
-  canary?: number;
+  /** Start a canary serving this share of later collects and gateway sessions instead of promoting (true: deploy.rollout's first stage). */
+  canary?: number | true;
   /** Also write production as a MassGen config here (relative to the cwd); deploy.export_massgen is written too. */
   exportMassgen?: string;
   trigger?: 'cli' | 'loop';
@@ -41,8 +42,7 @@ export interface DeployResult {
  * audit record; then the served weights, external servers and exports follow.
  */
 export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<DeployResult> {
-  if (opts.canary !== undefined && !(opts.canary > 0 && opts.canary < 1))
-    throw new UserError(`--canary ${opts.canary}: expected a fraction between 0 and 1, such as 0.2`);
+  const fraction = canaryFraction(rt, opts.canary);
   if (opts.canary !== undefined && opts.exportMassgen)
     throw new UserError(
       '--export-massgen writes production, which a canary does not change',
@@ -77,17 +77,17 @@ export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<Dep
   const base = { before: ref(production), candidate: ref(candidate), evalRunId: evaluation?.id ?? null, gates, passed };
   if (!passed && !opts.force) return { ...base, action: 'not promoted', auditId: null, published: null };
   const detail = { gates, forced: !passed };
-  if (opts.canary !== undefined) {
+  if (fraction !== undefined) {
     const auditId = store.transaction(() => {
-      store.sets.setPointer('canary', candidate.id, opts.canary!, evaluation?.id ?? null);
+      store.sets.setPointer('canary', candidate.id, fraction, evaluation?.id ?? null);
       return store.audit.add({
         action: 'canary-start',
         trigger,
         beforeSet: production.id,
         afterSet: candidate.id,
         evalRunId: evaluation?.id,
-        reason: opts.reason ?? `canary on ${Math.round(opts.canary! * 100)} % of collects`,
-        detail: { ...detail, fraction: opts.canary },
+        reason: opts.reason ?? `canary on ${Math.round(fraction * 100)} % of collects and gateway sessions`,
+        detail: { ...detail, fraction, ...stageInfo(rt.config, fraction) },
       });
     });
     return { ...base, action: 'canary started', auditId, published: null };
@@ -112,6 +112,21 @@ export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<Dep
   rt.forgetWeights();
   const published = await publish(rt, candidate, production, { exportMassgen: opts.exportMassgen });
   return { ...base, action: passed ? 'promoted' : 'forced', auditId, published };
+}
+
+/** The canary's starting share: the one given, or deploy.rollout's first stage; a UserError for a bad one. */
+function canaryFraction(rt: Runtime, canary: number | true | undefined): number | undefined {
+  if (canary === undefined) return undefined;
+  const stages = rt.config.deploy.rollout;
+  if (canary === true) {
+    if (!stages)
+      throw new UserError('--canary needs a fraction, such as 0.2', 'or set deploy.rollout: [0.1, 0.5, 1.0]');
+    return stages[0]!;
+  }
+  // a staged rollout may start anywhere up to the whole traffic; an unstaged canary that never moves must leave some
+  if (!(canary > 0 && (canary < 1 || (stages && canary === 1))))
+    throw new UserError(`--canary ${canary}: expected a fraction between 0 and 1, such as 0.2`);
+  return canary;
 }
 
 /** Throws the gate failure a refused deploy exits 1 with (after the caller printed the result). */

@@ -293,7 +293,8 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
     const r = await deploy(rt, {
       candidate: `set:${rt.store().sets.get(candidate)!.version}`,
       trigger: 'loop',
-      ...(fraction > 0 ? { canary: fraction } : {}),
+      // a staged rollout always goes through the canary, from its first stage
+      ...(rt.config.deploy.rollout ? { canary: true as const } : fraction > 0 ? { canary: fraction } : {}),
     });
     return {
       status: 'done',

@@ -2,11 +2,15 @@ import { canaryGates } from '../evaluation/canary.js';
 import { gatesPass } from '../evaluation/gates.js';
 import { compareGroups, type UnpairedComparison } from '../evaluation/unpaired.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { advanceCanary, nextShare, rollbackCanary, significantDrop, stageInfo } from './canary-stages.js';
 import { promote, rollback } from './deploy.js';
 
 export interface CanaryReview {
   set: { id: string; version: number };
-  verdict: 'waiting' | 'promoted' | 'stopped' | 'running';
+  verdict: 'waiting' | 'advanced' | 'promoted' | 'rolled back' | 'stopped' | 'running';
+  /** Its share of the traffic when reviewed (after an advance: the new one), and its stage of deploy.rollout. */
+  fraction: number;
+  stage: { stage: number; of: number } | null;
   rollouts: number;
   needed: number;
   comparison: UnpairedComparison;
@@ -30,7 +34,8 @@ export interface Review {
 /**
  * The review stage: what the rollouts collected since the last change of production say about it. A
  * canary that has served enough rollouts is promoted when it passes the gates against production's
- * rollouts of the same period (and stopped once it had three times that many without passing); after a
+ * rollouts of the same period (and stopped once it had three times that many without passing); with
+ * deploy.rollout it first advances stage by stage, and a significant drop rolls it back; after a
  * deploy, production's rewards are compared with the rewards before it, and a drop beyond
  * deploy.watch.max_drop that a one-sided permutation test finds significant rolls back, with an audit
  * record. Collect only records rollouts; this is where they may switch production.
@@ -47,7 +52,11 @@ export async function reviewProduction(rt: Runtime, trigger: 'cli' | 'loop'): Pr
 export function describeReview(r: Review): string[] {
   const { canary: c, watch: w } = r;
   return [
-    ...(c ? [`canary set v${c.set.version}: ${c.verdict}, ${c.rollouts} of ${c.needed} rollouts (${c.detail})`] : []),
+    ...(c
+      ? [
+          `canary set v${c.set.version}${c.stage ? ` (stage ${c.stage.stage} of ${c.stage.of}, ${Math.round(c.fraction * 100)} %)` : ''}: ${c.verdict}, ${c.rollouts} of ${c.needed} rollouts (${c.detail})`,
+        ]
+      : []),
     ...(w ? [`production set v${w.deployedSet.version} since its deploy: ${w.verdict} (${w.detail})`] : []),
   ];
 }
@@ -61,12 +70,24 @@ async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop'): Promise<Canar
   const needed = rt.config.deploy.canary.min_rollouts;
   const base = {
     set: { id: state.set.id, version: state.set.version },
+    fraction: state.fraction,
+    stage: stageInfo(rt.config, state.fraction),
     rollouts: cmp.n.after,
     needed,
     comparison: cmp,
   };
   const detail = state.gates.map((g) => `${g.passed ? '✓' : '✗'} ${g.detail}`).join('; ');
   if (cmp.n.after < needed) return { ...base, verdict: 'waiting', detail };
+  const drop = rt.config.deploy.rollout && significantDrop(rt.config, cmp);
+  if (drop) {
+    rollbackCanary(store, rt.config, state, production, trigger, drop);
+    return { ...base, verdict: 'rolled back', detail: drop };
+  }
+  const next = nextShare(rt.config, state.fraction);
+  if (next !== null && gatesPass(state.gates)) {
+    advanceCanary(store, rt.config, state, production, next, trigger, detail);
+    return { ...base, fraction: next, stage: stageInfo(rt.config, next), verdict: 'advanced', detail };
+  }
   if (gatesPass(state.gates)) {
     await promote(rt, state, production, trigger, `the canary passed its gates: ${detail}`);
     return { ...base, verdict: 'promoted', detail };

@@ -1,5 +1,6 @@
 import type { Runtime } from '../runtime/runtime.js';
 import type { Resource, RunRecord, StoreStats } from '../store/index.js';
+import { stageInfo } from './canary-stages.js';
 import { showSet, type SetDetail } from './resources.js';
 
 export interface StatusReport {
@@ -10,7 +11,7 @@ export interface StatusReport {
   production: Resource[];
   /** The production set, agent by agent, each resource traced to what made it (resources show gives the full trace). */
   productionSet: SetDetail | null;
-  canary: { version: number; fraction: number | null } | null;
+  canary: CanaryStatus | null;
   evaluations: {
     id: string;
     status: string;
@@ -19,6 +20,25 @@ export interface StatusReport {
     passed: boolean | null;
     startedAt: number;
   }[];
+}
+
+/** What one arm served since the canary's stage began. */
+export interface ArmActivity {
+  /** Collect's and the gateway's rollouts; the gateway's sessions among them; the mean of their rewards so far. */
+  rollouts: number;
+  sessions: number;
+  rewarded: number;
+  meanReward: number | null;
+}
+
+/** The running canary: its share of the traffic, its deploy.rollout stage, and each arm since the stage began. */
+export interface CanaryStatus {
+  version: number;
+  fraction: number | null;
+  stage: { stage: number; of: number } | null;
+  /** Epoch ms: when its current stage (its share) began. */
+  since: number;
+  arms: { production: ArmActivity; canary: ArmActivity };
 }
 
 export function getStatus(rt: Runtime): StatusReport {
@@ -64,5 +84,17 @@ function canaryOf(rt: Runtime): StatusReport['canary'] {
   const store = rt.existingStore();
   const p = store.sets.pointer('canary');
   const set = p && store.sets.get(p.setId);
-  return set ? { version: set.version, fraction: p.fraction } : null;
+  if (!set) return null;
+  const production = store.sets.pointer('production');
+  const none = { rollouts: 0, sessions: 0, rewarded: 0, meanReward: null };
+  return {
+    version: set.version,
+    fraction: p.fraction,
+    stage: p.fraction === null ? null : stageInfo(rt.config, p.fraction),
+    since: p.updatedAt,
+    arms: {
+      production: production ? store.rollouts.setActivity(production.setId, p.updatedAt) : none,
+      canary: store.rollouts.setActivity(set.id, p.updatedAt),
+    },
+  };
 }

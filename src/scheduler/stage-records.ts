@@ -33,7 +33,7 @@ const collect = z.object({
 
 const review = z.object({
   ...base,
-  canary: z.enum(['waiting', 'promoted', 'stopped', 'running']).nullable().optional(),
+  canary: z.enum(['waiting', 'advanced', 'promoted', 'rolled back', 'stopped', 'running']).nullable().optional(),
   watch: z.enum(['waiting', 'held', 'rolled back']).nullable().optional(),
   /** The gates or the comparison behind the verdicts. */
   detail: z.string().optional(),

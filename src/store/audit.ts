@@ -9,7 +9,9 @@ export type AuditAction =
   | 'force-deploy'
   | 'canary-start'
   | 'canary-promote'
+  | 'canary-advance'
   | 'canary-stop'
+  | 'canary-rollback'
   | 'rollback'
   | 'auto-rollback';
 

@@ -91,20 +91,52 @@ export class RolloutRepository {
   }
 
   /**
-   * Total rewards of the completed collect rollouts a resource set served, oldest first: those started
-   * at or after `after` and before `before`; with `last`, only the newest that many.
+   * Total rewards of the completed rollouts a resource set served, oldest first: those started at or
+   * after `after` and before `before`; with `last`, only the newest that many. `sources`: collect's only
+   * unless named (a canary is judged on the gateway's captured sessions too).
    */
-  setRewards(setId: string, opts: { after?: number; before?: number; last?: number; canary?: boolean } = {}): number[] {
+  setRewards(
+    setId: string,
+    opts: { after?: number; before?: number; last?: number; canary?: boolean; sources?: readonly string[] } = {},
+  ): number[] {
     const flag = jsonFlag(this.db, 'metadata', 'canary');
     const canary = opts.canary === undefined ? '' : ` AND ${opts.canary ? flag : `NOT (${flag})`}`;
+    const sources = opts.sources ?? ['collect'];
     const rows = this.db
       .prepare(
-        `SELECT total_reward FROM rollouts WHERE resource_set_id = ? AND source = 'collect' AND status = 'completed'
-      AND total_reward IS NOT NULL AND started_at >= ? AND started_at < ?${canary} ORDER BY num DESC LIMIT ?`,
+        `SELECT total_reward FROM rollouts WHERE resource_set_id = ? AND source IN (${sources.map(() => '?').join(', ')})
+      AND status = 'completed' AND total_reward IS NOT NULL AND started_at >= ? AND started_at < ?${canary}
+      ORDER BY num DESC LIMIT ?`,
       )
       .pluck()
-      .all(setId, opts.after ?? 0, opts.before ?? Number.MAX_SAFE_INTEGER, opts.last ?? NO_LIMIT) as number[];
+      .all(
+        setId,
+        ...sources,
+        opts.after ?? 0,
+        opts.before ?? Number.MAX_SAFE_INTEGER,
+        opts.last ?? NO_LIMIT,
+      ) as number[];
     return rows.reverse();
+  }
+
+  /** What a set served since `after`: its collect and gateway rollouts, the gateway's sessions among them, their rewards. */
+  setActivity(
+    setId: string,
+    after: number,
+  ): { rollouts: number; sessions: number; rewarded: number; meanReward: number | null } {
+    const rows = this.db
+      .prepare(
+        `SELECT source, total_reward FROM rollouts WHERE resource_set_id = ? AND started_at >= ?
+      AND source IN ('collect', ?)`,
+      )
+      .all(setId, after, GATEWAY_SOURCE) as { source: string; total_reward: number | null }[];
+    const rewards = rows.map((r) => r.total_reward).filter((x): x is number => x !== null);
+    return {
+      rollouts: rows.length,
+      sessions: rows.filter((r) => r.source === GATEWAY_SOURCE).length,
+      rewarded: rewards.length,
+      meanReward: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
+    };
   }
 
   /**

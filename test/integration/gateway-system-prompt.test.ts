@@ -42,7 +42,7 @@ ${storeYaml}
 `;
   const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }), env: process.env });
   const rt = new Runtime(loaded);
-  const gw = await gateway(rt, { port: 0, flushMs: 20 });
+  const gw = await gateway(rt, { port: 0, flushMs: 20, armsRefreshMs: 200 });
   const p = { backend, loaded, rt, gw };
   open.push(p);
   return p;

@@ -6,7 +6,7 @@ import type { Ui } from '../ui/output.js';
 interface DeployFlags {
   candidate?: string;
   force?: boolean;
-  canary?: string;
+  canary?: string | true;
   promoteCanary?: boolean;
   exportMassgen?: string;
   reason?: string;
@@ -21,7 +21,10 @@ export const registerDeploy: Register = (program, ctx) => {
       'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest evaluated candidate)',
     )
     .option('--force', 'promote even when a gate fails or the candidate was not evaluated (the audit record says so)')
-    .option('--canary <fraction>', 'serve the candidate to this share of later collects first, e.g. 0.2')
+    .option(
+      '--canary [fraction]',
+      'serve the candidate to this share of later collects and gateway sessions first, e.g. 0.2 (no value: the first stage of deploy.rollout)',
+    )
     .option('--promote-canary', 'promote the running canary now if its gates pass (with --force: regardless)')
     .option('--export-massgen <file>', 'also write the new production as a MassGen config (YAML) to this file')
     .option('--reason <text>', 'why, for the audit record')
@@ -40,7 +43,7 @@ export const registerDeploy: Register = (program, ctx) => {
         if (r.action === 'not promoted') throw refusal(r);
         return;
       }
-      const canary = flags.canary === undefined ? undefined : Number(flags.canary);
+      const canary = flags.canary === undefined || flags.canary === true ? flags.canary : Number(flags.canary);
       const r = await deploy(rt, {
         candidate: flags.candidate,
         force: flags.force,

@@ -23,8 +23,14 @@ function render(ui: Ui, r: Review, watching: boolean): void {
   const c = r.canary;
   if (!c) ui.print('canary: none running');
   else {
-    const mark = c.verdict === 'promoted' ? ui.c.green('✓') : c.verdict === 'stopped' ? ui.c.red('✗') : '-';
-    ui.print(`${mark} canary set v${c.set.version}: ${c.verdict}, ${c.rollouts} of ${c.needed} rollouts`);
+    const mark =
+      c.verdict === 'promoted' || c.verdict === 'advanced'
+        ? ui.c.green('✓')
+        : c.verdict === 'stopped' || c.verdict === 'rolled back'
+          ? ui.c.red('✗')
+          : '-';
+    const stage = c.stage ? ` (stage ${c.stage.stage} of ${c.stage.of}, ${Math.round(c.fraction * 1000) / 10} %)` : '';
+    ui.print(`${mark} canary set v${c.set.version}${stage}: ${c.verdict}, ${c.rollouts} of ${c.needed} rollouts`);
     ui.print(`  ${c.detail}`);
   }
   const w = r.watch;

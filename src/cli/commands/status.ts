@@ -1,5 +1,7 @@
+import type { CanaryStatus } from '../../pipeline/status.js';
 import type { Register } from '../register.js';
 import { formatBytes, formatTime } from '../ui/format.js';
+import type { Ui } from '../ui/output.js';
 
 export const registerStatus: Register = (program, ctx) => {
   program
@@ -49,9 +51,8 @@ export const registerStatus: Register = (program, ctx) => {
           t
             ? `${t.name} v${t.version} (${t.source}${t.trainingRun ? `, run ${t.trainingRun.id}` : ''}${t.traces ? `, ${t.traces.rollouts} traces` : ''})`
             : 'served elsewhere';
-        ui.print(
-          `production: resource set v${set.set.version}${report.canary ? `; canary: set v${report.canary.version} on ${Math.round((report.canary.fraction ?? 0) * 100)} % of collects` : ''}`,
-        );
+        ui.print(`production: resource set v${set.set.version}`);
+        if (report.canary) renderCanary(ui, report.canary);
         ui.table(
           ['agent', 'prompt', 'weights'],
           [
@@ -77,3 +78,19 @@ export const registerStatus: Register = (program, ctx) => {
       }
     });
 };
+
+function renderCanary(ui: Ui, c: CanaryStatus): void {
+  const stage = c.stage ? `, stage ${c.stage.stage} of ${c.stage.of}` : '';
+  ui.print(
+    `canary: set v${c.version} on ${Math.round((c.fraction ?? 0) * 1000) / 10} % of sessions and collects${stage}`,
+  );
+  const mean = (x: number | null) => (x === null ? '—' : x.toFixed(3));
+  ui.table(
+    ['arm', 'rollouts', 'gateway sessions', 'rewarded', 'mean reward'],
+    (['production', 'canary'] as const).map((arm) => {
+      const a = c.arms[arm];
+      return [arm, String(a.rollouts), String(a.sessions), String(a.rewarded), mean(a.meanReward)];
+    }),
+  );
+  ui.print(`  since the stage began (${formatTime(c.since)})`);
+}

@@ -1,0 +1,115 @@
+import { remoteUrls } from '../config/schema.js';
+import { errorMessage } from '../errors.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { ensureAdapter, loraCall, loraName, servedAdapterName, type VllmTarget } from '../serving/vllm-lora.js';
+import type { ResourceSet } from '../store/index.js';
+import type { ArmView } from './arms.js';
+import type { Backend } from './backends.js';
+
+/** A canary that could not be served on a model is tried again after this long. */
+const RETRY_MS = 30_000;
+
+interface Served {
+  at: number;
+  /** Resolved: kept for the canary's life (a failure is tried again after RETRY_MS). */
+  ok?: boolean;
+  /** The model name canary requests carry; null: production answers them. */
+  name: Promise<string | null>;
+  /** The adapter loaded for it, and where (unloaded when the canary ends). */
+  loaded?: { lora: string; weightId: string; model: string; targets: VllmTarget[] };
+}
+
+/**
+ * The model name a canary's requests carry on each config model: unchanged when the canary gives the
+ * model's agents production's weights; else the canary's LoRA adapter, loaded beside production's in
+ * the same server (a local one, or a remote one that serves a line's adapters by name, LINE-vN) and
+ * asked for by name, so production's requests are untouched. When the canary ends, its adapters are
+ * unloaded (the server drops one after the requests running on it finish) unless production now uses them.
+ */
+export class CanaryModels {
+  private readonly served = new Map<string, Served>();
+
+  constructor(
+    private readonly rt: Runtime,
+    private readonly onError?: (err: unknown) => void,
+  ) {}
+
+  /** The model name for a canary request to `backend`; null when the canary cannot be served there. */
+  model(backend: Backend, canary: ResourceSet, production: ResourceSet | null): Promise<string | null> {
+    const key = `${canary.id}\0${backend.name}`;
+    const hit = this.served.get(key);
+    if (hit && (hit.ok || Date.now() - hit.at < RETRY_MS)) return hit.name;
+    const entry: Served = { at: Date.now(), name: Promise.resolve(null) };
+    entry.name = this.resolve(backend, canary, production, entry).then(
+      (name) => {
+        entry.ok = true;
+        return name;
+      },
+      (err: unknown) => {
+        this.onError?.(new Error(`the canary (set v${canary.version}) on ${backend.name}: ${errorMessage(err)}`));
+        return null;
+      },
+    );
+    this.served.set(key, entry);
+    return entry.name;
+  }
+
+  /** After the canary changed: unloads the adapters of the canary that ended, unless production serves them now. */
+  retire(before: ArmView, after: ArmView): void {
+    const ended = before.canary?.set;
+    if (!ended || ended.id === after.canary?.set.id) return;
+    for (const [key, s] of this.served) {
+      if (!key.startsWith(`${ended.id}\0`)) continue;
+      this.served.delete(key);
+      const l = s.loaded;
+      if (!l || (after.production && weightIds(this.rt, after.production, l.model).includes(l.weightId))) continue;
+      for (const t of l.targets) {
+        void loraCall(t, 'unload', l.lora).then((r) => {
+          if (!r.ok) this.onError?.(new Error(`unloading the ended canary's ${l.lora}: ${r.detail}`));
+        });
+      }
+    }
+  }
+
+  private async resolve(
+    backend: Backend,
+    canary: ResourceSet,
+    production: ResourceSet | null,
+    entry: Served,
+  ): Promise<string> {
+    const rt = this.rt;
+    const ids = weightIds(rt, canary, backend.name);
+    if (production && ids.join() === weightIds(rt, production, backend.name).join()) return backend.model;
+    const w = ids.length === 1 ? rt.store().resources.get(ids[0]!) : undefined;
+    if (!w) throw new Error(`its agents of models.${backend.name} get different weights; one server serves one`);
+    const m = rt.config.models[backend.name]!;
+    let lora: string;
+    let targets: VllmTarget[];
+    if (m.local) {
+      if (!w.metadata.adapter || !w.path)
+        throw new Error(`${w.name} v${w.version} is not a LoRA adapter the local server can load beside production`);
+      lora = loraName(w.name, w.version);
+      targets = backend.baseUrls.map((baseUrl) => ({ baseUrl }));
+    } else {
+      lora = servedAdapterName(backend.name, m, w);
+      targets = m.lora?.load_adapters
+        ? remoteUrls(m).map((baseUrl) => ({ baseUrl, apiKey: rt.apiKey(backend.name) }))
+        : [];
+    }
+    for (const t of targets) {
+      const r = await ensureAdapter(t, lora, w.path!);
+      if (!r.ok) throw new Error(`could not load ${lora}: ${r.detail}`);
+    }
+    entry.loaded = { lora, weightId: w.id, model: backend.name, targets };
+    return lora;
+  }
+}
+
+/** The distinct weight resources a set gives the agents of a config model. */
+function weightIds(rt: Runtime, set: ResourceSet, model: string): string[] {
+  const ids = rt.config.agents
+    .filter((a) => a.model === model)
+    .map((a) => set.members.agents[a.id]?.weights)
+    .filter((id): id is string => Boolean(id));
+  return [...new Set(ids)].sort();
+}

@@ -2,7 +2,6 @@ import { wholeTraffic } from '../config/rollout-stages.js';
 import type { RLConfig } from '../config/schema.js';
 import { canary } from '../resources/production.js';
 import type { ResourceSet, Store } from '../store/index.js';
-import { GATEWAY_SOURCE } from '../store/rollouts.js';
 import type { GateCheck } from './gates.js';
 import { compareGroups, type UnpairedComparison } from './unpaired.js';
 
@@ -28,12 +27,9 @@ export function canaryGates(store: Store, config: RLConfig, production: Resource
   if (!trial || !pointer) return undefined;
   const { min_rollouts: needed } = config.deploy.canary;
   // the pointer changes with each stage: rollouts count from the stage's start, collect's and the gateway's
-  const sources = ['collect', GATEWAY_SOURCE];
-  const since = { after: pointer.updatedAt, sources };
+  const since = { after: pointer.updatedAt };
   // at the whole traffic production serves no one: its rollouts before the stage are the baseline
-  const baseline = wholeTraffic(trial.fraction)
-    ? { before: pointer.updatedAt, last: Math.max(50, needed), sources }
-    : since;
+  const baseline = wholeTraffic(trial.fraction) ? { before: pointer.updatedAt, last: Math.max(50, needed) } : since;
   const cmp = compareGroups(
     store.rollouts.setRewards(production.id, baseline),
     store.rollouts.setRewards(trial.set.id, since),

@@ -38,6 +38,7 @@ export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): P
     watermark: cutoff - WATERMARK_GRACE_MS,
     taken: 0,
     heldOut: 0,
+    joined: 0,
     waiting: 0,
     judged: 0,
     rewarded: 0,
@@ -47,6 +48,10 @@ export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): P
     for (const r of store.rollouts.capturedSince(since ?? -1)) {
       opts.signal?.throwIfAborted();
       if (taken(store, r.id)) continue;
+      if (typeof r.metadata.joined_into === 'string') {
+        counts.joined++;
+        continue;
+      }
       if (heldOutRollout(r.id, rt.config.gateway.holdout)) {
         counts.heldOut++;
         continue;
@@ -86,20 +91,21 @@ function lastWatermark(store: Store): number | null {
 export function describeCaptured(c: CapturedCounts): string {
   return (
     `took ${c.taken} captured session(s) (${c.judged} scored by the judge, ${c.rewarded} already rewarded); `
-    + `${c.heldOut} held out, ${c.waiting} waiting for a reward`
+    + `${c.heldOut} held out, ${c.joined} joined into MassGen imports, ${c.waiting} waiting for a reward`
   );
 }
 
 /** Why a gateway collect took nothing, with what to do. */
 export function nothingTaken(c: CapturedCounts): string {
-  const looked = c.heldOut + c.waiting;
+  const looked = c.heldOut + c.joined + c.waiting;
   if (!looked) {
     const since = c.since === null ? '' : ' since the last collect';
     const hint = 'capture traffic with `massgen-rl gateway`';
     return `no captured gateway session finished${since}: nothing to train on (${hint})`;
   }
   return (
-    `no captured session taken: ${c.heldOut} held out (gateway.holdout), ${c.waiting} waiting for a reward `
+    `no captured session taken: ${c.heldOut} held out (gateway.holdout), ${c.joined} joined into MassGen imports, `
+    + `${c.waiting} waiting for a reward `
     + '(send feedback, or set rewards.judge.model and rewards.weights.judge)'
   );
 }

@@ -65,6 +65,8 @@ export interface CapturedCounts {
   taken: number;
   /** In the gateway.holdout share: never training data. */
   heldOut: number;
+  /** Joined into an imported MassGen run (traces import --massgen-logs), which is training data already. */
+  joined: number;
   /** Without a reward and no judge to score them: offered again once feedback reaches them. */
   waiting: number;
   /** Scored by the judge in this run (and taken). */

@@ -32,6 +32,9 @@ export const EVAL_SOURCE = 'eval';
 /** The source of the rollouts `massgen-rl gateway` captures: one per session of outside agents. */
 export const GATEWAY_SOURCE = 'gateway';
 
+/** Not a training copy of a captured session (collect.source gateway): its session already counts. */
+const NOT_A_COPY = (db: Db) => `${jsonText(db, 'metadata', 'captured_from')} IS NULL`;
+
 export class RolloutRepository {
   private readonly insert;
   private readonly update;
@@ -92,8 +95,8 @@ export class RolloutRepository {
 
   /**
    * Total rewards of the completed rollouts a resource set served, oldest first: those started at or
-   * after `after` and before `before`; with `last`, only the newest that many. `sources`: collect's only
-   * unless named (a canary is judged on the gateway's captured sessions too).
+   * after `after` and before `before`; with `last`, only the newest that many. `sources`: collect's and
+   * the gateway's captured sessions unless named; never the training copies of captured sessions.
    */
   setRewards(
     setId: string,
@@ -101,12 +104,12 @@ export class RolloutRepository {
   ): number[] {
     const flag = jsonFlag(this.db, 'metadata', 'canary');
     const canary = opts.canary === undefined ? '' : ` AND ${opts.canary ? flag : `NOT (${flag})`}`;
-    const sources = opts.sources ?? ['collect'];
+    const sources = opts.sources ?? ['collect', GATEWAY_SOURCE];
     const rows = this.db
       .prepare(
         `SELECT total_reward FROM rollouts WHERE resource_set_id = ? AND source IN (${sources.map(() => '?').join(', ')})
       AND status = 'completed' AND total_reward IS NOT NULL AND started_at >= ? AND started_at < ?${canary}
-      ORDER BY num DESC LIMIT ?`,
+      AND ${NOT_A_COPY(this.db)} ORDER BY num DESC LIMIT ?`,
       )
       .pluck()
       .all(
@@ -127,7 +130,7 @@ export class RolloutRepository {
     const rows = this.db
       .prepare(
         `SELECT source, total_reward FROM rollouts WHERE resource_set_id = ? AND started_at >= ?
-      AND source IN ('collect', ?)`,
+      AND source IN ('collect', ?) AND ${NOT_A_COPY(this.db)}`,
       )
       .all(setId, after, GATEWAY_SOURCE) as { source: string; total_reward: number | null }[];
     const rewards = rows.map((r) => r.total_reward).filter((x): x is number => x !== null);
@@ -147,6 +150,14 @@ export class RolloutRepository {
     this.db
       .prepare('UPDATE rollouts SET started_at = ?, finished_at = ?, pid = NULL, host = NULL WHERE id = ?')
       .run(startedAt, finishedAt, id);
+  }
+
+  /** Sets top-level metadata fields of a rollout (read, merged, written: call inside a transaction). */
+  mergeMetadata(id: string, fields: Record<string, unknown>): void {
+    const r = this.get(id);
+    if (!r) throw new Error(`rollout ${id} does not exist`);
+    const merged = this.redactor.json({ ...r.metadata, ...fields });
+    this.db.prepare('UPDATE rollouts SET metadata = ? WHERE id = ?').run(merged, id);
   }
 
   setTotalReward(id: string, value: number | null): void {

@@ -37,12 +37,17 @@ rewards:\n${judge}
 collect: { source: gateway }
 gateway: { holdout: ${opts.holdout ?? 0} }
 `;
-  return loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }) });
+  const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }) });
+  await withRuntime(loaded, (rt) => rt.production());
+  return loaded;
 }
 
 /** One captured session as the gateway stores it: a gateway rollout with one chat call, finished `ageMs` ago. */
 function capture(store: Store, question: string, answer: string, ageMs = HOUR): string {
-  const id = store.rollouts.start({ source: GATEWAY_SOURCE, metadata: { client: 'app', session: question } });
+  const metadata = { client: 'app', session: question };
+  // answered by production, as the gateway records it
+  const resourceSetId = store.sets.pointer('production')?.setId;
+  const id = store.rollouts.start({ source: GATEWAY_SOURCE, metadata, resourceSetId });
   const payload = {
     turn_id: `call-${id}`,
     round: 0,
@@ -82,11 +87,17 @@ describe('collect.source gateway', () => {
         store.rewards.add(ids[1]!, [{ channel: 'rollout', family: 'human', value: 0.1 }]);
         store.rollouts.setTotalReward(ids[1]!, 0.1);
       });
+      // a session a MassGen import joined is that import's training data, not a copy's
+      const joined = capture(store, 'Capital of Spain?', 'Madrid');
+      store.transaction(() => {
+        store.rollouts.setTotalReward(joined, 1);
+        store.rollouts.mergeMetadata(joined, { joined_into: 'mg_run' });
+      });
       return [...ids, capture(store, 'Largest planet?', 'Jupiter')];
     });
 
     const first = await collectGateway(loaded);
-    expect(first.captured).toMatchObject({ since: null, taken: 2, waiting: 1, heldOut: 0, judged: 0, rewarded: 2 });
+    expect(first.captured).toMatchObject({ since: null, taken: 2, waiting: 1, heldOut: 0, joined: 1, rewarded: 2 });
     expect(first).toMatchObject({ completed: 2, tasks: 2, meanReward: 0.5 });
     expect(first.rollouts.map((r) => r.id)).toEqual([trainingCopyId(good!), trainingCopyId(bad!)]);
     withStore(loaded, (store) => {
@@ -96,6 +107,12 @@ describe('collect.source gateway', () => {
       // the session waiting for a reward has no copy: it is in no dataset
       expect(store.rollouts.get(trainingCopyId(later!))).toBeUndefined();
       expect(store.rollouts.countCollectedAfter(0)).toBe(2);
+    });
+
+    // A copy is training data only: the canary and the watch count each session once, not its copy too.
+    withStore(loaded, (store) => {
+      const production = store.sets.pointer('production')!.setId;
+      expect(store.rollouts.setRewards(production).sort()).toEqual([0.1, 0.9, 1]);
     });
 
     // Nothing new: the session waiting for a reward lies before the watermark and is not looked at again.

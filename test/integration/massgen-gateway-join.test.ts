@@ -34,10 +34,12 @@ describe("traces import joins a run's captured gateway calls", () => {
     const { converted } = parseMassgenLogs(logs);
     const { startedAt, finishedAt } = converted[0]!.rollout;
     const loaded = configIn('project:\n  name: join-test\n');
+    const captured: string[] = [];
     const summary = await withRuntime(loaded, (rt) => {
       const store = rt.store();
       const capture = (session: string, at: number, agent: string) => {
         const id = store.rollouts.start({ source: 'gateway', metadata: { gateway: true, session } });
+        captured.push(id);
         store.spans.append(id, [
           {
             type: 'prompt',
@@ -67,6 +69,9 @@ describe("traces import joins a run's captured gateway calls", () => {
         ['alpha', [1, 2]],
         ['beta', [1, 2]],
       ]);
+      // the sessions whose calls it joined point at it (collect.source gateway leaves them to the import)
+      const into = captured.map((c) => rt.store().rollouts.get(c)!.metadata.joined_into ?? null);
+      expect(into).toEqual([id, id, null, null]);
     });
   });
 

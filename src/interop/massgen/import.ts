@@ -217,6 +217,9 @@ export function writeImportedRollout(store: Store, r: ConvertedRollout): boolean
     const { spans, linked } = calls ? linkActions(r.spans, calls) : { spans: r.spans, linked: 0 };
     const metadata = calls ? { ...r.metadata, gateway_calls: calls.length, gateway_linked: linked } : r.metadata;
     store.rollouts.start({ id: r.id, source: MASSGEN_IMPORT_SOURCE, metadata });
+    // the captured sessions now live on in this rollout: collect.source gateway takes this one, not them
+    const joinedFrom = (c: SpanInput) => (c.payload as { joined_from: { rollout_id: string } }).joined_from.rollout_id;
+    for (const id of new Set((calls ?? []).map(joinedFrom))) store.rollouts.mergeMetadata(id, { joined_into: r.id });
     const seqs = store.spans.append(r.id, [...spans, ...(calls ?? [])]);
     if (seqs.length && seqs[0] !== 1) throw new Error(`rollout ${r.id}: spans did not start at seq 1`);
     store.rollouts.finish(r.id, r.finish);

@@ -9,9 +9,42 @@ const pValue = (p: number) => (p < 0.001 ? '<0.001' : p.toFixed(3));
 
 /** The evaluation as tables: every metric overall, reward and success per category, then the gates. */
 export function renderEvaluation(ui: Ui, s: EvalSummary): void {
-  ui.print(
-    `${ui.c.bold(`eval ${s.evalRunId}`)}: candidate set v${s.candidate.version} vs baseline set v${s.baseline.version} on ${s.tasks} task(s) × ${s.seeds.length} seed(s); ${s.measured} orchestration(s) run, ${s.reused} reused${s.status === 'cancelled' ? ui.c.yellow(' (interrupted: partial)') : ''}`,
-  );
+  const partial = s.status === 'cancelled' ? ui.c.yellow(' (interrupted: partial)') : '';
+  const title = `${ui.c.bold(`eval ${s.evalRunId}`)}: candidate set v${s.candidate.version} vs baseline set v${s.baseline.version}`;
+  if (s.replay) {
+    const r = s.replay;
+    ui.print(
+      `${title} on ${r.prompts} replayed gateway call(s) × ${s.seeds.length} seed(s) (source gateway)${partial}`,
+    );
+    ui.table(
+      [
+        'prompts',
+        'judged',
+        'referenced',
+        'win/tie/loss',
+        'win rate',
+        `${Math.round((r.winRate?.level ?? 0.95) * 100)} % CI`,
+        'judge agreement',
+        'failures',
+      ],
+      [
+        [
+          r.prompts,
+          r.judged,
+          r.referenced,
+          `${r.wins}/${r.ties}/${r.losses}`,
+          num(r.winRate?.mean),
+          r.winRate ? `[${num(r.winRate.low)}, ${num(r.winRate.high)}]` : '—',
+          num(r.agreement),
+          `${r.judgeFailures} judge, ${r.answerFailures} answer`,
+        ],
+      ],
+    );
+  } else {
+    ui.print(
+      `${title} on ${s.tasks} task(s) × ${s.seeds.length} seed(s); ${s.measured} orchestration(s) run, ${s.reused} reused${partial}`,
+    );
+  }
   const level = Math.round((s.comparison.overall[0]?.diff?.level ?? 0.95) * 100);
   const row = (label: string, m: EvalSummary['comparison']['overall'][number]) => [
     label,

@@ -50,10 +50,17 @@ export function pairwiseMessages(conversation: unknown[], a: string, b: string):
   ];
 }
 
-/** The winner a judge reply names: a JSON "winner" field, else a lone A/B/tie; throws saying what is wrong. */
+/**
+ * The winner a judge reply names: a JSON "winner" field, else "winner/answer (is) A", else a lone A/B/tie;
+ * throws saying what is wrong.
+ */
 export function parsePreference(text: string | null): Exclude<Preference, null> {
   if (!text?.trim()) throw new Error('the reply is empty');
-  const field = /"winner"\s*:\s*"([^"]*)"/i.exec(text)?.[1] ?? text;
+  const field =
+    /"winner"\s*:\s*"([^"]*)"/i.exec(text)?.[1]
+    // case-sensitive A and B: "the answer is a …" names no winner
+    ?? /\b(?:[Ww]inner|[Bb]etter answer|[Aa]nswer)\s*(?:is\s*)?[:\s"'`*]*(A|B|[Tt]ie)\b/.exec(text)?.[1]
+    ?? text;
   const word = field
     .trim()
     .replace(/^answer\s+/i, '')

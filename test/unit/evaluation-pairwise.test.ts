@@ -103,7 +103,10 @@ describe('position-swapped aggregation', () => {
     expect(parsePreference('Sure. {"winner":"answer b"}')).toBe('B');
     expect(parsePreference('{"winner": "Tie"}')).toBe('tie');
     expect(parsePreference('B.')).toBe('B');
+    expect(parsePreference('The answer is "A"')).toBe('A');
+    expect(parsePreference('Winner: B, clearly.')).toBe('B');
     expect(() => parsePreference('A is better')).toThrow(/no winner/);
+    expect(() => parsePreference('The answer is a good one')).toThrow(/no winner/);
     expect(() => parsePreference('')).toThrow(/empty/);
   });
 });

@@ -21,6 +21,8 @@ export const time = (ms: number | null | undefined) =>
 const digits = (m: StoredMetric['metric']) => (m === 'tokens' || m === 'wall_ms' ? 0 : 3);
 const version = (v: number | null, id: string | null) => (v !== null ? `v${v}` : id ? esc(id) : '—');
 
+/** What a replayed call measures: one answer per side has no consensus, rounds or success. */
+const REPLAY_METRICS = new Set<StoredMetric['metric']>(['reward', 'tokens', 'wall_ms']);
 const LOWER_IS_BETTER = new Set<StoredMetric['metric']>(['rounds', 'tokens', 'wall_ms']);
 
 type Cell = string | { html: string; cls?: string };
@@ -61,10 +63,12 @@ export function evaluationSection(e: StoredEvaluation): string {
   const head = ['metric', 'pairs', 'baseline', 'candidate', 'difference', `${level} % CI`, 'win/tie/loss', 'p (exact)'];
   const metrics = table(
     head,
-    s.comparison.overall.map((m) => [
-      { html: `${esc(m.metric)}${m.metric === s.metric ? ' <span class="tag">primary</span>' : ''}` },
-      ...metricCells(m),
-    ]),
+    s.comparison.overall
+      .filter((m) => !s.replay || REPLAY_METRICS.has(m.metric))
+      .map((m) => [
+        { html: `${esc(m.metric)}${m.metric === s.metric ? ' <span class="tag">primary</span>' : ''}` },
+        ...metricCells(m),
+      ]),
   );
   const categories = s.comparison.categories.length
     ? table(

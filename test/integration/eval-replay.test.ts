@@ -7,6 +7,7 @@ import { withRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import type { Store } from '../../src/store/index.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
+import { runCli } from '../helpers.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
 import type { Script, ScriptedRequest } from '../support/scripted-server.js';
 
@@ -169,6 +170,27 @@ describe('eval --source gateway: replaying held-out captured calls', () => {
     expect(html).toContain('Replayed gateway traffic');
     expect(html).toMatch(/judge agreement/);
   }, 60_000);
+
+  it('eval --source gateway prints the replay in its table and its JSON', async () => {
+    await replay(reads42);
+    const args = ['eval', '--source', 'gateway', '--candidate', 'resource:base@1', '--seeds', '1', '--no-report'];
+    const sets = ['--set', `gateway.holdout=${HOLDOUT}`, '--set', 'eval.replay.judge_model=stub'];
+    const json = await runCli([...args, ...sets, '--json', '--n', '2'], { cwd: project!.dir });
+    expect(json.exitCode).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      source: 'gateway',
+      tasks: 2,
+      replay: { prompts: 2, wins: 2, ties: 0, losses: 0, agreement: 1 },
+      report: null,
+    });
+    const text = await runCli([...args, ...sets], { cwd: project!.dir });
+    expect(text.exitCode).toBe(0);
+    expect(text.stdout).toMatch(/on 5 replayed gateway call\(s\) × 1 seed\(s\) \(source gateway\)/);
+    expect(text.stdout).toMatch(/judge agreement/);
+    expect(text.stdout).toMatch(/5\/0\/0/);
+    expect(text.stdout).toMatch(/reward \*/);
+    expect(text.stdout).not.toMatch(/consensus/);
+  }, 120_000);
 
   it('a judge that always prefers the first answer makes every judged call a tie with agreement 0', async () => {
     const { summary } = await replay(() => 'A');

@@ -5,6 +5,8 @@ const num = (x: number | null | undefined, d = 3) =>
   x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(d);
 const signed = (x: number | null | undefined, d = 3) =>
   x === null || x === undefined || Number.isNaN(x) ? '—' : `${x >= 0 ? '+' : ''}${x.toFixed(d)}`;
+/** What a replayed call measures: one answer per side has no consensus, rounds or success. */
+const REPLAY_METRICS = new Set(['reward', 'tokens', 'wall_ms']);
 const pValue = (p: number) => (p < 0.001 ? '<0.001' : p.toFixed(3));
 
 /** The evaluation as tables: every metric overall, reward and success per category, then the gates. */
@@ -59,7 +61,9 @@ export function renderEvaluation(ui: Ui, s: EvalSummary): void {
   const head = ['metric', 'pairs', 'baseline', 'candidate', 'difference', `${level} % CI`, 'win/tie/loss', 'p (exact)'];
   ui.table(
     head,
-    s.comparison.overall.map((m) => row(m.metric === s.metric ? `${m.metric} *` : m.metric, m)),
+    s.comparison.overall
+      .filter((m) => !s.replay || REPLAY_METRICS.has(m.metric))
+      .map((m) => row(m.metric === s.metric ? `${m.metric} *` : m.metric, m)),
   );
   if (s.comparison.categories.length > 1) {
     ui.table(

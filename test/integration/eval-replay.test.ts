@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { deploy } from '../../src/pipeline/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate.js';
 import { writeReport } from '../../src/pipeline/report.js';
 import { withRuntime, type Runtime } from '../../src/runtime/runtime.js';
@@ -78,7 +79,7 @@ function script(judge: (a: string, b: string) => string): Script {
 
 const reads42 = (a: string, b: string) => (a.includes('42') ? 'A' : b.includes('42') ? 'B' : 'tie');
 
-async function replay(judge: ((a: string, b: string) => string) | null) {
+async function replay(judge: ((a: string, b: string) => string) | null, deployAfter = false) {
   project = await loopProject(script(judge ?? reads42));
   const loaded = project.load([
     `gateway.holdout=${HOLDOUT}`,
@@ -86,6 +87,7 @@ async function replay(judge: ((a: string, b: string) => string) | null) {
     'eval.seeds=1',
     ...(judge ? ['eval.replay.judge_model=stub'] : []),
     'deploy.gates.min_pairs=3',
+    'eval.metric=success_rate',
   ]);
   return withRuntime(loaded, async (rt: Runtime) => {
     const store = rt.store();
@@ -107,13 +109,22 @@ async function replay(judge: ((a: string, b: string) => string) | null) {
     });
     const summary = await evaluate(rt, { candidate: `resource:base@${weight.version}` });
     const report = await writeReport(rt, { evalRunId: summary.evalRunId });
-    return { summary, items: store.evaluations.items(summary.evalRunId), report, held: [h1!, h2!, h3!], kept: kept! };
+    // deploy holds today's gates against the replay on reward, whatever eval.metric says
+    const deployed = deployAfter ? await deploy(rt, { candidate: `resource:base@${weight.version}` }) : null;
+    return {
+      deployed,
+      summary,
+      items: store.evaluations.items(summary.evalRunId),
+      report,
+      held: [h1!, h2!, h3!],
+      kept: kept!,
+    };
   });
 }
 
 describe('eval --source gateway: replaying held-out captured calls', () => {
   it('replays each held-out call on both sets and scores it by reference or by the position-swapped judge', async () => {
-    const { summary, items, report, held, kept } = await replay(reads42);
+    const { summary, items, report, held, kept, deployed } = await replay(reads42, true);
     const requests = project!.server.requests;
     const replayed = requests.filter((r) => !JUDGE_SYSTEM.test(r.messages[0]?.content ?? ''));
     const judged = requests.filter((r) => JUDGE_SYSTEM.test(r.messages[0]?.content ?? ''));
@@ -166,6 +177,7 @@ describe('eval --source gateway: replaying held-out captured calls', () => {
       candidate: { answer: 'ANSWER: 42' },
       verdicts: { candidate_first: 'A', baseline_first: 'B' },
     });
+    expect(deployed).toMatchObject({ action: 'promoted', passed: true, evalRunId: summary.evalRunId });
     const html = readFileSync(report.file, 'utf8');
     expect(html).toContain('Replayed gateway traffic');
     expect(html).toMatch(/judge agreement/);

@@ -18,6 +18,8 @@ export async function evaluateReplay(rt: Runtime, opts: EvaluateOptions): Promis
   const started = performance.now();
   const { config } = rt;
   const e = config.eval;
+  if (opts.tasks !== undefined || opts.split !== undefined)
+    throw new UserError('--tasks and --split choose tasks; a replay (--source gateway) replays captured calls instead');
   const seeds = seedList(opts.seeds ?? e.seeds);
   checkTeamInputs(rt);
   const store = rt.store();

@@ -202,6 +202,9 @@ describe('eval --source gateway: replaying held-out captured calls', () => {
     expect(text.stdout).toMatch(/5\/0\/0/);
     expect(text.stdout).toMatch(/reward \*/);
     expect(text.stdout).not.toMatch(/consensus/);
+    const refused = await runCli([...args, ...sets, '--split', 'all'], { cwd: project!.dir });
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toMatch(/--tasks and --split choose tasks/);
   }, 120_000);
 
   it('a judge that always prefers the first answer makes every judged call a tie with agreement 0', async () => {

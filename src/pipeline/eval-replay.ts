@@ -35,15 +35,19 @@ export async function evaluateReplay(rt: Runtime, opts: EvaluateOptions): Promis
   const max = opts.n ?? e.replay.max_prompts;
   const items = replayItems(store, { holdout: config.gateway.holdout, max, replayable: differs });
   if (!items.length) {
+    const sets = `the baseline (set v${baseline.version}) and the candidate (set v${candidate.version})`;
     throw new UserError(
-      `no held-out captured call to replay: none of the gateway's held-out sessions (gateway.holdout ${config.gateway.holdout}) has a call to a model whose weights differ between the baseline (set v${baseline.version}) and the candidate (set v${candidate.version})`,
-      'capture traffic with `massgen-rl gateway`; a candidate that changes prompts only is evaluated with --source tasks',
+      `no held-out captured call to replay: none of the gateway's held-out sessions (gateway.holdout `
+        + `${config.gateway.holdout}) has a call to a model whose weights differ between ${sets}`,
+      'capture traffic with `massgen-rl gateway`; a candidate that changes prompts only is evaluated with '
+        + '--source tasks',
     );
   }
   const judgeName = e.replay.judge_model ?? config.rewards.judge.model;
   if (!judgeName && items.some((i) => !i.task))
     throw new UserError(
-      'eval.replay.judge_model: captured calls without a reference are compared by a judge; name its config model (or set rewards.judge.model)',
+      'eval.replay.judge_model: captured calls without a reference are compared by a judge; '
+        + 'name its config model (or set rewards.judge.model)',
     );
   if (judgeName) rt.checkModel(judgeName);
   opts.onStage?.(`starting the baseline (set v${baseline.version}) and candidate (set v${candidate.version}) models`);

@@ -12,7 +12,8 @@ const pValue = (p: number) => (p < 0.001 ? '<0.001' : p.toFixed(3));
 /** The evaluation as tables: every metric overall, reward and success per category, then the gates. */
 export function renderEvaluation(ui: Ui, s: EvalSummary): void {
   const partial = s.status === 'cancelled' ? ui.c.yellow(' (interrupted: partial)') : '';
-  const title = `${ui.c.bold(`eval ${s.evalRunId}`)}: candidate set v${s.candidate.version} vs baseline set v${s.baseline.version}`;
+  const sets = `candidate set v${s.candidate.version} vs baseline set v${s.baseline.version}`;
+  const title = `${ui.c.bold(`eval ${s.evalRunId}`)}: ${sets}`;
   if (s.replay) {
     const r = s.replay;
     ui.print(

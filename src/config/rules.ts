@@ -142,6 +142,9 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (!judge.rubric.length)
       add(['rewards', 'judge', 'rubric'], 'the judge reward has a weight, so give at least one rubric criterion');
   }
+  const replayJudge = config.eval.replay.judge_model;
+  if (replayJudge && !Object.hasOwn(config.models, replayJudge))
+    add(['eval', 'replay', 'judge_model'], `unknown model "${replayJudge}"; ${known('models', models)}`);
   if ((config.rewards.weights.custom ?? 0) !== 0 && !config.rewards.custom)
     add(['rewards', 'custom'], 'the custom reward has a weight, so set custom.command');
   for (const key of ['script', 'deepspeed', 'accelerate_config'] as const) {

@@ -624,6 +624,28 @@ const evaluation = z.strictObject({
     })
     .prefault({}),
   report: z.boolean().default(true).describe('write the HTML report after each evaluation'),
+  source: z
+    .enum(['tasks', 'gateway'])
+    .default('tasks')
+    .describe(
+      'what an evaluation runs: orchestrations of tasks, or a replay of the held-out captured gateway calls (gateway.holdout) against both sets',
+    ),
+  replay: z
+    .strictObject({
+      max_prompts: count(MAX_TASKS).default(100).describe('captured calls replayed, newest first'),
+      judge_model: name
+        .optional()
+        .describe(
+          'the config model that compares the two answers of a call without a reference (default rewards.judge.model)',
+        ),
+      temperature: z
+        .number()
+        .min(0)
+        .max(2)
+        .default(0)
+        .describe("sampling temperature of both sides, instead of the captured call's"),
+    })
+    .prefault({}),
 });
 
 const deploy = z.strictObject({

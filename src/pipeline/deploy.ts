@@ -253,7 +253,9 @@ function gatesOf(rt: Runtime, run: EvalRun): GateCheck[] {
     return [
       { gate: 'evaluated', passed: false, value: null, threshold: null, detail: `evaluation ${run.id} has no results` },
     ];
-  return checkGates(cmp, primaryMetric(rt.config.eval.metric), rt.config.deploy.gates);
+  // a replay of captured calls is compared on reward alone (its judged pairs have no success)
+  const metric = run.summary?.source === 'gateway' ? 'reward' : primaryMetric(rt.config.eval.metric);
+  return checkGates(cmp, metric, rt.config.deploy.gates);
 }
 
 const ref = (s: ResourceSet) => ({ id: s.id, version: s.version });

@@ -1,59 +1,17 @@
 import { UserError } from '../errors.js';
-import { latestCandidate, resolveSet } from '../evaluation/candidates.js';
-import { compare, primaryMetric, type Comparison, type MetricName, type Pair } from '../evaluation/compare.js';
-import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
+import { compare, primaryMetric, type Pair } from '../evaluation/compare.js';
+import { checkGates, gatesPass } from '../evaluation/gates.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
-import { describeMembers } from '../resources/sets.js';
-import { runPairs, type PairedProgress } from '../rollouts/paired.js';
+import { runPairs } from '../rollouts/paired.js';
 import { onePerDecision, checkTeamInputs, setupTeam } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { ResourceSet } from '../store/index.js';
-import { ResourceSetRepository } from '../store/resource-sets.js';
 import { tasksForRun } from '../tasks/for-run.js';
 import { createToolRunner } from '../tools/runner.js';
 import { measureOnWorkers } from './eval-queue.js';
+import { evaluateReplay } from './eval-replay.js';
+import { describeSet, evalSets, seedList, type EvalSummary, type EvaluateOptions } from './eval-sets.js';
 
-export interface EvaluateOptions {
-  /** A set, checkpoint, resource:NAME@V or PROMPT@V (default: the newest trained candidate). */
-  candidate?: string;
-  /** Default: production. */
-  baseline?: string;
-  /** A built-in suite or a task file, instead of eval.tasks / tasks.sources. */
-  tasks?: string;
-  split?: 'train' | 'eval' | 'all';
-  n?: number;
-  seeds?: number;
-  concurrency?: number;
-  trigger?: 'cli' | 'loop';
-  signal?: AbortSignal;
-  onStage?: (message: string) => void;
-  onProgress?: (p: PairedProgress) => void;
-}
-
-export interface SetSummary {
-  id: string;
-  version: number;
-  origin: Record<string, unknown>;
-  agents: { agent: string; prompt: string; weights: string }[];
-}
-
-export interface EvalSummary {
-  evalRunId: string;
-  status: 'completed' | 'cancelled';
-  baseline: SetSummary;
-  candidate: SetSummary;
-  tasks: number;
-  seeds: number[];
-  /** Orchestrations run now, and results reused from earlier evaluations. */
-  measured: number;
-  reused: number;
-  metric: MetricName;
-  comparison: Comparison;
-  gates: GateCheck[];
-  /** Every deploy gate passes. */
-  passed: boolean;
-  wallMs: number;
-}
+export type { EvalSummary, EvaluateOptions, ReplaySummary, SetSummary } from './eval-sets.js';
 
 /**
  * Real orchestrations of baseline and candidate on the same tasks and sampling seeds, interleaved;
@@ -63,6 +21,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
   const started = performance.now();
   const { config } = rt;
   const e = config.eval;
+  if ((opts.source ?? e.source) === 'gateway') return evaluateReplay(rt, opts);
   const split = opts.split ?? e.split;
   const tasks = tasksForRun(config.tasks, rt.paths.baseDir, { spec: opts.tasks ?? e.tasks, n: opts.n ?? e.n, split });
   if (!tasks.length)
@@ -70,29 +29,16 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
       `no ${split === 'all' ? '' : `${split}-split `}tasks to evaluate on`,
       'check tasks.sources and tasks.split.eval_fraction, or pass --tasks or --split all',
     );
-  const seedCount = opts.seeds ?? e.seeds;
-  if (!Number.isInteger(seedCount) || seedCount < 1 || seedCount > 100)
-    throw new UserError(`--seeds ${seedCount}: expected a whole number from 1 to 100`);
+  const seeds = seedList(opts.seeds ?? e.seeds);
   checkTeamInputs(rt);
   const store = rt.store();
-  const production = rt.production(opts.trigger ?? 'cli');
-  const ctx = rt.setContext();
-  const baseline = resolveSet(ctx, production, opts.baseline ?? 'production', '--baseline');
-  const candidate = opts.candidate
-    ? resolveSet(ctx, production, opts.candidate, '--candidate')
-    : latestCandidate(ctx, production);
-  if (ResourceSetRepository.servingHash(candidate.members) === ResourceSetRepository.servingHash(baseline.members)) {
-    throw new UserError(
-      `the candidate (set v${candidate.version}) serves exactly what the baseline (set v${baseline.version}) serves: nothing to compare`,
-    );
-  }
+  const { baseline, candidate } = evalSets(rt, opts);
   opts.onStage?.(`starting the baseline (set v${baseline.version}) and candidate (set v${candidate.version}) teams`);
   const [baseTeam, candTeam] = [
     onePerDecision(await setupTeam(rt, baseline, 'eval')),
     onePerDecision(await setupTeam(rt, candidate, 'eval')),
   ];
   store.tasks.upsertMany(tasks);
-  const seeds = Array.from({ length: seedCount }, (_, i) => i + 1);
   const params = {
     tasks: opts.tasks ?? e.tasks ?? config.tasks.sources,
     split,
@@ -138,8 +84,9 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
     const summary: EvalSummary = {
       evalRunId,
       status: results.cancelled ? 'cancelled' : 'completed',
-      baseline: describe(rt, baseline),
-      candidate: describe(rt, candidate),
+      source: 'tasks',
+      baseline: describeSet(rt, baseline),
+      candidate: describeSet(rt, candidate),
       tasks: tasks.length,
       seeds,
       measured: results.measured,
@@ -167,8 +114,4 @@ function pairUp(baseline: { taskHash: string; seed: number }[], candidate: Pair[
       ? [{ taskId: b.taskId, category: b.category ?? 'uncategorized', seed: b.seed, baseline: b, candidate: c }]
       : [];
   });
-}
-
-function describe(rt: Runtime, set: ResourceSet): SetSummary {
-  return { id: set.id, version: set.version, origin: set.origin, agents: describeMembers(rt.store(), set.members) };
 }

@@ -62,6 +62,23 @@ const summarySchema = z.object({
   gates: z.array(gate).catch([]),
   passed: z.boolean().nullable().catch(null),
   wallMs: num,
+  source: z.enum(['tasks', 'gateway']).catch('tasks'),
+  replay: z
+    .object({
+      prompts: z.number().catch(0),
+      judged: z.number().catch(0),
+      referenced: z.number().catch(0),
+      wins: z.number().catch(0),
+      losses: z.number().catch(0),
+      ties: z.number().catch(0),
+      agreement: num,
+      winRate: interval,
+      judgeFailures: z.number().catch(0),
+      answerFailures: z.number().catch(0),
+      judgeModel: z.string().nullable().catch(null),
+    })
+    .nullable()
+    .catch(null),
 });
 
 export type StoredMetric = z.infer<typeof metric>;

@@ -21,6 +21,8 @@ export const time = (ms: number | null | undefined) =>
 const digits = (m: StoredMetric['metric']) => (m === 'tokens' || m === 'wall_ms' ? 0 : 3);
 const version = (v: number | null, id: string | null) => (v !== null ? `v${v}` : id ? esc(id) : '—');
 
+/** What a replayed call measures: one answer per side has no consensus, rounds or success. */
+const REPLAY_METRICS = new Set<StoredMetric['metric']>(['reward', 'tokens', 'wall_ms']);
 const LOWER_IS_BETTER = new Set<StoredMetric['metric']>(['rounds', 'tokens', 'wall_ms']);
 
 type Cell = string | { html: string; cls?: string };
@@ -61,10 +63,12 @@ export function evaluationSection(e: StoredEvaluation): string {
   const head = ['metric', 'pairs', 'baseline', 'candidate', 'difference', `${level} % CI`, 'win/tie/loss', 'p (exact)'];
   const metrics = table(
     head,
-    s.comparison.overall.map((m) => [
-      { html: `${esc(m.metric)}${m.metric === s.metric ? ' <span class="tag">primary</span>' : ''}` },
-      ...metricCells(m),
-    ]),
+    s.comparison.overall
+      .filter((m) => !s.replay || REPLAY_METRICS.has(m.metric))
+      .map((m) => [
+        { html: `${esc(m.metric)}${m.metric === s.metric ? ' <span class="tag">primary</span>' : ''}` },
+        ...metricCells(m),
+      ]),
   );
   const categories = s.comparison.categories.length
     ? table(
@@ -78,8 +82,41 @@ export function evaluationSection(e: StoredEvaluation): string {
   const side = (label: string, set: StoredEvaluation['summary']['baseline'], id: string) =>
     `<div><b>${label}</b> set ${version(set?.version ?? null, id)}${set?.agents.length ? `: ${set.agents.map((a) => `${esc(a.agent)} (${esc(a.prompt)}, ${esc(a.weights)})`).join('; ')}` : ''}</div>`;
   return (
-    `<h3>Metrics</h3>${side('baseline', s.baseline, e.baselineSet)}${side('candidate', s.candidate, e.candidateSet)}${metrics}`
+    `${replaySection(s.replay)}<h3>Metrics</h3>${side('baseline', s.baseline, e.baselineSet)}${side('candidate', s.candidate, e.candidateSet)}${metrics}`
     + `<h3>Per category</h3>${categories}<h3>Deploy gates</h3>${gates}`
+  );
+}
+
+/** A replay of captured gateway calls: what was replayed, the wins, the judged win rate and the judge's agreement. */
+function replaySection(r: StoredEvaluation['summary']['replay']): string {
+  if (!r) return '';
+  const level = Math.round((r.winRate?.level ?? 0.95) * 100);
+  const rows: Cell[][] = [
+    [
+      { html: String(r.prompts), cls: 'num' },
+      { html: String(r.judged), cls: 'num' },
+      { html: String(r.referenced), cls: 'num' },
+      { html: `${r.wins}/${r.ties}/${r.losses}`, cls: 'num' },
+      { html: fmt(r.winRate?.mean), cls: 'num' },
+      { html: r.winRate ? `[${fmt(r.winRate.low)}, ${fmt(r.winRate.high)}]` : '—', cls: 'num' },
+      { html: fmt(r.agreement), cls: 'num' },
+      `${r.judgeFailures} judge, ${r.answerFailures} answer`,
+    ],
+  ];
+  const head = [
+    'prompts',
+    'judged',
+    'referenced',
+    'win/tie/loss',
+    'win rate',
+    `${level} % CI`,
+    'judge agreement',
+    'failures',
+  ];
+  return (
+    `<h3>Replayed gateway traffic</h3><p>Source gateway: held-out captured calls sent to both sets; calls without a reference`
+    + ` judged pairwise in both orders${r.judgeModel ? ` by ${esc(r.judgeModel)}` : ''} (a preference counts when both orders agree).</p>`
+    + table(head, rows)
   );
 }
 

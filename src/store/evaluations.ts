@@ -40,6 +40,26 @@ export interface EvalRun {
   finishedAt: number | null;
 }
 
+/** One replayed captured call of an evaluation (eval.source gateway), scored for the pair of sets. */
+export interface EvalItem {
+  evalRunId: string;
+  idx: number;
+  kind: 'judge' | 'reference';
+  /** The captured rollout and the span of its call. */
+  rolloutId: string | null;
+  spanSeq: number | null;
+  seed: number;
+  taskId: string | null;
+  /** The paired score: judge 1 (candidate preferred) / 0.5 / 0; reference candidate − baseline reward. */
+  score: number;
+  baselineValue: number | null;
+  candidateValue: number | null;
+  /** Judge: both orders named the same winner. */
+  agreed: boolean | null;
+  /** The answers, the verdicts, the tokens. */
+  detail: Record<string, unknown>;
+}
+
 type Key = Pick<EvalResult, 'servingHash' | 'taskHash' | 'seed' | 'settingsHash'>;
 
 export class EvaluationRepository {
@@ -134,6 +154,50 @@ export class EvaluationRepository {
         r.wallMs,
         Date.now(),
       );
+  }
+
+  addItem(i: EvalItem): void {
+    this.db
+      .prepare(
+        `INSERT INTO eval_items (eval_run_id, idx, kind, rollout_id, span_seq, seed, task_id, score, baseline_value,
+      candidate_value, agreed, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        i.evalRunId,
+        i.idx,
+        i.kind,
+        i.rolloutId,
+        i.spanSeq,
+        i.seed,
+        i.taskId,
+        i.score,
+        i.baselineValue,
+        i.candidateValue,
+        i.agreed === null ? null : i.agreed ? 1 : 0,
+        this.redactor.json(i.detail),
+        Date.now(),
+      );
+  }
+
+  /** A replay evaluation's items in order. */
+  items(evalRunId: string): EvalItem[] {
+    const rows = this.db
+      .prepare('SELECT * FROM eval_items WHERE eval_run_id = ? ORDER BY idx')
+      .all(evalRunId) as Record<string, unknown>[];
+    return rows.map((r) => ({
+      evalRunId: r.eval_run_id as string,
+      idx: r.idx as number,
+      kind: r.kind as EvalItem['kind'],
+      rolloutId: r.rollout_id as string | null,
+      spanSeq: r.span_seq as number | null,
+      seed: r.seed as number,
+      taskId: r.task_id as string | null,
+      score: r.score as number,
+      baselineValue: r.baseline_value as number | null,
+      candidateValue: r.candidate_value as number | null,
+      agreed: r.agreed === null ? null : r.agreed === 1,
+      detail: JSON.parse(r.detail as string) as Record<string, unknown>,
+    }));
   }
 }
 

@@ -284,6 +284,30 @@ ALTER TABLE resources ADD CONSTRAINT resources_kind_check CHECK (kind IN ('promp
     sql: '-- SQLite: nothing to do (the run tables are rowid tables).',
     postgres: `${RUN_TABLES.map((t) => `ALTER TABLE ${t} ADD COLUMN rowid BIGINT GENERATED ALWAYS AS IDENTITY;`).join('\n')}\n`,
   },
+  {
+    version: 5,
+    name: 'evaluation items of replays',
+    sql: `
+-- One row per replayed captured call of an evaluation (eval.source gateway): its paired score and how it was
+-- scored (judge: the position-swapped preference; reference: the reward families on both answers).
+CREATE TABLE eval_items (
+  eval_run_id TEXT NOT NULL REFERENCES eval_runs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('judge', 'reference')),
+  rollout_id TEXT REFERENCES rollouts(id) ON DELETE SET NULL,
+  span_seq INTEGER,
+  seed INTEGER NOT NULL,
+  task_id TEXT,
+  score REAL NOT NULL,
+  baseline_value REAL,
+  candidate_value REAL,
+  agreed INTEGER,
+  detail TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (eval_run_id, idx)
+);
+`,
+  },
 ];
 
 // Migration 1 creates these two with their rowid on PostgreSQL; migration 4 adds it to the run tables.

@@ -48,6 +48,7 @@ const COUNTED = [
   'training_runs',
   'eval_runs',
   'eval_results',
+  'eval_items',
   'audit',
   'loop_runs',
 ] as const;

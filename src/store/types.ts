@@ -29,6 +29,7 @@ export interface RolloutFilter {
   runId?: string;
   status?: RunStatus;
   taskId?: string;
+  source?: string;
   minReward?: number;
   maxReward?: number;
   limit?: number;

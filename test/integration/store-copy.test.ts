@@ -132,6 +132,21 @@ function enrich(location: string, rollouts: number): void {
       store.rewards.add(id, [{ channel: 'team', family: 'exact', value: i % 2 }]);
       store.rollouts.finish(id, { status: i % 5 ? 'completed' : 'failed', tokens: i, wallMs: i / 7 });
     }
+    const evalRun = store.evaluations.runs({ limit: 1 })[0]!;
+    store.evaluations.addItem({
+      evalRunId: evalRun.id,
+      idx: 0,
+      kind: 'judge',
+      rolloutId: odd,
+      spanSeq: 1,
+      seed: 1,
+      taskId: null,
+      score: 0.5,
+      baselineValue: null,
+      candidateValue: null,
+      agreed: false,
+      detail: { verdicts: { candidate_first: 'A', baseline_first: 'A' } },
+    });
     const gone = store.rollouts.start({ source: 'deleted' });
     storeDb(store).prepare('DELETE FROM rollouts WHERE id = ?').run(gone);
   } finally {
@@ -181,7 +196,7 @@ describe('store copy: SQLite → PostgreSQL', () => {
     };
     expect(out).toMatchObject({ ok: true, resumed: false });
     const expected = contents(source);
-    expect(Object.keys(expected)).toHaveLength(19);
+    expect(Object.keys(expected)).toHaveLength(20);
     expect(out.tables.map((t) => t.table).sort()).toEqual(Object.keys(expected));
     for (const t of out.tables)
       expect(t, t.table).toMatchObject({

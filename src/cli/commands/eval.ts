@@ -8,6 +8,7 @@ import { formatDuration } from '../ui/format.js';
 interface EvalFlags {
   candidate?: string;
   baseline?: string;
+  source?: 'tasks' | 'gateway';
   tasks?: string;
   split?: 'train' | 'eval' | 'all';
   n?: string;
@@ -27,6 +28,12 @@ export const registerEval: Register = (program, ctx) => {
       'set:N, a checkpoint id, resource:NAME@VERSION or PROMPT@VERSION (default: the newest trained candidate)',
     )
     .option('--baseline <spec>', 'what to compare against (default: production)')
+    .addOption(
+      new Option(
+        '--source <source>',
+        'tasks: orchestrations of tasks; gateway: replay the held-out captured gateway calls (default eval.source)',
+      ).choices(['tasks', 'gateway']),
+    )
     .option(
       '--tasks <file|suite>',
       'a task file (JSONL/YAML) or a built-in suite (SUITE, or SUITE@DIFFICULTY: 0–3), instead of eval.tasks / tasks.sources',
@@ -34,7 +41,7 @@ export const registerEval: Register = (program, ctx) => {
     .addOption(
       new Option('--split <split>', 'which split of the tasks (default eval.split)').choices(['train', 'eval', 'all']),
     )
-    .option('--n <n>', 'number of tasks')
+    .option('--n <n>', 'number of tasks (with --source gateway: captured calls, default eval.replay.max_prompts)')
     .option('--seeds <k>', 'sampling seeds per task (default eval.seeds)')
     .option('--concurrency <c>', 'orchestrations at a time')
     .option('--no-report', 'skip the HTML report')
@@ -47,6 +54,7 @@ export const registerEval: Register = (program, ctx) => {
       const opts = {
         candidate: flags.candidate,
         baseline: flags.baseline,
+        source: flags.source,
         tasks: flags.tasks,
         split: flags.split,
         n: wholeNumber('--n', flags.n, MAX_TASKS),

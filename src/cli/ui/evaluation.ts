@@ -5,13 +5,49 @@ const num = (x: number | null | undefined, d = 3) =>
   x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(d);
 const signed = (x: number | null | undefined, d = 3) =>
   x === null || x === undefined || Number.isNaN(x) ? '—' : `${x >= 0 ? '+' : ''}${x.toFixed(d)}`;
+/** What a replayed call measures: one answer per side has no consensus, rounds or success. */
+const REPLAY_METRICS = new Set(['reward', 'tokens', 'wall_ms']);
 const pValue = (p: number) => (p < 0.001 ? '<0.001' : p.toFixed(3));
 
 /** The evaluation as tables: every metric overall, reward and success per category, then the gates. */
 export function renderEvaluation(ui: Ui, s: EvalSummary): void {
-  ui.print(
-    `${ui.c.bold(`eval ${s.evalRunId}`)}: candidate set v${s.candidate.version} vs baseline set v${s.baseline.version} on ${s.tasks} task(s) × ${s.seeds.length} seed(s); ${s.measured} orchestration(s) run, ${s.reused} reused${s.status === 'cancelled' ? ui.c.yellow(' (interrupted: partial)') : ''}`,
-  );
+  const partial = s.status === 'cancelled' ? ui.c.yellow(' (interrupted: partial)') : '';
+  const sets = `candidate set v${s.candidate.version} vs baseline set v${s.baseline.version}`;
+  const title = `${ui.c.bold(`eval ${s.evalRunId}`)}: ${sets}`;
+  if (s.replay) {
+    const r = s.replay;
+    ui.print(
+      `${title} on ${r.prompts} replayed gateway call(s) × ${s.seeds.length} seed(s) (source gateway)${partial}`,
+    );
+    ui.table(
+      [
+        'prompts',
+        'judged',
+        'referenced',
+        'win/tie/loss',
+        'win rate',
+        `${Math.round((r.winRate?.level ?? 0.95) * 100)} % CI`,
+        'judge agreement',
+        'failures',
+      ],
+      [
+        [
+          r.prompts,
+          r.judged,
+          r.referenced,
+          `${r.wins}/${r.ties}/${r.losses}`,
+          num(r.winRate?.mean),
+          r.winRate ? `[${num(r.winRate.low)}, ${num(r.winRate.high)}]` : '—',
+          num(r.agreement),
+          `${r.judgeFailures} judge, ${r.answerFailures} answer`,
+        ],
+      ],
+    );
+  } else {
+    ui.print(
+      `${title} on ${s.tasks} task(s) × ${s.seeds.length} seed(s); ${s.measured} orchestration(s) run, ${s.reused} reused${partial}`,
+    );
+  }
   const level = Math.round((s.comparison.overall[0]?.diff?.level ?? 0.95) * 100);
   const row = (label: string, m: EvalSummary['comparison']['overall'][number]) => [
     label,
@@ -26,7 +62,9 @@ export function renderEvaluation(ui: Ui, s: EvalSummary): void {
   const head = ['metric', 'pairs', 'baseline', 'candidate', 'difference', `${level} % CI`, 'win/tie/loss', 'p (exact)'];
   ui.table(
     head,
-    s.comparison.overall.map((m) => row(m.metric === s.metric ? `${m.metric} *` : m.metric, m)),
+    s.comparison.overall
+      .filter((m) => !s.replay || REPLAY_METRICS.has(m.metric))
+      .map((m) => row(m.metric === s.metric ? `${m.metric} *` : m.metric, m)),
   );
   if (s.comparison.categories.length > 1) {
     ui.table(

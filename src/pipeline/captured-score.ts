@@ -10,15 +10,28 @@ import type { PromptPayload } from '../trace/payloads.js';
 import type { Rollout } from '../trace/records.js';
 
 /**
- * Scores a captured session with the judge, the one reward family that applies to a session without a
- * task: the conversation of its last chat call stands for the task, that call's completion for the
- * answer. The reward is stored on the session (a reward span and a row) and its total updated.
+ * The reward families that score a captured session without a reward: the judge (when it is on) and a
+ * custom command (rewards.custom with a weight), the ones that need no task reference. Empty: it waits.
  */
-export async function judgeCaptured(
+export function capturedFamilies(rewards: RewardsConfig, judge: RewardContext['judge']): Record<string, number> {
+  const w = rewards.weights;
+  return {
+    ...(judge && w.judge ? { judge: w.judge } : {}),
+    ...(rewards.custom && w.custom ? { custom: w.custom } : {}),
+  };
+}
+
+/**
+ * Scores a captured session with `families` (capturedFamilies): the conversation of its last chat call
+ * stands for the task, that call's completion for the answer. The rewards are stored on the session (reward
+ * spans and rows) and its total updated.
+ */
+export async function scoreCaptured(
   store: Store,
   r: Rollout,
   rewards: RewardsConfig,
-  judge: NonNullable<RewardContext['judge']>,
+  families: Record<string, number>,
+  judge: RewardContext['judge'],
   signal?: AbortSignal,
 ): Promise<number> {
   const spans = store.spans.list(r.id);
@@ -31,10 +44,7 @@ export async function judgeCaptured(
     source: GATEWAY_SOURCE,
   };
   const outcome = outcomeFromSpans({ ...r, finalAnswer: last?.completion ?? null }, spans, task ?? null);
-  const scored = await computeRewards(
-    { outcome, config: rewards, judge, ...(signal ? { signal } : {}) },
-    { judge: rewards.weights.judge ?? 0 },
-  );
+  const scored = await computeRewards({ outcome, config: rewards, judge, ...(signal ? { signal } : {}) }, families);
   return store.write(() =>
     store.transaction(() => {
       const writer = store.spans.writer(r.id);

@@ -4,7 +4,7 @@ import type { Store } from '../store/index.js';
 import { heldOutRollout } from '../trace/held-out.js';
 import type { Rollout } from '../trace/records.js';
 import { copyCaptured, taken, trainingCopyId } from './captured-copy.js';
-import { judgeCaptured } from './captured-score.js';
+import { capturedFamilies, scoreCaptured } from './captured-score.js';
 import type { CapturedCounts, CollectOptions, CollectSummary } from './collect-types.js';
 
 export type { CapturedCounts } from './collect-types.js';
@@ -30,6 +30,8 @@ export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): P
   const since = lastWatermark(store);
   const cutoff = Date.now();
   const judge = await rt.judge();
+  const families = capturedFamilies(rt.config.rewards, judge);
+  const scorers = Object.keys(families).length > 0;
   const runId = await store.write(() =>
     store.collectRuns.start({ source: 'gateway', since }, { config_hash: rt.loaded.hash }),
   );
@@ -40,7 +42,7 @@ export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): P
     heldOut: 0,
     joined: 0,
     waiting: 0,
-    judged: 0,
+    scored: 0,
     rewarded: 0,
   };
   const done: RolloutSummary[] = [];
@@ -58,12 +60,12 @@ export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): P
       }
       let total = r.totalReward;
       if (total === null) {
-        if (!judge) {
+        if (!scorers) {
           counts.waiting++;
           continue;
         }
-        total = await judgeCaptured(store, r, rt.config.rewards, judge, opts.signal);
-        counts.judged++;
+        total = await scoreCaptured(store, r, rt.config.rewards, families, judge, opts.signal);
+        counts.scored++;
       } else counts.rewarded++;
       const scored: Rollout = { ...r, totalReward: total };
       await store.write(() => store.transaction(() => copyCaptured(store, scored, runId)));
@@ -90,7 +92,7 @@ function lastWatermark(store: Store): number | null {
 /** One line of what a gateway collect did. */
 export function describeCaptured(c: CapturedCounts): string {
   return (
-    `took ${c.taken} captured session(s) (${c.judged} scored by the judge, ${c.rewarded} already rewarded); `
+    `took ${c.taken} captured session(s) (${c.scored} scored by the judge or rewards.custom, ${c.rewarded} already rewarded); `
     + `${c.heldOut} held out, ${c.joined} joined into MassGen imports, ${c.waiting} waiting for a reward`
   );
 }
@@ -106,7 +108,7 @@ export function nothingTaken(c: CapturedCounts): string {
   return (
     `no captured session taken: ${c.heldOut} held out (gateway.holdout), ${c.joined} joined into MassGen imports, `
     + `${c.waiting} waiting for a reward `
-    + '(send feedback, or set rewards.judge.model and rewards.weights.judge)'
+    + '(send feedback, or give the judge (rewards.judge.model) or rewards.custom a weight)'
   );
 }
 

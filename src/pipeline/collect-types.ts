@@ -70,7 +70,7 @@ export interface CapturedCounts {
   /** Without a reward and no judge to score them: offered again once feedback reaches them. */
   waiting: number;
   /** Scored by the judge in this run (and taken). */
-  judged: number;
+  scored: number;
   /** Taken with the reward they already had (feedback, or an earlier judge). */
   rewarded: number;
 }

@@ -24,13 +24,15 @@ afterEach(async () => {
 const HOUR = 3_600_000;
 
 /** A project served by a scripted endpoint (agents and, with `judge`, the judge model). */
-async function project(opts: { judge?: boolean; holdout?: number } = {}): Promise<LoadedConfig> {
+async function project(opts: { judge?: boolean; holdout?: number; custom?: string } = {}): Promise<LoadedConfig> {
   server = await startScriptedServer(() => ({
     content: '```json\n{"scores": {"helpfulness": 8}, "reason": "clear"}\n```',
   }));
   const judge = opts.judge
     ? '  judge: { model: stub, rubric: [{ criterion: helpfulness, weight: 1 }] }\n  weights: { human: 1, judge: 1 }'
-    : '  weights: { human: 1 }';
+    : opts.custom
+      ? `  custom: { command: [node, -e, ${JSON.stringify(opts.custom)}] }\n  weights: { human: 1, custom: 1 }`
+      : '  weights: { human: 1 }';
   const yaml = `models:\n  stub: { base_url: "${server.baseUrl}", model: m }
 agents:\n  - { id: a, model: stub, tool_mode: text }
 rewards:\n${judge}
@@ -165,7 +167,7 @@ describe('collect.source gateway', () => {
     expect(s.captured).toMatchObject({
       taken: ids.length - held.length,
       heldOut: held.length,
-      judged: ids.length - held.length,
+      scored: ids.length - held.length,
     });
     expect(s.rollouts.every((r) => r.reward === 0.8)).toBe(true);
     // the judge saw the conversation and the answer
@@ -176,6 +178,23 @@ describe('collect.source gateway', () => {
       const scored = ids.find((id) => !held.includes(id))!;
       expect(store.rollouts.get(scored)!.totalReward).toBeCloseTo(0.8);
       expect(store.rewards.list(scored).map((r) => r.family)).toEqual(['judge']);
+    });
+  });
+
+  it('scores the sessions without a reward with rewards.custom, which sees the last call and its answer', async () => {
+    // the command reads the outcome on stdin: 1 when the answer names Paris, else 0
+    const script = "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>console.log(/Paris/.test(s)?1:0))";
+    const loaded = await project({ custom: script });
+    const [paris, lyon] = withStore(loaded, (store) => [
+      capture(store, 'Capital of France?', 'Paris'),
+      capture(store, 'Capital of France?', 'Lyon'),
+    ]);
+    const s = await collectGateway(loaded);
+    expect(s.captured).toMatchObject({ taken: 2, scored: 2, waiting: 0 });
+    withStore(loaded, (store) => {
+      expect(store.rollouts.get(paris!)!.totalReward).toBe(1);
+      expect(store.rollouts.get(lyon!)!.totalReward).toBe(0);
+      expect(store.rewards.list(paris!).map((w) => w.family)).toEqual(['custom']);
     });
   });
 

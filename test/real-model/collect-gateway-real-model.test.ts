@@ -70,7 +70,7 @@ describe('collect.source gateway on real captured traffic', () => {
     await addFeedback(rt, shortId, { score: 0.2 });
 
     const s = await collect(rt);
-    expect(s.captured).toMatchObject({ taken: 2, rewarded: 2, waiting: 1, heldOut: 0, judged: 0 });
+    expect(s.captured).toMatchObject({ taken: 2, rewarded: 2, waiting: 1, heldOut: 0, scored: 0 });
 
     const store = openStore(loaded);
     try {

@@ -138,8 +138,8 @@ export const registerCollect: Register = (program, ctx) => {
 function printCaptured(ui: Ui, runId: string, c: CapturedCounts, why: (c: CapturedCounts) => string): void {
   if (ui.opts.json) return ui.json({ ok: true, runId, source: 'gateway', ...c });
   ui.table(
-    ['run', 'taken', 'judged', 'already rewarded', 'held out', 'joined into MassGen', 'waiting for a reward'],
-    [[runId, c.taken, c.judged, c.rewarded, c.heldOut, c.joined, c.waiting]],
+    ['run', 'taken', 'scored', 'already rewarded', 'held out', 'joined into MassGen', 'waiting for a reward'],
+    [[runId, c.taken, c.scored, c.rewarded, c.heldOut, c.joined, c.waiting]],
   );
   if (!c.taken) ui.print(`  ${why(c)}`);
 }

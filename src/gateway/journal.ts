@@ -74,7 +74,13 @@ export class CaptureJournal {
     } catch (err) {
       this.onError?.(err);
     }
-    for (const done of waiting) done();
+    for (const done of waiting) {
+      try {
+        done();
+      } catch (err) {
+        this.onError?.(err); // one response that cannot end holds back none of the others
+      }
+    }
   }
 
   /** Starts a new segment (when the current one holds anything): the ones before it go with the write starting now. */

@@ -1,9 +1,12 @@
 // The gateway against the same backend direct: a zero-latency stub backend (its own process) isolates
 // what the gateway adds. Latency at concurrency 1 (plain and streamed), throughput at concurrency 64,
 // direct and through the gateway interleaved round by round; the gateway captures every call, and its
-// capture rate is its rows written over the time spent writing them.
+// capture rate is its rows written over the time spent writing them. Each process's CPU time per request at
+// concurrency 64 says what ratio the machine's cores allow (cpuBoundRatio): through the gateway every request
+// costs the client's and the backend's CPU plus the gateway's, all on the same cores.
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jsonEndpoint, postJson } from '../dist/llm/http.js';
@@ -37,6 +40,7 @@ function startGatewayProcess(dir) {
     baseUrl: `${url}/v1`,
     stats: () => (child.send('stats'), next()),
     servers: () => (child.send('servers'), next()),
+    cpuMs: async () => (child.send('cpu'), (await next()).cpuMs),
     stop: () => (child.send('stop'), next()),
   }));
 }
@@ -72,7 +76,20 @@ async function throughput(send, concurrency, seconds) {
       }
     }),
   );
-  return done / ((performance.now() - t0) / 1000);
+  return { done, rps: done / ((performance.now() - t0) / 1000) };
+}
+
+/** throughput(), with the CPU time each process spent per request meanwhile (µs): client, backend, gateway. */
+async function measured(send, concurrency, seconds, stub, gw) {
+  await stub.reset();
+  const gw0 = await gw.cpuMs();
+  const client0 = process.cpuUsage();
+  const { done, rps } = await throughput(send, concurrency, seconds);
+  const client = process.cpuUsage(client0);
+  const gateway = (await gw.cpuMs()) - gw0;
+  const backend = (await stub.stats()).cpuMs;
+  const us = (ms) => (ms * 1000) / done;
+  return { rps, cpu: { client: us((client.user + client.system) / 1000), backend: us(backend), gateway: us(gateway) } };
 }
 
 function latencyFigures(ms) {
@@ -157,13 +174,18 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
   const targets = { direct: client(stub.baseUrl), gateway: client(gw.baseUrl) };
   try {
     for (const send of Object.values(targets)) await latencies(send, 50, false); // warm-up: connections, JIT
-    const samples = { direct: { plain: [], stream: [], rps: [] }, gateway: { plain: [], stream: [], rps: [] } };
+    const samples = {
+      direct: { plain: [], stream: [], rps: [], cpu: [] },
+      gateway: { plain: [], stream: [], rps: [], cpu: [] },
+    };
     for (let round = 0; round < size.rounds; round++) {
       for (const [name, send] of Object.entries(targets)) {
         const s = samples[name];
         s.plain.push(...(await latencies(send, size.latencyRequests, false)));
         s.stream.push(...(await latencies(send, size.latencyRequests, true)));
-        s.rps.push(await throughput(send, size.concurrency, size.throughputSeconds));
+        const m = await measured(send, size.concurrency, size.throughputSeconds, stub, gw);
+        s.rps.push(m.rps);
+        s.cpu.push(m.cpu);
         const rps = `${Math.round(s.rps.at(-1))} req/s at c${size.concurrency}`;
         progress(`round ${round + 1}/${size.rounds} ${name.padEnd(8)} p50 ${roundTo(median(s.plain), 3)} ms, ${rps}`);
       }
@@ -182,6 +204,15 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
       streamP50Ms: roundTo(through.stream.p50 - direct.stream.p50, 3),
     };
     const ratio = roundTo(through.rps / direct.rps, 3);
+    const cpuOf = (name) => {
+      const rounds = samples[name].cpu;
+      const of = (k) => roundTo(median(rounds.map((c) => c[k])), 1);
+      return { client: of('client'), backend: of('backend'), gateway: of('gateway') };
+    };
+    const cpuUsPerRequest = { direct: cpuOf('direct'), gateway: cpuOf('gateway') };
+    const total = (c) => c.client + c.backend + c.gateway;
+    // both runs CPU-bound on the same cores: their rates stand as the inverse of their CPU per request
+    const cpuBoundRatio = roundTo(total(cpuUsPerRequest.direct) / total(cpuUsPerRequest.gateway), 3);
     const rowsPerSec = Math.round(final.stats.written / (final.stats.writeMs / 1000));
     const capture = { ...final.stats, stopMs: roundTo(final.stopMs, 1), rowsPerSec };
     const model = process.env.GATEWAY_BENCH_MODEL === '0' ? null : await modelPart(size);
@@ -193,6 +224,9 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
       gateway: through,
       added,
       throughputRatio: ratio,
+      cpuUsPerRequest,
+      cpuBoundRatio,
+      cpus: os.cpus().length,
       capture,
       model,
       headline: [
@@ -208,6 +242,13 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
           target: '>= 0.9',
           ok: ratio >= 0.9,
         },
+        headline(`gateway CPU per request (c${size.concurrency})`, cpuUsPerRequest.gateway.gateway, 'µs'),
+        headline(
+          `client + backend CPU per request direct (c${size.concurrency})`,
+          roundTo(cpuUsPerRequest.direct.client + cpuUsPerRequest.direct.backend, 1),
+          'µs',
+        ),
+        headline('gateway / direct ratio its CPU per request allows', cpuBoundRatio, 'x'),
         headline('capture rows/s (span build + write)', capture.rowsPerSec, 'rows/s'),
         headline('calls captured (all written on stop)', capture.written, 'calls'),
         ...(model

@@ -9,6 +9,10 @@ const gw = await gateway(rt, { port: 0, onError: (err) => process.stderr.write(`
 process.send({ url: gw.url });
 process.on('message', async (m) => {
   if (m === 'stats') return process.send({ stats: { ...gw.capture } });
+  if (m === 'cpu') {
+    const { user, system } = process.cpuUsage();
+    return process.send({ cpuMs: (user + system) / 1000 });
+  }
   if (m === 'servers') return process.send({ servers: (await rt.servers.running()).map((s) => s.baseUrl) });
   if (m !== 'stop') return;
   const t0 = performance.now();

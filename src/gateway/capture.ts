@@ -67,8 +67,10 @@ export class Capture {
     private readonly opts: CaptureOptions,
   ) {}
 
-  add(call: CapturedCall): void {
-    this.opts.journal?.append(call);
+  /** Queues the call; `journaled` runs once a kill can no longer lose it (its response may end then). */
+  add(call: CapturedCall, journaled?: () => void): void {
+    if (this.opts.journal) this.opts.journal.append(call, journaled);
+    else journaled?.();
     this.queue.push(call);
     this.stats.captured++;
     this.stats.pending++;

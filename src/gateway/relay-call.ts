@@ -43,17 +43,58 @@ export async function relayCall(
     if (!res.writableFinished) aborted.abort(new Error('the client closed the connection'));
   };
   res.on('close', onClose);
+  const release = holdEnd(res);
   let forwarded: Forwarded;
   try {
     forwarded = await spec.send(aborted.signal);
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
+    if (!(err instanceof ApiError)) {
+      release();
+      throw err;
+    }
     // a backend that could not answer: the client gets the error, the call is captured with it
     sendError(res, err);
     forwarded = { status: err.status, attempts: 1, error: err.message };
   } finally {
     res.off('close', onClose);
   }
+  try {
+    capture(ctx, req, call, spec, callId, forwarded, release);
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+/**
+ * Holds the response's end back until release(): a call counts as completed when its client has the whole
+ * response, so the response ends only once the call is journaled (a kill then loses nothing a client got).
+ */
+function holdEnd(res: http.ServerResponse): () => void {
+  let held: unknown[] | undefined;
+  let released = false;
+  const end = res.end;
+  res.end = function holding(this: http.ServerResponse, ...args: unknown[]) {
+    held = args;
+    return this;
+  } as typeof res.end;
+  return () => {
+    if (released) return;
+    released = true;
+    res.end = end; // assigned, not deleted: a delete would slow every later property access on res
+    if (held) (end as (...a: unknown[]) => void).apply(res, held);
+  };
+}
+
+function capture(
+  ctx: RouteContext,
+  req: http.IncomingMessage,
+  call: { client: string; rec: RequestRecord; startedAt: number; t0: number },
+  spec: CallSpec,
+  callId: string,
+  forwarded: Forwarded,
+  journaled: () => void,
+): void {
   if (forwarded.cancelled) call.rec.status = 499;
   const ttft = forwarded.result?.ttftMs;
   if (typeof ttft === 'number') call.rec.ttftS = ttft / 1000;
@@ -66,19 +107,22 @@ export async function relayCall(
     remote: req.socket.remoteAddress ?? '',
   };
   const session = ctx.sessions.touch(source, call.startedAt, callId, agent);
-  ctx.capture.add({
-    callId,
-    session,
-    agent,
-    client: call.client,
-    startedAt: call.startedAt,
-    latencyMs: performance.now() - call.t0,
-    request: spec.body,
-    backend: { name: spec.backend.name, model: spec.backend.model },
-    stream: spec.stream,
-    forwarded,
-    ...(spec.kind === 'embeddings' ? { kind: 'embeddings' as const } : {}),
-    ...(spec.systemPrompt ? { systemPrompt: spec.systemPrompt } : {}),
-    ...(spec.arm?.name === 'canary' ? { resourceSetId: spec.arm.set!.id } : {}),
-  });
+  ctx.capture.add(
+    {
+      callId,
+      session,
+      agent,
+      client: call.client,
+      startedAt: call.startedAt,
+      latencyMs: performance.now() - call.t0,
+      request: spec.body,
+      backend: { name: spec.backend.name, model: spec.backend.model },
+      stream: spec.stream,
+      forwarded,
+      ...(spec.kind === 'embeddings' ? { kind: 'embeddings' as const } : {}),
+      ...(spec.systemPrompt ? { systemPrompt: spec.systemPrompt } : {}),
+      ...(spec.arm?.name === 'canary' ? { resourceSetId: spec.arm.set!.id } : {}),
+    },
+    journaled,
+  );
 }

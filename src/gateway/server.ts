@@ -52,7 +52,7 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const sessions = new Sessions(idleMs);
   const journalDir = path.join(rt.paths.dataDir, 'gateway');
   const recovered = await recoverJournals(rt.store(), journalDir);
-  const journal = new CaptureJournal(journalDir, rt.store().redactor);
+  const journal = new CaptureJournal(journalDir, rt.store().redactor, opts.onError);
   const capture = new Capture(rt.store(), sessions, {
     journal,
     flushMs: opts.flushMs ?? cfg.flush_ms,
@@ -127,6 +127,7 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         await Promise.allSettled([...inflight]);
+        journal.sync(); // the last responses end before their connections close
         server.closeAllConnections();
         await closed;
         await capture.close();

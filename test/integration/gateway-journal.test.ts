@@ -1,6 +1,7 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { readJournal } from '../../src/gateway/journal.js';
 import { gateway } from '../../src/pipeline/gateway.js';
@@ -12,6 +13,7 @@ import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
 const KEY = 'sk-journal-backend-secret-0123456789';
 let backend: ChatBackend | undefined;
 afterEach(async () => {
+  vi.restoreAllMocks();
   await backend?.close();
   backend = undefined;
 });
@@ -44,6 +46,42 @@ describe('the capture journal', () => {
     expect(fs.readFileSync(path.join(dir, file!), 'utf8')).not.toContain(KEY);
     await gw.stop();
     expect(fs.readdirSync(dir)).toEqual([]);
+    await rt.close();
+  });
+
+  it('ends each response (plain, streamed, refused) only once its call is in the journal file', async () => {
+    const rt = await project();
+    const gw = await gateway(rt, { port: 0, flushMs: 60_000 });
+    const events: string[] = [];
+    const writeSync = fs.writeSync.bind(fs) as (...args: unknown[]) => number;
+    vi.spyOn(fs, 'writeSync').mockImplementation((...args: unknown[]) => {
+      for (const m of String(args[1]).matchAll(/"callId":"([^"]+)"/g)) events.push(`journal ${m[1]}`);
+      return writeSync(...args);
+    });
+    const end = http.ServerResponse.prototype.end;
+    vi.spyOn(http.ServerResponse.prototype, 'end').mockImplementation(function (this: http.ServerResponse, ...args) {
+      events.push(`end ${String(this.getHeader('x-request-id'))}`);
+      return end.apply(this, args as Parameters<typeof end>);
+    });
+    const calls = [
+      ['chat/completions', HELLO],
+      ['chat/completions', { ...HELLO, stream: true }],
+      ['embeddings', { model: 'scripted', input: 'hi', dimensions: 5 }], // the backend's 400
+    ] as const;
+    const ids = await Promise.all(
+      Array.from({ length: 9 }, async (_, i) => {
+        const [route, body] = calls[i % 3]!;
+        const res = await fetch(`${gw.url}/v1/${route}`, { method: 'POST', body: JSON.stringify(body) });
+        expect(res.status).toBe(i % 3 === 2 ? 400 : 200);
+        await res.text();
+        return res.headers.get('x-request-id')!;
+      }),
+    );
+    await gw.stop();
+    for (const id of ids) {
+      expect(events.indexOf(`journal ${id}`)).toBeGreaterThanOrEqual(0);
+      expect(events.indexOf(`journal ${id}`)).toBeLessThan(events.indexOf(`end ${id}`));
+    }
     await rt.close();
   });
 

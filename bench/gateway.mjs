@@ -132,7 +132,11 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
       const t0 = performance.now();
       await Promise.all(
         Array.from({ length: 16 }, async () => {
-          while (left-- > 0) tokens += await fn();
+          while (left-- > 0) {
+            // not `tokens += await fn()`: that reads `tokens` before the await and drops the other workers' counts
+            const n = await fn();
+            tokens += n;
+          }
         }),
       );
       return tokens / ((performance.now() - t0) / 1000);
@@ -159,6 +163,8 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
 async function main() {
   const args = parseBenchArgs();
   const size = args.quick ? SIZES.quick : SIZES.full;
+  // the model part first, alone on the cores: llama.cpp's threads stall while another process takes a core
+  const model = process.env.GATEWAY_BENCH_MODEL === '0' ? null : await modelPart(size);
   const dir = makeTempDir('gateway-bench');
   const stub = await startStub();
   fs.writeFileSync(
@@ -215,7 +221,6 @@ gateway: { api_keys_env: [BENCH_GW_KEY] }
     const cpuBoundRatio = roundTo(total(cpuUsPerRequest.direct) / total(cpuUsPerRequest.gateway), 3);
     const rowsPerSec = Math.round(final.stats.written / (final.stats.writeMs / 1000));
     const capture = { ...final.stats, stopMs: roundTo(final.stopMs, 1), rowsPerSec };
-    const model = process.env.GATEWAY_BENCH_MODEL === '0' ? null : await modelPart(size);
     writeResult(args.out, {
       name: 'gateway',
       quick: args.quick,

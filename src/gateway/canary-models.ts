@@ -1,5 +1,6 @@
 import { remoteUrls } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
+import { modelWeightIds } from '../resources/sets.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ensureAdapter, loraCall, loraName, servedAdapterName, type VllmTarget } from '../serving/vllm-lora.js';
 import type { ResourceSet } from '../store/index.js';
@@ -62,7 +63,8 @@ export class CanaryModels {
       if (!key.startsWith(`${ended.id}\0`)) continue;
       this.served.delete(key);
       const l = s.loaded;
-      if (!l || (after.production && weightIds(this.rt, after.production, l.model).includes(l.weightId))) continue;
+      if (!l || (after.production && modelWeightIds(this.rt.config, after.production, l.model).includes(l.weightId)))
+        continue;
       for (const t of l.targets) {
         void loraCall(t, 'unload', l.lora).then((r) => {
           if (!r.ok) this.onError?.(new Error(`unloading the ended canary's ${l.lora}: ${r.detail}`));
@@ -78,8 +80,8 @@ export class CanaryModels {
     entry: Served,
   ): Promise<string> {
     const rt = this.rt;
-    const ids = weightIds(rt, canary, backend.name);
-    if (production && ids.join() === weightIds(rt, production, backend.name).join()) return backend.model;
+    const ids = modelWeightIds(rt.config, canary, backend.name);
+    if (production && ids.join() === modelWeightIds(rt.config, production, backend.name).join()) return backend.model;
     const w = ids.length === 1 ? rt.store().resources.get(ids[0]!) : undefined;
     if (!w) throw new Error(`its agents of models.${backend.name} get different weights; one server serves one`);
     const m = rt.config.models[backend.name]!;
@@ -103,13 +105,4 @@ export class CanaryModels {
     entry.loaded = { lora, weightId: w.id, model: backend.name, targets };
     return lora;
   }
-}
-
-/** The distinct weight resources a set gives the agents of a config model. */
-function weightIds(rt: Runtime, set: ResourceSet, model: string): string[] {
-  const ids = rt.config.agents
-    .filter((a) => a.model === model)
-    .map((a) => set.members.agents[a.id]?.weights)
-    .filter((id): id is string => Boolean(id));
-  return [...new Set(ids)].sort();
 }

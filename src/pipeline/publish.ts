@@ -3,6 +3,7 @@ import path from 'node:path';
 import { remoteUrls } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import { PRODUCTION_FILE } from '../resources/production-switch.js';
+import { modelWeightIds } from '../resources/sets.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { liveServers, updateServer, type ServerEntry } from '../serving/registry.js';
 import { swapServedWeights, type SwapCall } from '../serving/swap.js';
@@ -112,7 +113,10 @@ async function followProduction(
   previous: ResourceSet,
 ): Promise<ServerSwap | undefined> {
   if (!Object.hasOwn(rt.config.models, entry.model) || !rt.config.models[entry.model]!.local) return undefined;
-  const [now, before] = [weightIds(rt, next, entry.model), weightIds(rt, previous, entry.model)];
+  const [now, before] = [
+    modelWeightIds(rt.config, next, entry.model),
+    modelWeightIds(rt.config, previous, entry.model),
+  ];
   if (now.join() === before.join()) return undefined;
   const store = rt.store();
   const w = now.length === 1 ? store.resources.get(now[0]!) : undefined;
@@ -165,15 +169,6 @@ async function followProduction(
     });
   }
   return row(r.ok ? 'swapped' : 'failed', r.detail, r.calls);
-}
-
-/** The distinct weight resources a set gives the agents of a config model. */
-function weightIds(rt: Runtime, set: ResourceSet, model: string): string[] {
-  const ids = rt.config.agents
-    .filter((a) => a.model === model)
-    .map((a) => set.members.agents[a.id]?.weights)
-    .filter((id): id is string => Boolean(id));
-  return [...new Set(ids)].sort();
 }
 
 function served(entry: ServerEntry): string {

@@ -19,6 +19,15 @@ export interface SetContext {
  * record is recorded as a weight resource); null for a model served elsewhere. With
  * orchestrator.presenter_prompt, the presenter: that prompt's config version, following the config.
  */
+/** The distinct weight resources (ids, sorted) a set gives the agents of config model `model`. */
+export function modelWeightIds(config: RLConfig, set: ResourceSet, model: string): string[] {
+  const ids = config.agents
+    .filter((a) => a.model === model)
+    .map((a) => set.members.agents[a.id]?.weights)
+    .filter((id): id is string => Boolean(id));
+  return [...new Set(ids)].sort();
+}
+
 export function configMembers(ctx: SetContext): SetMembers {
   const prompts = configPrompts(ctx.config.prompts, ctx.baseDir, ctx.store);
   const agents: Record<string, SetMember> = {};

@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { gateway, type Gateway, type GatewayOptions } from '../../src/pipeline/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { runCli, tempDir } from '../helpers.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+import { gatewayProjects } from '../support/gateway-projects.js';
 
 const GW_KEY = 'gw-client-key-0123456789abcdef';
 const OTHER_KEY = 'gw-other-key-0123456789abcdef';
@@ -18,14 +19,7 @@ interface Project {
   gw: Gateway;
 }
 
-const open: Project[] = [];
-afterEach(async () => {
-  for (const p of open.splice(0)) {
-    await p.gw.stop();
-    await p.rt.close();
-    await p.backend.close();
-  }
-});
+const track = gatewayProjects<Project>();
 
 async function project(opts: GatewayOptions = {}, dir?: string): Promise<Project> {
   const backend = await startChatBackend();
@@ -41,7 +35,7 @@ gateway: { api_keys_env: [GW_KEY_A, GW_KEY_B] }
   const rt = new Runtime(loaded);
   const gw = await gateway(rt, { port: 0, flushMs: 10, ...opts });
   const p = { backend, dir: where, loaded, rt, gw };
-  open.push(p);
+  track(p);
   return p;
 }
 

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
@@ -6,6 +6,7 @@ import { openStore } from '../../src/runtime/store.js';
 import type { ResourceSet } from '../../src/store/index.js';
 import { tempDir } from '../helpers.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+import { gatewayProjects } from '../support/gateway-projects.js';
 
 interface Project {
   backend: ChatBackend;
@@ -17,14 +18,7 @@ interface Project {
   setCanary(fraction: number | null): void;
 }
 
-const open: Project[] = [];
-afterEach(async () => {
-  for (const p of open.splice(0)) {
-    await p.gw.stop();
-    await p.rt.close();
-    await p.backend.close();
-  }
-});
+const track = gatewayProjects<Project>();
 
 /**
  * A remote model that serves the adapters of line `smol` by name, and a canary set that gives its agent
@@ -51,7 +45,7 @@ agents:
     fraction === null ? store.sets.setPointer('canary', null) : store.sets.setPointer('canary', canary.id, fraction);
   const gw = await gateway(rt, { port: 0, flushMs: 10, armsRefreshMs: 20, onError: () => {} });
   const p = { backend, loaded, rt, gw, production, canary, setCanary };
-  open.push(p);
+  track(p);
   return p;
 }
 

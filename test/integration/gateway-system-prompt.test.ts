@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
 import { switchProduction } from '../../src/resources/production-switch.js';
@@ -7,6 +7,7 @@ import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';
 import { tempDir } from '../helpers.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+import { gatewayProjects } from '../support/gateway-projects.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 
 interface Project {
@@ -16,14 +17,7 @@ interface Project {
   gw: Gateway;
 }
 
-const open: Project[] = [];
-afterEach(async () => {
-  for (const p of open.splice(0)) {
-    await p.gw.stop();
-    await p.rt.close();
-    await p.backend.close();
-  }
-});
+const track = gatewayProjects<Project>();
 
 async function project(storeYaml = ''): Promise<Project> {
   const backend = await startChatBackend();
@@ -44,7 +38,7 @@ ${storeYaml}
   const rt = new Runtime(loaded);
   const gw = await gateway(rt, { port: 0, flushMs: 20, armsRefreshMs: 200 });
   const p = { backend, loaded, rt, gw };
-  open.push(p);
+  track(p);
   return p;
 }
 

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { TraceReader } from '../../src/datasets/read-traces.js';
 import { UserError } from '../../src/errors.js';
@@ -9,6 +9,7 @@ import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';
 import { tempDir } from '../helpers.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+import { gatewayProjects } from '../support/gateway-projects.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 
 const GW_KEY = 'gw-client-key-0123456789abcdef';
@@ -24,14 +25,7 @@ interface Project {
   base: string;
 }
 
-const open: Project[] = [];
-afterEach(async () => {
-  for (const p of open.splice(0)) {
-    await p.gw.stop();
-    await p.rt.close();
-    await p.backend.close();
-  }
-});
+const track = gatewayProjects<Project>();
 
 const WITH_KEYS = 'gateway: { api_keys_env: [GW_KEY_A, GW_KEY_B] }';
 
@@ -48,7 +42,7 @@ ${gatewayYaml}
   const rt = new Runtime(loaded);
   const gw = await gateway(rt, { port: 0, flushMs: 20, ...opts });
   const p = { backend, loaded, rt, gw, base: `${gw.url}/v1` };
-  open.push(p);
+  track(p);
   return p;
 }
 

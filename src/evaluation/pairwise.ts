@@ -1,5 +1,5 @@
-import { errorMessage } from '../errors.js';
 import type { ChatMessage, LlmClient } from '../llm/types.js';
+import { askJudge } from '../rewards/judge-ask.js';
 
 /** One judge verdict on two answers shown as A and B; null when the judge gave no usable reply. */
 export type Preference = 'A' | 'B' | 'tie' | null;
@@ -86,36 +86,13 @@ export async function askPreference(
   judge: JudgeCall,
   messages: ChatMessage[],
 ): Promise<{ preference: Preference; tokens: number; failure?: string }> {
-  let convo = messages;
-  let tokens = 0;
-  let failure = 'no attempt made';
-  for (let i = 0; i < judge.attempts; i++) {
-    judge.signal?.throwIfAborted();
-    let content: string | null;
-    try {
-      const res = await judge.client.chat(
-        { model: judge.model, messages: convo, temperature: 0, max_tokens: 256 },
-        judge.signal ? { signal: judge.signal } : {},
-      );
-      tokens += res.usage.totalTokens;
-      content = res.content;
-    } catch (err) {
-      judge.signal?.throwIfAborted();
-      failure = `the judge call failed: ${errorMessage(err)}`;
-      continue;
-    }
-    try {
-      return { preference: parsePreference(content), tokens };
-    } catch (err) {
-      failure = `malformed judge reply (${errorMessage(err)}): "${clipText(content ?? '', 80)}"`;
-      convo = [
-        ...messages,
-        { role: 'assistant', content: content ?? '' },
-        { role: 'user', content: `That reply could not be used: ${errorMessage(err)}. Reply with only:\n${FORMAT}` },
-      ];
-    }
-  }
-  return { preference: null, tokens, failure };
+  const r = await askJudge(
+    { ...judge, maxTokens: 256, parse: parsePreference, format: `this JSON object:\n${FORMAT}` },
+    messages,
+  );
+  return 'value' in r
+    ? { preference: r.value, tokens: r.tokens }
+    : { preference: null, tokens: r.tokens, failure: r.failure };
 }
 
 /** Both orders of one comparison, asked one after the other. */

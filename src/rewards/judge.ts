@@ -1,6 +1,5 @@
-import { errorMessage } from '../errors.js';
 import type { ChatMessage } from '../llm/types.js';
-import { clip } from './exact.js';
+import { askJudge } from './judge-ask.js';
 import { JUDGE_FORMAT, judgeMessages, parseJudgeReply, type Criterion, type Verdict } from './judge-reply.js';
 import type { RewardContext, RewardFamily, RewardsConfig } from './types.js';
 
@@ -35,7 +34,7 @@ export const judgeReward: RewardFamily = {
       return [{ channel: 'rollout', family: 'judge', value: 0, reason: `no final answer (rollout ${outcome.status})` }];
     const rubric = config.judge.rubric.length ? config.judge.rubric : DEFAULT_RUBRIC;
     const attempts = 1 + config.judge.max_retries;
-    const result = await askJudge(ctx, judgeMessages(outcome, outcome.finalAnswer, rubric), rubric, attempts);
+    const result = await askVerdict(ctx, judgeMessages(outcome, outcome.finalAnswer, rubric), rubric, attempts);
     if ('failure' in result) {
       return [
         {
@@ -59,47 +58,27 @@ export const judgeReward: RewardFamily = {
   },
 };
 
-async function askJudge(
+async function askVerdict(
   ctx: RewardContext,
   first: ChatMessage[],
   rubric: Criterion[],
   attempts: number,
 ): Promise<Verdict | { failure: string }> {
   if (!ctx.judge) throw new Error('the judge reward needs a judge model: set rewards.judge.model');
-  const { client, model } = ctx.judge;
-  let messages = first;
-  let failure = 'no attempt made';
-  for (let i = 0; i < attempts; i++) {
-    ctx.signal?.throwIfAborted();
-    let content: string | null;
-    try {
-      const res = await client.chat(
-        { model, messages, temperature: 0, max_tokens: 512 },
-        ctx.signal ? { signal: ctx.signal } : {},
-      );
-      if (ctx.usage) {
-        ctx.usage.judgeTokens += res.usage.totalTokens;
-        ctx.usage.judgeCalls += 1;
-      }
-      content = res.content;
-    } catch (err) {
-      ctx.signal?.throwIfAborted();
-      failure = `the judge call failed: ${errorMessage(err)}`;
-      continue;
-    }
-    try {
-      return parseJudgeReply(content, rubric);
-    } catch (err) {
-      failure = `malformed judge reply (${errorMessage(err)}): "${clip(content ?? '', 80)}"`;
-      messages = [
-        ...first,
-        { role: 'assistant', content: content ?? '' },
-        {
-          role: 'user',
-          content: `That reply could not be used: ${errorMessage(err)}. Reply with only this JSON object:\n${JUDGE_FORMAT(rubric)}`,
-        },
-      ];
-    }
+  const r = await askJudge(
+    {
+      ...ctx.judge,
+      attempts,
+      maxTokens: 512,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      parse: (content) => parseJudgeReply(content, rubric),
+      format: `this JSON object:\n${JUDGE_FORMAT(rubric)}`,
+    },
+    first,
+  );
+  if (ctx.usage) {
+    ctx.usage.judgeTokens += r.tokens;
+    ctx.usage.judgeCalls += r.calls;
   }
-  return { failure };
+  return 'value' in r ? r.value : { failure: r.failure };
 }

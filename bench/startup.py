@@ -1,14 +1,14 @@
 """Start-up costs of the Python sides of a cycle, phase by phase (docs/benchmarks.md, "Start-up").
 
-    ~/.cache/massgen-rl/venv/bin/python bench/startup.py [--model DIR] [--adapter DIR] [--rounds N] [--convert]
+    ~/.cache/massgen-rl/venv/bin/python bench/startup.py [--model DIR] [--adapter DIR] [--rounds N] [--convert] [--only A,B]
 
 Measures, in seconds: a bare interpreter; `train.check` (spawn to exit); torch / transformers / trl / peft imports
 (cumulative, in one process, as a trainer imports them); `folder_digest` of the model and the adapter, hashed and
 from the digest cache; the GGUF conversion of the adapter (and with --convert of the model) into an empty cache;
-the model server from spawn to `ready` for the model and for the adapter, as median seconds per phase (`to_load`:
+the model server from spawn to `ready` for the model and for the adapter, as median seconds per phase (`spawn`:
 interpreter and imports; `load`: GGUF digest, found or converted, tokenizer and llama.cpp model loaded; `adapter`:
 the adapter's GGUF and load; `warmup`: one short generation and the HTTP server up); and an SFT trainer of one LoRA
-step, split the same way (`load`: datasets/trl/peft imports and the model; `train`..`step`: the first step). Prints
+step, split the same way (`load`: datasets/trl/peft imports and the model; `train`: the first step). Prints
 one JSON object.
 --adapter defaults to a fresh adapter made by test/fixtures/trainers/make_lora_adapter.py.
 """
@@ -65,13 +65,13 @@ def events(cmd: list[str], until: str, env: dict[str, str] | None = None) -> dic
 
 
 def phases(runs: list[dict[str, float]]) -> dict[str, float]:
-    """Median seconds of each phase (from one event to the next; the first from spawn) and of the whole, over runs."""
+    """Median seconds of each phase over runs, named by the event it starts at (`spawn`: to the first event)."""
     out: dict[str, list[float]] = {}
     for seen in runs:
-        last = 0.0
-        for stage, at in seen.items():
-            out.setdefault(f"to_{stage}" if last == 0.0 else stage, []).append(at - last)
-            last = at
+        stage, last = "spawn", 0.0
+        for name, at in seen.items():
+            out.setdefault(stage, []).append(at - last)
+            stage, last = name, at
         out.setdefault("total", []).append(last)
     return {k: round(statistics.median(v), 3) for k, v in out.items()}
 
@@ -155,6 +155,7 @@ def main() -> None:
     p.add_argument("--adapter")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--convert", action="store_true", help="also time the model's first GGUF conversion (slow)")
+    p.add_argument("--only", help="comma-separated parts (python_bare, ..., trainer_sft_1_step); default: all")
     args = p.parse_args()
     model = Path(args.model).resolve()
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,16 +165,18 @@ def main() -> None:
             maker = ROOT / "test/fixtures/trainers/make_lora_adapter.py"
             subprocess.run([PY, str(maker), str(model), str(adapter)], check=True, capture_output=True, env=ENV)
         check = [PY, "-m", "massgen_rl_trainers.train.check", "--request", '{"sections": {"sft": {}, "grpo": {}}}']
-        result = {
-            "python_bare": median_of(args.rounds, wall, [PY, "-c", "pass"]),
-            "train_check": median_of(args.rounds, wall, check),
-            "imports": imports(),
-            "digests": digests(model, adapter, args.rounds),
-            "conversions": conversions(model, adapter, args.convert),
-            "serve_model": phases([serve(model) for _ in range(args.rounds)]),
-            "serve_adapter": phases([serve(adapter) for _ in range(args.rounds)]),
-            "trainer_sft_1_step": phases([trainer(model, work) for _ in range(args.rounds)]),
+        parts = {
+            "python_bare": lambda: median_of(args.rounds, wall, [PY, "-c", "pass"]),
+            "train_check": lambda: median_of(args.rounds, wall, check),
+            "imports": imports,
+            "digests": lambda: digests(model, adapter, args.rounds),
+            "conversions": lambda: conversions(model, adapter, args.convert),
+            "serve_model": lambda: phases([serve(model) for _ in range(args.rounds)]),
+            "serve_adapter": lambda: phases([serve(adapter) for _ in range(args.rounds)]),
+            "trainer_sft_1_step": lambda: phases([trainer(model, work) for _ in range(args.rounds)]),
         }
+        only = args.only.split(",") if args.only else list(parts)
+        result = {name: fn() for name, fn in parts.items() if name in only}
     print(json.dumps(result, indent=1))
 
 

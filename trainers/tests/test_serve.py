@@ -881,6 +881,7 @@ def test_llama_cpp_build_flags_follow_the_cpu():
 def test_gguf_copies_are_keyed_by_content(tmp_path: Path, monkeypatch):
     from massgen_rl_trainers.serve import gguf_files
 
+    monkeypatch.setenv("MASSGEN_RL_GGUF_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
@@ -889,8 +890,7 @@ def test_gguf_copies_are_keyed_by_content(tmp_path: Path, monkeypatch):
     assert gguf_files.folder_digest(folder, "bf16") == first != gguf_files.folder_digest(folder, "q8_0")
     (folder / "model.safetensors").write_bytes(b"weights v2")  # a new checkpoint in the same folder
     assert gguf_files.folder_digest(folder, "bf16") != first
-    # a failed conversion leaves nothing in the cache, and says why
-    monkeypatch.setenv("MASSGEN_RL_GGUF_CACHE", str(tmp_path / "cache"))
+    # a failed conversion leaves no GGUF in the cache, and says why
     tools = tmp_path / "tools"
     tools.mkdir()
     (tools / "convert_hf_to_gguf.py").write_text(
@@ -899,7 +899,7 @@ def test_gguf_copies_are_keyed_by_content(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("MASSGEN_RL_LLAMA_CPP_TOOLS", str(tools))
     with pytest.raises(ScriptError, match="exit 3.*cannot convert this"):
         gguf_files.model_gguf(folder, "bf16")
-    assert list((tmp_path / "cache").iterdir()) == []
+    assert [p.name for p in (tmp_path / "cache").iterdir() if p.name != gguf_files.DIGESTS_FILE] == []
     monkeypatch.setenv("MASSGEN_RL_LLAMA_CPP_TOOLS", str(tmp_path / "none"))
     with pytest.raises(ScriptError, match="doctor --fix"):
         gguf_files.model_gguf(folder, "bf16")

@@ -113,7 +113,8 @@ request handling), `http_server` (the threaded HTTP server and its handler), `op
 decoding loop), `llama_engine` (the llama.cpp engine), `llama_context` (llama.cpp's bindings), `chat` (a
 request made ready: template, rows, grammar), `chat_stream` and `text_stream` (streamed chunks), `tool_calls`
 and `request_tools` (the tool format and fields), `grammar` (llama.cpp's grammar sampler as a token filter),
-`continuous` and `seq` (continuous batching), `gguf_files` (GGUF copies of model and adapter folders),
+`continuous` and `seq` (continuous batching), `gguf_files` (GGUF copies of model and adapter folders) and
+`digest_cache` (their content hashes kept between starts),
 `llama_setup` (builds llama-cpp-python), `probe` (doctor's tokens/s), `agreement` (served vs trainer
 logprobs), `adapters` (which weights each name gets, in-flight holds), `lora` (PEFT adapters in the model,
 changed between forward steps), `lora_routes` (the runtime LoRA endpoints), `http_transport`, `limits` and

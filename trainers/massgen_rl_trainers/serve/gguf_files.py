@@ -3,7 +3,8 @@
 Converted once with llama.cpp's own converters (convert_hf_to_gguf.py, convert_lora_to_gguf.py, from the
 llama.cpp source that llama-cpp-python was built from; see llama_setup.py) and cached by content: the key
 hashes the folder's config and weight files, so a new checkpoint in the same folder converts again and an
-unchanged one never does.
+unchanged one never does. The hash itself is kept in digests.json beside the copies while the files' stats stay
+the same (digest_cache.py), so an unchanged folder is not read whole on every start.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import tempfile
 from pathlib import Path
 
 from ..protocol import ScriptError, log
+from .digest_cache import cached_digest
 
 WEIGHT_TYPES = ("bf16", "f16", "f32", "q8_0")
+DIGESTS_FILE = "digests.json"
 _HASHED = ("config.json", "adapter_config.json", "tokenizer.json", "tokenizer_config.json")
 
 
@@ -35,17 +38,30 @@ def cache_dir() -> Path:
     return Path(base) / "massgen-rl" / "gguf"
 
 
-def folder_digest(folder: Path, extra: str = "") -> str:
-    """A hash of the files that define a model or adapter folder (config, tokenizer, every weight file)."""
-    h = hashlib.sha256(extra.encode())
+def _defining_files(folder: Path) -> list[Path]:
     files = [folder / name for name in _HASHED if (folder / name).is_file()]
-    files += sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    return files + sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+
+
+def hash_folder(folder: Path, extra: str = "") -> str:
+    """A hash of the files that define a model or adapter folder (config, tokenizer, every weight file)."""
+    return _hash_files(_defining_files(folder), extra)
+
+
+def _hash_files(files: list[Path], extra: str) -> str:
+    h = hashlib.sha256(extra.encode())
     for path in files:
         h.update(path.name.encode() + b"\0")
         with path.open("rb") as f:
             for chunk in iter(lambda: f.read(1 << 22), b""):
                 h.update(chunk)
     return h.hexdigest()[:20]
+
+
+def folder_digest(folder: Path, extra: str = "") -> str:
+    """hash_folder's digest, kept in the GGUF cache's digest file while the folder's files are unchanged."""
+    files = _defining_files(folder)
+    return cached_digest(cache_dir() / DIGESTS_FILE, folder, extra, files, lambda: _hash_files(files, extra))
 
 
 def model_gguf(folder: Path, weight_type: str) -> Path:

@@ -186,6 +186,11 @@ describe('the loop on captured traffic: gateway → collect → train → replay
     expect(cycle.stages.collect).toMatchObject({
       status: 'done',
       completed: rewarded.length,
+      captured: {
+        taken: rewarded.length,
+        held_out: held.length,
+        waiting: sessions.length - held.length - rewarded.length,
+      },
     });
     expect(cycle.stages.train).toMatchObject({ status: 'done', weights: 'base v1' });
     expect(cycle.stages.eval).toMatchObject({ status: 'done', passed: true, metric: 'reward' });
@@ -300,5 +305,11 @@ describe('the loop on captured traffic: gateway → collect → train → replay
     // The sessions the canary had, and every other one, are production's again.
     const again = await traffic(s, 'b', 24);
     expect(again.map((a) => a.model)).toEqual(again.map(() => 'base-model'));
+
+    // `loop --once` says what its collect took of the captured traffic.
+    const sets = [...SETS, 'loop.steps=[collect]'].flatMap((x) => ['--set', x]);
+    const loop = await runCli(['loop', '--once', ...sets], { cwd: s.project.dir });
+    expect(loop.exitCode, loop.stderr).toBe(0);
+    expect(loop.stdout).toMatch(/took \d+ captured session\(s\), \d+ held out, \d+ waiting for a reward/);
   }, 60_000);
 });

@@ -1,6 +1,7 @@
 import { OpenAI } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LoadedConfig } from '../../src/config/load.js';
+import { rollback } from '../../src/pipeline/deploy.js';
 import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
 import { runCycle } from '../../src/pipeline/loop.js';
 import { Runtime, withRuntime } from '../../src/runtime/runtime.js';
@@ -38,7 +39,7 @@ interface Quality {
  * The backend behind the gateway: the team's model, answering right or `7` as `quality` says for the model the
  * request names, and the pairwise judge, which prefers the right answer in whichever position it is shown.
  */
-function script(quality: Quality): Script {
+function script(quality: Quality, served: { adapters?: Set<string> }): Script {
   return (req) => {
     const first = req.messages[0]?.content ?? '';
     const last = req.messages.at(-1)?.content ?? '';
@@ -49,7 +50,11 @@ function script(quality: Quality): Script {
       const [ra, rb] = [a.includes(right), b.includes(right)];
       return { content: `{"winner": "${ra && !rb ? 'A' : rb && !ra ? 'B' : 'tie'}", "reason": "scripted"}` };
     }
-    const good = /^base-v\d+$/.test(req.model) ? quality.adapter : quality.production;
+    const adapter = /^base-v\d+$/.test(req.model);
+    // as vLLM answers a request for an adapter it does not hold (never loaded, or unloaded)
+    if (adapter && !served.adapters?.has(req.model))
+      return { status: 404, body: { error: { message: `The model \`${req.model}\` does not exist.` } } };
+    const good = adapter ? quality.adapter : quality.production;
     return { content: `ANSWER: ${good ? rightAnswer(last) : '7'}` };
   };
 }
@@ -72,7 +77,9 @@ afterEach(async () => {
 });
 
 async function story(quality: Quality): Promise<Story> {
-  const project = await loopProject(script(quality));
+  const served: { adapters?: Set<string> } = {};
+  const project = await loopProject(script(quality, served));
+  served.adapters = project.server.adapters;
   const loaded = project.load(SETS);
   const rt = new Runtime(loaded);
   const gw = await gateway(rt, { port: 0, flushMs: 20, armsRefreshMs: 50, sessionIdleMs: IDLE_MS });
@@ -159,6 +166,26 @@ const captured = (store: Store) =>
 
 function pointers(store: Store) {
   return { production: store.sets.pointer('production')?.setId, canary: store.sets.pointer('canary')?.setId };
+}
+
+/** Clients sending sessions (R0-0, R0-1, …) until stop() is called, which returns the failures. */
+function clients(s: Story, prefix: string) {
+  let stop = false;
+  const failures: unknown[] = [];
+  let served = 0;
+  const running = Array.from({ length: 3 }, async (_, c) => {
+    for (let n = 0; !stop; n++) {
+      await session(s, `${prefix}${c}-${n}`, n).then(
+        () => served++,
+        (err: unknown) => failures.push(err),
+      );
+    }
+  });
+  return async () => {
+    stop = true;
+    await Promise.all(running);
+    return { failures, served };
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -257,6 +284,21 @@ describe('the loop on captured traffic: gateway → collect → train → replay
     expect(after.map((a) => a.model)).toEqual(after.map(() => 'base-v1'));
     const latest = new Map(captured(store).map((r) => [r.metadata.session as string, r]));
     for (const a of after) expect(latest.get(a.session)!.resourceSetId).toBe(candidate);
+    expect(s.project.server.adapters.has('base-v1')).toBe(true);
+
+    // A rollback under load: production's requests move back to the base model, none of them failing.
+    const stop = clients(s, 'r');
+    await sleep(100);
+    await withRuntime(s.loaded, (rt) => rollback(rt, { reason: 'test' }));
+    await sleep(200);
+    const { failures, served } = await stop();
+    expect(failures).toEqual([]);
+    expect(served).toBeGreaterThan(3);
+    expect(pointers(store).production).toBe(production);
+    // the deploy unloaded the adapter production no longer serves, once the gateway had moved off it
+    expect(s.project.server.adapters.has('base-v1')).toBe(false);
+    const back = await traffic(s, 'd', 8);
+    expect(back.map((a) => a.model)).toEqual(back.map(() => 'base-model'));
   }, 60_000);
 
   it('rolls back a canary that answers worse in traffic: every session returns to production, no request fails', async () => {
@@ -274,22 +316,11 @@ describe('the loop on captured traffic: gateway → collect → train → replay
     expect(half.every((a) => a.right === (a.model === 'base-model'))).toBe(true);
 
     // Clients keep coming while review rolls the canary back.
-    let stop = false;
-    const failures: unknown[] = [];
-    let served = 0;
-    const clients = Array.from({ length: 3 }, async (_, c) => {
-      for (let n = 0; !stop; n++) {
-        await session(s, `r${c}-${n}`, n).then(
-          () => served++,
-          (err: unknown) => failures.push(err),
-        );
-      }
-    });
+    const stop = clients(s, 'r');
     await sleep(100);
     const rolled = await review(s);
     await sleep(200);
-    stop = true;
-    await Promise.all(clients);
+    const { failures, served } = await stop();
     expect(failures).toEqual([]);
     expect(served).toBeGreaterThan(3);
     expect(rolled.stages.review).toMatchObject({ status: 'done', canary: 'rolled back' });

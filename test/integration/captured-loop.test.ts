@@ -127,6 +127,7 @@ async function session(s: Story, id: string, i: number, feedback = true): Promis
 /** `n` sessions named PREFIX0…, four at a time, every fifth without feedback; waits until all are stored. */
 async function traffic(s: Story, prefix: string, n: number): Promise<Answered[]> {
   const out: Answered[] = [];
+  const since = Date.now();
   const ids = Array.from({ length: n }, (_, i) => i);
   await Promise.all(
     Array.from({ length: 4 }, async () => {
@@ -137,18 +138,19 @@ async function traffic(s: Story, prefix: string, n: number): Promise<Answered[]>
   await settled(
     s,
     out.map((a) => a.session),
+    since,
   );
   return out.sort((a, b) => a.session.localeCompare(b.session, 'en', { numeric: true }));
 }
 
-/** Waits until every named session is a finished gateway rollout. */
-async function settled(s: Story, sessions: string[]): Promise<void> {
+/** Waits until every named session is a gateway rollout started since `since` and finished. */
+async function settled(s: Story, sessions: string[], since: number): Promise<void> {
   const store = s.rt.store();
   for (let t = 0; t < 200; t++) {
     await s.gw.flush();
     const done = new Set(
       captured(store)
-        .filter((r) => r.status === 'completed')
+        .filter((r) => r.status === 'completed' && r.startedAt >= since)
         .map((r) => r.metadata.session),
     );
     if (sessions.every((x) => done.has(x))) return;
@@ -168,7 +170,7 @@ function pointers(store: Store) {
   return { production: store.sets.pointer('production')?.setId, canary: store.sets.pointer('canary')?.setId };
 }
 
-/** Clients sending sessions (R0-0, R0-1, …) until stop() is called, which returns the failures. */
+/** Clients sending sessions (PREFIX0-0, PREFIX0-1, …) until stop() is called, which returns the failures. */
 function clients(s: Story, prefix: string) {
   let stop = false;
   const failures: unknown[] = [];

@@ -6,7 +6,7 @@ import { keyOf } from './sessions.js';
 
 /**
  * A request's arm, from its session (the key Sessions groups it by), and the backend that answers it
- * there: production's as it is; the canary's asks for the canary's weights by name. A canary that
+ * there: production's asks for production's weights (set-models.ts); the canary's for the canary's, by name. A canary that
  * cannot be served on this model (an adapter that would not load) leaves the request to production.
  */
 export async function routeArm(
@@ -24,9 +24,15 @@ export async function routeArm(
     remote: req.socket.remoteAddress ?? '',
   });
   const arm = ctx.arms.pick(key);
-  if (arm.name === 'production') return { arm, backend };
-  const production = ctx.arms.current().production;
-  const model = await ctx.canaryModels.model(backend, arm.set!, production);
-  if (model === null) return { arm: { name: 'production', set: production }, backend };
-  return { arm, backend: model === backend.model ? backend : { ...backend, model } };
+  const production = arm.name === 'production' ? arm.set : ctx.arms.current().production;
+  const model = arm.name === 'canary' ? await ctx.canaryModels.model(backend, arm.set!, production) : null;
+  if (model === null) {
+    const served = ctx.setModels.production(backend, production);
+    return { arm: { name: 'production', set: production }, backend: withModel(backend, served) };
+  }
+  return { arm, backend: withModel(backend, model) };
+}
+
+function withModel(backend: Backend, model: string): Backend {
+  return model === backend.model ? backend : { ...backend, model };
 }

@@ -27,6 +27,9 @@ export interface ArmsOptions {
   onChange?: (before: ArmView, after: ArmView) => void;
 }
 
+/** How stale the gateway's pointers may be by default (ArmsOptions.refreshMs). */
+export const POINTER_REFRESH_MS = 1000;
+
 /** Pins are swept when this many were added since the last sweep. */
 const SWEEP_EVERY = 1024;
 
@@ -54,7 +57,7 @@ export class Arms {
   /** The pointers, read again when older than refreshMs. */
   current(): ArmView {
     const now = this.now();
-    if (now - this.readAt < (this.opts.refreshMs ?? 1000)) return this.view;
+    if (now - this.readAt < (this.opts.refreshMs ?? POINTER_REFRESH_MS)) return this.view;
     this.readAt = now;
     const before = this.view;
     const p = this.store.sets.pointer('production');

@@ -6,6 +6,7 @@ import { ensureAdapter, loraCall, loraName, servedAdapterName, type VllmTarget }
 import type { ResourceSet } from '../store/index.js';
 import type { ArmView } from './arms.js';
 import type { Backend } from './backends.js';
+import type { SetModels } from './set-models.js';
 
 /** A canary that could not be served on a model is tried again after this long. */
 const RETRY_MS = 30_000;
@@ -21,8 +22,8 @@ interface Served {
 }
 
 /**
- * The model name a canary's requests carry on each config model: unchanged when the canary gives the
- * model's agents production's weights; else the canary's LoRA adapter, loaded beside production's in
+ * The model name a canary's requests carry on each config model: production's (set-models.ts) when the
+ * canary gives the model's agents production's weights; else the canary's LoRA adapter, loaded beside production's in
  * the same server (a local one, or a remote one that serves a line's adapters by name, LINE-vN) and
  * asked for by name, so production's requests are untouched. When the canary ends, its adapters are
  * unloaded (the server drops one after the requests running on it finish) unless production now uses them.
@@ -32,6 +33,7 @@ export class CanaryModels {
 
   constructor(
     private readonly rt: Runtime,
+    private readonly setModels: SetModels,
     private readonly onError?: (err: unknown) => void,
   ) {}
 
@@ -81,7 +83,8 @@ export class CanaryModels {
   ): Promise<string> {
     const rt = this.rt;
     const ids = modelWeightIds(rt.config, canary, backend.name);
-    if (production && ids.join() === modelWeightIds(rt.config, production, backend.name).join()) return backend.model;
+    if (production && ids.join() === modelWeightIds(rt.config, production, backend.name).join())
+      return this.setModels.production(backend, production);
     const w = ids.length === 1 ? rt.store().resources.get(ids[0]!) : undefined;
     if (!w) throw new Error(`its agents of models.${backend.name} get different weights; one server serves one`);
     const m = rt.config.models[backend.name]!;

@@ -9,6 +9,7 @@ import type { Capture } from './capture.js';
 import type { GatewayLimits } from './limits.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { Sessions } from './sessions.js';
+import type { SetModels } from './set-models.js';
 import type { SystemPrompts } from './system-prompt.js';
 
 /** What every route handler shares. */
@@ -18,6 +19,8 @@ export interface RouteContext {
   /** Each session's arm, production or the canary, and the canary's model names. */
   arms: Arms;
   canaryModels: CanaryModels;
+  /** The model name production's requests carry (a remote LoRA server's adapter of production). */
+  setModels: SetModels;
   sessions: Sessions;
   capture: Capture;
   metrics: GatewayMetrics;

@@ -13,6 +13,7 @@ import { GatewayMetrics } from './metrics.js';
 import { recoverJournals, type Recovered } from './recover.js';
 import { handleRequest } from './routes.js';
 import { Sessions } from './sessions.js';
+import { SetModels } from './set-models.js';
 import { SystemPrompts } from './system-prompt.js';
 
 export interface GatewayOptions {
@@ -65,7 +66,8 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const systemPrompts = new SystemPrompts(rt.store(), cfg.agents);
   // production brought up to date with the config first (as every command that serves it does)
   if (systemPrompts.active) rt.production();
-  const canaryModels = new CanaryModels(rt, opts.onError);
+  const setModels = new SetModels(rt);
+  const canaryModels = new CanaryModels(rt, setModels, opts.onError);
   const arms = new Arms(rt.store(), {
     idleMs,
     refreshMs: opts.armsRefreshMs,
@@ -76,6 +78,7 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     backends: new Backends(rt),
     arms,
     canaryModels,
+    setModels,
     sessions,
     capture,
     metrics,

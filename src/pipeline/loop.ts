@@ -8,6 +8,7 @@ import type { StageBase, StageRecord, StageResult } from '../scheduler/cycles.js
 import { acquireCycleLock } from '../scheduler/lock.js';
 import { stopLeftover } from '../trainers/process-group.js';
 import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
+import type { CapturedCounts } from './collect-captured.js';
 import { enqueueCollect } from './collect-enqueue.js';
 import { awaitQueuedRun } from './collect-queue-runs.js';
 import { collect } from './collect.js';
@@ -141,6 +142,7 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
       mean_reward: s.meanReward,
       tokens: s.tokens,
       set: s.resourceSet.version,
+      ...(s.captured ? { captured: capturedRecord(s.captured) } : {}),
     };
   },
 
@@ -382,6 +384,11 @@ async function collectOnWorkers(
     tokens: r.tokens ?? 0,
     on_workers: true,
   };
+}
+
+/** A gateway collect's counts as the loop records them: its tasks are sessions, some held back. */
+function capturedRecord(c: CapturedCounts) {
+  return { taken: c.taken, held_out: c.heldOut, waiting: c.waiting, joined: c.joined, scored: c.scored };
 }
 
 const str = (x: unknown) => (typeof x === 'string' ? x : null);

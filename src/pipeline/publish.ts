@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { remoteUrls } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
+import { POINTER_REFRESH_MS } from '../gateway/arms.js';
 import { PRODUCTION_FILE } from '../resources/production-switch.js';
 import { modelWeightIds } from '../resources/sets.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -10,6 +11,9 @@ import { swapServedWeights, type SwapCall } from '../serving/swap.js';
 import { ensureAdapter, loraCall, loraName, type LoraCall } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet } from '../store/index.js';
 import { checkMassgenTargets, massgenTargets, writeMassgen } from './massgen-export.js';
+
+/** A replaced adapter stays loaded this long: past a gateway's pointer refresh, and its requests sent before it. */
+const UNLOAD_GRACE_MS = POINTER_REFRESH_MS + 500;
 
 /** The built-in server's engines that swap adapters behind the served name without a restart. */
 const SWAPPABLE_BACKENDS = new Set(['transformers', 'llama.cpp']);
@@ -53,7 +57,7 @@ export interface ServerSwap {
 /**
  * After production changed, the servers outside massgen-rl follow: on each remote model that serves a
  * line's adapters, the new adapter is loaded (if evaluation had not already) before the previous one is
- * unloaded, so requests never miss. Running local servers that follow production swap to the new
+ * unloaded, and that only once a gateway has read the new pointer, so requests never miss. Running local servers that follow production swap to the new
  * weights when those are an adapter of their base model (or that base itself), and say when they
  * need a restart instead. Then the MassGen configs are rewritten (a failed write is reported, not
  * thrown: production has switched already).
@@ -70,6 +74,7 @@ export async function publish(
     massgen: [],
     servers: [],
   };
+  const unloads: (() => Promise<void>)[] = [];
   for (const [name, model] of Object.entries(rt.config.models)) {
     if (!model.lora?.load_adapters) continue;
     const [now, before] = [adapterOf(rt, next, name), adapterOf(rt, previous, name)];
@@ -78,9 +83,16 @@ export async function publish(
       const tag = { server: baseUrl, model: name };
       if (now && now.id !== before?.id)
         out.vllm.push({ ...tag, ...(await ensureAdapter(server, loraName(now.name, now.version), now.path!)) });
-      if (before && before.id !== now?.id && (!now || out.vllm.at(-1)?.ok))
-        out.vllm.push({ ...tag, ...(await loraCall(server, 'unload', loraName(before.name, before.version))) });
+      if (before && before.id !== now?.id && (!now || out.vllm.at(-1)?.ok)) {
+        const lora = loraName(before.name, before.version);
+        unloads.push(async () => void out.vllm.push({ ...tag, ...(await loraCall(server, 'unload', lora)) }));
+      }
     }
+  }
+  if (unloads.length) {
+    // a gateway sharing the store asks for production's adapter by name until it reads the new pointer
+    await new Promise((r) => setTimeout(r, UNLOAD_GRACE_MS));
+    for (const unload of unloads) await unload();
   }
   for (const entry of liveServers(rt.paths.dataDir)) {
     const swap = await followProduction(rt, entry, next, previous);

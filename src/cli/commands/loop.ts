@@ -92,6 +92,15 @@ export const registerLoop: Register = (program, ctx) => {
 
 const num = (x: number | null | undefined) => (typeof x === 'number' ? x.toFixed(3) : '—');
 
+type CollectRecord = NonNullable<CycleResult['stages']['collect']>;
+
+/** What a collect took: tasks completed, or (collect.source gateway) the captured sessions and those held back. */
+function collected(c: CollectRecord): string {
+  const g = c.captured;
+  if (!g) return `${c.completed ?? '—'}/${c.tasks ?? '—'} completed`;
+  return `took ${g.taken ?? 0} captured session(s), ${g.held_out ?? 0} held out, ${g.waiting ?? 0} waiting for a reward`;
+}
+
 function renderCycle(ui: Ui, r: CycleResult): void {
   const s = r.stages;
   const rows: (string | number)[][] = [];
@@ -100,7 +109,7 @@ function renderCycle(ui: Ui, r: CycleResult): void {
       'collect',
       s.collect.status,
       s.collect.run_id
-        ? `${s.collect.run_id}: ${s.collect.completed ?? '—'}/${s.collect.tasks ?? '—'} completed, mean reward ${num(s.collect.mean_reward)}`
+        ? `${s.collect.run_id}: ${collected(s.collect)}, mean reward ${num(s.collect.mean_reward)}`
         : (s.collect.reason ?? ''),
     ]);
   if (s.review)

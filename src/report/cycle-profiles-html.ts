@@ -18,7 +18,7 @@ export function cycleProfilesSection(cycles: readonly CycleProfile[]): string {
     'prefill share',
     'training steps / examples',
     'examples/s',
-    'store writes s',
+    'store writes ms',
     'idle s',
   ];
   return cycles
@@ -35,7 +35,7 @@ export function cycleProfilesSection(cycles: readonly CycleProfile[]): string {
         p.generation.prefill_share === null ? '—' : `${Math.round(p.generation.prefill_share * 100)} %`,
         `${p.training.steps} / ${p.training.examples}`,
         n(p.training.examples_per_s, 2),
-        s(p.store.ms),
+        p.store.ms.toFixed(1),
         s(p.idle_ms),
       ]);
       return `<h3>cycle ${esc(c.cycle)} · ${time(c.startedAt)}</h3>${table(head, rows)}`;

@@ -15,7 +15,7 @@ export const PROFILE_HEAD = [
   'rows/step',
   'prefill',
   'train ex/s',
-  'store s',
+  'store ms',
   'idle s',
 ];
 
@@ -34,7 +34,7 @@ export function profileRows(stages: CycleState['stages']): (string | number)[][]
         fixed(p.generation.occupancy, 1),
         p.generation.prefill_share === null ? '—' : `${Math.round(p.generation.prefill_share * 100)}%`,
         p.training.steps ? fixed(p.training.examples_per_s, 2) : '—',
-        secs(p.store.ms),
+        p.store.ms.toFixed(0),
         secs(p.idle_ms),
       ],
     ];

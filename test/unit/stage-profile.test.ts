@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { readCycle } from '../../src/scheduler/cycles.js';
 import { childCpuMs, profileBetween, serverGeneration, type ProfileSnapshot } from '../../src/util/stage-profile.js';
 
 const snap = (over: Partial<ProfileSnapshot>): ProfileSnapshot => ({
@@ -106,5 +107,17 @@ describe('profileBetween', () => {
     expect(p.training.examples_per_s).toBeNull();
     expect(p.startup.trainer_ms).toBeNull();
     expect(p.idle_ms).toBe(0);
+  });
+});
+
+describe('a stored cycle', () => {
+  it('reads without a profile, and a profile of another shape is dropped rather than losing the cycle', () => {
+    const stage = { status: 'done', started_at: 1, finished_at: 2 };
+    const cycle = (collect: object) => ({ cycle: 3, started_at: 1, resumed: 0, stages: { collect } });
+    expect(readCycle(cycle(stage))?.stages.collect).toEqual(stage);
+    const odd = readCycle(cycle({ ...stage, profile: { wall_ms: 'soon' } }));
+    expect(odd?.stages.collect).toEqual(stage);
+    const p = profileBetween(snap({}), snap({ at: 5 }));
+    expect(readCycle(cycle({ ...stage, profile: p }))?.stages.collect?.profile).toEqual(p);
   });
 });

@@ -62,6 +62,7 @@ export async function profileSnapshot(): Promise<ProfileSnapshot> {
     storeWrites: counters.storeWrites,
     storeWriteIdleMs: counters.storeWriteIdleMs,
     llmRequests: counters.llmRequests,
+    llmUnanswered: counters.llmUnanswered,
     promptTokens: counters.promptTokens,
     completionTokens: counters.completionTokens,
     generationMs: generationMsAt(at),

@@ -26,7 +26,9 @@ export interface ProfileCounters {
   storeWrites: number;
   /** Store writes made while no chat request was in flight (the rest overlaps generation). */
   storeWriteIdleMs: number;
+  /** Chat requests answered, and those that ended without an answer (superseded, cancelled or failed). */
   llmRequests: number;
+  llmUnanswered: number;
   promptTokens: number;
   completionTokens: number;
   /** Time with at least one chat request in flight (the union of their spans). */
@@ -44,6 +46,7 @@ export const counters: ProfileCounters = {
   storeWrites: 0,
   storeWriteIdleMs: 0,
   llmRequests: 0,
+  llmUnanswered: 0,
   promptTokens: 0,
   completionTokens: 0,
   generationMs: 0,
@@ -85,7 +88,8 @@ export function llmRequestEnded(
   usage: { promptTokens: number; completionTokens: number } | undefined,
   now = performance.now(),
 ): void {
-  counters.llmRequests++;
+  if (usage) counters.llmRequests++;
+  else counters.llmUnanswered++;
   counters.promptTokens += usage?.promptTokens ?? 0;
   counters.completionTokens += usage?.completionTokens ?? 0;
   if (--counters.inFlight === 0) counters.generationMs += now - counters.inFlightSince;

@@ -41,6 +41,7 @@ export interface ProfileSnapshot {
   /** Store writes made while no chat request was in flight. */
   storeWriteIdleMs: number;
   llmRequests: number;
+  llmUnanswered: number;
   promptTokens: number;
   completionTokens: number;
   generationMs: number;
@@ -64,6 +65,8 @@ export const STAGE_PROFILE = z.object({
   generation: z.object({
     ms: z.number(),
     requests: z.number(),
+    /** Requests that ended without an answer: superseded by the orchestration, cancelled, failed. */
+    unanswered: z.number(),
     prompt_tokens: z.number(),
     completion_tokens: z.number(),
     tokens_per_s: num,
@@ -154,6 +157,7 @@ export function profileBetween(before: ProfileSnapshot, after: ProfileSnapshot):
     generation: {
       ms: round(generationMs),
       requests: after.llmRequests - before.llmRequests,
+      unanswered: after.llmUnanswered - before.llmUnanswered,
       prompt_tokens: after.promptTokens - before.promptTokens,
       completion_tokens: completion,
       tokens_per_s: rate(completion, generationMs),

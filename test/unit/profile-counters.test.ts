@@ -11,7 +11,12 @@ const usage = (promptTokens: number, completionTokens: number) => ({ promptToken
 
 describe('profile counters', () => {
   it('times generation as the union of the requests in flight, with their tokens', () => {
-    const [ms, tokens, requests] = [counters.generationMs, counters.completionTokens, counters.llmRequests];
+    const [ms, tokens, requests, unanswered] = [
+      counters.generationMs,
+      counters.completionTokens,
+      counters.llmRequests,
+      counters.llmUnanswered,
+    ];
     llmRequestStarted(1000);
     llmRequestStarted(1500);
     expect(generationMsAt(1800) - ms).toBe(800); // the running span counts
@@ -21,7 +26,8 @@ describe('profile counters', () => {
     llmRequestEnded(undefined, 5500); // a failed request has no usage
     expect(counters.generationMs - ms).toBe(2000 + 500);
     expect(counters.completionTokens - tokens).toBe(12);
-    expect(counters.llmRequests - requests).toBe(3);
+    expect(counters.llmRequests - requests).toBe(2);
+    expect(counters.llmUnanswered - unanswered).toBe(1);
     expect(generationMsAt(9000)).toBe(counters.generationMs);
   });
 

@@ -10,6 +10,7 @@ const snap = (over: Partial<ProfileSnapshot>): ProfileSnapshot => ({
   storeWrites: 0,
   storeWriteIdleMs: 0,
   llmRequests: 0,
+  llmUnanswered: 0,
   promptTokens: 0,
   completionTokens: 0,
   generationMs: 0,
@@ -77,6 +78,7 @@ describe('profileBetween', () => {
       selfCpuMs: 1050,
       reapedCpuMs: 2000,
       llmRequests: 4,
+      llmUnanswered: 2,
       promptTokens: 800,
       completionTokens: 1010,
       generationMs: 4400,
@@ -95,7 +97,13 @@ describe('profileBetween', () => {
     expect(p.wall_ms).toBe(10_000);
     expect(p.cpu_ms).toEqual({ self: 1000, children: 2000 });
     expect(p.startup).toEqual({ ms: 2000, servers: 1, server_ms: 1000, convert_ms: null, trainer_ms: 1000 });
-    expect(p.generation).toMatchObject({ ms: 4000, requests: 4, completion_tokens: 1000, tokens_per_s: 250 });
+    expect(p.generation).toMatchObject({
+      ms: 4000,
+      requests: 4,
+      unanswered: 2,
+      completion_tokens: 1000,
+      tokens_per_s: 250,
+    });
     expect(p.training).toEqual({ ms: 3000, steps: 20, examples: 60, examples_per_s: 20 });
     expect(p.store).toEqual({ ms: 300, writes: 3 });
     expect(p.idle_ms).toBe(10_000 - 4000 - 3000 - 2000 - 100);

@@ -1,4 +1,5 @@
 import { BoundedCache } from '../util/bounded-cache.js';
+import { llmRequestEnded, llmRequestStarted } from '../util/profile-counters.js';
 import { CompletionStream } from './completion-stream.js';
 import { endpointsOf, HttpTimeoutError, postJson, type HttpResponse, type JsonEndpoint } from './http.js';
 import { encodeObject } from './json-text.js';
@@ -72,6 +73,16 @@ class HttpLlmClient implements LlmClient {
   }
 
   async chat(request: ChatRequest, call: CallOptions = {}): Promise<ChatResult> {
+    llmRequestStarted();
+    let result: ChatResult | undefined;
+    try {
+      return (result = await this.send(request, call));
+    } finally {
+      llmRequestEnded(result?.usage);
+    }
+  }
+
+  private async send(request: ChatRequest, call: CallOptions): Promise<ChatResult> {
     const started = performance.now();
     const timeoutMs = call.timeoutMs ?? this.opts.timeoutMs;
     const encoded = encodeObject(request as unknown as Record<string, unknown>);

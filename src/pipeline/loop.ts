@@ -12,6 +12,7 @@ import type { CapturedCounts } from './collect-captured.js';
 import { enqueueCollect } from './collect-enqueue.js';
 import { awaitQueuedRun } from './collect-queue-runs.js';
 import { collect } from './collect.js';
+import { stageProfiler } from './cycle-profile.js';
 import { deploy, latestEvaluation } from './deploy.js';
 import { evaluate } from './evaluate.js';
 import { writeReport } from './report.js';
@@ -70,11 +71,13 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
       save({ status: 'running', started_at: Date.now() });
       const limit = loop.stage_timeout_min[stage];
       const stageSignal = limit ? AbortSignal.any([signal, AbortSignal.timeout(limit * 60_000)]) : signal;
-      const record = (r: Partial<StageBase> | StageResult<S>) => save({ ...r, finished_at: Date.now() });
+      const measure = await stageProfiler();
+      const record = async (r: Partial<StageBase> | StageResult<S>) =>
+        save({ ...r, finished_at: Date.now(), ...(await measure()) });
       try {
         opts.onStage?.(stage, `${stage}…`);
         const stageFn: StageFn<S> = STAGES[stage];
-        record(await stageFn(rt, state, { signal: stageSignal, note: (m) => opts.onStage?.(stage, m), save }));
+        await record(await stageFn(rt, state, { signal: stageSignal, note: (m) => opts.onStage?.(stage, m), save }));
         const r = state.stages[stage]!;
         opts.onStage?.(stage, `${stage}: ${r.status}${r.reason ? ` (${r.reason})` : ''}`);
         return undefined;
@@ -87,10 +90,10 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
               : cycleTimer.aborted
                 ? `loop.max_runtime_min (${loop.max_runtime_min}) reached`
                 : `loop.stage_timeout_min.${stage} (${limit}) reached`;
-          record({ status: 'cancelled', reason: why });
+          await record({ status: 'cancelled', reason: why });
           return done('cancelled', `${stage} stopped: ${why}; the next cycle resumes it`);
         }
-        record({ status: 'failed', reason: errorMessage(err) });
+        await record({ status: 'failed', reason: errorMessage(err) });
         return done('failed', `${stage} failed: ${errorMessage(err)}`);
       }
     };

@@ -27,6 +27,7 @@ import {
   writeTrainerConfig,
   type TrainerConfig,
 } from '../trainers/trainer-config.js';
+import { examplesTrained } from '../util/profile-counters.js';
 
 export type { TrainProgress } from '../trainers/execute.js';
 
@@ -140,6 +141,7 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
       onProgress: opts.onProgress,
       onStage: opts.onStage,
     });
+    examplesTrained(detail.dataset.rows, outcome.steps.at(-1)?.epoch);
     rt.forgetWeights();
     const r = registered.resource;
     const candidate = candidateSet(rt, r, {

@@ -1,6 +1,7 @@
 import { UserError } from '../errors.js';
 import type { MetricName } from '../evaluation/compare.js';
 import type { AuditRecord, Store } from '../store/index.js';
+import { cycleProfiles, type CycleProfile } from './cycle-profiles.js';
 import { rewardCycles, shortTime, type CycleSeries } from './cycles.js';
 import { promptHistory, type PromptChange } from './prompt-history.js';
 import { overall, readEvaluation, type StoredEvaluation } from './summary.js';
@@ -55,6 +56,8 @@ export interface ReportData {
   /** Every evaluation with results, oldest first. */
   evaluations: StoredEvaluation[];
   cycles: CycleSeries;
+  /** The newest loop cycles' per-stage profiles, newest first. */
+  profiles: CycleProfile[];
   cost: CostPoint[];
   training: TrainingSeries[];
   /** Changes of production and canary, newest first. */
@@ -84,6 +87,7 @@ export function gatherReport(store: Store, opts: ReportOptions): ReportData {
     selected: chosen ? { ...chosen, categories: categoryBars(chosen, metric) } : null,
     evaluations,
     cycles: rewardCycles(store, evaluations, metric),
+    profiles: cycleProfiles(store),
     cost: evaluations
       .map((e) => {
         const [tokens, wall] = [overall(e.summary, 'tokens'), overall(e.summary, 'wall_ms')];

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CLIENT_SCRIPT } from './client.js';
+import { cycleProfilesSection } from './cycle-profiles-html.js';
 import type { ReportData } from './data.js';
 import { promptHistorySection } from './prompt-history-html.js';
 import { STYLE } from './style.js';
@@ -133,6 +134,7 @@ export function renderReport(data: ReportData, chart = chartJsSource()): string 
 <section><h2>Production history</h2>${historyTable(data.history)}</section>
 <section><h2>Prompt history</h2>${promptHistorySection(data.prompts)}</section>
 <section><h2>Evaluations</h2>${evaluationsTable(data)}</section>
+${data.profiles.length ? `<section><h2>Where each loop cycle's time went</h2>${cycleProfilesSection(data.profiles)}</section>` : ''}
 </main>
 <script type="application/json" id="report-data">${scriptJson(data)}</script>
 ${inlineScript(chart)}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { LOOP_STEPS } from '../config/schema.js';
+import { STAGE_PROFILE } from '../util/stage-profile.js';
 
 export type Stage = (typeof LOOP_STEPS)[number];
 
@@ -10,6 +11,8 @@ const base = {
   finished_at: z.number().optional(),
   /** Why it was skipped, failed or stopped (or where a result was taken from). */
   reason: z.string().optional(),
+  /** Where the stage's time went (util/stage-profile.ts); none before it, and one of another shape is dropped. */
+  profile: STAGE_PROFILE.optional().catch(undefined),
 };
 // A number stored as JSON may come back null (NaN and Infinity are written so).
 const num = z.number().nullable().optional();

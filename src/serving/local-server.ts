@@ -5,6 +5,7 @@ import type { SERVE_ENGINES } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { parseEvent, pythonEnv, type PyEvent } from '../python/module.js';
 import { eachLine, LineTail } from '../util/bounded-lines.js';
+import { serverStarted } from '../util/profile-counters.js';
 
 export type ServeDevice = 'auto' | 'cpu' | 'cuda';
 export type ServeEngine = (typeof SERVE_ENGINES)[number];
@@ -87,6 +88,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   const log = opts.logFile
     ? openLog(opts.logFile, `${new Date().toISOString()} ${opts.python} ${args.join(' ')}`)
     : undefined;
+  const spawnedAt = performance.now();
   const child = execa(opts.python, args, {
     env: pythonEnv(),
     reject: false,
@@ -192,6 +194,13 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   if (health !== 'ok')
     return fail(health === 'exited' ? 'exited right after it reported ready' : `reported ready but ${health}`);
   opts.signal?.addEventListener('abort', () => void stop(), { once: true });
+  const started = serverStarted({
+    pid: child.pid!,
+    statsUrl: baseUrl.replace(/\/v1\/?$/, '/stats'),
+    spawnedAt,
+    readyAt: performance.now(),
+  });
+  void exited.then(() => (started.exited = true));
   return { baseUrl, model: String(ready.model ?? opts.servedName), pid: child.pid!, ready, exited, stop };
 }
 

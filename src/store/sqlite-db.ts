@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { timedStoreWrite } from '../util/profile-counters.js';
 import type { SqlDb, SqlStatement, Transaction } from './sql.js';
 
 /** better-sqlite3 behind the store's SqlDb interface; `native` is for the SQLite-only parts (pragmas, migrations). */
@@ -26,11 +27,19 @@ export class SqliteDb implements SqlDb {
   }
 
   transaction<F extends (...args: never[]) => unknown>(fn: F): Transaction<F> {
-    return this.native.transaction(fn as unknown as (...args: unknown[]) => unknown) as unknown as Transaction<F>;
+    const tx = this.native.transaction(fn as unknown as (...args: unknown[]) => unknown);
+    const timed =
+      (run: (...args: unknown[]) => unknown) =>
+      (...args: unknown[]) =>
+        timedStoreWrite(() => run(...args));
+    return Object.assign(timed(tx), {
+      immediate: timed(tx.immediate),
+      deferred: timed(tx.deferred),
+    }) as unknown as Transaction<F>;
   }
 
   append<T>(fn: () => T): T {
-    return this.appendTx.immediate(fn) as T;
+    return timedStoreWrite(() => this.appendTx.immediate(fn) as T);
   }
 
   close(): void {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UserError, errorMessage } from '../errors.js';
 import { eachLine, LineTail } from '../util/bounded-lines.js';
+import { trainerSpawned, trainerStepped } from '../util/profile-counters.js';
 import { groupStopper } from './process-group.js';
 import {
   parseTrainerEvent,
@@ -95,6 +96,7 @@ export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcom
     cleanup: false,
   });
   if (child.pid) opts.onSpawn?.(child.pid);
+  const profiled = trainerSpawned();
   const stopper = groupStopper(child.pid, opts.graceMs ?? 120_000, opts.killAfterMs ?? 10_000, (s) =>
     write(`# sent ${s} to the trainer`),
   );
@@ -109,7 +111,10 @@ export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcom
           write(`# timed out after ${opts.timeoutMs} ms; stopping the trainer`);
           stopper.stop();
         }, opts.timeoutMs);
-  child.once('exit', () => stopper.leaderExited());
+  child.once('exit', () => {
+    profiled.endedAt = performance.now();
+    stopper.leaderExited();
+  });
 
   // Step events are kept (up to keepSteps), so their lines get a tighter cap than log lines.
   const stdout = eachLine(
@@ -118,6 +123,7 @@ export async function runTrainer(opts: RunTrainerOptions): Promise<TrainerOutcom
       const ev = parseTrainerEvent(line);
       if (!ev) return write(`[stdout] ${line}`);
       if (ev.event === 'step') {
+        trainerStepped(profiled);
         o.steps.push(ev);
         o.stepCount++;
         if (o.steps.length > keep) o.steps.shift();

@@ -3,6 +3,7 @@ import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatTime } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
+import { printProfile } from './loop-profile.js';
 
 export const registerLoop: Register = (program, ctx) => {
   const loop = program
@@ -87,6 +88,8 @@ export const registerLoop: Register = (program, ctx) => {
           cy.outcome ?? cy.error ?? '',
         ]),
       );
+      const last = s.cycles[0]!;
+      printProfile(ui, last.cycle, last.stages);
     });
 };
 
@@ -146,4 +149,5 @@ function renderCycle(ui: Ui, r: CycleResult): void {
     ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);
   ui.print(`${r.status === 'completed' ? ui.c.bold(r.outcome) : ui.c.yellow(r.outcome)}`);
   if (s.eval?.report) ui.print(`report: ${s.eval.report}`);
+  printProfile(ui, r.cycle, s);
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { timedStoreWrite } from '../../util/profile-counters.js';
 import type { RunResult, SqlDb, SqlStatement, Transaction } from '../sql.js';
 import type { SyncPgConnection } from './bridge.js';
 
@@ -113,12 +114,13 @@ export class PgDb implements SqlDb {
   }
 
   transaction<F extends (...args: never[]) => unknown>(fn: F): Transaction<F> {
-    const run = (lock: boolean) => ((...args: Parameters<F>) => this.within(lock, () => fn(...args))) as unknown as F;
+    const run = (lock: boolean) =>
+      ((...args: Parameters<F>) => timedStoreWrite(() => this.within(lock, () => fn(...args)))) as unknown as F;
     return Object.assign(run(false), { immediate: run(true), deferred: run(false) }) as Transaction<F>;
   }
 
   append<T>(fn: () => T): T {
-    return this.within(false, fn);
+    return timedStoreWrite(() => this.within(false, fn));
   }
 
   close(): void {

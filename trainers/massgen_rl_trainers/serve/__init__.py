@@ -57,7 +57,11 @@ HTTP (llama.cpp and transformers engines):
   GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
                               "adapters": [{name, path, state, in_flight, default}], "threads", llama.cpp:
                               "compactions", "prefix_cache", "prefix_cache_kept",
-                              "prefix_cache_reused_tokens", "prefix_cache_reused_requests", ...}
+                              "prefix_cache_reused_tokens", "prefix_cache_reused_requests", ...,
+                              cumulative for a caller's deltas: "conversions", "convert_s" (GGUF conversions
+                              and their seconds); llama.cpp: "prefill_tokens", "decode_tokens" (tokens fed),
+                              "decode_steps" (steps that decoded a row), "step_s", "prefill_s", "decode_s"
+                              (step seconds, split by the step's share of prompt vs decode tokens)}
   POST /threads               {threads}: llama.cpp only (400 on transformers): decode on that many threads
                               from the next step on; answers {threads}. A run's servers divide the cores
                               this way (src/serving/share-cores.ts) instead of each spinning on all of them.

@@ -11,6 +11,7 @@ from typing import Any
 from .adapters import Adapters, BatchKey
 from .batching import ShuttingDown
 from .chat import prepare
+from .gguf_files import CONVERSIONS
 from .lora_routes import LoraRoutes
 from .openai_api import ApiError, SamplingKey, build_response, parse_chat_request
 
@@ -89,6 +90,8 @@ class App:
             **self.batcher.stats(),
             "adapters": self.adapters.stats(),
             "threads": self.engine.describe().get("threads"),
+            "conversions": CONVERSIONS["count"],
+            "convert_s": round(CONVERSIONS["seconds"], 6),
         }
 
     def threads(self, body: Any) -> dict[str, Any]:

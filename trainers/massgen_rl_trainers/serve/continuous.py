@@ -73,6 +73,15 @@ class ContinuousBatcher(JobQueue):
         self.compactions = 0
         self.steps = 0
         self.busy = False
+        # cumulative, for a caller's deltas over a span (the loop's per-stage profile): tokens fed, steps that
+        # decoded and the rows they decoded (their mean: the batch occupancy), and the seconds of the steps,
+        # split between prefill and decode by their share of the step's tokens
+        self.prefill_tokens = 0
+        self.decode_tokens = 0
+        self.decode_steps = 0
+        self.step_seconds = 0.0
+        self.prefill_seconds = 0.0
+        self._decoding = 0
 
     def submit(
         self, key: BatchKey, rows: int, payload: Sequence[Row], timeout: float | None = None
@@ -107,6 +116,12 @@ class ContinuousBatcher(JobQueue):
             "kv_reserved": reserved,
             "kv_cache_layout": self.llama.kv_layout,
             "compactions": self.compactions,
+            "prefill_tokens": self.prefill_tokens,
+            "decode_tokens": self.decode_tokens,
+            "decode_steps": self.decode_steps,
+            "step_s": round(self.step_seconds, 6),
+            "prefill_s": round(self.prefill_seconds, 6),
+            "decode_s": round(self.step_seconds - self.prefill_seconds, 6),
             **self.prefix.stats(),
         }
 
@@ -178,6 +193,7 @@ class ContinuousBatcher(JobQueue):
         self._turn = (self._turn + 1) % len(adapters)
         adapter = adapters[self._turn]
         jobs = [job for job in self._active if job.key.adapter == adapter]
+        started = time.perf_counter()
         entries, outputs = self._plan(jobs)
         step = next(self._steps)
         for job in jobs:
@@ -204,12 +220,23 @@ class ContinuousBatcher(JobQueue):
                     self.llama.copy(leader.seq_id, sibling.seq_id)
                     sibling.fed = leader.fed
         sample_step(self.engine, outputs, logits)
+        self._count_step(entries, time.perf_counter() - started)
         for job in jobs:
             for seq in job.seqs:
                 if seq.finish is not None and not seq.dropped:
                     self._release(seq)
             if all(seq.dropped for seq in job.seqs):
                 self._complete(job)
+
+    def _count_step(self, entries: list[Entry], seconds: float) -> None:
+        # _plan puts one entry per decoding row first, then the prompt chunks
+        decoded = self._decoding
+        prefill = len(entries) - decoded
+        self.decode_tokens += decoded
+        self.prefill_tokens += prefill
+        self.decode_steps += 1 if decoded else 0
+        self.step_seconds += seconds
+        self.prefill_seconds += seconds * prefill / len(entries) if entries else 0.0
 
     def _compact(self) -> None:
         """Keeps the running sequences on the lowest ids: a free id below a running one takes the highest running
@@ -239,6 +266,7 @@ class ContinuousBatcher(JobQueue):
         for seq in sorted(decoding, key=lambda q: q.seq_id):  # llama.cpp batches runs of consecutive ids in order
             entries.append(Entry(seq.next_token, seq.position, seq.seq_id, True))
             outputs.append([seq])
+        self._decoding = len(entries)
         room = self.llama.n_batch - len(entries)
         for job in jobs:
             leader = job.seqs[0]

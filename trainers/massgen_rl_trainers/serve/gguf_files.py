@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from ..protocol import ScriptError, log
@@ -21,6 +22,8 @@ from .digest_cache import cached_digest
 
 WEIGHT_TYPES = ("bf16", "f16", "f32", "q8_0")
 DIGESTS_FILE = "digests.json"
+# GGUF conversions this process ran, and their seconds (/stats: a caller's start-up accounting)
+CONVERSIONS = {"count": 0, "seconds": 0.0}
 _HASHED = ("config.json", "adapter_config.json", "tokenizer.json", "tokenizer_config.json")
 
 
@@ -98,6 +101,7 @@ def _convert(script: str, args: list[str], out: Path, what: str) -> None:
         partial = Path(tmp) / out.name
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
         env.pop("NO_LOCAL_GGUF", None)  # the converters use the gguf-py next to them, of their own version
+        started = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, str(tool), *args, "--outfile", str(partial)],
             capture_output=True,
@@ -105,6 +109,8 @@ def _convert(script: str, args: list[str], out: Path, what: str) -> None:
             env=env,
             stdin=subprocess.DEVNULL,
         )
+        CONVERSIONS["count"] += 1
+        CONVERSIONS["seconds"] += time.perf_counter() - started
         if proc.returncode != 0 or not partial.is_file():
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
             raise ScriptError(f"converting {what} to GGUF failed (exit {proc.returncode}): " + " | ".join(tail))

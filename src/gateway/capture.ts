@@ -1,4 +1,4 @@
-import { storeFeedback } from '../rewards/feedback.js';
+import { storeRewards } from '../rewards/feedback.js';
 import type { SpanWriter, Store } from '../store/index.js';
 import { GATEWAY_SOURCE } from '../store/rollouts.js';
 import type { RewardInput } from '../trace/records.js';
@@ -155,7 +155,7 @@ export class Capture {
         await this.store.write(() => {
           for (const w of this.dirty) undo.push(w.flushWithin());
           for (const s of ending) this.finish(s, undo);
-          for (const l of late) storeFeedback(this.store, l.rolloutId, l.rewards, this.opts.weights ?? {});
+          for (const l of late) storeRewards(this.store, l.rolloutId, l.rewards, this.opts.weights ?? {});
         });
       } catch (err) {
         // rolled back: what the writers had flushed goes back in them, to be written by the next batch
@@ -215,7 +215,7 @@ export class Capture {
     });
     // a fresh writer: its sequence numbers follow what was just flushed, and a retried write adds no span twice
     s.feedbackStored = s.feedback.length;
-    if (s.feedbackStored) storeFeedback(this.store, s.rolloutId, s.feedback, this.opts.weights ?? {});
+    if (s.feedbackStored) storeRewards(this.store, s.rolloutId, s.feedback, this.opts.weights ?? {});
   }
 
   private count(model: string, usage: { prompt: number; completion: number }): void {

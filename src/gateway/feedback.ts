@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import { feedbackAgents, FeedbackError, feedbackReward, MAX_NOTE_CHARS, storeFeedback } from '../rewards/feedback.js';
+import { feedbackAgents, FeedbackError, feedbackReward, MAX_NOTE_CHARS, storeRewards } from '../rewards/feedback.js';
 import { StoreBusyError } from '../store/index.js';
 import type { RewardInput } from '../trace/records.js';
 import { readBody } from '../util/http-body.js';
@@ -93,7 +93,7 @@ export async function feedback(
   const input = reward(fb, rolloutId, feedbackAgents(ctx.store, rollout), reason);
   let total: number;
   try {
-    total = (await ctx.store.write(() => storeFeedback(ctx.store, rolloutId, [input], ctx.weights))).total;
+    total = (await ctx.store.write(() => storeRewards(ctx.store, rolloutId, [input], ctx.weights))).total;
   } catch (err) {
     if (err instanceof StoreBusyError) throw new ApiError(503, err.message, null, 'store_busy');
     throw err;

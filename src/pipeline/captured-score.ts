@@ -1,7 +1,6 @@
 import { capturedTurns, conversationText } from '../datasets/captured.js';
 import { computeRewards } from '../rewards/compute.js';
-import { rewardSpan } from '../rewards/spans.js';
-import { totalFromRewards } from '../rewards/total.js';
+import { storeRewards } from '../rewards/feedback.js';
 import type { RewardContext, RewardsConfig } from '../rewards/types.js';
 import { outcomeFromSpans } from '../rollouts/outcome.js';
 import type { Store } from '../store/index.js';
@@ -45,15 +44,5 @@ export async function scoreCaptured(
   };
   const outcome = outcomeFromSpans({ ...r, finalAnswer: last?.completion ?? null }, spans, task ?? null);
   const scored = await computeRewards({ outcome, config: rewards, judge, ...(signal ? { signal } : {}) }, families);
-  return store.write(() =>
-    store.transaction(() => {
-      const writer = store.spans.writer(r.id);
-      for (const w of scored.rewards) writer.add(rewardSpan(w));
-      writer.flush();
-      store.rewards.add(r.id, scored.rewards);
-      const total = totalFromRewards(store.rewards.list(r.id), rewards.weights);
-      store.rollouts.setTotalReward(r.id, total);
-      return total;
-    }),
-  );
+  return store.write(() => store.transaction(() => storeRewards(store, r.id, scored.rewards, rewards.weights).total));
 }

@@ -2,7 +2,7 @@ import os from 'node:os';
 import { UserError } from '../errors.js';
 import { computeRewards } from '../rewards/compute.js';
 import { delegationCredit, delegationsFromSpans } from '../rewards/delegation-credit.js';
-import { feedbackAgents, FeedbackError, feedbackReward, storeFeedback, type Feedback } from '../rewards/feedback.js';
+import { feedbackAgents, FeedbackError, feedbackReward, storeRewards, type Feedback } from '../rewards/feedback.js';
 import { samplesOf, sampleRewards } from '../rewards/samples.js';
 import { rewardSpan } from '../rewards/spans.js';
 import { totalFromRewards } from '../rewards/total.js';
@@ -83,7 +83,7 @@ export async function addFeedback(
   }
   return store.transaction(() => ({
     rolloutId: rollout.id,
-    ...storeFeedback(store, rollout.id, [input], rt.config.rewards.weights),
+    ...storeRewards(store, rollout.id, [input], rt.config.rewards.weights),
   }));
 }
 

@@ -61,10 +61,11 @@ export function feedbackReward(
 }
 
 /**
- * Stores feedback rewards (a reward span and a row each) and sets the rollout's total from all its
- * rewards; call inside a write transaction. `writer`: the rollout's open span writer, when it has one.
+ * Stores rewards that reach a rollout after its scoring (human feedback, a captured session's late scorers:
+ * a reward span and a row each) and sets the rollout's total from all its rewards; call inside a write
+ * transaction. `writer`: the rollout's open span writer, when it has one.
  */
-export function storeFeedback(
+export function storeRewards(
   store: Store,
   rolloutId: string,
   rewards: readonly RewardInput[],

@@ -54,21 +54,14 @@ export async function profileSnapshot(): Promise<ProfileSnapshot> {
       };
     }),
   );
+  const { inFlight: _inFlight, inFlightSince: _since, servers: _servers, trainers, ...totals } = counters;
   return {
+    ...totals,
     at,
     selfCpuMs: (cpu.user + cpu.system) / 1000,
     reapedCpuMs: self ? self[2] + self[3] : null,
-    storeWriteMs: counters.storeWriteMs,
-    storeWrites: counters.storeWrites,
-    storeWriteIdleMs: counters.storeWriteIdleMs,
-    llmRequests: counters.llmRequests,
-    llmUnanswered: counters.llmUnanswered,
-    promptTokens: counters.promptTokens,
-    completionTokens: counters.completionTokens,
     generationMs: generationMsAt(at),
-    trainingSteps: counters.trainingSteps,
-    trainingExamples: counters.trainingExamples,
     servers,
-    trainers: counters.trainers.map((t) => ({ ...t })),
+    trainers: trainers.map((t) => ({ ...t })),
   };
 }

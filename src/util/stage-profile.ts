@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ProfileCounters, TrainerStart } from './profile-counters.js';
 
 /**
  * What one loop stage spent, from snapshots at its start and end (pipeline/profile-snapshot.ts): the
@@ -24,29 +25,16 @@ export interface ServerSnapshot {
   stats: ServerCounters | null;
 }
 
-export interface TrainerSnapshot {
-  spawnedAt: number;
-  firstStepAt: number | null;
-  endedAt: number | null;
-}
+/** A trainer's start, as the counters hold it. */
+export type TrainerSnapshot = TrainerStart;
 
-export interface ProfileSnapshot {
+/** The cumulative counters at one moment (their in-flight bookkeeping left out), with the CPU and servers then. */
+export interface ProfileSnapshot extends Omit<ProfileCounters, 'inFlight' | 'inFlightSince' | 'servers' | 'trainers'> {
   /** performance.now() */
   at: number;
   selfCpuMs: number;
   /** Children this process has reaped (cutime + cstime); null off Linux. */
   reapedCpuMs: number | null;
-  storeWriteMs: number;
-  storeWrites: number;
-  /** Store writes made while no chat request was in flight. */
-  storeWriteIdleMs: number;
-  llmRequests: number;
-  llmUnanswered: number;
-  promptTokens: number;
-  completionTokens: number;
-  generationMs: number;
-  trainingSteps: number;
-  trainingExamples: number;
   servers: ServerSnapshot[];
   trainers: TrainerSnapshot[];
 }

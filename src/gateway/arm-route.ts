@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type { Arm } from './arms.js';
 import type { Backend } from './backends.js';
-import { headerText, type RouteContext } from './context.js';
+import { sessionSource, type RouteContext } from './context.js';
 import { keyOf } from './sessions.js';
 
 /**
@@ -16,13 +16,7 @@ export async function routeArm(
   client: string,
   backend: Backend,
 ): Promise<{ arm: Arm; backend: Backend }> {
-  const { key } = keyOf({
-    header: headerText(req.headers['x-session-id']),
-    user: body.user,
-    metadata: body.metadata,
-    client,
-    remote: req.socket.remoteAddress ?? '',
-  });
+  const { key } = keyOf(sessionSource(req, body, client));
   const arm = ctx.arms.pick(key);
   const production = arm.name === 'production' ? arm.set : ctx.arms.current().production;
   const model = arm.name === 'canary' ? await ctx.canaryModels.model(backend, arm.set!, production) : null;

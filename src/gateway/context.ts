@@ -8,7 +8,7 @@ import type { CanaryModels } from './canary-models.js';
 import type { Capture } from './capture.js';
 import type { GatewayLimits } from './limits.js';
 import type { GatewayMetrics } from './metrics.js';
-import type { Sessions } from './sessions.js';
+import type { Sessions, SessionSource } from './sessions.js';
 import type { SetModels } from './set-models.js';
 import type { SystemPrompts } from './system-prompt.js';
 
@@ -37,6 +37,17 @@ export interface RouteContext {
 /** The agent a call names: its X-Agent-Id header, else the agent of the alias it sends as its model. */
 export function namedAgent(backends: Backends, headers: http.IncomingHttpHeaders, model: unknown): string | null {
   return headerText(headers['x-agent-id']) ?? (typeof model === 'string' ? backends.agentOf(model) : undefined) ?? null;
+}
+
+/** What a call's session is known by: its X-Session-Id, the body's `user` and `metadata`, its client and address. */
+export function sessionSource(req: http.IncomingMessage, body: Record<string, unknown>, client: string): SessionSource {
+  return {
+    header: headerText(req.headers['x-session-id']),
+    user: body.user,
+    metadata: body.metadata,
+    client,
+    remote: req.socket.remoteAddress ?? '',
+  };
 }
 
 /** A header's value, trimmed (undefined when absent or blank). */

@@ -3,7 +3,7 @@ import { newId } from '../util/ids.js';
 import { ApiError, sendError } from './api-error.js';
 import type { Arm } from './arms.js';
 import type { Backend } from './backends.js';
-import { headerText, namedAgent, type RouteContext } from './context.js';
+import { namedAgent, sessionSource, type RouteContext } from './context.js';
 import type { Forwarded } from './forward.js';
 import type { RequestRecord } from './metrics.js';
 import type { SystemPromptNote } from './system-prompt.js';
@@ -99,14 +99,7 @@ function capture(
   const ttft = forwarded.result?.ttftMs;
   if (typeof ttft === 'number') call.rec.ttftS = ttft / 1000;
   const agent = namedAgent(ctx.backends, req.headers, spec.body.model);
-  const source = {
-    header: headerText(req.headers['x-session-id']),
-    user: spec.body.user,
-    metadata: spec.body.metadata,
-    client: call.client,
-    remote: req.socket.remoteAddress ?? '',
-  };
-  const session = ctx.sessions.touch(source, call.startedAt, callId, agent);
+  const session = ctx.sessions.touch(sessionSource(req, spec.body, call.client), call.startedAt, callId, agent);
   ctx.capture.add(
     {
       callId,

@@ -10,6 +10,7 @@ import { tasksWithShortfall, type Shortfall } from '../tasks/for-run.js';
 import type { SplitSelector, SplitTask } from '../tasks/types.js';
 import { createToolRunner } from '../tools/runner.js';
 import { sha256 } from '../util/hash.js';
+import { pool } from '../util/pool.js';
 import { collectCaptured } from './collect-captured.js';
 import type { CollectOptions, CollectProgress, CollectSummary } from './collect-types.js';
 
@@ -114,15 +115,6 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   if (locked.error) throw await locked.end(store, summary);
   await store.write(() => store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined }));
   return summary;
-}
-
-/** Runs fn over items with at most `limit` in flight; stops taking new items once the signal aborts. */
-async function pool<T>(items: T[], limit: number, signal: AbortSignal, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length && !signal.aborted) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 function progress(done: RolloutSummary[], total: number, started: number, last: RolloutSummary): CollectProgress {

@@ -6,8 +6,9 @@ import { replayItems } from '../evaluation/replay-items.js';
 import { replayPair, replayTally, scoreItem, type ScoredItem } from '../evaluation/replay-score.js';
 import { checkTeamInputs, setupTeam } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { pool } from '../util/pool.js';
 import { describeSet, evalSets, seedList, type EvalSummary, type EvaluateOptions } from './eval-sets.js';
-import { ask, itemDetail, pick, pool } from './replay-calls.js';
+import { ask, itemDetail, pick } from './replay-calls.js';
 
 /**
  * eval.source gateway: the held-out captured calls (gateway.holdout) sent again, on the same seeds, to the
@@ -79,8 +80,7 @@ export async function evaluateReplay(rt: Runtime, opts: EvaluateOptions): Promis
     const scored: ScoredItem[] = [];
     let answerFailures = 0;
     let done = 0;
-    const one = async (idx: number) => {
-      const { item, seed } = jobs[idx]!;
+    const one = async ({ item, seed }: (typeof jobs)[number], idx: number) => {
       const agent = agentOf(item)!;
       const [b, c] = await Promise.all([
         ask(pick(baseTeam, agent.id), item, seed, e.replay.temperature, signal),
@@ -121,12 +121,13 @@ export async function evaluateReplay(rt: Runtime, opts: EvaluateOptions): Promis
         last: { side: 'candidate', taskId: `${item.rolloutId}#${item.seq}`, reward: s.score },
       });
     };
-    const cancelled = await pool(
-      jobs.length,
-      opts.concurrency ?? e.concurrency ?? config.collect.concurrency,
-      one,
-      signal,
+    // a call cut short by the cancel ends quietly: the run is reported cancelled
+    await pool(jobs, opts.concurrency ?? e.concurrency ?? config.collect.concurrency, signal, (job, idx) =>
+      one(job, idx).catch((err: unknown) => {
+        if (!signal.aborted) throw err;
+      }),
     );
+    const cancelled = signal.aborted;
     pairs.sort((x, y) => x.taskId.localeCompare(y.taskId) || x.seed - y.seed);
     const comparison = compare(pairs, e.bootstrap);
     const gates = checkGates(comparison, 'reward', config.deploy.gates);

@@ -55,24 +55,3 @@ export function itemDetail(item: ReplayItem, agent: string, s: ScoredItem, b: Re
     judge_tokens: s.judgeTokens,
   };
 }
-
-/** Runs fn over 0..n-1, `width` at a time, until done or the signal aborts; true when it was cancelled. */
-export async function pool(
-  n: number,
-  width: number,
-  fn: (i: number) => Promise<void>,
-  signal: AbortSignal,
-): Promise<boolean> {
-  let next = 0;
-  const worker = async () => {
-    while (next < n && !signal.aborted) {
-      try {
-        await fn(next++);
-      } catch (err) {
-        if (!signal.aborted) throw err;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(width, n)) }, worker));
-  return signal.aborted;
-}

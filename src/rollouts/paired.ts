@@ -1,6 +1,7 @@
 import type { EvalResult } from '../store/index.js';
 import { ResourceSetRepository } from '../store/resource-sets.js';
 import type { Task } from '../tasks/types.js';
+import { pool } from '../util/pool.js';
 import { measure, type MeasureContext } from './measure.js';
 import type { TeamSetup } from './team.js';
 
@@ -58,28 +59,23 @@ export async function runPairs(input: PairedRunInput): Promise<PairedResults> {
     }),
   );
   const results: PairedResults = { baseline: [], candidate: [], measured: 0, reused: 0, cancelled: false };
-  let next = 0;
   let done = 0;
-  const worker = async () => {
-    while (next < jobs.length && !input.signal.aborted) {
-      const job = jobs[next++]!;
-      const m = await measure(input, job.setup, job.task, job.hash, job.seed, { metadata: { eval_side: job.side } });
-      if (!('result' in m)) continue;
-      const { result } = m;
-      if (m.reused) results.reused++;
-      else results.measured++;
-      results[job.side].push(result);
-      if (same) results.candidate.push(result);
-      input.onProgress?.({
-        done: ++done,
-        total: jobs.length,
-        measured: results.measured,
-        reused: results.reused,
-        last: { side: job.side, taskId: job.task.id, reward: result.reward },
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(input.concurrency, jobs.length) }, worker));
+  await pool(jobs, input.concurrency, input.signal, async (job) => {
+    const m = await measure(input, job.setup, job.task, job.hash, job.seed, { metadata: { eval_side: job.side } });
+    if (!('result' in m)) return;
+    const { result } = m;
+    if (m.reused) results.reused++;
+    else results.measured++;
+    results[job.side].push(result);
+    if (same) results.candidate.push(result);
+    input.onProgress?.({
+      done: ++done,
+      total: jobs.length,
+      measured: results.measured,
+      reused: results.reused,
+      last: { side: job.side, taskId: job.task.id, reward: result.reward },
+    });
+  });
   results.cancelled = input.signal.aborted;
   return results;
 }

@@ -43,7 +43,7 @@ function buildWorkflowTools(labels: string[], canAnswer: boolean): ToolSpec[] {
       description: 'Give a new or improved complete answer to the original message.',
       parameters: {
         type: 'object',
-        properties: { content: { type: 'string', description: 'the complete answer' } },
+        properties: { content: { type: 'string', minLength: 1, description: 'the complete answer' } },
         required: ['content'],
       },
     },

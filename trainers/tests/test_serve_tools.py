@@ -152,6 +152,18 @@ def test_calls_are_parsed_out_of_the_text():
 
 
 CALL = '<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "r"}}\n</tool_call>'
+QUOTING = (
+    '<tool_call>\n{"name": "vote", "arguments": {"agent_id": "agent1", "reason": "a \\" </tool_call>"}}\n</tool_call>'
+)
+
+
+def test_a_close_tag_inside_a_string_does_not_end_the_call():
+    """An answer may quote `</tool_call>` (the grammar allows it inside a JSON string): the call ends at the tag
+    after its JSON."""
+    content, calls = parse_calls("Hi " + QUOTING + " bye", TOOLS)
+    assert content == "Hi  bye" and [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("vote", {"agent_id": "agent1", "reason": 'a " </tool_call>'})
+    ]
 
 
 def test_a_call_cut_off_in_its_open_tag_is_not_content():
@@ -247,6 +259,8 @@ def test_tool_stream_splits_content_and_call_deltas():
         "Hi " + CALL[:-40],
         CALL + "\n" + CALL[:30],
         "Hi " + CALL[:24],
+        QUOTING + "\n" + CALL,
+        QUOTING[:-30],
     ],
     ids=[
         "two calls",
@@ -260,6 +274,8 @@ def test_tool_stream_splits_content_and_call_deltas():
         "cut in its arguments",
         "a second cut in its arguments",
         "cut in its name",
+        "a call quoting the close tag",
+        "cut after quoting the close tag",
     ],
 )
 def test_a_streamed_reply_has_the_content_and_calls_of_the_same_text_unstreamed(text: str):

@@ -10,7 +10,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .tool_calls import CALL_CLOSE, CALL_OPEN, arguments_part, arguments_so_far, complete_name, open_tag_start
+from .tool_calls import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    arguments_part,
+    arguments_so_far,
+    close_at,
+    complete_name,
+    open_tag_start,
+)
 
 Decode = Callable[[Sequence[int]], str]
 
@@ -97,7 +105,7 @@ class ToolStream:
                 content += self._content(self.buffer[:at], False)
                 self.buffer = self.buffer[at + len(CALL_OPEN) :]
                 self.in_call, self.opened, self.sent_args = True, True, -1
-            end = self.buffer.find(CALL_CLOSE)
+            end = close_at(self.buffer)
             body = self.buffer if end < 0 else self.buffer[:end]
             deltas += self._call_deltas(body, complete=end >= 0 or final)
             if end < 0:

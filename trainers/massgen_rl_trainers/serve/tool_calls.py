@@ -25,7 +25,6 @@ _DECODER = json.JSONDecoder()
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"
 MAX_PARALLEL_CALLS = 16
-_CALL_RE = re.compile(re.escape(CALL_OPEN) + r"\s*(.*?)\s*(?:" + re.escape(CALL_CLOSE) + r"|$)", re.S)
 
 
 @dataclass(frozen=True)
@@ -132,15 +131,16 @@ def parse_calls(text: str, tools: list[Tool], cut: bool = False) -> tuple[str | 
     calls: list[ParsedCall] = []
     content: list[str] = []
     last = 0
-    for match in _CALL_RE.finditer(text):
-        call = _call_of(match.group(1), names)
+    for start, body, end in _blocks(text):
+        call = _call_of(body.strip(), names)
         if call is None:
             continue
-        content.append(text[last : match.start()])
+        content.append(text[last:start])
         calls.append(call)
-        last = match.end()
+        last = end
     rest = text[last:]
-    begun = rest.find(CALL_OPEN) if cut and CALL_OPEN in rest and CALL_CLOSE not in rest else -1
+    begun = rest.find(CALL_OPEN) if cut else -1
+    begun = begun if begun >= 0 and close_at(rest[begun + len(CALL_OPEN) :]) < 0 else -1
     if begun >= 0:
         content.append(rest[:begun])
         calls += _cut_call(rest[begun + len(CALL_OPEN) :], names)
@@ -150,9 +150,41 @@ def parse_calls(text: str, tools: list[Tool], cut: bool = False) -> tuple[str | 
     return (joined or None) if calls or begun >= 0 else text, calls
 
 
+def _blocks(text: str) -> list[tuple[int, str, int]]:
+    """Each `<tool_call>` block: (start, body, end), a block left open running to the end of the text."""
+    out = []
+    at = text.find(CALL_OPEN)
+    while at >= 0:
+        begin = at + len(CALL_OPEN)
+        close = close_at(text[begin:])
+        end = len(text) if close < 0 else begin + close + len(CALL_CLOSE)
+        out.append((at, text[begin : begin + close] if close >= 0 else text[begin:], end))
+        at = text.find(CALL_OPEN, end)
+    return out
+
+
+def close_at(body: str) -> int:
+    """Where `</tool_call>` ends a call's body: the first one outside a JSON string (an answer may quote the tag),
+    or -1."""
+    in_string = escaped = False
+    for i, ch in enumerate(body):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "<" and body.startswith(CALL_CLOSE, i):
+            return i
+    return -1
+
+
 def _without_cut_call(rest: str) -> str:
     """The text after the last call, less a further call cut off by max_tokens (in its open tag or after)."""
-    if CALL_OPEN in rest and CALL_CLOSE not in rest[rest.index(CALL_OPEN) :]:
+    if CALL_OPEN in rest and close_at(rest[rest.index(CALL_OPEN) + len(CALL_OPEN) :]) < 0:
         return rest[: rest.index(CALL_OPEN)]
     return rest[: len(rest) - open_tag_start(rest)]
 

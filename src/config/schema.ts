@@ -115,7 +115,7 @@ const localServer = z.strictObject({
     .default('auto')
     .describe('auto: vLLM on a CUDA GPU when installed, else llama.cpp on the CPU when installed, else transformers'),
   max_batch_size: count(1024)
-    .default(8)
+    .default(16)
     .describe('most sequences generated at once (llama.cpp: running together; transformers: per batch)'),
   startup_timeout_s: posInt.max(DAY_S, `at most ${DAY_S} s (1 day)`).default(180),
 });
@@ -587,6 +587,12 @@ const train = z.strictObject({
   venv: z.string().optional().describe('trainer virtualenv (default: the shared cache dir)'),
   deepspeed: z.string().optional(),
   fsdp: z.string().optional(),
+  bf16: z
+    .union([z.literal('auto'), z.boolean()])
+    .default('auto')
+    .describe(
+      'bf16 mixed precision (float32 master weights): auto uses it on a CUDA GPU with bf16 and on a CPU that computes bf16 natively (AVX512-BF16 or AMX), about 1.5× faster there; false: float32 throughout',
+    ),
   sft: trainerSection(selection.sft),
   grpo: trainerSection(selection.grpo),
   dpo: trainerSection(selection.dpo),
@@ -611,7 +617,11 @@ const evaluation = z.strictObject({
   seeds: count(100)
     .default(1)
     .describe('sampling seeds per task: baseline and candidate run on the same tasks and seeds'),
-  concurrency: count(MAX_CONCURRENCY).optional().describe('orchestrations at a time (default collect.concurrency)'),
+  concurrency: count(MAX_CONCURRENCY)
+    .optional()
+    .describe(
+      "orchestrations at a time (default: enough to keep each model server's batch full, max_batch_size / agents, and at least collect.concurrency)",
+    ),
   metric: z
     .enum(['mean_reward', 'success_rate'])
     .default('mean_reward')

@@ -2,6 +2,7 @@ import { UserError } from '../errors.js';
 import { compare, primaryMetric, type Pair } from '../evaluation/compare.js';
 import { checkGates, gatesPass } from '../evaluation/gates.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
+import { batchFilling } from '../rollouts/batch-fill.js';
 import { runPairs } from '../rollouts/paired.js';
 import { onePerDecision, checkTeamInputs, setupTeam } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -74,7 +75,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
       tasks: hashed,
       seeds,
       settingsHash: settings,
-      concurrency: opts.concurrency ?? e.concurrency ?? config.collect.concurrency,
+      concurrency: opts.concurrency ?? e.concurrency ?? batchFilling(config, config.collect.concurrency),
       signal,
       onProgress: opts.onProgress,
     });

@@ -14,7 +14,8 @@ export interface RunKeys {
   dataset_path: string;
   lora: { r: number; alpha: number; dropout: number; target_modules: string | string[] } | null;
   use_cpu: boolean;
-  bf16: false | null;
+  /** null: the trainer decides (bf16 where the device computes it natively). */
+  bf16: boolean | null;
   resume_from_checkpoint: string | null;
   deepspeed: string | null;
   fsdp: string | null;
@@ -50,7 +51,7 @@ export function trainerConfig(algo: Algo, input: TrainerConfigInput): TrainerCon
     dataset_path: input.datasetPath,
     lora: enabled ? lora : null,
     use_cpu: input.cpu,
-    bf16: input.cpu ? false : null,
+    bf16: t.bf16 === 'auto' ? null : t.bf16,
     resume_from_checkpoint: null,
     deepspeed: file(t.deepspeed),
     fsdp: t.fsdp ?? null,

@@ -220,6 +220,10 @@ describe('the trainer config train writes', () => {
     });
     expect(needsRewardBridge(trainerConfig('grpo', { ...input, settings: { mode: 'online' } }))).toBe(true);
     expect(needsRewardBridge(trainerConfig('grpo', { ...input, settings: { mode: 'offline' } }))).toBe(false);
+    // train.bf16: auto leaves it to the trainer (bf16 where the device computes it natively); a boolean is kept
+    expect(sft.bf16).toBeNull();
+    const fp32 = trainerConfig('sft', { ...input, train: { ...config.train, bf16: false }, settings: {} });
+    expect(fp32.bf16).toBe(false);
   });
 });
 

@@ -180,3 +180,31 @@ def test_grpo_vllm_checks(tmp_path, values, needle):
     )
     with pytest.raises(UsageError, match=needle):
         parse_train_args(GRPOArgs, ["--config", str(config)])
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_unset_on_cpu_follows_the_cpus_bf16_instructions(tmp_path, monkeypatch, native):
+    import torch
+
+    from massgen_rl_trainers.train.settings import device_flags
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    unset = parse_train_args(SFTArgs, ["--config", str(_base_config(tmp_path, use_cpu=True, bf16=None))])
+    assert device_flags(unset) == (True, native)
+    off = parse_train_args(SFTArgs, ["--config", str(_base_config(tmp_path, use_cpu=True, bf16=False))])
+    assert device_flags(off) == (True, False)
+
+
+def test_sft_rows_are_cut_to_max_length_and_a_row_left_nothing_to_learn_is_dropped():
+    from datasets import Dataset
+
+    from massgen_rl_trainers.train.sft import truncated
+
+    rows = [
+        {"input_ids": [1, 2, 3, 4, 5], "labels": [-100, -100, 3, 4, 5]},
+        {"input_ids": [1, 2, 3, 4, 5], "labels": [-100, -100, -100, -100, 5]},  # its completion is past the cut
+        {"input_ids": [1, 2], "labels": [-100, 2]},
+    ]
+    out = truncated(Dataset.from_list(rows), 3)
+    assert out["input_ids"] == [[1, 2, 3], [1, 2]] and out["labels"] == [[-100, -100, 3], [-100, 2]]

@@ -153,8 +153,10 @@ def load_llama_engine(
 
     from .llama_context import LlamaContext
 
-    if not kv_tokens:  # automatic: per sequence, at least 2048 cells each
-        kv_tokens = DEFAULT_KV_TOKENS if shared_kv else max(DEFAULT_KV_TOKENS, 2048 * max_seqs)
+    if not kv_tokens:  # automatic, per sequence: 4096 cells each up to 16 (a MassGen prompt is ~3,400), 2048 above
+        kv_tokens = (
+            DEFAULT_KV_TOKENS if shared_kv else max(DEFAULT_KV_TOKENS, 4096 * min(max_seqs, 16), 2048 * max_seqs)
+        )
     if not shared_kv and kv_tokens // max_seqs < 256:
         raise ScriptError(
             f"--kv-cache-tokens {kv_tokens} leaves each of the {max_seqs} sequences {kv_tokens // max_seqs} "

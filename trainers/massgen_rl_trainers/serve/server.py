@@ -76,7 +76,7 @@ class ServeArgs:
     kv_cache_tokens: int = field(
         default=0,
         metadata={
-            "help": "llama.cpp only: KV cache cells in all (0: 32768, or 2048 per sequence when --max-batch-size is above 16 and the layout is per-sequence)."
+            "help": "llama.cpp only: KV cache cells in all (0: 32768, or per sequence 4096 cells each up to 16 sequences and 2048 each above, when the layout is per-sequence)."
         },
     )
     kv_cache_layout: str = field(

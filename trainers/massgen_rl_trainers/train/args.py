@@ -38,7 +38,10 @@ class TrainArgs:
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Micro-batches per optimizer step."})
     seed: int = field(default=42, metadata={"help": "Random seed (data order, LoRA init, sampling)."})
     use_cpu: bool | None = field(default=None, metadata={"help": "Train on CPU; null: CPU only when CUDA is absent."})
-    bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; null: on CUDA with bf16 support."})
+    bf16: bool | None = field(
+        default=None,
+        metadata={"help": "bf16 mixed precision; null: on CUDA with bf16 support or a CPU with bf16 instructions."},
+    )
     save_steps: int = field(default=50, metadata={"help": "Save checkpoint-<step>/ every N steps; 0: only on stop."})
     logging_steps: int = field(default=1, metadata={"help": "Emit a step event every N optimizer steps."})
     resume_from_checkpoint: str | None = field(

@@ -13,10 +13,11 @@ const flag = (name) => {
 };
 const [dist, root, resultFile] = [flag('dist'), flag('root'), flag('result')];
 const load = (m) => import(pathToFileURL(path.join(dist, m)).href);
-const [{ loadConfig }, { runCycle }, { withRuntime }] = await Promise.all([
+const [{ loadConfig }, { runCycle }, { withRuntime }, { openStore }] = await Promise.all([
   load('config/load.js'),
   load('pipeline/loop.js'),
   load('runtime/runtime.js'),
+  load('runtime/store.js'),
 ]);
 
 const t0 = performance.now();
@@ -28,8 +29,24 @@ const result = {
   status: r.status,
   outcome: r.outcome,
   stages: r.stages,
+  suites: suiteResults(r.stages.eval?.eval_run_id),
   wallSeconds: (performance.now() - t0) / 1000,
   // this process and every descendant still running or reaped (servers stopped by then are reaped)
   cpuSeconds: cpuSeconds() - c0,
 };
 fs.writeFileSync(resultFile, JSON.stringify(result));
+
+/** The evaluation's success per suite (category): baseline, candidate and the difference with its 95 % CI. */
+function suiteResults(evalRunId) {
+  if (!evalRunId) return null;
+  const store = openStore(loadConfig({ cwd: root }));
+  try {
+    const comparison = store.evaluations.run(evalRunId)?.summary?.comparison;
+    return (comparison?.categories ?? []).map(({ category, pairs, metrics }) => {
+      const m = metrics.find((x) => x.metric === 'success');
+      return { category, pairs, baseline: m?.baseline ?? null, candidate: m?.candidate ?? null, diff: m?.diff ?? null };
+    });
+  } finally {
+    store.close();
+  }
+}

@@ -63,10 +63,16 @@ export function cycleTable(results) {
     const line = (c) => c.map((x, i) => (i ? x.padStart(width[i]) : x.padEnd(width[i]))).join('  ');
     lines.push(line(COLUMNS.map(([head]) => head)), ...cells.map(line));
   }
+  lines.push('', ...evalLines(results));
+  for (const c of compareBuilds(results)) {
+    const stages = Object.entries(c.stageWallRatio).map(([st, r]) => `${st} ${r}×`);
+    lines.push(`build ${c.build} / build 1: cycle wall ${c.wallRatio}×, CPU ${c.cpuRatio}×; ${stages.join(', ')}`);
+  }
   return lines.join('\n');
 }
 
-/** run-bench's summary lines: the first build's first cycle per stage, and the raw decode ceiling. */
+/** run-bench's summary lines: the first build's first cycle per stage, the raw decode ceiling, and with several
+ * builds each later build against the first (the issue's target: the whole cycle at most 0.5× the wall time). */
 export function headlines(results) {
   const first = results.table[0];
   const out = [headline('raw llama.cpp decode, 16 sequences', results.rawDecode.tokens_per_s, 'tokens/s')];
@@ -74,5 +80,49 @@ export function headlines(results) {
     out.push(headline(`${row.stage}: wall`, row.wallS ?? NaN, 's'));
     if (row.tokensPerS !== null) out.push(headline(`${row.stage}: generation`, row.tokensPerS, 'tokens/s'));
   }
+  for (const c of compareBuilds(results)) {
+    out.push(headline(`build ${c.build} / build 1: cycle wall`, c.wallRatio, '×', 0.5));
+    out.push(headline(`build ${c.build} / build 1: cycle CPU`, c.cpuRatio, '×'));
+    for (const [stage, ratio] of Object.entries(c.stageWallRatio)) out.push(headline(`… ${stage} wall`, ratio, '×'));
+  }
   return out;
+}
+
+const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+
+/** Each build after the first against the first, over the rounds: mean cycle wall and CPU, each stage's wall, the
+ * evaluation's success (baseline, candidate, difference with its CI) per run, as ratios side by side. */
+export function compareBuilds(results) {
+  const of = (build) => results.runs.filter((r) => r.build === build);
+  const stageWall = (runs, stage) => mean(runs.map((r) => r.stages[stage]?.profile?.wall_ms ?? NaN));
+  const [base, ...others] = results.builds;
+  const baseRuns = of(base);
+  return others.map((build) => {
+    const runs = of(build);
+    const ratio = (f) => roundTo(mean(runs.map(f)) / mean(baseRuns.map(f)), 3);
+    const stageWallRatio = Object.fromEntries(
+      ['collect', 'train', 'eval'].map((st) => [st, roundTo(stageWall(runs, st) / stageWall(baseRuns, st), 3)]),
+    );
+    return {
+      build: results.builds.indexOf(build) + 1,
+      wallRatio: ratio((r) => r.wallSeconds),
+      cpuRatio: ratio((r) => r.cpuSeconds),
+      stageWallRatio,
+    };
+  });
+}
+
+/** Every run's evaluation, overall and per suite: success of baseline and candidate, the difference and its CI. */
+export function evalLines(results) {
+  const pct = (x) => (typeof x === 'number' ? (100 * x).toFixed(1) : '—');
+  const ci = (d) => (d ? `${pct(d.mean)} (${pct(d.low)} … ${pct(d.high)})` : '—');
+  return results.runs.flatMap((run) => {
+    const ev = run.stages.eval;
+    if (!ev?.diff) return [];
+    const head = `round ${run.round}, build ${results.builds.indexOf(run.build) + 1}: success ${pct(ev.baseline)} % → ${pct(ev.candidate)} %, ${ci(ev.diff)} points`;
+    const suites = (run.suites ?? []).map(
+      (s) => `  ${s.category} (${s.pairs}): ${pct(s.baseline)} % → ${pct(s.candidate)} %, ${ci(s.diff)}`,
+    );
+    return [head, ...suites];
+  });
 }

@@ -16,15 +16,16 @@ const step = (args) => {
   if (code !== 0) process.exit(code);
 };
 
-// A demo-sized cycle on CPU: 3 tasks to learn from (the example gate lowered to match), a DPO run of 4
-// steps, 3 eval tasks. A real deployment sets these in massgen-rl.yaml (collect.n, loop.*, eval.n).
+// The quickstart's size, set here only: the embedded defaults and their recipe (rejection-sampling SFT) on the four
+// built-in suites at 60 tasks each, 30 % held out for the evaluation: 126 orchestrations to learn from and 114 to
+// evaluate on, enough for the gates to see a real gain (README, "What to expect"). A project's own massgen-rl.yaml
+// sets these under tasks.
+const SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'];
+const TASKS_PER_SUITE = 60;
+const EVAL_FRACTION = 0.3;
 const demo = [
-  'loop.collect_n=3',
-  'train.algo=dpo',
-  'train.dpo.max_steps=4',
-  'train.gates.min_examples=1',
-  'train.gates.min_clean_share=0',
-  'eval.n=3',
+  `tasks.sources=${JSON.stringify(SUITES.map((suite) => ({ suite, n: TASKS_PER_SUITE })))}`,
+  `tasks.split.eval_fraction=${EVAL_FRACTION}`,
 ].flatMap((kv) => ['--set', kv]);
 
 if (!fs.existsSync(path.resolve(process.env.MASSGEN_RL_CONFIG ?? 'massgen-rl.yaml'))) step(['init', '--yes']);

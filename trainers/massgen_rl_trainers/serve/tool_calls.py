@@ -163,22 +163,18 @@ def _blocks(text: str) -> list[tuple[int, str, int]]:
     return out
 
 
+# a whole JSON string (skipped), the close tag, or a quote that opens a string not closed yet
+_CLOSE_SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|' + re.escape(CALL_CLOSE) + '|"', re.S)
+
+
 def close_at(body: str) -> int:
     """Where `</tool_call>` ends a call's body: the first one outside a JSON string (an answer may quote the tag),
-    or -1."""
-    in_string = escaped = False
-    for i, ch in enumerate(body):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "<" and body.startswith(CALL_CLOSE, i):
-            return i
+    or -1. Scanned by the regex engine: a stream calls it on the growing body at every token."""
+    for match in _CLOSE_SCAN.finditer(body):
+        if match.group() == CALL_CLOSE:
+            return match.start()
+        if match.group() == '"':  # a string still open: what follows is inside it
+            return -1
     return -1
 
 

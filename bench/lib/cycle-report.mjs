@@ -90,8 +90,8 @@ export function headlines(results) {
 
 const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
-/** Each build after the first against the first, over the rounds: mean cycle wall and CPU, each stage's wall, the
- * evaluation's success (baseline, candidate, difference with its CI) per run, as ratios side by side. */
+/** Each build after the first against the first, over the rounds: the ratios of the mean cycle wall and CPU and of
+ * each stage's mean wall. */
 export function compareBuilds(results) {
   const of = (build) => results.runs.filter((r) => r.build === build);
   const stageWall = (runs, stage) => mean(runs.map((r) => r.stages[stage]?.profile?.wall_ms ?? NaN));

@@ -48,7 +48,10 @@ function buildWorkflowTools(labels: string[], canAnswer: boolean): ToolSpec[] {
       },
     },
   };
-  return canAnswer ? [answer, vote] : [vote];
+  // With nothing to vote for yet only new_answer is offered: a grammar-constrained small model otherwise votes
+  // in round 1 and every try ends as vote_before_answer.
+  if (!canAnswer) return [vote];
+  return labels.length ? [answer, vote] : [answer];
 }
 
 export function toolSpecs(tools: ToolDefinition[]): ToolSpec[] {

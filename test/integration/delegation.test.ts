@@ -147,7 +147,7 @@ describe('delegation (scripted OpenAI-compatible server)', () => {
       );
   });
 
-  it('native mode, team shape: a function tool beside new_answer and vote; every agent joins the child team', async () => {
+  it('native mode, team shape: a function tool beside the workflow tools; every agent joins the child team', async () => {
     const script: Script = (req) => {
       const child = taskOf(req) === SUB;
       if (isPresentation(req)) return { content: child ? 'It is 42' : 'Final answer: 42' };
@@ -167,7 +167,7 @@ describe('delegation (scripted OpenAI-compatible server)', () => {
     const { result, sink, server } = run;
     expect(result).toMatchObject({ status: 'completed', winner: 'a', finalAnswer: 'Final answer: 42' });
     const parent = server.requests.filter((r) => taskOf(r) === 'What is 6 x 7?' && !isPresentation(r));
-    expect(toolNames(parent[0]!)).toEqual(['new_answer', 'vote', 'delegate']);
+    expect(toolNames(parent[0]!)).toEqual(['new_answer', 'delegate']); // no answer yet: nothing to vote for
     const childRequests = server.requests.filter((r) => taskOf(r) === SUB && !isPresentation(r));
     expect(new Set(childRequests.map((r) => r.model))).toEqual(new Set(['a', 'b']));
     for (const r of childRequests) expect(toolNames(r)).not.toContain('delegate');
@@ -235,7 +235,7 @@ describe('delegation (scripted OpenAI-compatible server)', () => {
     const byTask = (t: string) => server.requests.filter((r) => taskOf(r) === t && !isPresentation(r));
     expect(toolNames(byTask('What is 6 x 7?')[0]!)).toContain('delegate');
     expect(toolNames(byTask(SUB)[0]!)).toContain('delegate');
-    expect(toolNames(byTask(SUB2)[0]!)).toEqual(['new_answer', 'vote']);
+    expect(toolNames(byTask(SUB2)[0]!)).toEqual(['new_answer']); // no delegate at max_depth, no vote yet
 
     const delegates = sink.named('delegate', 'coordination');
     expect(delegates.map((s) => payloadOf<DelegatePayload>(s).child_depth)).toEqual([1, 2]);

@@ -393,7 +393,10 @@ describe('orchestrator (scripted OpenAI-compatible server)', () => {
     };
     const { result, sink, server: s } = await run(script, { native: true });
     expect(result.winner).toBe('a');
-    expect(s.requests[0]!.tools!.map((t) => t.function.name)).toEqual(['new_answer', 'vote']);
+    // nothing to vote for in the first requests: only new_answer is offered; once an answer exists, both
+    const offered = s.requests.filter((r) => !isPresentation(r)).map((r) => r.tools!.map((t) => t.function.name));
+    expect(offered[0]).toEqual(['new_answer']);
+    expect(offered).toContainEqual(['new_answer', 'vote']);
     expect(calls).toEqual([]);
     const { result: r2, sink: sink2 } = await run(script, { native: true, tools: calculator });
     expect(calls).toEqual(['calculator:{"expression":"6*7"}']);

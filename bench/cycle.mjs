@@ -52,7 +52,7 @@ const yaml = [
   `  split: { eval_fraction: ${sz.evalFraction} }`,
   'rewards: { weights: { exact: 1, numeric: 1 } }',
   `collect: { split: train, concurrency: 2, samples_per_turn: ${sz.samples} }`,
-  `train: { algo: sft, sft: { select: verified, max_per_task: 4 }, epochs: ${sz.epochs}, learning_rate: 0.0002, batch_size: 4, seed: 1, gates: { min_examples: 1, min_categories: 1, min_clean_share: 0 } }`,
+  `train: { algo: sft, sft: { select: verified, max_per_task: 4, num_train_epochs: ${sz.epochs}, learning_rate: 0.0002, per_device_train_batch_size: 4, seed: 1 }, gates: { min_examples: 1, min_categories: 1, min_clean_share: 0 } }`,
   'eval: { split: eval, seeds: 1, metric: success_rate, report: false }',
   'loop: { steps: [collect, review, train, eval, deploy], min_new_traces: 1 }',
 ].join('\n');

@@ -43,11 +43,19 @@ const DIFFICULTY = process.env.EFFICACY_DIFFICULTY === undefined ? null : Number
 
 // Each recipe: its train keys and the loop's stages after collect.
 const RECIPE = {
-  rft: { train: 'algo: sft, sft: { select: verified, max_per_task: 4 }', steps: ['train', 'eval'] },
-  dpo: { train: 'algo: dpo, dpo: { pairs: correctness }', steps: ['train', 'eval'] },
-  grpo: { train: 'algo: grpo, grpo: { mode: offline }', steps: ['train', 'eval'] },
-  apo: { train: 'algo: sft', steps: ['prompt_opt', 'eval'] },
+  rft: { algo: 'sft', keys: 'select: verified, max_per_task: 4', steps: ['train', 'eval'] },
+  dpo: { algo: 'dpo', keys: 'pairs: correctness', steps: ['train', 'eval'] },
+  grpo: { algo: 'grpo', keys: 'mode: offline', steps: ['train', 'eval'] },
+  apo: { algo: 'sft', keys: '', steps: ['prompt_opt', 'eval'] },
 };
+
+/** The recipe's train keys, with the trainer's settings in its algo's section under the trainer's names. */
+function trainKeys(recipe) {
+  const { algo, keys } = RECIPE[recipe];
+  const settings = `num_train_epochs: ${sz.epochs}, learning_rate: 0.0002, per_device_train_batch_size: 4, seed: 1`;
+  const gates = 'gates: { min_examples: 1, min_categories: 1, min_clean_share: 0 }';
+  return `train: { algo: ${algo}, ${algo}: { ${keys ? `${keys}, ` : ''}${settings} }, ${gates} }`;
+}
 
 function yaml(recipe, steps) {
   // No `agents`: the embedded default team, as a new user runs it.
@@ -57,7 +65,7 @@ function yaml(recipe, steps) {
     `  split: { eval_fraction: ${sz.evalFraction} }`,
     'rewards: { weights: { exact: 1, numeric: 1 } }',
     `collect: { split: train, concurrency: ${CONCURRENCY}, samples_per_turn: ${sz.samples} }`,
-    `train: { ${RECIPE[recipe].train}, epochs: ${sz.epochs}, learning_rate: 0.0002, batch_size: 4, seed: 1, gates: { min_examples: 1, min_categories: 1, min_clean_share: 0 } }`,
+    trainKeys(recipe),
     'eval: { split: eval, seeds: 1, metric: success_rate, report: false }',
     `loop: { steps: [${steps.join(', ')}], min_new_traces: 1 }`,
   ].join('\n');

@@ -1,8 +1,14 @@
-import { remoteUrls } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import { modelWeightIds } from '../resources/sets.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { ensureAdapter, loraCall, loraName, servedAdapterName, type VllmTarget } from '../serving/vllm-lora.js';
+import {
+  adapterTargets,
+  ensureAdapter,
+  loraCall,
+  loraName,
+  servedAdapterName,
+  type VllmTarget,
+} from '../serving/vllm-lora.js';
 import type { ResourceSet } from '../store/index.js';
 import type { ArmView } from './arms.js';
 import type { Backend } from './backends.js';
@@ -97,9 +103,7 @@ export class CanaryModels {
       targets = backend.baseUrls.map((baseUrl) => ({ baseUrl }));
     } else {
       lora = servedAdapterName(backend.name, m, w);
-      targets = m.lora?.load_adapters
-        ? remoteUrls(m).map((baseUrl) => ({ baseUrl, apiKey: rt.apiKey(backend.name) }))
-        : [];
+      targets = adapterTargets(m, rt.apiKey(backend.name));
     }
     for (const t of targets) {
       const r = await ensureAdapter(t, lora, w.path!);

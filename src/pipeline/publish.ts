@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { remoteUrls } from '../config/schema.js';
 import { errorMessage } from '../errors.js';
 import { POINTER_REFRESH_MS } from '../gateway/arms.js';
 import { PRODUCTION_FILE } from '../resources/production-switch.js';
@@ -8,7 +7,7 @@ import { modelWeightIds } from '../resources/sets.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { liveServers, updateServer, type ServerEntry } from '../serving/registry.js';
 import { swapServedWeights, type SwapCall } from '../serving/swap.js';
-import { ensureAdapter, loraCall, loraName, type LoraCall } from '../serving/vllm-lora.js';
+import { adapterTargets, ensureAdapter, loraCall, loraName, type LoraCall } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet } from '../store/index.js';
 import { checkMassgenTargets, massgenTargets, writeMassgen } from './massgen-export.js';
 
@@ -78,9 +77,8 @@ export async function publish(
   for (const [name, model] of Object.entries(rt.config.models)) {
     if (!model.lora?.load_adapters) continue;
     const [now, before] = [adapterOf(rt, next, name), adapterOf(rt, previous, name)];
-    for (const baseUrl of remoteUrls(model)) {
-      const server = { baseUrl, apiKey: rt.apiKey(name) };
-      const tag = { server: baseUrl, model: name };
+    for (const server of adapterTargets(model, rt.apiKey(name))) {
+      const tag = { server: server.baseUrl, model: name };
       if (now && now.id !== before?.id)
         out.vllm.push({ ...tag, ...(await ensureAdapter(server, loraName(now.name, now.version), now.path!)) });
       if (before && before.id !== now?.id && (!now || out.vllm.at(-1)?.ok)) {

@@ -1,11 +1,10 @@
-import { remoteUrls } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import type { Embedder } from '../llm/embeddings.js';
 import type { LlmClient } from '../llm/types.js';
 import type { TeamAgent } from '../orchestrator/types.js';
 import { checkPromptFiles } from '../resources/prompts.js';
 import type { Judge, Runtime } from '../runtime/runtime.js';
-import { ensureAdapter, servedAdapterName } from '../serving/vllm-lora.js';
+import { adapterTargets, ensureAdapter, servedAdapterName } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet, Store } from '../store/index.js';
 import { toolDefinition } from '../tools/runner.js';
 import { TeamPolicies, type DecisionMode } from './team-policies.js';
@@ -106,12 +105,10 @@ function presenterOf(store: Store, set: ResourceSet): TeamSetup['presenter'] {
 async function remoteAdapter(rt: Runtime, modelName: string, weight: Resource): Promise<string> {
   const model = rt.model(modelName);
   const name = servedAdapterName(modelName, model, weight);
-  if (model.lora!.load_adapters) {
-    // Every replica serves every request's model name, so each loads the adapter.
-    for (const baseUrl of remoteUrls(model)) {
-      const r = await ensureAdapter({ baseUrl, apiKey: rt.apiKey(modelName) }, name, weight.path!);
-      if (!r.ok) throw new UserError(`could not load adapter ${name} on models.${modelName}: ${r.detail}`);
-    }
+  // Every replica serves every request's model name, so each loads the adapter.
+  for (const target of adapterTargets(model, rt.apiKey(modelName))) {
+    const r = await ensureAdapter(target, name, weight.path!);
+    if (!r.ok) throw new UserError(`could not load adapter ${name} on models.${modelName}: ${r.detail}`);
   }
   return name;
 }

@@ -68,6 +68,11 @@ export function servedAdapterName(modelName: string, model: ModelConfig, weight:
   return loraName(weight.name, weight.version);
 }
 
+/** Where a remote model's adapters are loaded by massgen-rl: every replica when models.*.lora.load_adapters, else none. */
+export function adapterTargets(model: ModelConfig, apiKey: string | undefined): VllmTarget[] {
+  return model.lora?.load_adapters ? remoteUrls(model).map((baseUrl) => ({ baseUrl, apiKey })) : [];
+}
+
 /** Loads an adapter unless the server already has it (vLLM answers 400 "already been loaded"). */
 export async function ensureAdapter(target: VllmTarget, name: string, path: string): Promise<LoraCall> {
   const r = await loraCall(target, 'load', name, path);

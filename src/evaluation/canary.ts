@@ -2,6 +2,7 @@ import { wholeTraffic } from '../config/rollout-stages.js';
 import type { RLConfig } from '../config/schema.js';
 import { canary } from '../resources/production.js';
 import type { ResourceSet, Store } from '../store/index.js';
+import { fixed } from '../util/fixed.js';
 import type { GateCheck } from './gates.js';
 import { compareGroups, type UnpairedComparison } from './unpaired.js';
 
@@ -12,8 +13,6 @@ export interface CanaryState {
   comparison: UnpairedComparison;
   gates: GateCheck[];
 }
-
-const fmt = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(3));
 
 /**
  * The running canary against production over the same period (rollouts, collected or captured by the
@@ -49,7 +48,7 @@ export function canaryGates(store: Store, config: RLConfig, production: Resource
       passed: cmp.diff !== null && cmp.diff.mean >= g.min_improvement,
       value: cmp.diff?.mean ?? null,
       threshold: g.min_improvement,
-      detail: `mean reward canary ${fmt(cmp.after)} vs production ${fmt(cmp.before)}: ${fmt(cmp.diff?.mean)} ≥ ${g.min_improvement}`,
+      detail: `mean reward canary ${fixed(cmp.after)} vs production ${fixed(cmp.before)}: ${fixed(cmp.diff?.mean)} ≥ ${g.min_improvement}`,
     },
     ...(g.ci_lower_above_zero
       ? [
@@ -58,7 +57,7 @@ export function canaryGates(store: Store, config: RLConfig, production: Resource
             passed: cmp.diff !== null && cmp.diff.low > 0,
             value: cmp.diff?.low ?? null,
             threshold: 0,
-            detail: `bootstrap CI of the difference [${fmt(cmp.diff?.low)}, ${fmt(cmp.diff?.high)}] lies above 0`,
+            detail: `bootstrap CI of the difference [${fixed(cmp.diff?.low)}, ${fixed(cmp.diff?.high)}] lies above 0`,
           },
         ]
       : []),

@@ -1,4 +1,5 @@
 import type { RLConfig } from '../config/schema.js';
+import { fixed } from '../util/fixed.js';
 import type { Comparison, MetricName } from './compare.js';
 import type { Interval } from './stats.js';
 
@@ -13,8 +14,7 @@ export interface GateCheck {
 
 type Gates = RLConfig['deploy']['gates'];
 
-const fmt = (x: number | null | undefined, digits = 4) =>
-  x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(digits);
+const fmt = (x: number | null | undefined, digits = 4) => fixed(x, digits);
 
 /** The deploy gates of config, held against an evaluation's comparison on its primary metric. */
 export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): GateCheck[] {

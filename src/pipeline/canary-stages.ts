@@ -3,6 +3,7 @@ import type { RLConfig } from '../config/schema.js';
 import type { CanaryState } from '../evaluation/canary.js';
 import type { UnpairedComparison } from '../evaluation/unpaired.js';
 import type { ResourceSet, Store } from '../store/index.js';
+import { fixed } from '../util/fixed.js';
 
 /** Where a canary stands in deploy.rollout: its 1-based stage, of how many (null without deploy.rollout). */
 export function stageInfo(config: RLConfig, fraction: number): { stage: number; of: number } | null {
@@ -16,18 +17,25 @@ export function nextShare(config: RLConfig, fraction: number): number | null {
   return stages ? nextStage(stages, fraction) : null;
 }
 
-const fmt = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(3));
-
 /**
- * Why the canary is to be rolled back: its mean reward fell below production's by more than
- * deploy.watch.max_drop, and a one-sided permutation test finds the drop significant at deploy.watch.alpha.
+ * deploy.watch's test of `after` against `before`: the drop in mean reward is past max_drop and a one-sided
+ * permutation test finds it significant at alpha. Null when a side has no rewards.
  */
-export function significantDrop(config: RLConfig, cmp: UnpairedComparison): string | undefined {
+export function rewardDrop(config: RLConfig, cmp: UnpairedComparison): { significant: boolean; text: string } | null {
   const w = config.deploy.watch;
-  if (cmp.before === null || cmp.after === null) return undefined;
+  if (cmp.before === null || cmp.after === null) return null;
   const drop = cmp.before - cmp.after;
-  if (!(drop > w.max_drop && (cmp.pLower ?? 1) < w.alpha)) return undefined;
-  return `mean reward canary ${fmt(cmp.after)} (${cmp.n.after} rollouts) vs production ${fmt(cmp.before)} (${cmp.n.before}): drop ${fmt(drop)} (limit ${w.max_drop}), one-sided p ${fmt(cmp.pLower)} (alpha ${w.alpha})`;
+  return {
+    significant: drop > w.max_drop && (cmp.pLower ?? 1) < w.alpha,
+    text: `drop ${fixed(drop)} (limit ${w.max_drop}), one-sided p ${fixed(cmp.pLower)} (alpha ${w.alpha})`,
+  };
+}
+
+/** Why the canary is to be rolled back: its mean reward fell significantly below production's (rewardDrop). */
+export function significantDrop(config: RLConfig, cmp: UnpairedComparison): string | undefined {
+  const drop = rewardDrop(config, cmp);
+  if (!drop?.significant) return undefined;
+  return `mean reward canary ${fixed(cmp.after)} (${cmp.n.after} rollouts) vs production ${fixed(cmp.before)} (${cmp.n.before}): ${drop.text}`;
 }
 
 /** Moves the canary to the share `to` (its stage starts now: rollouts count again), with a `canary-advance` record. */

@@ -2,7 +2,8 @@ import { canaryGates } from '../evaluation/canary.js';
 import { gatesPass } from '../evaluation/gates.js';
 import { compareGroups, type UnpairedComparison } from '../evaluation/unpaired.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { advanceCanary, nextShare, rollbackCanary, significantDrop, stageInfo } from './canary-stages.js';
+import { fixed } from '../util/fixed.js';
+import { advanceCanary, nextShare, rewardDrop, rollbackCanary, significantDrop, stageInfo } from './canary-stages.js';
 import { promote, rollback } from './deploy.js';
 
 export interface CanaryReview {
@@ -138,11 +139,11 @@ async function watch(rt: Runtime): Promise<WatchReview | null> {
     needed: w.min_rollouts,
     comparison: cmp,
   };
-  if (after.length < w.min_rollouts || cmp.before === null || cmp.after === null)
+  const drop = rewardDrop(rt.config, cmp);
+  if (after.length < w.min_rollouts || !drop)
     return { ...base, verdict: 'waiting', detail: `${after.length} of ${w.min_rollouts} rollouts since the deploy` };
-  const drop = cmp.before - cmp.after;
-  const detail = `mean reward ${fmt(cmp.before)} before the deploy (${cmp.n.before} rollouts) → ${fmt(cmp.after)} after (${cmp.n.after}); drop ${fmt(drop)} (limit ${w.max_drop}), one-sided p ${fmt(cmp.pLower)} (alpha ${w.alpha})`;
-  if (drop > w.max_drop && (cmp.pLower ?? 1) < w.alpha) {
+  const detail = `mean reward ${fixed(cmp.before)} before the deploy (${cmp.n.before} rollouts) → ${fixed(cmp.after)} after (${cmp.n.after}); ${drop.text}`;
+  if (drop.significant) {
     await rollback(rt, {
       trigger: 'watch',
       to: `set:${store.sets.get(deployed.beforeSet)!.version}`,
@@ -153,5 +154,3 @@ async function watch(rt: Runtime): Promise<WatchReview | null> {
   }
   return { ...base, verdict: 'held', detail };
 }
-
-const fmt = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '—' : x.toFixed(3));

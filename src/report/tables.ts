@@ -1,3 +1,4 @@
+import { fixed } from '../util/fixed.js';
 import type { HistoryRow, ReportData } from './data.js';
 import type { StoredEvaluation, StoredMetric } from './summary.js';
 
@@ -8,8 +9,7 @@ export function esc(value: unknown): string {
   return String(value ?? '').replace(/[&<>"']/g, (c) => ENTITIES[c]!);
 }
 
-export const fmt = (x: number | null | undefined, d = 3) =>
-  x === null || x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(d);
+export const fmt = fixed;
 const signed = (x: number | null | undefined, d = 3) => {
   if (x === null || x === undefined || !Number.isFinite(x)) return '—';
   const text = x.toFixed(d);

@@ -106,12 +106,9 @@ class App:
 
     def chat(self, body: Any) -> tuple[Any, dict[str, str]]:
         """A response body, or for `stream: true` an iterator of chunks (the request runs while it is read)."""
-        with self._lock:
-            self.requests += 1
         adapter = None
         try:
-            if self.stopping:
-                raise ApiError(503, "the server is shutting down")
+            self._admit()
             req = parse_chat_request(body, self.name)
             adapter = self.adapters.acquire(req.model)  # the weights it runs on, whatever changes meanwhile
             if req.stream:
@@ -136,12 +133,9 @@ class App:
             parse_embeddings_request,
         )
 
-        with self._lock:
-            self.requests += 1
         adapter = None
         try:
-            if self.stopping:
-                raise ApiError(503, "the server is shutting down")
+            self._admit()
             req = parse_embeddings_request(body)
             adapter = self.adapters.acquire(req.model)
             check_dimensions(req, self.engine.embedding_size)
@@ -153,6 +147,13 @@ class App:
         finally:
             self._release(adapter)
         return build_embeddings_response(req, req.model, vectors, sum(len(x) for x in ids))
+
+    def _admit(self) -> None:
+        """Counts a request; refuses it while the server shuts down."""
+        with self._lock:
+            self.requests += 1
+        if self.stopping:
+            raise ApiError(503, "the server is shutting down")
 
     def _stream(self, req: Any, adapter: Any) -> Iterator[dict[str, Any]]:
         from .chat_stream import stream_chunks

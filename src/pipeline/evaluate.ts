@@ -96,7 +96,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
     const gates = checkGates(comparison, metric, config.deploy.gates);
     let curriculum: EvalSummary['curriculum'];
     if (levels) {
-      curriculum = { levels, lowerLevels: lowerLevels(pairs, metric, levels, e.bootstrap) };
+      curriculum = { levels, lowerLevels: lowerLevels(pairs, levels, e.bootstrap) };
       gates.push(forgettingGate(curriculum.lowerLevels, metric));
     }
     const summary: EvalSummary = {

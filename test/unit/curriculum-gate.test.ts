@@ -41,9 +41,10 @@ describe('no-forgetting gate', () => {
   it('refuses a candidate that regresses significantly on a level below the current one', () => {
     // Better at the current level 2, much worse at level 0.
     const all = [...pairs(0, 20, 8), ...pairs(1, 20, 20), ...pairs(2, 20, 20)];
-    const rows = lowerLevels(all, 'success', { arithmetic: 2 }, BOOT);
+    const rows = lowerLevels(all, { arithmetic: 2 }, BOOT);
     expect(rows.map((r) => `${r.suite}@${r.level}`)).toEqual(['arithmetic@0', 'arithmetic@1']);
-    expect(rows[0]!.diff!.mean).toBeCloseTo(-0.6);
+    expect(rows[0]!.diff.success!.mean).toBeCloseTo(-0.6);
+    expect(rows[0]!.diff.reward!.mean).toBeCloseTo(-0.6);
     const gate = forgettingGate(rows, 'success');
     expect(gate).toMatchObject({ gate: 'no_forgetting', passed: false, threshold: 0 });
     expect(gate.value).toBeCloseTo(-0.6);
@@ -52,13 +53,13 @@ describe('no-forgetting gate', () => {
 
   it('passes a loss whose CI reaches 0, and ignores the current level', () => {
     const all = [...pairs(0, 20, 19), ...pairs(1, 20, 20), ...pairs(2, 20, 0)];
-    const gate = forgettingGate(lowerLevels(all, 'success', { arithmetic: 2 }, BOOT), 'success');
+    const gate = forgettingGate(lowerLevels(all, { arithmetic: 2 }, BOOT), 'success');
     expect(gate.passed).toBe(true);
     expect(gate.detail).toContain('worst arithmetic@0 -0.0500');
   });
 
   it('passes, saying so, when every suite is at its first level', () => {
-    const gate = forgettingGate(lowerLevels(pairs(0, 10, 0), 'success', { arithmetic: 0 }, BOOT), 'success');
+    const gate = forgettingGate(lowerLevels(pairs(0, 10, 0), { arithmetic: 0 }, BOOT), 'success');
     expect(gate).toMatchObject({ passed: true, value: null });
     expect(gate.detail).toMatch(/every suite at its first level/);
   });

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
+import { enqueueCollect } from '../../src/pipeline/collect-enqueue.js';
+import { collectWorker } from '../../src/pipeline/collect-queue.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
@@ -97,5 +99,22 @@ describe.each([
     const text = await runCli(['status'], { cwd: dir });
     expect(text.stdout).toMatch(/curriculum: each suite's level/);
     expect(text.stdout).toMatch(/arithmetic\s*│\s*1\s*│\s*100\.0 %/);
+  });
+});
+
+describe('curriculum collect on queue workers', () => {
+  it("records the workers' results toward the level, which moves up as in a local collect", async () => {
+    const { loaded } = await project(`store: { url: "${freshPostgresUrl()}" }\nqueue: { distributed: true }`);
+    const queued = await withRuntime(loaded, (rt) => enqueueCollect(rt));
+    expect(queued.tasks).toBe(12);
+    const worker = await withRuntime(loaded, (rt) => collectWorker(rt, { concurrency: 4 }));
+    expect(worker).toMatchObject({ completed: 12, runsFinished: [queued.runId] });
+    const store = openStore(loaded);
+    try {
+      expect(store.curriculum.tally('arithmetic', 0)).toMatchObject({ trials: 12, successes: 12 });
+      expect(store.curriculum.levels().get('arithmetic')).toMatchObject({ level: 1, fromLevel: 0 });
+    } finally {
+      store.close();
+    }
   });
 });

@@ -1,26 +1,15 @@
 import type { RolloutSummary } from '../rollouts/rollout.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { LevelChange, Store } from '../store/index.js';
+import type { LevelChange, Store, SuiteCurriculum } from '../store/index.js';
 import { currentLevel, decideLevel, suiteLevelOf, type SuiteLevels } from '../tasks/curriculum.js';
-import type { Difficulty, Task } from '../tasks/types.js';
+import type { Task } from '../tasks/types.js';
+
+export type { SuiteCurriculum } from '../store/index.js';
 
 /** What a collect's results did to the curriculum: the results recorded, and the suites that moved up. */
 export interface CurriculumUpdate {
   recorded: number;
   advanced: LevelChange[];
-}
-
-/** A suite's place in the curriculum, for status and the report. */
-export interface SuiteCurriculum {
-  suite: string;
-  level: Difficulty;
-  /** production's scored collect results at the level, overall and per category. */
-  trials: number;
-  successes: number;
-  successRate: number | null;
-  categories: { category: string; trials: number; successes: number }[];
-  /** The newest level change, null while the suite is at start_level. */
-  lastChange: LevelChange | null;
 }
 
 /** The configured built-in suites, each once, in source order. */

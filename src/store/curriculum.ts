@@ -22,6 +22,19 @@ export interface CurriculumResult {
   success: boolean;
 }
 
+/** A suite's place in the curriculum, for status and the report. */
+export interface SuiteCurriculum {
+  suite: string;
+  level: Difficulty;
+  /** production's scored collect results at the level, overall and per category. */
+  trials: number;
+  successes: number;
+  successRate: number | null;
+  categories: { category: string; trials: number; successes: number }[];
+  /** The newest level change, null while the suite is at start_level. */
+  lastChange: LevelChange | null;
+}
+
 export interface LevelTally {
   trials: number;
   successes: number;

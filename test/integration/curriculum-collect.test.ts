@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { enqueueCollect } from '../../src/pipeline/collect-enqueue.js';
@@ -99,6 +101,12 @@ describe.each([
     const text = await runCli(['status'], { cwd: dir });
     expect(text.stdout).toMatch(/curriculum: each suite's level/);
     expect(text.stdout).toMatch(/arithmetic\s*│\s*1\s*│\s*100\.0 %/);
+    const report = await runCli(['report', '--out', 'report.html'], { cwd: dir });
+    expect(report.exitCode).toBe(0);
+    const html = fs.readFileSync(path.join(dir, 'report.html'), 'utf8');
+    expect(html).toContain('<h2>Curriculum</h2>');
+    expect(html).toMatch(/<td>arithmetic<\/td><td>1<\/td><td>100\.0 % \(\d+\/\d+\)<\/td>/);
+    expect(html).toMatch(/<td>arithmetic<\/td><td>0 → 1<\/td><td>12\/12 correct \(100 %\) at level 0/);
   });
 });
 

@@ -46,6 +46,11 @@ describe('a cycle with the curriculum', () => {
     store.close();
 
     const r = await withRuntime(loaded, (rt) => runCycle(rt));
+    // The collect drew level 1 with level 0 replayed; only level 1's results count, too few to move up.
+    const collected = r.stages.collect as unknown as { tasks: number; curriculum: { recorded: number; advanced: [] } };
+    expect(collected.curriculum.advanced).toEqual([]);
+    expect(collected.curriculum.recorded).toBeGreaterThan(0);
+    expect(collected.curriculum.recorded).toBeLessThan(collected.tasks);
     expect(r.stages.train).toMatchObject({ status: 'done', weights: 'base v1' });
     expect(r.stages.eval).toMatchObject({ status: 'done', passed: false });
     // The deploy stage holds the stored evaluation against today's gates, this one among them.

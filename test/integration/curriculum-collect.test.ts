@@ -101,11 +101,19 @@ describe.each([
     const text = await runCli(['status'], { cwd: dir });
     expect(text.stdout).toMatch(/curriculum: each suite's level/);
     expect(text.stdout).toMatch(/arithmetic\s*│\s*1\s*│\s*100\.0 %/);
+    // A third collect from the CLI, at level 1: its results join the second's, enough now to move up again.
+    const third = await runCli(['collect'], { cwd: dir });
+    expect(third.exitCode).toBe(0);
+    expect(third.stdout).toMatch(/curriculum: \d+ scored result\(s\) of production at the suites' levels/);
+    expect(third.stdout).toMatch(
+      /curriculum: arithmetic moves up to level 2: \d+\/\d+ correct \(100 %\) at level 1 ≥ threshold 70 %: level 2/,
+    );
     const report = await runCli(['report', '--out', 'report.html'], { cwd: dir });
     expect(report.exitCode).toBe(0);
     const html = fs.readFileSync(path.join(dir, 'report.html'), 'utf8');
     expect(html).toContain('<h2>Curriculum</h2>');
-    expect(html).toMatch(/<td>arithmetic<\/td><td>1<\/td><td>100\.0 % \(\d+\/\d+\)<\/td>/);
+    expect(html).toMatch(/<td>arithmetic<\/td><td>2<\/td><td>— \(0\/0\)<\/td>/);
+    expect(html).toMatch(/<td>arithmetic<\/td><td>1 → 2<\/td>/);
     expect(html).toMatch(/<td>arithmetic<\/td><td>0 → 1<\/td><td>12\/12 correct \(100 %\) at level 0/);
   });
 });

@@ -64,7 +64,11 @@ describe('curriculum levels', () => {
       configIssues('tasks:\n  curriculum: { enabled: true }\n  sources: [{ suite: arithmetic, difficulty: 1 }]\n').join(
         '\n',
       ),
-    ).toMatch(/tasks\.sources\.0\.difficulty|tasks\.sources\[0\]\.difficulty/);
+    ).toMatch(/tasks\.sources\[0\]\.difficulty: tasks\.curriculum sets each suite's level/);
+    const onlyFiles = configIssues('tasks:\n  curriculum: { enabled: true }\n  sources: [{ file: t.jsonl }]\n');
+    expect(onlyFiles.join('\n')).toMatch(
+      /tasks\.curriculum\.enabled: the curriculum moves built-in suites through levels: tasks\.sources has none/,
+    );
   });
 });
 

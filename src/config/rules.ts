@@ -115,7 +115,17 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
   }
   config.tasks.sources.forEach((s, i) => {
     if ('file' in s) requireFile(baseDir, s.file, ['tasks', 'sources', i, 'file'], add);
+    else if (config.tasks.curriculum.enabled && s.difficulty !== undefined)
+      add(
+        ['tasks', 'sources', i, 'difficulty'],
+        "tasks.curriculum sets each suite's level (start_level to max_level): leave difficulty out",
+      );
   });
+  if (config.tasks.curriculum.enabled && !config.tasks.sources.some((s) => 'suite' in s))
+    add(
+      ['tasks', 'curriculum', 'enabled'],
+      'the curriculum moves built-in suites through levels: tasks.sources has none',
+    );
   if (config.deploy.export_massgen) {
     const ports = new Map<number, string>();
     for (const key of new Set(config.agents.map((a) => a.model))) {

@@ -372,7 +372,46 @@ const taskSource = z.union([
 /** tasks.max_prompt_chars unless the config says otherwise: a long document fits, a runaway file does not. */
 export const DEFAULT_MAX_PROMPT_CHARS = 100_000;
 
+const curriculum = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(false)
+      .describe('off: every collect and evaluation draws tasks.sources as they are (each suite at its difficulty)'),
+    threshold: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(0.7)
+      .describe("production's success at a suite's level from which its next collect draws from the next level"),
+    min_tasks: count(MAX_TASKS)
+      .default(20)
+      .describe("production's scored collect results a suite needs at its level before it may advance"),
+    replay: z
+      .number()
+      .min(0)
+      .lt(1, 'must be below 1 (a collect draws most of its tasks from the current level)')
+      .default(0.2)
+      .describe("share of a collect's tasks drawn from the levels below a suite's current one"),
+    start_level: z
+      .literal(DIFFICULTIES, { error: 'must be 0, 1, 2 or 3' })
+      .default(0)
+      .describe('the level every suite starts at (a suite never sits below it)'),
+    max_level: z
+      .literal(DIFFICULTIES, { error: 'must be 0, 1, 2 or 3' })
+      .default(3)
+      .describe('the highest level a suite moves up to'),
+  })
+  .refine((c) => c.start_level <= c.max_level, {
+    message: 'must not be above max_level',
+    path: ['start_level'],
+  })
+  .describe(
+    'built-in suites move up a difficulty level when production succeeds on theirs; evaluation covers the levels below (docs/running-the-loop.md)',
+  );
+
 const tasks = z.strictObject({
+  curriculum: curriculum.prefault({}),
   sources: z
     .array(taskSource)
     .min(1)

@@ -10,6 +10,8 @@ export interface CollectJob {
   runId: string;
   taskId: string;
   setId: string;
+  /** Drawn by tasks.curriculum: the worker records production's result toward the suite's level. */
+  curriculum?: true;
 }
 
 export interface EnqueueOptions {
@@ -29,6 +31,7 @@ export interface EnqueueSummary {
 export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Promise<EnqueueSummary> {
   const { config } = rt;
   const { tasks, split } = tasksToCollect(rt, opts);
+  const drawnByCurriculum = config.tasks.curriculum.enabled && !opts.tasks;
   const store = rt.store();
   if (!store.connection())
     throw new UserError(
@@ -49,7 +52,7 @@ export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Pr
     });
     await queue.enqueue<CollectJob>(
       COLLECT_QUEUE,
-      tasks.map((t) => ({ runId, taskId: t.id, setId: set.id })),
+      tasks.map((t) => ({ runId, taskId: t.id, setId: set.id, ...(drawnByCurriculum ? { curriculum: true } : {}) })),
       { retryLimit: config.queue.retries, expireInSeconds: config.queue.expire_s },
     );
     return { runId, tasks: tasks.length, resourceSet: { id: set.id, version: set.version } };

@@ -7,6 +7,7 @@ import { JobQueue, type QueuedJob, type ResourceSet, type Rollout, type Store } 
 import { createToolRunner } from '../tools/runner.js';
 import { COLLECT_QUEUE, type CollectJob } from './collect-enqueue.js';
 import { finishIfDone, isAbandoned } from './collect-queue-runs.js';
+import { recordCurriculum } from './curriculum.js';
 import { EVAL_QUEUE, runEvalJob, type EvalJob } from './eval-queue.js';
 import { underLease } from './queue-lease.js';
 
@@ -86,6 +87,8 @@ export async function collectWorker(rt: Runtime, opts: WorkerOptions = {}): Prom
     else if (result !== 'interrupted') {
       out[result.status]++;
       opts.onJob?.({ ...result, jobId: job.id, runId: job.data.runId });
+      const task = job.data.curriculum && store.tasks.get(job.data.taskId);
+      if (task) await store.write(() => recordCurriculum(rt, store, [task], [result], new Set()));
     }
     if (result !== 'interrupted' && (await finishIfDone(store, job.data.runId))) out.runsFinished.push(job.data.runId);
   };

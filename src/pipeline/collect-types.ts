@@ -1,5 +1,6 @@
 import type { RolloutSummary } from '../rollouts/rollout.js';
 import type { Shortfall } from '../tasks/for-run.js';
+import type { CurriculumUpdate } from './curriculum.js';
 
 export interface CollectOptions {
   /** A built-in suite name or a task file; replaces tasks.sources. */
@@ -50,6 +51,8 @@ export interface CollectSummary {
   /** n asked for more tasks than the split holds: all of the split ran, and this says so. */
   shortfall: Shortfall | null;
   rollouts: RolloutSummary[];
+  /** tasks.curriculum on: the results recorded at the suites' levels and the suites that moved up. */
+  curriculum?: CurriculumUpdate;
   /** collect.source gateway: what it took from the captured sessions (absent for orchestrated runs). */
   source?: 'gateway';
   captured?: CapturedCounts;

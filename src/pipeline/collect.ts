@@ -13,6 +13,7 @@ import { sha256 } from '../util/hash.js';
 import { pool } from '../util/pool.js';
 import { collectCaptured } from './collect-captured.js';
 import type { CollectOptions, CollectProgress, CollectSummary } from './collect-types.js';
+import { recordCurriculum, suiteLevels } from './curriculum.js';
 
 export type { CollectOptions, CollectProgress, CollectSummary } from './collect-types.js';
 
@@ -31,6 +32,7 @@ export function tasksToCollect(
     spec: opts.tasks,
     n: opts.n ?? config.collect.n,
     split,
+    ...(config.tasks.curriculum.enabled ? { curriculum: { levels: suiteLevels(rt), purpose: 'collect' } } : {}),
   });
   if (!tasks.length)
     throw new UserError(
@@ -82,6 +84,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const started = performance.now();
   const done: RolloutSummary[] = [];
   let onCanaryCount = 0;
+  const onCanaryIds = new Set<string>();
   const tools = createToolRunner(config.tools, rt.paths.baseDir);
   const locked = new StoreLockedStop(signal);
   await pool(tasks, concurrency, locked.signal, async (task) => {
@@ -101,6 +104,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
       }),
     );
     if (!summary) return;
+    if (onCanary) onCanaryIds.add(summary.id);
     done.push(summary);
     opts.onProgress?.(progress(done, tasks.length, started, summary));
   });
@@ -113,6 +117,12 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
     shortfall,
   };
   if (locked.error) throw await locked.end(store, summary);
+  if (config.tasks.curriculum.enabled && !opts.tasks) {
+    const update = await store.write(() => recordCurriculum(rt, store, tasks, done, onCanaryIds));
+    for (const c of update.advanced)
+      opts.onStage?.(`curriculum: ${c.suite} moves up to level ${c.level} (${c.reason})`);
+    Object.assign(summary, { curriculum: update });
+  }
   await store.write(() => store.collectRuns.finish(runId, summary.status, { ...summary, rollouts: undefined }));
   return summary;
 }

@@ -2,11 +2,13 @@ import { GateError, UserError } from '../errors.js';
 import { canaryGates, type CanaryState } from '../evaluation/canary.js';
 import { resolveSet } from '../evaluation/candidates.js';
 import { primaryMetric, type Comparison } from '../evaluation/compare.js';
+import { forgettingGate } from '../evaluation/forgetting.js';
 import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
 import { switchProduction } from '../resources/production-switch.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../store/index.js';
 import { stageInfo } from './canary-stages.js';
+import type { EvalSummary } from './eval-sets.js';
 import { checkPublish, publish, type PublishOptions, type Published } from './publish.js';
 
 export interface DeployOptions {
@@ -255,7 +257,11 @@ function gatesOf(rt: Runtime, run: EvalRun): GateCheck[] {
     ];
   // a replay of captured calls is compared on reward alone (its judged pairs have no success)
   const metric = run.summary?.source === 'gateway' ? 'reward' : primaryMetric(rt.config.eval.metric);
-  return checkGates(cmp, metric, rt.config.deploy.gates);
+  const gates = checkGates(cmp, metric, rt.config.deploy.gates);
+  // An evaluation drawn by the curriculum covered the levels below each suite's: held against forgetting.
+  const curriculum = run.summary?.curriculum as EvalSummary['curriculum'];
+  if (rt.config.tasks.curriculum.enabled && curriculum) gates.push(forgettingGate(curriculum.lowerLevels, metric));
+  return gates;
 }
 
 const ref = (s: ResourceSet) => ({ id: s.id, version: s.version });

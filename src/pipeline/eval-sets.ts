@@ -1,6 +1,7 @@
 import { UserError } from '../errors.js';
 import { latestCandidate, resolveSet } from '../evaluation/candidates.js';
 import type { Comparison, MetricName } from '../evaluation/compare.js';
+import type { LevelComparison } from '../evaluation/forgetting.js';
 import type { GateCheck } from '../evaluation/gates.js';
 import type { Interval } from '../evaluation/stats.js';
 import { describeMembers } from '../resources/sets.js';
@@ -8,6 +9,7 @@ import type { PairedProgress } from '../rollouts/paired.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ResourceSet } from '../store/index.js';
 import { ResourceSetRepository } from '../store/resource-sets.js';
+import type { SuiteLevels } from '../tasks/curriculum.js';
 
 export interface EvaluateOptions {
   /** A set, checkpoint, resource:NAME@V or PROMPT@V (default: the newest trained candidate). */
@@ -76,6 +78,8 @@ export interface EvalSummary {
   passed: boolean;
   wallMs: number;
   replay?: ReplaySummary;
+  /** tasks.curriculum on: each suite's level, and the paired comparison on each level below it. */
+  curriculum?: { levels: SuiteLevels; lowerLevels: LevelComparison[] };
 }
 
 /** The baseline and the candidate an evaluation compares, refused when they serve the same. */

@@ -1,5 +1,6 @@
 import { UserError } from '../errors.js';
 import { compare, primaryMetric, type Pair } from '../evaluation/compare.js';
+import { forgettingGate, lowerLevels } from '../evaluation/forgetting.js';
 import { checkGates, gatesPass } from '../evaluation/gates.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
 import { batchFilling } from '../rollouts/batch-fill.js';
@@ -8,6 +9,7 @@ import { onePerDecision, checkTeamInputs, setupTeam } from '../rollouts/team.js'
 import type { Runtime } from '../runtime/runtime.js';
 import { tasksForRun } from '../tasks/for-run.js';
 import { createToolRunner } from '../tools/runner.js';
+import { suiteLevels } from './curriculum.js';
 import { measureOnWorkers } from './eval-queue.js';
 import { evaluateReplay } from './eval-replay.js';
 import { describeSet, evalSets, seedList, type EvalSummary, type EvaluateOptions } from './eval-sets.js';
@@ -24,7 +26,15 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
   const e = config.eval;
   if ((opts.source ?? e.source) === 'gateway') return evaluateReplay(rt, opts);
   const split = opts.split ?? e.split;
-  const tasks = tasksForRun(config.tasks, rt.paths.baseDir, { spec: opts.tasks ?? e.tasks, n: opts.n ?? e.n, split });
+  const spec = opts.tasks ?? e.tasks;
+  // The curriculum evaluates every level up to each suite's current one, so that the gates see forgetting.
+  const levels = config.tasks.curriculum.enabled && !spec ? suiteLevels(rt) : null;
+  const tasks = tasksForRun(config.tasks, rt.paths.baseDir, {
+    spec,
+    n: opts.n ?? e.n,
+    split,
+    ...(levels ? { curriculum: { levels, purpose: 'eval' } } : {}),
+  });
   if (!tasks.length)
     throw new UserError(
       `no ${split === 'all' ? '' : `${split}-split `}tasks to evaluate on`,
@@ -41,7 +51,8 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
   ];
   store.tasks.upsertMany(tasks);
   const params = {
-    tasks: opts.tasks ?? e.tasks ?? config.tasks.sources,
+    tasks: spec ?? config.tasks.sources,
+    ...(levels ? { curriculum_levels: levels } : {}),
     split,
     n: tasks.length,
     seeds,
@@ -80,8 +91,14 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
       onProgress: opts.onProgress,
     });
     const metric = primaryMetric(e.metric);
-    const comparison = compare(pairUp(results.baseline, results.candidate), e.bootstrap);
+    const pairs = pairUp(results.baseline, results.candidate);
+    const comparison = compare(pairs, e.bootstrap);
     const gates = checkGates(comparison, metric, config.deploy.gates);
+    let curriculum: EvalSummary['curriculum'];
+    if (levels) {
+      curriculum = { levels, lowerLevels: lowerLevels(pairs, levels, e.bootstrap) };
+      gates.push(forgettingGate(curriculum.lowerLevels, metric));
+    }
     const summary: EvalSummary = {
       evalRunId,
       status: results.cancelled ? 'cancelled' : 'completed',
@@ -97,6 +114,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
       gates,
       passed: !results.cancelled && gatesPass(gates),
       wallMs: performance.now() - started,
+      ...(curriculum ? { curriculum } : {}),
     };
     store.evaluations.finishRun(evalRunId, summary.status, summary as unknown as Record<string, unknown>);
     return summary;

@@ -146,6 +146,14 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
       tokens: s.tokens,
       set: s.resourceSet.version,
       ...(s.captured ? { captured: capturedRecord(s.captured) } : {}),
+      ...(s.curriculum
+        ? {
+            curriculum: {
+              recorded: s.curriculum.recorded,
+              advanced: s.curriculum.advanced.map((a) => ({ suite: a.suite, level: a.level, reason: a.reason })),
+            },
+          }
+        : {}),
     };
   },
 

@@ -5,6 +5,7 @@ import { primaryMetric } from '../evaluation/compare.js';
 import { gatherReport } from '../report/data.js';
 import { renderReport } from '../report/html.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { curriculumStatus } from './curriculum.js';
 
 const FILE_ERRORS = new Set(['EACCES', 'EPERM', 'ENOENT', 'ENOTDIR', 'EISDIR', 'EROFS', 'ENOSPC']);
 
@@ -28,6 +29,7 @@ export async function writeReport(
     evalRunId: opts.evalRunId,
     metric: primaryMetric(rt.config.eval.metric),
     title: rt.config.project.name,
+    curriculum: curriculumStatus(rt),
   });
   const evalRunId = data.selected?.id ?? null;
   const file = path.resolve(

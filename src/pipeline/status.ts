@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime/runtime.js';
 import type { Resource, RunRecord, StoreStats } from '../store/index.js';
 import { stageInfo } from './canary-stages.js';
+import { curriculumStatus, type SuiteCurriculum } from './curriculum.js';
 import { showSet, type SetDetail } from './resources.js';
 
 export interface StatusReport {
@@ -12,6 +13,8 @@ export interface StatusReport {
   /** The production set, agent by agent, each resource traced to what made it (resources show gives the full trace). */
   productionSet: SetDetail | null;
   canary: CanaryStatus | null;
+  /** tasks.curriculum on: each suite's level and production's success at it; null when it is off. */
+  curriculum: SuiteCurriculum[] | null;
   evaluations: {
     id: string;
     status: string;
@@ -42,7 +45,11 @@ export interface CanaryStatus {
 }
 
 export function getStatus(rt: Runtime): StatusReport {
-  const base = { config: rt.loaded.file ?? '<embedded defaults>', project: rt.config.project.name };
+  const base = {
+    config: rt.loaded.file ?? '<embedded defaults>',
+    project: rt.config.project.name,
+    curriculum: curriculumStatus(rt),
+  };
   if (!rt.storeExists()) {
     return {
       ...base,

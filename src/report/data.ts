@@ -1,6 +1,6 @@
 import { UserError } from '../errors.js';
 import type { MetricName } from '../evaluation/compare.js';
-import type { AuditRecord, Store } from '../store/index.js';
+import type { AuditRecord, LevelChange, Store, SuiteCurriculum } from '../store/index.js';
 import { cycleProfiles, type CycleProfile } from './cycle-profiles.js';
 import { rewardCycles, shortTime, type CycleSeries } from './cycles.js';
 import { promptHistory, type PromptChange } from './prompt-history.js';
@@ -13,6 +13,8 @@ export interface ReportOptions {
   metric: MetricName;
   title: string;
   now?: number;
+  /** tasks.curriculum on: each suite's level and production's success at it (the config decides the levels). */
+  curriculum?: SuiteCurriculum[] | null;
 }
 
 /** Baseline and candidate of one category (or all of them) on the primary metric; whiskers from the paired interval. */
@@ -64,6 +66,8 @@ export interface ReportData {
   history: HistoryRow[];
   /** Prompt versions deployed, with their diff against their parent, newest first. */
   prompts: PromptChange[];
+  /** tasks.curriculum on: each suite's level, and the level changes, newest first; null when it is off. */
+  curriculum: { suites: SuiteCurriculum[]; changes: LevelChange[] } | null;
 }
 
 const MAX_POINTS = 1000;
@@ -107,6 +111,7 @@ export function gatherReport(store: Store, opts: ReportOptions): ReportData {
       afterVersion: a.afterSet ? version(a.afterSet) : null,
     })),
     prompts: promptHistory(store),
+    curriculum: opts.curriculum ? { suites: opts.curriculum, changes: store.curriculum.history(200) } : null,
   };
 }
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CLIENT_SCRIPT } from './client.js';
+import { curriculumSection } from './curriculum-html.js';
 import { cycleProfilesSection } from './cycle-profiles-html.js';
 import type { ReportData } from './data.js';
 import { promptHistorySection } from './prompt-history-html.js';
@@ -133,6 +134,7 @@ export function renderReport(data: ReportData, chart = chartJsSource()): string 
 <section><h2>Evaluation ${sel ? esc(sel.id) : ''}</h2>${sel ? evaluationSection(sel) : '<p class="empty">No data yet: no evaluation has run (<code>massgen-rl eval</code>).</p>'}</section>
 <section><h2>Production history</h2>${historyTable(data.history)}</section>
 <section><h2>Prompt history</h2>${promptHistorySection(data.prompts)}</section>
+${data.curriculum ? `<section><h2>Curriculum</h2>${curriculumSection(data.curriculum.suites, data.curriculum.changes)}</section>` : ''}
 <section><h2>Evaluations</h2>${evaluationsTable(data)}</section>
 ${data.profiles.length ? `<section><h2>Where each loop cycle's time went</h2>${cycleProfilesSection(data.profiles)}</section>` : ''}
 </main>

@@ -14,6 +14,7 @@ export type { TraceSpan } from './training-traces.js';
 export { TaskConflictError, type StoredTask, type TaskConflict, type TaskFilter, type UpsertResult } from './tasks.js';
 export * from './types.js';
 export type { AuditAction, AuditInput, AuditRecord } from './audit.js';
+export type { CurriculumResult, LevelChange, LevelTally, SuiteCurriculum } from './curriculum.js';
 export type { EvalItem, EvalResult, EvalRun } from './evaluations.js';
 export type { Lock, LockHolder } from './locks.js';
 export type { ResourceSet, SetMember, SetMembers, SetOrigin, SetPointer, SetRole } from './resource-sets.js';

@@ -308,6 +308,33 @@ CREATE TABLE eval_items (
 );
 `,
   },
+  {
+    version: 6,
+    name: 'curriculum levels and results',
+    sql: `
+-- Each change of a built-in suite's curriculum level, with when and why; the newest row is the suite's level.
+CREATE TABLE curriculum_levels (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  suite TEXT NOT NULL,
+  from_level INTEGER,
+  level INTEGER NOT NULL CHECK (level BETWEEN 0 AND 3),
+  reason TEXT NOT NULL,
+  detail TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX curriculum_levels_suite ON curriculum_levels(suite, id);
+-- Production's scored collect rollouts at a suite's current level: what a level change is decided on.
+CREATE TABLE curriculum_results (
+  rollout_id TEXT PRIMARY KEY,
+  suite TEXT NOT NULL,
+  level INTEGER NOT NULL CHECK (level BETWEEN 0 AND 3),
+  category TEXT,
+  success INTEGER NOT NULL CHECK (success IN (0, 1)),
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX curriculum_results_level ON curriculum_results(suite, level);
+`,
+  },
 ];
 
 // Migration 1 creates these two with their rowid on PostgreSQL; migration 4 adds it to the run tables.

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AuditRepository } from './audit.js';
 import { backoffMs, briefly, BusyClock, isBusy, PATIENCE_FACTOR } from './busy.js';
 import { CheckpointRepository } from './checkpoints.js';
+import { CurriculumRepository } from './curriculum.js';
 import { openSqlite, type Db, type OpenOptions } from './database.js';
 import { EvaluationRepository } from './evaluations.js';
 import { LockRepository } from './locks.js';
@@ -49,6 +50,8 @@ const COUNTED = [
   'eval_runs',
   'eval_results',
   'eval_items',
+  'curriculum_levels',
+  'curriculum_results',
   'audit',
   'loop_runs',
 ] as const;
@@ -78,6 +81,7 @@ export class Store {
   readonly trainingTraces: TrainingTraceRepository;
   readonly sets: ResourceSetRepository;
   readonly audit: AuditRepository;
+  readonly curriculum: CurriculumRepository;
   readonly evaluations: EvaluationRepository;
   readonly locks: LockRepository;
   /** Rows found 'running' for processes that had died, now marked failed. */
@@ -112,6 +116,7 @@ export class Store {
     this.trainingTraces = new TrainingTraceRepository(db);
     this.sets = new ResourceSetRepository(db, redactor);
     this.audit = new AuditRepository(db, redactor);
+    this.curriculum = new CurriculumRepository(db, redactor);
     this.evaluations = new EvaluationRepository(db, redactor);
     this.locks = new LockRepository(db);
     this.recovered = recoverOrphans(db);

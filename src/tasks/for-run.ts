@@ -2,21 +2,28 @@ import path from 'node:path';
 import { present } from '../config/input-file.js';
 import { BUILTIN_SUITES, DIFFICULTIES, MAX_TASKS, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
+import { curriculumTasks } from './curriculum-draw.js';
+import type { SuiteLevels } from './curriculum.js';
 import { heldOutShare, heldOutTemplates } from './holdout.js';
 import { loadTasks } from './load.js';
 import { selectTasks } from './split.js';
 import { getSuite } from './suites/index.js';
 import type { Difficulty, SplitSelector, SplitTask } from './types.js';
 
+export interface RunTasksOptions {
+  spec?: string;
+  n?: number;
+  split: SplitSelector;
+  /** With tasks.curriculum on and no spec: each suite's current level, and what the tasks are for. */
+  curriculum?: { levels: SuiteLevels; purpose: 'collect' | 'eval' };
+}
+
 /**
- * The tasks a run works on: tasks.sources, or `spec` (a built-in suite, `<suite>@<difficulty>`, or a task
- * file relative to the working directory) instead; then one split, at most n of it.
+ * The tasks a run works on: tasks.sources (drawn by the curriculum when it is on and opts.curriculum says
+ * the levels), or `spec` (a built-in suite, `<suite>@<difficulty>`, or a task file relative to the working
+ * directory) instead; then one split, at most n of it.
  */
-export function tasksForRun(
-  config: RLConfig['tasks'],
-  baseDir: string,
-  opts: { spec?: string; n?: number; split: SplitSelector },
-): SplitTask[] {
+export function tasksForRun(config: RLConfig['tasks'], baseDir: string, opts: RunTasksOptions): SplitTask[] {
   return tasksWithShortfall(config, baseDir, opts).tasks;
 }
 
@@ -32,8 +39,9 @@ export interface Shortfall {
 export function tasksWithShortfall(
   config: RLConfig['tasks'],
   baseDir: string,
-  opts: { spec?: string; n?: number; split: SplitSelector },
+  opts: RunTasksOptions,
 ): { tasks: SplitTask[]; shortfall: Shortfall | null } {
+  if (!opts.spec && config.curriculum.enabled && opts.curriculum) return drawnByCurriculum(config, baseDir, opts);
   const loaded = loadTasks(sourcesFor(config, opts.spec, opts.n, opts.split), baseDir);
   const tasks = selectTasks(loaded, opts.split, opts.n);
   const n = opts.n;
@@ -50,6 +58,26 @@ export function tasksWithShortfall(
       available: tasks.length,
       split: opts.split,
       hint: `--n ${n} asks for more tasks than the ${holds} (${tasks.length}): running ${tasks.length}${more}`,
+    },
+  };
+}
+
+function drawnByCurriculum(
+  config: RLConfig['tasks'],
+  baseDir: string,
+  opts: RunTasksOptions,
+): { tasks: SplitTask[]; shortfall: Shortfall | null } {
+  const drawn = curriculumTasks(config, baseDir, opts.curriculum!.levels, { ...opts.curriculum!, split: opts.split });
+  const tasks = selectTasks(drawn, 'all', opts.n);
+  const n = opts.n;
+  if (n === undefined || tasks.length >= n) return { tasks, shortfall: null };
+  return {
+    tasks,
+    shortfall: {
+      requested: n,
+      available: tasks.length,
+      split: opts.split,
+      hint: `--n ${n} asks for more tasks than the curriculum draws at the suites' levels (${tasks.length}): running ${tasks.length}; raise n in tasks.sources for more`,
     },
   };
 }

@@ -147,6 +147,10 @@ function enrich(location: string, rollouts: number): void {
       agreed: false,
       detail: { verdicts: { candidate_first: 'A', baseline_first: 'A' } },
     });
+    store.curriculum.addResults([
+      { rolloutId: odd, suite: 'arithmetic', level: 0, category: 'arithmetic/add', success: true },
+    ]);
+    store.curriculum.setLevel({ suite: 'arithmetic', fromLevel: 0, level: 1, reason: '20/20 correct', detail: {} });
     const gone = store.rollouts.start({ source: 'deleted' });
     storeDb(store).prepare('DELETE FROM rollouts WHERE id = ?').run(gone);
   } finally {
@@ -196,7 +200,7 @@ describe('store copy: SQLite → PostgreSQL', () => {
     };
     expect(out).toMatchObject({ ok: true, resumed: false });
     const expected = contents(source);
-    expect(Object.keys(expected)).toHaveLength(20);
+    expect(Object.keys(expected)).toHaveLength(22);
     expect(out.tables.map((t) => t.table).sort()).toEqual(Object.keys(expected));
     for (const t of out.tables)
       expect(t, t.table).toMatchObject({

@@ -107,6 +107,12 @@ export const registerCollect: Register = (program, ctx) => {
           );
           for (const f of summary.failureReasons.slice(0, 5)) ui.print(`  failed ×${f.count}: ${f.error}`);
           if (summary.shortfall) ui.print(`  note: ${summary.shortfall.hint}`);
+          const cur = summary.curriculum;
+          if (cur) {
+            ui.print(`  curriculum: ${cur.recorded} scored result(s) of production at the suites' levels`);
+            for (const a of cur.advanced)
+              ui.print(`  curriculum: ${a.suite} moves up to level ${a.level}: ${a.reason}`);
+          }
           const c = summary.canary;
           if (c)
             ui.print(

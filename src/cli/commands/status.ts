@@ -1,3 +1,4 @@
+import type { SuiteCurriculum } from '../../pipeline/curriculum.js';
 import type { CanaryStatus } from '../../pipeline/status.js';
 import type { Register } from '../register.js';
 import { formatBytes, formatTime } from '../ui/format.js';
@@ -15,8 +16,11 @@ export const registerStatus: Register = (program, ctx) => {
       const report = await getStatus(await runtime());
       if (ui.opts.json) return ui.json(report);
       ui.print(`${ui.c.bold(report.project)} — config ${report.config}`);
-      if (!report.store)
-        return ui.print('store: not created yet (run `massgen-rl doctor --fix` or `massgen-rl collect`)');
+      if (!report.store) {
+        ui.print('store: not created yet (run `massgen-rl doctor --fix` or `massgen-rl collect`)');
+        if (report.curriculum) renderCurriculum(ui, report.curriculum);
+        return;
+      }
       const s = report.store;
       ui.print(`store: ${s.path} (${formatBytes(s.bytes)}, schema v${s.schemaVersion})`);
       ui.table(
@@ -76,8 +80,23 @@ export const registerStatus: Register = (program, ctx) => {
           ]),
         );
       }
+      if (report.curriculum) renderCurriculum(ui, report.curriculum);
     });
 };
+
+function renderCurriculum(ui: Ui, suites: SuiteCurriculum[]): void {
+  ui.print("curriculum: each suite's level and production's success at it");
+  ui.table(
+    ['suite', 'level', 'success', 'results', 'since'],
+    suites.map((s) => [
+      s.suite,
+      String(s.level),
+      s.successRate === null ? '—' : `${(s.successRate * 100).toFixed(1)} %`,
+      `${s.successes}/${s.trials}`,
+      s.lastChange ? `${formatTime(s.lastChange.createdAt)} (${s.lastChange.reason})` : 'start_level',
+    ]),
+  );
+}
 
 function renderCanary(ui: Ui, c: CanaryStatus): void {
   const stage = c.stage ? `, stage ${c.stage.stage} of ${c.stage.of}` : '';

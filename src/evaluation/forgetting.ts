@@ -1,4 +1,5 @@
 import { suiteLevelOf, type SuiteLevels } from '../tasks/curriculum.js';
+import { fixed } from '../util/fixed.js';
 import { compareMetric, type MetricName, type Pair } from './compare.js';
 import type { GateCheck } from './gates.js';
 import type { BootstrapOptions, Interval } from './stats.js';
@@ -13,8 +14,6 @@ export interface LevelComparison {
   pairs: number;
   diff: Record<GatedMetric, Interval | null>;
 }
-
-const fmt = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? '—' : x.toFixed(4));
 
 /** The paired comparisons on each suite's levels below its current one. */
 export function lowerLevels(pairs: readonly Pair[], levels: SuiteLevels, boot: BootstrapOptions): LevelComparison[] {
@@ -50,7 +49,7 @@ export function forgettingGate(levels: readonly LevelComparison[], metric: Metri
   const failing = rows.filter((r) => r.d!.high < 0);
   const worst = failing[0] ?? rows[0];
   const describe = (r: (typeof rows)[number]) =>
-    `${r.suite}@${r.level} ${fmt(r.d!.mean)} [${fmt(r.d!.low)}, ${fmt(r.d!.high)}] over ${r.pairs} pair(s)`;
+    `${r.suite}@${r.level} ${fixed(r.d!.mean, 4)} [${fixed(r.d!.low, 4)}, ${fixed(r.d!.high, 4)}] over ${r.pairs} pair(s)`;
   const rule = `no level below a suite's current one loses ${m} with its CI wholly below 0`;
   return {
     gate: 'no_forgetting',

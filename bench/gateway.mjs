@@ -33,8 +33,12 @@ function startGatewayProcess(dir) {
   });
   const next = () =>
     new Promise((resolve, reject) => {
-      child.once('message', resolve);
-      child.once('exit', (code) => reject(new Error(`the gateway exited (${code})`)));
+      const exited = (code) => reject(new Error(`the gateway exited (${code})`));
+      child.once('exit', exited);
+      child.once('message', (m) => {
+        child.off('exit', exited);
+        resolve(m);
+      });
     });
   return next().then(({ url }) => ({
     baseUrl: `${url}/v1`,

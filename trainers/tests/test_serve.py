@@ -903,3 +903,15 @@ def test_gguf_copies_are_keyed_by_content(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("MASSGEN_RL_LLAMA_CPP_TOOLS", str(tmp_path / "none"))
     with pytest.raises(ScriptError, match="doctor --fix"):
         gguf_files.model_gguf(folder, "bf16")
+    # the same weights in another folder share the one conversion
+    (tools / "convert_hf_to_gguf.py").write_text(
+        "import sys\nout = sys.argv[sys.argv.index('--outfile') + 1]\nopen(out, 'w').write('gguf')\n"
+    )
+    monkeypatch.setenv("MASSGEN_RL_LLAMA_CPP_TOOLS", str(tools))
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in folder.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    before = gguf_files.CONVERSIONS["count"]
+    assert gguf_files.model_gguf(folder, "bf16") == gguf_files.model_gguf(copy, "bf16")
+    assert gguf_files.CONVERSIONS["count"] == before + 1

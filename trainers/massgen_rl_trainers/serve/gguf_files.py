@@ -68,8 +68,9 @@ def folder_digest(folder: Path, extra: str = "") -> str:
 
 
 def model_gguf(folder: Path, weight_type: str) -> Path:
-    """The GGUF of a transformers model folder in `weight_type`, converted on first use."""
-    out = cache_dir() / f"{folder.name}-{folder_digest(folder, weight_type)}-{weight_type}.gguf"
+    """The GGUF of a transformers model folder in `weight_type`, converted on first use. Named by content alone:
+    the same weights in another folder (a copy, a test's temporary one) share the one conversion."""
+    out = cache_dir() / f"model-{folder_digest(folder, weight_type)}-{weight_type}.gguf"
     if not out.is_file():
         _convert("convert_hf_to_gguf.py", [str(folder), "--outtype", weight_type], out, f"{folder} ({weight_type})")
     return out

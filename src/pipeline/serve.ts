@@ -2,7 +2,7 @@ import { fixedPort } from '../config/schema.js';
 import type { PyEvent } from '../python/module.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ServeEngine } from '../serving/local-server.js';
-import { serveTarget, startServer, type ServedModel } from '../serving/models.js';
+import { CLIENT_CONTEXT_TOKENS, serveTarget, startServer, type ServedModel } from '../serving/models.js';
 
 export type { ServedModel } from '../serving/models.js';
 export type { ServeEngine } from '../serving/local-server.js';
@@ -29,12 +29,6 @@ export interface ServeOptions {
  * follows production: a deploy swaps it to the new weights. It listens where a MassGen export points
  * (fixedPort), not on a free port.
  */
-/**
- * Each request's context on a foreground server (llama.cpp; capped by the model's own): outside clients such as
- * MassGen send prompts of 3–5k tokens, more than the automatic share of a runtime server's KV cache (4096).
- */
-export const SERVE_CONTEXT_TOKENS = 8192;
-
 export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel> {
   const weights = opts.weights ?? rt.productionWeights(opts.model);
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
@@ -42,7 +36,7 @@ export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel
     host: opts.host,
     port: fixedPort(target.local, opts.port),
     engine: opts.engine,
-    contextTokens: SERVE_CONTEXT_TOKENS,
+    contextTokens: CLIENT_CONTEXT_TOKENS,
     logFile: opts.logFile,
     signal: opts.signal,
     onEvent: opts.onEvent,

@@ -3,6 +3,7 @@ import type { RLConfig } from '../config/schema.js';
 import type { LlmClient } from '../llm/types.js';
 import type { ResolvedWeights } from '../resources/weights.js';
 import {
+  CLIENT_CONTEXT_TOKENS,
   serverKey,
   serveTarget,
   startServer,
@@ -35,16 +36,17 @@ export class LocalServers {
 
   /**
    * The server of config model `name` (which has `local` weights), or of that model on other weights
-   * (`weightsRef`: a candidate's), starting it if needed. `followsProduction`: a server this call starts
-   * is switched by later deploys to production's weights (the gateway's; a run's own servers stay put).
+   * (`weightsRef`: a candidate's), starting it if needed. `forClients`: a server for outside clients (the
+   * gateway's), which later deploys switch to production's weights (a run's own servers stay put) and which
+   * gives each request CLIENT_CONTEXT_TOKENS of context, as `serve` does.
    */
-  server(name: string, weightsRef?: string, followsProduction = false): Promise<ServedModel> {
-    const modelKey = JSON.stringify([name, weightsRef ?? null]);
+  server(name: string, weightsRef?: string, forClients = false): Promise<ServedModel> {
+    const modelKey = JSON.stringify([name, weightsRef ?? null, forClients]);
     let started = this.byModel.get(modelKey);
     if (!started) {
       const target = serveTarget(this.owner.config, (ref, where) => this.owner.weights(ref, where), name, weightsRef);
-      const key = serverKey(target);
-      started = this.byKey.get(key) ?? this.start(target, followsProduction);
+      const key = JSON.stringify([serverKey(target), forClients]);
+      started = this.byKey.get(key) ?? this.start(target, forClients);
       started.catch(() => {}); // a failed start is reported to every caller, and must not go unhandled meanwhile
       this.byKey.set(key, started);
       this.byModel.set(modelKey, started);
@@ -63,8 +65,12 @@ export class LocalServers {
     return this.cores.track(server, client);
   }
 
-  private async start(target: ServeTarget, followsProduction: boolean): Promise<ServedModel> {
-    const server = await startServer(target, this.owner.paths, { ...this.opts, followsProduction });
+  private async start(target: ServeTarget, forClients: boolean): Promise<ServedModel> {
+    const server = await startServer(target, this.owner.paths, {
+      ...this.opts,
+      followsProduction: forClients,
+      ...(forClients ? { contextTokens: CLIENT_CONTEXT_TOKENS } : {}),
+    });
     this.cores.add(server);
     void server.exited.then(() => this.cores.remove(server));
     return server;

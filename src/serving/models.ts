@@ -71,6 +71,13 @@ export function serverKey(t: ServeTarget): string {
   return JSON.stringify([t.weights.dir, t.servedName, l?.host, l?.port, l?.device, l?.engine, l?.max_batch_size]);
 }
 
+/**
+ * Each request's context on a server for outside clients (`serve`, the gateway's; llama.cpp, capped by the
+ * model's own): MassGen's prompts are 3–5k tokens once answers are shown, more than the automatic share of a
+ * runtime server's KV cache (4096 cells a sequence).
+ */
+export const CLIENT_CONTEXT_TOKENS = 8192;
+
 export interface ServeOptions {
   host?: string;
   port?: number;

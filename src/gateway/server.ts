@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { UserError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { Arms } from './arms.js';
 import { GatewayAuth } from './auth.js';
@@ -99,11 +100,12 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   server.maxHeadersCount = limits.max_headers + 1;
   const guard = guardConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
+    const port = opts.port ?? cfg.port;
     server.once('error', (err) => {
       journal.close();
-      reject(err);
+      reject(listenError(err, host, port));
     });
-    server.listen(opts.port ?? cfg.port, host, () => resolve());
+    server.listen(port, host, () => resolve());
   });
   server.on('error', (err) => opts.onError?.(err));
   const sweep = setInterval(
@@ -136,4 +138,20 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
         await capture.close();
       })()),
   };
+}
+
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'the address is in use (another gateway or server?)',
+  EACCES: 'permission denied (a port below 1024?)',
+  EADDRNOTAVAIL: 'the address is not one of this machine',
+};
+
+/** A listen that failed for a reason the user can fix, as a UserError naming the address and the settings. */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const why = LISTEN_FAILURES[(err as NodeJS.ErrnoException).code ?? ''];
+  if (!why) return err;
+  return new UserError(
+    `gateway: cannot listen on ${host}:${port}: ${why}`,
+    'choose another with --port or gateway.port (--host or gateway.host)',
+  );
 }

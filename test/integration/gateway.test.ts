@@ -295,6 +295,15 @@ describe('the gateway on a scripted backend', () => {
     expect((await post(p, HELLO, {}, null)).status).toBe(200);
     await expect(gateway(p.rt, { host: '0.0.0.0', port: 0 })).rejects.toThrow(UserError);
   });
+
+  it('a port in use is a UserError naming the address and the settings, not an internal error', async () => {
+    const p = await project();
+    const port = Number(new URL(p.gw.url).port);
+    const second = gateway(p.rt, { port, flushMs: 20 });
+    await expect(second).rejects.toThrow(UserError);
+    await expect(second).rejects.toThrow(`gateway: cannot listen on 127.0.0.1:${port}: the address is in use`);
+    expect((await post(p, HELLO)).status).toBe(200); // the first one is untouched
+  });
 });
 
 describe('the gateway names sessions and agents the ways a client can', () => {

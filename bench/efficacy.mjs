@@ -8,12 +8,15 @@
 // reads the traces from the start), each candidate evaluated against the base set on the same eval tasks
 // and seeds, with its deploy gates; then the main recipe's candidate goes through deploy, and cycles
 // 2..K are whole cycles of it.
+// Transfer: each recipe's candidate against the base on bench/transfer/tasks.jsonl (every task, both splits, the
+// same seeds), hand-written tasks no recipe ever sees (bench/transfer/README.md): success per skill area, won/lost.
 // EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run),
 // EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
 // (default 2, this machine's cores; more on a GPU); EFFICACY_DIFFICULTY one level (0–3) for every suite (default:
-// each suite's default level).
+// each suite's default level). EFFICACY_TRANSFER=0 skips the transfer set.
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../dist/config/load.js';
 import { collect } from '../dist/pipeline/collect.js';
 import { deploy } from '../dist/pipeline/deploy.js';
@@ -22,7 +25,8 @@ import { runCycle } from '../dist/pipeline/loop.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { cpuSeconds, efficacyHtml } from './lib/efficacy-report.mjs';
-import { progress, writeResult } from './lib/report.mjs';
+import { transferHeadlines, transferLines, transferSummary } from './lib/efficacy-transfer.mjs';
+import { headline, progress, writeResult } from './lib/report.mjs';
 import { roundInterval as ci, roundTo } from './lib/stats.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
@@ -40,6 +44,8 @@ const RECIPES = (process.env.EFFICACY_RECIPES ?? 'rft,dpo,grpo').split(',').filt
 const MAIN = process.env.EFFICACY_MAIN ?? 'rft';
 const CONCURRENCY = Number(process.env.EFFICACY_CONCURRENCY ?? 2);
 const DIFFICULTY = process.env.EFFICACY_DIFFICULTY === undefined ? null : Number(process.env.EFFICACY_DIFFICULTY);
+const TRANSFER = process.env.EFFICACY_TRANSFER !== '0';
+const TRANSFER_TASKS = fileURLToPath(new URL('./transfer/tasks.jsonl', import.meta.url));
 
 // Each recipe: its train keys and the loop's stages after collect.
 const RECIPE = {
@@ -114,6 +120,20 @@ async function againstBase(load, baseVersion) {
   });
 }
 
+/** Base against a candidate on every transfer task, both splits, paired on the same tasks and seeds. */
+async function onTransfer(load, baseVersion, candidateSet, label) {
+  return withRuntime(load(), async (rt) => {
+    const ev = await evaluate(rt, {
+      candidate: `set:${candidateSet}`,
+      baseline: `set:${baseVersion}`,
+      tasks: TRANSFER_TASKS,
+      split: 'all',
+      onProgress: (p) => progress(`${label} ${p.done}/${p.total} done`),
+    });
+    return transferSummary(ev, rt.config.eval.bootstrap);
+  });
+}
+
 /** One `loop --once`, with what it cost and what its eval stage measured (the new candidate against production). */
 async function cycle(load, label) {
   return withRuntime(load(), async (rt) => {
@@ -160,6 +180,7 @@ const results = {
   cycles: CYCLES,
   main: MAIN,
   recipes: RECIPES,
+  transfer: TRANSFER ? path.relative(process.cwd(), TRANSFER_TASKS) : null,
   base: null,
   perCycle: [],
   ablation: [],
@@ -168,6 +189,7 @@ const jsonFile = args.out ?? path.join('bench-results', 'efficacy.json');
 const htmlFile = path.join(path.dirname(jsonFile), 'efficacy.html');
 // Written after every step, so a run stopped part-way still leaves what it measured.
 function save() {
+  results.headline = transferHeadlines(results, headline);
   writeResult(jsonFile, results);
   fs.writeFileSync(htmlFile, efficacyHtml(results));
 }
@@ -248,6 +270,19 @@ try {
     });
     save();
   }
+
+  // After the main candidate's deploy, which reads the candidate's newest evaluation: that must be the eval split's.
+  for (const entry of TRANSFER ? results.ablation.filter((a) => a.candidateSet) : []) {
+    progress(`transfer ${entry.recipe}: the base against the candidate on ${results.transfer}`);
+    try {
+      entry.transfer = await onTransfer(load, baseVersion, entry.candidateSet, `  transfer ${entry.recipe}`);
+    } catch (err) {
+      progress(`transfer ${entry.recipe}: ${err.stack ?? err.message}`);
+      entry.transfer = { error: err.message };
+    }
+    save();
+  }
+  for (const line of transferLines(results)) progress(line);
 
   // Cycles 2..K of the main recipe: whole cycles, collect included.
   useRecipe(MAIN, ['collect', ...RECIPE[MAIN].steps, 'deploy']);

@@ -53,7 +53,41 @@ function categoryRows(vs) {
   ]);
 }
 
-/** The benchmark's HTML page: per-cycle results against the base, per category, and the ablation. */
+const TRANSFER_HEAD = ['pairs', 'base', 'candidate', 'Δ success, points [95 % CI]', 'won / lost', 'p (McNemar)'];
+const transferCells = (pairs, s) => [
+  pairs,
+  pct(s.base),
+  pct(s.candidate),
+  pts(s.diff),
+  `${s.wins} / ${s.losses}`,
+  s.pValue ?? '—',
+];
+
+/** Each candidate against the base on the held-out transfer set, overall and per skill area. */
+function transferSection(r) {
+  if (!r.transfer) return '';
+  const rows = r.ablation.filter((a) => a.transfer);
+  const overall = rows.map((a) =>
+    a.transfer.error
+      ? [a.recipe, 'error', a.transfer.error]
+      : [a.recipe, ...transferCells(a.transfer.pairs, a.transfer.success)],
+  );
+  const areas = rows
+    .filter((a) => !a.transfer.error)
+    .map(
+      (a) =>
+        `<h3>${esc(a.recipe)} candidate on the transfer set by skill area</h3>${table(
+          ['skill area', ...TRANSFER_HEAD],
+          a.transfer.areas.map((x) => [x.area, ...transferCells(x.pairs, x)]),
+        )}`,
+    )
+    .join('');
+  return `<h2>Transfer: each candidate against the base on ${esc(r.transfer)} (hand-written, never trained on; every task)</h2>
+${table(['recipe', ...TRANSFER_HEAD], overall)}
+${areas}`;
+}
+
+/** The benchmark's HTML page: per-cycle results against the base, per category, the ablation and the transfer set. */
 export function efficacyHtml(r) {
   // Production still the base set: no change to measure.
   const same = (c) => c.production === r.base?.set;
@@ -108,5 +142,6 @@ ${perCategory}
 <h2>Ablation: one cycle per recipe on the same traces, the candidate against the base</h2>
 ${table(['recipe', 'deploy gates pass', 'base success', 'candidate success', 'Δ success, points [95 % CI]', 'examples trained', 'wall s'], ablation)}
 ${candidates}
+${transferSection(r)}
 `;
 }

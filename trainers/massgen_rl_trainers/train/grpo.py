@@ -3,7 +3,7 @@
     python -m massgen_rl_trainers.train.grpo --config FILE
 
 Rows: `{"group_id", "prompt": [messages], "completions": [{"content", "reward", "advantage", "token_ids"|null,
-"logprobs"|null, "meta"}, ...]}` (>= 2 completions per group).
+"logprobs"|null, "temperature"|null, "meta"}, ...]}` (>= 2 completions per group).
 
 `mode: offline` replays the recorded completions through TRL's `rollout_func` hook instead of generating: each group
 is cut into dataset rows of exactly `num_generations` completions (dealt round-robin in reward order so each row

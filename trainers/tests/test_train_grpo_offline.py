@@ -12,8 +12,8 @@ from massgen_rl_trainers.config_args import UsageError
 from massgen_rl_trainers.protocol import ScriptError
 from massgen_rl_trainers.train.args import parse_train_args
 from massgen_rl_trainers.train.grpo import GRPOArgs, grpo_config
-from massgen_rl_trainers.train.grpo_offline import reuse_plan, select_temperature
-from massgen_rl_trainers.train.grpo_replay import replay_chunks
+from massgen_rl_trainers.train.grpo_offline import mean_tokens, reuse_plan, select_temperature
+from massgen_rl_trainers.train.grpo_replay import Replay, replay_chunks
 from train_helpers import (
     assert_trained,
     completion_token_ids,
@@ -80,6 +80,22 @@ def test_reuse_bound_caps_the_steps():
         _plan(groups[:1], completions_per_step=4)
 
 
+class _Tokenizer:
+    eos_token_id = 2
+
+    def apply_chat_template(self, messages, **kwargs):
+        return {"input_ids": [1, 5, 6]}
+
+
+def test_replay_counts_the_completions_it_cuts():
+    group = _group((1, 0.7), (0, 0.7))
+    group["completions"][0]["token_ids"] = [10, 11, 12, 13]
+    chunks = replay_chunks([group], 2, seed=0)
+    replay = Replay(_Tokenizer(), [group], chunks, 2, max_completion_length=3, max_length=None)
+    assert replay.truncated == 1 and sorted(len(ids) for ids in replay.rows[0][1]) == [1, 3]
+    assert mean_tokens([row[1] for row in replay.rows]) == 2.0
+
+
 def _config(tmp_path, **overrides: Any) -> GRPOArgs:
     dataset = write_jsonl(tmp_path / "data.jsonl", [_group((1, 0.7), (0, 0.7))])
     config = train_config(tmp_path, "args", dataset, num_generations=2, **overrides)
@@ -91,6 +107,8 @@ def test_dr_grpo_loss_by_default_and_settings_checked(tmp_path):
     assert (args.loss_type, args.max_reuse, args.num_iterations) == ("dr_grpo", 2, 1)
     trl = grpo_config(args, temperature=0.7, max_steps=3)
     assert (trl.loss_type, trl.temperature, trl.max_steps, trl.num_iterations) == ("dr_grpo", 0.7, 3, 1)
+    assert trl.mask_truncated_completions is False
+    assert grpo_config(_config(tmp_path, mask_truncated_completions=True)).mask_truncated_completions is True
     assert grpo_config(_config(tmp_path, loss_type="dapo")).loss_type == "dapo"
     for bad, needle in [
         ({"loss_type": "mean"}, "loss_type must be one of grpo, dr_grpo"),
@@ -141,4 +159,5 @@ def test_offline_grpo_scores_at_the_sampling_temperature_and_bounds_reuse(tmp_pa
     assert (metrics["grpo/left_out_greedy"], metrics["grpo/left_out_other_temperature"]) == (1, 2)
     assert (metrics["grpo/max_uses"], metrics["grpo/requested_steps"], metrics["grpo/steps"]) == (2, 50, 4)
     assert metrics["completion_tokens"] == pytest.approx(metrics["grpo/dataset_completion_tokens"])
+    assert (metrics["grpo/truncated"], metrics["grpo/replayed"]) == (0, 4)
     assert "capped by max_reuse 2" in run.stderr

@@ -15,6 +15,8 @@ export function grpoSummaryLine(metrics: Record<string, unknown>): string | null
     [n('grpo/left_out_other_temperature'), 'at other temperatures'],
   ].filter(([count]) => count) as [number, string][];
   if (left.length) parts.push(`left out ${left.map(([count, what]) => `${count} ${what}`).join(', ')}`);
+  const cut = n('grpo/truncated');
+  if (cut) parts.push(`${cut} of ${n('grpo/replayed') ?? '?'} cut at max_completion_length`);
   const uses = n('grpo/max_uses');
   if (uses !== null) {
     const steps = n('grpo/steps');

@@ -75,6 +75,12 @@ class GRPOArgs(MismatchArgs):
         metadata={"help": "TRL's loss aggregation; dr_grpo: Dr. GRPO's, without the length bias of per-answer means."},
     )
     num_iterations: int = field(default=1, metadata={"help": "Optimizer passes over each generation batch (mu)."})
+    mask_truncated_completions: bool = field(
+        default=False,
+        metadata={
+            "help": "Leave completions without an end-of-turn token (cut at max_completion_length) out of the loss."
+        },
+    )
     max_reuse: int = field(
         default=2,
         metadata={"help": "Offline mode: times a recorded completion may enter the loss at most (caps max_steps)."},
@@ -189,6 +195,7 @@ def grpo_config(args: GRPOArgs, temperature: float | None = None, max_steps: int
         temperature=args.temperature if temperature is None else temperature,
         loss_type=args.loss_type,
         num_iterations=args.num_iterations,
+        mask_truncated_completions=args.mask_truncated_completions,
         **grpo_vllm_kwargs(args.vllm),
     )
 

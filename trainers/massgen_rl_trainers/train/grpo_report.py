@@ -24,6 +24,8 @@ def offline_summary(max_reuse: int, selection: Selection, plan: ReusePlan, repla
         "grpo/requested_steps": plan.requested_steps,
         "grpo/unrecorded_temperature": selection.unrecorded,
         "grpo/dataset_completion_tokens": mean_tokens([row[1] for row in replay.rows]),
+        "grpo/truncated": replay.truncated,
+        "grpo/replayed": sum(len(row[1]) for row in replay.rows),
     }
 
 
@@ -50,6 +52,12 @@ def report_offline(groups: list, chunks: list, summary: dict[str, Any], args: An
         + (f"; {requested} asked, capped by max_reuse {args.max_reuse}" if steps < requested else "")
         + f"): each completion enters the loss at most {summary['grpo/max_uses']} times"
     )
+    if summary["grpo/truncated"]:
+        log(
+            f"{summary['grpo/truncated']} of {summary['grpo/replayed']} replayed completions are longer than "
+            f"max_completion_length ({args.max_completion_length}) and cut: their reward is the whole answer's "
+            "(raise max_completion_length, or mask_truncated_completions: true leaves them out of the loss)"
+        )
     completions = [c for group in groups for c in group["completions"]]
     with_logprobs = sum(c["logprobs"] is not None for c in completions)
     if args.is_correction != "off":

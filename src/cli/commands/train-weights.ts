@@ -62,7 +62,7 @@ export function registerTrainWeights(train: Command, ctx: () => Context): Comman
             onStage: (m) => bar.update(m),
             onProgress: (p) =>
               bar.update(
-                `step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''}  loss ${p.loss?.toFixed(4) ?? '—'}  reward ${p.reward?.toFixed(3) ?? '—'}${p.etaMs !== null ? `  ETA ${formatDuration(p.etaMs)}` : ''}`,
+                `step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''}  loss ${p.loss?.toFixed(4) ?? '—'}  reward ${p.reward?.toFixed(3) ?? '—'}${p.completionTokens !== null ? `  ${p.completionTokens.toFixed(0)} tokens/answer` : ''}${p.etaMs !== null ? `  ETA ${formatDuration(p.etaMs)}` : ''}`,
               ),
           }),
         );

@@ -11,7 +11,7 @@ import pytest
 from massgen_rl_trainers.config_args import UsageError
 from massgen_rl_trainers.protocol import ScriptError
 from massgen_rl_trainers.train.args import parse_train_args
-from massgen_rl_trainers.train.grpo import GRPOArgs, grpo_config
+from massgen_rl_trainers.train.grpo import GRPOArgs, grpo_config, load_groups
 from massgen_rl_trainers.train.grpo_offline import mean_tokens, reuse_plan, select_temperature
 from massgen_rl_trainers.train.grpo_replay import Replay, replay_chunks
 from train_helpers import (
@@ -117,6 +117,16 @@ def test_dr_grpo_loss_by_default_and_settings_checked(tmp_path):
     ]:
         with pytest.raises(UsageError, match=needle):
             _config(tmp_path, **bad)
+
+
+def test_recorded_temperatures_are_checked(tmp_path):
+    args = _config(tmp_path)
+    for value, needle in [("hot", "temperature must be a finite number"), (-1, "temperature must be 0 to 100")]:
+        group = _group((1, 0.7), (0, 0.7))
+        group["completions"][1]["temperature"] = value
+        args.dataset_path = str(write_jsonl(tmp_path / "bad.jsonl", [group]))
+        with pytest.raises(ScriptError, match=rf"bad.jsonl:1: completions\[1\]: {needle}"):
+            load_groups(args)
 
 
 def _sampled_groups(temperature: float) -> list[dict[str, Any]]:

@@ -548,6 +548,12 @@ const selection = {
   grpo: {
     agents: agentMatch.optional(),
     min_group_size: z.int().min(2).max(1024).default(2),
+    on_policy: z
+      .boolean()
+      .default(true)
+      .describe(
+        "offline mode: learn only from completions served by the weights training starts from (the rollout resource set records them); false also replays other weights' completions as if the policy had sampled them",
+      ),
   },
   dpo: {
     min_margin: z.number().nonnegative().max(1e6).default(0),

@@ -5,6 +5,7 @@ import type { Store } from '../store/index.js';
 import { dpoBuilder } from './dpo.js';
 import { checkGates, type GateResult, type GateThresholds } from './gates.js';
 import { grpoBuilder } from './grpo.js';
+import { policyCheck, type StartWeights } from './on-policy.js';
 import { resolveDatasetOptions, type DatasetOptionsInput } from './options.js';
 import { ppoBuilder } from './ppo.js';
 import { TraceReader } from './read-traces.js';
@@ -35,6 +36,8 @@ export interface BuildDatasetInput {
   configHash?: string | null;
   /** When given, the gates are checked and recorded in the manifest (nothing is thrown: see assertGates). */
   gates?: GateThresholds;
+  /** Offline GRPO: keep only completions served by these weights (the run's start). */
+  startWeights?: StartWeights;
   /** Rollouts per read page. */
   pageSize?: number;
   signal?: AbortSignal;
@@ -69,7 +72,8 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
     ? (rolloutId: string, seq: number) => reader.span(rolloutId, seq)?.payload
     : undefined;
   const stats = new StatsCollector();
-  const builder = BUILDERS[input.algo]({ options, stats, reader });
+  const policy = input.startWeights ? policyCheck(store, input.startWeights) : undefined;
+  const builder = BUILDERS[input.algo]({ options, stats, reader, policy });
   const writer = new DatasetWriter(path.join(input.dataDir, 'datasets'), input.algo);
   try {
     const emit: RowSink = (row, info) => {

@@ -1,4 +1,5 @@
 import type { PromptPayload } from '../trace/payloads.js';
+import { sha256 } from '../util/hash.js';
 import { chatMessages, completionText, logprobValues, promptKey, tokenIds } from './messages.js';
 import { agentMatcher } from './options.js';
 import type { RolloutIndex } from './rollout-index.js';
@@ -11,8 +12,14 @@ interface Member {
   reward: number;
   clean: boolean;
   category: string;
+  temperature: number;
   meta: Record<string, unknown>;
 }
+
+/** Below this a backend decodes greedily (vLLM's and the bundled server's threshold): no sample of the policy. */
+export const GREEDY_BELOW = 1e-5;
+/** The sampling temperature of a request that names none (the OpenAI API's and the bundled server's default). */
+export const DEFAULT_TEMPERATURE = 1;
 
 /**
  * GRPO: completions of the same prompt (equal promptKey: normalized request messages and tools), across
@@ -23,6 +30,13 @@ interface Member {
  * Advantage = (reward − group mean) / group std, the population std (÷ n), as in GRPO; groups whose
  * rewards are all equal carry no signal and are dropped (zero_variance_group), as are groups smaller
  * than grpo.min_group_size (small_group). Groups come out in order of first appearance.
+ *
+ * Offline GRPO scores each completion under the policy at the temperature it was sampled at, so each
+ * completion records its request's `temperature` (none named: 1, the API default) and a group holds one
+ * temperature (the same prompt at two temperatures makes two groups). Greedy completions (temperature
+ * below GREEDY_BELOW) are no samples of the policy's distribution: left out (greedy). With ctx.policy
+ * (train.grpo.on_policy, offline mode) only completions served by the weights the run starts from are
+ * kept; the others are left out as off_policy, or unknown_weights when the store does not say.
  */
 export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
   const { stats, reader } = ctx;
@@ -41,13 +55,19 @@ export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
     if (!matches(agent)) return stats.drop('agent_filter');
     if (completionText(p) === null || !request?.messages) return stats.drop('no_completion');
     if (reward === null) return stats.drop(extra.kind === 'sample' ? 'unrewarded_sample' : 'no_reward');
-    const key = promptKey(request);
+    const temperature = typeof request.temperature === 'number' ? request.temperature : DEFAULT_TEMPERATURE;
+    if (temperature < GREEDY_BELOW) return stats.drop('greedy');
+    const policy = ctx.policy?.(view.rollout, agent);
+    if (policy === 'off') return stats.drop('off_policy');
+    if (policy === 'unknown') return stats.drop('unknown_weights');
+    const key = `${promptKey(request)}@${temperature}`;
     const m: Member = {
       rolloutId: view.rollout.id,
       seq,
       reward,
       clean: view.clean(agent),
       category: view.category,
+      temperature,
       meta: view.meta(agent, seq, extra),
     };
     const list = groups.get(key);
@@ -100,12 +120,13 @@ export function grpoBuilder(ctx: BuilderContext): DatasetBuilder {
             advantage: (m.reward - mean) / std,
             token_ids: tokenIds(p),
             logprobs: logprobValues(p),
+            temperature: m.temperature,
             meta: { ...m.meta, model: p.request?.model ?? null },
           };
         });
         stats.count('groups');
         stats.count('completions', completions.length);
-        const row: GrpoRow = { group_id: key.slice(0, 16), prompt: prompt ?? [], completions };
+        const row: GrpoRow = { group_id: sha256(key).slice(0, 16), prompt: prompt ?? [], completions };
         emit(row, {
           clean: members.every((m) => m.clean),
           categories: members.map((m) => m.category),

@@ -1,4 +1,5 @@
 import type { ChatMessage } from './messages.js';
+import type { PolicyCheck } from './on-policy.js';
 import type { DatasetOptions } from './options.js';
 import type { TraceReader } from './read-traces.js';
 import type { RolloutIndex } from './rollout-index.js';
@@ -21,6 +22,8 @@ export interface GrpoCompletion {
   advantage: number;
   token_ids: number[] | null;
   logprobs: number[] | null;
+  /** The sampling temperature of the completion's request. */
+  temperature: number;
   meta: Meta;
 }
 
@@ -57,6 +60,8 @@ export interface BuilderContext {
   options: DatasetOptions;
   stats: StatsCollector;
   reader: TraceReader;
+  /** Offline GRPO: which weights served an agent in a rollout, against the start weights (none: no check). */
+  policy?: PolicyCheck;
 }
 
 /**

@@ -224,6 +224,11 @@ export async function newRun(
     options: datasetOptionsFromConfig(t, rt.config.rewards.weights),
     configHash: rt.loaded.hash,
     gates: t.gates,
+    // Offline GRPO replays completions as the policy's samples: only those the start weights served are.
+    startWeights:
+      algo === 'grpo' && settings.mode !== 'online' && t.grpo.on_policy
+        ? { resourceId: start.resource?.id ?? null, dir: start.dir }
+        : undefined,
   });
   if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));
   assertGates({ ...ds.stats, algo }, t.gates);
@@ -340,8 +345,10 @@ function emptyDataset(algo: Algo, ds: BuildDatasetResult, start: TrainStart, all
     : `after rollout #${start.watermark} (where the last ${algo} run on ${start.line} stopped)`;
   return new UserError(
     `no ${algo} examples: ${completed} completed rollout(s) ${since} yield none${dropped ? ` (left out: ${dropped})` : ''}`,
-    all
-      ? 'collect traces first (`massgen-rl collect`), or check train.' + algo + ' filters'
-      : 'collect new traces (`massgen-rl collect`), or pass --all to train on every stored trace',
+    ds.stats.dropped.off_policy || ds.stats.dropped.unknown_weights
+      ? `offline GRPO learns from completions the start weights (${start.ref}) served: collect with them, or set train.grpo.on_policy: false`
+      : all
+        ? 'collect traces first (`massgen-rl collect`), or check train.' + algo + ' filters'
+        : 'collect new traces (`massgen-rl collect`), or pass --all to train on every stored trace',
   );
 }

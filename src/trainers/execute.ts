@@ -5,12 +5,15 @@ import { registerCheckpoint, type RegisteredCheckpoint } from '../resources/chec
 import type { Store } from '../store/index.js';
 import type { TrainRunDetail } from './resume.js';
 import { gpuEnv, runTrainer, type StepEvent, type TrainerCommand, type TrainerOutcome } from './runner.js';
+import { stepCompletionTokens } from './trainer-events.js';
 
 export interface TrainProgress {
   step: number;
   totalSteps: number | null;
   loss: number | null;
   reward: number | null;
+  /** GRPO: the step's mean completion tokens (TRL's completions/mean_length); null for the others. */
+  completionTokens: number | null;
   etaMs: number | null;
 }
 
@@ -67,7 +70,14 @@ export async function executeTraining(input: ExecuteInput): Promise<ExecuteResul
         const done = ev.step - firstStep;
         const rate = done > 0 ? (Date.now() - firstStepAt) / done : null;
         const etaMs = ev.total_steps && rate !== null && done > 1 ? rate * Math.max(0, ev.total_steps - ev.step) : null;
-        input.onProgress?.({ step: ev.step, totalSteps: ev.total_steps, loss: ev.loss, reward: ev.reward, etaMs });
+        input.onProgress?.({
+          step: ev.step,
+          totalSteps: ev.total_steps,
+          loss: ev.loss,
+          reward: ev.reward,
+          completionTokens: stepCompletionTokens(ev),
+          etaMs,
+        });
       },
     });
   } catch (err) {

@@ -93,6 +93,12 @@ export function parseTrainerEvent(line: string): TrainerEvent | undefined {
   }
 }
 
+/** GRPO's mean completion tokens of a step (TRL's completions/mean_length in its metrics); null without. */
+export function stepCompletionTokens(e: StepEvent): number | null {
+  const value = isObject(e.metrics) ? e.metrics['completions/mean_length'] : undefined;
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
 /** The numeric fields of a step event: what training_metrics stores per step. */
 export function stepMetrics(e: StepEvent): Record<string, number> {
   const out = dict<number>();

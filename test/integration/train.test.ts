@@ -153,6 +153,22 @@ describe('train with a protocol trainer script', () => {
     await expect(fetch(url, { method: 'POST', body: '{}' })).rejects.toThrow();
   }, 120_000);
 
+  it('offline grpo learns only from completions the start weights served (train.grpo.on_policy)', async () => {
+    // The stub team's models are served elsewhere: no weight resource says they are ./base.
+    const loaded = await project();
+    const refused = withRuntime(loaded, (rt) => train(rt, { algo: 'grpo', maxSteps: 1 }));
+    await expect(refused).rejects.toThrow(
+      /no grpo examples: 3 completed rollout\(s\) .* yield none \(left out: \d+ unknown_weights\)/,
+    );
+    await expect(refused).rejects.toMatchObject({
+      hint: 'offline GRPO learns from completions the start weights (./base) served: collect with them, or set train.grpo.on_policy: false',
+    });
+    await server?.close();
+    const anyWeights = await project('  grpo: { on_policy: false }\n');
+    const r = await withRuntime(anyWeights, (rt) => train(rt, { algo: 'grpo', maxSteps: 1 }));
+    expect(r.dataset.rows).toBeGreaterThan(0);
+  }, 120_000);
+
   it('stops cleanly on abort, records the run as cancelled, and --resume continues from its checkpoint', async () => {
     const loaded = await project();
     process.env.FAKE_TRAINER_MODE = 'sigint';

@@ -1,6 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { buildDataset, type GrpoRow } from '../../src/datasets/index.js';
-import { fixtureStore, readRows, teamRollout } from '../fixtures/datasets/team-rollouts.js';
+import type { Store } from '../../src/store/index.js';
+import { fixtureStore, readRows, teamRollout, type AgentId } from '../fixtures/datasets/team-rollouts.js';
+
+/** A resource set serving agents a, b, c with these weight resource ids (null: a model served elsewhere). */
+function servedBy(store: Store, weights: Record<AgentId, string | null>): string {
+  const agents = Object.fromEntries(
+    Object.entries(weights).map(([id, w]) => [
+      id,
+      { prompt: 'prompt-1', weights: w, from_config: { prompt: true, weights: true } },
+    ]),
+  );
+  return store.sets.add({ agents }, { kind: 'config' }).id;
+}
 
 describe('GRPO dataset', () => {
   it('groups completions of identical prompts across rollouts, with group-relative advantages', async () => {
@@ -26,6 +38,7 @@ describe('GRPO dataset', () => {
     expect(g!.completions[0]).toMatchObject({
       token_ids: [100, 101],
       logprobs: [-0.25, -0.25],
+      temperature: 0.7,
       meta: {
         rollout_id: r1.id,
         agent: 'a',
@@ -107,6 +120,71 @@ describe('GRPO dataset', () => {
     expect(onlyAB.stats.dropped).toMatchObject({ zero_variance_group: 1 });
     const bc = await buildDataset(store, { algo: 'grpo', dataDir: dir, options: { grpo: { agents: '[bc]' } } });
     expect(readRows<GrpoRow>(bc.dir)[0]!.completions.map((c) => c.meta.agent)).toEqual(['b', 'c']);
+    store.close();
+  });
+
+  it('records each completion temperature, keeps temperatures in separate groups and leaves greedy ones out', async () => {
+    const { store, dir } = fixtureStore();
+    teamRollout(store, { taskId: 'mul', first: { agent: 'a', content: '42' }, temperature: { a: 0 } });
+    teamRollout(store, { taskId: 'mul', first: { agent: 'b', content: '41' } });
+    teamRollout(store, { taskId: 'mul', first: { agent: 'c', content: '42' } });
+    teamRollout(store, { taskId: 'mul', first: { agent: 'b', content: '42' }, temperature: { b: null } });
+    teamRollout(store, { taskId: 'mul', first: { agent: 'c', content: '41' }, temperature: { c: 1 } });
+    const built = await buildDataset(store, { algo: 'grpo', dataDir: dir });
+    const rows = readRows<GrpoRow>(built.dir);
+    // The same first-round prompt at 0.7 and at 1 (a request naming none samples at the API default, 1).
+    expect(rows.map((g) => g.completions.map((c) => [c.content, c.temperature, c.meta.agent]))).toEqual([
+      [
+        ['ANSWER: 41', 0.7, 'b'],
+        ['ANSWER: 42', 0.7, 'c'],
+      ],
+      [
+        ['ANSWER: 42', 1, 'b'],
+        ['ANSWER: 41', 1, 'c'],
+      ],
+    ]);
+    expect(rows[0]!.group_id).not.toBe(rows[1]!.group_id);
+    expect(rows[0]!.prompt).toEqual(rows[1]!.prompt);
+    // a decoded greedily in the first rollout: its answer and its vote.
+    expect(built.stats.dropped).toMatchObject({ greedy: 2 });
+    store.close();
+  });
+
+  it('with the start weights, keeps only completions those weights served', async () => {
+    const { store, dir } = fixtureStore();
+    const base = store.resources.add({ kind: 'weight', name: 'base', path: '/w/base' }).id;
+    const again = store.resources.add({ kind: 'weight', name: 'base-folder', path: '/w/base' }).id;
+    const other = store.resources.add({ kind: 'weight', name: 'tuned', path: '/w/tuned' }).id;
+    const r1 = teamRollout(store, {
+      taskId: 'mul',
+      first: { agent: 'a', content: '42' },
+      resourceSetId: servedBy(store, { a: base, b: base, c: base }),
+    });
+    teamRollout(store, {
+      taskId: 'mul',
+      first: { agent: 'b', content: '41' },
+      resourceSetId: servedBy(store, { a: other, b: other, c: other }),
+    });
+    const r3 = teamRollout(store, {
+      taskId: 'mul',
+      first: { agent: 'b', content: '41' },
+      resourceSetId: servedBy(store, { a: again, b: again, c: null }),
+    });
+    teamRollout(store, { taskId: 'mul', first: { agent: 'b', content: '40' } });
+    const startWeights = { resourceId: base, dir: '/w/base' };
+    const built = await buildDataset(store, { algo: 'grpo', dataDir: dir, startWeights });
+    const rows = readRows<GrpoRow>(built.dir);
+    expect(rows.map((g) => g.completions.map((c) => [c.content, c.meta.rollout_id]))).toEqual([
+      [
+        ['ANSWER: 42', r1.id],
+        ['ANSWER: 41', r3.id], // served by the same folder under another resource
+      ],
+    ]);
+    // Rollout 2: the answer and 3 votes by other weights; c of rollout 3 (served elsewhere) and all of
+    // rollout 4 (no resource set) are not on record.
+    expect(built.stats.dropped).toMatchObject({ off_policy: 4, unknown_weights: 5 });
+    const everyone = await buildDataset(store, { algo: 'grpo', dataDir: dir });
+    expect(readRows<GrpoRow>(everyone.dir)[0]!.completions).toHaveLength(4);
     store.close();
   });
 });

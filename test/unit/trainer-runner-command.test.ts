@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
-import { gpuEnv, parseTrainerEvent, stepMetrics, trainerCommand } from '../../src/trainers/runner.js';
+import {
+  gpuEnv,
+  parseTrainerEvent,
+  stepCompletionTokens,
+  stepMetrics,
+  trainerCommand,
+} from '../../src/trainers/runner.js';
 
 describe('trainerCommand', () => {
   it('runs a bundled trainer as a module, a user script directly, and several processes through accelerate', () => {
@@ -166,5 +172,8 @@ describe('parseTrainerEvent', () => {
     }
     const step = parseTrainerEvent('{"event":"step","step":1,"loss":0.5,"kl":null,"grad_norm":2}');
     expect(step?.event === 'step' && stepMetrics(step)).toEqual({ loss: 0.5, grad_norm: 2 });
+    expect(step?.event === 'step' && stepCompletionTokens(step)).toBeNull();
+    const grpo = parseTrainerEvent('{"event":"step","step":1,"loss":0.5,"metrics":{"completions/mean_length":41.5}}');
+    expect(grpo?.event === 'step' && stepCompletionTokens(grpo)).toBe(41.5);
   });
 });

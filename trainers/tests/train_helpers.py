@@ -120,9 +120,11 @@ def generate_with(folder: str | Path, prompt: str = "What is 2 + 3?", max_new_to
 _TEACHER: dict[str, Any] = {}
 
 
-def teacher_forced_logps(prompt: list[dict[str, str]], completion_ids: list[int]) -> list[float]:
-    """The default model's float32 log-probabilities of `completion_ids` after the chat-templated `prompt`: what a
-    serving engine with the trainer's exact numerics would record."""
+def teacher_forced_logps(
+    prompt: list[dict[str, str]], completion_ids: list[int], temperature: float = 1.0
+) -> list[float]:
+    """The default model's float32 log-probabilities of `completion_ids` after the chat-templated `prompt` at
+    `temperature`: what a serving engine with the trainer's exact numerics would record."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -134,7 +136,7 @@ def teacher_forced_logps(prompt: list[dict[str, str]], completion_ids: list[int]
     )["input_ids"]
     ids = torch.tensor([list(prompt_ids) + list(completion_ids)])
     with torch.no_grad():
-        logps = torch.log_softmax(_TEACHER["model"](input_ids=ids).logits[0, :-1].float(), -1)
+        logps = torch.log_softmax(_TEACHER["model"](input_ids=ids).logits[0, :-1].float() / temperature, -1)
     return logps.gather(-1, ids[0, 1:, None]).squeeze(-1)[-len(completion_ids) :].tolist()
 
 

@@ -7,6 +7,7 @@ import { wholeNumber } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import { formatDuration } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
+import { grpoSummaryLine } from './train-summary.js';
 
 interface WeightsFlags {
   algo?: string;
@@ -61,7 +62,7 @@ export function registerTrainWeights(train: Command, ctx: () => Context): Comman
             onStage: (m) => bar.update(m),
             onProgress: (p) =>
               bar.update(
-                `step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''}  loss ${p.loss?.toFixed(4) ?? '—'}  reward ${p.reward?.toFixed(3) ?? '—'}${p.etaMs !== null ? `  ETA ${formatDuration(p.etaMs)}` : ''}`,
+                `step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''}  loss ${p.loss?.toFixed(4) ?? '—'}  reward ${p.reward?.toFixed(3) ?? '—'}${p.completionTokens !== null ? `  ${p.completionTokens.toFixed(0)} tokens/answer` : ''}${p.etaMs !== null ? `  ETA ${formatDuration(p.etaMs)}` : ''}`,
               ),
           }),
         );
@@ -87,6 +88,8 @@ export function registerTrainWeights(train: Command, ctx: () => Context): Comman
         ui.print(
           `  from ${r.start.ref}${r.start.checkpoint_id ? ` (checkpoint ${r.start.checkpoint_id})` : ''}; traces after rollout #${r.dataset.watermark.from} up to #${r.dataset.watermark.to}; dataset ${r.dataset.hash.slice(0, 12)}`,
         );
+        const grpo = grpoSummaryLine(r.metrics);
+        if (grpo) ui.print(grpo);
         ui.print(`  serve it: massgen-rl serve --weights resource:${r.weight.name}@${r.weight.version}`);
       } catch (err) {
         bar.stop();

@@ -14,10 +14,11 @@ from .ranks import any_process
 from .stop import STOP
 
 
-def make_callback(reward_key: str | None, kl_key: str | None) -> Any:
+def make_callback(reward_key: str | None, kl_key: str | None, mean_keys: tuple[str, ...] = ()) -> Any:
     """A TrainerCallback emitting `step` (on each log with a loss) and `checkpoint` (on each save), and turning a
     pending SIGINT/SIGTERM into save + stop at the end of the current optimizer step. `reward_key`/`kl_key`: the
-    trainer's log keys reported as the step's `reward`/`kl` (None: null)."""
+    trainer's log keys reported as the step's `reward`/`kl` (None: null); `means()`: the mean over the logged steps
+    of each of `mean_keys`."""
     from transformers import TrainerCallback
 
     class ProtocolCallback(TrainerCallback):
@@ -28,6 +29,10 @@ def make_callback(reward_key: str | None, kl_key: str | None) -> Any:
             self.stop_checkpoint: str | None = None
             self._tokens: float | None = None
             self._time = time.monotonic()
+            self._sums: dict[str, list[float]] = {key: [] for key in mean_keys}
+
+        def means(self) -> dict[str, float]:
+            return {key: sum(values) / len(values) for key, values in self._sums.items() if values}
 
         def on_train_begin(self, args, state, control, **kwargs):
             self._time = time.monotonic()
@@ -46,6 +51,9 @@ def make_callback(reward_key: str | None, kl_key: str | None) -> Any:
             if "loss" not in logs:  # the end-of-training summary (train_runtime, ...) or eval logs
                 return
             self.last_logs = logs
+            for key, values in self._sums.items():
+                if clean_number(logs.get(key)) is not None:
+                    values.append(clean_number(logs[key]))
             now = time.monotonic()
             tokens = clean_number(logs.get("num_tokens"))
             if tokens is None and state.num_input_tokens_seen:

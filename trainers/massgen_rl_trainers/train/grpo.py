@@ -3,7 +3,7 @@
     python -m massgen_rl_trainers.train.grpo --config FILE
 
 Rows: `{"group_id", "prompt": [messages], "completions": [{"content", "reward", "advantage", "token_ids"|null,
-"logprobs"|null, "meta"}, ...]}` (>= 2 completions per group).
+"logprobs"|null, "temperature"|null, "meta"}, ...]}` (>= 2 completions per group).
 
 `mode: offline` replays the recorded completions through TRL's `rollout_func` hook instead of generating: each group
 is cut into dataset rows of exactly `num_generations` completions (dealt round-robin in reward order so each row
@@ -12,7 +12,10 @@ spans the group's rewards; a short row is filled up with the group's other compl
 the hook returns the recorded `token_ids` (or the content tokenized + the end-of-turn token when they are null), and
 a reward function hands back the recorded `reward`. TRL then normalizes rewards per row into advantages (the
 recorded `advantage` is not used) and takes the usual clipped GRPO step. The importance ratio starts at 1, i.e. the
-completions are assumed to come from the current policy: only replay traces sampled from the model being trained.
+completions are assumed to come from the current policy: only replay traces sampled from the model being trained
+(massgen-rl's dataset keeps only those, train.grpo.on_policy). The policy scores them at the temperature they were
+sampled at (each completion's `temperature`; greedy ones and other temperatures than the most common are left out,
+train/grpo_offline.py), and the steps are capped so no completion enters the loss more than `max_reuse` times.
 Completions whose recorded `logprobs` match their `token_ids` one for one also correct the serving/training mismatch
 (`is_correction`, train/tis.py): each token's loss is weighted by min(exp(logp_trainer - logp_recorded), `is_cap`),
 always (`on`) or when the batch's mean |difference| exceeds `is_threshold` (`auto`); step events report
@@ -33,12 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config_args import UsageError
-from ..protocol import ScriptError, log, progress
+from ..protocol import ScriptError, progress
 from .args import MismatchArgs
 from .callbacks import make_callback
 from .data import messages, number, read_jsonl
 from .finish import train_and_finish
+from .grpo_offline import reuse_plan, select_temperature
 from .grpo_replay import Replay, recorded_reward, replay_chunks, replay_trainer_class
+from .grpo_report import offline_summary, report_offline
 from .policy import load_policy
 from .ranks import world_size
 from .reward_bridge import make_bridge_reward
@@ -46,6 +51,8 @@ from .runner import run_trainer
 from .settings import training_kwargs
 from .tis import usable_logprobs
 from .vllm import check_vllm_run, grpo_vllm_kwargs, normalize_vllm
+
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")  # TRL 1.16's
 
 
 @dataclass
@@ -59,7 +66,25 @@ class GRPOArgs(MismatchArgs):
     mode: str = field(default="offline", metadata={"help": "offline: replay recorded completions; online: sample."})
     reward_url: str | None = field(default=None, metadata={"help": "Reward bridge URL (online mode)."})
     max_completion_length: int = field(default=256, metadata={"help": "Maximum completion tokens."})
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (online mode)."})
+    temperature: float = field(
+        default=1.0,
+        metadata={"help": "Sampling temperature (online mode; offline: the completions' recorded one, else this)."},
+    )
+    loss_type: str = field(
+        default="dr_grpo",
+        metadata={"help": "TRL's loss aggregation; dr_grpo: Dr. GRPO's, without the length bias of per-answer means."},
+    )
+    num_iterations: int = field(default=1, metadata={"help": "Optimizer passes over each generation batch (mu)."})
+    mask_truncated_completions: bool = field(
+        default=False,
+        metadata={
+            "help": "Leave completions without an end-of-turn token (cut at max_completion_length) out of the loss."
+        },
+    )
+    max_reuse: int = field(
+        default=2,
+        metadata={"help": "Offline mode: times a recorded completion may enter the loss at most (caps max_steps)."},
+    )
     reward_timeout: float = field(default=300.0, metadata={"help": "Seconds to wait for one reward bridge call."})
     vllm: dict | None = field(
         default=None,
@@ -89,6 +114,17 @@ class GRPOArgs(MismatchArgs):
             raise UsageError(f"beta must be 0 to 1e6, got {self.beta}")
         if not 1 <= self.max_completion_length <= 1 << 20:
             raise UsageError(f"max_completion_length must be 1 to {1 << 20}, got {self.max_completion_length}")
+        if self.loss_type not in LOSS_TYPES:
+            raise UsageError(f"loss_type must be one of {', '.join(LOSS_TYPES)}, got {self.loss_type!r}")
+        for name, ceiling in (("num_iterations", 1000), ("max_reuse", 10_000)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling:
+                raise UsageError(f"{name} must be a whole number from 1 to {ceiling}, got {value!r}")
+        if self.mode == "offline" and self.num_iterations > self.max_reuse:
+            raise UsageError(
+                f"num_iterations ({self.num_iterations}) reuses each batch more than max_reuse allows "
+                f"({self.max_reuse})"
+            )
         if not 0 < self.temperature <= 100 or not 0 < self.reward_timeout <= 7 * 24 * 3600:
             raise UsageError("temperature (at most 100) and reward_timeout (at most a week) must be positive")
         batch = self.per_device_train_batch_size * processes * self.gradient_accumulation_steps
@@ -118,12 +154,16 @@ def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:
             ):
                 raise ScriptError(f"{at}: token_ids must be a non-empty list of token ids or null")
             logprobs = usable_logprobs(completion.get("logprobs"), len(token_ids)) if token_ids else None
+            temperature = number(completion.get("temperature"), at, "temperature", required=False)
+            if temperature is not None and not 0 <= temperature <= 100:
+                raise ScriptError(f"{at}: temperature must be 0 to 100, got {temperature}")
             parsed.append(
                 {
                     "content": completion["content"],
                     "token_ids": token_ids,
                     "logprobs": logprobs,
                     "reward": number(completion.get("reward"), at, "reward", required=args.mode == "offline"),
+                    "temperature": temperature,
                     "meta": completion.get("meta") if isinstance(completion.get("meta"), dict) else {},
                 }
             )
@@ -139,16 +179,23 @@ def load_groups(args: GRPOArgs) -> list[dict[str, Any]]:
     return groups
 
 
-def grpo_config(args: GRPOArgs) -> Any:
-    """TRL's GRPOConfig for the trainer config (vLLM generation included)."""
+def grpo_config(args: GRPOArgs, temperature: float | None = None, max_steps: int | None = None) -> Any:
+    """TRL's GRPOConfig for the trainer config (vLLM generation included); offline mode passes the completions'
+    temperature and the steps the reuse bound allows."""
     from trl import GRPOConfig
 
+    kwargs = training_kwargs(args)
+    if max_steps is not None:
+        kwargs["max_steps"] = max_steps
     return GRPOConfig(
-        **training_kwargs(args),
+        **kwargs,
         beta=args.beta,
         num_generations=args.num_generations,
         max_completion_length=args.max_completion_length,
-        temperature=args.temperature,
+        temperature=args.temperature if temperature is None else temperature,
+        loss_type=args.loss_type,
+        num_iterations=args.num_iterations,
+        mask_truncated_completions=args.mask_truncated_completions,
         **grpo_vllm_kwargs(args.vllm),
     )
 
@@ -159,44 +206,39 @@ def main(args: GRPOArgs) -> dict[str, Any]:
     from trl import GRPOTrainer
 
     groups = load_groups(args)
-    policy = load_policy(args, padding_side="left")
-    config = grpo_config(args)
-    callback = make_callback(reward_key="reward", kl_key="kl" if args.beta > 0 else None)
-    common = dict(
-        model=policy.model,
-        args=config,
-        processing_class=policy.tokenizer,
-        peft_config=policy.peft_config,
-        callbacks=[callback],
+    callback = make_callback(
+        reward_key="reward", kl_key="kl" if args.beta > 0 else None, mean_keys=("completions/mean_length",)
     )
-
     if args.mode == "offline":
+        selection = select_temperature(groups, args.temperature)
+        groups = selection.groups
+        policy = load_policy(args, padding_side="left")
         chunks = replay_chunks(groups, args.num_generations, args.seed)
         replay = Replay(
             policy.tokenizer, groups, chunks, args.num_generations, args.max_completion_length, args.max_length
         )
-
-        ReplayGRPOTrainer = replay_trainer_class(GRPOTrainer, args.is_correction, args.is_threshold, args.is_cap)
-        progress(
-            "dataset",
-            f"{len(groups)} groups replayed as {len(chunks)} rows of {args.num_generations}",
-            groups=len(groups),
-            rows=len(chunks),
+        plan = reuse_plan(
+            chunks,
+            completions_per_step=args.per_device_train_batch_size * world_size() * args.gradient_accumulation_steps,
+            num_generations=args.num_generations,
+            num_iterations=args.num_iterations,
+            max_reuse=args.max_reuse,
+            max_steps=args.max_steps,
+            num_train_epochs=args.num_train_epochs,
         )
-        completions = [c for group in groups for c in group["completions"]]
-        with_logprobs = sum(c["logprobs"] is not None for c in completions)
-        if args.is_correction != "off":
-            log(
-                f"recorded logprobs usable for {with_logprobs} of {len(completions)} completions "
-                f"(is_correction: {args.is_correction}; the rest are not corrected)"
-            )
+        config = grpo_config(args, temperature=selection.temperature, max_steps=plan.max_steps)
+        summary = offline_summary(args.max_reuse, selection, plan, replay)
+        report_offline(groups, chunks, summary, args)
+        ReplayGRPOTrainer = replay_trainer_class(GRPOTrainer, args.is_correction, args.is_threshold, args.is_cap)
         trainer = ReplayGRPOTrainer(
             reward_funcs=[recorded_reward],
             rollout_func=replay,
             train_dataset=Dataset.from_list(replay.dataset_rows(chunks, groups)),
-            **common,
+            **common_kwargs(policy, config, callback),
         )
     else:
+        summary = {}
+        policy = load_policy(args, padding_side="left")
         rows = [{"prompt": group["prompt"], "meta_json": json.dumps(group["meta"], default=str)} for group in groups]
         progress(
             "dataset",
@@ -206,9 +248,24 @@ def main(args: GRPOArgs) -> dict[str, Any]:
         trainer = GRPOTrainer(
             reward_funcs=[make_bridge_reward(args.reward_url, args.reward_timeout)],
             train_dataset=Dataset.from_list(rows),
-            **common,
+            **common_kwargs(policy, grpo_config(args), callback),
         )
-    return train_and_finish(trainer, policy, args, f"grpo-{args.mode}", callback)
+
+    def extra_metrics() -> dict[str, Any]:
+        tokens = callback.means().get("completions/mean_length")
+        return {**summary, "completion_tokens": round(tokens, 2) if tokens is not None else None}
+
+    return train_and_finish(trainer, policy, args, f"grpo-{args.mode}", callback, extra_metrics)
+
+
+def common_kwargs(policy: Any, config: Any, callback: Any) -> dict[str, Any]:
+    return dict(
+        model=policy.model,
+        args=config,
+        processing_class=policy.tokenizer,
+        peft_config=policy.peft_config,
+        callbacks=[callback],
+    )
 
 
 if __name__ == "__main__":

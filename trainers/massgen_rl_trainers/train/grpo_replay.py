@@ -47,6 +47,7 @@ class Replay:
         max_length: int | None,
     ) -> None:
         self.size = size
+        self.truncated = 0  # completions (as replayed, one per row they are in) cut at max_completion_length
         self.rows: list[tuple[list[int], list[list[int]], list[float], list[list[float] | None]]] = []
         eos = tokenizer.eos_token_id
         prompt_ids = [
@@ -62,6 +63,7 @@ class Replay:
                 recorded = completion.get("logprobs") if ids is not None else None
                 if ids is None:
                     ids = tokenizer(completion["content"], add_special_tokens=False)["input_ids"] + [eos]
+                self.truncated += len(ids) > max_completion_length
                 completion_ids.append(list(ids[:max_completion_length]))
                 logprobs.append(list(recorded[:max_completion_length]) if recorded is not None else None)
             prompt = list(prompt_ids[group_index])

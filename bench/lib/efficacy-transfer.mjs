@@ -57,6 +57,8 @@ export function transferSummary(ev, boot) {
 }
 
 const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)} %` : '—');
+// Half away from zero, as toFixed rounds the printed lines: −3.75 is −3.8 in both.
+const pointsOf = (x) => Math.sign(x) * roundTo(Math.abs(x * 100), 1);
 const signed = (x) => `${x >= 0 ? '+' : '−'}${Math.abs(x * 100).toFixed(1)}`;
 const points = (d) => (d ? `${signed(d.mean)} [${signed(d.low)}, ${signed(d.high)}]` : '—');
 
@@ -89,12 +91,12 @@ export function transferHeadlines(results, headline) {
     const evalDiff = a.candidateVsProduction?.success.diff;
     const t = a.transfer;
     return [
-      ...(evalDiff ? [headline(`${a.recipe}: Δ success, eval split`, roundTo(evalDiff.mean * 100, 1), 'points')] : []),
+      ...(evalDiff ? [headline(`${a.recipe}: Δ success, eval split`, pointsOf(evalDiff.mean), 'points')] : []),
       ...(t?.success?.diff
         ? [
             headline(
               `${a.recipe}: Δ success, transfer ${pct(t.success.base)} → ${pct(t.success.candidate)}`,
-              roundTo(t.success.diff.mean * 100, 1),
+              pointsOf(t.success.diff.mean),
               `points [${signed(t.success.diff.low)}, ${signed(t.success.diff.high)}]`,
             ),
           ]

@@ -14,12 +14,11 @@ from massgen_rl_trainers.train.reward_bridge import post_rewards
 from train_helpers import (
     RewardServer,
     assert_trained,
-    completion_token_ids,
     free_port,
     generate_with,
     needs_model,
     run_trainer_module,
-    teacher_forced_logps,
+    served_groups,
     train_config,
     write_jsonl,
 )
@@ -78,37 +77,11 @@ def test_grpo_offline_replays_recorded_completions(tmp_path):
     generate_with(done["path"])
 
 
-def _served_groups(shift: float) -> list[dict[str, Any]]:
-    """Two groups whose completions carry token ids and the logprobs a serving engine recorded for them: the
-    model's own float32 logprobs minus `shift` (0: no mismatch)."""
-    groups = []
-    for gid, question, answers in [
-        ("g0", "What is 2 + 3?", [("5", 1.0), ("The answer is 7.", 0.0)]),
-        ("g1", "Name a primary color.", [("Red", 1.0), ("Purple, I think.", 0.0)]),
-    ]:
-        prompt = [{"role": "user", "content": question}]
-        completions = []
-        for text, reward in answers:
-            ids = completion_token_ids(text)
-            completions.append(
-                {
-                    "content": text,
-                    "reward": reward,
-                    "advantage": 0.0,
-                    "token_ids": ids,
-                    "logprobs": [x - shift for x in teacher_forced_logps(prompt, ids)],
-                    "meta": {"task_id": gid},
-                }
-            )
-        groups.append({"group_id": gid, "prompt": prompt, "completions": completions})
-    return groups
-
-
 @needs_model
 def test_grpo_offline_corrects_a_serving_mismatch_only_when_there_is_one(tmp_path):
     runs = {}
     for name, shift in [("exact", 0.0), ("shifted", 0.3)]:
-        dataset = write_jsonl(tmp_path / f"{name}.jsonl", _served_groups(shift))
+        dataset = write_jsonl(tmp_path / f"{name}.jsonl", served_groups(shift))
         runs[name] = run_trainer_module(
             "grpo",
             train_config(

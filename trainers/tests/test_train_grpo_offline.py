@@ -16,10 +16,9 @@ from massgen_rl_trainers.train.grpo_offline import mean_tokens, reuse_plan, sele
 from massgen_rl_trainers.train.grpo_replay import Replay, replay_chunks
 from train_helpers import (
     assert_trained,
-    completion_token_ids,
     needs_model,
     run_trainer_module,
-    teacher_forced_logps,
+    served_groups,
     train_config,
     write_jsonl,
 )
@@ -129,31 +128,12 @@ def test_recorded_temperatures_are_checked(tmp_path):
             load_groups(args)
 
 
-def _sampled_groups(temperature: float) -> list[dict[str, Any]]:
-    """Groups sampled at `temperature`, with the logprobs a serving engine records at that temperature."""
-    groups = []
-    for gid, question, answers in [
-        ("g0", "What is 2 + 3?", [("5", 1.0), ("The answer is 7.", 0.0)]),
-        ("g1", "Name a primary color.", [("Red", 1.0), ("Purple, I think.", 0.0)]),
-    ]:
-        prompt = [{"role": "user", "content": question}]
-        completions = []
-        for text, reward in answers:
-            ids = completion_token_ids(text)
-            logprobs = teacher_forced_logps(prompt, ids, temperature)
-            completions.append(
-                {"content": text, "reward": reward, "token_ids": ids, "logprobs": logprobs, "temperature": temperature}
-            )
-        groups.append({"group_id": gid, "prompt": prompt, "completions": completions})
-    return groups
-
-
 @needs_model
 def test_offline_grpo_scores_at_the_sampling_temperature_and_bounds_reuse(tmp_path):
-    groups = _sampled_groups(0.7)
+    groups = served_groups(temperature=0.7)
     greedy = dict(groups[0]["completions"][0], content="5.", temperature=0.0)
     groups[0]["completions"].append(greedy)
-    dataset = write_jsonl(tmp_path / "data.jsonl", groups + _sampled_groups(1.0)[:1])
+    dataset = write_jsonl(tmp_path / "data.jsonl", groups + served_groups(temperature=1.0)[:1])
     config = train_config(
         tmp_path, "offline", dataset, mode="offline", num_generations=2, max_steps=50, max_completion_length=16
     )

@@ -148,6 +148,33 @@ def completion_token_ids(text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
 
 
+def served_groups(shift: float = 0.0, temperature: float | None = None) -> list[dict[str, Any]]:
+    """Two groups whose completions carry token ids and the logprobs a serving engine recorded for them: the
+    model's own float32 logprobs at `temperature` (recorded with each completion; None: 1, not recorded) minus
+    `shift` (0: no mismatch)."""
+    groups = []
+    for gid, question, answers in [
+        ("g0", "What is 2 + 3?", [("5", 1.0), ("The answer is 7.", 0.0)]),
+        ("g1", "Name a primary color.", [("Red", 1.0), ("Purple, I think.", 0.0)]),
+    ]:
+        prompt = [{"role": "user", "content": question}]
+        completions = []
+        for text, reward in answers:
+            ids = completion_token_ids(text)
+            logprobs = teacher_forced_logps(prompt, ids, 1.0 if temperature is None else temperature)
+            completion = {
+                "content": text,
+                "reward": reward,
+                "advantage": 0.0,
+                "token_ids": ids,
+                "logprobs": [x - shift for x in logprobs],
+                "meta": {"task_id": gid},
+            }
+            completions.append(completion if temperature is None else {**completion, "temperature": temperature})
+        groups.append({"group_id": gid, "prompt": prompt, "completions": completions})
+    return groups
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -44,22 +44,25 @@ export function tasksWithShortfall(
   if (!opts.spec && config.curriculum.enabled && opts.curriculum) return drawnByCurriculum(config, baseDir, opts);
   const loaded = loadTasks(sourcesFor(config, opts.spec, opts.n, opts.split), baseDir);
   const tasks = selectTasks(loaded, opts.split, opts.n);
-  const n = opts.n;
-  if (n === undefined || tasks.length >= n) return { tasks, shortfall: null };
   const more =
     opts.split !== 'all' && loaded.length > tasks.length
       ? `; --split all runs all ${loaded.length} tasks`
       : '; add tasks to tasks.sources for more';
-  const holds = opts.split === 'all' ? 'task sources hold' : `${opts.split} split holds`;
-  return {
-    tasks,
-    shortfall: {
-      requested: n,
-      available: tasks.length,
-      split: opts.split,
-      hint: `--n ${n} asks for more tasks than the ${holds} (${tasks.length}): running ${tasks.length}${more}`,
-    },
-  };
+  const holds = opts.split === 'all' ? 'the task sources hold' : `the ${opts.split} split holds`;
+  return withShortfall(tasks, opts, holds, more);
+}
+
+/** The tasks, and the shortfall when opts.n asks for more than `holds` gives. */
+function withShortfall(
+  tasks: SplitTask[],
+  opts: RunTasksOptions,
+  holds: string,
+  more: string,
+): { tasks: SplitTask[]; shortfall: Shortfall | null } {
+  const n = opts.n;
+  if (n === undefined || tasks.length >= n) return { tasks, shortfall: null };
+  const hint = `--n ${n} asks for more tasks than ${holds} (${tasks.length}): running ${tasks.length}${more}`;
+  return { tasks, shortfall: { requested: n, available: tasks.length, split: opts.split, hint } };
 }
 
 function drawnByCurriculum(
@@ -69,17 +72,12 @@ function drawnByCurriculum(
 ): { tasks: SplitTask[]; shortfall: Shortfall | null } {
   const drawn = curriculumTasks(config, baseDir, opts.curriculum!.levels, { ...opts.curriculum!, split: opts.split });
   const tasks = selectTasks(drawn, 'all', opts.n);
-  const n = opts.n;
-  if (n === undefined || tasks.length >= n) return { tasks, shortfall: null };
-  return {
+  return withShortfall(
     tasks,
-    shortfall: {
-      requested: n,
-      available: tasks.length,
-      split: opts.split,
-      hint: `--n ${n} asks for more tasks than the curriculum draws at the suites' levels (${tasks.length}): running ${tasks.length}; raise n in tasks.sources for more`,
-    },
-  };
+    opts,
+    "the curriculum draws at the suites' levels",
+    '; raise n in tasks.sources for more',
+  );
 }
 
 /** `<suite>` or `<suite>@<level>` for a built-in suite; undefined for anything else (a file). */

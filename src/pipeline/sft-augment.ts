@@ -1,16 +1,18 @@
 import type { AugmentRow, AugmentSource, HardTask, SftAugment } from '../datasets/sft-augment.js';
 import type { StatsCollector } from '../datasets/stats.js';
-import { InterruptedError } from '../errors.js';
+import { InterruptedError, UserError } from '../errors.js';
 import type { ChatMessage, LlmClient } from '../llm/types.js';
 import { completionRewards } from '../rewards/completion.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { hintLeak, hintMessage } from './sft-rationale.js';
+import { hintLeak, withHint } from './sft-rationale.js';
 
 /** The families that verify an answer against the reference, as the verified builder reads them. */
 const VERIFY_WEIGHTS = { exact: 1, numeric: 1 };
 
 interface Source {
   source: AugmentSource;
+  /** The config key, for messages. */
+  key: string;
   samples: number;
   maxTasks: number;
   /** The config model asked about a hard task. */
@@ -30,18 +32,19 @@ interface Source {
  * the teacher model without one. Each reply is checked by the exact and numeric rewards, and the right
  * ones become rows under the recorded prompt, without the hint. Undefined when neither is set.
  */
-export function sftAugment(rt: Runtime): SftAugment | undefined {
+export function sftAugment(rt: Runtime, onStage?: (message: string) => void): SftAugment | undefined {
   const sft = rt.config.train.sft;
   const sources: Source[] = [];
   if (sft.select === 'verified' && sft.rationalize?.enabled) {
     const agents = rt.config.agents;
     sources.push({
       source: 'rationalized',
+      key: 'train.sft.rationalize',
       samples: sft.rationalize.samples,
       maxTasks: sft.rationalize.max_tasks,
       model: (h) => (agents.find((a) => a.id === h.agent) ?? agents[0]!).model,
       production: true,
-      messages: (h) => [...(h.messages as ChatMessage[]), hintMessage(h.task.reference)],
+      messages: (h) => withHint(h.messages as ChatMessage[], h.task.reference),
       reject: (text, h) => {
         const leak = hintLeak(text, h.task.reference);
         return leak && `rationalized_${leak}`;
@@ -52,6 +55,7 @@ export function sftAugment(rt: Runtime): SftAugment | undefined {
   if (sft.select === 'verified' && teacher) {
     sources.push({
       source: 'teacher',
+      key: 'train.sft.teacher',
       samples: teacher.samples,
       maxTasks: teacher.max_tasks,
       model: () => teacher.model,
@@ -63,7 +67,11 @@ export function sftAugment(rt: Runtime): SftAugment | undefined {
   if (!sources.length) return undefined;
   return async (hard, stats, signal) => {
     const rows: AugmentRow[] = [];
-    for (const s of sources) rows.push(...(await ask(rt, s, hard, stats, signal)));
+    for (const s of sources) {
+      const n = Math.min(hard.length, s.maxTasks);
+      if (n) onStage?.(`${s.key}: asking ${s.samples} repl${s.samples === 1 ? 'y' : 'ies'} each for ${n} hard task(s)`);
+      rows.push(...(await ask(rt, s, hard, stats, signal)));
+    }
     return rows;
   };
 }
@@ -82,6 +90,8 @@ async function ask(
     return clients.get(name)!;
   };
   const rows: AugmentRow[] = [];
+  let asked = 0;
+  let failure: string | undefined;
   for (const h of hard.slice(0, s.maxTasks)) {
     if (signal?.aborted) throw new InterruptedError('dataset build interrupted');
     // A native-tool prompt is answered with tool calls, which these text replies would not match.
@@ -92,17 +102,19 @@ async function ask(
     const name = s.model(h);
     const c = await client(name);
     const request = { model: rt.model(name).model, messages: s.messages(h), temperature: h.temperature };
-    const replies = await Promise.all(
-      Array.from({ length: s.samples }, () =>
-        c.chat(request, { signal }).then(
-          (r) => r.content,
-          () => null,
-        ),
-      ),
-    );
+    const call = () =>
+      c.chat(request, { signal }).then(
+        (r) => r.content ?? '',
+        (err: unknown) => {
+          failure ??= `models.${name}: ${err instanceof Error ? err.message : String(err)}`;
+          return null;
+        },
+      );
+    const replies = await Promise.all(Array.from({ length: s.samples }, call));
+    asked += replies.length;
     for (const text of replies) {
-      if (!text?.trim()) {
-        stats.drop(`${s.source}_no_reply`);
+      if (text === null || !text.trim()) {
+        stats.drop(`${s.source}_${text === null ? 'call_failed' : 'no_reply'}`);
         continue;
       }
       const why = (await isRight(rt, h, text, signal)) ? s.reject(text, h) : `${s.source}_wrong`;
@@ -110,6 +122,10 @@ async function ask(
       else rows.push({ hard: h, completion: text, source: s.source, model: name });
     }
   }
+  if (signal?.aborted) throw new InterruptedError('dataset build interrupted');
+  // Some failed calls leave fewer rows; all of them failing is a model that cannot be reached.
+  if (asked && (stats.dropped[`${s.source}_call_failed`] ?? 0) >= asked)
+    throw new UserError(`${s.key}: every call failed (${failure})`, 'check the model is up, or remove the key');
   return rows;
 }
 

@@ -19,6 +19,17 @@ export function hintMessage(reference: string): ChatMessage {
 }
 
 /**
+ * A recorded prompt with the hint: appended to its last message when that is the user's (chat templates
+ * that want user and assistant turns to alternate accept it), else as a user message of its own.
+ */
+export function withHint(messages: readonly ChatMessage[], reference: string): ChatMessage[] {
+  const hint = hintMessage(reference);
+  const last = messages.at(-1);
+  if (last?.role !== 'user' || typeof last.content !== 'string') return [...messages, hint];
+  return [...messages.slice(0, -1), { ...last, content: `${last.content}\n\n${hint.content}` }];
+}
+
+/**
  * Why a rationalized reply only restates the hint, or null when it is kept: `mentions_hint` when it speaks
  * of a hint, a reference or a given answer; `bare_answer` when, without the answer itself and the
  * `ANSWER:` label, fewer than MIN_RATIONALE_WORDS words are left.

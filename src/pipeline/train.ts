@@ -225,7 +225,7 @@ export async function newRun(
     options: datasetOptionsFromConfig(t, rt.config.rewards.weights),
     configHash: rt.loaded.hash,
     gates: t.gates,
-    augment: algo === 'sft' ? sftAugment(rt) : undefined,
+    augment: algo === 'sft' ? sftAugment(rt, opts.onStage) : undefined,
     // Offline GRPO replays completions as the policy's samples: only those the start weights served are.
     startWeights:
       algo === 'grpo' && settings.mode !== 'online' && t.grpo.on_policy

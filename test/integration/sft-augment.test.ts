@@ -93,6 +93,20 @@ describe('SFT rows for hard tasks', () => {
     expect(built.stats.dropped).toMatchObject({ teacher_wrong: 1 });
   });
 
+  it('a teacher no call reaches is an error naming the key; some failed calls only leave fewer rows', async () => {
+    const failing = build('{ select: verified, teacher: { model: big, samples: 2 } }', () => ({
+      status: 400,
+      body: { error: { message: 'no such model' } },
+    }));
+    await expect(failing).rejects.toThrow(/train\.sft\.teacher: every call failed \(models\.big: .*\)/);
+    await server!.close();
+    const { built, rows } = await build('{ select: verified, teacher: { model: big, samples: 2 } }', (_req, i) =>
+      i === 0 ? { status: 400, body: { error: { message: 'no such model' } } } : { content: 'ANSWER: Paris' },
+    );
+    expect(rows.filter((r) => r.meta.source === 'teacher')).toHaveLength(1);
+    expect(built.stats.dropped).toMatchObject({ teacher_call_failed: 1 });
+  });
+
   it('with neither key the dataset is what it was: no calls, the same rows and hash', async () => {
     for (const sft of ['{ select: verified }', '{ select: verified, rationalize: { enabled: false } }']) {
       const { built, plain, rows } = await build(sft, () => ({ content: RATIONALE }));

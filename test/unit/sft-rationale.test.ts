@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hintLeak, hintMessage, MIN_RATIONALE_WORDS } from '../../src/pipeline/sft-rationale.js';
+import { hintLeak, hintMessage, MIN_RATIONALE_WORDS, withHint } from '../../src/pipeline/sft-rationale.js';
 
 describe('the rationale filter (train.sft.rationalize)', () => {
   it('keeps a worked rationale that reaches the answer', () => {
@@ -25,6 +25,16 @@ describe('the rationale filter (train.sft.rationalize)', () => {
     expect(hintLeak('The answer: Paris, Paris.', 'paris')).toBe('bare_answer');
     expect(hintLeak('So it is surely 42', '42')).toBe('bare_answer');
     expect(hintLeak('So it is surely then 42', '42')).toBeNull();
+  });
+
+  it('the hint joins the last user message, else comes as one of its own', () => {
+    const system = { role: 'system' as const, content: 'Answer.' };
+    const user = { role: 'user' as const, content: 'What is 6 x 7?' };
+    const joined = withHint([system, user], '42');
+    expect(joined).toHaveLength(2);
+    expect(joined[1]!.content).toBe(`What is 6 x 7?\n\n${hintMessage('42').content}`);
+    const tool = { role: 'tool' as const, content: 'ok', tool_call_id: 't1' };
+    expect(withHint([system, user, tool], '42').at(-1)).toEqual(hintMessage('42'));
   });
 
   it('the hint names the reference and asks not to mention it', () => {

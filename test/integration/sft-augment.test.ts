@@ -1,12 +1,14 @@
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { buildDataset, type SftRow } from '../../src/datasets/index.js';
 import { datasetOptionsFromConfig } from '../../src/datasets/options.js';
 import { ConfigError } from '../../src/errors.js';
 import { sftAugment } from '../../src/pipeline/sft-augment.js';
+import { train } from '../../src/pipeline/train.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { readRows, seedTasks, teamRollout } from '../fixtures/datasets/team-rollouts.js';
-import { tempDir } from '../helpers.js';
+import { FIXTURES, tempDir } from '../helpers.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 
 // train.sft.rationalize and train.sft.teacher against a scripted model: the rows a hard task gets.
@@ -16,24 +18,33 @@ afterEach(async () => {
   server = undefined;
 });
 
+const BASE = { 'base/config.json': '{"model_type": "llama"}', 'base/model.safetensors': 'x'.repeat(1024) };
+const TRAINER = path.join(FIXTURES, 'trainers', 'protocol_trainer.py');
 const RATIONALE = 'The capital of France is the city where the government sits, which is Paris.\nANSWER: Paris';
 
-async function build(sft: string, script: Script) {
+async function project(sft: string, script: Script, trainYaml = '') {
   server = await startScriptedServer(script);
   const yaml = `models:
   mine: { model: smol, base_url: ${server.baseUrl} }
   big: { model: teacher-model, base_url: ${server.baseUrl} }
 agents:\n${['a', 'b', 'c'].map((x) => `  - { id: ${x}, model: mine }`).join('\n')}
 rewards: { weights: { exact: 1, numeric: 1 } }
-train: { sft: ${sft} }
+train: { sft: ${sft}${trainYaml} }
 `;
-  const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }) });
-  return withRuntime(loaded, async (rt) => {
+  const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml, ...BASE }) });
+  await withRuntime(loaded, (rt) => {
     const store = rt.store();
     seedTasks(store);
     // 'mul' is solved (a's 42); 'cap' is a hard task: b's Lyon was verified wrong and nothing was right.
     teamRollout(store, { taskId: 'mul', first: { agent: 'a', content: '42' } });
     teamRollout(store, { taskId: 'cap', first: { agent: 'b', content: 'Lyon' } });
+  });
+  return loaded;
+}
+
+async function build(sft: string, script: Script) {
+  return withRuntime(await project(sft, script), async (rt) => {
+    const store = rt.store();
     const input = {
       algo: 'sft' as const,
       dataDir: rt.paths.dataDir,
@@ -91,6 +102,23 @@ describe('SFT rows for hard tasks', () => {
     expect(built.stats.counts).toMatchObject({ teacher: 1 });
     expect(built.manifest.hash).not.toBe(plain.manifest.hash);
     expect(built.stats.dropped).toMatchObject({ teacher_wrong: 1 });
+  });
+
+  it('train builds the dataset with them and trains on it', async () => {
+    const trainYaml = `, base_model: ./base, script: ${TRAINER}, gates: { min_examples: 2, min_categories: 1 }`;
+    const loaded = await project(
+      '{ select: verified, teacher: { model: big } }',
+      () => ({ content: 'ANSWER: Paris' }),
+      trainYaml,
+    );
+    const stages: string[] = [];
+    const r = await withRuntime(loaded, (rt) =>
+      train(rt, { algo: 'sft', maxSteps: 1, onStage: (m) => stages.push(m) }),
+    );
+    expect(r.dataset.rows).toBe(2);
+    const rows = readRows<SftRow>(r.dataset.dir);
+    expect(rows.map((x) => x.meta.source ?? 'verified')).toEqual(['verified', 'teacher']);
+    expect(stages).toContain('train.sft.teacher: asking 1 reply each for 1 hard task(s)');
   });
 
   it('a teacher no call reaches is an error naming the key; some failed calls only leave fewer rows', async () => {

@@ -152,6 +152,17 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (!judge.rubric.length)
       add(['rewards', 'judge', 'rubric'], 'the judge reward has a weight, so give at least one rubric criterion');
   }
+  const sft = config.train.sft;
+  if (sft.teacher && !Object.hasOwn(config.models, sft.teacher.model))
+    add(['train', 'sft', 'teacher', 'model'], `unknown model "${sft.teacher.model}"; ${known('models', models)}`);
+  for (const key of ['rationalize', 'teacher'] as const) {
+    const on = key === 'rationalize' ? sft.rationalize?.enabled : sft.teacher;
+    if (on && sft.select !== 'verified')
+      add(
+        ['train', 'sft', key],
+        'adds rows for tasks no verified completion solved: it needs train.sft.select: verified',
+      );
+  }
   const replayJudge = config.eval.replay.judge_model;
   if (replayJudge && !Object.hasOwn(config.models, replayJudge))
     add(['eval', 'replay', 'judge_model'], `unknown model "${replayJudge}"; ${known('models', models)}`);

@@ -544,6 +544,26 @@ const selection = {
     max_per_task: count(10_000)
       .default(4)
       .describe('select verified: rows per task at most, so tasks the model already solves do not crowd out the rest'),
+    rationalize: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        samples: count(64).default(4).describe('replies asked for per task'),
+        max_tasks: count(100_000).default(64).describe('tasks asked about per dataset build at most'),
+      })
+      .optional()
+      .describe(
+        'select verified (STaR): for each train task with a reference that no completion got right, ask the model again with the reference as a hint and add the replies that reach it (without the hint) as rows',
+      ),
+    teacher: z
+      .strictObject({
+        model: z.string().min(1).describe('the config model (a key of models) that teaches'),
+        samples: count(64).default(1).describe('replies asked for per task'),
+        max_tasks: count(100_000).default(64).describe('tasks asked about per dataset build at most'),
+      })
+      .optional()
+      .describe(
+        'select verified: for each train task with a reference that no completion got right, ask this model (no hint) and add its verified-right replies as rows',
+      ),
   },
   grpo: {
     agents: agentMatch.optional(),

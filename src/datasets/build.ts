@@ -10,6 +10,7 @@ import { resolveDatasetOptions, type DatasetOptionsInput } from './options.js';
 import { ppoBuilder } from './ppo.js';
 import { TraceReader } from './read-traces.js';
 import { RolloutIndex } from './rollout-index.js';
+import { emitAugmented, type SftAugment } from './sft-augment.js';
 import { sftBuilder } from './sft.js';
 import { StatsCollector, type DatasetStats } from './stats.js';
 import type { Algo, BuilderContext, DatasetBuilder, RowSink } from './types.js';
@@ -38,6 +39,8 @@ export interface BuildDatasetInput {
   gates?: GateThresholds;
   /** Offline GRPO: keep only completions served by these weights (the run's start). */
   startWeights?: StartWeights;
+  /** SFT select verified: rows asked for the hard tasks once the traces are read (train.sft.rationalize, teacher). */
+  augment?: SftAugment;
   /** Rollouts per read page. */
   pageSize?: number;
   signal?: AbortSignal;
@@ -89,6 +92,11 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
       // Let timers and signals run between pages (a large build takes seconds).
       await new Promise((resolve) => setImmediate(resolve));
       if (input.signal?.aborted) throw new InterruptedError('dataset build interrupted');
+    }
+    if (input.augment && builder.hardTasks) {
+      const hard = builder.hardTasks();
+      stats.count('hard_tasks', hard.length);
+      emitAugmented(await input.augment(hard, stats, input.signal), options.sft.max_per_task, emit, stats);
     }
     builder.finish(emit);
     const watermark = { from, to: reader.watermark };

@@ -2,6 +2,7 @@ import type { PromptPayload } from '../trace/payloads.js';
 import { chatMessages, completionText, promptKey } from './messages.js';
 import { agentMatcher } from './options.js';
 import type { RolloutIndex } from './rollout-index.js';
+import { HardTasks } from './sft-augment.js';
 import { normalizeText } from './task-prompt.js';
 import type { BuilderContext, DatasetBuilder, RowSink } from './types.js';
 
@@ -12,6 +13,7 @@ import type { BuilderContext, DatasetBuilder, RowSink } from './types.js';
  * model saw when it wrote it; the reward of a vote, a presentation or the team's total does not admit a
  * row. Repeats of one (prompt, completion) are kept once, and a task gives at most sft.max_per_task rows,
  * in recorded order, so the tasks the model already solves do not crowd out the ones it rarely does.
+ * The train tasks whose candidates were all verified wrong are its hard tasks (sft-augment.ts).
  */
 export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
   const { stats } = ctx;
@@ -19,6 +21,7 @@ export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
   const matches = agentMatcher(opts.agents, 'sft.agents');
   const seen = new Set<string>();
   const perTask = new Map<string, number>();
+  const hard = new HardTasks();
 
   function example(
     view: RolloutIndex,
@@ -33,6 +36,7 @@ export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
     if (!matches(agent)) return stats.drop('agent_filter');
     const verified = view.verified(verifiedSeq);
     if (verified === null) return stats.drop('not_verified');
+    if (request?.messages) hard.see(view, agent, promptSeq, verified, request);
     if (verified < 1) return stats.drop('verified_wrong');
     const completion = p && completionText(p);
     if (!p || completion === null || !completion.trim() || !request?.messages) return stats.drop('no_completion');
@@ -69,5 +73,6 @@ export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
       }
     },
     finish() {},
+    hardTasks: () => hard.list(),
   };
 }

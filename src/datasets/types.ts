@@ -3,6 +3,7 @@ import type { PolicyCheck } from './on-policy.js';
 import type { DatasetOptions } from './options.js';
 import type { TraceReader } from './read-traces.js';
 import type { RolloutIndex } from './rollout-index.js';
+import type { HardTask } from './sft-augment.js';
 import type { RowInfo, StatsCollector } from './stats.js';
 
 export type { Algo } from '../config/schema.js';
@@ -71,4 +72,6 @@ export interface BuilderContext {
 export interface DatasetBuilder {
   add(view: RolloutIndex, emit: RowSink): void;
   finish(emit: RowSink): void;
+  /** SFT select verified: the hard tasks seen (see sft-augment.ts). */
+  hardTasks?(): HardTask[];
 }

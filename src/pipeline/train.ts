@@ -28,6 +28,7 @@ import {
   type TrainerConfig,
 } from '../trainers/trainer-config.js';
 import { examplesTrained } from '../util/profile-counters.js';
+import { sftAugment } from './sft-augment.js';
 
 export type { TrainProgress } from '../trainers/execute.js';
 
@@ -224,6 +225,7 @@ export async function newRun(
     options: datasetOptionsFromConfig(t, rt.config.rewards.weights),
     configHash: rt.loaded.hash,
     gates: t.gates,
+    augment: algo === 'sft' ? sftAugment(rt, opts.onStage) : undefined,
     // Offline GRPO replays completions as the policy's samples: only those the start weights served are.
     startWeights:
       algo === 'grpo' && settings.mode !== 'online' && t.grpo.on_policy

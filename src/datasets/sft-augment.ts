@@ -1,0 +1,105 @@
+import type { Task } from '../tasks/types.js';
+import type { PromptPayload } from '../trace/payloads.js';
+import { chatMessages, type ChatMessage } from './messages.js';
+import type { RolloutIndex } from './rollout-index.js';
+import type { StatsCollector } from './stats.js';
+import { normalizeText } from './task-prompt.js';
+import type { Meta, RowSink } from './types.js';
+
+/**
+ * A hard task of an SFT build (select verified): a train-split task with a reference whose candidates
+ * were all verified wrong. It carries the first recorded prompt of the task, as the agent saw it, so that
+ * rows added for it (train.sft.rationalize, train.sft.teacher) look like the verified rows.
+ */
+export interface HardTask {
+  task: Task & { reference: string };
+  messages: ChatMessage[];
+  /** The recorded request offered tool specs (native tool mode): its replies would be tool calls. */
+  tools: boolean;
+  temperature?: number;
+  agent: string | null;
+  meta: Meta;
+  clean: boolean;
+  category: string;
+  rolloutId: string;
+}
+
+export type AugmentSource = 'rationalized' | 'teacher';
+
+/** A verified reply for a hard task, to become a row under the task's recorded prompt. */
+export interface AugmentRow {
+  hard: HardTask;
+  completion: string;
+  source: AugmentSource;
+  /** The config model that wrote it. */
+  model: string;
+}
+
+/** Asks for rows for the hard tasks (the pipeline's LLM calls); counts what it leaves out in stats. */
+export type SftAugment = (hard: HardTask[], stats: StatsCollector, signal?: AbortSignal) => Promise<AugmentRow[]>;
+
+/** Collects the hard tasks of one build from the verified builder's candidates. */
+export class HardTasks {
+  private readonly solved = new Set<string>();
+  private readonly candidates = new Map<string, HardTask>();
+
+  /** One verified candidate (its prompt's request) of the view's task. */
+  see(
+    view: RolloutIndex,
+    agent: string | null,
+    seq: number,
+    verified: number,
+    request: PromptPayload['request'],
+  ): void {
+    const task = view.record.task;
+    if (!task || task.split !== 'train' || !task.reference) return;
+    if (verified >= 1) this.solved.add(task.id);
+    if (verified >= 1 || this.candidates.has(task.id)) return;
+    this.candidates.set(task.id, {
+      task: { ...task, reference: task.reference },
+      messages: chatMessages(request.messages),
+      tools: Boolean(request.tools?.length),
+      temperature: request.temperature,
+      agent,
+      meta: view.meta(agent, seq, { model: request.model }),
+      clean: view.clean(agent),
+      category: view.category,
+      rolloutId: view.rollout.id,
+    });
+  }
+
+  /** The tasks seen verified wrong and never right, in the order first seen. */
+  list(): HardTask[] {
+    return [...this.candidates.values()].filter((h) => !this.solved.has(h.task.id));
+  }
+}
+
+/** Emits augment rows, once per (task, completion) and at most maxPerTask per task, counted by source. */
+export function emitAugmented(rows: AugmentRow[], maxPerTask: number, emit: RowSink, stats: StatsCollector): void {
+  const seen = new Set<string>();
+  const perTask = new Map<string, number>();
+  for (const { hard, completion, source, model } of rows) {
+    const id = hard.task.id;
+    const key = `${id}\u0000${normalizeText(completion)}`;
+    if (seen.has(key)) {
+      stats.drop('duplicate_completion');
+      continue;
+    }
+    const made = perTask.get(id) ?? 0;
+    if (made >= maxPerTask) {
+      stats.drop('over_task_limit');
+      continue;
+    }
+    seen.add(key);
+    perTask.set(id, made + 1);
+    stats.count(source);
+    emit(
+      {
+        messages: [...hard.messages, { role: 'assistant', content: completion }],
+        reward: 1,
+        meta: { ...hard.meta, kind: source, source, source_model: model },
+      },
+      { clean: hard.clean, categories: [hard.category], rollouts: [hard.rolloutId] },
+    );
+  }
+}

@@ -79,10 +79,14 @@ function expectLineage(r: TrainResult, algo: string): void {
  * Trains on the collected traces; when the sampled traces hold no example of this kind (e.g. no two samples
  * of a turn with different rewards for DPO: the model decides), collects a few more, at most twice.
  */
-async function trainOnRealTraces(algo: 'sft' | 'dpo' | 'grpo' | 'ppo'): Promise<TrainResult> {
+async function trainOnRealTraces(
+  algo: 'sft' | 'dpo' | 'grpo' | 'ppo',
+  config = loaded,
+  all = false,
+): Promise<TrainResult> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await withRuntime(loaded, (rt) => train(rt, { algo }));
+      return await withRuntime(config, (rt) => train(rt, { algo, all }));
     } catch (err) {
       if (attempt >= 2 || !/^no \w+ examples/.test((err as Error).message)) throw err;
       await withRuntime(loaded, (rt) => collect(rt));
@@ -110,6 +114,34 @@ describe('train on CPU with the default model, from real traces', () => {
       await servesAnswer(r);
     }, 900_000);
   }
+
+  it('sft verified with rationalize: the hard tasks asked again with a hint, kept rows verified and hint-free', async () => {
+    const star = loadConfig({
+      cwd: loaded.paths.baseDir,
+      overrides: ['train.sft.select=verified', 'train.sft.rationalize.samples=2', 'train.sft.rationalize.max_tasks=3'],
+      env: loaded.env,
+    });
+    // train-split level-3 arithmetic, which the 135M model gets wrong in every sample: hard tasks to rationalize
+    await withRuntime(star, (rt) => collect(rt, { tasks: 'arithmetic@3', n: 3, split: 'train' }));
+    const r = await trainOnRealTraces('sft', star, true);
+    const manifest = JSON.parse(fs.readFileSync(path.join(r.dataset.dir, 'manifest.json'), 'utf8'));
+    const { counts, dropped } = manifest.stats as { counts: Record<string, number>; dropped: Record<string, number> };
+    console.log(`rationalize: ${JSON.stringify({ counts, dropped })}`);
+    // there are hard tasks, and the local server answered every call
+    expect(counts.hard_tasks).toBeGreaterThan(0);
+    expect(dropped.rationalized_call_failed ?? 0).toBe(0);
+    const judged = ['wrong', 'no_reply', 'mentions_hint', 'bare_answer'].map((k) => dropped[`rationalized_${k}`] ?? 0);
+    const outcomes = (counts.rationalized ?? 0) + judged.reduce((a, b) => a + b, 0);
+    expect(outcomes).toBeGreaterThan(0);
+    expect(outcomes).toBeLessThanOrEqual(Math.min(counts.hard_tasks, 3) * 2);
+    const rows = fs
+      .readFileSync(path.join(r.dataset.dir, 'data.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { messages: { content: string }[]; meta: { source?: string } });
+    for (const row of rows.filter((x) => x.meta.source === 'rationalized'))
+      expect(row.messages.slice(0, -1).some((m) => m.content.includes('Hint:'))).toBe(false);
+  }, 900_000);
 
   it('sft in 2 accelerate processes (gloo on CPU) trains from a checkpoint as its parent', async () => {
     const store = openStore(loaded);

@@ -31,7 +31,8 @@ export const fuzzScript: Script = (req) => {
   if (system.includes('was selected')) return { content: 'Final answer: 42' };
   if (system.includes('Check the final answer')) return { content: 'CONFIRM' };
   const shown = shownLabels(req);
-  if (req.tools?.some((t) => t.function.name === 'vote')) {
+  // native mode: the workflow tools (only new_answer while there is nothing to vote for)
+  if (req.tools?.some((t) => t.function.name === 'vote' || t.function.name === 'new_answer')) {
     return shown.length
       ? { toolCalls: [{ name: 'vote', arguments: { agent_id: shown[0], reason: 'right' } }] }
       : { toolCalls: [{ name: 'new_answer', arguments: { content: '42' } }] };

@@ -1,28 +1,11 @@
-import type { Task } from '../tasks/types.js';
 import type { PromptPayload } from '../trace/payloads.js';
-import { chatMessages, type ChatMessage } from './messages.js';
+import { chatMessages } from './messages.js';
 import type { RolloutIndex } from './rollout-index.js';
 import type { StatsCollector } from './stats.js';
 import { normalizeText } from './task-prompt.js';
-import type { Meta, RowSink } from './types.js';
+import type { HardTask, RowSink } from './types.js';
 
-/**
- * A hard task of an SFT build (select verified): a train-split task with a reference whose candidates
- * were all verified wrong. It carries the first recorded prompt of the task, as the agent saw it, so that
- * rows added for it (train.sft.rationalize, train.sft.teacher) look like the verified rows.
- */
-export interface HardTask {
-  task: Task & { reference: string };
-  messages: ChatMessage[];
-  /** The recorded request offered tool specs (native tool mode): its replies would be tool calls. */
-  tools: boolean;
-  temperature?: number;
-  agent: string | null;
-  meta: Meta;
-  clean: boolean;
-  category: string;
-  rolloutId: string;
-}
+export type { HardTask } from './types.js';
 
 export type AugmentSource = 'rationalized' | 'teacher';
 

@@ -1,9 +1,9 @@
+import type { Task } from '../tasks/types.js';
 import type { ChatMessage } from './messages.js';
 import type { PolicyCheck } from './on-policy.js';
 import type { DatasetOptions } from './options.js';
 import type { TraceReader } from './read-traces.js';
 import type { RolloutIndex } from './rollout-index.js';
-import type { HardTask } from './sft-augment.js';
 import type { RowInfo, StatsCollector } from './stats.js';
 
 export type { Algo } from '../config/schema.js';
@@ -74,4 +74,22 @@ export interface DatasetBuilder {
   finish(emit: RowSink): void;
   /** SFT select verified: the hard tasks seen (see sft-augment.ts). */
   hardTasks?(): HardTask[];
+}
+
+/**
+ * A hard task of an SFT build (select verified): a train-split task with a reference whose candidates
+ * were all verified wrong. It carries the first recorded prompt of the task, as the agent saw it, so that
+ * rows added for it (train.sft.rationalize, train.sft.teacher) look like the verified rows.
+ */
+export interface HardTask {
+  task: Task & { reference: string };
+  messages: ChatMessage[];
+  /** The recorded request offered tool specs (native tool mode): its replies would be tool calls. */
+  tools: boolean;
+  temperature?: number;
+  agent: string | null;
+  meta: Meta;
+  clean: boolean;
+  category: string;
+  rolloutId: string;
 }

@@ -1,4 +1,5 @@
-import { suiteLevelOf, type SuiteLevels } from '../tasks/curriculum.js';
+import type { SuiteLevels } from '../tasks/curriculum.js';
+import { suiteLevelOf } from '../tasks/suites/define.js';
 import { fixed } from '../util/fixed.js';
 import { compareMetric, type MetricName, type Pair } from './compare.js';
 import type { GateCheck } from './gates.js';

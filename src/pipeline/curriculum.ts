@@ -1,7 +1,8 @@
 import type { RolloutSummary } from '../rollouts/rollout.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { LevelChange, Store, SuiteCurriculum } from '../store/index.js';
-import { currentLevel, decideLevel, suiteLevelOf, type SuiteLevels } from '../tasks/curriculum.js';
+import { currentLevel, decideLevel, type SuiteLevels } from '../tasks/curriculum.js';
+import { suiteLevelOf } from '../tasks/suites/define.js';
 import type { Task } from '../tasks/types.js';
 
 export type { SuiteCurriculum } from '../store/index.js';

@@ -1,8 +1,9 @@
 import { DIFFICULTIES } from '../config/schema.js';
-import { currentLevel, suiteLevelOf, type SuiteLevels } from './curriculum.js';
+import { currentLevel, type SuiteLevels } from './curriculum.js';
 import { loadTasks, type TasksConfig } from './load.js';
 import { Rng } from './prng.js';
 import { selectTasks } from './split.js';
+import { suiteLevelOf } from './suites/define.js';
 import type { Difficulty, SplitSelector, SplitTask } from './types.js';
 
 type Source = TasksConfig['sources'][number];

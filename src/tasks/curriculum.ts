@@ -1,4 +1,4 @@
-import { DIFFICULTIES, type RLConfig } from '../config/schema.js';
+import type { RLConfig } from '../config/schema.js';
 import type { Difficulty } from './types.js';
 
 export type CurriculumConfig = RLConfig['tasks']['curriculum'];
@@ -20,17 +20,6 @@ export interface LevelDecision {
   level: Difficulty;
   /** One line: the success measured, and the rule it was held against. */
   reason: string;
-}
-
-/**
- * The suite and level of a built-in suite's task id: `suite:<name>@<level>:<seed>:<i>`, or
- * `suite:<name>:<seed>:<i>` for level 2 (its ids predate levels); null for a task file's id.
- */
-export function suiteLevelOf(taskId: string): { suite: string; level: Difficulty } | null {
-  const m = /^suite:([a-z_]+)(?:@(\d))?:-?\d+:\d+$/.exec(taskId);
-  if (!m) return null;
-  const level = DIFFICULTIES.find((d) => String(d) === (m[2] ?? '2'));
-  return level === undefined ? null : { suite: m[1]!, level };
 }
 
 /** The level a suite is at: the stored one when there is one, never below start_level nor above max_level. */

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { spread } from '../../src/tasks/curriculum-draw.js';
-import { currentLevel, decideLevel, suiteLevelOf, type CurriculumConfig } from '../../src/tasks/curriculum.js';
+import { currentLevel, decideLevel, type CurriculumConfig } from '../../src/tasks/curriculum.js';
 import { tasksForRun } from '../../src/tasks/for-run.js';
+import { suiteLevelOf } from '../../src/tasks/suites/define.js';
 import { configIssues, tempDir } from '../helpers.js';
 
 const cfg = (over: Partial<CurriculumConfig> = {}): CurriculumConfig => ({

@@ -52,6 +52,17 @@ export function suiteKey(name: string, difficulty: Difficulty): string {
   return difficulty === 2 ? name : `${name}@${difficulty}`;
 }
 
+/**
+ * The suite and level of a built-in suite's task id: `suite:<name>@<level>:<seed>:<i>`, or
+ * `suite:<name>:<seed>:<i>` for level 2 (its ids predate levels); null for a task file's id.
+ */
+export function suiteLevelOf(taskId: string): { suite: string; level: Difficulty } | null {
+  const m = /^suite:([a-z_]+)(?:@(\d))?:-?\d+:\d+$/.exec(taskId);
+  if (!m) return null;
+  const level = DIFFICULTIES.find((d) => String(d) === (m[2] ?? '2'));
+  return level === undefined ? null : { suite: m[1]!, level };
+}
+
 /** The same template names for every kind. */
 export function sameTemplates(kinds: readonly string[], count: number): TemplatesByKind {
   const names = Array.from({ length: count }, (_, i) => String(i));

@@ -11,7 +11,10 @@
 // Transfer: each recipe's candidate against the base on bench/transfer/tasks.jsonl (every task, both splits, the
 // same seeds), hand-written tasks no recipe ever sees (bench/transfer/README.md): success per skill area, won/lost.
 // EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run),
-// EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
+// star and teacher are rft plus the rows of train.sft.rationalize and train.sft.teacher: the teacher is the config model
+// EFFICACY_TEACHER_MODEL at EFFICACY_TEACHER_URL (key from EFFICACY_TEACHER_KEY_ENV), else the bundled model itself.
+// EFFICACY_CURRICULUM=0 runs cycles 2..K without tasks.curriculum (on by default: each suite's level per cycle is
+// recorded). EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
 // (default 2, this machine's cores; more on a GPU); EFFICACY_DIFFICULTY one level (0–3) for every suite (default:
 // each suite's default level). EFFICACY_TRANSFER=0 skips the transfer set.
 import fs from 'node:fs';
@@ -19,6 +22,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../dist/config/load.js';
 import { collect } from '../dist/pipeline/collect.js';
+import { suiteLevels } from '../dist/pipeline/curriculum.js';
 import { deploy } from '../dist/pipeline/deploy.js';
 import { evaluate } from '../dist/pipeline/evaluate.js';
 import { runCycle } from '../dist/pipeline/loop.js';
@@ -45,6 +49,14 @@ const MAIN = process.env.EFFICACY_MAIN ?? 'rft';
 const CONCURRENCY = Number(process.env.EFFICACY_CONCURRENCY ?? 2);
 const DIFFICULTY = process.env.EFFICACY_DIFFICULTY === undefined ? null : Number(process.env.EFFICACY_DIFFICULTY);
 const TRANSFER = process.env.EFFICACY_TRANSFER !== '0';
+const CURRICULUM = process.env.EFFICACY_CURRICULUM !== '0';
+const TEACHER = process.env.EFFICACY_TEACHER_URL
+  ? {
+      base_url: process.env.EFFICACY_TEACHER_URL,
+      model: process.env.EFFICACY_TEACHER_MODEL ?? 'teacher',
+      ...(process.env.EFFICACY_TEACHER_KEY_ENV ? { api_key_env: process.env.EFFICACY_TEACHER_KEY_ENV } : {}),
+    }
+  : null;
 const TRANSFER_TASKS = fileURLToPath(new URL('./transfer/tasks.jsonl', import.meta.url));
 
 // Each recipe: its train keys and the loop's stages after collect.
@@ -52,6 +64,16 @@ const RECIPE = {
   rft: { algo: 'sft', keys: 'select: verified, max_per_task: 4', steps: ['train', 'eval'] },
   dpo: { algo: 'dpo', keys: 'pairs: correctness', steps: ['train', 'eval'] },
   grpo: { algo: 'grpo', keys: 'mode: offline', steps: ['train', 'eval'] },
+  star: {
+    algo: 'sft',
+    keys: 'select: verified, max_per_task: 4, rationalize: { samples: 4, max_tasks: 64 }',
+    steps: ['train', 'eval'],
+  },
+  teacher: {
+    algo: 'sft',
+    keys: `select: verified, max_per_task: 4, teacher: { model: ${TEACHER ? 'teacher' : 'local'}, samples: 4, max_tasks: 64 }`,
+    steps: ['train', 'eval'],
+  },
   apo: { algo: 'sft', keys: '', steps: ['prompt_opt', 'eval'] },
 };
 
@@ -63,10 +85,18 @@ function trainKeys(recipe) {
   return `train: { algo: ${algo}, ${algo}: { ${keys ? `${keys}, ` : ''}${settings} }, ${gates} }`;
 }
 
-function yaml(recipe, steps) {
+/** The models with a given teacher beside the embedded default's `local` (without one, `local` teaches). */
+function models() {
+  const local = '{ model: smollm2-135m-instruct, local: { weights: builtin:smollm2-135m-instruct } }';
+  return `models: { local: ${local}, teacher: ${JSON.stringify(TEACHER)} }`;
+}
+
+function yaml(recipe, steps, curriculum = false) {
   // No `agents`: the embedded default team, as a new user runs it.
   return [
+    ...(recipe === 'teacher' && TEACHER ? [models()] : []),
     'tasks:',
+    ...(curriculum ? ['  curriculum: { enabled: true }'] : []),
     `  sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${sz.perSuite}${DIFFICULTY === null ? '' : `, difficulty: ${DIFFICULTY}`} }`).join(', ')}]`,
     `  split: { eval_fraction: ${sz.evalFraction} }`,
     'rewards: { weights: { exact: 1, numeric: 1 } }',
@@ -180,6 +210,8 @@ const results = {
   cycles: CYCLES,
   main: MAIN,
   recipes: RECIPES,
+  curriculum: CURRICULUM,
+  teacher: TEACHER ? { model: TEACHER.model, base_url: TEACHER.base_url } : 'the bundled model itself',
   transfer: TRANSFER ? path.relative(process.cwd(), TRANSFER_TASKS) : null,
   base: null,
   perCycle: [],
@@ -196,7 +228,8 @@ function save() {
 const root = makeTempDir('efficacy');
 try {
   const load = () => loadConfig({ cwd: root });
-  const useRecipe = (recipe, steps) => fs.writeFileSync(path.join(root, 'massgen-rl.yaml'), yaml(recipe, steps));
+  const useRecipe = (recipe, steps, curriculum) =>
+    fs.writeFileSync(path.join(root, 'massgen-rl.yaml'), yaml(recipe, steps, curriculum));
   // One collect from a fresh store: the traces every recipe's first cycle trains on.
   useRecipe(MAIN, ['collect']);
   const t0 = Date.now(),
@@ -285,13 +318,14 @@ try {
   for (const line of transferLines(results)) progress(line);
 
   // Cycles 2..K of the main recipe: whole cycles, collect included.
-  useRecipe(MAIN, ['collect', ...RECIPE[MAIN].steps, 'deploy']);
+  useRecipe(MAIN, ['collect', ...RECIPE[MAIN].steps, 'deploy'], CURRICULUM);
   for (let k = 2; k <= CYCLES && main; k++) {
-    progress(`cycle ${k} (${MAIN})`);
+    progress(`cycle ${k} (${MAIN}${CURRICULUM ? ', curriculum on' : ''})`);
     const c = await cycle(load, `  cycle ${k}`);
     progress(`  cycle ${k}: ${c.outcome}`);
     const against = await againstBase(load, baseVersion);
-    results.perCycle.push({ cycle: k, ...c, production: against.production, vsBase: against.comparison });
+    const levels = await withRuntime(load(), async (rt) => (CURRICULUM ? suiteLevels(rt) : null));
+    results.perCycle.push({ cycle: k, ...c, levels, production: against.production, vsBase: against.comparison });
     save();
   }
 } finally {

@@ -100,6 +100,12 @@ export function efficacyHtml(r) {
     pct(c.vsBase?.success.production),
     same(c) ? '0' : pts(c.vsBase?.success.diff),
     same(c) ? '0' : pts(c.vsBase?.reward.diff),
+    c.levels
+      ? Object.entries(c.levels)
+          .map(([suite, level]) => `${suite} ${level}`)
+          .join(', ')
+      : '—',
+    c.vsBase ? `${c.vsBase.tokensPerTask.base} → ${c.vsBase.tokensPerTask.production}` : '—',
     c.examplesTrained,
     c.collectTokens,
     c.wallSeconds,
@@ -137,7 +143,7 @@ export function efficacyHtml(r) {
 <h1>Efficacy: ${esc(r.cycles)} cycle(s) of ${esc(r.main)} on ${esc(r.suites.join(', '))}</h1>
 <p>Base set v${esc(r.base?.set)}; first collect: ${esc(r.base?.collect?.completed)} rollouts, ${esc(r.base?.collect?.tokens)} tokens, ${esc(r.base?.collect?.wallSeconds)} s.</p>
 <h2>Per cycle: production against the base on the eval split</h2>
-${table(['cycle', 'promoted', 'failed gates', 'production', 'base success', 'production success', 'Δ success, points [95 % CI]', 'Δ reward [95 % CI]', 'examples trained', 'collect tokens', 'wall s', 'CPU s'], cycles)}
+${table(['cycle', 'promoted', 'failed gates', 'production', 'base success', 'production success', 'Δ success, points [95 % CI]', 'Δ reward [95 % CI]', 'suite levels', 'tokens per task (base → production)', 'examples trained', 'collect tokens', 'wall s', 'CPU s'], cycles)}
 ${perCategory}
 <h2>Ablation: one cycle per recipe on the same traces, the candidate against the base</h2>
 ${table(['recipe', 'deploy gates pass', 'base success', 'candidate success', 'Δ success, points [95 % CI]', 'examples trained', 'wall s'], ablation)}

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { configIn, configIssues } from '../helpers.js';
 
@@ -137,5 +138,15 @@ describe('roles config', () => {
     expect(configIssues(`${text}orchestrator:\n  prompt_layout: answers\nroles:\n  p: { presenter: true }\n`)).toEqual([
       expect.stringMatching(/^roles\.p\.presenter: orchestrator\.prompt_layout answers makes no presentation/),
     ]);
+  });
+});
+
+describe('docs/roles.md', () => {
+  it('shows a config example that loads', () => {
+    const page = fs.readFileSync(new URL('../../docs/roles.md', import.meta.url), 'utf8');
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(page)![1]!;
+    const roles = configIn(yaml, {}, { API_KEY: 'x' }).config.roles!;
+    expect(Object.keys(roles)).toEqual(['solvers', 'judge', 'presenter', 'helpers', 'router', 'critic']);
+    expect(roles.helpers).toMatchObject({ delegate: true, recipe: { algo: 'ppo', credit: 'discounted' } });
   });
 });

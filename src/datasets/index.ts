@@ -35,6 +35,7 @@ export {
   roleContext,
   roleDecisions,
   roleRecord,
+  type RoleBuildInput,
   type RoleContext,
   type RoleDataset,
   type RoleDatasetsInput,

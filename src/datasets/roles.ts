@@ -84,10 +84,15 @@ export interface RoleDataset {
   result: BuildDatasetResult;
 }
 
+/** What differs between roles' builds: each trains its own line, so each has its own start and watermark. */
+export type RoleBuildInput = Pick<BuildDatasetInput, 'sinceWatermark' | 'startWeights'>;
+
 export type RoleDatasetsInput = Omit<BuildDatasetInput, 'algo' | 'options' | 'transform' | 'augment'> & {
   context: RoleContext;
   /** Build only these roles (default: every role with a weight recipe). */
   only?: string[];
+  /** Per role: its watermark and start weights (offline GRPO), instead of the shared ones. */
+  perRole?: Record<string, RoleBuildInput>;
 };
 
 /**
@@ -97,7 +102,7 @@ export type RoleDatasetsInput = Omit<BuildDatasetInput, 'algo' | 'options' | 'tr
  * have no dataset.
  */
 export async function buildRoleDatasets(store: Store, input: RoleDatasetsInput): Promise<RoleDataset[]> {
-  const { context, only, ...rest } = input;
+  const { context, only, perRole, ...rest } = input;
   const out: RoleDataset[] = [];
   for (const [role, r] of Object.entries(context.roles)) {
     if (only && !only.includes(role)) continue;
@@ -105,7 +110,8 @@ export async function buildRoleDatasets(store: Store, input: RoleDatasetsInput):
     if (!r.recipe || !isAlgo(algo)) continue;
     const options: DatasetOptionsInput = { [algo]: sectionOptions(r.recipe), weights: { [ROLE_FAMILY]: 1 } };
     const transform = (record: TraceRecord) => roleRecord(record, role, context);
-    out.push({ role, algo, result: await buildDataset(store, { ...rest, algo, options, transform }) });
+    const own = perRole?.[role] ?? {};
+    out.push({ role, algo, result: await buildDataset(store, { ...rest, ...own, algo, options, transform }) });
   }
   return out;
 }

@@ -159,6 +159,28 @@ describe('role datasets', () => {
     store.close();
   });
 
+  it('take a watermark per role, and only the roles asked for', async () => {
+    const { store, dir } = fixtureStore();
+    const first = mixedRollout(store);
+    const second = mixedRollout(store);
+    const ctx = context({
+      solvers: { agents: ['a', 'b'], weights: { lora: 's' }, recipe: { algo: 'ppo' } },
+      judge: { agents: ['c'], weights: { lora: 'j' }, recipe: { algo: 'ppo' } },
+    });
+    const built = await buildRoleDatasets(store, {
+      context: ctx,
+      dataDir: dir,
+      perRole: { judge: { sinceWatermark: 1 } },
+    });
+    const rollouts = (i: number) => [...new Set(readRows<PpoRow>(built[i]!.result.dir).map((t) => t.meta.rollout_id))];
+    expect(rollouts(0)).toEqual([first.id, second.id]);
+    expect(rollouts(1)).toEqual([second.id]);
+    expect(built[1]!.result.watermark).toBe(2);
+    const judged = await buildRoleDatasets(store, { context: ctx, dataDir: dir, only: ['judge'] });
+    expect(judged.map((b) => b.role)).toEqual(['judge']);
+    store.close();
+  });
+
   it("give a bandit role its policies' logged decisions, each the outcome net of the recipe's cost", () => {
     const { store } = fixtureStore();
     const id = store.rollouts.start({ source: 'collect', metadata: {} });

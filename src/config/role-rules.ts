@@ -106,7 +106,16 @@ function recipeIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
       [...at, 'recipe', 'algo'],
       `${algo} rows come from answers, votes and presentations; a delegated sub-task's calls are none of those: use ppo`,
     );
-  if (algo === 'sft') issues(sftIssues(recipe, [...at, 'recipe'], Object.keys(config.models)), add);
+  if (algo === 'sft') {
+    issues(sftIssues(recipe, [...at, 'recipe'], Object.keys(config.models)), add);
+    if (!r.agents.length && recipe.select === 'verified')
+      add(
+        [...at, 'recipe', 'select'],
+        'verified rows are answers and samples, which a role without agents has none of',
+      );
+    if (!r.agents.length && !recipe.include_presentation)
+      add([...at, 'recipe', 'include_presentation'], 'a role without agents has no sft rows but its presentation');
+  }
 }
 
 function weightIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add): void {

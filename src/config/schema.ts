@@ -1038,6 +1038,7 @@ export const configSchema = z.strictObject({
   agents: z.array(agent).min(1).prefault(defaultAgents),
   roles: z
     .record(name, role)
+    .refine((r) => Object.keys(r).length > 0, 'name at least one role, or leave roles out (one team, trained by train)')
     .optional()
     .describe(
       "heterogeneous teams: named groups of agents (and the presenter, the delegated sub-tasks, the policies), each with its own weights and recipe; each role's datasets come from its own members' calls with rewards attributed to it (docs/roles.md). Absent: one team, trained by train",

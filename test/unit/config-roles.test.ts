@@ -123,6 +123,20 @@ describe('roles config', () => {
     expect(Object.keys(ok.roles!)).toEqual(['served', 'remote']);
   });
 
+  it('refuses an empty roles map, and sft recipes that leave a role without agents no rows', () => {
+    expect(configIssues(`${TEAM}roles: {}\n`)).toEqual([
+      expect.stringMatching(/^roles: name at least one role, or leave roles out/),
+    ]);
+    const pres = (recipe: string) =>
+      configIssues(`${TEAM}roles:\n  p: { presenter: true, weights: { lora: p }, recipe: { algo: sft, ${recipe} } }\n`);
+    expect(pres('select: verified')).toEqual([
+      expect.stringMatching(/^roles\.p\.recipe\.select: verified rows are answers and samples/),
+    ]);
+    expect(pres('include_presentation: false')).toEqual([
+      expect.stringMatching(/^roles\.p\.recipe\.include_presentation: a role without agents has no sft rows/),
+    ]);
+  });
+
   it('keeps a delegate-only role to ppo, and a presenter out of layouts without a presentation call', () => {
     const delegation = 'orchestrator:\n  delegation: { enabled: true }\n';
     expect(

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { linkTarget } from './input-file.js';
+import { roleIssues } from './role-rules.js';
 import { fixedPort, type RLConfig } from './schema.js';
-import { machineIssues } from './train-rules.js';
+import { machineIssues, sftIssues } from './train-rules.js';
 import type { ConfigPath } from './yaml-source.js';
 
 export interface RuleIssue {
@@ -152,17 +153,8 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     if (!judge.rubric.length)
       add(['rewards', 'judge', 'rubric'], 'the judge reward has a weight, so give at least one rubric criterion');
   }
-  const sft = config.train.sft;
-  if (sft.teacher && !Object.hasOwn(config.models, sft.teacher.model))
-    add(['train', 'sft', 'teacher', 'model'], `unknown model "${sft.teacher.model}"; ${known('models', models)}`);
-  for (const key of ['rationalize', 'teacher'] as const) {
-    const on = key === 'rationalize' ? sft.rationalize?.enabled : sft.teacher;
-    if (on && sft.select !== 'verified')
-      add(
-        ['train', 'sft', key],
-        'adds rows for tasks no verified completion solved: it needs train.sft.select: verified',
-      );
-  }
+  for (const issue of sftIssues(config.train.sft, ['train', 'sft'], models)) add(issue.path, issue.message);
+  for (const issue of roleIssues(config)) add(issue.path, issue.message);
   const replayJudge = config.eval.replay.judge_model;
   if (replayJudge && !Object.hasOwn(config.models, replayJudge))
     add(['eval', 'replay', 'judge_model'], `unknown model "${replayJudge}"; ${known('models', models)}`);

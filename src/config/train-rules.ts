@@ -30,3 +30,25 @@ export function machineIssues(t: TrainConfig): TrainIssue[] {
   }
   return issues;
 }
+
+/** A train.sft section (or a role's sft recipe at `at`): its teacher model exists, and its augments need select verified. */
+export function sftIssues(
+  sft: Pick<TrainConfig['sft'], 'teacher' | 'rationalize' | 'select'>,
+  at: ConfigPath,
+  models: string[],
+): TrainIssue[] {
+  const issues: TrainIssue[] = [];
+  if (sft.teacher && !models.includes(sft.teacher.model)) {
+    const known = models.length ? `models: ${models.join(', ')}` : 'no models are defined';
+    issues.push({ path: [...at, 'teacher', 'model'], message: `unknown model "${sft.teacher.model}"; ${known}` });
+  }
+  for (const key of ['rationalize', 'teacher'] as const) {
+    const on = key === 'rationalize' ? sft.rationalize?.enabled : sft.teacher;
+    if (on && sft.select !== 'verified')
+      issues.push({
+        path: [...at, key],
+        message: `adds rows for tasks no verified completion solved: it needs ${at.join('.')}.select: verified`,
+      });
+  }
+  return issues;
+}

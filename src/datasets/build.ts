@@ -8,7 +8,7 @@ import { grpoBuilder } from './grpo.js';
 import { policyCheck, type StartWeights } from './on-policy.js';
 import { resolveDatasetOptions, type DatasetOptionsInput } from './options.js';
 import { ppoBuilder } from './ppo.js';
-import { TraceReader } from './read-traces.js';
+import { TraceReader, type TraceRecord } from './read-traces.js';
 import { RolloutIndex } from './rollout-index.js';
 import { emitAugmented, type SftAugment } from './sft-augment.js';
 import { sftBuilder } from './sft.js';
@@ -41,6 +41,8 @@ export interface BuildDatasetInput {
   startWeights?: StartWeights;
   /** SFT select verified: rows asked for the hard tasks once the traces are read (train.sft.rationalize, teacher). */
   augment?: SftAugment;
+  /** Each rollout as the builder sees it (a role's view: roles.ts); absent: as stored. */
+  transform?: (record: TraceRecord) => TraceRecord;
   /** Rollouts per read page. */
   pageSize?: number;
   signal?: AbortSignal;
@@ -84,7 +86,8 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
       stats.row(info);
     };
     for (const page of reader.pages()) {
-      for (const record of page) {
+      for (const stored of page) {
+        const record = input.transform ? input.transform(stored) : stored;
         stats.status(record.rollout.status);
         if (record.rollout.status === 'completed') builder.add(new RolloutIndex(record, options.weights, load), emit);
       }

@@ -27,3 +27,17 @@ export type { AugmentRow, AugmentSource, HardTask, SftAugment } from './sft-augm
 export type { DatasetStats, RowInfo } from './stats.js';
 export type { Algo, DatasetRow, DpoRow, GrpoCompletion, GrpoRow, PpoRow, SftRow } from './types.js';
 export { readManifest, type DatasetManifest } from './writer.js';
+export { RoleMap, spanSite, type CallSite } from './role-calls.js';
+export { attributeRollout, sameAnswer, type AttributedKind, type Attribution } from './role-rewards.js';
+export {
+  buildRoleDatasets,
+  ROLE_FAMILY,
+  roleContext,
+  roleDecisions,
+  roleRecord,
+  type RoleBuildInput,
+  type RoleContext,
+  type RoleDataset,
+  type RoleDatasetsInput,
+  type RoleDecision,
+} from './roles.js';

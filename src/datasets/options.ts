@@ -1,4 +1,4 @@
-import type { TrainConfig } from '../config/schema.js';
+import type { Algo, TrainConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 
 /**
@@ -124,27 +124,47 @@ function bad(option: string, message: string): never {
   throw new UserError(`train.${option}: ${message}`);
 }
 
+/** The keys a builder reads of a train.<algo> section, or of a role's recipe (which has no agents: the role chooses). */
+type Section<A extends Algo, K extends keyof TrainConfig[A]> = Pick<TrainConfig[A], K> & { agents?: AgentMatch };
+
+/** One section's builder options, by algorithm. */
+export const SECTION_OPTIONS = {
+  sft: (
+    s: Section<'sft', 'reward_threshold' | 'include_presentation' | 'select' | 'max_per_task'>,
+  ): Partial<SftOptions> => ({
+    reward_threshold: s.reward_threshold,
+    agents: s.agents ?? null,
+    include_presentation: s.include_presentation,
+    select: s.select,
+    max_per_task: s.max_per_task,
+  }),
+  grpo: (s: Section<'grpo', 'min_group_size'>): Partial<GrpoOptions> => ({
+    agents: s.agents ?? null,
+    min_group_size: s.min_group_size,
+  }),
+  dpo: (s: Section<'dpo', 'min_margin' | 'system_prompt' | 'max_pairs_per_task' | 'pairs'>): Partial<DpoOptions> => ({
+    min_margin: s.min_margin,
+    system_prompt: s.system_prompt ?? null,
+    max_pairs_per_task: s.max_pairs_per_task,
+    pairs: s.pairs,
+  }),
+  ppo: (s: Section<'ppo', 'credit' | 'gamma'>): Partial<PpoOptions> => ({
+    credit: s.credit,
+    gamma: s.gamma,
+    agents: s.agents ?? null,
+  }),
+};
+
 /** The builder options from train.* and rewards.weights. */
 export function datasetOptionsFromConfig(
   train: TrainConfig,
   weights: Partial<Record<string, number>>,
 ): DatasetOptionsInput {
   return {
-    sft: {
-      reward_threshold: train.sft.reward_threshold,
-      agents: train.sft.agents ?? null,
-      include_presentation: train.sft.include_presentation,
-      select: train.sft.select,
-      max_per_task: train.sft.max_per_task,
-    },
-    grpo: { agents: train.grpo.agents ?? null, min_group_size: train.grpo.min_group_size },
-    dpo: {
-      min_margin: train.dpo.min_margin,
-      system_prompt: train.dpo.system_prompt ?? null,
-      max_pairs_per_task: train.dpo.max_pairs_per_task,
-      pairs: train.dpo.pairs,
-    },
-    ppo: { credit: train.ppo.credit, gamma: train.ppo.gamma, agents: train.ppo.agents ?? null },
+    sft: SECTION_OPTIONS.sft(train.sft),
+    grpo: SECTION_OPTIONS.grpo(train.grpo),
+    dpo: SECTION_OPTIONS.dpo(train.dpo),
+    ppo: SECTION_OPTIONS.ppo(train.ppo),
     weights,
   };
 }

@@ -17,6 +17,8 @@ export interface ActionRef {
   content: string;
   round: number;
   implicit: boolean;
+  /** A vote's target agent. */
+  target?: string;
 }
 
 export const UNCATEGORIZED = 'uncategorized';
@@ -168,6 +170,7 @@ export class RolloutIndex {
         content: content ?? '',
         round: p.round,
         implicit: p.implicit === true,
+        ...(kind === 'vote' ? { target: p.target_agent } : {}),
       });
     } else if (s.name === 'presentation' && s.agent) {
       const p = JSON.parse(s.payload) as PresentationPayload;

@@ -8,8 +8,8 @@ import type { BuilderContext, DatasetBuilder, RowSink, SftRow } from './types.js
 /**
  * SFT: chat examples from the turns that worked. Each accepted answer becomes its prompt span's request
  * messages plus the completion the model gave (as recorded, action line included), and the winner's
- * presentation its presentation prompt plus the final answer. An answer's reward is its turn reward,
- * else the rollout total; the presentation's is the rollout total. Kept when reward ≥
+ * presentation its presentation prompt plus the final answer. An answer's and the presentation's reward
+ * is its turn reward, else the rollout total (no reward family scores a presentation span: a role's does). Kept when reward ≥
  * sft.reward_threshold (null: all) and the agent passes sft.agents. sft.select verified: sft-verified.ts.
  * A captured gateway session (collect.source gateway) gives each of its chat calls, rewarded like an answer.
  */
@@ -60,7 +60,9 @@ export function sftBuilder(ctx: BuilderContext): DatasetBuilder {
       }
       const pres = view.presentation;
       if (opts.include_presentation && pres && pres.promptSeq > 0) {
-        example(view, emit, pres.agent, pres.promptSeq, view.total, 'presentation', { action_seq: pres.seq });
+        example(view, emit, pres.agent, pres.promptSeq, view.rewardFor(pres.seq), 'presentation', {
+          action_seq: pres.seq,
+        });
       }
     },
     finish() {},

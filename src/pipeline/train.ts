@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ALGOS, type Algo } from '../config/schema.js';
+import { ALGOS, type Algo, type TrainConfig } from '../config/schema.js';
 import { buildDataset, type BuildDatasetResult } from '../datasets/build.js';
 import { assertGates } from '../datasets/gates.js';
 import { datasetOptionsFromConfig } from '../datasets/options.js';
+import { buildRoleDatasets, type RoleContext } from '../datasets/roles.js';
 import { UserError } from '../errors.js';
-import { withWeights } from '../resources/sets.js';
-import { resolveStart, type TrainStart } from '../resources/training-start.js';
+import { withAgentWeights, withWeights } from '../resources/sets.js';
+import { resolveLineStart, resolveStart, type TrainStart } from '../resources/training-start.js';
 import { startRewardBridge } from '../rewards/bridge.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Checkpoint } from '../store/checkpoints.js';
@@ -50,6 +51,19 @@ export interface TrainOptions {
   onRunStart?: (runId: string) => void;
   /** This machine's rank over train.num_machines (default train.machine_rank); only machine 0 runs `train`. */
   machineRank?: number;
+  /** Train one role of config `roles` (train-roles.ts): its recipe, on its own line, from its own calls. */
+  role?: RoleRun;
+}
+
+/** A role's training: its recipe (algo and that algo's keys), the line it trains and the agents it serves. */
+export interface RoleRun {
+  name: string;
+  recipe: { algo: Algo } & Record<string, unknown>;
+  line: string;
+  /** Where the line starts before it has production weights (train.base_model, or the role's own model's). */
+  baseModel: string;
+  agents: readonly string[];
+  context: RoleContext;
 }
 
 export interface TrainResult {
@@ -145,7 +159,7 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
     examplesTrained(detail.dataset.rows, outcome.steps.at(-1)?.epoch);
     rt.forgetWeights();
     const r = registered.resource;
-    const candidate = candidateSet(rt, r, {
+    const candidate = candidateSet(rt, r, opts.role?.agents, {
       kind: 'training',
       training_run_id: runId,
       checkpoint_id: registered.checkpoint.id,
@@ -199,8 +213,9 @@ export async function newRun(
   opts: TrainOptions & { python: string },
   runTag = '',
 ): Promise<PreparedRun> {
-  const t = rt.config.train;
-  const algo = (opts.algo ?? t.algo) as Algo;
+  const role = opts.role;
+  const t = role ? withRecipe(rt.config.train, role.recipe) : rt.config.train;
+  const algo = (role?.recipe.algo ?? opts.algo ?? t.algo) as Algo;
   if (!(ALGOS as readonly string[]).includes(algo))
     throw new UserError(`unknown algorithm "${opts.algo}"; choose one of ${ALGOS.join(', ')}`);
   if (opts.maxSteps !== undefined && (!Number.isInteger(opts.maxSteps) || opts.maxSteps < 1))
@@ -209,32 +224,39 @@ export async function newRun(
   const settings = (
     await checkTrainerSettings({ python: opts.python, train: t, algos: [algo], extra, signal: opts.signal })
   )[algo]!;
-  const start = resolveStart(
-    store,
-    { baseModel: t.base_model, weights: (ref, where) => rt.weights(ref, where) },
-    algo,
-    opts.from,
+  const weights = (ref: string, where?: string) => rt.weights(ref, where);
+  const start = role
+    ? resolveLineStart(store, { baseModel: role.baseModel, weights }, algo, role.line)
+    : resolveStart(store, { baseModel: t.base_model, weights }, algo, opts.from);
+  const of = role ? ` of role ${role.name}` : '';
+  opts.onStage?.(
+    `building the ${algo} dataset${of} from traces${opts.all ? '' : ` after rollout #${start.watermark}`}`,
   );
-  opts.onStage?.(`building the ${algo} dataset from traces${opts.all ? '' : ` after rollout #${start.watermark}`}`);
-  const ds = await buildDataset(store, {
-    algo,
+  const common = {
     dataDir: rt.paths.dataDir,
     sinceWatermark: start.watermark,
     all: opts.all,
     signal: opts.signal,
-    options: datasetOptionsFromConfig(t, rt.config.rewards.weights),
     configHash: rt.loaded.hash,
     gates: t.gates,
-    augment: algo === 'sft' ? sftAugment(rt, opts.onStage) : undefined,
     // Offline GRPO replays completions as the policy's samples: only those the start weights served are.
     startWeights:
       algo === 'grpo' && settings.mode !== 'online' && t.grpo.on_policy
         ? { resourceId: start.resource?.id ?? null, dir: start.dir }
         : undefined,
-  });
+  };
+  const ds = role
+    ? (await buildRoleDatasets(store, { ...common, context: role.context, only: [role.name] }))[0]!.result
+    : await buildDataset(store, {
+        ...common,
+        algo,
+        options: datasetOptionsFromConfig(t, rt.config.rewards.weights),
+        augment: algo === 'sft' ? sftAugment(rt, opts.onStage) : undefined,
+      });
   if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));
   assertGates({ ...ds.stats, algo }, t.gates);
-  const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}${runTag}`);
+  const tag = role ? `-${role.name}${runTag}` : runTag;
+  const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}${tag}`);
   const outputDir = path.join(runDir, 'output');
   const config = trainerConfig(algo, {
     train: t,
@@ -270,6 +292,7 @@ export async function newRun(
     log_file: path.join(runDir, 'trainer.log'),
     num_processes: t.num_processes,
     ...(t.num_machines > 1 ? { num_machines: t.num_machines } : {}),
+    ...(role ? { role: role.name } : {}),
   };
   return { detail, config, resumed: false };
 }
@@ -312,15 +335,32 @@ export function checkRoom(
   checkDisk(rt.paths.dataDir, startOf(detail), t.lora.enabled);
 }
 
-/** The candidate a run produced: production with the new weights for the agents that serve the line. */
-function candidateSet(rt: Runtime, weight: Resource, origin: SetOrigin): ResourceSet | null {
+/**
+ * The candidate a run produced: production with the new weights for the agents that serve the line (a role's
+ * run: for the role's agents).
+ */
+function candidateSet(
+  rt: Runtime,
+  weight: Resource,
+  agents: readonly string[] | undefined,
+  origin: SetOrigin,
+): ResourceSet | null {
   try {
     const production = rt.production();
-    return rt.store().sets.add(withWeights(production.members, rt.store(), weight, rt.config), origin, production.id);
+    const members = agents
+      ? withAgentWeights(production.members, agents, weight.id)
+      : withWeights(production.members, rt.store(), weight, rt.config);
+    return rt.store().sets.add(members, origin, production.id);
   } catch (err) {
     if (err instanceof UserError) return null;
     throw err;
   }
+}
+
+/** train with the recipe's keys as train.<algo> (a recipe does not inherit that section's values). */
+function withRecipe(t: TrainConfig, recipe: RoleRun['recipe']): TrainConfig {
+  const { algo, ...keys } = recipe;
+  return { ...t, algo, [algo]: keys } as TrainConfig;
 }
 
 function startOf(detail: TrainRunDetail): TrainStart {

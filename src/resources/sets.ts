@@ -145,6 +145,15 @@ export function withWeights(base: SetMembers, store: Store, weight: Resource, co
   );
 }
 
+/** A candidate: the base set with these agents (a role's) on this weight resource, whatever line they served. */
+export function withAgentWeights(base: SetMembers, agents: readonly string[], weightId: string): SetMembers {
+  return replace(
+    base,
+    agents.filter((id) => base.agents[id]),
+    (m) => ({ ...m, weights: weightId, from_config: { ...m.from_config, weights: false } }),
+  );
+}
+
 /**
  * A candidate: the base set with this prompt version serving every agent whose system prompt it is, and
  * the presenter when it is orchestrator.presenter_prompt (a prompt that is both swaps both).

@@ -99,6 +99,16 @@ function fromCheckpoint(store: Store, ref: string, ck: Checkpoint, algo: Algo): 
   };
 }
 
+/**
+ * Where a role's line starts: its production weights once it has some, else what train.base_model gives
+ * (production's weights of that line when there are some); the run trains, and registers on, the role's line.
+ */
+export function resolveLineStart(store: Store, start: StartInput, algo: Algo, line: string): TrainStart {
+  const own = store.resources.production('weight', line) ? `resource:${line}@production` : start.baseModel;
+  const s = resolveStart(store, { ...start, baseModel: own }, algo);
+  return s.line === line ? s : { ...s, line, watermark: lineWatermark(store, line, algo) };
+}
+
 /** The highest trace watermark among the line's checkpoints of this algorithm. */
 function lineWatermark(store: Store, line: string, algo: Algo): number {
   return store.checkpoints.list({ algo, name: line }).reduce((w, c) => Math.max(w, c.watermark ?? 0), 0);

@@ -27,6 +27,8 @@ export interface TrainRunDetail {
   num_machines?: number;
   resumed_from?: string;
   resume_checkpoint?: string;
+  /** The role of config `roles` the run trains (its line is start.line). */
+  role?: string;
   /** The trainer process (group leader) and its host, recorded when it starts. */
   trainer_pid?: number;
   trainer_host?: string;

@@ -1,0 +1,99 @@
+import { ALGOS, type Algo, type RLConfig } from '../config/schema.js';
+import { roleContext, type RoleContext } from '../datasets/roles.js';
+import { InterruptedError, UserError } from '../errors.js';
+import { refName } from '../resources/checkpoints.js';
+import { withAgentWeights } from '../resources/sets.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { train, type RoleRun, type TrainOptions, type TrainResult } from './train.js';
+
+export interface RoleTrained {
+  role: string;
+  algo: string;
+  line: string | null;
+  status: 'trained' | 'skipped';
+  /** Why a role was not trained: its data failed its gates, it had none, or its recipe learns elsewhere. */
+  reason?: string;
+  result?: TrainResult;
+}
+
+export interface TrainRolesResult {
+  roles: RoleTrained[];
+  /** Production with every trained role's agents on the role's new weights (null: no role was trained). */
+  candidateSet: { id: string; version: number } | null;
+}
+
+export type TrainRolesOptions = Omit<TrainOptions, 'role' | 'algo' | 'from' | 'resume' | 'machineRank'>;
+
+const isAlgo = (a: string): a is Algo => (ALGOS as readonly string[]).includes(a);
+
+/** The line a role trains and where it starts: its LoRA line on train.base_model, or its own model's weights. */
+export function roleLine(config: RLConfig, weights: { lora?: string; model?: string }): [string, string] {
+  if (weights.lora !== undefined) return [weights.lora, config.train.base_model];
+  const local = config.models[weights.model!]?.local;
+  if (!local) throw new UserError(`models.${weights.model}: a role trains only weights massgen-rl serves (local)`);
+  return [refName(local.weights), local.weights];
+}
+
+/** The runs of the roles with a weight recipe (sft, dpo, grpo, ppo), in config order. */
+export function roleRuns(config: RLConfig, context: RoleContext): RoleRun[] {
+  return Object.entries(context.roles).flatMap(([name, r]) => {
+    if (!r.recipe || !r.weights || !isAlgo(r.recipe.algo)) return [];
+    const [line, baseModel] = roleLine(config, r.weights);
+    const recipe = r.recipe as RoleRun['recipe'];
+    return [{ name, recipe, line, baseModel, agents: r.agents, context }];
+  });
+}
+
+/**
+ * One cycle's training with config `roles`: every role with a weight recipe trains its own line from its own
+ * calls, one after the other; a role whose data is missing or fails the gates is skipped with the reason. The
+ * candidate is production with each trained role's agents on its new weights. Bandit and apo recipes learn in
+ * `train policy` and `train prompts`.
+ */
+export async function trainRoles(rt: Runtime, opts: TrainRolesOptions = {}): Promise<TrainRolesResult> {
+  const context = roleContext(rt.config);
+  if (!context) throw new UserError('no roles in the config: `train` trains the one team (see docs/roles.md)');
+  const roles: RoleTrained[] = [];
+  for (const [name, r] of Object.entries(context.roles)) {
+    const algo = r.recipe?.algo;
+    if (algo === 'bandit' || algo === 'apo')
+      roles.push({ role: name, algo, line: null, status: 'skipped', reason: learnsElsewhere(algo) });
+  }
+  for (const run of roleRuns(rt.config, context)) {
+    opts.onStage?.(`role ${run.name}: ${run.recipe.algo} on line ${run.line}`);
+    try {
+      const result = await train(rt, { ...opts, role: run });
+      roles.push({ role: run.name, algo: run.recipe.algo, line: run.line, status: 'trained', result });
+    } catch (err) {
+      if (!(err instanceof UserError) || err instanceof InterruptedError) throw err;
+      const reason = err.message;
+      opts.onStage?.(`role ${run.name} skipped: ${reason}`);
+      roles.push({ role: run.name, algo: run.recipe.algo, line: run.line, status: 'skipped', reason });
+    }
+  }
+  return { roles, candidateSet: combined(rt, roles, context) };
+}
+
+function learnsElsewhere(algo: 'bandit' | 'apo'): string {
+  return algo === 'bandit'
+    ? 'recipe bandit: its policies learn in `train policy`'
+    : 'recipe apo: its prompts are optimized by `train prompts`';
+}
+
+/** Production with each trained role's agents on the weights the role's run registered. */
+function combined(rt: Runtime, roles: RoleTrained[], context: RoleContext): TrainRolesResult['candidateSet'] {
+  const trained = roles.filter((r) => r.status === 'trained' && r.result);
+  if (!trained.length) return null;
+  const production = rt.production();
+  let members = production.members;
+  for (const r of trained)
+    members = withAgentWeights(members, context.roles[r.role]!.agents, r.result!.checkpoint.resourceId!);
+  const origin = {
+    kind: 'training' as const,
+    roles: Object.fromEntries(
+      trained.map((r) => [r.role, { training_run_id: r.result!.runId, checkpoint_id: r.result!.checkpoint.id }]),
+    ),
+  };
+  const set = rt.store().sets.add(members, origin, production.id);
+  return { id: set.id, version: set.version };
+}

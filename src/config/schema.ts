@@ -823,6 +823,12 @@ const deploy = z.strictObject({
     .boolean()
     .default(true)
     .describe('watch production after a deploy and roll back on a significant drop'),
+  role_gates: z
+    .boolean()
+    .default(true)
+    .describe(
+      "with roles: the gates apply to each changed role's own effect too (its leave-one-in set against production), and only the roles that pass are promoted; false: the team's candidate is promoted whole when its gates pass",
+    ),
   gates: z
     .strictObject({
       min_pairs: count(1_000_000)

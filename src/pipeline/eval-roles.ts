@@ -24,8 +24,11 @@ export interface RoleCreditSummary {
   /** The whole candidate team against the baseline. */
   team: EvalSummary;
   roles: RoleCredit[];
-  /** What a per-role deploy would promote: the baseline plus the roles that passed (null: none did). */
-  promotable: { set: number; roles: string[] } | null;
+  /**
+   * What a per-role deploy promotes: the baseline plus the roles that passed (null: none did), with its own
+   * evaluation against the baseline (the team's or a role's when it is that set, else one more run).
+   */
+  promotable: { set: number; roles: string[]; summary: EvalSummary } | null;
 }
 
 /**
@@ -54,18 +57,21 @@ export async function evaluateRoleCredit(rt: Runtime, opts: RoleCreditOptions): 
     roles.push({ role, changed: true, set: variant.version, summary, passed: summary.passed });
   }
   const passing = roles.filter((r) => r.passed).map((r) => r.role);
-  const promotable = passing.length
-    ? {
-        set: variantSet(
-          rt,
-          baseline,
-          candidate,
-          passing.map((r) => scopes[r]!),
-          { roles: passing },
-        ).version,
-        roles: passing,
-      }
-    : null;
+  let promotable: RoleCreditSummary['promotable'] = null;
+  if (passing.length) {
+    const set = variantSet(
+      rt,
+      baseline,
+      candidate,
+      passing.map((r) => scopes[r]!),
+      { roles: passing },
+    );
+    const known = set.id === candidate.id ? team : roles.find((r) => r.set === set.version)?.summary;
+    const summary =
+      known
+      ?? (await evaluate(rt, { ...evalOpts, candidate: `set:${set.version}`, baseline: `set:${baseline.version}` }));
+    promotable = { set: set.version, roles: passing, summary };
+  }
   return { team, roles, promotable };
 }
 

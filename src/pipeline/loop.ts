@@ -4,7 +4,7 @@ import { latestCandidate } from '../evaluation/candidates.js';
 import { resolveStart } from '../resources/training-start.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { cycleSteps, openCycle, saveCycle, type CycleState, type Stage } from '../scheduler/cycles.js';
-import type { StageBase, StageRecord, StageResult } from '../scheduler/cycles.js';
+import type { StageBase, StageContext, StageRecord, StageResult } from '../scheduler/cycles.js';
 import { acquireCycleLock } from '../scheduler/lock.js';
 import { stopLeftover } from '../trainers/process-group.js';
 import { lastCheckpoint, type TrainRunDetail } from '../trainers/resume.js';
@@ -15,6 +15,7 @@ import { collect } from './collect.js';
 import { stageProfiler } from './cycle-profile.js';
 import { deploy, latestEvaluation } from './deploy.js';
 import { evaluate } from './evaluate.js';
+import { evalRolesStage, trainRolesStage } from './loop-roles.js';
 import { writeReport } from './report.js';
 import { describeReview, reviewProduction } from './review.js';
 import { trainPrompts } from './train-prompts.js';
@@ -112,13 +113,6 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
   }
 }
 
-interface StageContext<S extends Stage> {
-  signal: AbortSignal;
-  note(message: string): void;
-  /** Persists fields of the running stage at once (a training run's id, so a crash can resume it). */
-  save(fields: Partial<StageRecord<S>>): void;
-}
-
 type StageFn<S extends Stage> = (rt: Runtime, state: CycleState, c: StageContext<S>) => Promise<StageResult<S>>;
 
 const STAGES: { [S in Stage]: StageFn<S> } = {
@@ -165,6 +159,7 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
   },
 
   async train(rt, state, c) {
+    if (rt.config.roles) return trainRolesStage(rt, state, c);
     const rec = state.stages.train;
     const store = rt.store();
     const prior = rec?.training_run_id ? store.trainingRuns.get(rec.training_run_id) : undefined;
@@ -260,6 +255,7 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
   async eval(rt, state, c) {
     const candidate = candidateOf(rt, state);
     if (!candidate) return { status: 'skipped', reason: 'no new candidate in this cycle' };
+    if (rt.config.roles) return evalRolesStage(rt, candidate, c);
     const s = await evaluate(rt, {
       candidate,
       trigger: 'loop',
@@ -290,6 +286,8 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
     const ev = state.stages.eval;
     if (!ev || ev.status !== 'done' || !ev.candidate_set)
       return { status: 'skipped', reason: 'nothing was evaluated in this cycle' };
+    if (ev.roles && !ev.promoted_roles?.length)
+      return { status: 'done', action: 'not promoted', reason: ev.reason ?? 'no changed role passed its gates' };
     const candidate = ev.candidate_set;
     const production = rt.production('loop');
     if (production.id === candidate)

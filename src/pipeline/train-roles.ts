@@ -13,6 +13,11 @@ export interface RoleTrained {
   status: 'trained' | 'skipped';
   /** Why a role was not trained: its data failed its gates, it had none, or its recipe learns elsewhere. */
   reason?: string;
+  /** A trained role's run, its checkpoint and the weight resource it registered. */
+  trainingRunId?: string;
+  checkpointId?: string;
+  weightId?: string;
+  /** The run's result when it ran now (a run reused from an interrupted cycle has none). */
   result?: TrainResult;
 }
 
@@ -22,7 +27,12 @@ export interface TrainRolesResult {
   candidateSet: { id: string; version: number } | null;
 }
 
-export type TrainRolesOptions = Omit<TrainOptions, 'role' | 'algo' | 'from' | 'resume' | 'machineRank'>;
+export type TrainRolesOptions = Omit<TrainOptions, 'role' | 'algo' | 'from' | 'resume' | 'machineRank'> & {
+  /** Roles whose run completed already (an interrupted cycle's): role → training run id, taken as they are. */
+  reuse?: Readonly<Record<string, string>>;
+  /** Each role's outcome as soon as it is known (the loop records it, to resume the cycle). */
+  onRole?: (r: RoleTrained) => void;
+};
 
 const isAlgo = (a: string): a is Algo => (ALGOS as readonly string[]).includes(a);
 
@@ -60,18 +70,50 @@ export async function trainRoles(rt: Runtime, opts: TrainRolesOptions = {}): Pro
       roles.push({ role: name, algo, line: null, status: 'skipped', reason: learnsElsewhere(algo) });
   }
   for (const run of roleRuns(rt.config, context)) {
-    opts.onStage?.(`role ${run.name}: ${run.recipe.algo} on line ${run.line}`);
-    try {
-      const result = await train(rt, { ...opts, role: run });
-      roles.push({ role: run.name, algo: run.recipe.algo, line: run.line, status: 'trained', result });
-    } catch (err) {
-      if (!(err instanceof UserError) || err instanceof InterruptedError) throw err;
-      const reason = err.message;
-      opts.onStage?.(`role ${run.name} skipped: ${reason}`);
-      roles.push({ role: run.name, algo: run.recipe.algo, line: run.line, status: 'skipped', reason });
-    }
+    const done = reused(rt, run, opts.reuse?.[run.name]) ?? (await trainRole(rt, run, opts));
+    opts.onRole?.(done);
+    roles.push(done);
   }
   return { roles, candidateSet: combined(rt, roles, context) };
+}
+
+async function trainRole(rt: Runtime, run: RoleRun, opts: TrainRolesOptions): Promise<RoleTrained> {
+  const role = { role: run.name, algo: run.recipe.algo, line: run.line };
+  opts.onStage?.(`role ${run.name}: ${run.recipe.algo} on line ${run.line}`);
+  try {
+    const result = await train(rt, { ...opts, role: run });
+    const { checkpoint } = result;
+    return {
+      ...role,
+      status: 'trained',
+      trainingRunId: result.runId,
+      checkpointId: checkpoint.id,
+      weightId: checkpoint.resourceId!,
+      result,
+    };
+  } catch (err) {
+    if (!(err instanceof UserError) || err instanceof InterruptedError) throw err;
+    opts.onStage?.(`role ${run.name} skipped: ${err.message}`);
+    return { ...role, status: 'skipped', reason: err.message };
+  }
+}
+
+/** A role's completed run from an interrupted cycle, when there is one. */
+function reused(rt: Runtime, run: RoleRun, runId: string | undefined): RoleTrained | undefined {
+  const store = rt.store();
+  const prior = runId ? store.trainingRuns.get(runId) : undefined;
+  const checkpoint =
+    prior?.status === 'completed' ? store.checkpoints.get(String(prior.result?.checkpoint_id)) : undefined;
+  if (!checkpoint?.resourceId) return undefined;
+  return {
+    role: run.name,
+    algo: run.recipe.algo,
+    line: run.line,
+    status: 'trained',
+    trainingRunId: prior!.id,
+    checkpointId: checkpoint.id,
+    weightId: checkpoint.resourceId,
+  };
 }
 
 function learnsElsewhere(algo: 'bandit' | 'apo'): string {
@@ -82,16 +124,15 @@ function learnsElsewhere(algo: 'bandit' | 'apo'): string {
 
 /** Production with each trained role's agents on the weights the role's run registered. */
 function combined(rt: Runtime, roles: RoleTrained[], context: RoleContext): TrainRolesResult['candidateSet'] {
-  const trained = roles.filter((r) => r.status === 'trained' && r.result);
+  const trained = roles.filter((r) => r.status === 'trained' && r.weightId);
   if (!trained.length) return null;
   const production = rt.production();
   let members = production.members;
-  for (const r of trained)
-    members = withAgentWeights(members, context.roles[r.role]!.agents, r.result!.checkpoint.resourceId!);
+  for (const r of trained) members = withAgentWeights(members, context.roles[r.role]!.agents, r.weightId!);
   const origin = {
     kind: 'training' as const,
     roles: Object.fromEntries(
-      trained.map((r) => [r.role, { training_run_id: r.result!.runId, checkpoint_id: r.result!.checkpoint.id }]),
+      trained.map((r) => [r.role, { training_run_id: r.trainingRunId, checkpoint_id: r.checkpointId }]),
     ),
   };
   const set = rt.store().sets.add(members, origin, production.id);

@@ -2,7 +2,15 @@ import { LOOP_STEPS } from '../config/schema.js';
 import type { RunRecord, Store } from '../store/index.js';
 import { CYCLE_STATE, type CycleState, type Stage } from './stage-records.js';
 
-export type { CycleState, Stage, StageBase, StageRecord, StageRecords, StageResult } from './stage-records.js';
+export type {
+  CycleState,
+  Stage,
+  StageBase,
+  StageContext,
+  StageRecord,
+  StageRecords,
+  StageResult,
+} from './stage-records.js';
 
 export interface OpenCycle {
   id: string;

@@ -44,6 +44,15 @@ const review = z.object({
   detail: z.string().optional(),
 });
 
+/** A role of config `roles` in the train stage: trained (its run and checkpoint) or skipped (why). */
+const roleTrained = z.object({
+  role: z.string(),
+  status: z.enum(['trained', 'skipped']),
+  reason: z.string().optional(),
+  training_run_id: z.string().optional(),
+  checkpoint_id: z.string().optional(),
+});
+
 const train = z.object({
   ...base,
   training_run_id: z.string().optional(),
@@ -52,6 +61,7 @@ const train = z.object({
   candidate_set: setId,
   steps: num,
   final_loss: num,
+  roles: z.array(roleTrained).optional(),
 });
 
 const promptOpt = z.object({
@@ -66,6 +76,15 @@ const promptOpt = z.object({
 });
 
 const interval = z.object({ mean: num, low: num, high: num, level: num, resamples: num });
+/** A changed role's own effect: its leave-one-in set against the baseline. */
+const roleCredit = z.object({
+  role: z.string(),
+  set: num,
+  eval_run_id: z.string().optional(),
+  passed: z.boolean().nullable(),
+  diff: interval.nullable().optional(),
+  failed_gates: z.array(z.string()).optional(),
+});
 const evaluation = z.object({
   ...base,
   eval_run_id: z.string().optional(),
@@ -77,6 +96,10 @@ const evaluation = z.object({
   candidate: num,
   diff: interval.nullable().optional(),
   failed_gates: z.array(z.string()).optional(),
+  /** With roles: each changed role's own effect, the team's candidate, and the roles deploy promotes. */
+  roles: z.array(roleCredit).optional(),
+  team_set: setId,
+  promoted_roles: z.array(z.string()).optional(),
   /** The HTML report, written once the cycle is decided. */
   report: z.string().optional(),
 });
@@ -106,6 +129,14 @@ export type StageRecords = { [S in Stage]: z.infer<(typeof STAGE_RECORDS)[S]> };
 export type StageRecord<S extends Stage = Stage> = StageRecords[S];
 /** What a stage returns: its record without the start time, which the loop sets. */
 export type StageResult<S extends Stage> = Omit<StageRecord<S>, 'started_at'>;
+
+/** What a running stage of a cycle is given. */
+export interface StageContext<S extends Stage> {
+  signal: AbortSignal;
+  note(message: string): void;
+  /** Persists fields of the running stage at once (a training run's id, so a crash can resume it). */
+  save(fields: Partial<StageRecord<S>>): void;
+}
 
 /** A cycle saved before prompt optimization's stage was prompt_opt: its `apo` record, with apo_run_id. */
 function renamedStages(stages: unknown): unknown {

@@ -1,0 +1,105 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { runCycle } from '../../src/pipeline/loop.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { tempDir } from '../helpers.js';
+import { LOOP_TASKS, TRAINER } from '../support/loop-project.js';
+import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
+
+// A whole cycle with config roles on a scripted LoRA-serving endpoint and the stand-in trainer. The most common
+// answer wins (independent answers); the base gives every call a different wrong answer, the leader's adapter
+// one wrong answer, the rest's the right one: the team passes, the rest (two agents of three) passes on its
+// own, the leader alone does not, and deploy promotes production with the rest's new adapter only.
+let server: ScriptedServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+function script(): Script {
+  let wrong = 100;
+  return (req) => {
+    const right = (req.messages.find((m) => m.role === 'user')?.content ?? '').includes('50 - 9') ? '41' : '42';
+    const answer = /^rest-v\d+$/.test(req.model) ? right : /^leader-v\d+$/.test(req.model) ? '7' : String(wrong++);
+    return { content: `ANSWER: ${answer}` };
+  };
+}
+
+function yaml(url: string, roleGates: boolean): string {
+  return `models:
+  lead: { base_url: "${url}", model: base-model, lora: { line: leader } }
+  crew: { base_url: "${url}", model: base-model, lora: { line: rest } }
+agents:
+  - { id: a, model: lead, tool_mode: text }
+  - { id: b, model: crew, tool_mode: text }
+  - { id: c, model: crew, tool_mode: text }
+tasks:
+  sources: [{ file: tasks.jsonl }]
+rewards:
+  weights: { exact: 1, numeric: 1 }
+collect: { concurrency: 2, split: all }
+orchestrator: { prompt_layout: independent, agent_timeout_s: 20, total_timeout_s: 60 }
+train:
+  base_model: ./base
+  script: ${TRAINER}
+  gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
+roles:
+  leader: { agents: [a], weights: { lora: leader }, recipe: { algo: sft, reward_threshold: null, max_steps: 1 } }
+  rest: { agents: [b, c], weights: { lora: rest }, recipe: { algo: sft, reward_threshold: null, max_steps: 1 } }
+eval: { split: all, seeds: 2, metric: success_rate, report: false }
+deploy:
+  role_gates: ${roleGates}
+  gates: { min_pairs: 4, min_improvement: 0.1, max_cost_increase: null }
+`;
+}
+
+async function cycle(roleGates: boolean) {
+  server = await startScriptedServer(script());
+  const dir = tempDir({
+    'massgen-rl.yaml': yaml(server.baseUrl, roleGates),
+    'tasks.jsonl': LOOP_TASKS,
+    'base/config.json': '{"model_type": "llama"}',
+    'base/model.safetensors': 'x'.repeat(64),
+  });
+  return withRuntime(loadConfig({ cwd: dir }), async (rt) => {
+    const r = await runCycle(rt);
+    const store = rt.store();
+    const production = rt.production();
+    const line = (agent: string) => {
+      const w = production.members.agents[agent]!.weights;
+      return w ? store.resources.get(w)!.name : null;
+    };
+    return { r, lines: ['a', 'b', 'c'].map(line) };
+  });
+}
+
+describe('a cycle with roles', () => {
+  it('trains each role, measures each role on its own and promotes only the roles that pass', async () => {
+    const { r, lines } = await cycle(true);
+    expect(r.status).toBe('completed');
+    const { train, eval: ev, deploy } = r.stages;
+    expect(train?.roles?.map((x) => [x.role, x.status])).toEqual([
+      ['leader', 'trained'],
+      ['rest', 'trained'],
+    ]);
+    expect(ev?.roles?.map((x) => [x.role, x.passed])).toEqual([
+      ['leader', false],
+      ['rest', true],
+    ]);
+    expect(ev?.roles?.[0]?.diff?.mean).toBeCloseTo(0);
+    expect(ev?.roles?.[1]?.diff?.mean).toBeCloseTo(1);
+    expect(ev?.promoted_roles).toEqual(['rest']);
+    expect(ev?.candidate_set).not.toBe(ev?.team_set);
+    expect(deploy).toMatchObject({ status: 'done', action: 'promoted' });
+    expect(lines).toEqual([null, 'rest', 'rest']);
+  }, 180_000);
+
+  it('promotes the whole team when deploy.role_gates is false', async () => {
+    const { r, lines } = await cycle(false);
+    const { eval: ev, deploy } = r.stages;
+    expect(ev?.candidate_set).toBe(ev?.team_set);
+    expect(ev?.promoted_roles).toEqual(['leader', 'rest']);
+    expect(deploy).toMatchObject({ status: 'done', action: 'promoted' });
+    expect(lines).toEqual(['leader', 'rest', 'rest']);
+  }, 180_000);
+});

@@ -4,7 +4,7 @@ import { collect } from '../../src/pipeline/collect.js';
 import { evaluateRoleCredit } from '../../src/pipeline/eval-roles.js';
 import { withPrompt } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
-import { tempDir } from '../helpers.js';
+import { runCli, tempDir } from '../helpers.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
 
@@ -44,9 +44,12 @@ orchestrator: { agent_timeout_s: 10, total_timeout_s: 30 }
 eval: { split: all, seeds: 1, report: false }
 deploy:
   gates: { min_pairs: 6, min_improvement: 0.01, max_cost_increase: null }
+roles:
+  leader: { agents: [a] }
+  second: { agents: [b] }
 `;
   const dir = tempDir({ 'massgen-rl.yaml': yaml, 'tasks.jsonl': TASKS });
-  return () => loadConfig({ cwd: dir });
+  return { dir, load: () => loadConfig({ cwd: dir }) };
 }
 
 const ROLES = { leader: { agents: ['a'] }, second: { agents: ['b'] }, idle: { agents: [] } };
@@ -54,7 +57,7 @@ const ROLES = { leader: { agents: ['a'] }, second: { agents: ['b'] }, idle: { ag
 describe('credit per role: leave-one-in variants against the baseline', () => {
   it("measures each changed role's own effect and promotes only the roles that pass", async () => {
     server = await startScriptedServer(team);
-    const load = project(server.baseUrl);
+    const { dir, load } = project(server.baseUrl);
     await withRuntime(load(), (rt) => collect(rt));
     const result = await withRuntime(load(), async (rt) => {
       const store = rt.store();
@@ -86,5 +89,21 @@ describe('credit per role: leave-one-in variants against the baseline', () => {
     expect(promoted!.members.agents.a!.prompt).toBe(candidate.members.agents.a!.prompt);
     expect(promoted!.members.agents.b!.prompt).toBe(production.members.agents.b!.prompt);
     expect(promoted!.version).toBe(leader!.set);
-  });
+
+    // `eval` with roles in the config measures them too; every result is stored already.
+    const cli = await runCli(['eval', '--candidate', `set:${candidate.version}`], { cwd: dir });
+    expect(cli.exitCode).toBe(0);
+    expect(cli.stdout).toMatch(/per role: only that role's new members against the baseline/);
+    expect(cli.stdout).toMatch(/leader\s+│ yes\s+│ v\d+\s+│ \+1\.000 \[\+1\.000, \+1\.000\]\s+│ pass/);
+    expect(cli.stdout).toMatch(
+      new RegExp(`deploy promotes set v${leader!.set}: the baseline with the new members of leader`),
+    );
+    const json = await runCli(['eval', '--candidate', `set:${candidate.version}`, '--json'], { cwd: dir });
+    const out = JSON.parse(json.stdout) as { measured: number; roles: { role: string; passed: boolean }[] };
+    expect(out.measured).toBe(0);
+    expect(out.roles.map((r) => [r.role, r.passed])).toEqual([
+      ['leader', true],
+      ['second', false],
+    ]);
+  }, 60_000);
 });

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { trainRoles } from '../../src/pipeline/train-roles.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
-import { FIXTURES, tempDir } from '../helpers.js';
+import { FIXTURES, runCli, tempDir } from '../helpers.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { TEAM_TASKS, teamScript } from '../support/team-collect.js';
 
@@ -61,6 +61,27 @@ async function project(rest?: string): Promise<{ dir: string; load: () => Return
 }
 
 describe('train with roles', () => {
+  it('`train weights` trains the roles (a table, or --json) and refuses the one-team flags', async () => {
+    const { dir } = await project('{ algo: sft, reward_threshold: null, max_steps: 1 }');
+    const refused = await runCli(['train', 'weights', '--algo', 'dpo'], { cwd: dir });
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toMatch(/--algo: with roles, each role trains with its own recipe/);
+    expect(refused.stderr).not.toMatch(/\bat \w+ \(/);
+    const env = { FAKE_TRAINER_RECORD: process.env.FAKE_TRAINER_RECORD };
+    const table = await runCli(['train', 'weights'], { cwd: dir, env });
+    expect(table.exitCode).toBe(0);
+    expect(table.stdout).toMatch(/leader\s+│ sft\s+│ leader\s+│ trained/);
+    expect(table.stdout).toMatch(/candidate: set v\d+/);
+    await withRuntime(loadConfig({ cwd: dir }), (rt) => collect(rt));
+    const json = await runCli(['train', 'weights', '--json'], { cwd: dir, env });
+    const out = JSON.parse(json.stdout) as { roles: { role: string; status: string }[]; candidateSet: unknown };
+    expect(out.roles.map((r) => [r.role, r.status])).toEqual([
+      ['leader', 'trained'],
+      ['rest', 'trained'],
+    ]);
+    expect(out.candidateSet).toMatchObject({ version: expect.any(Number) });
+  }, 120_000);
+
   it("combines every trained role's new weights into one candidate", async () => {
     const { load } = await project('{ algo: sft, reward_threshold: null, max_steps: 1 }');
     const { result, candidate } = await withRuntime(load(), async (rt) => {

@@ -1,9 +1,11 @@
 import { Option } from 'commander';
 import { MAX_CONCURRENCY, MAX_TASKS } from '../../config/schema.js';
+import type { PairedProgress } from '../../rollouts/paired.js';
 import { wholeNumber } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatDuration } from '../ui/format.js';
+import { renderRoleCredit, roleJson } from '../ui/role-credit.js';
 
 interface EvalFlags {
   candidate?: string;
@@ -64,26 +66,36 @@ export const registerEval: Register = (program, ctx) => {
       const rt = await runtime();
       const bar = ui.progress('preparing the baseline and candidate teams');
       const stopping = 'stopping: running orchestrations are cancelled; what finished is kept and reused next time';
+      // With roles, each changed role's own effect is measured too (orchestrations only: a replay has no roles).
+      const perRole = rt.config.roles && (opts.source ?? rt.config.eval.source) === 'tasks';
       try {
-        const summary = await withInterrupt(ui, stopping, (signal) =>
-          evaluate(rt, {
+        const { summary, credit } = await withInterrupt(ui, stopping, async (signal) => {
+          const run = {
             ...opts,
             signal,
-            onStage: (m) => bar.update(m),
-            onProgress: (p) =>
+            onStage: (m: string) => bar.update(m),
+            onProgress: (p: PairedProgress) =>
               bar.update(
                 `${p.done}/${p.total} (${p.reused} reused)  last: ${p.last?.side} ${p.last?.taskId} reward ${p.last?.reward?.toFixed(2) ?? '—'}`,
               ),
-          }),
-        );
+          };
+          if (!perRole) return { summary: await evaluate(rt, run), credit: null };
+          const [{ evaluateRoleCredit }, { roleScopes }] = await Promise.all([
+            import('../../pipeline/eval-roles.js'),
+            import('../../pipeline/loop-roles.js'),
+          ]);
+          const credit = await evaluateRoleCredit(rt, { ...run, roles: roleScopes(rt.config.roles!) });
+          return { summary: credit.team, credit };
+        });
         bar.stop();
         let reportFile: string | null = null;
         if (flags.report && rt.config.eval.report) {
           const { writeReport } = await import('../../pipeline/report.js');
           reportFile = (await writeReport(rt, { evalRunId: summary.evalRunId })).file;
         }
-        if (ui.opts.json) return ui.json({ ...summary, report: reportFile });
+        if (ui.opts.json) return ui.json({ ...summary, report: reportFile, ...(credit ? roleJson(credit) : {}) });
         renderEvaluation(ui, summary);
+        if (credit) renderRoleCredit(ui, credit, rt.config.deploy.role_gates);
         if (reportFile) ui.print(`report: ${reportFile}`);
         ui.info(`took ${formatDuration(summary.wallMs)}`);
       } catch (err) {

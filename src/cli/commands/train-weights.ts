@@ -46,6 +46,19 @@ export function registerTrainWeights(train: Command, ctx: () => Context): Comman
       const rt = await runtime();
       const { machineRank } = await import('../../trainers/machines.js');
       if (machineRank(rt.config.train, rankFlag) > 0) return trainAlong(ui, rt, flags, rankFlag);
+      if (rt.config.roles) {
+        const given = (['algo', 'from', 'resume'] as const).filter((k) => flags[k] !== undefined);
+        if (given.length)
+          throw new UserError(
+            `--${given[0]}: with roles, each role trains with its own recipe from its own line (roles.<name>.recipe)`,
+            'leave the flag out, or remove roles from the config to train the one team',
+          );
+        const { trainRolesCommand } = await import('./train-roles.js');
+        return trainRolesCommand(ui, rt, {
+          all: flags.all,
+          maxSteps: wholeNumber('--max-steps', flags.maxSteps, MAX_STEPS),
+        });
+      }
       const { train: trainWeights } = await import('../../pipeline/train.js');
       const bar = ui.progress('preparing');
       const stopping = 'stopping: the trainer saves a resumable checkpoint first (this can take a minute)';

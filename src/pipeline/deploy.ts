@@ -5,6 +5,7 @@ import { primaryMetric, type Comparison } from '../evaluation/compare.js';
 import { forgettingGate } from '../evaluation/forgetting.js';
 import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
 import { switchProduction } from '../resources/production-switch.js';
+import { roleChanged, withRoles } from '../resources/role-variants.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../store/index.js';
 import { stageInfo } from './canary-stages.js';
@@ -203,14 +204,24 @@ export interface RollbackResult {
   published: Published;
 }
 
-/** Restores the production set before the current one (or `to`), with an audit record. */
+/**
+ * Restores the production set before the current one (or `to`), with an audit record. With `role` (config
+ * roles), only that role's members are restored: production stays as it is for every other role.
+ */
 export async function rollback(
   rt: Runtime,
-  opts: { to?: string; trigger?: 'cli' | 'loop' | 'watch'; reason?: string; detail?: Record<string, unknown> } = {},
+  opts: {
+    to?: string;
+    role?: string;
+    trigger?: 'cli' | 'loop' | 'watch';
+    reason?: string;
+    detail?: Record<string, unknown>;
+  } = {},
 ): Promise<RollbackResult> {
   const store = rt.existingStore();
   const current = rt.production(opts.trigger === 'watch' ? 'collect' : (opts.trigger ?? 'cli'));
-  const target = opts.to ? resolveSet(rt.setContext(), current, opts.to, '--to') : previousProduction(rt, current);
+  const earlier = opts.to ? resolveSet(rt.setContext(), current, opts.to, '--to') : previousProduction(rt, current);
+  const target = opts.role ? roleRestored(rt, current, earlier, opts.role) : earlier;
   if (target.id === current.id) throw new UserError(`resource set v${target.version} is production already`);
   const auditId = switchProduction(store, rt.paths.dataDir, {
     to: target,
@@ -221,6 +232,26 @@ export async function rollback(
   });
   rt.forgetWeights();
   return { before: ref(current), after: ref(target), auditId, published: await publish(rt, target, current, {}) };
+}
+
+/** Production with one role's members as `earlier` had them. */
+function roleRestored(rt: Runtime, current: ResourceSet, earlier: ResourceSet, role: string): ResourceSet {
+  const roles = rt.config.roles ?? {};
+  const r = roles[role];
+  if (!r) {
+    const names = Object.keys(roles);
+    throw new UserError(
+      `--role ${role}: no such role${names.length ? ` (roles: ${names.join(', ')})` : ': the config has no roles'}`,
+    );
+  }
+  const scope = { agents: r.agents, presenter: r.presenter, policies: r.policies };
+  if (!roleChanged(current.members, earlier.members, scope))
+    throw new UserError(
+      `role ${role} serves the same in set v${earlier.version} as in production (v${current.version})`,
+    );
+  const members = withRoles(current.members, earlier.members, [scope]);
+  const origin = { kind: 'manual' as const, rollback_role: role, from: earlier.id };
+  return rt.store().sets.add(members, origin, current.id);
 }
 
 function previousProduction(rt: Runtime, current: ResourceSet): ResourceSet {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { runCycle } from '../../src/pipeline/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
-import { tempDir } from '../helpers.js';
+import { runCli, tempDir } from '../helpers.js';
 import { LOOP_TASKS, TRAINER } from '../support/loop-project.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 
@@ -69,7 +69,19 @@ async function cycle(roleGates: boolean) {
       const w = production.members.agents[agent]!.weights;
       return w ? store.resources.get(w)!.name : null;
     };
-    return { r, lines: ['a', 'b', 'c'].map(line) };
+    return { r, lines: ['a', 'b', 'c'].map(line), dir };
+  });
+}
+
+/** Each agent's weight line in production (null: the model's own weights). */
+function productionLines(dir: string) {
+  return withRuntime(loadConfig({ cwd: dir }), async (rt) => {
+    const store = rt.store();
+    const production = rt.production();
+    return ['a', 'b', 'c'].map((agent) => {
+      const w = production.members.agents[agent]!.weights;
+      return w ? store.resources.get(w)!.name : null;
+    });
   });
 }
 
@@ -94,12 +106,25 @@ describe('a cycle with roles', () => {
     expect(lines).toEqual([null, 'rest', 'rest']);
   }, 180_000);
 
-  it('promotes the whole team when deploy.role_gates is false', async () => {
-    const { r, lines } = await cycle(false);
+  it('promotes the whole team when deploy.role_gates is false, and rolls back one role', async () => {
+    const { r, lines, dir } = await cycle(false);
     const { eval: ev, deploy } = r.stages;
     expect(ev?.candidate_set).toBe(ev?.team_set);
     expect(ev?.promoted_roles).toEqual(['leader', 'rest']);
     expect(deploy).toMatchObject({ status: 'done', action: 'promoted' });
     expect(lines).toEqual(['leader', 'rest', 'rest']);
+
+    const unknown = await runCli(['rollback', '--role', 'nobody'], { cwd: dir });
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr).toMatch(/--role nobody: no such role \(roles: leader, rest\)/);
+    const back = await runCli(['rollback', '--role', 'leader', '--reason', 'the leader alone does not help'], {
+      cwd: dir,
+    });
+    expect(back.exitCode).toBe(0);
+    expect(back.stdout).toMatch(/production is set v\d+ again/);
+    expect(await productionLines(dir)).toEqual([null, 'rest', 'rest']);
+    const again = await runCli(['rollback', '--role', 'leader', '--to', `set:1`], { cwd: dir });
+    expect(again.exitCode).toBe(2);
+    expect(again.stderr).toMatch(/role leader serves the same in set v1 as in production/);
   }, 180_000);
 });

@@ -60,11 +60,12 @@ export const registerDeploy: Register = (program, ctx) => {
     .command('rollback')
     .description('restore the previous production set (or --to a named one), with an audit record')
     .option('--to <set>', 'the set to restore: set:N, vN or an rs_ id')
+    .option('--role <name>', "restore only this role's members (config roles); every other role keeps production's")
     .option('--reason <text>', 'why, for the audit record')
-    .action(async (flags: { to?: string; reason?: string }) => {
+    .action(async (flags: { to?: string; role?: string; reason?: string }) => {
       const { ui, runtime } = ctx();
       const { rollback } = await import('../../pipeline/deploy.js');
-      const r = await rollback(await runtime(), { to: flags.to, reason: flags.reason });
+      const r = await rollback(await runtime(), { to: flags.to, role: flags.role, reason: flags.reason });
       if (ui.opts.json) return ui.json({ ok: true, ...r });
       ui.print(
         `${ui.c.green('✓')} production is set v${r.after.version} again (was v${r.before.version}); audit #${r.auditId}`,

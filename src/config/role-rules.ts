@@ -137,6 +137,12 @@ function weightIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
         `recipe ${r.recipe!.algo} trains weights, but models.${key} is a remote endpoint that cannot load them: `
           + `serve it with local, set models.${key}.lora (a server that loads adapters), or use recipe apo`,
       );
+    else if (m && !m.local && m.lora && r.weights.lora !== undefined && m.lora.line !== r.weights.lora)
+      add(
+        [...at, 'weights', 'lora'],
+        `models.${key} runs adapters of line "${m.lora.line}" (models.${key}.lora.line), not "${r.weights.lora}": `
+          + `name that line here, or give the role's agents a model whose lora.line is ${r.weights.lora}`,
+      );
   }
 }
 

@@ -108,6 +108,7 @@ describe('roles config', () => {
       expect.stringMatching(/^roles\.own\.weights\.model: agent "a" runs on models\.small: a role's agents run on its/),
       expect.stringMatching(/^roles\.own\.weights: recipe dpo trains weights, but models\.gpt is a remote endpoint/),
       expect.stringMatching(/^roles\.bare\.weights: recipe ppo trains weights: name them/),
+      expect.stringMatching(/^roles\.again\.weights\.lora: models\.served runs adapters of line "solver" .*, not "r"/),
       expect.stringMatching(/^roles\.again\.weights: role "remote" trains lora r already/),
       expect.stringMatching(/^roles\.mixed\.policies: decisions are learned by recipe bandit, not sft/),
       expect.stringMatching(/^roles\.mixed\.weights: recipe sft trains weights: name them/),

@@ -218,7 +218,7 @@ def test_grpo_online_samples_from_the_llama_cpp_server_with_the_synced_adapter(t
     log = "".join(server.stderr)
     assert code == 0, log[-3000:]
     done = assert_trained(run, 3)
-    assert done["metrics"]["generation"] == "server" and done["metrics"]["adapter_syncs"] == 3
+    assert done["metrics"]["grpo/generation"] == "server" and done["metrics"]["grpo/adapter_syncs"] == 3
     for name in ("grpo-policy-0", "grpo-policy-1", "grpo-policy-2"):
         assert f"loaded the LoRA adapter '{name}'" in log and f"dropped the LoRA adapter '{name}'" in log
     assert status == 200 and stats["adapters"] == [] and stats["requests"] >= 3  # one chat request per step

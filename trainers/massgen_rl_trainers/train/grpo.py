@@ -259,7 +259,7 @@ def main(args: GRPOArgs) -> dict[str, Any]:
         )
     else:
         generation = resolve_generation(args)
-        summary = {"generation": generation}
+        summary = {"grpo/generation": generation}
         policy = load_policy(args, padding_side="left")
         rows = [{"prompt": group["prompt"], "meta_json": json.dumps(group["meta"], default=str)} for group in groups]
         progress(
@@ -284,7 +284,7 @@ def main(args: GRPOArgs) -> dict[str, Any]:
 
     def extra_metrics() -> dict[str, Any]:
         tokens = callback.means().get("completions/mean_length")
-        syncs = {"adapter_syncs": rollout.syncs} if rollout is not None else {}
+        syncs = {"grpo/adapter_syncs": rollout.syncs} if rollout is not None else {}
         return {**summary, **syncs, "completion_tokens": round(tokens, 2) if tokens is not None else None}
 
     try:

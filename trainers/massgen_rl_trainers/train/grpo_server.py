@@ -23,7 +23,7 @@ from typing import Any
 
 from ..config_args import UsageError
 from ..protocol import ScriptError, log
-from .ranks import barrier, is_main_process
+from .ranks import barrier, local_rank
 
 GENERATIONS = ("auto", "server", "policy", "vllm")
 MAX_N = 64  # the server's most samples per request
@@ -97,7 +97,8 @@ class ServerRollout:
         self.synced_step: int | None = None
         self.adapter: str | None = None  # the lora_name requests ask for
         self.syncs = 0
-        self.folder = Path(tempfile.mkdtemp(prefix="grpo-sync-")) if is_main_process() else None
+        # each machine trains beside a server of its own: the first process of each syncs it
+        self.folder = Path(tempfile.mkdtemp(prefix="grpo-sync-")) if local_rank() == 0 else None
 
     def sync(self, trainer: Any) -> None:
         """Hot-loads the trainer's adapter into the server when `sync_steps` optimizer steps have passed."""

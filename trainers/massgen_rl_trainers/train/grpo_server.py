@@ -110,6 +110,8 @@ class ServerRollout:
             target = self.folder / name
             trainer.accelerator.unwrap_model(trainer.model).save_pretrained(str(target), selected_adapters=["default"])
             post(f"{self.url}/load_lora_adapter", {"lora_name": name, "lora_path": str(target)}, self.timeout)
+            # the server holds the weights now; with the folder gone it also drops its GGUF copy on unload
+            shutil.rmtree(target, ignore_errors=True)
             self.unload()
             log(f"generation server: step {step}: sampling with the adapter '{name}'")
         barrier()
@@ -119,7 +121,6 @@ class ServerRollout:
         if self.adapter is None or self.folder is None:
             return
         post(f"{self.url}/unload_lora_adapter", {"lora_name": self.adapter}, self.timeout)
-        shutil.rmtree(self.folder / self.adapter, ignore_errors=True)  # llama.cpp holds the weights in memory
 
     def close(self) -> None:
         try:

@@ -21,13 +21,14 @@ Completions whose recorded `logprobs` match their `token_ids` one for one also c
 always (`on`) or when the batch's mean |difference| exceeds `is_threshold` (`auto`); step events report
 `tis/mean_abs_delta`, `tis/p99_abs_delta`, `tis/mean_weight` and `tis/applied` (the share of batches corrected).
 
-`mode: online` samples `num_generations` completions per prompt (temperature `temperature`) and scores them through the reward bridge: POST `reward_url` `{"prompts": [[messages]], "completions": [str],
-"meta": [{...}]}` -> `{"rewards": [float|null]}` (one call per process and generation batch; `meta` is the row's
-`meta`, else its first completion's, plus `group_id`; a null reward leaves that completion out of its group's
-baseline). `generation` picks the sampler: `server` massgen-rl's llama.cpp server at `server_url`, with the
-trainer's adapter hot-loaded into it every `sync_steps` steps and its sampling logprobs corrected for like offline
-mode's (train/grpo_server.py), `vllm` (the `vllm` mapping, train/vllm.py), `policy` the policy's own `generate`;
-`auto` the first that is set up (vllm, then server_url). Step events report `reward` = the mean reward, `kl` (only
+`mode: online` samples `num_generations` completions per prompt (temperature `temperature`) and scores them
+through the reward bridge: POST `reward_url` `{"prompts": [[messages]], "completions": [str], "meta": [{...}]}` ->
+`{"rewards": [float|null]}` (one call per process and generation batch; `meta` is the row's `meta`, else its first
+completion's, plus `group_id`; a null reward leaves that completion out of its group's baseline). `generation`
+picks the sampler: `server` massgen-rl's llama.cpp server at `server_url`, with the trainer's adapter hot-loaded
+into it every `sync_steps` steps and its sampling logprobs corrected for like offline mode's (train/grpo_server.py),
+`vllm` (the `vllm` mapping, train/vllm.py), `policy` the policy's own `generate`; `auto` the first that is set up
+(vllm, then server_url). Step events report `reward` = the mean reward, `kl` (only
 when `beta` > 0) and `completions/mean_length` (tokens per answer; the summary's `completion_tokens`).
 """
 

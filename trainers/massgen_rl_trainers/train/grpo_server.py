@@ -125,6 +125,8 @@ class ServerRollout:
     def close(self) -> None:
         try:
             self.unload()
+        except ScriptError as exc:  # the run's outcome stands; the server may be gone with it
+            log(f"generation server: could not unload the adapter '{self.adapter}': {exc}")
         finally:
             if self.folder is not None:
                 shutil.rmtree(self.folder, ignore_errors=True)

@@ -11,6 +11,7 @@ import { withAgentWeights, withWeights } from '../resources/sets.js';
 import { resolveLineStart, resolveStart, type TrainStart } from '../resources/training-start.js';
 import { startRewardBridge } from '../rewards/bridge.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { LocalServer } from '../serving/local-server.js';
 import type { Checkpoint } from '../store/checkpoints.js';
 import type { Resource, ResourceSet, SetOrigin, Store } from '../store/index.js';
 import { executeTraining, type TrainProgress } from '../trainers/execute.js';
@@ -30,6 +31,7 @@ import {
 } from '../trainers/trainer-config.js';
 import { examplesTrained } from '../util/profile-counters.js';
 import { sftAugment } from './sft-augment.js';
+import { needsGenerationServer, startGenerationServer } from './train-generation.js';
 
 export type { TrainProgress } from '../trainers/execute.js';
 
@@ -183,8 +185,9 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
 }
 
 /**
- * fn once the run's trainer config is written. Online GRPO scores its samples through a reward bridge,
- * started for the run (a resumed run gets a fresh one) and closed when fn ends.
+ * fn once the run's trainer config is written. Online GRPO scores its samples through a reward bridge, and may
+ * sample them from the built-in server (train-generation.ts): both started for the run (a resumed run gets fresh
+ * ones) and closed when fn ends.
  */
 export async function withTrainerConfig<T>(
   rt: Runtime,
@@ -196,11 +199,17 @@ export async function withTrainerConfig<T>(
   const bridge = needsRewardBridge(config)
     ? await startRewardBridge({ store, rewards: rt.config.rewards, judge: await rt.judge(), signal })
     : undefined;
+  let generator: LocalServer | undefined;
   try {
     if (bridge && needsRewardBridge(config)) config.reward_url = bridge.url;
+    if (needsGenerationServer(config, Boolean(rt.config.train.script))) {
+      generator = await startGenerationServer(rt.paths.venvDir, detail, signal);
+      config.server_url = generator.baseUrl;
+    } else if ('server_url' in config) config.server_url = null;
     writeTrainerConfig(detail.config_file, config);
     return await fn();
   } finally {
+    await generator?.stop();
     await bridge?.close();
   }
 }

@@ -21,6 +21,8 @@ export interface RunKeys {
   fsdp: string | null;
   /** grpo: the reward bridge's address (online mode), filled in when the run starts. */
   reward_url?: string | null;
+  /** grpo: the generation server's /v1 URL (online mode, generation server), filled in when the run starts. */
+  server_url?: string | null;
 }
 
 /** A trainer's settings under its own (TRL's) names, as the trainer's dataclass declares them. */
@@ -55,7 +57,7 @@ export function trainerConfig(algo: Algo, input: TrainerConfigInput): TrainerCon
     resume_from_checkpoint: null,
     deepspeed: file(t.deepspeed),
     fsdp: t.fsdp ?? null,
-    ...(algo === 'grpo' ? { reward_url: null } : {}),
+    ...(algo === 'grpo' ? { reward_url: null, server_url: null } : {}),
   };
 }
 
@@ -73,7 +75,14 @@ export function needsRewardBridge(cfg: TrainerConfig): boolean {
 /** What the run learns with, without where it runs: equal for two runs with the same settings. */
 export function trainerConfigHash(cfg: TrainerConfig): string {
   const { model_path: _m, output_dir: _o, dataset_path: _d, resume_from_checkpoint: _r, ...rest } = cfg;
-  const { reward_url: _u, vllm, ...learned } = rest as typeof rest & { vllm?: Record<string, unknown> | null };
+  const {
+    reward_url: _u,
+    server_url: _s,
+    vllm,
+    ...learned
+  } = rest as typeof rest & {
+    vllm?: Record<string, unknown> | null;
+  };
   if (!vllm) return stableHash(learned);
   const { server_base_url: _b, server_host: _h, server_port: _p, server_timeout: _t, group_port: _g, ...engine } = vllm;
   return stableHash({ ...learned, vllm: engine });

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { createLlmClient } from '../../src/llm/client.js';
 import { collect } from '../../src/pipeline/collect.js';
@@ -158,5 +159,36 @@ describe('train on CPU with the default model, from real traces', () => {
     expect(fs.readFileSync(r.logFile, 'utf8')).toMatch(
       /accelerate\.commands\.launch --main_process_port \d+ --num_processes 2 --config_file \S+cpu-2proc\.yaml/,
     );
+  }, 900_000);
+
+  it('grpo online: samples from the built-in server, the trained adapter hot-loaded into it every step', async () => {
+    const online = loadConfig({
+      cwd: loaded.paths.baseDir,
+      overrides: ['train.grpo.mode=online', 'train.grpo.max_completion_length=16', 'train.grpo.temperature=0.8'],
+      env: loaded.env,
+    });
+    const r = await withRuntime(online, (rt) => train(rt, { algo: 'grpo', all: true }));
+    expect(r.steps).toBe(2);
+    expect(r.metrics).toMatchObject({ 'grpo/generation': 'server', 'grpo/adapter_syncs': 2 });
+    expect(r.metrics.completion_tokens).toBeGreaterThan(0);
+    expect(r.metrics.completion_tokens).toBeLessThanOrEqual(16);
+    const runDir = path.dirname(r.logFile);
+    const served = fs.readFileSync(path.join(runDir, 'generation-server.log'), 'utf8');
+    for (const name of ['grpo-policy-0', 'grpo-policy-1']) {
+      expect(fs.readFileSync(r.logFile, 'utf8')).toContain(`sampling with the adapter '${name}'`);
+      expect(served).toContain(`loaded the LoRA adapter '${name}'`);
+    }
+    const store = openStore(loaded);
+    try {
+      const steps = store.trainingMetrics.list(r.runId);
+      expect(steps.map((m) => typeof m.metrics.reward)).toEqual(['number', 'number']);
+    } finally {
+      store.close();
+    }
+    // the run's server is stopped with it
+    const url = (parseYaml(fs.readFileSync(path.join(runDir, 'trainer.yaml'), 'utf8')) as { server_url: string })
+      .server_url;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    await expect(fetch(`${url}/models`)).rejects.toThrow();
   }, 900_000);
 });

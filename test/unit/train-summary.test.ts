@@ -20,6 +20,12 @@ describe('the offline GRPO summary line', () => {
         + '3 of 160 cut at max_completion_length; each completion used at most 2× (max_reuse 2, 706 steps asked, 40 run)',
     );
     expect(grpoSummaryLine({ completion_tokens: 12 })).toBe('  grpo: 12.0 tokens per answer');
+    expect(grpoSummaryLine({ completion_tokens: 9.5, 'grpo/generation': 'server', 'grpo/adapter_syncs': 4 })).toBe(
+      '  grpo: 9.5 tokens per answer; sampled by the built-in server (the adapter synced into it 4×)',
+    );
+    expect(grpoSummaryLine({ completion_tokens: 9.5, 'grpo/generation': 'policy' })).toBe(
+      '  grpo: 9.5 tokens per answer',
+    );
     expect(grpoSummaryLine({ train_loss: 0.1 })).toBeNull();
   });
 });

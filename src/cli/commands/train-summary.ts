@@ -8,6 +8,8 @@ export function grpoSummaryLine(metrics: Record<string, unknown>): string | null
   const parts: string[] = [];
   const tokens = n('completion_tokens');
   if (tokens !== null) parts.push(`${tokens.toFixed(1)} tokens per answer`);
+  if (metrics['grpo/generation'] === 'server')
+    parts.push(`sampled by the built-in server (the adapter synced into it ${n('grpo/adapter_syncs') ?? '?'}×)`);
   const temperature = n('grpo/temperature');
   if (temperature !== null) parts.push(`scored at temperature ${temperature}`);
   const left = [

@@ -85,7 +85,8 @@ Runtime LoRA adapters (llama.cpp and transformers engines; the first two are vLL
   POST /v1/unload_lora_adapter  {lora_name}: new requests can no longer name it (404 "cannot be found" for
                                 an unknown one; 400 while it is the default); requests already running
                                 on it finish on it, and its weights are dropped after the last one
-                                (the answer's `in_flight` says how many were left).
+                                (the answer's `in_flight` says how many were left). llama.cpp: when
+                                its folder is gone by then, its cached GGUF copy is deleted too.
   POST /v1/set_default_adapter  {lora_name | null}: what NAME gives NEW requests: that adapter, or (null)
                                 the base model; answers {model, lora_name, root, previous}. This is how
                                 a deploy swaps the weights behind NAME: load, set default, unload previous.

@@ -32,17 +32,24 @@ class LlamaLora:
         self.engine = engine
         self.guard = ModelGuard()
         self.slots: dict[str, Any] = {}
+        self.files: dict[str, tuple[Path, Path]] = {}  # slot -> (its adapter folder, the cached GGUF copy)
 
     def load(self, slot: str, path: str) -> None:
         gguf = adapter_gguf(Path(path), Path(self.engine.base_path))  # converted before the model is touched
         with self.guard.change():
             self.slots[slot] = self.engine.llama.load_adapter(str(gguf))
+            self.files[slot] = (Path(path), gguf)
 
     def drop(self, slot: str) -> None:
         with self.guard.change():
             adapter = self.slots.pop(slot, None)
             if adapter is not None:
                 self.engine.llama.free_adapter(adapter)
+            folder, gguf = self.files.pop(slot, (None, None))
+        # A folder removed since its load (online GRPO's synced copies, one per sync) is never asked for again:
+        # its GGUF copy would only fill the cache.
+        if folder is not None and gguf is not None and not folder.exists():
+            gguf.unlink(missing_ok=True)
 
     def activate(self, slot: str | None) -> None:
         """Call inside guard.step(): the weights of the next decode."""

@@ -116,7 +116,7 @@ class MismatchArgs(TrainArgs):
         default="auto",
         metadata={
             "help": "Truncated importance sampling against the serving/training logprob mismatch (completions with "
-            "recorded logprobs; GRPO: offline mode): auto (when a batch's mean |delta| > is_threshold), on, off "
+            "recorded logprobs; GRPO: offline mode and online generation server): auto (when a batch's mean |delta| > is_threshold), on, off "
             "(PPO: old_logprobs as set)."
         },
     )

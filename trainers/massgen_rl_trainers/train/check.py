@@ -34,6 +34,7 @@ RUN_KEYS = (
     "deepspeed",
     "fsdp",
     "reward_url",
+    "server_url",
 )
 
 

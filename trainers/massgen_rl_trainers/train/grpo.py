@@ -21,11 +21,15 @@ Completions whose recorded `logprobs` match their `token_ids` one for one also c
 always (`on`) or when the batch's mean |difference| exceeds `is_threshold` (`auto`); step events report
 `tis/mean_abs_delta`, `tis/p99_abs_delta`, `tis/mean_weight` and `tis/applied` (the share of batches corrected).
 
-`mode: online` samples `num_generations` completions per prompt from the policy (temperature `temperature`) and
-scores them through the reward bridge: POST `reward_url` `{"prompts": [[messages]], "completions": [str],
-"meta": [{...}]}` -> `{"rewards": [float|null]}` (one call per process and generation batch; `meta` is the row's
-`meta`, else its first completion's, plus `group_id`; a null reward leaves that completion out of its group's
-baseline). Step events report `reward` = the mean reward and `kl` (only when `beta` > 0).
+`mode: online` samples `num_generations` completions per prompt (temperature `temperature`) and scores them
+through the reward bridge: POST `reward_url` `{"prompts": [[messages]], "completions": [str], "meta": [{...}]}` ->
+`{"rewards": [float|null]}` (one call per process and generation batch; `meta` is the row's `meta`, else its first
+completion's, plus `group_id`; a null reward leaves that completion out of its group's baseline). `generation`
+picks the sampler: `server` massgen-rl's llama.cpp server at `server_url`, with the trainer's adapter hot-loaded
+into it every `sync_steps` steps and its sampling logprobs corrected for like offline mode's (train/grpo_server.py),
+`vllm` (the `vllm` mapping, train/vllm.py), `policy` the policy's own `generate`; `auto` the first that is set up
+(vllm, then server_url). Step events report `reward` = the mean reward, `kl` (only
+when `beta` > 0) and `completions/mean_length` (tokens per answer; the summary's `completion_tokens`).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from .finish import train_and_finish
 from .grpo_offline import reuse_plan, select_temperature
 from .grpo_replay import Replay, recorded_reward, replay_chunks, replay_trainer_class
 from .grpo_report import offline_summary, report_offline
+from .grpo_server import ServerRollout, check_generation, resolve_generation
 from .policy import load_policy
 from .ranks import world_size
 from .reward_bridge import make_bridge_reward
@@ -93,6 +98,20 @@ class GRPOArgs(MismatchArgs):
             "JSON on the command line); null: the policy's own generate."
         },
     )
+    generation: str = field(
+        default="auto",
+        metadata={
+            "help": "Online mode's sampler: server (massgen-rl's llama.cpp server, the adapter synced into it), vllm, "
+            "policy (its own generate); auto: vllm when set, else the server when massgen-rl started one."
+        },
+    )
+    server_url: str | None = field(
+        default=None, metadata={"help": "The generation server's /v1 URL (set by massgen-rl for generation server)."}
+    )
+    sync_steps: int = field(
+        default=1, metadata={"help": "Generation server: optimizer steps between hot-loads of the trained adapter."}
+    )
+    server_timeout: float = field(default=600.0, metadata={"help": "Seconds to wait for one generation server call."})
 
     def validate(self, processes: int | None = None) -> None:
         super().validate(processes)
@@ -100,12 +119,14 @@ class GRPOArgs(MismatchArgs):
             parsed = urllib.parse.urlparse(self.reward_url or "")
             if parsed.scheme not in ("http", "https") or not parsed.netloc:
                 raise UsageError(f"online mode needs reward_url, an http(s) URL; got {self.reward_url!r}")
+            resolve_generation(self)
 
     def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
         super().validate_settings(processes, cpu_only)
         processes = world_size() if processes is None else processes
         if self.mode not in ("offline", "online"):
             raise UsageError(f"mode must be 'offline' or 'online', got {self.mode!r}")
+        check_generation(self)
         self.vllm = normalize_vllm(self.vllm)
         check_vllm_run(self.vllm, self.mode, cpu_only, processes)
         if not 2 <= self.num_generations <= 1024:
@@ -209,6 +230,7 @@ def main(args: GRPOArgs) -> dict[str, Any]:
     callback = make_callback(
         reward_key="reward", kl_key="kl" if args.beta > 0 else None, mean_keys=("completions/mean_length",)
     )
+    rollout: ServerRollout | None = None
     if args.mode == "offline":
         selection = select_temperature(groups, args.temperature)
         groups = selection.groups
@@ -237,25 +259,40 @@ def main(args: GRPOArgs) -> dict[str, Any]:
             **common_kwargs(policy, config, callback),
         )
     else:
-        summary = {}
+        generation = resolve_generation(args)
+        summary = {"grpo/generation": generation}
         policy = load_policy(args, padding_side="left")
         rows = [{"prompt": group["prompt"], "meta_json": json.dumps(group["meta"], default=str)} for group in groups]
         progress(
             "dataset",
-            f"{len(rows)} prompts, {args.num_generations} samples each, rewards from {args.reward_url}",
+            f"{len(rows)} prompts, {args.num_generations} samples each ({generation}), rewards from {args.reward_url}",
             rows=len(rows),
         )
-        trainer = GRPOTrainer(
+        online = dict(
             reward_funcs=[make_bridge_reward(args.reward_url, args.reward_timeout)],
             train_dataset=Dataset.from_list(rows),
             **common_kwargs(policy, grpo_config(args), callback),
         )
+        if generation == "server":
+            assert args.server_url is not None
+            rollout = ServerRollout(
+                args.server_url, args.temperature, args.max_completion_length, args.sync_steps, args.server_timeout
+            )
+            ServerGRPOTrainer = replay_trainer_class(GRPOTrainer, args.is_correction, args.is_threshold, args.is_cap)
+            trainer = ServerGRPOTrainer(rollout_func=rollout, **online)
+        else:
+            trainer = GRPOTrainer(**online)
 
     def extra_metrics() -> dict[str, Any]:
         tokens = callback.means().get("completions/mean_length")
-        return {**summary, "completion_tokens": round(tokens, 2) if tokens is not None else None}
+        syncs = {"grpo/adapter_syncs": rollout.syncs} if rollout is not None else {}
+        return {**summary, **syncs, "completion_tokens": round(tokens, 2) if tokens is not None else None}
 
-    return train_and_finish(trainer, policy, args, f"grpo-{args.mode}", callback, extra_metrics)
+    try:
+        return train_and_finish(trainer, policy, args, f"grpo-{args.mode}", callback, extra_metrics)
+    finally:
+        if rollout is not None:
+            rollout.close()
 
 
 def common_kwargs(policy: Any, config: Any, callback: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@
 // 2..K are whole cycles of it.
 // Transfer: each recipe's candidate against the base on bench/transfer/tasks.jsonl (every task, both splits, the
 // same seeds), hand-written tasks no recipe ever sees (bench/transfer/README.md): success per skill area, won/lost.
-// EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run),
+// EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,grpo_online,star,teacher,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run),
 // star and teacher are rft plus the rows of train.sft.rationalize and train.sft.teacher: the teacher is the config model
 // EFFICACY_TEACHER_MODEL at EFFICACY_TEACHER_URL (key from EFFICACY_TEACHER_KEY_ENV), else the bundled model itself.
 // EFFICACY_CURRICULUM=0 runs cycles 2..K without tasks.curriculum (on by default: each suite's level per cycle is
@@ -64,6 +64,8 @@ const RECIPE = {
   rft: { algo: 'sft', keys: 'select: verified, max_per_task: 4', steps: ['train', 'eval'] },
   dpo: { algo: 'dpo', keys: 'pairs: correctness', steps: ['train', 'eval'] },
   grpo: { algo: 'grpo', keys: 'mode: offline', steps: ['train', 'eval'] },
+  // Online: samples from the built-in llama.cpp server, the trained adapter synced into it (train.grpo.generation).
+  grpo_online: { algo: 'grpo', keys: 'mode: online, generation: server, sync_steps: 2', steps: ['train', 'eval'] },
   star: {
     algo: 'sft',
     keys: 'select: verified, max_per_task: 4, rationalize: { samples: 4, max_tasks: 64 }',

@@ -46,7 +46,8 @@ async function cell(baseUrl, models, { concurrency, seconds, maxTokens }) {
         ...chatBody(requests + i, { maxTokens, sampled: false, ignoreEos: true }),
         model: models[i % models.length],
       };
-      tokens += (await postJson(url, body)).body.usage.completion_tokens;
+      const { usage } = (await postJson(url, body)).body; // awaited before the sum: workers add concurrently
+      tokens += usage.completion_tokens;
       requests++;
     } while (performance.now() < start + seconds * 1000);
   };

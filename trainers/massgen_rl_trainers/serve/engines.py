@@ -62,7 +62,7 @@ def open_local_engine(
     """(engine, batcher, not started) for kind llama.cpp (continuous batching of up to max_seqs sequences) or
     transformers (micro-batches of up to max_seqs rows gathered for window_s)."""
     if kind == "llama.cpp":
-        from .continuous import ContinuousBatcher
+        from .lanes import Lanes
         from .llama_engine import default_threads, load_llama_engine
 
         engine: Any = load_llama_engine(
@@ -74,7 +74,7 @@ def open_local_engine(
             on_progress=on_progress,
             shared_kv=shared_kv,
         )
-        return engine, ContinuousBatcher(engine, max_seqs, prefix_cache)
+        return engine, Lanes(engine, max_seqs, prefix_cache)
     from .batching import Batcher
     from .engine import load_engine  # torch
 

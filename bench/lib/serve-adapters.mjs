@@ -77,7 +77,8 @@ export async function runAdapters({ modelDir, logDir, maxBatchSize, maxTokens, r
         const r = await cell(server.baseUrl, cells[key], { concurrency, seconds, maxTokens });
         samples[key].push(r);
         progress(
-          `adapters round ${round + 1} ${key.padEnd(5)} ${r.tokensPerS.toFixed(1).padStart(7)} tok/s  ${r.requests} req in ${r.wallS.toFixed(1)} s`,
+          `adapters round ${round + 1} ${key.padEnd(5)} ${r.tokensPerS.toFixed(1).padStart(7)} tok/s  `
+            + `${r.requests} req in ${r.wallS.toFixed(1)} s`,
         );
       }
     }

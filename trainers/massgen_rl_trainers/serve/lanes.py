@@ -5,8 +5,8 @@ one adapter per step: with three adapters in use, each step holds a third of the
 (graph, thread barriers) is paid three times per token of every row. A lane is a ContinuousBatcher with its own
 generation thread and its own context on the shared model (weights and adapters loaded once, a KV cache each):
 a request goes to the lane already running its adapter, else to an idle lane, else to a new lane (up to
-MAX_LANES), else to the lane with the fewest rows, which then alternates its adapters per step as before.
-The lanes decode side by side, the engine's threads divided among the busy ones (at least one each).
+max_lanes, `serve --max-lanes`), else to the lane with the fewest rows, which then alternates its adapters per
+step as before. The lanes decode side by side, the engine's threads divided among the busy ones (one at least).
 
 Measured on 2 cores, 16 rows on three adapters (raw decodes, tokens/s): one context, rows of an adapter on
 consecutive sequence ids 283, interleaved ids 108; three contexts of one thread each, decoding at once, 524;

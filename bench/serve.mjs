@@ -30,7 +30,8 @@
 // BENCH_SERVE_MODES_CONCURRENCY, BENCH_SERVE_MODES_REQUESTS, BENCH_SERVE_TOOL_MAX_TOKENS.
 //
 // Adapters (bench/lib/serve-adapters.mjs): one adapter against three adapters on one base, rows spread evenly, at
-// concurrency 16 (--adapters-concurrency N, `none` to skip; env BENCH_SERVE_ADAPTERS), the ratio's target 0.8.
+// concurrency 16 (--adapters-concurrency N, `none` to skip; env BENCH_SERVE_ADAPTERS), the ratio's target 0.8;
+// --adapters-max-lanes N (BENCH_SERVE_ADAPTERS_MAX_LANES) passes serve --max-lanes (1: as before lanes).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -89,6 +90,7 @@ function parseArgs(argv) {
     toolMaxTokens: env.BENCH_SERVE_TOOL_MAX_TOKENS,
     modesMinRequests: env.BENCH_SERVE_MODES_REQUESTS,
     adapters: env.BENCH_SERVE_ADAPTERS,
+    adaptersMaxLanes: env.BENCH_SERVE_ADAPTERS_MAX_LANES,
   };
   const flags = {
     '--engines': 'engines',
@@ -101,6 +103,7 @@ function parseArgs(argv) {
     '--tool-max-tokens': 'toolMaxTokens',
     '--modes-requests': 'modesMinRequests',
     '--adapters-concurrency': 'adapters',
+    '--adapters-max-lanes': 'adaptersMaxLanes',
   };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
@@ -124,6 +127,7 @@ function parseArgs(argv) {
   if (own.modesConcurrency) size.modesConcurrency = list(own.modesConcurrency, '--modes-concurrency');
   if (own.modesMinRequests) size.modesMinRequests = list(own.modesMinRequests, '--modes-requests')[0];
   size.adaptersConcurrency = ['none', '0'].includes(own.adapters) ? null : list(own.adapters ?? '16', '--adapters')[0];
+  size.adaptersMaxLanes = own.adaptersMaxLanes ? list(own.adaptersMaxLanes, '--adapters-max-lanes')[0] : null;
   size.toolMaxTokens = own.toolMaxTokens ? list(own.toolMaxTokens, '--tool-max-tokens')[0] : MAX_TOKENS;
   const names = (v) => (v === 'none' || v === '0' ? [] : v.split(',').filter(Boolean));
   const engines = names(own.engines ?? 'transformers,llama.cpp');
@@ -388,6 +392,7 @@ async function main() {
           rounds: size.rounds,
           seconds: size.cellS,
           concurrency: size.adaptersConcurrency,
+          maxLanes: size.adaptersMaxLanes,
         })
       : null;
     const fig = (cell, engine) => results[cell]?.[engine]?.tokensPerS;

@@ -5,6 +5,8 @@
 // i mod 3, so the rows spread evenly). Each worker sends greedy 128-token ignore_eos completions back to back until the
 // cell's seconds are up; tokens/s = completion tokens / wall time of the cell. The ratio three/one is the median of
 // the per-round ratios; the target is 0.8 (a team of three role adapters keeps 80% of one adapter's throughput).
+// --adapters-max-lanes 1 serves every adapter on one context (rows on different adapters in alternate steps), as
+// before lanes.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -57,14 +59,24 @@ async function cell(baseUrl, models, { concurrency, seconds, maxTokens }) {
 }
 
 /** Runs the case; returns its JSON part (per-round cells, medians, the ratio and whether the target is met). */
-export async function runAdapters({ modelDir, logDir, maxBatchSize, maxTokens, rounds, seconds, concurrency = 16 }) {
+export async function runAdapters({
+  modelDir,
+  logDir,
+  maxBatchSize,
+  maxTokens,
+  rounds,
+  seconds,
+  concurrency = 16,
+  maxLanes = null,
+}) {
   const logFile = path.join(logDir, 'adapters.log');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-bench-adapters-'));
   progress(`adapters: making ${NAMES.length} LoRA adapters of ${modelDir}`);
   const folders = await Promise.all(
     NAMES.map((name, i) => makeAdapter(modelDir, path.join(dir, name), i + 1, logFile)),
   );
-  const server = await startOurServer({ engine: 'llama.cpp', modelDir, maxBatchSize, logFile });
+  const extraArgs = maxLanes ? ['--max-lanes', String(maxLanes)] : [];
+  const server = await startOurServer({ engine: 'llama.cpp', modelDir, maxBatchSize, logFile, extraArgs });
   try {
     for (const [i, name] of NAMES.entries())
       await postJson(`${server.baseUrl}/load_lora_adapter`, { lora_name: name, lora_path: folders[i] });
@@ -95,6 +107,7 @@ export async function runAdapters({ modelDir, logDir, maxBatchSize, maxTokens, r
       .catch(() => null);
     return {
       concurrency,
+      maxLanes: maxLanes ?? 'default',
       adapters: NAMES.length,
       oneAdapterTokensPerS: tps('one'),
       threeAdaptersTokensPerS: tps('three'),

@@ -28,12 +28,17 @@
 // the rest); or (through run-bench) the env vars BENCH_SERVE_ENGINES, BENCH_SERVE_CONCURRENCY, BENCH_SERVE_ROUNDS,
 // BENCH_SERVE_CELL_S, BENCH_SERVE_SAMPLED_AT, BENCH_SERVE_REFERENCE=0, BENCH_SERVE_MODES,
 // BENCH_SERVE_MODES_CONCURRENCY, BENCH_SERVE_MODES_REQUESTS, BENCH_SERVE_TOOL_MAX_TOKENS.
+//
+// Adapters (bench/lib/serve-adapters.mjs): one adapter against three adapters on one base, rows spread evenly, at
+// concurrency 16 (--adapters-concurrency N, `none` to skip; env BENCH_SERVE_ADAPTERS), the ratio's target 0.8;
+// --adapters-max-lanes N (BENCH_SERVE_ADAPTERS_MAX_LANES) passes serve --max-lanes (1: as before lanes).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cacheDir } from '../dist/config/paths.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { progress, writeResult } from './lib/report.mjs';
+import { runAdapters } from './lib/serve-adapters.mjs';
 import { postJson, postStream } from './lib/serve-http.mjs';
 import { runCell } from './lib/serve-load.mjs';
 import { modeRatios, modesTable, modeTargets, ratios, summarize, table, targets } from './lib/serve-report.mjs';
@@ -84,6 +89,8 @@ function parseArgs(argv) {
     modesConcurrency: env.BENCH_SERVE_MODES_CONCURRENCY,
     toolMaxTokens: env.BENCH_SERVE_TOOL_MAX_TOKENS,
     modesMinRequests: env.BENCH_SERVE_MODES_REQUESTS,
+    adapters: env.BENCH_SERVE_ADAPTERS,
+    adaptersMaxLanes: env.BENCH_SERVE_ADAPTERS_MAX_LANES,
   };
   const flags = {
     '--engines': 'engines',
@@ -95,6 +102,8 @@ function parseArgs(argv) {
     '--modes-concurrency': 'modesConcurrency',
     '--tool-max-tokens': 'toolMaxTokens',
     '--modes-requests': 'modesMinRequests',
+    '--adapters-concurrency': 'adapters',
+    '--adapters-max-lanes': 'adaptersMaxLanes',
   };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
@@ -117,6 +126,8 @@ function parseArgs(argv) {
     size.sampledAt = own.sampledAt === '0' ? null : list(own.sampledAt, '--sampled-at')[0];
   if (own.modesConcurrency) size.modesConcurrency = list(own.modesConcurrency, '--modes-concurrency');
   if (own.modesMinRequests) size.modesMinRequests = list(own.modesMinRequests, '--modes-requests')[0];
+  size.adaptersConcurrency = ['none', '0'].includes(own.adapters) ? null : list(own.adapters ?? '16', '--adapters')[0];
+  size.adaptersMaxLanes = own.adaptersMaxLanes ? list(own.adaptersMaxLanes, '--adapters-max-lanes')[0] : null;
   size.toolMaxTokens = own.toolMaxTokens ? list(own.toolMaxTokens, '--tool-max-tokens')[0] : MAX_TOKENS;
   const names = (v) => (v === 'none' || v === '0' ? [] : v.split(',').filter(Boolean));
   const engines = names(own.engines ?? 'transformers,llama.cpp');
@@ -308,6 +319,15 @@ function modeHeadline(modes) {
   return lines;
 }
 
+function adaptersHeadline(a) {
+  const c = `c${a.concurrency}`;
+  return [
+    { label: `adapters ${c}: 1 adapter tokens/s`, value: a.oneAdapterTokensPerS, unit: 'tok/s' },
+    { label: `adapters ${c}: ${a.adapters} adapters tokens/s`, value: a.threeAdaptersTokensPerS, unit: 'tok/s' },
+    { label: `adapters ${c}: ${a.adapters} adapters / 1`, value: a.ratio, unit: '×', target: a.target, ok: a.met },
+  ];
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const { size } = args;
@@ -363,6 +383,18 @@ async function main() {
     if (names.length) process.stderr.write(`${table(results, ratioSets)}\n`);
     const modes = modesServer ? await runModes(args, modesServer) : null;
     if (modes) process.stderr.write(`${modesTable(modes.results, modes.ratios)}\n`);
+    const adapters = size.adaptersConcurrency
+      ? await runAdapters({
+          modelDir,
+          logDir,
+          maxBatchSize: MAX_BATCH_SIZE,
+          maxTokens: MAX_TOKENS,
+          rounds: size.rounds,
+          seconds: size.cellS,
+          concurrency: size.adaptersConcurrency,
+          maxLanes: size.adaptersMaxLanes,
+        })
+      : null;
     const fig = (cell, engine) => results[cell]?.[engine]?.tokensPerS;
     const top = `c${Math.max(...size.concurrency)}`;
     writeResult(args.out, {
@@ -385,6 +417,7 @@ async function main() {
       ratios: ratioSets,
       targets: goals,
       modes: modes && { ...modes, notes: MODE_NOTES },
+      adapters,
       logs: logDir,
       headline: [
         ...names.flatMap((n) => [
@@ -398,6 +431,7 @@ async function main() {
           ...(g.met === null ? {} : { target: g.target, ok: g.met }),
         })),
         ...(modes ? modeHeadline(modes) : []),
+        ...(adapters ? adaptersHeadline(adapters) : []),
       ],
     });
   } finally {

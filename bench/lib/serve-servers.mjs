@@ -23,7 +23,7 @@ export function trainerPython(env = process.env) {
  * Starts our server on `engine` (`llama.cpp:shared`: llama.cpp with `--kv-cache-layout shared`); resolves with its
  * `ready` event once it answers, rejects on `error` or exit.
  */
-export function startOurServer({ engine, modelDir, maxBatchSize, logFile }) {
+export function startOurServer({ engine, modelDir, maxBatchSize, logFile, extraArgs = [] }) {
   const [name, layout] = engine.split(':');
   const args = [
     '-m',
@@ -39,6 +39,7 @@ export function startOurServer({ engine, modelDir, maxBatchSize, logFile }) {
     '--port',
     '0',
     ...(layout ? ['--kv-cache-layout', layout] : []),
+    ...extraArgs,
   ];
   const env = {
     ...process.env,

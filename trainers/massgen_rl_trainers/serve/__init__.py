@@ -56,6 +56,7 @@ HTTP (llama.cpp and transformers engines):
                               shorten. Embeddings run between two generation steps.
   GET  /stats                 {"requests", "batches", "batch_sizes": {requests per batch: count},
                               "adapters": [{name, path, state, in_flight, default}], "threads", llama.cpp:
+                              "lanes" (batchers on their own contexts: one per adapter running at once),
                               "compactions", "prefix_cache", "prefix_cache_kept",
                               "prefix_cache_reused_tokens", "prefix_cache_reused_requests", ...,
                               cumulative for a caller's deltas: "conversions", "convert_s" (GGUF conversions

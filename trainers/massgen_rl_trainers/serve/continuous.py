@@ -6,7 +6,8 @@ Admission is first come, first served while there is a free sequence slot and KV
 request (its prompt plus max_tokens for each of its n samples; in a shared KV cache the n samples share one
 copy of the prompt, per sequence each holds its own, copied from the first once it is in).
 Rows with different sampling settings run in the same step (sampling is per row); rows on different LoRA
-adapters run in alternate steps, since an adapter is set per decode. Same interface as batching.Batcher.
+adapters run in alternate steps, since an adapter is set per decode (lanes.py gives each adapter in use its own
+batcher, on its own context, where it can). Same interface as batching.Batcher.
 With the KV cache per sequence, a prompt's first tokens may come from another sequence's cache (prefix_cache.py),
 and the running sequences keep the lowest ids (_compact).
 """
@@ -124,6 +125,18 @@ class ContinuousBatcher(JobQueue):
             "decode_s": round(self.step_seconds - self.prefill_seconds, 6),
             **self.prefix.stats(),
         }
+
+    def holds(self) -> set[str | None]:
+        """The adapters of the jobs queued or running here (empty: this batcher is idle)."""
+        with self._cond:
+            return {job.key.adapter for job in (*self._pending, *self._active)}
+
+    def rows_held(self) -> int:
+        with self._cond:
+            return sum(len(job.rows) for job in (*self._pending, *self._active))
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     # -- the generation thread ----------------------------------------------------------------------
 

@@ -58,11 +58,12 @@ def open_local_engine(
     window_s: float = 0.0,
     shared_kv: bool = False,
     prefix_cache: bool = True,
+    max_lanes: int = 4,
 ) -> tuple[Any, Any]:
     """(engine, batcher, not started) for kind llama.cpp (continuous batching of up to max_seqs sequences) or
     transformers (micro-batches of up to max_seqs rows gathered for window_s)."""
     if kind == "llama.cpp":
-        from .continuous import ContinuousBatcher
+        from .lanes import Lanes
         from .llama_engine import default_threads, load_llama_engine
 
         engine: Any = load_llama_engine(
@@ -74,7 +75,7 @@ def open_local_engine(
             on_progress=on_progress,
             shared_kv=shared_kv,
         )
-        return engine, ContinuousBatcher(engine, max_seqs, prefix_cache)
+        return engine, Lanes(engine, max_seqs, prefix_cache, max_lanes)
     from .batching import Batcher
     from .engine import load_engine  # torch
 

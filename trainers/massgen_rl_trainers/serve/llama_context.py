@@ -13,6 +13,7 @@ tokens/s shared against 394 per sequence (bf16).
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,22 @@ class LlamaContext:
             raise ScriptError(f"llama.cpp could not load {gguf}")
         self.n_ctx_train = int(lib.llama_model_n_ctx_train(self.model))
         self.n_vocab = int(lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(self.model)))
+        self._params = (n_ctx, n_seq, n_batch, threads, kv_f32, shared_kv)
+        self.owns_model = True
+        self._open()
+
+    def sibling(self) -> LlamaContext:
+        """Another context on the same model (its weights and LoRA adapters shared, its KV cache its own), for
+        decodes run beside this one's on another thread."""
+        other = object.__new__(LlamaContext)
+        other.lib, other.model, other.n_ctx_train, other.n_vocab = self.lib, self.model, self.n_ctx_train, self.n_vocab
+        other._params, other.owns_model = self._params, False
+        other._open()
+        return other
+
+    def _open(self) -> None:
+        lib = self.lib
+        n_ctx, n_seq, n_batch, threads, kv_f32, shared_kv = self._params
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = n_ctx
         cparams.n_batch = n_batch
@@ -103,7 +120,8 @@ class LlamaContext:
         cparams.no_perf = True
         self.ctx = lib.llama_init_from_model(self.model, cparams)
         if not self.ctx:
-            lib.llama_model_free(self.model)
+            if self.owns_model:
+                lib.llama_model_free(self.model)
             raise ScriptError(f"llama.cpp could not create a context of {n_ctx} tokens for {n_seq} sequences")
         self.n_ctx = int(lib.llama_n_ctx(self.ctx))
         self.shared_kv = shared_kv
@@ -113,8 +131,9 @@ class LlamaContext:
         self.n_batch = n_batch
         self.memory = lib.llama_get_memory(self.ctx)
         self.batch = lib.llama_batch_init(n_batch, 0, 1)
+        self.threads = threads
         self._adapter: Any = None  # the adapter set on the context now (None: the base weights)
-        self._tokens: np.ndarray | None = None
+        self._tokens = threading.local()  # per thread: the contexts of several lanes share one grammar's model
 
     def decode(self, entries: Sequence[Entry]) -> np.ndarray:
         """Runs the entries (at most n_batch); returns the logits of those with logits=True, in order."""
@@ -138,17 +157,19 @@ class LlamaContext:
         return np.ctypeslib.as_array(pointer, shape=(outputs, self.n_vocab)).copy()
 
     def token_buffer(self) -> np.ndarray:
-        """The whole vocabulary as llama_token_data (id, logit, p), for grammar masks (generation thread only)."""
-        if self._tokens is None:
+        """The whole vocabulary as llama_token_data (id, logit, p), for grammar masks (one buffer per thread)."""
+        tokens = getattr(self._tokens, "data", None)
+        if tokens is None:
             from .grammar import TOKEN_DATA
 
-            self._tokens = np.zeros(self.n_vocab, dtype=TOKEN_DATA)
-            self._tokens["id"] = np.arange(self.n_vocab, dtype=np.int32)
-        return self._tokens
+            tokens = self._tokens.data = np.zeros(self.n_vocab, dtype=TOKEN_DATA)
+            tokens["id"] = np.arange(self.n_vocab, dtype=np.int32)
+        return tokens
 
     def set_threads(self, threads: int) -> None:
         """The threads of the next decodes (llama.cpp reads them at each decode)."""
         self.lib.llama_set_n_threads(self.ctx, threads, threads)
+        self.threads = threads
 
     def drop(self, seq: int) -> None:
         self.lib.llama_memory_seq_rm(self.memory, seq, -1, -1)
@@ -166,9 +187,11 @@ class LlamaContext:
             raise ValueError(f"llama.cpp could not load the LoRA adapter {path}")
         return adapter
 
-    def free_adapter(self, adapter: Any) -> None:
-        if self._adapter is adapter:
-            self.use_adapter(None)
+    def free_adapter(self, adapter: Any, others: Sequence[LlamaContext] = ()) -> None:
+        """Frees an adapter of the model: unset first on this context and on `others` that have it set."""
+        for llama in (self, *others):
+            if llama._adapter is adapter:
+                llama.use_adapter(None)
         self.lib.llama_adapter_lora_free(adapter)
 
     def use_adapter(self, adapter: Any) -> None:
@@ -190,5 +213,6 @@ class LlamaContext:
         if self.ctx:
             lib.llama_batch_free(self.batch)
             lib.llama_free(self.ctx)
-            lib.llama_model_free(self.model)
+            if self.owns_model:
+                lib.llama_model_free(self.model)
             self.ctx = self.model = None

@@ -7,7 +7,7 @@ logits. Sampling is ours too (sampling.py): the logprob reported for a token is 
 distribution it was drawn from, and a seeded request draws the same tokens whatever runs beside it.
 
 LoRA adapters (PEFT folders) are converted to GGUF LoRA on load and applied unmerged on the shared base,
-per decode step: rows on different adapters are decoded in separate steps.
+per decode: rows on different adapters decode on their own lanes (lanes.py), contexts beside `llama`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class LlamaLora:
         with self.guard.change():
             adapter = self.slots.pop(slot, None)
             if adapter is not None:
-                self.engine.llama.free_adapter(adapter)
+                self.engine.llama.free_adapter(adapter, self.engine.lanes)
             folder, gguf = self.files.pop(slot, (None, None))
         # A folder removed since its load (online GRPO's synced copies, one per sync) is never asked for again:
         # its GGUF copy would only fill the cache.
@@ -78,6 +78,7 @@ class LlamaEngine(ChatTokens):
         self.weight_type = weight_type
         self.threads = threads
         self.lora = LlamaLora(self)
+        self.lanes: list[Any] = []  # contexts beside `llama` on the same model, one per extra lane (lanes.py)
         self._embedder: Any = None
         self.tok_lock = threading.Lock()
         self.cancel = threading.Event()

@@ -21,11 +21,12 @@ _DIRTY = object()
 
 
 class ModelGuard:
-    """Steps (one thread) and changes (any thread) take turns; a waiting change goes before the next step."""
+    """Steps and changes (any thread) take turns; a waiting change goes before the next step. Steps of several
+    threads (the llama.cpp engine's lanes, each on its own context) may run together."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._stepping = False
+        self._stepping = 0
         self._changing = False
         self._waiting = 0
         self.changes = 0  # how many changes ran: a step re-applies its adapter after one
@@ -35,12 +36,12 @@ class ModelGuard:
         with self._cond:
             while self._changing or self._waiting:
                 self._cond.wait()
-            self._stepping = True
+            self._stepping += 1
         try:
             yield
         finally:
             with self._cond:
-                self._stepping = False
+                self._stepping -= 1
                 self._cond.notify_all()
 
     @contextmanager

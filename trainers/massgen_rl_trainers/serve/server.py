@@ -91,6 +91,12 @@ class ServeArgs:
             "help": "llama.cpp only, per-sequence layout: a finished request's KV cache stays, and a later prompt starting with the same tokens feeds only the rest (usage.prompt_tokens_details.cached_tokens)."
         },
     )
+    max_lanes: int = field(
+        default=4,
+        metadata={
+            "help": "llama.cpp only: batchers on their own contexts, one per adapter running at once, decoding side by side (each holds a KV cache of --kv-cache-tokens; 1: every adapter alternates steps on one context)."
+        },
+    )
     vllm_args: str | None = field(
         default=None, metadata={"help": "Extra arguments for vLLM's server (one shell-quoted string)."}
     )
@@ -140,6 +146,8 @@ def _check(args: ServeArgs) -> None:
         raise ScriptError(
             f"--weights-type must be one of {', '.join(WEIGHT_TYPES)}, got {args.weights_type!r}", kind="usage"
         )
+    if args.max_lanes < 1:
+        raise ScriptError("--max-lanes must be at least 1", kind="usage")
     if args.threads < 0 or (args.kv_cache_tokens != 0 and args.kv_cache_tokens < 256):
         raise ScriptError(
             "--threads must not be negative and --kv-cache-tokens must be 0 (automatic) or at least 256", kind="usage"
@@ -271,6 +279,7 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
         threads=args.threads,
         shared_kv=args.kv_cache_layout == "shared",
         prefix_cache=args.prefix_cache,
+        max_lanes=args.max_lanes,
         window_s=args.batch_window_ms / 1000,
     )
     app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)

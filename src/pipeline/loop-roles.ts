@@ -81,7 +81,7 @@ export async function evalRolesStage(
   const changed = credit.roles.filter((r) => r.changed);
   const promoted = perRole ? (credit.promotable?.roles ?? []) : credit.team.passed ? changed.map((r) => r.role) : [];
   return {
-    ...summaryRecord(deployable ?? credit.team),
+    ...evalRecord(deployable ?? credit.team),
     passed: deployable?.passed ?? false,
     team_set: credit.team.candidate.id,
     promoted_roles: promoted,
@@ -99,7 +99,8 @@ export async function evalRolesStage(
 
 const primary = (s: EvalSummary) => s.comparison.overall.find((m) => m.metric === s.metric);
 
-function summaryRecord(s: EvalSummary): StageResult<'eval'> {
+/** The eval stage's record of an evaluation: its sets, verdict, primary metric and failed gates. */
+export function evalRecord(s: EvalSummary): StageResult<'eval'> {
   const p = primary(s);
   return {
     status: 'done',

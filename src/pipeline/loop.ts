@@ -15,7 +15,7 @@ import { collect } from './collect.js';
 import { stageProfiler } from './cycle-profile.js';
 import { deploy, latestEvaluation } from './deploy.js';
 import { evaluate } from './evaluate.js';
-import { evalRolesStage, trainRolesStage } from './loop-roles.js';
+import { evalRecord, evalRolesStage, trainRolesStage } from './loop-roles.js';
 import { writeReport } from './report.js';
 import { describeReview, reviewProduction } from './review.js';
 import { trainPrompts } from './train-prompts.js';
@@ -267,19 +267,7 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
         ),
     });
     if (s.status === 'cancelled') throw c.signal.reason ?? new Error('evaluation interrupted');
-    const primary = s.comparison.overall.find((m) => m.metric === s.metric);
-    return {
-      status: 'done',
-      eval_run_id: s.evalRunId,
-      candidate_set: s.candidate.id,
-      baseline_set: s.baseline.id,
-      passed: s.passed,
-      metric: s.metric,
-      baseline: primary?.baseline ?? null,
-      candidate: primary?.candidate ?? null,
-      diff: primary?.diff ?? null,
-      failed_gates: s.gates.filter((g) => !g.passed).map((g) => g.gate),
-    };
+    return evalRecord(s);
   },
 
   async deploy(rt, state) {

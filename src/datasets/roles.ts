@@ -87,7 +87,7 @@ export interface RoleDataset {
 /** What differs between roles' builds: each trains its own line, so each has its own start and watermark. */
 export type RoleBuildInput = Pick<BuildDatasetInput, 'sinceWatermark' | 'startWeights'>;
 
-export type RoleDatasetsInput = Omit<BuildDatasetInput, 'algo' | 'options' | 'transform' | 'augment'> & {
+export type RoleDatasetsInput = Omit<BuildDatasetInput, 'algo' | 'options' | 'transform'> & {
   context: RoleContext;
   /** Build only these roles (default: every role with a weight recipe). */
   only?: string[];

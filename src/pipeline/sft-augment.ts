@@ -1,9 +1,13 @@
+import type { RLConfig } from '../config/schema.js';
 import type { AugmentRow, AugmentSource, HardTask, SftAugment } from '../datasets/sft-augment.js';
 import type { StatsCollector } from '../datasets/stats.js';
 import { InterruptedError, UserError } from '../errors.js';
 import type { ChatMessage, LlmClient } from '../llm/types.js';
 import { completionRewards } from '../rewards/completion.js';
 import type { Runtime } from '../runtime/runtime.js';
+
+/** What the augment reads of train.sft (or of a role's sft recipe). */
+type SftSection = Pick<RLConfig['train']['sft'], 'select' | 'rationalize' | 'teacher'>;
 import { hintLeak, withHint } from './sft-rationale.js';
 
 /** The families that verify an answer against the reference, as the verified builder reads them. */
@@ -32,14 +36,18 @@ interface Source {
  * the teacher model without one. Each reply is checked by the exact and numeric rewards, and the right
  * ones become rows under the recorded prompt, without the hint. Undefined when neither is set.
  */
-export function sftAugment(rt: Runtime, onStage?: (message: string) => void): SftAugment | undefined {
-  const sft = rt.config.train.sft;
+export function sftAugment(
+  rt: Runtime,
+  onStage?: (message: string) => void,
+  section: { sft: SftSection; key: string } = { sft: rt.config.train.sft, key: 'train.sft' },
+): SftAugment | undefined {
+  const { sft } = section;
   const sources: Source[] = [];
   if (sft.select === 'verified' && sft.rationalize?.enabled) {
     const agents = rt.config.agents;
     sources.push({
       source: 'rationalized',
-      key: 'train.sft.rationalize',
+      key: `${section.key}.rationalize`,
       samples: sft.rationalize.samples,
       maxTasks: sft.rationalize.max_tasks,
       model: (h) => (agents.find((a) => a.id === h.agent) ?? agents[0]!).model,
@@ -55,7 +63,7 @@ export function sftAugment(rt: Runtime, onStage?: (message: string) => void): Sf
   if (sft.select === 'verified' && teacher) {
     sources.push({
       source: 'teacher',
-      key: 'train.sft.teacher',
+      key: `${section.key}.teacher`,
       samples: teacher.samples,
       maxTasks: teacher.max_tasks,
       model: () => teacher.model,

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ALGOS, type Algo, type TrainConfig } from '../config/schema.js';
+import { ALGOS, type Algo, type RLConfig, type TrainConfig } from '../config/schema.js';
 import { buildDataset, type BuildDatasetResult } from '../datasets/build.js';
 import { assertGates } from '../datasets/gates.js';
 import { datasetOptionsFromConfig } from '../datasets/options.js';
@@ -255,7 +255,14 @@ export async function newRun(
         : undefined,
   };
   const ds = role
-    ? (await buildRoleDatasets(store, { ...common, context: role.context, only: [role.name] }))[0]!.result
+    ? (
+        await buildRoleDatasets(store, {
+          ...common,
+          context: role.context,
+          only: [role.name],
+          augment: algo === 'sft' ? sftAugment(rt, opts.onStage, roleSft(role)) : undefined,
+        })
+      )[0]!.result
     : await buildDataset(store, {
         ...common,
         algo,
@@ -364,6 +371,11 @@ function candidateSet(
     if (err instanceof UserError) return null;
     throw err;
   }
+}
+
+/** A role's sft recipe as the augment reads it (rationalize and teacher rows for its own hard tasks). */
+function roleSft(role: RoleRun): { sft: RLConfig['train']['sft']; key: string } {
+  return { sft: role.recipe as unknown as RLConfig['train']['sft'], key: `roles.${role.name}.recipe` };
 }
 
 /** train with the recipe's keys as train.<algo> (a recipe does not inherit that section's values). */

@@ -5,6 +5,7 @@ import { buildDataset, type SftRow } from '../../src/datasets/index.js';
 import { datasetOptionsFromConfig } from '../../src/datasets/options.js';
 import { ConfigError } from '../../src/errors.js';
 import { sftAugment } from '../../src/pipeline/sft-augment.js';
+import { trainRoles } from '../../src/pipeline/train-roles.js';
 import { train } from '../../src/pipeline/train.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { readRows, seedTasks, teamRollout } from '../fixtures/datasets/team-rollouts.js';
@@ -83,6 +84,39 @@ describe('SFT rows for hard tasks', () => {
     expect(row!.meta).toMatchObject({ task_id: 'cap', agent: 'b', kind: 'rationalized', source_model: 'mine' });
     expect(built.stats.counts).toMatchObject({ hard_tasks: 1, rationalized: 1, verified_answers: 1 });
     expect(built.stats.dropped).toMatchObject({ rationalized_wrong: 1, rationalized_mentions_hint: 1 });
+  });
+
+  it("a role's sft recipe asks for its own hard tasks, named by the recipe's key", async () => {
+    server = await startScriptedServer(() => ({ content: RATIONALE }));
+    const yaml = `models:
+  mine: { model: smol, base_url: ${server.baseUrl}, lora: { line: solver, load_adapters: false } }
+agents:\n${['a', 'b', 'c'].map((x) => `  - { id: ${x}, model: mine }`).join('\n')}
+rewards: { weights: { exact: 1, numeric: 1 } }
+train: { base_model: ./base, script: ${TRAINER}, gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 } }
+roles:
+  solvers:
+    agents: [b]
+    weights: { lora: solver }
+    recipe: { algo: sft, select: verified, rationalize: { samples: 1 }, max_steps: 1 }
+`;
+    const stages: string[] = [];
+    const r = await withRuntime(loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml, ...BASE }) }), async (rt) => {
+      const store = rt.store();
+      seedTasks(store);
+      teamRollout(store, { taskId: 'mul', first: { agent: 'a', content: '42' } });
+      teamRollout(store, { taskId: 'cap', first: { agent: 'b', content: 'Lyon' } });
+      return trainRoles(rt, { onStage: (m) => stages.push(m) });
+    });
+    const [solvers] = r.roles;
+    expect(solvers).toMatchObject({ role: 'solvers', status: 'trained' });
+    // b's hard task (its Lyon was wrong) is asked with the hint; a's solved task is not b's: no row of it.
+    expect(server.requests).toHaveLength(1);
+    expect(hinted(server.requests[0]!)).toBe(true);
+    const rows = readRows<SftRow>(solvers!.result!.dataset.dir);
+    expect(rows.map((x) => [x.meta.agent, x.meta.source ?? null, x.meta.task_id])).toEqual([
+      ['b', 'rationalized', 'cap'],
+    ]);
+    expect(stages).toContain('roles.solvers.recipe.rationalize: asking 1 reply each for 1 hard task(s)');
   });
 
   it('teacher: adds its verified replies, asked without a hint', async () => {

@@ -23,8 +23,11 @@ afterEach(async () => {
 const DPO_REST = '{ algo: dpo, pairs: correctness, max_steps: 2 }';
 
 function yaml(url: string, rest = DPO_REST): string {
+  const line = (x: string) => (x === 'a' ? 'leader' : 'rest');
   const models = ['a', 'b', 'c']
-    .map((x) => `  stub_${x}: { base_url: "${url}", model: model-${x}, lora: { line: base, load_adapters: false } }`)
+    .map(
+      (x) => `  stub_${x}: { base_url: "${url}", model: model-${x}, lora: { line: ${line(x)}, load_adapters: false } }`,
+    )
     .join('\n');
   return `models:
 ${models}

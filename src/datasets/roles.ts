@@ -132,7 +132,8 @@ function sectionOptions(recipe: Recipe): DatasetOptionsInput[Algo] {
   }
 }
 
-const isAlgo = (a: string | undefined): a is Algo => (ALGOS as readonly (string | undefined)[]).includes(a);
+/** A weight recipe's algo (sft, dpo, grpo, ppo): the recipes with a dataset. */
+export const isAlgo = (a: string | undefined): a is Algo => (ALGOS as readonly (string | undefined)[]).includes(a);
 
 /** A logged decision with the reward attributed to the role that takes it: the outcome net of cost. */
 export interface RoleDecision extends PolicyDecisionRow {

@@ -5,7 +5,7 @@ import { primaryMetric, type Comparison } from '../evaluation/compare.js';
 import { forgettingGate } from '../evaluation/forgetting.js';
 import { checkGates, gatesPass, type GateCheck } from '../evaluation/gates.js';
 import { switchProduction } from '../resources/production-switch.js';
-import { roleChanged, withRoles } from '../resources/role-variants.js';
+import { roleChanged, roleScope, withRoles } from '../resources/role-variants.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../store/index.js';
 import { stageInfo } from './canary-stages.js';
@@ -244,7 +244,7 @@ function roleRestored(rt: Runtime, current: ResourceSet, earlier: ResourceSet, r
       `--role ${role}: no such role${names.length ? ` (roles: ${names.join(', ')})` : ': the config has no roles'}`,
     );
   }
-  const scope = { agents: r.agents, presenter: r.presenter, policies: r.policies };
+  const scope = roleScope(r);
   if (!roleChanged(current.members, earlier.members, scope))
     throw new UserError(
       `role ${role} serves the same in set v${earlier.version} as in production (v${current.version})`,

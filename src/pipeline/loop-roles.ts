@@ -1,5 +1,4 @@
-import type { RLConfig } from '../config/schema.js';
-import type { RoleScope } from '../resources/role-variants.js';
+import { roleScopes } from '../resources/role-variants.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { CycleState, StageContext, StageRecord, StageResult } from '../scheduler/cycles.js';
 import { evaluateRoleCredit } from './eval-roles.js';
@@ -44,16 +43,6 @@ export async function trainRolesStage(
     return { status: 'skipped', reason: `no role was trained (${why})`, roles };
   }
   return { status: 'done', candidate_set: r.candidateSet.id, roles };
-}
-
-/** Each role's part of a resource set, from config `roles`. */
-export function roleScopes(roles: NonNullable<RLConfig['roles']>): Record<string, RoleScope> {
-  return Object.fromEntries(
-    Object.entries(roles).map(([name, r]) => [
-      name,
-      { agents: r.agents, presenter: r.presenter, policies: r.policies },
-    ]),
-  );
 }
 
 /**

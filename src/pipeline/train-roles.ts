@@ -1,5 +1,5 @@
-import { ALGOS, type Algo, type RLConfig } from '../config/schema.js';
-import { roleContext, type RoleContext } from '../datasets/roles.js';
+import type { RLConfig } from '../config/schema.js';
+import { isAlgo, roleContext, type RoleContext } from '../datasets/roles.js';
 import { InterruptedError, UserError } from '../errors.js';
 import { refName } from '../resources/checkpoints.js';
 import { withAgentWeights } from '../resources/sets.js';
@@ -33,8 +33,6 @@ export type TrainRolesOptions = Omit<TrainOptions, 'role' | 'algo' | 'from' | 'r
   /** Each role's outcome as soon as it is known (the loop records it, to resume the cycle). */
   onRole?: (r: RoleTrained) => void;
 };
-
-const isAlgo = (a: string): a is Algo => (ALGOS as readonly string[]).includes(a);
 
 /** The line a role trains and where it starts: its LoRA line on train.base_model, or its own model's weights. */
 export function roleLine(config: RLConfig, weights: { lora?: string; model?: string }): [string, string] {

@@ -1,3 +1,4 @@
+import type { RoleConfig, RolesConfig } from '../config/schema.js';
 import type { SetMember, SetMembers } from '../store/index.js';
 import { canonicalJson } from '../util/hash.js';
 
@@ -7,6 +8,16 @@ export interface RoleScope {
   presenter?: boolean;
   /** Decision kinds (routing, stop, tool, delegate) whose policy belongs to the role. */
   policies?: readonly string[];
+}
+
+/** A role's part of a set, from its config (`roles.<name>`). */
+export function roleScope(r: Pick<RoleConfig, 'agents' | 'presenter' | 'policies'>): RoleScope {
+  return { agents: r.agents, presenter: r.presenter, policies: r.policies };
+}
+
+/** Each role's part of a set, from config `roles`. */
+export function roleScopes(roles: RolesConfig): Record<string, RoleScope> {
+  return Object.fromEntries(Object.entries(roles).map(([name, r]) => [name, roleScope(r)]));
 }
 
 const same = (a: unknown, b: unknown) => canonicalJson(a ?? null) === canonicalJson(b ?? null);

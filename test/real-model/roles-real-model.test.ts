@@ -3,8 +3,8 @@ import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { deploy, rollback } from '../../src/pipeline/deploy.js';
 import { evaluateRoleCredit } from '../../src/pipeline/eval-roles.js';
-import { roleScopes } from '../../src/pipeline/loop-roles.js';
 import { trainRoles } from '../../src/pipeline/train-roles.js';
+import { roleScopes } from '../../src/resources/role-variants.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { tempDir } from '../helpers.js';
 

@@ -82,7 +82,7 @@ export const registerEval: Register = (program, ctx) => {
           if (!perRole) return { summary: await evaluate(rt, run), credit: null };
           const [{ evaluateRoleCredit }, { roleScopes }] = await Promise.all([
             import('../../pipeline/eval-roles.js'),
-            import('../../pipeline/loop-roles.js'),
+            import('../../resources/role-variants.js'),
           ]);
           const credit = await evaluateRoleCredit(rt, { ...run, roles: roleScopes(rt.config.roles!) });
           return { summary: credit.team, credit };

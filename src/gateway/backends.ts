@@ -2,6 +2,7 @@ import { errorMessage } from '../errors.js';
 import { endpointsOf, type JsonEndpoint } from '../llm/http.js';
 import { Replicas } from '../llm/replicas.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { loadNamed } from '../serving/model-plan.js';
 import { ApiError } from './api-error.js';
 import type { Extensions } from './request.js';
 
@@ -57,6 +58,15 @@ export class Backends {
     return backend;
   }
 
+  /** The local server of production's weights, with each agent's own adapter loaded beside them by name (roles). */
+  private async local(name: string): Promise<string> {
+    const plan = this.rt.servingPlan(name);
+    const server = await this.rt.servers.server(name, this.rt.productionWeights(name), true);
+    const failed = (await loadNamed(server.baseUrl, plan?.named ?? [])).find((c) => !c.ok);
+    if (failed) throw new Error(`could not load the adapter ${failed.loraName}: ${failed.detail}`);
+    return server.baseUrl;
+  }
+
   private async start(name: string): Promise<Backend> {
     const m = this.rt.config.models[name]!;
     let apiKey: string | undefined;
@@ -64,9 +74,7 @@ export class Backends {
     try {
       apiKey = this.rt.apiKey(name);
       // a local model is served production's weights, and a deploy switches them: the traffic follows production
-      baseUrl = m.local
-        ? (await this.rt.servers.server(name, this.rt.productionWeights(name), true)).baseUrl
-        : (m.base_urls ?? m.base_url!);
+      baseUrl = m.local ? await this.local(name) : (m.base_urls ?? m.base_url!);
     } catch (err) {
       throw new ApiError(503, `model ${name} is not available: ${errorMessage(err)}`, 'model', 'model_unavailable');
     }

@@ -28,11 +28,12 @@ interface Served {
 }
 
 /**
- * The model name a canary's requests carry on each config model: production's (set-models.ts) when the
- * canary gives the model's agents production's weights; else the canary's LoRA adapter, loaded beside production's in
- * the same server (a local one, or a remote one that serves a line's adapters by name, LINE-vN) and
- * asked for by name, so production's requests are untouched. When the canary ends, its adapters are
- * unloaded (the server drops one after the requests running on it finish) unless production now uses them.
+ * The model name a canary's requests carry on each config model (for one agent, when the request names it):
+ * production's (set-models.ts) when the canary gives the agent production's weights; else the canary's LoRA adapter
+ * for that agent, loaded beside production's in the same server (a local one, or a remote one that serves a line's
+ * adapters by name, LINE-vN) and asked for by name, so production's requests are untouched. When the canary ends,
+ * its adapters are unloaded (the server drops one after the requests running on it finish) unless production now
+ * uses them.
  */
 export class CanaryModels {
   private readonly served = new Map<string, Served>();
@@ -44,12 +45,17 @@ export class CanaryModels {
   ) {}
 
   /** The model name for a canary request to `backend`; null when the canary cannot be served there. */
-  model(backend: Backend, canary: ResourceSet, production: ResourceSet | null): Promise<string | null> {
-    const key = `${canary.id}\0${backend.name}`;
+  model(
+    backend: Backend,
+    canary: ResourceSet,
+    production: ResourceSet | null,
+    agent: string | null = null,
+  ): Promise<string | null> {
+    const key = `${canary.id}\0${backend.name}\0${agent ?? ''}`;
     const hit = this.served.get(key);
     if (hit && (hit.ok || Date.now() - hit.at < RETRY_MS)) return hit.name;
     const entry: Served = { at: Date.now(), name: Promise.resolve(null) };
-    entry.name = this.resolve(backend, canary, production, entry).then(
+    entry.name = this.resolve(backend, canary, production, agent, entry).then(
       (name) => {
         entry.ok = true;
         return name;
@@ -85,18 +91,29 @@ export class CanaryModels {
     backend: Backend,
     canary: ResourceSet,
     production: ResourceSet | null,
+    agent: string | null,
     entry: Served,
   ): Promise<string> {
     const rt = this.rt;
     const ids = modelWeightIds(rt.config, canary, backend.name);
     if (production && ids.join() === modelWeightIds(rt.config, production, backend.name).join())
-      return this.setModels.production(backend, production);
-    const w = ids.length === 1 ? rt.store().resources.get(ids[0]!) : undefined;
-    if (!w) throw new Error(`its agents of models.${backend.name} get different weights; one server serves one`);
+      return this.setModels.production(backend, production, agent);
+    const own = agent ? canary.members.agents[agent]?.weights : undefined;
+    const id = own && ids.includes(own) ? own : ids.length === 1 ? ids[0] : undefined;
+    if (!id)
+      throw new Error(
+        `its agents of models.${backend.name} get different weights, and the request names none of them `
+          + '(X-Agent-Id, or a session URL naming the agent)',
+      );
+    if (production && agent && production.members.agents[agent]?.weights === id)
+      return this.setModels.production(backend, production, agent);
+    const w = rt.store().resources.get(id)!;
     const m = rt.config.models[backend.name]!;
     let lora: string;
     let targets: VllmTarget[];
     if (m.local) {
+      const primary = production && rt.servingPlan(backend.name, production)?.primary;
+      if (primary?.id === w.id) return backend.model;
       if (!w.metadata.adapter || !w.path)
         throw new Error(`${w.name} v${w.version} is not a LoRA adapter the local server can load beside production`);
       lora = loraName(w.name, w.version);

@@ -123,10 +123,10 @@ async function chat(
   const startedAt = Date.now();
   const t0 = performance.now();
   const parsed = parseChatRequest(await readBody(req, ctx.limits.max_body_bytes));
-  const routed = await routeArm(ctx, req, parsed.body, client, await ctx.backends.get(parsed.model));
+  const agent = namedAgent(ctx.backends, req.headers, parsed.model);
+  const routed = await routeArm(ctx, req, parsed.body, client, await ctx.backends.get(parsed.model), agent);
   const { arm, backend } = routed;
   // the arm's set serves this request: an agent's system prompt comes from it (gateway.agents)
-  const agent = namedAgent(ctx.backends, req.headers, parsed.model);
   const { request, note } = ctx.systemPrompts.apply(parsed, agent, arm.set ?? undefined);
   await relayCall(
     ctx,

@@ -1,7 +1,10 @@
 import { fixedPort } from '../config/schema.js';
+import { UserError } from '../errors.js';
+import { resolveSet } from '../evaluation/candidates.js';
 import type { PyEvent } from '../python/module.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ServeEngine } from '../serving/local-server.js';
+import { loadNamed } from '../serving/model-plan.js';
 import { CLIENT_CONTEXT_TOKENS, serveTarget, startServer, type ServedModel } from '../serving/models.js';
 
 export type { ServedModel } from '../serving/models.js';
@@ -12,6 +15,8 @@ export interface ServeOptions {
   model?: string;
   /** Overrides the model's local.weights (the serve command's --weights). */
   weights?: string;
+  /** Serves this set's weights (the serve command's --set: `set:N`, `vN`, …) instead of production's. */
+  set?: string;
   host?: string;
   /** Default: the model's local.port, else DEFAULT_SERVE_PORT (where a MassGen export points); 0 picks a free port. */
   port?: number;
@@ -23,16 +28,25 @@ export interface ServeOptions {
   onEvent?: (event: PyEvent) => void;
 }
 
+/** A started server, with the adapters it loaded beside its weights by name (roles). */
+export type Served = ServedModel & { adapters: { name: string; weights: string }[] };
+
 /**
  * Starts a local model server in the foreground: the caller keeps it running and stops it. Serving a
- * config model's own weights (no `weights`), it serves what production serves that model's agents, and
- * follows production: a deploy swaps it to the new weights. It listens where a MassGen export points
- * (fixedPort), not on a free port.
+ * config model's own weights (no `weights`), it serves what production (or `set`) serves that model's agents:
+ * the plan's primary weights under the served name and each other agent's adapter by its own name
+ * (serving/model-plan.ts). Serving production, it follows production: a deploy swaps it to the new weights.
+ * It listens where a MassGen export points (fixedPort), not on a free port.
  */
-export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel> {
-  const weights = opts.weights ?? rt.productionWeights(opts.model);
+export async function serve(rt: Runtime, opts: ServeOptions = {}): Promise<Served> {
+  if (opts.weights && opts.set) throw new UserError('--weights and --set each choose what to serve: pass one of them');
+  const set = opts.set ? resolveSet(rt.setContext(), rt.production(), opts.set, '--set') : undefined;
+  const plan = opts.weights ? undefined : rt.servingPlan(opts.model, set);
+  if (set && !plan)
+    throw new UserError(`--set ${opts.set}: the set gives no local weights to the agents of the model served`);
+  const weights = opts.weights ?? (plan && `resource:${plan.primary.name}@${plan.primary.version}`);
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
-  return startServer(target, rt.paths, {
+  const server = await startServer(target, rt.paths, {
     host: opts.host,
     port: fixedPort(target.local, opts.port),
     engine: opts.engine,
@@ -40,6 +54,16 @@ export function serve(rt: Runtime, opts: ServeOptions = {}): Promise<ServedModel
     logFile: opts.logFile,
     signal: opts.signal,
     onEvent: opts.onEvent,
-    followsProduction: !opts.weights,
+    followsProduction: !opts.weights && !opts.set,
   });
+  const named = plan?.named ?? [];
+  const failed = (await loadNamed(server.baseUrl, named)).find((c) => !c.ok);
+  if (failed) {
+    await server.stop();
+    throw new UserError(`could not load the adapter ${failed.loraName} beside ${server.model}: ${failed.detail}`);
+  }
+  return {
+    ...server,
+    adapters: named.map((n) => ({ name: n.name, weights: `${n.weights.name} v${n.weights.version}` })),
+  };
 }

@@ -10,6 +10,7 @@ import { productionSet } from '../resources/production.js';
 import type { SetContext } from '../resources/sets.js';
 import { resolveWeights, type ResolvedWeights } from '../resources/weights.js';
 import { activeJudgeModel } from '../rewards/judge.js';
+import { modelPlan, type ModelPlan } from '../serving/model-plan.js';
 import { localModels, servingPython } from '../serving/models.js';
 import { isPostgresUrl, type Redactor, type ResourceSet, type Store } from '../store/index.js';
 import { LocalServers } from './local-servers.js';
@@ -164,18 +165,25 @@ export class Runtime {
   }
 
   /**
-   * `resource:NAME@V` of the weights production serves a local config model's agents (default: the first
-   * local model), when production names one; undefined otherwise (the model's own local.weights).
+   * How a server of a local config model (default: the first) serves production's weights, or `set`'s, to its
+   * agents (serving/model-plan.ts); undefined without a store or when the set names none.
+   */
+  servingPlan(model?: string, set?: ResourceSet): ModelPlan | undefined {
+    const name = model ?? localModels(this.config)[0];
+    if (!name || !this.config.models[name]?.local || (!set && !this.storeExists())) return undefined;
+    const store = set ? this.store() : this.existingStore();
+    const pointer = set ? undefined : store.sets.pointer('production');
+    const served = set ?? (pointer && store.sets.get(pointer.setId));
+    return served ? modelPlan(this.config, served, name, (id) => store.resources.get(id)) : undefined;
+  }
+
+  /**
+   * `resource:NAME@V` of the weights a server of a local config model starts on to serve production (the plan's
+   * primary), when production names them; undefined otherwise (the model's own local.weights).
    */
   productionWeights(model?: string): string | undefined {
-    const name = model ?? localModels(this.config)[0];
-    if (!name || !this.config.models[name]?.local || !this.storeExists()) return undefined;
-    const store = this.existingStore();
-    const pointer = store.sets.pointer('production');
-    const set = pointer && store.sets.get(pointer.setId);
-    const agent = this.config.agents.find((a) => a.model === name && set?.members.agents[a.id]?.weights);
-    const weight = agent && store.resources.get(set!.members.agents[agent.id]!.weights!);
-    return weight ? `resource:${weight.name}@${weight.version}` : undefined;
+    const w = this.servingPlan(model)?.primary;
+    return w ? `resource:${w.name}@${w.version}` : undefined;
   }
 
   /** The production resource set, brought up to date with the config (created on first use). */

@@ -24,14 +24,16 @@ export interface SwapResult {
  * Makes a running local server (llama.cpp or transformers engine) give `servedName` other weights without a restart:
  * `adapter`, loaded beside the base first (POST load_lora_adapter; one already loaded is kept), or the
  * base model (null); then POST set_default_adapter points the served name at it for new requests, and the
- * adapter it pointed at before is unloaded (the server drops it once the requests running on it finish).
+ * adapter it pointed at before is unloaded (the server drops it once the requests running on it finish), unless it is
+ * in `keep` (asked for by its own name).
  */
 export async function swapServedWeights(
   baseUrl: string,
   servedName: string,
   adapter: { name: string; path: string } | null,
-  timeoutMs = 120_000,
+  opts: { timeoutMs?: number; keep?: ReadonlySet<string> } = {},
 ): Promise<SwapResult> {
+  const timeoutMs = opts.timeoutMs ?? 120_000;
   const base = baseUrl.replace(/\/+$/, '');
   const calls: SwapCall[] = [];
   const fail = (detail: string): SwapResult => ({ ok: false, calls, previous: null, detail });
@@ -65,7 +67,7 @@ export async function swapServedWeights(
   }
   const previous = typeof set.body?.previous === 'string' ? set.body.previous : null;
   let detail = `${servedName} now serves ${adapter ? `the adapter ${adapter.name}` : 'the base model'}`;
-  if (previous && previous !== adapter?.name) {
+  if (previous && previous !== adapter?.name && !opts.keep?.has(previous)) {
     const r = await loraCall({ baseUrl: base }, 'unload', previous, undefined, timeoutMs);
     calls.push({ action: 'unload', loraName: previous, ok: r.ok, detail: r.detail });
     detail += r.ok ? `; ${previous} unloaded` : `; ${previous} could not be unloaded (${r.detail})`;

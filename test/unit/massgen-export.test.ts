@@ -266,15 +266,49 @@ agents:
     );
   });
 
-  it('refuses two agents of one local model that the set serves different weights (one server serves one)', () => {
-    const w3 = resource('wt_s3', 'weight', 'smol', 3, { path: '/ckpt/smol-3' });
-    expect(() =>
-      exportOf(
-        LOCAL(8123),
-        setOf({ a: { prompt: 'pr_s2', weights: 'wt_s2' }, b: { prompt: 'pr_c1', weights: 'wt_s3' } }),
-        [W2, w3],
-      ),
-    ).toThrow(/agents a and b of models\.mine are served different weights in set v7 \(smol v2, smol v3\)/);
+  it('gives each agent of one local model its own adapter, loaded by name beside the served weights (roles)', () => {
+    const w3 = resource('wt_s3', 'weight', 'checker', 3, { path: '/ckpt/checker-3', metadata: { adapter: true } });
+    const out = exportOf(
+      LOCAL(8123),
+      setOf({ a: { prompt: 'pr_s2', weights: 'wt_s2' }, b: { prompt: 'pr_c1', weights: 'wt_s3' } }),
+      [W2, w3],
+    );
+    expect(out.config.agents.map((a) => [a.id, a.backend.model, a.backend.base_url])).toEqual([
+      ['a', 'smol-served', 'http://127.0.0.1:8123/v1'],
+      ['b', 'checker-v3', 'http://127.0.0.1:8123/v1'],
+    ]);
+    expect(out.notes.b!.join('\n')).toMatch(/checker v3 .*the adapter checker-v3, loaded by name beside it/);
+    expect(out.notes.b!.join('\n')).toContain('massgen-rl serve --model mine --set v7');
+  });
+
+  it('serves the base under the served name when one agent keeps it, the others their adapters by name', () => {
+    const base = resource('wt_b1', 'weight', 'smol-base', 1, { path: '/models/base' });
+    const w3 = resource('wt_s3', 'weight', 'checker', 3, {
+      path: '/ckpt/checker-3',
+      metadata: { adapter: true, base_path: '/models/base' },
+    });
+    const out = exportOf(
+      LOCAL(8123),
+      setOf({ a: { prompt: 'pr_s2', weights: 'wt_s3' }, b: { prompt: 'pr_c1', weights: 'wt_b1' } }),
+      [base, w3],
+    );
+    expect(out.config.agents.map((a) => a.backend.model)).toEqual(['checker-v3', 'smol-served']);
+  });
+
+  it('refuses agents of one local model given two full models, or an adapter of another base', () => {
+    const full = (id: string, v: number) => resource(id, 'weight', 'other', v, { path: `/models/o${v}` });
+    const agents = { a: { prompt: 'pr_s2', weights: 'wt_o1' }, b: { prompt: 'pr_c1', weights: 'wt_o2' } };
+    expect(() => exportOf(LOCAL(8123), setOf(agents), [full('wt_o1', 1), full('wt_o2', 2)])).toThrow(
+      /set v7 gives the agents of models\.mine two full models \(other v1, other v2\)/,
+    );
+    const stray = resource('wt_s3', 'weight', 'checker', 3, {
+      path: '/ckpt/checker-3',
+      metadata: { adapter: true, base_path: '/models/elsewhere' },
+    });
+    const mixed = { a: { prompt: 'pr_s2', weights: 'wt_o1' }, b: { prompt: 'pr_c1', weights: 'wt_s3' } };
+    expect(() => exportOf(LOCAL(8123), setOf(mixed), [full('wt_o1', 1), stray])).toThrow(
+      /checker v3, which is not an adapter of \/models\/o1/,
+    );
   });
 
   it('refuses a set made before an agent existed', () => {

@@ -8,6 +8,7 @@ import type { Register } from '../register.js';
 interface ServeFlags {
   model?: string;
   weights?: string;
+  set?: string;
   port?: number;
   host?: string;
   engine?: ServeEngine;
@@ -21,6 +22,10 @@ export const registerServe: Register = (program, ctx) => {
     .option(
       '--weights <ref>',
       'builtin:<name>, resource:<name>[@version] or a model/adapter folder (overrides local.weights)',
+    )
+    .option(
+      '--set <ref>',
+      "serve this resource set's weights (set:N, vN) instead of production's, not following deploys",
     )
     .option(
       '--port <n>',
@@ -49,6 +54,7 @@ export const registerServe: Register = (program, ctx) => {
           served = await serve(rt, {
             model: flags.model,
             weights: flags.weights,
+            set: flags.set,
             port: flags.port,
             host: flags.host,
             engine: flags.engine,
@@ -78,12 +84,14 @@ export const registerServe: Register = (program, ctx) => {
           backend: ready.backend,
           device: ready.device,
           weights: served.weights,
+          adapters: served.adapters,
           logFile: served.logFile ?? null,
         };
         if (ui.opts.json) ui.json(summary);
         else {
           ui.print(served.baseUrl);
           ui.info(`model "${served.model}" from ${served.weights.ref} (${served.weights.dir})`);
+          for (const a of served.adapters) ui.info(`model "${a.name}": the adapter ${a.weights}, loaded beside it`);
           if (served.logFile) ui.info(`log: ${served.logFile}`);
           ui.info('Ctrl-C stops the server');
         }

@@ -18,6 +18,7 @@ import { Document, type YAMLSeq } from 'yaml';
 import { fixedPort, remoteUrls, type ModelConfig, type RLConfig } from '../../config/schema.js';
 import { UserError } from '../../errors.js';
 import { urlHost } from '../../serving/local-server.js';
+import { modelPlan, type ModelPlan } from '../../serving/model-plan.js';
 import { servedAdapterName } from '../../serving/vllm-lora.js';
 import type { Resource, ResourceSet } from '../../store/index.js';
 import { sessionBaseUrl } from '../../util/session-url.js';
@@ -83,7 +84,11 @@ const UNMAPPED = ['max_rounds', 'max_action_retries', 'agent_timeout_s'] as cons
 export function massgenExport(input: ExportInput): MassgenExport {
   const { config, set } = input;
   const notes: Record<string, string[]> = {};
-  const local = new Map<string, { agent: string; weights: Resource }>();
+  const plans = new Map<string, ModelPlan | undefined>();
+  const planOf = (model: string) => {
+    if (!plans.has(model)) plans.set(model, modelPlan(config, set, model, input.resource));
+    return plans.get(model);
+  };
   const addresses = new Map<string, string>();
   const agents = config.agents.map((a): MassgenAgent => {
     const member = set.members.agents[a.id];
@@ -98,7 +103,7 @@ export function massgenExport(input: ExportInput): MassgenExport {
       throw new Error(`resource set v${set.version}: a resource of agent ${a.id} is missing from the store`);
     const model = config.models[a.model]!;
     const direct = model.local
-      ? localAddress(a.model, model, weights, a.id, set)
+      ? localAddress(a.model, model, planOf(a.model), a.id, set)
       : remoteAddress(a.model, model, weights);
     const behind =
       model.local && weights
@@ -114,16 +119,6 @@ export function massgenExport(input: ExportInput): MassgenExport {
         );
       }
       addresses.set(served.base_url, a.model);
-    }
-    if (model.local && weights) {
-      const other = local.get(a.model);
-      if (other && other.weights.id !== weights.id) {
-        throw new UserError(
-          `agents ${other.agent} and ${a.id} of models.${a.model} are served different weights in set v${set.version} (${label(other.weights)}, ${label(weights)}), but one server at ${served.base_url} serves one`,
-          'give one of them its own model with its own local.port',
-        );
-      }
-      local.set(a.model, { agent: a.id, weights });
     }
     notes[a.id] = [
       `${a.id}: prompt ${label(prompt)}; ${served.note}`,
@@ -183,22 +178,33 @@ function remoteAddress(
   };
 }
 
-/** Where `massgen-rl serve --model NAME` listens: local.host at local.port, else at DEFAULT_SERVE_PORT. */
+/**
+ * Where `massgen-rl serve --model NAME` listens (local.host at local.port, else at DEFAULT_SERVE_PORT), and the
+ * model name the agent asks for there: the served name, or its own adapter loaded beside it by name (roles).
+ */
 function localAddress(
   name: string,
   model: ModelConfig,
-  weights: Resource | undefined,
+  plan: ModelPlan | undefined,
   agent: string,
   set: ResourceSet,
 ): { base_url: string; model: string; note: string } {
   const l = model.local!;
-  if (!weights)
-    throw new Error(`resource set v${set.version} has no weights for agent ${agent} of local models.${name}`);
+  if (!plan) throw new Error(`resource set v${set.version} has no weights for agent ${agent} of local models.${name}`);
   const base_url = `http://${urlHost(l.host)}:${fixedPort(l)}/v1`;
+  const asks = plan.agentModel[agent]!;
+  const own = plan.named.find((n) => n.name === asks)?.weights ?? plan.primary;
+  if (!plan.named.length)
+    return {
+      base_url,
+      model: asks,
+      note: `weights ${label(own)} (${own.path}) must be served at ${base_url}: massgen-rl serve --model ${name} --weights resource:${own.name}@${own.version}`,
+    };
+  const what = asks === model.model ? `the served name ${asks}` : `the adapter ${asks}, loaded by name beside it`;
   return {
     base_url,
-    model: model.model,
-    note: `weights ${label(weights)} (${weights.path}) must be served at ${base_url}: massgen-rl serve --model ${name} --weights resource:${weights.name}@${weights.version}`,
+    model: asks,
+    note: `weights ${label(own)} (${own.path}), ${what}, on the server of ${label(plan.primary)} and ${plan.named.map((n) => n.name).join(', ')} at ${base_url}: massgen-rl serve --model ${name} --set v${set.version}`,
   };
 }
 

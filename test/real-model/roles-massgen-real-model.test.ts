@@ -136,7 +136,7 @@ orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
         ['unload', 'checker-v1', true],
       ]);
       const models = (await (await fetch(`${url}/models`)).json()) as { data: { id: string }[] };
-      expect(models.data.map((m) => m.id)).toEqual([LINE, 'checker-v2']);
+      expect(models.data.map((m) => m.id)).toEqual([LINE, 'solver-v1', 'checker-v2']);
       expect((await greedy(url, 'checker-v2')).status).toBe(200);
       expect(await exportedAgents(dir, mgConfig)).toEqual([
         { id: 'solver', model: LINE, url },

@@ -28,7 +28,7 @@ import { evaluate } from '../dist/pipeline/evaluate.js';
 import { runCycle } from '../dist/pipeline/loop.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
-import { cpuSeconds, efficacyHtml } from './lib/efficacy-report.mjs';
+import { collectRecord, cpuSeconds, efficacyHtml } from './lib/efficacy-report.mjs';
 import { transferHeadlines, transferLines, transferSummary } from './lib/efficacy-transfer.mjs';
 import { headline, progress, writeResult } from './lib/report.mjs';
 import { roundInterval as ci, roundTo } from './lib/stats.mjs';
@@ -244,15 +244,7 @@ try {
   );
   results.base = {
     set: col.resourceSet.version,
-    collect: {
-      tasks: col.tasks,
-      completed: col.completed,
-      failed: col.failed,
-      meanReward: col.meanReward,
-      tokens: col.tokens,
-      wallSeconds: roundTo((Date.now() - t0) / 1000, 1),
-      cpuSeconds: roundTo(cpuSeconds() - c0, 1),
-    },
+    collect: collectRecord(col, t0, c0),
   };
   const baseVersion = col.resourceSet.version;
   save();

@@ -21,7 +21,7 @@ import { train } from '../dist/pipeline/train.js';
 import { roleScopes } from '../dist/resources/role-variants.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
-import { cpuSeconds } from './lib/efficacy-report.mjs';
+import { collectRecord, cpuSeconds } from './lib/efficacy-report.mjs';
 import { headline, progress, writeResult } from './lib/report.mjs';
 import { comparison, rolesHeadlines, summaryLines, verdict } from './lib/roles-report.mjs';
 import { roundTo } from './lib/stats.mjs';
@@ -136,15 +136,7 @@ try {
   const baseVersion = col.resourceSet.version;
   results.base = {
     set: baseVersion,
-    collect: {
-      tasks: col.tasks,
-      completed: col.completed,
-      failed: col.failed,
-      meanReward: col.meanReward,
-      tokens: col.tokens,
-      wallSeconds: seconds(t0),
-      cpuSeconds: roundTo(cpuSeconds() - c0, 1),
-    },
+    collect: collectRecord(col, t0, c0),
   };
   save();
 

@@ -33,6 +33,19 @@ export function cpuSeconds() {
   return ticks / TICK;
 }
 
+/** A collect's record in a benchmark's results: its counts, reward, tokens, and wall and CPU seconds since t0, cpu0. */
+export function collectRecord(col, t0, cpu0) {
+  return {
+    tasks: col.tasks,
+    completed: col.completed,
+    failed: col.failed,
+    meanReward: col.meanReward,
+    tokens: col.tokens,
+    wallSeconds: Math.round((Date.now() - t0) / 100) / 10,
+    cpuSeconds: Math.round((cpuSeconds() - cpu0) * 10) / 10,
+  };
+}
+
 const esc = (v) =>
   String(v ?? '—').replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)} %` : '—');

@@ -1,6 +1,5 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { deploy } from '../../src/pipeline/deploy.js';
@@ -11,6 +10,7 @@ import { registerCheckpoint } from '../../src/resources/checkpoints.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { Store } from '../../src/store/index.js';
 import { FIXTURES, configIn, runCli } from '../helpers.js';
+import { freePort } from '../support/free-port.js';
 import { describeWithMassgen } from '../support/massgen-describe.js';
 import { runMassgen } from '../support/massgen.js';
 
@@ -20,16 +20,6 @@ import { runMassgen } from '../support/massgen.js';
 const LINE = 'smollm2-135m-instruct';
 const MAKE_ADAPTER = path.join(FIXTURES, 'trainers', 'make_lora_adapter.py');
 const QUESTION = 'What is 2 + 3?';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 /** MassGen's own record of a run: finished, who answered and voted, and the winner. */
 function outcome(logDir: string) {

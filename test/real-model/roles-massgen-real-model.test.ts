@@ -1,6 +1,5 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -12,6 +11,7 @@ import { registerCheckpoint } from '../../src/resources/checkpoints.js';
 import { withAgentWeights } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { FIXTURES, configIn, runCli } from '../helpers.js';
+import { freePort } from '../support/free-port.js';
 import { describeWithMassgen } from '../support/massgen-describe.js';
 import { runMassgen } from '../support/massgen.js';
 
@@ -21,16 +21,6 @@ import { runMassgen } from '../support/massgen.js';
 // agent's adapter is followed by the running server (the new one loaded by name, the old one unloaded).
 const LINE = 'smollm2-135m-instruct';
 const MAKE_ADAPTER = path.join(FIXTURES, 'trainers', 'make_lora_adapter.py');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 async function greedy(baseUrl: string, model: string): Promise<{ status: number; text: string }> {
   const res = await fetch(`${baseUrl}/chat/completions`, {

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LoadedConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';
 import { runCli, tempDir } from '../helpers.js';
+import { freePort } from '../support/free-port.js';
 import type { ScriptedServer } from '../support/scripted-server.js';
 import { teamCollect } from '../support/team-collect.js';
 
@@ -49,15 +49,6 @@ function storeCounts(loaded: LoadedConfig, dir: string): { runs: number; checkpo
   } finally {
     store.close();
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const haveModel = (loaded: LoadedConfig) =>

@@ -91,6 +91,15 @@ function recipeIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
   if (algo === 'apo') {
     if (!r.agents.length)
       add([...at, 'agents'], "recipe apo optimizes the system prompts of the role's agents: list them");
+    for (const prompt of new Set(config.agents.filter((a) => r.agents.includes(a.id)).map((a) => a.system_prompt))) {
+      const outside = config.agents.find((a) => a.system_prompt === prompt && !r.agents.includes(a.id));
+      if (outside)
+        add(
+          [...at, 'agents'],
+          `recipe apo optimizes the system prompts of the role's agents, and prompt ${prompt} is also agent ` +
+            `${outside.id}'s, outside the role: give the role's agents a prompt of their own`,
+        );
+    }
     const optimizer = recipe.optimizer_model;
     if (optimizer !== undefined && !Object.hasOwn(config.models, optimizer))
       add(

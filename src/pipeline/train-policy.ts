@@ -1,4 +1,4 @@
-import { POLICY_KINDS, type PolicyKind } from '../config/schema.js';
+import { POLICY_KINDS, type PolicyKind, type RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { learnPolicy, serializePolicy, STOP_FEATURES, taskFeatureNames, type LearnResult } from '../policies/index.js';
 import { withPolicy } from '../resources/sets.js';
@@ -7,6 +7,9 @@ import type { Runtime } from '../runtime/runtime.js';
 
 export interface PolicyTrainOptions {
   policy?: string;
+  /** Learning settings over config `policies` (a role's bandit recipe), and where the config gives them. */
+  settings?: Partial<RLConfig['policies']>;
+  settingsField?: string;
   onStage?: (message: string) => void;
 }
 
@@ -50,7 +53,7 @@ export async function trainPolicy(rt: Runtime, opts: PolicyTrainOptions): Promis
       'run `massgen-rl collect` first',
     );
   const store = rt.existingStore();
-  const p = rt.config.policies;
+  const p = { ...rt.config.policies, ...opts.settings };
   const { arms, featureNames } = decisionShape(rt, kind);
   opts.onStage?.(`reading the logged ${kind} decisions`);
   const rows = store.spans.policyDecisions(kind);
@@ -72,7 +75,7 @@ export async function trainPolicy(rt: Runtime, opts: PolicyTrainOptions): Promis
       .map(([why, n]) => `${n} with ${why}`)
       .join(', ');
     throw new UserError(
-      `only ${learned.decisions} usable ${kind} decision(s) in the store (policies.min_decisions is ${p.min_decisions})${left ? `; left out: ${left}` : ''}`,
+      `only ${learned.decisions} usable ${kind} decision(s) in the store (${opts.settingsField ?? 'policies'}.min_decisions is ${p.min_decisions})${left ? `; left out: ${left}` : ''}`,
       `collect with policies.bootstrap: [${kind}] (or a deployed ${kind} policy) to log decisions first`,
     );
   }

@@ -1,3 +1,4 @@
+import type { RLConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
 import { rolloutDigest } from '../rollouts/rollout-digest.js';
@@ -18,6 +19,8 @@ import { summarize, type PromptOptResult } from './prompt-opt/summary.js';
 export type { PromptOptResult } from './prompt-opt/summary.js';
 
 export interface PromptOptOptions {
+  /** The search's settings instead of config `prompt_opt` (a role's apo recipe, with its agents' prompts). */
+  settings?: RLConfig['prompt_opt'];
   /** Continue a stopped run (true: the newest one). */
   resume?: boolean | string;
   trigger?: 'cli' | 'loop';
@@ -40,8 +43,8 @@ export interface PromptOptOptions {
  */
 export async function trainPrompts(rt: Runtime, opts: PromptOptOptions = {}): Promise<PromptOptResult> {
   const { config } = rt;
-  const a = config.prompt_opt;
-  const comps = components(config);
+  const a = opts.settings ?? config.prompt_opt;
+  const comps = components(config, a.prompts);
   const optimizerModel = a.optimizer_model ?? config.agents[0]!.model;
   checkTeamInputs(rt);
   rt.checkModel(optimizerModel);

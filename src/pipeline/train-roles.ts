@@ -2,24 +2,13 @@ import type { RLConfig } from '../config/schema.js';
 import { isAlgo, roleContext, type RoleContext } from '../datasets/roles.js';
 import { InterruptedError, UserError } from '../errors.js';
 import { refName } from '../resources/checkpoints.js';
-import { withAgentWeights } from '../resources/sets.js';
+import { withRoles } from '../resources/role-variants.js';
+import { withAgentWeights, withPolicy } from '../resources/sets.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { train, type RoleRun, type TrainOptions, type TrainResult } from './train.js';
+import { trainApoRole, trainBanditRole, type RoleTrained } from './train-role-learners.js';
+import { train, type RoleRun, type TrainOptions } from './train.js';
 
-export interface RoleTrained {
-  role: string;
-  algo: string;
-  line: string | null;
-  status: 'trained' | 'skipped';
-  /** Why a role was not trained: its data failed its gates, it had none, or its recipe learns elsewhere. */
-  reason?: string;
-  /** A trained role's run, its checkpoint and the weight resource it registered. */
-  trainingRunId?: string;
-  checkpointId?: string;
-  weightId?: string;
-  /** The run's result when it ran now (a run reused from an interrupted cycle has none). */
-  result?: TrainResult;
-}
+export type { RoleTrained } from './train-role-learners.js';
 
 export interface TrainRolesResult {
   roles: RoleTrained[];
@@ -55,20 +44,23 @@ export function roleRuns(config: RLConfig, context: RoleContext): RoleRun[] {
 /**
  * One cycle's training with config `roles`: every role with a weight recipe trains its own line from its own
  * calls, one after the other; a role whose data is missing or fails the gates is skipped with the reason. The
- * candidate is production with each trained role's agents on its new weights. Bandit and apo recipes learn in
- * `train policy` and `train prompts`.
+ * candidate is production with each trained role's agents on its new weights. Then each bandit role's decisions
+ * are learned (`train policy`'s learner) and each apo role's prompts optimized (`train prompts`' search), each with
+ * its recipe's settings; the candidate takes what they learned too.
  */
 export async function trainRoles(rt: Runtime, opts: TrainRolesOptions = {}): Promise<TrainRolesResult> {
   const context = roleContext(rt.config);
   if (!context) throw new UserError('no roles in the config: `train` trains the one team (see docs/roles.md)');
   const roles: RoleTrained[] = [];
-  for (const [name, r] of Object.entries(context.roles)) {
-    const algo = r.recipe?.algo;
-    if (algo === 'bandit' || algo === 'apo')
-      roles.push({ role: name, algo, line: null, status: 'skipped', reason: learnsElsewhere(algo) });
-  }
   for (const run of roleRuns(rt.config, context)) {
     const done = reused(rt, run, opts.reuse?.[run.name]) ?? (await trainRole(rt, run, opts));
+    opts.onRole?.(done);
+    roles.push(done);
+  }
+  for (const [name, r] of Object.entries(context.roles)) {
+    const algo = r.recipe?.algo;
+    if (algo !== 'bandit' && algo !== 'apo') continue;
+    const done = await (algo === 'bandit' ? trainBanditRole : trainApoRole)(rt, name, r, opts);
     opts.onRole?.(done);
     roles.push(done);
   }
@@ -114,23 +106,34 @@ function reused(rt: Runtime, run: RoleRun, runId: string | undefined): RoleTrain
   };
 }
 
-function learnsElsewhere(algo: 'bandit' | 'apo'): string {
-  return algo === 'bandit'
-    ? 'recipe bandit: its policies learn in `train policy`'
-    : 'recipe apo: its prompts are optimized by `train prompts`';
-}
-
-/** Production with each trained role's agents on the weights the role's run registered. */
+/**
+ * Production with what each trained role learned: its agents on the weights its run registered, its decisions'
+ * new policies, its agents' optimized prompts.
+ */
 function combined(rt: Runtime, roles: RoleTrained[], context: RoleContext): TrainRolesResult['candidateSet'] {
-  const trained = roles.filter((r) => r.status === 'trained' && r.weightId);
+  const trained = roles.filter((r) => r.status === 'trained');
   if (!trained.length) return null;
+  const store = rt.store();
   const production = rt.production();
   let members = production.members;
-  for (const r of trained) members = withAgentWeights(members, context.roles[r.role]!.agents, r.weightId!);
+  for (const r of trained) {
+    const agents = context.roles[r.role]!.agents;
+    if (r.weightId) members = withAgentWeights(members, agents, r.weightId);
+    for (const id of Object.values(r.policies ?? {})) members = withPolicy(members, store.resources.get(id)!);
+    if (r.promptSet) members = withRoles(members, store.sets.get(r.promptSet)!.members, [{ agents }]);
+  }
   const origin = {
     kind: 'training' as const,
     roles: Object.fromEntries(
-      trained.map((r) => [r.role, { training_run_id: r.trainingRunId, checkpoint_id: r.checkpointId }]),
+      trained.map((r) => [
+        r.role,
+        {
+          training_run_id: r.trainingRunId,
+          checkpoint_id: r.checkpointId,
+          ...(r.policies ? { policies: r.policies } : {}),
+          ...(r.promptSet ? { prompt_set: r.promptSet } : {}),
+        },
+      ]),
     ),
   };
   const set = rt.store().sets.add(members, origin, production.id);

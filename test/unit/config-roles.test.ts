@@ -6,11 +6,12 @@ const TEAM = `models:
   small: { model: small, local: { weights: builtin:smollm2-135m-instruct } }
   gpt: { base_url: http://localhost:9/v1, model: gpt }
   served: { base_url: http://localhost:8/v1, model: base, lora: { line: solver } }
+prompts: { solver: { text: Solve. }, critic: { text: Check. }, writer: { text: Write. } }
 agents:
   - { id: a, model: small }
   - { id: b, model: small }
-  - { id: c, model: gpt }
-  - { id: d, model: served }
+  - { id: c, model: gpt, system_prompt: critic }
+  - { id: d, model: served, system_prompt: writer }
 `;
 
 const ROLES = `roles:
@@ -116,6 +117,12 @@ describe('roles config', () => {
       expect.stringMatching(/^roles\.apo\.agents: recipe apo optimizes the system prompts of the role's agents/),
       expect.stringMatching(/^roles\.apo\.recipe\.optimizer_model: unknown model "nope"/),
     ]);
+    // apo changes prompts by name: a prompt the role shares with an agent outside it would change that agent too
+    expect(configIssues(`${TEAM}roles:\n  half: { agents: [a], recipe: { algo: apo } }\n`)).toEqual([
+      expect.stringMatching(
+        /^roles\.half\.agents: recipe apo optimizes .* prompt solver is also agent b's, outside the role: give/,
+      ),
+    ]);
     // A remote model that loads adapters (models.*.lora) can take a trained line; apo needs no weights.
     const ok = configIn(`${TEAM}roles:
   served: { agents: [d], weights: { lora: solver }, recipe: { algo: grpo } }
@@ -149,7 +156,7 @@ describe('roles config', () => {
     ]);
     const ppo = `${TEAM}${delegation}roles:\n  kids: { delegate: true, weights: { lora: k }, recipe: { algo: ppo } }\n`;
     expect(configIn(ppo).config.roles!.kids!.recipe!.algo).toBe('ppo');
-    const text = TEAM.replace(/(- \{ id: \w, model: \w+) \}/g, '$1, tool_mode: text }');
+    const text = TEAM.replace(/(- \{ id: \w, model: \w+(?:, system_prompt: \w+)?) \}/g, '$1, tool_mode: text }');
     expect(configIssues(`${text}orchestrator:\n  prompt_layout: answers\nroles:\n  p: { presenter: true }\n`)).toEqual([
       expect.stringMatching(/^roles\.p\.presenter: orchestrator\.prompt_layout answers makes no presentation/),
     ]);

@@ -36,11 +36,11 @@ export async function trainRolesCommand(
         x.result ? formatDuration(x.result.durationMs) : '—',
         x.result
           ? `${x.result.weight.name} v${x.result.weight.version} (${x.result.checkpoint.id})`
-          : (x.reason ?? '').split('\n')[0]!,
+          : (x.learned ?? (x.reason ?? '').split('\n')[0]!),
       ]),
     );
     if (r.candidateSet)
-      ui.print(`  candidate: set v${r.candidateSet.version} (production with every trained role's new weights)`);
+      ui.print(`  candidate: set v${r.candidateSet.version} (production with what every trained role learned)`);
     else ui.print('  no role was trained: nothing to evaluate');
   } catch (err) {
     bar.stop();

@@ -5,10 +5,10 @@ import { withPrompt } from '../../resources/sets.js';
 import type { Resource, ResourceSet, Store } from '../../store/index.js';
 
 /** The prompts optimized together (prompt_opt.prompts, else every agent's system prompt and the presenter's) with the agents each serves. */
-export function components(config: RLConfig): Component[] {
+export function components(config: RLConfig, prompts = config.prompt_opt.prompts): Component[] {
   const presenter = config.orchestrator.presenter_prompt;
   const inUse = [...new Set([...config.agents.map((a) => a.system_prompt), ...(presenter ? [presenter] : [])])];
-  const names = config.prompt_opt.prompts ?? inUse;
+  const names = prompts ?? inUse;
   return names.map((name, i) => {
     if (!inUse.includes(name))
       throw new UserError(

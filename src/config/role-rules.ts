@@ -96,8 +96,8 @@ function recipeIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
       if (outside)
         add(
           [...at, 'agents'],
-          `recipe apo optimizes the system prompts of the role's agents, and prompt ${prompt} is also agent ` +
-            `${outside.id}'s, outside the role: give the role's agents a prompt of their own`,
+          `recipe apo optimizes the system prompts of the role's agents, and prompt ${prompt} is also agent `
+            + `${outside.id}'s, outside the role: give the role's agents a prompt of their own`,
         );
     }
     const optimizer = recipe.optimizer_model;

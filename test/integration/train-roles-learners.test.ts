@@ -66,7 +66,9 @@ describe('roles with bandit and apo recipes', () => {
       ['router', 'skipped'],
       ['checker', 'trained'],
     ]);
-    expect(trained.roles[0]!.reason).toMatch(/^stop: only \d+ usable stop decision\(s\) .*roles\.router\.recipe\.min_decisions is 100000/);
+    expect(trained.roles[0]!.reason).toMatch(
+      /^stop: only \d+ usable stop decision\(s\) .*roles\.router\.recipe\.min_decisions is 100000/,
+    );
     expect(trained.candidateSet).not.toBeNull();
   }, 120_000);
 });

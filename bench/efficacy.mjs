@@ -16,7 +16,8 @@
 // EFFICACY_CURRICULUM=0 runs cycles 2..K without tasks.curriculum (on by default: each suite's level per cycle is
 // recorded). EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
 // (default 2, this machine's cores; more on a GPU); EFFICACY_DIFFICULTY one level (0–3) for every suite (default:
-// each suite's default level). EFFICACY_TRANSFER=0 skips the transfer set.
+// each suite's default level). EFFICACY_TRANSFER=0 skips the transfer set. EFFICACY_TRAIN_SECONDS gives every recipe's
+// training the same wall-time budget (the trainers' max_train_seconds).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +50,8 @@ const MAIN = process.env.EFFICACY_MAIN ?? 'rft';
 const CONCURRENCY = Number(process.env.EFFICACY_CONCURRENCY ?? 2);
 const DIFFICULTY = process.env.EFFICACY_DIFFICULTY === undefined ? null : Number(process.env.EFFICACY_DIFFICULTY);
 const TRANSFER = process.env.EFFICACY_TRANSFER !== '0';
+// The ablation's same wall-time budget: every recipe's training loop ends after the step that reaches it.
+const TRAIN_SECONDS = process.env.EFFICACY_TRAIN_SECONDS ? Number(process.env.EFFICACY_TRAIN_SECONDS) : null;
 const CURRICULUM = process.env.EFFICACY_CURRICULUM !== '0';
 const TEACHER = process.env.EFFICACY_TEACHER_URL
   ? {
@@ -82,7 +85,8 @@ const RECIPE = {
 /** The recipe's train keys, with the trainer's settings in its algo's section under the trainer's names. */
 function trainKeys(recipe) {
   const { algo, keys } = RECIPE[recipe];
-  const settings = `num_train_epochs: ${sz.epochs}, learning_rate: 0.0002, per_device_train_batch_size: 4, seed: 1`;
+  const budget = TRAIN_SECONDS ? `, max_train_seconds: ${TRAIN_SECONDS}` : '';
+  const settings = `num_train_epochs: ${sz.epochs}, learning_rate: 0.0002, per_device_train_batch_size: 4, seed: 1${budget}`;
   const gates = 'gates: { min_examples: 1, min_categories: 1, min_clean_share: 0 }';
   return `train: { algo: ${algo}, ${algo}: { ${keys ? `${keys}, ` : ''}${settings} }, ${gates} }`;
 }
@@ -192,6 +196,7 @@ async function cycle(load, label) {
         : null,
       examplesTrained: run?.detail?.dataset?.rows ?? null,
       trainSteps: train?.steps ?? null,
+      budgetReached: run?.result?.budget_reached ?? null,
       collectTokens: col?.tokens ?? 0,
       candidateSet: evalRun?.summary?.candidate?.version ?? null,
       candidateVsProduction: evalRun?.summary ? comparison(evalRun.summary) : null,
@@ -213,6 +218,7 @@ const results = {
   main: MAIN,
   recipes: RECIPES,
   curriculum: CURRICULUM,
+  trainSeconds: TRAIN_SECONDS,
   teacher: TEACHER ? { model: TEACHER.model, base_url: TEACHER.base_url } : 'the bundled model itself',
   transfer: TRANSFER ? path.relative(process.cwd(), TRANSFER_TASKS) : null,
   base: null,

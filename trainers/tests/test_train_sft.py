@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import TRAINERS_DIR, ScriptRun
+from conftest import TRAINERS_DIR, ScriptRun, run_module
 from train_helpers import (  # noqa: F401
     SFT_ROWS,
     assert_trained,
@@ -125,3 +125,27 @@ def test_accelerate_launch_two_cpu_processes(tmp_path):
     assert [e["step"] for e in run.of("checkpoint")] == [1, 2] and len(run.of("done")) == 1
     assert run.of("progress")[-2]["processes"] == 2
     generate_with(done["path"])
+
+
+@needs_model
+def test_max_train_seconds_ends_training_normally_with_the_final_adapter(tmp_path):
+    dataset = write_jsonl(tmp_path / "data.jsonl", SFT_ROWS)
+    # 50 steps would take minutes; a budget of a millisecond ends the loop after its first step
+    config = train_config(
+        tmp_path, "budget", dataset, max_steps=50, per_device_train_batch_size=1, max_length=48, max_train_seconds=0.001
+    )
+    run = run_module("train.sft", "--config", str(config))
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert [e["step"] for e in run.of("step")] == [1]
+    budget = [e for e in run.of("progress") if e["stage"] == "budget"]
+    assert len(budget) == 1 and budget[0]["step"] == 1
+    assert run.last["event"] == "done"
+    assert run.last["metrics"]["global_step"] == 1 and run.last["metrics"]["budget_reached"] is True
+    assert (Path(run.last["path"]) / "adapter_model.safetensors").is_file()
+
+
+def test_max_train_seconds_must_be_positive(tmp_path):
+    dataset = write_jsonl(tmp_path / "data.jsonl", SFT_ROWS)
+    run = run_module("train.sft", "--config", str(train_config(tmp_path, "bad", dataset, max_train_seconds=0)))
+    assert run.returncode == 2
+    assert "max_train_seconds must be positive and at most a week" in run.of("error")[0]["message"]

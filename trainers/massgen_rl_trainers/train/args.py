@@ -53,6 +53,13 @@ class TrainArgs:
     fsdp: str | None = field(default=None, metadata={"help": "FSDP options, e.g. 'full_shard auto_wrap'."})
     gradient_checkpointing: bool = field(default=False, metadata={"help": "Trade compute for memory."})
     save_total_limit: int | None = field(default=None, metadata={"help": "Keep at most N checkpoint folders."})
+    max_train_seconds: float | None = field(
+        default=None,
+        metadata={
+            "help": "Wall-time budget of the training loop: after the optimizer step that reaches it, training ends "
+            "as if its steps were done and final/ is saved (not a failure, unlike train.timeout_min); null: none."
+        },
+    )
 
     def validate(self, processes: int | None = None) -> None:
         """Raise UsageError on bad values: the settings, then what the run is given (paths)."""
@@ -152,6 +159,10 @@ def validate_common(args: TrainArgs) -> None:
         raise UsageError(f"save_steps must be 0 (only on stop) or at most {MAX_STEPS}, got {args.save_steps}")
     if args.max_length is not None and not 8 <= args.max_length <= 1 << 20:
         raise UsageError(f"max_length must be 8 to {1 << 20}, got {args.max_length}")
+    if args.max_train_seconds is not None and not 0 < args.max_train_seconds <= 7 * 86_400:
+        raise UsageError(
+            f"max_train_seconds must be positive and at most a week (604800), got {args.max_train_seconds!r}"
+        )
     if not 0 <= args.seed < 1 << 32:
         raise UsageError(f"seed must be 0 to {(1 << 32) - 1} (a 32-bit seed), got {args.seed}")
 

@@ -1,5 +1,6 @@
-"""The TrainerCallback that speaks the protocol during `trainer.train`: `step` and `checkpoint` events, and the
-pending stop request turned into "save, then stop" at the end of an optimizer step."""
+"""The TrainerCallback that speaks the protocol during `trainer.train`: `step` and `checkpoint` events, the
+pending stop request turned into "save, then stop" at the end of an optimizer step, and the wall-time budget
+(max_train_seconds) turned into a normal end of training."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..protocol import emit
+from ..protocol import emit, progress
 from .data import clean_number
 from .finish import fix_adapter_base
 from .ranks import any_process
@@ -30,12 +31,16 @@ def make_callback(reward_key: str | None, kl_key: str | None, mean_keys: tuple[s
             self._tokens: float | None = None
             self._time = time.monotonic()
             self._sums: dict[str, list[float]] = {key: [] for key in mean_keys}
+            # max_train_seconds (set by train_and_finish): the loop ends normally after the step that reaches it
+            self.budget_s: float | None = None
+            self.budget_reached = False
+            self._began = time.monotonic()
 
         def means(self) -> dict[str, float]:
             return {key: sum(values) / len(values) for key, values in self._sums.items() if values}
 
         def on_train_begin(self, args, state, control, **kwargs):
-            self._time = time.monotonic()
+            self._time = self._began = time.monotonic()
             self._tokens = None
 
         def on_step_end(self, args, state, control, **kwargs):
@@ -44,6 +49,17 @@ def make_callback(reward_key: str | None, kl_key: str | None, mean_keys: tuple[s
                 self.stopping = True
                 control.should_save = True
                 control.should_training_stop = True
+            elif self.budget_s is not None and not self.stopping and not self.budget_reached:
+                # the same decision on every rank: each must leave the loop at the same step
+                if any_process(time.monotonic() - self._began >= self.budget_s):
+                    self.budget_reached = True
+                    control.should_training_stop = True
+                    progress(
+                        "budget",
+                        f"max_train_seconds ({self.budget_s:g}) reached after step {state.global_step}"
+                        f" of {state.max_steps}: training ends here",
+                        step=state.global_step,
+                    )
             return control
 
         def on_log(self, args, state, control, logs=None, **kwargs):

@@ -64,6 +64,7 @@ def train_and_finish(
         machines=machines,
     )
     started = time.monotonic()
+    callback.budget_s = args.max_train_seconds
     output = trainer.train(resume_from_checkpoint=resume)
     if callback.stopping:
         if callback.stop_checkpoint is None:  # should not happen: should_save was set with should_training_stop
@@ -84,6 +85,8 @@ def train_and_finish(
     if extra_metrics:
         metrics.update(extra_metrics())
     metrics["wall_seconds"] = round(time.monotonic() - started, 3)
+    if args.max_train_seconds is not None:
+        metrics["budget_reached"] = callback.budget_reached
     metrics["processes"] = world_size()
     metrics["machines"] = machines
     if is_main_process():

@@ -1,6 +1,7 @@
 import { errorMessage } from '../errors.js';
 import { endpointsOf, type JsonEndpoint } from '../llm/http.js';
 import { Replicas } from '../llm/replicas.js';
+import { resourceRef } from '../resources/weights.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { loadNamed } from '../serving/model-plan.js';
 import { ApiError } from './api-error.js';
@@ -61,7 +62,7 @@ export class Backends {
   /** The local server of production's weights, with each agent's own adapter loaded beside them by name (roles). */
   private async local(name: string): Promise<string> {
     const plan = this.rt.servingPlan(name);
-    const server = await this.rt.servers.server(name, this.rt.productionWeights(name), true);
+    const server = await this.rt.servers.server(name, plan && resourceRef(plan.primary), true);
     const failed = (await loadNamed(server.baseUrl, plan?.named ?? [])).find((c) => !c.ok);
     if (failed) throw new Error(`could not load the adapter ${failed.loraName}: ${failed.detail}`);
     return server.baseUrl;

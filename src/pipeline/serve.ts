@@ -2,6 +2,7 @@ import { fixedPort } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { resolveSet } from '../evaluation/candidates.js';
 import type { PyEvent } from '../python/module.js';
+import { resourceRef } from '../resources/weights.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ServeEngine } from '../serving/local-server.js';
 import { loadNamed } from '../serving/model-plan.js';
@@ -44,7 +45,7 @@ export async function serve(rt: Runtime, opts: ServeOptions = {}): Promise<Serve
   const plan = opts.weights ? undefined : rt.servingPlan(opts.model, set);
   if (set && !plan)
     throw new UserError(`--set ${opts.set}: the set gives no local weights to the agents of the model served`);
-  const weights = opts.weights ?? (plan && `resource:${plan.primary.name}@${plan.primary.version}`);
+  const weights = opts.weights ?? (plan && resourceRef(plan.primary));
   const target = serveTarget(rt.config, (ref, where) => rt.weights(ref, where), opts.model, weights);
   const server = await startServer(target, rt.paths, {
     host: opts.host,

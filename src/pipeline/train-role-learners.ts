@@ -36,8 +36,8 @@ interface LearnOptions {
 type BanditRecipe = Extract<Recipe, { algo: 'bandit' }>;
 type ApoRecipe = Extract<Recipe, { algo: 'apo' }>;
 
-/** Whether a failure leaves the role skipped with the reason (bad data, a budget) rather than stopping the cycle. */
-const skips = (err: unknown): err is UserError => err instanceof UserError && !(err instanceof InterruptedError);
+/** Whether a role's failure leaves it skipped with the reason (bad data, a budget) rather than stopping the cycle. */
+export const skips = (err: unknown): err is UserError => err instanceof UserError && !(err instanceof InterruptedError);
 
 /**
  * A role with recipe bandit: each of its decisions' policy fitted on the logged decisions (`train policy`'s learner)

@@ -1,11 +1,11 @@
 import type { RLConfig } from '../config/schema.js';
 import { isAlgo, roleContext, type RoleContext } from '../datasets/roles.js';
-import { InterruptedError, UserError } from '../errors.js';
+import { UserError } from '../errors.js';
 import { refName } from '../resources/checkpoints.js';
 import { withRoles } from '../resources/role-variants.js';
 import { withAgentWeights, withPolicy } from '../resources/sets.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { trainApoRole, trainBanditRole, type RoleTrained } from './train-role-learners.js';
+import { skips, trainApoRole, trainBanditRole, type RoleTrained } from './train-role-learners.js';
 import { train, type RoleRun, type TrainOptions } from './train.js';
 
 export type { RoleTrained } from './train-role-learners.js';
@@ -82,7 +82,7 @@ async function trainRole(rt: Runtime, run: RoleRun, opts: TrainRolesOptions): Pr
       result,
     };
   } catch (err) {
-    if (!(err instanceof UserError) || err instanceof InterruptedError) throw err;
+    if (!skips(err)) throw err;
     opts.onStage?.(`role ${run.name} skipped: ${err.message}`);
     return { ...role, status: 'skipped', reason: err.message };
   }

@@ -27,6 +27,11 @@ export interface WeightContext {
   store(): Store | undefined;
 }
 
+/** The reference `resolveWeights` reads back as this weight resource's version: `resource:NAME@V`. */
+export function resourceRef(r: { name: string; version: number }): string {
+  return `resource:${r.name}@${r.version}`;
+}
+
 /**
  * Resolves `builtin:<name>`, `resource:<name>[@<version>|@latest|@production]` (a weight resource in the
  * store; latest version by default) or a folder path relative to the config file. `where` prefixes

@@ -3,6 +3,7 @@ import type { Embedder } from '../llm/embeddings.js';
 import type { LlmClient } from '../llm/types.js';
 import type { TeamAgent } from '../orchestrator/types.js';
 import { checkPromptFiles } from '../resources/prompts.js';
+import { resourceRef } from '../resources/weights.js';
 import type { Judge, Runtime } from '../runtime/runtime.js';
 import { adapterTargets, ensureAdapter, servedAdapterName } from '../serving/vllm-lora.js';
 import type { Resource, ResourceSet, Store } from '../store/index.js';
@@ -53,10 +54,7 @@ export async function setupTeam(rt: Runtime, set: ResourceSet, mode: DecisionMod
       const w = member(a.id).weights;
       const weight = w ? store.resources.get(w) : undefined;
       if (weight && !model.local) served.set(a.id, await remoteAdapter(rt, a.model, weight));
-      clients.set(
-        a.id,
-        await rt.client(a.model, weight && model.local ? { weights: `resource:${weight.name}@${weight.version}` } : {}),
-      );
+      clients.set(a.id, await rt.client(a.model, weight && model.local ? { weights: resourceRef(weight) } : {}));
     }),
   );
   const judge = await rt.judge();

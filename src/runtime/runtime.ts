@@ -8,7 +8,7 @@ import type { LlmClient } from '../llm/types.js';
 import type { PyEvent } from '../python/module.js';
 import { productionSet } from '../resources/production.js';
 import type { SetContext } from '../resources/sets.js';
-import { resolveWeights, type ResolvedWeights } from '../resources/weights.js';
+import { resolveWeights, resourceRef, type ResolvedWeights } from '../resources/weights.js';
 import { activeJudgeModel } from '../rewards/judge.js';
 import { modelPlan, type ModelPlan } from '../serving/model-plan.js';
 import { localModels, servingPython } from '../serving/models.js';
@@ -183,7 +183,7 @@ export class Runtime {
    */
   productionWeights(model?: string): string | undefined {
     const w = this.servingPlan(model)?.primary;
-    return w ? `resource:${w.name}@${w.version}` : undefined;
+    return w ? resourceRef(w) : undefined;
   }
 
   /** The production resource set, brought up to date with the config (created on first use). */

@@ -16,7 +16,7 @@
 // EFFICACY_CURRICULUM=0 runs cycles 2..K without tasks.curriculum (on by default: each suite's level per cycle is
 // recorded). EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
 // (default 2, this machine's cores; more on a GPU); EFFICACY_DIFFICULTY one level (0–3) for every suite (default:
-// each suite's default level). EFFICACY_TRANSFER=0 skips the transfer set. EFFICACY_TRAIN_SECONDS gives every recipe's
+// each suite's default level). EFFICACY_DIR=path keeps the project there. EFFICACY_TRANSFER=0 skips the transfer set. EFFICACY_TRAIN_SECONDS gives every recipe's
 // training the same wall-time budget (the trainers' max_train_seconds).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -139,6 +139,17 @@ function comparison(ev) {
     ...pick(ev.comparison.overall),
     tokensPerTask: { base: roundTo(tokens?.baseline ?? NaN, 1), production: roundTo(tokens?.candidate ?? NaN, 1) },
     categories: ev.comparison.categories.map((c) => ({ category: c.category, pairs: c.pairs, ...pick(c.metrics) })),
+    // Each suite@level: the curriculum's levels above 0 are measured for both sides once a suite reaches them.
+    levels: (ev.levels ?? []).map((l) => ({
+      suite: l.suite,
+      level: l.level,
+      pairs: l.pairs,
+      success: {
+        base: roundTo(l.baseline.success, 4),
+        production: roundTo(l.candidate.success, 4),
+        diff: ci(l.diff.success),
+      },
+    })),
   };
 }
 
@@ -233,7 +244,10 @@ function save() {
   writeResult(jsonFile, results);
   fs.writeFileSync(htmlFile, efficacyHtml(results));
 }
-const root = makeTempDir('efficacy');
+// EFFICACY_DIR keeps the project (store, traces, training runs) in that new directory for a later look.
+const KEEP = process.env.EFFICACY_DIR ? path.resolve(process.env.EFFICACY_DIR) : null;
+if (KEEP && fs.existsSync(KEEP) && fs.readdirSync(KEEP).length) throw new Error(`EFFICACY_DIR ${KEEP} is not empty`);
+const root = KEEP ? (fs.mkdirSync(KEEP, { recursive: true }), KEEP) : makeTempDir('efficacy');
 try {
   const load = () => loadConfig({ cwd: root });
   const useRecipe = (recipe, steps, curriculum) =>
@@ -329,7 +343,7 @@ try {
     save();
   }
 } finally {
-  removeTempDir(root);
+  if (!KEEP) removeTempDir(root);
 }
 results.finished = true;
 save();

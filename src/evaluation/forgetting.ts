@@ -8,32 +8,48 @@ import type { BootstrapOptions, Interval } from './stats.js';
 const GATED = ['reward', 'success'] as const;
 type GatedMetric = (typeof GATED)[number];
 
-/** The paired comparison on one suite's level below its current one, on each metric a gate may use. */
+/** The paired comparison on one built-in suite's level, on each metric a gate may use. */
 export interface LevelComparison {
   suite: string;
   level: number;
   pairs: number;
+  /** Each side's mean (success: the share solved). */
+  baseline: Record<GatedMetric, number | null>;
+  candidate: Record<GatedMetric, number | null>;
   diff: Record<GatedMetric, Interval | null>;
 }
 
-/** The paired comparisons on each suite's levels below its current one. */
-export function lowerLevels(pairs: readonly Pair[], levels: SuiteLevels, boot: BootstrapOptions): LevelComparison[] {
+/** The paired comparison on each built-in suite's level among the pairs (task files have none), by suite and level. */
+export function levelComparisons(pairs: readonly Pair[], boot: BootstrapOptions): LevelComparison[] {
   const groups = new Map<string, { suite: string; level: number; pairs: Pair[] }>();
   for (const p of pairs) {
     const where = suiteLevelOf(p.taskId);
-    const current = where ? levels[where.suite] : undefined;
-    if (!where || current === undefined || where.level >= current) continue;
+    if (!where) continue;
     const key = `${where.suite}@${where.level}`;
     const g = groups.get(key) ?? { ...where, pairs: [] };
     g.pairs.push(p);
     groups.set(key, g);
   }
-  return [...groups.values()].map((g) => ({
-    suite: g.suite,
-    level: g.level,
-    pairs: g.pairs.length,
-    diff: Object.fromEntries(GATED.map((m) => [m, compareMetric(g.pairs, m, boot).diff])) as LevelComparison['diff'],
-  }));
+  return [...groups.values()]
+    .sort((a, b) => a.suite.localeCompare(b.suite) || a.level - b.level)
+    .map((g) => {
+      const m = GATED.map((name) => [name, compareMetric(g.pairs, name, boot)] as const);
+      const per = <T>(pick: (c: (typeof m)[number][1]) => T) =>
+        Object.fromEntries(m.map(([name, c]) => [name, pick(c)])) as Record<GatedMetric, T>;
+      return {
+        suite: g.suite,
+        level: g.level,
+        pairs: g.pairs.length,
+        baseline: per((c) => c.baseline),
+        candidate: per((c) => c.candidate),
+        diff: per((c) => c.diff),
+      };
+    });
+}
+
+/** The paired comparisons on each suite's levels below its current one. */
+export function lowerLevels(pairs: readonly Pair[], levels: SuiteLevels, boot: BootstrapOptions): LevelComparison[] {
+  return levelComparisons(pairs, boot).filter((r) => levels[r.suite] !== undefined && r.level < levels[r.suite]!);
 }
 
 /**

@@ -73,6 +73,8 @@ export interface EvalSummary {
   reused: number;
   metric: MetricName;
   comparison: Comparison;
+  /** Per built-in suite and level (suite@level) in the evaluation, the paired comparison; none for task files. */
+  levels?: LevelComparison[];
   gates: GateCheck[];
   /** Every deploy gate passes. */
   passed: boolean;

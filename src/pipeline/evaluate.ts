@@ -1,6 +1,6 @@
 import { UserError } from '../errors.js';
 import { compare, primaryMetric, type Pair } from '../evaluation/compare.js';
-import { forgettingGate, lowerLevels } from '../evaluation/forgetting.js';
+import { forgettingGate, levelComparisons, lowerLevels } from '../evaluation/forgetting.js';
 import { checkGates, gatesPass } from '../evaluation/gates.js';
 import { settingsHash, taskHash } from '../evaluation/keys.js';
 import { batchFilling } from '../rollouts/batch-fill.js';
@@ -111,6 +111,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
       reused: results.reused,
       metric,
       comparison,
+      levels: levelComparisons(pairs, e.bootstrap),
       gates,
       passed: !results.cancelled && gatesPass(gates),
       wallMs: performance.now() - started,

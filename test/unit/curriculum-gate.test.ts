@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Pair } from '../../src/evaluation/compare.js';
-import { forgettingGate, lowerLevels } from '../../src/evaluation/forgetting.js';
+import { forgettingGate, levelComparisons, lowerLevels } from '../../src/evaluation/forgetting.js';
 import type { EvalResult } from '../../src/store/index.js';
 
 const BOOT = { resamples: 2000, confidence: 0.95, seed: 1 };
@@ -62,5 +62,13 @@ describe('no-forgetting gate', () => {
     const gate = forgettingGate(lowerLevels(pairs(0, 10, 0), { arithmetic: 0 }, BOOT), 'success');
     expect(gate).toMatchObject({ passed: true, value: null });
     expect(gate.detail).toMatch(/every suite at its first level/);
+  });
+
+  it("compares every suite level in an evaluation, with each side's share solved beside the paired difference", () => {
+    const rows = levelComparisons([...pairs(1, 10, 4), ...pairs(0, 20, 15)], BOOT);
+    expect(rows.map((r) => `${r.suite}@${r.level}:${r.pairs}`)).toEqual(['arithmetic@0:20', 'arithmetic@1:10']);
+    expect(rows[1]).toMatchObject({ baseline: { success: 1 }, candidate: { success: 0.4 } });
+    expect(rows[1]!.diff.success!.mean).toBeCloseTo(-0.6);
+    expect(levelComparisons([{ ...pairs(0, 1, 1)[0]!, taskId: 'my-task-1' }], BOOT)).toEqual([]);
   });
 });

@@ -8,6 +8,8 @@ import {
   type PruneResult,
   type RegisteredCheckpoint,
 } from '../resources/checkpoints.js';
+import { importCheckpoint } from '../resources/checkpoint-import.js';
+import { resourceRef } from '../resources/weights.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Checkpoint } from '../store/checkpoints.js';
 
@@ -67,4 +69,45 @@ export function parseKeepBest(spec: string): { metric: string; mode: MetricMode 
     metric: m[1]!,
     mode: (m[2] as MetricMode | undefined) ?? (/loss|perplexity|error|kl/i.test(m[1]!) ? 'min' : 'max'),
   };
+}
+
+export interface ImportOptions {
+  /** What it was trained from: a checkpoint id, builtin:…, resource:NAME@V or a folder (default: production's weights). */
+  from?: string;
+  /** The algorithm that trained it, as the checkpoint records it (default: imported). */
+  algo?: string;
+}
+
+/** Weights trained elsewhere, registered as the next checkpoint of what they were trained from. */
+export function importWeights(rt: Runtime, folder: string, opts: ImportOptions = {}): RegisteredCheckpoint {
+  const store = rt.existingStore();
+  const ref = opts.from?.trim() || productionWeights(rt);
+  const parent = /^ck_/.test(ref) ? store.checkpoints.resolve(ref) : undefined;
+  const parentRes = parent?.resourceId ? store.resources.get(parent.resourceId) : undefined;
+  const w = rt.weights(parentRes ? resourceRef(parentRes) : ref, '--from');
+  const baseDir = w.adapter ? w.baseDir : w.dir;
+  if (!baseDir) throw new UserError(`--from ${ref}: the adapter records no base model folder to check against`);
+  const registered = importCheckpoint(store, {
+    folder,
+    algo: opts.algo ?? 'imported',
+    dataDir: rt.paths.dataDir,
+    start: { ref, parentId: parent?.id ?? null, baseResourceId: w.resource?.id ?? null, baseDir },
+  });
+  rt.forgetWeights();
+  return registered;
+}
+
+/** The one weight line production serves, as `resource:NAME@V`; with several, --from must say which. */
+function productionWeights(rt: Runtime): string {
+  const lines = rt
+    .existingStore()
+    .resources.listProduction()
+    .filter((r) => r.kind === 'weight');
+  if (lines.length === 1) return resourceRef(lines[0]!);
+  throw new UserError(
+    lines.length
+      ? `production serves ${lines.length} weight lines (${lines.map((r) => r.name).join(', ')}): say which one these were trained from`
+      : 'production serves no weights yet: say what these were trained from',
+    'pass --from CHECKPOINT, --from resource:NAME@V or --from builtin:smollm2-135m-instruct',
+  );
 }

@@ -53,6 +53,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
         ['adapter', d.resource?.metadata.adapter],
         ['base model', ck.baseModel],
         ['base path', d.resource?.metadata.base_path],
+        ['imported', d.resource?.metadata.imported_from],
         ['dataset', ck.datasetHash],
         ['watermark', ck.watermark],
         ['traces', ck.traceIds.length],
@@ -104,6 +105,28 @@ export const registerCheckpoints: Register = (program, ctx) => {
       ui.print(
         `${ui.c.green('✓')} forked ${forked.checkpoint.parentId} as ${forked.resource.name} v${forked.resource.version} (checkpoint ${forked.checkpoint.id}); train on it with train.base_model: resource:${forked.resource.name}`,
       );
+    });
+
+  cmd
+    .command('import <folder>')
+    .description(
+      'register weights trained elsewhere (a LoRA adapter or model folder) as the next checkpoint of their line',
+    )
+    .option(
+      '--from <weights>',
+      "what they were trained from: a checkpoint, resource:NAME@V, builtin:NAME or a folder (default: production's weights)",
+    )
+    .option('--algo <algo>', 'the algorithm that trained them, as the checkpoint records it', 'imported')
+    .action(async (folder: string, flags: { from?: string; algo: string }) => {
+      const { ui, runtime } = ctx();
+      const { importWeights } = await import('../../pipeline/checkpoints.js');
+      const r = importWeights(await runtime(), folder, flags);
+      if (ui.opts.json) return ui.json(r);
+      const kind = r.resource.metadata.adapter ? 'adapter' : 'model';
+      ui.print(
+        `${ui.c.green('✓')} imported ${folder} as checkpoint ${r.checkpoint.id}: ${r.resource.name} v${r.resource.version} (${kind}, copied to ${r.resource.path})`,
+      );
+      ui.print(`next: massgen-rl eval --candidate ${r.checkpoint.id}`);
     });
 };
 

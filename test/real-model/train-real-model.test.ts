@@ -2,12 +2,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
+import { execa } from 'execa';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { createLlmClient } from '../../src/llm/client.js';
+import { importWeights } from '../../src/pipeline/checkpoints.js';
 import { collect } from '../../src/pipeline/collect.js';
 import { serve } from '../../src/pipeline/serve.js';
 import { train, type TrainResult } from '../../src/pipeline/train.js';
+import { pythonEnv } from '../../src/python/module.js';
+import { venvPython } from '../../src/python/venv.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 
@@ -115,6 +119,32 @@ describe('train on CPU with the default model, from real traces', () => {
       await servesAnswer(r);
     }, 900_000);
   }
+
+  it('a run trained elsewhere (its trainer config and dataset, the same trainer outside massgen-rl) is imported and serves', async () => {
+    const store = openStore(loaded);
+    const ran = store.trainingRuns.get(store.checkpoints.latest({ algo: 'sft' })!.trainingRunId!)!;
+    store.close();
+    // As on another machine (a GPU one): the run's config and dataset copied, the output written outside the project.
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-elsewhere-'));
+    const detail = ran.detail as { config_file: string };
+    const cfg = parseYaml(fs.readFileSync(detail.config_file, 'utf8')) as Record<string, unknown>;
+    const file = path.join(elsewhere, 'trainer.yaml');
+    const [dataset, out] = [path.join(elsewhere, 'data.jsonl'), path.join(elsewhere, 'out')];
+    fs.copyFileSync(cfg.dataset_path as string, dataset);
+    fs.writeFileSync(file, toYaml({ ...cfg, dataset_path: dataset, output_dir: out }));
+    await execa(venvPython(loaded.paths.venvDir), ['-m', 'massgen_rl_trainers.train.sft', '--config', file], {
+      env: pythonEnv({ HF_HUB_OFFLINE: '1' }),
+    });
+    try {
+      const r = await withRuntime(loaded, async (rt) => importWeights(rt, path.join(out, 'final'), { algo: 'sft' }));
+      expect(r.resource.metadata).toMatchObject({ adapter: true, base_path: loaded.paths.defaultModelDir });
+      expect(r.checkpoint.path.startsWith(loaded.paths.dataDir)).toBe(true);
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+      await servesAnswer({ weight: { name: r.resource.name, version: r.resource.version } } as TrainResult);
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
+  }, 900_000);
 
   it('sft verified with rationalize: the hard tasks asked again with a hint, kept rows verified and hint-free', async () => {
     const star = loadConfig({

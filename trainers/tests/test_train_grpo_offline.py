@@ -4,6 +4,7 @@ scores the completions at the temperature they were sampled at."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -77,6 +78,18 @@ def test_reuse_bound_caps_the_steps():
         _plan([_group((1, 0.7), (0, 0.7), (0.5, 0.7))], max_reuse=1, completions_per_step=2)
     with pytest.raises(ScriptError, match="fill no optimizer step"):
         _plan(groups[:1], completions_per_step=4)
+
+
+def test_a_large_group_fits_the_default_reuse_bound():
+    # 13 samples of a decision cut into rows of 4: the 3 short rows are filled with different completions, so none
+    # is in more than 2 rows and one pass fits max_reuse 2 (it used to fill every short row from the same ones: 4)
+    groups = [_group(*[(i % 3 / 2, 0.7) for i in range(13)]) for _ in range(2)]
+    chunks = replay_chunks(groups[:1], 4, seed=0)
+    assert len(chunks) == 4 and all(len(row) == 4 and len({id(c) for c in row}) == 4 for _, row in chunks)
+    held = Counter(id(c) for _, row in chunks for c in row)
+    assert max(held.values()) == 2 and sum(held.values()) == 16
+    plan = _plan(groups, size=4, completions_per_step=8)
+    assert (plan.uses_per_pass, plan.passes) == (2, 1)
 
 
 class _Tokenizer:

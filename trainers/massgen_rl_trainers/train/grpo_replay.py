@@ -5,6 +5,7 @@ the recorded sampling log-probabilities (where a completion has them for its tok
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 from ..protocol import ScriptError
@@ -14,7 +15,9 @@ from .tis import truncated_weights
 def replay_chunks(groups: list[dict[str, Any]], size: int, seed: int) -> list[tuple[int, list[dict[str, Any]]]]:
     """Each group cut into rows of exactly `size` completions: (group index, completions). Completions are dealt
     round-robin in reward order, so every row spans the group's reward range as far as possible (a row whose
-    rewards are all equal teaches nothing); a short row is filled up with the group's other completions."""
+    rewards are all equal teaches nothing); a short row is filled up with the group's other completions, other
+    rewards first, then those in the fewest rows yet, so that no completion is in more than two rows of a group
+    (the reuse bound counts each row a completion is in)."""
     rng = random.Random(seed)
     chunks = []
     for index, group in enumerate(groups):
@@ -25,11 +28,17 @@ def replay_chunks(groups: list[dict[str, Any]], size: int, seed: int) -> list[tu
         rows: list[list[dict[str, Any]]] = [[] for _ in range(count)]
         for position, completion in enumerate(order):
             rows[position % count].append(completion)
+        in_rows = Counter(id(c) for c in order)
         for row in rows:
-            seen = {c["reward"] for c in row}
-            others = [c for c in order if all(c is not r for r in row)] or order
-            others.sort(key=lambda c: c["reward"] in seen)  # other rewards first (stable: keeps the order)
-            row += [others[i % len(others)] for i in range(size - len(row))]
+            for i in range(size - len(row)):
+                others = [c for c in order if all(c is not r for r in row)]
+                if not others:  # a group smaller than a row: its completions again, in turn
+                    row.append(order[i % len(order)])
+                    continue
+                seen = {c["reward"] for c in row}
+                pick = min(others, key=lambda c: (c["reward"] in seen, in_rows[id(c)]))
+                in_rows[id(pick)] += 1
+                row.append(pick)
             chunks.append((index, row))
     return chunks
 

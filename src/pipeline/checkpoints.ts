@@ -1,4 +1,5 @@
 import { UserError } from '../errors.js';
+import { importCheckpoint } from '../resources/checkpoint-import.js';
 import {
   describeCheckpoint,
   forkCheckpoint,
@@ -8,7 +9,6 @@ import {
   type PruneResult,
   type RegisteredCheckpoint,
 } from '../resources/checkpoints.js';
-import { importCheckpoint } from '../resources/checkpoint-import.js';
 import { resourceRef } from '../resources/weights.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Checkpoint } from '../store/checkpoints.js';

@@ -1,8 +1,8 @@
+import { execa } from 'execa';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execa } from 'execa';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { createLlmClient } from '../../src/llm/client.js';

@@ -27,6 +27,7 @@ import { suiteLevels } from '../dist/pipeline/curriculum.js';
 import { deploy } from '../dist/pipeline/deploy.js';
 import { evaluate } from '../dist/pipeline/evaluate.js';
 import { runCycle } from '../dist/pipeline/loop.js';
+import { train } from '../dist/pipeline/train.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { collectRecord, cpuSeconds, efficacyHtml } from './lib/efficacy-report.mjs';
@@ -218,6 +219,47 @@ async function cycle(load, label) {
   });
 }
 
+/**
+ * One recipe of the ablation on every stored trace (`train --all`: a later recipe of the same algorithm would
+ * otherwise find no trace past the earlier one's watermark), its candidate evaluated against production (the base).
+ */
+async function ablate(load, recipe, label) {
+  if (RECIPE[recipe].steps[0] !== 'train') return cycle(load, label);
+  return withRuntime(load(), async (rt) => {
+    const t0 = Date.now(),
+      c0 = cpuSeconds();
+    const note = (m) => progress(`${label} ${m}`);
+    const tr = await train(rt, {
+      all: true,
+      onStage: note,
+      onProgress: (p) =>
+        note(`step ${p.step}${p.totalSteps ? `/${p.totalSteps}` : ''} loss ${p.loss?.toFixed(4) ?? '—'}`),
+    });
+    const ev = await evaluate(rt, {
+      candidate: `set:${tr.candidateSet.version}`,
+      trigger: 'loop',
+      onStage: note,
+      onProgress: (p) => note(`eval ${p.done}/${p.total}`),
+    });
+    return {
+      status: 'done',
+      outcome: ev.passed ? 'gates passed' : 'gates failed',
+      promoted: false,
+      deploy: null,
+      examplesTrained: tr.dataset.rows,
+      trainSteps: tr.steps,
+      budgetReached: tr.metrics.budget_reached ?? null,
+      collectTokens: 0,
+      candidateSet: ev.candidate.version,
+      candidateVsProduction: comparison(ev),
+      gatesPassed: ev.passed,
+      failedGates: ev.gates.filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`),
+      wallSeconds: roundTo((Date.now() - t0) / 1000, 1),
+      cpuSeconds: roundTo(cpuSeconds() - c0, 1),
+    };
+  });
+}
+
 const results = {
   benchmark: 'efficacy',
   quick: args.quick,
@@ -276,7 +318,7 @@ try {
     try {
       useRecipe(recipe, RECIPE[recipe].steps);
       progress(`ablation ${recipe}: ${RECIPE[recipe].steps.join(' → ')} on the first collect's traces`);
-      const c = await cycle(load, `  ${recipe}`);
+      const c = await ablate(load, recipe, `  ${recipe}`);
       const entry = {
         recipe,
         ...c,

@@ -43,6 +43,7 @@ export class HardTasks {
       messages: chatMessages(request.messages),
       tools: Boolean(request.tools?.length),
       temperature: request.temperature,
+      maxTokens: request.max_tokens,
       agent,
       meta: view.meta(agent, seq, { model: request.model }),
       clean: view.clean(agent),

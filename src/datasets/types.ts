@@ -87,6 +87,8 @@ export interface HardTask {
   /** The recorded request offered tool specs (native tool mode): its replies would be tool calls. */
   tools: boolean;
   temperature?: number;
+  /** The recorded request's completion cap: a reply asked for again gets the same. */
+  maxTokens?: number;
   agent: string | null;
   meta: Meta;
   clean: boolean;

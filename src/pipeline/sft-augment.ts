@@ -4,6 +4,7 @@ import type { StatsCollector } from '../datasets/stats.js';
 import { InterruptedError, UserError } from '../errors.js';
 import type { ChatMessage, LlmClient } from '../llm/types.js';
 import { completionRewards } from '../rewards/completion.js';
+import { batchFilling } from '../rollouts/batch-fill.js';
 import type { Runtime } from '../runtime/runtime.js';
 
 /** What the augment reads of train.sft (or of a role's sft recipe). */
@@ -100,16 +101,23 @@ async function ask(
   const rows: AugmentRow[] = [];
   let asked = 0;
   let failure: string | undefined;
-  for (const h of hard.slice(0, s.maxTasks)) {
+  const one = async (h: HardTask): Promise<void> => {
     if (signal?.aborted) throw new InterruptedError('dataset build interrupted');
     // A native-tool prompt is answered with tool calls, which these text replies would not match.
     if (h.tools) {
       stats.drop(`${s.source}_tool_prompt`);
-      continue;
+      return;
     }
     const name = s.model(h);
     const c = await client(name);
-    const request = { model: rt.model(name).model, messages: s.messages(h), temperature: h.temperature };
+    // The recorded call's cap: without one the server's own, which a small model can fill with repetition.
+    const maxTokens = h.maxTokens ?? rt.config.agents.find((a) => a.id === h.agent)?.max_tokens;
+    const request = {
+      model: rt.model(name).model,
+      messages: s.messages(h),
+      temperature: h.temperature,
+      ...(maxTokens ? { max_tokens: maxTokens } : {}),
+    };
     const call = () =>
       c.chat(request, { signal }).then(
         (r) => r.content ?? '',
@@ -129,7 +137,17 @@ async function ask(
       if (why) stats.drop(why);
       else rows.push({ hard: h, completion: text, source: s.source, model: name });
     }
-  }
+  };
+  // Several tasks at a time, so that a local server's batch fills (the rows keep the tasks' order below).
+  const queue = hard.slice(0, s.maxTasks);
+  const width = Math.max(1, Math.ceil(batchFilling(rt.config, rt.config.collect.concurrency) / s.samples));
+  await Promise.all(
+    Array.from({ length: Math.min(width, queue.length) }, async () => {
+      for (let h = queue.shift(); h; h = queue.shift()) await one(h);
+    }),
+  );
+  const order = new Map(hard.map((h, i) => [h, i]));
+  rows.sort((a, b) => order.get(a.hard)! - order.get(b.hard)!);
   if (signal?.aborted) throw new InterruptedError('dataset build interrupted');
   // Some failed calls leave fewer rows; all of them failing is a model that cannot be reached.
   if (asked && (stats.dropped[`${s.source}_call_failed`] ?? 0) >= asked)

@@ -74,6 +74,8 @@ describe('SFT rows for hard tasks', () => {
     }));
     expect(server!.requests).toHaveLength(3);
     expect(server!.requests.every((r) => hinted(r) && r.model === 'smol')).toBe(true);
+    // capped as the recorded call was (the fixture's max_tokens)
+    expect(server!.requests.map((r) => (r as { max_tokens?: number }).max_tokens)).toEqual([64, 64, 64]);
     expect(server!.requests[0]!.messages.at(-1)!.content).toContain('Paris');
     const added = rows.filter((r) => r.meta.source === 'rationalized');
     expect(added).toHaveLength(1);

@@ -90,6 +90,9 @@ def test_a_large_group_fits_the_default_reuse_bound():
     assert max(held.values()) == 2 and sum(held.values()) == 16
     plan = _plan(groups, size=4, completions_per_step=8)
     assert (plan.uses_per_pass, plan.passes) == (2, 1)
+    # 9 samples with one right and one half-right: those two do not fill all three rows
+    rare = [_group(*[(r, 0.7) for r in (0, 2, 0, 0, 0, 1, 0, 0, 0)]) for _ in range(2)]
+    assert _plan(rare, size=4, completions_per_step=8).uses_per_pass == 2
 
 
 class _Tokenizer:

@@ -15,9 +15,9 @@ from .tis import truncated_weights
 def replay_chunks(groups: list[dict[str, Any]], size: int, seed: int) -> list[tuple[int, list[dict[str, Any]]]]:
     """Each group cut into rows of exactly `size` completions: (group index, completions). Completions are dealt
     round-robin in reward order, so every row spans the group's reward range as far as possible (a row whose
-    rewards are all equal teaches nothing); a short row is filled up with the group's other completions, other
-    rewards first, then those in the fewest rows yet, so that no completion is in more than two rows of a group
-    (the reuse bound counts each row a completion is in)."""
+    rewards are all equal teaches nothing); a short row is filled up with the group's other completions: those
+    in fewer than two rows first (the reuse bound counts each row a completion is in, and the default allows
+    two), then other rewards than the row's, then the fewest rows."""
     rng = random.Random(seed)
     chunks = []
     for index, group in enumerate(groups):
@@ -36,7 +36,7 @@ def replay_chunks(groups: list[dict[str, Any]], size: int, seed: int) -> list[tu
                     row.append(order[i % len(order)])
                     continue
                 seen = {c["reward"] for c in row}
-                pick = min(others, key=lambda c: (c["reward"] in seen, in_rows[id(c)]))
+                pick = min(others, key=lambda c: (in_rows[id(c)] >= 2, c["reward"] in seen, in_rows[id(c)]))
                 in_rows[id(pick)] += 1
                 row.append(pick)
             chunks.append((index, row))

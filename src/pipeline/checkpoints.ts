@@ -9,6 +9,7 @@ import {
   type PruneResult,
   type RegisteredCheckpoint,
 } from '../resources/checkpoints.js';
+import { resolveStart } from '../resources/training-start.js';
 import { resourceRef } from '../resources/weights.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Checkpoint } from '../store/checkpoints.js';
@@ -82,16 +83,19 @@ export interface ImportOptions {
 export function importWeights(rt: Runtime, folder: string, opts: ImportOptions = {}): RegisteredCheckpoint {
   const store = rt.existingStore();
   const ref = opts.from?.trim() || productionWeights(rt);
-  const parent = /^ck_/.test(ref) ? store.checkpoints.resolve(ref) : undefined;
-  const parentRes = parent?.resourceId ? store.resources.get(parent.resourceId) : undefined;
-  const w = rt.weights(parentRes ? resourceRef(parentRes) : ref, '--from');
-  const baseDir = w.adapter ? w.baseDir : w.dir;
-  if (!baseDir) throw new UserError(`--from ${ref}: the adapter records no base model folder to check against`);
+  const algo = opts.algo ?? 'imported';
+  const weights = (r: string, where?: string) => rt.weights(r, where);
+  const start = resolveStart(store, { baseModel: ref, weights }, algo, ref);
   const registered = importCheckpoint(store, {
     folder,
-    algo: opts.algo ?? 'imported',
+    algo,
     dataDir: rt.paths.dataDir,
-    start: { ref, parentId: parent?.id ?? null, baseResourceId: w.resource?.id ?? null, baseDir },
+    start: {
+      ref,
+      parentId: start.checkpoint?.id ?? null,
+      baseResourceId: start.resource?.id ?? null,
+      baseDir: start.adapter ? start.baseDir! : start.dir,
+    },
   });
   rt.forgetWeights();
   return registered;

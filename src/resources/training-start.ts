@@ -38,7 +38,7 @@ export interface StartInput {
  * whose traces they replay. The watermark is that of the line's last run of the algorithm, so each run
  * learns from the traces collected since.
  */
-export function resolveStart(store: Store, start: StartInput, algo: Algo, from?: string): TrainStart {
+export function resolveStart(store: Store, start: StartInput, algo: string, from?: string): TrainStart {
   const ref = (from ?? start.baseModel).trim();
   const where = from === undefined ? 'train.base_model' : '--from';
   if (/^ck_[a-z0-9]*$/.test(ref)) {
@@ -78,7 +78,7 @@ export function resolveStart(store: Store, start: StartInput, algo: Algo, from?:
   };
 }
 
-function fromCheckpoint(store: Store, ref: string, ck: Checkpoint, algo: Algo): TrainStart {
+function fromCheckpoint(store: Store, ref: string, ck: Checkpoint, algo: string): TrainStart {
   if (!fs.existsSync(ck.path))
     throw new UserError(`--from ${ref}: checkpoint ${ck.id} has no files at ${ck.path} any more`);
   const resource = ck.resourceId ? (store.resources.get(ck.resourceId) ?? null) : null;
@@ -110,7 +110,7 @@ export function resolveLineStart(store: Store, start: StartInput, algo: Algo, li
 }
 
 /** The highest trace watermark among the line's checkpoints of this algorithm. */
-function lineWatermark(store: Store, line: string, algo: Algo): number {
+function lineWatermark(store: Store, line: string, algo: string): number {
   return store.checkpoints.list({ algo, name: line }).reduce((w, c) => Math.max(w, c.watermark ?? 0), 0);
 }
 

@@ -106,6 +106,7 @@ describe('massgen-rl checkpoints import', () => {
       ],
       [[path.join(p.dir, 'nowhere')], /no folder at/],
       [[p.baseDir, '--from', 'resource:other'], /--from: unknown weight resource "other"/],
+      [[p.baseDir, '--from', 'ck_zz9'], /--from ck_zz9: no checkpoint with this id/],
       [[p.dir], /holds neither adapter_config.json \(a LoRA adapter\) nor config.json/],
     ];
     fs.mkdirSync(path.join(p.dir, 'model'));

@@ -28,7 +28,8 @@ export function suiteLevels(rt: Runtime): SuiteLevels {
 /**
  * Records production's scored rollouts of a collect at each suite's current level (a canary's, a failed
  * orchestration's and an unscored answer's are not production's measured success), then moves up each suite
- * whose results pass the threshold. Levels change only here.
+ * whose results pass the threshold. Only the results of the set production is now count: a deploy starts a new
+ * tally, so an earlier set's successes or failures do not move the level. Levels change only here.
  */
 export function recordCurriculum(
   rt: Runtime,
@@ -45,12 +46,15 @@ export function recordCurriculum(
     if (!where || levels[where.suite] !== where.level) return [];
     if (r.status !== 'completed' || r.quality === null || canaryIds.has(r.id)) return [];
     const category = byId.get(r.taskId)?.category ?? null;
-    return [{ rolloutId: r.id, ...where, category, success: r.quality === 1 }];
+    const setId = store.rollouts.get(r.id)?.resourceSetId ?? null;
+    return [{ rolloutId: r.id, ...where, category, success: r.quality === 1, setId }];
   });
   store.curriculum.addResults(results);
+  const production = store.sets.pointer('production')?.setId;
   const advanced: LevelChange[] = [];
   for (const [suite, level] of Object.entries(levels)) {
-    const tally = store.curriculum.tally(suite, level);
+    if (!production) break;
+    const tally = store.curriculum.tally(suite, level, production);
     const decision = decideLevel({ suite, level, ...tally }, cfg);
     if (!decision.advance) continue;
     const detail = { trials: tally.trials, successes: tally.successes, categories: tally.categories };
@@ -67,7 +71,12 @@ export function curriculumStatus(rt: Runtime): SuiteCurriculum[] | null {
   const store = rt.storeExists() ? rt.existingStore() : null;
   const last = store?.curriculum.levels();
   return Object.entries(levels).map(([suite, level]) => {
-    const tally = store?.curriculum.tally(suite, level) ?? { trials: 0, successes: 0, categories: [] };
+    const production = store?.sets.pointer('production')?.setId;
+    const tally = (production && store?.curriculum.tally(suite, level, production)) || {
+      trials: 0,
+      successes: 0,
+      categories: [],
+    };
     return {
       suite,
       level,

@@ -20,6 +20,8 @@ export interface CurriculumResult {
   level: Difficulty;
   category: string | null;
   success: boolean;
+  /** The resource set that served it. */
+  setId: string | null;
 }
 
 /** A suite's place in the curriculum, for status and the report. */
@@ -85,20 +87,25 @@ export class CurriculumRepository {
   /** Records results; a rollout already recorded is kept as it is. */
   addResults(results: readonly CurriculumResult[]): void {
     const insert = this.db.prepare(
-      `INSERT INTO curriculum_results (rollout_id, suite, level, category, success, created_at)
-      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      `INSERT INTO curriculum_results (rollout_id, suite, level, category, success, set_id, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     );
     const now = Date.now();
-    for (const r of results) insert.run(r.rolloutId, r.suite, r.level, r.category, r.success ? 1 : 0, now);
+    for (const r of results) insert.run(r.rolloutId, r.suite, r.level, r.category, r.success ? 1 : 0, r.setId, now);
   }
 
-  tally(suite: string, level: Difficulty): LevelTally {
+  /** The results at a suite's level; with a set id, only those that set served. */
+  tally(suite: string, level: Difficulty, setId?: string): LevelTally {
     const rows = this.db
       .prepare(
         `SELECT category, COUNT(*) AS trials, SUM(success) AS successes FROM curriculum_results
-        WHERE suite = ? AND level = ? GROUP BY category ORDER BY category`,
+        WHERE suite = ? AND level = ?${setId === undefined ? '' : ' AND set_id = ?'} GROUP BY category ORDER BY category`,
       )
-      .all(suite, level) as { category: string | null; trials: number | string; successes: number | string }[];
+      .all(suite, level, ...(setId === undefined ? [] : [setId])) as {
+      category: string | null;
+      trials: number | string;
+      successes: number | string;
+    }[];
     const categories = rows.map((r) => ({
       category: r.category ?? 'uncategorized',
       trials: Number(r.trials),

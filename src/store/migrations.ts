@@ -335,6 +335,16 @@ CREATE TABLE curriculum_results (
 CREATE INDEX curriculum_results_level ON curriculum_results(suite, level);
 `,
   },
+  {
+    version: 7,
+    name: 'curriculum results by production set',
+    sql: `
+-- The resource set that served each result: a suite moves up on what production, as it is now, does.
+ALTER TABLE curriculum_results ADD COLUMN set_id TEXT;
+UPDATE curriculum_results SET set_id = (SELECT resource_set_id FROM rollouts WHERE rollouts.id = curriculum_results.rollout_id);
+CREATE INDEX curriculum_results_set ON curriculum_results(suite, level, set_id);
+`,
+  },
 ];
 
 // Migration 1 creates these two with their rowid on PostgreSQL; migration 4 adds it to the run tables.

@@ -134,3 +134,27 @@ describe('curriculum collect on queue workers', () => {
     }
   });
 });
+
+describe('curriculum collect across a production change', () => {
+  it("counts only the results of the set production is now: an earlier set's do not move the level", async () => {
+    const { dir } = await project('');
+    const file = path.join(dir, 'massgen-rl.yaml');
+    fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('n: 12, split', 'n: 8, split'));
+    const first = await withRuntime(loadConfig({ cwd: dir }), (rt) => collect(rt));
+    expect(first.curriculum).toMatchObject({ recorded: 8, advanced: [] });
+    // a new system prompt makes a new production set: its tally starts at nothing
+    fs.appendFileSync(file, 'prompts: { solver: { text: "Solve the task. Reply ANSWER: <number>." } }\n');
+    const second = await withRuntime(loadConfig({ cwd: dir }), (rt) => collect(rt));
+    expect(second.resourceSet.version).toBeGreaterThan(first.resourceSet.version);
+    expect(second.curriculum).toMatchObject({ recorded: 8, advanced: [] });
+    const third = await withRuntime(loadConfig({ cwd: dir }), (rt) => collect(rt));
+    expect(third.curriculum!.advanced).toEqual([expect.objectContaining({ suite: 'arithmetic', level: 1 })]);
+    expect(third.curriculum!.advanced[0]!.reason).toContain('16/16 correct (100 %) at level 0');
+    const store = openStore(loadConfig({ cwd: dir }));
+    try {
+      expect(store.curriculum.tally('arithmetic', 0).trials).toBe(24);
+    } finally {
+      store.close();
+    }
+  });
+});

@@ -21,15 +21,31 @@ import { runMassgen } from '../support/massgen.js';
 // agent's adapter is followed by the running server (the new one loaded by name, the old one unloaded).
 const LINE = 'smollm2-135m-instruct';
 const MAKE_ADAPTER = path.join(FIXTURES, 'trainers', 'make_lora_adapter.py');
+// small random adapters: each answers differently, and all still follow MassGen's prompt as the base does
+const ADAPTER_SCALE = '0.1';
 
-async function greedy(baseUrl: string, model: string): Promise<{ status: number; text: string }> {
+/** A greedy reply and its tokens' logprobs: other weights give other logprobs, even where the text is the same. */
+async function greedy(baseUrl: string, model: string): Promise<{ status: number; text: string; logprobs: number[] }> {
   const res = await fetch(`${baseUrl}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, temperature: 0, max_tokens: 16, messages: [{ role: 'user', content: 'Hi!' }] }),
+    body: JSON.stringify({
+      model,
+      temperature: 0,
+      max_tokens: 16,
+      logprobs: true,
+      messages: [{ role: 'user', content: 'Hi!' }],
+    }),
   });
-  const body = (await res.json()) as { choices?: { message: { content: string } }[] };
-  return { status: res.status, text: body.choices?.[0]?.message.content ?? '' };
+  const body = (await res.json()) as {
+    choices?: { message: { content: string }; logprobs: { content: { logprob: number }[] } }[];
+  };
+  const choice = body.choices?.[0];
+  return {
+    status: res.status,
+    text: choice?.message.content ?? '',
+    logprobs: choice?.logprobs.content.map((t) => t.logprob) ?? [],
+  };
 }
 
 async function exportedAgents(dir: string, file: string): Promise<{ id: string; model: string; url: string }[]> {
@@ -55,7 +71,7 @@ orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
     const adapters = await Promise.all(
       [1, 2, 3].map(async (seed) => {
         const out = path.join(dir, `lora-${seed}`);
-        const args = [MAKE_ADAPTER, loaded.paths.defaultModelDir, out, String(seed)];
+        const args = [MAKE_ADAPTER, loaded.paths.defaultModelDir, out, String(seed), ADAPTER_SCALE];
         await execa(venvPython(loaded.paths.venvDir), args, { env: pythonEnv() });
         return out;
       }),
@@ -99,7 +115,7 @@ orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
       expect(served.adapters).toEqual([{ name: 'checker-v1', weights: 'checker v1' }]);
       const [solverReply, checkerReply] = [await greedy(url, LINE), await greedy(url, 'checker-v1')];
       expect([solverReply.status, checkerReply.status]).toEqual([200, 200]);
-      expect(checkerReply.text).not.toBe(solverReply.text); // two random adapters answer differently
+      expect(checkerReply).not.toEqual(solverReply); // two random adapters answer differently
 
       const run = await runMassgen({
         cwd: dir,
@@ -113,9 +129,15 @@ orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
         fs.readFileSync(path.join(run.logDir!, 'turn_1', 'attempt_1', 'status.json'), 'utf8'),
       ) as { is_complete: boolean; agents: Record<string, { answer_count: number; vote_cast: unknown }> };
       expect(status.is_complete).toBe(true);
-      // an agent whose model name the server did not know would have failed every call: both acted
-      const acted = Object.values(status.agents).filter((a) => a.answer_count > 0 || a.vote_cast);
-      expect(acted).toHaveLength(2);
+      // an agent whose model name the server did not know would have failed every call: both adapters answered
+      const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as {
+        adapters: { name: string; requests: number }[];
+      };
+      expect(stats.adapters).toEqual([
+        expect.objectContaining({ name: 'solver-v1', requests: expect.any(Number) }),
+        expect.objectContaining({ name: 'checker-v1', requests: expect.any(Number) }),
+      ]);
+      for (const a of stats.adapters) expect(a.requests, a.name).toBeGreaterThan(0);
 
       // a deploy gives the checker its line's next adapter: the running server loads it and unloads the old one
       const deployed = await withRuntime(loaded, (rt) => deploy(rt, { candidate: `set:${sets[1]}`, force: true }));

@@ -15,7 +15,9 @@ export function tempDir(files: Record<string, string> = {}): string {
   return dir;
 }
 
-/** Removes the dirs tempDir made; every tier runs it after each test (test/support/setup.ts). */
+/** Removes the dirs tempDir made; every tier runs it after each test (test/support/setup.ts).
+ * MASSGEN_RL_KEEP_TEMP=1 keeps them for a post-mortem (their paths are in the failures' messages). */
 export function removeTempDirs(): void {
+  if (process.env.MASSGEN_RL_KEEP_TEMP === '1') return void made.splice(0);
   while (made.length) fs.rmSync(made.pop()!, { recursive: true, force: true });
 }

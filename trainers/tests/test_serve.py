@@ -788,7 +788,14 @@ def test_an_adapter_unloaded_mid_request_serves_that_request_to_the_end(server: 
             status, body = lora(srv, "unload_lora_adapter", lora_name="beta")
             assert status == 200 and body["in_flight"] == 1, body
             assert srv.get("/stats")[1]["adapters"] == [
-                {"name": "beta", "path": str(adapters["beta"]), "state": "unloading", "in_flight": 1, "default": False}
+                {
+                    "name": "beta",
+                    "path": str(adapters["beta"]),
+                    "state": "unloading",
+                    "in_flight": 1,
+                    "requests": 2,  # by its name, then by the served name while it was the default
+                    "default": False,
+                }
             ]
             assert srv.post({"model": "beta", "messages": QUESTION})[0] == 404  # new requests no longer get it
             # the name is free at once; this load lands between two tokens of the running request
@@ -849,7 +856,7 @@ def test_adapters_are_held_by_their_requests():
         table.reserve("a", "/other")
     table.set_default("a")
     held = table.acquire(NAME)
-    assert held is a and a.in_flight == 1
+    assert held is a and a.in_flight == 1 and a.requests == 1
     with pytest.raises(ApiError, match="route it elsewhere first"):
         table.unload("a")
     assert table.set_default(None) == (None, a)

@@ -34,6 +34,7 @@ class Adapter:
     path: str
     state: str = "loading"  # loading -> loaded -> unloading (-> dropped)
     in_flight: int = 0
+    requests: int = 0  # admitted on these weights since the adapter was loaded
 
 
 class Adapters:
@@ -64,6 +65,7 @@ class Adapters:
                     )
             if adapter is not None:
                 adapter.in_flight += 1
+                adapter.requests += 1
             return adapter
 
     def release(self, adapter: Adapter | None) -> Adapter | None:
@@ -135,6 +137,7 @@ class Adapters:
                     "path": a.path,
                     "state": a.state,
                     "in_flight": a.in_flight,
+                    "requests": a.requests,
                     "default": a is self.default,
                 }
                 for a in [*self._by_name.values(), *self._draining]

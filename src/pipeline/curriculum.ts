@@ -70,8 +70,8 @@ export function curriculumStatus(rt: Runtime): SuiteCurriculum[] | null {
   const levels = suiteLevels(rt);
   const store = rt.storeExists() ? rt.existingStore() : null;
   const last = store?.curriculum.levels();
+  const production = store?.sets.pointer('production')?.setId;
   return Object.entries(levels).map(([suite, level]) => {
-    const production = store?.sets.pointer('production')?.setId;
     const tally = (production && store?.curriculum.tally(suite, level, production)) || {
       trials: 0,
       successes: 0,

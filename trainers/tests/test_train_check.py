@@ -24,6 +24,9 @@ def test_defaults_fill_in_and_values_take_the_field_type():
     )
     assert set(grpo) == set(setting_names(GRPOArgs)) and not set(grpo) & set(RUN_KEYS)
     assert check_settings("grpo", {"vllm": {"mode": "server"}, "mode": "online"})["vllm"]["server_timeout"] == 240.0
+    dpo = check_settings("dpo", {"loss_type": ["sigmoid", "sft"], "loss_weights": [1, 0.5]})
+    assert (dpo["loss_type"], dpo["loss_weights"]) == (["sigmoid", "sft"], [1.0, 0.5])
+    assert (check_settings("dpo", {})["loss_type"], check_settings("dpo", {})["loss_weights"]) == (["sigmoid"], None)
 
 
 @pytest.mark.parametrize(
@@ -39,6 +42,15 @@ def test_defaults_fill_in_and_values_take_the_field_type():
         ("sft", {"model_path": "/m"}, 1, False, r"^train\.sft\.model_path: set by massgen-rl for each run"),
         ("sft", {"learning_rate": "fast"}, 1, False, r"^train\.sft\.learning_rate must be float"),
         ("dpo", {"max_steps": 2.5}, 1, False, r"^train\.dpo\.max_steps must be an integer"),
+        ("dpo", {"loss_type": ["sigmoid", "sftt"]}, 1, False, r"^train\.dpo\.loss_type has unknown 'sftt' \(TRL's: "),
+        ("dpo", {"loss_type": []}, 1, False, r"^train\.dpo\.loss_type must be a loss name or a non-empty list"),
+        (
+            "dpo",
+            {"loss_type": ["sigmoid", "sft"], "loss_weights": [1]},
+            1,
+            False,
+            r"^train\.dpo\.loss_weights must be 2 number\(s\) from 0 to 1e6, one per loss_type, got \[1\]",
+        ),
         ("ppo", {"is_cap": 0.5}, 1, False, r"^train\.ppo\.is_cap must be a number from 1"),
         (
             "grpo",

@@ -49,3 +49,14 @@ def test_dpo_continues_the_parent_adapter(tmp_path, sft_adapter):
     # still an adapter of the original base model, so it is servable on its own
     assert done["base_model"] == sft_adapter["done"]["base_model"]
     generate_with(done["path"])
+
+
+@needs_model
+def test_dpo_adds_an_sft_term_on_the_chosen_answers(tmp_path):
+    dataset = write_jsonl(tmp_path / "data.jsonl", DPO_ROWS)
+    config = train_config(tmp_path, "dpo", dataset, max_steps=1, loss_type=["sigmoid", "sft"], loss_weights=[1, 1])
+    run = run_trainer_module("dpo", config)
+    assert_trained(run, 1)
+    sigmoid = run_trainer_module("dpo", train_config(tmp_path, "plain", dataset, max_steps=1))
+    # The SFT term is the chosen answers' negative log-likelihood: the combined loss is larger by it.
+    assert run.of("step")[0]["loss"] > sigmoid.of("step")[0]["loss"] + 0.5

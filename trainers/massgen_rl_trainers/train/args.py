@@ -12,8 +12,9 @@ from .tis import DEFAULT_CAP, DEFAULT_THRESHOLD, validate_tis
 T = TypeVar("T")
 
 LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
-MAPPING_FIELDS = ("lora", "vllm")
-MAX_STEPS = 10_000_000  # config keys whose value is a mapping (a JSON object on the command line)
+# Config keys whose value may be a mapping or a list (JSON on the command line), checked by their trainer.
+MAPPING_FIELDS = ("lora", "vllm", "loss_type", "loss_weights")
+MAX_STEPS = 10_000_000
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Direct preference optimization on the `dpo` dataset (TRL DPOTrainer, sigmoid loss).
+"""Direct preference optimization on the `dpo` dataset (TRL DPOTrainer; sigmoid loss unless `loss_type` says otherwise).
 
     python -m massgen_rl_trainers.train.dpo --config FILE
 
@@ -6,7 +6,9 @@ Rows: `{"prompt": [messages], "chosen": [{"role": "assistant", ...}], "rejected"
 "margin", "meta"}` (conversational preference rows, as TRL expects them). `beta` is the DPO temperature. The
 reference policy is the starting model: with a fresh LoRA adapter, the base with the adapter disabled; when
 continuing a parent adapter, a frozen copy of it; for full fine-tuning, a second copy of the model. `margin` is not
-used (TRL's sigmoid loss has no per-pair margin). Step events report `reward` = the mean implicit reward margin
+used (TRL's sigmoid loss has no per-pair margin). `loss_type` and `loss_weights` are TRL's: a list of losses summed with
+their weights, e.g. `[sigmoid, sft]` adds the negative log-likelihood of the chosen answers, which keeps DPO from
+lowering their likelihood while it widens the margin. Step events report `reward` = the mean implicit reward margin
 (rewards/margins) and `kl` = null.
 """
 
@@ -25,6 +27,25 @@ from .policy import load_policy
 from .runner import run_trainer
 from .settings import training_kwargs
 
+# TRL 1.16's DPOConfig.loss_type values.
+LOSS_TYPES = (
+    "sigmoid",
+    "hinge",
+    "ipo",
+    "exo_pair",
+    "nca_pair",
+    "robust",
+    "bco_pair",
+    "sppo_hard",
+    "aot",
+    "aot_unpaired",
+    "apo_zero",
+    "apo_down",
+    "discopop",
+    "sft",
+    "sigmoid_norm",
+)
+
 
 @dataclass
 class DPOArgs(TrainArgs):
@@ -34,10 +55,39 @@ class DPOArgs(TrainArgs):
         default=0.1, metadata={"help": "DPO temperature: how far the policy may move from the reference."}
     )
 
+    loss_type: Any = field(
+        default="sigmoid",
+        metadata={"help": "TRL's DPO loss, or a list of them summed with loss_weights, e.g. [sigmoid, sft]."},
+    )
+    loss_weights: Any = field(
+        default=None, metadata={"help": "One weight per loss_type entry; null: 1 each (TRL's default)."}
+    )
+
     def validate_settings(self, processes: int | None = None, cpu_only: bool = False) -> None:
         super().validate_settings(processes, cpu_only)
         if not 0 < self.beta <= 1e6:
             raise UsageError(f"beta must be positive (at most 1e6) for DPO, got {self.beta}")
+        self.loss_type = loss_types(self.loss_type)
+        self.loss_weights = loss_weights(self.loss_weights, len(self.loss_type))
+
+
+def loss_types(value: Any) -> list[str]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise UsageError(f"loss_type must be a loss name or a non-empty list of them, got {value!r}")
+    unknown = [n for n in names if n not in LOSS_TYPES]
+    if unknown:
+        raise UsageError(f"loss_type has unknown {', '.join(map(repr, unknown))} (TRL's: {', '.join(LOSS_TYPES)})")
+    return names
+
+
+def loss_weights(value: Any, count: int) -> list[float] | None:
+    if value is None:
+        return None
+    numeric = isinstance(value, list) and all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in value)
+    if not numeric or len(value) != count or any(not 0 <= w <= 1e6 for w in value):
+        raise UsageError(f"loss_weights must be {count} number(s) from 0 to 1e6, one per loss_type, got {value!r}")
+    return [float(w) for w in value]
 
 
 def load_rows(args: DPOArgs) -> list[dict[str, Any]]:
@@ -61,7 +111,13 @@ def main(args: DPOArgs) -> dict[str, Any]:
 
     rows = load_rows(args)
     policy = load_policy(args)
-    config = DPOConfig(**training_kwargs(args), beta=args.beta, max_length=args.max_length)
+    config = DPOConfig(
+        **training_kwargs(args),
+        beta=args.beta,
+        loss_type=args.loss_type,
+        loss_weights=args.loss_weights,
+        max_length=args.max_length,
+    )
     callback = make_callback(reward_key="rewards/margins", kl_key=None)
     progress("dataset", f"{len(rows)} preference pairs", rows=len(rows))
     trainer = DPOTrainer(

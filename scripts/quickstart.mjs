@@ -16,7 +16,7 @@ const step = (args) => {
   if (code !== 0) process.exit(code);
 };
 
-// The quickstart's size, set here only: the embedded defaults and their recipe (rejection-sampling SFT) on the four
+// The quickstart's size, set here only: the embedded defaults and their recipe (DPO on correctness pairs) on the four
 // built-in suites at 60 tasks each, 30 % held out for the evaluation: 126 orchestrations to learn from and 114 to
 // evaluate on, enough for the gates to see a real gain (README, "What to expect"). A project's own massgen-rl.yaml
 // sets these under tasks.

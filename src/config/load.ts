@@ -123,15 +123,11 @@ function withDefaultTeam(raw: Record<string, unknown>): void {
   const train = section(raw, 'train'),
     collect = section(raw, 'collect');
   if (!train || !collect || train.algo !== undefined) return;
-  const sft = section(train, 'sft');
-  if (!sft) return;
-  const r = DEFAULT_RECIPE;
-  raw.train = {
-    ...train,
-    algo: r.algo,
-    sft: { select: r.select, learning_rate: r.learning_rate, num_train_epochs: r.num_train_epochs, ...sft },
-  };
-  if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn: r.samples_per_turn };
+  const { algo, samples_per_turn, ...keys } = DEFAULT_RECIPE;
+  const own = section(train, algo);
+  if (!own) return;
+  raw.train = { ...train, algo, [algo]: { ...keys, ...own } };
+  if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn };
 }
 
 /** A mapping section of the raw config ({} when absent); undefined when it is something else (the schema reports it). */

@@ -63,16 +63,19 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
     samples: local
       ? `  samples_per_turn: ${DEFAULT_RECIPE.samples_per_turn}     # completions per decision: the extra ones are training samples, they do not act\n`
       : '',
-    select:
-      answers.algo === 'sft'
-        ? '    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n'
-        : '',
+    selection: SELECTION_LINES[answers.algo] ?? '',
     learning_rate: local ? DEFAULT_RECIPE.learning_rate.toExponential(1) : '1.0e-5',
     epochs: local ? String(DEFAULT_RECIPE.num_train_epochs) : '1',
   };
   const template = fs.readFileSync(`${TEMPLATES_DIR}/massgen-rl.yaml.tmpl`, 'utf8');
   return template.replace(/\{\{(\w+)\}\}/g, (_, key: string) => vars[key] ?? '');
 }
+
+// The data selection that suits verifiable tasks: learn from what a reward verified right.
+const SELECTION_LINES: Partial<Record<InitAnswers['algo'], string>> = {
+  sft: '    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n',
+  dpo: "    pairs: correctness           # each answer verified right against the same task's answers verified wrong\n",
+};
 
 function indent(block: string): string {
   return block

@@ -42,7 +42,7 @@ describe('the old spellings of trainer settings', () => {
   it('keep the data selection of a section apart from its trainer settings', () => {
     const { config } = configIn('train:\n  sft: { select: verified, max_per_task: 2, num_train_epochs: 2 }\n');
     expect(config.train.sft).toMatchObject({ select: 'verified', max_per_task: 2, reward_threshold: 0.5 });
-    expect(sectionSettings(config.train, 'sft')).toEqual({ num_train_epochs: 2, learning_rate: 2e-4 }); // the default team's recipe
+    expect(sectionSettings(config.train, 'sft')).toEqual({ num_train_epochs: 2 });
     expect(configIssues('train:\n  sft: { select: sometimes }\n')).toEqual([
       expect.stringMatching(/^train\.sft\.select: /),
     ]);

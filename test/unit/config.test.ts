@@ -41,34 +41,30 @@ describe('loadConfig', () => {
     expect(rendered.agents.map((a) => a.temperature)).toEqual([0, 0.7, 0.7]);
   });
 
-  it('gives the embedded default team its measured recipe (rejection-sampling SFT on 4 completions per decision) unless train.algo is set; set keys win', () => {
+  it('gives the embedded default team its measured recipe (DPO on correctness pairs, 4 completions per decision) unless train.algo is set; set keys win', () => {
+    const recipe = { pairs: 'correctness', learning_rate: 2e-4, num_train_epochs: 2, per_device_train_batch_size: 4 };
     const { config } = configIn('');
-    expect(config.train).toMatchObject({
-      algo: 'sft',
-      sft: { select: 'verified', reward_threshold: 0.5, learning_rate: 2e-4, num_train_epochs: 2 },
-    });
+    expect(config.train).toMatchObject({ algo: 'dpo', dpo: { ...recipe, max_pairs_per_task: 16 } });
+    expect(config.train.sft).not.toHaveProperty('learning_rate');
     expect(config.collect.samples_per_turn).toBe(4);
     const tuned = configIn(
-      'train:\n  sft: { max_per_task: 2, learning_rate: 0.001 }\ncollect:\n  samples_per_turn: 2\n',
+      'train:\n  dpo: { max_pairs_per_task: 2, learning_rate: 0.001 }\ncollect:\n  samples_per_turn: 2\n',
     ).config;
     expect(tuned.train).toMatchObject({
-      algo: 'sft',
-      sft: { select: 'verified', max_per_task: 2, learning_rate: 0.001, num_train_epochs: 2 },
+      algo: 'dpo',
+      dpo: { ...recipe, max_pairs_per_task: 2, learning_rate: 0.001 },
     });
     expect(tuned.collect.samples_per_turn).toBe(2);
     const chosen = configIn('train:\n  algo: grpo\n').config;
-    expect(chosen.train).toMatchObject({ algo: 'grpo', sft: { select: 'reward' } });
-    expect(chosen.train.sft).not.toHaveProperty('learning_rate'); // the trainer's default
+    expect(chosen.train).toMatchObject({ algo: 'grpo', dpo: { pairs: 'winner' } });
+    expect(chosen.train.dpo).not.toHaveProperty('learning_rate'); // the trainer's default
     expect(chosen.collect.samples_per_turn).toBe(1);
     // A team of one's own gets the schema's defaults.
     const own = configIn('agents:\n  - id: solo\n    model: local\n    tool_mode: text\n').config;
-    expect(own.train).toMatchObject({ algo: 'grpo', sft: { select: 'reward' } });
-    // The init template writes the same recipe for a local model, and not for a remote one.
+    expect(own.train).toMatchObject({ algo: 'grpo', dpo: { pairs: 'winner' } });
+    // The init template writes the same recipe for a local model; for a remote one, the selection alone.
     const rendered = configIn(renderConfig(DEFAULT_ANSWERS)).config;
-    expect(rendered.train).toMatchObject({
-      algo: 'sft',
-      sft: { select: 'verified', learning_rate: 2e-4, num_train_epochs: 2 },
-    });
+    expect(rendered.train).toMatchObject({ algo: 'dpo', dpo: recipe });
     expect(rendered.collect.samples_per_turn).toBe(4);
     const remote = configIn(
       renderConfig({
@@ -77,10 +73,12 @@ describe('loadConfig', () => {
       }),
     ).config;
     expect(remote.train).toMatchObject({
-      algo: 'sft',
-      sft: { select: 'verified', learning_rate: 1e-5, num_train_epochs: 1 },
+      algo: 'dpo',
+      dpo: { pairs: 'correctness', learning_rate: 1e-5, num_train_epochs: 1 },
     });
     expect(remote.collect.samples_per_turn).toBe(1);
+    const sft = configIn(renderConfig({ ...DEFAULT_ANSWERS, algo: 'sft' })).config;
+    expect(sft.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', learning_rate: 2e-4 } });
   });
 
   it('refuses the small-model layouts for agents that call tools natively, naming the agent', () => {

@@ -52,8 +52,8 @@ export function recordCurriculum(
   store.curriculum.addResults(results);
   const production = store.sets.pointer('production')?.setId;
   const advanced: LevelChange[] = [];
+  if (!production) return { recorded: results.length, advanced };
   for (const [suite, level] of Object.entries(levels)) {
-    if (!production) break;
     const tally = store.curriculum.tally(suite, level, production);
     const decision = decideLevel({ suite, level, ...tally }, cfg);
     if (!decision.advance) continue;

@@ -13,8 +13,8 @@
 // EFFICACY_CYCLES=K, EFFICACY_RECIPES=rft,dpo,grpo,grpo_online,star,teacher,apo, EFFICACY_MAIN=rft (the recipe of the K-cycle run),
 // star and teacher are rft plus the rows of train.sft.rationalize and train.sft.teacher: the teacher is the config model
 // EFFICACY_TEACHER_MODEL at EFFICACY_TEACHER_URL (key from EFFICACY_TEACHER_KEY_ENV), else the bundled model itself.
-// EFFICACY_CURRICULUM=0 runs cycles 2..K without tasks.curriculum (on by default: each suite's level per cycle is
-// recorded). EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
+// EFFICACY_CURRICULUM=0 runs cycles 2..K without tasks.curriculum (on by default unless EFFICACY_DIFFICULTY is set:
+// each suite's level per cycle is recorded). EFFICACY_PER_SUITE and EFFICACY_SAMPLES override the sizes; EFFICACY_CONCURRENCY the orchestrations at a time
 // (default 2, this machine's cores; more on a GPU); EFFICACY_DIFFICULTY one level (0–3) for every suite (default:
 // each suite's default level). EFFICACY_DIR=path keeps the project there. EFFICACY_TRANSFER=0 skips the transfer set. EFFICACY_TRAIN_SECONDS gives every recipe's
 // training the same wall-time budget (the trainers' max_train_seconds).
@@ -53,7 +53,8 @@ const DIFFICULTY = process.env.EFFICACY_DIFFICULTY === undefined ? null : Number
 const TRANSFER = process.env.EFFICACY_TRANSFER !== '0';
 // The ablation's same wall-time budget: every recipe's training loop ends after the step that reaches it.
 const TRAIN_SECONDS = process.env.EFFICACY_TRAIN_SECONDS ? Number(process.env.EFFICACY_TRAIN_SECONDS) : null;
-const CURRICULUM = process.env.EFFICACY_CURRICULUM !== '0';
+// A fixed EFFICACY_DIFFICULTY and the curriculum's levels exclude each other (the config refuses both).
+const CURRICULUM = process.env.EFFICACY_CURRICULUM !== '0' && DIFFICULTY === null;
 const TEACHER = process.env.EFFICACY_TEACHER_URL
   ? {
       base_url: process.env.EFFICACY_TEACHER_URL,

@@ -13,7 +13,7 @@ T = TypeVar("T")
 
 LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
 # Config keys whose value may be a mapping or a list (JSON on the command line), checked by their trainer.
-MAPPING_FIELDS = ("lora", "vllm", "loss_type", "loss_weights")
+JSON_FIELDS = ("lora", "vllm", "loss_type", "loss_weights")
 MAX_STEPS = 10_000_000
 
 
@@ -74,9 +74,9 @@ class TrainArgs:
 
 
 def parse_train_args(cls: type[T], argv: list[str] | None = None, prog: str | None = None) -> T:
-    """`config_args.parse_args` with mapping-valued keys (`lora`), then the trainer's own validation;
+    """`config_args.parse_args` with JSON-valued keys (`lora`, `loss_type`), then the trainer's own validation;
     precedence defaults < config file < flags; problems raise UsageError (exit 2)."""
-    args = parse_args(cls, argv, prog=prog, json_fields=MAPPING_FIELDS)
+    args = parse_args(cls, argv, prog=prog, json_fields=JSON_FIELDS)
     args.validate()
     return args
 

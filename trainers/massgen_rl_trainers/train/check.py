@@ -19,7 +19,7 @@ from typing import Any
 
 from ..config_args import UsageError, coerce_value, field_kind
 from ..protocol import run_script
-from .args import MAPPING_FIELDS
+from .args import JSON_FIELDS
 
 ARGS = {"sft": "SFTArgs", "dpo": "DPOArgs", "grpo": "GRPOArgs", "ppo": "PPOArgs"}
 # Set by massgen-rl for each run from its own sections (train.lora, train.deepspeed, train.fsdp, train.gpus).
@@ -68,7 +68,7 @@ def check_settings(algo: str, settings: dict[str, Any], processes: int = 1, cpu_
         if key not in names:
             raise UsageError(f"{at}.{key}: unknown setting of the {algo} trainer (settings: {', '.join(names)})")
     values = {
-        key: value if key in MAPPING_FIELDS else coerce_value(f"{at}.{key}", *_kind(cls, key, value))
+        key: value if key in JSON_FIELDS else coerce_value(f"{at}.{key}", *_kind(cls, key, value))
         for key, value in settings.items()
     }
     args = cls(model_path="", output_dir="", dataset_path="", **values)

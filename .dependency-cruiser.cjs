@@ -59,15 +59,20 @@ const layerRules = LAYERS.flatMap((layer, i) => {
 /** A package (resolved into node_modules, or named as is when it cannot be resolved). */
 const pkg = (names) => `(^|node_modules/)(${names.join('|')})(/|$)`;
 
-/** The modules that may switch production (or make outside targets follow a switch). */
+/**
+ * The modules that may switch production (or make outside targets follow a switch): deploy (with rollback and canary
+ * promotion), review, publish, the loop that runs them, their commands, and the one step that syncs the config into
+ * production (pipeline/production-sync.ts). Reading production (resources/production.ts, Runtime.production()) is a
+ * read.
+ */
 const switchers = [
   'pipeline/deploy.ts',
   'pipeline/publish.ts',
   'pipeline/review.ts',
   'pipeline/loop.ts',
+  'pipeline/production-sync.ts',
   'cli/commands/deploy.ts',
   'cli/commands/review.ts',
-  'resources/production.ts',
 ];
 
 const ownership = [
@@ -113,7 +118,8 @@ const ownership = [
     comment:
       'production changes only in the deploy stage (deploy, rollback, canary promotion) and the review stage '
       + '(a canary promoted or stopped, a regressed deploy rolled back), their commands and the loop that runs them; '
-      + 'resources/production.ts follows config edits. Collect and the rest record and read only (type imports are fine)',
+      + 'pipeline/production-sync.ts follows config edits, once per command or cycle. Collect, the runtime and the '
+      + 'rest record and read only (type imports are fine)',
     from: { path: '^src/', pathNot: switchers.map((f) => `^src/${f.replace('.', '\\.')}$`).join('|') },
     to: {
       path: '^src/(pipeline/(deploy|publish|review)|resources/production-switch)\\.ts$',

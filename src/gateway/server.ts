@@ -65,8 +65,6 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
   const limits = cfg;
   const metrics = new GatewayMetrics({ capture: capture.stats, openSessions: () => sessions.size });
   const systemPrompts = new SystemPrompts(rt.store(), cfg.agents);
-  // production brought up to date with the config first (as every command that serves it does)
-  if (systemPrompts.active) rt.production();
   const setModels = new SetModels(rt);
   const canaryModels = new CanaryModels(rt, setModels, opts.onError);
   const arms = new Arms(rt.store(), {

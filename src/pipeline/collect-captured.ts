@@ -6,6 +6,7 @@ import type { Rollout } from '../trace/records.js';
 import { copyCaptured, taken, trainingCopyId } from './captured-copy.js';
 import { capturedFamilies, scoreCaptured } from './captured-score.js';
 import type { CapturedCounts, CollectOptions, CollectSummary } from './collect-types.js';
+import { syncProduction } from './production-sync.js';
 
 export type { CapturedCounts } from './collect-types.js';
 
@@ -25,7 +26,7 @@ export const WATERMARK_GRACE_MS = 60_000;
  */
 export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): Promise<CollectSummary> {
   const store = rt.store();
-  const production = rt.production(opts.trigger ?? 'collect');
+  const production = syncProduction(rt, opts.trigger ?? 'collect');
   const started = performance.now();
   const since = lastWatermark(store);
   const cutoff = Date.now();

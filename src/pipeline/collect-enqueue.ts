@@ -3,6 +3,7 @@ import { setupTeam } from '../rollouts/team.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { JobQueue } from '../store/index.js';
 import { tasksToCollect } from './collect.js';
+import { syncProduction } from './production-sync.js';
 
 export const COLLECT_QUEUE = 'collect';
 
@@ -40,7 +41,7 @@ export async function enqueueCollect(rt: Runtime, opts: EnqueueOptions = {}): Pr
     );
   const queue = await JobQueue.open(store);
   try {
-    const set = (await setupTeam(rt, rt.production(opts.trigger ?? 'collect'))).set;
+    const set = (await setupTeam(rt, syncProduction(rt, opts.trigger ?? 'collect'))).set;
     await store.write(() => store.tasks.upsertMany(tasks));
     const runId = await store.write(() => {
       const id = store.collectRuns.start(

@@ -14,6 +14,7 @@ import { pool } from '../util/pool.js';
 import { collectCaptured } from './collect-captured.js';
 import type { CollectOptions, CollectProgress, CollectSummary } from './collect-types.js';
 import { recordCurriculum, suiteLevels } from './curriculum.js';
+import { syncProduction } from './production-sync.js';
 
 export type { CollectOptions, CollectProgress, CollectSummary } from './collect-types.js';
 
@@ -59,7 +60,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
   const store = rt.store();
-  const production = await setupTeam(rt, rt.production(opts.trigger ?? 'collect'));
+  const production = await setupTeam(rt, syncProduction(rt, opts.trigger ?? 'collect'));
   const trial = canary(store);
   const candidate =
     trial

@@ -10,6 +10,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../store/index.js';
 import { stageInfo } from './canary-stages.js';
 import type { EvalSummary } from './eval-sets.js';
+import { syncProduction } from './production-sync.js';
 import { checkPublish, publish, type PublishOptions, type Published } from './publish.js';
 
 export interface DeployOptions {
@@ -53,7 +54,7 @@ export async function deploy(rt: Runtime, opts: DeployOptions = {}): Promise<Dep
     );
   const store = rt.existingStore();
   const trigger = opts.trigger ?? 'cli';
-  const production = rt.production(trigger);
+  const production = syncProduction(rt, trigger);
   const run = opts.candidate ? undefined : latestEvaluation(rt, production);
   const candidate = opts.candidate
     ? resolveSet(rt.setContext(), production, opts.candidate, '--candidate')
@@ -147,7 +148,7 @@ export async function promoteCanary(
   opts: { force?: boolean; reason?: string; trigger?: 'cli' | 'loop'; exportMassgen?: string } = {},
 ): Promise<DeployResult> {
   rt.existingStore();
-  const production = rt.production(opts.trigger ?? 'cli');
+  const production = syncProduction(rt, opts.trigger ?? 'cli');
   const state = canaryGates(rt.store(), rt.config, production);
   if (!state) throw new UserError('no canary is running', 'start one with `massgen-rl deploy --canary 0.2`');
   const passed = gatesPass(state.gates);
@@ -219,7 +220,7 @@ export async function rollback(
   } = {},
 ): Promise<RollbackResult> {
   const store = rt.existingStore();
-  const current = rt.production(opts.trigger === 'watch' ? 'collect' : (opts.trigger ?? 'cli'));
+  const current = syncProduction(rt, opts.trigger === 'watch' ? 'collect' : (opts.trigger ?? 'cli'));
   const earlier = opts.to ? resolveSet(rt.setContext(), current, opts.to, '--to') : previousProduction(rt, current);
   const target = opts.role ? roleRestored(rt, current, earlier, opts.role) : earlier;
   if (target.id === current.id) throw new UserError(`resource set v${target.version} is production already`);

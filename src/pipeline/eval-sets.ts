@@ -10,6 +10,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { ResourceSet } from '../store/index.js';
 import { ResourceSetRepository } from '../store/resource-sets.js';
 import type { SuiteLevels } from '../tasks/curriculum.js';
+import { syncProduction } from './production-sync.js';
 
 export interface EvaluateOptions {
   /** A set, checkpoint, resource:NAME@V or PROMPT@V (default: the newest trained candidate). */
@@ -86,7 +87,7 @@ export interface EvalSummary {
 
 /** The baseline and the candidate an evaluation compares, refused when they serve the same. */
 export function evalSets(rt: Runtime, opts: EvaluateOptions): { baseline: ResourceSet; candidate: ResourceSet } {
-  const production = rt.production(opts.trigger ?? 'cli');
+  const production = syncProduction(rt, opts.trigger ?? 'cli');
   const ctx = rt.setContext();
   const baseline = resolveSet(ctx, production, opts.baseline ?? 'production', '--baseline');
   const candidate = opts.candidate

@@ -1,5 +1,6 @@
 import { startGateway, type Gateway, type GatewayOptions } from '../gateway/server.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { syncProduction } from './production-sync.js';
 
 export type { Gateway, GatewayOptions } from '../gateway/server.js';
 
@@ -10,5 +11,7 @@ export type { Gateway, GatewayOptions } from '../gateway/server.js';
  * closing the runtime.
  */
 export function gateway(rt: Runtime, opts: GatewayOptions = {}): Promise<Gateway> {
+  // an agent given production's system prompt needs production up to date with the config first
+  if (Object.values(rt.config.gateway.agents).some((a) => a.system_prompt === 'production')) syncProduction(rt);
   return startGateway(rt, opts);
 }

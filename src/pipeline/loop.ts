@@ -16,6 +16,7 @@ import { stageProfiler } from './cycle-profile.js';
 import { deploy, latestEvaluation } from './deploy.js';
 import { evaluate } from './evaluate.js';
 import { evalRecord, evalRolesStage, trainRolesStage } from './loop-roles.js';
+import { syncProduction } from './production-sync.js';
 import { writeReport } from './report.js';
 import { describeReview, reviewProduction } from './review.js';
 import { trainPrompts } from './train-prompts.js';
@@ -277,7 +278,7 @@ const STAGES: { [S in Stage]: StageFn<S> } = {
     if (ev.roles && !ev.promoted_roles?.length)
       return { status: 'done', action: 'not promoted', reason: ev.reason ?? 'no changed role passed its gates' };
     const candidate = ev.candidate_set;
-    const production = rt.production('loop');
+    const production = syncProduction(rt, 'loop');
     if (production.id === candidate)
       return { status: 'done', action: 'promoted', reason: 'production is this candidate already' };
     if (!rt.config.deploy.auto)
@@ -315,7 +316,7 @@ function candidateOf(rt: Runtime, state: CycleState): string | undefined {
     if (s?.status === 'done' && s.candidate_set) return s.candidate_set;
   }
   if (rt.config.loop.steps.includes('train') || rt.config.loop.steps.includes('prompt_opt')) return undefined;
-  const production = rt.production('loop');
+  const production = syncProduction(rt, 'loop');
   try {
     return latestCandidate(rt.setContext(), production).id;
   } catch (err) {

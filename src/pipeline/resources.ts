@@ -3,6 +3,7 @@ import { UserError } from '../errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { AuditRecord, Resource, ResourceKind, ResourceSet, Store } from '../store/index.js';
 import { writeMassgen, type MassgenGateway } from './massgen-export.js';
+import { syncProduction } from './production-sync.js';
 
 export interface SetRow {
   id: string;
@@ -161,7 +162,7 @@ export function exportMassgenConfig(
   file: string,
   opts: { set?: string; gateway?: MassgenGateway } = {},
 ): MassgenExportResult {
-  const set = !opts.set || opts.set === 'production' ? rt.production() : findSet(rt.existingStore(), opts.set);
+  const set = !opts.set || opts.set === 'production' ? syncProduction(rt) : findSet(rt.existingStore(), opts.set);
   const { file: written, config } = writeMassgen(rt, set, path.resolve(file), opts.gateway);
   const roles = listSets(rt, 1000).find((s) => s.id === set.id)?.roles ?? [];
   return {

@@ -5,6 +5,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { fixed } from '../util/fixed.js';
 import { advanceCanary, nextShare, rewardDrop, rollbackCanary, significantDrop, stageInfo } from './canary-stages.js';
 import { promote, rollback } from './deploy.js';
+import { syncProduction } from './production-sync.js';
 
 export interface CanaryReview {
   set: { id: string; version: number };
@@ -64,7 +65,7 @@ export function describeReview(r: Review): string[] {
 
 async function reviewCanary(rt: Runtime, trigger: 'cli' | 'loop'): Promise<CanaryReview | null> {
   const store = rt.store();
-  const production = rt.production(trigger);
+  const production = syncProduction(rt, trigger);
   const state = canaryGates(store, rt.config, production);
   if (!state) return null;
   const cmp = state.comparison;

@@ -7,6 +7,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { ServeEngine } from '../serving/local-server.js';
 import { loadNamed } from '../serving/model-plan.js';
 import { CLIENT_CONTEXT_TOKENS, serveTarget, startServer, type ServedModel } from '../serving/models.js';
+import { syncProduction } from './production-sync.js';
 
 export type { ServedModel } from '../serving/models.js';
 export type { ServeEngine } from '../serving/local-server.js';
@@ -41,7 +42,7 @@ export type Served = ServedModel & { adapters: { name: string; weights: string }
  */
 export async function serve(rt: Runtime, opts: ServeOptions = {}): Promise<Served> {
   if (opts.weights && opts.set) throw new UserError('--weights and --set each choose what to serve: pass one of them');
-  const set = opts.set ? resolveSet(rt.setContext(), rt.production(), opts.set, '--set') : undefined;
+  const set = opts.set ? resolveSet(rt.setContext(), syncProduction(rt), opts.set, '--set') : undefined;
   const plan = opts.weights ? undefined : rt.servingPlan(opts.model, set);
   if (set && !plan)
     throw new UserError(`--set ${opts.set}: the set gives no local weights to the agents of the model served`);

@@ -4,6 +4,7 @@ import { learnPolicy, serializePolicy, STOP_FEATURES, taskFeatureNames, type Lea
 import { withPolicy } from '../resources/sets.js';
 import { DELEGATE_ARMS, EMBEDDING_DIM, routingArms, STOP_ARMS } from '../rollouts/decide.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { syncProduction } from './production-sync.js';
 
 export interface PolicyTrainOptions {
   policy?: string;
@@ -79,7 +80,7 @@ export async function trainPolicy(rt: Runtime, opts: PolicyTrainOptions): Promis
       `collect with policies.bootstrap: [${kind}] (or a deployed ${kind} policy) to log decisions first`,
     );
   }
-  const production = rt.production();
+  const production = syncProduction(rt);
   const parentId = production.members.policies?.[kind] ?? store.resources.latest('policy', kind)?.id ?? null;
   const summary = {
     decisions: learned.decisions,

@@ -10,6 +10,7 @@ import { tasksForRun } from '../tasks/for-run.js';
 import { Rng } from '../tasks/prng.js';
 import type { Task } from '../tasks/types.js';
 import { createToolRunner } from '../tools/runner.js';
+import { syncProduction } from './production-sync.js';
 import { components, materialize, servedPrompt } from './prompt-opt/components.js';
 import { findPromptOptRun, newPromptOptState } from './prompt-opt/run.js';
 import { frontOf, search, valScores } from './prompt-opt/search.js';
@@ -59,7 +60,7 @@ export async function trainPrompts(rt: Runtime, opts: PromptOptOptions = {}): Pr
   const store = rt.store();
   const started = Date.now();
   const resumed = opts.resume ? findPromptOptRun(store, opts.resume) : undefined;
-  const production = rt.production(opts.trigger ?? 'cli');
+  const production = syncProduction(rt, opts.trigger ?? 'cli');
   let runId: string;
   let state: PromptOptState;
   if (resumed) {

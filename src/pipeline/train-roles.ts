@@ -5,6 +5,7 @@ import { refName } from '../resources/checkpoints.js';
 import { withRoles } from '../resources/role-variants.js';
 import { withAgentWeights, withPolicy } from '../resources/sets.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { syncProduction } from './production-sync.js';
 import { skips, trainApoRole, trainBanditRole, type RoleTrained } from './train-role-learners.js';
 import { train, type RoleRun, type TrainOptions } from './train.js';
 
@@ -114,7 +115,7 @@ function combined(rt: Runtime, roles: RoleTrained[], context: RoleContext): Trai
   const trained = roles.filter((r) => r.status === 'trained');
   if (!trained.length) return null;
   const store = rt.store();
-  const production = rt.production();
+  const production = syncProduction(rt);
   let members = production.members;
   for (const r of trained) {
     const agents = context.roles[r.role]!.agents;

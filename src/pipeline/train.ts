@@ -30,6 +30,7 @@ import {
   type TrainerConfig,
 } from '../trainers/trainer-config.js';
 import { examplesTrained } from '../util/profile-counters.js';
+import { syncProduction } from './production-sync.js';
 import { sftAugment } from './sft-augment.js';
 import { needsGenerationServer, startGenerationServer } from './train-generation.js';
 
@@ -362,7 +363,7 @@ function candidateSet(
   origin: SetOrigin,
 ): ResourceSet | null {
   try {
-    const production = rt.production();
+    const production = syncProduction(rt);
     const members = agents
       ? withAgentWeights(production.members, agents, weight.id)
       : withWeights(production.members, rt.store(), weight, rt.config);

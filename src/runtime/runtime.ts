@@ -6,7 +6,7 @@ import { createLlmClient } from '../llm/client.js';
 import { createEmbedder, type Embedder } from '../llm/embeddings.js';
 import type { LlmClient } from '../llm/types.js';
 import type { PyEvent } from '../python/module.js';
-import { productionSet } from '../resources/production.js';
+import { readProduction } from '../resources/production.js';
 import type { SetContext } from '../resources/sets.js';
 import { resolveWeights, resourceRef, type ResolvedWeights } from '../resources/weights.js';
 import { activeJudgeModel } from '../rewards/judge.js';
@@ -186,9 +186,14 @@ export class Runtime {
     return w ? resourceRef(w) : undefined;
   }
 
-  /** The production resource set, brought up to date with the config (created on first use). */
-  production(trigger: 'cli' | 'loop' | 'collect' = 'cli'): ResourceSet {
-    return productionSet(this.setContext(), this.paths.dataDir, trigger);
+  /**
+   * The production resource set as stored: a read. A stage brings it up to date with the config first, once per
+   * command or cycle (pipeline/production-sync.ts); before any production set exists this is an error.
+   */
+  production(): ResourceSet {
+    const set = readProduction(this.store());
+    if (!set) throw new Error('no production set yet: syncProduction(rt) runs before production is read');
+    return set;
   }
 
   /** The judge model's name when the judge reward is on. */

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';
 import { BIN, FIXTURES, hasStack, runCli, sqliteOf } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 // The loop as a user runs it, in real processes: killed with SIGKILL in each stage and started again,
@@ -164,7 +165,7 @@ describe('the production switch under kill -9', () => {
     const store = openStore(loaded);
     const dataDir = loaded.paths.dataDir;
     const { withRuntime } = await import('../../src/runtime/runtime.js');
-    const first = await withRuntime(loaded, (rt) => rt.production());
+    const first = await withRuntime(loaded, (rt) => syncProduction(rt));
     const prompt = store.resources.add({
       kind: 'prompt',
       name: 'solver',

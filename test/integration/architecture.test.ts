@@ -66,6 +66,29 @@ describe('import rules (docs/architecture.md)', () => {
       'terminal-ui-only-in-cli-ui',
     ]);
   }, 120_000);
+
+  it('let only deploy, review, publish, the loop and the sync step switch production', async () => {
+    const switchModule = 'export const switchProduction = () => 1;\n';
+    const importer = (from: string) =>
+      `import { switchProduction } from '${from}';\nexport const s = switchProduction;\n`;
+    const dir = tempDir({
+      'tsconfig.json': fs.readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8'),
+      '.dependency-cruiser.cjs': fs.readFileSync(path.join(ROOT, '.dependency-cruiser.cjs'), 'utf8'),
+      'src/resources/production-switch.ts': switchModule,
+      // planted: a collect and the runtime reaching the switch
+      'src/pipeline/collect.ts': importer('../resources/production-switch.js'),
+      'src/runtime/runtime.ts': importer('../resources/production-switch.js'),
+      // allowed: the sync step and deploy
+      'src/pipeline/production-sync.ts': importer('../resources/production-switch.js'),
+      'src/pipeline/deploy.ts': importer('../resources/production-switch.js'),
+    });
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+    const found = (await cruise(dir)).map((v) => `${v.rule.name}: ${v.from}`).sort();
+    expect(found).toEqual([
+      'production-switches-only-in-deploy-and-review: src/pipeline/collect.ts',
+      'production-switches-only-in-deploy-and-review: src/runtime/runtime.ts',
+    ]);
+  }, 120_000);
 });
 
 const where = (found: SqlFinding[]) => found.map((f) => `${f.file}:${f.line}: ${f.text}`);

@@ -6,6 +6,7 @@ import { getStatus } from '../../src/pipeline/status.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 
 const YAML = `models:
@@ -22,7 +23,7 @@ deploy:
 function project(extra = '') {
   const dir = tempDir({ 'massgen-rl.yaml': YAML + extra });
   const rt = new Runtime(loadConfig({ cwd: dir, env: {} }));
-  const production = rt.production('cli');
+  const production = syncProduction(rt, 'cli');
   const store = rt.store();
   const w = store.resources.add({ kind: 'weight', name: 'smol', path: dir, metadata: { adapter: true } });
   const agents = { a: { ...production.members.agents.a!, weights: w.id } };

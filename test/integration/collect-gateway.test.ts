@@ -12,6 +12,7 @@ import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
 import { readRows } from '../fixtures/datasets/team-rollouts.js';
 import { tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { BACKENDS, openStoreOn } from '../support/postgres.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 
@@ -40,7 +41,7 @@ collect: { source: gateway }
 gateway: { holdout: ${opts.holdout ?? 0} }
 `;
   const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }) });
-  await withRuntime(loaded, (rt) => rt.production());
+  await withRuntime(loaded, (rt) => syncProduction(rt));
   return loaded;
 }
 

@@ -5,6 +5,7 @@ import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { ResourceSet } from '../../src/store/index.js';
 import { tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
 import { gatewayProjects } from '../support/gateway-projects.js';
 
@@ -36,7 +37,7 @@ agents:
   });
   const loaded = loadConfig({ cwd: dir, env: {}, overrides: [`models.scripted.base_url=${backend.baseUrl}`] });
   const rt = new Runtime(loaded);
-  const production = rt.production('cli');
+  const production = syncProduction(rt, 'cli');
   const store = rt.store();
   const w = store.resources.add({ kind: 'weight', name: 'smol', path: `${dir}/adapter`, metadata: { adapter: true } });
   const members = { ...production.members, agents: { a: { ...production.members.agents.a!, weights: w.id } } };

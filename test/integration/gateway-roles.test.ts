@@ -7,6 +7,7 @@ import { withAgentWeights } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import type { ResourceSet } from '../../src/store/index.js';
 import { configIn } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { startScriptedServer } from '../support/scripted-server.js';
 
 // The gateway asks a local model's server, for each agent a request names, for the adapter the arm's set gives that
@@ -28,7 +29,7 @@ describe('the gateway and roles that share one local model', () => {
     try {
       await withRuntime(loaded, async (rt) => {
         const store = rt.store();
-        const production0 = rt.production();
+        const production0 = syncProduction(rt);
         const base = store.resources.get(production0.members.agents.solver!.weights!)!;
         const adapter = (name: string) =>
           registerCheckpoint(store, {

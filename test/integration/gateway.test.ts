@@ -8,6 +8,7 @@ import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';
 import { tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
 import { gatewayProjects } from '../support/gateway-projects.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -176,7 +177,7 @@ describe('the gateway on a scripted backend', () => {
 
   it('captures every call as a prompt span, grouped by X-Session-Id, then user, then client', async () => {
     const p = await project();
-    const production = p.rt.production().id;
+    const production = syncProduction(p.rt).id;
     await post(p, HELLO, { 'x-session-id': 'sess-1', 'x-agent-id': 'planner' });
     await (await post(p, { ...HELLO, stream: true }, { 'x-session-id': 'sess-1' })).text();
     await post(p, { ...HELLO, user: 'alice' });

@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { runCycle } from '../../src/pipeline/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { runCli, tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { LOOP_TASKS, TRAINER } from '../support/loop-project.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 
@@ -64,7 +65,7 @@ async function cycle(roleGates: boolean) {
   return withRuntime(loadConfig({ cwd: dir }), async (rt) => {
     const r = await runCycle(rt);
     const store = rt.store();
-    const production = rt.production();
+    const production = syncProduction(rt);
     const line = (agent: string) => {
       const w = production.members.agents[agent]!.weights;
       return w ? store.resources.get(w)!.name : null;
@@ -77,7 +78,7 @@ async function cycle(roleGates: boolean) {
 function productionLines(dir: string) {
   return withRuntime(loadConfig({ cwd: dir }), async (rt) => {
     const store = rt.store();
-    const production = rt.production();
+    const production = syncProduction(rt);
     return ['a', 'b', 'c'].map((agent) => {
       const w = production.members.agents[agent]!.weights;
       return w ? store.resources.get(w)!.name : null;

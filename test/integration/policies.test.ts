@@ -15,6 +15,7 @@ import { storeDb } from '../../src/store/store.js';
 import { toOrchestrationTrace } from '../../src/trace/orchestration-trace.js';
 import type { PolicyDecisionPayload } from '../../src/trace/payloads.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { team } from '../support/team.js';
 import { shownLabels } from '../support/team.js';
@@ -233,7 +234,7 @@ policies: { bootstrap: [tool] }`,
     );
     const loaded = load();
     await withRuntime(loaded, async (rt) => {
-      const set = rt.production();
+      const set = syncProduction(rt);
       const policies = TeamPolicies.forSet(rt.store(), rt.config.policies, set, 'collect');
       expect(policies.active('tool') && !policies.active('stop') && !policies.active('routing')).toBe(true);
       const agents = team(server!.baseUrl, ['a', 'b']).map((a, i) => ({
@@ -280,7 +281,7 @@ policies: { bootstrap: [tool] }`,
     const load = () =>
       base(['orchestrator.delegation={enabled: false, max_depth: 2, max_delegations: 3, max_child_tokens: 900}']);
     await withRuntime(load(), async (rt) => {
-      const policies = TeamPolicies.forSet(rt.store(), rt.config.policies, rt.production(), 'collect');
+      const policies = TeamPolicies.forSet(rt.store(), rt.config.policies, syncProduction(rt), 'collect');
       const agents = team(server!.baseUrl, ['a', 'b']);
       const seen = new Map<string, number>();
       for (let seed = 1; seed <= 60; seed++) {

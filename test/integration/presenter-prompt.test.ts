@@ -12,6 +12,7 @@ import { openStore } from '../../src/runtime/store.js';
 import type { Store } from '../../src/store/index.js';
 import { storeDb } from '../../src/store/store.js';
 import { runCli, tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import {
   startScriptedServer,
   type Script,
@@ -140,7 +141,7 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
     const { dir, load } = project(server.baseUrl, 'presenter');
     // A new version of the presenter prompt, as a prompt optimization would record it.
     const [v1, v2, before] = await withRuntime(load(), async (rt) => {
-      const production = rt.production();
+      const production = syncProduction(rt);
       const store = rt.store();
       const v1 = store.resources.list('prompt').find((p) => p.name === 'presenter')!;
       const v2 = store.resources.add({
@@ -202,7 +203,7 @@ describe('the presenter prompt, a versioned prompt of the resource set', () => {
     expect(status.stdout).toMatch(/\(presenter\)\s*│\s*presenter v2 \(prompt-opt\)/);
     // A config edit of the presenter's text makes a v3 but production keeps the deployed v2.
     const edited = load(['prompts.presenter.text=Present it.']);
-    const after = await withRuntime(edited, async (rt) => rt.production());
+    const after = await withRuntime(edited, async (rt) => syncProduction(rt));
     expect(after.members).toMatchObject({ presenter: v2.id, presenter_from_config: false });
     inStore(load, (store) =>
       expect(

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { collect } from '../../src/pipeline/collect.js';
 import { trainRoles } from '../../src/pipeline/train-roles.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { MAGIC, promptOptProject, promptOptScript } from '../support/prompt-opt-project.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 
@@ -33,7 +34,7 @@ describe('roles with bandit and apo recipes', () => {
       const trained = await trainRoles(rt);
       const store = rt.store();
       const set = store.sets.get(trained.candidateSet!.id)!;
-      const production = rt.production();
+      const production = syncProduction(rt);
       const prompt = (agent: string) => store.resources.get(set.members.agents[agent]!.prompt)!;
       return {
         roles: trained.roles.map((x) => [x.role, x.algo, x.status, x.line]),

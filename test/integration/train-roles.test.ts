@@ -6,6 +6,7 @@ import { collect } from '../../src/pipeline/collect.js';
 import { trainRoles } from '../../src/pipeline/train-roles.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { FIXTURES, runCli, tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { TEAM_TASKS, teamScript } from '../support/team-collect.js';
 
@@ -113,7 +114,7 @@ describe('train with roles', () => {
       const store = rt.store();
       const candidate = store.sets.byVersion(result.candidateSet!.version)!;
       const leaderRes = store.resources.get(candidate.members.agents.a!.weights!)!;
-      return { result, production: rt.production(), candidate, leaderRes };
+      return { result, production: syncProduction(rt), candidate, leaderRes };
     });
     const [leader, rest] = result.roles;
     expect(leader).toMatchObject({ role: 'leader', algo: 'sft', line: 'leader', status: 'trained' });

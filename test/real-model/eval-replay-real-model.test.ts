@@ -6,6 +6,7 @@ import { withRuntime } from '../../src/runtime/runtime.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
 import { configIn, tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 
 // The bundled model serves production, the candidate (the same files registered as the line's next
 // version: a second server) and judges. A 135M judge is noisy and may favour a position: the test holds
@@ -27,7 +28,7 @@ describe('eval --source gateway with the bundled model as served model and judge
     const loaded = configIn(CONFIG);
     const summary = await withRuntime(loaded, async (rt) => {
       const store = rt.store();
-      const production = rt.production();
+      const production = syncProduction(rt);
       const base = store.resources.get(production.members.agents.a1!.weights!)!;
       // the same files in a folder of their own: the line's next version
       const copy = tempDir();

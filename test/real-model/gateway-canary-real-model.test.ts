@@ -10,6 +10,7 @@ import { Runtime, withRuntime } from '../../src/runtime/runtime.js';
 import { liveServers } from '../../src/serving/registry.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { FIXTURES, configIn, tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 
 // Real parts: the bundled model behind the gateway's own local server and a real PEFT LoRA adapter as the
 // canary. The canary's sessions are answered by the adapter, loaded beside production's weights in the same
@@ -29,7 +30,7 @@ it('a canary in the gateway serves its sessions from its adapter on the same loc
     env: pythonEnv(),
   });
   const registered = await withRuntime(loaded, (rt) => {
-    const base = rt.store().resources.get(rt.production().members.agents.a1!.weights!)!;
+    const base = rt.store().resources.get(syncProduction(rt).members.agents.a1!.weights!)!;
     return registerCheckpoint(rt.store(), {
       path: adapterDir,
       algo: 'sft',

@@ -12,6 +12,7 @@ import { startLocalServer } from '../../src/serving/local-server.js';
 import { liveServers, registerServer, type ServerEntry } from '../../src/serving/registry.js';
 import { HOST } from '../../src/store/process-owner.js';
 import { FIXTURES, configIn, pidAlive, tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 
 // Real parts: the trainer venv, the default model (`massgen-rl doctor --fix`) and a real PEFT LoRA adapter.
 const MAKE_ADAPTER = path.join(FIXTURES, 'trainers', 'make_lora_adapter.py');
@@ -59,7 +60,7 @@ describe('deploy swaps a running local server to the new weights', () => {
 
     // the adapter, registered as the next version of the production line (what a training run does)
     const registered = await withRuntime(loaded, (rt) => {
-      const production = rt.production();
+      const production = syncProduction(rt);
       const baseWeights = rt.store().resources.get(production.members.agents.a1!.weights!)!;
       return registerCheckpoint(rt.store(), {
         path: adapterDir,

@@ -10,6 +10,7 @@ import { deploy, rollback } from '../../src/pipeline/deploy.js';
 import { registerCheckpoint } from '../../src/resources/checkpoints.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { runCli, tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { describeWithMassgen } from '../support/massgen-describe.js';
 import { SAMPLE_QUESTION, teamScript, type TeamPlan } from '../support/massgen-team.js';
 import { massgenVenv, runMassgen, validateMassgenConfig } from '../support/massgen.js';
@@ -87,7 +88,7 @@ describeWithMassgen('production exported as a MassGen config, run by the real Ma
     const keyFile = path.join(dir, 'massgen', 'team.yaml');
     await withRuntime(loaded, (rt) => {
       const store = rt.store();
-      rt.production();
+      syncProduction(rt);
       registerCheckpoint(store, {
         path: path.join(dir, 'adapter'),
         algo: 'sft',
@@ -194,7 +195,7 @@ describeWithMassgen('production exported as a MassGen config, run by the real Ma
   it('the CLI: deploy --export-massgen writes relative to the cwd, resources export-massgen exports without deploying, and a refused export changes nothing', async () => {
     const { dir, loaded } = await project();
     await withRuntime(loaded, (rt) => {
-      rt.production();
+      syncProduction(rt);
       registerCheckpoint(rt.store(), {
         path: path.join(dir, 'adapter'),
         algo: 'sft',

@@ -10,6 +10,7 @@ import { registerCheckpoint } from '../../src/resources/checkpoints.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { Store } from '../../src/store/index.js';
 import { FIXTURES, configIn, runCli } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { freePort } from '../support/free-port.js';
 import { describeWithMassgen } from '../support/massgen-describe.js';
 import { runMassgen } from '../support/massgen.js';
@@ -84,7 +85,7 @@ orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
         env: pythonEnv(),
       });
       const checkpoint = await withRuntime(loaded, (rt) => {
-        const base = rt.store().resources.get(rt.production().members.agents.agent_a!.weights!)!;
+        const base = rt.store().resources.get(syncProduction(rt).members.agents.agent_a!.weights!)!;
         return registerCheckpoint(rt.store(), {
           path: adapterDir,
           algo: 'sft',

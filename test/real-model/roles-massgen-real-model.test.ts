@@ -11,6 +11,7 @@ import { registerCheckpoint } from '../../src/resources/checkpoints.js';
 import { withAgentWeights } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { FIXTURES, configIn, runCli } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 import { freePort } from '../support/free-port.js';
 import { describeWithMassgen } from '../support/massgen-describe.js';
 import { runMassgen } from '../support/massgen.js';
@@ -79,7 +80,7 @@ orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
     // the solver's line gets adapter 1; the checker's line adapter 2, then (its version 2) adapter 3
     const sets = await withRuntime(loaded, (rt) => {
       const store = rt.store();
-      const production = rt.production();
+      const production = syncProduction(rt);
       const base = store.resources.get(production.members.agents.solver!.weights!)!;
       const register = (p: string, name: string) =>
         registerCheckpoint(store, {

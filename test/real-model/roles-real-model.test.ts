@@ -7,6 +7,7 @@ import { trainRoles } from '../../src/pipeline/train-roles.js';
 import { roleScopes } from '../../src/resources/role-variants.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { tempDir } from '../helpers.js';
+import { syncProduction } from '../src/pipeline/production-sync.js';
 
 // Roles on the real parts: the bundled model served by our llama.cpp server (one per distinct weights), real
 // TRL SFT per role on CPU, each role's leave-one-in evaluation, a deploy and the rollback of one role, then a
@@ -60,7 +61,7 @@ describe('roles on the bundled model', () => {
       await deploy(rt, { candidate: `set:${version}`, force: true, reason: 'the test deploys the team' });
       await rollback(rt, { role: 'checker', reason: 'the checker alone goes back' });
       const store = rt.store();
-      const production = rt.production();
+      const production = syncProduction(rt);
       return ['agent_a', 'agent_b', 'agent_c'].map(
         (id) => store.resources.get(production.members.agents[id]!.weights!)!.name,
       );

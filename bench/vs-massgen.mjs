@@ -18,7 +18,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../dist/config/load.js';
-import { collect } from '../dist/pipeline/collect.js';
+import { collect } from '../dist/pipeline/collect/collect.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { createRng } from './lib/random.mjs';

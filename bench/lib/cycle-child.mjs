@@ -15,7 +15,7 @@ const [dist, root, resultFile] = [flag('dist'), flag('root'), flag('result')];
 const load = (m) => import(pathToFileURL(path.join(dist, m)).href);
 const [{ loadConfig }, { runCycle }, { withRuntime }, { openStore }] = await Promise.all([
   load('config/load.js'),
-  load('pipeline/loop.js'),
+  load('pipeline/loop/loop.js'),
   load('runtime/runtime.js'),
   load('runtime/store.js'),
 ]);

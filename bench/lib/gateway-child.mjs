@@ -1,7 +1,7 @@
 // The gateway of the gateway benchmark, in its own process (as it is deployed): started on the config in
 // argv[2]'s folder, it reports its URL, then its capture figures when asked, and stops on 'stop'.
 import { loadConfig } from '../../dist/config/load.js';
-import { gateway } from '../../dist/pipeline/gateway.js';
+import { gateway } from '../../dist/pipeline/serve/gateway.js';
 import { Runtime } from '../../dist/runtime/runtime.js';
 
 const rt = new Runtime(loadConfig({ cwd: process.argv[2] }));

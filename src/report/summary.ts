@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { METRICS } from '../evaluation/compare.js';
 import type { EvalRun } from '../store/index.js';
 
-// The evaluation summary as stored in eval_runs.summary (pipeline/evaluate.ts writes it). Read leniently:
+// The evaluation summary as stored in eval_runs.summary (pipeline/evaluate/evaluate.ts writes it). Read leniently:
 // a report of an older or partial summary shows what it can instead of failing.
 const num = z.number().nullable().catch(null);
 const interval = z

@@ -1,5 +1,5 @@
 /**
- * Process-wide cumulative counters for the loop's per-stage profile (pipeline/cycle-profile.ts): the layers
+ * Process-wide cumulative counters for the loop's per-stage profile (pipeline/loop/cycle-profile.ts): the layers
  * that do the work add to them as they go (a few additions a call, no I/O), and the loop takes a snapshot
  * at each stage's start and end and keeps the difference. Nothing here changes what a cycle computes.
  */

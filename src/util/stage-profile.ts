@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ProfileCounters, TrainerStart } from './profile-counters.js';
 
 /**
- * What one loop stage spent, from snapshots at its start and end (pipeline/profile-snapshot.ts): the
+ * What one loop stage spent, from snapshots at its start and end (pipeline/loop/profile-snapshot.ts): the
  * arithmetic is here, pure, so it can be tested on made-up counters.
  */
 

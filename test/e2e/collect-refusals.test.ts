@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { collect } from '../../src/pipeline/collect.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { hasStack, runCli, sha, tempDir } from '../helpers.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { promptTokenBound } from '../../src/pipeline/prompt-opt/optimizer.js';
 import type { PromptOptState } from '../../src/pipeline/prompt-opt/state.js';
-import type { PromptOptResult } from '../../src/pipeline/train-prompts.js';
+import type { PromptOptResult } from '../../src/pipeline/prompt-opt/train-prompts.js';
 import { openStore } from '../../src/runtime/store.js';
 import { ResourceSetRepository } from '../../src/store/resource-sets.js';
 import { storeDb } from '../../src/store/store.js';

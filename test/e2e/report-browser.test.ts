@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeReport } from '../../src/pipeline/report.js';
+import { writeReport } from '../../src/pipeline/evaluate/report.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { configIn, ROOT } from '../helpers.js';
 import { buildReportStore, type ReportStore } from '../support/report-store.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
+import { gateway, type Gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { tempDir } from '../helpers.js';
 import { startFuzzBackend, type FuzzBackend } from './support/gateway-backend.js';

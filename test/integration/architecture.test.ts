@@ -37,11 +37,12 @@ describe('import rules (docs/architecture.md)', () => {
     const dir = tempDir({
       'tsconfig.json': fs.readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8'),
       '.dependency-cruiser.cjs': fs.readFileSync(path.join(ROOT, '.dependency-cruiser.cjs'), 'utf8'),
-      'src/cli/main.ts': "import { run } from '../pipeline/collect.js';\nexport const main = run;\n",
+      'src/cli/main.ts': "import { run } from '../pipeline/collect/collect.js';\nexport const main = run;\n",
       // a collect that would switch production (a type import of what review says is fine)
-      'src/pipeline/collect.ts':
-        "import { reviewProduction } from './review.js';\nimport type { Review } from './review.js';\nexport const run: [number, Review?] = [reviewProduction];\n",
-      'src/pipeline/review.ts': 'export const reviewProduction = 1;\nexport type Review = { verdict: string };\n',
+      'src/pipeline/collect/collect.ts':
+        "import { reviewProduction } from '../review/review.js';\nimport type { Review } from '../review/review.js';\nexport const run: [number, Review?] = [reviewProduction];\n",
+      'src/pipeline/review/review.ts':
+        'export const reviewProduction = 1;\nexport type Review = { verdict: string };\n',
       // upward: store sits below cli and datasets
       'src/store/export.ts':
         "import { main } from '../cli/main.js';\nimport { rows } from '../datasets/rows.js';\nexport const x = [main, rows];\n",
@@ -76,16 +77,16 @@ describe('import rules (docs/architecture.md)', () => {
       '.dependency-cruiser.cjs': fs.readFileSync(path.join(ROOT, '.dependency-cruiser.cjs'), 'utf8'),
       'src/resources/production-switch.ts': switchModule,
       // planted: a collect and the runtime reaching the switch
-      'src/pipeline/collect.ts': importer('../resources/production-switch.js'),
+      'src/pipeline/collect/collect.ts': importer('../../resources/production-switch.js'),
       'src/runtime/runtime.ts': importer('../resources/production-switch.js'),
       // allowed: the sync step and deploy
       'src/pipeline/production-sync.ts': importer('../resources/production-switch.js'),
-      'src/pipeline/deploy.ts': importer('../resources/production-switch.js'),
+      'src/pipeline/deploy/deploy.ts': importer('../../resources/production-switch.js'),
     });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
     const found = (await cruise(dir)).map((v) => `${v.rule.name}: ${v.from}`).sort();
     expect(found).toEqual([
-      'production-switches-only-in-deploy-and-review: src/pipeline/collect.ts',
+      'production-switches-only-in-deploy-and-review: src/pipeline/collect/collect.ts',
       'production-switches-only-in-deploy-and-review: src/runtime/runtime.ts',
     ]);
   }, 120_000);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { deploy } from '../../src/pipeline/deploy.js';
-import { reviewProduction } from '../../src/pipeline/review.js';
-import { getStatus } from '../../src/pipeline/status.js';
+import { deploy } from '../../src/pipeline/deploy/deploy.js';
+import { reviewProduction } from '../../src/pipeline/review/review.js';
+import { getStatus } from '../../src/pipeline/utilities/status.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { tempDir } from '../helpers.js';

@@ -1,9 +1,9 @@
 import { OpenAI } from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LoadedConfig } from '../../src/config/load.js';
-import { rollback } from '../../src/pipeline/deploy.js';
-import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
-import { runCycle } from '../../src/pipeline/loop.js';
+import { rollback } from '../../src/pipeline/deploy/deploy.js';
+import { runCycle } from '../../src/pipeline/loop/loop.js';
+import { gateway, type Gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime, withRuntime } from '../../src/runtime/runtime.js';
 import type { Store } from '../../src/store/index.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { buildDataset, type DpoRow, type SftRow } from '../../src/datasets/index.js';
-import { copyCaptured, trainingCopyId } from '../../src/pipeline/captured-copy.js';
-import { collect } from '../../src/pipeline/collect.js';
-import { runCycle } from '../../src/pipeline/loop.js';
-import { addFeedback } from '../../src/pipeline/rewards.js';
+import { copyCaptured, trainingCopyId } from '../../src/pipeline/collect/captured-copy.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { runCycle } from '../../src/pipeline/loop/loop.js';
+import { addFeedback } from '../../src/pipeline/utilities/rewards.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { Store } from '../../src/store/index.js';

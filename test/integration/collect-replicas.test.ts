@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { collect } from '../../src/pipeline/collect.js';
-import { runCycle } from '../../src/pipeline/loop.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { runCycle } from '../../src/pipeline/loop/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCycle } from '../../src/pipeline/loop.js';
+import { runCycle } from '../../src/pipeline/loop/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { getSuite } from '../../src/tasks/index.js';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCycle } from '../../src/pipeline/loop.js';
+import { runCycle } from '../../src/pipeline/loop/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { STAGE_PROFILE } from '../../src/util/stage-profile.js';

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { collect } from '../../src/pipeline/collect.js';
-import { deploy, rollback } from '../../src/pipeline/deploy.js';
-import { evaluate } from '../../src/pipeline/evaluate.js';
-import { runCycle } from '../../src/pipeline/loop.js';
-import type { Review } from '../../src/pipeline/review.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { deploy, rollback } from '../../src/pipeline/deploy/deploy.js';
+import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
+import { runCycle } from '../../src/pipeline/loop/loop.js';
+import type { Review } from '../../src/pipeline/review/review.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';

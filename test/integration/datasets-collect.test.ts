@@ -10,7 +10,7 @@ import {
   type PpoRow,
   type SftRow,
 } from '../../src/datasets/index.js';
-import { collect } from '../../src/pipeline/collect.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { stableHash } from '../../src/util/hash.js';

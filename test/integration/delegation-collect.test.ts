@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { RolloutIndex } from '../../src/datasets/rollout-index.js';
-import { collect } from '../../src/pipeline/collect.js';
-import { recomputeRewards } from '../../src/pipeline/rewards.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { recomputeRewards } from '../../src/pipeline/utilities/rewards.js';
 import { totalFromRewards } from '../../src/rewards/total.js';
 import { outcomeFromSpans } from '../../src/rollouts/outcome.js';
 import { withRuntime } from '../../src/runtime/runtime.js';

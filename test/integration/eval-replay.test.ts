@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deploy } from '../../src/pipeline/deploy.js';
-import { evaluate } from '../../src/pipeline/evaluate.js';
-import { writeReport } from '../../src/pipeline/report.js';
+import { deploy } from '../../src/pipeline/deploy/deploy.js';
+import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
+import { writeReport } from '../../src/pipeline/evaluate/report.js';
 import { withRuntime, type Runtime } from '../../src/runtime/runtime.js';
 import type { Store } from '../../src/store/index.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { collect } from '../../src/pipeline/collect.js';
-import { evaluateRoleCredit } from '../../src/pipeline/eval-roles.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { evaluateRoleCredit } from '../../src/pipeline/evaluate/roles.js';
 import { withPrompt } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { runCli, tempDir } from '../helpers.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
-import { gateway, type Gateway, type GatewayOptions } from '../../src/pipeline/gateway.js';
+import { gateway, type Gateway, type GatewayOptions } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { runCli, tempDir } from '../helpers.js';

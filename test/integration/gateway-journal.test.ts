@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { readJournal } from '../../src/gateway/journal.js';
-import { gateway } from '../../src/pipeline/gateway.js';
+import { gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { HOST } from '../../src/store/process-owner.js';
 import { tempDir } from '../helpers.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
+import { gateway, type Gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { startFuzzBackend, type FuzzBackend } from '../fuzz/support/gateway-backend.js';
 import { neverRead, rawExchange } from '../fuzz/support/gateway-client.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { TraceReader } from '../../src/datasets/read-traces.js';
 import { UserError } from '../../src/errors.js';
-import { gateway, type Gateway, type GatewayOptions } from '../../src/pipeline/gateway.js';
+import { gateway, type Gateway, type GatewayOptions } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';

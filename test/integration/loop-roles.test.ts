@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { runCycle } from '../../src/pipeline/loop.js';
+import { runCycle } from '../../src/pipeline/loop/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { runCli, tempDir } from '../helpers.js';
 import { syncProduction } from '../src/pipeline/production-sync.js';

@@ -1,6 +1,6 @@
 import { execa, type ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCycle } from '../../src/pipeline/loop.js';
+import { runCycle } from '../../src/pipeline/loop/loop.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';

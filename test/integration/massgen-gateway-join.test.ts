@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseMassgenLogs } from '../../src/interop/massgen/import.js';
-import { importMassgenLogs } from '../../src/pipeline/import-massgen.js';
+import { importMassgenLogs } from '../../src/pipeline/utilities/import-massgen.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { FIXTURES, configIn, tempDir } from '../helpers.js';
 

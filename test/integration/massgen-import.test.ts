@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { massgenRolloutId, parseMassgenLogs, writeImportedRollout } from '../../src/interop/massgen/import.js';
 import { findJsonSyntaxError } from '../../src/interop/massgen/json-locate.js';
-import { importMassgenLogs } from '../../src/pipeline/import-massgen.js';
+import { importMassgenLogs } from '../../src/pipeline/utilities/import-massgen.js';
 import { outcomeFromSpans } from '../../src/rollouts/outcome.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { Store, type Span } from '../../src/store/index.js';

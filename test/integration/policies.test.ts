@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { collect } from '../../src/pipeline/collect.js';
-import { deploy } from '../../src/pipeline/deploy.js';
-import { evaluate } from '../../src/pipeline/evaluate.js';
-import { showSet } from '../../src/pipeline/resources.js';
-import { trainPolicy } from '../../src/pipeline/train-policy.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { deploy } from '../../src/pipeline/deploy/deploy.js';
+import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
+import { trainPolicy } from '../../src/pipeline/train/policy.js';
+import { showSet } from '../../src/pipeline/utilities/resources.js';
 import { taskFeatureNames } from '../../src/policies/index.js';
 import { planRollout } from '../../src/rollouts/decide.js';
 import { TeamPolicies } from '../../src/rollouts/team-policies.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { promptTokenBound } from '../../src/pipeline/prompt-opt/optimizer.js';
-import { trainPrompts } from '../../src/pipeline/train-prompts.js';
+import { trainPrompts } from '../../src/pipeline/prompt-opt/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import {
   promptOptProject,

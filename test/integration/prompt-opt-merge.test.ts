@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PromptOptState } from '../../src/pipeline/prompt-opt/state.js';
-import { trainPrompts, type PromptOptResult } from '../../src/pipeline/train-prompts.js';
+import { trainPrompts, type PromptOptResult } from '../../src/pipeline/prompt-opt/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { promptOptProject, promptOptScript } from '../support/prompt-opt-project.js';

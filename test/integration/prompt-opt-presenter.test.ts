@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { deploy } from '../../src/pipeline/deploy.js';
-import { evaluate } from '../../src/pipeline/evaluate.js';
-import { trainPrompts } from '../../src/pipeline/train-prompts.js';
+import { deploy } from '../../src/pipeline/deploy/deploy.js';
+import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
+import { trainPrompts } from '../../src/pipeline/prompt-opt/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { promptOptProject, promptOptScript } from '../support/prompt-opt-project.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { promptTokenBound } from '../../src/pipeline/prompt-opt/optimizer.js';
 import type { PromptOptState } from '../../src/pipeline/prompt-opt/state.js';
-import { trainPrompts } from '../../src/pipeline/train-prompts.js';
+import { trainPrompts } from '../../src/pipeline/prompt-opt/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import {

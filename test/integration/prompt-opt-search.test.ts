@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deploy } from '../../src/pipeline/deploy.js';
-import { evaluate } from '../../src/pipeline/evaluate.js';
-import { writeReport } from '../../src/pipeline/report.js';
-import { trainPrompts } from '../../src/pipeline/train-prompts.js';
+import { deploy } from '../../src/pipeline/deploy/deploy.js';
+import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
+import { writeReport } from '../../src/pipeline/evaluate/report.js';
+import { trainPrompts } from '../../src/pipeline/prompt-opt/train-prompts.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { promptOptProject, promptOptScript, MAGIC } from '../support/prompt-opt-project.js';

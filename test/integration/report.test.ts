@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
-import { writeReport } from '../../src/pipeline/report.js';
+import { writeReport } from '../../src/pipeline/evaluate/report.js';
 import type { ReportData } from '../../src/report/data.js';
 import { esc } from '../../src/report/tables.js';
 import { withRuntime } from '../../src/runtime/runtime.js';

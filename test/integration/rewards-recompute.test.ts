@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { collect } from '../../src/pipeline/collect.js';
-import { addFeedback, recomputeRewards } from '../../src/pipeline/rewards.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { addFeedback, recomputeRewards } from '../../src/pipeline/utilities/rewards.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { runCli, tempDir } from '../helpers.js';

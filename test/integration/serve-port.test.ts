@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { DEFAULT_SERVE_PORT, fixedPort } from '../../src/config/schema.js';
-import { serve } from '../../src/pipeline/serve.js';
+import { serve } from '../../src/pipeline/serve/serve.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { tempDir } from '../helpers.js';
 

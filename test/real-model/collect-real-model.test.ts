@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { collect } from '../../src/pipeline/collect.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { InvalidActionPayload, PromptPayload } from '../../src/trace/payloads.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_MODEL_NAME } from '../../src/config/defaults.js';
 import { loadConfig } from '../../src/config/load.js';
 import { cacheDir } from '../../src/config/paths.js';
-import { collect } from '../../src/pipeline/collect.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
 import { readModelManifest } from '../../src/resources/default-model.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';

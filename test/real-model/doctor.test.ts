@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { runDoctor } from '../../src/pipeline/doctor.js';
+import { runDoctor } from '../../src/pipeline/utilities/doctor.js';
 import { venvPython } from '../../src/python/venv.js';
 import { readModelManifest, smokeGenerate } from '../../src/resources/default-model.js';
 import { withRuntime } from '../../src/runtime/runtime.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { evaluate } from '../../src/pipeline/evaluate.js';
+import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';

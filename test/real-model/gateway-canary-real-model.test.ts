@@ -1,8 +1,8 @@
 import { execa } from 'execa';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { deploy } from '../../src/pipeline/deploy.js';
-import { gateway } from '../../src/pipeline/gateway.js';
+import { deploy } from '../../src/pipeline/deploy/deploy.js';
+import { gateway } from '../../src/pipeline/serve/gateway.js';
 import { pythonEnv } from '../../src/python/module.js';
 import { venvPython } from '../../src/python/venv.js';
 import { registerCheckpoint } from '../../src/resources/checkpoints.js';

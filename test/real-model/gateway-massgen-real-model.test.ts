@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { gateway } from '../../src/pipeline/gateway.js';
+import { gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';

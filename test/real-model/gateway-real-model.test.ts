@@ -5,7 +5,7 @@ import path from 'node:path';
 import { OpenAI } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
-import { gateway, type Gateway } from '../../src/pipeline/gateway.js';
+import { gateway, type Gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { PromptPayload } from '../../src/trace/payloads.js';

@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { loadConfig } from '../../src/config/load.js';
 import { DEFAULT_SERVE_PORT } from '../../src/config/schema.js';
 import type { MassgenConfig } from '../../src/interop/massgen/export.js';
-import { deploy, rollback } from '../../src/pipeline/deploy.js';
+import { deploy, rollback } from '../../src/pipeline/deploy/deploy.js';
 import { registerCheckpoint } from '../../src/resources/checkpoints.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { runCli, tempDir } from '../helpers.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { collect } from '../../src/pipeline/collect.js';
-import { evaluate } from '../../src/pipeline/evaluate.js';
-import { trainPolicy } from '../../src/pipeline/train-policy.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
+import { trainPolicy } from '../../src/pipeline/train/policy.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { PolicyDecisionPayload } from '../../src/trace/payloads.js';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { collect } from '../../src/pipeline/collect.js';
-import { deploy, rollback } from '../../src/pipeline/deploy.js';
-import { evaluateRoleCredit } from '../../src/pipeline/eval-roles.js';
-import { trainRoles } from '../../src/pipeline/train-roles.js';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { deploy, rollback } from '../../src/pipeline/deploy/deploy.js';
+import { evaluateRoleCredit } from '../../src/pipeline/evaluate/roles.js';
+import { trainRoles } from '../../src/pipeline/train/roles.js';
 import { roleScopes } from '../../src/resources/role-variants.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { tempDir } from '../helpers.js';

@@ -1,5 +1,5 @@
 import { afterEach } from 'vitest';
-import type { Gateway } from '../../src/pipeline/gateway.js';
+import type { Gateway } from '../../src/pipeline/serve/gateway.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { ChatBackend } from './chat-backend.js';
 

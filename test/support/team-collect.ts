@@ -1,5 +1,5 @@
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
-import { collect, type CollectSummary } from '../../src/pipeline/collect.js';
+import { collect, type CollectSummary } from '../../src/pipeline/collect/collect.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { tempDir } from '../helpers.js';
 import { startScriptedServer, type Script, type ScriptedServer } from './scripted-server.js';

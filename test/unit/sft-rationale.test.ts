@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hintLeak, hintMessage, MIN_RATIONALE_WORDS, withHint } from '../../src/pipeline/sft-rationale.js';
+import { hintLeak, hintMessage, MIN_RATIONALE_WORDS, withHint } from '../../src/pipeline/train/sft-rationale.js';
 
 describe('the rationale filter (train.sft.rationalize)', () => {
   it('keeps a worked rationale that reaches the answer', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BUILTIN_SUITES } from '../../src/config/schema.js';
-import { describeSuites } from '../../src/pipeline/tasks.js';
+import { describeSuites } from '../../src/pipeline/utilities/tasks.js';
 import { getSuite, heldOutTemplates } from '../../src/tasks/index.js';
 import { configIn } from '../helpers.js';
 

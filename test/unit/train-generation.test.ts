@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { needsGenerationServer } from '../../src/pipeline/train-generation.js';
+import { needsGenerationServer } from '../../src/pipeline/train/generation.js';
 import type { TrainerConfig } from '../../src/trainers/trainer-config.js';
 
 const LORA = { r: 16, alpha: 32, dropout: 0.05, target_modules: 'all-linear' };

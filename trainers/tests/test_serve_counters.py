@@ -1,5 +1,5 @@
 """/stats' cumulative counters of the llama.cpp engine, as a caller's deltas over a span read them (the loop's
-per-stage profile, src/pipeline/cycle-profile.ts)."""
+per-stage profile, src/pipeline/loop/cycle-profile.ts)."""
 
 from __future__ import annotations
 

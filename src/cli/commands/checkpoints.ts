@@ -1,5 +1,5 @@
 import { UserError } from '../../errors.js';
-import type { PruneResult } from '../../pipeline/checkpoints.js';
+import type { PruneResult } from '../../pipeline/utilities/checkpoints.js';
 import type { Checkpoint } from '../../store/checkpoints.js';
 import type { Context } from '../context.js';
 import { MAX_LIST, wholeNumber } from '../flags.js';
@@ -18,7 +18,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .option('--limit <n>', 'at most n', '50')
     .action(async (flags: { algo?: string; limit: string }) => {
       const { ui, runtime } = ctx();
-      const { listCheckpoints } = await import('../../pipeline/checkpoints.js');
+      const { listCheckpoints } = await import('../../pipeline/utilities/checkpoints.js');
       const limit = wholeNumber('--limit', flags.limit, MAX_LIST);
       const rows = listCheckpoints(await runtime(), { algo: flags.algo, limit });
       if (ui.opts.json) return ui.json({ checkpoints: rows });
@@ -42,7 +42,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .description('one checkpoint with its full lineage (id or unique prefix)')
     .action(async (ref: string) => {
       const { ui, runtime } = ctx();
-      const { showCheckpoint } = await import('../../pipeline/checkpoints.js');
+      const { showCheckpoint } = await import('../../pipeline/utilities/checkpoints.js');
       const d = showCheckpoint(await runtime(), ref);
       if (ui.opts.json) return ui.json(d);
       const ck = d.checkpoint;
@@ -80,7 +80,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .action(async (flags: { keepLast: string; keepBest?: string; dryRun: boolean }) => {
       const c = ctx();
       const keepLast = wholeNumber('--keep-last', flags.keepLast, MAX_LIST);
-      const { prune, parseKeepBest } = await import('../../pipeline/checkpoints.js');
+      const { prune, parseKeepBest } = await import('../../pipeline/utilities/checkpoints.js');
       const keepBest = flags.keepBest === undefined ? undefined : parseKeepBest(flags.keepBest);
       const result = await prune(await c.runtime(), {
         keepLast,
@@ -99,7 +99,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .requiredOption('--name <name>', 'the new weight resource name')
     .action(async (ref: string, flags: { name: string }) => {
       const { ui, runtime } = ctx();
-      const { fork } = await import('../../pipeline/checkpoints.js');
+      const { fork } = await import('../../pipeline/utilities/checkpoints.js');
       const forked = fork(await runtime(), ref, flags.name);
       if (ui.opts.json) return ui.json(forked);
       ui.print(
@@ -119,7 +119,7 @@ export const registerCheckpoints: Register = (program, ctx) => {
     .option('--algo <algo>', 'the algorithm that trained them, as the checkpoint records it', 'imported')
     .action(async (folder: string, flags: { from?: string; algo: string }) => {
       const { ui, runtime } = ctx();
-      const { importWeights } = await import('../../pipeline/checkpoints.js');
+      const { importWeights } = await import('../../pipeline/utilities/checkpoints.js');
       const r = importWeights(await runtime(), folder, flags);
       if (ui.opts.json) return ui.json(r);
       const kind = r.resource.metadata.adapter ? 'adapter' : 'model';

@@ -17,7 +17,7 @@ interface QueuedFlags {
 /** `collect --enqueue` (one run's tasks onto the shared queue) and `collect --worker` (take and run them). */
 export async function runQueued(ui: Ui, rt: Runtime, flags: QueuedFlags): Promise<void> {
   if (flags.enqueue) {
-    const { enqueueCollect } = await import('../../pipeline/collect-enqueue.js');
+    const { enqueueCollect } = await import('../../pipeline/collect/enqueue.js');
     const s = await enqueueCollect(rt, {
       tasks: flags.tasks,
       n: wholeNumber('--n', flags.n, MAX_TASKS),
@@ -30,7 +30,7 @@ export async function runQueued(ui: Ui, rt: Runtime, flags: QueuedFlags): Promis
       );
     return;
   }
-  const { collectWorker } = await import('../../pipeline/collect-queue.js');
+  const { collectWorker } = await import('../../pipeline/collect/worker.js');
   const stopping = 'stopping: running orchestrations are cancelled and handed back to the queue for another worker';
   const s = await withInterrupt(ui, stopping, (signal) =>
     collectWorker(rt, {

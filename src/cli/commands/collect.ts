@@ -1,7 +1,7 @@
 import { Option } from 'commander';
 import { MAX_CONCURRENCY, MAX_TASKS } from '../../config/schema.js';
 import { GateError, InterruptedError, UserError } from '../../errors.js';
-import type { CapturedCounts } from '../../pipeline/collect-captured.js';
+import type { CapturedCounts } from '../../pipeline/collect/captured.js';
 import { wholeNumber } from '../flags.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
@@ -59,7 +59,7 @@ export const registerCollect: Register = (program, ctx) => {
         const { runQueued } = await import('./collect-queued.js');
         return runQueued(ui, await runtime(), flags);
       }
-      const { collect } = await import('../../pipeline/collect.js');
+      const { collect } = await import('../../pipeline/collect/collect.js');
       const rt = await runtime();
       const bar = ui.progress('preparing the team');
       const stopping =
@@ -82,7 +82,7 @@ export const registerCollect: Register = (program, ctx) => {
         );
         bar.stop();
         if (summary.captured) {
-          const { nothingTaken } = await import('../../pipeline/collect-captured.js');
+          const { nothingTaken } = await import('../../pipeline/collect/captured.js');
           return printCaptured(ui, summary.runId, summary.captured, nothingTaken);
         }
         const nothingCompleted = summary.status === 'completed' && summary.completed === 0;

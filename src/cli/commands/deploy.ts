@@ -1,5 +1,5 @@
-import type { DeployResult } from '../../pipeline/deploy.js';
-import type { Published } from '../../pipeline/publish.js';
+import type { DeployResult } from '../../pipeline/deploy/deploy.js';
+import type { Published } from '../../pipeline/deploy/publish.js';
 import type { Register } from '../register.js';
 import type { Ui } from '../ui/output.js';
 
@@ -30,7 +30,7 @@ export const registerDeploy: Register = (program, ctx) => {
     .option('--reason <text>', 'why, for the audit record')
     .action(async (flags: DeployFlags) => {
       const { ui, runtime } = ctx();
-      const { deploy, refusal, promoteCanary } = await import('../../pipeline/deploy.js');
+      const { deploy, refusal, promoteCanary } = await import('../../pipeline/deploy/deploy.js');
       const rt = await runtime();
       if (flags.promoteCanary) {
         const r = await promoteCanary(rt, {
@@ -64,7 +64,7 @@ export const registerDeploy: Register = (program, ctx) => {
     .option('--reason <text>', 'why, for the audit record')
     .action(async (flags: { to?: string; role?: string; reason?: string }) => {
       const { ui, runtime } = ctx();
-      const { rollback } = await import('../../pipeline/deploy.js');
+      const { rollback } = await import('../../pipeline/deploy/deploy.js');
       const r = await rollback(await runtime(), { to: flags.to, role: flags.role, reason: flags.reason });
       if (ui.opts.json) return ui.json({ ok: true, ...r });
       ui.print(

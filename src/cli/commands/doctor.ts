@@ -8,7 +8,7 @@ export const registerDoctor: Register = (program, ctx) => {
     .option('--fix', 'create or repair the trainer virtualenv and provision the default model', false)
     .action(async (flags: { fix: boolean }) => {
       const { ui, runtime } = ctx();
-      const { runDoctor } = await import('../../pipeline/doctor.js');
+      const { runDoctor } = await import('../../pipeline/utilities/doctor.js');
       const rt = await runtime();
       const progress = flags.fix ? ui.progress('checking and repairing the environment') : undefined;
       let report;

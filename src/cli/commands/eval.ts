@@ -50,7 +50,7 @@ export const registerEval: Register = (program, ctx) => {
     .action(async (flags: EvalFlags) => {
       const { ui, runtime } = ctx();
       const [{ evaluate }, { renderEvaluation }] = await Promise.all([
-        import('../../pipeline/evaluate.js'),
+        import('../../pipeline/evaluate/evaluate.js'),
         import('../ui/evaluation.js'),
       ]);
       const opts = {
@@ -81,7 +81,7 @@ export const registerEval: Register = (program, ctx) => {
           };
           if (!perRole) return { summary: await evaluate(rt, run), credit: null };
           const [{ evaluateRoleCredit }, { roleScopes }] = await Promise.all([
-            import('../../pipeline/eval-roles.js'),
+            import('../../pipeline/evaluate/roles.js'),
             import('../../resources/role-variants.js'),
           ]);
           const credit = await evaluateRoleCredit(rt, { ...run, roles: roleScopes(rt.config.roles!) });
@@ -90,7 +90,7 @@ export const registerEval: Register = (program, ctx) => {
         bar.stop();
         let reportFile: string | null = null;
         if (flags.report && rt.config.eval.report) {
-          const { writeReport } = await import('../../pipeline/report.js');
+          const { writeReport } = await import('../../pipeline/evaluate/report.js');
           reportFile = (await writeReport(rt, { evalRunId: summary.evalRunId })).file;
         }
         if (ui.opts.json) return ui.json({ ...summary, report: reportFile, ...(credit ? roleJson(credit) : {}) });

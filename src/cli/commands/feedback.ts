@@ -11,7 +11,7 @@ export const registerFeedback: Register = (program, ctx) => {
     .action(async (rollout: string, flags: { score: string; agent?: string; note?: string }) => {
       const { ui, runtime } = ctx();
       const score = decimalNumber('--score', flags.score);
-      const { addFeedback } = await import('../../pipeline/rewards.js');
+      const { addFeedback } = await import('../../pipeline/utilities/rewards.js');
       const result = await addFeedback(await runtime(), rollout, { score, agent: flags.agent, note: flags.note });
       if (ui.opts.json) return ui.json(result);
       ui.print(

@@ -18,7 +18,7 @@ export const registerGateway: Register = (program, ctx) => {
     .option('--port <n>', `port; 0 picks a free one (default: gateway.port, ${DEFAULT_GATEWAY_PORT})`, portFlag)
     .action(async (flags: GatewayFlags) => {
       const { ui, runtime } = ctx();
-      const { gateway } = await import('../../pipeline/gateway.js');
+      const { gateway } = await import('../../pipeline/serve/gateway.js');
       const rt = await runtime();
       await withInterrupt(ui, 'stopping: finishing requests in flight, writing captured calls', async (signal) => {
         const gw = await gateway(rt, {

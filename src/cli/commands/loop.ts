@@ -1,4 +1,4 @@
-import type { CycleResult } from '../../pipeline/loop.js';
+import type { CycleResult } from '../../pipeline/loop/loop.js';
 import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatTime } from '../ui/format.js';
@@ -16,7 +16,7 @@ export const registerLoop: Register = (program, ctx) => {
       const c = ctx();
       const { ui } = c;
       if (flags.once) {
-        const { runCycle } = await import('../../pipeline/loop.js');
+        const { runCycle } = await import('../../pipeline/loop/loop.js');
         const rt = await c.runtime();
         const r = await withInterrupt(
           ui,
@@ -36,7 +36,7 @@ export const registerLoop: Register = (program, ctx) => {
         return;
       }
       const [{ runScheduled }, { Runtime }] = await Promise.all([
-        import('../../pipeline/schedule.js'),
+        import('../../pipeline/loop/schedule.js'),
         import('../../runtime/runtime.js'),
       ]);
       const [{ loadConfig }, { cycleSteps }] = await Promise.all([
@@ -68,7 +68,7 @@ export const registerLoop: Register = (program, ctx) => {
     .description('the schedule, the next runs, a running cycle and the last cycles with each stage')
     .action(async () => {
       const { ui, runtime } = ctx();
-      const { loopStatus } = await import('../../pipeline/schedule.js');
+      const { loopStatus } = await import('../../pipeline/loop/schedule.js');
       const s = loopStatus(await runtime());
       if (ui.opts.json) return ui.json(s);
       ui.print(`schedule: ${s.schedule} (${s.steps.join(' → ')}); next: ${s.next.join(', ')}`);

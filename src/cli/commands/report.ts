@@ -10,7 +10,7 @@ export const registerReport: Register = (program, ctx) => {
     .option('-o, --out <file>', 'where to write it (default: <data_dir>/reports/eval-<id>.html)')
     .action(async (flags: { eval?: string; out?: string }) => {
       const { ui, runtime } = ctx();
-      const { writeReport } = await import('../../pipeline/report.js');
+      const { writeReport } = await import('../../pipeline/evaluate/report.js');
       const result = await writeReport(await runtime(), { evalRunId: flags.eval, out: flags.out });
       if (ui.opts.json) return ui.json(result);
       ui.print(result.file);

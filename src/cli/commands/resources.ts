@@ -14,7 +14,7 @@ export const registerResources: Register = (program, ctx) => {
     .option('--limit <n>', 'at most n', '30')
     .action(async (flags: { limit: string }) => {
       const { ui, runtime } = ctx();
-      const { listSets } = await import('../../pipeline/resources.js');
+      const { listSets } = await import('../../pipeline/utilities/resources.js');
       const sets = listSets(await runtime(), wholeNumber('--limit', flags.limit, MAX_LIST));
       if (ui.opts.json) return ui.json({ sets });
       if (!sets.length) return ui.print('no resource sets yet (the first collect creates production from the config)');
@@ -43,7 +43,7 @@ export const registerResources: Register = (program, ctx) => {
     .option('--session <id>', 'with --gateway: the session its calls are captured under (default: a new id)')
     .action(async (file: string, ref: string | undefined, flags: { gateway?: string; session?: string }) => {
       const { ui, runtime } = ctx();
-      const { exportMassgenConfig } = await import('../../pipeline/resources.js');
+      const { exportMassgenConfig } = await import('../../pipeline/utilities/resources.js');
       const gateway = gatewayFlags(flags);
       const r = exportMassgenConfig(await runtime(), file, { set: ref ?? 'production', gateway });
       if (ui.opts.json) return ui.json({ ok: true, ...r });
@@ -60,7 +60,7 @@ export const registerResources: Register = (program, ctx) => {
     )
     .action(async (ref: string | undefined) => {
       const { ui, runtime } = ctx();
-      const { showSet } = await import('../../pipeline/resources.js');
+      const { showSet } = await import('../../pipeline/utilities/resources.js');
       const d = showSet(await runtime(), ref ?? 'production');
       if (ui.opts.json) return ui.json(d);
       ui.print(

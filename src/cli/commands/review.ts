@@ -1,4 +1,4 @@
-import type { Review } from '../../pipeline/review.js';
+import type { Review } from '../../pipeline/review/review.js';
 import type { Register } from '../register.js';
 import type { Ui } from '../ui/output.js';
 
@@ -11,7 +11,7 @@ export const registerReview: Register = (program, ctx) => {
     )
     .action(async () => {
       const { ui, runtime } = ctx();
-      const { reviewProduction } = await import('../../pipeline/review.js');
+      const { reviewProduction } = await import('../../pipeline/review/review.js');
       const rt = await runtime();
       const r = await reviewProduction(rt, 'cli');
       if (ui.opts.json) return ui.json({ ok: true, ...r });

@@ -13,7 +13,7 @@ export const registerRewards: Register = (program, ctx) => {
     .addOption(new Option('--status <status>', 'only this status').choices(['completed', 'failed']))
     .action(async (flags: { run?: string; task?: string; status?: 'completed' | 'failed' }) => {
       const { ui, runtime } = ctx();
-      const { recomputeRewards } = await import('../../pipeline/rewards.js');
+      const { recomputeRewards } = await import('../../pipeline/utilities/rewards.js');
       const bar = ui.progress('re-scoring rollouts');
       const summary = await recomputeRewards(await runtime(), {
         runId: flags.run,

@@ -1,7 +1,7 @@
 import { Option } from 'commander';
 import { DEFAULT_SERVE_PORT, SERVE_ENGINES } from '../../config/schema.js';
 import { UserError } from '../../errors.js';
-import type { ServeEngine } from '../../pipeline/serve.js';
+import type { ServeEngine } from '../../pipeline/serve/serve.js';
 import { portFlag } from '../flags.js';
 import type { Register } from '../register.js';
 
@@ -40,7 +40,7 @@ export const registerServe: Register = (program, ctx) => {
     )
     .action(async (flags: ServeFlags) => {
       const { ui, runtime } = ctx();
-      const { serve } = await import('../../pipeline/serve.js');
+      const { serve } = await import('../../pipeline/serve/serve.js');
       const rt = await runtime();
 
       const stopRequested = new AbortController();

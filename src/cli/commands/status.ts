@@ -1,5 +1,5 @@
-import type { SuiteCurriculum } from '../../pipeline/curriculum.js';
-import type { CanaryStatus } from '../../pipeline/status.js';
+import type { SuiteCurriculum } from '../../pipeline/collect/curriculum.js';
+import type { CanaryStatus } from '../../pipeline/utilities/status.js';
 import type { Register } from '../register.js';
 import { formatBytes, formatTime } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
@@ -12,7 +12,7 @@ export const registerStatus: Register = (program, ctx) => {
     )
     .action(async () => {
       const { ui, runtime } = ctx();
-      const { getStatus } = await import('../../pipeline/status.js');
+      const { getStatus } = await import('../../pipeline/utilities/status.js');
       const report = await getStatus(await runtime());
       if (ui.opts.json) return ui.json(report);
       ui.print(`${ui.c.bold(report.project)} — config ${report.config}`);

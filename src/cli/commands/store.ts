@@ -32,7 +32,7 @@ export const registerStore: Register = (program, ctx) => {
       const { ui, runtime } = ctx();
       const batchSize = wholeNumber('--batch-size', flags.batchSize, 100_000);
       const [{ copyStoreTo, mismatch }, { redactUrl }] = await Promise.all([
-        import('../../pipeline/store-copy.js'),
+        import('../../pipeline/utilities/store-copy.js'),
         import('../../store/index.js'),
       ]);
       const rt = await runtime();

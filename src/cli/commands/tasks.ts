@@ -8,7 +8,7 @@ export const registerTasks: Register = (program, ctx) => {
     )
     .action(async () => {
       const { ui, loadConfig } = ctx();
-      const { describeSuites } = await import('../../pipeline/tasks.js');
+      const { describeSuites } = await import('../../pipeline/utilities/tasks.js');
       const suites = describeSuites((await loadConfig()).config);
       if (ui.opts.json) return ui.json(suites);
       for (const suite of suites) {

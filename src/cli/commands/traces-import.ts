@@ -20,7 +20,7 @@ export function registerTracesImport(traces: Command, ctx: () => Context): void 
     .option('--skip-invalid', 'import the valid turns and list the malformed ones, instead of importing nothing', false)
     .action(async (flags: ImportFlags) => {
       const { ui, runtime } = ctx();
-      const { importMassgenLogs } = await import('../../pipeline/import-massgen.js');
+      const { importMassgenLogs } = await import('../../pipeline/utilities/import-massgen.js');
       const summary = importMassgenLogs(await runtime(), { dir: flags.massgenLogs, skipInvalid: flags.skipInvalid });
       if (ui.opts.json) return ui.json({ ok: true, ...summary });
       const where = (u: { log: string; turn: number; attempt: number | null }) =>

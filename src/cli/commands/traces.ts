@@ -32,7 +32,7 @@ export const registerTraces: Register = (program, ctx) => {
   withFilters(traces.command('list').description('list rollouts, newest first'), '50').action(
     async (flags: FilterFlags) => {
       const { ui, runtime } = ctx();
-      const { listTraces } = await import('../../pipeline/traces.js');
+      const { listTraces } = await import('../../pipeline/utilities/traces.js');
       const { total, rollouts } = listTraces(await runtime(), toFilter(flags));
       if (ui.opts.json) return ui.json({ total, rollouts });
       if (!rollouts.length) return ui.print('no rollouts match');
@@ -58,7 +58,7 @@ export const registerTraces: Register = (program, ctx) => {
     .description('show a rollout as a tree of spans (id or unique prefix)')
     .action(async (id: string) => {
       const { ui, runtime } = ctx();
-      const { showTrace } = await import('../../pipeline/traces.js');
+      const { showTrace } = await import('../../pipeline/utilities/traces.js');
       const detail = showTrace(await runtime(), id);
       if (ui.opts.json) return ui.json(detail);
       ui.print(renderTraceTree(detail, ui.c));
@@ -77,7 +77,7 @@ export const registerTraces: Register = (program, ctx) => {
     )
     .action(async (flags: FilterFlags & { out: string; format: ExportFormat }) => {
       const { ui, runtime } = ctx();
-      const { exportTraces } = await import('../../pipeline/traces.js');
+      const { exportTraces } = await import('../../pipeline/utilities/traces.js');
       const opts: ExportOptions = { ...toFilter(flags), format: flags.format };
       const result = await exportTraces(await runtime(), opts, flags.out === '-' ? process.stdout : flags.out);
       if (flags.out === '-') return;

@@ -3,7 +3,7 @@ import { POLICY_KINDS } from '../../config/schema.js';
 import type { Context } from '../context.js';
 import type { Ui } from '../ui/output.js';
 
-type PolicyResult = Awaited<ReturnType<typeof import('../../pipeline/train-policy.js').trainPolicy>>;
+type PolicyResult = Awaited<ReturnType<typeof import('../../pipeline/train/policy.js').trainPolicy>>;
 
 /** `train policy KIND`: a contextual bandit fitted on the decisions of one kind the traces logged (policies.*). */
 export function registerTrainPolicy(train: Command, ctx: () => Context): Command {
@@ -16,7 +16,7 @@ export function registerTrainPolicy(train: Command, ctx: () => Context): Command
     .addArgument(new Argument('<kind>', 'the decision to learn').choices([...POLICY_KINDS]))
     .action(async (kind: string) => {
       const { ui, runtime } = ctx();
-      const { trainPolicy } = await import('../../pipeline/train-policy.js');
+      const { trainPolicy } = await import('../../pipeline/train/policy.js');
       renderPolicy(ui, await trainPolicy(await runtime(), { policy: kind }));
     });
 }

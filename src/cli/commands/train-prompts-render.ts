@@ -1,5 +1,5 @@
 import type { RLConfig } from '../../config/schema.js';
-import type { PromptOptResult } from '../../pipeline/train-prompts.js';
+import type { PromptOptResult } from '../../pipeline/prompt-opt/train-prompts.js';
 import { formatDuration } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
 

@@ -17,7 +17,7 @@ export function registerTrainPrompts(train: Command, ctx: () => Context): Comman
     .option('--resume [run]', 'continue a stopped prompt-optimization run (default: the newest one)')
     .action(async (flags: { resume?: boolean | string }) => {
       const { ui, runtime } = ctx();
-      const { trainPrompts } = await import('../../pipeline/train-prompts.js');
+      const { trainPrompts } = await import('../../pipeline/prompt-opt/train-prompts.js');
       const rt = await runtime();
       const stopping = `stopping: the step in progress is dropped; resume with \`${RESUME}\``;
       const r = await withInterrupt(ui, stopping, (signal) =>

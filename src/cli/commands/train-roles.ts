@@ -9,7 +9,7 @@ export async function trainRolesCommand(
   rt: Runtime,
   opts: { all?: boolean; maxSteps?: number },
 ): Promise<void> {
-  const { trainRoles } = await import('../../pipeline/train-roles.js');
+  const { trainRoles } = await import('../../pipeline/train/roles.js');
   const bar = ui.progress('preparing');
   const stopping = 'stopping: the trainer saves a resumable checkpoint first (this can take a minute)';
   try {

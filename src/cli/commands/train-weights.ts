@@ -59,7 +59,7 @@ export function registerTrainWeights(train: Command, ctx: () => Context): Comman
           maxSteps: wholeNumber('--max-steps', flags.maxSteps, MAX_STEPS),
         });
       }
-      const { train: trainWeights } = await import('../../pipeline/train.js');
+      const { train: trainWeights } = await import('../../pipeline/train/train.js');
       const bar = ui.progress('preparing');
       const stopping = 'stopping: the trainer saves a resumable checkpoint first (this can take a minute)';
       try {
@@ -115,7 +115,7 @@ export function registerTrainWeights(train: Command, ctx: () => Context): Comman
 async function trainAlong(ui: Ui, rt: Runtime, flags: WeightsFlags, rank: number | undefined): Promise<void> {
   if (flags.resume)
     throw new UserError('--resume: a run over several machines cannot be resumed; machine 0 holds its checkpoint');
-  const { trainWorker } = await import('../../pipeline/train-worker.js');
+  const { trainWorker } = await import('../../pipeline/train/worker.js');
   const bar = ui.progress('preparing');
   try {
     const r = await withInterrupt(ui, 'stopping: every machine saves the checkpoint step first', (signal) =>

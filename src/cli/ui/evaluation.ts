@@ -1,4 +1,4 @@
-import type { EvalSummary } from '../../pipeline/evaluate.js';
+import type { EvalSummary } from '../../pipeline/evaluate/evaluate.js';
 import type { Ui } from './output.js';
 
 const num = (x: number | null | undefined, d = 3) =>

@@ -1,5 +1,5 @@
-import type { RoleCreditSummary } from '../../pipeline/eval-roles.js';
-import type { EvalSummary } from '../../pipeline/evaluate.js';
+import type { EvalSummary } from '../../pipeline/evaluate/evaluate.js';
+import type { RoleCreditSummary } from '../../pipeline/evaluate/roles.js';
 import type { Ui } from './output.js';
 
 const signed = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;

@@ -3,10 +3,10 @@ import { execa, type ResultPromise } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';
 import { BIN, FIXTURES, hasStack, runCli, sqliteOf } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 // The loop as a user runs it, in real processes: killed with SIGKILL in each stage and started again,

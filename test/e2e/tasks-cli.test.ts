@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { describeSuites } from '../../src/pipeline/suites.js';
+import type { describeSuites } from '../../src/pipeline/utilities/tasks.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';
 
 // What the command prints is built in describeSuites (test/unit/tasks-command.test.ts).

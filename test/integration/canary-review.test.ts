@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { deploy } from '../../src/pipeline/deploy/deploy.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { reviewProduction } from '../../src/pipeline/review/review.js';
 import { getStatus } from '../../src/pipeline/utilities/status.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import { freshPostgresUrl } from '../support/postgres.js';
 
 const YAML = `models:

@@ -4,6 +4,7 @@ import { buildDataset, type DpoRow, type SftRow } from '../../src/datasets/index
 import { copyCaptured, trainingCopyId } from '../../src/pipeline/collect/captured-copy.js';
 import { collect } from '../../src/pipeline/collect/collect.js';
 import { runCycle } from '../../src/pipeline/loop/loop.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { addFeedback } from '../../src/pipeline/utilities/rewards.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
@@ -12,7 +13,6 @@ import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
 import { readRows } from '../fixtures/datasets/team-rollouts.js';
 import { tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import { BACKENDS, openStoreOn } from '../support/postgres.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 

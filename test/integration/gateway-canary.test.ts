@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { gateway, type Gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { ResourceSet } from '../../src/store/index.js';
 import { tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
 import { gatewayProjects } from '../support/gateway-projects.js';
 

@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/gateway/backends.js';
 import { CanaryModels } from '../../src/gateway/canary-models.js';
 import { SetModels } from '../../src/gateway/set-models.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { registerCheckpoint } from '../../src/resources/checkpoints.js';
 import { withAgentWeights } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import type { ResourceSet } from '../../src/store/index.js';
 import { configIn } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import { startScriptedServer } from '../support/scripted-server.js';
 
 // The gateway asks a local model's server, for each agent a request names, for the adapter the arm's set gives that

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { runCycle } from '../../src/pipeline/loop/loop.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { runCli, tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import { LOOP_TASKS, TRAINER } from '../support/loop-project.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 

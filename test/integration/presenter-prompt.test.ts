@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect/collect.js';
 import { deploy } from '../../src/pipeline/deploy/deploy.js';
 import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { showSet } from '../../src/pipeline/utilities/resources.js';
 import { describeMembers } from '../../src/resources/sets.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
@@ -12,7 +13,6 @@ import { openStore } from '../../src/runtime/store.js';
 import type { Store } from '../../src/store/index.js';
 import { storeDb } from '../../src/store/store.js';
 import { runCli, tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import {
   startScriptedServer,
   type Script,

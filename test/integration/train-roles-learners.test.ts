@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { collect } from '../../src/pipeline/collect/collect.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { trainRoles } from '../../src/pipeline/train/roles.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import { MAGIC, promptOptProject, promptOptScript } from '../support/prompt-opt-project.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 

@@ -3,10 +3,10 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect/collect.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { trainRoles } from '../../src/pipeline/train/roles.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { FIXTURES, runCli, tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 import { TEAM_TASKS, teamScript } from '../support/team-collect.js';
 

@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
 import { configIn, tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 
 // The bundled model serves production, the candidate (the same files registered as the line's next
 // version: a second server) and judges. A 135M judge is noisy and may favour a position: the test holds

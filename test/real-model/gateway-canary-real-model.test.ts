@@ -2,6 +2,7 @@ import { execa } from 'execa';
 import path from 'node:path';
 import { expect, it } from 'vitest';
 import { deploy } from '../../src/pipeline/deploy/deploy.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { gateway } from '../../src/pipeline/serve/gateway.js';
 import { pythonEnv } from '../../src/python/module.js';
 import { venvPython } from '../../src/python/venv.js';
@@ -10,7 +11,6 @@ import { Runtime, withRuntime } from '../../src/runtime/runtime.js';
 import { liveServers } from '../../src/serving/registry.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { FIXTURES, configIn, tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 
 // Real parts: the bundled model behind the gateway's own local server and a real PEFT LoRA adapter as the
 // canary. The canary's sessions are answered by the adapter, loaded beside production's weights in the same

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { deploy, rollback } from '../../src/pipeline/deploy/deploy.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { serve } from '../../src/pipeline/serve/serve.js';
 import { pythonEnv } from '../../src/python/module.js';
 import { venvPython } from '../../src/python/venv.js';
@@ -12,7 +13,6 @@ import { startLocalServer } from '../../src/serving/local-server.js';
 import { liveServers, registerServer, type ServerEntry } from '../../src/serving/registry.js';
 import { HOST } from '../../src/store/process-owner.js';
 import { FIXTURES, configIn, pidAlive, tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 
 // Real parts: the trainer venv, the default model (`massgen-rl doctor --fix`) and a real PEFT LoRA adapter.
 const MAKE_ADAPTER = path.join(FIXTURES, 'trainers', 'make_lora_adapter.py');

@@ -3,11 +3,11 @@ import { loadConfig } from '../../src/config/load.js';
 import { collect } from '../../src/pipeline/collect/collect.js';
 import { deploy, rollback } from '../../src/pipeline/deploy/deploy.js';
 import { evaluateRoleCredit } from '../../src/pipeline/evaluate/roles.js';
+import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { trainRoles } from '../../src/pipeline/train/roles.js';
 import { roleScopes } from '../../src/resources/role-variants.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { tempDir } from '../helpers.js';
-import { syncProduction } from '../src/pipeline/production-sync.js';
 
 // Roles on the real parts: the bundled model served by our llama.cpp server (one per distinct weights), real
 // TRL SFT per role on CPU, each role's leave-one-in evaluation, a deploy and the rollback of one role, then a

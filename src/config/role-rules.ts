@@ -1,5 +1,8 @@
-import { ALGOS, type RLConfig, type RoleConfig } from './schema.js';
-import { sftIssues, type TrainIssue } from './train-rules.js';
+import type { RuleIssue } from './rule-issue.js';
+import type { RLConfig } from './schema.js';
+import type { RoleConfig } from './sections/roles.js';
+import { ALGOS } from './sections/train-selection.js';
+import { sftIssues } from './sections/train.js';
 import type { ConfigPath } from './yaml-source.js';
 
 /**
@@ -7,8 +10,8 @@ import type { ConfigPath } from './yaml-source.js';
  * sub-tasks and each policy are claimed once), members and models exist, and a recipe fits its members and
  * weights (a weight recipe needs weights it can train, bandit learns decisions only, apo needs agents).
  */
-export function roleIssues(config: RLConfig): TrainIssue[] {
-  const issues: TrainIssue[] = [];
+export function roleIssues(config: RLConfig): RuleIssue[] {
+  const issues: RuleIssue[] = [];
   const add = (path: ConfigPath, message: string) => issues.push({ path, message });
   const owners = new Map<string, string>();
   const claim = (key: string, what: string, role: string, path: ConfigPath) => {
@@ -113,7 +116,8 @@ function recipeIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
   if (r.delegate && !r.agents.length && !r.presenter && algo !== 'ppo')
     add(
       [...at, 'recipe', 'algo'],
-      `${algo} rows come from answers, votes and presentations; a delegated sub-task's calls are none of those: use ppo`,
+      `${algo} rows come from answers, votes and presentations; `
+        + `a delegated sub-task's calls are none of those: use ppo`,
     );
   if (algo === 'sft') {
     issues(sftIssues(recipe, [...at, 'recipe'], Object.keys(config.models)), add);
@@ -155,6 +159,6 @@ function weightIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
   }
 }
 
-function issues(found: TrainIssue[], add: Add): void {
+function issues(found: RuleIssue[], add: Add): void {
   for (const issue of found) add(issue.path, issue.message);
 }

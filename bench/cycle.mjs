@@ -84,7 +84,7 @@ function rawDecode() {
     [path.join(ROOT, 'bench', 'lib', 'raw_decode.py'), model, '--seqs', '16', '--steps', String(sz.rawSteps)],
     {
       encoding: 'utf8',
-      env: { ...process.env, PYTHONPATH: path.join(ROOT, 'trainers'), HF_HUB_OFFLINE: '1' },
+      env: { ...process.env, PYTHONPATH: path.join(ROOT, 'python'), HF_HUB_OFFLINE: '1' },
     },
   );
   if (r.status !== 0) throw new Error(`raw_decode.py failed (exit ${r.status}): ${r.stderr.slice(-800)}`);

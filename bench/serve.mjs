@@ -1,4 +1,4 @@
-// Serving throughput and latency of `python -m massgen_rl_trainers.serve` per engine (transformers, the
+// Serving throughput and latency of `python -m massgen_rl_serving` per engine (transformers, the
 // current one, and llama.cpp, the new one) on the bundled model, next to llama-cpp-python's own OpenAI server
 // on the GGUF our llama.cpp engine converted, all in one run; then request modes on our llama.cpp engine.
 //

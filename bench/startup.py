@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "trainers"))
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "trainers"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+sys.path.insert(0, str(ROOT / "python"))
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 PY = sys.executable
 
 
@@ -87,7 +87,7 @@ def imports() -> dict[str, float]:
 
 
 def digests(model: Path, adapter: Path, rounds: int) -> dict[str, float]:
-    from massgen_rl_trainers.serve import gguf_files
+    from massgen_rl_serving import gguf_files
 
     hashed = getattr(gguf_files, "hash_folder", gguf_files.folder_digest)  # the uncached hash, where there is one
     out = {}
@@ -105,7 +105,7 @@ def _timed(fn, *args) -> float:
 
 
 def conversions(model: Path, adapter: Path, convert_model: bool) -> dict[str, float]:
-    from massgen_rl_trainers.serve import gguf_files
+    from massgen_rl_serving import gguf_files
 
     out = {}
     with tempfile.TemporaryDirectory() as cache:
@@ -122,7 +122,7 @@ def conversions(model: Path, adapter: Path, convert_model: bool) -> dict[str, fl
 
 
 def serve(folder: Path) -> dict[str, float]:
-    cmd = [PY, "-m", "massgen_rl_trainers.serve", "--model", str(folder), "--engine", "llama.cpp"]
+    cmd = [PY, "-m", "massgen_rl_serving", "--model", str(folder), "--engine", "llama.cpp"]
     return events(cmd + ["--max-batch-size", "4"], "ready")
 
 
@@ -146,7 +146,7 @@ def trainer(model: Path, work: Path) -> dict[str, float]:
             }
         )
     )
-    return events([PY, "-m", "massgen_rl_trainers.train.sft", "--config", str(config)], "done")
+    return events([PY, "-m", "massgen_rl_training.sft", "--config", str(config)], "done")
 
 
 def main() -> None:
@@ -164,7 +164,7 @@ def main() -> None:
         if not args.adapter:
             maker = ROOT / "test/fixtures/trainers/make_lora_adapter.py"
             subprocess.run([PY, str(maker), str(model), str(adapter)], check=True, capture_output=True, env=ENV)
-        check = [PY, "-m", "massgen_rl_trainers.train.check", "--request", '{"sections": {"sft": {}, "grpo": {}}}']
+        check = [PY, "-m", "massgen_rl_training.check", "--request", '{"sections": {"sft": {}, "grpo": {}}}']
         parts = {
             "python_bare": lambda: median_of(args.rounds, wall, [PY, "-c", "pass"]),
             "train_check": lambda: median_of(args.rounds, wall, check),

@@ -4,7 +4,7 @@
 //   wrapper: `node bin/massgen-rl.js --json train --algo ALGO --all --max-steps N` in a temp project whose store
 //     holds MassGen-style team rollouts (bench/lib/train-overhead-store.mjs): config load, dataset build from the
 //     store (reused after the first run, as in production), preflight, trainer.yaml, the bundled trainer
-//     (`python -m massgen_rl_trainers.train.ALGO`) with its ProtocolCallback and JSON-lines step events read by Node
+//     (`python -m massgen_rl_training.ALGO`) with its ProtocolCallback and JSON-lines step events read by Node
 //     (metrics into the store, stderr into trainer.log), then checkpoint registration.
 //   direct: bench/lib/trl_direct.py, plain TRL (SFTTrainer / GRPOTrainer) with the values of the trainer.yaml the
 //     wrapper wrote (same model folder, LoRA, data.jsonl, TrainingArguments), no Node and no protocol; GRPO
@@ -50,7 +50,7 @@ const BIN = path.join(ROOT, 'bin', 'massgen-rl.js');
 const DIRECT = path.join(ROOT, 'bench', 'lib', 'trl_direct.py');
 const PROTOCOL_COST = path.join(ROOT, 'bench', 'lib', 'protocol_callback_cost.py');
 const SITE = path.join(ROOT, 'bench', 'lib', 'train-overhead-site');
-const TRAINERS = path.join(ROOT, 'trainers');
+const PYTHON_DIR = path.join(ROOT, 'python');
 const ALGOS = ['sft', 'grpo'];
 /** The wrapper may be at most this many per cent slower in steps/s. */
 const TARGET_SLOWDOWN_PCT = 3;
@@ -241,7 +241,7 @@ async function protocolCost(dir, env, python) {
   const stderrFile = path.join(dir, 'protocol-cost.stderr');
   await runCommand(python, [PROTOCOL_COST, '--steps', '5000'], {
     cwd: dir,
-    env: { ...env, PYTHONPATH: [TRAINERS, process.env.PYTHONPATH].filter(Boolean).join(':') },
+    env: { ...env, PYTHONPATH: [PYTHON_DIR, process.env.PYTHONPATH].filter(Boolean).join(':') },
     stderrFile,
   });
   return JSON.parse(fs.readFileSync(stderrFile, 'utf8').trim().split('\n').at(-1));
@@ -267,7 +267,7 @@ async function wrapperRun(dir, algo, steps, env) {
   const python = fs
     .readFileSync(result.logFile, 'utf8')
     .split('\n')[0]
-    .match(/ \$ (\S+) -m massgen_rl_trainers\./)?.[1];
+    .match(/ \$ (\S+) -m massgen_rl_training\./)?.[1];
   if (!python) throw new Error(`cannot tell the trainer command from ${result.logFile}`);
   return {
     run,
@@ -287,7 +287,7 @@ async function directRun(dir, algo, steps, env, python, configFile) {
   fs.rmSync(out, { recursive: true, force: true });
   const pyEnv = {
     ...env,
-    PYTHONPATH: [SITE, TRAINERS, process.env.PYTHONPATH].filter(Boolean).join(':'),
+    PYTHONPATH: [SITE, PYTHON_DIR, process.env.PYTHONPATH].filter(Boolean).join(':'),
     MASSGEN_BENCH_STEP_CLOCK: clockFile,
   };
   const run = await runCommand(python, [DIRECT, '--algo', algo, '--config', configFile, '--output-dir', out], {
@@ -495,7 +495,7 @@ async function main() {
         wrapper:
           '`massgen-rl --json train --algo ALGO --all --max-steps N` (CLI process: config, dataset build from the store, preflight, trainer.yaml, bundled trainer with ProtocolCallback and JSON-lines events read by Node, checkpoint registration)',
         direct:
-          "bench/lib/trl_direct.py: plain TRL SFTTrainer / GRPOTrainer with the values of the wrapper's trainer.yaml (same model folder, LoRA config, data.jsonl, TrainingArguments; checked equal), trainer.train() then save_model(); no Node, no protocol callback, no events; GRPO offline replay uses massgen_rl_trainers.train.grpo's load_groups and train.grpo_replay's replay_chunks/Replay/recorded_reward and the same GRPOTrainer subclass",
+          "bench/lib/trl_direct.py: plain TRL SFTTrainer / GRPOTrainer with the values of the wrapper's trainer.yaml (same model folder, LoRA config, data.jsonl, TrainingArguments; checked equal), trainer.train() then save_model(); no Node, no protocol callback, no events; GRPO offline replay uses massgen_rl_training.grpo's load_groups and grpo_replay's replay_chunks/Replay/recorded_reward and the same GRPOTrainer subclass",
         stepsPerS:
           '(steps - 1) / (last - first optimizer step end), timed by the same TrainerCallback on both sides (bench/lib/train-overhead-site/sitecustomize.py); excludes loading and the first step',
         ratio:

@@ -10,11 +10,11 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = (name) => path.join(root, 'node_modules', '.bin', name);
 
-/** The ruff pin: the `lint` extra of trainers/pyproject.toml, which `doctor --fix` does not install. */
+/** The ruff pin: the `lint` extra of python/pyproject.toml, which `doctor --fix` does not install. */
 export function ruffSpec() {
-  const text = fs.readFileSync(path.join(root, 'trainers', 'pyproject.toml'), 'utf8');
+  const text = fs.readFileSync(path.join(root, 'python', 'pyproject.toml'), 'utf8');
   const spec = /^lint\s*=\s*\[\s*"(ruff==[^"]+)"/m.exec(text)?.[1];
-  if (!spec) throw new Error('trainers/pyproject.toml: no `lint = ["ruff==<version>"]` extra');
+  if (!spec) throw new Error('python/pyproject.toml: no `lint = ["ruff==<version>"]` extra');
   return spec;
 }
 

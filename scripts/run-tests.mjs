@@ -41,11 +41,11 @@ tally('vitest', vitestCode, () => {
   return { passed: r.numPassedTests, failed: r.numFailedTests, skipped: r.numPendingTests + r.numTodoTests };
 });
 
-console.log('\n== pytest (trainers/) ==');
+console.log('\n== pytest (python/) ==');
 const junit = path.join(work, 'pytest.xml');
 const python = path.join(process.env.MASSGEN_RL_VENV ?? path.join(cacheDir(env), 'venv'), 'bin', 'python');
 const pytestCode = run(python, ['-m', 'pytest', '-q', `--junitxml=${junit}`], {
-  cwd: path.join(root, 'trainers'),
+  cwd: path.join(root, 'python'),
   env: { ...env, MASSGEN_RL_DEFAULT_MODEL_DIR: path.join(cacheDir(env), 'models', 'smollm2-135m-instruct') },
 });
 tally('pytest', pytestCode, () => {

@@ -23,7 +23,7 @@ def main() -> int:
     opts = parser.parse_args()
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
-    from massgen_rl_trainers.train.callbacks import make_callback
+    from massgen_rl_training.callbacks import make_callback
 
     callback = make_callback(reward_key="reward", kl_key=None)
     args = TrainingArguments(output_dir="/tmp/unused-protocol-cost", use_cpu=True, report_to="none")

@@ -12,9 +12,9 @@ import json
 import time
 from pathlib import Path
 
-from massgen_rl_trainers.serve.gguf_files import model_gguf
-from massgen_rl_trainers.serve.llama_context import Entry, LlamaContext
-from massgen_rl_trainers.serve.llama_engine import default_threads
+from massgen_rl_serving.gguf_files import model_gguf
+from massgen_rl_serving.llama_context import Entry, LlamaContext
+from massgen_rl_serving.llama_engine import default_threads
 
 
 def main() -> None:

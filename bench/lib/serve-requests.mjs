@@ -132,7 +132,7 @@ function pyJson(value) {
 
 /**
  * toolBody's prompt without tools: the system message ends with the text the server's generic tool format adds
- * (trainers/massgen_rl_trainers/serve/tool_calls.py, tool_prompt), so the prompt is the same and only the
+ * (python/massgen_rl_serving/tool_calls.py, tool_prompt), so the prompt is the same and only the
  * grammar and the call parsing are gone. Results carry prompt tokens per request to show they match.
  */
 export function toolTextBody(n, opts) {

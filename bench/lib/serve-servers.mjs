@@ -1,4 +1,4 @@
-// The servers the serve benchmark loads: ours (`python -m massgen_rl_trainers.serve`, one per engine) and
+// The servers the serve benchmark loads: ours (`python -m massgen_rl_serving`, one per engine) and
 // llama-cpp-python's own OpenAI server as an outside reference, plus their memory from /proc.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { cacheDir } from '../../dist/config/paths.js';
 
 const live = new Set(); // servers still running: killed if the benchmark exits without stopping them
-const TRAINERS = fileURLToPath(new URL('../../trainers', import.meta.url));
+const PYTHON_DIR = fileURLToPath(new URL('../../python', import.meta.url));
 
 export function defaultModelDir(env = process.env) {
   return env.MASSGEN_RL_DEFAULT_MODEL_DIR || path.join(cacheDir(env), 'models', 'smollm2-135m-instruct');
@@ -27,7 +27,7 @@ export function startOurServer({ engine, modelDir, maxBatchSize, logFile, extraA
   const [name, layout] = engine.split(':');
   const args = [
     '-m',
-    'massgen_rl_trainers.serve',
+    'massgen_rl_serving',
     '--model',
     modelDir,
     '--served-name',
@@ -43,7 +43,7 @@ export function startOurServer({ engine, modelDir, maxBatchSize, logFile, extraA
   ];
   const env = {
     ...process.env,
-    PYTHONPATH: TRAINERS,
+    PYTHONPATH: PYTHON_DIR,
     HF_HUB_OFFLINE: '1',
     TOKENIZERS_PARALLELISM: 'false',
     PYTHONUNBUFFERED: '1',

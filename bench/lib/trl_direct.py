@@ -12,8 +12,8 @@ handling, no checkpoint lineage, no adapter-config fix-ups or training manifest.
 
 SFT rows become conversational prompt/completion pairs (request messages / the final assistant message), as
 TRL's docs describe for completion-only loss. GRPO offline replay has no plain-TRL equivalent: it imports the
-bundled trainer's data preparation (load_groups from massgen_rl_trainers.train.grpo; replay_chunks, Replay and
-recorded_reward from massgen_rl_trainers.train.grpo_replay) and the same three-line GRPOTrainer subclass that
+bundled trainer's data preparation (load_groups from massgen_rl_training.grpo; replay_chunks, Replay and
+recorded_reward from massgen_rl_training.grpo_replay) and the same three-line GRPOTrainer subclass that
 lets the rollout_func see its rows, so both sides do the same work per step; everything else is plain TRL.
 
 Prints one JSON line at the end: {"rows", "load_s", "train_s", "save_s", "metrics"}.
@@ -112,8 +112,8 @@ def grpo_trainer(cfg: dict, output_dir: str):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from massgen_rl_trainers.train.grpo import load_groups
-    from massgen_rl_trainers.train.grpo_replay import Replay, recorded_reward, replay_chunks
+    from massgen_rl_training.grpo import load_groups
+    from massgen_rl_training.grpo_replay import Replay, recorded_reward, replay_chunks
 
     if cfg.get("mode", "offline") != "offline":
         raise SystemExit("trl_direct.py: only grpo mode offline (replay) is benchmarked")

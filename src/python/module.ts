@@ -3,8 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { UserError } from '../errors.js';
 import { eachLine, LineTail } from '../util/bounded-lines.js';
 
-/** The bundled Python package (trainers/), put on PYTHONPATH rather than installed, so every checkout runs its own code. */
-export const TRAINERS_DIR = fileURLToPath(new URL('../../trainers', import.meta.url));
+/** The bundled Python packages (python/), put on PYTHONPATH rather than installed, so every checkout runs its own code. */
+export const PYTHON_DIR = fileURLToPath(new URL('../../python', import.meta.url));
 
 export interface PyEvent {
   event: string;
@@ -33,7 +33,7 @@ export interface RunModuleResult {
 
 /** Environment for every Python child: offline, unbuffered, our package importable. */
 export function pythonEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const path = [TRAINERS_DIR, process.env.PYTHONPATH].filter(Boolean).join(':');
+  const path = [PYTHON_DIR, process.env.PYTHONPATH].filter(Boolean).join(':');
   return {
     HF_HUB_OFFLINE: '1',
     TRANSFORMERS_OFFLINE: '1',

@@ -1,18 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { sha256 } from '../util/hash.js';
-import { TRAINERS_DIR } from './module.js';
+import { PYTHON_DIR } from './module.js';
 
 export interface Requirements {
   /** Pinned runtime dependencies, then test dependencies, as pip specifiers. */
   specs: string[];
-  /** Packages built from source for this CPU by massgen_rl_trainers.serve.llama_setup (llama-cpp-python). */
+  /** Packages built from source for this CPU by massgen_rl_serving.llama_setup (llama-cpp-python). */
   built: string[];
   hash: string;
 }
 
-/** Reads the pinned dependency lists from trainers/pyproject.toml (the `dependencies`, `test` and `llama_cpp` arrays). */
-export function readRequirements(pyproject = path.join(TRAINERS_DIR, 'pyproject.toml')): Requirements {
+/** Reads the pinned dependency lists from python/pyproject.toml (the `dependencies`, `test` and `llama_cpp` arrays). */
+export function readRequirements(pyproject = path.join(PYTHON_DIR, 'pyproject.toml')): Requirements {
   const text = fs.readFileSync(pyproject, 'utf8');
   const specs = [...tomlArray(text, 'dependencies'), ...tomlArray(text, 'test')];
   const built = tomlArray(text, 'llama_cpp');

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { UserError, errorMessage } from '../errors.js';
 import { eachLine, LineTail } from '../util/bounded-lines.js';
-import { TRAINERS_DIR } from './module.js';
+import { PYTHON_DIR } from './module.js';
 import type { Requirements } from './requirements.js';
 
 export type VenvState = 'missing' | 'ok' | 'outdated' | 'broken' | 'foreign';
@@ -127,10 +127,10 @@ export async function ensureVenv(opts: EnsureVenvOptions): Promise<VenvInfo> {
     opts.onLine?.(`building ${spec} for this CPU (llama.cpp from source: several minutes the first time)`);
     await run(
       venvPython(opts.dir),
-      ['-m', 'massgen_rl_trainers.serve.llama_setup', '--spec', spec],
+      ['-m', 'massgen_rl_serving.llama_setup', '--spec', spec],
       opts.onLine,
       `build ${spec}`,
-      { PYTHONPATH: TRAINERS_DIR },
+      { PYTHONPATH: PYTHON_DIR },
     );
   }
   fs.writeFileSync(

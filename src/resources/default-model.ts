@@ -36,7 +36,7 @@ export async function provisionDefaultModel(
   if (existing) return existing;
   const r = await runPythonModule({
     python,
-    module: 'massgen_rl_trainers.models.provision',
+    module: 'massgen_rl_serving.models.provision',
     args: ['--out', dir],
     onEvent,
     timeoutMs: 30 * 60_000,
@@ -52,7 +52,7 @@ export async function provisionDefaultModel(
 export async function smokeGenerate(python: string, dir: string): Promise<string> {
   const r = await runPythonModule({
     python,
-    module: 'massgen_rl_trainers.models.generate',
+    module: 'massgen_rl_serving.models.generate',
     args: ['--model', dir, '--prompt', 'What is 2 + 3? Answer with a number.', '--max-new-tokens', '16'],
     timeoutMs: 5 * 60_000,
   });

@@ -53,11 +53,11 @@ export interface LocalServer {
   stop(): Promise<void>;
 }
 
-const SERVE_MODULE = 'massgen_rl_trainers.serve';
+const SERVE_MODULE = 'massgen_rl_serving';
 const KILL_AFTER_MS = 5000;
 const TAIL_LINES = 40;
 
-/** Starts `python -m massgen_rl_trainers.serve` and resolves once it is ready and answers /health. */
+/** Starts `python -m massgen_rl_serving` and resolves once it is ready and answers /health. */
 export async function startLocalServer(opts: LocalServerOptions): Promise<LocalServer> {
   const host = opts.host ?? '127.0.0.1';
   const timeoutMs = opts.startupTimeoutMs ?? 180_000;

@@ -2,15 +2,15 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Algo, TrainConfig } from '../config/schema.js';
 import { UserError } from '../errors.js';
-import { TRAINERS_DIR } from '../python/module.js';
+import { PYTHON_DIR } from '../python/module.js';
 
-/** Where the bundled trainers live: `python -m massgen_rl_trainers.train.<algo>`. */
-export const TRAINER_PACKAGE = 'massgen_rl_trainers.train';
+/** Where the bundled trainers live: `python -m massgen_rl_training.<algo>`. */
+export const TRAINER_PACKAGE = 'massgen_rl_training';
 
 export interface TrainerCommandOptions {
   /** The trainer venv's interpreter. */
   python: string;
-  /** A bundled trainer (`grpo` → `massgen_rl_trainers.train.grpo`), or a full module name (contains a dot). */
+  /** A bundled trainer (`grpo` → `massgen_rl_training.grpo`), or a full module name (contains a dot). */
   module?: string;
   /** A user trainer script speaking the protocol (train.script); used instead of module. */
   script?: string;
@@ -41,7 +41,7 @@ export interface TrainerCommand {
 
 /**
  * The argument array for a trainer run:
- *   python -m massgen_rl_trainers.train.<algo> --config F
+ *   python -m massgen_rl_training.<algo> --config F
  *   python script.py --config F
  *   python -m accelerate.commands.launch [--main_process_port P] --num_processes N [--config_file A] [--cpu]
  *     [--multi_gpu] [--num_machines M --machine_rank R --main_process_ip IP] (-m module | script.py) --config F
@@ -104,7 +104,7 @@ export interface LaunchInput {
 }
 
 /** Several CPU processes on one machine: torchrun + gloo through the bundled accelerate config. */
-export const CPU_ACCELERATE_CONFIG = path.join(TRAINERS_DIR, 'accelerate', 'cpu-2proc.yaml');
+export const CPU_ACCELERATE_CONFIG = path.join(PYTHON_DIR, 'accelerate', 'cpu-2proc.yaml');
 /** accelerate's own default rendezvous port, used over several machines when train.main_process_port is unset. */
 export const DEFAULT_MAIN_PROCESS_PORT = 29500;
 

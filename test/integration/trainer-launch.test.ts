@@ -43,13 +43,13 @@ describe('launchCommand', () => {
       '--main_process_ip',
       'node0.cluster',
       '-m',
-      'massgen_rl_trainers.train.sft',
+      'massgen_rl_training.sft',
       '--config',
       'c.yaml',
     ]);
     const worker = await args({ ...base, main_process_port: 31000, accelerate_config: 'z3.yaml' }, 1);
     expect(worker.join(' ')).toBe(
-      `-m accelerate.commands.launch --main_process_port 31000 --num_processes 4 --config_file ${path.resolve('/p', 'z3.yaml')} --num_machines 2 --machine_rank 1 --main_process_ip node0.cluster -m massgen_rl_trainers.train.sft --config c.yaml`,
+      `-m accelerate.commands.launch --main_process_port 31000 --num_processes 4 --config_file ${path.resolve('/p', 'z3.yaml')} --num_machines 2 --machine_rank 1 --main_process_ip node0.cluster -m massgen_rl_training.sft --config c.yaml`,
     );
     const one = { ...base, num_machines: 1, num_processes: 2, main_process_ip: undefined };
     const free = await args(one);

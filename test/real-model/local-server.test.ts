@@ -20,7 +20,7 @@ async function serversMatching(marker: string): Promise<string[]> {
   const ps = await execa('ps', ['-eo', 'pid,args'], { reject: false });
   return String(ps.stdout)
     .split('\n')
-    .filter((l) => l.includes('massgen_rl_trainers.serve') && l.includes(marker));
+    .filter((l) => l.includes('massgen_rl_serving') && l.includes(marker));
 }
 
 interface ChatResponse {

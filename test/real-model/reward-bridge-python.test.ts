@@ -2,7 +2,7 @@ import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TRAINERS_DIR } from '../../src/python/module.js';
+import { PYTHON_DIR } from '../../src/python/module.js';
 import { venvPython } from '../../src/python/venv.js';
 import { FIXTURES } from '../helpers.js';
 import { bridgeFor } from '../support/reward-bridge.js';
@@ -17,7 +17,7 @@ describe('reward bridge', () => {
     // the dataset's extra column (meta_json) and trainer extras swallowed by **kwargs.
     const code = `
 import json, sys
-from massgen_rl_trainers.train.reward_bridge import make_bridge_reward
+from massgen_rl_training.reward_bridge import make_bridge_reward
 fn = make_bridge_reward(sys.argv[1], 30.0)
 prompt = [{"role": "user", "content": "What is 6 x 7?"}]
 texts = ["ANSWER: 42", "ANSWER: 41", "VOTE: agent2 | better"]
@@ -28,7 +28,7 @@ out = fn(prompts=[prompt] * 3, completions=[[{"role": "assistant", "content": t}
 print(json.dumps(out))
 `;
     const r = await execa(python, ['-c', code, bridge.url], {
-      env: { PYTHONPATH: TRAINERS_DIR },
+      env: { PYTHONPATH: PYTHON_DIR },
       reject: false,
       timeout: 60_000,
     });
@@ -45,7 +45,7 @@ print(json.dumps(out))
       `rewards:\n  weights: { custom: 1 }\n  custom: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(crash)}] }\n`,
     );
     const failed = await execa(python, ['-c', code, failing.bridge.url], {
-      env: { PYTHONPATH: TRAINERS_DIR },
+      env: { PYTHONPATH: PYTHON_DIR },
       reject: false,
       timeout: 60_000,
     });

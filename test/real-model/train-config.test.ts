@@ -49,7 +49,7 @@ describe('the trainer config train writes', () => {
       });
       const file = path.join(dir, `${algo}.yaml`);
       writeTrainerConfig(file, cfg);
-      const code = `from massgen_rl_trainers.train.${algo} import ${ARGS[algo]}\nfrom massgen_rl_trainers.train.args import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu, 'batch': a.per_device_train_batch_size, 'tis': [getattr(a, k, None) for k in ('is_correction', 'is_threshold', 'is_cap')]}))`;
+      const code = `from massgen_rl_training.${algo} import ${ARGS[algo]}\nfrom massgen_rl_training.args import parse_train_args\nimport json\na = parse_train_args(${ARGS[algo]}, ['--config', '${file}'])\nprint(json.dumps({'max_steps': a.max_steps, 'lora': a.lora, 'use_cpu': a.use_cpu, 'batch': a.per_device_train_batch_size, 'tis': [getattr(a, k, None) for k in ('is_correction', 'is_threshold', 'is_cap')]}))`;
       const r = await execa(venvPython(loaded.paths.venvDir), ['-c', code], { env: pythonEnv(), reject: false });
       expect(r.exitCode, `${algo}: ${r.stderr}`).toBe(0);
       expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({
@@ -130,7 +130,7 @@ describe('the trainer config train writes', () => {
       'vllm_tensor_parallel_size',
       'vllm_max_model_length',
     ];
-    const code = `import json\nfrom massgen_rl_trainers.train.args import parse_train_args\nfrom massgen_rl_trainers.train.grpo import GRPOArgs, grpo_config\nc = grpo_config(parse_train_args(GRPOArgs, ['--config', '${path.join(dir, 'grpo.yaml')}']))\nprint(json.dumps({k: getattr(c, k) for k in ${JSON.stringify(fields)}}))`;
+    const code = `import json\nfrom massgen_rl_training.args import parse_train_args\nfrom massgen_rl_training.grpo import GRPOArgs, grpo_config\nc = grpo_config(parse_train_args(GRPOArgs, ['--config', '${path.join(dir, 'grpo.yaml')}']))\nprint(json.dumps({k: getattr(c, k) for k in ${JSON.stringify(fields)}}))`;
     const r = await execa(venvPython(loaded.paths.venvDir), ['-c', code], { env: pythonEnv(), reject: false });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual({

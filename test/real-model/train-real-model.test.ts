@@ -132,7 +132,7 @@ describe('train on CPU with the default model, from real traces', () => {
     const [dataset, out] = [path.join(elsewhere, 'data.jsonl'), path.join(elsewhere, 'out')];
     fs.copyFileSync(cfg.dataset_path as string, dataset);
     fs.writeFileSync(file, toYaml({ ...cfg, dataset_path: dataset, output_dir: out }));
-    await execa(venvPython(loaded.paths.venvDir), ['-m', 'massgen_rl_trainers.train.sft', '--config', file], {
+    await execa(venvPython(loaded.paths.venvDir), ['-m', 'massgen_rl_training.sft', '--config', file], {
       env: pythonEnv({ HF_HUB_OFFLINE: '1' }),
     });
     try {

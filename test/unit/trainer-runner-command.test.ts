@@ -12,7 +12,7 @@ describe('trainerCommand', () => {
   it('runs a bundled trainer as a module, a user script directly, and several processes through accelerate', () => {
     expect(trainerCommand({ python: 'py', module: 'grpo', configFile: 'c.yaml' })).toEqual({
       command: 'py',
-      args: ['-m', 'massgen_rl_trainers.train.grpo', '--config', 'c.yaml'],
+      args: ['-m', 'massgen_rl_training.grpo', '--config', 'c.yaml'],
     });
     expect(trainerCommand({ python: 'py', module: 'pkg.train', configFile: 'c.yaml' }).args).toEqual([
       '-m',
@@ -29,7 +29,7 @@ describe('trainerCommand', () => {
       '--num_processes',
       '2',
       '-m',
-      'massgen_rl_trainers.train.sft',
+      'massgen_rl_training.sft',
       '--config',
       'c.yaml',
     ]);
@@ -86,7 +86,7 @@ describe('trainerCommand', () => {
       '--main_process_ip',
       '10.0.0.1',
       '-m',
-      'massgen_rl_trainers.train.sft',
+      'massgen_rl_training.sft',
       '--config',
       'c.yaml',
     ]);
@@ -106,7 +106,7 @@ describe('trainerCommand', () => {
       '--main_process_ip',
       '10.0.0.1',
       '-m',
-      'massgen_rl_trainers.train.sft',
+      'massgen_rl_training.sft',
       '--config',
       'c.yaml',
     ]);

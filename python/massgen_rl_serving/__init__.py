@@ -115,6 +115,7 @@ the adapter it started with.
 
 Modules: `server` (the flags and the engines' lifecycles), `engines` (which engine), `app` (the routes and
 request handling), `http_server` (the threaded HTTP server and its handler), `openai_api` (the wire format),
+`errors` (`ApiError`, the OpenAI-style refusal every module raises),
 `sampling` (rows, seeds, the sampled distribution), `batching` (micro-batching), `engine` (the transformers
 decoding loop), `llama_engine` (the llama.cpp engine), `llama_context` (llama.cpp's bindings), `chat` (a
 request made ready: template, rows, grammar), `chat_stream` and `text_stream` (streamed chunks), `tool_calls`

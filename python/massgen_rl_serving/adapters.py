@@ -16,7 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from .openai_api import ApiError, SamplingKey
+from .errors import ApiError
+from .openai_api import SamplingKey
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ from typing import Any
 from .adapters import Adapters, BatchKey
 from .batching import ShuttingDown
 from .chat import prepare
+from .errors import ApiError
 from .gguf_files import CONVERSIONS
 from .lora_routes import LoraRoutes
-from .openai_api import ApiError, SamplingKey, build_response, parse_chat_request
+from .openai_api import SamplingKey, build_response, parse_chat_request
 
 POST_PATHS = (
     "/v1/chat/completions",

@@ -10,9 +10,10 @@ from functools import lru_cache
 from typing import Any
 
 from .adapters import BatchKey
-from .openai_api import ApiError, ChatRequest
+from .errors import ApiError
+from .openai_api import ChatRequest
 from .sampling import Row, Stream, sample_seed
-from .tool_calls import TRIGGER_PATTERN, call_grammar, native_tools, render_generic, render_native, schema_grammar
+from .tool_calls import TRIGGER_PATTERN, Tool, call_grammar, native_tools, render_generic, render_native, schema_grammar
 
 
 @dataclass
@@ -96,8 +97,6 @@ def grammar_of(engine: Any, req: ChatRequest) -> Any:
 
 @lru_cache(maxsize=64)
 def _tools_grammar(tools_json: str, parallel: bool) -> str:
-    from .tool_calls import Tool
-
     return call_grammar([Tool(t["name"], t["description"], t["parameters"]) for t in json.loads(tools_json)], parallel)
 
 

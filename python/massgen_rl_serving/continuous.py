@@ -25,8 +25,8 @@ from typing import Any
 
 from .adapters import BatchKey
 from .batching import BatchInfo, JobQueue, ShuttingDown, signal_done
+from .errors import ApiError
 from .llama_context import Entry, KvFull
-from .openai_api import ApiError
 from .prefix_cache import PrefixCache
 from .sampling import Row
 from .seq import Seq, build_completion, sample_step

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .openai_api import ApiError
+from .errors import ApiError
 
 MAX_INPUTS = 2048  # OpenAI's limit
 

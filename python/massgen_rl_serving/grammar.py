@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .openai_api import ApiError
+from .errors import ApiError
 
 TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 

@@ -16,10 +16,10 @@ from massgen_rl_common.protocol import ScriptError, log
 
 from .app import POST_PATHS, App
 from .batching import ShuttingDown
+from .errors import ApiError, error_body
 from .http_transport import Transport
 from .json_body import decode_body
 from .limits import Limits, Slots, refuse
-from .openai_api import ApiError, error_body
 
 
 class _Handler(Transport):

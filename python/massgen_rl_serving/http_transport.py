@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
+from .errors import ApiError
 from .limits import SEND_BUFFER_BYTES, HeadersTooLarge, Reader
-from .openai_api import ApiError
 
 
 class Transport(BaseHTTPRequestHandler):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .openai_api import ApiError
+from .errors import ApiError
 
 MAX_JSON_DEPTH = 100
 

@@ -23,7 +23,7 @@ from typing import Any
 from .adapters import BatchKey
 from .batching import BatchInfo
 from .continuous import ContinuousBatcher
-from .openai_api import ApiError
+from .errors import ApiError
 from .sampling import Row
 
 MAX_LANES = 4  # each lane holds a KV cache as large as the first one's (--kv-cache-tokens)

@@ -15,7 +15,7 @@ from massgen_rl_common.model_folder import resolve_base
 from massgen_rl_common.protocol import ScriptError, log
 
 from .adapters import Adapter, Adapters, lora_body
-from .openai_api import ApiError
+from .errors import ApiError
 
 
 class LoraRoutes:

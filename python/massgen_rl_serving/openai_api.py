@@ -11,37 +11,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ApiError
+from .request_tools import parse_response_format, parse_tools
+from .tool_calls import Tool, parse_calls
+
 # vLLM treats temperatures below this as greedy decoding; so do we.
 GREEDY_BELOW = 1e-5
 MAX_N = 64
 MAX_TOP_LOGPROBS = 20
 MAX_STOP = 16
-
-
-class ApiError(Exception):
-    """A request the server refuses: becomes an OpenAI-style error body with `status`."""
-
-    def __init__(
-        self, status: int, message: str, *, param: str | None = None, code: str | None = None, kind: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.param = param
-        self.code = code
-        self.kind = kind or (
-            "service_unavailable"
-            if status == 503
-            else "invalid_request_error"
-            if 400 <= status < 500
-            else "server_error"
-        )
-
-    def body(self) -> dict[str, Any]:
-        return error_body(str(self), self.kind, self.param, self.code)
-
-
-def error_body(message: str, kind: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 @dataclass(frozen=True)
@@ -72,13 +50,13 @@ class ChatRequest:
     ignore_eos: bool = False
     stream: bool = False
     include_usage: bool = False
-    tools: list[Any] = field(default_factory=list)  # tool_calls.Tool
+    tools: list[Tool] = field(default_factory=list)
     tool_choice: Any = "auto"  # "none" | "auto" | "required" | {"name": str} | {"allowed": [str], "mode": str}
     parallel_tool_calls: bool = True
     response_format: dict[str, Any] | None = None  # {"type": "json_object"} or {"type": "json_schema", "schema"}
 
     @property
-    def callable(self) -> list[Any]:
+    def callable(self) -> list[Tool]:
         """The tools a reply may call: all, none, the named one, or the allowed_tools."""
         choice = self.tool_choice
         if choice == "none":
@@ -244,8 +222,6 @@ def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
     logprobs = _flag(body, "logprobs")
     if top_logprobs and not logprobs:
         raise ApiError(400, "'top_logprobs' needs 'logprobs': true", param="top_logprobs")
-    from .request_tools import parse_response_format, parse_tools
-
     tools, tool_choice = parse_tools(body)
     return ChatRequest(
         messages=messages,
@@ -298,8 +274,6 @@ def reply_message(req: ChatRequest, text: str, finish: str) -> tuple[dict[str, A
     """The assistant message of a completion: its tool calls parsed out of the text when the request has tools."""
     if not req.calls_tools:
         return {"role": "assistant", "content": text}, finish
-    from .tool_calls import parse_calls
-
     content, calls = parse_calls(text, req.callable, cut=finish == "length")
     if not req.parallel_tool_calls:
         calls = calls[:1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .openai_api import ApiError
+from .errors import ApiError
 from .tool_calls import Tool
 
 MAX_TOOLS = 128

@@ -14,11 +14,11 @@ from massgen_rl_common.protocol import ScriptError, emit, log, progress
 
 from .app import App
 from .engines import ENGINES, choose_engine, llama_cpp_available, open_local_engine
+from .errors import ApiError
 from .gguf_files import WEIGHT_TYPES
 from .http_server import make_http_server
 from .lifecycle import Lifecycle, StopRequested
 from .limits import Limits
-from .openai_api import ApiError
 from .vllm_backend import (
     build_vllm_command,
     cuda_device_count,

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .openai_api import ApiError
+from .errors import ApiError
 
 
 class ChatTokens:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .openai_api import ApiError
+from .errors import ApiError
 
 _DECODER = json.JSONDecoder()
 CALL_OPEN = "<tool_call>"

@@ -22,7 +22,8 @@ from massgen_rl_common.model_folder import ModelFolder, inspect_model_folder
 from massgen_rl_common.protocol import ScriptError
 from massgen_rl_serving.batching import Batcher
 from massgen_rl_serving.engines import choose_engine, llama_cpp_available
-from massgen_rl_serving.openai_api import ApiError, parse_chat_request
+from massgen_rl_serving.errors import ApiError
+from massgen_rl_serving.openai_api import parse_chat_request
 from massgen_rl_serving.vllm_backend import build_vllm_command, lora_rank_bound, run_server_process, vllm_env
 from serve_support import (  # noqa: F401
     ENGINES,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from massgen_rl_serving.embeddings_api import parse_embeddings_request
-from massgen_rl_serving.openai_api import ApiError
+from massgen_rl_serving.errors import ApiError
 from serve_support import NAME, Server, needs_model, reference  # noqa: F401
 
 TEXTS = ["The cat sat on the mat.", "Prices rose by 3% in March"]

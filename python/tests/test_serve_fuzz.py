@@ -34,8 +34,9 @@ from fuzz_runs import Ctx, post
 from fuzz_support import check, connect, exchange, read_answer, request, source, vm, wait_for
 from massgen_rl_common.protocol import ScriptError
 from massgen_rl_serving.engines import llama_cpp_available
+from massgen_rl_serving.errors import ApiError
 from massgen_rl_serving.json_body import decode_body
-from massgen_rl_serving.openai_api import ApiError, parse_chat_request
+from massgen_rl_serving.openai_api import parse_chat_request
 from massgen_rl_serving.server import ServeArgs, _check
 from serve_support import MODEL_DIR, Server
 

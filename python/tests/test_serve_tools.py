@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from massgen_rl_serving.openai_api import ApiError, Completion, build_response, parse_chat_request
+from massgen_rl_serving.errors import ApiError
+from massgen_rl_serving.openai_api import Completion, build_response, parse_chat_request
 from massgen_rl_serving.text_stream import Detokenizer, ToolStream, held_back
 from massgen_rl_serving.tool_calls import Tool, call_grammar, native_tools, parse_calls, render_generic
 

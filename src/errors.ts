@@ -19,6 +19,22 @@ export class GateError extends UserError {
   }
 }
 
+/** Too little data to learn from yet (no examples, too few decisions or tasks): exit 2; a loop stage is skipped. */
+export class NotEnoughData extends UserError {
+  constructor(message: string, hint?: string) {
+    super(message, hint);
+    this.name = 'NotEnoughData';
+  }
+}
+
+/**
+ * Whether a learner's failure means "nothing to learn in this cycle": too little data, or data its gates refused.
+ * The loop records the stage (or the role) skipped with the reason instead of failing the cycle.
+ */
+export function isSkip(err: unknown): err is UserError {
+  return err instanceof NotEnoughData || err instanceof GateError;
+}
+
 export function isUserError(err: unknown): err is UserError {
   return err instanceof UserError;
 }

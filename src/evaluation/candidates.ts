@@ -2,13 +2,17 @@ import { UserError } from '../errors.js';
 import { complete, configMembers, withPolicy, withPrompt, withWeights, type SetContext } from '../resources/sets.js';
 import type { Resource, ResourceSet, SetOrigin } from '../store/index.js';
 
+/** A set as the command line names it, or by its id as one stage hands it to the next (never parsed). */
+export type SetSpec = string | { setId: string };
+
 /**
  * A set as named on the command line: `production`, the canary, a set (`set:N`, `vN`, an `rs_` id), a
  * checkpoint (`ck_…`), weights (`resource:NAME@V`, or `NAME@V` for a weight line), a prompt version
  * (`NAME@V`) or a policy (`policy:KIND@V`): anything but a whole set is production with that resource swapped in.
  */
-export function resolveSet(ctx: SetContext, production: ResourceSet, spec: string, what: string): ResourceSet {
+export function resolveSet(ctx: SetContext, production: ResourceSet, spec: SetSpec, what: string): ResourceSet {
   const { store } = ctx;
+  if (typeof spec !== 'string') return completeSet(ctx, knownSet(ctx, spec.setId));
   const ref = spec.trim();
   if (ref === 'production') return production;
   if (ref === 'canary') {
@@ -24,10 +28,7 @@ export function resolveSet(ctx: SetContext, production: ResourceSet, spec: strin
         `${what} ${ref}: no such resource set (or the prefix is ambiguous)`,
         'see `massgen-rl resources list`',
       );
-    const members = complete(set, configMembers(ctx));
-    return members === set.members || JSON.stringify(members) === JSON.stringify(set.members)
-      ? set
-      : store.sets.add(members, { kind: 'candidate', completed_from: set.id }, set.id);
+    return completeSet(ctx, set);
   }
   const swap = (members: ResourceSet['members'], origin: SetOrigin) => store.sets.add(members, origin, production.id);
   if (/^ck_[a-z0-9]*$/.test(ref)) {
@@ -125,4 +126,19 @@ export function latestCandidate(ctx: SetContext, production: ResourceSet): Resou
     'nothing to evaluate: no training run has produced a candidate since production was set',
     'train one (`massgen-rl train`) or name one with --candidate',
   );
+}
+
+/** A stored set handed over by id; a missing one is a bug, not the user's input. */
+function knownSet(ctx: SetContext, id: string): ResourceSet {
+  const set = ctx.store.sets.get(id);
+  if (!set) throw new Error(`resource set ${id} is not in the store`);
+  return set;
+}
+
+/** The set with the members the config adds since it was made (a new set when any are added). */
+function completeSet(ctx: SetContext, set: ResourceSet): ResourceSet {
+  const members = complete(set, configMembers(ctx));
+  return members === set.members || JSON.stringify(members) === JSON.stringify(set.members)
+    ? set
+    : ctx.store.sets.add(members, { kind: 'candidate', completed_from: set.id }, set.id);
 }

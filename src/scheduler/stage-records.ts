@@ -44,10 +44,10 @@ const review = z.object({
   detail: z.string().optional(),
 });
 
-/** A role of config `roles` in the train stage: trained (its run and checkpoint) or skipped (why). */
+/** A role of config `roles` in the train stage: training (its run, to resume), trained or skipped (why). */
 const roleTrained = z.object({
   role: z.string(),
-  status: z.enum(['trained', 'skipped']),
+  status: z.enum(['running', 'trained', 'skipped']),
   reason: z.string().optional(),
   training_run_id: z.string().optional(),
   checkpoint_id: z.string().optional(),

@@ -67,7 +67,9 @@ export const registerEval: Register = (program, ctx) => {
       const bar = ui.progress('preparing the baseline and candidate teams');
       const stopping = 'stopping: running orchestrations are cancelled; what finished is kept and reused next time';
       // With roles, each changed role's own effect is measured too (orchestrations only: a replay has no roles).
-      const perRole = rt.config.roles && (opts.source ?? rt.config.eval.source) === 'tasks';
+      const { teamRoles } = await import('../../pipeline/roles.js');
+      const { implicit, scopes } = teamRoles(rt.config);
+      const perRole = !implicit && (opts.source ?? rt.config.eval.source) === 'tasks';
       try {
         const { summary, credit } = await withInterrupt(ui, stopping, async (signal) => {
           const run = {
@@ -80,11 +82,8 @@ export const registerEval: Register = (program, ctx) => {
               ),
           };
           if (!perRole) return { summary: await evaluate(rt, run), credit: null };
-          const [{ evaluateRoleCredit }, { roleScopes }] = await Promise.all([
-            import('../../pipeline/evaluate/roles.js'),
-            import('../../resources/role-variants.js'),
-          ]);
-          const credit = await evaluateRoleCredit(rt, { ...run, roles: roleScopes(rt.config.roles!) });
+          const { evaluateRoleCredit } = await import('../../pipeline/evaluate/roles.js');
+          const credit = await evaluateRoleCredit(rt, { ...run, roles: scopes });
           return { summary: credit.team, credit };
         });
         bar.stop();

@@ -46,7 +46,8 @@ export function registerTrainWeights(train: Command, ctx: () => Context): Comman
       const rt = await runtime();
       const { machineRank } = await import('../../trainers/machines.js');
       if (machineRank(rt.config.train, rankFlag) > 0) return trainAlong(ui, rt, flags, rankFlag);
-      if (rt.config.roles) {
+      const { teamRoles } = await import('../../pipeline/roles.js');
+      if (!teamRoles(rt.config).implicit) {
         const given = (['algo', 'from', 'resume'] as const).filter((k) => flags[k] !== undefined);
         if (given.length)
           throw new UserError(

@@ -1,6 +1,6 @@
 import { GateError, UserError } from '../../errors.js';
 import { canaryGates, type CanaryState } from '../../evaluation/canary.js';
-import { resolveSet } from '../../evaluation/candidates.js';
+import { resolveSet, type SetSpec } from '../../evaluation/candidates.js';
 import { primaryMetric, type Comparison } from '../../evaluation/compare.js';
 import { forgettingGate } from '../../evaluation/forgetting.js';
 import { checkGates, gatesPass, type GateCheck } from '../../evaluation/gates.js';
@@ -10,12 +10,13 @@ import type { Runtime } from '../../runtime/runtime.js';
 import type { EvalRun, ResourceSet } from '../../store/index.js';
 import type { EvalSummary } from '../evaluate/sets.js';
 import { syncProduction } from '../production-sync.js';
+import { roleNamed } from '../roles.js';
 import { stageInfo } from './canary-stages.js';
 import { checkPublish, publish, type PublishOptions, type Published } from './publish.js';
 
 export interface DeployOptions {
-  /** A set, checkpoint, resource:NAME@V or PROMPT@V (default: the candidate of the newest evaluation against production). */
-  candidate?: string;
+  /** A set, checkpoint, resource:NAME@V or PROMPT@V, or a set's id (default: the newest evaluation's candidate). */
+  candidate?: SetSpec;
   /** Promote even when a gate fails or there is no evaluation; the audit record says so. */
   force?: boolean;
   /** Start a canary serving this share of later collects and gateway sessions instead of promoting (true: deploy.rollout's first stage). */
@@ -212,7 +213,7 @@ export interface RollbackResult {
 export async function rollback(
   rt: Runtime,
   opts: {
-    to?: string;
+    to?: SetSpec;
     role?: string;
     trigger?: 'cli' | 'loop' | 'watch';
     reason?: string;
@@ -237,15 +238,7 @@ export async function rollback(
 
 /** Production with one role's members as `earlier` had them. */
 function roleRestored(rt: Runtime, current: ResourceSet, earlier: ResourceSet, role: string): ResourceSet {
-  const roles = rt.config.roles ?? {};
-  const r = roles[role];
-  if (!r) {
-    const names = Object.keys(roles);
-    throw new UserError(
-      `--role ${role}: no such role${names.length ? ` (roles: ${names.join(', ')})` : ': the config has no roles'}`,
-    );
-  }
-  const scope = roleScope(r);
+  const scope = roleScope(roleNamed(rt.config, role, '--role'));
   if (!roleChanged(current.members, earlier.members, scope))
     throw new UserError(
       `role ${role} serves the same in set v${earlier.version} as in production (v${current.version})`,

@@ -53,7 +53,7 @@ export async function evaluateRoleCredit(rt: Runtime, opts: RoleCreditOptions): 
     const summary =
       variant.id === candidate.id
         ? team
-        : await evaluate(rt, { ...evalOpts, candidate: `set:${variant.version}`, baseline: `set:${baseline.version}` });
+        : await evaluate(rt, { ...evalOpts, candidate: { setId: variant.id }, baseline: { setId: baseline.id } });
     roles.push({ role, changed: true, set: variant.version, summary, passed: summary.passed });
   }
   const passing = roles.filter((r) => r.passed).map((r) => r.role);
@@ -68,8 +68,7 @@ export async function evaluateRoleCredit(rt: Runtime, opts: RoleCreditOptions): 
     );
     const known = set.id === candidate.id ? team : roles.find((r) => r.set === set.version)?.summary;
     const summary =
-      known
-      ?? (await evaluate(rt, { ...evalOpts, candidate: `set:${set.version}`, baseline: `set:${baseline.version}` }));
+      known ?? (await evaluate(rt, { ...evalOpts, candidate: { setId: set.id }, baseline: { setId: baseline.id } }));
     promotable = { set: set.version, roles: passing, summary };
   }
   return { team, roles, promotable };

@@ -1,5 +1,5 @@
 import { UserError } from '../../errors.js';
-import { latestCandidate, resolveSet } from '../../evaluation/candidates.js';
+import { latestCandidate, resolveSet, type SetSpec } from '../../evaluation/candidates.js';
 import type { Comparison, MetricName } from '../../evaluation/compare.js';
 import type { LevelComparison } from '../../evaluation/forgetting.js';
 import type { GateCheck } from '../../evaluation/gates.js';
@@ -13,10 +13,10 @@ import type { SuiteLevels } from '../../tasks/curriculum.js';
 import { syncProduction } from '../production-sync.js';
 
 export interface EvaluateOptions {
-  /** A set, checkpoint, resource:NAME@V or PROMPT@V (default: the newest trained candidate). */
-  candidate?: string;
+  /** A set, checkpoint, resource:NAME@V or PROMPT@V, or a set's id (default: the newest trained candidate). */
+  candidate?: SetSpec;
   /** Default: production. */
-  baseline?: string;
+  baseline?: SetSpec;
   /** tasks: orchestrations of tasks; gateway: a replay of held-out captured calls (default eval.source). */
   source?: 'tasks' | 'gateway';
   /** A built-in suite or a task file, instead of eval.tasks / tasks.sources. */

@@ -1,5 +1,5 @@
 import type { RLConfig } from '../../config/schema.js';
-import { UserError } from '../../errors.js';
+import { NotEnoughData, UserError } from '../../errors.js';
 import { settingsHash, taskHash } from '../../evaluation/keys.js';
 import { rolloutDigest } from '../../rollouts/rollout-digest.js';
 import { scoreBatch } from '../../rollouts/score-batch.js';
@@ -53,7 +53,7 @@ export async function trainPrompts(rt: Runtime, opts: PromptOptOptions = {}): Pr
     tasksForRun(config.tasks, rt.paths.baseDir, { split: 'train' }),
   );
   if (tasks.length < 2)
-    throw new UserError(
+    throw new NotEnoughData(
       `prompt optimization needs at least 2 train-split tasks; tasks.sources give ${tasks.length}`,
       'add tasks or lower tasks.split.eval_fraction',
     );

@@ -154,7 +154,7 @@ async function watch(rt: Runtime): Promise<WatchReview | null> {
   if (drop.significant) {
     await rollback(rt, {
       trigger: 'watch',
-      to: `set:${store.sets.get(deployed.beforeSet)!.version}`,
+      to: { setId: deployed.beforeSet },
       reason: `production regressed after the deploy: ${detail}`,
       detail: { comparison: cmp, deploy_audit_id: deployed.id },
     });

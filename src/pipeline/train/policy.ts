@@ -1,5 +1,5 @@
 import { POLICY_KINDS, type PolicyKind, type RLConfig } from '../../config/schema.js';
-import { UserError } from '../../errors.js';
+import { NotEnoughData, UserError } from '../../errors.js';
 import {
   learnPolicy,
   serializePolicy,
@@ -81,7 +81,7 @@ export async function trainPolicy(rt: Runtime, opts: PolicyTrainOptions): Promis
     const left = Object.entries(learned.skipped)
       .map(([why, n]) => `${n} with ${why}`)
       .join(', ');
-    throw new UserError(
+    throw new NotEnoughData(
       `only ${learned.decisions} usable ${kind} decision(s) in the store (${opts.settingsField ?? 'policies'}.min_decisions is ${p.min_decisions})${left ? `; left out: ${left}` : ''}`,
       `collect with policies.bootstrap: [${kind}] (or a deployed ${kind} policy) to log decisions first`,
     );

@@ -1,5 +1,5 @@
 import type { Recipe, RoleConfig } from '../../config/schema.js';
-import { InterruptedError, UserError } from '../../errors.js';
+import { InterruptedError, isSkip } from '../../errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { trainPrompts } from '../prompt-opt/train-prompts.js';
 import { trainPolicy } from './policy.js';
@@ -36,9 +36,6 @@ interface LearnOptions {
 type BanditRecipe = Extract<Recipe, { algo: 'bandit' }>;
 type ApoRecipe = Extract<Recipe, { algo: 'apo' }>;
 
-/** Whether a role's failure leaves it skipped with the reason (bad data, a budget) rather than stopping the cycle. */
-export const skips = (err: unknown): err is UserError => err instanceof UserError && !(err instanceof InterruptedError);
-
 /**
  * A role with recipe bandit: each of its decisions' policy fitted on the logged decisions (`train policy`'s learner)
  * with the recipe's settings; a decision without enough data is left out with the reason, the role skipped when
@@ -67,7 +64,7 @@ export async function trainBanditRole(
       policies[kind] = r.policy.id;
       learned.push(`policy ${kind} v${r.policy.version}`);
     } catch (err) {
-      if (!skips(err)) throw err;
+      if (!isSkip(err)) throw err;
       left.push(`${kind}: ${err.message}`);
     }
   }
@@ -94,7 +91,7 @@ export async function trainApoRole(
   try {
     r = await trainPrompts(rt, { settings: { ...settings, prompts }, signal: opts.signal, onStage: opts.onStage });
   } catch (err) {
-    if (!skips(err)) throw err;
+    if (!isSkip(err)) throw err;
     return { ...out, status: 'skipped', reason: err.message };
   }
   if (r.status === 'cancelled') throw new InterruptedError(`role ${name}: prompt optimization interrupted`);

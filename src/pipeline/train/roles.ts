@@ -1,78 +1,74 @@
-import type { RLConfig } from '../../config/schema.js';
-import { isAlgo, roleContext, type RoleContext } from '../../datasets/roles.js';
-import { UserError } from '../../errors.js';
-import { refName } from '../../resources/checkpoints.js';
+import type { RoleContext } from '../../datasets/roles.js';
+import { errorMessage, isSkip } from '../../errors.js';
 import { withRoles } from '../../resources/role-variants.js';
 import { withAgentWeights, withPolicy } from '../../resources/sets.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { syncProduction } from '../production-sync.js';
-import { skips, trainApoRole, trainBanditRole, type RoleTrained } from './role-learners.js';
-import { train, type RoleRun, type TrainOptions } from './train.js';
+import { learnerRoles, teamRoles, weightRuns, type RoleRun } from '../roles.js';
+import { priorRun } from './prior-run.js';
+import { trainApoRole, trainBanditRole, type RoleTrained } from './role-learners.js';
+import { roleStart, train, type TrainOptions } from './train.js';
 
 export type { RoleTrained } from './role-learners.js';
 
 export interface TrainRolesResult {
   roles: RoleTrained[];
-  /** Production with every trained role's agents on the role's new weights (null: no role was trained). */
+  /** What every trained role learned, in production (null: no role was trained). */
   candidateSet: { id: string; version: number } | null;
 }
 
-export type TrainRolesOptions = Omit<TrainOptions, 'role' | 'algo' | 'from' | 'resume' | 'machineRank'> & {
-  /** Roles whose run completed already (an interrupted cycle's): role → training run id, taken as they are. */
-  reuse?: Readonly<Record<string, string>>;
-  /** Each role's outcome as soon as it is known (the loop records it, to resume the cycle). */
+export type TrainRolesOptions = Omit<TrainOptions, 'role' | 'resume' | 'machineRank' | 'onRunStart'> & {
+  /** Training runs an interrupted cycle started, by role: a completed one is taken, a stopped one resumed. */
+  prior?: Readonly<Record<string, string>>;
+  /** Skip a role with fewer completed rollouts than this since its line's last run (loop.min_new_traces). */
+  minNewTraces?: number;
+  /** A role's training run, as soon as it is recorded (the loop keeps it to resume the run). */
+  onRunStart?: (role: string, runId: string) => void;
+  /** Each role's outcome as soon as it is known. */
   onRole?: (r: RoleTrained) => void;
 };
 
-/** The line a role trains and where it starts: its LoRA line on train.base_model, or its own model's weights. */
-export function roleLine(config: RLConfig, weights: { lora?: string; model?: string }): [string, string] {
-  if (weights.lora !== undefined) return [weights.lora, config.train.base_model];
-  const local = config.models[weights.model!]?.local;
-  if (!local) throw new UserError(`models.${weights.model}: a role trains only weights massgen-rl serves (local)`);
-  return [refName(local.weights), local.weights];
-}
-
-/** The runs of the roles with a weight recipe (sft, dpo, grpo, ppo), in config order. */
-export function roleRuns(config: RLConfig, context: RoleContext): RoleRun[] {
-  return Object.entries(context.roles).flatMap(([name, r]) => {
-    if (!r.recipe || !r.weights || !isAlgo(r.recipe.algo)) return [];
-    const [line, baseModel] = roleLine(config, r.weights);
-    const recipe = r.recipe as RoleRun['recipe'];
-    return [{ name, recipe, line, baseModel, agents: r.agents, context }];
-  });
-}
-
 /**
- * One cycle's training with config `roles`: every role with a weight recipe trains its own line from its own
- * calls, one after the other; a role whose data is missing or fails the gates is skipped with the reason. The
- * candidate is production with each trained role's agents on its new weights. Then each bandit role's decisions
- * are learned (`train policy`'s learner) and each apo role's prompts optimized (`train prompts`' search), each with
- * its recipe's settings; the candidate takes what they learned too.
+ * One training of the team, role by role (a team without `roles:` is one implicit role, roles.ts): every role with a
+ * weight recipe trains its own line, one after the other; a role with too little new data, or whose data fails the
+ * gates, is skipped with the reason. Then each bandit role's decisions are learned (`train policy`'s learner) and
+ * each apo role's prompts optimized (`train prompts`' search). The candidate is production with what every trained
+ * role learned.
  */
 export async function trainRoles(rt: Runtime, opts: TrainRolesOptions = {}): Promise<TrainRolesResult> {
-  const context = roleContext(rt.config);
-  if (!context) throw new UserError('no roles in the config: `train` trains the one team (see docs/roles.md)');
   const roles: RoleTrained[] = [];
-  for (const run of roleRuns(rt.config, context)) {
-    const done = reused(rt, run, opts.reuse?.[run.name]) ?? (await trainRole(rt, run, opts));
-    opts.onRole?.(done);
-    roles.push(done);
-  }
-  for (const [name, r] of Object.entries(context.roles)) {
-    const algo = r.recipe?.algo;
-    if (algo !== 'bandit' && algo !== 'apo') continue;
-    const done = await (algo === 'bandit' ? trainBanditRole : trainApoRole)(rt, name, r, opts);
-    opts.onRole?.(done);
-    roles.push(done);
-  }
-  return { roles, candidateSet: combined(rt, roles, context) };
+  const add = (r: RoleTrained) => {
+    opts.onRole?.(r);
+    roles.push(r);
+  };
+  for (const run of weightRuns(rt.config, opts.algo)) add(await trainRole(rt, run, opts));
+  for (const [name, r] of learnerRoles(rt.config))
+    add(await (r.recipe!.algo === 'bandit' ? trainBanditRole : trainApoRole)(rt, name, r, opts));
+  const { context } = teamRoles(rt.config);
+  return { roles, candidateSet: context ? combined(rt, roles, context) : ownCandidate(rt, roles[0]!) };
 }
 
 async function trainRole(rt: Runtime, run: RoleRun, opts: TrainRolesOptions): Promise<RoleTrained> {
   const role = { role: run.name, algo: run.recipe.algo, line: run.line };
-  opts.onStage?.(`role ${run.name}: ${run.recipe.algo} on line ${run.line}`);
+  const named = run.context ? `role ${run.name}: ` : '';
+  const prior = await priorRun(rt, opts.prior?.[run.name]);
+  if (prior && 'taken' in prior) return taken(rt, role, prior.taken.id, String(prior.taken.result?.checkpoint_id));
+  if (!prior && opts.minNewTraces !== undefined) {
+    const start = roleStart(rt, rt.store(), run, opts.from);
+    const fresh = rt.store().rollouts.countCollectedAfter(start.watermark);
+    if (fresh < opts.minNewTraces) {
+      const reason = `${fresh} new completed rollout(s) since the last ${run.recipe.algo} run on ${start.line}; loop.min_new_traces is ${opts.minNewTraces}`;
+      return { ...role, status: 'skipped', reason };
+    }
+  }
+  if (run.context) opts.onStage?.(`role ${run.name}: ${run.recipe.algo} on line ${run.line}`);
   try {
-    const result = await train(rt, { ...opts, role: run });
+    const { algo: _algo, from: _from, all: _all, ...rest } = opts;
+    const result = await train(rt, {
+      ...(prior ? { ...rest, resume: prior.resume } : opts),
+      role: run,
+      onRunStart: (runId) => opts.onRunStart?.(run.name, runId),
+    });
     const { checkpoint } = result;
     return {
       ...role,
@@ -83,28 +79,35 @@ async function trainRole(rt: Runtime, run: RoleRun, opts: TrainRolesOptions): Pr
       result,
     };
   } catch (err) {
-    if (!skips(err)) throw err;
-    opts.onStage?.(`role ${run.name} skipped: ${err.message}`);
+    if (opts.signal?.aborted || !isSkip(err)) throw err;
+    opts.onStage?.(`${named}skipped: ${errorMessage(err)}`);
     return { ...role, status: 'skipped', reason: err.message };
   }
 }
 
-/** A role's completed run from an interrupted cycle, when there is one. */
-function reused(rt: Runtime, run: RoleRun, runId: string | undefined): RoleTrained | undefined {
-  const store = rt.store();
-  const prior = runId ? store.trainingRuns.get(runId) : undefined;
-  const checkpoint =
-    prior?.status === 'completed' ? store.checkpoints.get(String(prior.result?.checkpoint_id)) : undefined;
-  if (!checkpoint?.resourceId) return undefined;
+/** A role's run that completed before its cycle was interrupted, as it is. */
+function taken(rt: Runtime, role: Pick<RoleTrained, 'role' | 'algo' | 'line'>, runId: string, checkpointId: string) {
+  const checkpoint = rt.store().checkpoints.get(checkpointId);
   return {
-    role: run.name,
-    algo: run.recipe.algo,
-    line: run.line,
+    ...role,
     status: 'trained',
-    trainingRunId: prior!.id,
-    checkpointId: checkpoint.id,
-    weightId: checkpoint.resourceId,
-  };
+    trainingRunId: runId,
+    checkpointId,
+    ...(checkpoint?.resourceId ? { weightId: checkpoint.resourceId } : {}),
+    reason: 'taken from the completed training run',
+  } satisfies RoleTrained;
+}
+
+/** The implicit role's candidate: the set its run registered (for a run taken as it was, the newest of that run). */
+function ownCandidate(rt: Runtime, r: RoleTrained): TrainRolesResult['candidateSet'] {
+  if (r.status !== 'trained') return null;
+  if (r.result) return r.result.candidateSet;
+  const set = rt
+    .store()
+    .sets.list(500)
+    .filter((s) => s.origin.training_run_id === r.trainingRunId)
+    .at(-1);
+  return set ? { id: set.id, version: set.version } : null;
 }
 
 /**

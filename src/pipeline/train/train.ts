@@ -5,8 +5,8 @@ import { ALGOS, type Algo, type RLConfig, type TrainConfig } from '../../config/
 import { buildDataset, type BuildDatasetResult } from '../../datasets/build.js';
 import { assertGates } from '../../datasets/gates.js';
 import { datasetOptionsFromConfig } from '../../datasets/options.js';
-import { buildRoleDatasets, type RoleContext } from '../../datasets/roles.js';
-import { UserError } from '../../errors.js';
+import { buildRoleDatasets } from '../../datasets/roles.js';
+import { NotEnoughData, UserError } from '../../errors.js';
 import { withAgentWeights, withWeights } from '../../resources/sets.js';
 import { resolveLineStart, resolveStart, type TrainStart } from '../../resources/training-start.js';
 import { startRewardBridge } from '../../rewards/bridge.js';
@@ -31,6 +31,7 @@ import {
 } from '../../trainers/trainer-config.js';
 import { examplesTrained } from '../../util/profile-counters.js';
 import { syncProduction } from '../production-sync.js';
+import { implicitRun, type RoleRun } from '../roles.js';
 import { needsGenerationServer, startGenerationServer } from './generation.js';
 import { sftAugment } from './sft-augment.js';
 
@@ -54,19 +55,8 @@ export interface TrainOptions {
   onRunStart?: (runId: string) => void;
   /** This machine's rank over train.num_machines (default train.machine_rank); only machine 0 runs `train`. */
   machineRank?: number;
-  /** Train one role of config `roles` (train-roles.ts): its recipe, on its own line, from its own calls. */
+  /** The role to train (roles.ts; default: the implicit role, the whole team on train's recipe and --algo). */
   role?: RoleRun;
-}
-
-/** A role's training: its recipe (algo and that algo's keys), the line it trains and the agents it serves. */
-export interface RoleRun {
-  name: string;
-  recipe: { algo: Algo } & Record<string, unknown>;
-  line: string;
-  /** Where the line starts before it has production weights (train.base_model, or the role's own model's). */
-  baseModel: string;
-  agents: readonly string[];
-  context: RoleContext;
 }
 
 export interface TrainResult {
@@ -162,7 +152,7 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
     examplesTrained(detail.dataset.rows, outcome.steps.at(-1)?.epoch);
     rt.forgetWeights();
     const r = registered.resource;
-    const candidate = candidateSet(rt, r, opts.role?.agents, {
+    const candidate = candidateSet(rt, r, opts.role?.context ? opts.role.agents : undefined, {
       kind: 'training',
       training_run_id: runId,
       checkpoint_id: registered.checkpoint.id,
@@ -223,9 +213,10 @@ export async function newRun(
   opts: TrainOptions & { python: string },
   runTag = '',
 ): Promise<PreparedRun> {
-  const role = opts.role;
-  const t = role ? withRecipe(rt.config.train, role.recipe) : rt.config.train;
-  const algo = (role?.recipe.algo ?? opts.algo ?? t.algo) as Algo;
+  const role = opts.role ?? implicitRun(rt.config, opts.algo);
+  const own = role.context !== null;
+  const t = own ? withRecipe(rt.config.train, role.recipe) : rt.config.train;
+  const algo = role.recipe.algo;
   if (!(ALGOS as readonly string[]).includes(algo))
     throw new UserError(`unknown algorithm "${opts.algo}"; choose one of ${ALGOS.join(', ')}`);
   if (opts.maxSteps !== undefined && (!Number.isInteger(opts.maxSteps) || opts.maxSteps < 1))
@@ -234,11 +225,8 @@ export async function newRun(
   const settings = (
     await checkTrainerSettings({ python: opts.python, train: t, algos: [algo], extra, signal: opts.signal })
   )[algo]!;
-  const weights = (ref: string, where?: string) => rt.weights(ref, where);
-  const start = role
-    ? resolveLineStart(store, { baseModel: role.baseModel, weights }, algo, role.line)
-    : resolveStart(store, { baseModel: t.base_model, weights }, algo, opts.from);
-  const of = role ? ` of role ${role.name}` : '';
+  const start = roleStart(rt, store, role, opts.from);
+  const of = own ? ` of role ${role.name}` : '';
   opts.onStage?.(
     `building the ${algo} dataset${of} from traces${opts.all ? '' : ` after rollout #${start.watermark}`}`,
   );
@@ -255,7 +243,7 @@ export async function newRun(
         ? { resourceId: start.resource?.id ?? null, dir: start.dir }
         : undefined,
   };
-  const ds = role
+  const ds = role.context
     ? (
         await buildRoleDatasets(store, {
           ...common,
@@ -272,7 +260,7 @@ export async function newRun(
       });
   if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));
   assertGates({ ...ds.stats, algo }, t.gates);
-  const tag = role ? `-${role.name}${runTag}` : runTag;
+  const tag = own ? `-${role.name}${runTag}` : runTag;
   const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}${tag}`);
   const outputDir = path.join(runDir, 'output');
   const config = trainerConfig(algo, {
@@ -309,9 +297,18 @@ export async function newRun(
     log_file: path.join(runDir, 'trainer.log'),
     num_processes: t.num_processes,
     ...(t.num_machines > 1 ? { num_machines: t.num_machines } : {}),
-    ...(role ? { role: role.name } : {}),
+    ...(own ? { role: role.name } : {}),
   };
   return { detail, config, resumed: false };
+}
+
+/** Where a role's run starts: its line's production weights, else its base model (the implicit role: or --from). */
+export function roleStart(rt: Runtime, store: Store, role: RoleRun, from?: string): TrainStart {
+  const weights = (ref: string, where?: string) => rt.weights(ref, where);
+  const algo = role.recipe.algo;
+  return role.line !== null
+    ? resolveLineStart(store, { baseModel: role.baseModel, weights }, algo, role.line)
+    : resolveStart(store, { baseModel: role.baseModel, weights }, algo, from);
 }
 
 async function resumeRun(store: Store, resume: true | string): Promise<PreparedRun> {
@@ -399,7 +396,7 @@ function startOf(detail: TrainRunDetail): TrainStart {
   };
 }
 
-function emptyDataset(algo: Algo, ds: BuildDatasetResult, start: TrainStart, all: boolean): UserError {
+function emptyDataset(algo: Algo, ds: BuildDatasetResult, start: TrainStart, all: boolean): NotEnoughData {
   const completed = ds.stats.rollouts_by_status.completed ?? 0;
   const dropped = Object.entries(ds.stats.dropped)
     .map(([why, n]) => `${n} ${why}`)
@@ -407,7 +404,7 @@ function emptyDataset(algo: Algo, ds: BuildDatasetResult, start: TrainStart, all
   const since = all
     ? 'in the store'
     : `after rollout #${start.watermark} (where the last ${algo} run on ${start.line} stopped)`;
-  return new UserError(
+  return new NotEnoughData(
     `no ${algo} examples: ${completed} completed rollout(s) ${since} yield none${dropped ? ` (left out: ${dropped})` : ''}`,
     ds.stats.dropped.off_policy || ds.stats.dropped.unknown_weights
       ? `offline GRPO learns from completions the start weights (${start.ref}) served: collect with them, or set train.grpo.on_policy: false`

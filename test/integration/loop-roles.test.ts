@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { runCycle } from '../../src/pipeline/loop/loop.js';
 import { syncProduction } from '../../src/pipeline/production-sync.js';
+import { trainRoles } from '../../src/pipeline/train/roles.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { runCli, tempDir } from '../helpers.js';
 import { LOOP_TASKS, TRAINER } from '../support/loop-project.js';
@@ -26,7 +27,7 @@ function script(): Script {
   };
 }
 
-function yaml(url: string, roleGates: boolean): string {
+function yaml(url: string, roleGates: boolean, extra = ''): string {
   return `models:
   lead: { base_url: "${url}", model: base-model, lora: { line: leader } }
   crew: { base_url: "${url}", model: base-model, lora: { line: rest } }
@@ -51,13 +52,13 @@ eval: { split: all, seeds: 2, metric: success_rate, report: false }
 deploy:
   role_gates: ${roleGates}
   gates: { min_pairs: 4, min_improvement: 0.1, max_cost_increase: null }
-`;
+${extra}`;
 }
 
-async function cycle(roleGates: boolean) {
+async function cycle(roleGates: boolean, extra = '') {
   server = await startScriptedServer(script());
   const dir = tempDir({
-    'massgen-rl.yaml': yaml(server.baseUrl, roleGates),
+    'massgen-rl.yaml': yaml(server.baseUrl, roleGates, extra),
     'tasks.jsonl': LOOP_TASKS,
     'base/config.json': '{"model_type": "llama"}',
     'base/model.safetensors': 'x'.repeat(64),
@@ -127,5 +128,31 @@ describe('a cycle with roles', () => {
     const again = await runCli(['rollback', '--role', 'leader', '--to', `set:1`], { cwd: dir });
     expect(again.exitCode).toBe(2);
     expect(again.stderr).toMatch(/role leader serves the same in set v1 as in production/);
+  }, 180_000);
+
+  it('applies loop.min_new_traces to every role, and takes a role run that completed before an interruption', async () => {
+    const { r, dir } = await cycle(true, 'loop: { min_new_traces: 1000 }\n');
+    expect(r.stages.train).toMatchObject({ status: 'skipped' });
+    expect(r.stages.train?.reason).toMatch(
+      /^no role was trained \(leader: \d+ new completed rollout\(s\) since the last sft run on leader; loop\.min_new_traces is 1000; rest: \d+ new/,
+    );
+    expect(r.stages.train?.roles?.map((x) => x.status)).toEqual(['skipped', 'skipped']);
+    expect(r.stages.eval).toMatchObject({ status: 'skipped', reason: 'no new candidate in this cycle' });
+
+    await withRuntime(loadConfig({ cwd: dir }), async (rt) => {
+      const first = await trainRoles(rt);
+      const leader = first.roles.find((x) => x.role === 'leader')!;
+      expect(leader.status).toBe('trained');
+      const runs = rt.store().trainingRuns.latest(50).length;
+      // the leader's run is taken as it is; the rest has no new data since its own run
+      const again = await trainRoles(rt, { prior: { leader: leader.trainingRunId! }, minNewTraces: 1 });
+      expect(again.roles.map((x) => [x.role, x.status, x.trainingRunId ?? null])).toEqual([
+        ['leader', 'trained', leader.trainingRunId],
+        ['rest', 'skipped', null],
+      ]);
+      expect(again.roles[0]!.reason).toBe('taken from the completed training run');
+      expect(rt.store().trainingRuns.latest(50)).toHaveLength(runs);
+      expect(again.candidateSet).not.toBeNull();
+    });
   }, 180_000);
 });

@@ -69,7 +69,7 @@ const switchers = [
   'pipeline/deploy/deploy.ts',
   'pipeline/deploy/publish.ts',
   'pipeline/review/review.ts',
-  'pipeline/loop/loop.ts',
+  'pipeline/loop/stages.ts',
   'pipeline/production-sync.ts',
   'cli/commands/deploy.ts',
   'cli/commands/review.ts',

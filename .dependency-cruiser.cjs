@@ -126,6 +126,14 @@ const ownership = [
       dependencyTypesNot: ['type-only'],
     },
   },
+  {
+    name: 'stages-below-the-loop',
+    comment:
+      'pipeline/loop/ drives the stages: no stage folder (collect, train, evaluate, …) imports it, '
+      + 'nor the utility commands of pipeline/utilities/, which sit on top of the stages',
+    from: { path: '^src/pipeline/', pathNot: '^src/pipeline/(loop|utilities)/' },
+    to: { path: '^src/pipeline/(loop|utilities)/' },
+  },
 ].map((r) => ({ severity: 'error', ...r }));
 
 const placed = {

@@ -41,6 +41,9 @@ describe('import rules (docs/architecture.md)', () => {
       // a collect that would switch production (a type import of what review says is fine)
       'src/pipeline/collect/collect.ts':
         "import { reviewProduction } from '../review/review.js';\nimport type { Review } from '../review/review.js';\nexport const run: [number, Review?] = [reviewProduction];\n",
+      // a stage reaching up into the loop that drives it
+      'src/pipeline/train/train.ts': "import { runCycle } from '../loop/loop.js';\nexport const t = runCycle;\n",
+      'src/pipeline/loop/loop.ts': 'export const runCycle = 1;\n',
       'src/pipeline/review/review.ts':
         'export const reviewProduction = 1;\nexport type Review = { verdict: string };\n',
       // upward: store sits below cli and datasets
@@ -64,6 +67,7 @@ describe('import rules (docs/architecture.md)', () => {
       'only-cli-imports-cli',
       'processes-only-in-their-owners',
       'production-switches-only-in-deploy-and-review',
+      'stages-below-the-loop',
       'terminal-ui-only-in-cli-ui',
     ]);
   }, 120_000);

@@ -10,8 +10,8 @@ const agentMatch = z
 /**
  * A train.<algo> section: the data selection declared here, and the trainer's settings (TRL's names:
  * num_train_epochs, per_device_train_batch_size, num_generations, beta, …) passed through as they are. The
- * trainer's dataclass declares and checks those (trainers/massgen_rl_trainers/train/<algo>.py, run as
- * train.check by doctor and train).
+ * trainer's dataclass declares and checks those (python/massgen_rl_training/<algo>.py, run as
+ * massgen_rl_training.check by doctor and train).
  */
 export function trainerSection<S extends z.core.$ZodLooseShape>(shape: S) {
   const section = z.looseObject(shape);

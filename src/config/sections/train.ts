@@ -56,7 +56,7 @@ export const trainSchema = z.strictObject({
     .string()
     .optional()
     .describe(
-      'accelerate config file, e.g. trainers/accelerate/deepspeed-zero2.yaml, '
+      'accelerate config file, e.g. python/accelerate/deepspeed-zero2.yaml, '
         + 'deepspeed-zero3.yaml or fsdp.yaml (default for several CPU processes: cpu-2proc.yaml)',
     ),
   script: z.string().optional().describe('your own trainer script speaking the JSON-lines protocol'),

@@ -9,7 +9,7 @@ const SERVED_NAME = 'grpo-base';
 
 /**
  * Online GRPO samples from the built-in server (train.grpo.generation: server; auto: the built-in trainer on CPU
- * with LoRA and no vllm), which the trainer hot-loads its adapter into (trainers/.../train/grpo_server.py).
+ * with LoRA and no vllm), which the trainer hot-loads its adapter into (python/massgen_rl_training/grpo_server.py).
  */
 export function needsGenerationServer(cfg: TrainerConfig, customScript: boolean): boolean {
   if (!('server_url' in cfg) || cfg.mode !== 'online') return false;

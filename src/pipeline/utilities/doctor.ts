@@ -105,7 +105,7 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
     progress('packages', 'reading installed package versions');
     const report = await runPythonModule({
       python: venv.python,
-      module: 'massgen_rl_trainers.env_report',
+      module: 'massgen_rl_common.env_report',
       timeoutMs: 120_000,
     });
     if (report.done) {
@@ -204,7 +204,7 @@ async function checkSettings(python: string, train: TrainConfig): Promise<Doctor
 async function probeEngine(python: string, modelDir: string, engine: string): Promise<DoctorCheck> {
   const r = await runPythonModule({
     python,
-    module: 'massgen_rl_trainers.serve.probe',
+    module: 'massgen_rl_serving.probe',
     args: ['--model', modelDir, '--engine', engine, '--seconds', '3'],
     timeoutMs: 600_000,
   });

@@ -52,7 +52,8 @@ async function trainRole(rt: Runtime, run: RoleRun, opts: TrainRolesOptions): Pr
   const role = { role: run.name, algo: run.recipe.algo, line: run.line };
   const named = run.context ? `role ${run.name}: ` : '';
   const prior = await priorRun(rt, opts.prior?.[run.name]);
-  if (prior && 'taken' in prior) return taken(rt, role, prior.taken.id, String(prior.taken.result?.checkpoint_id));
+  if (prior && 'taken' in prior)
+    return taken(rt, role, prior.taken.id, String(prior.taken.result?.checkpoint_id ?? ''));
   if (!prior && opts.minNewTraces !== undefined) {
     const start = roleStart(rt, rt.store(), run, opts.from);
     const fresh = rt.store().rollouts.countCollectedAfter(start.watermark);

@@ -70,8 +70,7 @@ export function implicitRun(config: RLConfig, algo?: string): RoleRun {
 }
 
 /** The weight runs of a team, in config order: each role with a weight recipe, or the implicit role. */
-export function weightRuns(config: RLConfig, algo?: string): RoleRun[] {
-  const { context } = teamRoles(config);
+export function weightRuns(config: RLConfig, { context }: TeamRoles, algo?: string): RoleRun[] {
   if (!context) return [implicitRun(config, algo)];
   return Object.entries(context.roles).flatMap(([name, r]) => {
     if (!r.recipe || !r.weights || !isAlgo(r.recipe.algo)) return [];

@@ -41,11 +41,11 @@ export async function trainRoles(rt: Runtime, opts: TrainRolesOptions = {}): Pro
     opts.onRole?.(r);
     roles.push(r);
   };
-  for (const run of weightRuns(rt.config, opts.algo)) add(await trainRole(rt, run, opts));
+  const team = teamRoles(rt.config);
+  for (const run of weightRuns(rt.config, team, opts.algo)) add(await trainRole(rt, run, opts));
   for (const [name, r] of learnerRoles(rt.config))
     add(await (r.recipe!.algo === 'bandit' ? trainBanditRole : trainApoRole)(rt, name, r, opts));
-  const { context } = teamRoles(rt.config);
-  return { roles, candidateSet: context ? combined(rt, roles, context) : ownCandidate(rt, roles[0]!) };
+  return { roles, candidateSet: team.context ? combined(rt, roles, team.context) : ownCandidate(rt, roles[0]!) };
 }
 
 async function trainRole(rt: Runtime, run: RoleRun, opts: TrainRolesOptions): Promise<RoleTrained> {

@@ -1,9 +1,9 @@
 import type { SuiteLevels } from '../tasks/curriculum.js';
 import { suiteLevelOf } from '../tasks/suites/define.js';
-import { fixed } from '../util/fixed.js';
 import { compareMetric, type MetricName, type Pair } from './compare.js';
 import type { GateCheck } from './gates.js';
-import type { BootstrapOptions, Interval } from './stats.js';
+import { describeGroup, groupRegressions, type RegressionRule } from './group-regressions.js';
+import type { BootstrapOptions, Interval, PairedCounts } from './stats.js';
 
 const GATED = ['reward', 'success'] as const;
 type GatedMetric = (typeof GATED)[number];
@@ -17,6 +17,8 @@ export interface LevelComparison {
   baseline: Record<GatedMetric, number | null>;
   candidate: Record<GatedMetric, number | null>;
   diff: Record<GatedMetric, Interval | null>;
+  /** Wins and losses per metric; absent in evaluations stored before they were counted. */
+  counts?: Record<GatedMetric, PairedCounts>;
 }
 
 /** The paired comparison on each built-in suite's level among the pairs (task files have none), by suite and level. */
@@ -43,6 +45,7 @@ export function levelComparisons(pairs: readonly Pair[], boot: BootstrapOptions)
         baseline: per((c) => c.baseline),
         candidate: per((c) => c.candidate),
         diff: per((c) => c.diff),
+        counts: per((c) => c.counts),
       };
     });
 }
@@ -53,30 +56,31 @@ export function lowerLevels(pairs: readonly Pair[], levels: SuiteLevels, boot: B
 }
 
 /**
- * The curriculum's no-forgetting gate: a candidate fails when, on any level below a suite's current one, its
- * paired-bootstrap CI on the metric lies wholly below 0 (as max_category_regression with category_significance),
- * so a candidate that learned the new level by unlearning an old one is not deployed.
+ * The curriculum's no-forgetting gate: a candidate fails when, on a level below a suite's current one, it loses
+ * significantly (the deploy gates' exact test, Holm-corrected over the levels tested, with no tolerance), so a
+ * candidate that learned the new level by unlearning an old one is not deployed.
  */
-export function forgettingGate(levels: readonly LevelComparison[], metric: MetricName): GateCheck {
+export function forgettingGate(
+  levels: readonly LevelComparison[],
+  metric: MetricName,
+  rule: RegressionRule,
+): GateCheck {
   const m: GatedMetric = metric === 'success' ? 'success' : 'reward';
-  const rows = levels
-    .map((r) => ({ ...r, d: r.diff[m] }))
-    .filter((r) => r.d !== null && !Number.isNaN(r.d.mean))
-    .sort((a, b) => a.d!.mean - b.d!.mean);
-  const failing = rows.filter((r) => r.d!.high < 0);
-  const worst = failing[0] ?? rows[0];
-  const describe = (r: (typeof rows)[number]) =>
-    `${r.suite}@${r.level} ${fixed(r.d!.mean, 4)} [${fixed(r.d!.low, 4)}, ${fixed(r.d!.high, 4)}] over ${r.pairs} pair(s)`;
-  const rule = `no level below a suite's current one loses ${m} with its CI wholly below 0`;
+  const groups = levels.flatMap((r) => {
+    const d = r.diff[m];
+    return d ? [{ name: `${r.suite}@${r.level}`, pairs: r.pairs, diff: d, counts: r.counts?.[m] }] : [];
+  });
+  const v = groupRegressions(groups, { ...rule, tolerance: 0, significance: true }, 'lower level');
+  const worst = v.failing[0] ?? v.rows[0];
   return {
     gate: 'no_forgetting',
-    passed: failing.length === 0,
-    value: worst?.d?.mean ?? null,
+    passed: v.failing.length === 0,
+    value: worst?.diff.mean ?? null,
     threshold: 0,
     detail: !worst
       ? "no level below a suite's current one in the evaluation (every suite at its first level)"
-      : failing.length
-        ? `${rule}: the candidate forgot ${failing.map(describe).join('; ')}`
-        : `${rule}: worst ${describe(worst)}`,
+      : v.failing.length
+        ? `${v.rule} (${m}): the candidate forgot ${v.failing.map(describeGroup).join('; ')}`
+        : `${v.rule} (${m}): worst ${describeGroup(worst)}`,
   };
 }

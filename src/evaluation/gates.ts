@@ -1,7 +1,7 @@
 import type { RLConfig } from '../config/schema.js';
 import { fixed } from '../util/fixed.js';
 import type { Comparison, MetricName } from './compare.js';
-import type { Interval } from './stats.js';
+import { describeGroup, groupRegressions, type RegressionRule } from './group-regressions.js';
 
 export interface GateCheck {
   gate: string;
@@ -59,31 +59,35 @@ export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): G
   return checks;
 }
 
-/** A category fails when it loses more than the tolerance; with category_significance, only when its paired-bootstrap
- * interval also lies wholly below 0, so that one task of a three-task category flipping does not block a deploy. */
+/** A category fails when it loses more than the tolerance and, with category_significance, its exact test finds the
+ * loss after the correction for the categories tested together (group-regressions.ts). */
 function categoryGate(cmp: Comparison, metric: MetricName, gates: Gates): GateCheck {
-  const tol = gates.max_category_regression;
-  const rows = cmp.categories
-    .map((c) => ({ category: c.category, pairs: c.pairs, diff: c.metrics.find((m) => m.metric === metric)?.diff }))
-    .filter((c): c is { category: string; pairs: number; diff: Interval } => !!c.diff && !Number.isNaN(c.diff.mean))
-    .sort((a, b) => a.diff.mean - b.diff.mean);
-  const failing = rows.filter((c) => c.diff.mean < -tol && (!gates.category_significance || c.diff.high < 0));
-  const worst = failing[0] ?? rows[0];
-  const rule = gates.category_significance
-    ? `no category loses more than ${tol} with its CI wholly below 0`
-    : `no category loses more than ${tol}`;
-  const describe = (c: (typeof rows)[number]) =>
-    `${c.category} ${fmt(c.diff.mean)} [${fmt(c.diff.low)}, ${fmt(c.diff.high)}] over ${c.pairs} pair(s)`;
+  const groups = cmp.categories.flatMap((c) => {
+    const m = c.metrics.find((x) => x.metric === metric);
+    return m?.diff ? [{ name: c.category, pairs: c.pairs, diff: m.diff, counts: m.counts }] : [];
+  });
+  const v = groupRegressions(groups, categoryRule(gates), 'category');
+  const worst = v.failing[0] ?? v.rows[0];
   return {
     gate: 'max_category_regression',
-    passed: failing.length === 0,
+    passed: v.failing.length === 0,
     value: worst?.diff.mean ?? null,
-    threshold: -tol,
+    threshold: -gates.max_category_regression,
     detail: !worst
       ? 'no category to compare'
-      : failing.length
-        ? `${rule}: ${failing.map(describe).join('; ')}`
-        : `${rule}: worst category ${describe(worst)}`,
+      : v.failing.length
+        ? `${v.rule}: ${v.failing.map(describeGroup).join('; ')}`
+        : `${v.rule}: worst category ${describeGroup(worst)}`,
+  };
+}
+
+/** The deploy gates' rule for groups of pairs (categories, and the curriculum's levels). */
+export function categoryRule(gates: Gates): RegressionRule {
+  return {
+    tolerance: gates.max_category_regression,
+    significance: gates.category_significance,
+    minPairs: gates.category_min_pairs,
+    alpha: gates.category_alpha,
   };
 }
 

@@ -61,6 +61,36 @@ export function exactBinomialTwoSided(k: number, n: number): number {
   return Math.min(1, 2 * tail);
 }
 
+/** One-sided exact binomial test at p = 1/2: the probability of k or more successes in n trials. 1 when n is 0. */
+export function exactBinomialUpper(k: number, n: number): number {
+  if (n === 0 || k <= 0) return 1;
+  if (k > n) return 0;
+  // log C(n, n) − n log 2, then C(n, i − 1) = C(n, i) · i / (n − i + 1) down to k
+  let logTerm = -n * Math.LN2;
+  let tail = Math.exp(logTerm);
+  for (let i = n; i > k; i--) {
+    logTerm += Math.log(i) - Math.log(n - i + 1);
+    tail += Math.exp(logTerm);
+  }
+  return Math.min(1, tail);
+}
+
+/**
+ * Holm's step-down adjustment of p-values tested together: the family-wise error rate stays at alpha whatever
+ * the dependence between the tests. Adjusted values come back in the order given.
+ */
+export function holmAdjusted(pValues: readonly number[]): number[] {
+  const m = pValues.length;
+  const order = pValues.map((p, i) => ({ p, i })).sort((a, b) => a.p - b.p);
+  const adjusted = new Array<number>(m);
+  let running = 0;
+  order.forEach(({ p, i }, rank) => {
+    running = Math.max(running, Math.min(1, (m - rank) * p));
+    adjusted[i] = running;
+  });
+  return adjusted;
+}
+
 export interface PairedCounts {
   wins: number;
   ties: number;

@@ -66,7 +66,7 @@ describe('a cycle with the curriculum', () => {
       const gate = gates.find((g) => g.gate === 'no_forgetting')!;
       expect(gate.passed).toBe(false);
       expect(gate.detail).toMatch(
-        /loses reward with its CI wholly below 0: the candidate forgot arithmetic@0 -2\.0000 \[-2\.0000, -2\.0000\] over \d+ pair/,
+        /Holm at α 0\.05 \(reward\): the candidate forgot arithmetic@0 -2\.0000 \[-2\.0000, -2\.0000\] over \d+ pair/,
       );
       expect(gates.filter((g) => !g.passed).map((g) => g.gate)).toEqual(['no_forgetting']);
     } finally {

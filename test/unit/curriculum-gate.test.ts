@@ -4,6 +4,7 @@ import { forgettingGate, levelComparisons, lowerLevels } from '../../src/evaluat
 import type { EvalResult } from '../../src/store/index.js';
 
 const BOOT = { resamples: 2000, confidence: 0.95, seed: 1 };
+const RULE = { tolerance: 0.1, significance: true, minPairs: 8, alpha: 0.05 };
 
 const result = (taskId: string, success: number): EvalResult => ({
   servingHash: 'h',
@@ -45,21 +46,25 @@ describe('no-forgetting gate', () => {
     expect(rows.map((r) => `${r.suite}@${r.level}`)).toEqual(['arithmetic@0', 'arithmetic@1']);
     expect(rows[0]!.diff.success!.mean).toBeCloseTo(-0.6);
     expect(rows[0]!.diff.reward!.mean).toBeCloseTo(-0.6);
-    const gate = forgettingGate(rows, 'success');
+    const gate = forgettingGate(rows, 'success', RULE);
     expect(gate).toMatchObject({ gate: 'no_forgetting', passed: false, threshold: 0 });
     expect(gate.value).toBeCloseTo(-0.6);
-    expect(gate.detail).toMatch(/the candidate forgot arithmetic@0 -0\.6000 \[-0\.\d+, -0\.\d+\] over 20 pair\(s\)/);
+    // 12 lost, none won: p = 2^-12, Holm over the 2 levels tested
+    expect(gate.detail).toMatch(/2 of 2 lower level\(s\) tested, one-sided exact sign test, Holm at α 0\.05/);
+    expect(gate.detail).toMatch(
+      /the candidate forgot arithmetic@0 -0\.6000 \[-0\.\d+, -0\.\d+\] over 20 pair\(s\), 0 won \/ 12 lost, p 0\.000/,
+    );
   });
 
   it('passes a loss whose CI reaches 0, and ignores the current level', () => {
     const all = [...pairs(0, 20, 19), ...pairs(1, 20, 20), ...pairs(2, 20, 0)];
-    const gate = forgettingGate(lowerLevels(all, { arithmetic: 2 }, BOOT), 'success');
+    const gate = forgettingGate(lowerLevels(all, { arithmetic: 2 }, BOOT), 'success', RULE);
     expect(gate.passed).toBe(true);
     expect(gate.detail).toContain('worst arithmetic@0 -0.0500');
   });
 
   it('passes, saying so, when every suite is at its first level', () => {
-    const gate = forgettingGate(lowerLevels(pairs(0, 10, 0), { arithmetic: 0 }, BOOT), 'success');
+    const gate = forgettingGate(lowerLevels(pairs(0, 10, 0), { arithmetic: 0 }, BOOT), 'success', RULE);
     expect(gate).toMatchObject({ passed: true, value: null });
     expect(gate.detail).toMatch(/every suite at its first level/);
   });

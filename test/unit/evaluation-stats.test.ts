@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { compare, type Pair } from '../../src/evaluation/compare.js';
 import { checkGates, gatesPass } from '../../src/evaluation/gates.js';
-import { exactBinomialTwoSided, pairedBootstrap, winTieLoss } from '../../src/evaluation/stats.js';
+import {
+  exactBinomialTwoSided,
+  exactBinomialUpper,
+  holmAdjusted,
+  pairedBootstrap,
+  winTieLoss,
+} from '../../src/evaluation/stats.js';
 import type { EvalResult } from '../../src/store/index.js';
 import { Rng } from '../../src/tasks/prng.js';
 
@@ -12,6 +18,8 @@ const GATES = {
   ci_lower_above_zero: true,
   max_category_regression: 0.1,
   category_significance: true,
+  category_min_pairs: 8,
+  category_alpha: 0.05,
   max_cost_increase: 0.5,
 };
 
@@ -141,34 +149,90 @@ describe('paired statistics', () => {
     expect(failed.max_cost_increase!.value).toBeCloseTo(3, 5);
   });
 
-  it('gates: a category losing one task of three fails only without category_significance; losing all three fails either way', () => {
-    const ps = pairs(40, 0.3, 5);
-    const tiny = (lost: number): Pair[] =>
-      Array.from({ length: 3 }, (_, i) => ({
-        taskId: `s${i}`,
-        category: 'small',
-        seed: 1,
-        baseline: result({ taskHash: `s${i}`, reward: 1, success: 1, category: 'small' }),
-        candidate: result({
-          taskHash: `s${i}`,
-          reward: i < lost ? 0 : 1,
-          success: i < lost ? 0 : 1,
-          category: 'small',
-        }),
-      }));
-    const gate = (lost: number, significance: boolean) =>
-      checkGates(compare([...ps, ...tiny(lost)], BOOT), 'success', {
-        ...GATES,
-        category_significance: significance,
-      }).find((g) => g.gate === 'max_category_regression')!;
-    expect(gate(1, true)).toMatchObject({ passed: true });
-    expect(gate(1, true).detail).toContain('small');
-    const strict = gate(1, false);
-    expect(strict).toMatchObject({ passed: false });
-    expect(strict.value).toBeCloseTo(-1 / 3, 10);
-    expect(strict.detail).toContain('small -0.3333 [-1.0000, 0.0000] over 3 pair(s)');
-    const all = gate(3, true);
-    expect(all).toMatchObject({ passed: false, value: -1 });
-    expect(all.detail).toContain('CI wholly below 0: small -1.0000 [-1.0000, -1.0000]');
+  it('computes one-sided exact binomial tails and Holm-adjusted p-values', () => {
+    expect(exactBinomialUpper(0, 0)).toBe(1);
+    expect(exactBinomialUpper(0, 10)).toBe(1);
+    expect(exactBinomialUpper(10, 10)).toBeCloseTo(1 / 1024, 12);
+    expect(exactBinomialUpper(8, 10)).toBeCloseTo(56 / 1024, 12); // (45 + 10 + 1) / 1024
+    expect(exactBinomialUpper(5, 10)).toBeCloseTo(638 / 1024, 12);
+    expect(exactBinomialUpper(11, 10)).toBe(0);
+    // sorted 0.01, 0.02, 0.04, 0.5: × 4, × 3, × 2, × 1, each at least the one before
+    const adj = holmAdjusted([0.04, 0.5, 0.01, 0.02]);
+    [0.08, 0.5, 0.04, 0.06].forEach((x, i) => expect(adj[i]).toBeCloseTo(x, 12));
+    expect(holmAdjusted([0.3, 0.3])).toEqual([0.6, 0.6]);
+    expect(holmAdjusted([])).toEqual([]);
+  });
+
+  /** A category of n tasks, the baseline solving each; the candidate loses the first `lost`, wins none. */
+  const category = (name: string, n: number, lost: number): Pair[] =>
+    Array.from({ length: n }, (_, i) => ({
+      taskId: `${name}${i}`,
+      category: name,
+      seed: 1,
+      baseline: result({ taskHash: `${name}${i}`, reward: 1, success: 1, category: name }),
+      candidate: result({
+        taskHash: `${name}${i}`,
+        reward: i < lost ? 0 : 1,
+        success: i < lost ? 0 : 1,
+        category: name,
+      }),
+    }));
+  // the category gate's exact test does not use the bootstrap: a few resamples keep the simulation quick
+  const categoryGate = (ps: Pair[], over: Partial<typeof GATES> = {}) =>
+    checkGates(compare(ps, { ...BOOT, resamples: 50 }), 'success', { ...GATES, ...over }).find(
+      (g) => g.gate === 'max_category_regression',
+    )!;
+
+  it('gates: a category under category_min_pairs cannot refuse (only without category_significance)', () => {
+    const ps = [...pairs(40, 0.3, 5), ...category('small', 4, 4)];
+    const gate = categoryGate(ps);
+    expect(gate.passed).toBe(true);
+    expect(gate.detail).toContain('2 of 3 category(s) tested (1 under 8 pairs cannot refuse)');
+    expect(gate.detail).toContain('worst category small -1.0000 [-1.0000, -1.0000] over 4 pair(s), 0 won / 4 lost');
+    expect(gate.detail).toContain('too few pairs to test');
+    const strict = categoryGate(ps, { category_significance: false });
+    expect(strict).toMatchObject({ passed: false, value: -1 });
+    expect(strict.detail).toContain('no category loses more than 0.1: small -1.0000');
+  });
+
+  it('gates: a large loss refuses after Holm; the same loss is not enough when many categories share alpha', () => {
+    const loss = category('lossy', 9, 9); // one-sided p = 2^-9 ≈ 0.00195
+    const gate = categoryGate([...pairs(40, 0.3, 5), ...loss]);
+    expect(gate).toMatchObject({ passed: false, value: -1 });
+    expect(gate.detail).toContain(
+      'lossy -1.0000 [-1.0000, -1.0000] over 9 pair(s), 0 won / 9 lost, p 0.002, Holm 0.006',
+    );
+    // 29 more categories tested beside it: 30 × 2^-9 > 0.05, so the same nine losses are no longer significant
+    const crowd = Array.from({ length: 29 }, (_, k) => category(`c${k}`, 8, 0));
+    const crowded = categoryGate([...crowd.flat(), ...loss]);
+    expect(crowded.passed).toBe(true);
+    expect(crowded.detail).toContain('30 of 30 category(s) tested');
+    expect(crowded.detail).toContain('Holm 0.059');
+  });
+
+  it('gates: an unchanged candidate is refused by the category gate at most alpha of the time (simulated A/A)', () => {
+    // 13 categories of 9 pairs whose two sides are independent draws of the same success rate
+    const rng = new Rng(11);
+    const runs = 300;
+    let refused = 0;
+    for (let r = 0; r < runs; r++) {
+      const ps: Pair[] = [];
+      for (let c = 0; c < 13; c++)
+        for (let i = 0; i < 9; i++) {
+          const rate = 0.2 + 0.05 * c;
+          const b = rng.next() < rate ? 1 : 0;
+          const k = rng.next() < rate ? 1 : 0;
+          const id = `c${c}t${i}`;
+          ps.push({
+            taskId: id,
+            category: `c${c}`,
+            seed: 1,
+            baseline: result({ taskHash: id, reward: b, success: b, category: `c${c}` }),
+            candidate: result({ taskHash: id, reward: k, success: k, category: `c${c}` }),
+          });
+        }
+      if (!categoryGate(ps, { max_category_regression: 0 }).passed) refused++;
+    }
+    expect(refused / runs).toBeLessThanOrEqual(0.05);
   });
 });

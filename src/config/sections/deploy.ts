@@ -40,9 +40,22 @@ export const deploySchema = z.strictObject({
         .boolean()
         .default(true)
         .describe(
-          'a category fails max_category_regression only when its paired-bootstrap CI also lies '
-            + 'wholly below 0 (false: any mean loss beyond the tolerance fails, however few its tasks)',
+          'a category fails max_category_regression only when a one-sided exact sign test (McNemar on success) '
+            + 'finds the loss at category_alpha, Holm-corrected over the categories tested (false: any mean loss '
+            + 'beyond the tolerance fails, however few its tasks)',
         ),
+      category_min_pairs: count(1_000_000)
+        .default(8)
+        .describe(
+          'categories (and curriculum levels) with fewer pairs are shown but cannot refuse: no exact test on a '
+            + 'handful of pairs can reach significance after the correction, and each one tested widens it',
+        ),
+      category_alpha: z
+        .number()
+        .gt(0)
+        .lt(1)
+        .default(0.05)
+        .describe('family-wise rate at which an unchanged candidate is refused by the category and forgetting gates'),
       max_cost_increase: z
         .number()
         .min(0)

@@ -3,7 +3,7 @@ import { canaryGates, type CanaryState } from '../../evaluation/canary.js';
 import { resolveSet, type SetSpec } from '../../evaluation/candidates.js';
 import { primaryMetric, type Comparison } from '../../evaluation/compare.js';
 import { forgettingGate } from '../../evaluation/forgetting.js';
-import { checkGates, gatesPass, type GateCheck } from '../../evaluation/gates.js';
+import { categoryRule, checkGates, gatesPass, type GateCheck } from '../../evaluation/gates.js';
 import { switchProduction } from '../../resources/production-switch.js';
 import { roleChanged, roleScope, withRoles } from '../../resources/role-variants.js';
 import type { Runtime } from '../../runtime/runtime.js';
@@ -285,7 +285,7 @@ function gatesOf(rt: Runtime, run: EvalRun): GateCheck[] {
   const gates = checkGates(cmp, metric, rt.config.deploy.gates);
   // An evaluation drawn by the curriculum covered the levels below each suite's: held against forgetting.
   const curriculum = run.summary?.curriculum as EvalSummary['curriculum'];
-  if (rt.config.tasks.curriculum.enabled && curriculum) gates.push(forgettingGate(curriculum.lowerLevels, metric));
+  if (rt.config.tasks.curriculum.enabled && curriculum) gates.push(forgettingGate(curriculum.lowerLevels, metric, categoryRule(rt.config.deploy.gates)));
   return gates;
 }
 

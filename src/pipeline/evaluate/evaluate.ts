@@ -1,7 +1,7 @@
 import { UserError } from '../../errors.js';
 import { compare, primaryMetric, type Pair } from '../../evaluation/compare.js';
 import { forgettingGate, levelComparisons, lowerLevels } from '../../evaluation/forgetting.js';
-import { checkGates, gatesPass } from '../../evaluation/gates.js';
+import { categoryRule, checkGates, gatesPass } from '../../evaluation/gates.js';
 import { settingsHash, taskHash } from '../../evaluation/keys.js';
 import { batchFilling } from '../../rollouts/batch-fill.js';
 import { runPairs } from '../../rollouts/paired.js';
@@ -97,7 +97,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
     let curriculum: EvalSummary['curriculum'];
     if (levels) {
       curriculum = { levels, lowerLevels: lowerLevels(pairs, levels, e.bootstrap) };
-      gates.push(forgettingGate(curriculum.lowerLevels, metric));
+      gates.push(forgettingGate(curriculum.lowerLevels, metric, categoryRule(config.deploy.gates)));
     }
     const summary: EvalSummary = {
       evalRunId,

@@ -44,7 +44,7 @@ tally('vitest', vitestCode, () => {
 console.log('\n== pytest (python/) ==');
 const junit = path.join(work, 'pytest.xml');
 const python = path.join(process.env.MASSGEN_RL_VENV ?? path.join(cacheDir(env), 'venv'), 'bin', 'python');
-const pytestCode = run(python, ['-m', 'pytest', '-q', `--junitxml=${junit}`], {
+const pytestCode = run(python, ['-m', 'pytest', '-q', '--durations=15', `--junitxml=${junit}`], {
   cwd: path.join(root, 'python'),
   env: { ...env, MASSGEN_RL_DEFAULT_MODEL_DIR: path.join(cacheDir(env), 'models', 'smollm2-135m-instruct') },
 });

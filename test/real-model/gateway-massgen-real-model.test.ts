@@ -69,6 +69,7 @@ gateway: { api_keys_env: [GW_MG_KEY] }
       expect(status.is_complete, JSON.stringify(status.rounds)).toBe(true);
       await gw.flush();
       const out = JSON.parse(await cli(['--json', 'traces', 'import', '--massgen-logs', run.logDir!]));
+      expect(out.imported, JSON.stringify(out).slice(0, 3000)).toHaveLength(1);
       const [unit] = out.imported as Imported[];
       expect(unit!.winner).toBeTruthy();
       expect(unit!.gateway_calls).toBeGreaterThanOrEqual(3);

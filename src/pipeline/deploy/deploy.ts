@@ -285,7 +285,8 @@ function gatesOf(rt: Runtime, run: EvalRun): GateCheck[] {
   const gates = checkGates(cmp, metric, rt.config.deploy.gates);
   // An evaluation drawn by the curriculum covered the levels below each suite's: held against forgetting.
   const curriculum = run.summary?.curriculum as EvalSummary['curriculum'];
-  if (rt.config.tasks.curriculum.enabled && curriculum) gates.push(forgettingGate(curriculum.lowerLevels, metric, categoryRule(rt.config.deploy.gates)));
+  if (rt.config.tasks.curriculum.enabled && curriculum)
+    gates.push(forgettingGate(curriculum.lowerLevels, metric, categoryRule(rt.config.deploy.gates)));
   return gates;
 }
 

@@ -1,14 +1,16 @@
 // How often the deploy gates refuse an unchanged candidate, and how often they catch a planted regression, at the
 // quickstart's size. The embedded default team (the bundled model on the built-in llama.cpp server) is measured on
 // the quickstart's eval split (4 suites × 60 tasks, 30 % held out: 114 tasks) under GATES_SEEDS sampling seeds, as an
-// evaluation measures it (one sample per decision). Each seed is an independent run of production, so every ordered
-// pair of seeds is an A/A comparison (production against itself, same settings): the share the category gate refuses
-// is its false-refusal rate, the share promoted (every gate passing) its false-promotion rate. A planted regression
-// fails every task of one category on the candidate's side of each A/A comparison; the share the category gate
-// refuses is its detection rate. Both on eval.metric's default (mean reward) and on success, the current rule beside
-// the old one (a bootstrap CI wholly below 0 per category, no correction); GATES_REUSE=FILE analyses a kept
-// measurement (bench-results/gates-measured.json) again. Targets: A/A refusals ≤ 5 %, detection of
-// a planted regression ≥ 80 % for categories the gate tests. GATES_SEEDS, GATES_PER_SUITE override the sizes.
+// evaluation measures it (one sample per decision). An A/A comparison (production against itself, same settings)
+// takes, per task, two distinct seeds drawn at random as its baseline and candidate (GATES_DRAWS draws): the share
+// the category gate refuses is its false-refusal rate, the share promoted (every gate passing) its false-promotion
+// rate. Whole runs against each other (every task on seed a against seed b) are shown too: one run's calls share
+// its seed's random stream across tasks, so they differ systematically. A planted regression fails every task of
+// one category on the candidate's side of each drawn comparison; the share the category gate refuses is its
+// detection rate. On mean reward (eval.metric's default) and on success, the current rule beside the old one (a
+// bootstrap CI wholly below 0 per category, no correction). GATES_REUSE=FILE analyses a kept measurement
+// (bench-results/gates-measured.json) again. Targets: A/A refusals ≤ 5 %, detection of a planted regression ≥ 80 %
+// for the categories the gate tests. GATES_SEEDS, GATES_PER_SUITE override the sizes.
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
@@ -19,9 +21,10 @@ import { scoreBatch } from '../dist/rollouts/score-batch.js';
 import { onePerDecision, setupTeam } from '../dist/rollouts/team.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { tasksForRun } from '../dist/tasks/for-run.js';
+import { Rng } from '../dist/tasks/prng.js';
 import { createToolRunner } from '../dist/tools/runner.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
-import { aaPairs, bySeed, judge, plant, rate, seedPairs } from './lib/gate-rates.mjs';
+import { aaPairs, bySeed, drawnPairs, judge, plant, rate, seedPairs } from './lib/gate-rates.mjs';
 import { headline, progress, writeResult } from './lib/report.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
@@ -32,7 +35,10 @@ if (process.env.GATES_SEEDS) sz.seeds = Number(process.env.GATES_SEEDS);
 if (process.env.GATES_PER_SUITE) sz.perSuite = Number(process.env.GATES_PER_SUITE);
 const SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'];
 const SEEDS = Array.from({ length: sz.seeds }, (_, i) => i + 1);
-const BOOT = { resamples: 2000, confidence: 0.95, seed: 1 };
+// The bootstrap decides only ci_lower_above_zero and the old category rule here: fewer resamples keep the many
+// comparisons quick.
+const BOOT = { resamples: 400, confidence: 0.95, seed: 1 };
+const DRAWS = Number(process.env.GATES_DRAWS ?? 100);
 const yaml = [
   'tasks:',
   `  sources: [${SUITES.map((s) => `{ suite: ${s}, n: ${sz.perSuite} }`).join(', ')}]`,
@@ -79,26 +85,22 @@ async function measureProduction(root) {
 
 function rates(measured) {
   const tasks = bySeed(measured.results, SEEDS);
-  const comparisons = seedPairs(SEEDS).map(([a, b]) => aaPairs(tasks, a, b));
+  const rng = new Rng(7);
+  const drawn = Array.from({ length: DRAWS }, () => drawnPairs(tasks, SEEDS, rng));
+  const aligned = seedPairs(SEEDS).map(([a, b]) => aaPairs(tasks, a, b));
   const out = {};
   for (const metric of ['reward', 'success']) {
-    const aa = comparisons.map((ps) => judge(ps, metric, measured.gates, BOOT));
-    const categories = aa[0].categories;
-    const planted = categories.map(({ category, pairs }) => {
-      const runs = comparisons.map((ps) => judge(plant(ps, category, tasks), metric, measured.gates, BOOT));
-      const count = (pick) => runs.filter(pick).length;
+    const count = (list, pick) => rate(list.filter(pick).length, list.length);
+    const aa = drawn.map((ps) => judge(ps, metric, measured.gates, BOOT));
+    const whole = aligned.map((ps) => judge(ps, metric, measured.gates, BOOT));
+    const planted = aa[0].categories.map(({ category, pairs }) => {
+      const runs = drawn.map((ps) => judge(plant(ps, category, tasks), metric, measured.gates, BOOT));
       return {
         category,
         pairs,
         tested: pairs >= measured.gates.category_min_pairs,
-        detected: rate(
-          count((j) => j.category),
-          runs.length,
-        ),
-        detectedOld: rate(
-          count((j) => j.categoryOld),
-          runs.length,
-        ),
+        detected: count(runs, (j) => j.category),
+        detectedOld: count(runs, (j) => j.categoryOld),
       };
     });
     const tested = planted.filter((p) => p.tested);
@@ -107,14 +109,19 @@ function rates(measured) {
         rows.reduce((s, p) => s + p[key].k, 0),
         rows.reduce((s, p) => s + p[key].n, 0),
       );
-    const count = (pick) => rate(aa.filter(pick).length, aa.length);
     out[metric] = {
       aa: {
         comparisons: aa.length,
-        categoryRefused: count((j) => j.category),
-        categoryRefusedOld: count((j) => j.categoryOld),
-        costRefused: count((j) => j.cost),
-        promoted: count((j) => j.promoted),
+        categoryRefused: count(aa, (j) => j.category),
+        categoryRefusedOld: count(aa, (j) => j.categoryOld),
+        costRefused: count(aa, (j) => j.cost),
+        promoted: count(aa, (j) => j.promoted),
+      },
+      wholeRuns: {
+        comparisons: whole.length,
+        categoryRefused: count(whole, (j) => j.category),
+        categoryRefusedOld: count(whole, (j) => j.categoryOld),
+        promoted: count(whole, (j) => j.promoted),
       },
       planted: {
         tested: pool(tested, 'detected'),
@@ -142,7 +149,7 @@ try {
   const figures = rates(measured);
   for (const [metric, f] of Object.entries(figures)) {
     progress(
-      `${metric}: A/A category refusals ${pct(f.aa.categoryRefused)} (old rule ${pct(f.aa.categoryRefusedOld)}),`
+      `${metric}: whole runs refused ${pct(f.wholeRuns.categoryRefused)}; drawn A/A category refusals ${pct(f.aa.categoryRefused)} (old rule ${pct(f.aa.categoryRefusedOld)}),`
         + ` promoted ${pct(f.aa.promoted)}; planted detected ${pct(f.planted.tested)} where tested`
         + ` (old ${pct(f.planted.testedOld)}), ${pct(f.planted.all)} over every category`,
     );

@@ -22,12 +22,28 @@ export function seedPairs(seeds) {
   return seeds.flatMap((a) => seeds.filter((b) => b !== a).map((b) => [a, b]));
 }
 
+/**
+ * An A/A comparison with the two runs drawn per task: each task's baseline and candidate are two distinct seeds
+ * picked at random for that task. Every call of one run shares its seed's random stream across tasks, so two whole
+ * runs on different seeds differ systematically; drawn per task, the two sides are exchangeable task by task.
+ */
+export function drawnPairs(tasks, seeds, rng) {
+  const next = () => rng.next();
+  return tasks.map((m) => {
+    const a = seeds[Math.floor(next() * seeds.length)];
+    const others = seeds.filter((s) => s !== a);
+    return pairOf(m, a, others[Math.floor(next() * others.length)]);
+  });
+}
+
+const pairOf = (m, a, b) => {
+  const base = m.get(a);
+  return { taskId: base.taskId, category: base.category, seed: 1, baseline: base, candidate: m.get(b) };
+};
+
 /** The paired comparison of run `a` (baseline) against run `b` (candidate), task by task. */
 export function aaPairs(tasks, a, b) {
-  return tasks.map((m) => {
-    const base = m.get(a);
-    return { taskId: base.taskId, category: base.category, seed: 1, baseline: base, candidate: m.get(b) };
-  });
+  return tasks.map((m) => pairOf(m, a, b));
 }
 
 /**
@@ -95,13 +111,17 @@ export function rate(k, n) {
   };
 }
 
+/** P(X ≤ k) for X ~ Binomial(n, p), summed in log space (the terms underflow for n in the hundreds). */
 function binomCdf(k, n, p) {
   if (k < 0) return 0;
-  let term = (1 - p) ** n;
-  let sum = term;
+  if (k >= n || p <= 0) return 1;
+  if (p >= 1) return 0;
+  let log = n * Math.log1p(-p);
+  const logs = [log];
   for (let i = 1; i <= k; i++) {
-    term *= ((n - i + 1) / i) * (p / (1 - p));
-    sum += term;
+    log += Math.log((n - i + 1) / i) + Math.log(p / (1 - p));
+    logs.push(log);
   }
-  return Math.min(1, sum);
+  const top = Math.max(...logs);
+  return Math.min(1, Math.exp(top) * logs.reduce((sum, l) => sum + Math.exp(l - top), 0));
 }

@@ -2,8 +2,9 @@
 // regression, the old category rule beside the current one, and exact intervals for the rates it reports.
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error bench/ is plain ESM JavaScript without type declarations
-import { aaPairs, bySeed, judge, plant, rate, seedPairs } from '../../bench/lib/gate-rates.mjs';
+import { aaPairs, bySeed, drawnPairs, judge, plant, rate, seedPairs } from '../../bench/lib/gate-rates.mjs';
 import type { EvalResult } from '../../src/store/index.js';
+import { Rng } from '../../src/tasks/prng.js';
 
 const GATES = {
   min_pairs: 10,
@@ -62,6 +63,12 @@ describe('the gates benchmark analysis', () => {
         [1, 2, 3],
       ),
     ).toHaveLength(19);
+    // drawn per task: two distinct seeds, both orders and every seed turning up
+    const drawn = drawnPairs(tasks, [1, 2, 3], new Rng(3));
+    expect(
+      drawn.every((p: { baseline: EvalResult; candidate: EvalResult }) => p.baseline.seed !== p.candidate.seed),
+    ).toBe(true);
+    expect(new Set(drawn.map((p: { baseline: EvalResult }) => p.baseline.seed))).toEqual(new Set([1, 2, 3]));
     const pairs = aaPairs(tasks, 1, 3);
     expect(pairs[0]).toMatchObject({ taskId: 'a0', baseline: { seed: 1 }, candidate: { seed: 3 } });
   });
@@ -89,5 +96,9 @@ describe('the gates benchmark analysis', () => {
     expect(rate(0, 20)).toMatchObject({ low: 0 });
     expect(rate(0, 20).high).toBeCloseTo(0.1684, 3);
     expect(rate(20, 20)).toMatchObject({ high: 1 });
+    // hundreds of trials: the binomial terms underflow unless summed in log space
+    const big = rate(545, 700);
+    expect(big.low).toBeCloseTo(0.746, 3);
+    expect(big.high).toBeCloseTo(0.8088, 3);
   });
 });

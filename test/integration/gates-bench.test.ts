@@ -3,19 +3,12 @@
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error bench/ is plain ESM JavaScript without type declarations
 import { aaPairs, bySeed, drawnPairs, judge, plant, rate, seedPairs } from '../../bench/lib/gate-rates.mjs';
+import { deploySchema } from '../../src/config/sections/deploy.js';
 import type { EvalResult } from '../../src/store/index.js';
 import { Rng } from '../../src/tasks/prng.js';
 
-const GATES = {
-  min_pairs: 10,
-  min_improvement: 0,
-  ci_lower_above_zero: true,
-  max_category_regression: 0.1,
-  category_significance: true,
-  category_min_pairs: 8,
-  category_alpha: 0.05,
-  max_cost_increase: 0.5,
-};
+// the deploy gates as the embedded defaults set them
+const GATES = deploySchema.parse({}).gates;
 const BOOT = { resamples: 500, confidence: 0.95, seed: 1 };
 
 const result = (taskId: string, category: string, seed: number, success: number, reward: number): EvalResult => ({

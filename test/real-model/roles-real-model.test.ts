@@ -15,7 +15,7 @@ import { tempDir } from '../helpers.js';
 const TRAINER = 'max_steps: 2, per_device_train_batch_size: 2, max_length: 384, save_steps: 0, learning_rate: 0.0001';
 const CONFIG = `agents:
 ${['a', 'b', 'c'].map((x) => `  - { id: agent_${x}, model: local, max_tokens: 48, temperature: 1.0 }`).join('\n')}
-orchestrator: { agent_timeout_s: 240, total_timeout_s: 600 }
+orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }
 tasks:
   sources: [{ suite: arithmetic, n: 4 }]
 rewards:

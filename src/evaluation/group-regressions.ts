@@ -50,8 +50,7 @@ export function groupRegressions(groups: readonly Group[], rule: RegressionRule,
     const failing = rows.filter((r) => r.failing);
     return { rows, failing, tested: rows.length, rule: `no ${noun} loses more than ${rule.tolerance}` };
   }
-  const testable = (g: Group) => g.pairs >= rule.minPairs;
-  const tested = ok.filter(testable);
+  const tested = ok.filter((g) => g.pairs >= rule.minPairs);
   // a comparison stored before wins and losses were counted: its interval decides, as it did then
   const pValues = tested.map((g) => (g.counts ? oneSided(g.counts) : g.diff.high < 0 ? 0 : 1));
   const adjusted = holmAdjusted(pValues);

@@ -50,29 +50,27 @@ export function pairedBootstrap(diffs: readonly number[], opts: BootstrapOptions
  */
 export function exactBinomialTwoSided(k: number, n: number): number {
   if (n === 0) return 1;
-  const m = Math.min(k, n - k);
-  // log C(n, i) − n log 2, summed up to the smaller tail, then doubled (the distribution is symmetric).
-  let logTerm = -n * Math.LN2;
-  let tail = Math.exp(logTerm);
-  for (let i = 1; i <= m; i++) {
-    logTerm += Math.log(n - i + 1) - Math.log(i);
-    tail += Math.exp(logTerm);
-  }
-  return Math.min(1, 2 * tail);
+  // the distribution is symmetric: the smaller tail, doubled
+  return Math.min(1, 2 * lowerTailAtHalf(Math.min(k, n - k), n));
 }
 
 /** One-sided exact binomial test at p = 1/2: the probability of k or more successes in n trials. 1 when n is 0. */
 export function exactBinomialUpper(k: number, n: number): number {
   if (n === 0 || k <= 0) return 1;
   if (k > n) return 0;
-  // log C(n, n) − n log 2, then C(n, i − 1) = C(n, i) · i / (n − i + 1) down to k
+  // P(X ≥ k) = P(X ≤ n − k) by symmetry
+  return Math.min(1, lowerTailAtHalf(n - k, n));
+}
+
+/** P(X ≤ m) for X ~ Binomial(n, 1/2): log C(n, i) − n log 2, summed for i = 0 … m. */
+function lowerTailAtHalf(m: number, n: number): number {
   let logTerm = -n * Math.LN2;
   let tail = Math.exp(logTerm);
-  for (let i = n; i > k; i--) {
-    logTerm += Math.log(i) - Math.log(n - i + 1);
+  for (let i = 1; i <= m; i++) {
+    logTerm += Math.log(n - i + 1) - Math.log(i);
     tail += Math.exp(logTerm);
   }
-  return Math.min(1, tail);
+  return tail;
 }
 
 /**

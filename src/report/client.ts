@@ -64,6 +64,23 @@ export const CLIENT_SCRIPT = String.raw`
         },
       };
     },
+    suites(d) {
+      const rows = d.cycleHistory;
+      const names = [...new Set(rows.flatMap((r) => r.suites.map((x) => x.suite)))].sort();
+      const at = (r, name) => r.suites.find((x) => x.suite === name);
+      const sets = names.map((name, i) => line(name, PALETTE[i % PALETTE.length], rows.map((r) => { const s = at(r, name); return s ? s.after : null; })));
+      return {
+        type: 'line',
+        data: { labels: rows.map((r) => 'cycle ' + r.cycle), datasets: sets },
+        options: {
+          scales: { x: axis('loop cycle', { offset: true }), y: axis('success rate at the suite\'s level', { min: 0, max: 1 }) },
+          plugins: { tooltip: { callbacks: {
+            label: (item) => { const s = at(rows[item.dataIndex], names[item.datasetIndex]); return names[item.datasetIndex] + ' L' + s.level + ': ' + fixed(s.after, 2) + ' (' + s.pairs + ' pairs)'; },
+            footer: (items) => [rows[items[0].dataIndex].outcome],
+          } } },
+        },
+      };
+    },
     categories(d) {
       const bars = d.selected.categories;
       const label = (b) => b.category.length > 28 ? b.category.slice(0, 27) + '…' : b.category;

@@ -1,6 +1,7 @@
 import { UserError } from '../errors.js';
 import type { MetricName } from '../evaluation/compare.js';
 import type { AuditRecord, LevelChange, Store, SuiteCurriculum } from '../store/index.js';
+import { cycleHistory, type CycleHistoryRow } from './cycle-history.js';
 import { cycleProfiles, type CycleProfile } from './cycle-profiles.js';
 import { rewardCycles, shortTime, type CycleSeries } from './cycles.js';
 import { promptHistory, type PromptChange } from './prompt-history.js';
@@ -58,6 +59,8 @@ export interface ReportData {
   /** Every evaluation with results, oldest first. */
   evaluations: StoredEvaluation[];
   cycles: CycleSeries;
+  /** The last loop cycles, oldest first: each suite's success at its level, the outcome and the headroom mix. */
+  cycleHistory: CycleHistoryRow[];
   /** The newest loop cycles' per-stage profiles, newest first. */
   profiles: CycleProfile[];
   cost: CostPoint[];
@@ -72,6 +75,7 @@ export interface ReportData {
 
 const MAX_POINTS = 1000;
 const TRAINING_RUNS = 8;
+const HISTORY_CYCLES = 30;
 
 /** Everything the report shows, read from the store (nothing is written). */
 export function gatherReport(store: Store, opts: ReportOptions): ReportData {
@@ -91,6 +95,7 @@ export function gatherReport(store: Store, opts: ReportOptions): ReportData {
     selected: chosen ? { ...chosen, categories: categoryBars(chosen, metric) } : null,
     evaluations,
     cycles: rewardCycles(store, evaluations, metric),
+    cycleHistory: cycleHistory(store, HISTORY_CYCLES),
     profiles: cycleProfiles(store),
     cost: evaluations
       .map((e) => {

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { CLIENT_SCRIPT } from './client.js';
 import { curriculumSection } from './curriculum-html.js';
+import { cycleHistorySection } from './cycle-history-html.js';
 import { cycleProfilesSection } from './cycle-profiles-html.js';
 import type { ReportData } from './data.js';
 import { promptHistorySection } from './prompt-history-html.js';
@@ -31,7 +32,7 @@ export function scriptJson(value: unknown): string {
 const inlineScript = (js: string) => `<script>${js.replace(/<\/script/gi, '<\\/script')}</script>`;
 
 interface Figure {
-  chart: 'cycles' | 'categories' | 'cost' | 'training';
+  chart: 'cycles' | 'suites' | 'categories' | 'cost' | 'training';
   title: string;
   caption: string;
   hasData: boolean;
@@ -49,43 +50,56 @@ function figure(f: Figure): string {
 export function renderReport(data: ReportData, chart = chartJsSource()): string {
   const sel = data.selected;
   const metric = data.metric === 'success' ? 'success rate' : `mean ${data.metric}`;
-  const figures: Figure[] = [
-    {
-      chart: 'cycles',
-      title: data.cycles.source === 'loop' ? 'Reward per loop cycle' : 'Reward per run',
-      caption:
-        data.cycles.source === 'loop'
-          ? `Each cycle's collect (production serving) and its evaluation: baseline (production) and candidate ${esc(metric)}.`
-          : `No loop cycles yet: evaluations (baseline vs candidate ${esc(metric)}) and collects (mean reward of production) in time order.`,
-      hasData: data.cycles.points.length > 0,
-      empty: 'run <code>massgen-rl collect</code>, <code>eval</code> or <code>loop</code>.',
-    },
-    {
-      chart: 'categories',
-      title: 'Per category',
-      hasData: Boolean(sel?.categories.length),
-      caption: sel
-        ? `${esc(metric)} of evaluation ${esc(sel.id)} per task category; whiskers: the baseline mean plus the paired-bootstrap interval of the difference.`
-        : 'The shown evaluation, per task category.',
-      empty: sel
-        ? 'the evaluation has no per-category values.'
-        : 'no evaluation has run (<code>massgen-rl eval</code>).',
-    },
-    {
-      chart: 'cost',
-      title: 'Cost per task',
-      hasData: data.cost.length > 0,
-      caption: 'Tokens (bars) and wall time (lines) per task × seed, baseline vs candidate, for each evaluation.',
-      empty: 'no evaluation has run (<code>massgen-rl eval</code>).',
-    },
-    {
-      chart: 'training',
-      title: 'Training',
-      hasData: data.training.length > 0,
-      caption: `Loss and reward per step${data.training.length ? ` of the last ${data.training.length} training run(s)` : ''}, from the stored step metrics.`,
-      empty: 'no training run has recorded step metrics (<code>massgen-rl train</code>).',
-    },
-  ];
+  // The per-suite chart once the loop has run: a project without loop cycles has nothing it could show.
+  const figures = (
+    [
+      {
+        chart: 'cycles',
+        title: data.cycles.source === 'loop' ? 'Reward per loop cycle' : 'Reward per run',
+        caption:
+          data.cycles.source === 'loop'
+            ? `Each cycle's collect (production serving) and its evaluation: baseline (production) and candidate ${esc(metric)}.`
+            : `No loop cycles yet: evaluations (baseline vs candidate ${esc(metric)}) and collects (mean reward of production) in time order.`,
+        hasData: data.cycles.points.length > 0,
+        empty: 'run <code>massgen-rl collect</code>, <code>eval</code> or <code>loop</code>.',
+      },
+      {
+        chart: 'suites',
+        title: 'Success per suite, cycle by cycle',
+        caption:
+          "Production's success rate on each suite at its level (the curriculum's, else the highest evaluated) in each loop "
+          + "cycle's evaluation, after the cycle: the candidate's where it was promoted. A level change restarts a line's "
+          + 'climb; the table below has the outcomes and the headroom mix.',
+        hasData: data.cycleHistory.some((r) => r.suites.some((x) => x.after !== null)),
+        empty: 'no loop cycle has an evaluation on the built-in suites (<code>massgen-rl loop --once</code>).',
+      },
+      {
+        chart: 'categories',
+        title: 'Per category',
+        hasData: Boolean(sel?.categories.length),
+        caption: sel
+          ? `${esc(metric)} of evaluation ${esc(sel.id)} per task category; whiskers: the baseline mean plus the paired-bootstrap interval of the difference.`
+          : 'The shown evaluation, per task category.',
+        empty: sel
+          ? 'the evaluation has no per-category values.'
+          : 'no evaluation has run (<code>massgen-rl eval</code>).',
+      },
+      {
+        chart: 'cost',
+        title: 'Cost per task',
+        hasData: data.cost.length > 0,
+        caption: 'Tokens (bars) and wall time (lines) per task × seed, baseline vs candidate, for each evaluation.',
+        empty: 'no evaluation has run (<code>massgen-rl eval</code>).',
+      },
+      {
+        chart: 'training',
+        title: 'Training',
+        hasData: data.training.length > 0,
+        caption: `Loss and reward per step${data.training.length ? ` of the last ${data.training.length} training run(s)` : ''}, from the stored step metrics.`,
+        empty: 'no training run has recorded step metrics (<code>massgen-rl train</code>).',
+      },
+    ] satisfies Figure[]
+  ).filter((f) => f.chart !== 'suites' || data.cycleHistory.length > 0);
   const primary = sel?.summary.comparison.overall.find((m) => m.metric === data.metric);
   const cards = [
     card(
@@ -132,6 +146,7 @@ export function renderReport(data: ReportData, chart = chartJsSource()): string 
 <section class="cards">${cards.join('')}</section>
 <section class="charts">${figures.map(figure).join('\n')}</section>
 <section><h2>Evaluation ${sel ? esc(sel.id) : ''}</h2>${sel ? evaluationSection(sel) : '<p class="empty">No data yet: no evaluation has run (<code>massgen-rl eval</code>).</p>'}</section>
+${data.cycleHistory.length ? `<section><h2>Cycle by cycle</h2>${cycleHistorySection(data.cycleHistory)}</section>` : ''}
 <section><h2>Production history</h2>${historyTable(data.history)}</section>
 <section><h2>Prompt history</h2>${promptHistorySection(data.prompts)}</section>
 ${data.curriculum ? `<section><h2>Curriculum</h2>${curriculumSection(data.curriculum.suites, data.curriculum.changes)}</section>` : ''}

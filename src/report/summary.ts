@@ -46,6 +46,16 @@ const gate = z.object({
   detail: z.string().catch(''),
 });
 
+const side = z.object({ reward: num, success: num }).catch({ reward: null, success: null });
+/** The paired comparison per built-in suite and level (absent in evaluations stored before it was kept). */
+const level = z.object({
+  suite: z.string(),
+  level: z.number(),
+  pairs: z.number().catch(0),
+  baseline: side,
+  candidate: side,
+});
+
 const summarySchema = z.object({
   baseline: set,
   candidate: set,
@@ -60,6 +70,16 @@ const summarySchema = z.object({
     categories: z.array(z.object({ category: z.string(), pairs: z.number().catch(0), metrics })).catch([]),
   }),
   gates: z.array(gate).catch([]),
+  levels: z
+    .array(z.unknown())
+    .catch([])
+    .transform((xs) => xs.flatMap((x) => level.safeParse(x).data ?? [])),
+  /** tasks.curriculum on: each suite's current level when the evaluation ran. */
+  curriculum: z
+    .object({ levels: z.record(z.string(), z.number()) })
+    .nullable()
+    .catch(null)
+    .optional(),
   passed: z.boolean().nullable().catch(null),
   wallMs: num,
   source: z.enum(['tasks', 'gateway']).catch('tasks'),
@@ -82,6 +102,7 @@ const summarySchema = z.object({
 });
 
 export type StoredMetric = z.infer<typeof metric>;
+export type StoredLevel = z.infer<typeof level>;
 export type StoredSummary = z.infer<typeof summarySchema>;
 
 /** One evaluation run with its stored summary, when the summary has a comparison to show. */

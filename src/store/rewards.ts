@@ -61,6 +61,31 @@ export class RewardRepository {
       this.db.prepare('SELECT * FROM rewards WHERE rollout_id = ? ORDER BY id').all(rolloutId) as RewardRaw[]
     ).map(toReward);
   }
+
+  /**
+   * Per task, the answers a resource set's completed rollouts gave (every agent's, every round: the `turn`
+   * channel) that a verifying family (exact or numeric) scored, and how many of them it scored right.
+   */
+  answerVerdicts(setId: string): AnswerVerdicts[] {
+    const rows = this.db
+      .prepare(
+        `SELECT task_id, COUNT(*) AS answers, SUM(CASE WHEN value >= 1 THEN 1 ELSE 0 END) AS right_answers FROM (
+          SELECT r.task_id AS task_id, MAX(w.value) AS value FROM rewards w JOIN rollouts r ON r.id = w.rollout_id
+          WHERE r.resource_set_id = ? AND r.status = 'completed' AND r.task_id IS NOT NULL
+            AND w.channel = 'turn' AND w.family IN ('exact', 'numeric')
+          GROUP BY r.task_id, w.rollout_id, w.target_seq
+        ) a GROUP BY task_id ORDER BY task_id`,
+      )
+      .all(setId) as { task_id: string; answers: number | string; right_answers: number | string }[];
+    return rows.map((r) => ({ taskId: r.task_id, answers: Number(r.answers), right: Number(r.right_answers) }));
+  }
+}
+
+/** One task's scored answers from one resource set. */
+export interface AnswerVerdicts {
+  taskId: string;
+  answers: number;
+  right: number;
 }
 
 export function toReward(r: RewardRaw): Reward {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeReport } from '../../src/pipeline/evaluate/report.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { configIn, ROOT } from '../helpers.js';
-import { buildReportStore, type ReportStore } from '../support/report-store.js';
+import { addSuiteCycles, buildReportStore, type ReportStore } from '../support/report-store.js';
 
 const CHROMIUM = process.env.MASSGEN_RL_CHROMIUM ?? '/usr/bin/chromium';
 const ARGS = [
@@ -97,6 +97,7 @@ describe.skipIf(skip)(`HTML report in headless Chromium${skip ? ` (skipped: ${MI
   beforeAll(async () => {
     if (missing) return;
     built = await buildReportStore();
+    await addSuiteCycles(built);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
   });
   afterAll(async () => {
@@ -111,7 +112,8 @@ describe.skipIf(skip)(`HTML report in headless Chromium${skip ? ` (skipped: ${MI
   it.skipIf(missing)(
     'loads offline without errors, draws every chart (whiskers included) and leaves a screenshot',
     async () => {
-      const { file } = await withRuntime(built!.loaded, (rt) => writeReport(rt));
+      const evalRunId = built!.evaluation.evalRunId;
+      const { file } = await withRuntime(built!.loaded, (rt) => writeReport(rt, { evalRunId }));
       const { page, blocked, errors } = await open(browser!, file);
       expect(blocked).toEqual([]);
       expect(errors).toEqual([]);
@@ -121,10 +123,10 @@ describe.skipIf(skip)(`HTML report in headless Chromium${skip ? ` (skipped: ${MI
         run: [37, 99, 235],
         whisker: [17, 24, 39],
       });
-      expect(charts.map((c) => c.name)).toEqual(['cycles', 'categories', 'cost', 'training']);
+      expect(charts.map((c) => c.name)).toEqual(['cycles', 'suites', 'categories', 'cost', 'training']);
       for (const c of charts) {
         expect(c.instance, c.name).toBe(true);
-        expect(c.datasets, c.name).toBeGreaterThanOrEqual(2);
+        expect(c.datasets, c.name).toBeGreaterThanOrEqual(c.name === 'suites' ? 1 : 2); // one suite evaluated
         expect(c.width * c.height, c.name).toBeGreaterThan(100_000);
         expect(c.painted / (c.width * c.height), `${c.name}: painted share`).toBeGreaterThan(0.01);
       }
@@ -135,6 +137,10 @@ describe.skipIf(skip)(`HTML report in headless Chromium${skip ? ` (skipped: ${MI
       expect(by.categories!.plugins).toContain('whiskers');
       expect(by.categories!.near.whisker, 'categories: whiskers drawn').toBeGreaterThan(20);
       expect(by.training!.near.run, 'training: curves drawn').toBeGreaterThan(100);
+      expect(by.suites!.near.run, 'suites: the arithmetic line drawn').toBeGreaterThan(20);
+      await expect(
+        page.locator('table').filter({ hasText: 'headroom (tasks by answers right)' }).count(),
+      ).resolves.toBe(1);
       expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
       expect(await page.locator('.empty[data-empty]').count()).toBe(0);
       await expect(page.locator('table').filter({ hasText: 'gates passed <b>bold</b>' }).count()).resolves.toBe(1);

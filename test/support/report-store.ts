@@ -128,3 +128,29 @@ ${opts.storeUrl ? `store: { url: "${opts.storeUrl}" }\n` : ''}`,
     throw err;
   }
 }
+
+/**
+ * Two loop cycles on the built-in arithmetic suite, recorded as the loop records them: an evaluation of the
+ * candidate prompt against the first one on three level-0 tasks, one cycle that promoted it and one whose gates
+ * refused it. The evaluation is newer than `built.evaluation`: pass that one's id to show it.
+ */
+export async function addSuiteCycles(built: ReportStore): Promise<void> {
+  await withRuntime(built.loaded, async (rt) => {
+    const e = await evaluate(rt, { baseline: 'solver@1', candidate: 'solver@2', tasks: 'arithmetic@0', n: 3 });
+    const store = rt.store();
+    const at = Date.now();
+    const gates = e.gates.map((g, i) => ({ gate: g.gate, passed: i > 0, detail: g.detail }));
+    for (const [cycle, action] of [
+      [1, 'promoted'],
+      [2, 'not promoted'],
+    ] as const) {
+      const stages = {
+        eval: { status: 'done', started_at: at, eval_run_id: e.evalRunId, passed: action === 'promoted' },
+        deploy: { status: 'done', started_at: at, action, gates: action === 'promoted' ? [] : gates },
+      };
+      const id = store.loopRuns.start({ cycle, started_at: at, resumed: 0, stages: {} });
+      store.loopRuns.setDetail(id, { cycle, started_at: at, resumed: 0, stages, outcome: action }, null);
+      store.loopRuns.finish(id, 'completed');
+    }
+  });
+}

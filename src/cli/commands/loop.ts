@@ -3,6 +3,7 @@ import { withInterrupt } from '../interrupt.js';
 import type { Register } from '../register.js';
 import { formatTime } from '../ui/format.js';
 import type { Ui } from '../ui/output.js';
+import { printHistory } from './loop-history.js';
 import { printProfile } from './loop-profile.js';
 
 export const registerLoop: Register = (program, ctx) => {
@@ -88,6 +89,7 @@ export const registerLoop: Register = (program, ctx) => {
           cy.outcome ?? cy.error ?? '',
         ]),
       );
+      printHistory(ui, s.history);
       const last = s.cycles[0]!;
       printProfile(ui, last.cycle, last.stages);
     });

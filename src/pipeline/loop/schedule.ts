@@ -1,4 +1,5 @@
 import { errorMessage } from '../../errors.js';
+import { cycleHistory, type CycleHistoryRow } from '../../report/cycle-history.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { nextRuns, startSchedule } from '../../scheduler/cron.js';
 import { cycles, cycleSteps, type CycleState } from '../../scheduler/cycles.js';
@@ -22,6 +23,9 @@ export interface LoopStatus {
     error: string | null;
     stages: CycleState['stages'];
   }[];
+  /** The same cycles oldest first, as someone watching many nights reads them: success per suite, the outcome,
+   * the headroom mix. */
+  history: CycleHistoryRow[];
 }
 
 /** The schedule and its next runs, a cycle running now (the lock holder), and the last cycles stage by stage. */
@@ -32,7 +36,7 @@ export function loopStatus(rt: Runtime, limit = 10): LoopStatus {
     next: nextRuns(schedule, 3).map((d) => d.toISOString()),
     steps: cycleSteps(rt.config.loop.steps).steps,
   };
-  if (!rt.storeExists()) return { ...base, running: null, cycles: [] };
+  if (!rt.storeExists()) return { ...base, running: null, cycles: [], history: [] };
   const store = rt.existingStore();
   return {
     ...base,
@@ -48,6 +52,7 @@ export function loopStatus(rt: Runtime, limit = 10): LoopStatus {
       error: c.error,
       stages: c.state.stages,
     })),
+    history: cycleHistory(store, limit),
   };
 }
 

@@ -17,7 +17,9 @@ import { runMassgen } from '../support/massgen.js';
 
 // Real parts end to end: the real MassGen 0.1.97 from PyPI runs the config `resources export-massgen` writes,
 // unmodified, against `massgen-rl serve` on the bundled model (llama.cpp, streamed, grammar-constrained tool
-// calls); then a LoRA adapter is deployed, the server follows production, and MassGen's next run is answered by it.
+// calls); then a LoRA adapter is deployed and the server follows production: the served name answers with it.
+// MassGen runs on deployed adapters served this way in roles-massgen-real-model.test.ts (and through the gateway in
+// gateway-massgen-real-model.test.ts), so a second run here would measure nothing new.
 const LINE = 'smollm2-135m-instruct';
 const MAKE_ADAPTER = path.join(FIXTURES, 'trainers', 'make_lora_adapter.py');
 const QUESTION = 'What is 2 + 3?';
@@ -52,7 +54,7 @@ async function runAndImport(dir: string, mgConfig: string) {
 }
 
 describeWithMassgen('real MassGen on the weights massgen-rl serves', () => {
-  it('completes through real tool calls on the bundled model and on a deployed LoRA adapter, and both runs import', async () => {
+  it('completes through real tool calls on the bundled model and imports; a deployed LoRA adapter then answers', async () => {
     const port = await freePort();
     const loaded = configIn(`models:
   local: { model: ${LINE}, local: { weights: "builtin:${LINE}", engine: llama.cpp, port: ${port} } }
@@ -101,7 +103,17 @@ orchestrator: { max_new_answers_per_agent: 1, total_timeout_s: 1200 }
         data: { id: string; adapter: string | null }[];
       };
       expect(models.data[0]).toMatchObject({ id: LINE, adapter: `${LINE}-v2` });
-      await runAndImport(dir, mgConfig);
+      // MassGen's config names the served name: a request to it now runs on the adapter
+      const reply = await fetch(`${served.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: LINE, max_tokens: 8, messages: [{ role: 'user', content: QUESTION }] }),
+      });
+      expect(reply.status).toBe(200);
+      const stats = (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as {
+        adapters: { name: string; requests: number }[];
+      };
+      expect(stats.adapters).toEqual([expect.objectContaining({ name: `${LINE}-v2`, requests: 1 })]);
     } finally {
       await served.stop();
     }

@@ -4,7 +4,7 @@ import type { EvalResult, Store } from '../store/index.js';
 import { ResourceSetRepository } from '../store/resource-sets.js';
 import { EVAL_SOURCE } from '../store/rollouts.js';
 import type { Task } from '../tasks/types.js';
-import { runRollout } from './rollout.js';
+import { runRollout, type RolloutSummary } from './rollout.js';
 import type { TeamSetup } from './team.js';
 
 export interface MeasureContext {
@@ -44,19 +44,7 @@ export async function measure(
   const stored = ctx.store.evaluations.result(key);
   if (stored) return { result: stored, reused: true };
   if (o.allow && !o.allow()) return { declined: true };
-  const s = await runRollout(task, {
-    store: ctx.store,
-    runId: null,
-    setup,
-    config: ctx.config,
-    tools: ctx.tools,
-    signal: ctx.signal,
-    source: EVAL_SOURCE,
-    seed,
-    metadata: { eval_run_id: ctx.evalRunId, ...o.metadata },
-  });
-  if (s.status === 'cancelled') return { cancelled: true };
-  const result: EvalResult = {
+  const resultOf = (s: RolloutSummary): EvalResult => ({
     ...key,
     setId: setup.set.id,
     taskId: task.id,
@@ -70,7 +58,20 @@ export async function measure(
     rounds: s.rounds,
     tokens: s.tokens,
     wallMs: s.wallMs,
-  };
-  ctx.store.evaluations.addResult(result);
-  return { result, reused: false };
+  });
+  const s = await runRollout(task, {
+    store: ctx.store,
+    runId: null,
+    setup,
+    config: ctx.config,
+    tools: ctx.tools,
+    signal: ctx.signal,
+    source: EVAL_SOURCE,
+    seed,
+    metadata: { eval_run_id: ctx.evalRunId, ...o.metadata },
+    // the result is stored with the rollout's closing row: a kill between the two would measure it again
+    onClose: (closed) => ctx.store.evaluations.addResult(resultOf(closed)),
+  });
+  if (s.status === 'cancelled') return { cancelled: true };
+  return { result: resultOf(s), reused: false };
 }

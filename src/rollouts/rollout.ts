@@ -42,6 +42,11 @@ export interface RolloutDeps {
   seed?: number;
   /** Extra rollout metadata (e.g. canary: true). */
   metadata?: Record<string, unknown>;
+  /**
+   * Writes that must land with the rollout's closing row, in its transaction (an evaluation's result): a crash
+   * leaves both or neither. Not called for a cancelled rollout.
+   */
+  onClose?: (summary: RolloutSummary) => void;
 }
 
 /** One task through the team: spans written as they happen, then rewards, then the rollout closed. */
@@ -140,7 +145,20 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
       })),
     );
     const tokens = costs.tokens + scored.judgeTokens + sampleUsage.judgeTokens;
-    // The closing writes (last spans, rewards, the rollout row) land together, once the lock is free.
+    const summary: RolloutSummary = {
+      ...base,
+      status: result.status,
+      error: result.error,
+      reward: scored.total,
+      // Correct when any verifying family (exact or numeric match) says so.
+      quality: verifiedQuality(scored.byFamily),
+      winner: result.winner,
+      consensus: result.consensus,
+      rounds: result.rounds,
+      tokens,
+      wallMs: result.wallMs,
+    };
+    // The closing writes (last spans, rewards, the rollout row, the caller's) land together, once the lock is free.
     await store.write(() => {
       writeRewardSpans(writer, scored.rewards);
       writer.flush();
@@ -154,37 +172,30 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
         ...costs,
         tokens,
       });
+      d.onClose?.(summary);
     });
-    // Correct when any verifying family (exact or numeric match) says so.
-    const quality = verifiedQuality(scored.byFamily);
-    return {
-      ...base,
-      status: result.status,
-      error: result.error,
-      reward: scored.total,
-      quality,
-      winner: result.winner,
-      consensus: result.consensus,
-      rounds: result.rounds,
-      tokens,
-      wallMs: result.wallMs,
-    };
+    return summary;
   } catch (err) {
     // A store locked for good cannot record this rollout either: the caller ends the run.
     if (err instanceof StoreBusyError) throw closeWriter(writer, err);
     const status = d.signal.aborted ? 'cancelled' : 'failed';
-    const error = d.signal.aborted ? 'interrupted' : (err as Error).message;
+    const summary: RolloutSummary = {
+      ...base,
+      status,
+      error: d.signal.aborted ? 'interrupted' : (err as Error).message,
+    };
     try {
       await store.write(() => {
         writer.flush();
         // A failed closing transaction may have rolled back the rollout's row with its first spans.
         if (!store.rollouts.get(id)) insert();
-        store.rollouts.finish(id, { status, error });
+        store.rollouts.finish(id, { status, error: summary.error! });
+        if (status === 'failed') d.onClose?.(summary);
       });
     } catch (closing) {
       throw closeWriter(writer, closing);
     }
-    return { ...base, status, error };
+    return summary;
   }
 }
 

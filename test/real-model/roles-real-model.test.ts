@@ -11,10 +11,11 @@ import { tempDir } from '../helpers.js';
 
 // Roles on the real parts: the bundled model served by our llama.cpp server (one per distinct weights), real
 // TRL SFT per role on CPU, each role's leave-one-in evaluation, a deploy and the rollback of one role, then a
-// collect whose team runs on two role adapters and the base at once.
+// collect whose team runs on two role adapters and the base at once. The agents answer in text mode, as the other
+// real-model tests of the pipeline do: native tool calls on role adapters are what roles-massgen-real-model runs.
 const TRAINER = 'max_steps: 2, per_device_train_batch_size: 2, max_length: 384, save_steps: 0, learning_rate: 0.0001';
 const CONFIG = `agents:
-${['a', 'b', 'c'].map((x) => `  - { id: agent_${x}, model: local, max_tokens: 48, temperature: 1.0 }`).join('\n')}
+${['a', 'b', 'c'].map((x) => `  - { id: agent_${x}, model: local, tool_mode: text, implicit_answer: true, max_tokens: 48, temperature: 1.0 }`).join('\n')}
 orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }
 tasks:
   sources: [{ suite: arithmetic, n: 4 }]

@@ -5,7 +5,7 @@ import { withRuntime } from '../../src/runtime/runtime.js';
 import { EvaluationRepository } from '../../src/store/evaluations.js';
 import { storeDb } from '../../src/store/store.js';
 import { configIn } from '../helpers.js';
-import { CANDIDATE_MARK, markScript } from '../support/report-store.js';
+import { CANDIDATE_MARK, markScript, markTeamYaml } from '../support/report-store.js';
 import { startScriptedServer, type ScriptedServer } from '../support/scripted-server.js';
 
 let server: ScriptedServer | undefined;
@@ -25,19 +25,8 @@ describe('an evaluation result lands with its rollout', () => {
   it('a failure at the result write leaves neither; the next evaluation measures each task × seed × set once', async () => {
     server = await startScriptedServer(markScript);
     const loaded = configIn(
-      `models:
-  stub: { base_url: "${server.baseUrl}", model: stub-model }
-agents:
-  - { id: a, model: stub, tool_mode: text }
-  - { id: b, model: stub, tool_mode: text }
-prompts:
-  solver: { text: "You solve tasks." }
-tasks:
-  sources: [{ file: tasks.jsonl }]
-rewards:
-  weights: { exact: 1 }
+      `${markTeamYaml(server.baseUrl)}
 eval: { split: all, seeds: 2, concurrency: 2, report: false }
-orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
 `,
       { 'tasks.jsonl': TASKS },
     );

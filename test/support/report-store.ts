@@ -35,6 +35,22 @@ export const markScript: Script = (req) => {
     : { content: `ANSWER: ${answer}`, usage };
 };
 
+/** Two agents on the scripted model at baseUrl, prompt `solver` v1, tasks.jsonl, exact and numeric rewards. */
+export function markTeamYaml(baseUrl: string): string {
+  return `models:
+  stub: { base_url: "${baseUrl}", model: stub-model }
+agents:
+  - { id: a, model: stub, tool_mode: text }
+  - { id: b, model: stub, tool_mode: text }
+prompts:
+  solver: { text: "You solve tasks." }
+tasks:
+  sources: [{ file: tasks.jsonl }]
+rewards:
+  weights: { exact: 1, numeric: 1 }
+orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }`;
+}
+
 export interface ReportStore {
   dir: string;
   loaded: LoadedConfig;
@@ -60,20 +76,9 @@ export async function buildReportStore(opts: { storeUrl?: string } = {}): Promis
   fs.writeFileSync(
     path.join(dir, 'massgen-rl.yaml'),
     `project: { name: demo-team }
-models:
-  stub: { base_url: "${server.baseUrl}", model: stub-model }
-agents:
-  - { id: a, model: stub, tool_mode: text }
-  - { id: b, model: stub, tool_mode: text }
-prompts:
-  solver: { text: "You solve tasks." }
-tasks:
-  sources: [{ file: tasks.jsonl }]
-rewards:
-  weights: { exact: 1, numeric: 1 }
+${markTeamYaml(server.baseUrl)}
 collect: { concurrency: 2, split: all }
 eval: { split: all, seeds: 2, concurrency: 2, bootstrap: { resamples: 2000 } }
-orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
 ${opts.storeUrl ? `store: { url: "${opts.storeUrl}" }\n` : ''}`,
   );
   const loaded = loadConfig({ cwd: dir });

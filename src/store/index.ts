@@ -15,7 +15,7 @@ export { TaskConflictError, type StoredTask, type TaskConflict, type TaskFilter,
 export * from './types.js';
 export type { AuditAction, AuditInput, AuditRecord } from './audit.js';
 export type { CurriculumResult, LevelChange, LevelTally, SuiteCurriculum } from './curriculum.js';
-export type { AnswerVerdicts } from './rewards.js';
+export type { AnswerVerdicts, VerifiedScore } from './rewards.js';
 export type { EvalItem, EvalResult, EvalRun } from './evaluations.js';
 export type { Lock, LockHolder } from './locks.js';
 export type { ResourceSet, SetMember, SetMembers, SetOrigin, SetPointer, SetRole } from './resource-sets.js';

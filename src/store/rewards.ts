@@ -79,6 +79,43 @@ export class RewardRepository {
       .all(setId) as { task_id: string; answers: number | string; right_answers: number | string }[];
     return rows.map((r) => ({ taskId: r.task_id, answers: Number(r.answers), right: Number(r.right_answers) }));
   }
+
+  /**
+   * Every reward of another family on an answer the exact or numeric family verified: on the turn channel the same
+   * answer (rollout and target span), on the rollout channel the final answer. `labelled`: the verified answers per
+   * channel, what a family's coverage is counted against. Completed rollouts only.
+   */
+  verifiedScores(): { scores: VerifiedScore[]; labelled: Record<'turn' | 'rollout', number> } {
+    const verdicts = `SELECT w.rollout_id, w.channel, COALESCE(w.target_seq, -1) AS seq, MAX(w.value) AS verdict
+      FROM rewards w JOIN rollouts r ON r.id = w.rollout_id
+      WHERE r.status = 'completed' AND w.family IN ('exact', 'numeric') AND w.channel IN ('turn', 'rollout')
+      GROUP BY w.rollout_id, w.channel, COALESCE(w.target_seq, -1)`;
+    const rows = this.db
+      .prepare(
+        `SELECT f.family AS family, f.channel AS channel, f.value AS value, v.verdict AS verdict
+        FROM rewards f JOIN (${verdicts}) v ON v.rollout_id = f.rollout_id AND v.channel = f.channel
+          AND v.seq = COALESCE(f.target_seq, -1)
+        WHERE f.family NOT IN ('exact', 'numeric')
+        ORDER BY f.id`,
+      )
+      .all() as { family: string; channel: 'turn' | 'rollout'; value: number; verdict: number }[];
+    const counts = this.db.prepare(`SELECT channel, COUNT(*) AS n FROM (${verdicts}) v GROUP BY channel`).all() as {
+      channel: string;
+      n: number | string;
+    }[];
+    const labelled = { turn: 0, rollout: 0 };
+    for (const c of counts) if (c.channel === 'turn' || c.channel === 'rollout') labelled[c.channel] = Number(c.n);
+    const scores = rows.map((r) => ({ family: r.family, channel: r.channel, value: r.value, right: r.verdict >= 1 }));
+    return { scores, labelled };
+  }
+}
+
+/** A reward of a family other than exact and numeric on an answer that one of them verified. */
+export interface VerifiedScore {
+  family: string;
+  channel: 'turn' | 'rollout';
+  value: number;
+  right: boolean;
 }
 
 /** One task's scored answers from one resource set. */

@@ -1,4 +1,5 @@
 import { Option } from 'commander';
+import { decimalNumber } from '../flags.js';
 import type { Register } from '../register.js';
 
 export const registerRewards: Register = (program, ctx) => {
@@ -26,5 +27,39 @@ export const registerRewards: Register = (program, ctx) => {
       ui.print(
         `${ui.c.green('✓')} re-scored ${summary.rollouts} rollout(s), ${summary.changed} changed; mean total reward ${f(summary.meanBefore)} → ${f(summary.meanAfter)}`,
       );
+    });
+  rewards
+    .command('audit')
+    .description(
+      'how well each reward family tells right answers from wrong ones, on the answers a reference verified '
+        + '(coverage, AUC, precision and recall): which signal to trust before turning references off',
+    )
+    .option('--threshold <x>', 'a value at or above it reads as "right", for precision and recall', '0.5')
+    .action(async (flags: { threshold: string }) => {
+      const { ui, runtime } = ctx();
+      const { auditRewards } = await import('../../pipeline/utilities/rewards.js');
+      const audit = auditRewards(await runtime(), { threshold: decimalNumber('--threshold', flags.threshold) });
+      if (ui.opts.json) return ui.json(audit);
+      const { turn, rollout } = audit.labelled;
+      ui.print(`verified answers: ${turn} (every answer, turn channel), ${rollout} (final answers, rollout channel)`);
+      if (!audit.families.length)
+        return ui.print('no other reward family scored a verified answer (rewards.weights names the families)');
+      const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+      const rate = (r: { value: number; low: number; high: number } | null) =>
+        r ? `${pct(r.value)} [${pct(r.low)}, ${pct(r.high)}]` : '—';
+      ui.table(
+        ['family', 'channel', 'reads the reference', 'answers (right)', 'coverage', 'AUC', 'precision', 'recall'],
+        audit.families.map((f) => [
+          f.family,
+          f.channel,
+          f.readsReference ? 'yes' : 'no',
+          `${f.n} (${f.right})`,
+          pct(f.coverage),
+          f.auc === null ? '—' : f.auc.toFixed(3),
+          rate(f.precision),
+          rate(f.recall),
+        ]),
+      );
+      ui.print(`precision and recall of "value ≥ ${audit.families[0]!.threshold}", with 95 % Wilson intervals`);
     });
 };

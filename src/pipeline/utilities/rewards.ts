@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { UserError } from '../../errors.js';
+import { auditFamilies, type FamilyAudit } from '../../evaluation/reward-audit.js';
 import { computeRewards } from '../../rewards/compute.js';
 import { delegationCredit, delegationsFromSpans } from '../../rewards/delegation-credit.js';
 import { feedbackAgents, FeedbackError, feedbackReward, storeRewards, type Feedback } from '../../rewards/feedback.js';
@@ -89,4 +90,28 @@ export async function addFeedback(
 
 function mean(xs: number[]): number | null {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null;
+}
+
+/** Families whose score reads the task's reference: no signal once references are off. */
+const READS_REFERENCE = new Set(['f1', 'rouge_l', 'regex', 'contains', 'coordination', 'voting']);
+
+export interface RewardAudit {
+  /** Verified answers (exact or numeric) per channel in the store: the labelled sample. */
+  labelled: { turn: number; rollout: number };
+  families: (FamilyAudit & { readsReference: boolean })[];
+}
+
+/**
+ * How well each stored reward family tells right answers from wrong ones, on the answers a reference verified (exact
+ * or numeric): per family and channel its coverage, AUC, and precision and recall of `value ≥ threshold`.
+ */
+export function auditRewards(rt: Runtime, opts: { threshold?: number } = {}): RewardAudit {
+  const threshold = opts.threshold ?? 0.5;
+  if (!Number.isFinite(threshold)) throw new UserError(`--threshold ${threshold}: not a number`);
+  const { scores, labelled } = rt.existingStore().rewards.verifiedScores();
+  const families = auditFamilies(scores, labelled, threshold).map((f) => ({
+    ...f,
+    readsReference: READS_REFERENCE.has(f.family),
+  }));
+  return { labelled, families };
 }

@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { collect } from '../../src/pipeline/collect/collect.js';
+import { withRuntime } from '../../src/runtime/runtime.js';
+import { configIn, runCli, tempDir } from '../helpers.js';
+import { BACKENDS, freshPostgresUrl } from '../support/postgres.js';
+import { startScriptedServer, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
+import { shownLabels } from '../support/team.js';
+
+let server: ScriptedServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+const TASKS = ['What is 6 x 7?', 'What is 40 + 2?', 'What is 84 / 2?']
+  .map((prompt, i) => JSON.stringify({ id: `t${i}`, prompt, reference: '42' }))
+  .join('\n');
+
+/** Agent a's model answers 42 (right), b's 41, each until its answer is shown; then both vote for the one saying 42. */
+function script(req: ScriptedRequest) {
+  const answer = req.model === 'good-model' ? '42' : '41';
+  if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: `Final answer: ${answer}` };
+  const user = req.messages.find((m) => m.role === 'user')?.content ?? '';
+  const shown = [...user.matchAll(/<(agent\d+)>\n([\s\S]*?)\n<\/\1>/g)];
+  if (!shownLabels(req).length || !shown.some((m) => m[2]!.includes(answer))) return { content: `ANSWER: ${answer}` };
+  return { content: `VOTE: ${shown.find((m) => m[2]!.includes('42'))?.[1] ?? 'agent1'} | it says 42` };
+}
+
+describe.each(BACKENDS)('rewards audit (%s)', (backend) => {
+  it('scores each family against the verified answers: peer votes for the right answer separate it fully', async () => {
+    server = await startScriptedServer(script);
+    const store = backend === 'postgres' ? `store: { url: "${freshPostgresUrl()}" }\n` : '';
+    const loaded = configIn(
+      `models:
+  good: { base_url: "${server.baseUrl}", model: good-model }
+  bad: { base_url: "${server.baseUrl}", model: bad-model }
+agents:
+  - { id: a, model: good, tool_mode: text }
+  - { id: b, model: bad, tool_mode: text }
+tasks:
+  sources: [{ file: tasks.jsonl }]
+rewards:
+  weights: { exact: 1, peer_vote: 0.2, coordination: 0.1 }
+collect: { concurrency: 2, split: all }
+orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
+${store}`,
+      { 'tasks.jsonl': TASKS },
+    );
+    const summary = await withRuntime(loaded, (rt) => collect(rt));
+    expect(summary.completed).toBe(3);
+
+    const cwd = loaded.paths.baseDir;
+    const json = await runCli(['--json', 'rewards', 'audit'], { cwd });
+    expect(json.exitCode, json.stderr).toBe(0);
+    const audit = JSON.parse(json.stdout) as {
+      labelled: { turn: number; rollout: number };
+      families: { family: string; channel: string; n: number; right: number; coverage: number; auc: number }[];
+    };
+    // every answer verified: one right and one wrong per task; each final answer the voted one (right)
+    expect(audit.labelled.turn).toBeGreaterThanOrEqual(6);
+    expect(audit.labelled.rollout).toBe(3);
+    const vote = audit.families.find((f) => f.family === 'peer_vote' && f.channel === 'turn')!;
+    expect(vote).toMatchObject({ n: 6, right: 3, auc: 1, readsReference: false });
+    expect(vote).toMatchObject({ precision: { k: 3, n: 3, value: 1 }, recall: { k: 3, n: 3, value: 1 } });
+    expect(audit.families.find((f) => f.family === 'coordination')).toMatchObject({
+      channel: 'rollout',
+      n: 3,
+      readsReference: true,
+    });
+
+    const text = await runCli(['rewards', 'audit', '--threshold', '0.9'], { cwd });
+    expect(text.exitCode, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/peer_vote\s*│\s*turn\s*│\s*no\s*│\s*6 \(3\)\s*│[^│]*│\s*1\.000\s*│\s*100\.0 %/);
+    expect(text.stdout).toContain('"value ≥ 0.9"');
+
+    const bad = await runCli(['rewards', 'audit', '--threshold', 'half'], { cwd });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toMatch(/--threshold/);
+    expect(bad.stderr).not.toMatch(/\bat \S+\.js:\d+/);
+  }, 60_000);
+});
+
+it('rewards audit without a store: exit 2, says so', async () => {
+  const r = await runCli(['rewards', 'audit'], { cwd: tempDir({ 'massgen-rl.yaml': 'project: { name: x }\n' }) });
+  expect(r.exitCode).toBe(2);
+  expect(r.stderr).toMatch(/store/i);
+  expect(r.stderr).not.toMatch(/\bat \S+\.js:\d+/);
+});

@@ -36,8 +36,8 @@ export function settingsHash(config: RLConfig): string {
   // Which prompts serve is the set's (its serving hash), like the agents' system prompts.
   const agents = config.agents.map(({ system_prompt: _p, ...a }) => a);
   const { presenter_prompt: _pp, ...orchestrator } = config.orchestrator;
-  return sha256(canonicalJson({ orchestrator, agents, models, tools: config.tools, rewards: config.rewards })).slice(
-    0,
-    16,
-  );
+  // agreement's settings change nothing while it has no weight: left out then, so keys stored before it existed stay
+  const { agreement: _ag, ...unweighted } = config.rewards;
+  const rewards = config.rewards.weights.agreement ? config.rewards : unweighted;
+  return sha256(canonicalJson({ orchestrator, agents, models, tools: config.tools, rewards })).slice(0, 16);
 }

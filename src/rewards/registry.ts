@@ -1,4 +1,5 @@
 import { UserError } from '../errors.js';
+import { agreementReward } from './agreement.js';
 import { containsReward } from './contains.js';
 import { coordinationReward } from './coordination.js';
 import { customReward } from './custom.js';
@@ -27,6 +28,7 @@ export const REWARD_REGISTRY: readonly RewardFamily[] = Object.freeze([
   votingReward,
   toolReward,
   peerVoteReward,
+  agreementReward,
   customReward,
   humanReward,
 ]);

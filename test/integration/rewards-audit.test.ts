@@ -16,31 +16,38 @@ const TASKS = ['What is 6 x 7?', 'What is 40 + 2?', 'What is 84 / 2?']
   .map((prompt, i) => JSON.stringify({ id: `t${i}`, prompt, reference: '42' }))
   .join('\n');
 
-/** Agent a's model answers 42 (right), b's 41, each until its answer is shown; then both vote for the one saying 42. */
+const ANSWERS: Record<string, string> = { 'good-model': '42', 'also-good-model': '42.0' };
+
+/**
+ * Agents a and c answer 42 (in two forms), b 41, each until its own answer is shown; then every voter votes for the
+ * first shown answer that says 42: one right answer gets every vote, the other none.
+ */
 function script(req: ScriptedRequest) {
-  const answer = req.model === 'good-model' ? '42' : '41';
+  const answer = ANSWERS[req.model] ?? '41';
   if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: `Final answer: ${answer}` };
   const user = req.messages.find((m) => m.role === 'user')?.content ?? '';
   const shown = [...user.matchAll(/<(agent\d+)>\n([\s\S]*?)\n<\/\1>/g)];
-  if (!shownLabels(req).length || !shown.some((m) => m[2]!.includes(answer))) return { content: `ANSWER: ${answer}` };
+  if (!shownLabels(req).length || !shown.some((m) => m[2]!.trim() === answer)) return { content: `ANSWER: ${answer}` };
   return { content: `VOTE: ${shown.find((m) => m[2]!.includes('42'))?.[1] ?? 'agent1'} | it says 42` };
 }
 
 describe.each(BACKENDS)('rewards audit (%s)', (backend) => {
-  it('scores each family against the verified answers: peer votes for the right answer separate it fully', async () => {
+  it('scores each family against the verified answers: agreement separates them fully, peer votes partly', async () => {
     server = await startScriptedServer(script);
     const store = backend === 'postgres' ? `store: { url: "${freshPostgresUrl()}" }\n` : '';
     const loaded = configIn(
       `models:
   good: { base_url: "${server.baseUrl}", model: good-model }
   bad: { base_url: "${server.baseUrl}", model: bad-model }
+  good_too: { base_url: "${server.baseUrl}", model: also-good-model }
 agents:
   - { id: a, model: good, tool_mode: text }
   - { id: b, model: bad, tool_mode: text }
+  - { id: c, model: good_too, tool_mode: text }
 tasks:
   sources: [{ file: tasks.jsonl }]
 rewards:
-  weights: { exact: 1, peer_vote: 0.2, coordination: 0.1 }
+  weights: { exact: 1, numeric: 1, peer_vote: 0.2, agreement: 0.2, coordination: 0.1 }
 collect: { concurrency: 2, split: all }
 orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
 ${store}`,
@@ -56,12 +63,17 @@ ${store}`,
       labelled: { turn: number; rollout: number };
       families: { family: string; channel: string; n: number; right: number; coverage: number; auc: number }[];
     };
-    // every answer verified: one right and one wrong per task; each final answer the voted one (right)
-    expect(audit.labelled.turn).toBeGreaterThanOrEqual(6);
-    expect(audit.labelled.rollout).toBe(3);
-    const vote = audit.families.find((f) => f.family === 'peer_vote' && f.channel === 'turn')!;
-    expect(vote).toMatchObject({ n: 6, right: 3, auc: 1, readsReference: false });
-    expect(vote).toMatchObject({ precision: { k: 3, n: 3, value: 1 }, recall: { k: 3, n: 3, value: 1 } });
+    // every answer verified: two right and one wrong per task; each final answer the voted one (right)
+    expect(audit.labelled).toEqual({ turn: 9, rollout: 3 });
+    const row = (family: string, channel = 'turn') =>
+      audit.families.find((f) => f.family === family && f.channel === channel);
+    // the majority (42, 2 of 3) is the reference here: every right answer agrees, the wrong one does not
+    expect(row('agreement')).toMatchObject({ n: 9, right: 6, coverage: 1, auc: 1, readsReference: false });
+    expect(row('agreement')).toMatchObject({ precision: { k: 6, n: 6 }, recall: { k: 6, n: 6 } });
+    expect(row('agreement', 'rollout')).toMatchObject({ n: 3, right: 3, auc: null });
+    // peer votes: the right answer shown first gets all 3, the other right one and the wrong one none
+    expect(row('peer_vote')).toMatchObject({ n: 9, right: 6, auc: 0.75, readsReference: false });
+    expect(row('peer_vote')).toMatchObject({ precision: { k: 3, n: 3 }, recall: { k: 3, n: 6, value: 0.5 } });
     expect(audit.families.find((f) => f.family === 'coordination')).toMatchObject({
       channel: 'rollout',
       n: 3,
@@ -70,7 +82,10 @@ ${store}`,
 
     const text = await runCli(['rewards', 'audit', '--threshold', '0.9'], { cwd });
     expect(text.exitCode, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/peer_vote\s*│\s*turn\s*│\s*no\s*│\s*6 \(3\)\s*│[^│]*│\s*1\.000\s*│\s*100\.0 %/);
+    expect(text.stdout).toMatch(
+      /agreement\s*│\s*turn\s*│\s*no\s*│\s*9 \(6\)\s*│\s*100\.0 %\s*│\s*1\.000\s*│\s*100\.0 %/,
+    );
+    expect(text.stdout).toMatch(/peer_vote\s*│\s*turn\s*│\s*no\s*│\s*9 \(6\)\s*│[^│]*│\s*0\.750\s*│/);
     expect(text.stdout).toContain('"value ≥ 0.9"');
 
     const bad = await runCli(['rewards', 'audit', '--threshold', 'half'], { cwd });

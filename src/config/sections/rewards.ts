@@ -14,6 +14,7 @@ export const REWARD_FAMILIES = [
   'voting',
   'tool',
   'peer_vote',
+  'agreement',
   'custom',
   'human',
 ] as const;
@@ -44,6 +45,17 @@ export const rewardsSchema = z.strictObject({
     .prefault({}),
   voting: z.strictObject({ correct: amount.default(1.0), incorrect: amount.default(-0.5) }).prefault({}),
   tool: z.strictObject({ success: amount.default(1), failure: amount.default(-1) }).prefault({}),
+  agreement: z
+    .strictObject({
+      min_share: z
+        .number()
+        .gt(0)
+        .max(1)
+        .default(0.5)
+        .describe("the majority's share of the rollout's answers below which a rollout gives no agreement signal"),
+      min_answers: z.int().min(2).max(1000).default(3).describe('fewer answers than this give no agreement signal'),
+    })
+    .prefault({}),
   custom: z
     .strictObject({ command: z.array(z.string().min(1)).min(1), timeout_ms: timeoutMs().default(10_000) })
     .optional(),

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { agreementKey, agreementReward } from '../../src/rewards/agreement.js';
+import { ctxFor, mathOutcome, openTask, rewardsConfig } from '../fixtures/rewards/outcomes.js';
+
+describe('agreement (the majority as a pseudo-label)', () => {
+  it('compares answer lines: markers, case, a trailing period and the form of a number do not matter', () => {
+    expect(agreementKey('6*7 = 42\nFinal answer: 42')).toBe('42');
+    expect(agreementKey('ANSWER: 42.0')).toBe('42');
+    expect(agreementKey('The answer is 1,200.')).toBe('1200');
+    expect(agreementKey('Final answer: Paris.')).toBe('paris');
+  });
+
+  it('rewards each answer that agrees with the majority, and the final answer, without reading the reference', async () => {
+    // answers 41 (as a sentence), 42, 40, 42: "42" holds 2 of 4, the default minimum share
+    const rewards = await agreementReward.score(ctxFor(mathOutcome({ task: openTask })));
+    expect(rewards.filter((r) => r.channel === 'turn').map((r) => [r.agent, r.targetSeq, r.value])).toEqual([
+      ['a', 3, 0],
+      ['b', 5, 1],
+      ['c', 7, 0],
+      ['a', 9, 1],
+    ]);
+    expect(rewards.find((r) => r.channel === 'rollout')).toMatchObject({ value: 1 });
+    expect(rewards[1]!.reason).toBe('agrees with the majority (2 of 4 answers say "42")');
+  });
+
+  it('gives no signal below the minimum share, below the minimum answers, or on a tie', async () => {
+    const strict = rewardsConfig({ agreement: { min_share: 0.6, min_answers: 3 } });
+    expect(await agreementReward.score(ctxFor(mathOutcome(), strict))).toEqual([]);
+    const few = rewardsConfig({ agreement: { min_share: 0.5, min_answers: 5 } });
+    expect(await agreementReward.score(ctxFor(mathOutcome(), few))).toEqual([]);
+    const answers = mathOutcome()
+      .answers.slice(0, 2)
+      .map((a, i) => ({ ...a, content: `ANSWER: ${40 + i}` }));
+    const tie = rewardsConfig({ agreement: { min_share: 0.5, min_answers: 2 } });
+    expect(await agreementReward.score(ctxFor(mathOutcome({ answers }), tie))).toEqual([]);
+  });
+});

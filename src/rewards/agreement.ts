@@ -1,3 +1,4 @@
+import { parseTextAction } from '../orchestrator/text-protocol.js';
 import type { RewardInput } from '../trace/records.js';
 import { findAnswerLine, normalizeAnswer } from '../util/answer-text.js';
 import type { RewardFamily } from './types.js';
@@ -11,11 +12,13 @@ export function agreementKey(content: string): string {
 }
 
 /**
- * Agreement with the team's majority, a pseudo-label that needs no reference (test-time RL's): the most frequent
- * answer among every answer of the rollout (every agent, every round) is taken as right. When it holds at least
- * `rewards.agreement.min_share` of at least `min_answers` answers, each answer scores 1 if it agrees and 0 if not
- * (turn channel, targetSeq = the answer) and the final answer likewise (rollout channel); below that the rollout
- * gives no signal. A tie for the most frequent is no majority.
+ * Agreement with the majority, a pseudo-label that needs no reference (test-time RL's): the most frequent answer
+ * among every answer of the rollout (every agent, every round) and every extra sample that answers rather than votes
+ * (collect.samples_per_turn) is taken as right. When it holds at least `rewards.agreement.min_share` of at least
+ * `min_answers` of them, each answer and sample scores 1 if it agrees and 0 if not (turn channel, targetSeq = its
+ * span) and the final answer likewise (rollout channel); below that the rollout gives no signal. A tie for the most frequent is no majority. The
+ * coordination protocol refuses an answer that repeats one already given, so without samples a majority forms only
+ * where differently worded answers end on the same answer line.
  */
 export const agreementReward: RewardFamily = {
   name: 'agreement',
@@ -23,15 +26,16 @@ export const agreementReward: RewardFamily = {
   describe: "agreement with the majority of the rollout's answers (no reference; silent below the minimum share)",
   score({ outcome, config }) {
     const { min_share: minShare, min_answers: minAnswers } = config.agreement;
-    const keys = outcome.answers.map((a) => agreementKey(a.content)).filter((k) => k !== '');
+    const pool = [...outcome.answers, ...(outcome.samples ?? []).flatMap(answerSample)];
+    const keys = pool.map((a) => agreementKey(a.content)).filter((k) => k !== '');
     if (keys.length < minAnswers) return [];
     const counts = new Map<string, number>();
     for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
     const ranked = [...counts].sort((a, b) => b[1] - a[1]);
     const [majority, n] = ranked[0]!;
     if (ranked[1]?.[1] === n || n / keys.length < minShare) return [];
-    const share = `${n} of ${keys.length} answers say "${majority}"`;
-    const out: RewardInput[] = outcome.answers.map((a) => {
+    const share = `${n} of ${keys.length} answers and samples say "${majority}"`;
+    const out: RewardInput[] = pool.map((a) => {
       const agrees = agreementKey(a.content) === majority;
       const reason = `${agrees ? 'agrees' : 'disagrees'} with the majority (${share})`;
       return { channel: 'turn', family: 'agreement', value: agrees ? 1 : 0, reason, agent: a.agent, targetSeq: a.seq };
@@ -47,3 +51,10 @@ export const agreementReward: RewardFamily = {
     return out;
   },
 };
+
+/** A sample as an answer: its ANSWER: text; a vote (VOTE: line) is none; a reply without an action line as it is. */
+function answerSample<T extends { content: string }>(sample: T): T[] {
+  const parsed = parseTextAction(sample.content);
+  if (!parsed.ok) return [sample];
+  return parsed.action.kind === 'answer' ? [{ ...sample, content: parsed.action.content }] : [];
+}

@@ -18,6 +18,8 @@ export interface RolloutOutcome {
   tokens: number;
   /** Every answer given, superseded ones included, in order; seq is the new_answer span. */
   answers: { agent: string; label: string; content: string; round: number; seq: number }[];
+  /** The extra samples of each decision (collect.samples_per_turn), seq = the sample span; none without them. */
+  samples?: { agent: string; content: string; seq: number }[];
   /** The votes that ended coordination (the quiescent round). */
   votes: { voter: string; target: string; reason: string; round: number; seq: number }[];
   toolCalls: { agent: string; name: string; success: boolean; seq: number }[];

@@ -1,4 +1,5 @@
 import type { OrchestrationResult } from '../orchestrator/types.js';
+import { samplesOf } from '../rewards/samples.js';
 import type { RolloutOutcome } from '../rewards/types.js';
 import type { Task } from '../tasks/types.js';
 import {
@@ -76,6 +77,7 @@ export function outcomeFromSpans(rollout: Rollout, spans: Span[], task: Task | n
     : [...new Set(spans.map((s) => s.agent).filter((a): a is string => Boolean(a)))];
   const metaLabels = rollout.metadata.labels;
   return {
+    samples: samplesOf(spans),
     rolloutId: rollout.id,
     task,
     status: rollout.status === 'running' ? 'failed' : rollout.status,

@@ -127,7 +127,7 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
       });
       return { ...base, status: 'cancelled', rounds: result.rounds, tokens: costs.tokens, wallMs: result.wallMs };
     }
-    const outcome = outcomeFromResult(id, task, agents, result);
+    const outcome = { ...outcomeFromResult(id, task, agents, result), samples: recorder.samples };
     const scored = await computeRewards(
       { outcome, config: d.config.rewards, judge: setup.judge, signal: d.signal },
       d.config.rewards.weights,

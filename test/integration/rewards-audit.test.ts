@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { collect } from '../../src/pipeline/collect/collect.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
+import type { PromptPayload } from '../../src/trace/payloads.js';
 import { configIn, runCli, tempDir } from '../helpers.js';
 import { BACKENDS, freshPostgresUrl } from '../support/postgres.js';
 import { startScriptedServer, type ScriptedRequest, type ScriptedServer } from '../support/scripted-server.js';
@@ -31,15 +32,14 @@ function script(req: ScriptedRequest) {
   return { content: `VOTE: ${shown.find((m) => m[2]!.includes('42'))?.[1] ?? 'agent1'} | it says 42` };
 }
 
-describe.each(BACKENDS)('rewards audit (%s)', (backend) => {
-  it('scores each family against the verified answers: agreement separates them fully, peer votes partly', async () => {
-    server = await startScriptedServer(script);
-    const store = backend === 'postgres' ? `store: { url: "${freshPostgresUrl()}" }\n` : '';
-    const loaded = configIn(
-      `models:
-  good: { base_url: "${server.baseUrl}", model: good-model }
-  bad: { base_url: "${server.baseUrl}", model: bad-model }
-  good_too: { base_url: "${server.baseUrl}", model: also-good-model }
+/** The three-agent project on the scripted server; `collectKeys` adds collect settings. */
+function project(baseUrl: string, backend: string, collectKeys = '') {
+  const store = backend === 'postgres' ? `store: { url: "${freshPostgresUrl()}" }\n` : '';
+  return configIn(
+    `models:
+  good: { base_url: "${baseUrl}", model: good-model }
+  bad: { base_url: "${baseUrl}", model: bad-model }
+  good_too: { base_url: "${baseUrl}", model: also-good-model }
 agents:
   - { id: a, model: good, tool_mode: text }
   - { id: b, model: bad, tool_mode: text }
@@ -48,11 +48,17 @@ tasks:
   sources: [{ file: tasks.jsonl }]
 rewards:
   weights: { exact: 1, numeric: 1, peer_vote: 0.2, agreement: 0.2, coordination: 0.1 }
-collect: { concurrency: 2, split: all }
+collect: { concurrency: 2, split: all${collectKeys} }
 orchestrator: { agent_timeout_s: 5, total_timeout_s: 30 }
 ${store}`,
-      { 'tasks.jsonl': TASKS },
-    );
+    { 'tasks.jsonl': TASKS },
+  );
+}
+
+describe.each(BACKENDS)('rewards audit (%s)', (backend) => {
+  it('scores each family against the verified answers: agreement separates them fully, peer votes partly', async () => {
+    server = await startScriptedServer(script);
+    const loaded = project(server.baseUrl, backend);
     const summary = await withRuntime(loaded, (rt) => collect(rt));
     expect(summary.completed).toBe(3);
 
@@ -93,6 +99,43 @@ ${store}`,
     expect(bad.stderr).toMatch(/--threshold/);
     expect(bad.stderr).not.toMatch(/\bat \S+\.js:\d+/);
   }, 60_000);
+});
+
+it("agreement counts each decision's extra samples that answer (not those that vote), in collect and in recompute", async () => {
+  server = await startScriptedServer(script);
+  const loaded = project(server.baseUrl, 'sqlite', ', samples_per_turn: 2');
+  expect((await withRuntime(loaded, (rt) => collect(rt))).completed).toBe(3);
+  const agreementBySpan = () =>
+    withRuntime(loaded, (rt) => {
+      const store = rt.store();
+      return store.rollouts.list().flatMap((r) => {
+        const spans = new Map(store.spans.list(r.id).map((x) => [x.seq, x]));
+        return store.rewards
+          .list(r.id)
+          .filter((w) => w.family === 'agreement' && w.channel === 'turn')
+          .map((w) => {
+            const span = spans.get(w.targetSeq!)!;
+            const text = span.type === 'prompt' ? (span.payload as PromptPayload).response!.content! : 'answer';
+            return { name: span.name, text, value: w.value };
+          });
+      });
+    });
+  const voteSamples = await withRuntime(loaded, (rt) =>
+    rt
+      .store()
+      .rollouts.list()
+      .flatMap((r) => rt.store().spans.list(r.id))
+      .filter((x) => x.name === 'sample' && (x.payload as PromptPayload).response?.content?.startsWith('VOTE:')),
+  );
+  expect(voteSamples.length).toBeGreaterThan(0);
+  const before = await agreementBySpan();
+  const samples = before.filter((x) => x.name === 'sample');
+  expect(samples.length).toBeGreaterThan(0);
+  expect(samples.every((x) => x.text.startsWith('ANSWER:'))).toBe(true); // a vote's samples are not answers
+  for (const x of samples) expect(x.value).toBe(x.text.includes('41') ? 0 : 1);
+  const cwd = loaded.paths.baseDir;
+  expect((await runCli(['rewards', 'recompute'], { cwd })).exitCode).toBe(0);
+  expect(await agreementBySpan()).toEqual(before);
 });
 
 it('rewards audit without a store: exit 2, says so', async () => {

@@ -20,7 +20,26 @@ describe('agreement (the majority as a pseudo-label)', () => {
       ['a', 9, 1],
     ]);
     expect(rewards.find((r) => r.channel === 'rollout')).toMatchObject({ value: 1 });
-    expect(rewards[1]!.reason).toBe('agrees with the majority (2 of 4 answers say "42")');
+    expect(rewards[1]!.reason).toBe('agrees with the majority (2 of 4 answers and samples say "42")');
+  });
+
+  it("counts the extra samples of each decision: they form the majority where the team's answers differ", async () => {
+    const answers = mathOutcome().answers.slice(0, 3); // 41 (a sentence), 42, 40
+    const samples = [
+      { agent: 'a', content: 'ANSWER: 40', seq: 20 },
+      { agent: 'c', content: 'It is 40.\nFinal answer: 40', seq: 21 },
+      { agent: 'b', content: 'ANSWER: 40.0', seq: 22 },
+    ];
+    const rewards = await agreementReward.score(ctxFor(mathOutcome({ answers, samples, finalAnswer: 'ANSWER: 42' })));
+    expect(rewards.filter((r) => r.channel === 'turn').map((r) => [r.targetSeq, r.value])).toEqual([
+      [3, 0],
+      [5, 0],
+      [7, 1],
+      [20, 1],
+      [21, 1],
+      [22, 1],
+    ]);
+    expect(rewards.find((r) => r.channel === 'rollout')).toMatchObject({ value: 0 });
   });
 
   it('gives no signal below the minimum share, below the minimum answers, or on a tie', async () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { NotEnoughData } from '../../src/errors.js';
 import { createLlmClient } from '../../src/llm/client.js';
 import { collect } from '../../src/pipeline/collect/collect.js';
 import { serve } from '../../src/pipeline/serve/serve.js';
@@ -93,7 +94,7 @@ async function trainOnRealTraces(
     try {
       return await withRuntime(config, (rt) => train(rt, { algo, all }));
     } catch (err) {
-      if (attempt >= 2 || !/^no \w+ examples/.test((err as Error).message)) throw err;
+      if (attempt >= 2 || !(err instanceof NotEnoughData)) throw err;
       await withRuntime(loaded, (rt) => collect(rt));
     }
   }

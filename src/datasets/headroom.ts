@@ -22,11 +22,10 @@ export function headroomOf(v: Pick<AnswerVerdicts, 'answers' | 'right'>): Headro
   return v.right >= v.answers ? 'always' : 'sometimes';
 }
 
-/** The headroom mix of a set's tasks; tasks matching `only` (a task id predicate) when given. */
-export function headroomMix(store: Store, setId: string, only?: (taskId: string) => boolean): HeadroomMix {
+/** The headroom mix of a set's tasks. */
+export function headroomMix(store: Store, setId: string): HeadroomMix {
   const mix: HeadroomMix = { tasks: 0, never: 0, sometimes: 0, always: 0, answers: 0 };
   for (const v of store.rewards.answerVerdicts(setId)) {
-    if (only && !only(v.taskId)) continue;
     mix.tasks++;
     mix.answers += v.answers;
     mix[headroomOf(v)]++;

@@ -1,14 +1,15 @@
 import { parseTextAction } from '../orchestrator/text-protocol.js';
 import type { RewardInput } from '../trace/records.js';
+import { findNumbers } from '../util/answer-numbers.js';
 import { findAnswerLine, normalizeAnswer } from '../util/answer-text.js';
 import type { RewardFamily } from './types.js';
 
-/** The comparison form of an answer: its answer line, normalized; a number in its canonical form ("42.0" → "42"). */
+/** The comparison form of an answer: its answer line, normalized; a lone number by its value ("42.0" → "42"). */
 export function agreementKey(content: string): string {
   const line = findAnswerLine(content);
-  const text = normalizeAnswer(line.source === 'empty' ? content : line.text).replace(/(?<=\d),(?=\d{3}\b)/g, '');
-  const n = Number(text);
-  return text !== '' && Number.isFinite(n) ? String(n) : text;
+  const text = normalizeAnswer(line.source === 'empty' ? content : line.text);
+  const numbers = findNumbers(text);
+  return numbers.length === 1 && numbers[0]!.raw === text ? String(numbers[0]!.value) : text;
 }
 
 /**
@@ -16,9 +17,9 @@ export function agreementKey(content: string): string {
  * among every answer of the rollout (every agent, every round) and every extra sample that answers rather than votes
  * (collect.samples_per_turn) is taken as right. When it holds at least `rewards.agreement.min_share` of at least
  * `min_answers` of them, each answer and sample scores 1 if it agrees and 0 if not (turn channel, targetSeq = its
- * span) and the final answer likewise (rollout channel); below that the rollout gives no signal. A tie for the most frequent is no majority. The
- * coordination protocol refuses an answer that repeats one already given, so without samples a majority forms only
- * where differently worded answers end on the same answer line.
+ * span) and the final answer likewise (rollout channel); below that the rollout gives no signal. A tie for the most
+ * frequent is no majority. The coordination protocol refuses an answer that repeats one already given, so without
+ * samples a majority forms only where differently worded answers end on the same answer line.
  */
 export const agreementReward: RewardFamily = {
   name: 'agreement',
@@ -26,8 +27,11 @@ export const agreementReward: RewardFamily = {
   describe: "agreement with the majority of the rollout's answers (no reference; silent below the minimum share)",
   score({ outcome, config }) {
     const { min_share: minShare, min_answers: minAnswers } = config.agreement;
-    const pool = [...outcome.answers, ...(outcome.samples ?? []).flatMap(answerSample)];
-    const keys = pool.map((a) => agreementKey(a.content)).filter((k) => k !== '');
+    const pool = [...outcome.answers, ...(outcome.samples ?? []).flatMap(answerSample)].map((a) => ({
+      ...a,
+      key: agreementKey(a.content),
+    }));
+    const keys = pool.map((a) => a.key).filter((k) => k !== '');
     if (keys.length < minAnswers) return [];
     const counts = new Map<string, number>();
     for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
@@ -36,7 +40,7 @@ export const agreementReward: RewardFamily = {
     if (ranked[1]?.[1] === n || n / keys.length < minShare) return [];
     const share = `${n} of ${keys.length} answers and samples say "${majority}"`;
     const out: RewardInput[] = pool.map((a) => {
-      const agrees = agreementKey(a.content) === majority;
+      const agrees = a.key === majority;
       const reason = `${agrees ? 'agrees' : 'disagrees'} with the majority (${share})`;
       return { channel: 'turn', family: 'agreement', value: agrees ? 1 : 0, reason, agent: a.agent, targetSeq: a.seq };
     });

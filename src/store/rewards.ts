@@ -67,14 +67,11 @@ export class RewardRepository {
    * channel) that a verifying family (exact or numeric) scored, and how many of them it scored right.
    */
   answerVerdicts(setId: string): AnswerVerdicts[] {
+    const answers = verdicts("AND w.channel = 'turn' AND r.resource_set_id = ? AND r.task_id IS NOT NULL");
     const rows = this.db
       .prepare(
-        `SELECT task_id, COUNT(*) AS answers, SUM(CASE WHEN value >= 1 THEN 1 ELSE 0 END) AS right_answers FROM (
-          SELECT r.task_id AS task_id, MAX(w.value) AS value FROM rewards w JOIN rollouts r ON r.id = w.rollout_id
-          WHERE r.resource_set_id = ? AND r.status = 'completed' AND r.task_id IS NOT NULL
-            AND w.channel = 'turn' AND w.family IN ('exact', 'numeric')
-          GROUP BY r.task_id, w.rollout_id, w.target_seq
-        ) a GROUP BY task_id ORDER BY task_id`,
+        `SELECT task_id, COUNT(*) AS answers, SUM(CASE WHEN verdict >= 1 THEN 1 ELSE 0 END) AS right_answers
+        FROM (${answers}) a GROUP BY task_id ORDER BY task_id`,
       )
       .all(setId) as { task_id: string; answers: number | string; right_answers: number | string }[];
     return rows.map((r) => ({ taskId: r.task_id, answers: Number(r.answers), right: Number(r.right_answers) }));
@@ -86,20 +83,17 @@ export class RewardRepository {
    * channel, what a family's coverage is counted against. Completed rollouts only.
    */
   verifiedScores(): { scores: VerifiedScore[]; labelled: Record<'turn' | 'rollout', number> } {
-    const verdicts = `SELECT w.rollout_id, w.channel, COALESCE(w.target_seq, -1) AS seq, MAX(w.value) AS verdict
-      FROM rewards w JOIN rollouts r ON r.id = w.rollout_id
-      WHERE r.status = 'completed' AND w.family IN ('exact', 'numeric') AND w.channel IN ('turn', 'rollout')
-      GROUP BY w.rollout_id, w.channel, COALESCE(w.target_seq, -1)`;
+    const verified = verdicts();
     const rows = this.db
       .prepare(
         `SELECT f.family AS family, f.channel AS channel, f.value AS value, v.verdict AS verdict
-        FROM rewards f JOIN (${verdicts}) v ON v.rollout_id = f.rollout_id AND v.channel = f.channel
+        FROM rewards f JOIN (${verified}) v ON v.rollout_id = f.rollout_id AND v.channel = f.channel
           AND v.seq = COALESCE(f.target_seq, -1)
         WHERE f.family NOT IN ('exact', 'numeric')
         ORDER BY f.id`,
       )
       .all() as { family: string; channel: 'turn' | 'rollout'; value: number; verdict: number }[];
-    const counts = this.db.prepare(`SELECT channel, COUNT(*) AS n FROM (${verdicts}) v GROUP BY channel`).all() as {
+    const counts = this.db.prepare(`SELECT channel, COUNT(*) AS n FROM (${verified}) v GROUP BY channel`).all() as {
       channel: string;
       n: number | string;
     }[];
@@ -108,6 +102,18 @@ export class RewardRepository {
     const scores = rows.map((r) => ({ family: r.family, channel: r.channel, value: r.value, right: r.verdict >= 1 }));
     return { scores, labelled };
   }
+}
+
+/**
+ * Each verified answer of a completed rollout once, with its task: the best exact or numeric verdict per rollout,
+ * channel (`turn`: every answer; `rollout`: the final answer) and target span (-1 for the final answer). `where`
+ * narrows it (SQL on `w`, the reward, and `r`, the rollout).
+ */
+function verdicts(where = ''): string {
+  return `SELECT w.rollout_id, r.task_id, w.channel, COALESCE(w.target_seq, -1) AS seq, MAX(w.value) AS verdict
+    FROM rewards w JOIN rollouts r ON r.id = w.rollout_id
+    WHERE r.status = 'completed' AND w.family IN ('exact', 'numeric') AND w.channel IN ('turn', 'rollout') ${where}
+    GROUP BY w.rollout_id, r.task_id, w.channel, COALESCE(w.target_seq, -1)`;
 }
 
 /** A reward of a family other than exact and numeric on an answer that one of them verified. */

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../../src/config/load.js';
 import { gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
@@ -14,8 +15,8 @@ import { runMassgen } from '../support/massgen.js';
 // `resources export-massgen --gateway` writes names a gateway session and each agent in its base URLs,
 // every call is captured with its token ids and logprobs, `traces import --massgen-logs` joins them
 // with MassGen's answers, votes and winner in one rollout (each action pointing at the call that made
-// it); one DPO step on it, a deploy, and MassGen's next run, its config unchanged, is answered by the
-// new adapter the gateway's server switched to.
+// it); one DPO step on it, a deploy, and the calls of MassGen's config, unchanged, are answered by the
+// new adapter the gateway's server switched to: a call to the same config's agent URL runs on it.
 const KEY = 'gw-massgen-key-0123456789abcdef';
 const LINE = 'smollm2-135m-instruct';
 
@@ -26,7 +27,7 @@ interface Imported {
 }
 
 describeWithMassgen('real MassGen through the gateway', () => {
-  it('is captured and joined on import, trained on, deployed, and its next run answered by the new adapter', async () => {
+  it('is captured and joined on import, trained on, deployed, and its next calls answered by the new adapter', async () => {
     const dir = tempDir({
       'massgen-rl.yaml': `models:
   smol:
@@ -99,20 +100,42 @@ gateway: { api_keys_env: [GW_MG_KEY] }
         else expect(run < 3 && /no dpo examples/.test(r.stderr), r.stderr.slice(-3000)).toBe(true);
       }
       expect(trained!.dataset.rows).toBeGreaterThanOrEqual(1);
+      // the one server running: the one the gateway started for MassGen's calls, on production's weights then
+      const [server, ...others] = await rt.servers.running();
+      expect(others).toEqual([]);
       await cli(['deploy', '--candidate', trained!.checkpoint.id, '--force', '--reason', 'gateway e2e']);
-      const server = await rt.servers.server('smol', rt.productionWeights('smol'), true);
       const models = (await (await fetch(`${server.baseUrl}/models`)).json()) as { data: { adapter: string | null }[] };
       expect(models.data[0]!.adapter).toBe(`${LINE}-v2`);
 
-      // the same MassGen config, unchanged: its calls now run on the deployed adapter
+      // the same MassGen config, unchanged: a call to an agent's base URL in it now runs on the deployed adapter.
+      // (MassGen's calls are plain chat completions to that URL; a whole second run adds nothing but its time.)
       expect(fs.readFileSync(mgConfig, 'utf8')).toBe(exported);
-      const second = await runOnce();
+      const agent = (parseYaml(exported) as { agents: { backend: { base_url: string; model: string } }[] }).agents[0]!;
+      const res = await fetch(`${agent.backend.base_url}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: agent.backend.model,
+          messages: [{ role: 'user', content: 'Hi!' }],
+          max_tokens: 8,
+        }),
+      });
+      expect(res.status, await res.clone().text()).toBe(200);
+      const callId = res.headers.get('x-request-id');
+      await gw.flush();
+      const stats = (await (await fetch(`${server.baseUrl.replace(/\/v1$/, '')}/stats`)).json()) as {
+        adapters: { name: string; requests: number }[];
+      };
+      expect(stats.adapters).toEqual([expect.objectContaining({ name: `${LINE}-v2`, requests: 1 })]);
       const store = openStore(loaded);
       try {
         const production = store.sets.pointer('production')!.setId;
-        const calls = store.spans.list(second.rollout_id).filter((s) => s.type === 'prompt');
-        expect(calls.length).toBe(second.gateway_calls);
-        for (const c of calls) expect((c.payload as PromptPayload).gateway!.resource_set_id).toBe(production);
+        const rollout = store.rollouts
+          .list()
+          .filter((r) => r.source === 'gateway' && r.metadata.session === 'mg-1')
+          .at(-1)!;
+        const call = store.spans.list(rollout.id).find((s) => (s.payload as PromptPayload).turn_id === callId);
+        expect(gatewayOf(call!)).toMatchObject({ resource_set_id: production, status: 200 });
       } finally {
         store.close();
       }
@@ -122,6 +145,8 @@ gateway: { api_keys_env: [GW_MG_KEY] }
     }
   }, 3_600_000);
 });
+
+const gatewayOf = (s: { payload: unknown }) => (s.payload as PromptPayload).gateway!;
 
 /** The joined rollout: MassGen's votes, the captured calls with token ids and logprobs, actions linked to calls. */
 function checkJoined(loaded: ReturnType<typeof loadConfig>, unit: Imported): void {

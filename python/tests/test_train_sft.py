@@ -14,7 +14,6 @@ from conftest import PYTHON_DIR, ScriptRun, run_module
 from train_helpers import (  # noqa: F401
     SFT_ROWS,
     assert_trained,
-    free_port,
     generate_with,
     needs_model,
     sft_adapter,
@@ -89,42 +88,6 @@ def test_sigint_saves_a_checkpoint_exits_130_and_resume_finishes(tmp_path):
     assert steps == list(range(checkpoint["step"] + 1, 6)), resumed.events
     assert resumed.last["event"] == "done" and resumed.last["metrics"]["global_step"] == 5
     assert resumed.of("progress")[-2]["resume_from_checkpoint"] == str(folder.resolve())
-
-
-@needs_model
-def test_accelerate_launch_two_cpu_processes(tmp_path):
-    dataset = write_jsonl(tmp_path / "data.jsonl", SFT_ROWS)
-    config = train_config(tmp_path, "ddp", dataset, per_device_train_batch_size=1, max_length=48, save_steps=1)
-    command = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.accelerate_cli",
-        "launch",
-        "--config_file",
-        str(PYTHON_DIR / "accelerate" / "cpu-2proc.yaml"),
-        "--num_processes",
-        "2",
-        "--main_process_port",
-        str(free_port()),
-        "-m",
-        "massgen_rl_training.sft",
-        "--config",
-        str(config),
-    ]
-    started = time.monotonic()
-    proc = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=900, stdin=subprocess.DEVNULL)
-    run = ScriptRun(
-        proc.returncode,
-        [json.loads(line) for line in proc.stdout.splitlines()],
-        proc.stderr,
-        time.monotonic() - started,
-    )
-    print(f"\naccelerate 2 processes: {run.seconds:.1f}s", file=sys.stderr)
-    done = assert_trained(run, 2)
-    # only rank 0 speaks: one event per step/checkpoint, one done
-    assert [e["step"] for e in run.of("checkpoint")] == [1, 2] and len(run.of("done")) == 1
-    assert run.of("progress")[-2]["processes"] == 2
-    generate_with(done["path"])
 
 
 @needs_model

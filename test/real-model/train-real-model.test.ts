@@ -153,8 +153,9 @@ describe('train on CPU with the default model, from real traces', () => {
       overrides: ['train.sft.select=verified', 'train.sft.rationalize.samples=2', 'train.sft.rationalize.max_tasks=3'],
       env: loaded.env,
     });
-    // train-split level-3 arithmetic, which the 135M model gets wrong in every sample: hard tasks to rationalize
-    await withRuntime(star, (rt) => collect(rt, { tasks: 'arithmetic@3', n: 3, split: 'train' }));
+    // a train-split level-3 arithmetic task, which the 135M model gets wrong in every sample: a hard task to
+    // rationalize, beside those the first collect left
+    await withRuntime(star, (rt) => collect(rt, { tasks: 'arithmetic@3', n: 1, split: 'train' }));
     const r = await trainOnRealTraces('sft', star, true);
     const manifest = JSON.parse(fs.readFileSync(path.join(r.dataset.dir, 'manifest.json'), 'utf8'));
     const { counts, dropped } = manifest.stats as { counts: Record<string, number>; dropped: Record<string, number> };
@@ -181,15 +182,26 @@ describe('train on CPU with the default model, from real traces', () => {
     store.close();
     const two = loadConfig({
       cwd: loaded.paths.baseDir,
-      overrides: ['train.num_processes=2', 'train.batch_size=1'],
+      overrides: ['train.num_processes=2', 'train.batch_size=1', 'train.save_steps=1'],
       env: loaded.env,
     });
     const r = await withRuntime(two, (rt) => train(rt, { algo: 'sft', from: parent.id, all: true }));
     expect(r.steps).toBe(2);
     expect(r.checkpoint.parentId).toBe(parent.id);
-    expect(fs.readFileSync(r.logFile, 'utf8')).toMatch(
+    const log = fs.readFileSync(r.logFile, 'utf8');
+    expect(log).toMatch(
       /accelerate\.commands\.launch --main_process_port \d+ --num_processes 2 --config_file \S+cpu-2proc\.yaml/,
     );
+    // only rank 0 speaks the protocol: one event per step and checkpoint, one done, though two processes trained
+    const events = [...log.matchAll(/^\[event\] \{"event":"(\w+)"/gm)].map((m) => m[1]);
+    expect(events.filter((e) => e === 'checkpoint')).toHaveLength(2);
+    expect(events.filter((e) => e === 'done')).toHaveLength(1);
+    const recorded = openStore(loaded);
+    try {
+      expect(recorded.trainingMetrics.count(r.runId)).toBe(2);
+    } finally {
+      recorded.close();
+    }
   }, 900_000);
 
   it('grpo online: samples from the built-in server, the trained adapter hot-loaded into it every step', async () => {

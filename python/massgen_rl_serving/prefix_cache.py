@@ -44,8 +44,8 @@ class PrefixCache:
         again, for its logits)."""
         lowest = free[0]
         best, best_len = lowest, 0
-        if self.enabled:
-            limit = len(prompt) - 1
+        limit = len(prompt) - 1
+        if self.enabled and limit > 0:  # no prompt (a sibling's, a scored one): nothing to reuse
             lengths = {
                 i: min(common_prefix(tokens, prompt), limit)
                 for i, (kept_tag, tokens) in self._kept.items()

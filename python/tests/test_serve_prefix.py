@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from massgen_rl_serving.prefix_cache import common_prefix
+from massgen_rl_serving.prefix_cache import PrefixCache, common_prefix
 from serve_support import MODEL_DIR, NAME, Server, engine_args, needs_model, reference, teacher_forced_logprobs  # noqa: F401
 
 SYSTEM = (
@@ -55,6 +55,34 @@ def test_common_prefix():
     assert common_prefix([1, 2, 3], [1, 2, 4]) == 2
     assert common_prefix([1, 2], [1, 2, 3]) == 2
     assert common_prefix([], [1]) == 0 and common_prefix([5], [6]) == 0
+
+
+class KvStub:
+    """The KV cache calls PrefixCache makes, recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, int | None]] = []
+
+    def trim(self, seq: int, keep: int) -> bool:
+        self.calls.append(("trim", seq, keep))
+        return True
+
+    def drop(self, seq: int) -> None:
+        self.calls.append(("drop", seq, None))
+
+
+def test_a_claim_without_a_prompt_reuses_nothing_and_clears_what_was_kept():
+    """A sibling of n > 1 and a prompt scored for prompt_logprobs claim an id with no prompt: none of a kept cache
+    on it counts as theirs (it used to count -1 tokens, from a prefix limit of len(prompt) - 1)."""
+    kv = KvStub()
+    cache = PrefixCache(kv, True)
+    cache.keep(0, "base", [1, 2, 3])
+    free = [0, 1]
+    assert cache.claim(free, (), "base") == (0, 0)
+    assert kv.calls == [("drop", 0, None)] and free == [1]
+    assert cache.stats()["prefix_cache_reused_tokens"] == 0
+    cache.keep(0, "base", [1, 2, 3])
+    assert cache.claim([0, 1], [1, 2, 3, 4], "base") == (0, 3)  # a prompt that starts like it still reuses it
 
 
 @needs_model

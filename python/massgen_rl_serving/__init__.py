@@ -38,7 +38,8 @@ HTTP (llama.cpp and transformers engines):
                               logprobs and token_ids per chunk when asked; n > 1 streams every choice),
                               tools, tool_choice (none, auto, required, {type: function, function: {name}}),
                               parallel_tool_calls, response_format (json_object, json_schema), plus vLLM's
-                              return_token_ids, stop_token_ids and ignore_eos. usage has
+                              return_token_ids, stop_token_ids, ignore_eos and prompt_logprobs (not
+                              with stream: each prompt token's logprob, rank and text, top-level). usage has
                               prompt_tokens_details.cached_tokens: prompt tokens found in the KV cache
                               (llama.cpp prefix reuse, docs/serving.md).
                               `model` is NAME (the default adapter, or the base model) or a loaded

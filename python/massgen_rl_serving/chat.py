@@ -52,6 +52,7 @@ def prepare(
             seed=sample_seed(req.seed, k),
             want_logprobs=req.logprobs,
             top_logprobs=req.top_logprobs,
+            prompt_logprobs=req.prompt_logprobs,
             ignore_eos=req.ignore_eos,
             grammar=grammar() if grammar else None,
             stream=stream,

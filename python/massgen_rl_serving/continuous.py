@@ -23,11 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from .adapters import BatchKey
 from .batching import BatchInfo, JobQueue, ShuttingDown, signal_done
 from .errors import ApiError
 from .llama_context import Entry, KvFull
 from .prefix_cache import PrefixCache
+from .prompt_logprobs import score_prompt
 from .sampling import Row
 from .seq import Seq, build_completion, sample_step
 
@@ -165,10 +168,12 @@ class ContinuousBatcher(JobQueue):
                 job.weights = (job.key.adapter, self.engine.lora.guard.changes)
                 leader = None
                 for index, row in enumerate(job.rows):
-                    prompt = row.prompt_ids if leader is None else ()  # siblings copy the leader's
+                    # siblings copy the leader's prompt; one scored for prompt_logprobs is fed whole (no cached part)
+                    scored = row.prompt_logprobs is not None
+                    prompt = row.prompt_ids if leader is None and not scored else ()
                     seq_id, cached = self.prefix.claim(self._free, prompt, job.weights)
                     seq = Seq(job, index, row, seq_id, job.key.sampling, leader, fed=cached, cached=cached)
-                    if leader is None:
+                    if leader is None and not scored:
                         running = [s for j in self._active for s in j.seqs]
                         seq.source, seq.shared = self.prefix.source(running, row.prompt_ids, job.weights, cached)
                     leader = leader or seq
@@ -207,7 +212,7 @@ class ContinuousBatcher(JobQueue):
         adapter = adapters[self._turn]
         jobs = [job for job in self._active if job.key.adapter == adapter]
         started = time.perf_counter()
-        entries, outputs = self._plan(jobs)
+        entries, outputs, picks, scoring = self._plan(jobs)
         step = next(self._steps)
         for job in jobs:
             job.first_step = job.first_step or step
@@ -232,7 +237,10 @@ class ContinuousBatcher(JobQueue):
                 for sibling in seqs[1:]:
                     self.llama.copy(leader.seq_id, sibling.seq_id)
                     sibling.fed = leader.fed
-        sample_step(self.engine, outputs, logits)
+        for leader, row, count, start in scoring:
+            scores = torch.from_numpy(logits[row : row + count])
+            leader.prompt_scores += score_prompt(self.engine, leader.row.prompt_ids, scores, start, leader.top_prompt)
+        sample_step(self.engine, outputs, logits[picks] if scoring else logits)
         self._count_step(entries, time.perf_counter() - started)
         for job in jobs:
             for seq in job.seqs:
@@ -269,32 +277,44 @@ class ContinuousBatcher(JobQueue):
             running.insert(0, top)
             self.compactions += 1
 
-    def _plan(self, jobs: list[Job]) -> tuple[list[Entry], list[Any]]:
+    def _plan(self, jobs: list[Job]) -> tuple[list[Entry], list[Any], list[int], list[tuple[Seq, int, int, int]]]:
         """The step's batch: one token for every decoding row, then prompt chunks while there is room.
-        `outputs` lists, per row of logits, the rows that sample from it (a leader and its siblings)."""
+        `outputs` lists the rows that sample from one row of logits (a leader and its siblings), `picks` that row of
+        each; `scoring`: (leader, first row, rows, first position) of the prompt positions scored for prompt_logprobs,
+        whose logits rows come in the positions' order."""
         self._copy_shared(jobs)
         entries: list[Entry] = []
         outputs: list[Any] = []
+        picks: list[int] = []
+        scoring: list[tuple[Seq, int, int, int]] = []
         decoding = [seq for job in jobs for seq in job.seqs if seq.next_token is not None and seq.finish is None]
         for seq in sorted(decoding, key=lambda q: q.seq_id):  # llama.cpp batches runs of consecutive ids in order
             entries.append(Entry(seq.next_token, seq.position, seq.seq_id, True))
             outputs.append([seq])
+            picks.append(len(picks))
         self._decoding = len(entries)
         room = self.llama.n_batch - len(entries)
+        rows = len(picks)  # logits rows so far
         for job in jobs:
             leader = job.seqs[0]
             prompt = leader.row.prompt_ids
             if leader.fed >= len(prompt) or room <= 0 or leader.source is not None:
                 continue
             take = min(room, len(prompt) - leader.fed)
+            scored = leader.row.prompt_logprobs is not None
             for pos in range(leader.fed, leader.fed + take):
-                entries.append(Entry(prompt[pos], pos, leader.seq_id, pos == len(prompt) - 1))
+                entries.append(Entry(prompt[pos], pos, leader.seq_id, scored or pos == len(prompt) - 1))
             room -= take
+            if scored:
+                scoring.append((leader, rows, take, leader.fed))
+                rows += take
             if leader.fed + take == len(prompt):
                 outputs.append(job.seqs)
+                picks.append(rows - 1 if scored else rows)
+                rows += 0 if scored else 1
             else:
                 leader.fed += take
-        return entries, outputs
+        return entries, outputs, picks, scoring
 
     def _copy_shared(self, jobs: list[Job]) -> None:
         """Rows waiting for a running sequence's prompt tokens copy them once that sequence has fed them."""

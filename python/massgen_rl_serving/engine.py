@@ -28,6 +28,7 @@ from .adapters import BatchKey
 from .batching import ShuttingDown
 from .lora import LoraWeights
 from .openai_api import Completion, SamplingKey
+from .prompt_logprobs import score_prompt
 from .sampling import Row, new_generator, sampling_logprobs
 from .tokens import ChatTokens
 
@@ -128,8 +129,15 @@ class Engine(ChatTokens):
         return out
 
     def _forward(
-        self, input_ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any, adapter: str | None
+        self,
+        input_ids: torch.Tensor,
+        mask: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Any,
+        adapter: str | None,
+        every_position: bool = False,
     ) -> torch.Tensor:
+        """The last position's logits (float32); `every_position`: those of every position (prompt_logprobs)."""
         with self.lora.guard.step():  # an adapter load or drop waits for this step, and this step for it
             self.lora.activate(adapter)
             out = self.model(
@@ -138,9 +146,9 @@ class Engine(ChatTokens):
                 position_ids=positions,
                 past_key_values=cache,
                 use_cache=True,
-                logits_to_keep=1,
+                logits_to_keep=0 if every_position else 1,
             )
-        return out.logits[:, -1, :].to(torch.float32)
+        return out.logits if every_position else out.logits[:, -1, :].to(torch.float32)
 
     @torch.inference_mode()
     def generate(self, key: SamplingKey, rows: Sequence[Row], adapter: str | None = None) -> list[Completion]:
@@ -167,7 +175,16 @@ class Engine(ChatTokens):
         active = list(range(batch))  # row index of each position in the live batch
 
         cache = DynamicCache(config=self.model.config)
-        logits = self._forward(input_ids, mask, positions, cache, adapter)
+        scored = [r for r, row in enumerate(rows) if row.prompt_logprobs is not None and row.index == 0]
+        logits = self._forward(input_ids, mask, positions, cache, adapter, every_position=bool(scored))
+        prompt_scores: dict[int, list[dict[str, Any] | None]] = {}
+        if scored:
+            for r in scored:  # left padding: the row's prompt is the last len(prompt) positions
+                row = rows[r]
+                at = width - len(row.prompt_ids)
+                top = row.prompt_logprobs or 0
+                prompt_scores[r] = [None, *score_prompt(self, row.prompt_ids, logits[r, at : width - 1], 0, top)]
+            logits = logits[:, -1, :].to(torch.float32)
         last_pos = positions[:, -1:]
         while True:
             if self.cancel.is_set():
@@ -227,7 +244,10 @@ class Engine(ChatTokens):
             last_pos = last_pos + 1
             logits = self._forward(step[:, None], mask, last_pos, cache, adapter)
 
-        return self._completions(rows, ids, lps, tops, finish, cut)
+        done = self._completions(rows, ids, lps, tops, finish, cut)
+        for r, entries in prompt_scores.items():
+            done[r].prompt_logprobs = entries
+        return done
 
     def _finished(self, row: Row, ids: list[int], token: int, finish: list[str], cut: list[int | None], r: int) -> bool:
         """Whether row r stops at `token` (finish[r] and cut[r] set); a streamed row whose client left stops too."""

@@ -46,6 +46,9 @@ class ChatRequest:
     seed: int | None = None
     logprobs: bool = False
     top_logprobs: int = 0
+    # vLLM's extension: the logprob of every prompt token under the model given the tokens before it, with this
+    # many most likely alternatives (None: not asked)
+    prompt_logprobs: int | None = None
     return_token_ids: bool = False
     ignore_eos: bool = False
     stream: bool = False
@@ -222,6 +225,9 @@ def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
     logprobs = _flag(body, "logprobs")
     if top_logprobs and not logprobs:
         raise ApiError(400, "'top_logprobs' needs 'logprobs': true", param="top_logprobs")
+    prompt_logprobs = _integer(body, "prompt_logprobs", 0, MAX_TOP_LOGPROBS)
+    if prompt_logprobs is not None and stream:
+        raise ApiError(400, "'prompt_logprobs' is not supported with stream: true", param="prompt_logprobs")
     tools, tool_choice = parse_tools(body)
     return ChatRequest(
         messages=messages,
@@ -235,6 +241,7 @@ def parse_chat_request(body: Any, served_name: str) -> ChatRequest:
         seed=seed,
         logprobs=logprobs,
         top_logprobs=top_logprobs,
+        prompt_logprobs=prompt_logprobs,
         return_token_ids=_flag(body, "return_token_ids"),
         ignore_eos=_flag(body, "ignore_eos"),
         stream=stream,
@@ -257,6 +264,8 @@ class Completion:
     tokens: list[str] | None = None  # the text of each token (for logprobs)
     top_logprobs: list[list[tuple[str, float]]] | None = None
     cached_tokens: int = 0  # prompt tokens an earlier request left in the KV cache
+    # the request's prompt_logprobs in vLLM's shape (on the first sample of a request that asked for them)
+    prompt_logprobs: list[dict[str, Any] | None] | None = None
 
 
 def logprobs_content(c: Completion, top: int) -> dict[str, Any]:
@@ -324,6 +333,8 @@ def build_response(
     }
     if req.return_token_ids:
         response["prompt_token_ids"] = list(prompt_ids)
+    if req.prompt_logprobs is not None:
+        response["prompt_logprobs"] = completions[0].prompt_logprobs if completions else None
     if debug is not None:
         response["massgen_rl"] = debug
     return response

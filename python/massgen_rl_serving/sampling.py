@@ -31,6 +31,7 @@ class Row:
     seed: int | None = None
     want_logprobs: bool = False
     top_logprobs: int = 0
+    prompt_logprobs: int | None = None  # the request's (scored once per request, on its first row)
     ignore_eos: bool = False
     grammar: Any = None  # grammar.Grammar: the tokens allowed next (llama.cpp engine)
     stream: Stream | None = None  # streamed requests: each token is reported as it is drawn

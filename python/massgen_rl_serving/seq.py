@@ -35,6 +35,12 @@ class Seq:
     cut: int | None = None
     dropped: bool = False
     generator: torch.Generator | None = None
+    prompt_scores: list[dict[str, Any]] = field(default_factory=list)  # prompt_logprobs, as its positions are fed
+
+    @property
+    def top_prompt(self) -> int:
+        """The alternatives per prompt position asked for (prompt_logprobs)."""
+        return self.row.prompt_logprobs or 0
 
     def __post_init__(self) -> None:
         if not self.sampling.greedy:
@@ -194,6 +200,8 @@ def build_completion(engine: Any, seq: Seq) -> Completion:
     completion = Completion(
         token_ids=seq.ids, text=text, finish_reason=seq.finish or "length", cached_tokens=seq.job.seqs[0].cached
     )
+    if row.prompt_logprobs is not None and seq.index == 0:
+        completion.prompt_logprobs = [None, *seq.prompt_scores]
     if row.want_logprobs:
         completion.logprobs = seq.lps
         completion.tokens = engine.token_texts(seq.ids)

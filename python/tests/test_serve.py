@@ -109,6 +109,56 @@ def test_greedy_logprobs_are_the_models_own(server: Server, reference):
     assert [e["logprob"] for e in content] == pytest.approx(expected, abs=2e-3)
 
 
+def prompt_scores(model: Any, prompt: list[int]) -> Any:
+    """The float32 model's log-distribution at every prompt position but the last (each scores the next token)."""
+    import torch
+
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([prompt])).logits[0].float()
+    return torch.log_softmax(logits[:-1], dim=-1)
+
+
+@needs_model
+def test_prompt_logprobs_score_every_prompt_token_as_the_model_does(server: Server, reference):
+    """vLLM's prompt_logprobs: None for the first token, then each prompt token's logprob, rank and text with the
+    asked number of most likely alternatives; the same again when the prompt's start is in the prefix cache; next to
+    n samples and a decode already running."""
+    tokenizer, model = reference
+    long = [{"role": "user", "content": "Tell me about the sea. " * 40}]
+    with ThreadPoolExecutor(2) as pool:  # another request decodes while the scored prompt is fed
+        running = pool.submit(server.chat, messages=long, max_tokens=24, temperature=0)
+        replies = [server.chat(prompt_logprobs=2, max_tokens=2, temperature=0, return_token_ids=True) for _ in (1, 2)]
+        replies.append(server.chat(prompt_logprobs=0, n=2, max_tokens=2, temperature=0.7, return_token_ids=True))
+        assert running.result()["choices"][0]["finish_reason"] in ("stop", "length")
+    prompt = replies[0]["prompt_token_ids"]
+    want = prompt_scores(model, prompt)
+    for r in replies:
+        assert r["prompt_token_ids"] == prompt and r["usage"]["prompt_tokens"] == len(prompt)
+        entries = r["prompt_logprobs"]
+        assert len(entries) == len(prompt) and entries[0] is None
+        top = 2 if r is not replies[-1] else 0
+        for position, (token, entry) in enumerate(zip(prompt[1:], entries[1:])):
+            scores = want[position]
+            mine = entry[str(token)]
+            assert mine["decoded_token"] == tokenizer.decode([token])
+            assert mine["logprob"] == pytest.approx(float(scores[token]), abs=2e-3)
+            higher = [int((scores > scores[token] + d).sum()) for d in (2e-3, -2e-3)]  # near ties either way
+            assert 1 + higher[0] <= mine["rank"] <= 1 + higher[1]
+            # the alternatives: ranks 1..top, the prompt's token among them when it is one of the top
+            alternatives = {int(t): e for t, e in entry.items() if int(t) != token}
+            assert sorted(e["rank"] for e in alternatives.values()) == [
+                k for k in range(1, top + 1) if k != mine["rank"]
+            ]
+            for t, e in alternatives.items():
+                assert e["logprob"] == pytest.approx(float(scores[t]), abs=2e-3)
+                assert e["decoded_token"] == tokenizer.decode([t])
+    # the second one's prompt was in the prefix cache, and was scored all the same
+    assert replies[1]["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    first, second = (r["prompt_logprobs"][1:] for r in replies[:2])
+    assert [sorted(e) for e in second] == [sorted(e) for e in first]
+    assert all("prompt_logprobs" not in c for c in replies[0]["choices"])
+
+
 @needs_model
 def test_sampled_logprobs_are_under_the_temperature_scaled_distribution(server: Server, reference):
     _, model = reference
@@ -434,6 +484,10 @@ def test_parse_chat_request_defaults_and_validation():
         ({"messages": QUESTION, "max_tokens": 1.5}, "max_tokens"),
         ({"messages": QUESTION, "seed": "x"}, "seed"),
         ({"messages": QUESTION, "top_logprobs": 2}, "top_logprobs"),
+        ({"messages": QUESTION, "prompt_logprobs": -1}, "prompt_logprobs"),
+        ({"messages": QUESTION, "prompt_logprobs": 21}, "prompt_logprobs"),
+        ({"messages": QUESTION, "prompt_logprobs": True}, "prompt_logprobs"),
+        ({"messages": QUESTION, "prompt_logprobs": 0, "stream": True}, "prompt_logprobs"),
         ({"messages": [{"role": "user", "content": 3}]}, "messages"),
     ]:
         with pytest.raises(ApiError) as info:

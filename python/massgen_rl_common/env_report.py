@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from .cpu import cpu_report
 from .protocol import run_script
 
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "gguf")
@@ -25,7 +26,10 @@ class EnvReportArgs:
 
     cuda: bool = field(
         default=True,
-        metadata={"help": "Probe CUDA by importing torch; --no-cuda skips the import and reports it unavailable."},
+        metadata={
+            "help": "Probe CUDA and the CPU's bf16 by importing torch; --no-cuda skips the import (CUDA reported "
+            "unavailable, bf16 read from the CPU's flags)."
+        },
     )
 
 
@@ -73,6 +77,7 @@ def main(args: EnvReportArgs) -> dict[str, Any]:
         "platform": platform.platform(),
         "packages": package_versions(),
         "cuda": cuda_report(args.cuda),
+        "cpu": cpu_report(args.cuda),
     }
 
 

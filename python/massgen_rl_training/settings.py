@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from massgen_rl_common.config_args import UsageError
+from massgen_rl_common.cpu import cpu_bf16
 
 from .args import TrainArgs
 
@@ -19,18 +20,6 @@ def device_flags(args: TrainArgs) -> tuple[bool, bool]:
     if args.bf16 is not None:
         return use_cpu, args.bf16
     return use_cpu, cpu_bf16() if use_cpu else cuda and torch.cuda.is_bf16_supported()
-
-
-def cpu_bf16() -> bool:
-    """A CPU with bf16 instructions (AVX512-BF16 or AMX): autocast there runs the matrix products about 1.5x
-    faster than float32 (measured on the bundled model's SFT); without them bf16 is emulated, and slower."""
-    import torch
-
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    try:
-        return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
-    except Exception:  # private probes: an older or newer torch without them counts as no
-        return False
 
 
 def training_kwargs(args: TrainArgs) -> dict[str, Any]:

@@ -20,6 +20,11 @@ describe('doctor on the real environment', () => {
         status: 'ok',
         detail: expect.stringMatching(/^smollm2-135m-instruct .*answered "\S.*"\)$/),
       });
+      // what this CPU supports (read by the trainer venv) and what training uses on it
+      expect(report.checks.find((c) => c.id === 'cpu')).toMatchObject({
+        status: 'info',
+        detail: expect.stringMatching(/\d+ cores; AVX2 (yes|no), .*: training runs in (bf16|float32)/),
+      });
       // the engine `serve` picks here, measured: llama.cpp, built by doctor --fix
       expect(report.checks.find((c) => c.id === 'engine')).toMatchObject({
         status: 'ok',

@@ -4,7 +4,9 @@ import type { Register } from '../register.js';
 export const registerDoctor: Register = (program, ctx) => {
   program
     .command('doctor')
-    .description('check Node, Python, the trainer virtualenv, GPUs, the default model, the store and disk space')
+    .description(
+      'check Node, Python, the trainer virtualenv, the CPU, GPUs, the default model, the store and disk space',
+    )
     .option('--fix', 'create or repair the trainer virtualenv and provision the default model', false)
     .action(async (flags: { fix: boolean }) => {
       const { ui, runtime } = ctx();

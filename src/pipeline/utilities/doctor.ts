@@ -16,11 +16,12 @@ import { isPostgresUrl, type Store } from '../../store/index.js';
 import { freeBytes, listGpus } from '../../trainers/hardware.js';
 import { checkTrainerSettings } from '../../trainers/settings-check.js';
 import { sectionSettings } from '../../trainers/trainer-config.js';
+import { cpuCheck, type CpuReport } from './doctor-cpu.js';
 
 export type CheckStatus = 'ok' | 'fail' | 'warn' | 'info';
 
 export interface DoctorCheck {
-  id: 'node' | 'python' | 'venv' | 'packages' | 'train' | 'gpu' | 'model' | 'engine' | 'store' | 'disk';
+  id: 'node' | 'python' | 'venv' | 'packages' | 'train' | 'cpu' | 'gpu' | 'model' | 'engine' | 'store' | 'disk';
   title: string;
   status: CheckStatus;
   detail: string;
@@ -101,6 +102,7 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
   });
 
   let torchCuda = '';
+  let cpu: DoctorCheck | undefined;
   if (venvOk) {
     progress('packages', 'reading installed package versions');
     const report = await runPythonModule({
@@ -113,6 +115,12 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
       const wrong = Object.entries(pinnedVersions(req.specs)).filter(([n, v]) => n in installed && installed[n] !== v);
       const cuda = report.done.cuda as { available?: boolean; device_count?: number } | undefined;
       torchCuda = cuda?.available ? `torch sees ${cuda.device_count} CUDA device(s)` : 'torch: CUDA not available';
+      if (report.done.cpu)
+        cpu = {
+          id: 'cpu',
+          title: 'CPU',
+          ...cpuCheck(report.done.cpu as CpuReport, config.train.bf16, !!cuda?.available),
+        };
       add({
         id: 'packages',
         title: 'Trainer packages',
@@ -132,6 +140,7 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
   }
 
   if (venvOk) add(await checkSettings(venv.python, config.train));
+  if (cpu) add(cpu);
 
   const gpus = await listGpus();
   add({

@@ -36,10 +36,12 @@ export function cpuCheck(
       detail: `${what}: train.bf16 is true, but this CPU has no bf16 instructions: emulated, slower than float32`,
       fix: 'set train.bf16: auto',
     };
-  const uses = bf16 === false ? 'float32 (train.bf16: false)' : native ? 'bf16 (train.bf16: auto)' : 'float32';
-  const why =
-    bf16 === 'auto' && !native
-      ? ' (train.bf16: auto; no bf16 instructions here: a DPO step takes about 2× as long as on a CPU with them)'
-      : '';
-  return { status: 'info', detail: `${what}: training runs in ${uses}${why}` };
+  const setting = `train.bf16: ${bf16}`;
+  const uses =
+    bf16 === false
+      ? `float32 (${setting})`
+      : native
+        ? `bf16 (${setting})`
+        : `float32 (${setting}; no bf16 instructions here: a DPO step takes about 2× as long as on a CPU with them)`;
+  return { status: 'info', detail: `${what}: training runs in ${uses}` };
 }

@@ -102,7 +102,6 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
   });
 
   let torchCuda = '';
-  let cpu: DoctorCheck | undefined;
   if (venvOk) {
     progress('packages', 'reading installed package versions');
     const report = await runPythonModule({
@@ -115,12 +114,6 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
       const wrong = Object.entries(pinnedVersions(req.specs)).filter(([n, v]) => n in installed && installed[n] !== v);
       const cuda = report.done.cuda as { available?: boolean; device_count?: number } | undefined;
       torchCuda = cuda?.available ? `torch sees ${cuda.device_count} CUDA device(s)` : 'torch: CUDA not available';
-      if (report.done.cpu)
-        cpu = {
-          id: 'cpu',
-          title: 'CPU',
-          ...cpuCheck(report.done.cpu as CpuReport, config.train.bf16, !!cuda?.available),
-        };
       add({
         id: 'packages',
         title: 'Trainer packages',
@@ -132,6 +125,8 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
               .join(', '),
         fix: wrong.length ? FIX : undefined,
       });
+      const cpu = report.done.cpu as CpuReport | undefined;
+      if (cpu) add({ id: 'cpu', title: 'CPU', ...cpuCheck(cpu, config.train.bf16, !!cuda?.available) });
     } else {
       add({ id: 'packages', title: 'Trainer packages', status: 'fail', detail: failureReason(report), fix: FIX });
     }
@@ -140,7 +135,6 @@ export async function runDoctor(rt: Runtime, opts: DoctorOptions = {}): Promise<
   }
 
   if (venvOk) add(await checkSettings(venv.python, config.train));
-  if (cpu) add(cpu);
 
   const gpus = await listGpus();
   add({

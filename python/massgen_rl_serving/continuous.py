@@ -239,7 +239,8 @@ class ContinuousBatcher(JobQueue):
                     sibling.fed = leader.fed
         for leader, row, count, start in scoring:
             scores = torch.from_numpy(logits[row : row + count])
-            leader.prompt_scores += score_prompt(self.engine, leader.row.prompt_ids, scores, start, leader.top_prompt)
+            top = leader.row.prompt_logprobs or 0
+            leader.prompt_scores += score_prompt(self.engine, leader.row.prompt_ids, scores, start, top)
         sample_step(self.engine, outputs, logits[picks] if scoring else logits)
         self._count_step(entries, time.perf_counter() - started)
         for job in jobs:
@@ -309,9 +310,10 @@ class ContinuousBatcher(JobQueue):
                 scoring.append((leader, rows, take, leader.fed))
                 rows += take
             if leader.fed + take == len(prompt):
+                if not scored:  # a scored chunk counted its last row already
+                    rows += 1
                 outputs.append(job.seqs)
-                picks.append(rows - 1 if scored else rows)
-                rows += 0 if scored else 1
+                picks.append(rows - 1)
             else:
                 leader.fed += take
         return entries, outputs, picks, scoring

@@ -37,11 +37,6 @@ class Seq:
     generator: torch.Generator | None = None
     prompt_scores: list[dict[str, Any]] = field(default_factory=list)  # prompt_logprobs, as its positions are fed
 
-    @property
-    def top_prompt(self) -> int:
-        """The alternatives per prompt position asked for (prompt_logprobs)."""
-        return self.row.prompt_logprobs or 0
-
     def __post_init__(self) -> None:
         if not self.sampling.greedy:
             self.generator = new_generator(self.row.seed)

@@ -89,7 +89,7 @@ export class RewardRepository {
         `SELECT f.family AS family, f.channel AS channel, f.value AS value, v.verdict AS verdict
         FROM rewards f JOIN (${verified}) v ON v.rollout_id = f.rollout_id AND v.channel = f.channel
           AND v.seq = COALESCE(f.target_seq, -1)
-        WHERE f.family NOT IN ('exact', 'numeric')
+        WHERE f.family NOT IN ${VERIFYING}
         ORDER BY f.id`,
       )
       .all() as { family: string; channel: 'turn' | 'rollout'; value: number; verdict: number }[];
@@ -104,6 +104,9 @@ export class RewardRepository {
   }
 }
 
+/** The families that verify an answer against the task's reference (SQL list). */
+const VERIFYING = "('exact', 'numeric')";
+
 /**
  * Each verified answer of a completed rollout once, with its task: the best exact or numeric verdict per rollout,
  * channel (`turn`: every answer; `rollout`: the final answer) and target span (-1 for the final answer). `where`
@@ -112,7 +115,7 @@ export class RewardRepository {
 function verdicts(where = ''): string {
   return `SELECT w.rollout_id, r.task_id, w.channel, COALESCE(w.target_seq, -1) AS seq, MAX(w.value) AS verdict
     FROM rewards w JOIN rollouts r ON r.id = w.rollout_id
-    WHERE r.status = 'completed' AND w.family IN ('exact', 'numeric') AND w.channel IN ('turn', 'rollout') ${where}
+    WHERE r.status = 'completed' AND w.family IN ${VERIFYING} AND w.channel IN ('turn', 'rollout') ${where}
     GROUP BY w.rollout_id, r.task_id, w.channel, COALESCE(w.target_seq, -1)`;
 }
 

@@ -135,7 +135,7 @@ gateway: { api_keys_env: [GW_MG_KEY] }
           .filter((r) => r.source === 'gateway' && r.metadata.session === 'mg-1')
           .at(-1)!;
         const call = store.spans.list(rollout.id).find((s) => (s.payload as PromptPayload).turn_id === callId);
-        expect(gatewayOf(call!)).toMatchObject({ resource_set_id: production, status: 200 });
+        expect((call!.payload as PromptPayload).gateway).toMatchObject({ resource_set_id: production, status: 200 });
       } finally {
         store.close();
       }
@@ -145,8 +145,6 @@ gateway: { api_keys_env: [GW_MG_KEY] }
     }
   }, 3_600_000);
 });
-
-const gatewayOf = (s: { payload: unknown }) => (s.payload as PromptPayload).gateway!;
 
 /** The joined rollout: MassGen's votes, the captured calls with token ids and logprobs, actions linked to calls. */
 function checkJoined(loaded: ReturnType<typeof loadConfig>, unit: Imported): void {

@@ -20,20 +20,19 @@
 // training the same wall-time budget (the trainers' max_train_seconds).
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../dist/config/load.js';
 import { collect } from '../dist/pipeline/collect/collect.js';
 import { suiteLevels } from '../dist/pipeline/collect/curriculum.js';
 import { deploy } from '../dist/pipeline/deploy/deploy.js';
 import { evaluate } from '../dist/pipeline/evaluate/evaluate.js';
-import { runCycle } from '../dist/pipeline/loop/loop.js';
 import { train } from '../dist/pipeline/train/train.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
+import { againstBase, comparison, cycle, onTransfer, TRANSFER_TASKS } from './lib/cycles.mjs';
 import { collectRecord, cpuSeconds, efficacyHtml } from './lib/efficacy-report.mjs';
-import { transferHeadlines, transferLines, transferSummary } from './lib/efficacy-transfer.mjs';
+import { transferHeadlines, transferLines } from './lib/efficacy-transfer.mjs';
 import { headline, progress, writeResult } from './lib/report.mjs';
-import { roundInterval as ci, roundTo } from './lib/stats.mjs';
+import { roundTo } from './lib/stats.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const args = parseBenchArgs();
@@ -62,7 +61,6 @@ const TEACHER = process.env.EFFICACY_TEACHER_URL
       ...(process.env.EFFICACY_TEACHER_KEY_ENV ? { api_key_env: process.env.EFFICACY_TEACHER_KEY_ENV } : {}),
     }
   : null;
-const TRANSFER_TASKS = fileURLToPath(new URL('./transfer/tasks.jsonl', import.meta.url));
 
 // Each recipe: its train keys and the loop's stages after collect.
 const RECIPE = {
@@ -113,111 +111,6 @@ function yaml(recipe, steps, curriculum = false) {
     'eval: { split: eval, seeds: 1, metric: success_rate, report: false }',
     `loop: { steps: [${steps.join(', ')}], min_new_traces: 1 }`,
   ].join('\n');
-}
-
-const metricOf = (list, name) => list.find((m) => m.metric === name);
-
-function comparison(ev) {
-  const pick = (list) =>
-    Object.fromEntries(
-      ['success', 'reward'].map((name) => {
-        const m = metricOf(list, name);
-        return [
-          name,
-          {
-            base: roundTo(m?.baseline ?? NaN, 4),
-            production: roundTo(m?.candidate ?? NaN, 4),
-            diff: ci(m?.diff),
-            pValue: roundTo(m?.pValue ?? NaN, 4),
-          },
-        ];
-      }),
-    );
-  const tokens = metricOf(ev.comparison.overall, 'tokens');
-  return {
-    pairs: ev.comparison.pairs,
-    measured: ev.measured,
-    reused: ev.reused,
-    ...pick(ev.comparison.overall),
-    tokensPerTask: { base: roundTo(tokens?.baseline ?? NaN, 1), production: roundTo(tokens?.candidate ?? NaN, 1) },
-    categories: ev.comparison.categories.map((c) => ({ category: c.category, pairs: c.pairs, ...pick(c.metrics) })),
-    // Each suite@level: the curriculum's levels above 0 are measured for both sides once a suite reaches them.
-    levels: (ev.levels ?? []).map((l) => ({
-      suite: l.suite,
-      level: l.level,
-      pairs: l.pairs,
-      success: {
-        base: roundTo(l.baseline.success, 4),
-        production: roundTo(l.candidate.success, 4),
-        diff: ci(l.diff.success),
-      },
-    })),
-  };
-}
-
-/** Production against the base set on the eval split (stored results are reused: the base's once measured, a promoted candidate's from its cycle's eval). */
-async function againstBase(load, baseVersion) {
-  return withRuntime(load(), async (rt) => {
-    const sets = rt.store().sets;
-    const pointer = sets.pointer('production');
-    const version = pointer ? sets.get(pointer.setId).version : baseVersion;
-    if (version === baseVersion) return { production: version, comparison: null };
-    return {
-      production: version,
-      comparison: comparison(await evaluate(rt, { candidate: `set:${version}`, baseline: `set:${baseVersion}` })),
-    };
-  });
-}
-
-/** Base against a candidate on every transfer task, both splits, paired on the same tasks and seeds. */
-async function onTransfer(load, baseVersion, candidateSet, label) {
-  return withRuntime(load(), async (rt) => {
-    const ev = await evaluate(rt, {
-      candidate: `set:${candidateSet}`,
-      baseline: `set:${baseVersion}`,
-      tasks: TRANSFER_TASKS,
-      split: 'all',
-      onProgress: (p) => progress(`${label} ${p.done}/${p.total} done`),
-    });
-    return transferSummary(ev, rt.config.eval.bootstrap);
-  });
-}
-
-/** One `loop --once`, with what it cost and what its eval stage measured (the new candidate against production). */
-async function cycle(load, label) {
-  return withRuntime(load(), async (rt) => {
-    const t0 = Date.now(),
-      c0 = cpuSeconds();
-    const r = await runCycle(rt, { onStage: (stage, m) => progress(`${label} ${stage}: ${m}`) });
-    const wallSeconds = roundTo((Date.now() - t0) / 1000, 1),
-      cpu = roundTo(cpuSeconds() - c0, 1);
-    const { train, eval: ev, deploy, collect: col } = r.stages;
-    const store = rt.store();
-    const run = typeof train?.training_run_id === 'string' ? store.trainingRuns.get(train.training_run_id) : undefined;
-    const evalRun = typeof ev?.eval_run_id === 'string' ? store.evaluations.run(ev.eval_run_id) : undefined;
-    return {
-      status: r.status,
-      outcome: r.outcome,
-      promoted: deploy?.action === 'promoted',
-      deploy: deploy
-        ? {
-            status: deploy.status,
-            action: deploy.action ?? null,
-            reason: deploy.reason ?? null,
-            failedGates: (deploy.gates ?? []).filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`),
-          }
-        : null,
-      examplesTrained: run?.detail?.dataset?.rows ?? null,
-      trainSteps: train?.steps ?? null,
-      budgetReached: run?.result?.budget_reached ?? null,
-      collectTokens: col?.tokens ?? 0,
-      candidateSet: evalRun?.summary?.candidate?.version ?? null,
-      candidateVsProduction: evalRun?.summary ? comparison(evalRun.summary) : null,
-      gatesPassed: evalRun?.summary?.passed ?? null,
-      wallSeconds,
-      cpuSeconds: cpu,
-    };
-  });
 }
 
 /**

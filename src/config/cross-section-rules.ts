@@ -9,7 +9,7 @@ import { promptIssues } from './sections/prompts.js';
 import { customRewardIssues, judgeIssues } from './sections/rewards.js';
 import { storeIssues } from './sections/store.js';
 import { taskIssues } from './sections/tasks.js';
-import { machineIssues, sftIssues, trainFileIssues } from './sections/train.js';
+import { dpoIssues, machineIssues, sftIssues, trainFileIssues } from './sections/train.js';
 import type { ConfigPath } from './yaml-source.js';
 
 /**
@@ -30,6 +30,7 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     ...unknownKey(config, 'model', config.rewards.judge.model, ['rewards', 'judge', 'model']),
     ...judgeIssues(config.rewards),
     ...sftIssues(config.train.sft, ['train', 'sft'], Object.keys(config.models)),
+    ...dpoIssues(config.train.dpo, ['train', 'dpo']),
     ...roleIssues(config),
     ...unknownKey(config, 'model', config.eval.replay.judge_model, ['eval', 'replay', 'judge_model']),
     ...customRewardIssues(config.rewards),

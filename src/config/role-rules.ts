@@ -2,7 +2,7 @@ import type { RuleIssue } from './rule-issue.js';
 import type { RLConfig } from './schema.js';
 import type { RoleConfig } from './sections/roles.js';
 import { ALGOS } from './sections/train-selection.js';
-import { sftIssues } from './sections/train.js';
+import { dpoIssues, sftIssues } from './sections/train.js';
 import type { ConfigPath } from './yaml-source.js';
 
 /**
@@ -129,6 +129,7 @@ function recipeIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
     if (!r.agents.length && !recipe.include_presentation)
       add([...at, 'recipe', 'include_presentation'], 'a role without agents has no sft rows but its presentation');
   }
+  if (algo === 'dpo') issues(dpoIssues(recipe, [...at, 'recipe']), add);
 }
 
 function weightIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add): void {

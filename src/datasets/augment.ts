@@ -3,23 +3,12 @@ import { chatMessages } from './messages.js';
 import type { RolloutIndex } from './rollout-index.js';
 import type { StatsCollector } from './stats.js';
 import { normalizeText } from './task-prompt.js';
-import type { HardTask, RowSink } from './types.js';
+import type { AugmentRow, HardTask, RowSink } from './types.js';
 
-export type { HardTask } from './types.js';
+export type { AugmentRow, AugmentSource, HardTask } from './types.js';
 
-export type AugmentSource = 'rationalized' | 'teacher';
-
-/** A verified reply for a hard task, to become a row under the task's recorded prompt. */
-export interface AugmentRow {
-  hard: HardTask;
-  completion: string;
-  source: AugmentSource;
-  /** The config model that wrote it. */
-  model: string;
-}
-
-/** Asks for rows for the hard tasks (the pipeline's LLM calls); counts what it leaves out in stats. */
-export type SftAugment = (hard: HardTask[], stats: StatsCollector, signal?: AbortSignal) => Promise<AugmentRow[]>;
+/** Asks for answers to the hard tasks (the pipeline's LLM calls); counts what it leaves out in stats. */
+export type Augment = (hard: HardTask[], stats: StatsCollector, signal?: AbortSignal) => Promise<AugmentRow[]>;
 
 /** Collects the hard tasks of one build from the verified builder's candidates. */
 export class HardTasks {
@@ -58,7 +47,7 @@ export class HardTasks {
   }
 }
 
-/** Emits augment rows, once per (task, completion) and at most maxPerTask per task, counted by source. */
+/** SFT: emits augment rows, once per (task, completion) and at most maxPerTask per task, counted by source. */
 export function emitAugmented(rows: AugmentRow[], maxPerTask: number, emit: RowSink, stats: StatsCollector): void {
   const seen = new Set<string>();
   const perTask = new Map<string, number>();

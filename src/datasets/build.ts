@@ -2,6 +2,7 @@ import path from 'node:path';
 import { ALGOS } from '../config/schema.js';
 import { InterruptedError, UserError } from '../errors.js';
 import type { Store } from '../store/index.js';
+import { emitAugmented, type Augment } from './augment.js';
 import { dpoBuilder } from './dpo.js';
 import { checkGates, type GateResult, type GateThresholds } from './gates.js';
 import { grpoBuilder } from './grpo.js';
@@ -10,7 +11,6 @@ import { resolveDatasetOptions, type DatasetOptionsInput } from './options.js';
 import { ppoBuilder } from './ppo.js';
 import { TraceReader, type TraceRecord } from './read-traces.js';
 import { RolloutIndex } from './rollout-index.js';
-import { emitAugmented, type SftAugment } from './sft-augment.js';
 import { sftBuilder } from './sft.js';
 import { StatsCollector, type DatasetStats } from './stats.js';
 import type { Algo, BuilderContext, DatasetBuilder, RowSink } from './types.js';
@@ -39,8 +39,8 @@ export interface BuildDatasetInput {
   gates?: GateThresholds;
   /** Offline GRPO: keep only completions served by these weights (the run's start). */
   startWeights?: StartWeights;
-  /** SFT select verified: rows asked for the hard tasks once the traces are read (train.sft.rationalize, teacher). */
-  augment?: SftAugment;
+  /** Answers asked for the hard tasks once the traces are read (train.sft / train.dpo rationalize, sft teacher). */
+  augment?: Augment;
   /** Each rollout as the builder sees it (a role's view: roles.ts); absent: as stored. */
   transform?: (record: TraceRecord) => TraceRecord;
   /** Rollouts per read page. */
@@ -99,7 +99,9 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
     if (input.augment && builder.hardTasks) {
       const hard = builder.hardTasks();
       stats.count('hard_tasks', hard.length);
-      emitAugmented(await input.augment(hard, stats, input.signal), options.sft.max_per_task, emit, stats);
+      const rows = hard.length ? await input.augment(hard, stats, input.signal) : [];
+      if (builder.augmented) builder.augmented(rows);
+      else emitAugmented(rows, options.sft.max_per_task, emit, stats);
     }
     builder.finish(emit);
     const watermark = { from, to: reader.watermark };

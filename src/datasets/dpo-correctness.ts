@@ -1,21 +1,25 @@
 import { canonicalJson, sha256 } from '../util/hash.js';
 import type { ChatMessage } from './messages.js';
 import { normalizeText, taskPrompt } from './task-prompt.js';
-import type { BuilderContext, DatasetBuilder, DpoRow } from './types.js';
+import type { AugmentSource, BuilderContext, DatasetBuilder, DpoRow, HardTask } from './types.js';
 
 interface Answer {
   content: string;
   prompt: ChatMessage[];
   clean: boolean;
   rolloutId: string;
-  agent: string;
-  seq: number;
+  agent: string | null;
+  seq: number | null;
+  /** Set for an answer asked for a hard task (train.dpo.rationalize), not recorded in a rollout. */
+  source?: AugmentSource;
 }
 
 interface TaskAnswers {
   category: string;
   right: Map<string, Answer>;
   wrong: Map<string, Answer>;
+  /** The task as a hard task of this build: a train task with a reference (its first wrong answer's prompt). */
+  hard?: HardTask;
 }
 
 /**
@@ -24,7 +28,9 @@ interface TaskAnswers {
  * agent and round of any rollout of the task, whoever won. A small team's winner is often wrong while
  * another agent was right; the winner's order would teach the wrong answer. Margin 1; at most
  * dpo.max_pairs_per_task per task, in the order the answers were recorded. The prompt is the task as a
- * plain chat prompt with the chosen answer's agent's system prompt (taskPrompt).
+ * plain chat prompt with the chosen answer's agent's system prompt (taskPrompt). The train tasks with a reference
+ * and no right answer are its hard tasks: the rationalized answers asked for them (train.dpo.rationalize) join
+ * their right answers before the pairs are made.
  */
 export function correctnessDpoBuilder(ctx: BuilderContext): DatasetBuilder {
   const { stats, reader } = ctx;
@@ -50,6 +56,18 @@ export function correctnessDpoBuilder(ctx: BuilderContext): DatasetBuilder {
         }
         if (!entry) tasks.set(taskId, (entry = { category: view.category, right: new Map(), wrong: new Map() }));
         const side = verified >= 1 ? entry.right : entry.wrong;
+        const task = view.record.task;
+        if (!entry.hard && verified < 1 && task?.split === 'train' && task.reference)
+          entry.hard = {
+            task: { ...task, reference: task.reference },
+            messages: prompt,
+            tools: false,
+            agent: a.agent,
+            meta: view.meta(a.agent, a.seq),
+            clean: view.clean(a.agent),
+            category: view.category,
+            rolloutId: view.rollout.id,
+          };
         const key = normalizeText(a.content);
         if (!side.has(key))
           side.set(key, {
@@ -60,6 +78,25 @@ export function correctnessDpoBuilder(ctx: BuilderContext): DatasetBuilder {
             agent: a.agent,
             seq: a.seq,
           });
+      }
+    },
+    hardTasks() {
+      return [...tasks.values()].flatMap((e) => (e.hard && !e.right.size ? [e.hard] : []));
+    },
+    augmented(rows) {
+      for (const { hard, completion, source } of rows) {
+        const entry = tasks.get(hard.task.id);
+        const key = normalizeText(completion);
+        if (!entry || entry.right.has(key)) continue;
+        entry.right.set(key, {
+          content: completion,
+          prompt: hard.messages,
+          clean: hard.clean,
+          rolloutId: hard.rolloutId,
+          agent: hard.agent,
+          seq: null,
+          source,
+        });
       }
     },
     finish(emit) {
@@ -89,14 +126,14 @@ export function correctnessDpoBuilder(ctx: BuilderContext): DatasetBuilder {
             }
             seen.add(key);
             made++;
-            stats.count('correctness_pairs');
+            stats.count(right.source ? `${right.source}_pairs` : 'correctness_pairs');
             const row: DpoRow = {
               prompt: right.prompt,
               chosen: [{ role: 'assistant', content: right.content }],
               rejected: [{ role: 'assistant', content: wrong.content }],
               margin: 1,
               meta: {
-                kind: 'correctness',
+                kind: right.source ?? 'correctness',
                 task_id: taskId,
                 category: entry.category,
                 rollout_id: right.rolloutId,

@@ -23,7 +23,7 @@ export {
 } from './options.js';
 export { TraceReader, type TraceRecord, type TraceSpan } from './read-traces.js';
 export { RolloutIndex, UNCATEGORIZED } from './rollout-index.js';
-export type { AugmentRow, AugmentSource, HardTask, SftAugment } from './sft-augment.js';
+export type { Augment, AugmentRow, AugmentSource, HardTask } from './augment.js';
 export type { DatasetStats, RowInfo } from './stats.js';
 export type { Algo, DatasetRow, DpoRow, GrpoCompletion, GrpoRow, PpoRow, SftRow } from './types.js';
 export { readManifest, type DatasetManifest } from './writer.js';

@@ -1,8 +1,8 @@
 import type { PromptPayload } from '../trace/payloads.js';
+import { HardTasks } from './augment.js';
 import { chatMessages, completionText, promptKey } from './messages.js';
 import { agentMatcher } from './options.js';
 import type { RolloutIndex } from './rollout-index.js';
-import { HardTasks } from './sft-augment.js';
 import { normalizeText } from './task-prompt.js';
 import type { BuilderContext, DatasetBuilder, RowSink } from './types.js';
 
@@ -13,7 +13,7 @@ import type { BuilderContext, DatasetBuilder, RowSink } from './types.js';
  * model saw when it wrote it; the reward of a vote, a presentation or the team's total does not admit a
  * row. Repeats of one (prompt, completion) are kept once, and a task gives at most sft.max_per_task rows,
  * in recorded order, so the tasks the model already solves do not crowd out the ones it rarely does.
- * The train tasks whose candidates were all verified wrong are its hard tasks (sft-augment.ts).
+ * The train tasks whose candidates were all verified wrong are its hard tasks (augment.ts).
  */
 export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
   const { stats } = ctx;

@@ -72,14 +72,27 @@ export interface BuilderContext {
 export interface DatasetBuilder {
   add(view: RolloutIndex, emit: RowSink): void;
   finish(emit: RowSink): void;
-  /** SFT select verified: the hard tasks seen (see sft-augment.ts). */
+  /** SFT select verified, DPO pairs correctness: the hard tasks seen (see augment.ts). */
   hardTasks?(): HardTask[];
+  /** Takes the verified answers asked for its hard tasks, before finish (absent: they are emitted as SFT rows). */
+  augmented?(rows: readonly AugmentRow[]): void;
+}
+
+export type AugmentSource = 'rationalized' | 'teacher';
+
+/** A verified reply for a hard task, to become a row (or a DPO chosen answer) under the task's recorded prompt. */
+export interface AugmentRow {
+  hard: HardTask;
+  completion: string;
+  source: AugmentSource;
+  /** The config model that wrote it. */
+  model: string;
 }
 
 /**
- * A hard task of an SFT build (select verified): a train-split task with a reference whose candidates
- * were all verified wrong. It carries the first recorded prompt of the task, as the agent saw it, so that
- * rows added for it (train.sft.rationalize, train.sft.teacher) look like the verified rows.
+ * A hard task of an SFT build (select verified) or a DPO build (pairs correctness): a train-split task with a
+ * reference whose candidates were all verified wrong. It carries the task's prompt as the builder's rows have it
+ * (SFT: the first recorded prompt, as the agent saw it), so that what is added for it looks like the other rows.
  */
 export interface HardTask {
   task: Task & { reference: string };

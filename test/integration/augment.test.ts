@@ -1,18 +1,18 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { buildDataset, type SftRow } from '../../src/datasets/index.js';
+import { buildDataset, type DpoRow, type SftRow } from '../../src/datasets/index.js';
 import { datasetOptionsFromConfig } from '../../src/datasets/options.js';
 import { ConfigError } from '../../src/errors.js';
+import { trainAugment } from '../../src/pipeline/train/augment.js';
 import { trainRoles } from '../../src/pipeline/train/roles.js';
-import { sftAugment } from '../../src/pipeline/train/sft-augment.js';
 import { train } from '../../src/pipeline/train/train.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { readRows, seedTasks, teamRollout } from '../fixtures/datasets/team-rollouts.js';
 import { FIXTURES, tempDir } from '../helpers.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 
-// train.sft.rationalize and train.sft.teacher against a scripted model: the rows a hard task gets.
+// train.sft.rationalize, train.sft.teacher and train.dpo.rationalize against a scripted model: what a hard task gets.
 let server: ScriptedServer | undefined;
 afterEach(async () => {
   await server?.close();
@@ -23,14 +23,14 @@ const BASE = { 'base/config.json': '{"model_type": "llama"}', 'base/model.safete
 const TRAINER = path.join(FIXTURES, 'trainers', 'protocol_trainer.py');
 const RATIONALE = 'The capital of France is the city where the government sits, which is Paris.\nANSWER: Paris';
 
-async function project(sft: string, script: Script, trainYaml = '') {
+async function project(sft: string, script: Script, trainYaml = '', dpo = '{}') {
   server = await startScriptedServer(script);
   const yaml = `models:
   mine: { model: smol, base_url: ${server.baseUrl} }
   big: { model: teacher-model, base_url: ${server.baseUrl} }
 agents:\n${['a', 'b', 'c'].map((x) => `  - { id: ${x}, model: mine }`).join('\n')}
 rewards: { weights: { exact: 1, numeric: 1 } }
-train: { sft: ${sft}${trainYaml} }
+train: { sft: ${sft}, dpo: ${dpo}${trainYaml} }
 `;
   const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml, ...BASE }) });
   await withRuntime(loaded, (rt) => {
@@ -54,13 +54,56 @@ async function build(sft: string, script: Script) {
     };
     // The same build as before these keys existed, for comparison.
     const plain = await buildDataset(store, input);
-    const built = await buildDataset(store, { ...input, augment: sftAugment(rt) });
+    const built = await buildDataset(store, { ...input, augment: trainAugment(rt, 'sft') });
     return { built, plain, rows: readRows<SftRow>(built.dir) };
   });
 }
 
 const hinted = (req: { messages: { content: string | null }[] }) =>
   Boolean(req.messages.at(-1)?.content?.includes('Hint:'));
+
+describe('DPO chosen answers for hard tasks', () => {
+  it('rationalize: a rationalized reply is chosen against the wrong answers, under the prompt without the hint', async () => {
+    const replies = [RATIONALE, 'As the hint says, the answer is Paris.\nANSWER: Paris', 'ANSWER: Lyon'];
+    const loaded = await project(
+      '{}',
+      (_req, i) => ({ content: replies[i]! }),
+      '',
+      '{ pairs: correctness, rationalize: { samples: 3 } }',
+    );
+    const { built, plain, rows } = await withRuntime(loaded, async (rt) => {
+      const input = {
+        algo: 'dpo' as const,
+        dataDir: rt.paths.dataDir,
+        all: true,
+        options: datasetOptionsFromConfig(rt.config.train, rt.config.rewards.weights),
+      };
+      const plain = await buildDataset(rt.store(), input);
+      const built = await buildDataset(rt.store(), { ...input, augment: trainAugment(rt, 'dpo') });
+      return { built, plain, rows: readRows<DpoRow>(built.dir) };
+    });
+    expect(plain.stats.rows).toBe(0);
+    expect(server!.requests).toHaveLength(3);
+    expect(server!.requests.every((r) => hinted(r) && r.model === 'smol')).toBe(true);
+    expect(rows).toHaveLength(1);
+    const [row] = rows;
+    expect(row!.chosen).toEqual([{ role: 'assistant', content: RATIONALE }]);
+    expect(row!.rejected).toEqual([{ role: 'assistant', content: 'Lyon' }]);
+    expect(row!.prompt.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(row!.prompt.some((m) => /Hint:|Paris/.test(m.content as string))).toBe(false);
+    expect(row!.meta).toMatchObject({ kind: 'rationalized', task_id: 'cap', agent: 'b', rejected_agent: 'b' });
+    expect(built.stats.counts).toMatchObject({ hard_tasks: 1, rationalized_pairs: 1 });
+    expect(built.stats.dropped).toMatchObject({ rationalized_wrong: 1, rationalized_mentions_hint: 1 });
+  });
+
+  it('is refused with winner pairs, naming the field', () => {
+    const yaml = `models:\n  mine: { model: smol, base_url: http://x/v1 }\nagents:\n  - { id: a, model: mine }\n`;
+    const load = (dpo: string) => () =>
+      loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': `${yaml}train: { dpo: ${dpo} }\n` }) });
+    expect(load('{ rationalize: {} }')).toThrow(/train\.dpo\.rationalize.*pairs: correctness/s);
+    expect(load('{ pairs: correctness, rationalize: {} }')).not.toThrow();
+  });
+});
 
 describe('SFT rows for hard tasks', () => {
   it('rationalize: keeps the replies that reach the reference, under the prompt without the hint', async () => {

@@ -18,6 +18,15 @@ export function trainerSection<S extends z.core.$ZodLooseShape>(shape: S) {
   return section.prefault({} as z.input<typeof section>);
 }
 
+/** Rationalization (STaR): the model asked again, the reference as a hint, for the train tasks it never solved. */
+const rationalize = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    samples: count(64).default(4).describe('replies asked for per task'),
+    max_tasks: count(100_000).default(64).describe('tasks asked about per dataset build at most'),
+  })
+  .optional();
+
 /** The data selection of each train.<algo> section: what the dataset of a run takes from the traces. */
 export const selection = {
   sft: {
@@ -38,18 +47,11 @@ export const selection = {
     max_per_task: count(10_000)
       .default(4)
       .describe('select verified: rows per task at most, so tasks the model already solves do not crowd out the rest'),
-    rationalize: z
-      .strictObject({
-        enabled: z.boolean().default(true),
-        samples: count(64).default(4).describe('replies asked for per task'),
-        max_tasks: count(100_000).default(64).describe('tasks asked about per dataset build at most'),
-      })
-      .optional()
-      .describe(
-        'select verified (STaR): for each train task with a reference that '
-          + 'no completion got right, ask the model again with the reference as '
-          + 'a hint and add the replies that reach it (without the hint) as rows',
-      ),
+    rationalize: rationalize.describe(
+      'select verified (STaR): for each train task with a reference that '
+        + 'no completion got right, ask the model again with the reference as '
+        + 'a hint and add the replies that reach it (without the hint) as rows',
+    ),
     teacher: z
       .strictObject({
         model: z.string().min(1).describe('the config model (a key of models) that teaches'),
@@ -86,6 +88,11 @@ export const selection = {
           + 'of a task against worse (by reward); correctness: every verified-correct answer of a '
           + 'task (exact or numeric reward 1) against its verified-wrong ones, whoever won',
       ),
+    rationalize: rationalize.describe(
+      'pairs correctness: for each train task with a reference that no answer got right, ask the model again '
+        + 'with the reference as a hint; each reply that reaches it (without mentioning the hint) is a chosen '
+        + "answer against the task's wrong ones, under the prompt without the hint",
+    ),
   },
   ppo: {
     credit: z.enum(['final', 'discounted']).default('final'),

@@ -112,6 +112,17 @@ export function sftIssues(
   return issues;
 }
 
+/** A train.dpo section (or a role's dpo recipe at `at`): rationalized answers are paired with verified-wrong ones. */
+export function dpoIssues(dpo: Pick<TrainConfig['dpo'], 'rationalize' | 'pairs'>, at: ConfigPath): RuleIssue[] {
+  if (!dpo.rationalize?.enabled || dpo.pairs === 'correctness') return [];
+  return [
+    {
+      path: [...at, 'rationalize'],
+      message: `pairs a rationalized answer with verified-wrong ones: it needs ${at.join('.')}.pairs: correctness`,
+    },
+  ];
+}
+
 /** The trainer files named (its script, deepspeed and accelerate configs) exist. */
 export function trainFileIssues(t: TrainConfig, baseDir: string): RuleIssue[] {
   return (['script', 'deepspeed', 'accelerate_config'] as const).flatMap((key) => {

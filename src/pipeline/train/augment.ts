@@ -1,15 +1,16 @@
-import type { RLConfig } from '../../config/schema.js';
-import type { AugmentRow, AugmentSource, HardTask, SftAugment } from '../../datasets/sft-augment.js';
+import type { Algo, RLConfig } from '../../config/schema.js';
+import type { Augment, AugmentRow, AugmentSource, HardTask } from '../../datasets/augment.js';
 import type { StatsCollector } from '../../datasets/stats.js';
 import { InterruptedError, UserError } from '../../errors.js';
 import type { ChatMessage, LlmClient } from '../../llm/types.js';
 import { completionRewards } from '../../rewards/completion.js';
 import { batchFilling } from '../../rollouts/batch-fill.js';
 import type { Runtime } from '../../runtime/runtime.js';
-
-/** What the augment reads of train.sft (or of a role's sft recipe). */
-type SftSection = Pick<RLConfig['train']['sft'], 'select' | 'rationalize' | 'teacher'>;
 import { hintLeak, withHint } from './sft-rationale.js';
+
+/** What the augment reads of train.sft or train.dpo (or of a role's recipe of that algo). */
+type AugmentSection = Pick<RLConfig['train']['sft'], 'rationalize'>
+  & Partial<Pick<RLConfig['train']['sft'], 'teacher' | 'select'> & Pick<RLConfig['train']['dpo'], 'pairs'>>;
 
 /** The families that verify an answer against the reference, as the verified builder reads them. */
 const VERIFY_WEIGHTS = { exact: 1, numeric: 1 };
@@ -31,20 +32,23 @@ interface Source {
 }
 
 /**
- * The extra rows of an SFT build with select verified, for its hard tasks (train tasks with a reference
- * and no verified-right completion): train.sft.rationalize asks the model that wrote the task's recorded
- * prompt (its production weights when local) again with the reference as a hint; train.sft.teacher asks
- * the teacher model without one. Each reply is checked by the exact and numeric rewards, and the right
- * ones become rows under the recorded prompt, without the hint. Undefined when neither is set.
+ * What a build adds for its hard tasks (train tasks with a reference that no completion got right), when the
+ * algorithm's data selection reads verified answers (train.sft.select verified, train.dpo.pairs correctness):
+ * `rationalize` asks the model that wrote the task's recorded prompt (its production weights when local) again
+ * with the reference as a hint; sft's `teacher` asks the teacher model without one. Each reply is checked by the
+ * exact and numeric rewards, and the right ones are returned for the builder: SFT rows or DPO chosen answers,
+ * under the recorded prompt without the hint. Undefined when the algorithm adds nothing.
  */
-export function sftAugment(
+export function trainAugment(
   rt: Runtime,
+  algo: Algo,
   onStage?: (message: string) => void,
-  section: { sft: SftSection; key: string } = { sft: rt.config.train.sft, key: 'train.sft' },
-): SftAugment | undefined {
-  const { sft } = section;
+  section: { recipe: AugmentSection; key: string } = defaultSection(rt, algo),
+): Augment | undefined {
+  const { recipe: sft } = section;
+  const verified = algo === 'sft' ? sft.select === 'verified' : algo === 'dpo' && sft.pairs === 'correctness';
   const sources: Source[] = [];
-  if (sft.select === 'verified' && sft.rationalize?.enabled) {
+  if (verified && sft.rationalize?.enabled) {
     const agents = rt.config.agents;
     sources.push({
       source: 'rationalized',
@@ -61,7 +65,7 @@ export function sftAugment(
     });
   }
   const teacher = sft.teacher;
-  if (sft.select === 'verified' && teacher) {
+  if (verified && teacher) {
     sources.push({
       source: 'teacher',
       key: `${section.key}.teacher`,
@@ -83,6 +87,12 @@ export function sftAugment(
     }
     return rows;
   };
+}
+
+function defaultSection(rt: Runtime, algo: Algo): { recipe: AugmentSection; key: string } {
+  return algo === 'dpo'
+    ? { recipe: rt.config.train.dpo, key: 'train.dpo' }
+    : { recipe: rt.config.train.sft, key: 'train.sft' };
 }
 
 async function ask(

@@ -32,8 +32,8 @@ import {
 import { examplesTrained } from '../../util/profile-counters.js';
 import { syncProduction } from '../production-sync.js';
 import { implicitRun, type RoleRun } from '../roles.js';
+import { trainAugment } from './augment.js';
 import { needsGenerationServer, startGenerationServer } from './generation.js';
-import { sftAugment } from './sft-augment.js';
 
 export type { TrainProgress } from '../../trainers/execute.js';
 
@@ -249,14 +249,14 @@ export async function newRun(
           ...common,
           context: role.context,
           only: [role.name],
-          augment: algo === 'sft' ? sftAugment(rt, opts.onStage, roleSft(role)) : undefined,
+          augment: trainAugment(rt, algo, opts.onStage, roleRecipe(role)),
         })
       )[0]!.result
     : await buildDataset(store, {
         ...common,
         algo,
         options: datasetOptionsFromConfig(t, rt.config.rewards.weights),
-        augment: algo === 'sft' ? sftAugment(rt, opts.onStage) : undefined,
+        augment: trainAugment(rt, algo, opts.onStage),
       });
   if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));
   assertGates({ ...ds.stats, algo }, t.gates);
@@ -371,9 +371,9 @@ function candidateSet(
   }
 }
 
-/** A role's sft recipe as the augment reads it (rationalize and teacher rows for its own hard tasks). */
-function roleSft(role: RoleRun): { sft: RLConfig['train']['sft']; key: string } {
-  return { sft: role.recipe as unknown as RLConfig['train']['sft'], key: `roles.${role.name}.recipe` };
+/** A role's sft or dpo recipe as the augment reads it (rows or chosen answers for its own hard tasks). */
+function roleRecipe(role: RoleRun): { recipe: RLConfig['train']['sft']; key: string } {
+  return { recipe: role.recipe as unknown as RLConfig['train']['sft'], key: `roles.${role.name}.recipe` };
 }
 
 /** train with the recipe's keys as train.<algo> (a recipe does not inherit that section's values). */

@@ -1,0 +1,113 @@
+// Better every night? From a fresh project on the embedded defaults (the bundled model's team, DPO on correctness
+// pairs, the quickstart's four suites and sizes) with tasks.curriculum on, NIGHTS_CYCLES (10) cycles of
+// `loop --once`, and after each: production against the base on the eval split (success, level 0 alone, each
+// suite at its level) and, when production changed, on the hand-written transfer set (bench/transfer). Per cycle:
+// what it trained on (headroom mix of production's tasks, examples, DPO's implicit rewards at the end), the
+// candidate against production and the gates' verdict, wall and CPU minutes.
+// NIGHTS_SET='key=value;key=value' changes the config as --set does (a recipe to try against the defaults);
+// NIGHTS_PER_SUITE (60) the tasks per suite; NIGHTS_DIR=path keeps the project there; NIGHTS_TRANSFER=0 skips the
+// transfer set.
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadConfig } from '../dist/config/load.js';
+import { suiteLevels } from '../dist/pipeline/collect/curriculum.js';
+import { cycleHistory } from '../dist/report/cycle-history.js';
+import { parseBenchArgs } from './lib/cli-args.mjs';
+import { againstBase, cycle, onTransfer, TRANSFER_TASKS } from './lib/cycles.mjs';
+import { nightsHeadlines, nightsLines, trainDiagnostics } from './lib/nights-report.mjs';
+import { progress, writeResult } from './lib/report.mjs';
+import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
+
+const args = parseBenchArgs();
+const SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'];
+const CYCLES = Number(process.env.NIGHTS_CYCLES ?? (args.quick ? 2 : 10));
+const PER_SUITE = Number(process.env.NIGHTS_PER_SUITE ?? (args.quick ? 8 : 60));
+const TRANSFER = process.env.NIGHTS_TRANSFER !== '0' && !args.quick;
+const CHANGES = (process.env.NIGHTS_SET ?? '')
+  .split(';')
+  .map((s) => s.trim())
+  .filter(Boolean);
+const overrides = [
+  `tasks.sources=${JSON.stringify(SUITES.map((suite) => ({ suite, n: PER_SUITE })))}`,
+  'tasks.split.eval_fraction=0.3',
+  'tasks.curriculum.enabled=true',
+  'eval.report=false',
+  ...(args.quick ? ['collect.samples_per_turn=2', 'train.dpo.num_train_epochs=1', 'train.gates.min_examples=1'] : []),
+  ...CHANGES,
+];
+
+const results = {
+  benchmark: 'nights',
+  quick: args.quick,
+  cycles: CYCLES,
+  perSuite: PER_SUITE,
+  suites: SUITES,
+  changes: CHANGES,
+  transfer: TRANSFER ? path.relative(process.cwd(), TRANSFER_TASKS) : null,
+  base: null,
+  perCycle: [],
+};
+const jsonFile = args.out ?? path.join('bench-results', 'nights.json');
+function save() {
+  results.headline = nightsHeadlines(results);
+  writeResult(jsonFile, results);
+}
+
+const KEEP = process.env.NIGHTS_DIR ? path.resolve(process.env.NIGHTS_DIR) : null;
+if (KEEP && fs.existsSync(KEEP) && fs.readdirSync(KEEP).length) throw new Error(`NIGHTS_DIR ${KEEP} is not empty`);
+const root = KEEP ? (fs.mkdirSync(KEEP, { recursive: true }), KEEP) : makeTempDir('nights');
+const load = () => loadConfig({ cwd: root, overrides });
+let transfer = null;
+try {
+  for (let k = 1; k <= CYCLES; k++) {
+    progress(`cycle ${k} of ${CYCLES}${CHANGES.length ? ` (${CHANGES.join(', ')})` : ''}`);
+    const c = await cycle(load, `  cycle ${k}`, async (rt, _r, run) => {
+      const store = rt.store();
+      const history = cycleHistory(store, 1)[0];
+      return {
+        refusedBy: history?.refusedBy ?? [],
+        headroom: history?.headroom ?? null,
+        measuredAgainst: history?.production ?? null,
+        levels: suiteLevels(rt),
+        dataset: run ? datasetCounts(run.detail.dataset?.dir) : null,
+        training: run ? trainDiagnostics(store.trainingMetrics.list(run.id)) : null,
+      };
+    });
+    progress(`  cycle ${k}: ${c.outcome}`);
+    results.base ??= c.measuredAgainst?.version ?? null;
+    const entry = { cycle: k, ...c };
+    if (results.base !== null) {
+      const against = await againstBase(load, results.base);
+      entry.production = against.production;
+      entry.vsBase = against.comparison;
+      if (TRANSFER && against.comparison && against.production !== transfer?.production) {
+        progress(`  transfer: set v${against.production} against the base on ${results.transfer}`);
+        transfer = {
+          production: against.production,
+          ...(await onTransfer(load, results.base, against.production, '  transfer')),
+        };
+      }
+      entry.transfer = transfer;
+    }
+    results.perCycle.push(entry);
+    save();
+  }
+} finally {
+  if (!KEEP) removeTempDir(root);
+}
+results.finished = true;
+save();
+for (const line of nightsLines(results)) progress(line);
+progress(`results: ${jsonFile}`);
+
+/** What a training run's dataset held: its rows, builder counts and the commonest reasons candidates were left out. */
+function datasetCounts(dir) {
+  const file = dir && path.join(dir, 'manifest.json');
+  if (!file || !fs.existsSync(file)) return null;
+  const { stats } = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (!stats) return null;
+  const dropped = Object.entries(stats.dropped ?? {})
+    .sort(([, a], [, b]) => b - a)
+    .slice(0, 5);
+  return { rows: stats.rows, counts: stats.counts, categories: stats.categories, dropped: Object.fromEntries(dropped) };
+}

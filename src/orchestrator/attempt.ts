@@ -55,7 +55,7 @@ export interface AttemptInput {
  */
 export class Attempt {
   readonly answers = new Map<string, { content: string; round: number; seq: number }>();
-  readonly votes = new Map<string, { target: string; reason: string; round: number; seq: number }>();
+  readonly votes = new Map<string, { target: string; reason: string; round: number; seq: number; repeats?: boolean }>();
   /** Sequence number of the current round span. */
   seq: number;
   private readonly dropped = new Set<string>();
@@ -153,6 +153,7 @@ export class Attempt {
             target: same,
             reason: `same final answer: ${finalAnswerOf(outcome.action.content)}`,
             implicit: true,
+            repeats: true,
           },
           outcome.promptSeq,
         );
@@ -183,6 +184,7 @@ export class Attempt {
       answer_labels_seen: this.labels(),
       prompt_seq: promptSeq,
       ...(action.implicit ? { implicit: true } : {}),
+      ...(action.repeats ? { repeats: true } : {}),
     };
     const seq = this.input.sink.span({
       type: 'coordination',
@@ -191,7 +193,13 @@ export class Attempt {
       parentSeq: this.seq,
       payload,
     });
-    this.votes.set(agent.id, { target: target.id, reason: payload.reason, round, seq });
+    this.votes.set(agent.id, {
+      target: target.id,
+      reason: payload.reason,
+      round,
+      seq,
+      ...(action.repeats ? { repeats: true } : {}),
+    });
   }
 
   private answer({ agent, turnId }: Settled, action: Extract<Action, { kind: 'answer' }>, promptSeq: number): void {

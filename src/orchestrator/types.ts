@@ -110,7 +110,8 @@ export type StopPolicy = (state: StopState) => StopDecision | undefined;
 
 export type Action =
   | { kind: 'answer'; content: string; implicit?: boolean }
-  | { kind: 'vote'; target: string; reason: string; implicit?: boolean };
+  /** repeats: an independent answer whose final answer another agent had given, recorded as a vote for it. */
+  | { kind: 'vote'; target: string; reason: string; implicit?: boolean; repeats?: boolean };
 
 export interface OrchestrationResult {
   status: 'completed' | 'cancelled' | 'failed';
@@ -124,7 +125,7 @@ export interface OrchestrationResult {
   timedOut: boolean;
   labels: Record<string, string>;
   answers: { agent: string; label: string; content: string; round: number; seq: number }[];
-  votes: { voter: string; target: string; reason: string; round: number; seq: number }[];
+  votes: { voter: string; target: string; reason: string; round: number; seq: number; repeats?: boolean }[];
   dropped: { agent: string; kind: string; reason: string }[];
   toolCalls: { agent: string; name: string; success: boolean; seq: number }[];
   usage: { promptTokens: number; completionTokens: number; totalTokens: number; llmCalls: number; toolCalls: number };

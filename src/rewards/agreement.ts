@@ -2,7 +2,7 @@ import { parseTextAction } from '../orchestrator/text-protocol.js';
 import type { RewardInput } from '../trace/records.js';
 import { findNumbers } from '../util/answer-numbers.js';
 import { findAnswerLine, normalizeAnswer } from '../util/answer-text.js';
-import type { RewardFamily } from './types.js';
+import type { RewardFamily, RolloutOutcome } from './types.js';
 
 /** The comparison form of an answer: its answer line, normalized; a lone number by its value ("42.0" → "42"). */
 export function agreementKey(content: string): string {
@@ -18,8 +18,10 @@ export function agreementKey(content: string): string {
  * (collect.samples_per_turn) is taken as right. When it holds at least `rewards.agreement.min_share` of at least
  * `min_answers` of them, each answer and sample scores 1 if it agrees and 0 if not (turn channel, targetSeq = its
  * span) and the final answer likewise (rollout channel); below that the rollout gives no signal. A tie for the most
- * frequent is no majority. The coordination protocol refuses an answer that repeats one already given, so without
- * samples a majority forms only where differently worded answers end on the same answer line.
+ * frequent is no majority. An independent answer that repeats another's final answer is recorded as a vote for it
+ * (`repeats`): it counts as that answer, scored on its vote span. The coordination protocol refuses an answer that
+ * repeats one already given, so there, without samples, a majority forms only where differently worded answers end
+ * on the same answer line.
  */
 export const agreementReward: RewardFamily = {
   name: 'agreement',
@@ -27,10 +29,12 @@ export const agreementReward: RewardFamily = {
   describe: "agreement with the majority of the rollout's answers (no reference; silent below the minimum share)",
   score({ outcome, config }) {
     const { min_share: minShare, min_answers: minAnswers } = config.agreement;
-    const pool = [...outcome.answers, ...(outcome.samples ?? []).flatMap(answerSample)].map((a) => ({
-      ...a,
-      key: agreementKey(a.content),
-    }));
+    const pool = [...outcome.answers, ...repeated(outcome), ...(outcome.samples ?? []).flatMap(answerSample)].map(
+      (a) => ({
+        ...a,
+        key: agreementKey(a.content),
+      }),
+    );
     const keys = pool.map((a) => a.key).filter((k) => k !== '');
     if (keys.length < minAnswers) return [];
     const counts = new Map<string, number>();
@@ -55,6 +59,14 @@ export const agreementReward: RewardFamily = {
     return out;
   },
 };
+
+/** Each repeating vote as the answer it repeated (the target's latest answer before it), on the vote's span. */
+function repeated(outcome: RolloutOutcome): { agent: string; content: string; seq: number }[] {
+  return outcome.votes.flatMap((v) => {
+    const target = v.repeats ? outcome.answers.findLast((a) => a.agent === v.target && a.seq < v.seq) : undefined;
+    return target ? [{ agent: v.voter, content: target.content, seq: v.seq }] : [];
+  });
+}
 
 /** A sample as an answer: its ANSWER: text; a vote (VOTE: line) is none; a reply without an action line as it is. */
 function answerSample<T extends { content: string }>(sample: T): T[] {

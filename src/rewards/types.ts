@@ -21,7 +21,8 @@ export interface RolloutOutcome {
   /** The extra samples of each decision (collect.samples_per_turn), seq = the sample span; none without them. */
   samples?: { agent: string; content: string; seq: number }[];
   /** The votes that ended coordination (the quiescent round). */
-  votes: { voter: string; target: string; reason: string; round: number; seq: number }[];
+  /** repeats: the voter's own answer, the same final answer as the target's (an independent layout's agreement). */
+  votes: { voter: string; target: string; reason: string; round: number; seq: number; repeats?: boolean }[];
   toolCalls: { agent: string; name: string; success: boolean; seq: number }[];
 }
 

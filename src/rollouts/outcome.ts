@@ -60,7 +60,8 @@ export function outcomeFromSpans(rollout: Rollout, spans: Span[], task: Task | n
       labels[s.agent] = p.voter_label;
       labels[p.target_agent] = p.target_label;
       votes = votes.filter((v) => v.round === p.round && v.voter !== s.agent);
-      votes.push({ voter: s.agent, target: p.target_agent, reason: p.reason, round: p.round, seq: s.seq });
+      const vote = { voter: s.agent, target: p.target_agent, reason: p.reason, round: p.round, seq: s.seq };
+      votes.push(p.repeats ? { ...vote, repeats: true } : vote);
     }
     if (s.type === 'coordination' && s.name === 'final_selection') selection = s.payload as SelectionPayload;
     if (s.type === 'tool' && s.agent)

@@ -112,6 +112,8 @@ export interface VotePayload {
   answer_labels_seen: Label[];
   prompt_seq: number;
   implicit?: boolean;
+  /** An independent answer whose final answer another agent had already given, recorded as a vote for it. */
+  repeats?: boolean;
 }
 
 export type InvalidKind =

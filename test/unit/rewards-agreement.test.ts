@@ -53,4 +53,24 @@ describe('agreement (the majority as a pseudo-label)', () => {
     const tie = rewardsConfig({ agreement: { min_share: 0.5, min_answers: 2 } });
     expect(await agreementReward.score(ctxFor(mathOutcome({ answers }), tie))).toEqual([]);
   });
+
+  it("agreement counts an answer another agent repeated (a repeating vote) as that answer, on the vote's span", async () => {
+    // independent answers 41, 42 and 40; b's and c's later 42s repeated a's and were recorded as votes for it
+    const outcome = mathOutcome({
+      answers: mathOutcome().answers.slice(0, 3),
+      votes: [
+        { voter: 'a', target: 'c', reason: 'same final answer: 40', round: 1, seq: 10, repeats: true },
+        { voter: 'b', target: 'c', reason: 'b likes c', round: 1, seq: 11 },
+      ],
+      finalAnswer: 'The answer is 40',
+    });
+    const rewards = await agreementReward.score(ctxFor(outcome));
+    expect(rewards.filter((r) => r.channel === 'turn').map((r) => [r.targetSeq, r.value])).toEqual([
+      [3, 0],
+      [5, 0],
+      [7, 1],
+      [10, 1],
+    ]);
+    expect(rewards.find((r) => r.channel === 'rollout')).toMatchObject({ value: 1 });
+  });
 });

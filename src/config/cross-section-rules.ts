@@ -6,7 +6,7 @@ import { loopIssues } from './sections/loop.js';
 import { fixedPort, modelIssues } from './sections/models.js';
 import { privacyIssues } from './sections/privacy.js';
 import { promptIssues } from './sections/prompts.js';
-import { customRewardIssues, judgeIssues } from './sections/rewards.js';
+import { customRewardIssues, judgeIssues, referenceIssues } from './sections/rewards.js';
 import { storeIssues } from './sections/store.js';
 import { taskIssues } from './sections/tasks.js';
 import { dpoIssues, machineIssues, sftIssues, trainFileIssues } from './sections/train.js';
@@ -34,12 +34,27 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
     ...roleIssues(config),
     ...unknownKey(config, 'model', config.eval.replay.judge_model, ['eval', 'replay', 'judge_model']),
     ...customRewardIssues(config.rewards),
+    ...referenceIssues(config.rewards),
+    ...withheldReferences(config),
     // The trainers' settings (train.<algo> beyond its data selection) are checked by the trainers: train.check.
     ...trainFileIssues(config.train, baseDir),
     ...machineIssues(config.train),
     ...privacyIssues(config.privacy),
     ...loopIssues(config.loop),
   ];
+}
+
+/** rewards.references off: the keys whose work checks answers against the references are refused. */
+function withheldReferences(config: RLConfig): RuleIssue[] {
+  if (config.rewards.references !== 'off') return [];
+  const why = 'checks answers against the references, which rewards.references: off withholds';
+  const on: [boolean, ConfigPath][] = [
+    [Boolean(config.train.sft.rationalize?.enabled), ['train', 'sft', 'rationalize']],
+    [Boolean(config.train.sft.teacher), ['train', 'sft', 'teacher']],
+    [Boolean(config.train.dpo.rationalize?.enabled), ['train', 'dpo', 'rationalize']],
+    [config.tasks.curriculum.enabled, ['tasks', 'curriculum', 'enabled']],
+  ];
+  return on.filter(([set]) => set).map(([, path]) => ({ path, message: `${path.join('.')} ${why}` }));
 }
 
 /** A key of models or prompts that `key` names and that is not there (none when `key` is unset). */

@@ -51,3 +51,9 @@ export const defaultAgents = ['agent_a', 'agent_b', 'agent_c'].map((id, i) => ({
   max_tokens: 128,
   ...(i === 0 ? { temperature: 0 } : {}),
 }));
+
+/**
+ * rewards.weights when rewards.references is off and the config sets none: agreement with the majority says which
+ * answers are right, and coordination's round, token and consensus terms stay (its quality term needs a reference).
+ */
+export const LABEL_FREE_WEIGHTS = { agreement: 1, coordination: 0.2 } as const;

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import { stableHash } from '../util/hash.js';
 import { checkRules } from './cross-section-rules.js';
-import { DEFAULT_CONFIG_FILE, DEFAULT_PROMPT_LAYOUT, DEFAULT_RECIPE } from './defaults.js';
+import { DEFAULT_CONFIG_FILE, DEFAULT_PROMPT_LAYOUT, DEFAULT_RECIPE, LABEL_FREE_WEIGHTS } from './defaults.js';
 import { InputFileError, present, readRegularFile } from './input-file.js';
 import { interpolateEnv, type InterpolationIssue } from './interpolate.js';
 import { applyOverrides } from './overrides.js';
@@ -88,6 +88,7 @@ export function fromRaw(
       );
     return specs;
   });
+  withLabelFreeWeights(interpolated, overrides);
   // Overrides apply on top of the defaults, so `--set agents.0.temperature=0` edits the default team.
   const defaulted = overrides.length ? configSchema.safeParse(interpolated) : undefined;
   const withOverrides = applyOverrides(structuredClone(defaulted?.success ? defaulted.data : interpolated), overrides);
@@ -128,6 +129,18 @@ function withDefaultTeam(raw: Record<string, unknown>): void {
   if (!own) return;
   raw.train = { ...train, algo, [algo]: { ...keys, ...own } };
   if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn };
+}
+
+/**
+ * rewards.references off (in the file or by --set) without rewards.weights in the file: the label-free weights, as
+ * the default's read the reference. --set rewards.weights.* edits them like any default.
+ */
+function withLabelFreeWeights(raw: Record<string, unknown>, overrides: readonly string[]): void {
+  const rewards = section(raw, 'rewards');
+  let off = rewards?.references === 'off';
+  for (const o of overrides)
+    if (o.startsWith('rewards.references=')) off = o.slice(o.indexOf('=') + 1).trim() === 'off';
+  if (rewards && off && rewards.weights === undefined) raw.rewards = { ...rewards, weights: { ...LABEL_FREE_WEIGHTS } };
 }
 
 /** A mapping section of the raw config ({} when absent); undefined when it is something else (the schema reports it). */

@@ -130,6 +130,12 @@ function recipeIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
       add([...at, 'recipe', 'include_presentation'], 'a role without agents has no sft rows but its presentation');
   }
   if (algo === 'dpo') issues(dpoIssues(recipe, [...at, 'recipe']), add);
+  const asks = recipe as { rationalize?: { enabled: boolean }; teacher?: unknown };
+  const withheld = 'checks answers against the references, which rewards.references: off withholds';
+  if (config.rewards.references === 'off') {
+    if (asks.rationalize?.enabled) add([...at, 'recipe', 'rationalize'], withheld);
+    if (asks.teacher) add([...at, 'recipe', 'teacher'], withheld);
+  }
 }
 
 function weightIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add): void {

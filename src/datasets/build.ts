@@ -89,7 +89,8 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
       for (const stored of page) {
         const record = input.transform ? input.transform(stored) : stored;
         stats.status(record.rollout.status);
-        if (record.rollout.status === 'completed') builder.add(new RolloutIndex(record, options.weights, load), emit);
+        if (record.rollout.status === 'completed')
+          builder.add(new RolloutIndex(record, options.weights, load, options.verifying), emit);
       }
       input.onProgress?.({ rollouts: reader.rolloutsScanned, rows: stats.rows, watermark: reader.watermark });
       // Let timers and signals run between pages (a large build takes seconds).

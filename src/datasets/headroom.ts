@@ -22,10 +22,10 @@ export function headroomOf(v: Pick<AnswerVerdicts, 'answers' | 'right'>): Headro
   return v.right >= v.answers ? 'always' : 'sometimes';
 }
 
-/** The headroom mix of a set's tasks. */
-export function headroomMix(store: Store, setId: string): HeadroomMix {
+/** The headroom mix of a set's tasks (`verifying`: the families whose verdicts count, config verifyingFamilies). */
+export function headroomMix(store: Store, setId: string, verifying?: readonly string[]): HeadroomMix {
   const mix: HeadroomMix = { tasks: 0, never: 0, sometimes: 0, always: 0, answers: 0 };
-  for (const v of store.rewards.answerVerdicts(setId)) {
+  for (const v of store.rewards.answerVerdicts(setId, verifying)) {
     mix.tasks++;
     mix.answers += v.answers;
     mix[headroomOf(v)]++;

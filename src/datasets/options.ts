@@ -1,4 +1,5 @@
 import type { Algo, TrainConfig } from '../config/schema.js';
+import { verifyingFamilies, type RewardsConfig } from '../config/sections/rewards.js';
 import { UserError } from '../errors.js';
 
 /**
@@ -52,6 +53,8 @@ export interface DatasetOptions {
   ppo: PpoOptions;
   /** Reward family weights (rewards.weights): a turn reward is Σ weight × value; null weighs every family 1. */
   weights: Partial<Record<string, number>> | null;
+  /** The families whose verdict says an answer is right (config verifyingFamilies: rewards.references). */
+  verifying: readonly string[];
 }
 
 export interface DatasetOptionsInput {
@@ -60,6 +63,7 @@ export interface DatasetOptionsInput {
   dpo?: Partial<DpoOptions>;
   ppo?: Partial<PpoOptions>;
   weights?: Partial<Record<string, number>> | null;
+  verifying?: readonly string[];
 }
 
 export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant.';
@@ -70,6 +74,7 @@ export const DEFAULT_DATASET_OPTIONS: DatasetOptions = {
   dpo: { min_margin: 0, system_prompt: null, max_pairs_per_task: 16, pairs: 'winner' },
   ppo: { credit: 'final', gamma: 0.9, agents: null },
   weights: null,
+  verifying: verifyingFamilies({ references: 'on' }),
 };
 
 /** Defaults filled in and values checked (bad values are UserErrors naming the option). */
@@ -81,6 +86,7 @@ export function resolveDatasetOptions(input: DatasetOptionsInput = {}): DatasetO
     dpo: { ...d.dpo, ...defined(input.dpo) },
     ppo: { ...d.ppo, ...defined(input.ppo) },
     weights: input.weights ?? null,
+    verifying: input.verifying ?? d.verifying,
   };
   if (!Number.isInteger(o.grpo.min_group_size) || o.grpo.min_group_size < 2)
     bad('grpo.min_group_size', 'must be an integer ≥ 2');
@@ -155,16 +161,17 @@ export const SECTION_OPTIONS = {
   }),
 };
 
-/** The builder options from train.* and rewards.weights. */
+/** The builder options from train.* and rewards (its weights, and which families verify). */
 export function datasetOptionsFromConfig(
   train: TrainConfig,
-  weights: Partial<Record<string, number>>,
+  rewards: Pick<RewardsConfig, 'weights' | 'references'>,
 ): DatasetOptionsInput {
   return {
     sft: SECTION_OPTIONS.sft(train.sft),
     grpo: SECTION_OPTIONS.grpo(train.grpo),
     dpo: SECTION_OPTIONS.dpo(train.dpo),
     ppo: SECTION_OPTIONS.ppo(train.ppo),
-    weights,
+    weights: rewards.weights,
+    verifying: verifyingFamilies(rewards),
   };
 }

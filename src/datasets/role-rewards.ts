@@ -7,8 +7,6 @@ import { completionText } from './messages.js';
 import type { CallSite } from './role-calls.js';
 import type { ActionRef, RolloutIndex } from './rollout-index.js';
 
-const VERIFIED = new Set(['exact', 'numeric']);
-
 export type AttributedKind = 'answer' | 'vote' | 'presentation' | 'sample' | 'delegation' | 'decision';
 
 /** One call's (or decision's) reward as its role earned it; `seq` is the span the reward targets. */
@@ -24,7 +22,7 @@ export interface Attribution {
 
 /**
  * The rewards of one rollout attributed per call (docs/roles.md). right(x) is x's verified correctness (its
- * exact/numeric turn reward, 0–1); outcome is the rollout's (its exact/numeric rollout reward, else its total).
+ * verifying families' turn reward, 0–1); outcome is the rollout's (their rollout reward, else its total).
  * - answer: right × (1 when it is the winning answer, else ½); unverified: the outcome for the winning
  *   answer, none for the others.
  * - vote: right(the answer voted for: the target's last answer before the vote); unverified: the outcome
@@ -43,9 +41,8 @@ export function attributeRollout(view: RolloutIndex, costPer1kTokens: number): A
     ...extra,
   });
   const rollout = view.rollout;
-  // As store.spans.policyDecisions reads it: the best exact/numeric reward of the final answer.
-  const checks = view.record.rewards.filter((r) => r.channel === 'rollout' && VERIFIED.has(r.family));
-  const verified = checks.length ? Math.max(...checks.map((r) => r.value)) : null;
+  // As store.spans.policyDecisions reads it: the best verifying reward of the final answer.
+  const verified = view.verifiedFinal();
   const outcome = verified ?? view.total;
   const winning = rollout.winner === null ? undefined : view.standingAnswers().get(rollout.winner);
   const won = (a: ActionRef) => a.seq === winning?.seq;

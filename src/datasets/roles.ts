@@ -1,4 +1,5 @@
 import { ALGOS, type Algo, type Recipe, type RLConfig, type RolesConfig } from '../config/schema.js';
+import { verifyingFamilies } from '../config/sections/rewards.js';
 import { decisionReward } from '../policies/learn.js';
 import type { PolicyDecisionRow, Store } from '../store/index.js';
 import type { Reward } from '../trace/records.js';
@@ -17,12 +18,16 @@ export interface RoleContext {
   roles: RolesConfig;
   map: RoleMap;
   costPer1kTokens: number;
+  /** The families whose verdict says an answer is right (config verifyingFamilies). */
+  verifying: readonly string[];
 }
 
 /** The role context of a config with `roles` (null without: one team, trained by `train`). */
-export function roleContext(config: Pick<RLConfig, 'roles' | 'policies'>): RoleContext | null {
+export function roleContext(config: Pick<RLConfig, 'roles' | 'policies' | 'rewards'>): RoleContext | null {
   const roles = config.roles;
-  return roles ? { roles, map: new RoleMap(roles), costPer1kTokens: config.policies.cost_per_1k_tokens } : null;
+  if (!roles) return null;
+  const costPer1kTokens = config.policies.cost_per_1k_tokens;
+  return { roles, map: new RoleMap(roles), costPer1kTokens, verifying: verifyingFamilies(config.rewards) };
 }
 
 function costOf(ctx: RoleContext, role: string): number {
@@ -40,7 +45,7 @@ function costOf(ctx: RoleContext, role: string): number {
  */
 export function roleRecord(record: TraceRecord, role: string, ctx: RoleContext): TraceRecord {
   const { map } = ctx;
-  const view = new RolloutIndex(record, null);
+  const view = new RolloutIndex(record, null, undefined, ctx.verifying);
   const own = attributeRollout(view, costOf(ctx, role)).filter((a) => ownerOf(map, a) === role);
   const spans = record.spans.filter((s) => {
     const action = s.name === 'new_answer' || s.name === 'vote' || s.name === 'presentation';
@@ -108,7 +113,11 @@ export async function buildRoleDatasets(store: Store, input: RoleDatasetsInput):
     if (only && !only.includes(role)) continue;
     const algo = r.recipe?.algo;
     if (!r.recipe || !isAlgo(algo)) continue;
-    const options: DatasetOptionsInput = { [algo]: sectionOptions(r.recipe), weights: { [ROLE_FAMILY]: 1 } };
+    const options: DatasetOptionsInput = {
+      [algo]: sectionOptions(r.recipe),
+      weights: { [ROLE_FAMILY]: 1 },
+      verifying: context.verifying,
+    };
     const transform = (record: TraceRecord) => roleRecord(record, role, context);
     const own = perRole?.[role] ?? {};
     out.push({ role, algo, result: await buildDataset(store, { ...rest, ...own, algo, options, transform }) });
@@ -147,6 +156,8 @@ export function roleDecisions(store: Store, ctx: RoleContext, role: string): Rol
   if (!r) return [];
   const cost = costOf(ctx, role);
   return r.policies.flatMap((kind) =>
-    store.spans.policyDecisions(kind).map((row) => ({ ...row, kind, reward: decisionReward(row, cost) })),
+    store.spans
+      .policyDecisions(kind, ctx.verifying)
+      .map((row) => ({ ...row, kind, reward: decisionReward(row, cost) })),
   );
 }

@@ -1,3 +1,4 @@
+import { verifyingFamilies } from '../config/sections/rewards.js';
 import {
   nestedDepth,
   type NewAnswerPayload,
@@ -23,8 +24,11 @@ export interface ActionRef {
 
 export const UNCATEGORIZED = 'uncategorized';
 
-/** The reward families that check an answer against the task's reference. */
-const VERIFIED_FAMILIES = new Set(['exact', 'numeric']);
+const best = (rewards: readonly Reward[]): number | null =>
+  rewards.length ? Math.max(...rewards.map((r) => r.value)) : null;
+
+/** The verifying families unless a build names others (config verifyingFamilies: rewards.references). */
+const REFERENCE_VERIFYING = verifyingFamilies({ references: 'on' });
 
 /**
  * What the builders need of one completed rollout, indexed once: actions, the presentation, prompt
@@ -51,11 +55,15 @@ export class RolloutIndex {
   /** Acting calls' requests by `turn_id#attempt`, built on first use (requestOf). */
   private turnRequests: Map<string, PromptPayload['request']> | undefined;
 
-  /** `load` fetches a prompt span's payload when the record has no prompt spans (coordination-only reads). */
+  /**
+   * `load` fetches a prompt span's payload when the record has no prompt spans (coordination-only reads);
+   * `verifying`: the families whose verdict says an answer is right.
+   */
   constructor(
     readonly record: TraceRecord,
     private readonly weights: Partial<Record<string, number>> | null,
     private readonly load?: (rolloutId: string, seq: number) => string | undefined,
+    private readonly verifying: readonly string[] = REFERENCE_VERIFYING,
   ) {
     const meta = record.rollout.metadata.category;
     this.category = record.task?.category ?? (typeof meta === 'string' && meta ? meta : UNCATEGORIZED);
@@ -119,10 +127,14 @@ export class RolloutIndex {
     return this.turnRequests.get(`${p.turn_id}#${p.attempt}`);
   }
 
-  /** Verified correctness of an answer span: the best exact/numeric turn reward (1 right, 0 wrong); null when neither scored it. */
+  /** Verified correctness of an answer span: the best verifying turn reward (1 right, 0 wrong); null when none scored it. */
   verified(seq: number): number | null {
-    const scores = (this.turnRewards.get(seq) ?? []).filter((r) => VERIFIED_FAMILIES.has(r.family)).map((r) => r.value);
-    return scores.length ? Math.max(...scores) : null;
+    return best((this.turnRewards.get(seq) ?? []).filter((r) => this.verifying.includes(r.family)));
+  }
+
+  /** Verified correctness of the final answer: the best verifying rollout-channel reward; null when none scored it. */
+  verifiedFinal(): number | null {
+    return best(this.record.rewards.filter((r) => r.channel === 'rollout' && this.verifying.includes(r.family)));
   }
 
   /** The turn reward of the span, else the rollout total. */

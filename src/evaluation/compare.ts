@@ -9,11 +9,12 @@ import {
   type PairedCounts,
 } from './stats.js';
 
-export const METRICS = ['reward', 'success', 'consensus', 'rounds', 'tokens', 'wall_ms'] as const;
+/** `checked`: rewards.references off, the final answer against the withheld reference (the held-out check). */
+export const METRICS = ['reward', 'success', 'consensus', 'rounds', 'tokens', 'wall_ms', 'checked'] as const;
 export type MetricName = (typeof METRICS)[number];
 
 const LOWER_IS_BETTER = new Set<MetricName>(['rounds', 'tokens', 'wall_ms']);
-const BINARY = new Set<MetricName>(['success', 'consensus']);
+const BINARY = new Set<MetricName>(['success', 'consensus', 'checked']);
 
 /** One task and seed, measured for both sets. */
 export interface Pair {
@@ -59,6 +60,8 @@ export function valueOf(r: EvalResult, metric: MetricName): number | null {
       return r.tokens;
     case 'wall_ms':
       return r.wallMs;
+    case 'checked':
+      return r.checked ?? null;
   }
 }
 
@@ -84,13 +87,13 @@ export function compareMetric(pairs: readonly Pair[], metric: MetricName, boot: 
   };
 }
 
-/** Every metric over all pairs, and reward and success per task category. */
+/** Every metric over all pairs (`checked` only where an evaluation has it), and reward and success per task category. */
 export function compare(pairs: readonly Pair[], boot: BootstrapOptions): Comparison {
   const byCategory = new Map<string, Pair[]>();
   for (const p of pairs) byCategory.set(p.category, [...(byCategory.get(p.category) ?? []), p]);
   return {
     pairs: pairs.length,
-    overall: METRICS.map((m) => compareMetric(pairs, m, boot)),
+    overall: METRICS.map((m) => compareMetric(pairs, m, boot)).filter((m) => m.metric !== 'checked' || m.n > 0),
     categories: [...byCategory.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([category, ps]) => ({

@@ -1,7 +1,8 @@
 import type { RLConfig } from '../config/schema.js';
 import { fixed } from '../util/fixed.js';
-import type { Comparison, MetricName } from './compare.js';
+import type { Comparison, MetricComparison, MetricName } from './compare.js';
 import { describeGroup, groupRegressions, type RegressionRule } from './group-regressions.js';
+import { exactBinomialUpper } from './stats.js';
 
 export interface GateCheck {
   gate: string;
@@ -56,7 +57,28 @@ export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): G
       detail: `tokens per task ${fmt(tokens.baseline, 0)} → ${fmt(tokens.candidate, 0)} (${ratio === null ? '—' : `${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)} %`}) ≤ +${(gates.max_cost_increase * 100).toFixed(0)} %`,
     });
   }
+  const checked = cmp.overall.find((m) => m.metric === 'checked');
+  if (checked) checks.push(referenceGate(checked, gates.reference_alpha));
   return checks;
+}
+
+/**
+ * rewards.references off: a team that learns from its own majority can grow confidently wrong, which the agreement
+ * it is scored by cannot see. Where the evaluation's tasks have references, the candidate must not be worse on them
+ * (one-sided exact McNemar on the pairs one side got right and the other wrong).
+ */
+function referenceGate(m: MetricComparison, alpha: number): GateCheck {
+  const { wins, losses } = m.counts;
+  const p = exactBinomialUpper(losses, wins + losses);
+  return {
+    gate: 'reference_check',
+    passed: p >= alpha,
+    value: m.diff?.mean ?? null,
+    threshold: alpha,
+    detail:
+      `on ${m.n} pair(s) with a withheld reference: ${fmt(m.baseline, 3)} → ${fmt(m.candidate, 3)} right, `
+      + `${wins} won, ${losses} lost; one-sided exact p = ${fmt(p, 3)} ≥ ${alpha}`,
+  };
 }
 
 /** A category fails when it loses more than the tolerance and, with category_significance, its exact test finds the

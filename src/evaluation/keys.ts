@@ -36,8 +36,13 @@ export function settingsHash(config: RLConfig): string {
   // Which prompts serve is the set's (its serving hash), like the agents' system prompts.
   const agents = config.agents.map(({ system_prompt: _p, ...a }) => a);
   const { presenter_prompt: _pp, ...orchestrator } = config.orchestrator;
-  // agreement's settings change nothing while it has no weight: left out then, so keys stored before it existed stay
-  const { agreement: _ag, ...unweighted } = config.rewards;
-  const rewards = config.rewards.weights.agreement ? config.rewards : unweighted;
+  // agreement's settings change nothing while it has no weight, nor references while on (their default): left out
+  // then, so keys stored before they existed stay
+  const { agreement: _ag, references, ...rest } = config.rewards;
+  const rewards = {
+    ...rest,
+    ...(config.rewards.weights.agreement ? { agreement: config.rewards.agreement } : {}),
+    ...(references === 'on' ? {} : { references }),
+  };
   return sha256(canonicalJson({ orchestrator, agents, models, tools: config.tools, rewards })).slice(0, 16);
 }

@@ -55,11 +55,11 @@ export interface CycleHistoryRow {
   headroom: HeadroomMix | null;
 }
 
-/** The last `limit` loop cycles, oldest first. */
-export function cycleHistory(store: Store, limit = 10): CycleHistoryRow[] {
+/** The last `limit` loop cycles, oldest first (`verifying`: the families whose verdicts the headroom counts). */
+export function cycleHistory(store: Store, limit = 10, verifying?: readonly string[]): CycleHistoryRow[] {
   const mixes = new Map<string, HeadroomMix>();
   const mixOf = (setId: string) => {
-    if (!mixes.has(setId)) mixes.set(setId, headroomMix(store, setId));
+    if (!mixes.has(setId)) mixes.set(setId, headroomMix(store, setId, verifying));
     return mixes.get(setId)!;
   };
   return store.loopRuns

@@ -16,6 +16,8 @@ export interface ReportOptions {
   now?: number;
   /** tasks.curriculum on: each suite's level and production's success at it (the config decides the levels). */
   curriculum?: SuiteCurriculum[] | null;
+  /** The families whose verdicts the headroom mix counts (config verifyingFamilies; default exact and numeric). */
+  verifying?: readonly string[];
 }
 
 /** Baseline and candidate of one category (or all of them) on the primary metric; whiskers from the paired interval. */
@@ -95,7 +97,7 @@ export function gatherReport(store: Store, opts: ReportOptions): ReportData {
     selected: chosen ? { ...chosen, categories: categoryBars(chosen, metric) } : null,
     evaluations,
     cycles: rewardCycles(store, evaluations, metric),
-    cycleHistory: cycleHistory(store, HISTORY_CYCLES),
+    cycleHistory: cycleHistory(store, HISTORY_CYCLES, opts.verifying),
     profiles: cycleProfiles(store),
     cost: evaluations
       .map((e) => {

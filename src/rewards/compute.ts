@@ -1,7 +1,7 @@
 import type { RewardInput } from '../trace/records.js';
 import { mean } from './outcome.js';
 import { getRewardFamily, REWARD_REGISTRY } from './registry.js';
-import type { RewardContext, RewardUsage } from './types.js';
+import type { RewardContext, RewardUsage, RolloutOutcome } from './types.js';
 
 /** A reward family failed to compute (a custom command crashed, an invalid task regex…). */
 export class RewardError extends Error {
@@ -37,6 +37,12 @@ export function familyValue(rewards: readonly RewardInput[]): number | null {
   return turns.length ? mean(turns.map((r) => r.value)) : null;
 }
 
+function withheld(outcome: RolloutOutcome): RolloutOutcome {
+  if (!outcome.task || outcome.task.reference === undefined) return outcome;
+  const { reference: _withheld, ...task } = outcome.task;
+  return { ...outcome, task };
+}
+
 /**
  * Runs every family with a non-zero weight (in registry order; unknown names throw listing the
  * valid ones) and totals them. Judge tokens go to ctx.usage (created when absent) and judgeTokens.
@@ -49,7 +55,9 @@ export async function computeRewards(
   for (const name of Object.keys(weights)) getRewardFamily(name);
   const usage: RewardUsage = ctx.usage ?? { judgeTokens: 0, judgeCalls: 0 };
   const before = usage.judgeTokens;
-  const run = { ...ctx, usage };
+  // rewards.references off withholds the reference from every family, as traffic without one would.
+  const outcome = ctx.config.references === 'off' ? withheld(ctx.outcome) : ctx.outcome;
+  const run = { ...ctx, outcome, usage };
   const active = REWARD_REGISTRY.filter((f) => (weights[f.name] ?? 0) !== 0);
   const results = await Promise.all(
     active.map(async (family) => {

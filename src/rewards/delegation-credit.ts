@@ -1,3 +1,4 @@
+import { verifyingFamilies } from '../config/sections/rewards.js';
 import type { DelegationRecord } from '../orchestrator/types.js';
 import { nestedDepth, type DelegateAggregatePayload, type NestedMark } from '../trace/payloads.js';
 import type { RewardInput } from '../trace/records.js';
@@ -5,23 +6,31 @@ import type { RewardInput } from '../trace/records.js';
 /** The family name of delegation credit rows (not a registry family: it is never part of the total). */
 export const DELEGATION_CREDIT = 'delegation';
 
+const REFERENCE_VERIFYING = verifyingFamilies({ references: 'on' });
+
 /**
- * The rollout outcome a delegation shares in: its verified quality (the best of the exact and numeric
- * families) when either scored, else its total reward.
+ * The rollout outcome a delegation shares in: its verified quality (the best of the verifying families: exact and
+ * numeric unless `verifying` names others) when one scored, else its total reward.
  */
-export function creditOutcome(scored: { byFamily: Record<string, number>; total: number }): {
+export function creditOutcome(
+  scored: { byFamily: Record<string, number>; total: number },
+  verifying: readonly string[] = REFERENCE_VERIFYING,
+): {
   value: number;
   source: string;
 } {
-  const quality = verifiedQuality(scored.byFamily);
+  const quality = verifiedQuality(scored.byFamily, verifying);
   return quality !== null
     ? { value: quality, source: 'verified quality' }
     : { value: scored.total, source: 'total reward' };
 }
 
-/** Verified quality: the best of the verifying families (exact, numeric) that scored, null when none did. */
-export function verifiedQuality(byFamily: Record<string, number>): number | null {
-  const verdicts = [byFamily.exact, byFamily.numeric].filter((v): v is number => v !== undefined);
+/** Verified quality: the best of the verifying families (config verifyingFamilies) that scored, null when none did. */
+export function verifiedQuality(
+  byFamily: Record<string, number>,
+  verifying: readonly string[] = REFERENCE_VERIFYING,
+): number | null {
+  const verdicts = verifying.map((f) => byFamily[f]).filter((v): v is number => v !== undefined);
   return verdicts.length ? Math.max(...verdicts) : null;
 }
 
@@ -39,9 +48,10 @@ export function verifiedQuality(byFamily: Record<string, number>): number | null
 export function delegationCredit(
   delegations: readonly DelegationRecord[],
   scored: { byFamily: Record<string, number>; total: number },
+  verifying: readonly string[] = REFERENCE_VERIFYING,
 ): RewardInput[] {
   if (!delegations.length) return [];
-  const outcome = creditOutcome(scored);
+  const outcome = creditOutcome(scored, verifying);
   const bySeq = new Map(delegations.map((d) => [d.delegateSeq, d]));
   return delegations.map((d) => {
     let above = 1;

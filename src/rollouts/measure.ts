@@ -54,6 +54,7 @@ export async function measure(
     status: s.status,
     reward: s.reward,
     success: s.quality,
+    checked: s.checked,
     consensus: s.consensus,
     rounds: s.rounds,
     tokens: s.tokens,

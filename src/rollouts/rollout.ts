@@ -1,10 +1,12 @@
 import { randomInt } from 'node:crypto';
 import type { RLConfig } from '../config/schema.js';
+import { verifyingFamilies } from '../config/sections/rewards.js';
 import { orchestrate } from '../orchestrator/coordinator.js';
 import { delegationFromConfig } from '../orchestrator/delegation.js';
 import type { ToolRunner } from '../orchestrator/types.js';
 import { computeRewards } from '../rewards/compute.js';
 import { delegationCredit, verifiedQuality } from '../rewards/delegation-credit.js';
+import { referenceCheck } from '../rewards/reference-check.js';
 import { sampleRecorder, sampleRewards } from '../rewards/samples.js';
 import { rewardSpan } from '../rewards/spans.js';
 import { StoreBusyError, type Store } from '../store/index.js';
@@ -20,6 +22,8 @@ export interface RolloutSummary {
   status: 'completed' | 'failed' | 'cancelled';
   reward: number | null;
   quality: number | null;
+  /** rewards.references off: the final answer against the withheld reference (rewards/reference-check.ts). */
+  checked: number | null;
   winner: string | null;
   consensus: boolean;
   rounds: number;
@@ -90,6 +94,7 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
     taskId: task.id,
     reward: null,
     quality: null,
+    checked: null,
     winner: null,
     consensus: false,
     rounds: 0,
@@ -133,7 +138,8 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
       d.config.rewards.weights,
     );
     // Each delegation is credited on its delegate span, after the total (rewards/delegation-credit.ts).
-    scored.rewards.push(...delegationCredit(result.delegations ?? [], scored));
+    const verifying = verifyingFamilies(d.config.rewards);
+    scored.rewards.push(...delegationCredit(result.delegations ?? [], scored, verifying));
     // Samples are credited on their own spans and stay out of the total.
     const sampleUsage = { judgeTokens: 0, judgeCalls: 0 };
     scored.rewards.push(
@@ -151,7 +157,8 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
       error: result.error,
       reward: scored.total,
       // Correct when any verifying family (exact or numeric match) says so.
-      quality: verifiedQuality(scored.byFamily),
+      quality: verifiedQuality(scored.byFamily, verifying),
+      checked: await referenceCheck(outcome, d.config.rewards, d.signal),
       winner: result.winner,
       consensus: result.consensus,
       rounds: result.rounds,

@@ -20,6 +20,8 @@ export interface EvalResult {
   reward: number | null;
   /** 1/0 when the task has a reference the final answer is checked against, else null. */
   success: number | null;
+  /** rewards.references off: 1/0 from the withheld reference (the held-out check), else null or absent. */
+  checked?: number | null;
   consensus: boolean;
   rounds: number;
   tokens: number;
@@ -132,7 +134,8 @@ export class EvaluationRepository {
     this.db
       .prepare(
         `INSERT INTO eval_results (serving_hash, set_id, task_hash, seed, settings_hash, task_id, category, rollout_id, eval_run_id,
-      status, reward, success, consensus, rounds, tokens, wall_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      status, reward, success, checked, consensus, rounds, tokens, wall_ms, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT DO NOTHING`,
       )
       .run(
@@ -148,6 +151,7 @@ export class EvaluationRepository {
         r.status,
         r.reward,
         r.success,
+        r.checked ?? null,
         r.consensus ? 1 : 0,
         r.rounds,
         r.tokens,
@@ -231,6 +235,7 @@ function toResult(r: Record<string, unknown>): EvalResult {
     status: r.status as string,
     reward: r.reward as number | null,
     success: r.success as number | null,
+    checked: (r.checked ?? null) as number | null,
     consensus: r.consensus === 1,
     rounds: r.rounds as number,
     tokens: r.tokens as number,

@@ -345,6 +345,14 @@ UPDATE curriculum_results SET set_id = (SELECT resource_set_id FROM rollouts WHE
 CREATE INDEX curriculum_results_set ON curriculum_results(suite, level, set_id);
 `,
   },
+  {
+    version: 8,
+    name: 'evaluation results checked against withheld references',
+    sql: `
+-- rewards.references off: the final answer against the reference the loop withheld (null otherwise).
+ALTER TABLE eval_results ADD COLUMN checked INTEGER;
+`,
+  },
 ];
 
 // Migration 1 creates these two with their rowid on PostgreSQL; migration 4 adds it to the run tables.

@@ -1,5 +1,7 @@
+import { verifyingFamilies } from '../config/sections/rewards.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
+import { sqlFamilies } from './sql.js';
 import type { Reward, RewardInput } from './types.js';
 
 interface RewardRaw {
@@ -64,10 +66,12 @@ export class RewardRepository {
 
   /**
    * Per task, the answers a resource set's completed rollouts gave (every agent's, every round: the `turn`
-   * channel) that a verifying family (exact or numeric) scored, and how many of them it scored right.
+   * channel) that a verifying family (exact or numeric; `families` when given: config verifyingFamilies) scored,
+   * and how many of them it scored right.
    */
-  answerVerdicts(setId: string): AnswerVerdicts[] {
-    const answers = verdicts("AND w.channel = 'turn' AND r.resource_set_id = ? AND r.task_id IS NOT NULL");
+  answerVerdicts(setId: string, families: readonly string[] = REFERENCE_VERIFYING): AnswerVerdicts[] {
+    const where = "AND w.channel = 'turn' AND r.resource_set_id = ? AND r.task_id IS NOT NULL";
+    const answers = verdicts(where, families);
     const rows = this.db
       .prepare(
         `SELECT task_id, COUNT(*) AS answers, SUM(CASE WHEN verdict >= 1 THEN 1 ELSE 0 END) AS right_answers
@@ -89,7 +93,7 @@ export class RewardRepository {
         `SELECT f.family AS family, f.channel AS channel, f.value AS value, v.verdict AS verdict
         FROM rewards f JOIN (${verified}) v ON v.rollout_id = f.rollout_id AND v.channel = f.channel
           AND v.seq = COALESCE(f.target_seq, -1)
-        WHERE f.family NOT IN ${VERIFYING}
+        WHERE f.family NOT IN ${sqlFamilies(REFERENCE_VERIFYING)}
         ORDER BY f.id`,
       )
       .all() as { family: string; channel: 'turn' | 'rollout'; value: number; verdict: number }[];
@@ -104,18 +108,18 @@ export class RewardRepository {
   }
 }
 
-/** The families that verify an answer against the task's reference (SQL list). */
-const VERIFYING = "('exact', 'numeric')";
+/** The families that verify an answer against the task's reference: what the audit scores the others against. */
+const REFERENCE_VERIFYING = verifyingFamilies({ references: 'on' });
 
 /**
- * Each verified answer of a completed rollout once, with its task: the best exact or numeric verdict per rollout,
- * channel (`turn`: every answer; `rollout`: the final answer) and target span (-1 for the final answer). `where`
- * narrows it (SQL on `w`, the reward, and `r`, the rollout).
+ * Each verified answer of a completed rollout once, with its task: the best verdict of the verifying families per
+ * rollout, channel (`turn`: every answer; `rollout`: the final answer) and target span (-1 for the final answer).
+ * `where` narrows it (SQL on `w`, the reward, and `r`, the rollout).
  */
-function verdicts(where = ''): string {
+function verdicts(where = '', families: readonly string[] = REFERENCE_VERIFYING): string {
   return `SELECT w.rollout_id, r.task_id, w.channel, COALESCE(w.target_seq, -1) AS seq, MAX(w.value) AS verdict
     FROM rewards w JOIN rollouts r ON r.id = w.rollout_id
-    WHERE r.status = 'completed' AND w.family IN ${VERIFYING} AND w.channel IN ('turn', 'rollout') ${where}
+    WHERE r.status = 'completed' AND w.family IN ${sqlFamilies(families)} AND w.channel IN ('turn', 'rollout') ${where}
     GROUP BY w.rollout_id, r.task_id, w.channel, COALESCE(w.target_seq, -1)`;
 }
 

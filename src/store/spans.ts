@@ -1,7 +1,8 @@
+import { verifyingFamilies } from '../config/sections/rewards.js';
 import { backoffMs, briefly, isBusy } from './busy.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
-import { jsonText, multiRowInsert } from './sql.js';
+import { jsonText, multiRowInsert, sqlFamilies } from './sql.js';
 import type { Span, SpanInput, SpanType } from './types.js';
 
 interface SpanRowRaw {
@@ -136,11 +137,14 @@ export class SpanRepository {
    * The policy decisions of one kind recorded by completed training-source rollouts (evaluation rollouts
    * decide greedily and are left out), in rollout then decision order, with what each rollout earned.
    */
-  policyDecisions(policy: string): PolicyDecisionRow[] {
+  policyDecisions(
+    policy: string,
+    verifying: readonly string[] = verifyingFamilies({ references: 'on' }),
+  ): PolicyDecisionRow[] {
     const rows = this.db
       .prepare(
         `SELECT s.rollout_id, r.num, s.seq, s.payload, r.total_reward, r.tokens,
-        (SELECT MAX(value) FROM rewards w WHERE w.rollout_id = r.id AND w.channel = 'rollout' AND w.family IN ('exact', 'numeric')) AS verified
+        (SELECT MAX(value) FROM rewards w WHERE w.rollout_id = r.id AND w.channel = 'rollout' AND w.family IN ${sqlFamilies(verifying)}) AS verified
       FROM spans s JOIN rollouts r ON r.id = s.rollout_id
       WHERE s.type = 'coordination' AND s.name = 'policy_decision' AND ${jsonText(this.db, 's.payload', 'policy')} = ?
         AND r.status = 'completed' AND r.source <> 'eval'

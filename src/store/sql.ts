@@ -80,3 +80,9 @@ export function jsonSetNumber(db: SqlDb, column: string, key: string): string {
 
 /** No LIMIT: the largest safe integer, which both dialects take (PostgreSQL refuses SQLite's -1). */
 export const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
+/** Family names (from the config's fixed list) as an SQL list. */
+export function sqlFamilies(families: readonly string[]): string {
+  for (const f of families) if (!/^[a-z_]+$/.test(f)) throw new Error(`not a reward family name: ${f}`);
+  return `(${families.map((f) => `'${f}'`).join(', ')})`;
+}

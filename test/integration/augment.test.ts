@@ -50,7 +50,7 @@ async function build(sft: string, script: Script) {
       algo: 'sft' as const,
       dataDir: rt.paths.dataDir,
       all: true,
-      options: datasetOptionsFromConfig(rt.config.train, rt.config.rewards.weights),
+      options: datasetOptionsFromConfig(rt.config.train, rt.config.rewards),
     };
     // The same build as before these keys existed, for comparison.
     const plain = await buildDataset(store, input);
@@ -76,7 +76,7 @@ describe('DPO chosen answers for hard tasks', () => {
         algo: 'dpo' as const,
         dataDir: rt.paths.dataDir,
         all: true,
-        options: datasetOptionsFromConfig(rt.config.train, rt.config.rewards.weights),
+        options: datasetOptionsFromConfig(rt.config.train, rt.config.rewards),
       };
       const plain = await buildDataset(rt.store(), input);
       const built = await buildDataset(rt.store(), { ...input, augment: trainAugment(rt, 'dpo') });

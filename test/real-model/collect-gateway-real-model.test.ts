@@ -74,7 +74,7 @@ describe('collect.source gateway on real captured traffic', () => {
 
     const store = openStore(loaded);
     try {
-      const options = datasetOptionsFromConfig(loaded.config.train, loaded.config.rewards.weights);
+      const options = datasetOptionsFromConfig(loaded.config.train, loaded.config.rewards);
       const dataDir = loaded.paths.dataDir;
       const sft = readRows<SftRow>((await buildDataset(store, { algo: 'sft', dataDir, options })).dir);
       // the long reply (1.0) clears train.sft.reward_threshold, the short one (0.2) does not

@@ -152,6 +152,29 @@ describe('DPO dataset', () => {
     store.close();
   });
 
+  it('correctness pairs without references: the verifying family (agreement) labels the answers', async () => {
+    const { store, dir } = fixtureStore();
+    // agreement's verdicts: the majority said 41, so 41 "agrees" (1) and the right 42 does not (0)
+    teamRollout(store, {
+      taskId: 'mul',
+      first: { agent: 'a', content: '42' },
+      second: { agent: 'b', content: '41' },
+      answerRewards: { '42': 0, '41': 1 },
+      verdictFamily: 'agreement',
+    });
+    const build = (verifying?: string[]) =>
+      buildDataset(store, { algo: 'dpo', dataDir: dir, options: { dpo: { pairs: 'correctness' }, verifying } });
+    const labelFree = await build(['agreement']);
+    expect(readRows<DpoRow>(labelFree.dir).map((p) => [p.chosen[0].content, p.rejected[0].content])).toEqual([
+      ['41', '42'],
+    ]);
+    // Read as with references, nothing verified these answers: nothing to pair.
+    const withReferences = await build();
+    expect(withReferences.stats.rows).toBe(0);
+    expect(withReferences.stats.dropped).toMatchObject({ not_verified: 2 });
+    store.close();
+  });
+
   it('drops duplicate pairs and skips rollouts without a usable winner answer', async () => {
     const { store, dir } = fixtureStore();
     const spec = {

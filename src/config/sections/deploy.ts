@@ -63,6 +63,15 @@ export const deploySchema = z.strictObject({
         .nullable()
         .default(0.5)
         .describe('tokens per task may grow by at most this share (null: no ceiling)'),
+      reference_alpha: z
+        .number()
+        .gt(0)
+        .lt(1)
+        .default(0.05)
+        .describe(
+          'rewards.references off: the candidate is refused when a one-sided exact McNemar test finds it worse '
+            + 'than the baseline on the references the loop withheld (reference_check), at this rate',
+        ),
     })
     .prefault({}),
   canary: z

@@ -19,7 +19,28 @@ export const REWARD_FAMILIES = [
   'human',
 ] as const;
 
+/** The families that compare an answer with the task's reference, and give nothing without one. */
+export const ANSWER_REFERENCE_FAMILIES = ['exact', 'numeric', 'f1', 'rouge_l', 'regex', 'contains'] as const;
+
+/**
+ * Every family that reads the task's reference: the answer families, and coordination (its quality term) and voting
+ * (a vote for the reference-best answer), which score their other terms without one.
+ */
+export const READS_REFERENCE: ReadonlySet<string> = new Set([...ANSWER_REFERENCE_FAMILIES, 'coordination', 'voting']);
+
+/** The families whose verdict (1 right, 0 wrong) stands for "this answer is right" without a reference. */
+const LABEL_FREE_VERIFYING = ['agreement'] as const;
+const REFERENCE_VERIFYING = ['exact', 'numeric'] as const;
+
 export const rewardsSchema = z.strictObject({
+  references: z
+    .enum(['on', 'off'])
+    .default('on')
+    .describe(
+      "off: the loop learns without the tasks' reference answers (as on traffic that has none): no reward reads "
+        + 'them, and an answer counts as right when it agrees with the majority (the agreement family) instead of '
+        + 'matching the reference; evaluation checks candidates against the references it withheld',
+    ),
   weights: z.partialRecord(z.enum(REWARD_FAMILIES), amount).default({ exact: 1, numeric: 1, coordination: 0.2 }),
   numeric_tolerance: z.number().nonnegative().max(1e6).default(1e-6),
   judge: z
@@ -77,6 +98,34 @@ export function judgeIssues(rewards: RewardsConfig): RuleIssue[] {
       path: ['rewards', 'judge', 'rubric'],
       message: 'the judge reward has a weight, so give at least one rubric criterion',
     });
+  return issues;
+}
+
+/**
+ * The families whose verdict says an answer is right (value 1) or wrong (0): what verified SFT rows, correctness
+ * pairs, headroom and success read. The reference's exact and numeric match; with rewards.references off,
+ * agreement with the majority.
+ */
+export function verifyingFamilies(rewards: Pick<RewardsConfig, 'references'>): readonly string[] {
+  return rewards.references === 'off' ? LABEL_FREE_VERIFYING : REFERENCE_VERIFYING;
+}
+
+/** rewards.references off: something must say an answer is right, and nothing weighted may need the reference. */
+export function referenceIssues(rewards: RewardsConfig): RuleIssue[] {
+  if (rewards.references !== 'off') return [];
+  const issues: RuleIssue[] = [];
+  if (!rewards.weights.agreement)
+    issues.push({
+      path: ['rewards', 'weights', 'agreement'],
+      message:
+        'rewards.references is off, so agreement with the majority is what says an answer is right: give it a weight',
+    });
+  for (const family of ANSWER_REFERENCE_FAMILIES)
+    if (rewards.weights[family])
+      issues.push({
+        path: ['rewards', 'weights', family],
+        message: `${family} compares answers with the reference, which rewards.references: off withholds; set it to 0`,
+      });
   return issues;
 }
 

@@ -120,6 +120,7 @@ function summaryOf(r: Rollout): RolloutSummary {
     status: 'completed',
     reward: r.totalReward,
     quality: null,
+    checked: null,
     winner: null,
     consensus: false,
     rounds: 0,

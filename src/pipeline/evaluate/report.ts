@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { verifyingFamilies } from '../../config/sections/rewards.js';
 import { UserError } from '../../errors.js';
 import { primaryMetric } from '../../evaluation/compare.js';
 import { gatherReport } from '../../report/data.js';
@@ -30,6 +31,7 @@ export async function writeReport(
     metric: primaryMetric(rt.config.eval.metric),
     title: rt.config.project.name,
     curriculum: curriculumStatus(rt),
+    verifying: verifyingFamilies(rt.config.rewards),
   });
   const evalRunId = data.selected?.id ?? null;
   const file = path.resolve(

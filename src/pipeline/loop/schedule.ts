@@ -1,3 +1,4 @@
+import { verifyingFamilies } from '../../config/sections/rewards.js';
 import { errorMessage } from '../../errors.js';
 import { cycleHistory, type CycleHistoryRow } from '../../report/cycle-history.js';
 import type { Runtime } from '../../runtime/runtime.js';
@@ -52,7 +53,7 @@ export function loopStatus(rt: Runtime, limit = 10): LoopStatus {
       error: c.error,
       stages: c.state.stages,
     })),
-    history: cycleHistory(store, limit),
+    history: cycleHistory(store, limit, verifyingFamilies(rt.config.rewards)),
   };
 }
 

@@ -1,4 +1,5 @@
 import { POLICY_KINDS, type PolicyKind, type RLConfig } from '../../config/schema.js';
+import { verifyingFamilies } from '../../config/sections/rewards.js';
 import { NotEnoughData, UserError } from '../../errors.js';
 import {
   learnPolicy,
@@ -63,7 +64,7 @@ export async function trainPolicy(rt: Runtime, opts: PolicyTrainOptions): Promis
   const p = { ...rt.config.policies, ...opts.settings };
   const { arms, featureNames } = decisionShape(rt, kind);
   opts.onStage?.(`reading the logged ${kind} decisions`);
-  const rows = store.spans.policyDecisions(kind);
+  const rows = store.spans.policyDecisions(kind, verifyingFamilies(rt.config.rewards));
   const learned = learnPolicy({
     kind,
     algorithm: p.algorithm,

@@ -255,7 +255,7 @@ export async function newRun(
     : await buildDataset(store, {
         ...common,
         algo,
-        options: datasetOptionsFromConfig(t, rt.config.rewards.weights),
+        options: datasetOptionsFromConfig(t, rt.config.rewards),
         augment: trainAugment(rt, algo, opts.onStage),
       });
   if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { READS_REFERENCE } from '../../config/sections/rewards.js';
 import { UserError } from '../../errors.js';
 import { auditFamilies, type FamilyAudit } from '../../evaluation/reward-audit.js';
 import { computeRewards } from '../../rewards/compute.js';
@@ -91,9 +92,6 @@ export async function addFeedback(
 function mean(xs: number[]): number | null {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null;
 }
-
-/** Families whose score reads the task's reference: no signal once references are off. */
-const READS_REFERENCE = new Set(['f1', 'rouge_l', 'regex', 'contains', 'coordination', 'voting']);
 
 export interface RewardAudit {
   /** Verified answers (exact or numeric) per channel in the store: the labelled sample. */

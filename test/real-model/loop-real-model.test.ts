@@ -8,13 +8,16 @@ import { hasStack, runCli, tempDir } from '../helpers.js';
 
 // One unattended cycle with the real parts, as a user runs it: the bundled model served by our server,
 // a real collect, real TRL training on CPU, a real evaluation of base against the new adapter on the
-// same tasks and seeds, the deploy gates, the HTML report. Kept small: the point is the machinery.
+// same tasks and seeds, the deploy gates, the HTML report. Kept small: the point is the machinery. It runs
+// without references (rewards.references off), as on traffic that has none: the label-free rewards, and the
+// evaluation's check against the references it withheld.
 const CONFIG = `agents:
 ${['a', 'b', 'c'].map((x) => `  - { id: agent_${x}, model: local, tool_mode: text, implicit_answer: true, max_tokens: 48, temperature: 0.7 }`).join('\n')}
 orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }
 tasks:
   sources: [{ suite: arithmetic, n: 40 }]
 collect: { concurrency: 2 }
+rewards: { references: off }
 train:
   algo: sft
   max_steps: 2
@@ -58,6 +61,13 @@ describe('loop --once with the default local model', () => {
         .prepare('SELECT set_id, COUNT(*) AS n FROM eval_results GROUP BY set_id')
         .all() as { set_id: string; n: number }[];
       expect(results.map((x) => x.n)).toEqual([2, 2]);
+      // No reward read a reference; the evaluation checked every final answer against the one it withheld.
+      const families = storeDb(store).prepare('SELECT DISTINCT family FROM rewards').all() as { family: string }[];
+      expect(families.map((f) => f.family).filter((f) => !['agreement', 'coordination'].includes(f))).toEqual([]);
+      const checked = storeDb(store).prepare('SELECT checked FROM eval_results').all() as { checked: number }[];
+      expect(checked.map((c) => c.checked).every((c) => c === 0 || c === 1)).toBe(true);
+      const gates = (ev.summary as { gates: { gate: string }[] }).gates.map((g) => g.gate);
+      expect(gates).toContain('reference_check');
       const production = JSON.parse(fs.readFileSync(path.join(loaded.paths.dataDir, 'production.json'), 'utf8')) as {
         set: { id: string };
       };

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { READS_REFERENCE } from '../../config/sections/rewards.js';
+import { READS_REFERENCE, verifyingFamilies } from '../../config/sections/rewards.js';
 import { UserError } from '../../errors.js';
 import { auditFamilies, type FamilyAudit } from '../../evaluation/reward-audit.js';
 import { computeRewards } from '../../rewards/compute.js';
@@ -36,7 +36,12 @@ export async function recomputeRewards(rt: Runtime, filter: RolloutFilter = {}):
     const scored = await computeRewards({ outcome, config: config.rewards, judge }, config.rewards.weights);
     const kept = store.rewards.list(r.id).filter((w) => w.family === 'human');
     const total = totalFromRewards([...scored.rewards, ...kept], config.rewards.weights);
-    scored.rewards.push(...delegationCredit(delegationsFromSpans(spans), { byFamily: scored.byFamily, total }));
+    const credits = delegationCredit(
+      delegationsFromSpans(spans),
+      { byFamily: scored.byFamily, total },
+      verifyingFamilies(config.rewards),
+    );
+    scored.rewards.push(...credits);
     // Samples are credited on their own spans, after the total.
     scored.rewards.push(...(await sampleRewards(r.id, samplesOf(spans), task, { config: config.rewards, judge })));
     store.transaction(() => {

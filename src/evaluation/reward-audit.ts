@@ -93,3 +93,25 @@ export function wilson(k: number, n: number, z = 1.959963984540054): Rate {
   const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / denom;
   return { value: p, low: Math.max(0, centre - half), high: Math.min(1, centre + half), k, n };
 }
+
+/** The audit as a table: its header and one row per family and channel (precision and recall with their intervals). */
+export function auditTable(families: readonly (FamilyAudit & { readsReference: boolean })[]): {
+  head: string[];
+  rows: string[][];
+} {
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  const rate = (r: Rate | null) => (r ? `${pct(r.value)} [${pct(r.low)}, ${pct(r.high)}]` : '—');
+  return {
+    head: ['family', 'channel', 'reads the reference', 'answers (right)', 'coverage', 'AUC', 'precision', 'recall'],
+    rows: families.map((f) => [
+      f.family,
+      f.channel,
+      f.readsReference ? 'yes' : 'no',
+      `${f.n} (${f.right})`,
+      pct(f.coverage),
+      f.auc === null ? '—' : f.auc.toFixed(3),
+      rate(f.precision),
+      rate(f.recall),
+    ]),
+  };
+}

@@ -44,22 +44,9 @@ export const registerRewards: Register = (program, ctx) => {
       ui.print(`verified answers: ${turn} (every answer, turn channel), ${rollout} (final answers, rollout channel)`);
       if (!audit.families.length)
         return ui.print('no other reward family scored a verified answer (rewards.weights names the families)');
-      const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-      const rate = (r: { value: number; low: number; high: number } | null) =>
-        r ? `${pct(r.value)} [${pct(r.low)}, ${pct(r.high)}]` : '—';
-      ui.table(
-        ['family', 'channel', 'reads the reference', 'answers (right)', 'coverage', 'AUC', 'precision', 'recall'],
-        audit.families.map((f) => [
-          f.family,
-          f.channel,
-          f.readsReference ? 'yes' : 'no',
-          `${f.n} (${f.right})`,
-          pct(f.coverage),
-          f.auc === null ? '—' : f.auc.toFixed(3),
-          rate(f.precision),
-          rate(f.recall),
-        ]),
-      );
+      const { auditTable } = await import('../../evaluation/reward-audit.js');
+      const table = auditTable(audit.families);
+      ui.table(table.head, table.rows);
       ui.print(`precision and recall of "value ≥ ${audit.families[0]!.threshold}", with 95 % Wilson intervals`);
     });
 };

@@ -5,15 +5,17 @@
 // what it trained on (headroom mix of production's tasks, examples, DPO's implicit rewards at the end), the
 // candidate against production and the gates' verdict, wall and CPU minutes.
 // NIGHTS_SET='key=value;key=value' changes the config as --set does (a recipe to try against the defaults);
-// NIGHTS_PER_SUITE (60) the tasks per suite; NIGHTS_DIR=path keeps the project there; NIGHTS_TRANSFER=0 skips the
-// transfer set.
+// NIGHTS_PER_SUITE (60) the tasks per suite; NIGHTS_DIR=path keeps the project there, and a run stopped part-way
+// (killed, or the machine restarted) continues from it when started again with the same NIGHTS_DIR: the cycles
+// recorded in NIGHTS_DIR/nights.json stand, and an interrupted cycle resumes at its stage as the loop's do;
+// NIGHTS_TRANSFER=0 skips the transfer set.
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
 import { suiteLevels } from '../dist/pipeline/collect/curriculum.js';
 import { cycleHistory } from '../dist/report/cycle-history.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
-import { againstBase, cycle, onTransfer, TRANSFER_TASKS } from './lib/cycles.mjs';
+import { againstBase, cycle, datasetCounts, onTransfer, TRANSFER_TASKS } from './lib/cycles.mjs';
 import { nightsHeadlines, nightsLines, trainDiagnostics } from './lib/nights-report.mjs';
 import { progress, writeResult } from './lib/report.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
@@ -36,7 +38,15 @@ const overrides = [
   ...CHANGES,
 ];
 
-const results = {
+const KEEP = process.env.NIGHTS_DIR ? path.resolve(process.env.NIGHTS_DIR) : null;
+const kept = KEEP && path.join(KEEP, 'nights.json');
+const resumed = kept && fs.existsSync(kept) ? JSON.parse(fs.readFileSync(kept, 'utf8')) : null;
+if (resumed && JSON.stringify(resumed.changes) !== JSON.stringify(CHANGES))
+  throw new Error(`NIGHTS_DIR ${KEEP} holds a run with NIGHTS_SET '${resumed.changes.join(';')}'`);
+if (!resumed && KEEP && fs.existsSync(KEEP) && fs.readdirSync(KEEP).length)
+  throw new Error(`NIGHTS_DIR ${KEEP} is not empty and holds no nights.json to continue`);
+
+const results = resumed ?? {
   benchmark: 'nights',
   quick: args.quick,
   cycles: CYCLES,
@@ -51,15 +61,15 @@ const jsonFile = args.out ?? path.join('bench-results', 'nights.json');
 function save() {
   results.headline = nightsHeadlines(results);
   writeResult(jsonFile, results);
+  if (kept) writeResult(kept, results);
 }
 
-const KEEP = process.env.NIGHTS_DIR ? path.resolve(process.env.NIGHTS_DIR) : null;
-if (KEEP && fs.existsSync(KEEP) && fs.readdirSync(KEEP).length) throw new Error(`NIGHTS_DIR ${KEEP} is not empty`);
 const root = KEEP ? (fs.mkdirSync(KEEP, { recursive: true }), KEEP) : makeTempDir('nights');
 const load = () => loadConfig({ cwd: root, overrides });
-let transfer = null;
+let transfer = results.perCycle.at(-1)?.transfer ?? null;
+results.cycles = CYCLES;
 try {
-  for (let k = 1; k <= CYCLES; k++) {
+  for (let k = results.perCycle.length + 1; k <= CYCLES; k++) {
     progress(`cycle ${k} of ${CYCLES}${CHANGES.length ? ` (${CHANGES.join(', ')})` : ''}`);
     const c = await cycle(load, `  cycle ${k}`, async (rt, _r, run) => {
       const store = rt.store();
@@ -99,15 +109,3 @@ results.finished = true;
 save();
 for (const line of nightsLines(results)) progress(line);
 progress(`results: ${jsonFile}`);
-
-/** What a training run's dataset held: its rows, builder counts and the commonest reasons candidates were left out. */
-function datasetCounts(dir) {
-  const file = dir && path.join(dir, 'manifest.json');
-  if (!file || !fs.existsSync(file)) return null;
-  const { stats } = JSON.parse(fs.readFileSync(file, 'utf8'));
-  if (!stats) return null;
-  const dropped = Object.entries(stats.dropped ?? {})
-    .sort(([, a], [, b]) => b - a)
-    .slice(0, 5);
-  return { rows: stats.rows, counts: stats.counts, categories: stats.categories, dropped: Object.fromEntries(dropped) };
-}

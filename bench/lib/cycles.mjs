@@ -1,5 +1,7 @@
 // What the efficacy and nights benchmarks measure of a loop cycle: one `loop --once` with its cost, production
 // against the base on the eval split, and a candidate against the base on the hand-written transfer set.
+import fs from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { evaluate } from '../../dist/pipeline/evaluate/evaluate.js';
 import { runCycle } from '../../dist/pipeline/loop/loop.js';
@@ -119,4 +121,16 @@ export async function cycle(load, label, extra = () => ({})) {
       ...(await extra(rt, r, run)),
     };
   });
+}
+
+/** What a training run's dataset held: its rows, builder counts and the commonest reasons candidates were left out. */
+export function datasetCounts(dir) {
+  const file = dir && path.join(dir, 'manifest.json');
+  if (!file || !fs.existsSync(file)) return null;
+  const { stats } = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (!stats) return null;
+  const dropped = Object.entries(stats.dropped ?? {})
+    .sort(([, a], [, b]) => b - a)
+    .slice(0, 5);
+  return { rows: stats.rows, counts: stats.counts, categories: stats.categories, dropped: Object.fromEntries(dropped) };
 }

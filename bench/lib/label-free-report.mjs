@@ -1,0 +1,78 @@
+// The label-free benchmark's figures: each arm against the base as the references judge it, and the reward audit.
+import { auditTable } from '../../dist/evaluation/reward-audit.js';
+import { roundTo } from './stats.mjs';
+
+const signed = (x) => `${x >= 0 ? '+' : '−'}${Math.abs(x * 100).toFixed(1)}`;
+const points = (d) => (d ? `${signed(d.mean)} (${signed(d.low)} … ${signed(d.high)})` : '—');
+const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)} %` : '—');
+const pairsOf = (counts) =>
+  Object.entries(counts ?? {})
+    .filter(([k]) => k.endsWith('_pairs'))
+    .map(([k, n]) => `${n} ${k.replace(/_pairs$/, '')}`)
+    .join(' + ') || '—';
+
+/** Markdown: the arms side by side, then the audit table. */
+export function labelFreeLines(r) {
+  const head = [
+    'arm',
+    'trained on (steps)',
+    'success, eval split: base → candidate',
+    'Δ points (95 % CI)',
+    'transfer: Δ points (95 % CI)',
+    "its own gates (the loop's verdict)",
+    'wall (CPU) min',
+  ];
+  const rows = r.arms.map((a) =>
+    a.error
+      ? [a.arm, `stopped: ${a.error}`, '', '', '', '', '']
+      : [
+          a.arm,
+          `${pairsOf(a.dataset?.counts)} (${a.steps})`,
+          `${pct(a.vsBase.success.base)} → ${pct(a.vsBase.success.production)}`,
+          points(a.vsBase.success.diff),
+          points(a.transfer?.success?.diff),
+          a.passed
+            ? 'pass'
+            : `refused: ${a.gates
+                .filter((g) => !g.passed)
+                .map((g) => g.gate)
+                .join(', ')}`,
+          `${(a.wallSeconds / 60).toFixed(1)} (${(a.cpuSeconds / 60).toFixed(1)})`,
+        ],
+  );
+  const lines = [head, head.map(() => '---'), ...rows].map((c) => `| ${c.join(' | ')} |`);
+  if (!r.audit) return lines;
+  const { head: auditHead, rows: auditRows } = auditTable(r.audit.families);
+  return [...lines, '', ...[auditHead, auditHead.map(() => '---'), ...auditRows].map((c) => `| ${c.join(' | ')} |`)];
+}
+
+/** The issue's targets: the label-free arm reaches 70 % of the default's gain, with its CI above 0. */
+export function labelFreeHeadlines(r) {
+  const measured = r.arms.filter((a) => !a.error);
+  const byArm = Object.fromEntries(measured.map((a) => [a.arm, a.vsBase.success.diff]));
+  const lines = measured.map((a) => ({
+    label: `${a.arm}: Δ success against the base, eval split`,
+    value: roundTo((a.vsBase.success.diff?.mean ?? NaN) * 100, 1),
+    unit: `points [${signed(a.vsBase.success.diff?.low ?? NaN)}, ${signed(a.vsBase.success.diff?.high ?? NaN)}]`,
+  }));
+  const a = byArm.references,
+    b = byArm['label-free'];
+  if (a && b) {
+    const share = a.mean > 0 ? b.mean / a.mean : NaN;
+    lines.push({
+      label: 'label-free gain / default gain',
+      value: roundTo(share, 2),
+      unit: '',
+      target: '>= 0.7',
+      ok: share >= 0.7,
+    });
+    lines.push({
+      label: 'label-free CI lower bound',
+      value: roundTo(b.low * 100, 1),
+      unit: 'points',
+      target: '> 0',
+      ok: b.low > 0,
+    });
+  }
+  return lines;
+}

@@ -66,9 +66,34 @@ function save() {
 
 const root = KEEP ? (fs.mkdirSync(KEEP, { recursive: true }), KEEP) : makeTempDir('nights');
 const load = () => loadConfig({ cwd: root, overrides });
-let transfer = results.perCycle.at(-1)?.transfer ?? null;
+let transfer = null;
 results.cycles = CYCLES;
+
+/** After a cycle: production against the base, and on the transfer set when production changed. */
+async function measure(entry) {
+  if (results.base === null) return;
+  const against = await againstBase(load, results.base);
+  entry.production = against.production;
+  entry.vsBase = against.comparison;
+  if (TRANSFER && against.comparison && against.production !== transfer?.production) {
+    progress(`  transfer: set v${against.production} against the base on ${results.transfer}`);
+    transfer = {
+      production: against.production,
+      ...(await onTransfer(load, results.base, against.production, '  transfer')),
+    };
+  }
+  entry.transfer = transfer;
+  entry.measured = true;
+}
+
 try {
+  // A run stopped after a cycle but before its measurements were saved measures that cycle first.
+  const last = results.perCycle.at(-1);
+  transfer = results.perCycle.findLast((c) => c.transfer)?.transfer ?? null;
+  if (last?.measured === false) {
+    await measure(last);
+    save();
+  }
   for (let k = results.perCycle.length + 1; k <= CYCLES; k++) {
     progress(`cycle ${k} of ${CYCLES}${CHANGES.length ? ` (${CHANGES.join(', ')})` : ''}`);
     const c = await cycle(load, `  cycle ${k}`, async (rt, _r, run) => {
@@ -85,21 +110,11 @@ try {
     });
     progress(`  cycle ${k}: ${c.outcome}`);
     results.base ??= c.measuredAgainst?.version ?? null;
-    const entry = { cycle: k, ...c };
-    if (results.base !== null) {
-      const against = await againstBase(load, results.base);
-      entry.production = against.production;
-      entry.vsBase = against.comparison;
-      if (TRANSFER && against.comparison && against.production !== transfer?.production) {
-        progress(`  transfer: set v${against.production} against the base on ${results.transfer}`);
-        transfer = {
-          production: against.production,
-          ...(await onTransfer(load, results.base, against.production, '  transfer')),
-        };
-      }
-      entry.transfer = transfer;
-    }
+    const entry = { cycle: k, ...c, measured: false };
+    // Saved before its measurements: a stop during them loses no cycle, and a restart measures it.
     results.perCycle.push(entry);
+    save();
+    await measure(entry);
     save();
   }
 } finally {

@@ -1,5 +1,5 @@
 import type { Algo, TrainConfig } from '../config/schema.js';
-import { verifyingFamilies, type RewardsConfig } from '../config/sections/rewards.js';
+import { REFERENCE_VERIFYING, verifyingFamilies, type RewardsConfig } from '../config/sections/rewards.js';
 import { UserError } from '../errors.js';
 
 /**
@@ -74,7 +74,7 @@ export const DEFAULT_DATASET_OPTIONS: DatasetOptions = {
   dpo: { min_margin: 0, system_prompt: null, max_pairs_per_task: 16, pairs: 'winner' },
   ppo: { credit: 'final', gamma: 0.9, agents: null },
   weights: null,
-  verifying: verifyingFamilies({ references: 'on' }),
+  verifying: REFERENCE_VERIFYING,
 };
 
 /** Defaults filled in and values checked (bad values are UserErrors naming the option). */

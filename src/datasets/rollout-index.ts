@@ -1,4 +1,4 @@
-import { verifyingFamilies } from '../config/sections/rewards.js';
+import { REFERENCE_VERIFYING } from '../config/sections/rewards.js';
 import {
   nestedDepth,
   type NewAnswerPayload,
@@ -27,9 +27,6 @@ export const UNCATEGORIZED = 'uncategorized';
 const best = (rewards: readonly Reward[]): number | null =>
   rewards.length ? Math.max(...rewards.map((r) => r.value)) : null;
 
-/** The verifying families unless a build names others (config verifyingFamilies: rewards.references). */
-const REFERENCE_VERIFYING = verifyingFamilies({ references: 'on' });
-
 /**
  * What the builders need of one completed rollout, indexed once: actions, the presentation, prompt
  * spans (payloads parsed on first use), turn rewards and which agents were not clean.
@@ -57,7 +54,8 @@ export class RolloutIndex {
 
   /**
    * `load` fetches a prompt span's payload when the record has no prompt spans (coordination-only reads);
-   * `verifying`: the families whose verdict says an answer is right.
+   * `verifying`: the families whose verdict says an answer is right (config verifyingFamilies; default the
+   * reference's).
    */
   constructor(
     readonly record: TraceRecord,

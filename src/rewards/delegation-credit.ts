@@ -1,12 +1,10 @@
-import { verifyingFamilies } from '../config/sections/rewards.js';
+import { REFERENCE_VERIFYING } from '../config/sections/rewards.js';
 import type { DelegationRecord } from '../orchestrator/types.js';
 import { nestedDepth, type DelegateAggregatePayload, type NestedMark } from '../trace/payloads.js';
 import type { RewardInput } from '../trace/records.js';
 
 /** The family name of delegation credit rows (not a registry family: it is never part of the total). */
 export const DELEGATION_CREDIT = 'delegation';
-
-const REFERENCE_VERIFYING = verifyingFamilies({ references: 'on' });
 
 /**
  * The rollout outcome a delegation shares in: its verified quality (the best of the verifying families: exact and

@@ -1,4 +1,4 @@
-import { verifyingFamilies } from '../config/sections/rewards.js';
+import { REFERENCE_VERIFYING } from '../config/sections/rewards.js';
 import { computeRewards } from './compute.js';
 import { verifiedQuality } from './delegation-credit.js';
 import type { RewardsConfig, RolloutOutcome } from './types.js';
@@ -15,11 +15,10 @@ export async function referenceCheck(
 ): Promise<number | null> {
   if (config.references !== 'off' || !outcome.task?.reference?.trim()) return null;
   const on = { ...config, references: 'on' as const };
-  const families = verifyingFamilies(on);
   const final = { ...outcome, answers: [], samples: [] };
   const scored = await computeRewards(
     { outcome: final, config: on, ...(signal ? { signal } : {}) },
-    Object.fromEntries(families.map((f) => [f, 1])),
+    Object.fromEntries(REFERENCE_VERIFYING.map((f) => [f, 1])),
   );
-  return verifiedQuality(scored.byFamily, families);
+  return verifiedQuality(scored.byFamily, REFERENCE_VERIFYING);
 }

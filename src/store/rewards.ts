@@ -1,4 +1,4 @@
-import { verifyingFamilies } from '../config/sections/rewards.js';
+import { REFERENCE_VERIFYING } from '../config/sections/rewards.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
 import { sqlFamilies } from './sql.js';
@@ -107,9 +107,6 @@ export class RewardRepository {
     return { scores, labelled };
   }
 }
-
-/** The families that verify an answer against the task's reference: what the audit scores the others against. */
-const REFERENCE_VERIFYING = verifyingFamilies({ references: 'on' });
 
 /**
  * Each verified answer of a completed rollout once, with its task: the best verdict of the verifying families per

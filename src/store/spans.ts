@@ -1,4 +1,4 @@
-import { verifyingFamilies } from '../config/sections/rewards.js';
+import { REFERENCE_VERIFYING } from '../config/sections/rewards.js';
 import { backoffMs, briefly, isBusy } from './busy.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
@@ -137,10 +137,7 @@ export class SpanRepository {
    * The policy decisions of one kind recorded by completed training-source rollouts (evaluation rollouts
    * decide greedily and are left out), in rollout then decision order, with what each rollout earned.
    */
-  policyDecisions(
-    policy: string,
-    verifying: readonly string[] = verifyingFamilies({ references: 'on' }),
-  ): PolicyDecisionRow[] {
+  policyDecisions(policy: string, verifying: readonly string[] = REFERENCE_VERIFYING): PolicyDecisionRow[] {
     const rows = this.db
       .prepare(
         `SELECT s.rollout_id, r.num, s.seq, s.payload, r.total_reward, r.tokens,

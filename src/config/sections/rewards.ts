@@ -28,9 +28,10 @@ export const ANSWER_REFERENCE_FAMILIES = ['exact', 'numeric', 'f1', 'rouge_l', '
  */
 export const READS_REFERENCE: ReadonlySet<string> = new Set([...ANSWER_REFERENCE_FAMILIES, 'coordination', 'voting']);
 
-/** The families whose verdict (1 right, 0 wrong) stands for "this answer is right" without a reference. */
-const LABEL_FREE_VERIFYING = ['agreement'] as const;
-const REFERENCE_VERIFYING = ['exact', 'numeric'] as const;
+/** The families whose verdict (1 right, 0 wrong) says an answer matches the task's reference. */
+export const REFERENCE_VERIFYING: readonly string[] = ['exact', 'numeric'];
+/** The families whose verdict stands for "this answer is right" without a reference. */
+const LABEL_FREE_VERIFYING: readonly string[] = ['agreement'];
 
 export const rewardsSchema = z.strictObject({
   references: z

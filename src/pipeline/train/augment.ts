@@ -1,5 +1,5 @@
 import type { Algo, RLConfig } from '../../config/schema.js';
-import { verifyingFamilies } from '../../config/sections/rewards.js';
+import { REFERENCE_VERIFYING } from '../../config/sections/rewards.js';
 import type { Augment, AugmentRow, AugmentSource, HardTask } from '../../datasets/augment.js';
 import type { StatsCollector } from '../../datasets/stats.js';
 import { InterruptedError, UserError } from '../../errors.js';
@@ -14,7 +14,7 @@ type AugmentSection = Pick<RLConfig['train']['sft'], 'rationalize'>
   & Partial<Pick<RLConfig['train']['sft'], 'teacher' | 'select'> & Pick<RLConfig['train']['dpo'], 'pairs'>>;
 
 /** The families that verify an answer against the reference (rationales and a teacher's replies need one). */
-const VERIFY_WEIGHTS = Object.fromEntries(verifyingFamilies({ references: 'on' }).map((f) => [f, 1]));
+const VERIFY_WEIGHTS = Object.fromEntries(REFERENCE_VERIFYING.map((f) => [f, 1]));
 
 interface Source {
   source: AugmentSource;

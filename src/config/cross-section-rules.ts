@@ -9,7 +9,14 @@ import { promptIssues } from './sections/prompts.js';
 import { customRewardIssues, judgeIssues, referenceIssues } from './sections/rewards.js';
 import { storeIssues } from './sections/store.js';
 import { taskIssues } from './sections/tasks.js';
-import { dpoIssues, machineIssues, sftIssues, trainFileIssues } from './sections/train.js';
+import {
+  dpoIssues,
+  machineIssues,
+  sftIssues,
+  trainFileIssues,
+  WITHHELD,
+  withheldReferenceKeys,
+} from './sections/train.js';
 import type { ConfigPath } from './yaml-source.js';
 
 /**
@@ -47,14 +54,12 @@ export function checkRules(config: RLConfig, baseDir: string): RuleIssue[] {
 /** rewards.references off: the keys whose work checks answers against the references are refused. */
 function withheldReferences(config: RLConfig): RuleIssue[] {
   if (config.rewards.references !== 'off') return [];
-  const why = 'checks answers against the references, which rewards.references: off withholds';
-  const on: [boolean, ConfigPath][] = [
-    [Boolean(config.train.sft.rationalize?.enabled), ['train', 'sft', 'rationalize']],
-    [Boolean(config.train.sft.teacher), ['train', 'sft', 'teacher']],
-    [Boolean(config.train.dpo.rationalize?.enabled), ['train', 'dpo', 'rationalize']],
-    [config.tasks.curriculum.enabled, ['tasks', 'curriculum', 'enabled']],
+  const paths: ConfigPath[] = [
+    ...withheldReferenceKeys(config.train.sft).map((key) => ['train', 'sft', key]),
+    ...withheldReferenceKeys(config.train.dpo).map((key) => ['train', 'dpo', key]),
+    ...(config.tasks.curriculum.enabled ? [['tasks', 'curriculum', 'enabled']] : []),
   ];
-  return on.filter(([set]) => set).map(([, path]) => ({ path, message: `${path.join('.')} ${why}` }));
+  return paths.map((path) => ({ path, message: `${path.join('.')} ${WITHHELD}` }));
 }
 
 /** A key of models or prompts that `key` names and that is not there (none when `key` is unset). */

@@ -2,7 +2,7 @@ import type { RuleIssue } from './rule-issue.js';
 import type { RLConfig } from './schema.js';
 import type { RoleConfig } from './sections/roles.js';
 import { ALGOS } from './sections/train-selection.js';
-import { dpoIssues, sftIssues } from './sections/train.js';
+import { dpoIssues, sftIssues, WITHHELD, withheldReferenceKeys } from './sections/train.js';
 import type { ConfigPath } from './yaml-source.js';
 
 /**
@@ -130,12 +130,9 @@ function recipeIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add)
       add([...at, 'recipe', 'include_presentation'], 'a role without agents has no sft rows but its presentation');
   }
   if (algo === 'dpo') issues(dpoIssues(recipe, [...at, 'recipe']), add);
-  const asks = recipe as { rationalize?: { enabled: boolean }; teacher?: unknown };
-  const withheld = 'checks answers against the references, which rewards.references: off withholds';
-  if (config.rewards.references === 'off') {
-    if (asks.rationalize?.enabled) add([...at, 'recipe', 'rationalize'], withheld);
-    if (asks.teacher) add([...at, 'recipe', 'teacher'], withheld);
-  }
+  const asks = recipe as Parameters<typeof withheldReferenceKeys>[0];
+  if (config.rewards.references === 'off')
+    for (const key of withheldReferenceKeys(asks)) add([...at, 'recipe', key], WITHHELD);
 }
 
 function weightIssues(config: RLConfig, r: RoleConfig, at: ConfigPath, add: Add): void {

@@ -44,6 +44,19 @@ describe('rewards.references off: the config', () => {
       expect(bad).toThrow(new RegExp(`${key.replaceAll('.', '\\.')} checks answers against the references`));
   });
 
+  it("refuses a role recipe's rationalize and teacher too, naming the recipe's keys", () => {
+    const role = () =>
+      configIn(
+        'models:\n  m: { model: x, base_url: http://h/v1, lora: { line: solver, load_adapters: false } }\n'
+          + 'agents:\n  - { id: a, model: m }\n  - { id: b, model: m }\n'
+          + 'rewards: { references: off }\n'
+          + 'roles:\n  solvers:\n    agents: [b]\n    weights: { lora: solver }\n'
+          + '    recipe: { algo: sft, select: verified, rationalize: {}, teacher: { model: m } }\n',
+      );
+    for (const key of ['rationalize', 'teacher'])
+      expect(role).toThrow(new RegExp(`roles\\.solvers\\.recipe\\.${key}: checks answers against the references`));
+  });
+
   it('keeps stored evaluation results reusable while on, and apart from them while off', () => {
     const on = configIn(TEAM).config;
     const offConfig = configIn(`${TEAM}rewards: { references: off }\n`).config;

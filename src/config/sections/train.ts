@@ -123,6 +123,17 @@ export function dpoIssues(dpo: Pick<TrainConfig['dpo'], 'rationalize' | 'pairs'>
   ];
 }
 
+/**
+ * rewards.references off: the keys of a train section (or a role's recipe) that check answers against the references
+ * the loop withholds: rationalize verifies a hinted reply, and a teacher's replies are verified too.
+ */
+export function withheldReferenceKeys(asks: { rationalize?: { enabled: boolean }; teacher?: unknown }): string[] {
+  return [...(asks.rationalize?.enabled ? ['rationalize'] : []), ...(asks.teacher ? ['teacher'] : [])];
+}
+
+/** Why such a key is refused (the messages name the key). */
+export const WITHHELD = 'checks answers against the references, which rewards.references: off withholds';
+
 /** The trainer files named (its script, deepspeed and accelerate configs) exist. */
 export function trainFileIssues(t: TrainConfig, baseDir: string): RuleIssue[] {
   return (['script', 'deepspeed', 'accelerate_config'] as const).flatMap((key) => {

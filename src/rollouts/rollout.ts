@@ -10,6 +10,7 @@ import { referenceCheck } from '../rewards/reference-check.js';
 import { sampleRecorder, sampleRewards } from '../rewards/samples.js';
 import { rewardSpan } from '../rewards/spans.js';
 import { StoreBusyError, type Store } from '../store/index.js';
+import { EVAL_SOURCE } from '../store/rollouts.js';
 import type { Task } from '../tasks/types.js';
 import type { RewardInput } from '../trace/records.js';
 import { planRollout } from './decide.js';
@@ -22,7 +23,7 @@ export interface RolloutSummary {
   status: 'completed' | 'failed' | 'cancelled';
   reward: number | null;
   quality: number | null;
-  /** rewards.references off: the final answer against the withheld reference (rewards/reference-check.ts). */
+  /** rewards.references off, an evaluation rollout: the final answer against the withheld reference. */
   checked: number | null;
   winner: string | null;
   consensus: boolean;
@@ -158,7 +159,8 @@ export async function runRollout(task: Task, d: RolloutDeps): Promise<RolloutSum
       reward: scored.total,
       // Correct when any verifying family (exact or numeric match) says so.
       quality: verifiedQuality(scored.byFamily, verifying),
-      checked: await referenceCheck(outcome, d.config.rewards, d.signal),
+      // only an evaluation's result keeps it (rollouts/measure.ts)
+      checked: d.source === EVAL_SOURCE ? await referenceCheck(outcome, d.config.rewards, d.signal) : null,
       winner: result.winner,
       consensus: result.consensus,
       rounds: result.rounds,

@@ -130,6 +130,13 @@ describe('train with a protocol trainer script', () => {
     await withRuntime(loaded, (rt) => collect(rt, { n: 2 }));
     const next = await withRuntime(loaded, (rt) => train(rt, { algo: 'sft', maxSteps: 1 }));
     expect(next.dataset.watermark).toEqual({ from: 3, to: 5 });
+    // train.traces: all replays every stored trace on every run, as --all does for one.
+    const replay = {
+      ...loaded,
+      config: { ...loaded.config, train: { ...loaded.config.train, traces: 'all' as const } },
+    };
+    const replayed = await withRuntime(replay, (rt) => train(rt, { algo: 'sft', maxSteps: 1 }));
+    expect(replayed.dataset.watermark).toEqual({ from: 0, to: 5 });
 
     // Continuing from a checkpoint makes it the parent; the adapter keeps the base model folder.
     const child = await withRuntime(loaded, (rt) => train(rt, { algo: 'dpo', maxSteps: 1, from: next.checkpoint.id }));

@@ -10,6 +10,13 @@ const port = z.int().min(1).max(65535);
 export const trainSchema = z.strictObject({
   algo: z.enum(ALGOS).default('grpo'),
   base_model: z.string().default(DEFAULT_MODEL_REF),
+  traces: z
+    .enum(['since_start', 'all'])
+    .default('since_start')
+    .describe(
+      'since_start: a run learns from the traces recorded after its start weights were trained; all: from every '
+        + "stored trace, earlier cycles' replayed beside the new ones (`train --all` for one run)",
+    ),
   lora: z
     .strictObject({
       enabled: z.boolean().default(true),

@@ -39,7 +39,7 @@ export type { TrainProgress } from '../../trainers/execute.js';
 
 export interface TrainOptions {
   algo?: string;
-  /** Train on every stored trace, not only those since the start weights' watermark. */
+  /** Train on every stored trace, not only those since the start weights' watermark (default train.traces). */
   all?: boolean;
   /** Start from this checkpoint id or weights reference instead of train.base_model. */
   from?: string;
@@ -226,14 +226,13 @@ export async function newRun(
     await checkTrainerSettings({ python: opts.python, train: t, algos: [algo], extra, signal: opts.signal })
   )[algo]!;
   const start = roleStart(rt, store, role, opts.from);
+  const all = opts.all ?? t.traces === 'all';
   const of = own ? ` of role ${role.name}` : '';
-  opts.onStage?.(
-    `building the ${algo} dataset${of} from traces${opts.all ? '' : ` after rollout #${start.watermark}`}`,
-  );
+  opts.onStage?.(`building the ${algo} dataset${of} from traces${all ? '' : ` after rollout #${start.watermark}`}`);
   const common = {
     dataDir: rt.paths.dataDir,
     sinceWatermark: start.watermark,
-    all: opts.all,
+    all,
     signal: opts.signal,
     configHash: rt.loaded.hash,
     gates: t.gates,
@@ -258,7 +257,7 @@ export async function newRun(
         options: datasetOptionsFromConfig(t, rt.config.rewards),
         augment: trainAugment(rt, algo, opts.onStage),
       });
-  if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, Boolean(opts.all));
+  if (ds.stats.rows === 0) throw emptyDataset(algo, ds, start, all);
   assertGates({ ...ds.stats, algo }, t.gates);
   const tag = own ? `-${role.name}${runTag}` : runTag;
   const runDir = path.join(rt.paths.dataDir, 'runs', `${algo}-${Date.now().toString(36)}-${process.pid}${tag}`);
@@ -288,7 +287,7 @@ export async function newRun(
       dir: ds.dir,
       hash: ds.manifest.hash,
       rows: ds.stats.rows,
-      watermark: { from: start.watermark, to: ds.watermark },
+      watermark: { from: all ? 0 : start.watermark, to: ds.watermark },
       reused: ds.reused,
     },
     config_file: path.join(runDir, 'trainer.yaml'),
@@ -410,6 +409,6 @@ function emptyDataset(algo: Algo, ds: BuildDatasetResult, start: TrainStart, all
       ? `offline GRPO learns from completions the start weights (${start.ref}) served: collect with them, or set train.grpo.on_policy: false`
       : all
         ? 'collect traces first (`massgen-rl collect`), or check train.' + algo + ' filters'
-        : 'collect new traces (`massgen-rl collect`), or pass --all to train on every stored trace',
+        : 'collect new traces (`massgen-rl collect`), or pass --all (train.traces: all) to train on every stored trace',
   );
 }

@@ -11,7 +11,7 @@ const LAYERS = [
   ['rollouts', 'interop', 'scheduler', 'report', 'gateway'],
   ['runtime'],
   ['serving'],
-  ['trainers', 'evaluation'],
+  ['trainers', 'evaluation', 'telemetry'],
   ['datasets', 'resources'],
   ['rewards', 'tools', 'policies', 'prompt-opt'],
   ['orchestrator'],
@@ -106,6 +106,12 @@ const ownership = [
       'execa only in the modules that own processes: python/, trainers/, serving/, tools/ and the custom reward command',
     from: { path: '^src/', pathNot: '^src/(python|trainers|serving|tools)/|^src/rewards/custom\\.ts$' },
     to: { path: pkg(['execa']) },
+  },
+  {
+    name: 'opentelemetry-only-in-telemetry',
+    comment: 'the OpenTelemetry packages and the protobuf reader of OTLP requests only in src/telemetry/',
+    from: { path: '^src/', pathNot: '^src/telemetry/' },
+    to: { path: pkg(['@opentelemetry/[^/]+', 'protobufjs']) },
   },
   {
     name: 'cron-only-in-scheduler',

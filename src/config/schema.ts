@@ -22,6 +22,7 @@ import { rewardsSchema } from './sections/rewards.js';
 import { rolesSchema } from './sections/roles.js';
 import { queueSchema, storeSchema } from './sections/store.js';
 import { tasksSchema } from './sections/tasks.js';
+import { telemetrySchema } from './sections/telemetry.js';
 import { toolSchema } from './sections/tools.js';
 import { trainSchema } from './sections/train.js';
 
@@ -47,6 +48,7 @@ export {
   type PolicyKind,
 } from './sections/policies.js';
 export type { PrivacyConfig } from './sections/privacy.js';
+export type { TelemetryConfig } from './sections/telemetry.js';
 export { REWARD_FAMILIES } from './sections/rewards.js';
 export { type Recipe, type RecipeAlgo, RECIPES, type RoleConfig, type RolesConfig } from './sections/roles.js';
 export { BUILTIN_SUITES, DEFAULT_MAX_PROMPT_CHARS, DIFFICULTIES } from './sections/tasks.js';
@@ -75,6 +77,7 @@ export const configSchema = z.strictObject({
   loop: loopSchema.prefault({}),
   privacy: privacySchema.prefault({}),
   gateway: gatewaySchema.prefault({}),
+  telemetry: telemetrySchema.prefault({}),
 });
 
 export type RLConfig = z.output<typeof configSchema>;

@@ -13,6 +13,7 @@ import { activeJudgeModel } from '../rewards/judge.js';
 import { modelPlan, type ModelPlan } from '../serving/model-plan.js';
 import { localModels, servingPython } from '../serving/models.js';
 import { isPostgresUrl, type Redactor, type ResourceSet, type Store } from '../store/index.js';
+import { OtlpFollower } from '../telemetry/otlp-follower.js';
 import { LocalServers } from './local-servers.js';
 import { openStore, redactorFor } from './store.js';
 
@@ -39,6 +40,7 @@ export class Runtime {
   readonly redactor: Redactor;
   readonly servers: LocalServers;
   private opened?: Store;
+  private follower?: OtlpFollower;
   private readonly resolved = new Map<string, ResolvedWeights>();
 
   constructor(
@@ -212,8 +214,20 @@ export class Runtime {
     return [...new Set([...this.config.agents.map((a) => a.model), ...(judge ? [judge] : [])])];
   }
 
+  /**
+   * With telemetry.otlp.endpoint set: the rollouts this command finishes go out as OTLP spans in the background
+   * (collect, eval, the gateway and the loop ask for it); close() sends what is left. A no-op without an endpoint.
+   */
+  followTelemetry(onWarn?: (message: string) => void): void {
+    const otlp = this.config.telemetry.otlp;
+    if (!otlp.endpoint || this.follower) return;
+    this.follower = new OtlpFollower(this.store(), { ...otlp, endpoint: otlp.endpoint }, { onWarn }).start();
+  }
+
   async close(): Promise<void> {
     try {
+      await this.follower?.stop();
+      this.follower = undefined;
       await this.servers.stopAll();
     } finally {
       this.opened?.close();

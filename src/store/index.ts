@@ -18,6 +18,7 @@ export type { CurriculumResult, LevelChange, LevelTally, SuiteCurriculum } from 
 export type { AnswerVerdicts, VerifiedScore } from './rewards.js';
 export type { EvalItem, EvalResult, EvalRun } from './evaluations.js';
 export type { Lock, LockHolder } from './locks.js';
+export type { PendingPage, RolloutTrace } from './otlp-exports.js';
 export type { ResourceSet, SetMember, SetMembers, SetOrigin, SetPointer, SetRole } from './resource-sets.js';
 export { copyStore, type CopyOptions, type CopyProgress, type CopyResult } from './copy/copy.js';
 export type { TableCheck } from './copy/verify.js';

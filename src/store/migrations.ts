@@ -353,6 +353,21 @@ CREATE INDEX curriculum_results_set ON curriculum_results(suite, level, set_id);
 ALTER TABLE eval_results ADD COLUMN checked INTEGER;
 `,
   },
+  {
+    version: 9,
+    name: 'rollouts exported over OTLP',
+    sql: `
+-- Which finished rollouts an OTLP endpoint has acknowledged: a backfill resumes after them, the continuous export
+-- sends the rest (nothing is lost while a collector is down: it stays here as not exported).
+CREATE TABLE otlp_exports (
+  target TEXT NOT NULL,
+  rollout_id TEXT NOT NULL REFERENCES rollouts(id) ON DELETE CASCADE,
+  spans INTEGER NOT NULL,
+  exported_at REAL NOT NULL,
+  PRIMARY KEY (target, rollout_id)
+);
+`,
+  },
 ];
 
 // Migration 1 creates these two with their rowid on PostgreSQL; migration 4 adds it to the run tables.

@@ -7,6 +7,7 @@ import { CurriculumRepository } from './curriculum.js';
 import { openSqlite, type Db, type OpenOptions } from './database.js';
 import { EvaluationRepository } from './evaluations.js';
 import { LockRepository } from './locks.js';
+import { OtlpExportRepository } from './otlp-exports.js';
 import { isPostgresUrl, openPostgres } from './postgres/open.js';
 import { PgDb } from './postgres/pg-db.js';
 import { recoverOrphans } from './process-owner.js';
@@ -54,6 +55,7 @@ const COUNTED = [
   'curriculum_results',
   'audit',
   'loop_runs',
+  'otlp_exports',
 ] as const;
 
 let dbOf: (store: Store) => Db;
@@ -84,6 +86,7 @@ export class Store {
   readonly curriculum: CurriculumRepository;
   readonly evaluations: EvaluationRepository;
   readonly locks: LockRepository;
+  readonly otlpExports: OtlpExportRepository;
   /** Rows found 'running' for processes that had died, now marked failed. */
   readonly recovered: number;
   /** How long writes have been refused by a lock; write() gives up after PATIENCE_FACTOR × busy_timeout_ms. */
@@ -119,6 +122,7 @@ export class Store {
     this.curriculum = new CurriculumRepository(db, redactor);
     this.evaluations = new EvaluationRepository(db, redactor);
     this.locks = new LockRepository(db);
+    this.otlpExports = new OtlpExportRepository(db);
     this.recovered = recoverOrphans(db);
     this.runInTransaction = db.transaction((fn: () => unknown) => fn());
   }

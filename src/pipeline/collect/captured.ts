@@ -26,6 +26,7 @@ export const WATERMARK_GRACE_MS = 60_000;
  */
 export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): Promise<CollectSummary> {
   const store = rt.store();
+  rt.followTelemetry(opts.onStage);
   const production = syncProduction(rt, opts.trigger ?? 'collect');
   const started = performance.now();
   const since = lastWatermark(store);

@@ -60,6 +60,7 @@ export async function collect(rt: Runtime, opts: CollectOptions = {}): Promise<C
   const concurrency = opts.concurrency ?? config.collect.concurrency;
   const signal = opts.signal ?? new AbortController().signal;
   const store = rt.store();
+  rt.followTelemetry(opts.onStage);
   const production = await setupTeam(rt, syncProduction(rt, opts.trigger ?? 'collect'));
   const trial = canary(store);
   const candidate =

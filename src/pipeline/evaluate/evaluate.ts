@@ -43,6 +43,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
   const seeds = seedList(opts.seeds ?? e.seeds);
   checkTeamInputs(rt);
   const store = rt.store();
+  rt.followTelemetry(opts.onStage);
   const { baseline, candidate } = evalSets(rt, opts);
   opts.onStage?.(`starting the baseline (set v${baseline.version}) and candidate (set v${candidate.version}) teams`);
   const [baseTeam, candTeam] = [

@@ -24,6 +24,7 @@ export async function evaluateReplay(rt: Runtime, opts: EvaluateOptions): Promis
   const seeds = seedList(opts.seeds ?? e.seeds);
   checkTeamInputs(rt);
   const store = rt.store();
+  rt.followTelemetry(opts.onStage);
   const { baseline, candidate } = evalSets(rt, opts);
   const agentOf = (call: { model: string; agent: string | null }) =>
     config.agents.find((a) => a.id === call.agent && a.model === call.model)

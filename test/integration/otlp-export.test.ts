@@ -1,0 +1,150 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/runtime/store.js';
+import type { Store } from '../../src/store/index.js';
+import { exportPending, targetKey, type OtlpTarget } from '../../src/telemetry/otlp-export.js';
+import { spanIdOf, traceIdOf } from '../../src/telemetry/span-map.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+import { teamCollect, type TeamCollect } from '../support/team-collect.js';
+
+const target = (endpoint: string, o: Partial<OtlpTarget> = {}): OtlpTarget => ({
+  endpoint,
+  protocol: 'protobuf',
+  headers: {},
+  project: 'otlp-test',
+  batch_rollouts: 2,
+  timeout_ms: 3000,
+  ...o,
+});
+
+describe('rollouts exported as OTLP spans', () => {
+  let team: TeamCollect | undefined;
+  let receiver: OtlpReceiver | undefined;
+  let store: Store | undefined;
+  afterEach(async () => {
+    store?.close();
+    await receiver?.close();
+    await team?.server.close();
+  });
+
+  it('sends each finished rollout as a tree of GenAI/OpenInference spans, once, and resumes after a refusal', async () => {
+    team = await teamCollect();
+    receiver = await startOtlpReceiver();
+    store = openStore(team.loaded);
+    const rollouts = store.rollouts.list({});
+    expect(rollouts).toHaveLength(3);
+
+    const first = await exportPending(store, target(receiver.url));
+    expect(first).toMatchObject({ rollouts: 3, requests: 2, failed: null });
+    expect(receiver.requests.map((r) => r.contentType)).toEqual(['application/x-protobuf', 'application/x-protobuf']);
+    for (const r of rollouts) {
+      const spans = [...receiver.spans.values()].filter((s) => s.traceId === traceIdOf(r.id));
+      const stored = store.spans.list(r.id);
+      expect(spans).toHaveLength(stored.length + 1);
+      const root = spans.find((s) => s.spanId === spanIdOf(r.id, null))!;
+      expect(root).toMatchObject({ parentSpanId: null, resource: { 'service.name': 'otlp-test' } });
+      expect(root.attributes).toMatchObject({
+        'massgen_rl.rollout_id': r.id,
+        'massgen_rl.task_id': r.taskId,
+        'output.value': r.finalAnswer,
+        'massgen_rl.reward.exact': expect.any(Number),
+      });
+      // Every span hangs under a span of its own trace; the model calls carry their usage and messages.
+      const ids = new Set(spans.map((s) => s.spanId));
+      for (const s of spans) if (s !== root) expect(ids.has(s.parentSpanId!)).toBe(true);
+      const calls = stored.filter((s) => s.type === 'prompt');
+      expect(calls.length).toBeGreaterThan(0);
+      for (const call of calls) {
+        const sent = receiver.spans.get(spanIdOf(r.id, call.seq))!;
+        const usage = (call.payload as { usage: { prompt_tokens: number } }).usage;
+        expect(sent.name).toBe(`chat ${(call.payload as { request: { model: string } }).request.model}`);
+        expect(sent.kind).toBe(3); // CLIENT
+        expect(sent.attributes).toMatchObject({
+          'openinference.span.kind': 'LLM',
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.usage.input_tokens': usage.prompt_tokens,
+          'llm.token_count.prompt': usage.prompt_tokens,
+          'gen_ai.agent.name': call.agent,
+          'llm.input_messages.0.message.role': 'system',
+        });
+        expect(JSON.parse(sent.attributes['gen_ai.input.messages'] as string)[0].parts[0].type).toBe('text');
+        expect(sent.endMs).toBeGreaterThanOrEqual(sent.startMs);
+      }
+      expect(spans.filter((s) => s.attributes['openinference.span.kind'] === 'CHAIN').length).toBeGreaterThan(1);
+    }
+
+    // Run again: nothing is pending. Forgotten, then refused half-way: the acknowledged batch stays sent.
+    expect(await exportPending(store, target(receiver.url))).toMatchObject({ rollouts: 0, requests: 0 });
+    expect(store.otlpExports.forget(targetKey(receiver.url))).toBe(3);
+    receiver.requests.length = 0;
+    receiver.failNext(200, 500);
+    const refused = await exportPending(store, target(receiver.url));
+    expect(refused.rollouts).toBe(2);
+    expect(refused.failed).toMatch(/500/);
+    const rest = await exportPending(store, target(receiver.url));
+    expect(rest).toMatchObject({ rollouts: 1, requests: 1, failed: null });
+    expect(store.otlpExports.acknowledged(targetKey(receiver.url))).toBe(3);
+  }, 60_000);
+
+  it('speaks OTLP/JSON too, with the same span ids, and takes the rollout filters', async () => {
+    team = await teamCollect();
+    receiver = await startOtlpReceiver();
+    store = openStore(team.loaded);
+    const mul = store.rollouts.list({ taskId: 'mul' })[0]!;
+    const r = await exportPending(store, target(receiver.url, { protocol: 'json' }), { filter: { taskId: 'mul' } });
+    expect(r).toMatchObject({ rollouts: 1, failed: null });
+    expect(receiver.requests[0]!.contentType).toMatch(/^application\/json/);
+    expect(receiver.spans.get(spanIdOf(mul.id, null))?.traceId).toBe(traceIdOf(mul.id));
+    expect(receiver.spans.size).toBe(store.spans.list(mul.id).length + 1);
+  }, 60_000);
+
+  it('a dead collector fails the export in its deadline and leaves every rollout pending', async () => {
+    team = await teamCollect();
+    store = openStore(team.loaded);
+    const dead = 'http://127.0.0.1:9/v1/traces';
+    const r = await exportPending(store, target(dead, { timeout_ms: 1500 }));
+    expect(r.rollouts).toBe(0);
+    expect(r.failed).toMatch(/ECONNREFUSED|connect/i);
+    expect(store.otlpExports.acknowledged(targetKey(dead))).toBe(0);
+  }, 60_000);
+});
+
+describe('continuous OTLP export (telemetry.otlp.endpoint)', () => {
+  let team: TeamCollect | undefined;
+  let receiver: OtlpReceiver | undefined;
+  afterEach(async () => {
+    await receiver?.close();
+    await team?.server.close();
+  });
+
+  it('a collect sends its rollouts as they finish, and what is left when it closes', async () => {
+    receiver = await startOtlpReceiver();
+    team = await teamCollect(
+      `telemetry: { otlp: { endpoint: "${receiver.url}", interval_ms: 50, batch_rollouts: 1 } }\n`,
+    );
+    const store = openStore(team.loaded);
+    try {
+      const ids = store.rollouts.list({}).map((r) => r.id);
+      const roots = new Set([...receiver.spans.values()].filter((s) => !s.parentSpanId).map((s) => s.traceId));
+      expect(roots).toEqual(new Set(ids.map(traceIdOf)));
+      expect(store.otlpExports.acknowledged(targetKey(receiver.url))).toBe(3);
+    } finally {
+      store.close();
+    }
+  }, 60_000);
+
+  it('a dead collector fails nothing: the collect completes and its rollouts wait for the next export', async () => {
+    const dead = 'http://127.0.0.1:9/v1/traces';
+    team = await teamCollect(`telemetry: { otlp: { endpoint: "${dead}", interval_ms: 50, timeout_ms: 1000 } }\n`);
+    expect(team.summary).toMatchObject({ completed: 3 });
+    receiver = await startOtlpReceiver();
+    const store = openStore(team.loaded);
+    try {
+      expect(store.otlpExports.acknowledged(targetKey(dead))).toBe(0);
+      expect(store.otlpExports.pending(targetKey(dead), {}, 0, 10).traces).toHaveLength(3);
+      const later = await exportPending(store, target(receiver.url));
+      expect(later).toMatchObject({ rollouts: 3, failed: null });
+    } finally {
+      store.close();
+    }
+  }, 60_000);
+});

@@ -1,6 +1,6 @@
 // Prepares what the real-model tier needs, once, then reuses it: the trainer venv and the default model
-// (massgen-rl doctor --fix, with progress), ruff in that venv for the lint suite, and the real MassGen in its own
-// venv. Run by `npm test` and `npm run test:real-model`; alone, it exits 1 when the environment could not be
+// (massgen-rl doctor --fix, with progress), ruff in that venv for the lint suite, the real MassGen in its own
+// venv, and Phoenix with the OpenTelemetry SDK in theirs. Run by `npm test` and `npm run test:real-model`; alone, it exits 1 when the environment could not be
 // prepared.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -38,6 +38,11 @@ export function prepareTestEnvironment(env = process.env) {
   console.log('\n== environment: massgen 0.1.97 for the tests that run the real MassGen ==');
   if (run('sh', [path.join(root, 'scripts', 'setup-massgen-venv.sh')]) !== 0) {
     console.log('massgen could not be installed (see above): the tests that need it skip locally and fail in CI');
+  }
+  // Arize Phoenix and the Python OpenTelemetry SDK for the tests that send to and receive from them for real.
+  console.log('\n== environment: Arize Phoenix and the OpenTelemetry SDK for the OpenTelemetry tests ==');
+  if (run('sh', [path.join(root, 'scripts', 'setup-telemetry-venv.sh')]) !== 0) {
+    console.log('they could not be installed (see above): the tests that need them skip locally and fail in CI');
   }
   return true;
 }

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore } from '../../src/runtime/store.js';
 import { exportPending } from '../../src/telemetry/otlp-export.js';
 import { spanIdOf, traceIdOf } from '../../src/telemetry/span-map.js';
-import { describeWithTelemetry, startPhoenix, type Phoenix } from '../support/telemetry.js';
 import { teamCollect, type TeamCollect } from '../support/team-collect.js';
+import { describeWithTelemetry, startPhoenix, type Phoenix } from '../support/telemetry.js';
 
 interface PhoenixSpan {
   name: string;

@@ -1,5 +1,5 @@
 import type { Rollout, Store } from '../store/index.js';
-import { GATEWAY_SOURCE } from '../store/rollouts.js';
+import { CAPTURED_SOURCES, GATEWAY_SOURCE } from '../store/rollouts.js';
 import type { Task } from '../tasks/types.js';
 import { heldOutRollout } from '../trace/held-out.js';
 import type { PromptPayload } from '../trace/payloads.js';
@@ -31,18 +31,21 @@ export function replayItems(
   opts: { holdout: number; max: number; replayable: (call: { model: string; agent: string | null }) => boolean },
 ): ReplayItem[] {
   const items: ReplayItem[] = [];
-  for (let offset = 0; items.length < opts.max; offset += PAGE) {
-    const page = store.rollouts.list({ source: GATEWAY_SOURCE, limit: PAGE, offset });
-    for (const rollout of page) {
-      if (!heldOutRollout(rollout.id, opts.holdout)) continue;
-      const calls = store.spans.list(rollout.id).flatMap((span) => callItem(span, rollout.id) ?? []);
-      // The reference checks the session's final answer: its last call; the calls before it are judged.
-      const task = calls.length ? linkedTask(store, rollout) : null;
-      if (task) calls[calls.length - 1]!.task = task;
-      items.push(...calls.filter((c) => opts.replayable(c)).slice(0, opts.max - items.length));
-      if (items.length >= opts.max) break;
+  // The gateway's sessions, then those received as OpenTelemetry spans.
+  for (const source of CAPTURED_SOURCES) {
+    for (let offset = 0; items.length < opts.max; offset += PAGE) {
+      const page = store.rollouts.list({ source, limit: PAGE, offset });
+      for (const rollout of page) {
+        if (!heldOutRollout(rollout.id, opts.holdout)) continue;
+        const calls = store.spans.list(rollout.id).flatMap((span) => callItem(span, rollout.id) ?? []);
+        // The reference checks the session's final answer: its last call; the calls before it are judged.
+        const task = calls.length ? linkedTask(store, rollout) : null;
+        if (task) calls[calls.length - 1]!.task = task;
+        items.push(...calls.filter((c) => opts.replayable(c)).slice(0, opts.max - items.length));
+        if (items.length >= opts.max) break;
+      }
+      if (page.length < PAGE) break;
     }
-    if (page.length < PAGE) break;
   }
   return items;
 }

@@ -9,6 +9,7 @@ import { embeddings } from './embeddings.js';
 import { feedback } from './feedback.js';
 import { forward } from './forward.js';
 import type { RequestRecord } from './metrics.js';
+import { otlpTraces } from './otlp-traces.js';
 import { PROM_CONTENT_TYPE } from './prom-text.js';
 import { relayCall } from './relay-call.js';
 import { parseChatRequest } from './request.js';
@@ -19,7 +20,8 @@ const CREATED = Math.floor(Date.now() / 1000);
 const OWNER = 'massgen-rl';
 
 /**
- * One HTTP request: /health, /metrics, /v1/models, /v1/chat/completions, /v1/embeddings, /v1/feedback;
+ * One HTTP request: /health, /metrics, /v1/models, /v1/chat/completions, /v1/embeddings, /v1/feedback,
+ * /v1/traces (OTLP spans in);
  * OpenAI-shaped errors for the rest. Each is counted in the metrics when its response ends.
  */
 export async function handleRequest(
@@ -69,6 +71,10 @@ export async function handleRequest(
     if (path === '/v1/feedback') {
       if (req.method !== 'POST') throw notAllowed(req.method);
       return await feedback(ctx, req, res, client);
+    }
+    if (path === '/v1/traces') {
+      if (req.method !== 'POST') throw notAllowed(req.method);
+      return await otlpTraces(ctx, req, res);
     }
     throw new ApiError(404, `no route ${req.method ?? 'GET'} ${path}`, null, 'unknown_url');
   } catch (err) {

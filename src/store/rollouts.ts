@@ -32,6 +32,12 @@ export const EVAL_SOURCE = 'eval';
 /** The source of the rollouts `massgen-rl gateway` captures: one per session of outside agents. */
 export const GATEWAY_SOURCE = 'gateway';
 
+/** The source of the rollouts received as OpenTelemetry spans (POST /v1/traces, `traces import --otlp`). */
+export const OTLP_SOURCE = 'otlp';
+
+/** Captured traffic, which `collect.source: gateway` takes: the gateway's sessions and sessions received as spans. */
+export const CAPTURED_SOURCES = [GATEWAY_SOURCE, OTLP_SOURCE] as const;
+
 /** Not a training copy of a captured session (collect.source gateway): its session already counts. */
 const NOT_A_COPY = (db: Db) => `${jsonText(db, 'metadata', 'captured_from')} IS NULL`;
 
@@ -200,16 +206,16 @@ export class RolloutRepository {
   }
 
   /**
-   * Completed gateway sessions that finished after `afterMs` or got a reward row since then (feedback,
+   * Completed captured sessions (CAPTURED_SOURCES) that finished after `afterMs` or got a reward row since then (feedback,
    * a judge): what a `collect.source: gateway` run looks at, oldest first.
    */
   capturedSince(afterMs: number): Rollout[] {
     const rows = this.db
       .prepare(
-        `SELECT * FROM rollouts WHERE source = ? AND status = 'completed'
+        `SELECT * FROM rollouts WHERE source IN (?, ?) AND status = 'completed'
       AND (finished_at > ? OR id IN (SELECT rollout_id FROM rewards WHERE created_at > ?)) ORDER BY finished_at, num`,
       )
-      .all(GATEWAY_SOURCE, afterMs, afterMs) as RolloutRaw[];
+      .all(...CAPTURED_SOURCES, afterMs, afterMs) as RolloutRaw[];
     return rows.map(toRollout);
   }
 

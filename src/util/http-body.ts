@@ -14,11 +14,11 @@ export class BodyRefused extends Error {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Reads a request body as UTF-8 text, at most maxBytes: a Content-Length past it is refused before a byte
- * is read, a chunked body as soon as it passes it (what follows is read and dropped, so the client can
- * still read the answer before the connection closes).
+ * Reads a request body, at most maxBytes: a Content-Length past it is refused before a byte is read, a chunked
+ * body as soon as it passes it (what follows is read and dropped, so the client can still read the answer before
+ * the connection closes).
  */
-export function readBody(req: http.IncomingMessage, maxBytes: number): Promise<string> {
+export function readBodyBytes(req: http.IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const tooLarge = () => new BodyRefused('too_large', `the request body is over ${maxBytes} bytes`);
     const declared = Number(req.headers['content-length']);
@@ -38,13 +38,18 @@ export function readBody(req: http.IncomingMessage, maxBytes: number): Promise<s
     };
     req.on('data', onData);
     req.on('end', () => {
-      if (size > maxBytes) return;
-      try {
-        resolve(utf8.decode(Buffer.concat(chunks, size)));
-      } catch {
-        reject(new BodyRefused('not_utf8', 'the request body is not valid UTF-8'));
-      }
+      if (size <= maxBytes) resolve(Buffer.concat(chunks, size));
     });
     req.on('error', reject);
   });
+}
+
+/** A request body as UTF-8 text, at most maxBytes (readBodyBytes); invalid UTF-8 is refused. */
+export async function readBody(req: http.IncomingMessage, maxBytes: number): Promise<string> {
+  const bytes = await readBodyBytes(req, maxBytes);
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new BodyRefused('not_utf8', 'the request body is not valid UTF-8');
+  }
 }

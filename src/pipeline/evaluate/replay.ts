@@ -26,9 +26,16 @@ export async function evaluateReplay(rt: Runtime, opts: EvaluateOptions): Promis
   const store = rt.store();
   rt.followTelemetry(opts.onStage);
   const { baseline, candidate } = evalSets(rt, opts);
-  const agentOf = (call: { model: string; agent: string | null }) =>
-    config.agents.find((a) => a.id === call.agent && a.model === call.model)
-    ?? config.agents.find((a) => a.model === call.model);
+  // A call names its config model (through the gateway) or the name its server answers to (received as spans).
+  const configModel = (name: string) =>
+    config.models[name] ? name : (Object.keys(config.models).find((k) => config.models[k]!.model === name) ?? name);
+  const agentOf = (call: { model: string; agent: string | null }) => {
+    const model = configModel(call.model);
+    return (
+      config.agents.find((a) => a.id === call.agent && a.model === model)
+      ?? config.agents.find((a) => a.model === model)
+    );
+  };
   // The gateway serves a set's weights, not its prompts: only calls whose weights differ between the sets compare.
   const differs = (call: { model: string; agent: string | null }) => {
     const a = agentOf(call);

@@ -1,9 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { gateway } from '../../src/pipeline/serve/gateway.js';
+import { Runtime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import type { Store } from '../../src/store/index.js';
+import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { exportPending, targetKey, type OtlpTarget } from '../../src/telemetry/otlp-export.js';
 import { spanIdOf, traceIdOf } from '../../src/telemetry/span-map.js';
+import { tempDir } from '../helpers.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+import { startScriptedServer } from '../support/scripted-server.js';
 import { teamCollect, type TeamCollect } from '../support/team-collect.js';
 
 const target = (endpoint: string, o: Partial<OtlpTarget> = {}): OtlpTarget => ({
@@ -145,6 +151,38 @@ describe('continuous OTLP export (telemetry.otlp.endpoint)', () => {
       expect(later).toMatchObject({ rollouts: 3, failed: null });
     } finally {
       store.close();
+    }
+  }, 60_000);
+});
+
+describe('continuous OTLP export from the gateway', () => {
+  it("a session's rollout goes out once it ends, its call a chat span", async () => {
+    const receiver = await startOtlpReceiver();
+    const backend = await startScriptedServer(() => ({ content: 'Paris' }));
+    const yaml = `models:\n  stub: { base_url: "${backend.baseUrl}", model: m }
+agents:\n  - { id: a, model: stub, tool_mode: text }
+telemetry: { otlp: { endpoint: "${receiver.url}", interval_ms: 50 } }
+`;
+    const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }) });
+    const rt = new Runtime(loaded);
+    try {
+      const gw = await gateway(rt, { port: 0, flushMs: 10 });
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-session-id': 'trip' },
+        body: JSON.stringify({ model: 'stub', messages: [{ role: 'user', content: 'Capital of France?' }] }),
+      });
+      expect(r.status).toBe(200);
+      await gw.stop();
+      const id = rt.store().rollouts.list({ source: GATEWAY_SOURCE })[0]!.id;
+      await rt.close();
+      const spans = [...receiver.spans.values()].filter((s) => s.traceId === traceIdOf(id));
+      expect(spans.map((s) => s.name).sort()).toEqual(['chat stub', `gateway ${id}`].sort());
+      expect(spans.find((s) => s.name === 'chat stub')!.attributes).toMatchObject({ 'output.value': 'Paris' });
+    } finally {
+      await rt.close();
+      await receiver.close();
+      await backend.close();
     }
   }, 60_000);
 });

@@ -39,7 +39,9 @@ function described(s: Span): { name: string; kind: SpanKind; status: SpanStatus;
     const attributes = llmAttributes(p);
     for (const key of ['round', 'attempt', 'turn_id', 'latency_ms', 'ttft_ms', 'sample_index'] as const)
       if (primitive(p[key])) attributes[`massgen_rl.${key}`] = p[key];
-    const status = p.error ? failed(p.error) : p.cancelled ? failed('cancelled') : ok;
+    // a call MassGen's protocol cancelled (its answer superseded) did not fail: its status is left unset
+    if (p.cancelled) attributes['massgen_rl.cancelled'] = true;
+    const status = p.error && !p.cancelled ? failed(p.error) : p.cancelled ? { code: SpanStatusCode.UNSET } : ok;
     return { name: `chat ${p.request.model}`, kind: SpanKind.CLIENT, status, attributes };
   }
   if (s.type === 'tool') {

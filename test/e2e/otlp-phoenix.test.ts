@@ -1,7 +1,11 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStore } from '../../src/runtime/store.js';
 import { exportPending } from '../../src/telemetry/otlp-export.js';
 import { spanIdOf, traceIdOf } from '../../src/telemetry/span-map.js';
+import { ROOT } from '../helpers.js';
 import { teamCollect, type TeamCollect } from '../support/team-collect.js';
 import { describeWithTelemetry, startPhoenix, type Phoenix } from '../support/telemetry.js';
 
@@ -13,7 +17,10 @@ interface PhoenixSpan {
   attributes: Record<string, unknown>;
 }
 
-const PROJECT = 'massgen-rl-otlp-test';
+const PROJECT = 'massgen-rl';
+const CHROMIUM = process.env.MASSGEN_RL_CHROMIUM ?? '/usr/bin/chromium';
+// docs/telemetry.md shows it (copied to docs/images/phoenix-rollout.png)
+const SCREENSHOT = path.join(ROOT, 'test-output', 'phoenix-rollout.png');
 
 describeWithTelemetry('rollouts exported into a real Arize Phoenix', () => {
   let phoenix: Phoenix;
@@ -77,6 +84,28 @@ describeWithTelemetry('rollouts exported into a real Arize Phoenix', () => {
       await new Promise((r) => setTimeout(r, 2000));
       const again = (await phoenix.get(`/v1/projects/${PROJECT}/spans?limit=1000`)) as { data: PhoenixSpan[] };
       expect(again.data).toHaveLength(sent.spans);
+
+      // Phoenix's own page of a rollout's trace in a real browser: the tree of its spans, named as sent.
+      const projects = (await phoenix.get('/v1/projects')) as { data: { id: string; name: string }[] };
+      const project = projects.data.find((p) => p.name === PROJECT)!;
+      const rollout = store.rollouts.list({ taskId: 'mul' })[0]!;
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+      });
+      try {
+        const page = await browser.newPage({ viewport: { width: 1500, height: 950 }, deviceScaleFactor: 1 });
+        await page.goto(`${phoenix.url}/projects/${project.id}/traces/${traceIdOf(rollout.id)}`);
+        await page.getByText(`collect ${rollout.taskId}`).first().waitFor({ timeout: 60_000 });
+        // the first model call opened: its messages and reply in Phoenix's span pane
+        await page.getByText('chat model-a').first().click({ timeout: 60_000 });
+        await page.getByText('ANSWER: 42').first().waitFor({ timeout: 60_000 });
+        await page.waitForLoadState('networkidle');
+        fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+        await page.screenshot({ path: SCREENSHOT });
+      } finally {
+        await browser.close();
+      }
     } finally {
       store.close();
     }

@@ -56,7 +56,9 @@ function callItem(
 ): ReplayItem | null {
   if (span.type !== 'prompt' || span.name !== 'chat') return null;
   const p = span.payload as PromptPayload | null;
-  if (!p?.gateway || !p.response || !Array.isArray(p.request?.messages) || !p.request.messages.length) return null;
+  // a call the gateway relayed, or one received as an OTLP span
+  const captured = p?.gateway !== undefined || (p as { otlp?: unknown } | null)?.otlp !== undefined;
+  if (!captured || !p?.response || !Array.isArray(p.request?.messages) || !p.request.messages.length) return null;
   return {
     rolloutId,
     seq: span.seq,

@@ -55,7 +55,7 @@ describeWithTelemetry('an OpenTelemetry-instrumented openai SDK agent becomes tr
       [
         path.join(FIXTURES, 'otlp', 'openai_agent.py'),
         served.baseUrl,
-        served.modelName,
+        served.model,
         `${gw.url}/v1/traces`,
         KEY,
         ...QUESTIONS,

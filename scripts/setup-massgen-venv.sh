@@ -21,10 +21,6 @@ if [ -x "$VENV/bin/python" ] && [ "$(installed)" = "$VERSION $OPENAI_SDK_VERSION
   echo "massgen $VERSION and openai $OPENAI_SDK_VERSION already installed in $VENV"
   exit 0
 fi
-mkdir -p "$CACHE"
-[ -x "$CACHE/uv-venv/bin/uv" ] || { "$PYTHON" -m venv "$CACHE/uv-venv" && "$CACHE/uv-venv/bin/pip" install -q uv; }
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-"$CACHE/uv-venv/bin/uv" pip install --compile-bytecode --python "$VENV/bin/python" \
-  "massgen==$VERSION" "openai==$OPENAI_SDK_VERSION"
+PYTHON="$PYTHON" sh "$(dirname "$0")/uv-install.sh" "$VENV" "massgen==$VERSION" "openai==$OPENAI_SDK_VERSION"
 "$VENV/bin/python" -W ignore -c 'import sys, massgen, openai
 print("massgen", massgen.__version__, "and openai", openai.__version__, "ready in", sys.prefix)'

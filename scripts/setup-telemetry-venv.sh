@@ -4,7 +4,7 @@
 # OpenTelemetry SDK with its OTLP/HTTP exporter and OpenInference's instrumentation of the official `openai` SDK (3.x, the version Phoenix needs; an
 # instrumented agent that sends us its spans).
 #   ${TELEMETRY_VENV:-${XDG_CACHE_HOME:-~/.cache}/massgen-rl/telemetry-venv}
-# Through uv (from PyPI, in a small side venv), as scripts/setup-massgen-venv.sh does. Idempotent: a venv that
+# Through uv (scripts/uv-install.sh), as scripts/setup-massgen-venv.sh does. Idempotent: a venv that
 # already holds these versions is left as it is. Needs Python 3.11+ ($PYTHON, default python3).
 set -eu
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/massgen-rl"
@@ -26,10 +26,7 @@ if [ -x "$VENV/bin/python" ] && [ "$(installed)" = "$WANT" ]; then
   echo "the telemetry test tools are already installed in $VENV"
   exit 0
 fi
-mkdir -p "$CACHE"
-[ -x "$CACHE/uv-venv/bin/uv" ] || { "$PYTHON" -m venv "$CACHE/uv-venv" && "$CACHE/uv-venv/bin/pip" install -q uv; }
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 # shellcheck disable=SC2086
-"$CACHE/uv-venv/bin/uv" pip install --python "$VENV/bin/python" $PINS
+PYTHON="$PYTHON" sh "$(dirname "$0")/uv-install.sh" "$VENV" $PINS
 "$VENV/bin/python" -W ignore -c 'import sys, phoenix, opentelemetry.sdk, openinference.instrumentation.openai
 print("phoenix", phoenix.__version__, "and the OpenTelemetry SDK ready in", sys.prefix)'

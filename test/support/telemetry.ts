@@ -11,8 +11,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { beforeEach, describe } from 'vitest';
 import { tempDir } from '../helpers.js';
+import { describeWhen } from './describe-when.js';
 import { freePort } from './free-port.js';
 
 export const PHOENIX_VERSION = '20.26.1';
@@ -43,19 +43,8 @@ function availability(): { ok: true } | { ok: false; reason: string } {
 
 /** describe() for tests on the real Phoenix and OpenTelemetry SDK: skipped without them, failed in CI. */
 export function describeWithTelemetry(name: string, fn: () => void): void {
-  const found = availability();
-  if (found.ok) return void describe(name, fn);
   const how = `install them with ${SETUP_SCRIPT}`;
-  if (process.env.CI === 'true') {
-    return void describe(name, () => {
-      beforeEach(() => {
-        throw new Error(`${found.reason}: CI must run the real OpenTelemetry tests; ${how}`);
-      });
-      fn();
-    });
-  }
-  process.stderr.write(`[telemetry] skipping "${name}": ${found.reason}; ${how}\n`);
-  describe.skip(`${name} [skipped: ${found.reason}]`, fn);
+  describeWhen(availability(), { tag: 'telemetry', what: 'real OpenTelemetry', how }, name, fn);
 }
 
 export interface Phoenix {

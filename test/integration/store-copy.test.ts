@@ -117,6 +117,7 @@ function enrich(location: string, rollouts: number): void {
     const first = store.checkpoints.add({ path: '/weights/a', algo: 'sft', metrics: { loss: 0.5 }, traceIds: [odd] });
     store.checkpoints.add({ path: '/weights/b', parentId: first.id, watermark: 3 });
     store.locks.acquire('copy-test', 60_000);
+    store.otlpExports.acknowledge('http://collector:4318/v1/traces', [{ rolloutId: odd, spans: 2 }]);
     for (let i = 0; i < rollouts; i++) {
       const id = store.rollouts.start({ source: 'bulk', metadata: { i } });
       store.spans.append(
@@ -200,7 +201,7 @@ describe('store copy: SQLite → PostgreSQL', () => {
     };
     expect(out).toMatchObject({ ok: true, resumed: false });
     const expected = contents(source);
-    expect(Object.keys(expected)).toHaveLength(22);
+    expect(Object.keys(expected)).toHaveLength(23);
     expect(out.tables.map((t) => t.table).sort()).toEqual(Object.keys(expected));
     for (const t of out.tables)
       expect(t, t.table).toMatchObject({

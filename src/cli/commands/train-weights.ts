@@ -26,7 +26,10 @@ export function registerTrainWeights(train: Command, ctx: () => Context): Comman
       'turn stored traces into a dataset, train the weights with GRPO, SFT, DPO or PPO, and register the checkpoint (`massgen-rl train` alone does this)',
     )
     .addOption(new Option('--algo <algo>', 'training algorithm (default train.algo)').choices([...ALGOS]))
-    .option('--all', 'train on every stored trace, not only those since the start weights were trained (train.traces: all for every run)')
+    .option(
+      '--all',
+      'train on every stored trace, not only those since the start weights were trained (train.traces: all for every run)',
+    )
     .option(
       '--from <checkpoint|weights>',
       'start from this checkpoint id or weights reference instead of train.base_model',

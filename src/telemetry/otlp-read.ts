@@ -47,9 +47,13 @@ function nanosToMs(v: unknown, at: string): number {
   return Number(BigInt(text) / 1000n) / 1000;
 }
 
+/** How deep attribute values may nest (lists and maps): deeper is refused, never a stack overflow. */
+const MAX_DEPTH = 32;
+
 /** An AnyValue as plain JSON: strings, numbers, booleans, lists and objects (bytes as base64). */
-function anyValue(v: unknown, at: string): unknown {
+function anyValue(v: unknown, at: string, depth: number): unknown {
   if (!v || typeof v !== 'object') return null;
+  if (depth > MAX_DEPTH) throw new OtlpRequestError(`${at}: values nested deeper than ${MAX_DEPTH} levels`);
   const a = v as Json;
   if ('stringValue' in a) return String(a.stringValue);
   if ('boolValue' in a) return Boolean(a.boolValue);
@@ -61,16 +65,18 @@ function anyValue(v: unknown, at: string): unknown {
   if ('doubleValue' in a) return Number(a.doubleValue);
   if ('bytesValue' in a) return String(a.bytesValue);
   if ('arrayValue' in a)
-    return list((a.arrayValue as Json)?.values, `${at}.arrayValue.values`).map((x, i) => anyValue(x, `${at}[${i}]`));
-  if ('kvlistValue' in a) return attributes((a.kvlistValue as Json)?.values, `${at}.kvlistValue.values`);
+    return list((a.arrayValue as Json)?.values, `${at}.arrayValue.values`).map((x, i) =>
+      anyValue(x, `${at}[${i}]`, depth + 1),
+    );
+  if ('kvlistValue' in a) return attributes((a.kvlistValue as Json)?.values, `${at}.kvlistValue.values`, depth + 1);
   return null;
 }
 
-function attributes(v: unknown, at: string): Record<string, unknown> {
+function attributes(v: unknown, at: string, depth = 0): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   list(v, at).forEach((kv, i) => {
     if (typeof kv.key !== 'string' || !kv.key) throw new OtlpRequestError(`${at}[${i}].key: expected a name`);
-    out[kv.key] = anyValue(kv.value, `${at}[${i}].value`);
+    out[kv.key] = anyValue(kv.value, `${at}[${i}].value`, depth);
   });
   return out;
 }

@@ -8,9 +8,12 @@ import { adapterScript, loopProject, type LoopProject } from '../support/loop-pr
 
 // The loop under fire, first slice (issue 47): `loop --once` on a scripted backend, killed with SIGKILL at seeded
 // random moments of its stages and started again as systemd would, with the store's invariants checked after every
-// fault and at the end. CHAOS_CYCLES (2) cycles, CHAOS_SEED (47); `npm run chaos` runs it longer.
+// fault and at the end. CHAOS_CYCLES (2) cycles, CHAOS_SEED (47), CHAOS_KILL_RATE (2/3); `npm run chaos` runs it
+// longer.
 const CYCLES = Number(process.env.CHAOS_CYCLES ?? 2);
 const SEED = Number(process.env.CHAOS_SEED ?? 47);
+/** The share of starts killed: each cycle takes 1 / (1 − rate) starts on average (2/3: three). */
+const KILL_RATE = Number(process.env.CHAOS_KILL_RATE ?? 2 / 3);
 const env = { NO_COLOR: '1', FAKE_TRAINER_STEP_S: '1' };
 
 function rng(seed: number): () => number {
@@ -105,12 +108,13 @@ describe('chaos: the loop killed at random moments', () => {
     const violations: string[] = [];
     let cycles = 0;
     let typicalMs = 8000; // how long an uninterrupted start has taken, to draw kills over
-    for (let attempt = 0; cycles < CYCLES && attempt < CYCLES * 8; attempt++) {
+    const maxStarts = Math.ceil((CYCLES / (1 - KILL_RATE)) * 3);
+    for (let attempt = 0; cycles < CYCLES && attempt < maxStarts; attempt++) {
       const started = Date.now();
       const child = execa(process.execPath, [BIN, 'loop', '--once', '--json'], { cwd: dir, env, reject: false });
       children.push(child);
-      // Two starts in three are killed, at a moment drawn over how long a start usually takes on this backend.
-      const kill = random() < 2 / 3 ? 200 + random() * typicalMs : null;
+      // KILL_RATE of the starts are killed, at a moment drawn over how long a start usually takes on this backend.
+      const kill = random() < KILL_RATE ? 200 + random() * typicalMs : null;
       const timer = kill === null ? undefined : setTimeout(() => child.kill('SIGKILL'), kill);
       const r = await child;
       clearTimeout(timer);

@@ -133,8 +133,9 @@ describe('chaos: the loop killed at random moments', () => {
       violations.push(...invariants(dir, false).map((v) => `after start ${attempt + 1}: ${v}`));
     }
     violations.push(...invariants(dir, true));
+    const kills = Object.values(faults).reduce((a, b) => a + b, 0);
     console.log(
-      `chaos: ${cycles} cycle(s), faults by stage ${JSON.stringify(faults)}, violations ${violations.length}`,
+      `chaos: ${cycles} cycle(s), ${kills} kill(s), by stage ${JSON.stringify(faults)}, violations ${violations.length}`,
     );
     expect(violations).toEqual([]);
     expect(cycles).toBe(CYCLES);

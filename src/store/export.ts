@@ -7,7 +7,7 @@ import { toReward } from './rewards.js';
 import { toRollout, whereClause } from './rollouts.js';
 import { toSpan } from './spans.js';
 import { storeDb, type Store } from './store.js';
-import type { Reward, Rollout, RolloutFilter } from './types.js';
+import type { Reward, Rollout, RolloutFilter, Span } from './types.js';
 
 export const EXPORT_FORMATS = ['jsonl', 'orchestration-trace'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -67,14 +67,21 @@ export async function exportRollouts(store: Store, out: Writable, opts: ExportOp
     );
   }
   // The orchestration-trace mapping reads payloads, so spans are parsed on this path.
+  return streamPages(db, out, opts, parsedSpansOf(db), (r, spans, rewards) => {
+    return `${JSON.stringify(toOrchestrationTrace(r, spans, rewards))}\n`;
+  });
+}
+
+/** Reads the parsed spans of a page of rollouts, by rollout, each rollout's in order. */
+export function parsedSpansOf(db: Db): (ids: string[]) => Map<string, Span[]> {
   const spansOf = inListQuery(db, 'SELECT * FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq', false);
-  return streamPages(
-    db,
-    out,
-    opts,
-    (ids) => groupBy((spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId),
-    (r, spans, rewards) => `${JSON.stringify(toOrchestrationTrace(r, spans, rewards))}\n`,
-  );
+  return (ids) => groupBy((spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId);
+}
+
+/** Reads the rewards of a page of rollouts, by rollout, in the order they were stored. */
+export function rewardsOf(db: Db): (ids: string[]) => Map<string, Reward[]> {
+  const rows = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
+  return (ids) => groupBy((rows(ids) as Parameters<typeof toReward>[0][]).map(toReward), (r) => r.rolloutId);
 }
 
 /** Pages through matching rollouts (by num), fetching each page's spans and rewards in one query each. */
@@ -88,7 +95,7 @@ async function streamPages<S>(
   const pageSize = opts.pageSize ?? 25;
   const { where, params } = whereClause(opts);
   const page = db.prepare(`SELECT * FROM rollouts ${where ? `${where} AND` : 'WHERE'} num > ? ORDER BY num LIMIT ?`);
-  const rewardsOf = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
+  const rewardsByRollout = rewardsOf(db);
   const result: ExportResult = { rollouts: 0, spans: 0, bytes: 0 };
   let last = 0;
   let remaining = opts.limit ?? Number.POSITIVE_INFINITY;
@@ -99,7 +106,7 @@ async function streamPages<S>(
     remaining -= rows.length;
     const ids = rows.map((r) => r.id);
     const spans = spansFor(ids);
-    const rewards = groupBy((rewardsOf(ids) as Parameters<typeof toReward>[0][]).map(toReward), (r) => r.rolloutId);
+    const rewards = rewardsByRollout(ids);
     const lines: string[] = [];
     for (const row of rows) {
       const rollout = toRollout(row);

@@ -1,9 +1,7 @@
 import type { Reward, Rollout, Span } from '../trace/records.js';
 import type { Db } from './database.js';
-import { groupBy, inListQuery } from './query.js';
-import { toReward } from './rewards.js';
+import { parsedSpansOf, rewardsOf } from './export.js';
 import { toRollout, whereClause } from './rollouts.js';
-import { toSpan } from './spans.js';
 import type { RolloutFilter } from './types.js';
 
 /** A finished rollout as an exporter reads it: the rollout, its spans in order and its rewards. */
@@ -24,12 +22,12 @@ export interface PendingPage {
  * it is sent once it finishes, so a long gateway session is exported whole.
  */
 export class OtlpExportRepository {
-  private readonly spansOf: (ids: string[]) => unknown[];
-  private readonly rewardsOf: (ids: string[]) => unknown[];
+  private readonly spansOf: (ids: string[]) => Map<string, Span[]>;
+  private readonly rewardsOf: (ids: string[]) => Map<string, Reward[]>;
 
   constructor(private readonly db: Db) {
-    this.spansOf = inListQuery(db, 'SELECT * FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq', false);
-    this.rewardsOf = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
+    this.spansOf = parsedSpansOf(db);
+    this.rewardsOf = rewardsOf(db);
   }
 
   /** Finished rollouts matching the filter that `target` has not acknowledged, oldest first, after rollout `after`. */
@@ -44,11 +42,8 @@ export class OtlpExportRepository {
       .all(...params, after, target, limit) as Parameters<typeof toRollout>[0][];
     if (!rows.length) return { traces: [], last: after };
     const ids = rows.map((r) => r.id);
-    const spans = groupBy((this.spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId);
-    const rewards = groupBy(
-      (this.rewardsOf(ids) as Parameters<typeof toReward>[0][]).map(toReward),
-      (r) => r.rolloutId,
-    );
+    const spans = this.spansOf(ids);
+    const rewards = this.rewardsOf(ids);
     return {
       traces: rows.map((row) => {
         const rollout = toRollout(row);

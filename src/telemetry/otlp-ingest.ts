@@ -1,7 +1,7 @@
-import crypto from 'node:crypto';
 import type { Store } from '../store/index.js';
 import { OTLP_SOURCE } from '../store/rollouts.js';
 import type { SpanInput } from '../trace/records.js';
+import { sha256 } from '../util/hash.js';
 import { isLlmSpan, isToolSpan, promptPayload } from './otlp-llm.js';
 import { OtlpRequestError, type OtlpSpan } from './otlp-read.js';
 
@@ -78,7 +78,7 @@ function parseMaybe(text: string): unknown {
   }
 }
 
-const rolloutIdOf = (key: string) => `otlp-${crypto.createHash('sha256').update(key).digest('hex').slice(0, 20)}`;
+const rolloutIdOf = (key: string) => `otlp-${sha256(key).slice(0, 20)}`;
 
 /**
  * Stores the spans of one OTLP request as rollouts, one per session, in one transaction (a refused request stores

@@ -2,15 +2,15 @@ import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type SpanStatus 
 import { hrTimeDuration, millisToHrTime } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
-import crypto from 'node:crypto';
 import type { RolloutTrace } from '../store/index.js';
 import type { PromptPayload, ToolPayload } from '../trace/payloads.js';
 import type { Span } from '../trace/records.js';
+import { sha256 } from '../util/hash.js';
 import { contentText, llmAttributes } from './llm-attributes.js';
 
 export const SCOPE = { name: 'massgen-rl' };
 
-const hex = (text: string, chars: number) => crypto.createHash('sha256').update(text).digest('hex').slice(0, chars);
+const hex = (text: string, chars: number) => sha256(text).slice(0, chars);
 
 /** A rollout's trace id: the same on every export, so that a collector sees a resent span as the same one. */
 export const traceIdOf = (rolloutId: string) => hex(`rollout:${rolloutId}`, 32);

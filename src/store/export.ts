@@ -3,11 +3,10 @@ import type { Writable } from 'node:stream';
 import { toOrchestrationTrace } from '../trace/orchestration-trace.js';
 import type { Db } from './database.js';
 import { groupBy, inListQuery } from './query.js';
-import { toReward } from './rewards.js';
 import { toRollout, whereClause } from './rollouts.js';
-import { toSpan } from './spans.js';
 import { storeDb, type Store } from './store.js';
-import type { Reward, Rollout, RolloutFilter, Span } from './types.js';
+import { parsedSpansOf, rewardsOf } from './trace-pages.js';
+import type { Reward, Rollout, RolloutFilter } from './types.js';
 
 export const EXPORT_FORMATS = ['jsonl', 'orchestration-trace'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -70,18 +69,6 @@ export async function exportRollouts(store: Store, out: Writable, opts: ExportOp
   return streamPages(db, out, opts, parsedSpansOf(db), (r, spans, rewards) => {
     return `${JSON.stringify(toOrchestrationTrace(r, spans, rewards))}\n`;
   });
-}
-
-/** Reads the parsed spans of a page of rollouts, by rollout, each rollout's in order. */
-export function parsedSpansOf(db: Db): (ids: string[]) => Map<string, Span[]> {
-  const spansOf = inListQuery(db, 'SELECT * FROM spans WHERE rollout_id IN (?) ORDER BY rollout_id, seq', false);
-  return (ids) => groupBy((spansOf(ids) as Parameters<typeof toSpan>[0][]).map(toSpan), (s) => s.rolloutId);
-}
-
-/** Reads the rewards of a page of rollouts, by rollout, in the order they were stored. */
-export function rewardsOf(db: Db): (ids: string[]) => Map<string, Reward[]> {
-  const rows = inListQuery(db, 'SELECT * FROM rewards WHERE rollout_id IN (?) ORDER BY id', false);
-  return (ids) => groupBy((rows(ids) as Parameters<typeof toReward>[0][]).map(toReward), (r) => r.rolloutId);
 }
 
 /** Pages through matching rollouts (by num), fetching each page's spans and rewards in one query each. */

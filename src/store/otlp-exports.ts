@@ -1,7 +1,7 @@
 import type { Reward, Rollout, Span } from '../trace/records.js';
 import type { Db } from './database.js';
-import { parsedSpansOf, rewardsOf } from './export.js';
 import { toRollout, whereClause } from './rollouts.js';
+import { parsedSpansOf, rewardsOf } from './trace-pages.js';
 import type { RolloutFilter } from './types.js';
 
 /** A finished rollout as an exporter reads it: the rollout, its spans in order and its rewards. */

@@ -31,21 +31,19 @@ export function replayItems(
   opts: { holdout: number; max: number; replayable: (call: { model: string; agent: string | null }) => boolean },
 ): ReplayItem[] {
   const items: ReplayItem[] = [];
-  // The gateway's sessions, then those received as OpenTelemetry spans.
-  for (const source of CAPTURED_SOURCES) {
-    for (let offset = 0; items.length < opts.max; offset += PAGE) {
-      const page = store.rollouts.list({ source, limit: PAGE, offset });
-      for (const rollout of page) {
-        if (!heldOutRollout(rollout.id, opts.holdout)) continue;
-        const calls = store.spans.list(rollout.id).flatMap((span) => callItem(span, rollout.id) ?? []);
-        // The reference checks the session's final answer: its last call; the calls before it are judged.
-        const task = calls.length ? linkedTask(store, rollout) : null;
-        if (task) calls[calls.length - 1]!.task = task;
-        items.push(...calls.filter((c) => opts.replayable(c)).slice(0, opts.max - items.length));
-        if (items.length >= opts.max) break;
-      }
-      if (page.length < PAGE) break;
+  // The gateway's sessions and those received as OpenTelemetry spans, newest first.
+  for (let offset = 0; items.length < opts.max; offset += PAGE) {
+    const page = store.rollouts.list({ source: CAPTURED_SOURCES, limit: PAGE, offset });
+    for (const rollout of page) {
+      if (!heldOutRollout(rollout.id, opts.holdout)) continue;
+      const calls = store.spans.list(rollout.id).flatMap((span) => callItem(span, rollout.id) ?? []);
+      // The reference checks the session's final answer: its last call; the calls before it are judged.
+      const task = calls.length ? linkedTask(store, rollout) : null;
+      if (task) calls[calls.length - 1]!.task = task;
+      items.push(...calls.filter((c) => opts.replayable(c)).slice(0, opts.max - items.length));
+      if (items.length >= opts.max) break;
     }
+    if (page.length < PAGE) break;
   }
   return items;
 }

@@ -265,7 +265,11 @@ export function whereClause(f: RolloutFilter): { where: string; params: unknown[
   if (f.runId !== undefined) add('run_id = ?', f.runId);
   if (f.status !== undefined) add('status = ?', f.status);
   if (f.taskId !== undefined) add('task_id = ?', f.taskId);
-  if (f.source !== undefined) add('source = ?', f.source);
+  if (typeof f.source === 'string') add('source = ?', f.source);
+  else if (f.source !== undefined) {
+    parts.push(`source IN (${f.source.map(() => '?').join(', ')})`);
+    params.push(...f.source);
+  }
   if (f.minReward !== undefined) add('total_reward >= ?', f.minReward);
   if (f.maxReward !== undefined) add('total_reward <= ?', f.maxReward);
   return { where: parts.length ? `WHERE ${parts.join(' AND ')}` : '', params };

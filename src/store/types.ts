@@ -29,7 +29,8 @@ export interface RolloutFilter {
   runId?: string;
   status?: RunStatus;
   taskId?: string;
-  source?: string;
+  /** One source, or any of several. */
+  source?: string | readonly string[];
   minReward?: number;
   maxReward?: number;
   limit?: number;

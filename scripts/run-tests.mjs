@@ -16,7 +16,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-tests-'));
 const env = { ...process.env, HF_HUB_OFFLINE: '1', NO_COLOR: '1' };
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: 'inherit', env, cwd: root, ...opts }).status ?? 1;
 
-if (!prepareTestEnvironment(env)) {
+if (!(await prepareTestEnvironment(env))) {
   fs.rmSync(work, { recursive: true, force: true });
   console.log('0 passed, 1 failed');
   process.exit(1);

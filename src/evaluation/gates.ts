@@ -2,7 +2,7 @@ import type { RLConfig } from '../config/schema.js';
 import { fixed } from '../util/fixed.js';
 import type { Comparison, MetricComparison, MetricName } from './compare.js';
 import { describeGroup, groupRegressions, type RegressionRule } from './group-regressions.js';
-import { exactBinomialUpper } from './stats.js';
+import { exactBinomialUpper, type Interval } from './stats.js';
 
 export interface GateCheck {
   gate: string;
@@ -15,13 +15,22 @@ export interface GateCheck {
 
 type Gates = RLConfig['deploy']['gates'];
 
+/** eval.sequential: which look this is, and the primary metric's interval at the look's stricter level. */
+export interface GateLook {
+  look: number;
+  looks: number;
+  spending: string;
+  diff: Interval | null;
+}
+
 const fmt = (x: number | null | undefined, digits = 4) => fixed(x, digits);
 
 /** The deploy gates of config, held against an evaluation's comparison on its primary metric. */
-export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): GateCheck[] {
+export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates, look?: GateLook): GateCheck[] {
   const primary = cmp.overall.find((m) => m.metric === metric)!;
   const checks: GateCheck[] = [];
   const d = primary.diff;
+  const ci = look ? look.diff : d;
   checks.push({
     gate: 'min_pairs',
     passed: primary.n >= gates.min_pairs && primary.n > 0,
@@ -39,10 +48,14 @@ export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates): G
   if (gates.ci_lower_above_zero) {
     checks.push({
       gate: 'ci_lower_above_zero',
-      passed: d !== null && d.low > 0,
-      value: d?.low ?? null,
+      passed: ci !== null && ci.low > 0,
+      value: ci?.low ?? null,
       threshold: 0,
-      detail: `${Math.round((d?.level ?? 0.95) * 100)} % CI of the difference [${fmt(d?.low)}, ${fmt(d?.high)}] lies above 0`,
+      detail:
+        (look && look.looks > 1
+          ? `look ${look.look} of ${look.looks} (${look.spending.replace('_', '–')} spending): `
+          : '')
+        + `${+((ci?.level ?? 0.95) * 100).toFixed(2)} % CI of the difference [${fmt(ci?.low)}, ${fmt(ci?.high)}] lies above 0`,
     });
   }
   checks.push(categoryGate(cmp, metric, gates));

@@ -72,6 +72,19 @@ export function renderEvaluation(ui: Ui, s: EvalSummary): void {
       s.comparison.categories.flatMap((c) => c.metrics.map((m) => [c.category, ...row(m.metric, m)])),
     );
   }
+  if (s.looks) {
+    ui.table(
+      ['look', 'seeds', 'pairs', 'difference', 'interval', 'decision'],
+      s.looks.map((l, i) => [
+        l.look,
+        l.seeds.length,
+        l.pairs,
+        signed(l.diff?.mean),
+        l.diff ? `${+(l.diff.level * 100).toFixed(2)} % [${signed(l.diff.low)}, ${signed(l.diff.high)}]` : '—',
+        l.passed ? 'passes' : i < s.looks!.length - 1 ? 'another look' : 'refused',
+      ]),
+    );
+  }
   for (const g of s.gates) ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);
   ui.print(
     s.passed

@@ -12,6 +12,25 @@ export const evalSchema = z.strictObject({
   seeds: count(100)
     .default(1)
     .describe('sampling seeds per task: baseline and candidate run on the same tasks and seeds'),
+  sequential: z
+    .strictObject({
+      max_looks: count(10)
+        .default(1)
+        .describe(
+          'looks at most: a candidate that is promising (its mean clears deploy.gates.min_improvement) but not yet '
+            + 'clear (ci_lower_above_zero fails) is measured on eval.seeds more seeds, up to this many times the '
+            + 'first; each look is held to a stricter interval so that the looks together promote a candidate no '
+            + 'better than the baseline no more often than one look at eval.bootstrap.confidence would. 1: one look',
+        ),
+      spending: z
+        .enum(['obrien_fleming', 'pocock'])
+        .default('obrien_fleming')
+        .describe(
+          "how the looks share the error: obrien_fleming keeps the first looks strict and the last near one look's "
+            + 'interval; pocock holds every look to about the same, stricter, interval',
+        ),
+    })
+    .prefault({}),
   concurrency: count(MAX_CONCURRENCY)
     .optional()
     .describe(

@@ -1,16 +1,14 @@
 import { UserError } from '../../errors.js';
-import { compare, primaryMetric, type Pair } from '../../evaluation/compare.js';
-import { forgettingGate, levelComparisons, lowerLevels } from '../../evaluation/forgetting.js';
-import { categoryRule, checkGates, gatesPass } from '../../evaluation/gates.js';
+import { primaryMetric } from '../../evaluation/compare.js';
+import { levelComparisons } from '../../evaluation/forgetting.js';
 import { settingsHash, taskHash } from '../../evaluation/keys.js';
 import { batchFilling } from '../../rollouts/batch-fill.js';
-import { runPairs } from '../../rollouts/paired.js';
 import { onePerDecision, checkTeamInputs, setupTeam } from '../../rollouts/team.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { tasksForRun } from '../../tasks/for-run.js';
 import { createToolRunner } from '../../tools/runner.js';
 import { suiteLevels } from '../collect/curriculum.js';
-import { measureOnWorkers } from './queue.js';
+import { measureLooks } from './looks.js';
 import { evaluateReplay } from './replay.js';
 import { describeSet, evalSets, seedList, type EvalSummary, type EvaluateOptions } from './sets.js';
 
@@ -40,7 +38,7 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
       `no ${split === 'all' ? '' : `${split}-split `}tasks to evaluate on`,
       'check tasks.sources and tasks.split.eval_fraction, or pass --tasks or --split all',
     );
-  const seeds = seedList(opts.seeds ?? e.seeds);
+  const seedsPerLook = seedList(opts.seeds ?? e.seeds);
   checkTeamInputs(rt);
   const store = rt.store();
   rt.followTelemetry(opts.onStage);
@@ -56,67 +54,49 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
     ...(levels ? { curriculum_levels: levels } : {}),
     split,
     n: tasks.length,
-    seeds,
+    seeds: seedsPerLook,
+    ...(e.sequential.max_looks > 1 ? { sequential: e.sequential } : {}),
     task_ids: tasks.map((t) => t.id),
   };
   const evalRunId = store.evaluations.startRun(baseline.id, candidate.id, params, opts.trigger ?? 'cli');
   const signal = opts.signal ?? new AbortController().signal;
-  opts.onStage?.(`evaluating on ${tasks.length} task(s) × ${seeds.length} seed(s) (eval ${evalRunId})`);
+  opts.onStage?.(`evaluating on ${tasks.length} task(s) × ${seedsPerLook.length} seed(s) (eval ${evalRunId})`);
   try {
-    const hashed = tasks.map((task) => ({ task, hash: taskHash(task) }));
-    const settings = settingsHash(config);
-    if (config.queue.distributed) {
-      await measureOnWorkers(rt, {
-        evalRunId,
-        baseline,
-        candidate,
-        tasks: hashed,
-        seeds,
-        settingsHash: settings,
-        signal,
-        onStage: opts.onStage,
-      });
-    }
-    const results = await runPairs({
-      store,
+    const r = await measureLooks(rt, {
       evalRunId,
+      store,
       config,
       tools: createToolRunner(config.tools, rt.paths.baseDir),
       baseline: baseTeam,
       candidate: candTeam,
-      tasks: hashed,
-      seeds,
-      settingsHash: settings,
+      tasks: tasks.map((task) => ({ task, hash: taskHash(task) })),
+      seedsPerLook: seedsPerLook.length,
+      metric: primaryMetric(e.metric),
+      levels,
+      settingsHash: settingsHash(config),
       concurrency: opts.concurrency ?? e.concurrency ?? batchFilling(config, config.collect.concurrency),
       signal,
+      onStage: opts.onStage,
       onProgress: opts.onProgress,
     });
-    const metric = primaryMetric(e.metric);
-    const pairs = pairUp(results.baseline, results.candidate);
-    const comparison = compare(pairs, e.bootstrap);
-    const gates = checkGates(comparison, metric, config.deploy.gates);
-    let curriculum: EvalSummary['curriculum'];
-    if (levels) {
-      curriculum = { levels, lowerLevels: lowerLevels(pairs, levels, e.bootstrap) };
-      gates.push(forgettingGate(curriculum.lowerLevels, metric, categoryRule(config.deploy.gates)));
-    }
     const summary: EvalSummary = {
       evalRunId,
-      status: results.cancelled ? 'cancelled' : 'completed',
+      status: r.cancelled ? 'cancelled' : 'completed',
       source: 'tasks',
       baseline: describeSet(rt, baseline),
       candidate: describeSet(rt, candidate),
       tasks: tasks.length,
-      seeds,
-      measured: results.measured,
-      reused: results.reused,
-      metric,
-      comparison,
-      levels: levelComparisons(pairs, e.bootstrap),
-      gates,
-      passed: !results.cancelled && gatesPass(gates),
+      seeds: r.seeds,
+      measured: r.measured,
+      reused: r.reused,
+      metric: primaryMetric(e.metric),
+      comparison: r.comparison,
+      levels: levelComparisons(r.pairs, e.bootstrap),
+      gates: r.gates,
+      passed: r.looks.at(-1)!.passed,
       wallMs: performance.now() - started,
-      ...(curriculum ? { curriculum } : {}),
+      ...(e.sequential.max_looks > 1 ? { looks: r.looks } : {}),
+      ...(levels && r.lowerLevels ? { curriculum: { levels, lowerLevels: r.lowerLevels } } : {}),
     };
     store.evaluations.finishRun(evalRunId, summary.status, summary as unknown as Record<string, unknown>);
     return summary;
@@ -124,15 +104,4 @@ export async function evaluate(rt: Runtime, opts: EvaluateOptions = {}): Promise
     store.evaluations.finishRun(evalRunId, 'failed', null, (err as Error).message);
     throw err;
   }
-}
-
-function pairUp(baseline: { taskHash: string; seed: number }[], candidate: Pair['candidate'][]): Pair[] {
-  const key = (r: { taskHash: string; seed: number }) => `${r.taskHash}:${r.seed}`;
-  const cand = new Map(candidate.map((r) => [key(r), r]));
-  return (baseline as Pair['baseline'][]).flatMap((b) => {
-    const c = cand.get(key(b));
-    return c
-      ? [{ taskId: b.taskId, category: b.category ?? 'uncategorized', seed: b.seed, baseline: b, candidate: c }]
-      : [];
-  });
 }

@@ -11,6 +11,7 @@ import type { ResourceSet } from '../../store/index.js';
 import { ResourceSetRepository } from '../../store/resource-sets.js';
 import type { SuiteLevels } from '../../tasks/curriculum.js';
 import { syncProduction } from '../production-sync.js';
+import type { EvalLook } from './looks.js';
 
 export interface EvaluateOptions {
   /** A set, checkpoint, resource:NAME@V or PROMPT@V, or a set's id (default: the newest trained candidate). */
@@ -81,6 +82,8 @@ export interface EvalSummary {
   passed: boolean;
   wallMs: number;
   replay?: ReplaySummary;
+  /** eval.sequential.max_looks above 1: each look's seeds, pairs and interval, the last deciding. */
+  looks?: EvalLook[];
   /** tasks.curriculum on: each suite's level, and the paired comparison on each level below it. */
   curriculum?: { levels: SuiteLevels; lowerLevels: LevelComparison[] };
 }

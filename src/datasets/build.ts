@@ -13,6 +13,7 @@ import { TraceReader, type TraceRecord } from './read-traces.js';
 import { RolloutIndex } from './rollout-index.js';
 import { sftBuilder } from './sft.js';
 import { StatsCollector, type DatasetStats } from './stats.js';
+import { suiteShareSink } from './suite-share.js';
 import type { Algo, BuilderContext, DatasetBuilder, RowSink } from './types.js';
 import { DatasetWriter, type DatasetManifest } from './writer.js';
 
@@ -81,10 +82,15 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
   const builder = BUILDERS[input.algo]({ options, stats, reader, policy });
   const writer = new DatasetWriter(path.join(input.dataDir, 'datasets'), input.algo);
   try {
-    const emit: RowSink = (row, info) => {
+    const write: RowSink = (row, info) => {
       writer.write(row);
       stats.row(info);
     };
+    const share =
+      input.algo === 'dpo' && options.dpo.max_suite_share < 1
+        ? suiteShareSink(options.dpo.max_suite_share, stats, write)
+        : null;
+    const emit = share?.emit ?? write;
     for (const page of reader.pages()) {
       for (const stored of page) {
         const record = input.transform ? input.transform(stored) : stored;
@@ -105,6 +111,7 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
       else emitAugmented(rows, options.sft.max_per_task, emit, stats);
     }
     builder.finish(emit);
+    share?.flush();
     const watermark = { from, to: reader.watermark };
     const snapshot = stats.snapshot(input.algo, watermark, reader.spansRead);
     const gates = input.gates ? checkGates({ ...snapshot }, input.gates) : null;

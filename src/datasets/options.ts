@@ -38,6 +38,8 @@ export interface DpoOptions {
   max_pairs_per_task: number;
   /** winner: the votes' order (winner against the others, better final answers against worse); correctness: verified-correct against verified-wrong answers of a task. */
   pairs: 'winner' | 'correctness';
+  /** No suite (a category's first segment) above this share of the pairs (1: no limit); see suite-share.ts. */
+  max_suite_share: number;
 }
 
 export interface PpoOptions {
@@ -71,7 +73,7 @@ export const DEFAULT_SYSTEM_PROMPT = 'You are a helpful assistant.';
 export const DEFAULT_DATASET_OPTIONS: DatasetOptions = {
   sft: { reward_threshold: 0.5, agents: null, include_presentation: true, select: 'reward', max_per_task: 4 },
   grpo: { agents: null, min_group_size: 2 },
-  dpo: { min_margin: 0, system_prompt: null, max_pairs_per_task: 16, pairs: 'winner' },
+  dpo: { min_margin: 0, system_prompt: null, max_pairs_per_task: 16, pairs: 'winner', max_suite_share: 1 },
   ppo: { credit: 'final', gamma: 0.9, agents: null },
   weights: null,
   verifying: REFERENCE_VERIFYING,
@@ -94,6 +96,7 @@ export function resolveDatasetOptions(input: DatasetOptionsInput = {}): DatasetO
   if (!Number.isInteger(o.dpo.max_pairs_per_task) || o.dpo.max_pairs_per_task < 1)
     bad('dpo.max_pairs_per_task', 'must be a positive integer');
   if (o.dpo.pairs !== 'winner' && o.dpo.pairs !== 'correctness') bad('dpo.pairs', 'must be winner or correctness');
+  if (!(o.dpo.max_suite_share > 0 && o.dpo.max_suite_share <= 1)) bad('dpo.max_suite_share', 'must be in (0, 1]');
   if (o.ppo.credit !== 'final' && o.ppo.credit !== 'discounted') bad('ppo.credit', 'must be final or discounted');
   if (!(o.ppo.gamma > 0 && o.ppo.gamma <= 1)) bad('ppo.gamma', 'must be in (0, 1]');
   if (o.sft.select !== 'reward' && o.sft.select !== 'verified') bad('sft.select', 'must be reward or verified');
@@ -148,11 +151,14 @@ export const SECTION_OPTIONS = {
     agents: s.agents ?? null,
     min_group_size: s.min_group_size,
   }),
-  dpo: (s: Section<'dpo', 'min_margin' | 'system_prompt' | 'max_pairs_per_task' | 'pairs'>): Partial<DpoOptions> => ({
+  dpo: (
+    s: Section<'dpo', 'min_margin' | 'system_prompt' | 'max_pairs_per_task' | 'pairs' | 'max_suite_share'>,
+  ): Partial<DpoOptions> => ({
     min_margin: s.min_margin,
     system_prompt: s.system_prompt ?? null,
     max_pairs_per_task: s.max_pairs_per_task,
     pairs: s.pairs,
+    max_suite_share: s.max_suite_share,
   }),
   ppo: (s: Section<'ppo', 'credit' | 'gamma'>): Partial<PpoOptions> => ({
     credit: s.credit,

@@ -80,6 +80,15 @@ export const selection = {
     min_margin: z.number().nonnegative().max(1e6).default(0),
     system_prompt: z.string().min(1).optional(),
     max_pairs_per_task: count(100_000).default(16),
+    max_suite_share: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(1)
+      .describe(
+        "no suite (a task category's first segment) above this share of the night's pairs, at least an even share "
+          + "each; a suite over it keeps its tasks' first pairs (1: no limit)",
+      ),
     pairs: z
       .enum(['winner', 'correctness'])
       .default('winner')

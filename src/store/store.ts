@@ -172,9 +172,14 @@ export class Store {
    * refused for PATIENCE_FACTOR × busy_timeout_ms. fn runs only once the lock is taken.
    */
   async write<T>(fn: () => T): Promise<T> {
+    return this.retrying(() => this.lockedTransaction(fn));
+  }
+
+  /** fn, which takes its own transactions, retried as write() retries: for a run's closing writes. */
+  async retrying<T>(fn: () => T): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const result = briefly(this.#db, () => this.lockedTransaction(fn));
+        const result = briefly(this.#db, fn);
         this.busy.succeeded();
         return result;
       } catch (err) {

@@ -1,3 +1,4 @@
+import { isBusy } from './busy.js';
 import type { Db } from './database.js';
 import type { Redactor } from './redact.js';
 import { NO_LIMIT } from './sql.js';
@@ -84,13 +85,7 @@ export class MetricsWriter {
     this.buffer.push({ step, metrics });
     if (this.buffer.length >= this.batchSize) this.flush();
     else if (!this.timer) {
-      this.timer = setTimeout(() => {
-        try {
-          this.flush();
-        } catch (err) {
-          this.failure = err;
-        }
-      }, this.maxDelayMs);
+      this.timer = setTimeout(() => this.timedFlush(), this.maxDelayMs);
       this.timer.unref();
     }
   }
@@ -111,7 +106,19 @@ export class MetricsWriter {
       this.repo.append(this.runId, rows);
     } catch (err) {
       this.buffer = [...rows, ...this.buffer];
-      throw err;
+      // Another process holds the store's lock: the rows wait for the next batch or timer, the run goes on.
+      if (!isBusy(err)) throw err;
+      this.timer ??= setTimeout(() => this.timedFlush(), this.maxDelayMs);
+      this.timer.unref();
+    }
+  }
+
+  private timedFlush(): void {
+    this.timer = undefined;
+    try {
+      this.flush();
+    } catch (err) {
+      this.failure = err;
     }
   }
 

@@ -85,7 +85,9 @@ export async function executeTraining(input: ExecuteInput): Promise<ExecuteResul
     store.trainingRuns.finish(runId, 'failed', undefined, (err as Error).message);
     throw err;
   }
-  safeFlush(metrics);
+  // The closing writes wait out a store another process holds locked (store.retrying), as collect's do: a
+  // finished training run is not thrown away for a lock held a few seconds.
+  await store.retrying(() => metrics.flush()).catch(() => undefined);
   const last = outcome.steps.at(-1);
   const summary = {
     steps: outcome.stepCount,
@@ -112,35 +114,41 @@ export async function executeTraining(input: ExecuteInput): Promise<ExecuteResul
       `full log: ${detail.log_file}`,
     );
   }
+  const done = outcome.done;
   const final = {
-    ...outcome.done.metrics,
+    ...done.metrics,
     ...lastStepMetrics(last),
     steps: outcome.stepCount,
     dataset_rows: detail.dataset.rows,
   };
   let registered: RegisteredCheckpoint;
   try {
-    registered = registerCheckpoint(store, {
-      path: outcome.done.path,
-      algo: detail.algo,
-      adapter: outcome.done.adapter,
-      baseModel: input.baseModel,
-      baseResourceId: detail.start.checkpoint_id ? null : detail.start.resource_id,
-      basePath: detail.start.adapter ? detail.start.base_dir : detail.start.dir,
-      parentId: detail.start.checkpoint_id,
-      trainingRunId: runId,
-      datasetHash: detail.dataset.hash,
-      watermark: detail.dataset.watermark.to,
-      configHash: detail.config_hash,
-      metrics: final,
-      name: detail.start.line,
-      metadata: { training_run_id: runId, dataset_dir: detail.dataset.dir },
-    });
+    registered = await store.retrying(() =>
+      registerCheckpoint(store, {
+        path: done.path,
+        algo: detail.algo,
+        adapter: done.adapter,
+        baseModel: input.baseModel,
+        baseResourceId: detail.start.checkpoint_id ? null : detail.start.resource_id,
+        basePath: detail.start.adapter ? detail.start.base_dir : detail.start.dir,
+        parentId: detail.start.checkpoint_id,
+        trainingRunId: runId,
+        datasetHash: detail.dataset.hash,
+        watermark: detail.dataset.watermark.to,
+        configHash: detail.config_hash,
+        metrics: final,
+        name: detail.start.line,
+        metadata: { training_run_id: runId, dataset_dir: detail.dataset.dir },
+      }),
+    );
   } catch (err) {
-    store.trainingRuns.finish(runId, 'failed', summary, `registering the checkpoint failed: ${(err as Error).message}`);
+    const why = `registering the checkpoint failed: ${(err as Error).message}`;
+    await store.retrying(() => store.trainingRuns.finish(runId, 'failed', summary, why)).catch(() => undefined);
     throw err;
   }
-  store.trainingRuns.finish(runId, 'completed', { ...final, checkpoint_id: registered.checkpoint.id });
+  await store.retrying(() =>
+    store.trainingRuns.finish(runId, 'completed', { ...final, checkpoint_id: registered.checkpoint.id }),
+  );
   return { outcome, registered, metrics: final };
 }
 

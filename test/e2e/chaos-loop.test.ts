@@ -1,46 +1,35 @@
-import Database from 'better-sqlite3';
 import { execa, type ResultPromise } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN } from '../helpers.js';
+import {
+  faultyBackend,
+  holdLock,
+  killTrainer,
+  leakedTemps,
+  look,
+  projectProcesses,
+  rng,
+  type BackendFaults,
+} from '../support/chaos.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
-// The loop under fire, first slice (issue 47): `loop --once` on a scripted backend, killed with SIGKILL at seeded
-// random moments of its stages and started again as systemd would, with the store's invariants checked after every
-// fault and at the end. CHAOS_CYCLES (2) cycles, CHAOS_SEED (47), CHAOS_KILL_RATE (2/3); `npm run chaos` runs it
-// longer.
+// The loop under fire (issue 47): `loop --once` on a scripted backend, started again after every fault as systemd
+// would, with the store's invariants checked after every start and at the end. Each start draws its faults: the CLI
+// killed with SIGKILL (CHAOS_KILL_RATE, 2/3), the trainer killed (CHAOS_TRAINER_RATE, 0.3), the store's write lock
+// held past store.busy_timeout_ms by another process and the backend refusing (503) or hanging for a moment, each
+// again while another draw falls under its rate (CHAOS_LOCK_RATE, CHAOS_BACKEND_RATE, 0.3), at seeded random moments. CHAOS_CYCLES (2) cycles ended, CHAOS_SEED
+// (47); `npm run chaos` runs 30.
 const CYCLES = Number(process.env.CHAOS_CYCLES ?? 2);
 const SEED = Number(process.env.CHAOS_SEED ?? 47);
-/** The share of starts killed: each cycle takes 1 / (1 − rate) starts on average (2/3: three). */
 const KILL_RATE = Number(process.env.CHAOS_KILL_RATE ?? 2 / 3);
+const TRAINER_RATE = Number(process.env.CHAOS_TRAINER_RATE ?? 0.3);
+const LOCK_RATE = Number(process.env.CHAOS_LOCK_RATE ?? 0.3);
+const BACKEND_RATE = Number(process.env.CHAOS_BACKEND_RATE ?? 0.3);
+const BUSY_MS = 1000;
 const env = { NO_COLOR: '1', FAKE_TRAINER_STEP_S: '1' };
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x1_0000_0000;
-  };
-}
-
-/** A read-only look at the store file (while a loop may be writing it). */
-function look<T>(dir: string, fn: (db: Database.Database) => T): T | undefined {
-  const file = path.join(dir, '.massgen-rl', 'store.sqlite');
-  if (!fs.existsSync(file)) return undefined;
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    return fn(db);
-  } catch {
-    return undefined; // not migrated yet
-  } finally {
-    db.close();
-  }
-}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** What must hold after every fault: the violations found (empty when none). */
 function invariants(dir: string, final: boolean): string[] {
@@ -92,7 +81,7 @@ function invariants(dir: string, final: boolean): string[] {
   );
 }
 
-describe('chaos: the loop killed at random moments', () => {
+describe('chaos: the loop under faults at random moments', () => {
   let project: LoopProject | undefined;
   const children: ResultPromise[] = [];
   afterAll(async () => {
@@ -100,48 +89,124 @@ describe('chaos: the loop killed at random moments', () => {
     await project?.server.close();
   });
 
-  it(`${CYCLES} cycles complete through kill -9 at seeded random moments (seed ${SEED}) with every invariant held`, async () => {
+  it(`${CYCLES} cycles end through faults at seeded random moments (seed ${SEED}) with every invariant held`, async () => {
     const random = rng(SEED);
-    project = await loopProject(adapterScript({ delayMs: 100 }));
+    const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0 };
+    project = await loopProject(
+      faultyBackend(adapterScript({ delayMs: 100 }), backend),
+      `store: { busy_timeout_ms: ${BUSY_MS} }`,
+    );
     const dir = project.dir;
+    // a hung call is given up after 3 s, not the project's 20
+    const yamlFile = path.join(dir, 'massgen-rl.yaml');
+    fs.writeFileSync(yamlFile, fs.readFileSync(yamlFile, 'utf8').replace('agent_timeout_s: 20', 'agent_timeout_s: 3'));
     const faults: Record<string, number> = {};
+    const count = (kind: string) => {
+      const stage = look(dir, (db) =>
+        db.prepare('SELECT step FROM loop_runs ORDER BY started_at DESC LIMIT 1').pluck().get(),
+      );
+      const key = `${kind}@${String(stage ?? 'start')}`;
+      faults[key] = (faults[key] ?? 0) + 1;
+    };
     const violations: string[] = [];
-    let cycles = 0;
-    let typicalMs = 8000; // how long an uninterrupted start has taken, to draw kills over
-    const maxStarts = Math.ceil((CYCLES / (1 - KILL_RATE)) * 3);
-    for (let attempt = 0; cycles < CYCLES && attempt < maxStarts; attempt++) {
+    const ended = { completed: 0, failed: 0 };
+    const endings: string[] = [];
+    let typicalMs = 8000; // how long an uninterrupted start has taken, to draw moments over
+    let suspects = { processes: new Map<number, string>(), temps: new Set<string>() };
+    const maxStarts = Math.ceil((CYCLES / (1 - KILL_RATE)) * 4);
+    for (let attempt = 0; ended.completed + ended.failed < CYCLES && attempt < maxStarts; attempt++) {
       const started = Date.now();
       const child = execa(process.execPath, [BIN, 'loop', '--once', '--json'], { cwd: dir, env, reject: false });
       children.push(child);
-      // KILL_RATE of the starts are killed, at a moment drawn over how long a start usually takes on this backend.
-      const kill = random() < KILL_RATE ? 200 + random() * typicalMs : null;
+      let running = true;
+      const at = () => 200 + random() * typicalMs;
+      const injected: Promise<unknown>[] = [];
+      const kill = random() < KILL_RATE ? at() : null;
       const timer = kill === null ? undefined : setTimeout(() => child.kill('SIGKILL'), kill);
-      const r = await child;
-      clearTimeout(timer);
-      if (r.signal === 'SIGKILL') {
-        const stage = look(dir, (db) =>
-          db.prepare('SELECT step FROM loop_runs ORDER BY started_at DESC LIMIT 1').pluck().get(),
+      if (random() < TRAINER_RATE) {
+        const after = random() * 1500;
+        injected.push(killTrainer(dir, typicalMs * 2, after, () => running).then((k) => k && count('trainer_kill')));
+      }
+      // the store's lock and the backend may fail several times in one start: each another draw at the same rate
+      while (random() < LOCK_RATE) {
+        const when = at();
+        // past busy_timeout_ms always, past what writers retry for (4 × it) about half the time
+        const hold = BUSY_MS + 200 + random() * 6 * BUSY_MS;
+        injected.push(
+          sleep(when).then(async () => {
+            if (!running) return;
+            const holder = await holdLock(dir, hold);
+            if (holder) {
+              count('store_locked');
+              await holder.released;
+            }
+          }),
         );
-        faults[String(stage ?? 'start')] = (faults[String(stage ?? 'start')] ?? 0) + 1;
-      } else {
-        expect(r.exitCode, String(r.stderr)).toBeLessThanOrEqual(1);
-        const out = JSON.parse(String(r.stdout)) as { status: string; outcome?: string };
-        expect(out.status).toBe('completed');
-        cycles++;
-        typicalMs = Date.now() - started;
+      }
+      while (random() < BACKEND_RATE) {
+        const when = at();
+        const hang = random() < 0.5;
+        const ms = 500 + random() * 2000;
+        injected.push(
+          sleep(when).then(() => {
+            if (!running) return;
+            backend[hang ? 'hangUntil' : 'refuseUntil'] = Date.now() + ms;
+            count(hang ? 'backend_hang' : 'backend_refuse');
+          }),
+        );
+      }
+      const r = await child;
+      running = false;
+      clearTimeout(timer);
+      await Promise.all(injected);
+      if (r.signal === 'SIGKILL') count('cli_kill');
+      else {
+        const stderr = String(r.stderr);
+        if (/please report/i.test(stderr)) violations.push(`start ${attempt + 1} crashed: ${stderr.slice(-800)}`);
+        const out = (() => {
+          try {
+            return JSON.parse(String(r.stdout)) as { status: string; outcome?: string };
+          } catch {
+            return null;
+          }
+        })();
+        if (out?.status === 'completed') {
+          ended.completed++;
+          typicalMs = Date.now() - started;
+        } else if (out?.status === 'failed') {
+          ended.failed++;
+          endings.push(`failed: ${String(out.outcome).slice(0, 60)}`);
+          if (!out.outcome) violations.push(`start ${attempt + 1}: a failed cycle without its reason`);
+        } else if (r.exitCode === 2) {
+          endings.push(`exit 2: ${stderr.trim().split('\n').at(-1)?.slice(0, 60)}`);
+        } else if (r.exitCode !== 130) {
+          violations.push(`start ${attempt + 1} ended with exit ${r.exitCode}: ${stderr.slice(-400)}`);
+        }
       }
       violations.push(...invariants(dir, false).map((v) => `after start ${attempt + 1}: ${v}`));
+      // What a killed start left behind (its trainer, a temporary file) may live until the next start ends, no longer.
+      await sleep(300);
+      const processes = projectProcesses(dir);
+      const temps = new Set(leakedTemps(dir));
+      for (const [pid, args] of processes)
+        if (suspects.processes.get(pid) === args) violations.push(`after start ${attempt + 1}: orphan ${pid} ${args}`);
+      for (const t of temps) if (suspects.temps.has(t)) violations.push(`after start ${attempt + 1}: leaked ${t}`);
+      suspects = { processes, temps };
     }
     violations.push(...invariants(dir, true));
-    const kills = Object.values(faults).reduce((a, b) => a + b, 0);
+    const total = Object.values(faults).reduce((a, b) => a + b, 0);
     console.log(
-      `chaos: ${cycles} cycle(s), ${kills} kill(s), by stage ${JSON.stringify(faults)}, violations ${violations.length}`,
+      `chaos: ${ended.completed} cycle(s) completed, ${ended.failed} failed; ${total} fault(s) by kind@stage `
+        + `${JSON.stringify(faults)}; violations ${violations.length}\n  starts that gave up: ${endings.join('\n  ')}`,
     );
     expect(violations).toEqual([]);
-    expect(cycles).toBe(CYCLES);
+    expect(ended.completed + ended.failed).toBe(CYCLES);
     const outcomes = look(dir, (db) =>
-      db.prepare("SELECT json_extract(state, '$.outcome') FROM loop_runs WHERE status = 'completed'").pluck().all(),
+      db
+        .prepare("SELECT json_extract(state, '$.outcome') FROM loop_runs WHERE status IN ('completed', 'failed')")
+        .pluck()
+        .all(),
     );
     expect(outcomes?.every((o) => typeof o === 'string' && o.length > 0)).toBe(true);
-  }, 1_200_000);
+  }, 1_800_000);
 });

@@ -81,8 +81,10 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
           await record({ status: 'cancelled', reason: why });
           return done('cancelled', `${stage} stopped: ${why}; the next cycle resumes it`);
         }
-        await record({ status: 'failed', reason: errorMessage(err) });
-        return done('failed', `${stage} failed: ${errorMessage(err)}`);
+        // a lock held past busy_timeout_ms is named as such, not as SQLite's "database is locked"
+        const why = errorMessage(store.explain(err));
+        await record({ status: 'failed', reason: why });
+        return done('failed', `${stage} failed: ${why}`);
       }
     };
     for (const stage of steps) {

@@ -1,0 +1,58 @@
+import { execa } from 'execa';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { openStore } from '../../src/runtime/store.js';
+import { FIXTURES, tempDir } from '../helpers.js';
+
+// A training run that ends while another process holds the store's write lock for longer than busy_timeout_ms (the
+// chaos harness found the cycle failing with SQLite's "database is locked" and the trained weights unregistered):
+// its metric rows wait for the lock, and its closing writes are retried as collect's are.
+const BUSY_MS = 200;
+
+async function lockFor(file: string, ms: number) {
+  const holder = execa(process.execPath, [path.join(FIXTURES, 'hold-lock.mjs'), file, String(ms)], { reject: false });
+  await new Promise<void>((resolve) =>
+    holder.stdout!.on('data', (d: Buffer) => String(d).includes('locked') && resolve()),
+  );
+  // wrapped: an async function returning the process itself would wait for it to exit
+  return { exited: holder.then(() => undefined) };
+}
+
+describe('training writes against a store locked past busy_timeout_ms', () => {
+  it('metric rows wait for the lock and the run finishes once it is released', async () => {
+    const dir = tempDir({ 'massgen-rl.yaml': `store: { busy_timeout_ms: ${BUSY_MS} }\n` });
+    const store = openStore(loadConfig({ cwd: dir }));
+    try {
+      const runId = store.trainingRuns.start({}, { algo: 'sft' });
+      const writer = store.trainingMetrics.writer(runId, 2, 50);
+      // 3 × busy_timeout_ms: past what one write waits, within what a retrying writer waits (4 ×)
+      const holder = await lockFor(path.join(dir, '.massgen-rl', 'store.sqlite'), 3 * BUSY_MS);
+      writer.add(1, { loss: 1 });
+      expect(() => writer.add(2, { loss: 0.5 })).not.toThrow();
+      expect(writer.pending).toBe(2);
+      await store.retrying(() => store.trainingRuns.finish(runId, 'completed', { steps: 2 }));
+      await holder.exited;
+      await store.retrying(() => writer.flush());
+      expect(store.trainingMetrics.count(runId)).toBe(2);
+      expect(store.trainingRuns.get(runId)?.status).toBe('completed');
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a lock held past the retries is a StoreBusyError naming the store, not SQLite's message", async () => {
+    const dir = tempDir({ 'massgen-rl.yaml': `store: { busy_timeout_ms: ${BUSY_MS} }\n` });
+    const store = openStore(loadConfig({ cwd: dir }));
+    try {
+      const runId = store.trainingRuns.start({}, { algo: 'sft' });
+      const holder = await lockFor(path.join(dir, '.massgen-rl', 'store.sqlite'), 10 * BUSY_MS);
+      await expect(store.retrying(() => store.trainingRuns.finish(runId, 'completed', {}))).rejects.toThrow(
+        /stayed locked by another process/,
+      );
+      await holder.exited;
+    } finally {
+      store.close();
+    }
+  });
+});

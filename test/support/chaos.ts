@@ -3,20 +3,14 @@ import { execa } from 'execa';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Rng } from '../../src/tasks/prng.js';
 import { FIXTURES } from '../helpers.js';
 import type { Script } from './scripted-server.js';
 
-/** xorshift32: the harness's own seeded draws (which start gets which fault, and when). */
+/** The harness's own seeded draws (which start gets which fault, and when). */
 export function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x1_0000_0000;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 export const storeFile = (dir: string) => path.join(dir, '.massgen-rl', 'store.sqlite');

@@ -35,6 +35,8 @@ export function comparison(ev) {
   const tokens = metricOf(ev.comparison.overall, 'tokens');
   return {
     pairs: ev.comparison.pairs,
+    // eval.sequential: the seeds the last look had (one look: eval.seeds)
+    seeds: ev.seeds?.length ?? null,
     measured: ev.measured,
     reused: ev.reused,
     ...pick(ev.comparison.overall),

@@ -83,7 +83,8 @@ export function nightsLines(r) {
       h?.tasks ? `${h.never} / ${h.sometimes} / ${h.always}` : '—',
       trainedOn(c),
       c.training?.['rewards/chosen'] ?? '—',
-      points(c.candidateVsProduction?.success.diff),
+      points(c.candidateVsProduction?.success.diff)
+        + (c.candidateVsProduction?.seeds > 1 ? `, ${c.candidateVsProduction.seeds} seeds` : ''),
       c.outcome + (regressedSuites(c).length ? ` (worse on ${regressedSuites(c).join(', ')})` : ''),
       points(c.vsBase?.success.diff),
       l0 ? `${pct(l0.base)} → ${pct(l0.production)}` : own === null ? '—' : `${pct(own)} (production is the base)`,

@@ -58,7 +58,7 @@ describe('nights report', () => {
       trainSteps: 10,
       dataset: { counts: { correctness_pairs: 12, rationalized_pairs: 8 } },
       training: { 'rewards/chosen': 0.4 },
-      candidateVsProduction: { success: { diff: diff(0.1, 0.02, 0.2) }, levels: [] },
+      candidateVsProduction: { success: { diff: diff(0.1, 0.02, 0.2) }, levels: [], seeds: k === 2 ? 3 : 1 },
       vsBase: { success: { diff: diff(0.5, 0.4, 0.6) }, levels: [level('a', 0, 40, 0.28, 0.85)] },
       transfer: { production: 3, success: { diff: diff(0.3, 0.1, 0.45) } },
       wallSeconds: 600,
@@ -69,6 +69,9 @@ describe('nights report', () => {
     expect(lines).toHaveLength(2 + 7);
     expect(lines[2]).toContain('| 12 correctness + 8 rationalized (10) |');
     expect(lines[2]).toContain('28.0 % → 85.0 %');
+    // a candidate measured on more seeds (eval.sequential) says so; one look does not
+    expect(lines[3]).toMatch(/\), 3 seeds \|/);
+    expect(lines[2]).not.toContain('seeds');
     const byLabel = Object.fromEntries(nightsHeadlines(r).map((h: { label: string }) => [h.label, h]));
     expect(byLabel['cycles promoted of 7']).toMatchObject({ value: 6, ok: true });
     expect(byLabel['production on level-0 eval tasks']).toMatchObject({ value: 85, ok: true });

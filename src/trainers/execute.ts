@@ -56,12 +56,17 @@ export async function executeTraining(input: ExecuteInput): Promise<ExecuteResul
       logFile: detail.log_file,
       signal: input.signal,
       timeoutMs: input.timeoutMs,
+      // Recorded for `train --resume` and the cycle lock; a store locked at that moment must not stop the run.
       onSpawn: (pid) =>
-        store.trainingRuns.setDetail(runId, {
-          ...detail,
-          trainer_pid: pid,
-          trainer_host: os.hostname(),
-        } as unknown as Record<string, unknown>),
+        void store
+          .retrying(() =>
+            store.trainingRuns.setDetail(runId, {
+              ...detail,
+              trainer_pid: pid,
+              trainer_host: os.hostname(),
+            } as unknown as Record<string, unknown>),
+          )
+          .catch(() => undefined),
       onEvent: (ev) => {
         if (ev.event === 'progress') input.onStage?.(ev.message);
         if (ev.event !== 'step') return;

@@ -125,11 +125,13 @@ export async function train(rt: Runtime, opts: TrainOptions = {}): Promise<Train
     machineRank: 0,
   });
   return withTrainerConfig(rt, store, prepared, opts.signal, async () => {
-    const runId = store.trainingRuns.start(detail as unknown as Record<string, unknown>, {
-      algo,
-      dataset_hash: detail.dataset.hash,
-      log_path: detail.log_file,
-    });
+    const runId = await store.retrying(() =>
+      store.trainingRuns.start(detail as unknown as Record<string, unknown>, {
+        algo,
+        dataset_hash: detail.dataset.hash,
+        log_path: detail.log_file,
+      }),
+    );
     opts.onRunStart?.(runId);
     const over =
       t.num_machines > 1

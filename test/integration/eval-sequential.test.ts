@@ -4,7 +4,7 @@ import { evaluate } from '../../src/pipeline/evaluate/evaluate.js';
 import { syncProduction } from '../../src/pipeline/production-sync.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { storeDb } from '../../src/store/store.js';
-import { configIn } from '../helpers.js';
+import { configIn, runCli } from '../helpers.js';
 import { CANDIDATE_MARK, markTeamYaml } from '../support/report-store.js';
 import { startScriptedServer, type Script, type ScriptedServer } from '../support/scripted-server.js';
 import { shownLabels } from '../support/team.js';
@@ -58,12 +58,12 @@ deploy: { gates: { min_pairs: 10, min_improvement: 0.02, max_cost_increase: null
       ).n,
     ),
   );
-  return { summary, measured };
+  return { summary, measured, dir: loaded.paths.baseDir };
 }
 
 describe('a sequential evaluation (eval.sequential)', () => {
   it('measures a promising candidate on more seeds until its stricter interval clears 0', async () => {
-    const { summary, measured } = await run(0.8, '{ max_looks: 3 }');
+    const { summary, measured, dir } = await run(0.8, '{ max_looks: 3 }');
     const looks = summary.looks!;
     expect(looks.length).toBeGreaterThan(1);
     expect(looks.map((l) => l.seeds.length)).toEqual(looks.map((_, i) => i + 1));
@@ -78,6 +78,12 @@ describe('a sequential evaluation (eval.sequential)', () => {
     // every task × seed × set measured once
     expect(measured).toBe(30 * looks.length * 2);
     expect(summary.measured).toBe(measured);
+    // the CLI on the same project reuses every result and prints the looks
+    const cli = await runCli(['eval', '--candidate', 'solver@2', '--no-report'], { cwd: dir });
+    expect(cli.exitCode, cli.stderr).toBe(0);
+    expect(cli.stdout).toMatch(/look/);
+    expect(cli.stdout).toContain('another look');
+    expect(cli.stdout).toMatch(new RegExp(`look ${looks.length} of 3 \\(obrien–fleming spending\\)`));
   }, 120_000);
 
   it('stops after the first look when the candidate is not promising, and one look is the single test', async () => {

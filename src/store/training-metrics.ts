@@ -83,18 +83,15 @@ export class MetricsWriter {
   add(step: number, metrics: Record<string, unknown>): void {
     this.rethrow();
     this.buffer.push({ step, metrics });
-    if (this.buffer.length >= this.batchSize) this.flush();
-    else if (!this.timer) {
-      this.timer = setTimeout(() => this.timedFlush(), this.maxDelayMs);
-      this.timer.unref();
-    }
+    if (this.buffer.length >= this.batchSize) this.flushOrWait();
+    else if (!this.timer) this.wait();
   }
 
   get pending(): number {
     return this.buffer.length;
   }
 
-  /** Writes what is pending; call it when the run ends. */
+  /** Writes what is pending, or throws with the rows kept pending; call it when the run ends. */
   flush(): void {
     this.rethrow();
     clearTimeout(this.timer);
@@ -106,20 +103,30 @@ export class MetricsWriter {
       this.repo.append(this.runId, rows);
     } catch (err) {
       this.buffer = [...rows, ...this.buffer];
-      // Another process holds the store's lock: the rows wait for the next batch or timer, the run goes on.
-      if (!isBusy(err)) throw err;
-      this.timer ??= setTimeout(() => this.timedFlush(), this.maxDelayMs);
-      this.timer.unref();
+      throw err;
     }
   }
 
-  private timedFlush(): void {
-    this.timer = undefined;
+  /** The writes add() and the timer make: a store another process holds locked leaves the rows for the next try. */
+  private flushOrWait(): void {
     try {
       this.flush();
     } catch (err) {
-      this.failure = err;
+      if (!isBusy(err)) throw err;
+      this.wait();
     }
+  }
+
+  private wait(): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      try {
+        this.flushOrWait();
+      } catch (err) {
+        this.failure = err;
+      }
+    }, this.maxDelayMs);
+    this.timer.unref();
   }
 
   private rethrow(): void {

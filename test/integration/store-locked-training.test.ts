@@ -31,10 +31,11 @@ describe('training writes against a store locked past busy_timeout_ms', () => {
       writer.add(1, { loss: 1 });
       expect(() => writer.add(2, { loss: 0.5 })).not.toThrow();
       expect(writer.pending).toBe(2);
-      await store.retrying(() => store.trainingRuns.finish(runId, 'completed', { steps: 2 }));
-      await holder.exited;
+      // the closing flush waits out the lock (it throws while locked, and store.retrying tries again)
       await store.retrying(() => writer.flush());
       expect(store.trainingMetrics.count(runId)).toBe(2);
+      await store.retrying(() => store.trainingRuns.finish(runId, 'completed', { steps: 2 }));
+      await holder.exited;
       expect(store.trainingRuns.get(runId)?.status).toBe('completed');
     } finally {
       store.close();

@@ -1,3 +1,4 @@
+import { groupBy } from '../store/query.js';
 import type { RowInfo, StatsCollector } from './stats.js';
 import type { DatasetRow, RowSink } from './types.js';
 
@@ -16,8 +17,7 @@ export function suiteShareSink(share: number, stats: StatsCollector, sink: RowSi
   return {
     emit: (row, info) => void held.push({ row, info, suite: suiteOf(info) }),
     flush() {
-      const bySuite = new Map<string, typeof held>();
-      for (const h of held) bySuite.set(h.suite, [...(bySuite.get(h.suite) ?? []), h]);
+      const bySuite = groupBy(held, (h) => h.suite);
       const keep = quotas(
         new Map([...bySuite].map(([s, rows]) => [s, rows.length])),
         Math.max(share, 1 / bySuite.size),
@@ -46,9 +46,7 @@ export function quotas(counts: ReadonlyMap<string, number>, share: number): Map<
 
 /** Each task's first row, then each task's second, and so on (tasks in the order first seen). */
 function roundRobin<T extends { row: DatasetRow }>(rows: readonly T[]): T[] {
-  const byTask = new Map<string, T[]>();
-  for (const r of rows) byTask.set(taskOf(r.row), [...(byTask.get(taskOf(r.row)) ?? []), r]);
-  const lists = [...byTask.values()];
+  const lists = [...groupBy([...rows], (r) => taskOf(r.row)).values()];
   const out: T[] = [];
   for (let i = 0; out.length < rows.length; i++) for (const l of lists) if (l[i]) out.push(l[i]!);
   return out;

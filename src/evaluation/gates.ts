@@ -15,7 +15,7 @@ export interface GateCheck {
 
 type Gates = RLConfig['deploy']['gates'];
 
-/** eval.sequential: which look this is, and the primary metric's interval at the look's stricter level. */
+/** eval.sequential with more than one look: which look this is, and the primary metric's interval at its level. */
 export interface GateLook {
   look: number;
   looks: number;
@@ -52,9 +52,7 @@ export function checkGates(cmp: Comparison, metric: MetricName, gates: Gates, lo
       value: ci?.low ?? null,
       threshold: 0,
       detail:
-        (look && look.looks > 1
-          ? `look ${look.look} of ${look.looks} (${look.spending.replace('_', '–')} spending): `
-          : '')
+        (look ? `look ${look.look} of ${look.looks} (${look.spending.replace('_', '–')} spending): ` : '')
         + `${+((ci?.level ?? 0.95) * 100).toFixed(2)} % CI of the difference [${fmt(ci?.low)}, ${fmt(ci?.high)}] lies above 0`,
     });
   }

@@ -1,7 +1,7 @@
 import type { RLConfig } from '../../config/schema.js';
 import { compare, compareMetric, type Comparison, type MetricName, type Pair } from '../../evaluation/compare.js';
 import { forgettingGate, lowerLevels, type LevelComparison } from '../../evaluation/forgetting.js';
-import { categoryRule, checkGates, gatesPass, type GateCheck } from '../../evaluation/gates.js';
+import { categoryRule, checkGates, gatesPass, type GateCheck, type GateLook } from '../../evaluation/gates.js';
 import { boundaries, confidenceAt } from '../../evaluation/sequential.js';
 import type { Interval } from '../../evaluation/stats.js';
 import { runPairs, type PairedRunInput } from '../../rollouts/paired.js';
@@ -106,10 +106,16 @@ export function judgeLook(
 ): LookJudgement {
   const { max_looks: looks, spending } = config.eval.sequential;
   const boot = config.eval.bootstrap;
-  const confidence = confidenceAt(boundaries((1 - boot.confidence) / 2, looks, spending)[look - 1]!);
   const comparison = compare(pairs, boot);
-  const diff = compareMetric(pairs, metric, { ...boot, confidence }).diff;
-  const gates = checkGates(comparison, metric, config.deploy.gates, { look, looks, spending, diff });
+  // One look is the single test: the comparison's own interval, no second bootstrap.
+  let diff = comparison.overall.find((m) => m.metric === metric)!.diff;
+  let gateLook: GateLook | undefined;
+  if (looks > 1) {
+    const confidence = confidenceAt(boundaries((1 - boot.confidence) / 2, looks, spending)[look - 1]!);
+    diff = compareMetric(pairs, metric, { ...boot, confidence }).diff;
+    gateLook = { look, looks, spending, diff };
+  }
+  const gates = checkGates(comparison, metric, config.deploy.gates, gateLook);
   const lower = levels ? lowerLevels(pairs, levels, boot) : null;
   if (lower) gates.push(forgettingGate(lower, metric, categoryRule(config.deploy.gates)));
   const passed = gatesPass(gates);

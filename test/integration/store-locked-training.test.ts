@@ -1,23 +1,13 @@
-import { execa } from 'execa';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
-import { FIXTURES, tempDir } from '../helpers.js';
+import { tempDir } from '../helpers.js';
+import { holdLock } from '../support/chaos.js';
 
 // A training run that ends while another process holds the store's write lock for longer than busy_timeout_ms (the
 // chaos harness found the cycle failing with SQLite's "database is locked" and the trained weights unregistered):
 // its metric rows wait for the lock, and its closing writes are retried as collect's are.
 const BUSY_MS = 200;
-
-async function lockFor(file: string, ms: number) {
-  const holder = execa(process.execPath, [path.join(FIXTURES, 'hold-lock.mjs'), file, String(ms)], { reject: false });
-  await new Promise<void>((resolve) =>
-    holder.stdout!.on('data', (d: Buffer) => String(d).includes('locked') && resolve()),
-  );
-  // wrapped: an async function returning the process itself would wait for it to exit
-  return { exited: holder.then(() => undefined) };
-}
 
 describe('training writes against a store locked past busy_timeout_ms', () => {
   it('metric rows wait for the lock and the run finishes once it is released', async () => {
@@ -27,7 +17,7 @@ describe('training writes against a store locked past busy_timeout_ms', () => {
       const runId = store.trainingRuns.start({}, { algo: 'sft' });
       const writer = store.trainingMetrics.writer(runId, 2, 50);
       // 3 × busy_timeout_ms: past what one write waits, within what a retrying writer waits (4 ×)
-      const holder = await lockFor(path.join(dir, '.massgen-rl', 'store.sqlite'), 3 * BUSY_MS);
+      const holder = (await holdLock(dir, 3 * BUSY_MS))!;
       writer.add(1, { loss: 1 });
       expect(() => writer.add(2, { loss: 0.5 })).not.toThrow();
       expect(writer.pending).toBe(2);
@@ -35,7 +25,7 @@ describe('training writes against a store locked past busy_timeout_ms', () => {
       await store.retrying(() => writer.flush());
       expect(store.trainingMetrics.count(runId)).toBe(2);
       await store.retrying(() => store.trainingRuns.finish(runId, 'completed', { steps: 2 }));
-      await holder.exited;
+      await holder.released;
       expect(store.trainingRuns.get(runId)?.status).toBe('completed');
     } finally {
       store.close();
@@ -47,11 +37,11 @@ describe('training writes against a store locked past busy_timeout_ms', () => {
     const store = openStore(loadConfig({ cwd: dir }));
     try {
       const runId = store.trainingRuns.start({}, { algo: 'sft' });
-      const holder = await lockFor(path.join(dir, '.massgen-rl', 'store.sqlite'), 10 * BUSY_MS);
+      const holder = (await holdLock(dir, 10 * BUSY_MS))!;
       await expect(store.retrying(() => store.trainingRuns.finish(runId, 'completed', {}))).rejects.toThrow(
         /stayed locked by another process/,
       );
-      await holder.exited;
+      await holder.released;
     } finally {
       store.close();
     }

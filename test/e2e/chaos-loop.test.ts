@@ -1,6 +1,7 @@
 import { execa, type ResultPromise } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN } from '../helpers.js';
 import {
@@ -19,8 +20,8 @@ import { adapterScript, loopProject, type LoopProject } from '../support/loop-pr
 // would, with the store's invariants checked after every start and at the end. Each start draws its faults: the CLI
 // killed with SIGKILL (CHAOS_KILL_RATE, 2/3), the trainer killed (CHAOS_TRAINER_RATE, 0.3), the store's write lock
 // held past store.busy_timeout_ms by another process and the backend refusing (503) or hanging for a moment, each
-// again while another draw falls under its rate (CHAOS_LOCK_RATE, CHAOS_BACKEND_RATE, 0.3), at seeded random moments. CHAOS_CYCLES (2) cycles ended, CHAOS_SEED
-// (47); `npm run chaos` runs 30.
+// again while another draw falls under its rate (CHAOS_LOCK_RATE, CHAOS_BACKEND_RATE, 0.3), at seeded random
+// moments. CHAOS_CYCLES (2) cycles ended, CHAOS_SEED (47); `npm run chaos` runs 30.
 const CYCLES = Number(process.env.CHAOS_CYCLES ?? 2);
 const SEED = Number(process.env.CHAOS_SEED ?? 47);
 const KILL_RATE = Number(process.env.CHAOS_KILL_RATE ?? 2 / 3);
@@ -29,7 +30,6 @@ const LOCK_RATE = Number(process.env.CHAOS_LOCK_RATE ?? 0.3);
 const BACKEND_RATE = Number(process.env.CHAOS_BACKEND_RATE ?? 0.3);
 const BUSY_MS = 1000;
 const env = { NO_COLOR: '1', FAKE_TRAINER_STEP_S: '1' };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** What must hold after every fault: the violations found (empty when none). */
 function invariants(dir: string, final: boolean): string[] {

@@ -3,6 +3,7 @@ import { execa } from 'execa';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Rng } from '../../src/tasks/prng.js';
 import { FIXTURES } from '../helpers.js';
 import type { Script } from './scripted-server.js';
@@ -63,7 +64,7 @@ export async function killTrainer(dir: string, withinMs: number, afterMs: number
   while (Date.now() < until && alive()) {
     const trainer = [...projectProcesses(dir)].find(([, args]) => args.includes('protocol_trainer.py'));
     if (trainer) {
-      await new Promise((r) => setTimeout(r, afterMs));
+      await sleep(afterMs);
       try {
         process.kill(trainer[0], 'SIGKILL');
         return true;
@@ -71,7 +72,7 @@ export async function killTrainer(dir: string, withinMs: number, afterMs: number
         return false; // it finished first
       }
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   return false;
 }

@@ -27,20 +27,32 @@ export const DEFAULT_PROMPT_LAYOUT = 'independent' as const;
 
 /**
  * The default team's training recipe on verifiable tasks, chosen by measurement (`npm run bench -- --only
- * efficacy`, docs/benchmarks.md): DPO on correctness pairs (every verified-right answer of a task against its
- * verified-wrong ones). At one training budget it tied rejection-sampling SFT, but only its candidates passed the
- * deploy gates (SFT's lost addition word problems in every run), and over five cycles it reached level 1 on two
- * suites and gained on hand-written tasks it never saw. Four completions per decision give it pairs to learn from;
- * a LoRA adapter needs a learning rate far above full fine-tuning's.
+ * efficacy` and `--only nights`, docs/benchmarks.md): DPO on correctness pairs (every verified-right answer of a task
+ * against its verified-wrong ones). At one training budget it tied rejection-sampling SFT, but only its candidates
+ * passed the deploy gates. Over many nights plain DPO won two cycles and then made production worse; three changes
+ * each measured better on those later cycles: an SFT term on the chosen answers (DPO alone pushed their likelihood
+ * down), rationalized pairs for the tasks no completion got right (the only pairs a task without headroom gives),
+ * and a cap on one suite's share of the pairs (the suite with most to learn crowded out and undid the others). Four
+ * completions per decision give it pairs to learn from; a LoRA adapter needs a learning rate far above full
+ * fine-tuning's.
  */
 export const DEFAULT_RECIPE = {
   algo: 'dpo',
   pairs: 'correctness',
+  loss_type: ['sigmoid', 'sft'],
+  rationalize: { samples: 4, max_tasks: 64 },
+  max_suite_share: 0.35,
   learning_rate: 2e-4,
   num_train_epochs: 2,
   per_device_train_batch_size: 4,
   samples_per_turn: 4,
 } as const;
+
+/**
+ * The default team's evaluation: after the first night a candidate gains a few points, which one seed over a hundred
+ * tasks cannot tell from none; up to three looks (eval.sequential) find it at the same false-promotion rate.
+ */
+export const DEFAULT_MAX_LOOKS = 3;
 
 export const defaultAgents = ['agent_a', 'agent_b', 'agent_c'].map((id, i) => ({
   id,

@@ -3,7 +3,13 @@ import type { z } from 'zod';
 import { UserError } from '../errors.js';
 import { stableHash } from '../util/hash.js';
 import { checkRules } from './cross-section-rules.js';
-import { DEFAULT_CONFIG_FILE, DEFAULT_PROMPT_LAYOUT, DEFAULT_RECIPE, LABEL_FREE_WEIGHTS } from './defaults.js';
+import {
+  DEFAULT_CONFIG_FILE,
+  DEFAULT_MAX_LOOKS,
+  DEFAULT_PROMPT_LAYOUT,
+  DEFAULT_RECIPE,
+  LABEL_FREE_WEIGHTS,
+} from './defaults.js';
 import { InputFileError, present, readRegularFile } from './input-file.js';
 import { interpolateEnv, type InterpolationIssue } from './interpolate.js';
 import { applyOverrides } from './overrides.js';
@@ -113,21 +119,25 @@ export function fromRaw(
 }
 
 /**
- * The embedded default team (a config without `agents`) comes with the prompt layout and, unless
- * train.algo is set, the training recipe it was measured best with (DEFAULT_RECIPE); keys already set win.
+ * The embedded default team (a config without `agents`) comes with the prompt layout, the evaluation's looks and,
+ * unless train.algo is set, the training recipe it was measured best with (DEFAULT_RECIPE); keys already set win.
  */
 function withDefaultTeam(raw: Record<string, unknown>): void {
   if (raw.agents !== undefined) return;
   const orchestrator = section(raw, 'orchestrator');
   if (orchestrator && orchestrator.prompt_layout === undefined)
     raw.orchestrator = { ...orchestrator, prompt_layout: DEFAULT_PROMPT_LAYOUT };
+  const evaluation = section(raw, 'eval'),
+    sequential = evaluation && section(evaluation, 'sequential');
+  if (evaluation && sequential && sequential.max_looks === undefined)
+    raw.eval = { ...evaluation, sequential: { ...sequential, max_looks: DEFAULT_MAX_LOOKS } };
   const train = section(raw, 'train'),
     collect = section(raw, 'collect');
   if (!train || !collect || train.algo !== undefined) return;
   const { algo, samples_per_turn, ...keys } = DEFAULT_RECIPE;
   const own = section(train, algo);
   if (!own) return;
-  raw.train = { ...train, algo, [algo]: { ...keys, ...own } };
+  raw.train = { ...train, algo, [algo]: { ...structuredClone(keys), ...own } };
   if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn };
 }
 

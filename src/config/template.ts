@@ -1,7 +1,13 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { DEFAULT_MODEL_NAME, DEFAULT_MODEL_REF, DEFAULT_PROMPT_LAYOUT, DEFAULT_RECIPE } from './defaults.js';
+import {
+  DEFAULT_MAX_LOOKS,
+  DEFAULT_MODEL_NAME,
+  DEFAULT_MODEL_REF,
+  DEFAULT_PROMPT_LAYOUT,
+  DEFAULT_RECIPE,
+} from './defaults.js';
 import { ALGOS, BUILTIN_SUITES } from './schema.js';
 
 export const TEMPLATES_DIR = fileURLToPath(new URL('../../templates', import.meta.url));
@@ -63,7 +69,10 @@ export function renderConfig(answers: InitAnswers, schemaPath = SCHEMA_FILE): st
     samples: local
       ? `  samples_per_turn: ${DEFAULT_RECIPE.samples_per_turn}     # completions per decision: the extra ones are training samples, they do not act\n`
       : '',
-    selection: SELECTION_LINES[answers.algo] ?? '',
+    selection: (SELECTION_LINES[answers.algo] ?? '') + (local && answers.algo === 'dpo' ? LOCAL_DPO_LINES : ''),
+    looks: local
+      ? `  sequential:\n    max_looks: ${DEFAULT_MAX_LOOKS}                 # a promising candidate not yet clear is measured on more seeds\n`
+      : '',
     learning_rate: local ? DEFAULT_RECIPE.learning_rate.toExponential(1) : '1.0e-5',
     epochs: local ? String(DEFAULT_RECIPE.num_train_epochs) : '1',
   };
@@ -76,6 +85,13 @@ const SELECTION_LINES: Partial<Record<InitAnswers['algo'], string>> = {
   sft: '    select: verified             # rejection sampling: learn only from answers and samples verified right (reward: by reward_threshold)\n',
   dpo: "    pairs: correctness           # each answer verified right against the same task's answers verified wrong\n",
 };
+
+// The rest of the default team's measured DPO recipe (DEFAULT_RECIPE).
+const LOCAL_DPO_LINES =
+  `    loss_type: [${DEFAULT_RECIPE.loss_type.join(', ')}]      # DPO plus an SFT term on the chosen answers\n`
+  + `    rationalize: { samples: ${DEFAULT_RECIPE.rationalize.samples}, max_tasks: ${DEFAULT_RECIPE.rationalize.max_tasks} }`
+  + '   # tasks no completion got right: pairs from replies the reference hinted at\n'
+  + `    max_suite_share: ${DEFAULT_RECIPE.max_suite_share}         # no suite above this share of the pairs\n`;
 
 function indent(block: string): string {
   return block

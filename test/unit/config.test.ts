@@ -42,11 +42,21 @@ describe('loadConfig', () => {
   });
 
   it('gives the embedded default team its measured recipe (DPO on correctness pairs, 4 completions per decision) unless train.algo is set; set keys win', () => {
-    const recipe = { pairs: 'correctness', learning_rate: 2e-4, num_train_epochs: 2, per_device_train_batch_size: 4 };
+    const recipe = {
+      pairs: 'correctness',
+      loss_type: ['sigmoid', 'sft'],
+      rationalize: { enabled: true, samples: 4, max_tasks: 64 },
+      max_suite_share: 0.35,
+      learning_rate: 2e-4,
+      num_train_epochs: 2,
+      per_device_train_batch_size: 4,
+    };
     const { config } = configIn('');
     expect(config.train).toMatchObject({ algo: 'dpo', dpo: { ...recipe, max_pairs_per_task: 16 } });
     expect(config.train.sft).not.toHaveProperty('learning_rate');
     expect(config.collect.samples_per_turn).toBe(4);
+    expect(config.eval.sequential.max_looks).toBe(3);
+    expect(configIn('eval:\n  sequential: { max_looks: 1 }\n').config.eval.sequential.max_looks).toBe(1);
     const tuned = configIn(
       'train:\n  dpo: { max_pairs_per_task: 2, learning_rate: 0.001 }\ncollect:\n  samples_per_turn: 2\n',
     ).config;
@@ -66,6 +76,7 @@ describe('loadConfig', () => {
     const rendered = configIn(renderConfig(DEFAULT_ANSWERS)).config;
     expect(rendered.train).toMatchObject({ algo: 'dpo', dpo: recipe });
     expect(rendered.collect.samples_per_turn).toBe(4);
+    expect(rendered.eval.sequential.max_looks).toBe(3);
     const remote = configIn(
       renderConfig({
         ...DEFAULT_ANSWERS,
@@ -77,6 +88,7 @@ describe('loadConfig', () => {
       dpo: { pairs: 'correctness', learning_rate: 1e-5, num_train_epochs: 1 },
     });
     expect(remote.collect.samples_per_turn).toBe(1);
+    expect(remote.eval.sequential.max_looks).toBe(1);
     const sft = configIn(renderConfig({ ...DEFAULT_ANSWERS, algo: 'sft' })).config;
     expect(sft.train).toMatchObject({ algo: 'sft', sft: { select: 'verified', learning_rate: 2e-4 } });
   });

@@ -42,7 +42,12 @@ export function acquireCycleLock(
     tookOverFrom: got.tookOverFrom,
     release: () => {
       clearInterval(timer);
-      lock.release();
+      try {
+        lock.release();
+      } catch {
+        // A full disk or a locked store: the row stays, and the next acquire (this process or a later one) takes
+        // it over; an error here would hide the one that ended the cycle.
+      }
     },
   };
 }

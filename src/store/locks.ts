@@ -22,6 +22,9 @@ export interface Lock {
  * holder is a dead process of this host, or (another host) its heartbeat is older than staleMs.
  */
 export class LockRepository {
+  /** Tokens this process holds: a lock row of this process with another token is one it failed to delete. */
+  private readonly held = new Set<string>();
+
   constructor(private readonly db: Db) {}
 
   holder(name: string): LockHolder | undefined {
@@ -44,16 +47,24 @@ export class LockRepository {
       .transaction(() => {
         const now = Date.now();
         const current = this.holder(name);
-        if (current && !this.isStale(current, now, staleMs)) return { held: current };
+        if (current && !this.isStale(current, now, staleMs) && !this.leftBehind(name)) return { held: current };
         this.db
           .prepare(
             `INSERT INTO locks (name, token, pid, host, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (name) DO UPDATE SET token = excluded.token, pid = excluded.pid, host = excluded.host, acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at`,
           )
           .run(name, token, process.pid, HOST, now, now);
+        this.held.add(token);
         return { lock: this.handle(name, token), ...(current ? { tookOverFrom: current } : {}) };
       })
       .immediate();
+  }
+
+  /** This process's own row for the lock, whose release it no longer holds (its delete failed: a full disk). */
+  private leftBehind(name: string): boolean {
+    const r = this.db.prepare('SELECT token, pid, host FROM locks WHERE name = ?').get(name) as
+      { token: string; pid: number; host: string } | undefined;
+    return r !== undefined && r.pid === process.pid && r.host === HOST && !this.held.has(r.token);
   }
 
   isStale(h: LockHolder, now: number, staleMs: number): boolean {
@@ -67,7 +78,10 @@ export class LockRepository {
       heartbeat: () =>
         this.db.prepare('UPDATE locks SET heartbeat_at = ? WHERE name = ? AND token = ?').run(Date.now(), name, token)
           .changes === 1,
-      release: () => void this.db.prepare('DELETE FROM locks WHERE name = ? AND token = ?').run(name, token),
+      release: () => {
+        this.held.delete(token);
+        this.db.prepare('DELETE FROM locks WHERE name = ? AND token = ?').run(name, token);
+      },
     };
   }
 }

@@ -5,6 +5,7 @@ import { backoffMs, briefly, BusyClock, isBusy, PATIENCE_FACTOR } from './busy.j
 import { CheckpointRepository } from './checkpoints.js';
 import { CurriculumRepository } from './curriculum.js';
 import { openSqlite, type Db, type OpenOptions } from './database.js';
+import { diskFull } from './disk-full.js';
 import { EvaluationRepository } from './evaluations.js';
 import { LockRepository } from './locks.js';
 import { OtlpExportRepository } from './otlp-exports.js';
@@ -136,7 +137,8 @@ export class Store {
       return new Store(db.location, db, opts.redactor ?? Redactor.none(), busyTimeoutMs);
     } catch (err) {
       if (db?.open) db.close();
-      throw isBusy(err) ? new BusyClock(opts.path, busyTimeoutMs).error(busyTimeoutMs) : err;
+      if (isBusy(err)) throw new BusyClock(opts.path, busyTimeoutMs).error(busyTimeoutMs);
+      throw diskFull(err, opts.path) ?? err;
     }
   }
 
@@ -157,9 +159,13 @@ export class Store {
     }
   }
 
-  /** err as the user sees it: a write refused by another process's lock for busy_timeout_ms is a StoreBusyError. */
+  /**
+   * err as the user sees it: a write refused by another process's lock for busy_timeout_ms is a StoreBusyError, one
+   * that found the disk full a DiskFullError.
+   */
   explain(err: unknown): unknown {
-    return isBusy(err) ? this.busy.error(this.busyTimeoutMs) : err;
+    if (isBusy(err)) return this.busy.error(this.busyTimeoutMs);
+    return diskFull(err, this.path) ?? err;
   }
 
   private lockedTransaction<T>(fn: () => T): T {

@@ -48,7 +48,10 @@ export function openCycle(store: Store, stages: readonly Stage[]): OpenCycle {
   const state = last && readCycle(last.detail);
   const finished = (s: Stage) => state?.stages[s]?.status === 'done' || state?.stages[s]?.status === 'skipped';
   if (last && state && last.status !== 'completed' && stages.some((s) => !finished(s))) {
-    const next = { ...state, resumed: state.resumed + 1 };
+    // The attempt that ended keeps its outcome (why it failed) in the cycle's record.
+    const ended = state.outcome ? [{ at: last.finishedAt ?? Date.now(), outcome: state.outcome }] : [];
+    const { outcome: _outcome, ...rest } = state;
+    const next = { ...rest, resumed: state.resumed + 1, earlier: [...(state.earlier ?? []), ...ended] };
     store.transaction(() => {
       store.loopRuns.reopen(last.id);
       store.loopRuns.setDetail(last.id, next, last.step ?? null);

@@ -164,6 +164,8 @@ export const CYCLE_STATE = z.object({
     }),
   ),
   outcome: z.string().optional(),
+  /** How each earlier attempt of a resumed cycle ended (failed or stopped), oldest first. */
+  earlier: z.array(z.object({ at: z.number(), outcome: z.string() })).default([]),
 });
 
 /** A loop cycle as persisted in loop_runs.state after every stage change (CYCLE_STATE's shape). */
@@ -173,4 +175,5 @@ export type CycleState = {
   resumed: number;
   stages: Partial<StageRecords>;
   outcome?: string;
+  earlier?: { at: number; outcome: string }[];
 };

@@ -2,16 +2,24 @@ import { execa, type ResultPromise } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { BIN } from '../helpers.js';
 import {
+  acknowledged,
   faultyBackend,
+  fillDisk,
+  jumpableClock,
+  jumpClock,
   holdLock,
   killTrainer,
   leakedTemps,
   look,
+  lost,
+  ownFileSystem,
   projectProcesses,
+  releaseFileSystem,
   rng,
+  type Acknowledged,
   type BackendFaults,
 } from '../support/chaos.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
@@ -20,14 +28,17 @@ import { adapterScript, loopProject, type LoopProject } from '../support/loop-pr
 // would, with the store's invariants checked after every start and at the end. Each start draws its faults: the CLI
 // killed with SIGKILL (CHAOS_KILL_RATE, 2/3), the trainer killed (CHAOS_TRAINER_RATE, 0.3), the store's write lock
 // held past store.busy_timeout_ms by another process and the backend refusing (503) or hanging for a moment, each
-// again while another draw falls under its rate (CHAOS_LOCK_RATE, CHAOS_BACKEND_RATE, 0.3), at seeded random
-// moments. CHAOS_CYCLES (2) cycles ended, CHAOS_SEED (47); `npm run chaos` runs 30.
+// again while another draw falls under its rate (CHAOS_LOCK_RATE, CHAOS_BACKEND_RATE, 0.3), and the data
+// directory's file system filled for a moment (CHAOS_DISK_RATE, 0.3; a tmpfs the harness mounts) and the clock
+// stepped a minute to two hours forward or back (CHAOS_CLOCK_RATE, 0.3; libfaketime), at seeded random moments. CHAOS_CYCLES (2) cycles ended, CHAOS_SEED (47); `npm run chaos` runs 30.
 const CYCLES = Number(process.env.CHAOS_CYCLES ?? 2);
 const SEED = Number(process.env.CHAOS_SEED ?? 47);
 const KILL_RATE = Number(process.env.CHAOS_KILL_RATE ?? 2 / 3);
 const TRAINER_RATE = Number(process.env.CHAOS_TRAINER_RATE ?? 0.3);
 const LOCK_RATE = Number(process.env.CHAOS_LOCK_RATE ?? 0.3);
 const BACKEND_RATE = Number(process.env.CHAOS_BACKEND_RATE ?? 0.3);
+const DISK_RATE = Number(process.env.CHAOS_DISK_RATE ?? 0.3);
+const CLOCK_RATE = Number(process.env.CHAOS_CLOCK_RATE ?? 0.3);
 const BUSY_MS = 1000;
 const env = { NO_COLOR: '1', FAKE_TRAINER_STEP_S: '1' };
 
@@ -83,10 +94,13 @@ function invariants(dir: string, final: boolean): string[] {
 
 describe('chaos: the loop under faults at random moments', () => {
   let project: LoopProject | undefined;
+  let clockSpec = '';
   const children: ResultPromise[] = [];
-  afterAll(async () => {
+  afterEach(async () => {
     for (const c of children) c.kill('SIGKILL');
     await project?.server.close();
+    if (project) releaseFileSystem(project.dir);
+    if (clockSpec) fs.rmSync(clockSpec, { force: true });
   });
 
   it(`${CYCLES} cycles end through faults at seeded random moments (seed ${SEED}) with every invariant held`, async () => {
@@ -97,6 +111,11 @@ describe('chaos: the loop under faults at random moments', () => {
       `store: { busy_timeout_ms: ${BUSY_MS} }`,
     );
     const dir = project.dir;
+    const disk = DISK_RATE > 0 && ownFileSystem(dir, 1024);
+    if (DISK_RATE > 0 && !disk) console.log('chaos: no disk faults (this machine lets the test mount no tmpfs)');
+    clockSpec = path.join(path.dirname(dir), `${path.basename(dir)}-clock`);
+    const clock = CLOCK_RATE > 0 ? jumpableClock(clockSpec) : null;
+    if (CLOCK_RATE > 0 && !clock) console.log('chaos: no clock jumps (libfaketime, Debian faketime, is not installed)');
     // a hung call is given up after 3 s, not the project's 20
     const yamlFile = path.join(dir, 'massgen-rl.yaml');
     fs.writeFileSync(yamlFile, fs.readFileSync(yamlFile, 'utf8').replace('agent_timeout_s: 20', 'agent_timeout_s: 3'));
@@ -112,11 +131,18 @@ describe('chaos: the loop under faults at random moments', () => {
     const ended = { completed: 0, failed: 0 };
     const endings: string[] = [];
     let typicalMs = 8000; // how long an uninterrupted start has taken, to draw moments over
+    let seen: Acknowledged = new Map();
     let suspects = { processes: new Map<number, string>(), temps: new Set<string>() };
     const maxStarts = Math.ceil((CYCLES / (1 - KILL_RATE)) * 4);
     for (let attempt = 0; ended.completed + ended.failed < CYCLES && attempt < maxStarts; attempt++) {
       const started = Date.now();
-      const child = execa(process.execPath, [BIN, 'loop', '--once', '--json'], { cwd: dir, env, reject: false });
+      // NTP set the clock right while the loop was down; a jump during a start stays until it ends
+      if (clock) jumpClock(clockSpec, 0);
+      const child = execa(process.execPath, [BIN, 'loop', '--once', '--json'], {
+        cwd: dir,
+        env: { ...env, ...clock },
+        reject: false,
+      });
       children.push(child);
       let running = true;
       const at = () => 200 + random() * typicalMs;
@@ -127,8 +153,8 @@ describe('chaos: the loop under faults at random moments', () => {
         const after = random() * 1500;
         injected.push(killTrainer(dir, typicalMs * 2, after, () => running).then((k) => k && count('trainer_kill')));
       }
-      // the store's lock and the backend may fail several times in one start: each another draw at the same rate
-      while (random() < LOCK_RATE) {
+      // the store's lock, the backend and the disk may fail several times in one start (up to 4): each another draw
+      for (let n = 0; n < 4 && random() < LOCK_RATE; n++) {
         const when = at();
         // past busy_timeout_ms always, past what writers retry for (4 × it) about half the time
         const hold = BUSY_MS + 200 + random() * 6 * BUSY_MS;
@@ -143,7 +169,7 @@ describe('chaos: the loop under faults at random moments', () => {
           }),
         );
       }
-      while (random() < BACKEND_RATE) {
+      for (let n = 0; n < 4 && random() < BACKEND_RATE; n++) {
         const when = at();
         const hang = random() < 0.5;
         const ms = 500 + random() * 2000;
@@ -155,6 +181,31 @@ describe('chaos: the loop under faults at random moments', () => {
           }),
         );
       }
+      for (let n = 0; disk && n < 4 && random() < DISK_RATE; n++) {
+        const when = at();
+        const ms = 300 + random() * 2000;
+        injected.push(
+          sleep(when).then(async () => {
+            if (!running) return;
+            count('disk_full');
+            const free = fillDisk(dir);
+            await sleep(ms);
+            free();
+          }),
+        );
+      }
+      if (clock && random() < CLOCK_RATE) {
+        const when = at();
+        // forward or back, a minute to two hours: past leases' and locks' lifetimes either way
+        const seconds = (random() < 0.5 ? -1 : 1) * (60 + random() * 7140);
+        injected.push(
+          sleep(when).then(() => {
+            if (!running) return;
+            count(seconds < 0 ? 'clock_back' : 'clock_forward');
+            jumpClock(clockSpec, seconds);
+          }),
+        );
+      }
       const r = await child;
       running = false;
       clearTimeout(timer);
@@ -162,7 +213,7 @@ describe('chaos: the loop under faults at random moments', () => {
       if (r.signal === 'SIGKILL') count('cli_kill');
       else {
         const stderr = String(r.stderr);
-        if (/please report/i.test(stderr)) violations.push(`start ${attempt + 1} crashed: ${stderr.slice(-800)}`);
+        if (/please report/i.test(stderr)) violations.push(`start ${attempt + 1} crashed: ${stderr.slice(0, 800)}`);
         const out = (() => {
           try {
             return JSON.parse(String(r.stdout)) as { status: string; outcome?: string };
@@ -184,6 +235,12 @@ describe('chaos: the loop under faults at random moments', () => {
         }
       }
       violations.push(...invariants(dir, false).map((v) => `after start ${attempt + 1}: ${v}`));
+      // Nothing the store acknowledged before is gone (what this start wrote counts from now on).
+      const now = acknowledged(dir);
+      if (now) {
+        violations.push(...lost(seen, now).map((v) => `after start ${attempt + 1}: ${v}`));
+        seen = now;
+      }
       // What a killed start left behind (its trainer, a temporary file) may live until the next start ends, no longer.
       await sleep(300);
       const processes = projectProcesses(dir);

@@ -106,3 +106,127 @@ export function leakedTemps(dir: string): string[] {
   if (fs.existsSync(dir)) walk(dir);
   return found;
 }
+
+/** What the store has acknowledged, by kind: keys that must still be there at every later look. */
+export type Acknowledged = Map<string, Set<string>>;
+
+const ACKNOWLEDGED: Record<string, string> = {
+  // a completed rollout with its span count: spans may be added to it later, never lost
+  rollout:
+    "SELECT r.id || ':' || (SELECT COUNT(*) FROM spans s WHERE s.rollout_id = r.id) FROM rollouts r WHERE status = 'completed'",
+  reward: 'SELECT id FROM rewards',
+  checkpoint: 'SELECT id FROM checkpoints',
+  'evaluation result':
+    "SELECT serving_hash || '/' || task_hash || '/' || seed || '/' || settings_hash FROM eval_results",
+  audit: 'SELECT id FROM audit',
+  // a cycle that ended, with its outcome; one taken up again keeps the outcome among its earlier attempts
+  'cycle outcome': `SELECT id || ': ' || json_extract(state, '$.outcome') FROM loop_runs
+    WHERE status IN ('completed', 'failed', 'cancelled')
+    UNION SELECT r.id || ': ' || json_extract(e.value, '$.outcome') FROM loop_runs r, json_each(r.state, '$.earlier') e`,
+};
+
+/** Every acknowledged key now in the store (undefined before it exists). */
+export function acknowledged(dir: string): Acknowledged | undefined {
+  return look(dir, (db) => {
+    const found: Acknowledged = new Map();
+    for (const [kind, sql] of Object.entries(ACKNOWLEDGED))
+      found.set(kind, new Set((db.prepare(sql).pluck().all() as unknown[]).map(String)));
+    return found;
+  });
+}
+
+/** What `before` acknowledged and `now` lacks, as messages (a rollout that gained spans is still there). */
+export function lost(before: Acknowledged, now: Acknowledged): string[] {
+  const out: string[] = [];
+  for (const [kind, keys] of before) {
+    const present = now.get(kind) ?? new Set<string>();
+    const rollouts = kind === 'rollout' ? spanCounts(present) : null;
+    for (const key of keys) {
+      if (present.has(key)) continue;
+      if (rollouts) {
+        const [id, spans] = splitCount(key);
+        if ((rollouts.get(id) ?? -1) >= spans) continue;
+      }
+      out.push(`${kind} ${key} lost`);
+    }
+  }
+  return out;
+}
+
+function splitCount(key: string): [string, number] {
+  const at = key.lastIndexOf(':');
+  return [key.slice(0, at), Number(key.slice(at + 1))];
+}
+
+function spanCounts(keys: Set<string>): Map<string, number> {
+  return new Map([...keys].map(splitCount));
+}
+
+const dataDir = (dir: string) => path.join(dir, '.massgen-rl');
+
+/**
+ * The project's data directory on a file system of its own (a tmpfs of `mb` MiB), which fillDisk can fill; false
+ * where this machine lets no test mount one (not root), and the run goes on without disk faults.
+ */
+export function ownFileSystem(dir: string, mb: number): boolean {
+  fs.mkdirSync(dataDir(dir), { recursive: true });
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${mb}m`, 'tmpfs', dataDir(dir)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function releaseFileSystem(dir: string): void {
+  try {
+    execFileSync('umount', ['-l', dataDir(dir)], { stdio: 'ignore' });
+  } catch {
+    // not mounted
+  }
+}
+
+/** Takes every free byte of the data directory's file system with a ballast file; returns what frees them. */
+export function fillDisk(dir: string): () => void {
+  const ballast = path.join(dataDir(dir), 'chaos-ballast');
+  const fd = fs.openSync(ballast, 'w');
+  try {
+    for (const size of [1 << 20, 4096, 1]) {
+      const chunk = Buffer.alloc(size);
+      for (;;) {
+        try {
+          fs.writeSync(fd, chunk);
+        } catch {
+          break; // ENOSPC at this size: go on with a smaller one
+        }
+      }
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return () => fs.rmSync(ballast, { force: true });
+}
+
+const FAKETIME_LIB = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/faketime/libfaketimeMT.so.1'];
+
+/**
+ * A machine clock the harness can jump: the environment that puts a process (and its children) on libfaketime
+ * reading its offset from `specFile` every second, the monotonic clock left alone as an NTP step leaves it; null
+ * where libfaketime (Debian `faketime`) is not installed.
+ */
+export function jumpableClock(specFile: string): Record<string, string> | null {
+  const lib = FAKETIME_LIB.find((f) => fs.existsSync(f));
+  if (!lib) return null;
+  fs.writeFileSync(specFile, '+0\n');
+  return {
+    LD_PRELOAD: lib,
+    FAKETIME_TIMESTAMP_FILE: specFile,
+    FAKETIME_CACHE_DURATION: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  };
+}
+
+/** Steps the clock by `seconds` (negative: back) for every process on it. */
+export function jumpClock(specFile: string, seconds: number): void {
+  fs.writeFileSync(specFile, `${seconds >= 0 ? '+' : ''}${Math.round(seconds)}\n`);
+}

@@ -69,6 +69,16 @@ describe('a stored cycle', () => {
       const resumed = openCycle(store, ['collect', 'review', 'train', 'eval', 'deploy']);
       expect(resumed).toMatchObject({ id: old, resumed: true, state: { cycle: 3, resumed: 1 } });
       expect(resumed.state.stages.train?.training_run_id).toBe('tr_1');
+      expect(resumed.state.earlier).toEqual([]);
+      // a failed attempt taken up again keeps why it failed
+      store.loopRuns.setDetail(old, { ...resumed.state, outcome: 'train failed: disk full' }, 'train');
+      store.loopRuns.finish(old, 'failed', undefined, 'train failed: disk full');
+      const again = openCycle(store, ['collect', 'review', 'train', 'eval', 'deploy']);
+      expect(again).toMatchObject({
+        id: old,
+        state: { resumed: 2, earlier: [{ outcome: 'train failed: disk full' }] },
+      });
+      expect(again.state.outcome).toBeUndefined();
       store.loopRuns.finish(old, 'failed', undefined, 'test');
 
       const broken = store.loopRuns.start({

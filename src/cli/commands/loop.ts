@@ -146,6 +146,7 @@ function renderCycle(ui: Ui, r: CycleResult): void {
   if (s.deploy)
     rows.push(['deploy', s.deploy.status, `${s.deploy.action ?? ''}${s.deploy.reason ? ` (${s.deploy.reason})` : ''}`]);
   ui.table([`cycle ${r.cycle}${r.resumed ? ' (resumed)' : ''}`, 'status', 'result'], rows);
+  for (const e of r.earlier) ui.print(`  an earlier attempt (${new Date(e.at).toISOString()}): ${e.outcome}`);
   if (s.review?.detail) ui.print(`  review: ${s.review.detail}`);
   for (const g of s.deploy?.gates ?? [])
     ui.print(`  ${g.passed ? ui.c.green('✓') : ui.c.red('✗')} ${g.gate}: ${g.detail}`);

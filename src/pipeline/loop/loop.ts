@@ -19,6 +19,8 @@ export interface CycleResult {
   status: 'completed' | 'failed' | 'cancelled';
   stages: CycleState['stages'];
   outcome: string;
+  /** How earlier attempts of a resumed cycle ended. */
+  earlier: NonNullable<CycleState['earlier']>;
 }
 
 /**
@@ -44,7 +46,8 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
       state.outcome = outcome;
       saveCycle(store, id, state, null);
       store.loopRuns.finish(id, status, undefined, status === 'completed' ? undefined : outcome);
-      return { loopRunId: id, cycle: state.cycle, resumed, status, stages: state.stages, outcome };
+      const earlier = state.earlier ?? [];
+      return { loopRunId: id, cycle: state.cycle, resumed, status, stages: state.stages, outcome, earlier };
     };
     // Generic in the stage, so each stage's record keeps its own type.
     const run = async <S extends Stage>(stage: S): Promise<CycleResult | undefined> => {

@@ -25,12 +25,14 @@ import {
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 // The loop under fire (issue 47): `loop --once` on a scripted backend, started again after every fault as systemd
-// would, with the store's invariants checked after every start and at the end. Each start draws its faults: the CLI
-// killed with SIGKILL (CHAOS_KILL_RATE, 2/3), the trainer killed (CHAOS_TRAINER_RATE, 0.3), the store's write lock
-// held past store.busy_timeout_ms by another process and the backend refusing (503) or hanging for a moment, each
-// again while another draw falls under its rate (CHAOS_LOCK_RATE, CHAOS_BACKEND_RATE, 0.3), and the data
-// directory's file system filled for a moment (CHAOS_DISK_RATE, 0.3; a tmpfs the harness mounts) and the clock
-// stepped a minute to two hours forward or back (CHAOS_CLOCK_RATE, 0.3; libfaketime), at seeded random moments. CHAOS_CYCLES (2) cycles ended, CHAOS_SEED (47); `npm run chaos` runs 30.
+// would, with the store's invariants checked after every start and at the end. Each start draws its faults, at
+// seeded random moments: the CLI killed with SIGKILL (CHAOS_KILL_RATE, 2/3); the trainer killed (CHAOS_TRAINER_RATE,
+// 0.3); the store's write lock held past store.busy_timeout_ms by another process (CHAOS_LOCK_RATE, 0.3); the
+// backend refusing (503), hanging, or down, its connections cut as a killed model server's are until it is started
+// again (CHAOS_BACKEND_RATE, 0.3); the data directory's file system full for a moment (CHAOS_DISK_RATE, 0.3; a tmpfs
+// the harness mounts); the clock stepped a minute to two hours forward or back (CHAOS_CLOCK_RATE, 0.3; libfaketime).
+// Locks, backend and disk faults may come several times a start (another draw at the rate, up to 4).
+// CHAOS_CYCLES (2) cycles ended, CHAOS_SEED (47); `npm run chaos` runs 30.
 const CYCLES = Number(process.env.CHAOS_CYCLES ?? 2);
 const SEED = Number(process.env.CHAOS_SEED ?? 47);
 const KILL_RATE = Number(process.env.CHAOS_KILL_RATE ?? 2 / 3);
@@ -105,7 +107,7 @@ describe('chaos: the loop under faults at random moments', () => {
 
   it(`${CYCLES} cycles end through faults at seeded random moments (seed ${SEED}) with every invariant held`, async () => {
     const random = rng(SEED);
-    const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0 };
+    const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0, downUntil: 0 };
     project = await loopProject(
       faultyBackend(adapterScript({ delayMs: 100 }), backend),
       `store: { busy_timeout_ms: ${BUSY_MS} }`,
@@ -171,13 +173,13 @@ describe('chaos: the loop under faults at random moments', () => {
       }
       for (let n = 0; n < 4 && random() < BACKEND_RATE; n++) {
         const when = at();
-        const hang = random() < 0.5;
+        const kind = (['refuse', 'hang', 'down'] as const)[Math.floor(random() * 3)]!;
         const ms = 500 + random() * 2000;
         injected.push(
           sleep(when).then(() => {
             if (!running) return;
-            backend[hang ? 'hangUntil' : 'refuseUntil'] = Date.now() + ms;
-            count(hang ? 'backend_hang' : 'backend_refuse');
+            backend[`${kind}Until`] = Date.now() + ms;
+            count(`backend_${kind}`);
           }),
         );
       }

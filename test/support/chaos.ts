@@ -29,10 +29,14 @@ export function look<T>(dir: string, fn: (db: Database.Database) => T): T | unde
   }
 }
 
-/** The backend's faults: while `refuseUntil` lies ahead every call gets a 503, while `hangUntil` does no reply. */
+/**
+ * The backend's faults: while `refuseUntil` lies ahead every call gets a 503, while `hangUntil` no reply, while
+ * `downUntil` its connection is cut (a model server killed, until it is started again).
+ */
 export interface BackendFaults {
   refuseUntil: number;
   hangUntil: number;
+  downUntil: number;
 }
 
 /** The script with the faults in front of it. */
@@ -41,6 +45,7 @@ export function faultyBackend(script: Script, faults: BackendFaults): Script {
     const now = Date.now();
     if (now < faults.refuseUntil) return { status: 503, body: { error: { message: 'chaos: overloaded' } } };
     if (now < faults.hangUntil) return { hang: true };
+    if (now < faults.downUntil) return { destroy: true };
     return script(req, i);
   };
 }

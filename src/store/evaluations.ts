@@ -2,6 +2,7 @@ import { newId } from '../util/ids.js';
 import type { Db } from './database.js';
 import { HOST } from './process-owner.js';
 import type { Redactor } from './redact.js';
+import { nextStartedAt } from './sql.js';
 import type { RunStatus } from './types.js';
 
 /** One orchestration of a resource set on one task and sampling seed, as evaluations compare them. */
@@ -77,7 +78,16 @@ export class EvaluationRepository {
         `INSERT INTO eval_runs (id, status, baseline_set, candidate_set, trigger, params, pid, host, started_at)
       VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(id, baselineSet, candidateSet, trigger, this.redactor.json(params), process.pid, HOST, Date.now());
+      .run(
+        id,
+        baselineSet,
+        candidateSet,
+        trigger,
+        this.redactor.json(params),
+        process.pid,
+        HOST,
+        nextStartedAt(this.db, 'eval_runs'),
+      );
     return id;
   }
 

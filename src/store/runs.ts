@@ -2,7 +2,7 @@ import { newId } from '../util/ids.js';
 import type { Db } from './database.js';
 import { HOST } from './process-owner.js';
 import type { Redactor } from './redact.js';
-import { jsonText } from './sql.js';
+import { jsonText, nextStartedAt } from './sql.js';
 import type { RunStatus } from './types.js';
 
 export interface RunRecord {
@@ -62,7 +62,14 @@ export class RunRepository {
         `INSERT INTO ${table} (id, status, ${this.shape.detail}, pid, host, started_at${cols.map((c) => `, ${c}`).join('')})
         VALUES (?, 'running', ?, ?, ?, ?${cols.map(() => ', ?').join('')})`,
       )
-      .run(id, this.redactor.json(detail), process.pid, HOST, Date.now(), ...cols.map((c) => extra[c] ?? null));
+      .run(
+        id,
+        this.redactor.json(detail),
+        process.pid,
+        HOST,
+        nextStartedAt(this.db, table),
+        ...cols.map((c) => extra[c] ?? null),
+      );
     return id;
   }
 

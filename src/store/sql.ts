@@ -86,3 +86,12 @@ export function sqlFamilies(families: readonly string[]): string {
   for (const f of families) if (!/^[a-z_]+$/.test(f)) throw new Error(`not a reward family name: ${f}`);
   return `(${families.map((f) => `'${f}'`).join(', ')})`;
 }
+
+/**
+ * A new run's started_at: now, or just after the table's latest when the clock was stepped back since (a run is
+ * "the latest" by started_at, and one started after a backward step must still sort after the ones before it).
+ */
+export function nextStartedAt(db: SqlDb, table: string): number {
+  const last = db.prepare(`SELECT MAX(started_at) FROM ${table}`).pluck().get() as number | string | null;
+  return Math.max(Date.now(), last === null ? 0 : Number(last) + 1);
+}

@@ -11,6 +11,7 @@ import {
   jumpableClock,
   jumpClock,
   holdLock,
+  json,
   killTrainer,
   leakedTemps,
   look,
@@ -23,6 +24,7 @@ import {
   type BackendFaults,
 } from '../support/chaos.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
+import { freshPostgresUrl } from '../support/postgres.js';
 
 // The loop under fire (issue 47): `loop --once` on a scripted backend, started again after every fault as systemd
 // would, with the store's invariants checked after every start and at the end. Each start draws its faults, at
@@ -41,56 +43,68 @@ const LOCK_RATE = Number(process.env.CHAOS_LOCK_RATE ?? 0.3);
 const BACKEND_RATE = Number(process.env.CHAOS_BACKEND_RATE ?? 0.3);
 const DISK_RATE = Number(process.env.CHAOS_DISK_RATE ?? 0.3);
 const CLOCK_RATE = Number(process.env.CHAOS_CLOCK_RATE ?? 0.3);
+const STORE = process.env.CHAOS_STORE ?? 'sqlite';
 const BUSY_MS = 1000;
 const env = { NO_COLOR: '1', FAKE_TRAINER_STEP_S: '1' };
 
+/** The store's own consistency: rows that point at rows that are not there. */
+const DANGLING: Record<string, string> = {
+  'span(s) of no rollout':
+    'SELECT COUNT(*) FROM spans s WHERE NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.id = s.rollout_id)',
+  'reward(s) of no rollout':
+    'SELECT COUNT(*) FROM rewards w WHERE NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.id = w.rollout_id)',
+  'set pointer(s) to no set':
+    'SELECT COUNT(*) FROM set_pointers p WHERE NOT EXISTS (SELECT 1 FROM resource_sets s WHERE s.id = p.set_id)',
+  'checkpoint(s) of no training run': `SELECT COUNT(*) FROM checkpoints c WHERE c.training_run_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM training_runs t WHERE t.id = c.training_run_id)`,
+};
+
 /** What must hold after every fault: the violations found (empty when none). */
-function invariants(dir: string, final: boolean): string[] {
+function invariants(dir: string, final: boolean, pgUrl?: string): string[] {
   return (
-    look(dir, (db) => {
-      const v: string[] = [];
-      const integrity = db.pragma('integrity_check', { simple: true });
-      if (integrity !== 'ok') v.push(`integrity_check: ${String(integrity)}`);
-      // No task × seed × set measured twice by evaluations.
-      const twice = db
-        .prepare(
-          `SELECT resource_set_id, task_id, json_extract(metadata, '$.seed') AS seed, COUNT(*) AS n FROM rollouts
-          WHERE source = 'eval' AND status = 'completed' GROUP BY 1, 2, 3 HAVING n > 1`,
-        )
-        .all() as { task_id: string; seed: number; n: number }[];
-      for (const t of twice) v.push(`measured ${t.n} times: ${t.task_id} seed ${t.seed}`);
-      // Every completed evaluation rollout has its result.
-      const orphan = db
-        .prepare(
-          `SELECT COUNT(*) FROM rollouts r WHERE source = 'eval' AND status = 'completed'
-          AND NOT EXISTS (SELECT 1 FROM eval_results e WHERE e.rollout_id = r.id)`,
-        )
-        .pluck()
-        .get() as number;
-      if (orphan) v.push(`${orphan} completed evaluation rollout(s) without a result`);
-      // Production is a set some audited action put there (or the first one, from the config).
-      const production = db.prepare("SELECT set_id FROM set_pointers WHERE role = 'production'").pluck().get() as
-        string | undefined;
-      const first = db.prepare('SELECT id FROM resource_sets ORDER BY version LIMIT 1').pluck().get() as string;
-      if (production && production !== first) {
-        const audited = db.prepare('SELECT COUNT(*) FROM audit WHERE after_set = ?').pluck().get(production) as number;
-        if (!audited) v.push(`production ${production} has no audit record`);
-      }
-      // Every completed training run registered its checkpoint.
-      const unregistered = db
-        .prepare(
-          `SELECT COUNT(*) FROM training_runs t WHERE status = 'completed'
-          AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.training_run_id = t.id)`,
-        )
-        .pluck()
-        .get() as number;
-      if (unregistered) v.push(`${unregistered} completed training run(s) without a checkpoint`);
-      if (final) {
-        const open = db.prepare("SELECT COUNT(*) FROM loop_runs WHERE status = 'running'").pluck().get() as number;
-        if (open) v.push(`${open} cycle(s) still running at the end`);
-      }
-      return v;
-    }) ?? []
+    look(
+      dir,
+      (db) => {
+        const v: string[] = [];
+        const n = (sql: string) => Number(db.value(sql));
+        if (db.dialect === 'sqlite') {
+          const integrity = db.value('PRAGMA integrity_check');
+          if (integrity !== 'ok') v.push(`integrity_check: ${String(integrity)}`);
+        }
+        for (const [what, sql] of Object.entries(DANGLING)) if (n(sql)) v.push(`${n(sql)} ${what}`);
+        // No task × seed × set measured twice by evaluations.
+        const twice = db.values(
+          `SELECT resource_set_id || ' ' || task_id || ' seed ' || ${json(db, 'metadata', 'seed')} FROM rollouts
+          WHERE source = 'eval' AND status = 'completed'
+          GROUP BY resource_set_id, task_id, ${json(db, 'metadata', 'seed')} HAVING COUNT(*) > 1`,
+        );
+        for (const t of twice) v.push(`measured more than once: ${String(t)}`);
+        // Every completed evaluation rollout has its result.
+        const orphan = n(`SELECT COUNT(*) FROM rollouts r WHERE source = 'eval' AND status = 'completed'
+          AND NOT EXISTS (SELECT 1 FROM eval_results e WHERE e.rollout_id = r.id)`);
+        if (orphan) v.push(`${orphan} completed evaluation rollout(s) without a result`);
+        // Production is a set some audited action put there (or the first one, from the config).
+        const production = db.value("SELECT set_id FROM set_pointers WHERE role = 'production'") as string | undefined;
+        const first = db.value('SELECT id FROM resource_sets ORDER BY version LIMIT 1') as string;
+        if (production && production !== first && !n(`SELECT COUNT(*) FROM audit WHERE after_set = '${production}'`))
+          v.push(`production ${production} has no audit record`);
+        // Every completed training run registered its checkpoint.
+        const unregistered = n(`SELECT COUNT(*) FROM training_runs t WHERE status = 'completed'
+          AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.training_run_id = t.id)`);
+        if (unregistered) v.push(`${unregistered} completed training run(s) without a checkpoint`);
+        // Cycles are numbered on, whatever the clock did.
+        const reused = db.values(
+          `SELECT ${json(db, 'state', 'cycle')} FROM loop_runs GROUP BY ${json(db, 'state', 'cycle')} HAVING COUNT(*) > 1`,
+        );
+        for (const c of reused) v.push(`cycle number ${String(c)} used twice`);
+        if (final) {
+          const open = n("SELECT COUNT(*) FROM loop_runs WHERE status = 'running'");
+          if (open) v.push(`${open} cycle(s) still running at the end`);
+        }
+        return v;
+      },
+      pgUrl,
+    ) ?? []
   );
 }
 
@@ -108,13 +122,18 @@ describe('chaos: the loop under faults at random moments', () => {
   it(`${CYCLES} cycles end through faults at seeded random moments (seed ${SEED}) with every invariant held`, async () => {
     const random = rng(SEED);
     const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0, downUntil: 0 };
+    // CHAOS_STORE=postgres: the store a database on the test run's PostgreSQL server (its lock and disk not ours)
+    const pgUrl = STORE === 'postgres' ? freshPostgresUrl() : undefined;
     project = await loopProject(
       faultyBackend(adapterScript({ delayMs: 100 }), backend),
-      `store: { busy_timeout_ms: ${BUSY_MS} }`,
+      `store: { busy_timeout_ms: ${BUSY_MS}${pgUrl ? `, url: "${pgUrl}"` : ''} }`,
     );
     const dir = project.dir;
-    const disk = DISK_RATE > 0 && ownFileSystem(dir, 1024);
-    if (DISK_RATE > 0 && !disk) console.log('chaos: no disk faults (this machine lets the test mount no tmpfs)');
+    const disk = DISK_RATE > 0 && !pgUrl && ownFileSystem(dir, 1024);
+    if (DISK_RATE > 0 && !disk)
+      console.log(
+        `chaos: no disk faults (${pgUrl ? "the store's disk is the PostgreSQL server's" : 'this machine lets the test mount no tmpfs'})`,
+      );
     clockSpec = path.join(path.dirname(dir), `${path.basename(dir)}-clock`);
     const clock = CLOCK_RATE > 0 ? jumpableClock(clockSpec) : null;
     if (CLOCK_RATE > 0 && !clock) console.log('chaos: no clock jumps (libfaketime, Debian faketime, is not installed)');
@@ -123,9 +142,7 @@ describe('chaos: the loop under faults at random moments', () => {
     fs.writeFileSync(yamlFile, fs.readFileSync(yamlFile, 'utf8').replace('agent_timeout_s: 20', 'agent_timeout_s: 3'));
     const faults: Record<string, number> = {};
     const count = (kind: string) => {
-      const stage = look(dir, (db) =>
-        db.prepare('SELECT step FROM loop_runs ORDER BY started_at DESC LIMIT 1').pluck().get(),
-      );
+      const stage = look(dir, (db) => db.value('SELECT step FROM loop_runs ORDER BY started_at DESC LIMIT 1'), pgUrl);
       const key = `${kind}@${String(stage ?? 'start')}`;
       faults[key] = (faults[key] ?? 0) + 1;
     };
@@ -156,7 +173,7 @@ describe('chaos: the loop under faults at random moments', () => {
         injected.push(killTrainer(dir, typicalMs * 2, after, () => running).then((k) => k && count('trainer_kill')));
       }
       // the store's lock, the backend and the disk may fail several times in one start (up to 4): each another draw
-      for (let n = 0; n < 4 && random() < LOCK_RATE; n++) {
+      for (let n = 0; !pgUrl && n < 4 && random() < LOCK_RATE; n++) {
         const when = at();
         // past busy_timeout_ms always, past what writers retry for (4 × it) about half the time
         const hold = BUSY_MS + 200 + random() * 6 * BUSY_MS;
@@ -236,9 +253,9 @@ describe('chaos: the loop under faults at random moments', () => {
           violations.push(`start ${attempt + 1} ended with exit ${r.exitCode}: ${stderr.slice(-400)}`);
         }
       }
-      violations.push(...invariants(dir, false).map((v) => `after start ${attempt + 1}: ${v}`));
+      violations.push(...invariants(dir, false, pgUrl).map((v) => `after start ${attempt + 1}: ${v}`));
       // Nothing the store acknowledged before is gone (what this start wrote counts from now on).
-      const now = acknowledged(dir);
+      const now = acknowledged(dir, pgUrl);
       if (now) {
         violations.push(...lost(seen, now).map((v) => `after start ${attempt + 1}: ${v}`));
         seen = now;
@@ -252,7 +269,7 @@ describe('chaos: the loop under faults at random moments', () => {
       for (const t of temps) if (suspects.temps.has(t)) violations.push(`after start ${attempt + 1}: leaked ${t}`);
       suspects = { processes, temps };
     }
-    violations.push(...invariants(dir, true));
+    violations.push(...invariants(dir, true, pgUrl));
     const total = Object.values(faults).reduce((a, b) => a + b, 0);
     console.log(
       `chaos: ${ended.completed} cycle(s) completed, ${ended.failed} failed; ${total} fault(s) by kind@stage `
@@ -260,11 +277,11 @@ describe('chaos: the loop under faults at random moments', () => {
     );
     expect(violations).toEqual([]);
     expect(ended.completed + ended.failed).toBe(CYCLES);
-    const outcomes = look(dir, (db) =>
-      db
-        .prepare("SELECT json_extract(state, '$.outcome') FROM loop_runs WHERE status IN ('completed', 'failed')")
-        .pluck()
-        .all(),
+    const outcomes = look(
+      dir,
+      (db) =>
+        db.values(`SELECT ${json(db, 'state', 'outcome')} FROM loop_runs WHERE status IN ('completed', 'failed')`),
+      pgUrl,
     );
     expect(outcomes?.every((o) => typeof o === 'string' && o.length > 0)).toBe(true);
   }, 1_800_000);

@@ -35,9 +35,9 @@ describe('a full disk', () => {
     expect(again.exitCode).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ status: 'completed' });
     const store = look(dir, (db) => ({
-      integrity: db.pragma('integrity_check', { simple: true }),
-      cycles: db.prepare('SELECT status FROM loop_runs ORDER BY started_at').pluck().all(),
-      locks: db.prepare('SELECT COUNT(*) FROM locks').pluck().get(),
+      integrity: db.value('PRAGMA integrity_check'),
+      cycles: db.values('SELECT status FROM loop_runs ORDER BY started_at'),
+      locks: db.value('SELECT COUNT(*) FROM locks'),
     }));
     expect(store).toEqual({ integrity: 'ok', cycles: ['completed', 'completed'], locks: 0 });
   }, 120_000);

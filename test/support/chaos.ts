@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SyncPgConnection } from '../../src/store/postgres/bridge.js';
 import { Rng } from '../../src/tasks/prng.js';
 import { FIXTURES } from '../helpers.js';
 import type { Script } from './scripted-server.js';
@@ -16,17 +17,54 @@ export function rng(seed: number): () => number {
 
 export const storeFile = (dir: string) => path.join(dir, '.massgen-rl', 'store.sqlite');
 
-/** A read-only look at the store file (while a loop may be writing it); undefined before it exists or migrates. */
-export function look<T>(dir: string, fn: (db: Database.Database) => T): T | undefined {
+/** A read-only look at a store while a loop may be writing it: SQL run as it is, first columns as values. */
+export interface Reader {
+  dialect: 'sqlite' | 'postgres';
+  /** The first column of every row. */
+  values(sql: string): unknown[];
+  /** The first column of the first row. */
+  value(sql: string): unknown;
+}
+
+/**
+ * A read-only look at the project's store (its SQLite file in `dir`, or the PostgreSQL database `pgUrl`);
+ * undefined before the store exists or while it migrates.
+ */
+export function look<T>(dir: string, fn: (db: Reader) => T, pgUrl?: string): T | undefined {
+  if (pgUrl) {
+    const conn = new SyncPgConnection({ connectionString: pgUrl }, 60_000);
+    const values = (sql: string) => conn.query({ sql, params: [], array: true }).rows.map((r) => (r as unknown[])[0]);
+    try {
+      return fn({ dialect: 'postgres', values, value: (sql) => values(sql)[0] });
+    } catch (err) {
+      return notYet(err);
+    } finally {
+      conn.close();
+    }
+  }
   if (!fs.existsSync(storeFile(dir))) return undefined;
   const db = new Database(storeFile(dir), { readonly: true, fileMustExist: true, timeout: 30_000 });
+  const values = (sql: string) => db.prepare(sql).pluck().all();
   try {
-    return fn(db);
-  } catch {
-    return undefined;
+    return fn({ dialect: 'sqlite', values, value: (sql) => db.prepare(sql).pluck().get() });
+  } catch (err) {
+    return notYet(err);
   } finally {
     db.close();
   }
+}
+
+/** undefined for a store that is not there yet (its tables being made); any other error is the check's to report. */
+function notYet(err: unknown): undefined {
+  if (/no such table|does not exist|database .* is locked|could not connect/i.test(String(err))) return undefined;
+  throw err;
+}
+
+/** A top-level field of a JSON text column, as text, in the reader's dialect. */
+export function json(db: Reader, column: string, key: string): string {
+  return db.dialect === 'postgres'
+    ? `(${column}::jsonb ->> '${key}')`
+    : `CAST(json_extract(${column}, '$.${key}') AS TEXT)`;
 }
 
 /**
@@ -115,29 +153,36 @@ export function leakedTemps(dir: string): string[] {
 /** What the store has acknowledged, by kind: keys that must still be there at every later look. */
 export type Acknowledged = Map<string, Set<string>>;
 
-const ACKNOWLEDGED: Record<string, string> = {
+const ACKNOWLEDGED: Record<string, (db: Reader) => string> = {
   // a completed rollout with its span count: spans may be added to it later, never lost
-  rollout:
-    "SELECT r.id || ':' || (SELECT COUNT(*) FROM spans s WHERE s.rollout_id = r.id) FROM rollouts r WHERE status = 'completed'",
-  reward: 'SELECT id FROM rewards',
-  checkpoint: 'SELECT id FROM checkpoints',
-  'evaluation result':
+  rollout: () => `SELECT r.id || ':' || (SELECT COUNT(*) FROM spans s WHERE s.rollout_id = r.id) FROM rollouts r
+    WHERE status = 'completed'`,
+  reward: () => 'SELECT id FROM rewards',
+  checkpoint: () => 'SELECT id FROM checkpoints',
+  'evaluation result': () =>
     "SELECT serving_hash || '/' || task_hash || '/' || seed || '/' || settings_hash FROM eval_results",
-  audit: 'SELECT id FROM audit',
+  audit: () => 'SELECT id FROM audit',
   // a cycle that ended, with its outcome; one taken up again keeps the outcome among its earlier attempts
-  'cycle outcome': `SELECT id || ': ' || json_extract(state, '$.outcome') FROM loop_runs
+  'cycle outcome': (db) => `SELECT id || ': ' || ${json(db, 'state', 'outcome')} FROM loop_runs
     WHERE status IN ('completed', 'failed', 'cancelled')
-    UNION SELECT r.id || ': ' || json_extract(e.value, '$.outcome') FROM loop_runs r, json_each(r.state, '$.earlier') e`,
+    UNION SELECT r.id || ': ' || ${
+      db.dialect === 'postgres'
+        ? "(e.value ->> 'outcome') FROM loop_runs r, jsonb_array_elements(r.state::jsonb -> 'earlier') e(value)"
+        : "json_extract(e.value, '$.outcome') FROM loop_runs r, json_each(r.state, '$.earlier') e"
+    }`,
 };
 
 /** Every acknowledged key now in the store (undefined before it exists). */
-export function acknowledged(dir: string): Acknowledged | undefined {
-  return look(dir, (db) => {
-    const found: Acknowledged = new Map();
-    for (const [kind, sql] of Object.entries(ACKNOWLEDGED))
-      found.set(kind, new Set((db.prepare(sql).pluck().all() as unknown[]).map(String)));
-    return found;
-  });
+export function acknowledged(dir: string, pgUrl?: string): Acknowledged | undefined {
+  return look(
+    dir,
+    (db) => {
+      const found: Acknowledged = new Map();
+      for (const [kind, sql] of Object.entries(ACKNOWLEDGED)) found.set(kind, new Set(db.values(sql(db)).map(String)));
+      return found;
+    },
+    pgUrl,
+  );
 }
 
 /** What `before` acknowledged and `now` lacks, as messages (a rollout that gained spans is still there). */

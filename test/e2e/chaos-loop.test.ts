@@ -137,9 +137,16 @@ describe('chaos: the loop under faults at random moments', () => {
     clockSpec = path.join(path.dirname(dir), `${path.basename(dir)}-clock`);
     const clock = CLOCK_RATE > 0 ? jumpableClock(clockSpec) : null;
     if (CLOCK_RATE > 0 && !clock) console.log('chaos: no clock jumps (libfaketime, Debian faketime, is not installed)');
-    // a hung call is given up after 3 s, not the project's 20
+    // a hung call is given up after 3 s, not the project's 20; a candidate that passes is deployed as a canary on
+    // half the collects, which review advances to production when its gates pass (so the canary's stages are hit)
     const yamlFile = path.join(dir, 'massgen-rl.yaml');
-    fs.writeFileSync(yamlFile, fs.readFileSync(yamlFile, 'utf8').replace('agent_timeout_s: 20', 'agent_timeout_s: 3'));
+    fs.writeFileSync(
+      yamlFile,
+      fs
+        .readFileSync(yamlFile, 'utf8')
+        .replace('agent_timeout_s: 20', 'agent_timeout_s: 3')
+        .replace('deploy:\n', 'deploy:\n  canary: { fraction: 0.5, min_rollouts: 2 }\n  rollout: [0.5, 1.0]\n'),
+    );
     const faults: Record<string, number> = {};
     const count = (kind: string) => {
       const stage = look(dir, (db) => db.value('SELECT step FROM loop_runs ORDER BY started_at DESC LIMIT 1'), pgUrl);

@@ -92,6 +92,7 @@ export function sqlFamilies(families: readonly string[]): string {
  * "the latest" by started_at, and one started after a backward step must still sort after the ones before it).
  */
 export function nextStartedAt(db: SqlDb, table: string): number {
-  const last = db.prepare(`SELECT MAX(started_at) FROM ${table}`).pluck().get() as number | string | null;
-  return Math.max(Date.now(), last === null ? 0 : Number(last) + 1);
+  const last = db.prepare(`SELECT started_at FROM ${table} ORDER BY started_at DESC LIMIT 1`).pluck().get() as
+    number | string | undefined;
+  return Math.max(Date.now(), last === undefined ? 0 : Number(last) + 1);
 }

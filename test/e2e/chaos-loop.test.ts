@@ -148,9 +148,15 @@ describe('chaos: the loop under faults at random moments', () => {
         .replace('deploy:\n', 'deploy:\n  canary: { fraction: 0.5, min_rollouts: 2 }\n  rollout: [0.5, 1.0]\n'),
     );
     const faults: Record<string, number> = {};
+    const stageNow = () => {
+      try {
+        return look(dir, (db) => db.value('SELECT step FROM loop_runs ORDER BY started_at DESC LIMIT 1'), pgUrl);
+      } catch {
+        return 'unknown'; // the disk full at that moment (another fault): a reader cannot open the store either
+      }
+    };
     const count = (kind: string) => {
-      const stage = look(dir, (db) => db.value('SELECT step FROM loop_runs ORDER BY started_at DESC LIMIT 1'), pgUrl);
-      const key = `${kind}@${String(stage ?? 'start')}`;
+      const key = `${kind}@${String(stageNow() ?? 'start')}`;
       faults[key] = (faults[key] ?? 0) + 1;
     };
     const violations: string[] = [];

@@ -19,15 +19,25 @@ interface Owner {
   weights(ref: string, where?: string): ResolvedWeights;
 }
 
+/** A run's server that dies (killed, out of memory) is started again on its port at most this often… */
+export const MAX_RESTARTS = 3;
+/** …within this window; a server that keeps dying stays down and its calls fail as before. */
+const RESTART_WINDOW_MS = 10 * 60_000;
+
 /**
  * The built-in servers of a run's local models: started on first use, one per distinct weights and
  * settings (two config models on the same weights share one), stopped together by stopAll. The llama.cpp
  * servers with requests in flight divide the machine's cores (CoreSharing) through the clients `track` gives.
+ * A run's server that dies is started again on the same port, so its clients' retries reach the new one.
  */
 export class LocalServers {
   private readonly byKey = new Map<string, Promise<ServedModel>>();
   private readonly byModel = new Map<string, Promise<ServedModel>>();
   readonly cores = new CoreSharing<ServedModel>();
+  /** A dead server being started again: true once it is back. */
+  private readonly restarting = new Map<ServedModel, Promise<boolean>>();
+  /** Bumped by stopAll: a restart begun before it does not outlive it. */
+  private generation = 0;
 
   constructor(
     private readonly owner: Owner,
@@ -60,23 +70,88 @@ export class LocalServers {
     return all.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   }
 
-  /** `client` (of `server`), counting its requests in flight for dividing the cores. */
+  /**
+   * `client` (of `server`), counting its requests in flight for dividing the cores; a call that failed because its
+   * server died is sent again once the server is back.
+   */
   track(server: ServedModel, client: LlmClient): LlmClient {
-    return this.cores.track(server, client);
+    const tracked = this.cores.track(server, client);
+    return {
+      ...tracked,
+      chat: async (...args) => {
+        try {
+          return await tracked.chat(...args);
+        } catch (err) {
+          if (!(await this.restarting.get(server))) throw err;
+          return tracked.chat(...args);
+        }
+      },
+    };
   }
 
   private async start(target: ServeTarget, forClients: boolean): Promise<ServedModel> {
-    const server = await startServer(target, this.owner.paths, {
-      ...this.opts,
-      followsProduction: forClients,
-      ...(forClients ? { contextTokens: CLIENT_CONTEXT_TOKENS } : {}),
-    });
-    this.cores.add(server);
-    void server.exited.then(() => this.cores.remove(server));
+    const server = await startServer(target, this.owner.paths, this.serveOptions(forClients));
+    this.watch(server, target, forClients, []);
     return server;
   }
 
+  private serveOptions(forClients: boolean, port?: number) {
+    return {
+      ...this.opts,
+      followsProduction: forClients,
+      ...(forClients ? { contextTokens: CLIENT_CONTEXT_TOKENS } : {}),
+      ...(port === undefined ? {} : { port }),
+    };
+  }
+
+  /**
+   * Counts the server's requests for core sharing and, when it dies on its own, starts it again on its port and
+   * makes `server` (the object every client holds) the new process. The gateway's servers (forClients) are left
+   * down: a deploy may have swapped their weights, which a restart would undo.
+   */
+  private watch(server: ServedModel, target: ServeTarget, forClients: boolean, restarts: number[]): void {
+    this.cores.add(server);
+    const pid = server.pid;
+    const generation = this.generation;
+    const stopped = () => generation !== this.generation || this.opts.signal?.aborted;
+    void server.exited.then(async (code) => {
+      this.cores.remove(server);
+      const now = Date.now();
+      const recent = restarts.filter((t) => now - t < RESTART_WINDOW_MS);
+      if (stopped() || forClients || server.pid !== pid) return;
+      const what = `the model server for "${target.servedName}" (pid ${pid}) exited (${code ?? 'killed'})`;
+      if (recent.length >= MAX_RESTARTS) {
+        this.opts.onEvent?.({ event: 'progress', message: `${what}; ${MAX_RESTARTS} restarts already: left down` });
+        return;
+      }
+      this.opts.onEvent?.({ event: 'progress', message: `${what}; starting it again` });
+      const back = this.restart(server, target, what);
+      this.restarting.set(server, back);
+      if (await back) this.watch(server, target, forClients, [...recent, now]);
+      this.restarting.delete(server);
+    });
+  }
+
+  /** Starts the server again on its port and makes `server` the new process; false when it could not. */
+  private async restart(server: ServedModel, target: ServeTarget, what: string): Promise<boolean> {
+    const generation = this.generation;
+    try {
+      const port = Number(new URL(server.baseUrl).port);
+      const again = await startServer(target, this.owner.paths, this.serveOptions(false, port));
+      if (generation !== this.generation) {
+        await again.stop();
+        return false;
+      }
+      Object.assign(server, again);
+      return true;
+    } catch (err) {
+      this.opts.onEvent?.({ event: 'progress', message: `${what}; could not start it again: ${String(err)}` });
+      return false;
+    }
+  }
+
   async stopAll(): Promise<void> {
+    this.generation++;
     const servers = await this.running();
     this.byKey.clear();
     this.byModel.clear();

@@ -83,7 +83,9 @@ export class CoreSharing<S extends CoreUser> {
   private busy(server: S, change: 1 | -1): void {
     const before = this.inFlight.get(server);
     if (before === undefined) return;
-    this.inFlight.set(server, before + change);
+    // a request that was in flight when its server was restarted ends against the new count
+    this.inFlight.set(server, Math.max(0, before + change));
+    if (before === 0 && change === -1) return;
     if ((before === 0) === (change === 1)) this.reshare();
   }
 

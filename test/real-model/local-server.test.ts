@@ -175,6 +175,43 @@ describe('the local model server', () => {
   }, 180_000);
 });
 
+describe("a run's model server killed", () => {
+  it('is started again on its port: the client it was given keeps answering, and close stops the new process', async () => {
+    const loaded = configIn(
+      [
+        'models:',
+        '  a: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", max_batch_size: 2 } }',
+        'agents: [{ id: a1, model: a }]',
+      ].join('\n'),
+    );
+    const events: string[] = [];
+    const rt = new Runtime(loaded, { onServerEvent: (e) => events.push(String(e.message ?? e.event)) });
+    let pids: number[] = [];
+    try {
+      const client = await rt.client('a');
+      const server = await rt.servers.server('a');
+      const first = { pid: server.pid, baseUrl: server.baseUrl };
+      const ask = () =>
+        client.chat({ model: 'smollm2-135m-instruct', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 });
+      await ask();
+      process.kill(first.pid, 'SIGKILL');
+      // the client's own retries (max_retries, with backoff) reach the server started again meanwhile
+      const reply = await ask();
+      expect(reply.usage.completionTokens).toBeGreaterThan(0);
+      expect(server.pid).not.toBe(first.pid);
+      expect(server.baseUrl).toBe(first.baseUrl);
+      expect(pidAlive(server.pid)).toBe(true);
+      expect(events.some((m) => /exited \(killed\); starting it again/.test(m))).toBe(true);
+      expect(liveServers(loaded.paths.dataDir).map((e) => e.pid)).toEqual([server.pid]);
+      pids = [first.pid, server.pid];
+    } finally {
+      await rt.close();
+    }
+    for (const pid of pids) expect(pidAlive(pid)).toBe(false);
+    expect(liveServers(loaded.paths.dataDir)).toEqual([]);
+  }, 240_000);
+});
+
 describe('resolveWeights', () => {
   it('resolves builtin weights, folders relative to the config, and weight resources', async () => {
     const loaded = configIn('project: { name: w }\n', {

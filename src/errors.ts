@@ -52,12 +52,6 @@ export class InterruptedError extends UserError {
   }
 }
 
-/** The disk ran out of room under a write: ENOSPC, SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100). */
-export function isDiskFull(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'ENOSPC' || code === 'SQLITE_FULL' || code === '53100';
-}
-
 /** A write found the disk full: exit 2 with what to do; the command resumes where it stopped once there is room. */
 export class DiskFullError extends UserError {
   constructor(where: string, cause: unknown) {

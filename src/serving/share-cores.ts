@@ -85,7 +85,6 @@ export class CoreSharing<S extends CoreUser> {
     if (before === undefined) return;
     // a request that was in flight when its server was restarted ends against the new count
     this.inFlight.set(server, Math.max(0, before + change));
-    if (before === 0 && change === -1) return;
     if ((before === 0) === (change === 1)) this.reshare();
   }
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { DiskFullError, isDiskFull } from '../errors.js';
+import { DiskFullError } from '../errors.js';
 
 /** Below this much room a write that failed with an I/O error failed for want of room. */
 const NO_ROOM_BYTES = 1 << 20;
@@ -13,6 +13,12 @@ const NO_ROOM_BYTES = 1 << 20;
 export function diskFull(err: unknown, file: string): DiskFullError | undefined {
   if (isDiskFull(err) || (ioError(err) && noRoom(file))) return new DiskFullError(`the store ${file}`, err);
   return undefined;
+}
+
+/** The disk ran out of room under a write: ENOSPC, SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100). */
+function isDiskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ENOSPC' || code === 'SQLITE_FULL' || code === '53100';
 }
 
 function ioError(err: unknown): boolean {

@@ -28,14 +28,21 @@ export class LockRepository {
   constructor(private readonly db: Db) {}
 
   holder(name: string): LockHolder | undefined {
+    return this.row(name)?.holder;
+  }
+
+  private row(name: string): { holder: LockHolder; token: string } | undefined {
     const r = this.db.prepare('SELECT * FROM locks WHERE name = ?').get(name) as Record<string, unknown> | undefined;
     return (
       r && {
-        name,
-        pid: r.pid as number,
-        host: r.host as string,
-        acquiredAt: r.acquired_at as number,
-        heartbeatAt: r.heartbeat_at as number,
+        token: r.token as string,
+        holder: {
+          name,
+          pid: r.pid as number,
+          host: r.host as string,
+          acquiredAt: r.acquired_at as number,
+          heartbeatAt: r.heartbeat_at as number,
+        },
       }
     );
   }
@@ -46,8 +53,9 @@ export class LockRepository {
     return this.db
       .transaction(() => {
         const now = Date.now();
-        const current = this.holder(name);
-        if (current && !this.isStale(current, now, staleMs) && !this.leftBehind(name)) return { held: current };
+        const row = this.row(name);
+        const current = row?.holder;
+        if (row && current && !this.isStale(current, now, staleMs) && !this.leftBehind(row)) return { held: current };
         this.db
           .prepare(
             `INSERT INTO locks (name, token, pid, host, acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -61,10 +69,8 @@ export class LockRepository {
   }
 
   /** This process's own row for the lock, whose release it no longer holds (its delete failed: a full disk). */
-  private leftBehind(name: string): boolean {
-    const r = this.db.prepare('SELECT token, pid, host FROM locks WHERE name = ?').get(name) as
-      { token: string; pid: number; host: string } | undefined;
-    return r !== undefined && r.pid === process.pid && r.host === HOST && !this.held.has(r.token);
+  private leftBehind(row: { holder: LockHolder; token: string }): boolean {
+    return row.holder.pid === process.pid && row.holder.host === HOST && !this.held.has(row.token);
   }
 
   isStale(h: LockHolder, now: number, staleMs: number): boolean {

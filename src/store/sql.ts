@@ -55,7 +55,7 @@ export function multiRowInsert(db: SqlDb, head: string, columns: number): (rows:
 }
 
 /** A top-level JSON field of a TEXT column, as text (numbers as their digits), NULL when absent. */
-export function jsonText(db: SqlDb, column: string, key: string): string {
+export function jsonText(db: Pick<SqlDb, 'dialect'>, column: string, key: string): string {
   if (!/^[a-z_]+$/.test(key)) throw new Error(`bad JSON key ${key}`);
   return db.dialect === 'postgres'
     ? `(${column}::jsonb ->> '${key}')`

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { jsonText } from '../../src/store/sql.js';
 import { BIN } from '../helpers.js';
 import {
   acknowledged,
@@ -11,7 +12,6 @@ import {
   jumpableClock,
   jumpClock,
   holdLock,
-  json,
   killTrainer,
   leakedTemps,
   look,
@@ -74,9 +74,9 @@ function invariants(dir: string, final: boolean, pgUrl?: string): string[] {
         for (const [what, sql] of Object.entries(DANGLING)) if (n(sql)) v.push(`${n(sql)} ${what}`);
         // No task × seed × set measured twice by evaluations.
         const twice = db.values(
-          `SELECT resource_set_id || ' ' || task_id || ' seed ' || ${json(db, 'metadata', 'seed')} FROM rollouts
+          `SELECT resource_set_id || ' ' || task_id || ' seed ' || ${jsonText(db, 'metadata', 'seed')} FROM rollouts
           WHERE source = 'eval' AND status = 'completed'
-          GROUP BY resource_set_id, task_id, ${json(db, 'metadata', 'seed')} HAVING COUNT(*) > 1`,
+          GROUP BY resource_set_id, task_id, ${jsonText(db, 'metadata', 'seed')} HAVING COUNT(*) > 1`,
         );
         for (const t of twice) v.push(`measured more than once: ${String(t)}`);
         // Every completed evaluation rollout has its result.
@@ -94,7 +94,7 @@ function invariants(dir: string, final: boolean, pgUrl?: string): string[] {
         if (unregistered) v.push(`${unregistered} completed training run(s) without a checkpoint`);
         // Cycles are numbered on, whatever the clock did.
         const reused = db.values(
-          `SELECT ${json(db, 'state', 'cycle')} FROM loop_runs GROUP BY ${json(db, 'state', 'cycle')} HAVING COUNT(*) > 1`,
+          `SELECT ${jsonText(db, 'state', 'cycle')} FROM loop_runs GROUP BY ${jsonText(db, 'state', 'cycle')} HAVING COUNT(*) > 1`,
         );
         for (const c of reused) v.push(`cycle number ${String(c)} used twice`);
         if (final) {
@@ -293,7 +293,7 @@ describe('chaos: the loop under faults at random moments', () => {
     const outcomes = look(
       dir,
       (db) =>
-        db.values(`SELECT ${json(db, 'state', 'outcome')} FROM loop_runs WHERE status IN ('completed', 'failed')`),
+        db.values(`SELECT ${jsonText(db, 'state', 'outcome')} FROM loop_runs WHERE status IN ('completed', 'failed')`),
       pgUrl,
     );
     expect(outcomes?.every((o) => typeof o === 'string' && o.length > 0)).toBe(true);

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SyncPgConnection } from '../../src/store/postgres/bridge.js';
+import { jsonText } from '../../src/store/sql.js';
 import { Rng } from '../../src/tasks/prng.js';
 import { FIXTURES } from '../helpers.js';
 import type { Script } from './scripted-server.js';
@@ -58,13 +59,6 @@ export function look<T>(dir: string, fn: (db: Reader) => T, pgUrl?: string): T |
 function notYet(err: unknown): undefined {
   if (/no such table|does not exist|database .* is locked|could not connect/i.test(String(err))) return undefined;
   throw err;
-}
-
-/** A top-level field of a JSON text column, as text, in the reader's dialect. */
-export function json(db: Reader, column: string, key: string): string {
-  return db.dialect === 'postgres'
-    ? `(${column}::jsonb ->> '${key}')`
-    : `CAST(json_extract(${column}, '$.${key}') AS TEXT)`;
 }
 
 /**
@@ -163,7 +157,7 @@ const ACKNOWLEDGED: Record<string, (db: Reader) => string> = {
     "SELECT serving_hash || '/' || task_hash || '/' || seed || '/' || settings_hash FROM eval_results",
   audit: () => 'SELECT id FROM audit',
   // a cycle that ended, with its outcome; one taken up again keeps the outcome among its earlier attempts
-  'cycle outcome': (db) => `SELECT id || ': ' || ${json(db, 'state', 'outcome')} FROM loop_runs
+  'cycle outcome': (db) => `SELECT id || ': ' || ${jsonText(db, 'state', 'outcome')} FROM loop_runs
     WHERE status IN ('completed', 'failed', 'cancelled')
     UNION SELECT r.id || ': ' || ${
       db.dialect === 'postgres'

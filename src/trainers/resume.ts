@@ -80,15 +80,28 @@ function resumable(run: RunRecord, runs: RunRecord[]): Resumable | string | unde
   return checkpoint ? { run, detail, checkpoint } : undefined;
 }
 
-/** The checkpoint-<step> folder with the highest step that has its trainer state. */
+/**
+ * The checkpoint-<step> folder with the highest step whose trainer state is whole. The trainer writes that file
+ * last, in place: a save cut short (the disk full, a kill) leaves it empty or truncated, and resuming from that
+ * folder would fail the same way on every later try.
+ */
 export function lastCheckpoint(outputDir: string): string | undefined {
   if (!fs.existsSync(outputDir)) return undefined;
   const steps = fs
     .readdirSync(outputDir)
     .map((name) => /^checkpoint-(\d+)$/.exec(name))
-    .filter((m): m is RegExpExecArray => m !== null && fs.existsSync(path.join(outputDir, m[0], 'trainer_state.json')))
+    .filter((m): m is RegExpExecArray => m !== null && wholeState(path.join(outputDir, m[0], 'trainer_state.json')))
     .sort((a, b) => Number(b[1]) - Number(a[1]));
   return steps[0] && path.join(outputDir, steps[0][0]);
+}
+
+function wholeState(file: string): boolean {
+  try {
+    const state = JSON.parse(fs.readFileSync(file, 'utf8')) as { global_step?: unknown };
+    return typeof state.global_step === 'number';
+  } catch {
+    return false;
+  }
 }
 
 function fail(message: string): never {

@@ -208,6 +208,16 @@ export const STAGES: { [S in Stage]: CycleStage<S> } = {
         action: 'not promoted',
         reason: `production changed since the evaluation (now set v${production.version}); the next cycle evaluates again`,
       };
+    const running = rt.store().sets.pointer('canary');
+    if (running) {
+      const canary = `set v${rt.store().sets.get(running.setId)?.version}, ${Math.round((running.fraction ?? 0) * 100)} %`;
+      const reason =
+        running.setId === candidate
+          ? `this candidate is the canary already (${canary} of traffic): review takes it on from its stage`
+          : `a canary is still in its stages (${canary} of traffic): a cycle does not replace a canary in `
+            + 'progress; a later cycle evaluates again once review has ended it';
+      return { status: 'done', action: 'not promoted', reason };
+    }
     const fraction = rt.config.deploy.canary.fraction;
     const r = await deploy(rt, {
       candidate: { setId: candidate },

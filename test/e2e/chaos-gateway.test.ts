@@ -11,8 +11,9 @@ import type { Script } from '../support/scripted-server.js';
 // The gateway under the same fire as chaos-loop's loop (its rates, CHAOS_* from the environment), and killed with
 // SIGKILL itself (every CHAOS_GATEWAY_EVERY_S, 10 s, on average): clients send sessions through it all the while,
 // the loop collects what it captured, evaluates on its held-out calls with the judge and deploys through a canary
-// into it. At the end every call a client got a 200 for is in the store. CHAOS_GATEWAY_CYCLES (2), CHAOS_SEED (49).
-const CYCLES = Number(process.env.CHAOS_GATEWAY_CYCLES ?? 2);
+// into it. At the end every call a client got a 200 for is in the store. CHAOS_GATEWAY_CYCLES (else CHAOS_CYCLES,
+// else 2) cycles ended, CHAOS_SEED (49).
+const CYCLES = Number(process.env.CHAOS_GATEWAY_CYCLES ?? process.env.CHAOS_CYCLES ?? 2);
 const SEED = Number(process.env.CHAOS_SEED ?? 49);
 const GATEWAY_EVERY_S = Number(process.env.CHAOS_GATEWAY_EVERY_S ?? 10);
 const BUSY_MS = 1000;

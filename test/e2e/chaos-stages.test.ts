@@ -10,8 +10,8 @@ import { startScriptedServer, type ScriptedServer } from '../support/scripted-se
 // The loop's other stages under the same fire as chaos-loop's (its rates, CHAOS_* from the environment): a cycle
 // that collects, reviews the canary, trains a weight role (the stand-in trainer) and fits a bandit role's stop
 // policy, searches the prompts (prompt_opt, its optimizer on the same backend), evaluates and deploys through
-// a staged canary. CHAOS_STAGES_CYCLES (2) cycles ended, CHAOS_SEED (48).
-const CYCLES = Number(process.env.CHAOS_STAGES_CYCLES ?? 2);
+// a staged canary. CHAOS_STAGES_CYCLES (else CHAOS_CYCLES, else 2) cycles ended, CHAOS_SEED (48).
+const CYCLES = Number(process.env.CHAOS_STAGES_CYCLES ?? process.env.CHAOS_CYCLES ?? 2);
 const SEED = Number(process.env.CHAOS_SEED ?? 48);
 const BUSY_MS = 1000;
 const SEARCH =

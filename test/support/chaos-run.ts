@@ -53,6 +53,8 @@ export interface StartContext {
   /** How long an uninterrupted start has taken (ms). */
   typicalMs: number;
   running: () => boolean;
+  /** The pid of this start's CLI. */
+  pid: number | undefined;
   /** Counts a fault of this kind at the loop's stage now. */
   count: (kind: string) => void;
 }
@@ -142,6 +144,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
         at: () => 200 + random() * typicalMs,
         typicalMs,
         running: () => running,
+        pid: child.pid,
         count,
       };
       const kill = random() < rates.kill ? c.at() : null;

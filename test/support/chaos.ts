@@ -95,11 +95,13 @@ export function projectProcesses(dir: string): Map<number, string> {
   return found;
 }
 
-/** Waits for a trainer of the project to start (up to `withinMs`), kills it with SIGKILL `afterMs` later. */
+/** Waits for a trainer of the project (the stand-in or a bundled one) to start (up to `withinMs`), kills it with SIGKILL `afterMs` later. */
 export async function killTrainer(dir: string, withinMs: number, afterMs: number, alive: () => boolean) {
   const until = Date.now() + withinMs;
   while (Date.now() < until && alive()) {
-    const trainer = [...projectProcesses(dir)].find(([, args]) => args.includes('protocol_trainer.py'));
+    const trainer = [...projectProcesses(dir)].find(([, args]) =>
+      /protocol_trainer\.py|massgen_rl_training\./.test(args),
+    );
     if (trainer) {
       await sleep(afterMs);
       try {

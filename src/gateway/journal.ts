@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { HOST, pidAlive } from '../store/process-owner.js';
 import type { Redactor } from '../store/redact.js';
@@ -19,7 +21,9 @@ const HOST_TAG = HOST.replace(/[^\w.]/g, '_');
  * writes what a dead one left (recoverJournals). The calls that complete in one turn of the event loop go
  * in one write (a write per call cost more than the rest of the journal), each response held until then.
  * The file is cut into segments, one per batch write: a segment is deleted once the write that started
- * after it has committed.
+ * after it has committed. A segment the disk refused (full) is closed there, its whole lines kept, and the
+ * calls go on in a segment on the spare file system (fallbackJournalDir), which a kill of the gateway does
+ * not lose either: the store, on the full disk too, may refuse the batch.
  */
 export class CaptureJournal {
   private fd = -1;
@@ -28,10 +32,15 @@ export class CaptureJournal {
   private lines = 0;
   private readonly done: string[] = [];
   private readonly prefix: string;
+  private readonly spare: string;
+  /** Calls neither file system took: only the store's next write keeps them. */
+  unjournaled = 0;
   /** Lines not written yet, and the responses that end once they are. */
   private pending: string[] = [];
   private waiting: (() => void)[] = [];
   private scheduled = false;
+
+  private readonly dir: string;
 
   constructor(
     dir: string,
@@ -39,7 +48,9 @@ export class CaptureJournal {
     private readonly onError?: (err: unknown) => void,
   ) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    this.prefix = path.join(dir, `capture-${HOST_TAG}-${process.pid}-${Date.now()}`);
+    this.prefix = `capture-${HOST_TAG}-${process.pid}-${Date.now()}`;
+    this.dir = dir;
+    this.spare = fallbackJournalDir(dir);
     this.openSegment();
   }
 
@@ -52,7 +63,6 @@ export class CaptureJournal {
     };
     this.pending.push(`${this.redactor.stringify(entry)}\n`);
     if (written) this.waiting.push(written);
-    this.lines++;
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.sync());
@@ -69,11 +79,7 @@ export class CaptureJournal {
     const waiting = this.waiting;
     this.pending = [];
     this.waiting = [];
-    try {
-      if (lines.length) writeAll(this.fd, Buffer.from(lines.join('')));
-    } catch (err) {
-      this.onError?.(err);
-    }
+    if (lines.length) this.write(Buffer.from(lines.join('')), lines.length);
     for (const done of waiting) {
       try {
         done();
@@ -109,11 +115,53 @@ export class CaptureJournal {
     if (!this.lines) fs.rmSync(this.file, { force: true });
   }
 
-  private openSegment(): void {
-    this.file = `${this.prefix}-${this.seq++}.jsonl`;
-    this.fd = fs.openSync(this.file, 'a', 0o600);
+  /** Appends to the segment; when its disk refuses, the rest goes to a new segment on the spare file system. */
+  private write(bytes: Buffer, lines: number): void {
+    try {
+      writeAll(this.fd, bytes);
+      this.lines += lines;
+      return;
+    } catch (err) {
+      this.onError?.(err);
+    }
+    // the refused segment may end in a line cut short: closed here, its whole lines are recovered and that one left
+    fs.closeSync(this.fd);
+    this.done.push(this.file);
+    try {
+      fs.mkdirSync(this.spare, { recursive: true, mode: 0o700 });
+      this.openSegment(this.spare);
+      writeAll(this.fd, bytes);
+      this.lines += lines;
+    } catch (err) {
+      this.unjournaled += lines;
+      this.onError?.(err);
+    }
+  }
+
+  /** A new segment in `dir` (the journal's own, unless its disk refuses one). */
+  private openSegment(dir = this.dir): void {
+    const name = `${this.prefix}-${this.seq++}.jsonl`;
+    try {
+      this.fd = fs.openSync(path.join(dir, name), 'a', 0o600);
+      this.file = path.join(dir, name);
+    } catch (err) {
+      if (dir === this.spare) throw err;
+      fs.mkdirSync(this.spare, { recursive: true, mode: 0o700 });
+      this.fd = fs.openSync(path.join(this.spare, name), 'a', 0o600);
+      this.file = path.join(this.spare, name);
+    }
     this.lines = 0;
   }
+}
+
+/**
+ * Where a journal's segments go while its own disk refuses them: a folder for this data directory on another file
+ * system, RAM-backed where the machine has one (/dev/shm), which outlives a killed gateway but not a reboot.
+ */
+export function fallbackJournalDir(dir: string): string {
+  const root = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+  const key = createHash('sha256').update(path.resolve(dir)).digest('hex').slice(0, 16);
+  return path.join(root, `massgen-rl-journal-${key}`);
 }
 
 function writeAll(fd: number, bytes: Buffer): void {
@@ -122,17 +170,17 @@ function writeAll(fd: number, bytes: Buffer): void {
 
 /** Journal files left by gateways of this host that are no longer running, oldest first. */
 export function orphanedJournals(dir: string): string[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return names
-    .map((name) => ({ name, m: NAME.exec(name) }))
+  const files = [dir, fallbackJournalDir(dir)].flatMap((d) => {
+    try {
+      return fs.readdirSync(d).map((name) => ({ file: path.join(d, name), m: NAME.exec(name) }));
+    } catch {
+      return [];
+    }
+  });
+  return files
     .filter(({ m }) => m && m[1] === HOST_TAG && !pidAlive(Number(m[2])))
     .sort((a, b) => Number(a.m![3]) - Number(b.m![3]) || Number(a.m![4]) - Number(b.m![4]))
-    .map(({ name }) => path.join(dir, name));
+    .map(({ file }) => file);
 }
 
 /** A journal file's entries; a last line cut short by the kill is left out. */

@@ -1,11 +1,10 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SupervisedGateway } from '../support/chaos-gateway.js';
-import { ratesFromEnv, runChaos } from '../support/chaos-run.js';
+import { ratesFromEnv, runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
+import { pairwiseJudge } from '../support/pairwise-judge.js';
 import type { Script } from '../support/scripted-server.js';
 
 // The gateway under the same fire as chaos-loop's loop (its rates, CHAOS_* from the environment), and killed with
@@ -21,18 +20,11 @@ const BUSY_MS = 1000;
 const rightAnswer = (text: string) => (text.includes('50 - 9') ? '41' : '42');
 
 /** The team answers right on a trained adapter (`base-vN`), `7` on the base; the judge prefers the right answer. */
-const script: Script = (req) => {
-  const first = req.messages[0]?.content ?? '';
-  const last = req.messages.at(-1)?.content ?? '';
-  if (/judge comparing two answers/.test(first)) {
-    const right = rightAnswer(last);
-    const a = /Answer A[^\n]*\n([\s\S]*?)\n\nAnswer B/.exec(last)?.[1] ?? '';
-    const b = /Answer B[^\n]*\n([\s\S]*?)\n\nWhich/.exec(last)?.[1] ?? '';
-    const [ra, rb] = [a.includes(right), b.includes(right)];
-    return { content: `{"winner": "${ra && !rb ? 'A' : rb && !ra ? 'B' : 'tie'}", "reason": "scripted"}` };
-  }
-  return { content: `ANSWER: ${/^base-v\d+$/.test(req.model) ? rightAnswer(last) : '7'}`, delayMs: 50 };
-};
+const script: Script = (req) =>
+  pairwiseJudge(req, rightAnswer) ?? {
+    content: `ANSWER: ${/^base-v\d+$/.test(req.model) ? rightAnswer(req.messages.at(-1)?.content ?? '') : '7'}`,
+    delayMs: 50,
+  };
 
 describe('chaos: the gateway and the loop on its traffic under faults', () => {
   let project: LoopProject | undefined;
@@ -51,20 +43,11 @@ gateway: { holdout: 0.3, session_idle_s: 1 }
 loop: { steps: [collect, review, train, eval, deploy] }`,
     );
     const dir = project.dir;
-    const yamlFile = path.join(dir, 'massgen-rl.yaml');
-    fs.writeFileSync(
-      yamlFile,
-      fs
-        .readFileSync(yamlFile, 'utf8')
-        .replace('agent_timeout_s: 20', 'agent_timeout_s: 3')
-        .replace('split: all }', 'split: all, source: gateway }')
-        .replace(
-          'seeds: 2, report: false }',
-          'seeds: 1, report: false, source: gateway, replay: { judge_model: stub } }',
-        )
-        .replace('weights: { exact: 1, numeric: 1 }', 'weights: { exact: 1, numeric: 1, human: 1 }')
-        .replace('deploy:\n', 'deploy:\n  canary: { fraction: 0.5, min_rollouts: 4 }\n  rollout: [0.5, 1.0]\n'),
-    );
+    underFire(dir, 4, [
+      ['split: all }', 'split: all, source: gateway }'],
+      ['seeds: 2, report: false }', 'seeds: 1, report: false, source: gateway, replay: { judge_model: stub } }'],
+      ['weights: { exact: 1, numeric: 1 }', 'weights: { exact: 1, numeric: 1, human: 1 }'],
+    ]);
     const gw = (gateway = new SupervisedGateway(dir));
     let clock: Record<string, string> | null = null;
     const r = await runChaos({
@@ -108,5 +91,5 @@ loop: { steps: [collect, review, train, eval, deploy] }`,
     expect(r.cycles.some((c) => (c.state.stages.collect as { status?: string } | undefined)?.status === 'done')).toBe(
       true,
     );
-  }, 1_800_000);
+  }, Math.max(1_800_000, CYCLES * 240_000));
 });

@@ -1,7 +1,5 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ratesFromEnv, runChaos } from '../support/chaos-run.js';
+import { ratesFromEnv, runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -36,16 +34,7 @@ describe('chaos: the loop under faults at random moments', () => {
       `store: { busy_timeout_ms: ${BUSY_MS}${pgUrl ? `, url: "${pgUrl}"` : ''} }`,
     );
     const dir = project.dir;
-    // a hung call is given up after 3 s, not the project's 20; a candidate that passes is deployed as a canary on
-    // half the collects, which review advances to production when its gates pass (so the canary's stages are hit)
-    const yamlFile = path.join(dir, 'massgen-rl.yaml');
-    fs.writeFileSync(
-      yamlFile,
-      fs
-        .readFileSync(yamlFile, 'utf8')
-        .replace('agent_timeout_s: 20', 'agent_timeout_s: 3')
-        .replace('deploy:\n', 'deploy:\n  canary: { fraction: 0.5, min_rollouts: 2 }\n  rollout: [0.5, 1.0]\n'),
-    );
+    underFire(dir, 2);
     const r = await runChaos({
       dir,
       cycles: CYCLES,
@@ -59,7 +48,6 @@ describe('chaos: the loop under faults at random moments', () => {
     expect(r.violations).toEqual([]);
     expect(r.completed + r.failed).toBe(CYCLES);
     const ended = r.cycles.filter((c) => c.status === 'completed' || c.status === 'failed');
-    expect(ended.length).toBeGreaterThanOrEqual(CYCLES);
     expect(ended.every((c) => typeof c.state.outcome === 'string' && c.state.outcome.length > 0)).toBe(true);
-  }, 1_800_000);
+  }, Math.max(1_800_000, CYCLES * 240_000));
 });

@@ -10,6 +10,7 @@ import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
 import { runCli } from '../helpers.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
+import { pairwiseJudge } from '../support/pairwise-judge.js';
 import type { Script } from '../support/scripted-server.js';
 
 const HOLDOUT = 0.3;
@@ -41,15 +42,9 @@ interface Quality {
  */
 function script(quality: Quality, served: { adapters?: Set<string> }): Script {
   return (req) => {
-    const first = req.messages[0]?.content ?? '';
+    const judged = pairwiseJudge(req, rightAnswer);
+    if (judged) return judged;
     const last = req.messages.at(-1)?.content ?? '';
-    if (/judge comparing two answers/.test(first)) {
-      const right = rightAnswer(last);
-      const a = /Answer A[^\n]*\n([\s\S]*?)\n\nAnswer B/.exec(last)?.[1] ?? '';
-      const b = /Answer B[^\n]*\n([\s\S]*?)\n\nWhich/.exec(last)?.[1] ?? '';
-      const [ra, rb] = [a.includes(right), b.includes(right)];
-      return { content: `{"winner": "${ra && !rb ? 'A' : rb && !ra ? 'B' : 'tie'}", "reason": "scripted"}` };
-    }
     const adapter = /^base-v\d+$/.test(req.model);
     // as vLLM answers a request for an adapter it does not hold (never loaded, or unloaded)
     if (adapter && !served.adapters?.has(req.model))

@@ -1,4 +1,6 @@
 import { execa, type ResultPromise } from 'execa';
+import fs from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
@@ -26,7 +28,12 @@ export class SupervisedGateway {
   private clientsDone: Promise<unknown> = Promise.resolve();
   private up: Promise<void> = Promise.resolve();
 
-  constructor(private readonly dir: string) {}
+  /** Every gateway's stderr (its warnings: a write the store refused, a journal it could not append to). */
+  readonly log: string;
+
+  constructor(private readonly dir: string) {
+    this.log = path.join(path.dirname(dir), `${path.basename(dir)}-gateway.log`);
+  }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}/v1`;
@@ -48,6 +55,7 @@ export class SupervisedGateway {
         env: { NO_COLOR: '1', ...clock },
       });
       this.child = child;
+      child.stderr!.on('data', (c: Buffer) => fs.appendFileSync(this.log, c));
       const listening = await new Promise<boolean>((resolve) => {
         let out = '';
         child.stdout!.on('data', (c: Buffer) => {

@@ -22,6 +22,24 @@ import {
   type BackendFaults,
 } from './chaos.js';
 
+/**
+ * The project's config made ready for the fire: a hung call given up after 3 s, not the project's 20; a candidate
+ * that passes deployed as a staged canary ([0.5, 1.0]) that review advances to production when its gates pass on
+ * `minRollouts` rollouts (so the canary's stages are hit); then the scenario's own replacements.
+ */
+export function underFire(dir: string, minRollouts: number, more: [string, string][] = []): void {
+  const file = path.join(dir, 'massgen-rl.yaml');
+  const edits: [string, string][] = [
+    ['agent_timeout_s: 20', 'agent_timeout_s: 3'],
+    ['deploy:\n', `deploy:\n  canary: { fraction: 0.5, min_rollouts: ${minRollouts} }\n  rollout: [0.5, 1.0]\n`],
+    ...more,
+  ];
+  fs.writeFileSync(
+    file,
+    edits.reduce((text, [from, to]) => text.replace(from, to), fs.readFileSync(file, 'utf8')),
+  );
+}
+
 /** How often each fault is drawn per start of the loop (see the chaos tests for what each one is). */
 export interface Rates {
   kill: number;

@@ -48,8 +48,10 @@ export function openCycle(store: Store, stages: readonly Stage[]): OpenCycle {
   const state = last && readCycle(last.detail);
   const finished = (s: Stage) => state?.stages[s]?.status === 'done' || state?.stages[s]?.status === 'skipped';
   if (last && state && last.status !== 'completed' && stages.some((s) => !finished(s))) {
-    // The attempt that ended keeps its outcome (why it failed) in the cycle's record.
-    const ended = state.outcome ? [{ at: last.finishedAt ?? Date.now(), outcome: state.outcome }] : [];
+    // The attempt that ended keeps its outcome (why it failed) in the cycle's record; one whose process died has
+    // none, only the run's error the next process to open the store wrote (recoverOrphans).
+    const why = state.outcome ?? (last.status === 'running' ? null : last.error);
+    const ended = why ? [{ at: last.finishedAt ?? Date.now(), outcome: why }] : [];
     const { outcome: _outcome, ...rest } = state;
     const next = { ...rest, resumed: state.resumed + 1, earlier: [...(state.earlier ?? []), ...ended] };
     store.transaction(() => {

@@ -159,7 +159,8 @@ const ACKNOWLEDGED: Record<string, (db: Reader) => string> = {
     "SELECT serving_hash || '/' || task_hash || '/' || seed || '/' || settings_hash FROM eval_results",
   audit: () => 'SELECT id FROM audit',
   // a cycle that ended, with its outcome; one taken up again keeps the outcome among its earlier attempts
-  'cycle outcome': (db) => `SELECT id || ': ' || ${jsonText(db, 'state', 'outcome')} FROM loop_runs
+  // (a cycle whose process died has the error the next process to open the store wrote, until it is taken up)
+  'cycle outcome': (db) => `SELECT id || ': ' || COALESCE(${jsonText(db, 'state', 'outcome')}, error) FROM loop_runs
     WHERE status IN ('completed', 'failed', 'cancelled')
     UNION SELECT r.id || ': ' || ${
       db.dialect === 'postgres'

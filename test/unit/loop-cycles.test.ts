@@ -79,6 +79,13 @@ describe('a stored cycle', () => {
         state: { resumed: 2, earlier: [{ outcome: 'train failed: disk full' }] },
       });
       expect(again.state.outcome).toBeUndefined();
+      // an attempt whose process died has no outcome, only the error the next process to open the store wrote
+      store.loopRuns.finish(old, 'failed', undefined, 'interrupted: process 7 exited while this was running');
+      const third = openCycle(store, ['collect', 'review', 'train', 'eval', 'deploy']);
+      expect(third.state.earlier!.map((e) => e.outcome)).toEqual([
+        'train failed: disk full',
+        'interrupted: process 7 exited while this was running',
+      ]);
       store.loopRuns.finish(old, 'failed', undefined, 'test');
 
       const broken = store.loopRuns.start({

@@ -34,62 +34,66 @@ describe('chaos: the gateway and the loop on its traffic under faults', () => {
     await project?.server.close();
   });
 
-  it(`${CYCLES} cycles on captured traffic; every acknowledged call stored (seed ${SEED})`, async () => {
-    const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0, downUntil: 0 };
-    project = await loopProject(
-      faultyBackend(script, backend),
-      `store: { busy_timeout_ms: ${BUSY_MS} }
+  it(
+    `${CYCLES} cycles on captured traffic; every acknowledged call stored (seed ${SEED})`,
+    async () => {
+      const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0, downUntil: 0 };
+      project = await loopProject(
+        faultyBackend(script, backend),
+        `store: { busy_timeout_ms: ${BUSY_MS} }
 gateway: { holdout: 0.3, session_idle_s: 1 }
 loop: { steps: [collect, review, train, eval, deploy] }`,
-    );
-    const dir = project.dir;
-    underFire(dir, 4, [
-      ['split: all }', 'split: all, source: gateway }'],
-      ['seeds: 2, report: false }', 'seeds: 1, report: false, source: gateway, replay: { judge_model: stub } }'],
-      ['weights: { exact: 1, numeric: 1 }', 'weights: { exact: 1, numeric: 1, human: 1 }'],
-    ]);
-    const gw = (gateway = new SupervisedGateway(dir));
-    let clock: Record<string, string> | null = null;
-    const r = await runChaos({
-      dir,
-      cycles: CYCLES,
-      seed: SEED,
-      rates: ratesFromEnv(),
-      backend,
-      busyMs: BUSY_MS,
-      env: { FAKE_TRAINER_STEP_S: '1' },
-      beforeStart: async (c) => {
-        clock = c;
-        await gw.ensure(c);
-        if (gw.acknowledged.length === 0) gw.startClients();
-        // the traffic of the hours between two runs of the loop: sessions for its collect and for the canary
-        const until = gw.acknowledged.length + 40;
-        while (gw.acknowledged.length < until) await sleep(100);
-      },
-      // killed every GATEWAY_EVERY_S on average (exponential gaps), whatever the loop is doing at that moment
-      background: async ({ random, count, over }) => {
-        for (;;) {
-          const gap = -Math.log(1 - random()) * GATEWAY_EVERY_S * 1000;
-          for (const until = Date.now() + gap; Date.now() < until && !over();) await sleep(100);
-          if (over()) return;
-          if (gw.kill()) count('gateway_kill');
-        }
-      },
-      atEnd: async () => {
-        const missing = await gw.stop(clock);
-        return [
-          ...missing.map((id) => `acknowledged call ${id} not in the store`),
-          ...gw.crashes.map((c) => `the gateway crashed: ${c}`),
-        ];
-      },
-    });
-    console.log(
-      `chaos: ${gw.acknowledged.length} calls acknowledged, ${gw.kills} gateway kills, ${gw.restarts} restarts`,
-    );
-    expect(r.violations).toEqual([]);
-    expect(r.completed + r.failed).toBe(CYCLES);
-    expect(r.cycles.some((c) => (c.state.stages.collect as { status?: string } | undefined)?.status === 'done')).toBe(
-      true,
-    );
-  }, Math.max(1_800_000, CYCLES * 240_000));
+      );
+      const dir = project.dir;
+      underFire(dir, 4, [
+        ['split: all }', 'split: all, source: gateway }'],
+        ['seeds: 2, report: false }', 'seeds: 1, report: false, source: gateway, replay: { judge_model: stub } }'],
+        ['weights: { exact: 1, numeric: 1 }', 'weights: { exact: 1, numeric: 1, human: 1 }'],
+      ]);
+      const gw = (gateway = new SupervisedGateway(dir));
+      let clock: Record<string, string> | null = null;
+      const r = await runChaos({
+        dir,
+        cycles: CYCLES,
+        seed: SEED,
+        rates: ratesFromEnv(),
+        backend,
+        busyMs: BUSY_MS,
+        env: { FAKE_TRAINER_STEP_S: '1' },
+        beforeStart: async (c) => {
+          clock = c;
+          await gw.ensure(c);
+          if (gw.acknowledged.length === 0) gw.startClients();
+          // the traffic of the hours between two runs of the loop: sessions for its collect and for the canary
+          const until = gw.acknowledged.length + 40;
+          while (gw.acknowledged.length < until) await sleep(100);
+        },
+        // killed every GATEWAY_EVERY_S on average (exponential gaps), whatever the loop is doing at that moment
+        background: async ({ random, count, over }) => {
+          for (;;) {
+            const gap = -Math.log(1 - random()) * GATEWAY_EVERY_S * 1000;
+            for (const until = Date.now() + gap; Date.now() < until && !over();) await sleep(100);
+            if (over()) return;
+            if (gw.kill()) count('gateway_kill');
+          }
+        },
+        atEnd: async () => {
+          const missing = await gw.stop(clock);
+          return [
+            ...missing.map((id) => `acknowledged call ${id} not in the store`),
+            ...gw.crashes.map((c) => `the gateway crashed: ${c}`),
+          ];
+        },
+      });
+      console.log(
+        `chaos: ${gw.acknowledged.length} calls acknowledged, ${gw.kills} gateway kills, ${gw.restarts} restarts`,
+      );
+      expect(r.violations).toEqual([]);
+      expect(r.completed + r.failed).toBe(CYCLES);
+      expect(r.cycles.some((c) => (c.state.stages.collect as { status?: string } | undefined)?.status === 'done')).toBe(
+        true,
+      );
+    },
+    Math.max(1_800_000, CYCLES * 240_000),
+  );
 });

@@ -25,29 +25,33 @@ describe('chaos: the loop under faults at random moments', () => {
     await project?.server.close();
   });
 
-  it(`${CYCLES} cycles end through faults at seeded random moments (seed ${SEED}) with every invariant held`, async () => {
-    const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0, downUntil: 0 };
-    // CHAOS_STORE=postgres: the store a database on the test run's PostgreSQL server (its lock and disk not ours)
-    const pgUrl = STORE === 'postgres' ? freshPostgresUrl() : undefined;
-    project = await loopProject(
-      faultyBackend(adapterScript({ delayMs: 100 }), backend),
-      `store: { busy_timeout_ms: ${BUSY_MS}${pgUrl ? `, url: "${pgUrl}"` : ''} }`,
-    );
-    const dir = project.dir;
-    underFire(dir, 2);
-    const r = await runChaos({
-      dir,
-      cycles: CYCLES,
-      seed: SEED,
-      rates: ratesFromEnv(),
-      backend,
-      busyMs: BUSY_MS,
-      ...(pgUrl ? { pgUrl } : {}),
-      env: { FAKE_TRAINER_STEP_S: '1' },
-    });
-    expect(r.violations).toEqual([]);
-    expect(r.completed + r.failed).toBe(CYCLES);
-    const ended = r.cycles.filter((c) => c.status === 'completed' || c.status === 'failed');
-    expect(ended.every((c) => typeof c.state.outcome === 'string' && c.state.outcome.length > 0)).toBe(true);
-  }, Math.max(1_800_000, CYCLES * 240_000));
+  it(
+    `${CYCLES} cycles end through faults at seeded random moments (seed ${SEED}) with every invariant held`,
+    async () => {
+      const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0, downUntil: 0 };
+      // CHAOS_STORE=postgres: the store a database on the test run's PostgreSQL server (its lock and disk not ours)
+      const pgUrl = STORE === 'postgres' ? freshPostgresUrl() : undefined;
+      project = await loopProject(
+        faultyBackend(adapterScript({ delayMs: 100 }), backend),
+        `store: { busy_timeout_ms: ${BUSY_MS}${pgUrl ? `, url: "${pgUrl}"` : ''} }`,
+      );
+      const dir = project.dir;
+      underFire(dir, 2);
+      const r = await runChaos({
+        dir,
+        cycles: CYCLES,
+        seed: SEED,
+        rates: ratesFromEnv(),
+        backend,
+        busyMs: BUSY_MS,
+        ...(pgUrl ? { pgUrl } : {}),
+        env: { FAKE_TRAINER_STEP_S: '1' },
+      });
+      expect(r.violations).toEqual([]);
+      expect(r.completed + r.failed).toBe(CYCLES);
+      const ended = r.cycles.filter((c) => c.status === 'completed' || c.status === 'failed');
+      expect(ended.every((c) => typeof c.state.outcome === 'string' && c.state.outcome.length > 0)).toBe(true);
+    },
+    Math.max(1_800_000, CYCLES * 240_000),
+  );
 });

@@ -35,27 +35,31 @@ describe('chaos: prompt optimization, a policy fit and a weight role under fault
     await server?.close();
   });
 
-  it(`${CYCLES} cycles through every stage end with every invariant held (seed ${SEED})`, async () => {
-    const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0, downUntil: 0 };
-    server = await startScriptedServer(faultyBackend(promptOptScript({ delayMs: () => 60 }), backend));
-    const p = promptOptProject(server.baseUrl, SEARCH, { tasks: 16, extra: EXTRA });
-    fs.mkdirSync(path.join(p.dir, 'base'));
-    fs.writeFileSync(path.join(p.dir, 'base', 'config.json'), '{"model_type": "llama"}');
-    fs.writeFileSync(path.join(p.dir, 'base', 'model.safetensors'), 'x'.repeat(64));
-    underFire(p.dir, 2, [['model: team-model }', 'model: team-model, lora: { line: base } }']]);
-    const r = await runChaos({
-      dir: p.dir,
-      cycles: CYCLES,
-      seed: SEED,
-      rates: ratesFromEnv(),
-      backend,
-      busyMs: BUSY_MS,
-      env: { FAKE_TRAINER_STEP_S: '1' },
-    });
-    expect(r.violations).toEqual([]);
-    expect(r.completed + r.failed).toBe(CYCLES);
-    // every stage ran in some cycle, to its end or to its fault
-    const steps = r.cycles.flatMap((c) => Object.keys(c.state.stages));
-    expect(new Set(steps)).toEqual(new Set(['collect', 'review', 'train', 'prompt_opt', 'eval', 'deploy']));
-  }, Math.max(1_800_000, CYCLES * 240_000));
+  it(
+    `${CYCLES} cycles through every stage end with every invariant held (seed ${SEED})`,
+    async () => {
+      const backend: BackendFaults = { refuseUntil: 0, hangUntil: 0, downUntil: 0 };
+      server = await startScriptedServer(faultyBackend(promptOptScript({ delayMs: () => 60 }), backend));
+      const p = promptOptProject(server.baseUrl, SEARCH, { tasks: 16, extra: EXTRA });
+      fs.mkdirSync(path.join(p.dir, 'base'));
+      fs.writeFileSync(path.join(p.dir, 'base', 'config.json'), '{"model_type": "llama"}');
+      fs.writeFileSync(path.join(p.dir, 'base', 'model.safetensors'), 'x'.repeat(64));
+      underFire(p.dir, 2, [['model: team-model }', 'model: team-model, lora: { line: base } }']]);
+      const r = await runChaos({
+        dir: p.dir,
+        cycles: CYCLES,
+        seed: SEED,
+        rates: ratesFromEnv(),
+        backend,
+        busyMs: BUSY_MS,
+        env: { FAKE_TRAINER_STEP_S: '1' },
+      });
+      expect(r.violations).toEqual([]);
+      expect(r.completed + r.failed).toBe(CYCLES);
+      // every stage ran in some cycle, to its end or to its fault
+      const steps = r.cycles.flatMap((c) => Object.keys(c.state.stages));
+      expect(new Set(steps)).toEqual(new Set(['collect', 'review', 'train', 'prompt_opt', 'eval', 'deploy']));
+    },
+    Math.max(1_800_000, CYCLES * 240_000),
+  );
 });

@@ -85,6 +85,8 @@ export const STAGES: { [S in Stage]: CycleStage<S> } = {
   },
 
   async train(rt, { prior }, c) {
+    const canary = !prior?.training_run_id && !prior?.roles?.length && canaryInProgress(rt);
+    if (canary) return skipped(waitForCanary(canary.text));
     const { implicit } = teamRoles(rt.config);
     const runs = implicit
       ? prior?.training_run_id && { team: prior.training_run_id }
@@ -120,6 +122,8 @@ export const STAGES: { [S in Stage]: CycleStage<S> } = {
   },
 
   async prompt_opt(rt, { prior }, c) {
+    const canary = !prior?.training_run_id && canaryInProgress(rt);
+    if (canary) return skipped(waitForCanary(canary.text));
     const run = prior?.training_run_id ? rt.store().trainingRuns.get(prior.training_run_id) : undefined;
     if (run?.status === 'completed')
       return {
@@ -208,13 +212,12 @@ export const STAGES: { [S in Stage]: CycleStage<S> } = {
         action: 'not promoted',
         reason: `production changed since the evaluation (now set v${production.version}); the next cycle evaluates again`,
       };
-    const running = rt.store().sets.pointer('canary');
+    const running = canaryInProgress(rt);
     if (running) {
-      const canary = `set v${rt.store().sets.get(running.setId)?.version}, ${Math.round((running.fraction ?? 0) * 100)} %`;
       const reason =
         running.setId === candidate
-          ? `this candidate is the canary already (${canary} of traffic): review takes it on from its stage`
-          : `a canary is still in its stages (${canary} of traffic): a cycle does not replace a canary in `
+          ? `this candidate is the canary already (${running.text}): review takes it on from its stage`
+          : `a canary is still in its stages (${running.text}): a cycle does not replace a canary in `
             + 'progress; a later cycle evaluates again once review has ended it';
       return { status: 'done', action: 'not promoted', reason };
     }
@@ -234,6 +237,19 @@ export const STAGES: { [S in Stage]: CycleStage<S> } = {
     };
   },
 };
+
+/** The canary running now (the set and its share of traffic, for people), or null. */
+function canaryInProgress(rt: Runtime): { setId: string; text: string } | null {
+  const p = rt.store().sets.pointer('canary');
+  if (!p) return null;
+  const share = Math.round((p.fraction ?? 0) * 100);
+  return { setId: p.setId, text: `set v${rt.store().sets.get(p.setId)?.version}, ${share} % of traffic` };
+}
+
+/** Why a cycle makes no candidate while a canary runs: it could not deploy it over the canary. */
+const waitForCanary = (canary: string) =>
+  `a canary is in its stages (${canary}): a candidate made now could not replace it, so this cycle makes none; `
+  + 'the first cycle after review has promoted or ended it does';
 
 /** With neither train nor prompt_opt in loop.steps, the newest candidate (as `eval` without --candidate picks it). */
 function newestCandidate(rt: Runtime): string | undefined {

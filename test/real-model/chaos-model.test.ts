@@ -34,8 +34,8 @@ eval: { n: 4, seeds: 1 }
 loop: { collect_n: 4 }
 `;
 
-/** The model servers (`massgen_rl_serving`) below this process, as pid → args. */
-function servers(under?: number): Map<number, string> {
+/** The model servers (`massgen_rl_serving`) below this process, as pid → args; `olderS`: up at least that long. */
+function servers(under?: number, olderS = 0): Map<number, string> {
   const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,etimes=,args='], { encoding: 'utf8' })
     .split('\n')
     .map((l) => /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(.*)$/.exec(l))
@@ -46,7 +46,9 @@ function servers(under?: number): Map<number, string> {
     return under === undefined;
   };
   return new Map(
-    rows.filter((m) => m[4]!.includes('massgen_rl_serving') && below(Number(m[1]))).map((m) => [Number(m[1]), m[4]!]),
+    rows
+      .filter((m) => m[4]!.includes('massgen_rl_serving') && below(Number(m[1])) && Number(m[3]) >= olderS)
+      .map((m) => [Number(m[1]), m[4]!]),
   );
 }
 
@@ -67,11 +69,19 @@ describe.runIf(RUN)('chaos on the bundled model', () => {
         return [
           (async () => {
             await sleep(when);
-            if (!c.running() || c.pid === undefined) return;
-            const [pid] = servers(c.pid).keys();
-            if (pid === undefined) return;
-            process.kill(pid, 'SIGKILL');
-            c.count('server_kill');
+            // a server that is serving (up 20 s), whenever there is one: one killed while it starts fails its stage,
+            // which the next start resumes
+            for (; c.running() && c.pid !== undefined; await sleep(1000)) {
+              const [pid] = servers(c.pid, 20).keys();
+              if (pid === undefined) continue;
+              try {
+                process.kill(pid, 'SIGKILL');
+                c.count('server_kill');
+              } catch {
+                // it exited first
+              }
+              return;
+            }
           })(),
         ];
       },

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SupervisedGateway } from '../support/chaos-gateway.js';
-import { ratesFromEnv, runChaos, underFire } from '../support/chaos-run.js';
+import { runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
 import { pairwiseJudge } from '../support/pairwise-judge.js';
@@ -56,10 +56,8 @@ loop: { steps: [collect, review, train, eval, deploy] }`,
         dir,
         cycles: CYCLES,
         seed: SEED,
-        rates: ratesFromEnv(),
         backend,
         busyMs: BUSY_MS,
-        env: { FAKE_TRAINER_STEP_S: '1' },
         beforeStart: async (c) => {
           clock = c;
           await gw.ensure(c);

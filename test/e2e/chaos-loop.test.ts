@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ratesFromEnv, runChaos, underFire } from '../support/chaos-run.js';
+import { runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -41,11 +41,9 @@ describe('chaos: the loop under faults at random moments', () => {
         dir,
         cycles: CYCLES,
         seed: SEED,
-        rates: ratesFromEnv(),
         backend,
         busyMs: BUSY_MS,
         ...(pgUrl ? { pgUrl } : {}),
-        env: { FAKE_TRAINER_STEP_S: '1' },
       });
       expect(r.violations).toEqual([]);
       expect(r.completed + r.failed).toBe(CYCLES);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ratesFromEnv, runChaos, underFire } from '../support/chaos-run.js';
+import { runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { TRAINER } from '../support/loop-project.js';
 import { promptOptProject, promptOptScript } from '../support/prompt-opt-project.js';
@@ -49,10 +49,8 @@ describe('chaos: prompt optimization, a policy fit and a weight role under fault
         dir: p.dir,
         cycles: CYCLES,
         seed: SEED,
-        rates: ratesFromEnv(),
         backend,
         busyMs: BUSY_MS,
-        env: { FAKE_TRAINER_STEP_S: '1' },
       });
       expect(r.violations).toEqual([]);
       expect(r.completed + r.failed).toBe(CYCLES);

@@ -81,11 +81,13 @@ export interface ChaosOptions {
   dir: string;
   cycles: number;
   seed: number;
-  rates: Rates;
+  /** ratesFromEnv() unless given. */
+  rates?: Rates;
   backend: BackendFaults;
   /** The store's busy_timeout_ms in the project (locks are held past it). */
   busyMs: number;
   pgUrl?: string;
+  /** The loop's environment (default: the stand-in trainer's steps 1 s apart). */
   env?: Record<string, string>;
   /** Before every start, with the clock's environment (null: no clock faults): e.g. a killed gateway started again. */
   beforeStart?: (clock: Record<string, string> | null) => Promise<void>;
@@ -115,7 +117,8 @@ export interface ChaosOutcome {
  * faults drawn for it at seeded random moments, the invariants checked after every start and at the end.
  */
 export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
-  const { dir, rates, pgUrl } = o;
+  const { dir, pgUrl } = o;
+  const rates = o.rates ?? ratesFromEnv();
   const random = rng(o.seed);
   const children: ResultPromise[] = [];
   const disk = rates.disk > 0 && !pgUrl && ownFileSystem(dir, 1024);
@@ -152,7 +155,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
         background = o.background({ random: rng(o.seed + 1), count, over: () => over });
       const child = execa(process.execPath, [BIN, 'loop', '--once', '--json'], {
         cwd: dir,
-        env: { NO_COLOR: '1', ...o.env, ...clock },
+        env: { NO_COLOR: '1', ...(o.env ?? { FAKE_TRAINER_STEP_S: '1' }), ...clock },
         reject: false,
       });
       children.push(child);
@@ -166,7 +169,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
         count,
       };
       const kill = random() < rates.kill ? c.at() : null;
-      const injected = [...drawFaults(o, c, { disk, clock, clockSpec }), ...(o.faults?.(c) ?? [])];
+      const injected = [...drawFaults({ ...o, rates }, c, { disk, clock, clockSpec }), ...(o.faults?.(c) ?? [])];
       const timer = kill === null ? undefined : setTimeout(() => child.kill('SIGKILL'), kill);
       const r = await child;
       running = false;
@@ -249,7 +252,7 @@ function ended(r: { stdout: unknown; stderr: unknown; exitCode?: number }, attem
 
 /** The faults common to every scenario, drawn for one start (the CLI's own kill is drawn by the caller). */
 function drawFaults(
-  o: ChaosOptions,
+  o: ChaosOptions & { rates: Rates },
   c: StartContext,
   env: { disk: boolean; clock: Record<string, string> | null; clockSpec: string },
 ): Promise<unknown>[] {

@@ -178,9 +178,11 @@ describe('a canary in the gateway', () => {
     await pause(150);
     p.setCanary(null);
     await pause(150);
+    // on a busy machine the phases above may pass with fewer calls: the load goes on until there were 100 (a gateway
+    // that stops answering times the test out)
+    while (results.length <= 100) await pause(20);
     stop = true;
     await Promise.all(clients);
-    expect(results.length).toBeGreaterThan(100);
     expect(results.filter((r) => r.status !== 200 || !r.ok)).toEqual([]);
     const seen = armsSeen(p);
     expect([...seen.values()].some((arms) => arms.has('canary'))).toBe(true);

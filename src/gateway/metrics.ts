@@ -31,12 +31,14 @@ export interface RequestRecord {
 export interface MetricSources {
   capture: CaptureStats;
   openSessions: () => number;
+  /** Captured calls no journal file took (a full disk on both): a kill before their batch is stored loses them. */
+  unjournaled?: () => number;
 }
 
 /**
  * The gateway's metrics: requests by route, model and status; latency and time to first token per
  * model; tokens in and out per model (counted when the calls are captured, so up to flush_ms behind);
- * the capture queue, rows written, write errors, open sessions.
+ * the capture queue, rows written, write errors, calls not journaled, open sessions.
  */
 export class GatewayMetrics {
   private readonly requests = new Counter(
@@ -101,6 +103,12 @@ export class GatewayMetrics {
         'Capture writes the store refused (each tried again).',
         'counter',
         [[{}, c.errors]],
+      ),
+      sampled(
+        'massgen_gateway_capture_unjournaled_total',
+        'Captured calls no journal file took (the disk full); kept only once their batch is in the store.',
+        'counter',
+        [[{}, this.sources.unjournaled?.() ?? 0]],
       ),
       sampled('massgen_gateway_open_sessions', 'Sessions open (their rollouts not finished yet).', 'gauge', [
         [{}, this.sources.openSessions()],

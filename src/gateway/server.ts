@@ -63,7 +63,11 @@ export async function startGateway(rt: Runtime, opts: GatewayOptions = {}): Prom
     weights: rt.config.rewards.weights,
   });
   const limits = cfg;
-  const metrics = new GatewayMetrics({ capture: capture.stats, openSessions: () => sessions.size });
+  const metrics = new GatewayMetrics({
+    capture: capture.stats,
+    openSessions: () => sessions.size,
+    unjournaled: () => journal.unjournaled,
+  });
   const systemPrompts = new SystemPrompts(rt.store(), cfg.agents);
   const setModels = new SetModels(rt);
   const canaryModels = new CanaryModels(rt, setModels, opts.onError);

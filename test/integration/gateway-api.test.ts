@@ -101,6 +101,7 @@ describe('GET /metrics', () => {
     expect(value('massgen_gateway_captured_rows_total')).toBe(3);
     expect(value('massgen_gateway_capture_queue_depth')).toBe(0);
     expect(value('massgen_gateway_capture_write_errors_total')).toBe(0);
+    expect(value('massgen_gateway_capture_unjournaled_total')).toBe(0);
     expect(value('massgen_gateway_open_sessions')).toBe(2);
     expect((await fetch(`${p.gw.url}/metrics`, { method: 'POST' })).status).toBe(405);
   });

@@ -40,16 +40,13 @@ export class CaptureJournal {
   private waiting: (() => void)[] = [];
   private scheduled = false;
 
-  private readonly dir: string;
-
   constructor(
-    dir: string,
+    private readonly dir: string,
     private readonly redactor: Redactor,
     private readonly onError?: (err: unknown) => void,
   ) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.prefix = `capture-${HOST_TAG}-${process.pid}-${Date.now()}`;
-    this.dir = dir;
     this.spare = fallbackJournalDir(dir);
     this.openSegment();
   }
@@ -93,9 +90,12 @@ export class CaptureJournal {
   rotate(): string[] {
     this.sync();
     if (this.lines) {
-      fs.closeSync(this.fd);
-      this.done.push(this.file);
-      this.openSegment();
+      this.retire();
+      try {
+        this.openSegment();
+      } catch (err) {
+        this.onError?.(err); // neither file system takes a file now: the next write tries again
+      }
     }
     return [...this.done];
   }
@@ -111,46 +111,57 @@ export class CaptureJournal {
   /** After the last write: an empty segment goes; one holding calls the store refused stays, for recovery. */
   close(): void {
     this.sync();
+    if (this.fd < 0) return;
     fs.closeSync(this.fd);
     if (!this.lines) fs.rmSync(this.file, { force: true });
   }
 
-  /** Appends to the segment; when its disk refuses, the rest goes to a new segment on the spare file system. */
+  /**
+   * Appends to the segment (opening one when there is none); when its disk refuses, the segment is retired and the
+   * lines go to a new segment on the spare file system; when that refuses too, they are counted as unjournaled.
+   */
   private write(bytes: Buffer, lines: number): void {
-    try {
-      writeAll(this.fd, bytes);
-      this.lines += lines;
-      return;
-    } catch (err) {
-      this.onError?.(err);
+    for (const dirs of [undefined, [this.spare]]) {
+      try {
+        if (dirs || this.fd < 0) this.openSegment(dirs);
+        writeAll(this.fd, bytes);
+        this.lines += lines;
+        return;
+      } catch (err) {
+        this.onError?.(err);
+        this.retire();
+      }
     }
-    // the refused segment may end in a line cut short: closed here, its whole lines are recovered and that one left
-    fs.closeSync(this.fd);
-    this.done.push(this.file);
-    try {
-      fs.mkdirSync(this.spare, { recursive: true, mode: 0o700 });
-      this.openSegment(this.spare);
-      writeAll(this.fd, bytes);
-      this.lines += lines;
-    } catch (err) {
-      this.unjournaled += lines;
-      this.onError?.(err);
-    }
+    this.unjournaled += lines;
   }
 
-  /** A new segment in `dir` (the journal's own, unless its disk refuses one). */
-  private openSegment(dir = this.dir): void {
+  /**
+   * Closes the segment for good: it goes with the next batch write. One a write failed in may end in a line cut
+   * short, which recovery leaves out (readJournal); its whole lines are recovered.
+   */
+  private retire(): void {
+    if (this.fd < 0) return;
+    fs.closeSync(this.fd);
+    this.done.push(this.file);
+    this.fd = -1;
+  }
+
+  /** A new segment in the first of `dirs` that takes one: the journal's own folder, else the spare. */
+  private openSegment(dirs = [this.dir, this.spare]): void {
     const name = `${this.prefix}-${this.seq++}.jsonl`;
-    try {
-      this.fd = fs.openSync(path.join(dir, name), 'a', 0o600);
-      this.file = path.join(dir, name);
-    } catch (err) {
-      if (dir === this.spare) throw err;
-      fs.mkdirSync(this.spare, { recursive: true, mode: 0o700 });
-      this.fd = fs.openSync(path.join(this.spare, name), 'a', 0o600);
-      this.file = path.join(this.spare, name);
+    let refused: unknown;
+    for (const dir of dirs) {
+      try {
+        if (dir === this.spare) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+        this.fd = fs.openSync(path.join(dir, name), 'a', 0o600);
+        this.file = path.join(dir, name);
+        this.lines = 0;
+        return;
+      } catch (err) {
+        refused = err;
+      }
     }
-    this.lines = 0;
+    throw refused;
   }
 }
 

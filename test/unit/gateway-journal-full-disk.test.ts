@@ -62,4 +62,36 @@ describe('the capture journal on a full disk', () => {
     journal.close();
     expect(fs.readdirSync(spare)).toEqual([]);
   });
+
+  it('answers and counts the calls when neither file system takes them, and journals again once one does', () => {
+    const dir = path.join(tempDir({}), 'gateway');
+    const errors: unknown[] = [];
+    const journal = new CaptureJournal(dir, new Redactor([], []), (e) => errors.push(e));
+    const enospc = () => Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    const full = [
+      vi.spyOn(fs, 'writeSync').mockImplementation(() => {
+        throw enospc();
+      }),
+      vi.spyOn(fs, 'openSync').mockImplementation(() => {
+        throw enospc();
+      }),
+    ];
+    let ended = 0;
+    journal.append(call('c1'), () => ended++);
+    journal.sync();
+    journal.append(call('c2'), () => ended++);
+    journal.sync();
+    const during = journal.rotate();
+    expect(ended).toBe(2);
+    expect(journal.unjournaled).toBe(2);
+    expect(errors.length).toBeGreaterThan(0);
+    for (const f of full) f.mockRestore();
+    // room again: the next call is journaled, in a segment the next batch write hands over
+    journal.append(call('c3'));
+    const after = journal.rotate();
+    expect(ids(after.slice(during.length))).toEqual(['c3']);
+    expect(journal.unjournaled).toBe(2);
+    journal.committed(after);
+    journal.close();
+  });
 });

@@ -1,9 +1,9 @@
-import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
-import { BIN, tempDir } from '../helpers.js';
+import { tempDir } from '../helpers.js';
 import { startChatBackend, type ChatBackend } from '../support/chat-backend.js';
+import { startGatewayCli } from '../support/gateway-cli.js';
 
 let backend: ChatBackend | undefined;
 afterEach(async () => {
@@ -12,35 +12,6 @@ afterEach(async () => {
 });
 
 const HELLO = { model: 'scripted', messages: [{ role: 'user', content: 'Say hello' }] };
-
-interface Started {
-  baseUrl: string;
-  auth: string;
-  recovered?: { calls: number };
-}
-
-/** `massgen-rl --json gateway --port 0` in dir, and the JSON it prints once it listens. */
-function startCli(dir: string) {
-  const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', '0'], {
-    cwd: dir,
-    reject: false,
-    stdin: 'ignore',
-    env: { NO_COLOR: '1' },
-  });
-  const ready = new Promise<Started>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      try {
-        resolve(JSON.parse(out) as Started);
-      } catch {
-        /* not all of it yet */
-      }
-    });
-    void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
-  });
-  return { child, ready };
-}
 
 describe('massgen-rl gateway', () => {
   it('prints its address as JSON, and on SIGTERM finishes the stream in flight and stores every call', async () => {
@@ -52,7 +23,7 @@ agents:
   - { id: a, model: scripted }
 `,
     });
-    const { child, ready } = startCli(dir);
+    const { child, ready } = startGatewayCli(dir);
     const started = await ready;
     expect(started.auth).toBe('loopback-only');
     const url = `${started.baseUrl}/chat/completions`;
@@ -97,7 +68,7 @@ agents:
 gateway: { flush_ms: 5000, batch_size: 100000 }
 `,
     });
-    const start = () => startCli(dir);
+    const start = () => startGatewayCli(dir);
     const first = start();
     const { baseUrl } = await first.ready;
     const completed: string[] = [];

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 import { ratesFromEnv, runChaos } from '../support/chaos-run.js';
+import { smallCycleConfig } from '../support/small-cycle.js';
 
 // The loop under fire on the real parts (issue 47's short run on the bundled model): the bundled model served by
 // our server, real TRL training on CPU, a real evaluation, with the CLI, the trainer and the model server killed
@@ -14,25 +15,14 @@ const CYCLES = Number(process.env.CHAOS_MODEL_CYCLES ?? 2);
 const SEED = Number(process.env.CHAOS_SEED ?? 50);
 const SERVER_RATE = Number(process.env.CHAOS_SERVER_RATE ?? 0.5);
 const BUSY_MS = 2000;
-const CONFIG = `agents:
-${['a', 'b', 'c'].map((x) => `  - { id: agent_${x}, model: local, tool_mode: text, implicit_answer: true, max_tokens: 48, temperature: 0.7 }`).join('\n')}
-orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 60, total_timeout_s: 300 }
-tasks:
-  sources: [{ suite: arithmetic, n: 40 }]
-collect: { concurrency: 2 }
-store: { busy_timeout_ms: ${BUSY_MS} }
-train:
-  algo: sft
-  max_steps: 4
-  batch_size: 2
-  max_length: 384
-  save_steps: 1
-  learning_rate: 0.0001
-  sft: { reward_threshold: null }
-  gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
-eval: { n: 4, seeds: 1 }
-loop: { collect_n: 4 }
-`;
+const CONFIG = smallCycleConfig({
+  agentTimeoutS: 60,
+  totalTimeoutS: 300,
+  maxSteps: 4,
+  evalN: 4,
+  collectN: 4,
+  extra: `store: { busy_timeout_ms: ${BUSY_MS} }`,
+});
 
 /** The model servers (`massgen_rl_serving`) below this process, as pid → args; `olderS`: up at least that long. */
 function servers(under?: number, olderS = 0): Map<number, string> {

@@ -5,31 +5,21 @@ import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';
 import { hasStack, runCli, tempDir } from '../helpers.js';
+import { smallCycleConfig } from '../support/small-cycle.js';
 
 // One unattended cycle with the real parts, as a user runs it: the bundled model served by our server,
 // a real collect, real TRL training on CPU, a real evaluation of base against the new adapter on the
 // same tasks and seeds, the deploy gates, the HTML report. Kept small: the point is the machinery. It runs
 // without references (rewards.references off), as on traffic that has none: the label-free rewards, and the
 // evaluation's check against the references it withheld.
-const CONFIG = `agents:
-${['a', 'b', 'c'].map((x) => `  - { id: agent_${x}, model: local, tool_mode: text, implicit_answer: true, max_tokens: 48, temperature: 0.7 }`).join('\n')}
-orchestrator: { max_action_retries: 1, max_rounds: 3, agent_timeout_s: 240, total_timeout_s: 600 }
-tasks:
-  sources: [{ suite: arithmetic, n: 40 }]
-collect: { concurrency: 2 }
-rewards: { references: off }
-train:
-  algo: sft
-  max_steps: 2
-  batch_size: 2
-  max_length: 384
-  save_steps: 1
-  learning_rate: 0.0001
-  sft: { reward_threshold: null }
-  gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
-eval: { n: 2, seeds: 1 }
-loop: { collect_n: 3 }
-`;
+const CONFIG = smallCycleConfig({
+  agentTimeoutS: 240,
+  totalTimeoutS: 600,
+  maxSteps: 2,
+  evalN: 2,
+  collectN: 3,
+  extra: 'rewards: { references: off }',
+});
 
 describe('loop --once with the default local model', () => {
   it('runs collect → train → eval → deploy on CPU and ends promoted or not promoted, with the gates and the report', async () => {

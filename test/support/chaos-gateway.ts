@@ -1,11 +1,11 @@
-import { execa, type ResultPromise } from 'execa';
+import type { ResultPromise } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../../src/config/load.js';
 import { openStore } from '../../src/runtime/store.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
-import { BIN } from '../helpers.js';
+import { startGatewayCli } from './gateway-cli.js';
 
 const QUESTIONS = ['What is 6 x 7?', 'What is 40 + 2?', 'What is 50 - 9?', 'What is the answer to everything?'];
 
@@ -48,34 +48,20 @@ export class SupervisedGateway {
 
   private async start(clock: Record<string, string> | null): Promise<void> {
     for (let tries = 0; ; tries++) {
-      const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', String(this.port)], {
-        cwd: this.dir,
-        reject: false,
-        stdin: 'ignore',
-        env: { NO_COLOR: '1', ...clock },
-      });
+      const { child, ready } = startGatewayCli(this.dir, { port: this.port, ...(clock ? { env: clock } : {}) });
       this.child = child;
       child.stderr!.on('data', (c: Buffer) => fs.appendFileSync(this.log, c));
-      const listening = await new Promise<boolean>((resolve) => {
-        let out = '';
-        child.stdout!.on('data', (c: Buffer) => {
-          out += c.toString();
-          const url = /"baseUrl":\s*"http:\/\/[^:]+:(\d+)/.exec(out)?.[1];
-          if (url) {
-            this.port = Number(url);
-            resolve(true);
-          }
-        });
-        void child.then(() => resolve(false));
-      });
-      if (listening) {
+      const started = await ready.catch(() => null);
+      if (started) {
+        this.port = Number(new URL(started.baseUrl).port);
         void child.then((r) => this.exited(child, r, clock));
         return;
       }
-      await child;
+      const r = await child;
       this.child = undefined;
+      if (/please report/i.test(String(r.stderr))) this.crashes.push(`start: ${String(r.stderr).slice(-600)}`);
       // refused to start (the disk full, the store locked past its timeout): systemd tries again
-      if (tries > 40) throw new Error(`the gateway does not start: ${String((await child).stderr).slice(-400)}`);
+      if (tries > 40) throw new Error(`the gateway does not start: ${String(r.stderr).slice(-400)}`);
       await sleep(250);
     }
   }

@@ -1,0 +1,35 @@
+import { execa } from 'execa';
+import { BIN } from '../helpers.js';
+
+/** What `massgen-rl --json gateway` prints once it listens. */
+export interface GatewayStarted {
+  baseUrl: string;
+  auth: string;
+  recovered?: { calls: number };
+}
+
+/**
+ * `massgen-rl --json gateway --port PORT` (0: a free one) in dir, and the JSON it prints once it listens; `ready`
+ * rejects with its stderr when it exits first.
+ */
+export function startGatewayCli(dir: string, opts: { port?: number; env?: Record<string, string> } = {}) {
+  const child = execa(process.execPath, [BIN, '--json', 'gateway', '--port', String(opts.port ?? 0)], {
+    cwd: dir,
+    reject: false,
+    stdin: 'ignore',
+    env: { NO_COLOR: '1', ...opts.env },
+  });
+  const ready = new Promise<GatewayStarted>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      try {
+        resolve(JSON.parse(out) as GatewayStarted);
+      } catch {
+        /* not all of it yet */
+      }
+    });
+    void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
+  });
+  return { child, ready };
+}

@@ -4,7 +4,7 @@ import { SupervisedGateway } from '../support/chaos-gateway.js';
 import { runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
-import { pairwiseJudge } from '../support/pairwise-judge.js';
+import { pairwiseJudge, prefersRight } from '../support/pairwise-judge.js';
 import type { Script } from '../support/scripted-server.js';
 
 // The gateway under the same fire as chaos-loop's loop (its rates, CHAOS_* from the environment), and killed with
@@ -21,7 +21,7 @@ const rightAnswer = (text: string) => (text.includes('50 - 9') ? '41' : '42');
 
 /** The team answers right on a trained adapter (`base-vN`), `7` on the base; the judge prefers the right answer. */
 const script: Script = (req) =>
-  pairwiseJudge(req, rightAnswer) ?? {
+  pairwiseJudge(req, prefersRight(rightAnswer)) ?? {
     content: `ANSWER: ${/^base-v\d+$/.test(req.model) ? rightAnswer(req.messages.at(-1)?.content ?? '') : '7'}`,
     delayMs: 50,
   };

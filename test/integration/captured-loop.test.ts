@@ -10,7 +10,7 @@ import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
 import { runCli } from '../helpers.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
-import { pairwiseJudge } from '../support/pairwise-judge.js';
+import { pairwiseJudge, prefersRight } from '../support/pairwise-judge.js';
 import type { Script } from '../support/scripted-server.js';
 
 const HOLDOUT = 0.3;
@@ -42,7 +42,7 @@ interface Quality {
  */
 function script(quality: Quality, served: { adapters?: Set<string> }): Script {
   return (req) => {
-    const judged = pairwiseJudge(req, rightAnswer);
+    const judged = pairwiseJudge(req, prefersRight(rightAnswer));
     if (judged) return judged;
     const last = req.messages.at(-1)?.content ?? '';
     const adapter = /^base-v\d+$/.test(req.model);

@@ -10,6 +10,7 @@ import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { heldOutRollout } from '../../src/trace/held-out.js';
 import { runCli } from '../helpers.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
+import { pairwiseJudge } from '../support/pairwise-judge.js';
 import type { Script, ScriptedRequest } from '../support/scripted-server.js';
 
 const HOLDOUT = 0.5;
@@ -67,13 +68,7 @@ function capture(store: Store, id: string, questions: string[], metadata: Record
 /** The candidate (adapter base-v1) answers 42, production 7; the judge prefers `prefer(a, b)`. */
 function script(judge: (a: string, b: string) => string): Script {
   return (req: ScriptedRequest) => {
-    if (JUDGE_SYSTEM.test(req.messages[0]?.content ?? '')) {
-      const text = req.messages.at(-1)!.content ?? '';
-      const a = /Answer A[^\n]*\n([\s\S]*?)\n\nAnswer B/.exec(text)?.[1] ?? '';
-      const b = /Answer B[^\n]*\n([\s\S]*?)\n\nWhich/.exec(text)?.[1] ?? '';
-      return { content: `{"winner": "${judge(a, b)}", "reason": "scripted"}` };
-    }
-    return { content: req.model === 'base-v1' ? 'ANSWER: 42' : 'ANSWER: 7' };
+    return pairwiseJudge(req, judge) ?? { content: req.model === 'base-v1' ? 'ANSWER: 42' : 'ANSWER: 7' };
   };
 }
 

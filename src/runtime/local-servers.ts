@@ -2,6 +2,7 @@ import type { ResolvedPaths } from '../config/paths.js';
 import type { RLConfig } from '../config/schema.js';
 import type { LlmClient } from '../llm/types.js';
 import type { ResolvedWeights } from '../resources/weights.js';
+import { ServerStartError } from '../serving/local-server.js';
 import {
   CLIENT_CONTEXT_TOKENS,
   serverKey,
@@ -89,9 +90,22 @@ export class LocalServers {
     };
   }
 
+  /** Starts a server; one killed while it started (kill -9, the OOM killer) is started once more, as a later death is. */
   private async start(target: ServeTarget, forClients: boolean): Promise<ServedModel> {
-    const server = await startServer(target, this.owner.paths, this.serveOptions(forClients));
-    this.watch(server, target, forClients, []);
+    const generation = this.generation;
+    const restarts: number[] = [];
+    let server: ServedModel;
+    try {
+      server = await startServer(target, this.owner.paths, this.serveOptions(forClients));
+    } catch (err) {
+      const killed = err instanceof ServerStartError && err.killed;
+      if (!killed || generation !== this.generation || this.opts.signal?.aborted) throw err;
+      const what = `the model server for "${target.servedName}" was killed while it started`;
+      this.opts.onEvent?.({ event: 'progress', message: `${what}; starting it again` });
+      server = await startServer(target, this.owner.paths, this.serveOptions(forClients));
+      restarts.push(Date.now());
+    }
+    this.watch(server, target, forClients, restarts);
     return server;
   }
 

@@ -53,6 +53,18 @@ export interface LocalServer {
   stop(): Promise<void>;
 }
 
+/** A server that did not come up; `killed`: its process ended by a signal (kill -9, the OOM killer) while starting. */
+export class ServerStartError extends UserError {
+  constructor(
+    message: string,
+    hint: string | undefined,
+    readonly killed: boolean,
+  ) {
+    super(message, hint);
+    this.name = 'ServerStartError';
+  }
+}
+
 const SERVE_MODULE = 'massgen_rl_serving';
 const KILL_AFTER_MS = 5000;
 const TAIL_LINES = 40;
@@ -116,9 +128,11 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   const stderr = eachLine(child.stderr!, note);
 
   let gone = false;
+  let endSignal: string | undefined;
   const exited: Promise<number | null> = child
     .then((r) => {
       gone = true;
+      endSignal = r.signal ?? undefined;
       if ((r as { code?: string }).code === 'ENOENT') errorEvent ??= `python interpreter not found: ${opts.python}`;
       return r.exitCode ?? null;
     })
@@ -139,6 +153,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     })());
 
   const fail = async (reason: string, hint?: string): Promise<never> => {
+    const killed = endSignal !== undefined; // a signal ended it before we stopped it
     await stop();
     await Promise.all([closed(stdout), closed(stderr)]); // the last lines, and a late error event
     const lines = tail
@@ -146,9 +161,10 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
       .filter((l) => l.trim())
       .slice(-12);
     const detail = lines.length ? `\n  last log lines:\n    ${lines.join('\n    ')}` : '';
-    throw new UserError(
+    throw new ServerStartError(
       `${what} ${reason}${detail}`,
       hint ?? (opts.logFile ? `its full log is in ${opts.logFile}` : undefined),
+      killed,
     );
   };
 

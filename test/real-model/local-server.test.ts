@@ -1,4 +1,5 @@
 import { execa } from 'execa';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -208,6 +209,46 @@ describe("a run's model server killed", () => {
       await rt.close();
     }
     for (const pid of pids) expect(pidAlive(pid)).toBe(false);
+    expect(liveServers(loaded.paths.dataDir)).toEqual([]);
+  }, 240_000);
+});
+
+describe("a run's model server killed while it starts", () => {
+  it('is started once more, and the run goes on on the second one', async () => {
+    const loaded = configIn(
+      [
+        'models:',
+        '  a: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", max_batch_size: 2 } }',
+        'agents: [{ id: a1, model: a }]',
+      ].join('\n'),
+    );
+    const events: string[] = [];
+    let killed: number | undefined;
+    const rt = new Runtime(loaded, {
+      onServerEvent: (e) => {
+        events.push(String(e.message ?? e.event));
+        // its first progress line: the process is up, loading, not ready
+        if (killed !== undefined || e.event !== 'progress') return;
+        const ps = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' });
+        killed = Number(/^\s*(\d+)\s.*massgen_rl_serving/m.exec(ps)?.[1]);
+        process.kill(killed, 'SIGKILL');
+      },
+    });
+    try {
+      const server = await rt.servers.server('a');
+      expect(killed).toBeGreaterThan(0);
+      expect(server.pid).not.toBe(killed);
+      expect(events.some((m) => /was killed while it started; starting it again/.test(m))).toBe(true);
+      const client = await rt.client('a');
+      const reply = await client.chat({
+        model: 'smollm2-135m-instruct',
+        messages: [{ role: 'user', content: 'Hi' }],
+        max_tokens: 4,
+      });
+      expect(reply.usage.completionTokens).toBeGreaterThan(0);
+    } finally {
+      await rt.close();
+    }
     expect(liveServers(loaded.paths.dataDir)).toEqual([]);
   }, 240_000);
 });

@@ -24,12 +24,14 @@ export function startGatewayCli(dir: string, opts: { port?: number; env?: Record
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
       try {
-        resolve(JSON.parse(out) as GatewayStarted);
+        const printed = JSON.parse(out) as Partial<GatewayStarted>;
+        // anything else it prints whole is the error it exits with (`--json` prints errors on stdout too)
+        if (typeof printed.baseUrl === 'string') resolve(printed as GatewayStarted);
       } catch {
         /* not all of it yet */
       }
     });
-    void child.then((r) => reject(new Error(`the gateway exited: ${String(r.stderr)}`)));
+    void child.then((r) => reject(new Error(`the gateway exited: ${out.trim()} ${String(r.stderr)}`)));
   });
   return { child, ready };
 }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SupervisedGateway } from '../support/chaos-gateway.js';
-import { runChaos, underFire } from '../support/chaos-run.js';
+import { chaosTimeoutMs, MIN_FAULTS, runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { loopProject, type LoopProject } from '../support/loop-project.js';
 import { pairwiseJudge, prefersRight } from '../support/pairwise-judge.js';
@@ -87,11 +87,12 @@ loop: { steps: [collect, review, train, eval, deploy] }`,
         `chaos: ${gw.acknowledged.length} calls acknowledged, ${gw.kills} gateway kills, ${gw.restarts} restarts`,
       );
       expect(r.violations).toEqual([]);
-      expect(r.completed + r.failed).toBe(CYCLES);
+      expect(r.completed + r.failed).toBeGreaterThanOrEqual(CYCLES);
+      expect(r.injected).toBeGreaterThanOrEqual(MIN_FAULTS);
       expect(r.cycles.some((c) => (c.state.stages.collect as { status?: string } | undefined)?.status === 'done')).toBe(
         true,
       );
     },
-    Math.max(1_800_000, CYCLES * 240_000),
+    chaosTimeoutMs(CYCLES),
   );
 });

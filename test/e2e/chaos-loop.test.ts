@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { runChaos, underFire } from '../support/chaos-run.js';
+import { chaosTimeoutMs, MIN_FAULTS, runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 import { freshPostgresUrl } from '../support/postgres.js';
@@ -46,10 +46,11 @@ describe('chaos: the loop under faults at random moments', () => {
         ...(pgUrl ? { pgUrl } : {}),
       });
       expect(r.violations).toEqual([]);
-      expect(r.completed + r.failed).toBe(CYCLES);
+      expect(r.completed + r.failed).toBeGreaterThanOrEqual(CYCLES);
+      expect(r.injected).toBeGreaterThanOrEqual(MIN_FAULTS);
       const ended = r.cycles.filter((c) => c.status === 'completed' || c.status === 'failed');
       expect(ended.every((c) => typeof c.state.outcome === 'string' && c.state.outcome.length > 0)).toBe(true);
     },
-    Math.max(1_800_000, CYCLES * 240_000),
+    chaosTimeoutMs(CYCLES),
   );
 });

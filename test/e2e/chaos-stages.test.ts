@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runChaos, underFire } from '../support/chaos-run.js';
+import { chaosTimeoutMs, MIN_FAULTS, runChaos, underFire } from '../support/chaos-run.js';
 import { faultyBackend, type BackendFaults } from '../support/chaos.js';
 import { TRAINER } from '../support/loop-project.js';
 import { promptOptProject, promptOptScript } from '../support/prompt-opt-project.js';
@@ -53,12 +53,13 @@ describe('chaos: prompt optimization, a policy fit and a weight role under fault
         busyMs: BUSY_MS,
       });
       expect(r.violations).toEqual([]);
-      expect(r.completed + r.failed).toBe(CYCLES);
+      expect(r.completed + r.failed).toBeGreaterThanOrEqual(CYCLES);
+      expect(r.injected).toBeGreaterThanOrEqual(MIN_FAULTS);
       // every stage ran in a cycle that completed (a cycle failed by its trainer, killed or out of disk, ends at train)
       const steps = r.cycles.filter((c) => c.status === 'completed').flatMap((c) => Object.keys(c.state.stages));
       if (r.completed)
         expect(new Set(steps)).toEqual(new Set(['collect', 'review', 'train', 'prompt_opt', 'eval', 'deploy']));
     },
-    Math.max(1_800_000, CYCLES * 240_000),
+    chaosTimeoutMs(CYCLES),
   );
 });

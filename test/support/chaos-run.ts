@@ -77,8 +77,15 @@ export interface StartContext {
   count: (kind: string) => void;
 }
 
+/** CHAOS_FAULTS: a run goes on past its cycles until at least this many faults were injected (default 0). */
+export const MIN_FAULTS = Number(process.env.CHAOS_FAULTS ?? 0);
+
+/** A chaos test's time limit: 4 minutes a cycle (and a cycle for every 3 faults asked for), at least 30. */
+export const chaosTimeoutMs = (cycles: number) => Math.max(1_800_000, (cycles + MIN_FAULTS / 3) * 240_000);
+
 export interface ChaosOptions {
   dir: string;
+  /** Starts go on until this many cycles ended (completed or failed) and MIN_FAULTS faults were injected. */
   cycles: number;
   seed: number;
   /** ratesFromEnv() unless given. */
@@ -105,6 +112,8 @@ export interface ChaosOptions {
 export interface ChaosOutcome {
   completed: number;
   failed: number;
+  /** Faults injected, in all and by kind@stage. */
+  injected: number;
   faults: Record<string, number>;
   violations: string[];
   endings: string[];
@@ -127,7 +136,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
   const clockSpec = path.join(path.dirname(dir), `${path.basename(dir)}-clock`);
   const clock = rates.clock > 0 ? jumpableClock(clockSpec) : null;
   if (rates.clock > 0 && !clock) console.log('chaos: no clock jumps (libfaketime, Debian faketime, is not installed)');
-  const out: ChaosOutcome = { completed: 0, failed: 0, faults: {}, violations: [], endings: [], cycles: [] };
+  const out: ChaosOutcome = {
+    completed: 0,
+    failed: 0,
+    injected: 0,
+    faults: {},
+    violations: [],
+    endings: [],
+    cycles: [],
+  };
   const stageNow = () => {
     try {
       return look(dir, (db) => db.value('SELECT step FROM loop_runs ORDER BY started_at DESC LIMIT 1'), pgUrl);
@@ -138,15 +155,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
   const count = (kind: string) => {
     const key = `${kind}@${String(stageNow() ?? 'start')}`;
     out.faults[key] = (out.faults[key] ?? 0) + 1;
+    out.injected++;
   };
   let typicalMs = 8000;
   let seen: Acknowledged = new Map();
   let suspects = { processes: new Map<number, string>(), temps: new Set<string>() };
-  const maxStarts = Math.ceil((o.cycles / (1 - rates.kill)) * 4);
+  const maxStarts = Math.ceil((o.cycles / (1 - rates.kill)) * 4) + MIN_FAULTS;
+  const more = () => out.completed + out.failed < o.cycles || out.injected < MIN_FAULTS;
   let over = false;
   let background: Promise<unknown> = Promise.resolve();
   try {
-    for (let attempt = 0; out.completed + out.failed < o.cycles && attempt < maxStarts; attempt++) {
+    for (let attempt = 0; more() && attempt < maxStarts; attempt++) {
       const started = Date.now();
       // NTP set the clock right while the loop was down; a jump during a start stays until it ends
       if (clock) jumpClock(clockSpec, 0);
@@ -209,7 +228,6 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
     releaseFileSystem(dir);
     fs.rmSync(clockSpec, { force: true });
   }
-  const total = Object.values(out.faults).reduce((a, b) => a + b, 0);
   const stages = (c: ChaosOutcome['cycles'][number]) =>
     Object.entries(c.state.stages)
       .map(([stage, r]) => {
@@ -218,7 +236,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
       })
       .join(', ');
   console.log(
-    `chaos: ${out.completed} cycle(s) completed, ${out.failed} failed; ${total} fault(s) by kind@stage `
+    `chaos: ${out.completed} cycle(s) completed, ${out.failed} failed; ${out.injected} fault(s) by kind@stage `
       + `${JSON.stringify(out.faults)}; violations ${out.violations.length}\n  starts that gave up: `
       + `${out.endings.join('\n  ')}\n  cycles: `
       + out.cycles.map((c) => `${c.status} (${stages(c)}): ${c.state.outcome ?? ''}`).join('\n  '),

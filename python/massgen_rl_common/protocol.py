@@ -52,8 +52,11 @@ def emit(event: str, **fields: Any) -> None:
             return
         fields = {"rank": _rank, **fields}
     stream = _events or sys.stdout
-    stream.write(json.dumps({"event": event, **fields}, default=str, ensure_ascii=False) + "\n")
-    stream.flush()
+    try:
+        stream.write(json.dumps({"event": event, **fields}, default=str, ensure_ascii=False) + "\n")
+        stream.flush()
+    except BrokenPipeError:
+        pass  # the reader is gone (its process killed): there is no one left to tell
 
 
 def progress(stage: str, message: str, **fields: Any) -> None:
@@ -69,8 +72,11 @@ def error(message: str, **fields: Any) -> None:
 
 
 def log(*parts: Any) -> None:
-    """Free-form text for humans: stderr only."""
-    print(*parts, file=sys.stderr, flush=True)
+    """Free-form text for humans: stderr only (dropped once its reader is gone)."""
+    try:
+        print(*parts, file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        pass
 
 
 def report_usage(exc: UsageError, prog: str | None = None) -> None:

@@ -39,8 +39,9 @@ class Lifecycle:
         def watch() -> None:
             while not self.stop.wait(1.0):
                 if os.getppid() != parent:
-                    log("serve: the parent process exited; shutting down")
+                    # stop first: the parent's end of our stderr may be gone with it
                     self.signal_name = "parent-exit"
                     self.stop.set()
+                    log("serve: the parent process exited; shutting down")
 
         threading.Thread(target=watch, name="parent-watch", daemon=True).start()

@@ -52,15 +52,20 @@ export class GatewayAuth {
     }
   }
 
-  /** The client's name (the variable of its key; `loopback` without keys), or a 401 ApiError. */
-  check(authorization: string | undefined, remote: string | undefined): string {
+  /**
+   * The client's name (the variable of its key; `loopback` without keys), or a 401 ApiError. `bareKey`: the key
+   * may also come without the Bearer scheme (Logfire's OTLP exporters send `Authorization: <token>`).
+   */
+  check(authorization: string | undefined, remote: string | undefined, bareKey = false): string {
     if (this.open) {
       if (remote !== undefined && isLoopback(remote)) return 'loopback';
       throw unauthorized('the gateway has no client keys and serves loopback clients only');
     }
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!match) throw unauthorized('missing the API key: send Authorization: Bearer <key>');
-    const digest = sha256(match[1]!);
+    const key =
+      /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1]
+      ?? (bareKey ? /^(\S+)$/.exec(authorization ?? '')?.[1] : undefined);
+    if (!key) throw unauthorized('missing the API key: send Authorization: Bearer <key>');
+    const digest = sha256(key);
     let found: string | undefined;
     // Every key is compared, so the time taken does not say which one matched.
     for (const k of this.keys) if (crypto.timingSafeEqual(k.digest, digest) && found === undefined) found = k.env;

@@ -48,7 +48,7 @@ export async function handleRequest(
     const client =
       path === '/metrics' && remote !== undefined && isLoopback(remote)
         ? 'loopback'
-        : ctx.auth.check(req.headers.authorization, remote);
+        : ctx.auth.check(req.headers.authorization, remote, path === '/v1/traces');
     if (path === '/metrics') {
       if (req.method !== 'GET') throw notAllowed(req.method);
       const text = ctx.metrics.render();

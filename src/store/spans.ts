@@ -117,6 +117,18 @@ export class SpanRepository {
       .get(client, callId) as string | undefined;
   }
 
+  /** The rollouts received over OTLP that hold a span of this name (MassGen's `coordination.session`), oldest first. */
+  otlpRolloutsWithSpan(name: string): string[] {
+    return this.db
+      .prepare(
+        `SELECT r.id FROM rollouts r WHERE r.source = 'otlp'
+        AND EXISTS (SELECT 1 FROM spans s WHERE s.rollout_id = r.id AND s.name = ?)
+      ORDER BY r.num`,
+      )
+      .pluck()
+      .all(name) as string[];
+  }
+
   /**
    * The chat calls a gateway captured for one session (X-Session-Id or a session base URL) between two
    * times (epoch ms, by when each call began), in the order they began.

@@ -42,13 +42,31 @@ const agentOf = (s: OtlpSpan): string | null => {
   return typeof a === 'string' && a ? a : null;
 };
 
+/**
+ * Logfire's start marker of a span still running (its copy at the start, a child of it): the span itself comes when
+ * it ends, so a marker is kept as a message, never as a second model or tool call.
+ */
+const isPendingMarker = (s: OtlpSpan) => s.attributes['logfire.span_type'] === 'pending_span';
+
+/**
+ * Logfire's span around a streamed call's request: it ends when the stream opens, with no reply; the call itself (the
+ * request and the reply) is the `streaming response from …` log Logfire writes when the stream ends.
+ */
+const isStreamOpening = (s: OtlpSpan) =>
+  s.attributes['logfire.span_type'] === 'span'
+  && String(s.attributes['logfire.msg_template'] ?? '').startsWith('Chat Completion')
+  && s.attributes['gen_ai.output.messages'] === undefined
+  && s.attributes['response_data'] === undefined
+  && s.status.code !== 2;
+
 /** A received span as a stored one: a model call as a `chat` prompt span, a tool call, anything else a message. */
 function storedSpan(s: OtlpSpan, parentSeq: number | null): { input: SpanInput; kind: keyof IngestResult['spans'] } {
   const otlp = { trace_id: s.traceId, span_id: s.spanId, parent_span_id: s.parentSpanId };
   const base = { agent: agentOf(s), parentSeq, startedAt: s.startMs, durationMs: Math.max(0, s.endMs - s.startMs) };
-  if (isLlmSpan(s))
+  const marker = isPendingMarker(s) || isStreamOpening(s);
+  if (!marker && isLlmSpan(s))
     return { kind: 'llm', input: { ...base, type: 'prompt', name: 'chat', payload: { ...promptPayload(s), otlp } } };
-  if (isToolSpan(s)) {
+  if (!marker && isToolSpan(s)) {
     const a = s.attributes;
     const name = String(a['gen_ai.tool.name'] ?? a['tool.name'] ?? s.name);
     const args = a['gen_ai.tool.call.arguments'] ?? a['input.value'] ?? null;
@@ -64,10 +82,16 @@ function storedSpan(s: OtlpSpan, parentSeq: number | null): { input: SpanInput; 
     };
     return { kind: 'tool', input: { ...base, type: 'tool', name, payload } };
   }
-  const payload = {
+  return {
+    kind: 'message',
+    input: { ...base, type: 'message', name: s.name || 'span', payload: messagePayload(s, otlp) },
+  };
+}
+
+function messagePayload(s: OtlpSpan, otlp: { trace_id: string; span_id: string; parent_span_id: string | null }) {
+  return {
     otlp: { ...otlp, name: s.name, kind: s.kind, status: s.status, attributes: s.attributes, events: s.events },
   };
-  return { kind: 'message', input: { ...base, type: 'message', name: s.name || 'span', payload } };
 }
 
 function parseMaybe(text: string): unknown {

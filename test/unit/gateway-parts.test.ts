@@ -13,6 +13,11 @@ describe('gateway parts', () => {
     expect(auth.check('Bearer key-b-0123456789', '10.0.0.9')).toBe('B');
     expect(() => auth.check('Bearer key-b-012345678', '127.0.0.1')).toThrow(ApiError);
     expect(() => auth.check(undefined, '127.0.0.1')).toThrow(/missing the API key/);
+    // the trace receiver also takes the key bare, as Logfire's exporters send it; no other route does
+    expect(auth.check('key-a-0123456789', '10.0.0.9', true)).toBe('A');
+    expect(() => auth.check('key-a-0123456789', '10.0.0.9')).toThrow(/missing the API key/);
+    expect(() => auth.check('key-a-012345678', '10.0.0.9', true)).toThrow(/incorrect API key/);
+    expect(() => auth.check('Basic a b', '10.0.0.9', true)).toThrow(/missing the API key/);
     const open = new GatewayAuth([], {});
     expect(open.check(undefined, '::ffff:127.0.0.1')).toBe('loopback');
     expect(() => open.check(undefined, '10.0.0.9')).toThrow(/loopback clients only/);

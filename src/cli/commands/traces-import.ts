@@ -51,7 +51,8 @@ export function registerTracesImport(traces: Command, ctx: () => Context): void 
           'imported',
           u.rollout_id,
           `${u.status}, winner ${u.winner ?? '—'}, ${u.answers} answers, ${u.votes} votes, ${u.rounds} rounds`
-            + (u.gateway_calls === undefined ? '' : `, ${u.gateway_calls} captured calls joined`),
+            + (u.gateway_calls === undefined ? '' : `, ${u.gateway_calls} captured calls joined`)
+            + (u.otlp_calls === undefined ? '' : `, ${u.otlp_calls} traced calls joined`),
         ]),
         ...summary.skipped.map((u) => [where(u), `skipped (${u.reason})`, u.rollout_id ?? '—', u.detail]),
         ...summary.failed.map((u) => [where(u), ui.c.red('failed'), '—', u.message]),

@@ -15,7 +15,8 @@ export const gatewaySchema = z.strictObject({
     .default([])
     .describe(
       'environment variables each holding a key clients send as `Authorization: Bearer '
-        + '<key>`; the keys are never stored or logged (none: loopback clients only)',
+        + '<key>` (the trace receiver, /v1/traces, also takes the key bare, as Logfire sends it); the keys are '
+        + 'never stored or logged (none: loopback clients only)',
     ),
   session_idle_s: timeoutS()
     .default(300)

@@ -94,6 +94,7 @@ import type { SpanInput } from '../../trace/records.js';
 import { convertUnit, MASSGEN_IMPORT_SOURCE, unitName, type ConvertedRollout } from './convert.js';
 import { discoverMassgenLogs, type MassgenUnit } from './discover.js';
 import { FileReader, MassgenInputError } from './files.js';
+import { massgenOtlpCalls } from './join-otlp.js';
 import { linkActions } from './join.js';
 
 export { MASSGEN_IMPORT_SOURCE, massgenRolloutId } from './convert.js';
@@ -108,6 +109,8 @@ export interface ImportedUnit extends ImportUnitRef {
   rollout_id: string;
   /** The run went through a gateway session: its captured calls joined (0 when none were found). */
   gateway_calls?: number;
+  /** Else, the model calls MassGen's own tracing sent to the OTLP receiver for it, joined. */
+  otlp_calls?: number;
   status: string;
   winner: string | null;
   answers: number;
@@ -208,18 +211,27 @@ function joinedCalls(store: Store, r: ConvertedRollout): SpanInput[] | null {
 
 /**
  * Writes one converted rollout in one transaction: the rollout, its spans and its timings land
- * together or not at all. Returns false when a rollout with this id is already stored.
+ * together or not at all. Returns false when a rollout with this id is already stored. The model calls of the run
+ * join it: the gateway's captured calls when it went through a gateway session, else those MassGen's own tracing
+ * sent to the OTLP receiver.
  */
 export function writeImportedRollout(store: Store, r: ConvertedRollout): boolean {
   return store.transaction(() => {
     if (store.rollouts.get(r.id)) return false;
-    const calls = joinedCalls(store, r);
+    const captured = joinedCalls(store, r);
+    const traced = massgenOtlpCalls(store, r.unit);
+    const calls = captured ?? traced?.calls ?? null;
     const { spans, linked } = calls ? linkActions(r.spans, calls) : { spans: r.spans, linked: 0 };
-    const metadata = calls ? { ...r.metadata, gateway_calls: calls.length, gateway_linked: linked } : r.metadata;
-    store.rollouts.start({ id: r.id, source: MASSGEN_IMPORT_SOURCE, metadata });
+    const joined = captured
+      ? { gateway_calls: captured.length, gateway_linked: linked }
+      : traced
+        ? { otlp_calls: traced.calls.length, otlp_linked: linked }
+        : {};
+    store.rollouts.start({ id: r.id, source: MASSGEN_IMPORT_SOURCE, metadata: { ...r.metadata, ...joined } });
     // the captured sessions now live on in this rollout: collect.source gateway takes this one, not them
     const joinedFrom = (c: SpanInput) => (c.payload as { joined_from: { rollout_id: string } }).joined_from.rollout_id;
-    for (const id of new Set((calls ?? []).map(joinedFrom))) store.rollouts.mergeMetadata(id, { joined_into: r.id });
+    for (const id of new Set([...(captured ?? []).map(joinedFrom), ...(traced?.rollouts ?? [])]))
+      store.rollouts.mergeMetadata(id, { joined_into: r.id });
     const seqs = store.spans.append(r.id, [...spans, ...(calls ?? [])]);
     if (seqs.length && seqs[0] !== 1) throw new Error(`rollout ${r.id}: spans did not start at seq 1`);
     store.rollouts.finish(r.id, r.finish);

@@ -33,11 +33,12 @@ export function importMassgenLogs(rt: Runtime, opts: ImportOptions): ImportSumma
   for (const { unit, rollout } of parsed.converted) {
     const ref = { log: unit.log, turn: unit.turn, attempt: unit.attempt };
     if (writeImportedRollout(store, rollout)) {
-      const joined = store.rollouts.get(rollout.id)?.metadata.gateway_calls;
+      const { gateway_calls: captured, otlp_calls: traced } = store.rollouts.get(rollout.id)?.metadata ?? {};
       summary.imported.push({
         ...ref,
         rollout_id: rollout.id,
-        ...(typeof joined === 'number' ? { gateway_calls: joined } : {}),
+        ...(typeof captured === 'number' ? { gateway_calls: captured } : {}),
+        ...(typeof traced === 'number' ? { otlp_calls: traced } : {}),
         status: rollout.finish.status,
         winner: rollout.finish.winner ?? null,
         answers: rollout.stats.answers,

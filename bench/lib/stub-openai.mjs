@@ -10,7 +10,8 @@
 //
 // Control endpoints: GET /_stub/stats (counters, new connections, this process's CPU since the last reset),
 // POST /_stub/reset.
-// Env: STUB_DUMP_DIR=dir writes every request body there (debugging a new client's request shapes).
+// Env: STUB_DUMP_DIR=dir writes every request body there (debugging a new client's request shapes);
+// STUB_LATENCY_MS=n answers every call n ms late (a model's time, where a benchmark compares against it).
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -25,6 +26,7 @@ function emptyCounters() {
   return { requests: 0, streamed: 0, connections: 0, byKind: {}, toolSets: {}, models: {}, errors: 0 };
 }
 
+const LATENCY_MS = Number(process.env.STUB_LATENCY_MS ?? 0);
 let counters = emptyCounters();
 let cpuAtReset = process.cpuUsage();
 let dumpSeq = 0;
@@ -211,11 +213,13 @@ function handle(req, res) {
       );
     const reply = decide(body);
     count(body, reply);
-    if (body.stream) {
+    const answer = () => {
+      if (!body.stream) return sendJson(res, 200, jsonCompletion(body, reply));
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      return res.end(sseCompletion(body, reply));
-    }
-    sendJson(res, 200, jsonCompletion(body, reply));
+      res.end(sseCompletion(body, reply));
+    };
+    if (LATENCY_MS > 0) setTimeout(answer, LATENCY_MS);
+    else answer();
   });
 }
 

@@ -64,7 +64,7 @@ gateway: { api_keys_env: [GW_MG_KEY] }
         timeoutMs: 1_200_000,
         env: { VLLM_API_KEY: KEY },
       });
-      expect(run.egress, run.egress.join("\n")).toEqual([]);
+      expect(run.egress, run.egress.join('\n')).toEqual([]);
       expect(run.logDir, run.stderr.slice(-3000)).toBeTruthy();
       const status = JSON.parse(fs.readFileSync(path.join(run.logDir!, 'turn_1', 'attempt_1', 'status.json'), 'utf8'));
       expect(status.is_complete, JSON.stringify(status.rounds)).toBe(true);

@@ -176,15 +176,19 @@ describe('the local model server', () => {
   }, 180_000);
 });
 
+/** A project whose one model `a` runs on the bundled weights, served by the run. */
+const oneLocalModel = () =>
+  configIn(
+    [
+      'models:',
+      '  a: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", max_batch_size: 2 } }',
+      'agents: [{ id: a1, model: a }]',
+    ].join('\n'),
+  );
+
 describe("a run's model server killed", () => {
   it('is started again on its port: the client it was given keeps answering, and close stops the new process', async () => {
-    const loaded = configIn(
-      [
-        'models:',
-        '  a: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", max_batch_size: 2 } }',
-        'agents: [{ id: a1, model: a }]',
-      ].join('\n'),
-    );
+    const loaded = oneLocalModel();
     const events: string[] = [];
     const rt = new Runtime(loaded, { onServerEvent: (e) => events.push(String(e.message ?? e.event)) });
     let pids: number[] = [];
@@ -215,13 +219,7 @@ describe("a run's model server killed", () => {
 
 describe("a run's model server killed while it starts", () => {
   it('is started once more, and the run goes on on the second one', async () => {
-    const loaded = configIn(
-      [
-        'models:',
-        '  a: { model: smollm2-135m-instruct, local: { weights: "builtin:smollm2-135m-instruct", max_batch_size: 2 } }',
-        'agents: [{ id: a1, model: a }]',
-      ].join('\n'),
-    );
+    const loaded = oneLocalModel();
     const events: string[] = [];
     let killed: number | undefined;
     const rt = new Runtime(loaded, {

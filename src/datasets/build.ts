@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { ALGOS } from '../config/schema.js';
 import { InterruptedError, UserError } from '../errors.js';
 import type { Store } from '../store/index.js';
@@ -15,7 +14,7 @@ import { sftBuilder } from './sft.js';
 import { StatsCollector, type DatasetStats } from './stats.js';
 import { suiteShareSink } from './suite-share.js';
 import type { Algo, BuilderContext, DatasetBuilder, RowSink } from './types.js';
-import { DatasetWriter, type DatasetManifest } from './writer.js';
+import { datasetsDir, DatasetWriter, type DatasetManifest } from './writer.js';
 
 export const BUILDERS: Record<Algo, (ctx: BuilderContext) => DatasetBuilder> = {
   sft: sftBuilder,
@@ -80,7 +79,7 @@ export async function buildDataset(store: Store, input: BuildDatasetInput): Prom
   const stats = new StatsCollector();
   const policy = input.startWeights ? policyCheck(store, input.startWeights) : undefined;
   const builder = BUILDERS[input.algo]({ options, stats, reader, policy });
-  const writer = new DatasetWriter(path.join(input.dataDir, 'datasets'), input.algo);
+  const writer = new DatasetWriter(datasetsDir(input.dataDir), input.algo);
   try {
     const write: RowSink = (row, info) => {
       writer.write(row);

@@ -26,7 +26,7 @@ export { RolloutIndex, UNCATEGORIZED } from './rollout-index.js';
 export type { Augment, AugmentRow, AugmentSource, HardTask } from './augment.js';
 export type { DatasetStats, RowInfo } from './stats.js';
 export type { Algo, DatasetRow, DpoRow, GrpoCompletion, GrpoRow, PpoRow, SftRow } from './types.js';
-export { readManifest, type DatasetManifest } from './writer.js';
+export { datasetsDir, readManifest, removeStaleTemps, type DatasetManifest } from './writer.js';
 export { RoleMap, spanSite, type CallSite } from './role-calls.js';
 export { attributeRollout, sameAnswer, type AttributedKind, type Attribution } from './role-rewards.js';
 export {

@@ -120,8 +120,15 @@ export function readManifest(dir: string): DatasetManifest | null {
   }
 }
 
-/** Temp directories of builds whose process is gone (crashed or killed). */
-function removeStaleTemps(root: string): void {
+/** The folder datasets are built in, under a data directory. */
+export const datasetsDir = (dataDir: string) => path.join(dataDir, 'datasets');
+
+/**
+ * Temp directories of builds whose process is gone (crashed or killed). A build sweeps them before it starts, and
+ * so does every cycle: a cycle that builds nothing (its training skipped) must not keep a dead one's forever.
+ */
+export function removeStaleTemps(root: string): void {
+  if (!fs.existsSync(root)) return;
   for (const name of fs.readdirSync(root)) {
     const pid = /^\.tmp-[a-z]+-(\d+)-[0-9a-f]+$/.exec(name)?.[1];
     if (pid && !alive(Number(pid))) fs.rmSync(path.join(root, name), { recursive: true, force: true });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { collect } from '../../src/pipeline/collect/collect.js';
 import { deploy, rollback } from '../../src/pipeline/deploy/deploy.js';
@@ -216,8 +217,12 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
       }
     };
     const canary = pointer()!;
+    // a build a killed process left half-written: the cycle sweeps it though it builds nothing itself
+    const deadBuild = path.join(staged.paths.dataDir, 'datasets', '.tmp-sft-2147483646-deadbeef');
+    fs.mkdirSync(deadBuild, { recursive: true });
     // cycle 2: review takes the canary on (4 tasks, half on it: it may wait or advance); nothing else is made
     const second = await withRuntime(staged, (rt) => runCycle(rt));
+    expect(fs.existsSync(deadBuild)).toBe(false);
     expect(second.stages.review).toMatchObject({ status: 'done' });
     expect(second.stages.train).toMatchObject({ status: 'skipped' });
     expect(second.stages.train!.reason).toMatch(/^a canary is in its stages \(set v\d+, (50|100) % of traffic\)/);

@@ -1,3 +1,4 @@
+import { datasetsDir, removeStaleTemps } from '../../datasets/index.js';
 import { errorMessage } from '../../errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import { cycleSteps, openCycle, saveCycle, type CycleState, type Stage } from '../../scheduler/cycles.js';
@@ -34,6 +35,7 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
   const loop = rt.config.loop;
   const lock = acquireCycleLock(store, loop.stale_lock_min * 60_000);
   try {
+    removeStaleTemps(datasetsDir(rt.paths.dataDir));
     const { steps, impliedReview } = cycleSteps(loop.steps);
     const implied =
       'loop.steps lists collect without review: review runs after it '

@@ -211,7 +211,8 @@ export class Capture {
       status: 'completed',
       tokens: s.tokens,
       messages: s.calls,
-      wallMs: s.lastAt - s.startedAt,
+      // wall-clock times: a clock stepped back between its calls (NTP) would make it negative
+      wallMs: Math.max(0, s.lastAt - s.startedAt),
     });
     // a fresh writer: its sequence numbers follow what was just flushed, and a retried write adds no span twice
     s.feedbackStored = s.feedback.length;

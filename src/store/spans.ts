@@ -117,16 +117,16 @@ export class SpanRepository {
       .get(client, callId) as string | undefined;
   }
 
-  /** The rollouts received over OTLP that hold a span of this name (MassGen's `coordination.session`), oldest first. */
-  otlpRolloutsWithSpan(name: string): string[] {
-    return this.db
+  /** The spans of this name in rollouts received over OTLP (MassGen's `coordination.session`), oldest first. */
+  otlpSpansNamed(name: string): Span[] {
+    const rows = this.db
       .prepare(
-        `SELECT r.id FROM rollouts r WHERE r.source = 'otlp'
-        AND EXISTS (SELECT 1 FROM spans s WHERE s.rollout_id = r.id AND s.name = ?)
-      ORDER BY r.num`,
+        `SELECT s.* FROM spans s JOIN rollouts r ON r.id = s.rollout_id
+      WHERE r.source = 'otlp' AND s.name = ?
+      ORDER BY r.num, s.seq`,
       )
-      .pluck()
-      .all(name) as string[];
+      .all(name) as SpanRowRaw[];
+    return rows.map(toSpan);
   }
 
   /**

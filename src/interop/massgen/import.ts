@@ -95,7 +95,7 @@ import { convertUnit, MASSGEN_IMPORT_SOURCE, unitName, type ConvertedRollout } f
 import { discoverMassgenLogs, type MassgenUnit } from './discover.js';
 import { FileReader, MassgenInputError } from './files.js';
 import { massgenOtlpCalls } from './join-otlp.js';
-import { linkActions } from './join.js';
+import { joinedCall, linkActions } from './join.js';
 
 export { MASSGEN_IMPORT_SOURCE, massgenRolloutId } from './convert.js';
 
@@ -199,14 +199,7 @@ function joinedCalls(store: Store, r: ConvertedRollout): SpanInput[] | null {
   if (typeof session !== 'string') return null;
   return store.spans
     .gatewaySessionCalls(session, r.startedAt - JOIN_SLACK_MS, r.finishedAt + JOIN_SLACK_MS)
-    .map((s) => ({
-      type: s.type,
-      name: s.name,
-      agent: s.agent,
-      startedAt: s.startedAt,
-      durationMs: s.durationMs,
-      payload: { ...(s.payload as Record<string, unknown>), joined_from: { rollout_id: s.rolloutId, seq: s.seq } },
-    }));
+    .map((s) => joinedCall(s));
 }
 
 /**

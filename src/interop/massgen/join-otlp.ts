@@ -1,5 +1,6 @@
 import type { Store } from '../../store/index.js';
 import type { Span, SpanInput } from '../../trace/records.js';
+import { joinedCall } from './join.js';
 
 /** The span MassGen's Logfire tracing opens around a whole coordination, with `massgen.log_path`. */
 const SESSION_SPAN = 'coordination.session';
@@ -32,27 +33,18 @@ export function massgenOtlpCalls(
   store: Store,
   unit: { log: string; turn: number; attempt: number | null },
 ): { calls: SpanInput[]; rollouts: string[] } | null {
-  const traced = store.spans
-    .otlpRolloutsWithSpan(SESSION_SPAN)
-    .map((id) => ({ id, spans: store.spans.list(id) }))
-    .filter(({ spans }) =>
-      spans.some((s) => s.name === SESSION_SPAN && namesUnit(idsOf(s)?.attributes?.['massgen.log_path'], unit)),
-    );
-  if (!traced.length) return null;
-  const spans = traced.flatMap((t) => t.spans);
+  const named = store.spans
+    .otlpSpansNamed(SESSION_SPAN)
+    .filter((s) => namesUnit(idsOf(s)?.attributes?.['massgen.log_path'], unit));
+  const rollouts = [...new Set(named.map((s) => s.rolloutId))];
+  if (!rollouts.length) return null;
+  const spans = rollouts.flatMap((id) => store.spans.list(id));
   const ancestry = spanTree(spans);
   const calls = spans
     .filter((s) => s.type === 'prompt')
     .sort((a, b) => a.startedAt - b.startedAt)
-    .map((s) => ({
-      type: s.type,
-      name: s.name,
-      agent: agentAbove(idsOf(s)?.parent_span_id ?? null, ancestry) ?? s.agent,
-      startedAt: s.startedAt,
-      durationMs: s.durationMs,
-      payload: { ...(s.payload as Record<string, unknown>), joined_from: { rollout_id: s.rolloutId, seq: s.seq } },
-    }));
-  return { calls, rollouts: traced.map((t) => t.id) };
+    .map((s) => joinedCall(s, agentAbove(idsOf(s)?.parent_span_id ?? null, ancestry) ?? s.agent));
+  return { calls, rollouts };
 }
 
 type Tree = Map<string, { parent: string | null; attributes: Record<string, unknown> }>;

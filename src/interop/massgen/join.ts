@@ -1,4 +1,16 @@
-import type { SpanInput } from '../../trace/records.js';
+import type { Span, SpanInput } from '../../trace/records.js';
+
+/** A stored call (a gateway's or a received trace's) as a span of the imported rollout, pointing back at it. */
+export function joinedCall(s: Span, agent = s.agent): SpanInput {
+  return {
+    type: s.type,
+    name: s.name,
+    agent,
+    startedAt: s.startedAt,
+    durationMs: s.durationMs,
+    payload: { ...(s.payload as Record<string, unknown>), joined_from: { rollout_id: s.rolloutId, seq: s.seq } },
+  };
+}
 
 /** How long after a call ends MassGen may log the action it made (its clock rounds to the second). */
 const ACTION_SLACK_MS = 2000;

@@ -161,14 +161,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
   let seen: Acknowledged = new Map();
   let suspects = { processes: new Map<number, string>(), temps: new Set<string>() };
   const maxStarts = Math.ceil((o.cycles / (1 - rates.kill)) * 4) + MIN_FAULTS;
-  let endedCycles = 0;
+  const endedCycles = () => out.completed + out.failed;
   let between = true; // the last start ended its cycle (a run stops between cycles, not in one)
-  const more = () => endedCycles < o.cycles || out.injected < MIN_FAULTS || !between;
+  const more = () => endedCycles() < o.cycles || out.injected < MIN_FAULTS || !between;
   let over = false;
   let background: Promise<unknown> = Promise.resolve();
   try {
     for (let attempt = 0; more() && attempt < maxStarts; attempt++) {
       const started = Date.now();
+      const endedBefore = endedCycles();
       // NTP set the clock right while the loop was down; a jump during a start stays until it ends
       if (clock) jumpClock(clockSpec, 0);
       await o.beforeStart?.(clock);
@@ -198,8 +199,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosOutcome> {
       await Promise.all(injected);
       if (r.signal === 'SIGKILL') count('cli_kill');
       else if (ended(r, attempt, out)) typicalMs = Date.now() - started;
-      between = out.completed + out.failed > endedCycles;
-      endedCycles = out.completed + out.failed;
+      between = endedCycles() > endedBefore;
       const after = (v: string) => `after start ${attempt + 1}: ${v}`;
       out.violations.push(...invariants(dir, false, pgUrl).map(after));
       // Nothing the store acknowledged before is gone (what this start wrote counts from now on).

@@ -15,7 +15,7 @@ import { localModels, servingPython } from '../serving/models.js';
 import { isPostgresUrl, type Redactor, type ResourceSet, type Store } from '../store/index.js';
 import { OtlpFollower } from '../telemetry/otlp-follower.js';
 import { LocalServers } from './local-servers.js';
-import { openStore, redactorFor } from './store.js';
+import { openStore, redactorFor, storeOptions } from './store.js';
 
 export interface Judge {
   client: LlmClient;
@@ -221,7 +221,8 @@ export class Runtime {
   followTelemetry(onWarn?: (message: string) => void): void {
     const otlp = this.config.telemetry.otlp;
     if (!otlp.endpoint || this.follower) return;
-    this.follower = new OtlpFollower(this.store(), { ...otlp, endpoint: otlp.endpoint }, { onWarn }).start();
+    const opts = { onWarn, storeOptions: storeOptions(this.loaded) };
+    this.follower = new OtlpFollower(this.store(), { ...otlp, endpoint: otlp.endpoint }, opts).start();
   }
 
   async close(): Promise<void> {

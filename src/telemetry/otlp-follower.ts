@@ -1,30 +1,44 @@
 import type { TelemetryConfig } from '../config/schema.js';
-import type { Store } from '../store/index.js';
-import { exportPending, type OtlpExportResult } from './otlp-export.js';
+import type { Store, StoreOptions } from '../store/index.js';
+import type { OtlpExportResult } from './otlp-export.js';
+import { passesFor, type Passes } from './otlp-passes.js';
 
 export interface FollowerOptions {
   /** Told once per outage (and once when the collector answers again), never on every failed attempt. */
   onWarn?: (message: string) => void;
+  /** How the export thread opens the store itself; without them the passes run on the caller's thread. */
+  storeOptions?: Omit<StoreOptions, 'redactor'>;
+  /** The export thread's compiled module (null: the caller's thread). */
+  workerUrl?: URL | null;
 }
 
 /**
  * The continuous export: every interval_ms, the finished rollouts the endpoint has not acknowledged go out in the
  * background (the store is the queue: what a dead collector refused stays pending for the next attempt or command).
  * stop() makes one last attempt, bounded by timeout_ms, and none when the collector was failing: a dead collector
- * costs a run nothing beyond the requests already under way.
+ * costs a run nothing beyond the requests already under way. The passes run on a worker thread with its own store
+ * connection where it can (the built CLI), so that encoding spans never holds up the run's own work.
  */
 export class OtlpFollower {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private failing = false;
-  private readonly abort = new AbortController();
+  private stopped = false;
+  private readonly passes: Passes;
   readonly totals = { rollouts: 0, spans: 0, requests: 0, failures: 0 };
 
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly otlp: TelemetryConfig['otlp'] & { endpoint: string },
     private readonly opts: FollowerOptions = {},
-  ) {}
+  ) {
+    this.passes = passesFor(store, otlp, opts.storeOptions, opts.workerUrl);
+  }
+
+  /** Where the passes run: 'worker' (a thread of their own) or 'main'. */
+  get thread(): Passes['thread'] {
+    return this.passes.thread;
+  }
 
   start(): this {
     this.timer ??= setInterval(() => void this.tick(), this.otlp.interval_ms).unref();
@@ -38,12 +52,7 @@ export class OtlpFollower {
   }
 
   private async pass(): Promise<void> {
-    let r: OtlpExportResult;
-    try {
-      r = await exportPending(this.store, this.otlp, { signal: this.abort.signal });
-    } catch (err) {
-      r = { target: this.otlp.endpoint, rollouts: 0, spans: 0, requests: 0, failed: (err as Error).message };
-    }
+    const r: OtlpExportResult = await this.passes.run();
     this.totals.rollouts += r.rollouts;
     this.totals.spans += r.spans;
     this.totals.requests += r.requests;
@@ -61,8 +70,10 @@ export class OtlpFollower {
     this.timer = undefined;
     const deadline = new Promise<void>((resolve) => setTimeout(resolve, this.otlp.timeout_ms).unref());
     await Promise.race([this.running, deadline]);
-    if (!this.failing && !this.abort.signal.aborted) await Promise.race([this.tick(), deadline]);
-    this.abort.abort();
+    if (!this.failing && !this.stopped) await Promise.race([this.tick(), deadline]);
+    this.stopped = true;
+    this.passes.abort();
     await this.running?.catch(() => undefined);
+    await this.passes.close(this.otlp.timeout_ms);
   }
 }

@@ -1,14 +1,18 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { gateway } from '../../src/pipeline/serve/gateway.js';
 import { Runtime } from '../../src/runtime/runtime.js';
-import { openStore } from '../../src/runtime/store.js';
+import { openStore, storeOptions } from '../../src/runtime/store.js';
 import type { Store } from '../../src/store/index.js';
 import { GATEWAY_SOURCE } from '../../src/store/rollouts.js';
 import { exportPending, targetKey, type OtlpTarget } from '../../src/telemetry/otlp-export.js';
+import { OtlpFollower } from '../../src/telemetry/otlp-follower.js';
 import { spanIdOf, traceIdOf } from '../../src/telemetry/span-map.js';
-import { tempDir } from '../helpers.js';
+import { ROOT, tempDir } from '../helpers.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+import { BACKENDS, freshPostgresUrl } from '../support/postgres.js';
 import { startScriptedServer } from '../support/scripted-server.js';
 import { teamCollect, type TeamCollect } from '../support/team-collect.js';
 
@@ -153,6 +157,68 @@ describe('continuous OTLP export (telemetry.otlp.endpoint)', () => {
       store.close();
     }
   }, 60_000);
+});
+
+describe('continuous OTLP export on its own thread (the built CLI)', () => {
+  // the compiled worker: `npm run build` comes before this tier
+  const workerUrl = pathToFileURL(path.join(ROOT, 'dist', 'telemetry', 'otlp-follow-worker.js'));
+  let team: TeamCollect | undefined;
+  let receiver: OtlpReceiver | undefined;
+  let store: Store | undefined;
+  afterEach(async () => {
+    store?.close();
+    await receiver?.close();
+    await team?.server.close();
+  });
+
+  it.each(BACKENDS)(
+    'a worker thread with its own %s connection sends and acknowledges every rollout, once',
+    async (b) => {
+      team = await teamCollect(b === 'postgres' ? `store: { url: "${freshPostgresUrl()}" }\n` : '');
+      receiver = await startOtlpReceiver();
+      store = openStore(team.loaded);
+      const otlp = { ...target(receiver.url, { batch_rollouts: 1 }), interval_ms: 60_000 };
+      const follower = new OtlpFollower(store, otlp, { storeOptions: storeOptions(team.loaded), workerUrl });
+      expect(follower.thread).toBe('worker');
+      await follower.tick();
+      await follower.stop();
+      expect(follower.totals).toMatchObject({ rollouts: 3, requests: 3, failures: 0 });
+      const ids = store.rollouts.list({}).map((r) => r.id);
+      const roots = [...receiver.spans.values()].filter((s) => !s.parentSpanId).map((s) => s.traceId);
+      expect(roots.sort()).toEqual(ids.map(traceIdOf).sort());
+      expect(store.otlpExports.acknowledged(targetKey(receiver.url))).toBe(3);
+    },
+    60_000,
+  );
+
+  it('a thread that cannot open the store, or a dead collector, fails the passes and nothing else', async () => {
+    team = await teamCollect();
+    store = openStore(team.loaded);
+    const warnings: string[] = [];
+    const dead = { ...target('http://127.0.0.1:9/v1/traces', { timeout_ms: 1000 }), interval_ms: 60_000 };
+    const missing = { path: path.join(team.dir, 'nowhere', 'store.sqlite') };
+    const lost = new OtlpFollower(store, dead, { storeOptions: missing, workerUrl, onWarn: (m) => warnings.push(m) });
+    await lost.tick();
+    await lost.stop();
+    expect(lost.totals).toMatchObject({ rollouts: 0, failures: 1 });
+    expect(warnings.join('\n')).toMatch(/export thread failed/);
+
+    const refused = new OtlpFollower(store, dead, { storeOptions: storeOptions(team.loaded), workerUrl });
+    await refused.tick();
+    await refused.stop();
+    expect(refused.totals).toMatchObject({ rollouts: 0, failures: 1 });
+    expect(store.otlpExports.pending(targetKey(dead.endpoint), {}, 0, 10).traces).toHaveLength(3);
+  }, 60_000);
+
+  it("runs the passes on the caller's thread when there is no compiled worker", async () => {
+    team = await teamCollect();
+    store = openStore(team.loaded);
+    const otlp = { ...target('http://127.0.0.1:9/v1/traces'), interval_ms: 60_000 };
+    const workerUrlMissing = pathToFileURL(path.join(team.dir, 'otlp-follow-worker.js'));
+    const opts = { storeOptions: storeOptions(team.loaded), workerUrl: workerUrlMissing };
+    expect(new OtlpFollower(store, otlp, opts).thread).toBe('main');
+    expect(new OtlpFollower(store, otlp, { workerUrl }).thread).toBe('main');
+  });
 });
 
 describe('continuous OTLP export from the gateway', () => {

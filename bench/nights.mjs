@@ -65,6 +65,8 @@ function save() {
 }
 
 const root = KEEP ? (fs.mkdirSync(KEEP, { recursive: true }), KEEP) : makeTempDir('nights');
+// Saved before the first cycle too: a run stopped in it continues it instead of refusing a folder it cannot read.
+if (!resumed) save();
 const load = () => loadConfig({ cwd: root, overrides });
 let transfer = null;
 results.cycles = CYCLES;

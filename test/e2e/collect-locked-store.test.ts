@@ -23,9 +23,15 @@ const TASKS = Array.from({ length: 6 }, (_, i) =>
   JSON.stringify({ id: `t${i}`, prompt: `What is ${i} + 42 - ${i}?`, reference: '42' }),
 ).join('\n');
 
-/** A collect of six tasks, two at a time, each reply 150 ms late; store.busy_timeout_ms is 300. */
+/**
+ * A collect of six tasks, two at a time, each reply 150 ms late; store.busy_timeout_ms is 300. The replies wait for
+ * release(): on a loaded machine the whole run could otherwise end before another process has taken the lock.
+ */
 async function startCollect() {
-  server = await startScriptedServer((req) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  server = await startScriptedServer(async (req) => {
+    await released;
     if ((req.messages[0]?.content ?? '').includes('was selected')) return { content: 'Final answer: 42', delayMs: 150 };
     return shownLabels(req).length
       ? { content: 'VOTE: agent1 | right', delayMs: 150 }
@@ -46,10 +52,10 @@ store: { busy_timeout_ms: 300 }\n`,
     stdin: 'ignore',
     env: { NO_COLOR: '1' },
   });
-  // Lock only once rollouts are being recorded: their spans and closing writes meet the lock.
+  // Lock only once rollouts are being recorded (their first calls waiting): their spans and closing writes meet it.
   const deadline = Date.now() + 20_000;
   while (runningRollouts(storePath) < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  return { dir, storePath, child };
+  return { dir, storePath, child, release };
 }
 
 function runningRollouts(storePath: string): number {
@@ -85,8 +91,8 @@ function checkStore(dir: string) {
 
 describe('collect against a store another process holds locked', () => {
   it('waits out a lock held longer than busy_timeout_ms, with backoff, and completes the run', async () => {
-    const { dir, storePath, child } = await startCollect();
-    await holdLock(storePath, 1000);
+    const { dir, storePath, child, release } = await startCollect();
+    await holdLock(storePath, 1000).finally(release);
     const r = await child;
     expect(hasStack(String(r.stderr)), String(r.stderr)).toBe(false);
     expect(r.exitCode).toBe(0);
@@ -101,8 +107,8 @@ describe('collect against a store another process holds locked', () => {
   });
 
   it('a lock that outlasts the retries ends the run cleanly (exit 1, a message, no stack); every rollout ends up closed', async () => {
-    const { dir, storePath, child } = await startCollect();
-    await holdLock(storePath, 'forever');
+    const { dir, storePath, child, release } = await startCollect();
+    await holdLock(storePath, 'forever').finally(release);
     const r = await child;
     expect(hasStack(String(r.stderr)), String(r.stderr)).toBe(false);
     expect(r.exitCode).toBe(1);

@@ -7,7 +7,7 @@ import { exportPending } from '../../src/telemetry/otlp-export.js';
 import { spanIdOf, traceIdOf } from '../../src/telemetry/span-map.js';
 import { ROOT } from '../helpers.js';
 import { teamCollect, type TeamCollect } from '../support/team-collect.js';
-import { describeWithTelemetry, startPhoenix, type Phoenix } from '../support/telemetry.js';
+import { describeWithTelemetry, PHOENIX_START_MS, startPhoenix, type Phoenix } from '../support/telemetry.js';
 
 interface PhoenixSpan {
   name: string;
@@ -27,7 +27,7 @@ describeWithTelemetry('rollouts exported into a real Arize Phoenix', () => {
   let team: TeamCollect;
   beforeAll(async () => {
     [phoenix, team] = await Promise.all([startPhoenix(), teamCollect()]);
-  }, 120_000);
+  }, PHOENIX_START_MS + 30_000);
   afterAll(async () => {
     await phoenix?.stop();
     await team?.server.close();

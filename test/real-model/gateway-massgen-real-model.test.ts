@@ -33,6 +33,8 @@ describeWithMassgen('real MassGen through the gateway', () => {
   smol:
     model: ${LINE}
     local: { weights: "builtin:${LINE}", engine: llama.cpp }
+    # MassGen's ~3,400-token prompts from three agents at once: minutes a call when other tests share the two cores
+    timeout_ms: 600000
 agents:
   - { id: agent_a, model: smol, temperature: 0.7, max_tokens: 160 }
   - { id: agent_b, model: smol, temperature: 0.7, max_tokens: 160 }

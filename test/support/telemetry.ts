@@ -54,6 +54,8 @@ export interface Phoenix {
   stop(): Promise<void>;
 }
 
+export const PHOENIX_START_MS = 240_000;
+
 /** A Phoenix server on loopback ports of its own, with its database in a temporary folder; ready when it answers. */
 export async function startPhoenix(): Promise<Phoenix> {
   const [port, grpc] = [await freePort(), await freePort()];
@@ -71,7 +73,8 @@ export async function startPhoenix(): Promise<Phoenix> {
     all: true,
   });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
+  // Phoenix imports a large Python stack and migrates its database first: minutes on two cores shared with other tests
+  const deadline = Date.now() + PHOENIX_START_MS;
   for (;;) {
     const ok = await fetch(`${url}/healthz`).then(
       (r) => r.ok,

@@ -36,7 +36,7 @@ export function mainThreadPasses(store: Store, target: OtlpTarget): Passes {
   };
 }
 
-/** Passes on a worker thread with its own connection to the store; it never keeps the process alive by itself. */
+/** Passes on a worker thread with its own connection to the store; it keeps the process alive only while awaited. */
 export function workerPasses(storeOptions: Omit<StoreOptions, 'redactor'>, target: OtlpTarget, url: URL): Passes {
   const data: FollowerWorkerData = { store: storeOptions, target };
   const worker = new Worker(url, { workerData: data });
@@ -46,6 +46,7 @@ export function workerPasses(storeOptions: Omit<StoreOptions, 'redactor'>, targe
   const settle = (r: OtlpExportResult) => {
     const resolve = waiting;
     waiting = undefined;
+    worker.unref();
     resolve?.(r);
   };
   worker.on('message', settle);
@@ -62,11 +63,14 @@ export function workerPasses(storeOptions: Omit<StoreOptions, 'redactor'>, targe
       if (broken) return Promise.resolve(failed(target, broken));
       return new Promise((resolve) => {
         waiting = resolve;
+        // held while a pass is awaited: with nothing else left (a command closing), the process would exit first
+        worker.ref();
         send({ type: 'pass' });
       });
     },
     abort: () => send({ type: 'abort' }),
     close: async (timeoutMs) => {
+      worker.ref();
       send({ type: 'close' });
       const deadline = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), timeoutMs).unref());
       if ((await Promise.race([exited, deadline])) === 'late') await worker.terminate();

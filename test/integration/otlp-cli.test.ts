@@ -43,6 +43,21 @@ describe('the OTLP commands as a user runs them', () => {
     team = receiver = undefined;
   });
 
+  it('collect with telemetry.otlp.endpoint sends every rollout from its export thread before the CLI exits', async () => {
+    team = await teamCollect();
+    receiver = await startOtlpReceiver();
+    const cwd = team.dir;
+    // no pass during this short run: only the last one, when the command closes, sends (the earlier collect's too)
+    const telemetry = `telemetry: { otlp: { endpoint: "${receiver.url}", interval_ms: 600000 } }\n`;
+    fs.appendFileSync(path.join(cwd, 'massgen-rl.yaml'), telemetry);
+    const r = await runCli(['collect'], { cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const roots = [...receiver.spans.values()].filter((s) => !s.parentSpanId);
+    expect(roots).toHaveLength(6);
+    const again = await runCli(['--json', 'traces', 'export', '--otlp', receiver.url], { cwd });
+    expect(JSON.parse(again.stdout)).toMatchObject({ rollouts: 0 });
+  });
+
   it('traces export --otlp sends, resumes, and refuses clearly', async () => {
     team = await teamCollect();
     receiver = await startOtlpReceiver();

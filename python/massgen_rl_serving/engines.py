@@ -60,9 +60,11 @@ def open_local_engine(
     shared_kv: bool = False,
     prefix_cache: bool = True,
     max_lanes: int = 4,
+    merge_adapter: bool = False,
 ) -> tuple[Any, Any]:
-    """(engine, batcher, not started) for kind llama.cpp (continuous batching of up to max_seqs sequences) or
-    transformers (micro-batches of up to max_seqs rows gathered for window_s)."""
+    """(engine, batcher, not started) for kind llama.cpp (continuous batching of up to max_seqs sequences; an adapter
+    folder merged into its base with merge_adapter) or transformers (micro-batches of up to max_seqs rows gathered
+    for window_s; merge_adapter is llama.cpp's alone)."""
     if kind == "llama.cpp":
         from .lanes import Lanes
         from .llama_engine import default_threads, load_llama_engine
@@ -75,6 +77,7 @@ def open_local_engine(
             threads=threads or default_threads(),
             on_progress=on_progress,
             shared_kv=shared_kv,
+            merge_adapter=merge_adapter,
         )
         return engine, Lanes(engine, max_seqs, prefix_cache, max_lanes)
     from .batching import Batcher

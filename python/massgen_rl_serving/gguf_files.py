@@ -1,4 +1,5 @@
-"""GGUF copies of transformers model folders and PEFT LoRA adapters, for the llama.cpp engine.
+"""GGUF copies of transformers model folders and PEFT LoRA adapters, for the llama.cpp engine (and of a base with
+an adapter merged into it).
 
 Converted once with llama.cpp's own converters (convert_hf_to_gguf.py, convert_lora_to_gguf.py, from the
 llama.cpp source that llama-cpp-python was built from; see llama_setup.py) and cached by content: the key
@@ -88,6 +89,39 @@ def adapter_gguf(adapter: Path, base: Path) -> Path:
             f"the LoRA adapter {adapter}",
         )
     return out
+
+
+def merged_gguf(adapter: Path, base: Path, weight_type: str) -> Path:
+    """The GGUF of `base` with the PEFT adapter merged into its weights, in `weight_type`: decoded at the base's
+    speed (no LoRA products per layer). Merged in float32 and converted on first use, named by both folders'
+    content; the merged transformers folder is only a step and is removed."""
+    out = cache_dir() / f"merged-{folder_digest(adapter, folder_digest(base) + weight_type)}-{weight_type}.gguf"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        folder = Path(tmp) / "merged"
+        _merge(adapter, base, folder)
+        _convert(
+            "convert_hf_to_gguf.py",
+            [str(folder), "--outtype", weight_type],
+            out,
+            f"the LoRA adapter {adapter} merged into {base} ({weight_type})",
+        )
+    return out
+
+
+def _merge(adapter: Path, base: Path, out: Path) -> None:
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log(f"serve: merging the LoRA adapter {adapter} into {base}")
+    model = AutoModelForCausalLM.from_pretrained(str(base), torch_dtype=torch.float32)
+    merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    merged.save_pretrained(str(out), safe_serialization=True)
+    tokenizer_source = adapter if (adapter / "tokenizer_config.json").is_file() else base
+    AutoTokenizer.from_pretrained(str(tokenizer_source)).save_pretrained(str(out))
 
 
 def _convert(script: str, args: list[str], out: Path, what: str) -> None:

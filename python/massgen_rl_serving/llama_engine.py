@@ -7,7 +7,8 @@ logits. Sampling is ours too (sampling.py): the logprob reported for a token is 
 distribution it was drawn from, and a seeded request draws the same tokens whatever runs beside it.
 
 LoRA adapters (PEFT folders) are converted to GGUF LoRA on load and applied unmerged on the shared base,
-per decode: rows on different adapters decode on their own lanes (lanes.py), contexts beside `llama`.
+per decode: rows on different adapters decode on their own lanes (lanes.py), contexts beside `llama`. A server of
+one adapter alone may serve it merged into the base's weights instead (merge_adapter): the base's decode speed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from massgen_rl_common.model_folder import ModelFolder
 from massgen_rl_common.protocol import ScriptError
 
-from .gguf_files import adapter_gguf, model_gguf
+from .gguf_files import adapter_gguf, merged_gguf, model_gguf
 from .lora import ModelGuard
 from .tokens import ChatTokens
 
@@ -78,6 +79,8 @@ class LlamaEngine(ChatTokens):
         self.gguf = gguf
         self.weight_type = weight_type
         self.threads = threads
+        # the adapter folder merged into the weights (--merge-adapter): the served name's weights; no others load
+        self.merged: str | None = None
         self.lora = LlamaLora(self)
         self.lanes: list[Any] = []  # contexts beside `llama` on the same model, one per extra lane (lanes.py)
         self._embedder: Any = None
@@ -156,6 +159,7 @@ def load_llama_engine(
     threads: int,
     on_progress: Callable[[str, str], None],
     shared_kv: bool = False,
+    merge_adapter: bool = False,
 ) -> LlamaEngine:
     import torch
     from transformers import AutoTokenizer
@@ -180,11 +184,14 @@ def load_llama_engine(
     base = Path(source)
     if not (base / "config.json").is_file():
         raise ScriptError(f"the llama.cpp engine serves local model folders; {source} is not one")
-    on_progress(
-        "load",
-        f"loading {'base model ' if folder.adapter else ''}{source} (llama.cpp, {weight_type}, {threads} threads)",
+    merged = folder.adapter and merge_adapter
+    what = f"{source} with {folder.path} merged" if merged else f"{'base model ' if folder.adapter else ''}{source}"
+    on_progress("load", f"loading {what} (llama.cpp, {weight_type}, {threads} threads)")
+    gguf = (
+        merged_gguf(folder.path.resolve(), base.resolve(), weight_type)
+        if merged
+        else model_gguf(base.resolve(), weight_type)
     )
-    gguf = model_gguf(base.resolve(), weight_type)
     tokenizer_source = str(folder.path) if (folder.path / "tokenizer_config.json").is_file() else source
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     if not tokenizer.chat_template:
@@ -200,4 +207,6 @@ def load_llama_engine(
     )
     if len(tokenizer) > llama.n_vocab:
         raise ScriptError(f"the tokenizer has {len(tokenizer)} tokens but the GGUF model {llama.n_vocab}")
-    return LlamaEngine(llama, tokenizer, folder, source, gguf, weight_type, threads)
+    engine = LlamaEngine(llama, tokenizer, folder, source, gguf, weight_type, threads)
+    engine.merged = str(folder.path) if merged else None
+    return engine

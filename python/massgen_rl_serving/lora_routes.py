@@ -30,6 +30,14 @@ class LoraRoutes:
 
     def add(self, name: str, path: str, check_base: bool = True) -> dict[str, Any]:
         """Loads adapter `name` from `path`; check_base False: the caller vouches for its base (--base)."""
+        merged = getattr(self.engine, "merged", None)
+        if merged:  # its weights are no longer the base an adapter was trained on
+            raise ApiError(
+                409,
+                f"this server serves the adapter {merged} merged into its base weights and loads no other adapter; "
+                "serve it unmerged (without --merge-adapter) to load adapters beside it",
+                param="lora_path",
+            )
         adapter = self.adapters.reserve(name, path)
         try:
             folder = check_adapter_folder(Path(path), self.engine.base_path if check_base else None)

@@ -98,6 +98,12 @@ class ServeArgs:
             "help": "llama.cpp only: batchers on their own contexts, one per adapter running at once, decoding side by side (each holds a KV cache of --kv-cache-tokens; 1: every adapter alternates steps on one context)."
         },
     )
+    merge_adapter: bool = field(
+        default=False,
+        metadata={
+            "help": "llama.cpp only, --model an adapter folder: serve it merged into the base's weights (the base's decode speed; converted once per adapter and cached), loading no other adapter beside it."
+        },
+    )
     vllm_args: str | None = field(
         default=None, metadata={"help": "Extra arguments for vLLM's server (one shell-quoted string)."}
     )
@@ -282,10 +288,13 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
         prefix_cache=args.prefix_cache,
         max_lanes=args.max_lanes,
         window_s=args.batch_window_ms / 1000,
+        merge_adapter=args.merge_adapter,
     )
     app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)
     adapter_name = None
-    if folder.adapter:  # loaded like any runtime adapter, and what the served name routes to
+    if folder.adapter and getattr(engine, "merged", None):
+        progress("adapter", f"serving the LoRA adapter {folder.path} merged into the base's weights")
+    elif folder.adapter:  # loaded like any runtime adapter, and what the served name routes to
         adapter_name = args.adapter_name or (folder.path.name if folder.path.name != name else f"{name}-adapter")
         progress("adapter", f"loading the LoRA adapter {folder.path} as '{adapter_name}'")
         try:
@@ -315,6 +324,7 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
         pid=os.getpid(),
         adapter=folder.adapter,
         adapter_name=adapter_name,
+        merged=bool(getattr(engine, "merged", None)),
         base=engine.base_path,
         max_batch_size=args.max_batch_size,
         load_seconds=round(time.monotonic() - started, 2),

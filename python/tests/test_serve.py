@@ -826,6 +826,54 @@ def test_the_served_name_routes_to_the_default_adapter(server: Server, adapters)
 
 
 @needs_model
+def test_an_adapter_served_merged_samples_as_the_adapter_does_and_loads_no_other(adapters, reference):
+    """--merge-adapter: the adapter's weights merged into the base's (one GGUF, cached by content); its sampled tokens'
+    logprobs agree with the float32 PEFT model's as the bf16 base's agree with the base, and no adapter loads beside it."""
+    if not llama_cpp_available():
+        pytest.skip("llama-cpp-python is not installed in this venv")
+    from peft import PeftModel
+
+    _, model = reference
+    args = ("--model", str(adapters["alpha"]), "--served-name", NAME, "--engine", "llama.cpp", "--merge-adapter")
+    srv = Server(*args)
+    try:
+        assert srv.ready["merged"] is True and srv.ready["adapter"] is True and srv.ready["adapter_name"] is None
+        assert Path(srv.ready["gguf"]).name.startswith("merged-")
+        samples = [
+            srv.chat(
+                messages=[{"role": "user", "content": q}],
+                temperature=1.0,
+                seed=k,
+                max_tokens=32,
+                logprobs=True,
+                return_token_ids=True,
+            )
+            for k, q in enumerate(["Tell me about the sea.", "What is 12 * 3?"])
+        ]
+        status, body = lora(srv, "load_lora_adapter", lora_name="beta", lora_path=str(adapters["beta"]))
+        assert status == 409 and "merged" in body["error"]["message"] and body["error"]["param"] == "lora_path", body
+    finally:
+        srv.stop()
+    peft_model = PeftModel.from_pretrained(model, str(adapters["alpha"]))
+    try:
+        diffs = []
+        for r in samples:
+            got = [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]]
+            want = teacher_forced_logprobs(peft_model, r["prompt_token_ids"], ids_of(r), 1.0)
+            diffs += [abs(a - b) for a, b in zip(got, want)]
+    finally:
+        peft_model.unload()  # the module-scoped reference model back unchanged
+    diffs.sort()
+    assert sum(diffs) / len(diffs) < 0.1 and diffs[min(len(diffs) - 1, int(0.99 * len(diffs)))] < 1.0, diffs[-5:]
+    again = Server(*args)  # the merged GGUF is reused: no second merge or conversion
+    try:
+        assert again.ready["gguf"] == srv.ready["gguf"]
+        assert "merging" not in "".join(again.stderr)
+    finally:
+        again.stop()
+
+
+@needs_model
 def test_an_adapter_unloaded_mid_request_serves_that_request_to_the_end(server: Server, adapters):
     srv = server
     long = {"messages": [{"role": "user", "content": "Tell me about the sea."}], "max_tokens": 40, "ignore_eos": True}

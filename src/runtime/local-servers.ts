@@ -113,6 +113,8 @@ export class LocalServers {
     return {
       ...this.opts,
       followsProduction: forClients,
+      // a run's own server keeps its weights for its life (the gateway's are swapped by deploys): merged
+      mergeAdapter: !forClients,
       ...(forClients ? { contextTokens: CLIENT_CONTEXT_TOKENS } : {}),
       ...(port === undefined ? {} : { port }),
     };

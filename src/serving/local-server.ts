@@ -36,6 +36,8 @@ export interface LocalServerOptions {
   baseDir?: string;
   /** The name an adapter folder's adapter is loaded under beside the served name (default: its folder name). */
   adapterName?: string;
+  /** llama.cpp: an adapter folder served merged into its base's weights (no other adapter loads beside it). */
+  mergeAdapter?: boolean;
   /** Every protocol event (progress while loading, ready, done, error). */
   onEvent?: (event: PyEvent) => void;
 }
@@ -96,6 +98,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     ...(opts.contextTokens ? ['--kv-cache-tokens', String(opts.contextTokens * (opts.maxBatchSize ?? 8))] : []),
     ...(opts.baseDir ? ['--base', opts.baseDir] : []),
     ...(opts.adapterName && opts.adapterName !== opts.servedName ? ['--adapter-name', opts.adapterName] : []),
+    ...(opts.mergeAdapter ? ['--merge-adapter'] : []),
   ];
   const log = opts.logFile
     ? openLog(opts.logFile, `${new Date().toISOString()} ${opts.python} ${args.join(' ')}`)

@@ -93,6 +93,11 @@ export interface ServeOptions {
   onEvent?: (event: PyEvent) => void;
   /** A deploy may swap this server to the new production weights (registry: follows_production). */
   followsProduction?: boolean;
+  /**
+   * An adapter served merged into its base (llama.cpp; unless local.merge_adapter is false): for a server that
+   * serves that one adapter for its life, as a run's own do. Nothing can load another adapter beside it.
+   */
+  mergeAdapter?: boolean;
 }
 
 export interface ServedModel extends LocalServer {
@@ -132,6 +137,7 @@ export async function startServer(
     servedName: t.servedName,
     // the name a deploy knows this adapter by (publish unloads it by that name once it is swapped out)
     adapterName: t.weights.adapter && resource ? loraName(resource.name, resource.version) : undefined,
+    mergeAdapter: Boolean(opts.mergeAdapter && t.weights.adapter && (l?.merge_adapter ?? true)),
     host: opts.host ?? l?.host ?? '127.0.0.1',
     port: opts.port ?? l?.port ?? 0,
     device: opts.device ?? l?.device ?? 'auto',

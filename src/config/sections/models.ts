@@ -32,6 +32,14 @@ const localServer = z.strictObject({
     .default(16)
     .describe('most sequences generated at once (llama.cpp: running together; transformers: per batch)'),
   startup_timeout_s: posInt.max(DAY_S, `at most ${DAY_S} s (1 day)`).default(180),
+  merge_adapter: z
+    .boolean()
+    .default(true)
+    .describe(
+      "llama.cpp: a run's own server of an adapter (production's or a candidate's) serves it merged into the base's "
+        + "weights, at the base's decode speed (converted once per adapter, cached); the servers of `serve` and the "
+        + 'gateway keep adapters unmerged, as deploys swap them; false: unmerged everywhere',
+    ),
 });
 
 const httpUrl = () =>

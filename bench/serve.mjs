@@ -32,6 +32,8 @@
 // Adapters (bench/lib/serve-adapters.mjs): one adapter against three adapters on one base, rows spread evenly, at
 // concurrency 16 (--adapters-concurrency N, `none` to skip; env BENCH_SERVE_ADAPTERS), the ratio's target 0.8;
 // --adapters-max-lanes N (BENCH_SERVE_ADAPTERS_MAX_LANES) passes serve --max-lanes (1: as before lanes).
+// A deployed line (bench/lib/serve-line.mjs): the base, one adapter unmerged and the same adapter merged, at
+// concurrency 1 and 16 (--line-concurrency 1,16, `none` to skip; env BENCH_SERVE_LINE), the merged one's target 0.95.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,6 +42,7 @@ import { parseBenchArgs } from './lib/cli-args.mjs';
 import { progress, writeResult } from './lib/report.mjs';
 import { runAdapters } from './lib/serve-adapters.mjs';
 import { postJson, postStream } from './lib/serve-http.mjs';
+import { runLine } from './lib/serve-line.mjs';
 import { runCell } from './lib/serve-load.mjs';
 import { modeRatios, modesTable, modeTargets, ratios, summarize, table, targets } from './lib/serve-report.mjs';
 import { chatBody, MODES, toolBody } from './lib/serve-requests.mjs';
@@ -91,6 +94,7 @@ function parseArgs(argv) {
     modesMinRequests: env.BENCH_SERVE_MODES_REQUESTS,
     adapters: env.BENCH_SERVE_ADAPTERS,
     adaptersMaxLanes: env.BENCH_SERVE_ADAPTERS_MAX_LANES,
+    line: env.BENCH_SERVE_LINE,
   };
   const flags = {
     '--engines': 'engines',
@@ -104,6 +108,7 @@ function parseArgs(argv) {
     '--modes-requests': 'modesMinRequests',
     '--adapters-concurrency': 'adapters',
     '--adapters-max-lanes': 'adaptersMaxLanes',
+    '--line-concurrency': 'line',
   };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
@@ -128,6 +133,7 @@ function parseArgs(argv) {
   if (own.modesMinRequests) size.modesMinRequests = list(own.modesMinRequests, '--modes-requests')[0];
   size.adaptersConcurrency = ['none', '0'].includes(own.adapters) ? null : list(own.adapters ?? '16', '--adapters')[0];
   size.adaptersMaxLanes = own.adaptersMaxLanes ? list(own.adaptersMaxLanes, '--adapters-max-lanes')[0] : null;
+  size.lineConcurrency = ['none', '0'].includes(own.line) ? null : list(own.line ?? '1,16', '--line-concurrency');
   size.toolMaxTokens = own.toolMaxTokens ? list(own.toolMaxTokens, '--tool-max-tokens')[0] : MAX_TOKENS;
   const names = (v) => (v === 'none' || v === '0' ? [] : v.split(',').filter(Boolean));
   const engines = names(own.engines ?? 'transformers,llama.cpp');
@@ -328,6 +334,19 @@ function adaptersHeadline(a) {
   ];
 }
 
+function lineHeadline(l) {
+  return Object.entries(l.byConcurrency).flatMap(([c, r]) => [
+    { label: `line c${c}: adapter unmerged / base`, value: r.unmergedRatio, unit: '×' },
+    {
+      label: `line c${c}: adapter merged / base`,
+      value: r.mergedRatio,
+      unit: '×',
+      target: `>= ${l.target}`,
+      ok: r.met,
+    },
+  ]);
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const { size } = args;
@@ -395,6 +414,17 @@ async function main() {
           maxLanes: size.adaptersMaxLanes,
         })
       : null;
+    const line = size.lineConcurrency
+      ? await runLine({
+          modelDir,
+          logDir,
+          maxBatchSize: MAX_BATCH_SIZE,
+          maxTokens: MAX_TOKENS,
+          rounds: size.rounds,
+          seconds: size.cellS,
+          concurrencies: size.lineConcurrency,
+        })
+      : null;
     const fig = (cell, engine) => results[cell]?.[engine]?.tokensPerS;
     const top = `c${Math.max(...size.concurrency)}`;
     writeResult(args.out, {
@@ -418,6 +448,7 @@ async function main() {
       targets: goals,
       modes: modes && { ...modes, notes: MODE_NOTES },
       adapters,
+      line,
       logs: logDir,
       headline: [
         ...names.flatMap((n) => [
@@ -432,6 +463,7 @@ async function main() {
         })),
         ...(modes ? modeHeadline(modes) : []),
         ...(adapters ? adaptersHeadline(adapters) : []),
+        ...(line ? lineHeadline(line) : []),
       ],
     });
   } finally {

@@ -23,10 +23,11 @@ const MAKE_ADAPTER = fileURLToPath(new URL('../../test/fixtures/trainers/make_lo
 export const ADAPTERS_TARGET = 0.8;
 const NAMES = ['role-a', 'role-b', 'role-c'];
 
-function makeAdapter(modelDir, out, seed, logFile) {
+/** A LoRA adapter of modelDir with random weights (`scale` multiplies its B matrices: 1 changes the model a lot). */
+export function makeAdapter(modelDir, out, seed, logFile, scale = 1) {
   return new Promise((resolve, reject) => {
     const log = fs.openSync(logFile, 'a');
-    const child = spawn(trainerPython(), [MAKE_ADAPTER, modelDir, out, String(seed)], {
+    const child = spawn(trainerPython(), [MAKE_ADAPTER, modelDir, out, String(seed), String(scale)], {
       stdio: ['ignore', log, log],
       env: { ...process.env, HF_HUB_OFFLINE: '1' },
     });
@@ -37,7 +38,7 @@ function makeAdapter(modelDir, out, seed, logFile) {
 }
 
 /** C workers, worker i on models[i % models.length], back to back until `seconds` are up (at least one each). */
-async function cell(baseUrl, models, { concurrency, seconds, maxTokens }) {
+export async function cell(baseUrl, models, { concurrency, seconds, maxTokens }) {
   const url = `${baseUrl}/chat/completions`;
   let tokens = 0;
   let requests = 0;

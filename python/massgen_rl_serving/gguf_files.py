@@ -23,6 +23,8 @@ from massgen_rl_common.protocol import ScriptError, log
 from .digest_cache import cached_digest
 
 WEIGHT_TYPES = ("bf16", "f16", "f32", "q8_0")
+# merged copies of adapters kept in the cache (production's, the candidates' of the last cycles)
+MERGED_KEPT = 6
 DIGESTS_FILE = "digests.json"
 # GGUF conversions this process ran, and their seconds (/stats: a caller's start-up accounting)
 CONVERSIONS = {"count": 0, "seconds": 0.0}
@@ -97,6 +99,7 @@ def merged_gguf(adapter: Path, base: Path, weight_type: str) -> Path:
     content; the merged transformers folder is only a step and is removed."""
     out = cache_dir() / f"merged-{folder_digest(adapter, folder_digest(base) + weight_type)}-{weight_type}.gguf"
     if out.is_file():
+        os.utime(out)  # used now: the pruning below keeps it
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
@@ -108,7 +111,16 @@ def merged_gguf(adapter: Path, base: Path, weight_type: str) -> Path:
             out,
             f"the LoRA adapter {adapter} merged into {base} ({weight_type})",
         )
+    _prune_merged(out.parent)
     return out
+
+
+def _prune_merged(folder: Path) -> None:
+    """Each merged copy is a whole model and a nightly loop makes one per candidate: the MERGED_KEPT most recently
+    used stay (a server still running on a removed one keeps reading it: the file goes with its last user)."""
+    copies = sorted(folder.glob("merged-*.gguf"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in copies[MERGED_KEPT:]:
+        old.unlink(missing_ok=True)
 
 
 def _merge(adapter: Path, base: Path, out: Path) -> None:

@@ -163,3 +163,16 @@ def test_an_unwritable_cache_still_gives_the_digest(tmp_path: Path, monkeypatch,
     folder = make_folder(tmp_path / "model")
     assert gguf_files.folder_digest(folder) == gguf_files.folder_digest(folder) == reference(folder)
     assert len(hashes) == 2
+
+
+def test_merged_copies_beyond_the_most_recently_used_are_removed(tmp_path: Path):
+    copies = [tmp_path / f"merged-{i:02d}-bf16.gguf" for i in range(gguf_files.MERGED_KEPT + 3)]
+    for age, copy in enumerate(copies):
+        copy.write_bytes(b"gguf")
+        os.utime(copy, (1_000_000 - age, 1_000_000 - age))  # copies[0] used last
+    other = tmp_path / "model-abc-bf16.gguf"
+    other.write_bytes(b"gguf")
+    gguf_files._prune_merged(tmp_path)
+    kept = copies[: gguf_files.MERGED_KEPT]
+    assert sorted(p.name for p in tmp_path.glob("merged-*")) == sorted(p.name for p in kept)
+    assert other.is_file()  # the base models' copies are never pruned

@@ -402,29 +402,18 @@ async function main() {
     if (names.length) process.stderr.write(`${table(results, ratioSets)}\n`);
     const modes = modesServer ? await runModes(args, modesServer) : null;
     if (modes) process.stderr.write(`${modesTable(modes.results, modes.ratios)}\n`);
+    const caseSizes = {
+      modelDir,
+      logDir,
+      maxBatchSize: MAX_BATCH_SIZE,
+      maxTokens: MAX_TOKENS,
+      rounds: size.rounds,
+      seconds: size.cellS,
+    };
     const adapters = size.adaptersConcurrency
-      ? await runAdapters({
-          modelDir,
-          logDir,
-          maxBatchSize: MAX_BATCH_SIZE,
-          maxTokens: MAX_TOKENS,
-          rounds: size.rounds,
-          seconds: size.cellS,
-          concurrency: size.adaptersConcurrency,
-          maxLanes: size.adaptersMaxLanes,
-        })
+      ? await runAdapters({ ...caseSizes, concurrency: size.adaptersConcurrency, maxLanes: size.adaptersMaxLanes })
       : null;
-    const line = size.lineConcurrency
-      ? await runLine({
-          modelDir,
-          logDir,
-          maxBatchSize: MAX_BATCH_SIZE,
-          maxTokens: MAX_TOKENS,
-          rounds: size.rounds,
-          seconds: size.cellS,
-          concurrencies: size.lineConcurrency,
-        })
-      : null;
+    const line = size.lineConcurrency ? await runLine({ ...caseSizes, concurrencies: size.lineConcurrency }) : null;
     const fig = (cell, engine) => results[cell]?.[engine]?.tokensPerS;
     const top = `c${Math.max(...size.concurrency)}`;
     writeResult(args.out, {

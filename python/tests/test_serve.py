@@ -259,6 +259,31 @@ def test_requests_join_a_running_batch(server: Server):
     assert status == 200 and stats["continuous"] is True and stats["queued"] == 0 and stats["running"] == 0, stats
 
 
+def sampled(srv: Server, questions: list[str], max_tokens: int) -> list[dict[str, Any]]:
+    """One seeded sample at temperature 1 per question, with its token ids and logprobs."""
+    return [
+        srv.chat(
+            messages=[{"role": "user", "content": q}],
+            temperature=1.0,
+            seed=k,
+            max_tokens=max_tokens,
+            logprobs=True,
+            return_token_ids=True,
+        )
+        for k, q in enumerate(questions)
+    ]
+
+
+def logprob_diffs(samples: list[dict[str, Any]], model: Any) -> list[float]:
+    """|served − float32 teacher-forced| logprob of every sampled token, sorted."""
+    diffs = []
+    for r in samples:
+        got = [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]]
+        want = teacher_forced_logprobs(model, r["prompt_token_ids"], ids_of(r), 1.0)
+        diffs += [abs(a - b) for a, b in zip(got, want)]
+    return sorted(diffs)
+
+
 @needs_model
 def test_bf16_logprobs_agree_with_the_trainer(reference):
     """The llama.cpp engine's default weights (bf16): served logprobs vs the trainer's float32 ones on the same
@@ -268,22 +293,10 @@ def test_bf16_logprobs_agree_with_the_trainer(reference):
     _, model = reference
     srv = Server("--model", str(MODEL_DIR), "--served-name", NAME, "--engine", "llama.cpp")
     try:
-        diffs = []
-        for k, q in enumerate(["Tell me about the sea.", "What is 12 * 3?", "Write a haiku about rain."]):
-            r = srv.chat(
-                messages=[{"role": "user", "content": q}],
-                temperature=1.0,
-                seed=k,
-                max_tokens=48,
-                logprobs=True,
-                return_token_ids=True,
-            )
-            got = [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]]
-            want = teacher_forced_logprobs(model, r["prompt_token_ids"], ids_of(r), 1.0)
-            diffs += [abs(a - b) for a, b in zip(got, want)]
+        samples = sampled(srv, ["Tell me about the sea.", "What is 12 * 3?", "Write a haiku about rain."], 48)
     finally:
         srv.stop()
-    diffs.sort()
+    diffs = logprob_diffs(samples, model)
     mean, p99 = sum(diffs) / len(diffs), diffs[min(len(diffs) - 1, int(0.99 * len(diffs)))]
     print(
         f"\nbf16 llama.cpp vs float32 trainer: mean |dlogprob| {mean:.4f}, p99 {p99:.4f} over {len(diffs)} tokens",
@@ -839,31 +852,16 @@ def test_an_adapter_served_merged_samples_as_the_adapter_does_and_loads_no_other
     try:
         assert srv.ready["merged"] is True and srv.ready["adapter"] is True and srv.ready["adapter_name"] is None
         assert Path(srv.ready["gguf"]).name.startswith("merged-")
-        samples = [
-            srv.chat(
-                messages=[{"role": "user", "content": q}],
-                temperature=1.0,
-                seed=k,
-                max_tokens=32,
-                logprobs=True,
-                return_token_ids=True,
-            )
-            for k, q in enumerate(["Tell me about the sea.", "What is 12 * 3?"])
-        ]
+        samples = sampled(srv, ["Tell me about the sea.", "What is 12 * 3?"], 32)
         status, body = lora(srv, "load_lora_adapter", lora_name="beta", lora_path=str(adapters["beta"]))
         assert status == 409 and "merged" in body["error"]["message"] and body["error"]["param"] == "lora_path", body
     finally:
         srv.stop()
     peft_model = PeftModel.from_pretrained(model, str(adapters["alpha"]))
     try:
-        diffs = []
-        for r in samples:
-            got = [e["logprob"] for e in r["choices"][0]["logprobs"]["content"]]
-            want = teacher_forced_logprobs(peft_model, r["prompt_token_ids"], ids_of(r), 1.0)
-            diffs += [abs(a - b) for a, b in zip(got, want)]
+        diffs = logprob_diffs(samples, peft_model)
     finally:
         peft_model.unload()  # the module-scoped reference model back unchanged
-    diffs.sort()
     assert sum(diffs) / len(diffs) < 0.1 and diffs[min(len(diffs) - 1, int(0.99 * len(diffs)))] < 1.0, diffs[-5:]
     again = Server(*args)  # the merged GGUF is reused: no second merge or conversion
     try:

@@ -71,6 +71,7 @@ class LlamaEngine(ChatTokens):
         gguf: Path,
         weight_type: str,
         threads: int,
+        merged: str | None = None,
     ) -> None:
         self.llama = llama
         self.tokenizer = tokenizer
@@ -80,7 +81,7 @@ class LlamaEngine(ChatTokens):
         self.weight_type = weight_type
         self.threads = threads
         # the adapter folder merged into the weights (--merge-adapter): the served name's weights; no others load
-        self.merged: str | None = None
+        self.merged = merged
         self.lora = LlamaLora(self)
         self.lanes: list[Any] = []  # contexts beside `llama` on the same model, one per extra lane (lanes.py)
         self._embedder: Any = None
@@ -207,6 +208,6 @@ def load_llama_engine(
     )
     if len(tokenizer) > llama.n_vocab:
         raise ScriptError(f"the tokenizer has {len(tokenizer)} tokens but the GGUF model {llama.n_vocab}")
-    engine = LlamaEngine(llama, tokenizer, folder, source, gguf, weight_type, threads)
-    engine.merged = str(folder.path) if merged else None
-    return engine
+    return LlamaEngine(
+        llama, tokenizer, folder, source, gguf, weight_type, threads, str(folder.path) if merged else None
+    )

@@ -292,7 +292,8 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
     )
     app = App(engine, batcher, name, args.default_max_tokens, args.log_requests)
     adapter_name = None
-    if folder.adapter and getattr(engine, "merged", None):
+    merged = bool(getattr(engine, "merged", None))  # llama.cpp's alone
+    if folder.adapter and merged:
         progress("adapter", f"serving the LoRA adapter {folder.path} merged into the base's weights")
     elif folder.adapter:  # loaded like any runtime adapter, and what the served name routes to
         adapter_name = args.adapter_name or (folder.path.name if folder.path.name != name else f"{name}-adapter")
@@ -324,7 +325,7 @@ def _serve_local(args: ServeArgs, folder: Any, name: str, life: Lifecycle, kind:
         pid=os.getpid(),
         adapter=folder.adapter,
         adapter_name=adapter_name,
-        merged=bool(getattr(engine, "merged", None)),
+        merged=merged,
         base=engine.base_path,
         max_batch_size=args.max_batch_size,
         load_seconds=round(time.monotonic() - started, 2),

@@ -25,6 +25,11 @@ export function targetKey(endpoint: string): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
+/** The result of a pass that sent nothing because `why` (the store or the thread failed before any request). */
+export function failedExport(target: Pick<OtlpTarget, 'endpoint'>, why: string): OtlpExportResult {
+  return { target: targetKey(target.endpoint), rollouts: 0, spans: 0, requests: 0, failed: why };
+}
+
 /** What a failed export says: the HTTP status and body, or the network error. */
 function failure(result: ExportResult): string {
   const e = result.error as (Error & { code?: number | string; data?: string }) | undefined;

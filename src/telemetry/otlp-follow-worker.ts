@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Store, type StoreOptions } from '../store/index.js';
-import { exportPending, targetKey, type OtlpExportResult, type OtlpTarget } from './otlp-export.js';
+import { exportPending, failedExport, type OtlpExportResult, type OtlpTarget } from './otlp-export.js';
 
 /** What the follower sends this thread: a pass, the abort of the pass under way, or the end. */
 export type FollowerRequest = { type: 'pass' } | { type: 'abort' } | { type: 'close' };
@@ -21,7 +21,7 @@ async function pass(): Promise<OtlpExportResult> {
   try {
     return await exportPending(store, target, { signal: abort.signal });
   } catch (err) {
-    return { target: targetKey(target.endpoint), rollouts: 0, spans: 0, requests: 0, failed: (err as Error).message };
+    return failedExport(target, (err as Error).message);
   }
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Store, StoreOptions } from '../store/index.js';
-import { exportPending, targetKey, type OtlpExportResult, type OtlpTarget } from './otlp-export.js';
+import { exportPending, failedExport as failed, type OtlpExportResult, type OtlpTarget } from './otlp-export.js';
 import type { FollowerRequest, FollowerWorkerData } from './otlp-follow-worker.js';
 
 /** Where the continuous export's passes run: one at a time, abortable, closed once. */
@@ -15,14 +15,6 @@ export interface Passes {
 
 /** The compiled worker beside this module; absent when the code runs from its TypeScript sources (the tests). */
 export const FOLLOW_WORKER = new URL('./otlp-follow-worker.js', import.meta.url);
-
-const failed = (target: OtlpTarget, why: string): OtlpExportResult => ({
-  target: targetKey(target.endpoint),
-  rollouts: 0,
-  spans: 0,
-  requests: 0,
-  failed: why,
-});
 
 /** Passes on the caller's own thread and store connection. */
 export function mainThreadPasses(store: Store, target: OtlpTarget): Passes {

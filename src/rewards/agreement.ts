@@ -28,21 +28,17 @@ export const agreementReward: RewardFamily = {
   scope: 'team',
   describe: "agreement with the majority of the rollout's answers (no reference; silent below the minimum share)",
   score({ outcome, config }) {
-    const { min_share: minShare, min_answers: minAnswers } = config.agreement;
     const pool = [...outcome.answers, ...repeated(outcome), ...(outcome.samples ?? []).flatMap(answerSample)].map(
       (a) => ({
         ...a,
         key: agreementKey(a.content),
       }),
     );
-    const keys = pool.map((a) => a.key).filter((k) => k !== '');
-    if (keys.length < minAnswers) return [];
-    const counts = new Map<string, number>();
-    for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
-    const ranked = [...counts].sort((a, b) => b[1] - a[1]);
-    const [majority, n] = ranked[0]!;
-    if (ranked[1]?.[1] === n || n / keys.length < minShare) return [];
-    const share = `${n} of ${keys.length} answers and samples say "${majority}"`;
+    const keys = [...pool.map((a) => a.key), ...(outcome.peers ?? []).map(agreementKey)].filter((k) => k !== '');
+    const found = majorityOf(keys, config.agreement);
+    if (!found) return [];
+    const { majority } = found;
+    const share = `${found.count} of ${keys.length} answers and samples say "${majority}"`;
     const out: RewardInput[] = pool.map((a) => {
       const agrees = a.key === majority;
       const reason = `${agrees ? 'agrees' : 'disagrees'} with the majority (${share})`;
@@ -59,6 +55,23 @@ export const agreementReward: RewardFamily = {
     return out;
   },
 };
+
+/**
+ * The most frequent key when it holds at least `min_share` of at least `min_answers` keys and no other key is as
+ * frequent; null otherwise (no signal).
+ */
+export function majorityOf(
+  keys: readonly string[],
+  limits: { min_share: number; min_answers: number },
+): { majority: string; count: number } | null {
+  if (keys.length < limits.min_answers) return null;
+  const counts = new Map<string, number>();
+  for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
+  const ranked = [...counts].sort((a, b) => b[1] - a[1]);
+  const [majority, count] = ranked[0]!;
+  if (ranked[1]?.[1] === count || count / keys.length < limits.min_share) return null;
+  return { majority, count };
+}
 
 /** Each repeating vote as the answer it repeated (the target's latest answer before it), on the vote's span. */
 function repeated(outcome: RolloutOutcome): { agent: string; content: string; seq: number }[] {

@@ -20,6 +20,11 @@ export interface RolloutOutcome {
   answers: { agent: string; label: string; content: string; round: number; seq: number }[];
   /** The extra samples of each decision (collect.samples_per_turn), seq = the sample span; none without them. */
   samples?: { agent: string; content: string; seq: number }[];
+  /**
+   * Answers other rollouts gave to the same prompt (captured sessions grouped by their prompt): agreement counts
+   * them toward the majority and scores only this rollout's own.
+   */
+  peers?: string[];
   /** The votes that ended coordination (the quiescent round). */
   /** repeats: the voter's own answer, the same final answer as the target's (an independent layout's agreement). */
   votes: { voter: string; target: string; reason: string; round: number; seq: number; repeats?: boolean }[];

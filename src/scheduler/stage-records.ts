@@ -29,8 +29,13 @@ const collect = z.object({
   /** The production set's version that served the run. */
   set: num,
   on_workers: z.boolean().optional(),
-  /** collect.source gateway: the captured sessions taken, held out (gateway.holdout), waiting for a reward. */
-  captured: z.object({ taken: num, held_out: num, waiting: num, joined: num, scored: num }).optional(),
+  /**
+   * collect.source gateway: the captured sessions taken, held out (gateway.holdout), waiting for a reward (no_majority:
+   * agreement found none for them; absent in records written before it).
+   */
+  captured: z
+    .object({ taken: num, held_out: num, waiting: num, joined: num, scored: num, no_majority: num })
+    .optional(),
   /** Written by versions whose collect reviewed production; the review stage holds these now. */
   canary: z.string().nullable().optional(),
   watch: z.string().nullable().optional(),

@@ -25,7 +25,9 @@ afterEach(async () => {
 const HOUR = 3_600_000;
 
 /** A project served by a scripted endpoint (agents and, with `judge`, the judge model). */
-async function project(opts: { judge?: boolean; holdout?: number; custom?: string } = {}): Promise<LoadedConfig> {
+async function project(
+  opts: { judge?: boolean; holdout?: number; custom?: string; labelFree?: boolean } = {},
+): Promise<LoadedConfig> {
   server = await startScriptedServer(() => ({
     content: '```json\n{"scores": {"helpfulness": 8}, "reason": "clear"}\n```',
   }));
@@ -33,7 +35,9 @@ async function project(opts: { judge?: boolean; holdout?: number; custom?: strin
     ? '  judge: { model: stub, rubric: [{ criterion: helpfulness, weight: 1 }] }\n  weights: { human: 1, judge: 1 }'
     : opts.custom
       ? `  custom: { command: [node, -e, ${JSON.stringify(opts.custom)}] }\n  weights: { human: 1, custom: 1 }`
-      : '  weights: { human: 1 }';
+      : opts.labelFree
+        ? '  references: off'
+        : '  weights: { human: 1 }';
   const yaml = `models:\n  stub: { base_url: "${server.baseUrl}", model: m }
 agents:\n  - { id: a, model: stub, tool_mode: text }
 rewards:\n${judge}
@@ -45,14 +49,17 @@ gateway: { holdout: ${opts.holdout ?? 0} }
   return loaded;
 }
 
-/** One captured session as the gateway stores it: a gateway rollout with one chat call, finished `ageMs` ago. */
-function capture(store: Store, question: string, answer: string, ageMs = HOUR): string {
+/**
+ * One captured session as the gateway stores it: a gateway rollout with a chat call for each answer (the same
+ * question asked again), finished `ageMs` ago.
+ */
+function capture(store: Store, question: string, answer: string | string[], ageMs = HOUR): string {
   const metadata = { client: 'app', session: question };
   // answered by production, as the gateway records it
   const resourceSetId = store.sets.pointer('production')?.setId;
   const id = store.rollouts.start({ source: GATEWAY_SOURCE, metadata, resourceSetId });
-  const payload = {
-    turn_id: `call-${id}`,
+  const payload = (answer: string, i: number) => ({
+    turn_id: `call-${id}-${i}`,
     round: 0,
     attempt: 1,
     request: { model: 'stub', messages: [{ role: 'user', content: question }] },
@@ -60,8 +67,12 @@ function capture(store: Store, question: string, answer: string, ageMs = HOUR): 
     usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
     latency_ms: 4,
     gateway: { client: 'app', backend: 'stub', backend_model: 'm', stream: false, status: 200 },
-  };
-  store.spans.append(id, [{ type: 'prompt', name: 'chat', agent: 'bot', payload }]);
+  });
+  const answers = typeof answer === 'string' ? [answer] : answer;
+  store.spans.append(
+    id,
+    answers.map((a, i) => ({ type: 'prompt', name: 'chat', agent: 'bot', payload: payload(a, i) })),
+  );
   store.rollouts.finish(id, { status: 'completed', tokens: 8, messages: 1, wallMs: 4 });
   const at = Date.now() - ageMs;
   store.rollouts.setImportedTimes(id, at - 10, at);
@@ -197,6 +208,58 @@ describe('collect.source gateway', () => {
       expect(store.rollouts.get(lyon!)!.totalReward).toBe(0);
       expect(store.rewards.list(paris!).map((w) => w.family)).toEqual(['custom']);
     });
+  });
+
+  it('label-free: agreement among the sessions and samples of one prompt scores them, pairs follow the majority', async () => {
+    const loaded = await project({ labelFree: true });
+    expect(loaded.config.rewards.weights).toMatchObject({ agreement: 1 });
+    const ids = withStore(loaded, (store) => ({
+      paris: ['Paris', 'The capital is Paris.\nANSWER: Paris', 'paris'].map((a) =>
+        capture(store, 'Capital of France?', a),
+      ),
+      lyon: capture(store, 'Capital of France?', 'Lyon'),
+      // one session sampling its prompt three times: its own samples make the majority
+      sampled: capture(store, 'What is 6 times 7?', ['41', '42.0', '42']),
+      alone: capture(store, 'Largest planet?', 'Jupiter'),
+      tied: [capture(store, 'Best color?', 'red'), capture(store, 'Best color?', 'blue')],
+    }));
+    const s = await collectGateway(loaded);
+    expect(s.captured).toMatchObject({ taken: 5, scored: 5, noMajority: 3, waiting: 0 });
+    withStore(loaded, (store) => {
+      for (const id of ids.paris) expect(store.rollouts.get(id)!.totalReward).toBe(1);
+      expect(store.rollouts.get(ids.lyon)!.totalReward).toBe(0);
+      const rewards = store.rewards.list(ids.lyon);
+      expect(rewards.map((w) => [w.channel, w.family, w.value])).toEqual([
+        ['turn', 'agreement', 0],
+        ['rollout', 'agreement', 0],
+      ]);
+      expect(rewards[1]!.reason).toContain('3 of 4 answers and samples say "paris"');
+      // every sample of the sampling session is scored on its own span; its final answer is its last
+      const sampled = store.rewards.list(ids.sampled).filter((w) => w.channel === 'turn');
+      expect(sampled.map((w) => [w.targetSeq, w.value])).toEqual([
+        [1, 0],
+        [2, 1],
+        [3, 1],
+      ]);
+      expect(store.rollouts.get(ids.sampled)!.totalReward).toBe(1);
+      for (const id of [ids.alone, ...ids.tied]) {
+        expect(store.rollouts.get(id)!.totalReward).toBeNull();
+        expect(store.rollouts.get(trainingCopyId(id))).toBeUndefined();
+      }
+    });
+    const store = openStore(loaded);
+    try {
+      const options = { weights: loaded.config.rewards.weights };
+      const dpo = await buildDataset(store, { algo: 'dpo', dataDir: loaded.paths.dataDir, options });
+      const pairs = readRows<DpoRow>(dpo.dir).map((p) => [p.chosen[0]!.content, p.rejected[0]!.content]);
+      expect(pairs).toHaveLength(3);
+      for (const [chosen, rejected] of pairs) {
+        expect(chosen).toMatch(/paris/i);
+        expect(rejected).toBe('Lyon');
+      }
+    } finally {
+      store.close();
+    }
   });
 
   it('with no captured session says so and the loop goes on with nothing to train', async () => {

@@ -42,6 +42,19 @@ describe('agreement (the majority as a pseudo-label)', () => {
     expect(rewards.find((r) => r.channel === 'rollout')).toMatchObject({ value: 0 });
   });
 
+  it("counts other rollouts' answers to the same prompt (peers) toward the majority and scores only its own", async () => {
+    const answers = mathOutcome().answers.slice(1, 2); // one answer: 42
+    const alone = await agreementReward.score(ctxFor(mathOutcome({ answers, finalAnswer: 'ANSWER: 42' })));
+    expect(alone).toEqual([]);
+    const peers = ['ANSWER: 40', '40', 'It is 40.\nFinal answer: 40.'];
+    const rewards = await agreementReward.score(ctxFor(mathOutcome({ answers, peers, finalAnswer: 'ANSWER: 42' })));
+    expect(rewards.map((r) => [r.channel, r.targetSeq ?? null, r.value])).toEqual([
+      ['turn', 5, 0],
+      ['rollout', null, 0],
+    ]);
+    expect(rewards[1]!.reason).toBe('the final answer disagrees (3 of 4 answers and samples say "40")');
+  });
+
   it('gives no signal below the minimum share, below the minimum answers, or on a tie', async () => {
     const strict = rewardsConfig({ agreement: { min_share: 0.6, min_answers: 3 } });
     expect(await agreementReward.score(ctxFor(mathOutcome(), strict))).toEqual([]);

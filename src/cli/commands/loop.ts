@@ -103,7 +103,8 @@ type CollectRecord = NonNullable<CycleResult['stages']['collect']>;
 function collected(c: CollectRecord): string {
   const g = c.captured;
   if (!g) return `${c.completed ?? '—'}/${c.tasks ?? '—'} completed`;
-  return `took ${g.taken ?? 0} captured session(s), ${g.held_out ?? 0} held out, ${g.waiting ?? 0} waiting for a reward`;
+  const unagreed = g.no_majority ? `, ${g.no_majority} without a majority` : '';
+  return `took ${g.taken ?? 0} captured session(s), ${g.held_out ?? 0} held out, ${g.waiting ?? 0} waiting for a reward${unagreed}`;
 }
 
 function renderCycle(ui: Ui, r: CycleResult): void {

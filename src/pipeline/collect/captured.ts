@@ -5,7 +5,8 @@ import { heldOutRollout } from '../../trace/held-out.js';
 import type { Rollout } from '../../trace/records.js';
 import { syncProduction } from '../production-sync.js';
 import { copyCaptured, taken, trainingCopyId } from './captured-copy.js';
-import { capturedFamilies, scoreCaptured } from './captured-score.js';
+import { CapturedPeers } from './captured-peers.js';
+import { capturedFamilies, keyedTurns, scoreCaptured } from './captured-score.js';
 import type { CapturedCounts, CollectOptions, CollectSummary } from './types.js';
 
 export type { CapturedCounts } from './types.js';
@@ -19,7 +20,9 @@ export const WATERMARK_GRACE_MS = 60_000;
 /**
  * The collect stage on captured traffic: no orchestrations. The gateway sessions that finished since the
  * watermark, or got a reward since (feedback on one that was waiting), less those taken already and the
- * held-out share; those without a reward are scored by the judge when it is on, else left waiting.
+ * held-out share; those without a reward are scored by the label-free families that have a weight (the judge,
+ * agreement with the other sessions' completions of the same prompt, rewards.custom; captured-score.ts), else
+ * left waiting.
  * Each taken session is copied into a rollout of this collect run (captured-copy.ts), so the train stage
  * reads it exactly as it reads orchestrated rollouts. The watermark is the run's own, advanced only when
  * it completes.
@@ -44,29 +47,33 @@ export async function collectCaptured(rt: Runtime, opts: CollectOptions = {}): P
     heldOut: 0,
     joined: 0,
     waiting: 0,
+    noMajority: 0,
     scored: 0,
     rewarded: 0,
   };
   const done: RolloutSummary[] = [];
   try {
-    for (const r of store.rollouts.capturedSince(since ?? -1)) {
+    const sessions = store.rollouts.capturedSince(since ?? -1).filter((r) => {
+      if (taken(store, r.id)) return false;
+      if (typeof r.metadata.joined_into === 'string') return (counts.joined++, false);
+      if (heldOutRollout(r.id, rt.config.gateway.holdout)) return (counts.heldOut++, false);
+      return true;
+    });
+    const peers = new CapturedPeers();
+    if (families.agreement) for (const r of sessions) peers.add(r.id, keyedTurns(store, r.id).turns);
+    for (const r of sessions) {
       opts.signal?.throwIfAborted();
-      if (taken(store, r.id)) continue;
-      if (typeof r.metadata.joined_into === 'string') {
-        counts.joined++;
-        continue;
-      }
-      if (heldOutRollout(r.id, rt.config.gateway.holdout)) {
-        counts.heldOut++;
-        continue;
-      }
       let total = r.totalReward;
       if (total === null) {
         if (!scorers) {
           counts.waiting++;
           continue;
         }
-        total = await scoreCaptured(store, r, rt.config.rewards, families, judge, opts.signal);
+        total = await scoreCaptured(store, r, rt.config.rewards, families, judge, peers, opts.signal);
+        if (total === null) {
+          counts.noMajority++;
+          continue;
+        }
         counts.scored++;
       } else counts.rewarded++;
       const scored: Rollout = { ...r, totalReward: total };
@@ -94,8 +101,9 @@ function lastWatermark(store: Store): number | null {
 /** One line of what a gateway collect did. */
 export function describeCaptured(c: CapturedCounts): string {
   return (
-    `took ${c.taken} captured session(s) (${c.scored} scored by the judge or rewards.custom, ${c.rewarded} already rewarded); `
-    + `${c.heldOut} held out, ${c.joined} joined into MassGen imports, ${c.waiting} waiting for a reward`
+    `took ${c.taken} captured session(s) (${c.scored} scored by the judge, agreement or rewards.custom, `
+    + `${c.rewarded} already rewarded); ${c.heldOut} held out, ${c.joined} joined into MassGen imports, `
+    + `${c.waiting} waiting for a reward${noMajority(c)}`
   );
 }
 
@@ -109,9 +117,13 @@ export function nothingTaken(c: CapturedCounts): string {
   }
   return (
     `no captured session taken: ${c.heldOut} held out (gateway.holdout), ${c.joined} joined into MassGen imports, `
-    + `${c.waiting} waiting for a reward `
-    + '(send feedback, or give the judge (rewards.judge.model) or rewards.custom a weight)'
+    + `${c.waiting} waiting for a reward${noMajority(c)} `
+    + '(send feedback, or give the judge (rewards.judge.model), agreement or rewards.custom a weight)'
   );
+}
+
+function noMajority(c: CapturedCounts): string {
+  return c.noMajority ? `, ${c.noMajority} without a majority among their prompt's samples (rewards.agreement)` : '';
 }
 
 function summaryOf(r: Rollout): RolloutSummary {

@@ -72,7 +72,12 @@ export interface CapturedCounts {
   joined: number;
   /** Without a reward and no judge to score them: offered again once feedback reaches them. */
   waiting: number;
-  /** Scored by the judge in this run (and taken). */
+  /**
+   * Without a reward, and agreement (the only family that scored) found no majority among the completions of their
+   * prompt in this run: like waiting, offered again once feedback reaches them.
+   */
+  noMajority: number;
+  /** Scored in this run by the judge, agreement or rewards.custom (and taken). */
   scored: number;
   /** Taken with the reward they already had (feedback, or an earlier judge). */
   rewarded: number;

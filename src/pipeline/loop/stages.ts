@@ -335,7 +335,8 @@ async function collectOnWorkers(
 
 /** A gateway collect's counts as the loop records them: its tasks are sessions, some held back. */
 function capturedRecord(c: CapturedCounts) {
-  return { taken: c.taken, held_out: c.heldOut, waiting: c.waiting, joined: c.joined, scored: c.scored };
+  const { taken, heldOut: held_out, waiting, joined, scored, noMajority: no_majority } = c;
+  return { taken, held_out, waiting, joined, scored, no_majority };
 }
 
 const str = (x: unknown) => (typeof x === 'string' ? x : null);

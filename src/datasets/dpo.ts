@@ -1,7 +1,7 @@
 import { canonicalJson, sha256 } from '../util/hash.js';
 import { isCapturedCopy } from './captured.js';
 import { correctnessDpoBuilder } from './dpo-correctness.js';
-import { chatMessages, type ChatMessage } from './messages.js';
+import { chatMessages, completionText, promptKey, type ChatMessage } from './messages.js';
 import type { RolloutIndex } from './rollout-index.js';
 import type { RowInfo } from './stats.js';
 import { normalizeText, taskPrompt } from './task-prompt.js';
@@ -64,11 +64,20 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
     emit(row, info);
   }
 
-  /** A rollout's final answer and total as a candidate of its task (or prompt) for cross-rollout pairs. */
-  function candidate(view: RolloutIndex, taskKey: string, taskPromptMsgs: ChatMessage[], winner: string | null): void {
+  /**
+   * An answer of a rollout with its reward (by default its final answer and total) as a candidate of its task (or
+   * prompt) for cross-rollout pairs.
+   */
+  function candidate(
+    view: RolloutIndex,
+    taskKey: string,
+    taskPromptMsgs: ChatMessage[],
+    winner: string | null,
+    answer = view.rollout.finalAnswer,
+    total = view.total,
+    seq = view.presentation?.seq ?? null,
+  ): void {
     const r = view.rollout;
-    const answer = r.finalAnswer;
-    const total = view.total;
     if (answer === null || total === null) return;
     let entry = tasks.get(taskKey);
     if (!entry)
@@ -86,19 +95,29 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
         content: answer,
         rewards: [total],
         clean: view.clean(winner),
-        first: { rollout_id: r.id, rollout_num: r.num, agent: winner, seq: view.presentation?.seq ?? null },
+        first: { rollout_id: r.id, rollout_num: r.num, agent: winner, seq },
       });
     }
   }
 
-  /** A captured session's candidate: its last chat call's messages as the prompt, its completion as the answer. */
+  /**
+   * A captured session's candidates: its last chat call's messages as the prompt, and its completion of that prompt
+   * together with every other completion of the same prompt that a turn reward scored (a session sampling it several
+   * times: agreement scores each), each with its turn reward else the session's total.
+   */
   function capturedCandidate(view: RolloutIndex): void {
-    const seq = view.rollout.metadata.captured_turn;
-    const p = typeof seq === 'number' ? view.prompt(seq) : null;
+    const last = view.rollout.metadata.captured_turn;
+    const p = typeof last === 'number' ? view.prompt(last) : null;
     if (view.total === null) return stats.drop('no_reward');
     if (!p?.request?.messages || view.rollout.finalAnswer === null) return stats.drop('no_captured_turn');
     const prompt = chatMessages(p.request.messages);
-    candidate(view, `prompt:${sha256(canonicalJson(prompt))}`, prompt, null);
+    const taskKey = `prompt:${sha256(canonicalJson(prompt))}`;
+    const key = promptKey(p.request);
+    for (const seq of new Set([...view.rewardedTurns(), last as number])) {
+      const q = seq === last ? p : view.prompt(seq);
+      const completion = q?.request && promptKey(q.request) === key ? completionText(q) : null;
+      if (completion !== null) candidate(view, taskKey, prompt, null, completion, view.rewardFor(seq), seq);
+    }
   }
 
   return {

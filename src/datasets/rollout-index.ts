@@ -135,6 +135,11 @@ export class RolloutIndex {
     return best(this.record.rewards.filter((r) => r.channel === 'rollout' && this.verifying.includes(r.family)));
   }
 
+  /** The spans a turn reward targets, in order. */
+  rewardedTurns(): number[] {
+    return [...this.turnRewards.keys()].sort((a, b) => a - b);
+  }
+
   /** The turn reward of the span, else the rollout total. */
   rewardFor(seq: number): number | null {
     return this.turnReward(seq) ?? this.total;

@@ -251,12 +251,27 @@ describe('collect.source gateway', () => {
     try {
       const options = { weights: loaded.config.rewards.weights };
       const dpo = await buildDataset(store, { algo: 'dpo', dataDir: loaded.paths.dataDir, options });
-      const pairs = readRows<DpoRow>(dpo.dir).map((p) => [p.chosen[0]!.content, p.rejected[0]!.content]);
-      expect(pairs).toHaveLength(3);
-      for (const [chosen, rejected] of pairs) {
-        expect(chosen).toMatch(/paris/i);
-        expect(rejected).toBe('Lyon');
-      }
+      const pairs = readRows<DpoRow>(dpo.dir).map((p) => [
+        p.prompt.at(-1)!.content,
+        p.chosen[0]!.content,
+        p.rejected[0]!.content,
+      ]);
+      // across the sessions of one prompt, and among the samples of one session, the majority is chosen
+      expect(pairs.filter(([q]) => q === 'Capital of France?').map(([, c, r]) => [/paris/i.test(c!), r])).toEqual([
+        [true, 'Lyon'],
+        [true, 'Lyon'],
+        [true, 'Lyon'],
+      ]);
+      expect(
+        pairs
+          .filter(([q]) => q === 'What is 6 times 7?')
+          .map(([, c, r]) => [c, r])
+          .sort(),
+      ).toEqual([
+        ['42', '41'],
+        ['42.0', '41'],
+      ]);
+      expect(pairs).toHaveLength(5);
     } finally {
       store.close();
     }

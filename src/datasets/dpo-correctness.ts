@@ -1,5 +1,7 @@
 import { canonicalJson, sha256 } from '../util/hash.js';
+import { capturedReplies, isCapturedCopy } from './captured.js';
 import type { ChatMessage } from './messages.js';
+import type { RolloutIndex } from './rollout-index.js';
 import { normalizeText, taskPrompt } from './task-prompt.js';
 import type { AugmentSource, BuilderContext, DatasetBuilder, DpoRow, HardTask } from './types.js';
 
@@ -37,8 +39,36 @@ export function correctnessDpoBuilder(ctx: BuilderContext): DatasetBuilder {
   const opts = ctx.options.dpo;
   const tasks = new Map<string, TaskAnswers>();
 
+  /** A captured session: its verified replies to its last prompt (agreement verifies without references). */
+  function addCaptured(view: RolloutIndex): void {
+    const captured = capturedReplies(view);
+    if (!captured) return stats.drop('no_captured_turn');
+    for (const { seq, completion } of captured.replies) {
+      const verified = view.verified(seq);
+      if (verified === null || (verified > 0 && verified < 1)) {
+        stats.drop('not_verified');
+        continue;
+      }
+      let entry = tasks.get(captured.taskKey);
+      if (!entry)
+        tasks.set(captured.taskKey, (entry = { category: view.category, right: new Map(), wrong: new Map() }));
+      const side = verified >= 1 ? entry.right : entry.wrong;
+      const key = normalizeText(completion);
+      if (!side.has(key))
+        side.set(key, {
+          content: completion,
+          prompt: captured.prompt,
+          clean: view.clean(null),
+          rolloutId: view.rollout.id,
+          agent: null,
+          seq,
+        });
+    }
+  }
+
   return {
     add(view) {
+      if (isCapturedCopy(view.rollout)) return addCaptured(view);
       const taskId = view.rollout.taskId;
       if (taskId === null) return stats.drop('no_task');
       let entry = tasks.get(taskId);

@@ -1,7 +1,7 @@
 import { canonicalJson, sha256 } from '../util/hash.js';
-import { isCapturedCopy } from './captured.js';
+import { capturedReplies, isCapturedCopy } from './captured.js';
 import { correctnessDpoBuilder } from './dpo-correctness.js';
-import { chatMessages, completionText, promptKey, type ChatMessage } from './messages.js';
+import type { ChatMessage } from './messages.js';
 import type { RolloutIndex } from './rollout-index.js';
 import type { RowInfo } from './stats.js';
 import { normalizeText, taskPrompt } from './task-prompt.js';
@@ -100,24 +100,13 @@ export function dpoBuilder(ctx: BuilderContext): DatasetBuilder {
     }
   }
 
-  /**
-   * A captured session's candidates: its last chat call's messages as the prompt, and its completion of that prompt
-   * together with every other completion of the same prompt that a turn reward scored (a session sampling it several
-   * times: agreement scores each), each with its turn reward else the session's total.
-   */
+  /** A captured session's candidates: its replies to its last prompt (capturedReplies), each with its reward. */
   function capturedCandidate(view: RolloutIndex): void {
-    const last = view.rollout.metadata.captured_turn;
-    const p = typeof last === 'number' ? view.prompt(last) : null;
     if (view.total === null) return stats.drop('no_reward');
-    if (!p?.request?.messages || view.rollout.finalAnswer === null) return stats.drop('no_captured_turn');
-    const prompt = chatMessages(p.request.messages);
-    const taskKey = `prompt:${sha256(canonicalJson(prompt))}`;
-    const key = promptKey(p.request);
-    for (const seq of new Set([...view.rewardedTurns(), last as number])) {
-      const q = seq === last ? p : view.prompt(seq);
-      const completion = q?.request && promptKey(q.request) === key ? completionText(q) : null;
-      if (completion !== null) candidate(view, taskKey, prompt, null, completion, view.rewardFor(seq), seq);
-    }
+    const captured = capturedReplies(view);
+    if (!captured) return stats.drop('no_captured_turn');
+    for (const { seq, completion } of captured.replies)
+      candidate(view, captured.taskKey, captured.prompt, null, completion, view.rewardFor(seq), seq);
   }
 
   return {

@@ -1,5 +1,6 @@
 import type { PromptPayload } from '../trace/payloads.js';
 import { HardTasks } from './augment.js';
+import { capturedTurns, isCapturedCopy } from './captured.js';
 import { chatMessages, completionText, promptKey } from './messages.js';
 import { agentMatcher } from './options.js';
 import type { RolloutIndex } from './rollout-index.js';
@@ -13,7 +14,8 @@ import type { BuilderContext, DatasetBuilder, RowSink } from './types.js';
  * model saw when it wrote it; the reward of a vote, a presentation or the team's total does not admit a
  * row. Repeats of one (prompt, completion) are kept once, and a task gives at most sft.max_per_task rows,
  * in recorded order, so the tasks the model already solves do not crowd out the ones it rarely does.
- * The train tasks whose candidates were all verified wrong are its hard tasks (augment.ts).
+ * The train tasks whose candidates were all verified wrong are its hard tasks (augment.ts). A captured session
+ * (collect.source gateway) offers each of its chat calls, admitted by its own verifying turn reward (agreement's).
  */
 export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
   const { stats } = ctx;
@@ -60,6 +62,14 @@ export function verifiedSftBuilder(ctx: BuilderContext): DatasetBuilder {
 
   return {
     add(view, emit) {
+      if (isCapturedCopy(view.rollout)) {
+        // a captured session's chat calls, each verified by its own turn reward (agreement, without references)
+        for (const t of capturedTurns(view.promptSpans, (seq) => view.prompt(seq))) {
+          const p = view.prompt(t.seq);
+          example(view, emit, t.agent, t.seq, t.seq, p, p?.request, { kind: 'captured_call' });
+        }
+        return;
+      }
       for (const a of view.actions) {
         if (a.kind !== 'answer') continue;
         const p = view.prompt(a.promptSeq);

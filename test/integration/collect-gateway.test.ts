@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, type LoadedConfig } from '../../src/config/load.js';
 import { buildDataset, type DpoRow, type SftRow } from '../../src/datasets/index.js';
+import { datasetOptionsFromConfig } from '../../src/datasets/options.js';
 import { copyCaptured, trainingCopyId } from '../../src/pipeline/collect/captured-copy.js';
 import { collect } from '../../src/pipeline/collect/collect.js';
 import { runCycle } from '../../src/pipeline/loop/loop.js';
@@ -272,6 +273,31 @@ describe('collect.source gateway', () => {
         ['42.0', '41'],
       ]);
       expect(pairs).toHaveLength(5);
+      // correctness pairs: agreement verifies each reply (references off), the agreeing ones against the others
+      const verified = datasetOptionsFromConfig(loaded.config.train, loaded.config.rewards);
+      const correctness = { ...verified, dpo: { ...verified.dpo, pairs: 'correctness' as const } };
+      const built = await buildDataset(store, { algo: 'dpo', dataDir: loaded.paths.dataDir, options: correctness });
+      const byAgreement = readRows<DpoRow>(built.dir).map((p) => [p.chosen[0]!.content, p.rejected[0]!.content]);
+      expect(byAgreement.sort()).toEqual([
+        ['42', '41'],
+        ['42.0', '41'],
+        ['Paris', 'Lyon'],
+        ['The capital is Paris.\nANSWER: Paris', 'Lyon'],
+        ['paris', 'Lyon'],
+      ]);
+      expect(readRows<DpoRow>(built.dir)[0]!.meta).toMatchObject({ kind: 'correctness' });
+      // rejection-sampling SFT keeps the replies agreement verified, under the prompt each answered
+      const selected = { ...verified, sft: { ...verified.sft, select: 'verified' as const } };
+      const sft = await buildDataset(store, { algo: 'sft', dataDir: loaded.paths.dataDir, options: selected });
+      const rows = readRows<SftRow>(sft.dir).map((r) => [r.messages[0]!.content, r.messages.at(-1)!.content]);
+      expect(rows).toEqual([
+        ['Capital of France?', 'Paris'],
+        ['Capital of France?', 'The capital is Paris.\nANSWER: Paris'],
+        ['Capital of France?', 'paris'],
+        ['What is 6 times 7?', '42.0'],
+        ['What is 6 times 7?', '42'],
+      ]);
+      expect(sft.stats.dropped).toMatchObject({ verified_wrong: 2 });
     } finally {
       store.close();
     }

@@ -5,8 +5,11 @@
 // base on the eval split and on bench/transfer, judged by the references ((b) never trained on them), and each arm's own
 // gates as its loop would have decided (reference_check among them). Then the reward audit of every label-free
 // family against the references, on the same collect.
-// LABEL_FREE_PER_SUITE (60) tasks per suite; LABEL_FREE_DIR=path keeps both projects there; LABEL_FREE_TRANSFER=0
-// skips the transfer set. (c), label-free cycles on traffic captured through the gateway, is not measured here.
+// (c): label-free nights on traffic captured through the gateway from an openai-SDK agent that asks each train task
+// a few times (lib/label-free-gateway.mjs), each night's production against the base as the references judge it.
+// LABEL_FREE_PER_SUITE (60) tasks per suite; LABEL_FREE_DIR=path keeps the projects there; LABEL_FREE_TRANSFER=0
+// skips the transfer set; LABEL_FREE_NIGHTS (2) nights for (c), 0 skips it; LABEL_FREE_SAMPLES (4) asks a task;
+// LABEL_FREE_ARMS=gateway runs (c) alone.
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
@@ -16,6 +19,7 @@ import { train } from '../dist/pipeline/train/train.js';
 import { auditRewards, recomputeRewards } from '../dist/pipeline/utilities/rewards.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
+import { gatewayArm } from './lib/label-free-gateway.mjs';
 import { comparison, datasetCounts, onTransfer, TRANSFER_TASKS } from './lib/cycles.mjs';
 import { collectRecord, cpuSeconds } from './lib/efficacy-report.mjs';
 import { labelFreeHeadlines, labelFreeLines } from './lib/label-free-report.mjs';
@@ -27,6 +31,9 @@ const args = parseBenchArgs();
 const SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'];
 const PER_SUITE = Number(process.env.LABEL_FREE_PER_SUITE ?? (args.quick ? 8 : 60));
 const TRANSFER = process.env.LABEL_FREE_TRANSFER !== '0' && !args.quick;
+const NIGHTS = Number(process.env.LABEL_FREE_NIGHTS ?? 2);
+const SAMPLES = Number(process.env.LABEL_FREE_SAMPLES ?? 4);
+const ONLY_GATEWAY = process.env.LABEL_FREE_ARMS === 'gateway';
 const SIZES = [
   `tasks.sources=${JSON.stringify(SUITES.map((suite) => ({ suite, n: PER_SUITE })))}`,
   'tasks.split.eval_fraction=0.3',
@@ -46,6 +53,7 @@ const results = {
   collect: null,
   arms: [],
   audit: null,
+  gateway: null,
 };
 const jsonFile = args.out ?? path.join('bench-results', 'label-free.json');
 const save = () => {
@@ -56,7 +64,12 @@ const save = () => {
 const KEEP = process.env.LABEL_FREE_DIR ? path.resolve(process.env.LABEL_FREE_DIR) : null;
 if (KEEP && fs.existsSync(KEEP) && fs.readdirSync(KEEP).length) throw new Error(`LABEL_FREE_DIR ${KEEP} is not empty`);
 const root = KEEP ? (fs.mkdirSync(KEEP, { recursive: true }), KEEP) : makeTempDir('label-free');
-const dirs = { references: path.join(root, 'references'), labelFree: path.join(root, 'label-free') };
+const dirs = {
+  references: path.join(root, 'references'),
+  labelFree: path.join(root, 'label-free'),
+  gateway: path.join(root, 'gateway'),
+};
+const CAPTURED = [...OFF, 'collect.source=gateway', 'gateway.holdout=0'];
 const loader =
   (dir, extra = []) =>
   () =>
@@ -113,6 +126,29 @@ async function arm(name, dir, trainWith) {
 }
 
 try {
+  if (!ONLY_GATEWAY) await referencesAndLabelFree();
+  if (NIGHTS > 0) {
+    fs.mkdirSync(dirs.gateway, { recursive: true });
+    progress(`gateway: ${NIGHTS} label-free night(s) on an openai-SDK agent's traffic, ${SAMPLES} asks a task`);
+    results.gateway = await gatewayArm({
+      load: loader(dirs.gateway, CAPTURED),
+      judge: loader(dirs.gateway),
+      nights: NIGHTS,
+      samples: SAMPLES,
+      transfer: TRANSFER,
+    });
+    save();
+  }
+} finally {
+  if (!KEEP) removeTempDir(root);
+}
+results.finished = true;
+save();
+for (const line of labelFreeLines(results)) progress(line);
+progress(`results: ${jsonFile}`);
+
+/** Arms (a) and (b) on one collect, then the reward audit. */
+async function referencesAndLabelFree() {
   fs.mkdirSync(dirs.references, { recursive: true });
   progress(`collect: the default team on the train split (${SUITES.join(', ')}, ${PER_SUITE} tasks each)`);
   const t0 = Date.now(),
@@ -140,10 +176,4 @@ try {
     await recomputeRewards(rt);
     return auditRewards(rt);
   });
-} finally {
-  if (!KEEP) removeTempDir(root);
 }
-results.finished = true;
-save();
-for (const line of labelFreeLines(results)) progress(line);
-progress(`results: ${jsonFile}`);

@@ -40,10 +40,57 @@ export function labelFreeLines(r) {
           `${(a.wallSeconds / 60).toFixed(1)} (${(a.cpuSeconds / 60).toFixed(1)})`,
         ],
   );
-  const lines = [head, head.map(() => '---'), ...rows].map((c) => `| ${c.join(' | ')} |`);
-  if (!r.audit) return lines;
-  const { head: auditHead, rows: auditRows } = auditTable(r.audit.families);
-  return [...lines, '', ...[auditHead, auditHead.map(() => '---'), ...auditRows].map((c) => `| ${c.join(' | ')} |`)];
+  const table = (h, body) => [h, h.map(() => '---'), ...body].map((c) => `| ${c.join(' | ')} |`);
+  const lines = r.arms.length ? table(head, rows) : [];
+  const add = (more) => lines.push(...(lines.length ? [''] : []), ...more);
+  if (r.audit) {
+    const { head: auditHead, rows: auditRows } = auditTable(r.audit.families);
+    add(table(auditHead, auditRows));
+  }
+  if (r.gateway) add(table(GATEWAY_HEAD, r.gateway.nights.map(gatewayRow)));
+  const last = r.gateway?.nights.at(-1);
+  if (last) {
+    const d = last.vsBase?.success?.diff;
+    lines.push({
+      label: `gateway: production after night ${last.night} against the base, eval split`,
+      value: roundTo((d?.mean ?? 0) * 100, 1),
+      unit: d ? `points [${signed(d.low)}, ${signed(d.high)}]` : 'points (production is the base)',
+      target: 'CI above 0 after two or more nights',
+      ok: r.gateway.nights.length >= 2 && (d?.low ?? 0) > 0,
+    });
+  }
+  return lines;
+}
+
+const GATEWAY_HEAD = [
+  'night',
+  'calls captured',
+  'sessions taken (no majority)',
+  'trained on (steps)',
+  "its own gates (the loop's verdict)",
+  'production: success, eval split, base → production',
+  'Δ points (95 % CI)',
+  'transfer: Δ points (95 % CI)',
+  'wall (CPU) min',
+];
+
+/** One night of arm (c): the traffic, what the loop took and decided, and production as the references judge it. */
+function gatewayRow(n) {
+  const c = n.captured ?? {};
+  const verdict = n.promoted
+    ? 'promoted'
+    : `not promoted${n.deploy?.failedGates?.length ? `: ${n.deploy.failedGates.map((g) => g.split(':')[0]).join(', ')}` : ` (${n.outcome})`}`;
+  return [
+    n.night,
+    `${n.traffic.calls} (${n.traffic.failed} failed)`,
+    `${c.taken ?? '—'} (${c.no_majority ?? '—'})`,
+    `${n.examplesTrained ?? '—'} (${n.trainSteps ?? '—'})`,
+    verdict,
+    n.vsBase ? `v${n.production}: ${pct(n.vsBase.success.base)} → ${pct(n.vsBase.success.production)}` : 'the base',
+    points(n.vsBase?.success?.diff),
+    points(n.transfer?.success?.diff),
+    `${(n.wallSeconds / 60).toFixed(1)} (${(n.cpuSeconds / 60).toFixed(1)})`,
+  ];
 }
 
 /** The issue's targets: the label-free arm reaches 70 % of the default's gain, with its CI above 0. */
@@ -72,6 +119,17 @@ export function labelFreeHeadlines(r) {
       unit: 'points',
       target: '> 0',
       ok: b.low > 0,
+    });
+  }
+  const last = r.gateway?.nights.at(-1);
+  if (last) {
+    const d = last.vsBase?.success?.diff;
+    lines.push({
+      label: `gateway: production after night ${last.night} against the base, eval split`,
+      value: roundTo((d?.mean ?? 0) * 100, 1),
+      unit: d ? `points [${signed(d.low)}, ${signed(d.high)}]` : 'points (production is the base)',
+      target: 'CI above 0 after two or more nights',
+      ok: r.gateway.nights.length >= 2 && (d?.low ?? 0) > 0,
     });
   }
   return lines;

@@ -85,7 +85,6 @@ export function fromRaw(
   if (envIssues.length) throw new ConfigError(envIssues.map((i) => format((p) => source.locate(p), i.path, i.message)));
 
   const deprecations = [...migrateRenamedKeys(interpolated), ...migrateTrainKeys(interpolated)];
-  withDefaultTeam(interpolated);
   const overrides = (opts.overrides ?? []).flatMap((spec) => {
     const specs = migrateOverride(migrateRenamedOverride(spec));
     if (specs[0] !== spec)
@@ -94,7 +93,9 @@ export function fromRaw(
       );
     return specs;
   });
-  withLabelFreeWeights(interpolated, overrides);
+  const off = referencesOff(interpolated, overrides);
+  withDefaultTeam(interpolated, off);
+  if (off) withLabelFreeWeights(interpolated);
   // Overrides apply on top of the defaults, so `--set agents.0.temperature=0` edits the default team.
   const defaulted = overrides.length ? configSchema.safeParse(interpolated) : undefined;
   const withOverrides = applyOverrides(structuredClone(defaulted?.success ? defaulted.data : interpolated), overrides);
@@ -121,8 +122,9 @@ export function fromRaw(
 /**
  * The embedded default team (a config without `agents`) comes with the prompt layout, the evaluation's looks and,
  * unless train.algo is set, the training recipe it was measured best with (DEFAULT_RECIPE); keys already set win.
+ * With rewards.references off the recipe comes without rationalized pairs, which check answers against references.
  */
-function withDefaultTeam(raw: Record<string, unknown>): void {
+function withDefaultTeam(raw: Record<string, unknown>, referencesOff: boolean): void {
   if (raw.agents !== undefined) return;
   const orchestrator = section(raw, 'orchestrator');
   if (orchestrator && orchestrator.prompt_layout === undefined)
@@ -134,23 +136,29 @@ function withDefaultTeam(raw: Record<string, unknown>): void {
   const train = section(raw, 'train'),
     collect = section(raw, 'collect');
   if (!train || !collect || train.algo !== undefined) return;
-  const { algo, samples_per_turn, ...keys } = DEFAULT_RECIPE;
+  const { algo, samples_per_turn, rationalize, ...keys } = DEFAULT_RECIPE;
   const own = section(train, algo);
   if (!own) return;
-  raw.train = { ...train, algo, [algo]: { ...structuredClone(keys), ...own } };
+  const recipe = { ...structuredClone(keys), ...(referencesOff ? {} : { rationalize: { ...rationalize } }) };
+  raw.train = { ...train, algo, [algo]: { ...recipe, ...own } };
   if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn };
 }
 
-/**
- * rewards.references off (in the file or by --set) without rewards.weights in the file: the label-free weights, as
- * the default's read the reference. --set rewards.weights.* edits them like any default.
- */
-function withLabelFreeWeights(raw: Record<string, unknown>, overrides: readonly string[]): void {
-  const rewards = section(raw, 'rewards');
-  let off = rewards?.references === 'off';
+/** Whether rewards.references is off, in the file or by --set (the last one wins). */
+function referencesOff(raw: Record<string, unknown>, overrides: readonly string[]): boolean {
+  let off = section(raw, 'rewards')?.references === 'off';
   for (const o of overrides)
     if (o.startsWith('rewards.references=')) off = o.slice(o.indexOf('=') + 1).trim() === 'off';
-  if (rewards && off && rewards.weights === undefined) raw.rewards = { ...rewards, weights: { ...LABEL_FREE_WEIGHTS } };
+  return off;
+}
+
+/**
+ * rewards.references off without rewards.weights in the file: the label-free weights, as the default's read the
+ * reference. --set rewards.weights.* edits them like any default.
+ */
+function withLabelFreeWeights(raw: Record<string, unknown>): void {
+  const rewards = section(raw, 'rewards');
+  if (rewards && rewards.weights === undefined) raw.rewards = { ...rewards, weights: { ...LABEL_FREE_WEIGHTS } };
 }
 
 /** A mapping section of the raw config ({} when absent); undefined when it is something else (the schema reports it). */

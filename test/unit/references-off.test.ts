@@ -7,7 +7,7 @@ import { settingsHash } from '../../src/evaluation/keys.js';
 import { computeRewards } from '../../src/rewards/compute.js';
 import { referenceCheck } from '../../src/rewards/reference-check.js';
 import { ctxFor, mathOutcome, rewardsConfig } from '../fixtures/rewards/outcomes.js';
-import { configIn } from '../helpers.js';
+import { configIn, tempDir } from '../helpers.js';
 
 const TEAM = 'models:\n  m: { model: x, base_url: http://h/v1 }\nagents:\n  - { id: a, model: m }\n';
 const off = { ...rewardsConfig(), references: 'off' as const };
@@ -28,6 +28,15 @@ describe('rewards.references off: the config', () => {
     });
     expect(verifyingFamilies(set(['rewards.references=off']).rewards)).toEqual(['agreement']);
     expect(verifyingFamilies(set([]).rewards)).toEqual(['exact', 'numeric']);
+  });
+
+  it("the embedded default team's recipe comes without rationalized pairs when off, set or in the file", () => {
+    const embedded = (overrides: string[]) => loadConfig({ cwd: tempDir(), overrides }).config;
+    expect(embedded([]).train.dpo).toMatchObject({ pairs: 'correctness', rationalize: { enabled: true } });
+    const off = embedded(['rewards.references=off']).train.dpo;
+    expect(off).toMatchObject({ pairs: 'correctness', loss_type: ['sigmoid', 'sft'] });
+    expect(off.rationalize?.enabled ?? false).toBe(false);
+    expect(configIn('rewards: { references: off }\n').config.train.dpo.rationalize?.enabled ?? false).toBe(false);
   });
 
   it('refuses what needs the references, naming each field', () => {

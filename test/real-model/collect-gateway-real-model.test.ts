@@ -32,13 +32,21 @@ train:
   save_steps: 0
   gates: { min_examples: 1, min_clean_share: 0, min_categories: 1 }
 `;
-const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }), env: { ...process.env, GW_COLLECT_KEY: KEY } });
+const env = { ...process.env, GW_COLLECT_KEY: KEY };
+const loaded = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': yaml }), env });
 const rt = new Runtime(loaded);
+// the same project without references: agreement is the reward
+const labelFreeYaml = yaml
+  .replace('rewards:\n  weights: { human: 1 }', 'rewards: { references: off }')
+  .replace('train:\n', 'train:\n  dpo: { pairs: correctness }\n');
+const labelFree = loadConfig({ cwd: tempDir({ 'massgen-rl.yaml': labelFreeYaml }), env });
+const lfRt = new Runtime(labelFree);
 let gw: Gateway | undefined;
 
 afterAll(async () => {
   await gw?.stop();
   await rt.close();
+  await lfRt.close();
 });
 
 describe('collect.source gateway on real captured traffic', () => {
@@ -97,5 +105,49 @@ describe('collect.source gateway on real captured traffic', () => {
     // train weights takes the cycle's data as the loop's train stage does: one SFT step on the one row
     const t = await train(rt, { algo: 'sft', maxSteps: 1 });
     expect(t).toMatchObject({ steps: 1, dataset: { rows: 1 } });
+  }, 600_000);
+
+  it('label-free: the replies of one session to one prompt agree or not, and the agreeing ones are trained toward', async () => {
+    expect(labelFree.config.rewards.weights).toEqual({ agreement: 1, coordination: 0.2 });
+    gw = await gateway(lfRt, { port: 0, flushMs: 20 });
+    const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 180_000 });
+    const ask = async (session: string, maxTokens: number, content = 'What is 2 + 3?') =>
+      (
+        await client.chat.completions.create(
+          { model: 'smol', messages: [{ role: 'user', content }], temperature: 0, max_tokens: maxTokens },
+          { headers: { 'X-Session-Id': session } },
+        )
+      ).choices[0]!.message.content!;
+    // a self-consistency agent asks three times in full and once cut short: greedy replies, so the three agree
+    const replies = [await ask('sc', 48), await ask('sc', 2), await ask('sc', 48), await ask('sc', 48)];
+    await ask('lone', 16, 'Say hello.');
+    await gw.stop();
+    gw = undefined;
+    expect(new Set([replies[0], replies[2], replies[3]]).size).toBe(1);
+    expect(replies[1]).not.toBe(replies[0]);
+
+    const s = await collect(lfRt);
+    expect(s.captured).toMatchObject({ taken: 1, scored: 1, noMajority: 1, waiting: 0 });
+    const store = openStore(labelFree);
+    try {
+      const sc = store.rollouts.list().find((r) => r.metadata.session === 'sc')!;
+      expect(sc.totalReward).toBe(1);
+      const turns = store.rewards.list(sc.id).filter((w) => w.channel === 'turn');
+      expect(turns.map((w) => [w.family, w.value])).toEqual([
+        ['agreement', 1],
+        ['agreement', 0],
+        ['agreement', 1],
+        ['agreement', 1],
+      ]);
+      const options = datasetOptionsFromConfig(labelFree.config.train, labelFree.config.rewards);
+      const dpo = readRows<DpoRow>(
+        (await buildDataset(store, { algo: 'dpo', dataDir: labelFree.paths.dataDir, options })).dir,
+      );
+      expect(dpo.map((p) => [p.chosen[0]!.content, p.rejected[0]!.content, p.meta.kind])).toEqual([
+        [replies[0], replies[1], 'correctness'],
+      ]);
+    } finally {
+      store.close();
+    }
   }, 600_000);
 });

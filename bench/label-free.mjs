@@ -69,7 +69,8 @@ const dirs = {
   labelFree: path.join(root, 'label-free'),
   gateway: path.join(root, 'gateway'),
 };
-const CAPTURED = [...OFF, 'collect.source=gateway', 'gateway.holdout=0'];
+// the agent's replies are free-form: they agree on their last line's last number
+const CAPTURED = [...OFF, 'collect.source=gateway', 'gateway.holdout=0', 'rewards.agreement.compare=last_number'];
 const loader =
   (dir, extra = []) =>
   () =>

@@ -48,17 +48,6 @@ export function labelFreeLines(r) {
     add(table(auditHead, auditRows));
   }
   if (r.gateway) add(table(GATEWAY_HEAD, r.gateway.nights.map(gatewayRow)));
-  const last = r.gateway?.nights.at(-1);
-  if (last) {
-    const d = last.vsBase?.success?.diff;
-    lines.push({
-      label: `gateway: production after night ${last.night} against the base, eval split`,
-      value: roundTo((d?.mean ?? 0) * 100, 1),
-      unit: d ? `points [${signed(d.low)}, ${signed(d.high)}]` : 'points (production is the base)',
-      target: 'CI above 0 after two or more nights',
-      ok: r.gateway.nights.length >= 2 && (d?.low ?? 0) > 0,
-    });
-  }
   return lines;
 }
 

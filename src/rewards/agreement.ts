@@ -4,11 +4,15 @@ import { findNumbers } from '../util/answer-numbers.js';
 import { findAnswerLine, normalizeAnswer } from '../util/answer-text.js';
 import type { RewardFamily, RolloutOutcome } from './types.js';
 
-/** The comparison form of an answer: its answer line, normalized; a lone number by its value ("42.0" → "42"). */
-export function agreementKey(content: string): string {
+/**
+ * The comparison form of an answer: its answer line, normalized; a lone number by its value ("42.0" → "42"). With
+ * `last_number` a line holding numbers compares by its last one ("So 2 * 5 = 10." → "10").
+ */
+export function agreementKey(content: string, compare: 'answer_line' | 'last_number' = 'answer_line'): string {
   const line = findAnswerLine(content);
   const text = normalizeAnswer(line.source === 'empty' ? content : line.text);
   const numbers = findNumbers(text);
+  if (compare === 'last_number' && numbers.length) return String(numbers.at(-1)!.value);
   return numbers.length === 1 && numbers[0]!.raw === text ? String(numbers[0]!.value) : text;
 }
 
@@ -28,13 +32,11 @@ export const agreementReward: RewardFamily = {
   scope: 'team',
   describe: "agreement with the majority of the rollout's answers (no reference; silent below the minimum share)",
   score({ outcome, config }) {
+    const key = (content: string) => agreementKey(content, config.agreement.compare);
     const pool = [...outcome.answers, ...repeated(outcome), ...(outcome.samples ?? []).flatMap(answerSample)].map(
-      (a) => ({
-        ...a,
-        key: agreementKey(a.content),
-      }),
+      (a) => ({ ...a, key: key(a.content) }),
     );
-    const keys = [...pool.map((a) => a.key), ...(outcome.peers ?? []).map(agreementKey)].filter((k) => k !== '');
+    const keys = [...pool.map((a) => a.key), ...(outcome.peers ?? []).map(key)].filter((k) => k !== '');
     const found = majorityOf(keys, config.agreement);
     if (!found) return [];
     const { majority } = found;
@@ -44,7 +46,7 @@ export const agreementReward: RewardFamily = {
       const reason = `${agrees ? 'agrees' : 'disagrees'} with the majority (${share})`;
       return { channel: 'turn', family: 'agreement', value: agrees ? 1 : 0, reason, agent: a.agent, targetSeq: a.seq };
     });
-    const final = outcome.finalAnswer === null ? null : agreementKey(outcome.finalAnswer) === majority;
+    const final = outcome.finalAnswer === null ? null : key(outcome.finalAnswer) === majority;
     out.push({
       channel: 'rollout',
       family: 'agreement',

@@ -10,6 +10,13 @@ describe('agreement (the majority as a pseudo-label)', () => {
     expect(agreementKey('Final answer: Paris.')).toBe('paris');
   });
 
+  it("compares a free-form reply by its answer line's last number with compare: last_number", () => {
+    expect(agreementKey('So, 2 * 5 = 10.')).toBe('so, 2 * 5 = 10');
+    expect(agreementKey('So, 2 * 5 = 10.', 'last_number')).toBe('10');
+    expect(agreementKey('A multiplicative identity: 5 x 2 = 10.0', 'last_number')).toBe('10');
+    expect(agreementKey('Final answer: Paris.', 'last_number')).toBe('paris');
+  });
+
   it('rewards each answer that agrees with the majority, and the final answer, without reading the reference', async () => {
     // answers 41 (as a sentence), 42, 40, 42: "42" holds 2 of 4, the default minimum share
     const rewards = await agreementReward.score(ctxFor(mathOutcome({ task: openTask })));

@@ -76,6 +76,13 @@ export const rewardsSchema = z.strictObject({
         .default(0.5)
         .describe("the majority's share of the rollout's answers below which a rollout gives no agreement signal"),
       min_answers: z.int().min(2).max(1000).default(3).describe('fewer answers than this give no agreement signal'),
+      compare: z
+        .enum(['answer_line', 'last_number'])
+        .default('answer_line')
+        .describe(
+          'what two answers agree on: answer_line, their normalized answer lines (a lone number by its value); '
+            + "last_number, the last number of the answer line (a free-form reply's), else the line as answer_line",
+        ),
     })
     .prefault({}),
   custom: z

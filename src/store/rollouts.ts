@@ -35,6 +35,9 @@ export const GATEWAY_SOURCE = 'gateway';
 /** The source of the rollouts received as OpenTelemetry spans (POST /v1/traces, `traces import --otlp`). */
 export const OTLP_SOURCE = 'otlp';
 
+/** The source of the rollouts `traces import --massgen-logs` writes: MassGen's runs, training data as they are. */
+export const MASSGEN_IMPORT_SOURCE = 'massgen-import';
+
 /** Captured traffic, which `collect.source: gateway` takes: the gateway's sessions and sessions received as spans. */
 export const CAPTURED_SOURCES = [GATEWAY_SOURCE, OTLP_SOURCE] as const;
 
@@ -232,10 +235,13 @@ export class RolloutRepository {
     this.db.prepare('DELETE FROM rollouts WHERE id = ?').run(id);
   }
 
-  /** Completed collect rollouts numbered after `afterNum` (the data a training run has that the last did not). */
+  /**
+   * Completed collect rollouts and imported MassGen runs numbered after `afterNum` (the data a training run has that
+   * the last did not).
+   */
   countCollectedAfter(afterNum: number): number {
-    const sql = "SELECT COUNT(*) FROM rollouts WHERE num > ? AND status = 'completed' AND source = 'collect'";
-    return this.db.prepare(sql).pluck().get(afterNum) as number;
+    const sql = "SELECT COUNT(*) FROM rollouts WHERE num > ? AND status = 'completed' AND source IN ('collect', ?)";
+    return this.db.prepare(sql).pluck().get(afterNum, MASSGEN_IMPORT_SOURCE) as number;
   }
 
   /** Rollouts other than evaluations numbered after `afterNum` up to `throughNum` (a training dataset's window). */

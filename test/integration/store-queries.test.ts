@@ -24,7 +24,7 @@ const numOf = (store: Store, id: string) => store.rollouts.get(id)!.num;
 describe.each(BACKENDS)('store queries on %s', (backend) => {
   const storeOn = () => (open = openStoreOn(backend, tempDir()));
 
-  it('counts the completed collect rollouts after a watermark, and the non-eval rollouts of a window', () => {
+  it('counts the completed collect and imported rollouts after a watermark, and the non-eval rollouts of a window', () => {
     const store = storeOn();
     const first = rollout(store, 'collect');
     const ids = [
@@ -37,9 +37,11 @@ describe.each(BACKENDS)('store queries on %s', (backend) => {
       rollout(store, 'massgen-import'),
     ];
     const after = numOf(store, first);
-    expect(store.rollouts.countCollectedAfter(after - 1)).toBe(3);
-    expect(store.rollouts.countCollectedAfter(after)).toBe(2);
-    expect(store.rollouts.countCollectedAfter(numOf(store, ids[5]!))).toBe(0);
+    // collect and massgen-import (MassGen's runs are training data as imported), completed
+    expect(store.rollouts.countCollectedAfter(after - 1)).toBe(4);
+    expect(store.rollouts.countCollectedAfter(after)).toBe(3);
+    expect(store.rollouts.countCollectedAfter(numOf(store, ids[5]!))).toBe(1);
+    expect(store.rollouts.countCollectedAfter(numOf(store, ids[6]!))).toBe(0);
     // (after, through]: the eval rollout is left out, every other source and status counts.
     expect(store.rollouts.countInWindow(after, numOf(store, ids[4]!))).toBe(4);
     expect(store.rollouts.countInWindow(after - 1, numOf(store, ids[6]!))).toBe(7);

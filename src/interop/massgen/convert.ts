@@ -30,7 +30,7 @@ import {
   type SnapshotMappings,
 } from './format.js';
 
-export const MASSGEN_IMPORT_SOURCE = 'massgen-import';
+export { MASSGEN_IMPORT_SOURCE } from '../../store/rollouts.js';
 
 /** Payload of the `message` spans an import writes: what an agent was given (MassGen's context.txt). */
 export interface ContextMessagePayload {

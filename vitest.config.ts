@@ -25,6 +25,8 @@ export default defineConfig({
       tier('unit', ['test/unit/**/*.test.ts'], { setupFiles: ['test/support/unit-guard.ts'] }),
       tier('integration', ['test/integration/**/*.test.ts'], { globalSetup: POSTGRES }),
       tier('e2e', ['test/e2e/**/*.test.ts', 'test/fuzz/**/*.test.ts'], { globalSetup: POSTGRES }),
+      // the trainer venv's Python and the real MassGen, without the model: they wait on their processes
+      tier('python-env', ['test/python-env/**/*.test.ts'], { testTimeout: 600_000 }),
       // a model server starts and decodes on two cores shared with whatever else runs: minutes, not seconds
       tier('real-model', ['test/real-model/**/*.test.ts'], { globalSetup: POSTGRES, testTimeout: 600_000 }),
     ],

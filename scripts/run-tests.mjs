@@ -28,10 +28,15 @@ console.log('\n== lint (prettier, eslint, ruff) ==');
 const lintCounts = lint({ env });
 tally('lint', lintCounts.failed ? 1 : 0, () => lintCounts);
 
-// The tiers without the model wait on child processes and PostgreSQL more than they compute: three workers even on
-// two cores (measured on two: 612 s with one, 372 s with two, 291 s with three, 305 s with four). The real-model
-// tier decodes on every core: vitest's default, cores − 1 workers (one file at a time on two cores).
-vitestTier('unit, integration, e2e', ['unit', 'integration', 'e2e'], Math.max(3, os.availableParallelism() - 1));
+// The tiers without the model (python-env: the venv's Python and MassGen, no model) wait on child processes and
+// PostgreSQL more than they compute: three workers even on two cores (measured on two before python-env joined them:
+// 612 s with one, 372 s with two, 291 s with three, 305 s with four). The real-model tier decodes on every core:
+// vitest's default, cores − 1 workers (one file at a time on two cores).
+vitestTier(
+  'unit, integration, e2e, python-env',
+  ['unit', 'integration', 'e2e', 'python-env'],
+  Math.max(3, os.availableParallelism() - 1),
+);
 vitestTier('real-model', ['real-model']);
 
 console.log('\n== pytest (python/) ==');

@@ -111,13 +111,16 @@ describe('train on CPU with the default model, from real traces', () => {
     expect(summary.completed).toBeGreaterThanOrEqual(3);
   }, 1_200_000);
 
+  // Every algorithm writes the same LoRA adapter format (expectLineage checks it): serve answers with the first, and
+  // with the imported run below, rather than start a server for each.
   for (const algo of ['sft', 'dpo', 'grpo', 'ppo'] as const) {
-    it(`${algo}: trains a few steps, registers a LoRA checkpoint with lineage, and serve answers with it`, async () => {
+    const served = algo === 'sft' ? ', and serve answers with it' : '';
+    it(`${algo}: trains a few steps, registers a LoRA checkpoint with lineage${served}`, async () => {
       const r = await trainOnRealTraces(algo);
       expect(r).toMatchObject({ algo, steps: 2 });
       expect(r.dataset.rows).toBeGreaterThan(0);
       expectLineage(r, algo);
-      await servesAnswer(r);
+      if (served) await servesAnswer(r);
     }, 900_000);
   }
 

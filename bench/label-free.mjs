@@ -5,11 +5,13 @@
 // base on the eval split and on bench/transfer, judged by the references ((b) never trained on them), and each arm's own
 // gates as its loop would have decided (reference_check among them). Then the reward audit of every label-free
 // family against the references, on the same collect.
-// (c): label-free nights on traffic captured through the gateway from an openai-SDK agent that asks each train task
-// a few times (lib/label-free-gateway.mjs), each night's production against the base as the references judge it.
+// (c): label-free nights on traffic captured through the gateway, each night's production against the base as the
+// references judge it: an openai-SDK agent that asks each train task a few times (lib/label-free-gateway.mjs), and
+// the real MassGen on the team's exported config (lib/label-free-massgen.mjs).
 // LABEL_FREE_PER_SUITE (60) tasks per suite; LABEL_FREE_DIR=path keeps the projects there; LABEL_FREE_TRANSFER=0
-// skips the transfer set; LABEL_FREE_NIGHTS (2) nights for (c), 0 skips it; LABEL_FREE_SAMPLES (4) asks a task;
-// LABEL_FREE_ARMS=gateway runs (c) alone.
+// skips the transfer set; LABEL_FREE_ARMS (references,gateway,massgen) picks arms: references is (a), (b) and the
+// audit; LABEL_FREE_NIGHTS (2) nights for each (c) arm; LABEL_FREE_SAMPLES (4) asks of a task by the SDK agent;
+// LABEL_FREE_MASSGEN_TASKS (30) MassGen runs a night.
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../dist/config/load.js';
@@ -22,6 +24,7 @@ import { parseBenchArgs } from './lib/cli-args.mjs';
 import { comparison, datasetCounts, onTransfer, TRANSFER_TASKS } from './lib/cycles.mjs';
 import { collectRecord, cpuSeconds } from './lib/efficacy-report.mjs';
 import { gatewayArm } from './lib/label-free-gateway.mjs';
+import { MASSGEN_ARM, massgenArm, massgenInstalled } from './lib/label-free-massgen.mjs';
 import { labelFreeHeadlines, labelFreeLines } from './lib/label-free-report.mjs';
 import { progress, writeResult } from './lib/report.mjs';
 import { roundTo } from './lib/stats.mjs';
@@ -31,9 +34,10 @@ const args = parseBenchArgs();
 const SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'];
 const PER_SUITE = Number(process.env.LABEL_FREE_PER_SUITE ?? (args.quick ? 8 : 60));
 const TRANSFER = process.env.LABEL_FREE_TRANSFER !== '0' && !args.quick;
-const NIGHTS = Number(process.env.LABEL_FREE_NIGHTS ?? 2);
+const NIGHTS = Number(process.env.LABEL_FREE_NIGHTS ?? (args.quick ? 1 : 2));
 const SAMPLES = Number(process.env.LABEL_FREE_SAMPLES ?? 4);
-const ONLY_GATEWAY = process.env.LABEL_FREE_ARMS === 'gateway';
+const MASSGEN_TASKS = Number(process.env.LABEL_FREE_MASSGEN_TASKS ?? (args.quick ? 2 : 30));
+const ARMS = new Set((process.env.LABEL_FREE_ARMS ?? 'references,gateway,massgen').split(','));
 const SIZES = [
   `tasks.sources=${JSON.stringify(SUITES.map((suite) => ({ suite, n: PER_SUITE })))}`,
   'tasks.split.eval_fraction=0.3',
@@ -54,6 +58,7 @@ const results = {
   arms: [],
   audit: null,
   gateway: null,
+  massgen: null,
 };
 const jsonFile = args.out ?? path.join('bench-results', 'label-free.json');
 const save = () => {
@@ -68,6 +73,7 @@ const dirs = {
   references: path.join(root, 'references'),
   labelFree: path.join(root, 'label-free'),
   gateway: path.join(root, 'gateway'),
+  massgen: path.join(root, 'massgen'),
 };
 // the agent's replies are free-form: they agree on their last line's last number
 const CAPTURED = [...OFF, 'collect.source=gateway', 'gateway.holdout=0', 'rewards.agreement.compare=last_number'];
@@ -127,8 +133,8 @@ async function arm(name, dir, trainWith) {
 }
 
 try {
-  if (!ONLY_GATEWAY) await referencesAndLabelFree();
-  if (NIGHTS > 0) {
+  if (ARMS.has('references')) await referencesAndLabelFree();
+  if (ARMS.has('gateway') && NIGHTS > 0) {
     fs.mkdirSync(dirs.gateway, { recursive: true });
     progress(`gateway: ${NIGHTS} label-free night(s) on an openai-SDK agent's traffic, ${SAMPLES} asks a task`);
     results.gateway = await gatewayArm({
@@ -137,6 +143,20 @@ try {
       nights: NIGHTS,
       samples: SAMPLES,
       transfer: TRANSFER,
+    });
+    save();
+  }
+  if (ARMS.has('massgen') && NIGHTS > 0) {
+    if (!massgenInstalled()) throw new Error('the massgen arm needs the MassGen venv: scripts/setup-massgen-venv.sh');
+    fs.mkdirSync(dirs.massgen, { recursive: true });
+    progress(`massgen: ${NIGHTS} label-free night(s) of real MassGen through the gateway, ${MASSGEN_TASKS} runs each`);
+    results.massgen = await massgenArm({
+      load: loader(dirs.massgen, MASSGEN_ARM),
+      judge: loader(dirs.massgen),
+      nights: NIGHTS,
+      perNight: MASSGEN_TASKS,
+      transfer: TRANSFER,
+      work: path.join(root, 'massgen-runs'),
     });
     save();
   }

@@ -21,6 +21,7 @@ import { loadConfig } from '../dist/config/load.js';
 import { collect } from '../dist/pipeline/collect/collect.js';
 import { withRuntime } from '../dist/runtime/runtime.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
+import { MASSGEN_VENV, massgenEnv } from './lib/massgen-env.mjs';
 import { createRng } from './lib/random.mjs';
 import { headline, progress, writeResult } from './lib/report.mjs';
 import { describe, median, pairedRatio, roundTo } from './lib/stats.mjs';
@@ -29,10 +30,7 @@ import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 import { collectGarbage, runInterleaved } from './lib/timing.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const VENV =
-  process.env.MASSGEN_VENV
-  ?? process.env.MASSGEN_BENCH_VENV
-  ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'massgen-rl', 'massgen-bench-venv');
+const VENV = MASSGEN_VENV;
 const MODEL = 'gpt-4o-mini'; // a name in MassGen's (LiteLLM's) pricing table, so its cost tracking takes its normal path
 const AGENTS = ['agent_a', 'agent_b', 'agent_c'];
 const TARGET_RATIO = 20;
@@ -121,40 +119,9 @@ function massgenConfig(baseUrl) {
   };
 }
 
-/**
- * Environment for every MassGen process: the stub as the only endpoint, a dummy key, offline switches, telemetry
- * off; bench/lib/massgen-site/sitecustomize.py refuses (and logs to egressLog) any non-loopback connection.
- */
-function massgenEnv(stub, home, egressLog) {
-  return {
-    PATH: `${path.join(VENV, 'bin')}:/usr/local/bin:/usr/bin:/bin`,
-    HOME: home,
-    TMPDIR: home,
-    XDG_CACHE_HOME: path.join(home, '.cache'),
-    XDG_CONFIG_HOME: path.join(home, '.config'),
-    OPENAI_API_KEY: 'sk-bench-dummy',
-    OPENAI_BASE_URL: stub.baseUrl,
-    MASSGEN_BENCH_EGRESS_LOG: egressLog,
-    NO_PROXY: '127.0.0.1,localhost',
-    no_proxy: '127.0.0.1,localhost',
-    HF_HUB_OFFLINE: '1',
-    HF_DATASETS_OFFLINE: '1',
-    TRANSFORMERS_OFFLINE: '1',
-    LITELLM_LOCAL_MODEL_COST_MAP: 'True',
-    MASSGEN_LOGFIRE_ENABLED: 'false',
-    MEM0_TELEMETRY: 'False',
-    ANONYMIZED_TELEMETRY: 'False',
-    DO_NOT_TRACK: '1',
-    LANGCHAIN_TRACING_V2: 'false',
-    LANGSMITH_TRACING: 'false',
-    LITELLM_TELEMETRY: 'False',
-    GIT_PYTHON_REFRESH: 'quiet',
-    PYTHONWARNINGS: 'ignore',
-    PYTHONUNBUFFERED: '1',
-    PYTHONPATH: path.join(HERE, 'lib', 'massgen-site'),
-    NO_COLOR: '1',
-    TERM: 'dumb',
-  };
+/** Environment for every MassGen process: the stub as the only endpoint, a dummy key (lib/massgen-env.mjs). */
+function stubEnv(stub, home, egressLog) {
+  return massgenEnv(home, egressLog, { OPENAI_API_KEY: 'sk-bench-dummy', OPENAI_BASE_URL: stub.baseUrl });
 }
 
 /** The long-lived Python process running bench/lib/massgen_runner.py; MassGen's own output goes to a log file. */
@@ -288,7 +255,7 @@ async function main() {
   const logFile = path.join(os.tmpdir(), 'vs-massgen-massgen.log');
   fs.rmSync(logFile, { force: true });
   const egressLog = path.join(work, 'egress.log');
-  const env = massgenEnv(stub, home, egressLog);
+  const env = stubEnv(stub, home, egressLog);
   const config = massgenConfig(stub.baseUrl);
   let runner;
   try {

@@ -48,6 +48,7 @@ export function labelFreeLines(r) {
     add(table(auditHead, auditRows));
   }
   if (r.gateway) add(table(GATEWAY_HEAD, r.gateway.nights.map(gatewayRow)));
+  if (r.massgen) add(table(MASSGEN_HEAD, r.massgen.nights.map(massgenRow)));
   return lines;
 }
 
@@ -62,6 +63,14 @@ const GATEWAY_HEAD = [
   'transfer: Δ points (95 % CI)',
   'wall (CPU) min',
 ];
+
+const MASSGEN_HEAD = ['night', 'MassGen runs (imported)', ...GATEWAY_HEAD.slice(3)];
+
+/** One night of arm (c) on MassGen: its runs, what the import kept, then as gatewayRow. */
+function massgenRow(n) {
+  const [night, , , ...rest] = gatewayRow({ ...n, traffic: { calls: 0, failed: 0 } });
+  return [night, `${n.traffic.runs} (${n.imported.runs})`, ...rest];
+}
 
 /** One night of arm (c): the traffic, what the loop took and decided, and production as the references judge it. */
 function gatewayRow(n) {
@@ -110,15 +119,16 @@ export function labelFreeHeadlines(r) {
       ok: b.low > 0,
     });
   }
-  const last = r.gateway?.nights.at(-1);
-  if (last) {
+  for (const arm of [r.gateway, r.massgen]) {
+    const last = arm?.nights.at(-1);
+    if (!last) continue;
     const d = last.vsBase?.success?.diff;
     lines.push({
-      label: `gateway: production after night ${last.night} against the base, eval split`,
+      label: `${arm.arm}: production after night ${last.night} against the base, eval split`,
       value: roundTo((d?.mean ?? 0) * 100, 1),
       unit: d ? `points [${signed(d.low)}, ${signed(d.high)}]` : 'points (production is the base)',
       target: 'CI above 0 after two or more nights',
-      ok: r.gateway.nights.length >= 2 && (d?.low ?? 0) > 0,
+      ok: arm.nights.length >= 2 && (d?.low ?? 0) > 0,
     });
   }
   return lines;

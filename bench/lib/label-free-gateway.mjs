@@ -20,6 +20,7 @@ async function drive(gw, tasks, { samples, concurrency, night, note }) {
   // the gateway on loopback without gateway.api_keys_env takes any key
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 2, timeout: 600_000 });
   let next = 0,
+    done = 0,
     calls = 0,
     failed = 0;
   const worker = async () => {
@@ -45,7 +46,8 @@ async function drive(gw, tasks, { samples, concurrency, night, note }) {
           note(`call failed: ${err.message}`);
         }
       }
-      if ((next % 20 === 0 || next === tasks.length) && next) note(`${next}/${tasks.length} tasks asked`);
+      done++;
+      if (done % 20 === 0 || done === tasks.length) note(`${done}/${tasks.length} tasks asked`);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));

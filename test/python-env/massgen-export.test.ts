@@ -205,37 +205,18 @@ describeWithMassgen('production exported as a MassGen config, run by the real Ma
       });
     });
     const cwd = path.join(dir, 'massgen');
-    const refused = await runCli(
-      [
-        'deploy',
-        '-c',
-        '../massgen-rl.yaml',
-        '--candidate',
-        'resource:base@1',
-        '--force',
-        '--export-massgen',
-        'no-such-dir/team.yaml',
-      ],
-      { cwd },
-    );
+    const deployExporting = (file: string) =>
+      runCli(
+        ['deploy', '-c', '../massgen-rl.yaml', '--candidate', 'resource:base@1', '--force', '--export-massgen', file],
+        { cwd },
+      );
+    const refused = await deployExporting('no-such-dir/team.yaml');
     expect(refused.exitCode, refused.stderr).toBe(2);
     expect(refused.stderr).toContain(`directory ${path.join(cwd, 'no-such-dir')} does not exist`);
     expect(fs.existsSync(path.join(cwd, 'team.yaml'))).toBe(false);
     expect(server!.adapters.size).toBe(0);
 
-    const r = await runCli(
-      [
-        'deploy',
-        '-c',
-        '../massgen-rl.yaml',
-        '--candidate',
-        'resource:base@1',
-        '--force',
-        '--export-massgen',
-        'flag.yaml',
-      ],
-      { cwd },
-    );
+    const r = await deployExporting('flag.yaml');
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain(`✓ MassGen config ${path.join(cwd, 'flag.yaml')}`);
     expect(r.stdout).toContain(`✓ MassGen config ${path.join(cwd, 'team.yaml')}`);

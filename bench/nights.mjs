@@ -16,27 +16,18 @@ import { suiteLevels } from '../dist/pipeline/collect/curriculum.js';
 import { cycleHistory } from '../dist/report/cycle-history.js';
 import { parseBenchArgs } from './lib/cli-args.mjs';
 import { againstBase, cycle, datasetCounts, onTransfer, TRANSFER_TASKS } from './lib/cycles.mjs';
+import { NIGHTS_SUITES, nightsOverrides, setList } from './lib/nights-config.mjs';
 import { nightsHeadlines, nightsLines, trainDiagnostics } from './lib/nights-report.mjs';
 import { progress, writeResult } from './lib/report.mjs';
 import { makeTempDir, removeTempDir } from './lib/temp-dir.mjs';
 
 const args = parseBenchArgs();
-const SUITES = ['arithmetic', 'unit_conversion', 'string_transform', 'multi_step'];
+const SUITES = NIGHTS_SUITES;
 const CYCLES = Number(process.env.NIGHTS_CYCLES ?? (args.quick ? 2 : 10));
 const PER_SUITE = Number(process.env.NIGHTS_PER_SUITE ?? (args.quick ? 8 : 60));
 const TRANSFER = process.env.NIGHTS_TRANSFER !== '0' && !args.quick;
-const CHANGES = (process.env.NIGHTS_SET ?? '')
-  .split(';')
-  .map((s) => s.trim())
-  .filter(Boolean);
-const overrides = [
-  `tasks.sources=${JSON.stringify(SUITES.map((suite) => ({ suite, n: PER_SUITE })))}`,
-  'tasks.split.eval_fraction=0.3',
-  'tasks.curriculum.enabled=true',
-  'eval.report=false',
-  ...(args.quick ? ['collect.samples_per_turn=2', 'train.dpo.num_train_epochs=1', 'train.gates.min_examples=1'] : []),
-  ...CHANGES,
-];
+const CHANGES = setList(process.env.NIGHTS_SET);
+const overrides = nightsOverrides({ perSuite: PER_SUITE, quick: args.quick, changes: CHANGES });
 
 const KEEP = process.env.NIGHTS_DIR ? path.resolve(process.env.NIGHTS_DIR) : null;
 const kept = KEEP && path.join(KEEP, 'nights.json');

@@ -6,10 +6,7 @@
 // production against the base on the eval split (and the transfer set).
 import { OpenAI } from 'openai';
 import { gateway } from '../../dist/pipeline/serve/gateway.js';
-import { Runtime } from '../../dist/runtime/runtime.js';
-import { loadTasks } from '../../dist/tasks/index.js';
-import { againstBase, cycle, onTransfer } from './cycles.mjs';
-import { progress } from './report.mjs';
+import { labelFreeNights } from './label-free-nights.mjs';
 
 /** The agent's own instructions: a user's prompt, not the embedded team's. */
 export const AGENT_PROMPT =
@@ -55,35 +52,21 @@ async function drive(gw, tasks, { samples, concurrency, night, note }) {
 }
 
 /**
- * `nights` label-free cycles on captured traffic. `load()` loads the arm's project (rewards.references off,
- * collect.source gateway); `judge()` loads it with the references on, to score production against the base set (1)
- * as the other arms are scored.
+ * `nights` label-free nights on the agent's traffic (lib/label-free-nights.mjs). `load()` loads the arm's project
+ * (rewards.references off, collect.source gateway); `judge()` loads it with the references on.
  */
-export async function gatewayArm({ load, judge, nights, samples, transfer }) {
-  const out = { arm: 'gateway', samples, nights: [] };
-  for (let night = 1; night <= nights; night++) {
-    const note = (m) => progress(`  gateway night ${night}: ${m}`);
-    const rt = new Runtime(load());
-    let traffic;
+export function gatewayArm({ load, judge, nights, samples, transfer }) {
+  const traffic = async (rt, tasks, night, note) => {
+    const gw = await gateway(rt, { port: 0, flushMs: 100 });
     try {
-      const tasks = loadTasks(rt.config.tasks, rt.paths.baseDir).filter((t) => t.split === 'train');
-      const gw = await gateway(rt, { port: 0, flushMs: 100 });
-      try {
-        traffic = await drive(gw, tasks, { samples, concurrency: 2, night, note });
-      } finally {
-        await gw.stop();
-      }
+      const sent = await drive(gw, tasks, { samples, concurrency: 2, night, note });
+      return { fields: { traffic: sent }, summary: `${sent.calls} calls captured (${sent.failed} failed)` };
     } finally {
-      await rt.close();
+      await gw.stop();
     }
-    note(`${traffic.calls} calls captured (${traffic.failed} failed); the night's loop`);
-    const ran = await cycle(load, `  gateway night ${night}`, (_rt, r) => ({
-      captured: r.stages.collect?.captured ?? null,
-    }));
-    const truth = await againstBase(judge, 1);
-    const entry = { night, traffic, ...ran, production: truth.production, vsBase: truth.comparison };
-    if (transfer && truth.comparison) entry.transfer = await onTransfer(judge, 1, truth.production, `  night ${night}`);
-    out.nights.push(entry);
-  }
-  return out;
+  };
+  return labelFreeNights(
+    { arm: 'gateway', load, judge, nights, transfer, traffic },
+    { arm: 'gateway', samples, nights: [] },
+  );
 }

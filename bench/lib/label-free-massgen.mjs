@@ -11,11 +11,8 @@ import { gateway } from '../../dist/pipeline/serve/gateway.js';
 import { importMassgenLogs } from '../../dist/pipeline/utilities/import-massgen.js';
 import { exportMassgenConfig } from '../../dist/pipeline/utilities/resources.js';
 import { recomputeRewards } from '../../dist/pipeline/utilities/rewards.js';
-import { Runtime } from '../../dist/runtime/runtime.js';
-import { loadTasks } from '../../dist/tasks/index.js';
-import { againstBase, cycle, onTransfer } from './cycles.mjs';
+import { labelFreeNights } from './label-free-nights.mjs';
 import { MASSGEN_VENV, massgenEnv } from './massgen-env.mjs';
-import { progress } from './report.mjs';
 
 /** What MassGen's runs are scored and trained by without references: the votes, and the winner against the rest. */
 export const MASSGEN_ARM = [
@@ -64,37 +61,27 @@ async function drive(rt, tasks, { work, night, note }) {
 }
 
 /**
- * `nights` label-free nights of real MassGen traffic on `perNight` train tasks each. `load()` loads the arm's project
- * (MASSGEN_ARM among its overrides); `judge()` loads it with the references on.
+ * `nights` label-free nights of real MassGen traffic on `perNight` train tasks each (lib/label-free-nights.mjs).
+ * `load()` loads the arm's project (MASSGEN_ARM among its overrides); `judge()` loads it with the references on.
  */
-export async function massgenArm({ load, judge, nights, perNight, transfer, work }) {
-  const out = { arm: 'massgen', perNight, nights: [] };
-  for (let night = 1; night <= nights; night++) {
-    const note = (m) => progress(`  massgen night ${night}: ${m}`);
-    const rt = new Runtime(load());
-    let traffic, imported, rescored;
-    try {
-      const train = loadTasks(rt.config.tasks, rt.paths.baseDir).filter((t) => t.split === 'train');
-      // a different slice each night, as new traffic would be
-      const start = ((night - 1) * perNight) % Math.max(1, train.length);
-      const tasks = [...train.slice(start), ...train.slice(0, start)].slice(0, perNight);
-      traffic = await drive(rt, tasks, { work, night, note });
-      const summary = importMassgenLogs(rt, { dir: traffic.logs, skipInvalid: true });
-      imported = { runs: summary.imported.length, skipped: summary.skipped.length, failed: summary.failed.length };
-      rescored = await recomputeRewards(rt, { source: 'massgen-import' });
-    } finally {
-      await rt.close();
-    }
-    note(
-      `${imported.runs} runs imported (${imported.skipped} incomplete), ${rescored.rollouts} scored; the night's loop`,
-    );
-    const ran = await cycle(load, `  massgen night ${night}`);
-    const truth = await againstBase(judge, 1);
-    const entry = { night, traffic, imported, ...ran, production: truth.production, vsBase: truth.comparison };
-    if (transfer && truth.comparison) entry.transfer = await onTransfer(judge, 1, truth.production, `  night ${night}`);
-    out.nights.push(entry);
-  }
-  return out;
+export function massgenArm({ load, judge, nights, perNight, transfer, work }) {
+  const traffic = async (rt, train, night, note) => {
+    // a different slice each night, as new traffic would be
+    const start = ((night - 1) * perNight) % Math.max(1, train.length);
+    const tasks = [...train.slice(start), ...train.slice(0, start)].slice(0, perNight);
+    const runs = await drive(rt, tasks, { work, night, note });
+    const summary = importMassgenLogs(rt, { dir: runs.logs, skipInvalid: true });
+    const imported = { runs: summary.imported.length, skipped: summary.skipped.length, failed: summary.failed.length };
+    const rescored = await recomputeRewards(rt, { source: 'massgen-import' });
+    return {
+      fields: { traffic: runs, imported },
+      summary: `${imported.runs} runs imported (${imported.skipped} incomplete), ${rescored.rollouts} scored`,
+    };
+  };
+  return labelFreeNights(
+    { arm: 'massgen', load, judge, nights, transfer, traffic },
+    { arm: 'massgen', perNight, nights: [] },
+  );
 }
 
 /** Whether the MassGen venv is there (scripts/setup-massgen-venv.sh makes it). */

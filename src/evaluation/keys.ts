@@ -26,8 +26,15 @@ export function settingsHash(config: RLConfig): string {
           model: m.model,
           base_url: m.base_url ?? null,
           ...replicas,
+          // merge_adapter too: an adapter served merged decodes with other numerics than the same adapter unmerged
+          // (their sampled answers differ), so a result measured one way is not the other's baseline
           local: m.local
-            ? { device: m.local.device, engine: m.local.engine, max_batch_size: m.local.max_batch_size }
+            ? {
+                device: m.local.device,
+                engine: m.local.engine,
+                max_batch_size: m.local.max_batch_size,
+                merge_adapter: m.local.merge_adapter,
+              }
             : null,
         },
       ];

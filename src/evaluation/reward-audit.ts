@@ -5,6 +5,8 @@ export interface AuditItem {
   value: number;
   /** The exact or numeric verdict on the same answer: right when 1. */
   right: boolean;
+  /** Which answer (rollout and span): what ensembles combine. */
+  answer?: string;
 }
 
 /** How well one family's value tells right answers from wrong ones, on answers a reference verified. */
@@ -65,6 +67,29 @@ export function auditFamilies(
       };
     })
     .sort((a, b) => a.channel.localeCompare(b.channel) || a.family.localeCompare(b.family));
+}
+
+/**
+ * Each ensemble (families named together, e.g. judge + peer_vote) as one more family: on every answer one of its
+ * members scored, the mean of the members' values there (as a weighted total of them would rank it, at equal weights).
+ */
+export function ensembleItems(items: readonly AuditItem[], ensembles: readonly (readonly string[])[]): AuditItem[] {
+  return ensembles.flatMap((members) => {
+    const family = members.join('+');
+    const byAnswer = new Map<string, AuditItem[]>();
+    for (const it of items) {
+      if (!it.answer || !members.includes(it.family)) continue;
+      const key = `${it.channel}\u0000${it.answer}`;
+      byAnswer.set(key, [...(byAnswer.get(key) ?? []), it]);
+    }
+    return [...byAnswer.values()].map((scored) => ({
+      family,
+      channel: scored[0]!.channel,
+      value: scored.reduce((sum, x) => sum + x.value, 0) / scored.length,
+      right: scored[0]!.right,
+      answer: scored[0]!.answer,
+    }));
+  });
 }
 
 /** The area under the ROC curve as the Mann–Whitney statistic: each right/wrong pair ordered right, ties half. */

@@ -90,20 +90,34 @@ export class RewardRepository {
     const verified = verdicts();
     const rows = this.db
       .prepare(
-        `SELECT f.family AS family, f.channel AS channel, f.value AS value, v.verdict AS verdict
+        `SELECT f.family AS family, f.channel AS channel, f.value AS value, v.verdict AS verdict,
+          v.rollout_id AS rollout_id, v.seq AS seq
         FROM rewards f JOIN (${verified}) v ON v.rollout_id = f.rollout_id AND v.channel = f.channel
           AND v.seq = COALESCE(f.target_seq, -1)
         WHERE f.family NOT IN ${sqlFamilies(REFERENCE_VERIFYING)}
         ORDER BY f.id`,
       )
-      .all() as { family: string; channel: 'turn' | 'rollout'; value: number; verdict: number }[];
+      .all() as {
+      family: string;
+      channel: 'turn' | 'rollout';
+      value: number;
+      verdict: number;
+      rollout_id: string;
+      seq: number | string;
+    }[];
     const counts = this.db.prepare(`SELECT channel, COUNT(*) AS n FROM (${verified}) v GROUP BY channel`).all() as {
       channel: string;
       n: number | string;
     }[];
     const labelled = { turn: 0, rollout: 0 };
     for (const c of counts) if (c.channel === 'turn' || c.channel === 'rollout') labelled[c.channel] = Number(c.n);
-    const scores = rows.map((r) => ({ family: r.family, channel: r.channel, value: r.value, right: r.verdict >= 1 }));
+    const scores = rows.map((r) => ({
+      family: r.family,
+      channel: r.channel,
+      value: r.value,
+      right: r.verdict >= 1,
+      answer: `${r.rollout_id}:${Number(r.seq)}`,
+    }));
     return { scores, labelled };
   }
 }
@@ -126,6 +140,8 @@ export interface VerifiedScore {
   channel: 'turn' | 'rollout';
   value: number;
   right: boolean;
+  /** Which answer: its rollout and span (-1: the final answer); families scoring the same answer share it. */
+  answer: string;
 }
 
 /** One task's scored answers from one resource set. */

@@ -80,6 +80,9 @@ describe.each(BACKENDS)('rewards audit (%s)', (backend) => {
     // peer votes: the right answer shown first gets all 3, the other right one and the wrong one none
     expect(row('peer_vote')).toMatchObject({ n: 9, right: 6, auc: 0.75, readsReference: false });
     expect(row('peer_vote')).toMatchObject({ precision: { k: 3, n: 3 }, recall: { k: 3, n: 6, value: 0.5 } });
+    // both label-free families together by default: the voted right answer 1, the other right one 0.5, the wrong 0
+    expect(row('agreement+peer_vote')).toMatchObject({ n: 9, right: 6, coverage: 1, auc: 1, readsReference: false });
+    expect(row('agreement+peer_vote')).toMatchObject({ precision: { k: 6, n: 6 }, recall: { k: 6, n: 6 } });
     expect(audit.families.find((f) => f.family === 'coordination')).toMatchObject({
       channel: 'rollout',
       n: 3,
@@ -98,6 +101,21 @@ describe.each(BACKENDS)('rewards audit (%s)', (backend) => {
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/--threshold/);
     expect(bad.stderr).not.toMatch(/\bat \S+\.js:\d+/);
+
+    // a chosen ensemble replaces the default; a family that is not one, or a lone one, is refused
+    const chosen = await runCli(['--json', 'rewards', 'audit', '--ensemble', 'peer_vote+coordination'], { cwd });
+    const names = (JSON.parse(chosen.stdout) as typeof audit).families.map((f) => f.family);
+    expect(names).toContain('peer_vote+coordination');
+    expect(names).not.toContain('agreement+peer_vote');
+    for (const [spec, message] of [
+      ['agreement+peer_votes', /--ensemble agreement\+peer_votes: "peer_votes" is not a reward family/],
+      ['agreement', /--ensemble agreement: name two or more families/],
+    ] as const) {
+      const refused = await runCli(['rewards', 'audit', '--ensemble', spec], { cwd });
+      expect(refused.exitCode).toBe(2);
+      expect(refused.stderr).toMatch(message);
+      expect(refused.stderr).not.toMatch(/\bat \S+\.js:\d+/);
+    }
   }, 60_000);
 });
 

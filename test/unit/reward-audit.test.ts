@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { auditFamilies, mannWhitneyAuc, wilson, type AuditItem } from '../../src/evaluation/reward-audit.js';
+import {
+  auditFamilies,
+  ensembleItems,
+  mannWhitneyAuc,
+  wilson,
+  type AuditItem,
+} from '../../src/evaluation/reward-audit.js';
 
 describe('the reward audit', () => {
   it('AUC: 1 when every right answer scores above every wrong one, 0 reversed, ties half', () => {
@@ -46,5 +52,31 @@ describe('the reward audit', () => {
     expect(vote).toMatchObject({ family: 'peer_vote', n: 4, right: 2, coverage: 0.5, auc: 0.5, threshold: 0.5 });
     expect(vote!.precision).toMatchObject({ k: 1, n: 2, value: 0.5 });
     expect(vote!.recall).toMatchObject({ k: 1, n: 2, value: 0.5 });
+  });
+
+  it('an ensemble scores each answer one of its members scored with the mean of their values there', () => {
+    const item = (family: string, answer: string, value: number, right: boolean): AuditItem => ({
+      family,
+      channel: 'turn',
+      value,
+      right,
+      answer,
+    });
+    const items = [
+      item('judge', 'r1:3', 0.8, true),
+      item('peer_vote', 'r1:3', 0.4, true),
+      item('judge', 'r1:5', 0.2, false),
+      item('peer_vote', 'r2:3', 1, false),
+      item('agreement', 'r1:3', 1, true),
+    ];
+    const out = ensembleItems(items, [['judge', 'peer_vote']]);
+    expect(out.map((x) => [x.family, x.answer, x.value, x.right])).toEqual([
+      ['judge+peer_vote', 'r1:3', expect.closeTo(0.6, 9), true],
+      ['judge+peer_vote', 'r1:5', 0.2, false],
+      ['judge+peer_vote', 'r2:3', 1, false],
+    ]);
+    // the same answer on the other channel (its final answer) is another answer
+    const final = ensembleItems([...items, { ...items[0]!, channel: 'rollout' }], [['judge', 'peer_vote']]);
+    expect(final).toHaveLength(4);
   });
 });

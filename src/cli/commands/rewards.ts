@@ -35,10 +35,18 @@ export const registerRewards: Register = (program, ctx) => {
         + '(coverage, AUC, precision and recall): which signal to trust before turning references off',
     )
     .option('--threshold <x>', 'a value at or above it reads as "right", for precision and recall', '0.5')
-    .action(async (flags: { threshold: string }) => {
+    .option(
+      '--ensemble <a+b>',
+      'families scored together (the mean of those that scored an answer), e.g. judge+peer_vote; repeatable '
+        + '(default: every family that reads no reference, together)',
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
+    .action(async (flags: { threshold: string; ensemble: string[] }) => {
       const { ui, runtime } = ctx();
       const { auditRewards } = await import('../../pipeline/utilities/rewards.js');
-      const audit = auditRewards(await runtime(), { threshold: decimalNumber('--threshold', flags.threshold) });
+      const threshold = decimalNumber('--threshold', flags.threshold);
+      const audit = auditRewards(await runtime(), { threshold, ensembles: flags.ensemble });
       if (ui.opts.json) return ui.json(audit);
       const { turn, rollout } = audit.labelled;
       ui.print(`verified answers: ${turn} (every answer, turn channel), ${rollout} (final answers, rollout channel)`);

@@ -1,7 +1,7 @@
 import os from 'node:os';
-import { READS_REFERENCE, verifyingFamilies } from '../../config/sections/rewards.js';
+import { READS_REFERENCE, REWARD_FAMILIES, verifyingFamilies } from '../../config/sections/rewards.js';
 import { UserError } from '../../errors.js';
-import { auditFamilies, type FamilyAudit } from '../../evaluation/reward-audit.js';
+import { auditFamilies, ensembleItems, type FamilyAudit } from '../../evaluation/reward-audit.js';
 import { computeRewards } from '../../rewards/compute.js';
 import { delegationCredit, delegationsFromSpans } from '../../rewards/delegation-credit.js';
 import { feedbackAgents, FeedbackError, feedbackReward, storeRewards, type Feedback } from '../../rewards/feedback.js';
@@ -108,13 +108,27 @@ export interface RewardAudit {
  * How well each stored reward family tells right answers from wrong ones, on the answers a reference verified (exact
  * or numeric): per family and channel its coverage, AUC, and precision and recall of `value ≥ threshold`.
  */
-export function auditRewards(rt: Runtime, opts: { threshold?: number } = {}): RewardAudit {
+export function auditRewards(rt: Runtime, opts: { threshold?: number; ensembles?: string[] } = {}): RewardAudit {
   const threshold = opts.threshold ?? 0.5;
   if (!Number.isFinite(threshold)) throw new UserError(`--threshold ${threshold}: not a number`);
+  const chosen = (opts.ensembles ?? []).map(ensembleMembers);
   const { scores, labelled } = rt.existingStore().rewards.verifiedScores();
-  const families = auditFamilies(scores, labelled, threshold).map((f) => ({
+  // by default every family that reads no reference, together, when two or more scored the verified answers
+  const labelFree = [...new Set(scores.map((x) => x.family))].filter((f) => !READS_REFERENCE.has(f)).sort();
+  const ensembles = chosen.length ? chosen : labelFree.length > 1 ? [labelFree] : [];
+  const families = auditFamilies([...scores, ...ensembleItems(scores, ensembles)], labelled, threshold).map((f) => ({
     ...f,
-    readsReference: READS_REFERENCE.has(f.family),
+    readsReference: f.family.split('+').some((m) => READS_REFERENCE.has(m)),
   }));
   return { labelled, families };
+}
+
+/** `a+b` as its families, each a reward family, two or more. */
+function ensembleMembers(spec: string): string[] {
+  const members = [...new Set(spec.split('+').map((m) => m.trim()))];
+  const unknown = members.find((m) => !(REWARD_FAMILIES as readonly string[]).includes(m));
+  if (unknown !== undefined)
+    throw new UserError(`--ensemble ${spec}: "${unknown}" is not a reward family (${REWARD_FAMILIES.join(', ')})`);
+  if (members.length < 2) throw new UserError(`--ensemble ${spec}: name two or more families joined by +`);
+  return members;
 }

@@ -1,3 +1,5 @@
+import { groupBy } from '../store/query.js';
+
 /** One answer (turn channel) or final answer (rollout channel) that a family scored and a reference verified. */
 export interface AuditItem {
   family: string;
@@ -40,12 +42,7 @@ export function auditFamilies(
   labelled: Record<'turn' | 'rollout', number>,
   threshold = 0.5,
 ): FamilyAudit[] {
-  const groups = new Map<string, AuditItem[]>();
-  for (const it of items) {
-    const key = `${it.family}\u0000${it.channel}`;
-    groups.set(key, [...(groups.get(key) ?? []), it]);
-  }
-  return [...groups.values()]
+  return [...groupBy([...items], (it) => `${it.family}\u0000${it.channel}`).values()]
     .map((g) => {
       const { family, channel } = g[0]!;
       const right = g.filter((x) => x.right);
@@ -76,13 +73,8 @@ export function auditFamilies(
 export function ensembleItems(items: readonly AuditItem[], ensembles: readonly (readonly string[])[]): AuditItem[] {
   return ensembles.flatMap((members) => {
     const family = members.join('+');
-    const byAnswer = new Map<string, AuditItem[]>();
-    for (const it of items) {
-      if (!it.answer || !members.includes(it.family)) continue;
-      const key = `${it.channel}\u0000${it.answer}`;
-      byAnswer.set(key, [...(byAnswer.get(key) ?? []), it]);
-    }
-    return [...byAnswer.values()].map((scored) => ({
+    const scoredBy = items.filter((it) => it.answer && members.includes(it.family));
+    return [...groupBy(scoredBy, (it) => `${it.channel}\u0000${it.answer}`).values()].map((scored) => ({
       family,
       channel: scored[0]!.channel,
       value: scored.reduce((sum, x) => sum + x.value, 0) / scored.length,

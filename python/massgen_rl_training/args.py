@@ -16,6 +16,8 @@ LORA_KEYS = ("r", "alpha", "dropout", "target_modules")
 # Config keys whose value may be a mapping or a list (JSON on the command line), checked by their trainer.
 JSON_FIELDS = ("lora", "vllm", "loss_type", "loss_weights")
 MAX_STEPS = 10_000_000
+# TrainingArguments' schedules that need no extra arguments (lr_scheduler_kwargs) and no evaluation loop.
+SCHEDULERS = ("linear", "cosine", "constant", "constant_with_warmup", "polynomial", "inverse_sqrt")
 
 
 @dataclass
@@ -31,7 +33,20 @@ class TrainArgs:
             "help": "LoRA settings {r, alpha, dropout, target_modules} (JSON on the command line); null: full fine-tuning."
         },
     )
-    learning_rate: float = field(default=1e-5, metadata={"help": "Peak learning rate (AdamW, linear decay)."})
+    learning_rate: float = field(
+        default=1e-5, metadata={"help": "Peak learning rate (AdamW; its schedule: lr_scheduler_type, warmup_steps)."}
+    )
+    lr_scheduler_type: str = field(
+        default="linear",
+        metadata={"help": f"How the learning rate moves after warmup: {', '.join(SCHEDULERS)} (TrainingArguments)."},
+    )
+    warmup_steps: float = field(
+        default=0,
+        metadata={
+            "help": "Optimizer steps of linear warmup from 0 to learning_rate; below 1, that fraction of the run's "
+            "steps (TrainingArguments; transformers 5 folded warmup_ratio into it)."
+        },
+    )
     num_train_epochs: float = field(default=1.0, metadata={"help": "Epochs over the dataset when max_steps is -1."})
     max_steps: int = field(default=-1, metadata={"help": "Optimizer steps; -1: run num_train_epochs."})
     per_device_train_batch_size: int = field(
@@ -164,6 +179,14 @@ def validate_common(args: TrainArgs) -> None:
     if args.max_train_seconds is not None and not 0 < args.max_train_seconds <= 7 * 86_400:
         raise UsageError(
             f"max_train_seconds must be positive and at most a week (604800), got {args.max_train_seconds!r}"
+        )
+    if args.lr_scheduler_type not in SCHEDULERS:
+        raise UsageError(f"lr_scheduler_type must be one of {', '.join(SCHEDULERS)}, got {args.lr_scheduler_type!r}")
+    warmup = args.warmup_steps
+    if not (0 <= warmup <= MAX_STEPS and (warmup < 1 or float(warmup).is_integer())):
+        raise UsageError(
+            f"warmup_steps must be a whole number of steps (0 to {MAX_STEPS}) or a fraction of the run below 1, "
+            f"got {warmup!r}"
         )
     if not 0 <= args.seed < 1 << 32:
         raise UsageError(f"seed must be 0 to {(1 << 32) - 1} (a 32-bit seed), got {args.seed}")

@@ -38,6 +38,9 @@ RUN_KEYS = (
     "server_url",
 )
 
+# TrainingArguments fields that transformers 5 removed, and what names the setting now.
+RENAMED = {"warmup_ratio": "not a setting since transformers 5: warmup_steps below 1 is that fraction of the steps"}
+
 
 @dataclass
 class CheckArgs:
@@ -66,6 +69,8 @@ def check_settings(algo: str, settings: dict[str, Any], processes: int = 1, cpu_
                 f"{at}.{key}: set by massgen-rl for each run, not a setting (LoRA: train.lora; "
                 "devices: train.gpus, train.deepspeed, train.fsdp)"
             )
+        if key in RENAMED:
+            raise UsageError(f"{at}.{key}: {RENAMED[key]}")
         if key not in names:
             raise UsageError(f"{at}.{key}: unknown setting of the {algo} trainer (settings: {', '.join(names)})")
     values = {

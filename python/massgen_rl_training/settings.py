@@ -28,6 +28,8 @@ def training_kwargs(args: TrainArgs) -> dict[str, Any]:
     kwargs: dict[str, Any] = dict(
         output_dir=str(Path(args.output_dir).expanduser().resolve()),
         learning_rate=args.learning_rate,
+        lr_scheduler_type=args.lr_scheduler_type,
+        warmup_steps=args.warmup_steps if args.warmup_steps < 1 else int(args.warmup_steps),
         num_train_epochs=args.num_train_epochs,
         max_steps=args.max_steps,
         per_device_train_batch_size=args.per_device_train_batch_size,

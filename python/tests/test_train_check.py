@@ -27,6 +27,9 @@ def test_defaults_fill_in_and_values_take_the_field_type():
     dpo = check_settings("dpo", {"loss_type": ["sigmoid", "sft"], "loss_weights": [1, 0.5]})
     assert (dpo["loss_type"], dpo["loss_weights"]) == (["sigmoid", "sft"], [1.0, 0.5])
     assert (check_settings("dpo", {})["loss_type"], check_settings("dpo", {})["loss_weights"]) == (["sigmoid"], None)
+    schedule = check_settings("dpo", {"warmup_steps": 0.1, "lr_scheduler_type": "cosine"})
+    assert (schedule["warmup_steps"], schedule["lr_scheduler_type"]) == (0.1, "cosine")
+    assert (check_settings("sft", {})["warmup_steps"], check_settings("sft", {})["lr_scheduler_type"]) == (0, "linear")
 
 
 @pytest.mark.parametrize(
@@ -52,6 +55,15 @@ def test_defaults_fill_in_and_values_take_the_field_type():
             r"^train\.dpo\.loss_weights must be 2 number\(s\) from 0 to 1e6, one per loss_type, got \[1\]",
         ),
         ("ppo", {"is_cap": 0.5}, 1, False, r"^train\.ppo\.is_cap must be a number from 1"),
+        ("dpo", {"warmup_ratio": 0.1}, 1, False, r"^train\.dpo\.warmup_ratio: not a setting .* warmup_steps below 1"),
+        ("dpo", {"warmup_steps": 2.5}, 1, False, r"^train\.dpo\.warmup_steps must be a whole number of steps"),
+        (
+            "sft",
+            {"lr_scheduler_type": "cosine_with_min_lr"},
+            1,
+            False,
+            r"^train\.sft\.lr_scheduler_type must be one of",
+        ),
         (
             "grpo",
             {"num_generations": 3},

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from train_helpers import (  # noqa: F401
     assert_trained,
     generate_with,
@@ -37,10 +39,13 @@ DPO_ROWS = [
 def test_dpo_continues_the_parent_adapter(tmp_path, sft_adapter):
     parent = Path(sft_adapter["done"]["path"])
     dataset = write_jsonl(tmp_path / "data.jsonl", DPO_ROWS)
+    schedule = {"lr_scheduler_type": "constant_with_warmup", "warmup_steps": 0.5}  # warm up over 1 of the 2 steps
     run = run_trainer_module(
-        "dpo", train_config(tmp_path, "dpo", dataset, model_path=str(parent), beta=0.1, save_steps=1)
+        "dpo", train_config(tmp_path, "dpo", dataset, model_path=str(parent), beta=0.1, save_steps=1, **schedule)
     )
     done = assert_trained(run, 2)
+    # After its warmup the constant schedule holds the peak; the default (linear decay) never ends there.
+    assert run.of("step")[-1]["learning_rate"] == pytest.approx(1e-4)
     assert all(isinstance(e["reward"], float) and e["kl"] is None for e in run.of("step"))  # reward: margins
     assert "rewards/accuracies" in run.of("step")[-1]["metrics"]
     assert [e["step"] for e in run.of("checkpoint")] == [1, 2]

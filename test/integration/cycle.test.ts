@@ -9,7 +9,7 @@ import type { Review } from '../../src/pipeline/review/review.js';
 import { withRuntime } from '../../src/runtime/runtime.js';
 import { openStore } from '../../src/runtime/store.js';
 import { storeDb } from '../../src/store/store.js';
-import { runCli } from '../helpers.js';
+import { hasStack, runCli } from '../helpers.js';
 import { adapterScript, loopProject, type LoopProject } from '../support/loop-project.js';
 
 let project: LoopProject | undefined;
@@ -96,6 +96,23 @@ describe('a cycle: collect → review → train → eval → deploy', () => {
       passed: false,
       detail: expect.stringContaining('difference 0.0000'),
     });
+  }, 180_000);
+
+  it('checks the trainer settings before it collects: a bad key stops the cycle at once, naming the key', async () => {
+    project = await loopProject();
+    const r = await runCli(['loop', '--once', '--set', 'train.sft.warmup_ratio=0.1'], { cwd: project.dir });
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/train\.sft\.warmup_ratio: not a setting .*warmup_steps below 1/);
+    expect(hasStack(r.stderr)).toBe(false);
+    expect(project.server.requests).toEqual([]);
+    const warm = await runCli(
+      ['loop', '--once', '--set', 'train.sft.warmup_steps=0.5', '--set', 'loop.steps=[collect, review, train]'],
+      {
+        cwd: project.dir,
+        timeoutMs: 120_000,
+      },
+    );
+    expect(warm.exitCode, warm.stderr).toBe(0);
   }, 180_000);
 
   it('reuses measured results, refuses stale or missing evaluations, and rolls back to the previous set or a named one', async () => {

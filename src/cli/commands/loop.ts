@@ -45,6 +45,11 @@ export const registerLoop: Register = (program, ctx) => {
         import('../../scheduler/cycles.js'),
       ]);
       const first = await c.loadConfig();
+      // A bad trainer key exits now, not at the first night's train stage.
+      if (cycleSteps(first.config.loop.steps).steps.includes('train')) {
+        const { checkRoleSettings } = await import('../../pipeline/train/roles.js');
+        await checkRoleSettings(await c.runtime());
+      }
       const fresh = async () => new Runtime(loadConfig({ configPath: c.opts.config, overrides: c.opts.set }));
       ui.info(
         `loop: ${first.config.loop.schedule} (${cycleSteps(first.config.loop.steps).steps.join(' → ')}); Ctrl-C stops`,

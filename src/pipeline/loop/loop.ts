@@ -5,6 +5,7 @@ import { cycleSteps, openCycle, saveCycle, type CycleState, type Stage } from '.
 import type { StageBase, StageRecord, StageResult } from '../../scheduler/cycles.js';
 import { acquireCycleLock } from '../../scheduler/lock.js';
 import { writeReport } from '../evaluate/report.js';
+import { checkRoleSettings } from '../train/roles.js';
 import { stageProfiler } from './cycle-profile.js';
 import { STAGES, stageInput, type CycleStage } from './stages.js';
 
@@ -41,6 +42,7 @@ export async function runCycle(rt: Runtime, opts: CycleOptions = {}): Promise<Cy
       'loop.steps lists collect without review: review runs after it '
       + '(collect reviewed production itself before); add review to loop.steps';
     if (impliedReview) opts.onStage?.('review', implied);
+    if (steps.includes('train')) await checkRoleSettings(rt, opts.signal);
     const { id, state, resumed } = openCycle(store, steps);
     const cycleTimer = AbortSignal.timeout(loop.max_runtime_min * 60_000);
     const signal = AbortSignal.any([lock.lost, cycleTimer, ...(opts.signal ? [opts.signal] : [])]);

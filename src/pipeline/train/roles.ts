@@ -3,11 +3,13 @@ import { errorMessage, isSkip } from '../../errors.js';
 import { withRoles } from '../../resources/role-variants.js';
 import { withAgentWeights, withPolicy } from '../../resources/sets.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import { requireVenv } from '../../trainers/preflight.js';
+import { checkTrainerSettings } from '../../trainers/settings-check.js';
 import { syncProduction } from '../production-sync.js';
 import { learnerRoles, teamRoles, weightRuns, type RoleRun } from '../roles.js';
 import { priorRun } from './prior-run.js';
 import { trainApoRole, trainBanditRole, type RoleTrained } from './role-learners.js';
-import { roleStart, train, type TrainOptions } from './train.js';
+import { roleStart, train, withRecipe, type TrainOptions } from './train.js';
 
 export type { RoleTrained } from './role-learners.js';
 
@@ -46,6 +48,19 @@ export async function trainRoles(rt: Runtime, opts: TrainRolesOptions = {}): Pro
   for (const [name, r] of learnerRoles(rt.config))
     add(await (r.recipe!.algo === 'bandit' ? trainBanditRole : trainApoRole)(rt, name, r, opts));
   return { roles, candidateSet: team.context ? combined(rt, roles, team.context) : ownCandidate(rt, roles[0]!) };
+}
+
+/**
+ * Each weight role's trainer settings, checked as its training will check them (a UserError naming the key): a cycle
+ * runs this before it collects, so a bad key stops it before the collect it would otherwise spend.
+ */
+export async function checkRoleSettings(rt: Runtime, signal?: AbortSignal): Promise<void> {
+  const runs = weightRuns(rt.config, teamRoles(rt.config));
+  const python = runs.length ? await requireVenv(rt.paths.venvDir) : '';
+  for (const run of runs) {
+    const t = run.context ? withRecipe(rt.config.train, run.recipe) : rt.config.train;
+    await checkTrainerSettings({ python, train: t, algos: [run.recipe.algo], signal });
+  }
 }
 
 async function trainRole(rt: Runtime, run: RoleRun, opts: TrainRolesOptions): Promise<RoleTrained> {

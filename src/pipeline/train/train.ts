@@ -378,7 +378,7 @@ function roleRecipe(role: RoleRun): { recipe: RLConfig['train']['sft']; key: str
 }
 
 /** train with the recipe's keys as train.<algo> (a recipe does not inherit that section's values). */
-function withRecipe(t: TrainConfig, recipe: RoleRun['recipe']): TrainConfig {
+export function withRecipe(t: TrainConfig, recipe: RoleRun['recipe']): TrainConfig {
   const { algo, ...keys } = recipe;
   return { ...t, algo, [algo]: keys } as TrainConfig;
 }

@@ -15,7 +15,7 @@ import pytest
 
 from massgen_rl_common.config_args import UsageError
 from massgen_rl_common.protocol import ScriptError
-from massgen_rl_serving.gguf_files import cache_dir
+from massgen_rl_serving.gguf_files import model_gguf
 from massgen_rl_training.grpo import GRPOArgs
 from massgen_rl_training.grpo_server import ServerRollout, check_generation, resolve_generation
 from serve_support import Server, engine_args
@@ -189,11 +189,24 @@ def test_generation_settings_resolve_and_refuse_what_cannot_run():
 
 @needs_model
 def test_grpo_online_samples_from_the_llama_cpp_server_with_the_synced_adapter(tmp_path):
+    # A GGUF cache of its own (the base's conversion linked in): other suites running beside this one sync
+    # adapters of the same names into the shared cache.
+    engine = engine_args("llama.cpp")
+    own_cache = tmp_path / "gguf"
+    own_cache.mkdir()
+    base = model_gguf(MODEL_DIR.resolve(), "f32")
+    (own_cache / base.name).symlink_to(base)
     server = Server(
-        "--model", str(MODEL_DIR), "--served-name", "policy", "--max-batch-size", "4", *engine_args("llama.cpp")
+        "--model",
+        str(MODEL_DIR),
+        "--served-name",
+        "policy",
+        "--max-batch-size",
+        "4",
+        *engine,
+        env={"MASSGEN_RL_GGUF_CACHE": str(own_cache)},
     )
     rewards = RewardServer(lambda text: float(len(text) % 5))
-    cached = set(cache_dir().glob("lora-grpo-policy-*.gguf"))
     try:
         dataset = write_jsonl(
             tmp_path / "data.jsonl", [{"prompt": p, "completions": [{"content": "x"}] * 2} for p in (A, B)]
@@ -223,7 +236,7 @@ def test_grpo_online_samples_from_the_llama_cpp_server_with_the_synced_adapter(t
     assert done["metrics"]["grpo/generation"] == "server" and done["metrics"]["grpo/adapter_syncs"] == 3
     for name in ("grpo-policy-0", "grpo-policy-1", "grpo-policy-2"):
         assert f"loaded the LoRA adapter '{name}'" in log and f"dropped the LoRA adapter '{name}'" in log
-    assert set(cache_dir().glob("lora-grpo-policy-*.gguf")) <= cached  # no GGUF copy of a synced adapter is kept
+    assert list(own_cache.glob("lora-*.gguf")) == []  # no GGUF copy of a synced adapter is kept
     assert status == 200 and stats["adapters"] == [] and stats["requests"] >= 3  # one chat request per step
     assert len(rewards.requests) == 3 and all(len(r["completions"]) == 2 for r in rewards.requests)
     for event in run.of("step"):

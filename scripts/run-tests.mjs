@@ -13,7 +13,9 @@ import { prepareTestEnvironment } from './prepare-tests.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'massgen-rl-tests-'));
-const env = { ...process.env, HF_HUB_OFFLINE: '1', NO_COLOR: '1' };
+// OpenMP's threads (torch's in every trainer) sleep when they wait rather than spin: pytest runs beside the real-model
+// tier, and a spinning thread takes the core the other side's work needs.
+const env = { OMP_WAIT_POLICY: 'PASSIVE', ...process.env, HF_HUB_OFFLINE: '1', NO_COLOR: '1' };
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { stdio: 'inherit', env, cwd: root, ...opts }).status ?? 1;
 
 if (!(await prepareTestEnvironment(env))) {
@@ -40,7 +42,7 @@ vitestTier(
 
 // pytest runs beside the real-model tier, its output kept until the tier ends: either alone leaves part of two cores
 // idle (measured here: pytest 580 s for 12 CPU minutes, the real-model tier 1228 s for 30), while the tiers before
-// keep both busy (607 s for 18). pytest's OpenMP threads sleep when they wait rather than spin on a shared core.
+// keep both busy (607 s for 18).
 const pytest = startPytest();
 vitestTier('real-model', ['real-model']);
 
@@ -72,7 +74,6 @@ function startPytest() {
     stdio: ['ignore', fd, fd],
     env: {
       ...env,
-      OMP_WAIT_POLICY: 'PASSIVE',
       MASSGEN_RL_DEFAULT_MODEL_DIR: path.join(cacheDir(env), 'models', 'smollm2-135m-instruct'),
     },
   });

@@ -5,11 +5,13 @@ import { roundTo } from './stats.mjs';
 const signed = (x) => `${x >= 0 ? '+' : '−'}${Math.abs(x * 100).toFixed(1)}`;
 const points = (d) => (d ? `${signed(d.mean)} (${signed(d.low)} … ${signed(d.high)})` : '—');
 const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)} %` : '—');
-const pairsOf = (counts) =>
-  Object.entries(counts ?? {})
-    .filter(([k]) => k.endsWith('_pairs'))
-    .map(([k, n]) => `${n} ${k.replace(/_pairs$/, '')}`)
-    .join(' + ') || '—';
+/** The pairs each source made, and the rows kept when train.dpo.max_suite_share dropped some of them. */
+function pairsOf(ds) {
+  const made = Object.entries(ds?.counts ?? {}).filter(([k]) => k.endsWith('_pairs'));
+  const text = made.map(([k, n]) => `${n} ${k.replace(/_pairs$/, '')}`).join(' + ') || '—';
+  const over = ds?.dropped?.over_suite_share;
+  return over ? `${text}, ${ds.rows} kept (${over} over the suite share)` : text;
+}
 
 /** Markdown: the arms side by side, then the audit table. */
 export function labelFreeLines(r) {
@@ -27,7 +29,7 @@ export function labelFreeLines(r) {
       ? [a.arm, `stopped: ${a.error}`, '', '', '', '', '']
       : [
           a.arm,
-          `${pairsOf(a.dataset?.counts)} (${a.steps})`,
+          `${pairsOf(a.dataset)} (${a.steps})`,
           `${pct(a.vsBase.success.base)} → ${pct(a.vsBase.success.production)}`,
           points(a.vsBase.success.diff),
           points(a.transfer?.success?.diff),

@@ -122,7 +122,9 @@ export function fromRaw(
 /**
  * The embedded default team (a config without `agents`) comes with the prompt layout, the evaluation's looks and,
  * unless train.algo is set, the training recipe it was measured best with (DEFAULT_RECIPE); keys already set win.
- * With rewards.references off the recipe comes without rationalized pairs, which check answers against references.
+ * With rewards.references off the recipe comes without rationalized pairs, which check answers against references,
+ * and without its cap on a suite's share: agreement's pairs come mostly from the suite the team agrees on, and the cap
+ * cut a collect's 34 to 9 (docs/benchmarks.md, learning without references).
  */
 function withDefaultTeam(raw: Record<string, unknown>, referencesOff: boolean): void {
   if (raw.agents !== undefined) return;
@@ -136,10 +138,13 @@ function withDefaultTeam(raw: Record<string, unknown>, referencesOff: boolean): 
   const train = section(raw, 'train'),
     collect = section(raw, 'collect');
   if (!train || !collect || train.algo !== undefined) return;
-  const { algo, samples_per_turn, rationalize, ...keys } = DEFAULT_RECIPE;
+  const { algo, samples_per_turn, rationalize, max_suite_share, ...keys } = DEFAULT_RECIPE;
   const own = section(train, algo);
   if (!own) return;
-  const recipe = { ...structuredClone(keys), ...(referencesOff ? {} : { rationalize: { ...rationalize } }) };
+  const recipe = {
+    ...structuredClone(keys),
+    ...(referencesOff ? {} : { rationalize: { ...rationalize }, max_suite_share }),
+  };
   raw.train = { ...train, algo, [algo]: { ...recipe, ...own } };
   if (collect.samples_per_turn === undefined) raw.collect = { ...collect, samples_per_turn };
 }

@@ -30,13 +30,20 @@ describe('rewards.references off: the config', () => {
     expect(verifyingFamilies(set([]).rewards)).toEqual(['exact', 'numeric']);
   });
 
-  it("the embedded default team's recipe comes without rationalized pairs when off, set or in the file", () => {
+  it("the default team's recipe comes without rationalized pairs or a suite cap when off, set or in the file", () => {
     const embedded = (overrides: string[]) => loadConfig({ cwd: tempDir(), overrides }).config;
-    expect(embedded([]).train.dpo).toMatchObject({ pairs: 'correctness', rationalize: { enabled: true } });
+    expect(embedded([]).train.dpo).toMatchObject({
+      pairs: 'correctness',
+      rationalize: { enabled: true },
+      max_suite_share: 0.35,
+    });
     const off = embedded(['rewards.references=off']).train.dpo;
-    expect(off).toMatchObject({ pairs: 'correctness', loss_type: ['sigmoid', 'sft'] });
+    expect(off).toMatchObject({ pairs: 'correctness', loss_type: ['sigmoid', 'sft'], max_suite_share: 1 });
     expect(off.rationalize?.enabled ?? false).toBe(false);
-    expect(configIn('rewards: { references: off }\n').config.train.dpo.rationalize?.enabled ?? false).toBe(false);
+    const inFile = configIn('rewards: { references: off }\n').config.train.dpo;
+    expect([inFile.rationalize?.enabled ?? false, inFile.max_suite_share]).toEqual([false, 1]);
+    const capped = embedded(['rewards.references=off', 'train.dpo.max_suite_share=0.5']).train.dpo;
+    expect(capped.max_suite_share).toBe(0.5); // a key set still wins
   });
 
   it('refuses what needs the references, naming each field', () => {

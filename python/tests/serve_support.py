@@ -70,14 +70,8 @@ def teacher_forced_logprobs(model: Any, prompt: list[int], completion: list[int]
 class Server:
     engine = "transformers"
 
-    def __init__(self, *args: str, timeout: float = 180, env: dict[str, str] | None = None) -> None:
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(PYTHON_DIR),
-            "HF_HUB_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false",
-            **(env or {}),
-        }
+    def __init__(self, *args: str, timeout: float = 180) -> None:
+        env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "massgen_rl_serving", *args],

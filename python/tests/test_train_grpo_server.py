@@ -188,7 +188,7 @@ def test_generation_settings_resolve_and_refuse_what_cannot_run():
 
 
 @needs_model
-def test_grpo_online_samples_from_the_llama_cpp_server_with_the_synced_adapter(tmp_path):
+def test_grpo_online_samples_from_the_llama_cpp_server_with_the_synced_adapter(tmp_path, monkeypatch):
     # A GGUF cache of its own (the base's conversion linked in): other suites running beside this one sync
     # adapters of the same names into the shared cache.
     engine = engine_args("llama.cpp")
@@ -196,16 +196,8 @@ def test_grpo_online_samples_from_the_llama_cpp_server_with_the_synced_adapter(t
     own_cache.mkdir()
     base = model_gguf(MODEL_DIR.resolve(), "f32")
     (own_cache / base.name).symlink_to(base)
-    server = Server(
-        "--model",
-        str(MODEL_DIR),
-        "--served-name",
-        "policy",
-        "--max-batch-size",
-        "4",
-        *engine,
-        env={"MASSGEN_RL_GGUF_CACHE": str(own_cache)},
-    )
+    monkeypatch.setenv("MASSGEN_RL_GGUF_CACHE", str(own_cache))
+    server = Server("--model", str(MODEL_DIR), "--served-name", "policy", "--max-batch-size", "4", *engine)
     rewards = RewardServer(lambda text: float(len(text) % 5))
     try:
         dataset = write_jsonl(
